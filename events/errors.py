@@ -1,0 +1,77 @@
+"""Errors of the record layer (events, documents, vault layout).
+
+    EventsError                      root; everything below derives from it
+    ├── InvalidUserId                 a user id that would not be a safe folder name
+    ├── FrontmatterError              YAML frontmatter that cannot be parsed (names file and line)
+    ├── EventLogError
+    │   ├── TornTailError             the last line of a log is incomplete (crash mid-write)
+    │   ├── ChainError                seq gap, bad hash or broken prev link (names file and seq)
+    │   └── LogBusyError              another process holds the log's writer lock
+    └── ProjectionError               events that cannot be folded into a turn view
+
+`is_bad_input` tells the CLI whether the fault is in what the user gave us (exit 2)
+or in what we found on disk (exit 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "ChainError",
+    "EventLogError",
+    "EventsError",
+    "FrontmatterError",
+    "InvalidUserId",
+    "LogBusyError",
+    "ProjectionError",
+    "TornTailError",
+]
+
+
+class EventsError(Exception):
+    """Root of every error raised by the `events` package."""
+
+    is_bad_input = False
+
+
+class InvalidUserId(EventsError, ValueError):
+    is_bad_input = True
+
+    def __init__(self, user: object, reason: str) -> None:
+        self.user = user
+        super().__init__(
+            f"invalid user id {user!r}: {reason} "
+            "(use 1-64 characters of a-z, 0-9, '_' or '-', starting with a letter or digit)"
+        )
+
+
+class FrontmatterError(EventsError):
+    def __init__(self, path: Path | str, line: int, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        super().__init__(f"{path}:{line}: broken frontmatter: {message} (fix the YAML by hand)")
+
+
+class EventLogError(EventsError):
+    def __init__(self, path: Path | str, message: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: {message}")
+
+
+class TornTailError(EventLogError):
+    """The log ends in an incomplete line; `pandafs verify --repair` moves it aside."""
+
+
+class ChainError(EventLogError):
+    def __init__(self, path: Path | str, seq: int, message: str) -> None:
+        self.seq = seq
+        super().__init__(path, f"seq {seq}: {message}")
+
+
+class LogBusyError(EventLogError):
+    """A second writer tried to append to a log that another process is writing."""
+
+
+class ProjectionError(EventsError):
+    pass

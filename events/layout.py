@@ -1,0 +1,194 @@
+"""The vault layout: where every kind of file lives and what its document id is.
+
+This module is the one place that knows paths.  Everything else asks it: the
+pipeline for where to write a turn, the indexer for what a changed path is, the
+archive for where stubs go.  User ids are validated here, before any path is built.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .errors import InvalidUserId
+
+__all__ = [
+    "DocRef",
+    "Layout",
+    "TURN_DIR_RE",
+    "classify",
+    "turn_name",
+    "turn_number",
+    "validate_user_id",
+]
+
+USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
+
+# Folders under the vault root that never hold indexable documents.
+NOT_DOCUMENTS = frozenset({"indexes", "inbox", "outbox", "observability", ".obsidian", ".trash"})
+
+
+def validate_user_id(user: object) -> str:
+    """Return `user` if it is a safe, canonical user id; raise `InvalidUserId` otherwise."""
+    if not isinstance(user, str):
+        raise InvalidUserId(user, "not a string")
+    if not user:
+        raise InvalidUserId(user, "empty")
+    if len(user) > 64:
+        raise InvalidUserId(user, f"{len(user)} characters long (at most 64)")
+    if not USER_ID_RE.fullmatch(user):
+        raise InvalidUserId(user, "contains characters that are not allowed")
+    return user
+
+
+def turn_name(number: int) -> str:
+    return f"turn_{number:06d}"
+
+
+def turn_number(name: str) -> int:
+    match = TURN_DIR_RE.fullmatch(name)
+    if not match:
+        raise ValueError(f"not a turn folder name: {name!r}")
+    return int(match.group(1))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one vault.  Construct with the vault root; every method validates users."""
+
+    root: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "pandafs.toml"
+
+    @property
+    def users_dir(self) -> Path:
+        return self.root / "users"
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    @property
+    def outbox(self) -> Path:
+        return self.root / "outbox"
+
+    @property
+    def knowledge(self) -> Path:
+        return self.root / "knowledge"
+
+    @property
+    def site_knowledge(self) -> Path:
+        return self.root / "site_knowledge"
+
+    @property
+    def observability(self) -> Path:
+        return self.root / "observability"
+
+    @property
+    def indexes(self) -> Path:
+        return self.root / "indexes"
+
+    @property
+    def archive(self) -> Path:
+        return self.root / "archive"
+
+    def user_dir(self, user: str) -> Path:
+        return self.users_dir / validate_user_id(user)
+
+    def turns_dir(self, user: str) -> Path:
+        return self.user_dir(user) / "turns"
+
+    def turn_dir(self, user: str, turn: str) -> Path:
+        turn_number(turn)
+        return self.turns_dir(user) / turn
+
+    def preferences(self, user: str) -> Path:
+        return self.user_dir(user) / "preferences.md"
+
+    def facts(self, user: str) -> Path:
+        return self.user_dir(user) / "facts.md"
+
+    def memories_dir(self, user: str) -> Path:
+        return self.user_dir(user) / "memories"
+
+    def archive_stub(self, user: str, turn: str) -> Path:
+        return self.archive / "stubs" / validate_user_id(user) / f"{turn}.md"
+
+    def users(self) -> list[str]:
+        """Every valid user folder, sorted.  Folders with invalid names are ignored."""
+        if not self.users_dir.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.users_dir.iterdir() if p.is_dir() and USER_ID_RE.fullmatch(p.name)
+        )
+
+    def turn_dirs(self, user: str) -> list[Path]:
+        """Live turn folders of `user`, oldest first."""
+        turns = self.turns_dir(user)
+        if not turns.is_dir():
+            return []
+        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and p.is_dir()]
+        return sorted(found, key=lambda p: turn_number(p.name))
+
+    def relative(self, path: Path) -> str:
+        """Vault-relative POSIX path (the form used in JSON output and the index)."""
+        return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+
+
+@dataclass(frozen=True)
+class DocRef:
+    """What a vault-relative markdown path is, as far as the layout can tell."""
+
+    doc_id: str
+    # turn | research | preferences | facts | memory | knowledge | site | archived_turn | note
+    kind: str
+    user: str | None
+    turn: str | None = None
+
+
+def classify(rel_path: str) -> DocRef | None:
+    """Map a vault-relative path to its document identity, or None if it is not a document.
+
+    Document ids are derived from paths (never from frontmatter) so they are unique
+    and stable: `alice/turn_000001`, `alice/preferences`, `alice/memories/x`,
+    `knowledge/x`, `site/example.com`.  An archive stub keeps the id of its turn.
+    """
+    parts = PurePosixPath(rel_path).parts
+    if not parts or not rel_path.endswith(".md"):
+        return None
+    if any(p.startswith(".") for p in parts) or parts[0] in NOT_DOCUMENTS:
+        return None
+    stem = rel_path[: -len(".md")]
+    head = parts[0]
+    if head == "users" and len(parts) >= 3 and USER_ID_RE.fullmatch(parts[1]):
+        user = parts[1]
+        rest = parts[2:]
+        if len(rest) == 3 and rest[0] == "turns" and TURN_DIR_RE.fullmatch(rest[1]):
+            if rest[2] == "context.md":
+                return DocRef(f"{user}/{rest[1]}", "turn", user, rest[1])
+            if rest[2] == "research.md":
+                return DocRef(f"{user}/{rest[1]}/research", "research", user, rest[1])
+            return None
+        if rest[0] == "turns":
+            return None
+        if rest == ("preferences.md",):
+            return DocRef(f"{user}/preferences", "preferences", user)
+        if rest == ("facts.md",):
+            return DocRef(f"{user}/facts", "facts", user)
+        if rest[0] == "memories":
+            return DocRef(f"{user}/{'/'.join(rest)[:-3]}", "memory", user)
+        return DocRef(f"{user}/{'/'.join(rest)[:-3]}", "note", user)
+    if head == "knowledge" and len(parts) >= 2:
+        return DocRef(stem, "knowledge", None)
+    if head == "site_knowledge" and len(parts) == 2:
+        return DocRef(f"site/{parts[1][:-3]}", "site", None)
+    if head == "archive" and len(parts) == 4 and parts[1] == "stubs":
+        user, name = parts[2], parts[3][:-3]
+        if USER_ID_RE.fullmatch(user) and TURN_DIR_RE.fullmatch(name):
+            return DocRef(f"{user}/{name}", "archived_turn", user, name)
+        return None
+    return None

@@ -1,0 +1,264 @@
+"""The append-only event log of one turn (`events.jsonl`).
+
+Writing: `EventWriter` holds an exclusive `flock` on the file for as long as it is
+open (a second writer gets `LogBusyError`), appends each event as one `write()` on an
+O_APPEND descriptor and fsyncs it (or, with `durable=False`, leaves the fsync to the
+caller's batch).  `seq` counts from 0 without gaps and every event carries the hash
+of its predecessor (`prev`) and its own `hash`, the sha256 of its canonical bytes
+(orjson, sorted keys, without `hash`).  Any edit, reorder or deletion breaks the chain.
+
+Reading: `read_log` returns the complete lines and, separately, a torn tail — bytes
+after the last newline left by a crash mid-write.  `repair_torn_tail` moves those
+bytes to `events.jsonl.torn` and truncates only them; earlier lines are never touched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import ChainError, EventLogError, LogBusyError, TornTailError
+from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
+
+__all__ = [
+    "GENESIS",
+    "EventWriter",
+    "LogRead",
+    "append_events",
+    "check_chain",
+    "event_hash",
+    "format_ts",
+    "read_events",
+    "read_log",
+    "repair_torn_tail",
+]
+
+GENESIS = "0" * 64
+TORN_SUFFIX = ".torn"
+
+
+def format_ts(ts: datetime) -> str:
+    """ISO-8601 UTC with microseconds and a `Z`, the one timestamp form in our files."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def event_hash(record: dict[str, Any]) -> str:
+    """sha256 of the canonical bytes of `record` (every key but `hash`, sorted)."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass
+class LogRead:
+    """What is on disk: complete records (with their exact line bytes) and any torn tail."""
+
+    path: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list)
+    bad_line: tuple[int, str] | None = None  # (0-based line index, why) of the first bad line
+    torn_tail: bytes | None = None
+
+    @property
+    def last_hash(self) -> str:
+        return self.records[-1]["hash"] if self.records else GENESIS
+
+
+def read_log(path: Path) -> LogRead:
+    """Read `path` without judging the chain; a missing file reads as empty."""
+    result = LogRead(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return result
+    body, sep, tail = raw.rpartition(b"\n")
+    if not sep:
+        body, tail = b"", raw
+    if tail:
+        result.torn_tail = tail
+    if not body and not sep:
+        return result
+    for index, line in enumerate(body.split(b"\n")):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            result.bad_line = (index, f"not valid JSON ({exc})")
+            break
+        if not isinstance(record, dict):
+            result.bad_line = (index, "not a JSON object")
+            break
+        result.records.append(record)
+        result.lines.append(line)
+    return result
+
+
+def check_chain(log: LogRead) -> ChainError | None:
+    """The first break in `log`'s chain (seq, prev, hash, exact form), or None."""
+    prev = GENESIS
+    for index, (record, line) in enumerate(zip(log.records, log.lines, strict=True)):
+        seq = record.get("seq")
+        if seq != index:
+            return ChainError(log.path, index, f"expected seq {index}, found {seq!r}")
+        if record.get("prev") != prev:
+            return ChainError(log.path, index, "prev does not match the hash of the event before")
+        if record.get("hash") != event_hash(record):
+            return ChainError(log.path, index, "hash does not match the event's content")
+        if orjson.dumps(record) != line:
+            return ChainError(log.path, index, "line is not in canonical form (edited by hand?)")
+        prev = record["hash"]
+    if log.bad_line is not None:
+        index, why = log.bad_line
+        return ChainError(log.path, index, f"line {index + 1} is {why}")
+    return None
+
+
+def read_events(path: Path, *, allow_torn: bool = True) -> list[Event]:
+    """Typed events of a log whose chain is intact; raises on a broken chain.
+
+    A torn tail is ignored when `allow_torn` (the complete events before it are
+    valid history), otherwise it raises `TornTailError`.
+    """
+    log = read_log(path)
+    problem = check_chain(log)
+    if problem is not None:
+        raise problem
+    if log.torn_tail is not None and not allow_torn:
+        raise TornTailError(path, "ends in a torn line; run `pandafs verify --repair`")
+    return [parse_event(record) for record in log.records]
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved."""
+    log = read_log(path)
+    if log.torn_tail is None:
+        return 0
+    torn_path = path.with_name(path.name + TORN_SUFFIX)
+    with open(torn_path, "ab") as out:
+        out.write(log.torn_tail + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    size = path.stat().st_size
+    keep = size - len(log.torn_tail)
+    with open(path, "r+b") as handle:
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return len(log.torn_tail)
+
+
+class EventWriter:
+    """Exclusive appender for one turn's log.  Use as a context manager."""
+
+    def __init__(self, path: Path, *, user: str, turn: str, durable: bool = True) -> None:
+        self.path = path
+        self.user = user
+        self.turn = turn
+        self.durable = durable
+        self._fd: int | None = None
+        self._seq = 0
+        self._prev = GENESIS
+        self.written: list[Event] = []
+
+    def __enter__(self) -> EventWriter:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogBusyError(
+                self.path, "another process is writing this turn; try again"
+            ) from None
+        try:
+            log = read_log(self.path)
+            problem = check_chain(log)
+            if problem is not None:
+                raise problem
+            if log.torn_tail is not None:
+                raise TornTailError(
+                    self.path, "ends in a torn line; run `pandafs verify --repair` first"
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._seq = len(log.records)
+        self._prev = log.last_hash
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq
+
+    def append(self, payload: Payload, *, ts: datetime | None = None) -> Event:
+        return self.append_many([payload], ts=ts)[0]
+
+    def append_many(
+        self, payloads: Iterable[Payload], *, ts: datetime | None = None
+    ) -> list[Event]:
+        """Append several events with one write (and at most one fsync)."""
+        if self._fd is None:
+            raise EventLogError(self.path, "writer is not open")
+        stamp = format_ts(ts or utcnow())
+        chunks: list[bytes] = []
+        records: list[dict[str, Any]] = []
+        seq, prev = self._seq, self._prev
+        for payload in payloads:
+            record: dict[str, Any] = {
+                "v": SCHEMA_VERSION,
+                "seq": seq,
+                "ts": stamp,
+                "user": self.user,
+                "turn": self.turn,
+                "phase": payload.PHASE,
+                "type": payload.TYPE,
+                "data": payload.model_dump(mode="json", exclude_none=True),
+                "prev": prev,
+            }
+            record["hash"] = event_hash(record)
+            chunks.append(orjson.dumps(record) + b"\n")
+            records.append(record)
+            prev = record["hash"]
+            seq += 1
+        data = b"".join(chunks)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        if self.durable:
+            os.fsync(self._fd)
+        self._seq, self._prev = seq, prev
+        events = [parse_event(r) for r in records]
+        self.written.extend(events)
+        return events
+
+    def sync(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def append_events(
+    path: Path, user: str, turn: str, payloads: Iterable[Payload], *, durable: bool = True
+) -> list[Event]:
+    """Open, append `payloads` in one write, close."""
+    with EventWriter(path, user=user, turn=turn, durable=durable) as writer:
+        return writer.append_many(payloads)

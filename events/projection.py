@@ -1,0 +1,214 @@
+"""Fold a turn's events into a `TurnView` — a pure function, no I/O.
+
+The view is everything the renderers (context.md, metadata.json, …) and the
+pipeline's resume logic need to know about a turn.  Same events, same view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ProjectionError
+from .schema import (
+    ContextRetrieved,
+    ContextSynthesized,
+    DocumentsUsed,
+    Event,
+    ExecutorStepped,
+    FeedbackRecorded,
+    MemoryCandidate,
+    MemoryCommitted,
+    MemoryDiscarded,
+    MemoryStaged,
+    PhaseFailed,
+    PlanCreated,
+    QueryAnalyzed,
+    ReflectionDecided,
+    ResponseSynthesized,
+    ToolExecuted,
+    TornTailRepaired,
+    TurnCompleted,
+    TurnStarted,
+    ValidationDecided,
+)
+
+__all__ = ["Attempt", "TurnView", "project_turn"]
+
+
+class Attempt(BaseModel):
+    """One pass through planner → executor/coordinator → synthesis → validation."""
+
+    model_config = ConfigDict(frozen=True)
+    number: int
+    plan: PlanCreated | None = None
+    steps: tuple[ExecutorStepped, ...] = ()
+    tools: tuple[ToolExecuted, ...] = ()
+    response: ResponseSynthesized | None = None
+    validation: ValidationDecided | None = None
+
+
+class TurnView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    user: str
+    turn: str
+    started: TurnStarted
+    analysis: QueryAnalyzed | None = None
+    reflection: ReflectionDecided | None = None
+    retrieval: ContextRetrieved | None = None
+    context: ContextSynthesized | None = None
+    attempts: tuple[Attempt, ...] = ()
+    staged: tuple[MemoryCandidate, ...] = ()
+    committed: tuple[MemoryCommitted, ...] = ()
+    discarded: tuple[MemoryDiscarded, ...] = ()
+    used: DocumentsUsed | None = None
+    completed: TurnCompleted | None = None
+    failures: tuple[PhaseFailed, ...] = ()
+    repairs: tuple[TornTailRepaired, ...] = ()
+    feedback: tuple[FeedbackRecorded, ...] = ()
+    unknown_types: tuple[str, ...] = ()
+    event_count: int = 0
+    last_seq: int = -1
+    last_hash: str = ""
+    phase_ms: dict[str, float] = Field(default_factory=dict)
+    phase_tokens: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def query(self) -> str:
+        return self.started.query
+
+    @property
+    def occurred_at(self) -> datetime:
+        return self.started.occurred_at
+
+    @property
+    def answer(self) -> str | None:
+        for attempt in reversed(self.attempts):
+            if attempt.response is not None:
+                return attempt.response.answer
+        if self.reflection is not None and self.reflection.decision == "CLARIFY":
+            return self.reflection.clarification_question
+        return None
+
+    @property
+    def last_validation(self) -> ValidationDecided | None:
+        for attempt in reversed(self.attempts):
+            if attempt.validation is not None:
+                return attempt.validation
+        return None
+
+    @property
+    def is_complete(self) -> bool:
+        return self.completed is not None
+
+    @property
+    def outcome(self) -> str | None:
+        return self.completed.outcome if self.completed else None
+
+    @property
+    def is_import(self) -> bool:
+        return self.started.source == "import"
+
+    def tool_calls(self) -> list[ToolExecuted]:
+        return [tool for attempt in self.attempts for tool in attempt.tools]
+
+
+def _metrics(payload: Any) -> tuple[float, int]:
+    metrics = getattr(payload, "metrics", None)
+    if metrics is None:
+        return 0.0, 0
+    return metrics.duration_ms, metrics.tokens_in + metrics.tokens_out
+
+
+def project_turn(events: Sequence[Event]) -> TurnView:
+    """Fold events (in seq order) into the view of their turn."""
+    if not events:
+        raise ProjectionError("a turn needs at least its turn_started event")
+    first = events[0]
+    if not isinstance(first.data, TurnStarted):
+        raise ProjectionError(f"{first.user}/{first.turn}: first event is {first.type!r}")
+    state: dict[str, Any] = {"user": first.user, "turn": first.turn, "started": first.data}
+    attempts: dict[int, dict[str, Any]] = {}
+    lists: dict[str, list[Any]] = {
+        k: [] for k in ("staged", "committed", "discarded", "failures", "repairs", "feedback")
+    }
+    unknown: list[str] = []
+    phase_ms: dict[str, float] = {}
+    phase_tokens: dict[str, int] = {}
+
+    def attempt(number: int) -> dict[str, Any]:
+        return attempts.setdefault(number, {"number": number, "steps": [], "tools": []})
+
+    for event in events[1:]:
+        data = event.data
+        if not event.known:
+            unknown.append(event.type)
+            continue
+        ms, tokens = _metrics(data)
+        if ms or tokens:
+            phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + ms, 3)
+            phase_tokens[event.phase] = phase_tokens.get(event.phase, 0) + tokens
+        match data:
+            case QueryAnalyzed():
+                state["analysis"] = data
+            case ReflectionDecided():
+                state["reflection"] = data
+            case ContextRetrieved():
+                state["retrieval"] = data
+            case ContextSynthesized():
+                state["context"] = data
+            case PlanCreated():
+                attempt(data.attempt)["plan"] = data
+            case ExecutorStepped():
+                attempt(data.attempt)["steps"].append(data)
+            case ToolExecuted():
+                attempt(data.attempt)["tools"].append(data)
+                phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + data.duration_ms, 3)
+            case ResponseSynthesized():
+                attempt(data.attempt)["response"] = data
+            case ValidationDecided():
+                attempt(data.attempt)["validation"] = data
+            case MemoryStaged():
+                lists["staged"].append(data.candidate)
+            case MemoryCommitted():
+                lists["committed"].append(data)
+            case MemoryDiscarded():
+                lists["discarded"].append(data)
+            case DocumentsUsed():
+                state["used"] = data
+            case TurnCompleted():
+                state["completed"] = data
+            case PhaseFailed():
+                lists["failures"].append(data)
+            case TornTailRepaired():
+                lists["repairs"].append(data)
+            case FeedbackRecorded():
+                lists["feedback"].append(data)
+            case TurnStarted():
+                raise ProjectionError(
+                    f"{event.user}/{event.turn}: second turn_started at seq {event.seq}"
+                )
+            case _:
+                unknown.append(event.type)
+    last = events[-1]
+    return TurnView(
+        **state,
+        attempts=tuple(
+            Attempt(**{**a, "steps": tuple(a["steps"]), "tools": tuple(a["tools"])})
+            for _, a in sorted(attempts.items())
+        ),
+        **{k: tuple(v) for k, v in lists.items()},
+        unknown_types=tuple(unknown),
+        event_count=len(events),
+        last_seq=last.seq,
+        last_hash=last.hash,
+        phase_ms=phase_ms,
+        phase_tokens=phase_tokens,
+    )

@@ -1,0 +1,319 @@
+"""Render a `TurnView` into the files people and indexes read — pure, deterministic.
+
+`render_turn(view)` returns `{file name: bytes}` for the turn folder: always
+`context.md` and `metadata.json`; for pipeline turns also `query_analysis.json`,
+`ticket.md`, `toolresults.md` and `metrics.json`.  Same view, same bytes: nothing
+here reads the clock, the disk or the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document
+from .log import format_ts
+from .projection import TurnView
+from .schema import ContextBlock, GateResult
+
+__all__ = ["PROJECTED_FILES", "render_turn", "turn_metadata", "wikilink"]
+
+PROJECTED_FILES = (
+    "context.md",
+    "metadata.json",
+    "query_analysis.json",
+    "ticket.md",
+    "toolresults.md",
+    "metrics.json",
+)
+TITLE_CHARS = 80
+
+
+def wikilink(doc_path: str, label: str | None = None) -> str:
+    """Obsidian wikilink with a vault-relative path, so same-named files resolve."""
+    target = doc_path[:-3] if doc_path.endswith(".md") else doc_path
+    label = (label or "").replace("|", "/").replace("]", ")").replace("\n", " ").strip()
+    return f"[[{target}|{label}]]" if label else f"[[{target}]]"
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _cell(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text.replace("|", "\\|")
+
+
+def _json(data: Any) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> str:
+    head = "| " + " | ".join(_cell(c) for c in columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    body = ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join([head, rule, *body])
+
+
+def _meta_block(meta: dict[str, Any]) -> str:
+    return "```yaml\n" + dump_frontmatter({"_meta": meta}) + "```"
+
+
+def _gates(gates: tuple[GateResult, ...] | list[GateResult]) -> str:
+    rows = [[g.gate, "yes" if g.passed else "no", g.detail] for g in gates]
+    return _table(["Check", "Passed", "Detail"], rows)
+
+
+def _block(block: ContextBlock) -> str:
+    parts = [f"### {block.heading}"]
+    if block.meta:
+        parts.append(_meta_block(block.meta))
+    if block.columns:
+        parts.append(_table(block.columns, block.rows))
+    if block.text:
+        parts.append(block.text)
+    return "\n\n".join(parts)
+
+
+def turn_metadata(view: TurnView) -> DocumentMetadata:
+    """Frontmatter of the turn's context.md (also the index's view of the turn)."""
+    analysis, reflection, completed = view.analysis, view.reflection, view.completed
+    extra: dict[str, Any] = {
+        "turn": view.turn,
+        "source": view.started.source,
+        "outcome": view.outcome or "INCOMPLETE",
+    }
+    if analysis is not None:
+        extra["query_type"] = analysis.query_type
+    if completed is not None and completed.summary:
+        extra["summary"] = completed.summary
+    if view.started.external_id is not None:
+        extra["external_id"] = view.started.external_id
+    if view.started.meta:
+        extra["meta"] = view.started.meta
+    keywords = list(analysis.keywords) if analysis else []
+    return DocumentMetadata(
+        id=view.doc_id,
+        user=view.user,
+        title=_title(view.query),
+        primary_topic=analysis.primary_topic if analysis else "conversation",
+        keywords=keywords,
+        content_types=["context"],
+        scope="user",
+        quality=completed.quality if completed else 0.5,
+        created_at=view.occurred_at,
+        user_purpose=(reflection.user_purpose or None) if reflection else None,
+        data_requirements=list(reflection.data_requirements) if reflection else [],
+        tags=["pandafs/turn"],
+        **extra,
+    )
+
+
+def _section(number: int, text: str) -> str:
+    return f"## {number}. {SECTION_TITLES[number]}\n\n{text.strip()}\n"
+
+
+def _context_md(view: TurnView) -> str:
+    sections: list[str] = []
+    analysis, reflection = view.analysis, view.reflection
+    s0 = [view.query.strip() or "_(empty query)_"]
+    if analysis is not None:
+        if analysis.resolved_query.strip() != view.query.strip():
+            s0.append(f"**Resolved query:** {analysis.resolved_query}")
+        s0.append(f"**Query type:** {analysis.query_type} · **Topic:** {analysis.primary_topic}")
+        if analysis.content_reference is not None:
+            ref = analysis.content_reference
+            link = wikilink(
+                f"users/{view.user}/turns/{ref.source_turn}/context.md", ref.source_turn
+            )
+            s0.append(f"**Refers to:** {ref.title} (from {link})")
+    for feedback in view.feedback:
+        s0.append(f"**Feedback on {feedback.target_turn}:** {feedback.status} ({feedback.signal})")
+    sections.append(_section(0, "\n\n".join(s0)))
+    if reflection is not None:
+        s1 = [f"**Decision:** {reflection.decision} (confidence {reflection.confidence:.2f})"]
+        if reflection.user_purpose:
+            s1.append(f"**User purpose:** {reflection.user_purpose}")
+        if reflection.data_requirements:
+            s1.append("**Data requirements:** " + ", ".join(reflection.data_requirements))
+        if reflection.reasoning:
+            s1.append(f"**Reasoning:** {reflection.reasoning}")
+        if reflection.clarification_question:
+            s1.append(f"**Question for the user:** {reflection.clarification_question}")
+        sections.append(_section(1, "\n\n".join(s1)))
+    if view.context is not None:
+        s2 = [_block(b) for b in view.context.blocks]
+        if view.context.sources:
+            refs = [
+                f"- [{i}] {wikilink(s.doc_path, s.title or s.doc_id)} `{s.doc_id}`"
+                for i, s in enumerate(view.context.sources, 1)
+            ]
+            s2.append("### Source References\n\n" + "\n".join(refs))
+        if view.context.gates:
+            s2.append("### Quality Gates\n\n" + _gates(view.context.gates))
+        sections.append(_section(2, "\n\n".join(s2) or "_(no relevant context found)_"))
+    plans = [a for a in view.attempts if a.plan is not None]
+    if plans:
+        s3 = []
+        for a in plans:
+            plan = a.plan
+            assert plan is not None
+            lines = [f"### Attempt {a.number + 1} · route: {plan.route}"] if len(plans) > 1 else []
+            if len(plans) == 1:
+                lines.append(f"**Route:** {plan.route}")
+            lines += [f"{t.id}. [{t.status}] {t.text}" for t in plan.todos]
+            if plan.reasoning:
+                lines.append(f"\n**Reasoning:** {plan.reasoning}")
+            s3.append("\n".join(lines))
+        if view.staged:
+            rows = [[c.candidate_id, c.doc_type, c.content] for c in view.staged]
+            s3.append("### Memory Candidates\n\n" + _table(["Candidate", "Type", "Content"], rows))
+        sections.append(_section(3, "\n\n".join(s3)))
+    tools = [(a.number, t) for a in view.attempts for t in a.tools]
+    if plans or tools:
+        if tools:
+            s4 = []
+            for number, t in tools:
+                status = "ok" if t.ok else f"error: {t.error}"
+                args = ", ".join(f"{k}={v!r}" for k, v in sorted(t.args.items()))
+                when = f" · attempt {number + 1}" if len(plans) > 1 else ""
+                s4.append(
+                    f"### {t.tool} ({status}){when}\n\n**Args:** {args}\n\n{t.summary}".rstrip()
+                )
+        else:
+            s4 = ["_(no tools needed)_"]
+        sections.append(_section(4, "\n\n".join(s4)))
+    answer = None
+    for a in view.attempts:
+        if a.response is not None:
+            answer = a.response
+    if answer is not None:
+        sections.append(_section(5, answer.answer or "_(no response)_"))
+    validations = [a.validation for a in view.attempts if a.validation is not None]
+    if validations or view.failures:
+        s6 = []
+        for v in validations:
+            reasons = "".join(f"\n- {r}" for r in v.reasons)
+            s6.append(f"**Attempt {v.attempt + 1}:** {v.decision}{reasons}")
+        last = validations[-1] if validations else None
+        if last is not None and last.checks:
+            s6.append(_gates(last.checks))
+        for f in view.failures:
+            s6.append(f"**Failure in {f.phase}:** {f.error_type}: {f.message}")
+        if view.committed:
+            s6.append(
+                "**Memory committed:** "
+                + ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)
+            )
+        if view.discarded:
+            s6.append(
+                "**Memory discarded:** "
+                + ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)
+            )
+        if view.completed is not None:
+            s6.append(f"**Outcome:** {view.completed.outcome}")
+        sections.append(_section(6, "\n\n".join(s6)))
+    title = f"# Turn {view.turn.removeprefix('turn_')} — {_title(view.query)}\n\n"
+    return render_document(turn_metadata(view), title + "\n".join(sections))
+
+
+def _metadata_json(view: TurnView) -> dict[str, Any]:
+    analysis, completed = view.analysis, view.completed
+    validation = view.last_validation
+    return {
+        "id": view.doc_id,
+        "user": view.user,
+        "turn": view.turn,
+        "source": view.started.source,
+        "created_at": format_ts(view.occurred_at),
+        "query": view.query,
+        "resolved_query": analysis.resolved_query if analysis else view.query,
+        "query_type": analysis.query_type if analysis else None,
+        "primary_topic": analysis.primary_topic if analysis else "conversation",
+        "keywords": list(analysis.keywords) if analysis else [],
+        "content_reference": (
+            analysis.content_reference.model_dump(mode="json", exclude_none=True)
+            if analysis and analysis.content_reference
+            else None
+        ),
+        "reflection": view.reflection.decision if view.reflection else None,
+        "validation": validation.decision if validation else None,
+        "outcome": view.outcome or "INCOMPLETE",
+        "revision_count": max(0, len([a for a in view.attempts if a.validation]) - 1),
+        "summary": completed.summary if completed else "",
+        "topics": list(completed.topics) if completed else [],
+        "has_research": completed.has_research if completed else False,
+        "research_topic": completed.research_topic if completed else None,
+        "quality": completed.quality if completed else 0.5,
+        "sources_used": list(view.used.doc_ids) if view.used else [],
+        "memory_committed": [c.doc_id for c in view.committed],
+        "external_id": view.started.external_id,
+        "inbox_file": view.started.inbox_file,
+        "meta": view.started.meta,
+        "answer": view.answer,
+        "unknown_event_types": sorted(set(view.unknown_types)),
+    }
+
+
+def _ticket_md(view: TurnView) -> str:
+    lines = [f"# Ticket {view.doc_id}", "", f"**Query:** {view.query}", ""]
+    for a in view.attempts:
+        if a.plan is None:
+            continue
+        lines.append(f"## Attempt {a.number + 1} — route: {a.plan.route}")
+        lines += [f"- [{'x' if t.status == 'completed' else ' '}] {t.text}" for t in a.plan.todos]
+        for r in a.plan.tool_requests:
+            lines.append(f"- tool request: `{r.tool}` {orjson.dumps(r.args).decode()}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _toolresults_md(view: TurnView) -> str:
+    lines = [f"# Tool results {view.doc_id}", ""]
+    for a in view.attempts:
+        for t in a.tools:
+            lines.append(f"## {t.tool} (attempt {a.number + 1}, {'ok' if t.ok else 'error'})")
+            lines.append("")
+            lines.append("```json")
+            payload = {"args": t.args, "result": t.result, "error": t.error}
+            lines.append(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+            lines.append("```")
+            lines.append("")
+    if len(lines) == 2:
+        lines.append("_(no tools were called)_")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _metrics_json(view: TurnView) -> dict[str, Any]:
+    tools = view.tool_calls()
+    return {
+        "id": view.doc_id,
+        "phase_ms": dict(sorted(view.phase_ms.items())),
+        "phase_tokens": dict(sorted(view.phase_tokens.items())),
+        "total_ms": round(sum(view.phase_ms.values()), 3),
+        "total_tokens": sum(view.phase_tokens.values()),
+        "tool_calls": len(tools),
+        "tool_errors": sum(1 for t in tools if not t.ok),
+        "attempts": len(view.attempts),
+        "outcome": view.outcome or "INCOMPLETE",
+    }
+
+
+def render_turn(view: TurnView) -> dict[str, bytes]:
+    """Every projected file of the turn folder, as bytes."""
+    files = {
+        "context.md": _context_md(view).encode("utf-8"),
+        "metadata.json": _json(_metadata_json(view)),
+    }
+    if not view.is_import:
+        if view.analysis is not None:
+            analysis = view.analysis.model_dump(mode="json", exclude_none=True)
+            analysis["original_query"] = view.query
+            files["query_analysis.json"] = _json(analysis)
+        files["ticket.md"] = _ticket_md(view).encode("utf-8")
+        files["toolresults.md"] = _toolresults_md(view).encode("utf-8")
+        files["metrics.json"] = _json(_metrics_json(view))
+    return files

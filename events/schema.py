@@ -1,0 +1,410 @@
+"""Typed turn events.
+
+An event is one JSON line in a turn's `events.jsonl`:
+
+    {"v":1,"seq":3,"ts":"…Z","user":"alice","turn":"turn_000001","phase":"planner",
+     "type":"plan_created","data":{…},"prev":"<sha256 of event 2>","hash":"<sha256>"}
+
+Each event type is a frozen pydantic payload class (`data`) registered under its
+`type` name; `Event` is the envelope.  `parse_event` validates a raw record into the
+discriminated union `AnyEvent`; a type this version does not know becomes an
+`UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it), so nothing
+is ever dropped.  Payloads allow extra keys for the same reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AnyEvent",
+    "Event",
+    "Payload",
+    "PAYLOADS",
+    "UnknownEvent",
+    "parse_event",
+    "utcnow",
+]
+
+SCHEMA_VERSION = 1
+
+Decision = Literal["PROCEED", "CLARIFY"]
+Outcome = Literal["APPROVE", "RETRY", "REVISE", "FAIL"]
+TurnOutcome = Literal["APPROVE", "REVISE", "FAIL", "CLARIFY", "IMPORTED"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Payload(BaseModel):
+    """Base of every event's `data`.  Subclasses set TYPE and PHASE."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    TYPE: ClassVar[str]
+    PHASE: ClassVar[str]
+
+
+class PhaseMetrics(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    duration_ms: float = 0.0
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tool_calls: int = 0
+
+
+# --- intake ---------------------------------------------------------------------------
+
+
+class TurnStarted(Payload):
+    TYPE = "turn_started"
+    PHASE = "intake"
+    query: str
+    source: Literal["ask", "import", "inbox"] = "ask"
+    occurred_at: datetime
+    external_id: str | None = None
+    meta: dict[str, Any] | None = None
+    inbox_file: str | None = None
+    backend: str | None = None
+
+
+# --- phase 0: query analyzer ----------------------------------------------------------
+
+
+class ContentReference(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    title: str
+    source_turn: str
+    doc_id: str | None = None
+    detail: str | None = None
+
+
+class QueryAnalyzed(Payload):
+    TYPE = "query_analyzed"
+    PHASE = "query_analyzer"
+    resolved_query: str
+    query_type: str = "general_question"
+    reference_status: Literal["not_needed", "resolved", "unresolved"] = "not_needed"
+    original_references: list[str] = []
+    content_reference: ContentReference | None = None
+    primary_topic: str = "general"
+    keywords: list[str] = []
+    reasoning: str = ""
+    metrics: PhaseMetrics | None = None
+
+
+# --- phase 1: reflection --------------------------------------------------------------
+
+
+class ReflectionDecided(Payload):
+    TYPE = "reflection_decided"
+    PHASE = "reflection"
+    decision: Decision
+    confidence: float = 1.0
+    reasoning: str = ""
+    user_purpose: str = ""
+    data_requirements: list[str] = []
+    clarification_question: str | None = None
+    metrics: PhaseMetrics | None = None
+
+
+# --- phase 2: context gatherer --------------------------------------------------------
+
+
+class Candidate(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    doc_id: str
+    doc_path: str
+    kind: str
+    title: str = ""
+    score: float = 0.0
+    relevance: Literal["high", "medium", "low"] = "medium"
+    reason: str = ""
+    tier: str | None = None
+
+
+class ContextRetrieved(Payload):
+    TYPE = "context_retrieved"
+    PHASE = "context_gatherer"
+    queries: list[str] = []
+    candidates: list[Candidate] = []
+    reasoning: str = ""
+    tiers: dict[str, Any] = {}
+    metrics: PhaseMetrics | None = None
+
+
+class GateResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    gate: str
+    passed: bool
+    detail: str = ""
+
+
+class ContextBlock(BaseModel):
+    """One `###` block of §2: a table (rows of cells) plus its `_meta` mapping."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    heading: str
+    meta: dict[str, Any] = {}
+    columns: list[str] = []
+    rows: list[list[str]] = []
+    text: str = ""
+
+
+class SourceRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    doc_id: str
+    doc_path: str
+    title: str = ""
+
+
+class ContextSynthesized(Payload):
+    TYPE = "context_synthesized"
+    PHASE = "context_gatherer"
+    blocks: list[ContextBlock] = []
+    sources: list[SourceRef] = []
+    gates: list[GateResult] = []
+    tokens: int = 0
+    metrics: PhaseMetrics | None = None
+
+
+# --- phase 3-5: planner, executor, coordinator ----------------------------------------
+
+
+class Todo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    id: int
+    text: str
+    status: Literal["pending", "in_progress", "completed", "skipped"] = "pending"
+
+
+class ToolRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    tool: str
+    args: dict[str, Any] = {}
+    reason: str = ""
+
+
+class MemoryCandidate(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    candidate_id: str
+    doc_type: Literal["preference", "fact", "memory"]
+    content: str
+    topic: str = "user.preference"
+    keywords: list[str] = []
+    key: str | None = None
+
+
+class PlanCreated(Payload):
+    TYPE = "plan_created"
+    PHASE = "planner"
+    attempt: int = 0
+    route: Literal["synthesis", "coordinator"] = "synthesis"
+    todos: list[Todo] = []
+    tool_requests: list[ToolRequest] = []
+    reasoning: str = ""
+    metrics: PhaseMetrics | None = None
+
+
+class ExecutorStepped(Payload):
+    TYPE = "executor_stepped"
+    PHASE = "executor"
+    attempt: int = 0
+    step: int
+    action: Literal["call_tool", "done"]
+    todo_id: int | None = None
+    request: ToolRequest | None = None
+    reasoning: str = ""
+
+
+class ToolExecuted(Payload):
+    TYPE = "tool_executed"
+    PHASE = "coordinator"
+    attempt: int = 0
+    tool: str
+    args: dict[str, Any] = {}
+    ok: bool
+    summary: str = ""
+    result: dict[str, Any] = {}
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class MemoryStaged(Payload):
+    TYPE = "memory_staged"
+    PHASE = "planner"
+    candidate: MemoryCandidate
+
+
+# --- phase 6-7: synthesis, validation -------------------------------------------------
+
+
+class ResponseSynthesized(Payload):
+    TYPE = "response_synthesized"
+    PHASE = "synthesis"
+    attempt: int = 0
+    answer: str
+    citations: list[str] = []
+    metrics: PhaseMetrics | None = None
+
+
+class ValidationDecided(Payload):
+    TYPE = "validation_decided"
+    PHASE = "validation"
+    attempt: int = 0
+    decision: Outcome
+    reasons: list[str] = []
+    checks: list[GateResult] = []
+    metrics: PhaseMetrics | None = None
+
+
+# --- phase 8: save ----------------------------------------------------------------------
+
+
+class MemoryCommitted(Payload):
+    TYPE = "memory_committed"
+    PHASE = "save"
+    candidate_id: str
+    doc_id: str
+    doc_path: str
+
+
+class MemoryDiscarded(Payload):
+    TYPE = "memory_discarded"
+    PHASE = "save"
+    candidate_id: str
+    reason: str
+
+
+class DocumentsUsed(Payload):
+    TYPE = "documents_used"
+    PHASE = "save"
+    doc_ids: list[str] = []
+    outcome: Outcome
+
+
+class TurnCompleted(Payload):
+    TYPE = "turn_completed"
+    PHASE = "save"
+    outcome: TurnOutcome
+    summary: str = ""
+    topics: list[str] = []
+    query_type: str = "general_question"
+    has_research: bool = False
+    research_topic: str | None = None
+    quality: float = 0.5
+    intervention: str | None = None
+
+
+# --- failures and housekeeping ---------------------------------------------------------
+
+
+class PhaseFailed(Payload):
+    TYPE = "phase_failed"
+    PHASE = "system"
+    phase: str
+    error_type: str
+    message: str
+    attempt: int = 0
+
+
+class TornTailRepaired(Payload):
+    TYPE = "torn_tail_repaired"
+    PHASE = "system"
+    bytes_moved: int
+    moved_to: str
+
+
+class FeedbackRecorded(Payload):
+    TYPE = "feedback_recorded"
+    PHASE = "query_analyzer"
+    target_turn: str
+    status: Literal["accepted", "rejected"]
+    signal: str
+
+
+PAYLOAD_CLASSES: tuple[type[Payload], ...] = (
+    TurnStarted,
+    QueryAnalyzed,
+    ReflectionDecided,
+    ContextRetrieved,
+    ContextSynthesized,
+    PlanCreated,
+    ExecutorStepped,
+    ToolExecuted,
+    MemoryStaged,
+    ResponseSynthesized,
+    ValidationDecided,
+    MemoryCommitted,
+    MemoryDiscarded,
+    DocumentsUsed,
+    TurnCompleted,
+    PhaseFailed,
+    TornTailRepaired,
+    FeedbackRecorded,
+)
+PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
+
+
+class Event(BaseModel):
+    """The envelope every line shares.  `data` is typed by the concrete subclass."""
+
+    model_config = ConfigDict(frozen=True)
+    v: int = SCHEMA_VERSION
+    seq: int = Field(ge=0)
+    ts: datetime
+    user: str
+    turn: str
+    phase: str
+    type: str
+    data: Any
+    prev: str
+    hash: str
+
+    @property
+    def known(self) -> bool:
+        return True
+
+
+class UnknownEvent(Event):
+    """An event type this version does not know; kept verbatim and reported."""
+
+    data: dict[str, Any]
+
+    @property
+    def known(self) -> bool:
+        return False
+
+
+def _event_class(payload: type[Payload]) -> type[Event]:
+    return create_model(  # one envelope class per payload, named after it
+        f"{payload.__name__}Event",
+        __base__=Event,
+        type=(Literal[payload.TYPE], payload.TYPE),
+        data=(payload, ...),
+    )
+
+
+EVENT_CLASSES: dict[str, type[Event]] = {t: _event_class(p) for t, p in PAYLOADS.items()}
+
+
+def _tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in PAYLOADS else "unknown"
+
+
+_MEMBERS = tuple(Annotated[cls, Tag(t)] for t, cls in EVENT_CLASSES.items()) + (
+    Annotated[UnknownEvent, Tag("unknown")],
+)
+AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # noqa: UP007 (built from the registry)
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+
+
+def parse_event(record: dict[str, Any]) -> Event:
+    """Validate one raw log record into its typed event (or an `UnknownEvent`)."""
+    return _ADAPTER.validate_python(record)

@@ -1,0 +1,255 @@
+"""`pandafs.toml`: one pydantic model per section, defaults and their reasons in one place.
+
+`render_default_config()` writes the commented file `pandafs init` creates from
+these models (every default written out, each with its description), so the file
+and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
+an error that names them, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import BadInput
+
+__all__ = ["Config", "load_config", "render_default_config"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoleConfig(_Section):
+    model: str = Field("", description="model name for this role ('' = llm.model)")
+    temperature: float = Field(0.5, description="sampling temperature")
+
+
+def _roles() -> dict[str, RoleConfig]:
+    return {
+        "reflex": RoleConfig(temperature=0.3),
+        "mind": RoleConfig(temperature=0.5),
+        "voice": RoleConfig(temperature=0.7),
+    }
+
+
+class LLMConfig(_Section):
+    backend: Literal["offline", "openai"] = Field(
+        "offline",
+        description="'offline' (deterministic, no model) or 'openai' (any compatible server)",
+    )
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="environment variable holding the API key"
+    )
+    model: str = Field("qwen3", description="default model name")
+    timeout_s: float = Field(60.0, description="per-request timeout in seconds")
+    max_retries: int = Field(3, description="retries on 429 / 5xx / connection errors")
+    backoff_s: float = Field(0.5, description="first retry delay; doubles each retry")
+    roles: dict[str, RoleConfig] = Field(
+        default_factory=_roles, description="REFLEX / MIND / VOICE"
+    )
+
+
+class PipelineConfig(_Section):
+    max_revisions: int = Field(2, description="RETRY / REVISE loops before the turn fails")
+    context_tokens: int = Field(2000, description="cap of §2 Gathered Context, in tokens")
+    executor_max_steps: int = Field(6, description="tool calls the executor may make per attempt")
+    relevance_threshold: float = Field(
+        0.15, description="min normalised search score for a document to enter §2"
+    )
+    max_sources: int = Field(6, description="documents the context gatherer cites at most")
+
+
+class SearchConfig(_Section):
+    quality_weight: float = Field(0.5, description="score × (1 + w·(quality − 0.5))")
+    freshness_weight: float = Field(0.25, description="score × (1 + w·2^(−age/half_life))")
+    freshness_half_life_days: float = Field(30.0, description="age at which freshness is 1/2")
+    trust_weight: float = Field(
+        0.2, description="score × (1 + w·(trust − 0.5)) when trust is known"
+    )
+    topic_boost: float = Field(0.5, description="bonus factor for an exact topic match")
+    day_weight: float = Field(0.35, description="share of the best same-day score a turn inherits")
+    candidate_pool: int = Field(60, description="BM25 candidates re-ranked per query")
+
+
+class IndexConfig(_Section):
+    max_file_bytes: int = Field(5_000_000, description="larger files are skipped with a reason")
+    writer_wait_s: float = Field(30.0, description="how long a writer waits for the index lock")
+    writer_heap_mb: int = Field(128, description="tantivy writer heap")
+    batch_size: int = Field(1000, description="documents per commit in rebuild / import")
+
+
+class TiersConfig(_Section):
+    hot_turns: int = Field(4, description="the last N turns always in context (3-5)")
+    hot_tokens: int = Field(1500, description="hot tier budget")
+    warm_tokens: int = Field(2000, description="warm tier budget")
+    cold_tokens: int = Field(900, description="cold tier budget")
+    warm_turns: int = Field(50, description="turns considered for the warm tier")
+    recency_lambda: float = Field(0.1, description="cold recency = e^(−λ·days)")
+    sample_every: int = Field(10, description="long histories: first turn, every Nth, last 5")
+    cold_candidates: int = Field(40, description="search hits ranked for the cold tier")
+
+
+class ArchiveConfig(_Section):
+    age_days: int = Field(30, description="turns older than this may be archived")
+    force_age_days: int = Field(365, description="archived whatever their use")
+    max_recent_uses: int = Field(2, description="used/expanded more often than this stays live")
+    recent_window_days: int = Field(30, description="window for counting recent uses")
+    batch_size: int = Field(500, description="turns per Parquet file")
+    zstd_level: int = Field(3, description="Parquet zstd compression level")
+    expansions_to_restore: int = Field(3, description="expansions within the window that restore")
+    expansion_window_days: int = Field(30, description="window for counting expansions")
+
+
+class MemoryConfig(_Section):
+    new_ttl_hours: float = Field(
+        24.0, description="'new' documents expire after this unless promoted"
+    )
+    user_trust: float = Field(0.5, description="new → user: trust at least")
+    user_usage: int = Field(3, description="new → user: usage at least")
+    user_age_hours: float = Field(1.0, description="new → user: age at least")
+    global_trust: float = Field(0.8, description="user → global: trust at least")
+    global_usage: int = Field(10, description="user → global: usage at least")
+    global_age_hours: float = Field(24.0, description="user → global: age at least")
+
+
+class InboxConfig(_Section):
+    default_user: str = Field("me", description="user for files dropped straight into inbox/")
+    allowed_users: list[str] = Field(default_factory=list, description="if set, only these users")
+    max_bytes: int = Field(1_000_000, description="larger query files are rejected")
+
+
+class WatchConfig(_Section):
+    debounce_ms: int = Field(250, description="quiet time before a batch of changes is processed")
+    max_delay_ms: int = Field(2000, description="a busy path is processed at least this often")
+    reconcile_interval_s: float = Field(300.0, description="periodic checksum reconcile scan")
+    upkeep_interval_hours: float = Field(24.0, description="archive policy + scope promotion")
+
+
+class ResearchConfig(_Section):
+    search_url: str = Field(
+        "", description="SearxNG-compatible /search endpoint ('' = unavailable)"
+    )
+    user_agent: str = Field(
+        "PandaFS-research/0.1 (+https://github.com/pandafs; local assistant)",
+        description="honest User-Agent sent with every request",
+    )
+    timeout_s: float = Field(10.0, description="per-request timeout")
+    max_page_bytes: int = Field(2_000_000, description="pages larger than this are cut off")
+    max_results: int = Field(5, description="pages fetched per research call")
+    per_domain_concurrency: int = Field(1, description="parallel requests per domain")
+    per_domain_interval_s: float = Field(
+        1.0, description="minimum gap between requests to a domain"
+    )
+    max_redirects: int = Field(5, description="redirects followed per page")
+    min_reliability: float = Field(0.2, description="domains below this are skipped")
+
+
+def _topics() -> dict[str, list[str]]:
+    return {
+        "electronics.laptop": ["laptop", "laptops", "notebook", "thinkpad", "macbook", "lenovo"],
+        "electronics.phone": ["phone", "smartphone", "iphone", "android", "pixel"],
+        "electronics.gpu": ["gpu", "nvidia", "rtx", "graphics"],
+        "pet.hamster": ["hamster", "hamsters"],
+        "pet.hamster.syrian": ["syrian"],
+        "pet.dog": ["dog", "dogs", "puppy"],
+        "pet.cat": ["cat", "cats", "kitten"],
+        "food.recipe": ["recipe", "cook", "cooking", "bake", "dinner"],
+        "travel": ["travel", "trip", "flight", "hotel", "vacation"],
+        "health.fitness": ["run", "running", "gym", "workout", "marathon"],
+        "finance": ["budget", "money", "price", "cost", "invest"],
+        "work": ["job", "work", "career", "office", "project"],
+    }
+
+
+class Config(_Section):
+    llm: LLMConfig = Field(default_factory=LLMConfig, description="language model backend")
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="turn pipeline")
+    search: SearchConfig = Field(default_factory=SearchConfig, description="unified search ranking")
+    index: IndexConfig = Field(default_factory=IndexConfig, description="full-text index")
+    tiers: TiersConfig = Field(default_factory=TiersConfig, description="hot / warm / cold context")
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig, description="cold storage")
+    memory: MemoryConfig = Field(
+        default_factory=MemoryConfig, description="TTL and scope promotion"
+    )
+    inbox: InboxConfig = Field(default_factory=InboxConfig, description="query files")
+    watch: WatchConfig = Field(default_factory=WatchConfig, description="file watcher")
+    research: ResearchConfig = Field(
+        default_factory=ResearchConfig, description="internet.research"
+    )
+    topics: dict[str, list[str]] = Field(
+        default_factory=_topics, description="topic → keywords the offline analyzer maps to it"
+    )
+
+
+def load_config(path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Config()
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadInput(f"{path}: {where}: {first['msg']}") from None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def _render_section(name: str, model: BaseModel, out: list[str]) -> None:
+    description = type(model).model_fields
+    out.append(f"[{name}]")
+    nested: list[tuple[str, Any]] = []
+    for field_name, info in description.items():
+        value = getattr(model, field_name)
+        if isinstance(value, BaseModel) or (isinstance(value, dict)):
+            nested.append((field_name, value))
+            continue
+        if info.description:
+            out.append(f"# {info.description}")
+        out.append(f"{field_name} = {_toml_value(value)}")
+    out.append("")
+    for field_name, value in nested:
+        if isinstance(value, BaseModel):
+            _render_section(f"{name}.{field_name}", value, out)
+        else:
+            for key, item in value.items():
+                _render_section(f"{name}.{field_name}.{key}", item, out)
+
+
+def render_default_config() -> str:
+    config = Config()
+    out = [
+        "# PandaFS vault configuration. Every value below is the default;",
+        "# change what you need. A key PandaFS does not know is an error that names it.",
+        "",
+    ]
+    for name, info in Config.model_fields.items():
+        value = getattr(config, name)
+        out.append(f"# --- {info.description} ---")
+        if isinstance(value, BaseModel):
+            _render_section(name, value, out)
+        else:
+            out.append(f"[{name}]")
+            for key, words in value.items():
+                out.append(f"{json.dumps(key)} = {_toml_value(words)}")
+            out.append("")
+    return "\n".join(out)

@@ -1,0 +1,47 @@
+"""Errors of the `pandafs` package.
+
+    PandaError                 root; carries the CLI exit code
+    ├── BadInput               what the user gave us is wrong (exit 2)
+    │   └── NoVault            --root does not point at a vault
+    ├── ProblemFound           a check found damage or drift (exit 1)
+    └── Busy                   another process holds what we need (exit 1)
+
+Errors of `events` and `indexers` are translated at the CLI edge by `exit_code_for`.
+"""
+
+from __future__ import annotations
+
+from events.errors import EventsError
+
+__all__ = ["BadInput", "Busy", "NoVault", "PandaError", "ProblemFound", "exit_code_for"]
+
+
+class PandaError(Exception):
+    exit_code = 1
+
+
+class BadInput(PandaError):
+    exit_code = 2
+
+
+class NoVault(BadInput):
+    pass
+
+
+class ProblemFound(PandaError):
+    exit_code = 1
+
+
+class Busy(PandaError):
+    exit_code = 1
+
+
+def exit_code_for(exc: BaseException) -> int:
+    if isinstance(exc, PandaError):
+        return exc.exit_code
+    if isinstance(exc, EventsError):
+        return 2 if exc.is_bad_input else 1
+    is_bad_input = getattr(exc, "is_bad_input", None)
+    if is_bad_input is not None:
+        return 2 if is_bad_input else 1
+    return 1

@@ -1,0 +1,48 @@
+"""How commands print: `--json` gives one JSON document on stdout, otherwise text.
+
+Progress goes to stderr so `--json` output stays clean for scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import orjson
+
+__all__ = ["emit", "json_option", "progress_bar", "echo_err"]
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+    )(func)
+
+
+def emit(data: Any, as_json: bool, human: Callable[[], None] | None = None) -> None:
+    if as_json:
+        click.echo(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode())
+    elif human is not None:
+        human()
+    else:
+        click.echo(
+            orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        )
+
+
+def echo_err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@contextmanager
+def progress_bar(
+    total: int | None, label: str, *, quiet: bool = False
+) -> Iterator[Callable[[int], None]]:
+    """Yield an `advance(n)` callable drawing a bar on stderr (nothing when `quiet`)."""
+    if quiet or total == 0:
+        yield lambda n: None
+        return
+    with click.progressbar(length=total, label=label, file=click.get_text_stream("stderr")) as bar:
+        yield bar.update

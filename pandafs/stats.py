@@ -1,0 +1,51 @@
+"""`pandafs stats`: counts per user, content type and scope, read from the files."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+from events import classify, parse_document
+from events.errors import FrontmatterError
+
+from .vault import Vault
+
+__all__ = ["vault_stats"]
+
+
+def vault_stats(vault: Vault) -> dict[str, Any]:
+    users: dict[str, dict[str, int]] = {}
+    types: Counter[str] = Counter()
+    scopes: Counter[str] = Counter()
+    broken = 0
+    for user in vault.layout.users():
+        turns = vault.layout.turn_dirs(user)
+        users[user] = {"turns": len(turns)}
+    for dirpath, dirnames, filenames in os.walk(vault.root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "indexes"]
+        for name in filenames:
+            if not name.endswith(".md"):
+                continue
+            path = os.path.join(dirpath, name)
+            ref = classify(os.path.relpath(path, vault.root).replace(os.sep, "/"))
+            if ref is None:
+                continue
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    meta = parse_document(handle.read(), path).frontmatter
+            except (FrontmatterError, UnicodeDecodeError):
+                broken += 1
+                continue
+            for content_type in meta.get("content_types") or [ref.kind]:
+                types[str(content_type)] += 1
+            scopes[str(meta.get("scope", "user" if ref.user else "global"))] += 1
+            if ref.user is not None and ref.kind != "turn":
+                counts = users.setdefault(ref.user, {"turns": 0})
+                counts["documents"] = counts.get("documents", 0) + 1
+    return {
+        "users": users,
+        "content_types": dict(sorted(types.items())),
+        "scopes": dict(sorted(scopes.items())),
+        "unparseable_documents": broken,
+    }

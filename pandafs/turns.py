@@ -1,0 +1,136 @@
+"""Turn folders: reading their events, writing their projections, replay and drift.
+
+The event log is the record; `context.md`, `metadata.json` and the other projected
+files are rendered from it by `events.render_turn`.  `project(…)` writes only the
+files whose bytes differ (so the watcher sees no churn), `replay(…, check=True)`
+reports drift — a hand edit or a missing file — and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from events import (
+    EventsError,
+    TurnView,
+    atomic_write,
+    project_turn,
+    read_events,
+    render_turn,
+    turn_number,
+    validate_user_id,
+)
+
+from .errors import BadInput
+from .vault import Vault
+
+__all__ = ["Drift", "ReplayReport", "TurnRef", "iter_turns", "load_view", "project", "replay"]
+
+EVENTS_FILE = "events.jsonl"
+
+
+@dataclass(frozen=True)
+class TurnRef:
+    user: str
+    turn: str
+    path: Path
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS_FILE
+
+
+def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
+    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`."""
+    if target is None:
+        users = vault.layout.users()
+    else:
+        user, _, turn = target.partition("/")
+        validate_user_id(user)
+        if turn:
+            try:
+                turn_number(turn)
+            except ValueError:
+                raise BadInput(f"not a turn id: {target!r} (expected user/turn_NNNNNN)") from None
+            path = vault.layout.turn_dir(user, turn)
+            if not path.is_dir():
+                raise BadInput(f"no live turn {target} in {vault.root}")
+            yield TurnRef(user, turn, path)
+            return
+        users = [user]
+    for user in users:
+        for path in vault.layout.turn_dirs(user):
+            yield TurnRef(user, path.name, path)
+
+
+def load_view(ref: TurnRef) -> TurnView:
+    return project_turn(read_events(ref.events_path))
+
+
+def project(ref: TurnRef, view: TurnView | None = None, *, durable: bool = True) -> TurnView:
+    """Write the turn's projected files from its events; unchanged files are left alone."""
+    if view is None:
+        view = load_view(ref)
+    for name, data in render_turn(view).items():
+        path = ref.path / name
+        try:
+            if path.read_bytes() == data:
+                continue
+        except FileNotFoundError:
+            pass
+        atomic_write(path, data, durable=durable)
+    return view
+
+
+@dataclass(frozen=True)
+class Drift:
+    path: str
+    kind: str  # missing | modified
+    message: str
+
+
+@dataclass
+class ReplayReport:
+    checked: int = 0
+    rewritten: list[str] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    errors: list[Drift] = field(default_factory=list)
+
+
+def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
+    found: list[Drift] = []
+    for name, data in render_turn(view).items():
+        path = ref.path / name
+        rel = vault.rel(path)
+        try:
+            on_disk = path.read_bytes()
+        except FileNotFoundError:
+            found.append(Drift(rel, "missing", "projected file is missing"))
+            continue
+        if on_disk != data:
+            found.append(Drift(rel, "modified", "differs from the projection of events.jsonl"))
+    return found
+
+
+def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> ReplayReport:
+    """Re-project turns from their events (`check=True`: report drift only)."""
+    report = ReplayReport()
+    for ref in iter_turns(vault, target):
+        report.checked += 1
+        try:
+            view = load_view(ref)
+        except (EventsError, FileNotFoundError) as exc:
+            report.errors.append(Drift(vault.rel(ref.events_path), "unreadable", str(exc)))
+            continue
+        drift = drift_of(vault, ref, view)
+        report.drift.extend(drift)
+        if not check and drift:
+            project(ref, view)
+            report.rewritten.extend(d.path for d in drift)
+    return report

@@ -1,0 +1,201 @@
+"""A vault on disk: its layout, its config, creating it, and allocating turn numbers.
+
+Turn numbers are per user and never reused.  `allocate_turns` takes an exclusive
+`flock` on `users/{u}/turns/.alloc.lock`, reads the counter hint in
+`users/{u}/turns/.counter`, and claims each number with `mkdir` (atomic), skipping
+numbers whose folder or archive stub exists — so two processes never get the same
+number, and a lost or stale counter only costs a few extra `stat` calls.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from events import Layout, atomic_write, turn_name, validate_user_id
+from events.layout import TURN_DIR_RE
+
+from .config import Config, load_config, render_default_config
+from .errors import Busy, NoVault
+
+__all__ = ["Vault", "file_lock"]
+
+VAULT_DIRS = (
+    "inbox",
+    "outbox",
+    "users",
+    "knowledge",
+    "site_knowledge",
+    "observability/daily",
+    "observability/interventions",
+    "indexes",
+    "archive",
+)
+
+OBSIDIAN_APP = {
+    "userIgnoreFilters": ["indexes/", "archive/turns/", "inbox/.processing/"],
+    "showUnsupportedFiles": False,
+    "newLinkFormat": "absolute",
+    "useMarkdownLinks": False,
+    "alwaysUpdateLinks": True,
+}
+OBSIDIAN_CORE_PLUGINS = [
+    "file-explorer",
+    "global-search",
+    "switcher",
+    "graph",
+    "backlink",
+    "outgoing-link",
+    "tag-pane",
+    "properties",
+    "page-preview",
+    "outline",
+]
+
+HOME_NOTE = """\
+# PandaFS vault
+
+This folder is the memory of a local assistant. Everything here is plain files:
+
+- **users/** — one folder per user: `preferences.md`, `facts.md`, `memories/` and
+  `turns/turn_NNNNNN/` (each turn's `events.jsonl` log and its readable `context.md`).
+- **knowledge/** and **site_knowledge/** — documents shared by every user.
+- **inbox/** — drop a `.md` or `.txt` query here (or in `inbox/<user>/`); the answer
+  appears in **outbox/<user>/** while `pandafs watch` runs.
+- **archive/** — old turns in Parquet plus searchable summary stubs.
+- **indexes/** — derived search index; safe to delete, `pandafs rebuild` recreates it.
+
+Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs verify`.
+"""
+
+
+@contextmanager
+def file_lock(path: Path, *, wait_s: float | None = None, what: str = "lock") -> Iterator[None]:
+    """Exclusive `flock` on `path` (created if missing); the holder's pid is written in it.
+
+    `wait_s=None` waits forever; otherwise raise `Busy` naming the holder after `wait_s`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:  # type: ignore[operator]
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    raise Busy(
+                        f"{what} is busy, held by pid {holder}; try again when it finishes"
+                    ) from None
+                time.sleep(0.02)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Vault:
+    """An opened vault.  Construct with `Vault.open(root)` or `Vault.init(root)`."""
+
+    root: Path
+    layout: Layout = field(init=False)
+    _config: Config | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).resolve()
+        self.layout = Layout(self.root)
+
+    @classmethod
+    def open(cls, root: Path | str) -> Vault:
+        vault = cls(Path(root))
+        if not vault.layout.config_file.is_file():
+            raise NoVault(f"no PandaFS vault at {vault.root} (run `pandafs --root {root} init`)")
+        return vault
+
+    @classmethod
+    def init(cls, root: Path | str) -> tuple[Vault, list[str]]:
+        """Create the layout, config, `.obsidian/` and home note; keep what exists."""
+        vault = cls(Path(root))
+        created: list[str] = []
+        vault.root.mkdir(parents=True, exist_ok=True)
+        for name in VAULT_DIRS:
+            path = vault.root / name
+            if not path.is_dir():
+                path.mkdir(parents=True)
+                created.append(name + "/")
+        files = {
+            vault.layout.config_file: render_default_config().encode(),
+            vault.root / ".obsidian" / "app.json": orjson.dumps(
+                OBSIDIAN_APP, option=orjson.OPT_INDENT_2
+            ),
+            vault.root / ".obsidian" / "core-plugins.json": orjson.dumps(
+                OBSIDIAN_CORE_PLUGINS, option=orjson.OPT_INDENT_2
+            ),
+            vault.root / "Home.md": HOME_NOTE.encode(),
+        }
+        for path, data in files.items():
+            if not path.exists():
+                atomic_write(path, data)
+                created.append(vault.layout.relative(path))
+        return vault, created
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.layout.config_file)
+        return self._config
+
+    def rel(self, path: Path) -> str:
+        return self.layout.relative(path)
+
+    def allocate_turns(self, user: str, count: int = 1, *, durable: bool = True) -> list[str]:
+        """Claim `count` new turn folders for `user`; returns their names in order."""
+        validate_user_id(user)
+        turns = self.layout.turns_dir(user)
+        turns.mkdir(parents=True, exist_ok=True)
+        counter = turns / ".counter"
+        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+            try:
+                number = int(counter.read_text().strip())
+            except (FileNotFoundError, ValueError):
+                number = self._highest_turn(user) + 1
+            names: list[str] = []
+            while len(names) < count:
+                name = turn_name(number)
+                number += 1
+                if self.layout.archive_stub(user, name).exists():
+                    continue
+                try:
+                    os.mkdir(turns / name)
+                except FileExistsError:
+                    continue
+                names.append(name)
+            atomic_write(counter, str(number), durable=durable)
+        return names
+
+    def _highest_turn(self, user: str) -> int:
+        """Largest turn number ever used by `user` (live folders and archive stubs)."""
+        highest = 0
+        for directory in (self.layout.turns_dir(user), self.layout.archive / "stubs" / user):
+            if not directory.is_dir():
+                continue
+            for entry in os.scandir(directory):
+                match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
+                if match:
+                    highest = max(highest, int(match.group(1)))
+        return highest

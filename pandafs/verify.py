@@ -1,0 +1,149 @@
+"""`pandafs verify`: check everything that can be checked against its source.
+
+Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
+  chain        an event line was changed, reordered or deleted (names file and seq)
+  torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
+  misplaced    events name another user or turn than their folder
+  empty_turn   a turn folder with no events (an allocation whose writer died)
+  drift        a projected file differs from its events (`pandafs replay` rewrites it)
+  missing      a projected file is missing (`--repair` re-projects it)
+  unreadable   a file that cannot be parsed at all
+
+Extra checkers (index, archive) register through `checks`, so the CLI wires what
+exists without this module importing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from events import check_chain, parse_event, project_turn, read_log, repair_torn_tail
+from events.errors import EventsError
+from events.schema import TornTailRepaired
+
+from .turns import TurnRef, drift_of, iter_turns, project
+from .vault import Vault
+
+__all__ = ["Problem", "VerifyReport", "verify_vault"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"path": self.path, "kind": self.kind, "message": self.message}
+
+
+@dataclass
+class VerifyReport:
+    checked_turns: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    repaired: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked_turns": self.checked_turns,
+            "problems": [p.as_json() for p in self.problems],
+            "warnings": [p.as_json() for p in self.warnings],
+            "repaired": [p.as_json() for p in self.repaired],
+        }
+
+
+Checker = Callable[[Vault, bool], Iterable[Problem]]
+
+
+def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport) -> None:
+    rel = vault.rel(ref.events_path)
+    if not ref.events_path.exists():
+        if not any(ref.path.iterdir()):
+            report.problems.append(Problem(vault.rel(ref.path), "empty_turn", "no events.jsonl"))
+        else:
+            report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
+        return
+    log = read_log(ref.events_path)
+    if log.torn_tail is not None:
+        torn = Problem(rel, "torn_tail", f"ends in a torn line of {len(log.torn_tail)} bytes")
+        if repair:
+            moved = repair_torn_tail(ref.events_path)
+            report.repaired.append(torn)
+            log = read_log(ref.events_path)
+            if log.records:
+                _note_repair(ref, moved)
+                log = read_log(ref.events_path)
+        else:
+            report.problems.append(torn)
+    problem = check_chain(log)
+    if problem is not None:
+        report.problems.append(Problem(rel, "chain", str(problem).removeprefix(f"{rel}: ")))
+        return
+    if not log.records:
+        if log.torn_tail is None:
+            report.problems.append(Problem(rel, "empty_turn", "events.jsonl holds no events"))
+        return
+    for record in log.records:
+        if record.get("user") != ref.user or record.get("turn") != ref.turn:
+            report.problems.append(
+                Problem(
+                    rel,
+                    "misplaced",
+                    f"seq {record.get('seq')} names {record.get('user')}/{record.get('turn')}",
+                )
+            )
+            return
+    try:
+        events = [parse_event(r) for r in log.records]
+        view = project_turn(events)
+    except (EventsError, ValueError) as exc:
+        report.problems.append(Problem(rel, "unreadable", str(exc).splitlines()[0]))
+        return
+    for kind in sorted(set(view.unknown_types)):
+        report.warnings.append(
+            Problem(rel, "unknown_event", f"event type {kind!r} from a newer version (kept)")
+        )
+    for drift in drift_of(vault, ref, view):
+        problem = Problem(
+            drift.path, "drift" if drift.kind == "modified" else "missing", drift.message
+        )
+        if repair and drift.kind == "missing":
+            project(ref, view)
+            report.repaired.append(problem)
+        else:
+            report.problems.append(problem)
+
+
+def _note_repair(ref: TurnRef, moved: int) -> None:
+    """Record the repair in the turn's own log so its history says what happened."""
+    from events import EventWriter
+
+    with EventWriter(ref.events_path, user=ref.user, turn=ref.turn) as writer:
+        writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+
+
+def verify_vault(
+    vault: Vault,
+    *,
+    repair: bool = False,
+    target: str | None = None,
+    checks: Iterable[Checker] = (),
+    progress: Callable[[int], None] | None = None,
+) -> VerifyReport:
+    report = VerifyReport()
+    for ref in iter_turns(vault, target):
+        report.checked_turns += 1
+        _verify_turn(vault, ref, repair, report)
+        if progress is not None:
+            progress(1)
+    for checker in checks:
+        report.problems.extend(checker(vault, repair))
+    return report
