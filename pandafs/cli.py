@@ -81,7 +81,8 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
     Re-importing the same external_id for the same user adds nothing.
     """
     vault = app.vault()
-    lines = sum(1 for line in source.open("rb") if line.strip())
+    with source.open("rb") as handle:
+        lines = sum(1 for line in handle if line.strip())
     with progress_bar(lines, "importing", quiet=as_json) as advance:
         report = import_turns(vault, source, batch_size=batch_size, progress=advance)
 

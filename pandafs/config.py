@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import BadInput
 
@@ -53,6 +53,14 @@ class LLMConfig(_Section):
     roles: dict[str, RoleConfig] = Field(
         default_factory=_roles, description="REFLEX / MIND / VOICE"
     )
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _keep_default_roles(cls, value: object) -> object:
+        """Setting one role in pandafs.toml must not drop the others."""
+        if isinstance(value, dict):
+            return {**_roles(), **value}
+        return value
 
 
 class PipelineConfig(_Section):

@@ -5,6 +5,7 @@ Progress goes to stderr so `--json` output stays clean for scripts.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,5 +45,5 @@ def progress_bar(
     if quiet or total == 0:
         yield lambda n: None
         return
-    with click.progressbar(length=total, label=label, file=click.get_text_stream("stderr")) as bar:
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
         yield bar.update

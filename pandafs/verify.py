@@ -73,7 +73,9 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         return
     log = read_log(ref.events_path)
     if log.torn_tail is not None:
-        torn = Problem(rel, "torn_tail", f"ends in a torn line of {len(log.torn_tail)} bytes")
+        after = f" after seq {len(log.records) - 1}" if log.records else " before any event"
+        size = len(log.torn_tail)
+        torn = Problem(rel, "torn_tail", f"ends in a torn line of {size} bytes{after}")
         if repair:
             moved = repair_torn_tail(ref.events_path)
             report.repaired.append(torn)

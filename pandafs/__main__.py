@@ -1,0 +1,3 @@
+from pandafs.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""The demo behind `scripts/demo`: a fresh vault, imported history, checks, stats.
+
+Every step runs the real `pandafs` CLI in a child process, exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VAULT = Path(os.environ.get("DEMO_VAULT", REPO / "demo-vault")).resolve()
+PANDAFS = [sys.executable, "-m", "pandafs", "--root", str(VAULT)]
+
+
+def step(title: str, *args: str, ok_codes: tuple[int, ...] = (0,)) -> str:
+    print(f"\n$ pandafs {' '.join(args)}    # {title}", flush=True)
+    proc = subprocess.run([*PANDAFS, *args], capture_output=True, text=True, cwd=REPO)
+    print(proc.stdout.rstrip())
+    if proc.returncode not in ok_codes:
+        print(proc.stderr.rstrip(), file=sys.stderr)
+        raise SystemExit(f"demo step failed with exit {proc.returncode}: pandafs {' '.join(args)}")
+    return proc.stdout
+
+
+def main() -> None:
+    if VAULT.exists():
+        if not (VAULT / "pandafs.toml").exists():
+            raise SystemExit(f"{VAULT} exists and is not a PandaFS vault; set DEMO_VAULT elsewhere")
+        shutil.rmtree(VAULT)
+    print(f"PandaFS demo — vault at {VAULT}")
+    step("create the vault", "init")
+    step(
+        "load earlier conversations", "import-turns", str(REPO / "scripts/demo_data/history.jsonl")
+    )
+    step("verify hash chains and projections", "verify")
+    step("re-project and check for drift", "replay", "--check")
+    step("counts", "stats")
+    print(f"\nOpen {VAULT} as a vault in Obsidian: start at Home.md, then users/demo/turns/.")
+
+
+if __name__ == "__main__":
+    main()

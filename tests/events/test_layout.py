@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+
+from events import InvalidUserId, classify, validate_user_id
+
+
+@pytest.mark.parametrize("bad", ["../x", "Alice", "a/b", "", "a" * 200, "a\x00b", "-x", ".x", " a"])
+def test_bad_user_ids_are_refused(bad: str) -> None:
+    with pytest.raises(InvalidUserId):
+        validate_user_id(bad)
+
+
+@pytest.mark.parametrize("good", ["alice", "a", "bob_2", "x-y", "0", "a" * 64])
+def test_good_user_ids(good: str) -> None:
+    assert validate_user_id(good) == good
+
+
+@pytest.mark.parametrize(
+    ("path", "doc_id", "kind", "user"),
+    [
+        ("users/alice/turns/turn_000001/context.md", "alice/turn_000001", "turn", "alice"),
+        (
+            "users/alice/turns/turn_000001/research.md",
+            "alice/turn_000001/research",
+            "research",
+            "alice",
+        ),
+        ("users/alice/preferences.md", "alice/preferences", "preferences", "alice"),
+        ("users/alice/facts.md", "alice/facts", "facts", "alice"),
+        ("users/alice/memories/pets/hamster.md", "alice/memories/pets/hamster", "memory", "alice"),
+        ("knowledge/laptops.md", "knowledge/laptops", "knowledge", None),
+        ("site_knowledge/example.com.md", "site/example.com", "site", None),
+        ("archive/stubs/alice/turn_000007.md", "alice/turn_000007", "archived_turn", "alice"),
+    ],
+)
+def test_classify(path: str, doc_id: str, kind: str, user: str | None) -> None:
+    ref = classify(path)
+    assert ref is not None
+    assert (ref.doc_id, ref.kind, ref.user) == (doc_id, kind, user)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "users/alice/turns/turn_000001/ticket.md",
+        "users/Alice/preferences.md",
+        ".obsidian/x.md",
+        "indexes/x.md",
+        "inbox/q.md",
+        "outbox/alice/q.md",
+        "Home.md",
+        "users/alice/turns/turn_000001/events.jsonl",
+        "knowledge/.hidden.md",
+    ],
+)
+def test_not_documents(path: str) -> None:
+    assert classify(path) is None

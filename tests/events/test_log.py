@@ -1,0 +1,186 @@
+"""The append-only log: seq, hash chain, tamper detection, torn tails, one writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events import (
+    EventWriter,
+    LogBusyError,
+    TornTailError,
+    check_chain,
+    read_events,
+    read_log,
+    repair_torn_tail,
+)
+from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted, UnknownEvent
+
+NOW = datetime(2026, 11, 21, 22, 0, tzinfo=UTC)
+
+
+def _write_turn(path: Path, answers: int = 3) -> None:
+    with EventWriter(path, user="alice", turn="turn_000001") as writer:
+        writer.append(TurnStarted(query="which laptop?", occurred_at=NOW))
+        for i in range(answers):
+            writer.append(ResponseSynthesized(attempt=i, answer=f"answer {i} ü"))
+        writer.append(TurnCompleted(outcome="APPROVE"))
+
+
+def test_seq_and_chain(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path)
+    events = read_events(path)
+    assert [e.seq for e in events] == list(range(5))
+    assert events[0].prev == "0" * 64
+    assert all(b.prev == a.hash for a, b in zip(events, events[1:], strict=False))
+    assert type(events[0].data) is TurnStarted
+    assert events[-1].data.outcome == "APPROVE"
+
+
+def test_writer_resumes_the_chain(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path, answers=1)
+    with EventWriter(path, user="alice", turn="turn_000001") as writer:
+        assert writer.next_seq == 3
+        writer.append_many([ResponseSynthesized(answer="a"), ResponseSynthesized(answer="b")])
+    assert check_chain(read_log(path)) is None
+    assert len(read_events(path)) == 5
+
+
+def test_every_byte_change_breaks_the_chain(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path, answers=1)
+    original = path.read_bytes()
+    for position in range(len(original)):
+        tampered = bytearray(original)
+        tampered[position] = ord("#") if original[position] != ord("#") else ord("$")
+        path.write_bytes(bytes(tampered))
+        log = read_log(path)
+        assert check_chain(log) is not None or log.torn_tail is not None, position
+
+
+def test_reorder_and_delete_name_the_seq(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[2] + lines[1] + b"".join(lines[3:]))
+    problem = check_chain(read_log(path))
+    assert problem is not None and problem.seq == 1 and "expected seq 1" in str(problem)
+    path.write_bytes(b"".join(lines[:2] + lines[3:]))
+    problem = check_chain(read_log(path))
+    assert problem is not None and problem.seq == 2
+
+
+def test_whitespace_edit_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path)
+    text = path.read_bytes().replace(b'"seq":1,', b'"seq": 1,', 1)
+    path.write_bytes(text)
+    problem = check_chain(read_log(path))
+    assert problem is not None and problem.seq == 1 and "canonical" in str(problem)
+
+
+def test_torn_tail_is_detected_and_moved_aside(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path)
+    complete = path.read_bytes()
+    with open(path, "ab") as handle:
+        handle.write(b'{"v":1,"seq":5,"ts":"2026-')
+    log = read_log(path)
+    assert log.torn_tail == b'{"v":1,"seq":5,"ts":"2026-'
+    assert check_chain(log) is None
+    with pytest.raises(TornTailError):
+        EventWriter(path, user="alice", turn="turn_000001").open()
+    assert repair_torn_tail(path) == len(b'{"v":1,"seq":5,"ts":"2026-')
+    assert path.read_bytes() == complete
+    assert (tmp_path / "events.jsonl.torn").read_bytes() == b'{"v":1,"seq":5,"ts":"2026-\n'
+
+
+def test_second_writer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path, user="alice", turn="turn_000001") as writer:
+        writer.append(TurnStarted(query="q", occurred_at=NOW))
+        with pytest.raises(LogBusyError, match="another process is writing"):
+            EventWriter(path, user="alice", turn="turn_000001").open()
+
+
+def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write_turn(path, answers=0)
+    # A newer version appends a type we do not know, with a valid chain.
+    from events.log import event_hash
+
+    log = read_log(path)
+    record = {
+        "v": 2,
+        "seq": len(log.records),
+        "ts": "2026-11-21T22:00:01.000000Z",
+        "user": "alice",
+        "turn": "turn_000001",
+        "phase": "future",
+        "type": "hologram_rendered",
+        "data": {"frames": 3},
+        "prev": log.last_hash,
+    }
+    record["hash"] = event_hash(record)
+    with open(path, "ab") as handle:
+        handle.write(orjson.dumps(record) + b"\n")
+    events = read_events(path)
+    assert isinstance(events[-1], UnknownEvent)
+    assert events[-1].data == {"frames": 3}
+    with EventWriter(path, user="alice", turn="turn_000001") as writer:
+        writer.append(ResponseSynthesized(answer="still appendable"))
+    assert check_chain(read_log(path)) is None
+
+
+CHILD = """
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from events import EventWriter
+from events.schema import ResponseSynthesized, TurnStarted
+path = Path(sys.argv[1])
+with EventWriter(path, user="alice", turn="turn_000001", durable=False) as writer:
+    if writer.next_seq == 0:
+        writer.append(TurnStarted(query="q", occurred_at=datetime.now(UTC)))
+    print("ready", flush=True)
+    big = "x" * 500_000
+    i = 0
+    while True:
+        writer.append(ResponseSynthesized(attempt=i, answer=big if i % 3 == 0 else f"small {i}"))
+        i += 1
+        time.sleep(0.002)
+"""
+
+
+def test_sigkill_mid_append_keeps_complete_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    torn_seen = 0
+    for round_ in range(4):
+        before = path.read_bytes() if path.exists() else b""
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, cwd=os.getcwd()
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.05 + 0.07 * round_)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        log = read_log(path)
+        assert check_chain(log) is None
+        assert path.read_bytes().startswith(before)
+        if log.torn_tail is not None:
+            torn_seen += 1
+            repair_torn_tail(path)
+        assert read_log(path).torn_tail is None
+    assert len(read_events(path)) > 4

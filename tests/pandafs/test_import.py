@@ -1,0 +1,99 @@
+"""Bulk import: one completed turn per line, idempotent, bad lines named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from events import parse_document, read_events
+from pandafs.importer import import_turns
+from pandafs.turns import iter_turns
+from pandafs.vault import Vault
+
+
+def _lines(n: int, user: str = "alice", start: int = 0) -> list[bytes]:
+    return [
+        orjson.dumps(
+            {
+                "user": user,
+                "external_id": f"ext-{i}",
+                "timestamp": f"2026-03-{1 + i % 28:02d}T10:{i % 60:02d}:00Z",
+                "query": f"what about hamster number {i}?",
+                "response": f"hamster {i} is syrian",
+                "meta": {"session": f"s{i // 10}", "speaker": "Maya"},
+            }
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def test_each_line_becomes_a_completed_turn(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(_lines(3)) + b"\n")
+    report = import_turns(vault, source)
+    assert (report.imported, report.skipped, report.failed) == (3, 0, [])
+    folder = vault.layout.turn_dir("alice", "turn_000002")
+    events = read_events(folder / "events.jsonl")
+    assert [e.type for e in events] == ["turn_started", "response_synthesized", "turn_completed"]
+    doc = parse_document((folder / "context.md").read_text())
+    assert "## 0. User Query" in doc.body and "hamster number 1?" in doc.body
+    assert "## 5. Synthesis" in doc.body and "hamster 1 is syrian" in doc.body
+    assert doc.frontmatter["meta"] == {"session": "s0", "speaker": "Maya"}
+    assert doc.frontmatter["external_id"] == "ext-1"
+    assert str(doc.frontmatter["created_at"]).startswith("2026-03-02")
+    meta = orjson.loads((folder / "metadata.json").read_bytes())
+    assert meta["meta"] == {"session": "s0", "speaker": "Maya"} and meta["outcome"] == "IMPORTED"
+
+
+def test_reimport_adds_nothing(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(_lines(20) + _lines(5, user="bob")) + b"\n")
+    assert import_turns(vault, source).imported == 25
+    again = import_turns(vault, source)
+    assert (again.imported, again.skipped) == (0, 25)
+    assert len(list(iter_turns(vault))) == 25
+    # A line repeated inside one file is imported once.
+    dup = tmp_path / "dup.jsonl"
+    dup.write_bytes(b"\n".join(_lines(1, start=100) * 2) + b"\n")
+    report = import_turns(vault, dup)
+    assert (report.imported, report.skipped) == (1, 1)
+
+
+def test_crash_between_turn_and_ledger_is_not_duplicated(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(_lines(4)) + b"\n")
+    import_turns(vault, source)
+    ledger = vault.layout.turns_dir("alice") / ".external_ids.jsonl"
+    ledger.unlink()  # as if the process died right after writing the turns
+    again = import_turns(vault, source)
+    assert (again.imported, again.skipped) == (0, 4)
+
+
+def test_bad_lines_are_named_and_the_rest_import(vault: Vault, tmp_path: Path) -> None:
+    good = _lines(6)
+    lines = (
+        good[:2]
+        + [b"{not json"]
+        + good[2:4]
+        + [b'{"user": "../x", "timestamp": "2026-01-01", "query": "q"}']
+    )
+    lines += [good[4], b'{"user": "alice", "timestamp": "yesterday", "query": "q"}', good[5]]
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    report = import_turns(vault, source)
+    assert report.imported == 6
+    assert [f["line"] for f in report.failed] == [3, 6, 8]
+    assert "invalid user id" in report.failed[1]["error"]
+    assert "timestamp" in report.failed[2]["error"]
+    assert not (vault.root / "users" / "..").joinpath("x").exists()
+
+
+def test_ten_thousand_lines(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "big.jsonl"
+    source.write_bytes(b"\n".join(_lines(10_000)) + b"\n")
+    report = import_turns(vault, source)
+    assert report.imported == 10_000
+    data = report.as_json()
+    assert data["turns_per_s"] > 0 and data["seconds"] > 0
+    assert len(vault.layout.turn_dirs("alice")) == 10_000

@@ -1,0 +1,81 @@
+"""replay recreates projections byte for byte; verify names damage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from pandafs.importer import import_turns
+from pandafs.turns import iter_turns, replay
+from pandafs.vault import Vault
+from pandafs.verify import verify_vault
+
+
+def _import(vault: Vault, tmp_path: Path, n: int = 5) -> None:
+    lines = [
+        orjson.dumps(
+            {"user": u, "timestamp": "2026-02-01T09:00:00Z", "query": f"q{i} {u}", "response": "r"}
+        )
+        for i in range(n)
+        for u in ("alice", "bob")
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines))
+    import_turns(vault, source)
+
+
+def test_deleted_context_md_is_recreated_identically(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path)
+    originals = {ref.path: (ref.path / "context.md").read_bytes() for ref in iter_turns(vault)}
+    for path in originals:
+        (path / "context.md").unlink()
+    report = replay(vault)
+    assert report.checked == 10 and len(report.rewritten) == 10
+    for path, data in originals.items():
+        assert (path / "context.md").read_bytes() == data
+
+
+def test_check_reports_hand_edit_and_changes_nothing(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path)
+    target = vault.layout.turn_dir("alice", "turn_000002") / "context.md"
+    edited = target.read_text() + "\nA note I added by hand.\n"
+    target.write_text(edited)
+    report = replay(vault, check=True)
+    assert [d.path for d in report.drift] == ["users/alice/turns/turn_000002/context.md"]
+    assert target.read_text() == edited
+    assert verify_vault(vault).problems[0].kind == "drift"
+
+
+def test_verify_clean_then_names_tampered_seq(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path)
+    assert verify_vault(vault).ok
+    log = vault.layout.turn_dir("bob", "turn_000003") / "events.jsonl"
+    log.write_bytes(log.read_bytes().replace(b'"answer":"r"', b'"answer":"R"'))
+    problems = verify_vault(vault).problems
+    assert len(problems) == 1
+    assert problems[0].kind == "chain"
+    assert problems[0].path == "users/bob/turns/turn_000003/events.jsonl"
+    assert "seq 1" in problems[0].message
+
+
+def test_verify_repair_moves_torn_tail(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path)
+    log = vault.layout.turn_dir("alice", "turn_000001") / "events.jsonl"
+    before = log.read_bytes()
+    with open(log, "ab") as handle:
+        handle.write(b'{"v":1,"seq":3,"ts"')
+    report = verify_vault(vault)
+    assert [p.kind for p in report.problems] == ["torn_tail"]
+    assert "after seq 2" in report.problems[0].message
+    repaired = verify_vault(vault, repair=True)
+    assert repaired.ok and [p.kind for p in repaired.repaired] == ["torn_tail"]
+    assert log.read_bytes().startswith(before)
+    assert (log.parent / "events.jsonl.torn").exists()
+    assert verify_vault(vault).ok
+
+
+def test_empty_turn_folder_is_reported(vault: Vault) -> None:
+    vault.allocate_turns("alice")
+    report = verify_vault(vault)
+    assert [p.kind for p in report.problems] == ["empty_turn"]
