@@ -1,0 +1,95 @@
+"""Errors of the LLM backends.
+
+    PandaError                      (pandafs.errors)
+    └── LLMError                    the server refused the request (4xx other than 429),
+        │                           answered with something that is not a chat completion,
+        │                           or the configuration cannot work (bad base_url, unknown role)
+        ├── LLMUnavailable          the server could not be reached (refused, DNS, reset),
+        │                           or kept answering 429 / 5xx until the retries ran out
+        ├── LLMTimeout              the server did not answer within [llm] timeout_s, every attempt
+        └── LLMOutputError          the reply was not valid JSON for the schema, even after
+                                    one corrective retry (carries the raw text and the reason)
+
+Every message is one line that ends by telling the user what to try, because it is
+what `pandafs` prints when a turn fails.  Foreign errors (httpx, pydantic) are
+translated once, in `openai_compat`, and kept as `__cause__`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pandafs.errors import PandaError
+
+if TYPE_CHECKING:
+    from .openai_compat import Usage
+
+__all__ = ["LLMError", "LLMOutputError", "LLMTimeout", "LLMUnavailable"]
+
+
+class LLMError(PandaError):
+    """Root of every error raised by an LLM backend."""
+
+
+class LLMUnavailable(LLMError):
+    def __init__(
+        self, base_url: str, reason: str, *, attempts: int, status: int | None = None
+    ) -> None:
+        self.base_url = base_url
+        self.reason = reason
+        self.attempts = attempts
+        self.status = status
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        if status is None:
+            message = (
+                f"cannot reach the LLM server at {base_url} ({reason}; {tries}): "
+                "is it running? check [llm] base_url in pandafs.toml"
+            )
+        else:
+            message = (
+                f"the LLM server at {base_url} kept failing (HTTP {status}: {reason}; {tries}): "
+                "check the server's log, or raise [llm] max_retries / backoff_s in pandafs.toml"
+            )
+        super().__init__(message)
+
+
+class LLMTimeout(LLMError):
+    def __init__(self, base_url: str, timeout_s: float, *, attempts: int) -> None:
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self.attempts = attempts
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        super().__init__(
+            f"the LLM server at {base_url} did not answer within {timeout_s:g} s ({tries}): "
+            "is the model loaded? raise [llm] timeout_s in pandafs.toml or use a smaller model"
+        )
+
+
+class LLMOutputError(LLMError):
+    """The model could not produce the structured output a phase needs.
+
+    `raw` is the last reply and `validation` why it was rejected, so the failure
+    event can record both; `usage` is what the two calls cost.
+    """
+
+    def __init__(
+        self,
+        *,
+        role: str,
+        model: str,
+        schema: str,
+        raw: str,
+        validation: str,
+        usage: Usage | None = None,
+    ) -> None:
+        self.role = role
+        self.model = model
+        self.schema = schema
+        self.raw = raw
+        self.validation = validation
+        self.usage = usage
+        super().__init__(
+            f"model {model!r} ({role}) did not return valid JSON for {schema} even after a "
+            f"corrective retry ({validation}): try a stronger model in [llm.roles.{role}] "
+            "of pandafs.toml"
+        )
