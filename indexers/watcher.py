@@ -1,0 +1,602 @@
+"""Watch a vault and hand debounced batches of changed paths to one consumer.
+
+    child process                          parent process (the consumer's)
+    ─────────────                          ───────────────────────────────
+    watchdog Observer (inotify)            pump thread: filter, debounce ──▶ next_batch()
+      └ handler ─▶ buffer ─▶ sender ─pipe─▶   (paths, rescan_dirs, overflow)
+
+Why a child process: an observer in the same process slows our own file writes
+2–10× (it competes for the GIL on every event), so the observer runs in its own
+Python process and sends raw events down a pipe in lists.  The parent only
+filters, relativises and debounces them, in one background thread.  The child is
+a fresh interpreter (`subprocess`, never a bare fork of a threaded parent) with
+the parent's `sys.path` that imports this module and watchdog, nothing more;
+multiprocessing's "spawn" would also re-run the parent's main script in it,
+which breaks scripts without an `if __name__ == "__main__"` guard and loads the
+whole CLI a second time.
+
+Why batches of *paths*, not events: inotify is lossy and its event shapes vary
+by editor (an atomic save is events on a temp file, then a move onto the real
+name; vim moves away, creates, deletes).  So every event just means "this path
+may have changed", and the consumer confirms by stat + checksum.  A move marks
+both ends; the temporary source of an atomic save is ignored, its destination
+is not.
+
+Why `rescan_dirs`: some changes have no per-file events.  Moving a folder out
+of the vault is one dir delete; files written into a brand-new folder can land
+before its watch exists.  Every directory created, moved or deleted is reported
+so the consumer rescans that subtree.
+
+Why `overflow`: when the kernel queue (16,384 events) overflows, watchdog only
+logs a warning and carries on; a 5,000-file burst can lose most of its events.
+The child relays every watchdog warning as `overflow=True` in the next batch,
+and the consumer answers with a full reconcile scan.
+
+When the child dies (killed, vault folder removed, a thread crashed) the watcher
+does not restart it by itself: the pending changes are delivered in a last batch
+with `overflow=True` and `error` set, `alive` turns False, and the next call to
+`next_batch` raises `WatcherError`.  The consumer decides: log it, call `start()`
+again (a watcher can be restarted) and reconcile.  A restart loop hidden in
+here would hide a vault that is gone or an exhausted inotify watch limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Self
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from events.fsio import is_temp_name
+
+from .errors import IndexingError
+
+__all__ = ["ChangeBatch", "VaultWatcher", "WatcherError", "default_ignore"]
+
+logger = logging.getLogger(__name__)
+
+_IDLE_POLL_S = 1.0
+_STOP_TIMEOUT_S = 5.0
+
+
+class WatcherError(IndexingError):
+    """The watcher could not start, or its observer process has died."""
+
+
+def default_ignore(rel_path: str) -> bool:
+    """True for paths no consumer cares about: dot-files and dot-folders (`.obsidian/`,
+    `.trash/`, `inbox/.processing/`), the derived `indexes/` folder, and temporary files."""
+    parts = rel_path.split("/")
+    return (
+        parts[0] == "indexes"
+        or any(part.startswith(".") for part in parts)
+        or is_temp_name(parts[-1])
+    )
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """Everything that may have changed in the vault since the previous batch."""
+
+    paths: frozenset[str]
+    """Vault-relative POSIX paths of files that may have changed (any kind of file)."""
+    rescan_dirs: frozenset[str]
+    """Vault-relative folders whose whole subtree must be rescanned (or dropped if gone)."""
+    overflow: bool
+    """Events may have been lost: run a full reconcile scan."""
+    first_seen: float
+    """`time.monotonic()` when the oldest change in this batch reached the watcher."""
+    error: str | None = None
+    """Set on the last batch of a watcher whose observer process died."""
+
+    def covers(self, rel_path: str) -> bool:
+        """True if the consumer will look at `rel_path` when it handles this batch."""
+        if self.overflow or rel_path in self.paths:
+            return True
+        parts = rel_path.split("/")
+        return any("/".join(parts[:i]) in self.rescan_dirs for i in range(1, len(parts)))
+
+
+@dataclass
+class _Pending:
+    """Changes seen but not yet sealed into a batch."""
+
+    paths: set[str] = field(default_factory=set)
+    dirs: set[str] = field(default_factory=set)
+    overflow: bool = False
+    error: str | None = None
+    first_seen: float | None = None
+    last_seen: float = 0.0
+
+    def touch(self, now: float) -> None:
+        if self.first_seen is None:
+            self.first_seen = now
+        self.last_seen = now
+
+    def count(self) -> int:
+        return len(self.paths) + len(self.dirs)
+
+    def seal(self, previous: ChangeBatch | None) -> ChangeBatch:
+        """This pending state as a batch, merged into a batch the consumer has not taken yet."""
+        assert self.first_seen is not None
+        batch = ChangeBatch(
+            paths=frozenset(self.paths),
+            rescan_dirs=frozenset(self.dirs),
+            overflow=self.overflow,
+            first_seen=self.first_seen,
+            error=self.error,
+        )
+        if previous is None:
+            return batch
+        return ChangeBatch(
+            paths=previous.paths | batch.paths,
+            rescan_dirs=previous.rescan_dirs | batch.rescan_dirs,
+            overflow=previous.overflow or batch.overflow,
+            first_seen=min(previous.first_seen, batch.first_seen),
+            error=batch.error or previous.error,
+        )
+
+
+_State = Literal["new", "running", "stopped", "dead"]
+
+
+class VaultWatcher:
+    """Debounced batches of changed vault-relative paths, from an observer in a child process.
+
+    A batch is sealed when the vault has been quiet for `debounce_s`, or when its
+    oldest change is `max_delay_s` old (so a constant stream still flushes).  If the
+    consumer is slower than that, sealed batches merge: `next_batch` always returns
+    everything seen so far.  `ignore(rel_path)` drops paths nobody should index; pass
+    your own (usually `lambda p: default_ignore(p) or ...`) to extend the default.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        debounce_s: float = 0.25,
+        max_delay_s: float = 2.0,
+        ignore: Callable[[str], bool] = default_ignore,
+    ) -> None:
+        if debounce_s <= 0 or max_delay_s < debounce_s:
+            raise ValueError("need 0 < debounce_s <= max_delay_s")
+        self.root = Path(root)
+        self.debounce_s = debounce_s
+        self.max_delay_s = max_delay_s
+        self._ignore = ignore
+        self._watched = os.path.abspath(self.root)
+        self._prefix = os.path.join(self._watched, "")
+        self._cond = threading.Condition()
+        self._state: _State = "new"
+        self._stopping = False
+        self._open = _Pending()
+        self._ready: ChangeBatch | None = None
+        self._error: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._events: Connection | None = None
+        self._control: Connection | None = None
+        self._pump_thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start the observer process; return once every folder of the vault is watched.
+
+        A file written right after `start()` returns is seen.  Raises `WatcherError` if the
+        vault cannot be watched or the observer is not ready within `timeout` seconds
+        (the child starts in ~0.2 s and adds ~10,000 folder watches per 0.2 s).  Calling it
+        on a stopped or dead watcher starts a fresh observer process.
+        """
+        with self._cond:
+            if self._state == "running":
+                return
+        self._release()
+        if not os.path.isdir(self._watched):
+            raise WatcherError(f"cannot watch {self._watched}: not a folder")
+        events_r, events_w = os.pipe()
+        control_r, control_w = os.pipe()
+        boot = (
+            "import sys; sys.path[:] = sys.argv[4:]; "
+            f"from {__name__} import _child_main; "
+            "_child_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
+        )
+        args = [sys.executable, "-c", boot, self._watched, str(events_w), str(control_r)]
+        try:
+            proc = subprocess.Popen(
+                [*args, *map(str, sys.path)],
+                stdin=subprocess.DEVNULL,
+                pass_fds=(events_w, control_r),
+                start_new_session=True,  # the terminal's Ctrl-C is the parent's to handle
+            )
+        except BaseException:
+            for fd in (events_r, control_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(events_w)
+            os.close(control_r)
+        events = Connection(events_r, writable=False)
+        control = Connection(control_w, readable=False)
+        self._proc, self._events, self._control = proc, events, control
+        with self._cond:
+            self._error = None  # unread batches of an earlier run are kept
+            self._stopping = False
+        try:
+            self._wait_ready(events, timeout)
+        except BaseException:
+            self._release()
+            raise
+        with self._cond:
+            self._state = "running"
+        self._pump_thread = threading.Thread(
+            target=self._pump, args=(events,), name="pandafs-watcher-pump", daemon=True
+        )
+        self._pump_thread.start()
+
+    def stop(self) -> None:
+        """Stop the observer process and the pump thread; idempotent.
+
+        Changes already seen stay available to `next_batch` until taken.
+        """
+        with self._cond:
+            self._stopping = True
+        self._release()
+        with self._cond:
+            if self._state in ("running", "dead"):
+                self._state = "stopped"
+            self._seal_locked()
+            self._cond.notify_all()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- consumer side -----------------------------------------------------------
+
+    def next_batch(self, timeout: float | None = None) -> ChangeBatch | None:
+        """Block until a batch is due and return it; None on timeout or once stopped.
+
+        Raises `WatcherError` when the observer process has died and its last batch
+        (the one carrying `error`) has already been returned.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._ready is not None:
+                    batch, self._ready = self._ready, None
+                    return batch
+                if self._state == "dead":
+                    raise WatcherError(self._error or "watcher process died")
+                if self._state == "new":
+                    raise WatcherError("the watcher is not started")
+                if self._state == "stopped":
+                    return None
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    @property
+    def pending(self) -> int:
+        """Changed paths and folders seen but not yet returned by `next_batch`."""
+        with self._cond:
+            ready = (
+                0 if self._ready is None else len(self._ready.paths) + len(self._ready.rescan_dirs)
+            )
+            return ready + self._open.count()
+
+    @property
+    def alive(self) -> bool:
+        """True while the observer process is running and reporting."""
+        with self._cond:
+            return self._state == "running"
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the observer process (for status lines and diagnostics)."""
+        proc = self._proc
+        return None if proc is None else proc.pid
+
+    # -- internals ---------------------------------------------------------------
+
+    def _wait_ready(self, conn: Connection, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0 or not conn.poll(remaining):
+                    raise WatcherError(f"the watcher was not ready within {timeout:g} s")
+                messages = conn.recv()
+            except (EOFError, OSError) as exc:
+                raise WatcherError("the watcher process exited while starting") from exc
+            with self._cond:
+                ready = self._apply_locked(messages, time.monotonic())
+            if self._error is not None:
+                raise WatcherError(self._error)
+            if ready:
+                return
+
+    def _pump(self, conn: Connection) -> None:
+        """Receive event lists from the child and seal batches when they are due."""
+        try:
+            while True:
+                with self._cond:
+                    wait = self._flush_due_locked(time.monotonic())
+                if conn.poll(_IDLE_POLL_S if wait is None else wait):
+                    messages = conn.recv()
+                    with self._cond:
+                        self._apply_locked(messages, time.monotonic())
+        except (EOFError, OSError):
+            pass  # the child closed its end: it stopped or died
+        except Exception as exc:  # a bug, or a consumer's ignore() raising
+            logger.exception("watcher pump failed")
+            self._error = f"watcher pump failed: {exc!r}"
+            proc = self._proc
+            if proc is not None:
+                proc.kill()
+        self._child_gone()
+
+    def _child_gone(self) -> None:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+        with self._cond:
+            if not self._stopping:
+                self._error = self._error or f"watcher process exited (exit code {code})"
+                logger.error("%s", self._error)
+                self._open.touch(time.monotonic())
+                self._open.overflow = True
+                self._open.error = self._error
+                self._state = "dead"
+            self._seal_locked()
+            self._cond.notify_all()
+
+    def _release(self) -> None:
+        """Stop the child, join the pump thread, close the pipes (safe to call twice)."""
+        proc, events, control, pump = self._proc, self._events, self._control, self._pump_thread
+        if control is not None:
+            control.close()  # EOF on the control pipe tells the child to stop
+        if proc is not None:
+            try:
+                proc.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if pump is not None and pump is not threading.current_thread():
+            pump.join()
+        if events is not None:
+            events.close()
+        self._proc = self._events = self._control = self._pump_thread = None
+
+    def _flush_due_locked(self, now: float) -> float | None:
+        """Seal the pending changes if due; return seconds until they will be, or None."""
+        pending = self._open
+        if pending.first_seen is None:
+            return None
+        due = min(pending.last_seen + self.debounce_s, pending.first_seen + self.max_delay_s)
+        if now < due:
+            return due - now
+        self._seal_locked()
+        self._cond.notify_all()
+        return None
+
+    def _seal_locked(self) -> None:
+        if self._open.first_seen is not None:
+            self._ready = self._open.seal(self._ready)
+            self._open = _Pending()
+
+    def _apply_locked(self, messages: list[tuple[str, ...]], now: float) -> bool:
+        """Fold messages from the child into the pending state; True if one said "ready"."""
+        ready = False
+        pending = self._open
+        for message in messages:
+            kind = message[0]
+            if kind == "event":
+                _, event_type, src, dest, is_dir = message
+                if self._note(pending, src, is_dir=is_dir == "d") | (
+                    event_type == "moved" and self._note(pending, dest, is_dir=is_dir == "d")
+                ):
+                    pending.touch(now)
+            elif kind == "overflow":
+                logger.warning("events may have been lost: %s", message[1])
+                pending.overflow = True
+                pending.touch(now)
+            elif kind == "ready":
+                ready = True
+            elif kind == "error":
+                self._error = message[1]
+        return ready
+
+    def _note(self, pending: _Pending, path: str, *, is_dir: bool) -> bool:
+        """Record one end of an event; True if it is a change the consumer wants."""
+        if not path.startswith(self._prefix):
+            if is_dir and path == self._watched:
+                pending.overflow = True  # the vault folder itself moved or vanished
+                return True
+            return False
+        rel = path[len(self._prefix) :].replace(os.sep, "/")
+        if not rel or self._ignore(rel):
+            return False
+        (pending.dirs if is_dir else pending.paths).add(rel)
+        return True
+
+
+# -- the child process -------------------------------------------------------------
+
+
+# Without this filter watchdog also asks inotify for open and close-no-write events,
+# and with ~5,000 folders the kernel queue overflows at start and keeps overflowing.
+_EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+
+
+class _Sender:
+    """Buffers messages from watchdog's threads and sends them to the parent in lists.
+
+    The observer thread only appends to a list, so a slow parent never stalls inotify
+    reading; while one list is being sent the next one grows, which batches bursts.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._buffer: list[tuple[str, ...]] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
+        self._thread.start()
+
+    def put(self, message: tuple[str, ...]) -> None:
+        with self._cond:
+            self._buffer.append(message)
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Send what is buffered, then stop."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(_STOP_TIMEOUT_S)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._buffer and not self._closed:
+                    self._cond.wait()
+                messages, self._buffer = self._buffer, []
+            if not messages:
+                return
+            try:
+                self._conn.send(messages)
+            except OSError:
+                return  # the parent is gone; the main loop sees EOF on the control pipe
+
+
+class _LogRelay(logging.Handler):
+    """Turns watchdog's warnings into "overflow" messages.
+
+    watchdog reports a kernel queue overflow only as a log warning ("Inotify queue
+    overflowed; ...", then again while it rebuilds the watches), never to a handler.
+    Any warning or error from watchdog means events may be missing, so all of them
+    ask the consumer to reconcile.
+    """
+
+    def __init__(self, sender: _Sender) -> None:
+        super().__init__(logging.WARNING)
+        self._sender = sender
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._sender.put(("overflow", f"watchdog: {record.getMessage()}"))
+        except Exception:
+            self.handleError(record)
+
+
+def _child_main(root: str, events_fd: int, control_fd: int) -> None:
+    """Entry point of the observer process (started by `VaultWatcher.start`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # watchdog's bookkeeping noise when a folder that left the vault comes back
+    # (the kernel reuses its watch); no events are lost.
+    warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning)
+    _observe(root, Connection(events_fd, readable=False), Connection(control_fd, writable=False))
+
+
+def _observe(root: str, events: Connection, control: Connection) -> None:
+    """Watch `root`, relaying events to `events`, until `control` is closed."""
+    sender = _Sender(events)
+    crashed = threading.Event()
+
+    def on_thread_crash(args: threading.ExceptHookArgs) -> None:
+        thread = args.thread.name if args.thread is not None else "?"
+        sender.put(("error", f"watcher thread {thread} failed: {args.exc_value!r}"))
+        crashed.set()
+
+    threading.excepthook = on_thread_crash
+    watchdog_logger = logging.getLogger("watchdog")
+    watchdog_logger.addHandler(_LogRelay(sender))
+    watchdog_logger.setLevel(logging.WARNING)
+
+    class Relay(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            sender.put(
+                (
+                    "event",
+                    event.event_type,
+                    os.fsdecode(event.src_path),
+                    os.fsdecode(event.dest_path),
+                    "d" if event.is_directory else "f",
+                )
+            )
+
+    observer = Observer()
+    failed = False
+    try:
+        observer.schedule(Relay(), root, recursive=True, event_filter=_EVENT_FILTER)
+        observer.start()  # returns once every folder has its inotify watch
+    except OSError as exc:
+        sender.put(("error", f"cannot watch {root}: {exc}"))
+        sender.close()
+        events.close()
+        raise SystemExit(1) from None
+    sender.put(("ready",))
+    try:
+        while not control.poll(0.5):  # readable = stop requested or the parent is gone
+            if crashed.is_set():
+                failed = True
+                break
+            if not observer.is_alive() or not all(e.is_alive() for e in observer.emitters):
+                sender.put(("error", f"the observer stopped (is {root} still there?)"))
+                failed = True
+                break
+    finally:
+        observer.stop()
+        observer.join(_STOP_TIMEOUT_S)
+        sender.close()
+        events.close()
+        control.close()
+    if failed:
+        raise SystemExit(1)
