@@ -1,0 +1,376 @@
+"""A polite HTTP client for `internet.research`: search through SearxNG, fetch pages.
+
+Politeness is the fetcher's job, not its callers': every request carries the
+honest User-Agent from `[research]`, waits for its domain's turn (at most
+`per_domain_concurrency` requests in flight per host, request starts at least
+`per_domain_interval_s` apart) and is bounded in time and size.  Pages are
+fetched from a small thread pool, so the gates are thread-safe.
+
+`fetch` never raises: a page that cannot be had is a normal outcome the caller
+records per domain (source reliability), so it comes back as `FetchResult.error`,
+a short reason ("timeout", "HTTP 404", "redirect loop", ...).  `search` raises
+`SearchFailed`, because without results there is nothing to record.
+
+    PandaError
+    └── ResearchError
+        └── SearchFailed       the search endpoint could not be used
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+import orjson
+
+from pandafs.config import ResearchConfig
+from pandafs.errors import PandaError
+
+__all__ = [
+    "FetchResult",
+    "PoliteFetcher",
+    "ResearchError",
+    "SearchFailed",
+    "SearchHit",
+    "domain_of",
+]
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+CHUNK_BYTES = 64 * 1024
+_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([a-zA-Z0-9_.:-]+)""", re.I)
+
+
+class ResearchError(PandaError):
+    exit_code = 1
+
+
+class SearchFailed(ResearchError):
+    pass
+
+
+def domain_of(url: str) -> str:
+    """Lower-case host without a leading `www.`: the unit of politeness and reliability."""
+    try:
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+    return host[4:] if host.startswith("www.") else host
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    url: str
+    title: str
+    snippet: str
+    engine: str | None = None
+
+    @property
+    def domain(self) -> str:
+        return domain_of(self.url)
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    url: str
+    final_url: str
+    status: int | None
+    content_type: str
+    text: str
+    bytes_read: int
+    truncated: bool
+    elapsed_ms: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _DomainGate:
+    """At most `concurrency` requests in flight; request starts `interval` seconds apart."""
+
+    def __init__(self, concurrency: int, interval: float) -> None:
+        self._slots = threading.BoundedSemaphore(max(1, concurrency))
+        self._interval = max(0.0, interval)
+        self._lock = threading.Lock()
+        self._next_start = 0.0
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._slots:
+            with self._lock:
+                now = time.monotonic()
+                start = max(now, self._next_start)
+                self._next_start = start + self._interval
+            if start > now:
+                time.sleep(start - now)
+            yield
+
+
+class _Failed(Exception):
+    """Internal: a hop ended with a reason that goes into `FetchResult.error`."""
+
+    def __init__(self, reason: str, status: int | None = None, content_type: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.content_type = content_type
+
+
+@dataclass
+class _Body:
+    status: int
+    content_type: str
+    data: bytes
+    truncated: bool
+    charset: str | None
+
+
+class PoliteFetcher:
+    """Search and fetch under the `[research]` limits.  Close it (or use `with`)."""
+
+    def __init__(
+        self, config: ResearchConfig, *, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.config = config
+        self._client = httpx.Client(
+            transport=transport,
+            timeout=httpx.Timeout(config.timeout_s),
+            follow_redirects=False,
+            headers={"User-Agent": config.user_agent},
+        )
+        self._gates: dict[str, _DomainGate] = {}
+        self._gates_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> PoliteFetcher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _gate(self, url: str) -> _DomainGate:
+        host = domain_of(url)
+        with self._gates_lock:
+            gate = self._gates.get(host)
+            if gate is None:
+                gate = _DomainGate(
+                    self.config.per_domain_concurrency, self.config.per_domain_interval_s
+                )
+                self._gates[host] = gate
+            return gate
+
+    def search(self, query: str) -> list[SearchHit]:
+        """Ask the SearxNG-compatible endpoint; hits in its order, duplicates dropped."""
+        if not self.config.search_url:
+            raise SearchFailed("no search endpoint configured ([research] search_url)")
+        limit = self.config.max_page_bytes
+        try:
+            with self._gate(self.config.search_url).turn():
+                with self._client.stream(
+                    "GET",
+                    self.config.search_url,
+                    params={"q": query, "format": "json"},
+                    headers={"Accept": "application/json"},
+                ) as response:
+                    status = response.status_code
+                    body = bytearray()
+                    if status == 200:
+                        for chunk in response.iter_bytes(CHUNK_BYTES):
+                            body += chunk
+                            if len(body) > limit:
+                                raise SearchFailed("search answer is larger than max_page_bytes")
+        except httpx.TimeoutException:
+            raise SearchFailed("search endpoint timed out") from None
+        except httpx.HTTPError as exc:
+            raise SearchFailed(f"search endpoint unreachable: {_reason(exc)}") from exc
+        if status != 200:
+            hint = " (is format=json enabled in SearxNG?)" if status == 403 else ""
+            raise SearchFailed(f"search endpoint answered HTTP {status}{hint}")
+        try:
+            payload = orjson.loads(bytes(body))
+        except orjson.JSONDecodeError:
+            raise SearchFailed("search endpoint did not answer JSON") from None
+        results = payload.get("results") if isinstance(payload, dict) else None
+        if not isinstance(results, list):
+            raise SearchFailed("search answer has no 'results' list")
+        return _parse_hits(results)
+
+    def fetch(self, url: str) -> FetchResult:
+        """GET `url` following redirects by hand; problems are reported, never raised."""
+        started = time.monotonic()
+        trail = [url]
+        try:
+            body = self._follow(trail)
+        except _Failed as failed:
+            return FetchResult(
+                url=url,
+                final_url=trail[-1],
+                status=failed.status,
+                content_type=failed.content_type,
+                text="",
+                bytes_read=0,
+                truncated=False,
+                elapsed_ms=_ms_since(started),
+                error=failed.reason,
+            )
+        return FetchResult(
+            url=url,
+            final_url=trail[-1],
+            status=body.status,
+            content_type=body.content_type,
+            text=_decode(body.data, body.charset),
+            bytes_read=len(body.data),
+            truncated=body.truncated,
+            elapsed_ms=_ms_since(started),
+        )
+
+    def _follow(self, trail: list[str]) -> _Body:
+        """Request `trail[-1]`, appending each redirect target to `trail` (loops refused)."""
+        try:
+            seen = {_canonical(trail[-1])}
+        except ValueError:
+            raise _Failed("bad url") from None
+        status: int | None = None
+        for hop in range(self.config.max_redirects + 1):
+            current = trail[-1]
+            scheme = current.split(":", 1)[0].lower() if ":" in current else ""
+            if scheme not in ("http", "https"):
+                raise _Failed(f"unsupported scheme {scheme or '(none)'}")
+            outcome = self._hop(current)
+            if isinstance(outcome, _Body):
+                return outcome
+            status, location = outcome
+            try:
+                target = urljoin(current, location)
+                key = _canonical(target)
+            except ValueError:
+                raise _Failed("bad redirect", status) from None
+            if key in seen:
+                raise _Failed("redirect loop", status)
+            if hop == self.config.max_redirects:
+                break
+            seen.add(key)
+            trail.append(target)
+        raise _Failed("too many redirects", status)
+
+    def _hop(self, url: str) -> _Body | tuple[int, str]:
+        """One request: a body, or (status, Location) of a redirect to follow."""
+        deadline = time.monotonic() + self.config.timeout_s
+        try:
+            with self._gate(url).turn():
+                with self._client.stream("GET", url, headers={"Accept": _ACCEPT}) as response:
+                    return self._read(response, deadline)
+        except httpx.TimeoutException:
+            raise _Failed("timeout") from None
+        except (httpx.InvalidURL, ValueError, UnicodeError):
+            raise _Failed("bad url") from None
+        except httpx.HTTPError as exc:
+            raise _Failed(_reason(exc)) from None
+
+    def _read(self, response: httpx.Response, deadline: float) -> _Body | tuple[int, str]:
+        status = response.status_code
+        content_type = response.headers.get("content-type", "")
+        if status in REDIRECT_CODES:
+            location = response.headers.get("location")
+            if not location:
+                raise _Failed(f"HTTP {status} without Location", status, content_type)
+            return status, location
+        if status >= 400:
+            raise _Failed(f"HTTP {status}", status, content_type)
+        if status != 200:
+            raise _Failed(f"unexpected HTTP {status}", status, content_type)
+        mime = content_type.split(";", 1)[0].strip().lower()
+        if mime and mime not in HTML_TYPES:
+            raise _Failed(f"not HTML ({mime})", status, content_type)
+        limit = self.config.max_page_bytes
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        for chunk in response.iter_bytes(CHUNK_BYTES):
+            if time.monotonic() > deadline:
+                raise _Failed("timeout", status, content_type)
+            room = limit - size
+            if len(chunk) > room:
+                chunks.append(chunk[:room])
+                size = limit
+                truncated = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return _Body(status, content_type, b"".join(chunks), truncated, response.charset_encoding)
+
+
+def _parse_hits(results: list[object]) -> list[SearchHit]:
+    hits: list[SearchHit] = []
+    seen: set[str] = set()
+    for item in results:
+        if not isinstance(item, dict):
+            continue
+        url = item.get("url")
+        if not isinstance(url, str) or urlsplit(url).scheme.lower() not in ("http", "https"):
+            continue
+        key = _canonical(url)
+        if key in seen:
+            continue
+        seen.add(key)
+        engine = item.get("engine")
+        if not isinstance(engine, str):
+            engines = item.get("engines")
+            engine = engines[0] if isinstance(engines, list) and engines else None
+        hits.append(
+            SearchHit(
+                url=url,
+                title=_text(item.get("title")),
+                snippet=_text(item.get("content")),
+                engine=engine if isinstance(engine, str) else None,
+            )
+        )
+    return hits
+
+
+def _text(value: object) -> str:
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def _canonical(url: str) -> str:
+    """Comparable form of a URL: no fragment, lower-case scheme and host."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}{query}"
+
+
+def _decode(data: bytes, charset: str | None) -> str:
+    if not charset:
+        match = _META_CHARSET.search(data[:4096])
+        charset = match.group(1).decode("ascii") if match else "utf-8"
+    try:
+        return data.decode(charset, errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return "bad url"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "protocol error"
+    return type(exc).__name__
+
+
+def _ms_since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)

@@ -1,0 +1,456 @@
+"""`internet.research`: search, pick reliable sources, fetch politely, extract, record.
+
+One call leaves in the turn folder what it found and how:
+
+    research.md       the research document (frontmatter = `DocumentMetadata`,
+                      id `{user}/{turn}/research`): summary, findings table, sources
+    research.json     machine-readable: query, hits, visits, findings, outcomes
+                      (seed 003 §3.5 keys: quality_score, summary, claims, webpage_cache)
+    webpage_cache/    one visit record per fetched page (`visits.py`)
+
+Each page attempted yields an `ExtractionOutcome`; the caller records them as
+events and folds them into the per-domain reliability table (DESIGN.md §5),
+which comes back here as `reliability(domain)` to rank and filter the next
+search.  The tool itself keeps no state between calls besides the fetcher's
+politeness clocks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events import DocumentMetadata, atomic_write, format_ts, render_document, validate_user_id
+from events.render import wikilink
+from pandafs.config import ResearchConfig
+
+from .extract import Extraction, extract_page
+from .fetch import FetchResult, PoliteFetcher, SearchFailed, SearchHit
+from .visits import PAGE, VisitRecord, write_visit
+
+__all__ = [
+    "DEFAULT_RELIABILITY",
+    "NOT_CONFIGURED",
+    "ExtractionOutcome",
+    "ResearchResult",
+    "ResearchTool",
+    "required_fields_for",
+]
+
+NOT_CONFIGURED = "internet.research is not configured (set [research] search_url in pandafs.toml)"
+DEFAULT_RELIABILITY = 0.5
+FETCH_WORKERS = 4
+LISTING_ROWS = 10
+MIN_TEXT_CHARS = 200
+RESEARCH_MD = "research.md"
+RESEARCH_JSON = "research.json"
+RESEARCH_VERSION = 1
+PRICING_WORDS = frozenset(
+    "price prices pricing cost costs cheap cheaper cheapest buy deal deals budget under "
+    "afford affordable usd eur gbp $ € £".split()
+)
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """How one page went: the unit of per-domain source reliability."""
+
+    domain: str
+    url: str
+    success: bool
+    items: int
+    fields_present: list[str]
+    confidence: float
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "url": self.url,
+            "success": self.success,
+            "items": self.items,
+            "fields_present": self.fields_present,
+            "confidence": self.confidence,
+            "error": self.error,
+        }
+
+
+@dataclass
+class ResearchResult:
+    available: bool
+    query: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    visits: list[VisitRecord] = field(default_factory=list)
+    outcomes: list[ExtractionOutcome] = field(default_factory=list)
+    skipped_domains: list[str] = field(default_factory=list)
+    research_md: Path | None = None
+    summary: str = ""
+    research_json: Path | None = None
+    quality: float = 0.0
+    error: str | None = None
+
+
+def required_fields_for(query: str, keywords: Sequence[str] = ()) -> tuple[str, ...]:
+    """Fields a page must yield to count as a success: a price when money is asked about."""
+    words = set(re.findall(r"[\w$€£]+", " ".join([query, *keywords]).lower()))
+    if words & PRICING_WORDS or re.search(r"[$€£]\s?\d", query):
+        return ("title", "price")
+    return ("title",)
+
+
+@dataclass
+class _Candidate:
+    hit: SearchHit
+    domain: str
+    reliability: float
+    status: str = "not_fetched"
+
+
+class ResearchTool:
+    """Run `internet.research` calls.  Close it (or use `with`) if it made its own fetcher."""
+
+    def __init__(
+        self,
+        config: ResearchConfig,
+        *,
+        fetcher: PoliteFetcher | None = None,
+        reliability: Callable[[str], float | None] | None = None,
+    ) -> None:
+        self.config = config
+        self._fetcher = fetcher
+        self._owns_fetcher = fetcher is None
+        self._reliability = reliability
+
+    @property
+    def available(self) -> bool:
+        return bool(self.config.search_url)
+
+    def close(self) -> None:
+        if self._owns_fetcher and self._fetcher is not None:
+            self._fetcher.close()
+            self._fetcher = None
+
+    def __enter__(self) -> ResearchTool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _get_fetcher(self) -> PoliteFetcher:
+        if self._fetcher is None:
+            self._fetcher = PoliteFetcher(self.config)
+        return self._fetcher
+
+    def reliability_of(self, domain: str) -> float:
+        """`reliability(domain)`, or `DEFAULT_RELIABILITY` for a domain it does not know."""
+        score = self._reliability(domain) if self._reliability is not None else None
+        return DEFAULT_RELIABILITY if score is None else float(score)
+
+    def run(
+        self,
+        query: str,
+        turn_dir: Path,
+        *,
+        user: str,
+        topic: str,
+        keywords: list[str],
+        now: datetime,
+        required_fields: Sequence[str] | None = None,
+    ) -> ResearchResult:
+        """Research `query` for `user` and write the results into `turn_dir`."""
+        if not self.available:
+            return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
+        validate_user_id(user)
+        required = tuple(required_fields or required_fields_for(query, keywords))
+        fetcher = self._get_fetcher()
+        try:
+            hits = fetcher.search(query)
+        except SearchFailed as exc:
+            result = ResearchResult(
+                available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
+            )
+            result.research_json = self._write_json(
+                turn_dir, result, [], user, topic, keywords, now
+            )
+            return result
+
+        candidates, skipped = self._rank(hits)
+        usable = [c for c in candidates if c.status != "skipped"]
+        chosen = usable[: self.config.max_results]
+        pages = self._fetch_all(fetcher, [c.hit.url for c in chosen])
+
+        result = ResearchResult(available=True, query=query, skipped_domains=skipped)
+        for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):
+            candidate.status = "fetched" if fetched.ok else "failed"
+            if extraction is None:
+                result.outcomes.append(
+                    ExtractionOutcome(
+                        domain=candidate.domain,
+                        url=fetched.url,
+                        success=False,
+                        items=0,
+                        fields_present=[],
+                        confidence=0.0,
+                        error=fetched.error,
+                    )
+                )
+                continue
+            visit = write_visit(turn_dir, fetched, extraction, now)
+            result.visits.append(visit)
+            success = all(name in extraction.fields for name in required) and (
+                extraction.items > 0 or len(extraction.text) >= MIN_TEXT_CHARS
+            )
+            result.outcomes.append(
+                ExtractionOutcome(
+                    domain=candidate.domain,
+                    url=fetched.url,
+                    success=success,
+                    items=extraction.items,
+                    fields_present=list(extraction.fields_present),
+                    confidence=extraction.confidence,
+                    error=None,
+                )
+            )
+            result.findings.extend(_findings(candidate, fetched, extraction, visit))
+
+        good = [o.confidence for o in result.outcomes if o.success]
+        result.quality = round(sum(good) / len(good), 3) if good else 0.0
+        result.summary = _summary(hits, chosen, result)
+        result.research_md = self._write_markdown(turn_dir, result, user, topic, keywords, now)
+        result.research_json = self._write_json(
+            turn_dir, result, candidates, user, topic, keywords, now
+        )
+        return result
+
+    def _rank(self, hits: list[SearchHit]) -> tuple[list[_Candidate], list[str]]:
+        """Hits of reliable domains, most reliable first (search order breaks ties)."""
+        candidates: list[_Candidate] = []
+        skipped: list[str] = []
+        scores: dict[str, float] = {}
+        for hit in hits:
+            domain = hit.domain
+            if domain not in scores:
+                scores[domain] = self.reliability_of(domain)
+            candidate = _Candidate(hit, domain, scores[domain])
+            if candidate.reliability < self.config.min_reliability:
+                candidate.status = "skipped"
+                if domain not in skipped:
+                    skipped.append(domain)
+            candidates.append(candidate)
+        usable = [c for c in candidates if c.status != "skipped"]
+        usable.sort(key=lambda c: -c.reliability)
+        return usable + [c for c in candidates if c.status == "skipped"], skipped
+
+    def _fetch_all(
+        self, fetcher: PoliteFetcher, urls: list[str]
+    ) -> list[tuple[FetchResult, Extraction | None]]:
+        def one(url: str) -> tuple[FetchResult, Extraction | None]:
+            fetched = fetcher.fetch(url)
+            if not fetched.ok:
+                return fetched, None
+            return fetched, extract_page(fetched.text, fetched.final_url)
+
+        if not urls:
+            return []
+        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(urls))) as pool:
+            return list(pool.map(one, urls))
+
+    def _write_markdown(
+        self,
+        turn_dir: Path,
+        result: ResearchResult,
+        user: str,
+        topic: str,
+        keywords: list[str],
+        now: datetime,
+    ) -> Path:
+        content_types = ["research"]
+        if any(v.page_type in ("product", "listing") for v in result.visits):
+            content_types.append("vendor_info")
+        if any(f.get("price") for f in result.findings):
+            content_types.append("pricing")
+        metadata = DocumentMetadata(
+            id=f"{user}/{turn_dir.name}/research",
+            user=user,
+            title=_shorten(f"Research: {result.query}", 100),
+            primary_topic=topic or "general",
+            keywords=list(keywords),
+            content_types=content_types,
+            scope="new",
+            quality=result.quality,
+            created_at=now,
+            query=result.query,
+            sources=sorted({v.domain for v in result.visits}),
+        )
+        path = turn_dir / RESEARCH_MD
+        atomic_write(path, render_document(metadata, _body(result)))
+        return path
+
+    def _write_json(
+        self,
+        turn_dir: Path,
+        result: ResearchResult,
+        candidates: list[_Candidate],
+        user: str,
+        topic: str,
+        keywords: list[str],
+        now: datetime,
+    ) -> Path:
+        data = {
+            "version": RESEARCH_VERSION,
+            "query": result.query,
+            "user": user,
+            "turn": turn_dir.name,
+            "topic": topic,
+            "keywords": list(keywords),
+            "created_at": format_ts(now),
+            "available": result.available,
+            "error": result.error,
+            "quality_score": result.quality,
+            "summary": result.summary,
+            "claims": [
+                {
+                    "claim": f"{f['title']} @ {f['price']}",
+                    "source": f["domain"],
+                    "confidence": f["confidence"],
+                }
+                for f in result.findings
+                if f.get("price")
+            ],
+            "webpage_cache": [v.visit_id for v in result.visits],
+            "hits": [
+                {
+                    "url": c.hit.url,
+                    "title": c.hit.title,
+                    "snippet": c.hit.snippet,
+                    "engine": c.hit.engine,
+                    "domain": c.domain,
+                    "reliability": c.reliability,
+                    "status": c.status,
+                }
+                for c in candidates
+            ],
+            "visits": [v.to_json() for v in result.visits],
+            "findings": result.findings,
+            "outcomes": [o.to_json() for o in result.outcomes],
+            "skipped_domains": result.skipped_domains,
+        }
+        path = turn_dir / RESEARCH_JSON
+        atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        return path
+
+
+def _findings(
+    candidate: _Candidate, fetched: FetchResult, extraction: Extraction, visit: VisitRecord
+) -> list[dict[str, Any]]:
+    """One row per page, or one per product of a listing page (at most `LISTING_ROWS`)."""
+    fields = extraction.fields
+    page = {
+        "domain": candidate.domain,
+        "url": fetched.url,
+        "final_url": fetched.final_url,
+        "page_type": extraction.page_type,
+        "page_title": extraction.title or candidate.hit.title or fetched.final_url,
+        "items": extraction.items,
+        "confidence": extraction.confidence,
+        "visit_id": visit.visit_id,
+        "visit_path": visit.rel_path,
+    }
+    products = fields.get("products") or []
+    if products:
+        return [
+            {
+                "title": product.get("title") or page["page_title"],
+                "price": product.get("price"),
+                "availability": product.get("availability"),
+                **page,
+            }
+            for product in products[:LISTING_ROWS]
+        ]
+    return [
+        {
+            "title": page["page_title"],
+            "price": fields.get("price"),
+            "price_value": fields.get("price_value"),
+            "currency": fields.get("currency"),
+            "availability": fields.get("availability"),
+            **page,
+        }
+    ]
+
+
+def _summary(hits: list[SearchHit], chosen: list[_Candidate], result: ResearchResult) -> str:
+    if not hits:
+        return f"The search for “{result.query}” returned no results."
+    sites = {v.domain for v in result.visits}
+    priced = sum(1 for f in result.findings if f.get("price"))
+    parts = [
+        f"Fetched {len(result.visits)} of {len(chosen)} pages from "
+        f"{len(sites)} site{'s' if len(sites) != 1 else ''} for “{result.query}”; "
+        f"{priced} price{'s' if priced != 1 else ''} found."
+    ]
+    failed = [o for o in result.outcomes if o.error]
+    if failed:
+        reasons = ", ".join(f"{o.domain} ({o.error})" for o in failed)
+        parts.append(f"Failed: {reasons}.")
+    if result.skipped_domains:
+        parts.append(f"Skipped as unreliable: {', '.join(result.skipped_domains)}.")
+    return " ".join(parts)
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _link(label: str, url: str) -> str:
+    label = _cell(label).replace("[", "\\[").replace("]", "\\]")
+    target = url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    return f"[{label}]({target})"
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _body(result: ResearchResult) -> str:
+    lines = [f"# Research: {_shorten(result.query, 200)}", "", result.summary, ""]
+    if result.findings:
+        lines += [
+            "## Findings",
+            "",
+            "| # | Title | Price | Availability | Source |",
+            "|---|---|---|---|---|",
+        ]
+        for number, f in enumerate(result.findings, 1):
+            lines.append(
+                f"| {number} | {_link(f['title'], f['final_url'])} | {_cell(f['price'])} "
+                f"| {_cell(f['availability'])} | {_cell(f['domain'])} |"
+            )
+        lines.append("")
+    if result.visits:
+        lines += ["## Sources", ""]
+        for number, visit in enumerate(result.visits, 1):
+            cached = wikilink(f"{visit.rel_path}/{PAGE}", "cached page")
+            label = visit.title or visit.final_url
+            lines.append(
+                f"{number}. {_link(label, visit.final_url)} — {visit.domain}, {visit.page_type}, "
+                f"extraction quality {visit.extraction_quality:.2f}, {cached}"
+            )
+        lines.append("")
+    failed = [o for o in result.outcomes if o.error]
+    if failed or result.skipped_domains:
+        lines += ["## Not used", ""]
+        lines += [f"- <{o.url}> — {o.error}" for o in failed]
+        lines += [f"- `{d}` — source reliability below threshold" for d in result.skipped_domains]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,293 @@
+"""Visit records: what a research call saw on each page, kept with the turn (seed 003 §3.6).
+
+    users/{user}/turns/turn_N/webpage_cache/{url_slug}/
+        manifest.json        everything `load_visits` needs (one read per visit)
+        page_content.md      the readable text, with the source in its frontmatter
+        extracted_data.json  the seed's visit record: title, price, availability, quality
+
+A follow-up question ("is it still in stock?", "tell me more about that
+Lenovo") should reuse these instead of fetching the page again, so
+`find_visits` scans the manifests of the user's most recent turns for a URL or
+for title words.  It reads a few small JSON files and never the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from events import atomic_write, format_ts, render_document, turn_number, validate_user_id
+from events.layout import TURN_DIR_RE
+
+from .extract import Extraction
+from .fetch import FetchResult, domain_of
+
+__all__ = [
+    "CACHE_DIR",
+    "VisitRecord",
+    "find_visits",
+    "load_visits",
+    "url_slug",
+    "write_visit",
+]
+
+CACHE_DIR = "webpage_cache"
+MANIFEST = "manifest.json"
+PAGE = "page_content.md"
+EXTRACTED = "extracted_data.json"
+MANIFEST_VERSION = 1
+SLUG_CHARS = 80
+HASH_CHARS = 10
+PAGE_TEXT_CHARS = 200_000
+RECENT_TURNS = 20
+
+_UNSAFE = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are at be by do for from how i in is it me my of on or that the this "
+    "to was what which with you your there still more about tell".split()
+)
+
+
+def url_slug(url: str) -> str:
+    """`bestbuy.com_site-lenovo-loq-15_3f2a9c1b7d`: readable, filesystem-safe, ≤ 80
+    characters, and unique per URL thanks to the hash of the whole URL."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:HASH_CHARS]
+    parts = urlsplit(url)
+    host = domain_of(url) or "page"
+    host = re.sub(r"[^a-z0-9.-]+", "-", host).strip(".-") or "page"
+    path = _UNSAFE.sub("-", f"{parts.path} {parts.query}".lower()).strip("-")
+    room = SLUG_CHARS - HASH_CHARS - 1
+    head = f"{host}_{path}" if path else host
+    head = head[:room].rstrip("-_.")
+    return f"{head}_{digest}"
+
+
+@dataclass(frozen=True)
+class VisitRecord:
+    visit_id: str
+    url: str
+    final_url: str
+    visited_at: datetime
+    page_type: str
+    extracted_data: dict[str, Any]
+    extraction_quality: float
+    path: Path
+    title: str = ""
+
+    @property
+    def domain(self) -> str:
+        return domain_of(self.final_url or self.url)
+
+    @property
+    def rel_path(self) -> str:
+        """Vault-relative folder (`users/u/turns/turn_N/webpage_cache/slug`) when the
+        record lives in a vault turn folder; otherwise the folder as given."""
+        parts = self.path.parts
+        if len(parts) >= 6 and parts[-6] == "users" and parts[-4] == "turns":
+            if TURN_DIR_RE.fullmatch(parts[-3]) and parts[-2] == CACHE_DIR:
+                return PurePosixPath(*parts[-6:]).as_posix()
+        return self.path.as_posix()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "visit_id": self.visit_id,
+            "url": self.url,
+            "final_url": self.final_url,
+            "visited_at": format_ts(self.visited_at),
+            "page_type": self.page_type,
+            "title": self.title,
+            "extracted_data": self.extracted_data,
+            "extraction_quality": self.extraction_quality,
+            "path": self.rel_path,
+        }
+
+
+def _visit_id(url: str, visited_at: datetime) -> str:
+    digest = hashlib.sha256(f"{url}\n{format_ts(visited_at)}".encode()).hexdigest()
+    return f"visit_{digest[:12]}"
+
+
+def _json(data: Any) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_visit(
+    turn_dir: Path, fetch_result: FetchResult, extraction: Extraction, visited_at: datetime
+) -> VisitRecord:
+    """Write the three files of one visit (atomically) and return its record."""
+    url = fetch_result.url
+    folder = turn_dir / CACHE_DIR / url_slug(url)
+    record = VisitRecord(
+        visit_id=_visit_id(url, visited_at),
+        url=url,
+        final_url=fetch_result.final_url,
+        visited_at=visited_at,
+        page_type=extraction.page_type,
+        extracted_data=dict(extraction.fields),
+        extraction_quality=extraction.confidence,
+        path=folder,
+        title=extraction.title,
+    )
+    manifest = {
+        "version": MANIFEST_VERSION,
+        **record.to_json(),
+        "status": fetch_result.status,
+        "content_type": fetch_result.content_type,
+        "bytes_read": fetch_result.bytes_read,
+        "truncated": fetch_result.truncated,
+        "elapsed_ms": fetch_result.elapsed_ms,
+        "items": extraction.items,
+        "fields_present": extraction.fields_present,
+        "files": [PAGE, EXTRACTED],
+    }
+    seed_record = {
+        "visit_id": record.visit_id,
+        "url": url,
+        "visited_at": format_ts(visited_at),
+        "page_type": record.page_type,
+        "extracted_data": record.extracted_data,
+        "extraction_quality": record.extraction_quality,
+    }
+    text = extraction.text
+    if len(text) > PAGE_TEXT_CHARS:
+        text = text[:PAGE_TEXT_CHARS].rstrip() + "\n\n*[cut: page text was longer]*"
+    front = {
+        "visit_id": record.visit_id,
+        "title": extraction.title or None,
+        "url": url,
+        "final_url": fetch_result.final_url,
+        "visited_at": visited_at,
+        "page_type": record.page_type,
+        "truncated": fetch_result.truncated or None,
+    }
+    source = f"Source: <{fetch_result.final_url}>"
+    if text.startswith("# "):
+        body = f"{source}\n\n{text}\n"
+    else:
+        heading = extraction.title or fetch_result.final_url
+        body = f"# {heading}\n\n{source}\n\n{text}\n"
+    atomic_write(folder / PAGE, render_document({k: v for k, v in front.items() if v}, body))
+    atomic_write(folder / EXTRACTED, _json(seed_record))
+    atomic_write(folder / MANIFEST, _json(manifest))
+    return record
+
+
+def _read_manifest(folder: Path) -> VisitRecord | None:
+    try:
+        data = orjson.loads((folder / MANIFEST).read_bytes())
+        return VisitRecord(
+            visit_id=data["visit_id"],
+            url=data["url"],
+            final_url=data.get("final_url") or data["url"],
+            visited_at=datetime.fromisoformat(data["visited_at"].replace("Z", "+00:00")),
+            page_type=data.get("page_type", "page"),
+            extracted_data=dict(data.get("extracted_data") or {}),
+            extraction_quality=float(data.get("extraction_quality", 0.0)),
+            path=folder,
+            title=data.get("title") or "",
+        )
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def load_visits(turn_dir: Path) -> list[VisitRecord]:
+    """Every readable visit record of a turn, oldest first (unreadable ones are skipped)."""
+    cache = turn_dir / CACHE_DIR
+    if not cache.is_dir():
+        return []
+    records = [r for d in cache.iterdir() if d.is_dir() and (r := _read_manifest(d)) is not None]
+    return sorted(records, key=lambda r: (r.visited_at, r.url))
+
+
+def _comparable(url: str) -> str:
+    parts = urlsplit(url.strip())
+    host = domain_of(url)
+    port = f":{parts.port}" if parts.port else ""
+    path = parts.path.rstrip("/")
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{host}{port}{path}{query}"
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP}
+
+
+def _haystack(record: VisitRecord) -> set[str]:
+    data = record.extracted_data
+    values = [record.title, record.url, record.final_url, str(data.get("title", ""))]
+    for product in data.get("products") or []:
+        if isinstance(product, dict):
+            values.append(str(product.get("title", "")))
+    return _words(" ".join(values))
+
+
+def find_visits(
+    vault_users_dir: Path,
+    user: str,
+    url_or_terms: str | list[str],
+    *,
+    recent_turns: int = RECENT_TURNS,
+    min_match: float = 0.5,
+    limit: int = 10,
+) -> list[VisitRecord]:
+    """Earlier visits of `user` to a URL, or whose title matches the words; newest first.
+
+    Only the `recent_turns` most recent turns are scanned (follow-ups refer to recent
+    research; a cold, archived visit is the unified search's job).  A URL matches
+    `url` or `final_url` ignoring scheme, `www.`, a trailing slash and the fragment;
+    words match when at least `min_match` of them appear in the title or URL.  Each
+    URL is returned once, from its most recent visit.
+    """
+    turns = vault_users_dir / validate_user_id(user) / "turns"
+    if not turns.is_dir():
+        return []
+    numbered = [
+        (turn_number(entry.name), Path(entry.path))
+        for entry in _scandir(turns)
+        if TURN_DIR_RE.fullmatch(entry.name) and entry.is_dir()
+    ]
+    numbered.sort(reverse=True)
+
+    query = url_or_terms if isinstance(url_or_terms, str) else " ".join(url_or_terms)
+    is_url = isinstance(url_or_terms, str) and bool(re.match(r"https?://", query.strip(), re.I))
+    wanted_url = _comparable(query) if is_url else ""
+    wanted_words = set() if is_url else _words(query)
+    if not is_url and not wanted_words:
+        return []
+
+    scored: list[tuple[float, datetime, VisitRecord]] = []
+    for _, turn_dir in numbered[: max(0, recent_turns)]:
+        for record in load_visits(turn_dir):
+            if is_url:
+                if wanted_url in (_comparable(record.url), _comparable(record.final_url)):
+                    scored.append((1.0, record.visited_at, record))
+                continue
+            share = len(wanted_words & _haystack(record)) / len(wanted_words)
+            if share >= min_match:
+                scored.append((share, record.visited_at, record))
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    found: list[VisitRecord] = []
+    seen: set[str] = set()
+    for _, _, record in scored:
+        key = _comparable(record.final_url or record.url)
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append(record)
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as entries:
+        return list(entries)
