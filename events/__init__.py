@@ -24,7 +24,15 @@ from .errors import (
     TornTailError,
 )
 from .fsio import atomic_write, is_temp_name, sync_all
-from .layout import DocRef, Layout, classify, turn_name, turn_number, validate_user_id
+from .layout import (
+    DocRef,
+    Layout,
+    candidate_paths,
+    classify,
+    turn_name,
+    turn_number,
+    validate_user_id,
+)
 from .log import (
     GENESIS,
     EventWriter,
@@ -69,6 +77,7 @@ __all__ = [
     "UnknownEvent",
     "append_events",
     "atomic_write",
+    "candidate_paths",
     "check_chain",
     "classify",
     "dump_frontmatter",

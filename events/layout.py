@@ -17,6 +17,7 @@ __all__ = [
     "DocRef",
     "Layout",
     "TURN_DIR_RE",
+    "candidate_paths",
     "classify",
     "turn_name",
     "turn_number",
@@ -192,3 +193,28 @@ def classify(rel_path: str) -> DocRef | None:
             return DocRef(f"{user}/{name}", "archived_turn", user, name)
         return None
     return None
+
+
+def candidate_paths(doc_id: str) -> list[str]:
+    """Vault-relative paths a document id may live at, most likely first (inverse of classify)."""
+    parts = doc_id.split("/")
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        return []
+    head = parts[0]
+    if head == "knowledge" and len(parts) >= 2:
+        return [doc_id + ".md"]
+    if head == "site" and len(parts) == 2:
+        return [f"site_knowledge/{parts[1]}.md"]
+    if not USER_ID_RE.fullmatch(head) or len(parts) < 2:
+        return []
+    rest = parts[1:]
+    if TURN_DIR_RE.fullmatch(rest[0]):
+        if len(rest) == 1:
+            return [
+                f"users/{head}/turns/{rest[0]}/context.md",
+                f"archive/stubs/{head}/{rest[0]}.md",
+            ]
+        if rest[1:] == ["research"]:
+            return [f"users/{head}/turns/{rest[0]}/research.md"]
+        return []
+    return [f"users/{head}/{'/'.join(rest)}.md"]

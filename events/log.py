@@ -158,8 +158,12 @@ def repair_torn_tail(path: Path) -> int:
 class EventWriter:
     """Exclusive appender for one turn's log.  Use as a context manager."""
 
-    def __init__(self, path: Path, *, user: str, turn: str, durable: bool = True) -> None:
+    def __init__(
+        self, path: Path, *, user: str, turn: str, durable: bool = True, new: bool = False
+    ) -> None:
+        """`new=True` creates the log and fails if it exists (skips reading it back)."""
         self.path = path
+        self.new = new
         self.user = user
         self.turn = turn
         self.durable = durable
@@ -176,8 +180,10 @@ class EventWriter:
         self.close()
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if not self.new:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if self.new else 0)
+        fd = os.open(self.path, flags, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -185,6 +191,9 @@ class EventWriter:
             raise LogBusyError(
                 self.path, "another process is writing this turn; try again"
             ) from None
+        if self.new:
+            self._fd, self._seq, self._prev = fd, 0, GENESIS
+            return
         try:
             log = read_log(self.path)
             problem = check_chain(log)

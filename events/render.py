@@ -17,7 +17,7 @@ from .log import format_ts
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
 
-__all__ = ["PROJECTED_FILES", "render_turn", "turn_metadata", "wikilink"]
+__all__ = ["PROJECTED_FILES", "context_parts", "render_turn", "turn_metadata", "wikilink"]
 
 PROJECTED_FILES = (
     "context.md",
@@ -116,7 +116,8 @@ def _section(number: int, text: str) -> str:
     return f"## {number}. {SECTION_TITLES[number]}\n\n{text.strip()}\n"
 
 
-def _context_md(view: TurnView) -> str:
+def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
+    """Frontmatter (as a dict) and body of the turn's context.md."""
     sections: list[str] = []
     analysis, reflection = view.analysis, view.reflection
     s0 = [view.query.strip() or "_(empty query)_"]
@@ -217,7 +218,7 @@ def _context_md(view: TurnView) -> str:
             s6.append(f"**Outcome:** {view.completed.outcome}")
         sections.append(_section(6, "\n\n".join(s6)))
     title = f"# Turn {view.turn.removeprefix('turn_')} — {_title(view.query)}\n\n"
-    return render_document(turn_metadata(view), title + "\n".join(sections))
+    return turn_metadata(view).to_frontmatter(), title + "\n".join(sections)
 
 
 def _metadata_json(view: TurnView) -> dict[str, Any]:
@@ -305,7 +306,7 @@ def _metrics_json(view: TurnView) -> dict[str, Any]:
 def render_turn(view: TurnView) -> dict[str, bytes]:
     """Every projected file of the turn folder, as bytes."""
     files = {
-        "context.md": _context_md(view).encode("utf-8"),
+        "context.md": render_document(*context_parts(view)).encode("utf-8"),
         "metadata.json": _json(_metadata_json(view)),
     }
     if not view.is_import:

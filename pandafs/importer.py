@@ -11,11 +11,13 @@ or by the pipeline) are scanned once on the next import, so a crash between writ
 a turn and recording it never leads to a duplicate.
 
 Speed: files are written without fsync and the batch is made durable with one
-`sync_all()`; `after_batch` (the indexer, wired by the caller) sees each batch.
+`sync_all()`; `after_batch` (the indexer, wired by the caller) receives the index
+documents built from the bytes just rendered, so nothing is read back or re-parsed.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,7 +39,9 @@ from events import (
 )
 from events.errors import InvalidUserId
 from events.fsio import atomic_write
+from events.render import context_parts
 from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted
+from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from .errors import BadInput
 from .turns import EVENTS_FILE
@@ -175,7 +179,7 @@ class _Ledger:
             handle.write(b"".join(orjson.dumps(e) + b"\n" for e in entries))
 
 
-def _write_turn(vault: Vault, user: str, turn: str, line: ImportLine) -> None:
+def _write_turn(vault: Vault, user: str, turn: str, line: ImportLine) -> IndexDoc | Skipped:
     folder = vault.layout.turn_dir(user, turn)
     started = TurnStarted(
         query=line.query,
@@ -188,11 +192,17 @@ def _write_turn(vault: Vault, user: str, turn: str, line: ImportLine) -> None:
     completed = TurnCompleted(
         outcome="IMPORTED", summary=" ".join(words[:24]), query_type="imported", quality=0.5
     )
-    with EventWriter(folder / EVENTS_FILE, user=user, turn=turn, durable=False) as writer:
+    with EventWriter(folder / EVENTS_FILE, user=user, turn=turn, durable=False, new=True) as writer:
         events = writer.append_many([started, ResponseSynthesized(answer=line.response), completed])
     view = project_turn(events)
-    for name, data in render_turn(view).items():
+    files = render_turn(view)
+    for name, data in files.items():
         atomic_write(folder / name, data, durable=False)
+    front, body = context_parts(view)
+    context = folder / "context.md"
+    return index_doc_from_parts(
+        vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
+    )
 
 
 def import_turns(
@@ -200,7 +210,7 @@ def import_turns(
     source: Path,
     *,
     batch_size: int | None = None,
-    after_batch: Callable[[list[Path]], None] | None = None,
+    after_batch: Callable[[list[IndexDoc | Skipped]], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import every valid line of `source`; bad lines are reported, the rest go in."""
@@ -231,8 +241,10 @@ def import_turns(
             for start in range(0, len(fresh), batch_size):
                 chunk = fresh[start : start + batch_size]
                 names = vault.allocate_turns(user, len(chunk), durable=False)
-                for name, line in zip(names, chunk, strict=True):
+                docs = [
                     _write_turn(vault, user, name, line)
+                    for name, line in zip(names, chunk, strict=True)
+                ]
                 sync_all()
                 ledger.append(
                     [
@@ -245,7 +257,7 @@ def import_turns(
                 report.imported += len(chunk)
                 report.turns.extend(f"{user}/{n}" for n in names)
                 if after_batch is not None:
-                    after_batch([vault.layout.turn_dir(user, n) / "context.md" for n in names])
+                    after_batch(docs)
                 if progress is not None:
                     progress(len(chunk))
     report.seconds = time.perf_counter() - started

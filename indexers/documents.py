@@ -1,0 +1,214 @@
+"""A markdown file in the vault → an `IndexDoc`, or a reason why it is skipped.
+
+Every kind of document goes through `load_index_doc`: turn `context.md`,
+preferences, facts, memories, research, knowledge, site knowledge and archive
+stubs.  What a path *is* comes from `events.layout.classify`; what it *says* comes
+from its frontmatter (`DocumentMetadata`), with defaults by kind for files people
+wrote by hand without properties.  Broken frontmatter, binary content and
+oversized files are skipped with a one-line reason; nothing is ever rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from events import DocumentMetadata, classify, parse_document
+from events.errors import FrontmatterError
+
+__all__ = [
+    "DEFAULT_TYPES",
+    "IndexDoc",
+    "Skipped",
+    "index_doc_from_parts",
+    "load_index_doc",
+    "sha256_bytes",
+]
+
+DEFAULT_TYPES = {
+    "turn": ["context"],
+    "archived_turn": ["context"],
+    "research": ["research"],
+    "preferences": ["preference"],
+    "facts": ["fact"],
+    "memory": ["memory"],
+    "knowledge": ["knowledge"],
+    "site": ["site_pattern"],
+    "note": ["note"],
+}
+TURN_KINDS = frozenset({"turn", "archived_turn"})
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    """What the full-text index stores about one file (and where it came from)."""
+
+    path: str
+    doc_id: str
+    kind: str
+    user: str | None
+    title: str
+    body: str
+    keywords: tuple[str, ...]
+    content_types: tuple[str, ...]
+    scope: str
+    quality: float
+    trust: float | None
+    primary_topic: str
+    created_at: datetime
+    expires_at: datetime | None
+    archived: bool
+    meta: dict[str, Any] | None
+    external_id: str | None
+    checksum: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def is_turn(self) -> bool:
+        return self.kind in TURN_KINDS
+
+    def payload(self) -> dict[str, Any]:
+        """The stored part returned with every hit."""
+        return {
+            "doc_id": self.doc_id,
+            "doc_path": self.path,
+            "kind": self.kind,
+            "user": self.user,
+            "title": self.title,
+            "primary_topic": self.primary_topic,
+            "content_types": list(self.content_types),
+            "scope": self.scope,
+            "quality": self.quality,
+            "trust": self.trust,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "archived": self.archived,
+            "meta": self.meta,
+            "external_id": self.external_id,
+        }
+
+
+def _title(meta: DocumentMetadata, body: str, path: str) -> str:
+    if meta.title:
+        return str(meta.title)
+    for line in body.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return Path(path).stem.replace("_", " ").replace("-", " ")
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | Skipped | None:
+    """Read `root/rel_path` into an IndexDoc; None if the path is not a document or gone."""
+    ref = classify(rel_path)
+    if ref is None:
+        return None
+    path = root / rel_path
+    try:
+        stat = os.stat(path)
+        if stat.st_size > max_bytes:
+            return Skipped(rel_path, f"too large ({stat.st_size:,} bytes > {max_bytes:,})")
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return Skipped(rel_path, f"unreadable: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return Skipped(rel_path, f"too large (> {max_bytes:,} bytes)")
+    if _is_binary(data):
+        return Skipped(rel_path, "binary content (NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skipped(rel_path, f"not UTF-8 text (byte {exc.start})")
+    try:
+        parsed = parse_document(text, rel_path)
+    except FrontmatterError as exc:
+        return Skipped(rel_path, str(exc))
+    return index_doc_from_parts(
+        rel_path, data, parsed.frontmatter, parsed.body, stat.st_mtime_ns, stat.st_mtime
+    )
+
+
+def index_doc_from_parts(
+    rel_path: str,
+    data: bytes,
+    frontmatter: dict[str, Any],
+    body: str,
+    mtime_ns: int,
+    mtime: float | None = None,
+) -> IndexDoc | Skipped:
+    """Build the IndexDoc of a file whose bytes, frontmatter and body are already known.
+
+    `load_index_doc` calls this after parsing; writers that have just rendered a file
+    (import, the pipeline) call it with the parts they rendered, skipping a re-parse.
+    """
+    ref = classify(rel_path)
+    if ref is None:
+        raise ValueError(f"not a document path: {rel_path}")
+    front = dict(frontmatter)
+    front["id"] = ref.doc_id
+    if ref.user is not None:
+        front["user"] = ref.user
+    else:
+        front.setdefault("user", None)
+    front.setdefault("content_types", DEFAULT_TYPES.get(ref.kind, ["note"]))
+    front.setdefault("scope", "user" if ref.user else "global")
+    if front.get("created_at") is None:
+        front["created_at"] = datetime.fromtimestamp(
+            mtime if mtime is not None else mtime_ns / 1e9, UTC
+        )
+    if ref.kind == "archived_turn":
+        front["archived"] = True
+    try:
+        meta = DocumentMetadata.model_validate(front)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return Skipped(rel_path, f"invalid property {where}: {err['msg']}")
+    extra = meta.model_extra or {}
+    raw_meta = extra.get("meta")
+    external = extra.get("external_id")
+    return IndexDoc(
+        path=rel_path,
+        doc_id=ref.doc_id,
+        kind=ref.kind,
+        user=ref.user,
+        title=_title(meta, body, rel_path),
+        body=body,
+        keywords=tuple(str(k) for k in meta.keywords),
+        content_types=tuple(str(c) for c in meta.content_types) or tuple(DEFAULT_TYPES["note"]),
+        scope=meta.scope,
+        quality=float(meta.quality),
+        trust=meta.trust,
+        primary_topic=meta.primary_topic or "general",
+        created_at=meta.created_at,
+        expires_at=meta.expires_at,
+        archived=bool(meta.archived),
+        meta=raw_meta if isinstance(raw_meta, dict) else None,
+        external_id=str(external) if external is not None else None,
+        checksum=sha256_bytes(data),
+        size=len(data),
+        mtime_ns=mtime_ns,
+    )

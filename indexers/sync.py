@@ -1,0 +1,214 @@
+"""Keeping the index in step with the files: index paths, reconcile, rebuild.
+
+`reconcile` compares what is on disk (path, mtime, size) with what the index has
+recorded (path → checksum, mtime, size) and touches only what changed: a file with a
+new mtime but the same checksum is only re-stamped, never re-indexed.  `rebuild`
+builds a fresh index beside the live one (searches keep working), catches up with
+files changed meanwhile, and swaps it in.  Skipped files (broken frontmatter, binary,
+too large) are reported with their reason and never rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from events import classify
+
+from .documents import IndexDoc, Skipped, load_index_doc
+from .fulltext import FullTextIndex, IndexBatch, StateEntry
+
+__all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents"]
+
+SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class SyncReport:
+    indexed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+    documents: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        rate = self.indexed / self.seconds if self.seconds else 0.0
+        return {
+            "documents": self.documents,
+            "indexed": self.indexed,
+            "deleted": self.deleted,
+            "unchanged": self.unchanged,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "seconds": round(self.seconds, 3),
+            "docs_per_s": round(rate, 1),
+        }
+
+
+def scan_documents(root: Path, under: str | None = None) -> dict[str, tuple[int, int]]:
+    """Every document path (vault-relative) with its (mtime_ns, size)."""
+    found: dict[str, tuple[int, int]] = {}
+    start = root / under if under else root
+    if not start.exists():
+        return found
+    for dirpath, dirnames, filenames in os.walk(start):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        if not rel_dir:
+            dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith(".")]
+        else:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            rel = rel_dir + name
+            if classify(rel) is None:
+                continue
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+            found[rel] = (st.st_mtime_ns, st.st_size)
+    return found
+
+
+def _apply(
+    batch: IndexBatch,
+    root: Path,
+    paths: Iterable[str],
+    state: dict[str, StateEntry],
+    report: SyncReport,
+    max_bytes: int,
+    progress: Progress | None,
+) -> None:
+    for rel in paths:
+        loaded = load_index_doc(root, rel, max_bytes=max_bytes)
+        if isinstance(loaded, IndexDoc):
+            known = state.get(rel)
+            if known is not None and known.checksum == loaded.checksum:
+                batch.touch(rel, StateEntry(loaded.checksum, loaded.mtime_ns, loaded.size))
+                report.unchanged += 1
+            else:
+                batch.upsert(loaded)
+                report.indexed += 1
+        elif isinstance(loaded, Skipped):
+            report.skipped.append(loaded)
+            if rel in state:
+                batch.delete(rel)
+        else:
+            if rel in state or classify(rel) is not None:
+                batch.delete(rel)
+                report.deleted += rel in state
+        if progress is not None:
+            progress(1)
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def index_paths(
+    index: FullTextIndex,
+    root: Path,
+    paths: Iterable[str],
+    *,
+    max_bytes: int,
+    batch_size: int = 1000,
+    force: bool = False,
+) -> SyncReport:
+    """Upsert (or delete, if gone) these vault-relative paths — the watcher's entry point."""
+    started = time.perf_counter()
+    report = SyncReport()
+    wanted = sorted({p for p in paths if classify(p) is not None})
+    state = {} if force else index.state()
+    for chunk in _chunks(wanted, batch_size):
+        with index.batch() as batch:
+            _apply(batch, root, chunk, state, report, max_bytes, None)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def reconcile(
+    index: FullTextIndex,
+    root: Path,
+    *,
+    max_bytes: int,
+    batch_size: int = 1000,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Bring the index exactly in step with the files, touching only what changed."""
+    started = time.perf_counter()
+    report = SyncReport()
+    state = index.state()
+    files = scan_documents(root)
+    changed = sorted(
+        p
+        for p, (mtime, size) in files.items()
+        if p not in state or state[p].mtime_ns != mtime or state[p].size != size
+    )
+    gone = sorted(p for p in state if p not in files)
+    report.unchanged = len(files) - len(changed)
+    for chunk in _chunks(changed + gone, batch_size):
+        with index.batch() as batch:
+            _apply(batch, root, chunk, state, report, max_bytes, progress)
+    report.documents = index.count()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def rebuild(
+    index: FullTextIndex,
+    root: Path,
+    *,
+    max_bytes: int,
+    batch_size: int = 1000,
+    user: str | None = None,
+    progress: Progress | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> SyncReport:
+    """Recreate the index from the files (all of it, or one user's documents)."""
+    started = time.perf_counter()
+    report = SyncReport()
+    if user is not None:
+        files = scan_documents(root, f"users/{user}")
+        files.update(scan_documents(root, f"archive/stubs/{user}"))
+        if on_total is not None:
+            on_total(len(files))
+        old = [p for p in index.state() if classify(p) is not None and classify(p).user == user]  # type: ignore[union-attr]
+        with index.batch() as batch:
+            for path in old:
+                batch.delete(path)
+        for chunk in _chunks(sorted(files), batch_size):
+            with index.batch() as batch:
+                _apply(batch, root, chunk, {}, report, max_bytes, progress)
+    else:
+        files = scan_documents(root)
+        if on_total is not None:
+            on_total(len(files))
+
+        def catch_up(open_batch: Callable[[], Any], built: dict[str, StateEntry]) -> None:
+            now = scan_documents(root)
+            changed = [
+                p
+                for p, (m, s) in now.items()
+                if p not in built or (built[p].mtime_ns, built[p].size) != (m, s)
+            ]
+            skipped = {s.path for s in report.skipped}
+            changed = [p for p in changed if p not in skipped]
+            gone = [p for p in built if p not in now]
+            if changed or gone:
+                with open_batch() as batch:
+                    _apply(batch, root, sorted(changed + gone), built, report, max_bytes, None)
+
+        with index.rebuild(catch_up) as batch:
+            _apply(batch, root, sorted(files), {}, report, max_bytes, progress)
+    report.documents = index.count()
+    report.seconds = time.perf_counter() - started
+    return report

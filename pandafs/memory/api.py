@@ -1,0 +1,245 @@
+"""The memory API — `memory.search`, `memory.save`, `memory.retrieve` — over one vault.
+
+This is what the pipeline's tools, the CLI and scripts call.  Search goes to the
+tantivy index (`indexers.fulltext`); save writes markdown and indexes it at once;
+retrieve reads the file (or, for an archived turn, its original from the archive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from events import candidate_paths, classify, parse_document, validate_user_id
+from events.errors import FrontmatterError
+from indexers.documents import IndexDoc, Skipped
+from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
+from indexers.sync import SyncReport, index_paths, rebuild, reconcile
+
+from ..errors import BadInput
+from ..vault import Vault
+from .store import SavedDoc, append_entry, write_memory
+
+__all__ = ["Memory", "Retrieved", "SCOPES"]
+
+SCOPES = ("new", "user", "global")
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    doc_id: str
+    doc_path: str
+    metadata: dict[str, Any]
+    content: str
+    archived: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "doc_path": self.doc_path,
+            "metadata": self.metadata,
+            "content": self.content,
+            "archived": self.archived,
+        }
+
+
+class Memory:
+    """Search, save and retrieve documents of one vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        cfg = vault.config
+        self.index = FullTextIndex(
+            vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
+        )
+        self.ranking = Ranking(**cfg.search.model_dump())
+
+    # --- search ---------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        user: str | None = None,
+        topic_filter: str | None = None,
+        topic: str | None = None,
+        content_types: Iterable[str] = (),
+        scope: str | None = None,
+        min_quality: float | None = None,
+        include_expired: bool = False,
+        limit: int = 10,
+        now: datetime | None = None,
+        exclude_ids: Iterable[str] = (),
+        kinds: Iterable[str] = (),
+    ) -> list[dict[str, Any]]:
+        if user is not None:
+            validate_user_id(user)
+        if scope is not None and scope not in SCOPES:
+            raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
+        if limit < 1:
+            raise BadInput("limit must be at least 1")
+        if min_quality is not None and not 0.0 <= min_quality <= 1.0:
+            raise BadInput("min_quality must be between 0 and 1")
+        request = SearchRequest(
+            query=query,
+            user=user,
+            topic_filter=topic_filter or None,
+            topic=topic or None,
+            content_types=tuple(content_types),
+            scope=scope,
+            min_quality=min_quality,
+            include_expired=include_expired,
+            limit=limit,
+            now=now,
+            exclude_ids=tuple(exclude_ids),
+            kinds=tuple(kinds),
+        )
+        return self.index.search(request, self.ranking)
+
+    # --- save -------------------------------------------------------------------------
+
+    def save(
+        self,
+        content: str,
+        *,
+        user: str,
+        doc_type: str = "memory",
+        topic: str = "general",
+        keywords: Iterable[str] = (),
+        scope: str = "new",
+        ttl_hours: float | None = None,
+        key: str | None = None,
+        title: str | None = None,
+        source_turn: str | None = None,
+        now: datetime | None = None,
+        index: bool = True,
+    ) -> SavedDoc:
+        """Write a memory document and index it.  Preferences and facts go to their lists."""
+        validate_user_id(user)
+        if not content.strip():
+            raise BadInput("nothing to save: content is empty")
+        if scope not in SCOPES:
+            raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
+        now = now or datetime.now(UTC)
+        words = [k.strip() for k in keywords if k.strip()]
+        if doc_type in ("preference", "fact"):
+            saved = append_entry(
+                self.vault,
+                user,
+                doc_type,
+                " ".join(content.split()),
+                key=key,
+                source_turn=source_turn,
+                now=now,
+                keywords=words,
+            )
+        else:
+            ttl = ttl_hours if ttl_hours is not None else self.vault.config.memory.new_ttl_hours
+            saved = write_memory(
+                self.vault,
+                user,
+                content,
+                doc_type=doc_type,
+                topic=topic,
+                keywords=words,
+                scope=scope,
+                ttl_hours=ttl,
+                title=title,
+                source_turn=source_turn,
+                now=now,
+            )
+        if index:
+            self.index_paths([saved.doc_path])
+        return saved
+
+    # --- retrieve ---------------------------------------------------------------------
+
+    def resolve(self, id_or_path: str) -> Path:
+        """The file behind a document id or a vault-relative path."""
+        text = id_or_path.strip().removeprefix("./")
+        candidates = [text] if text.endswith(".md") else candidate_paths(text)
+        for rel in candidates:
+            if classify(rel) is None:
+                continue
+            path = self.vault.root / rel
+            if path.is_file():
+                return path
+        raise BadInput(f"no document {id_or_path!r} in {self.vault.root} (try `pandafs search`)")
+
+    def retrieve(self, id_or_path: str) -> Retrieved:
+        path = self.resolve(id_or_path)
+        rel = self.vault.rel(path)
+        ref = classify(rel)
+        assert ref is not None
+        try:
+            parsed = parse_document(path.read_text(encoding="utf-8"), rel)
+        except FrontmatterError as exc:
+            raise BadInput(str(exc)) from None
+        metadata = {k: _jsonable(v) for k, v in parsed.frontmatter.items()}
+        return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
+
+    # --- index upkeep -----------------------------------------------------------------
+
+    def index_paths(self, paths: Iterable[str | Path], *, force: bool = False) -> SyncReport:
+        rels = [self.vault.rel(p) if isinstance(p, Path) else p for p in paths]
+        cfg = self.vault.config.index
+        return index_paths(
+            self.index,
+            self.vault.root,
+            rels,
+            max_bytes=cfg.max_file_bytes,
+            batch_size=cfg.batch_size,
+            force=force,
+        )
+
+    def index_docs(self, docs: Iterable[IndexDoc | Skipped]) -> None:
+        """Index documents a writer has just rendered (no re-read of the files)."""
+        with self.index.batch() as batch:
+            for doc in docs:
+                if isinstance(doc, IndexDoc):
+                    batch.upsert(doc)
+
+    def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
+        cfg = self.vault.config.index
+        return reconcile(
+            self.index,
+            self.vault.root,
+            max_bytes=cfg.max_file_bytes,
+            batch_size=cfg.batch_size,
+            progress=progress,
+        )
+
+    def rebuild(
+        self,
+        *,
+        user: str | None = None,
+        progress: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> SyncReport:
+        if user is not None:
+            validate_user_id(user)
+        cfg = self.vault.config.index
+        return rebuild(
+            self.index,
+            self.vault.root,
+            max_bytes=cfg.max_file_bytes,
+            batch_size=cfg.batch_size,
+            user=user,
+            progress=progress,
+            on_total=on_total,
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        from events import format_ts
+
+        return format_ts(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,185 @@
+"""The memory documents a user owns: preferences.md, facts.md and memories/*.md.
+
+preferences.md and facts.md are lists a person can edit by hand, one entry per line:
+
+    - **laptop_brand:** Lenovo _(from [[users/alice/turns/turn_000001/context|turn 1]], 2026-11-21)_
+    - Prefers window seats _(saved 2026-11-21)_
+
+`Entry` parses such a line (an optional bold key, the value, an optional source
+note); `append_entry` adds one unless the same statement is already there (so a
+replayed commit never duplicates).  What the user stated about themselves starts
+at scope `user` and never expires.  Other memories are one file each under
+`memories/`, scope `new` with an `expires_at` (TTL) unless promoted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from events import DocumentMetadata, atomic_write, parse_document, render_document, wikilink
+
+from ..vault import Vault, file_lock
+
+__all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "write_memory", "slug"]
+
+_ENTRY = re.compile(r"^- (?:\*\*(?P<key>[^*]+?):\*\* )?(?P<value>.*?)(?: _\((?P<note>.*)\)_)?\s*$")
+
+KIND_FILES = {
+    "preference": ("preferences.md", "Preferences", "user.preference"),
+    "fact": ("facts.md", "Facts", "user.fact"),
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str | None
+    value: str
+    note: str | None
+    line: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.key}: {self.value}" if self.key else self.value
+
+
+@dataclass(frozen=True)
+class SavedDoc:
+    doc_id: str
+    doc_path: str
+    created: bool = True
+
+
+def parse_entries(body: str) -> list[Entry]:
+    entries = []
+    for number, line in enumerate(body.splitlines(), 1):
+        match = _ENTRY.match(line)
+        if match and match.group("value").strip():
+            key = match.group("key")
+            entries.append(
+                Entry(
+                    key.strip() if key else None,
+                    match.group("value").strip(),
+                    match.group("note"),
+                    number,
+                )
+            )
+    return entries
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9$€£.]+", text.lower()))
+
+
+def slug(text: str, limit: int = 6) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())[:limit] or ["memory"]
+    digest = hashlib.sha1(text.encode()).hexdigest()[:6]
+    return "-".join(words)[:60] + "-" + digest
+
+
+def append_entry(
+    vault: Vault,
+    user: str,
+    kind: str,
+    value: str,
+    *,
+    key: str | None,
+    source_turn: str | None,
+    now: datetime,
+    keywords: list[str] | None = None,
+) -> SavedDoc:
+    """Add one statement to preferences.md or facts.md (idempotent on the same statement)."""
+    filename, heading, topic = KIND_FILES[kind]
+    path = vault.layout.user_dir(user) / filename
+    doc_id = f"{user}/{filename[:-3]}"
+    with file_lock(vault.layout.user_dir(user) / ".memory.lock", what=f"memory of {user}"):
+        if path.exists():
+            parsed = parse_document(path.read_text(encoding="utf-8"), vault.rel(path))
+            front, body = dict(parsed.frontmatter), parsed.body
+        else:
+            meta = DocumentMetadata(
+                id=doc_id,
+                user=user,
+                title=f"{heading} of {user}",
+                primary_topic=topic,
+                content_types=[kind],
+                scope="user",
+                quality=0.8,
+                created_at=now,
+                tags=[f"pandafs/{filename[:-3]}"],
+            )
+            front, body = meta.to_frontmatter(), f"# {heading} of {user}\n\n"
+        wanted = _norm(f"{key}: {value}" if key else value)
+        for entry in parse_entries(body):
+            if _norm(entry.text) == wanted or (
+                key and entry.key == key and _norm(entry.value) == _norm(value)
+            ):
+                return SavedDoc(doc_id, vault.rel(path), created=False)
+        if source_turn:
+            link = wikilink(f"users/{user}/turns/{source_turn}/context.md", source_turn)
+            note = f"from {link}, {now.date().isoformat()}"
+        else:
+            note = f"saved {now.date().isoformat()}"
+        line = f"- **{key}:** {value} _({note})_" if key else f"- {value} _({note})_"
+        if not body.endswith("\n"):
+            body += "\n"
+        body += line + "\n"
+        merged = list(dict.fromkeys([*(front.get("keywords") or []), *(keywords or [])]))
+        if merged:
+            front["keywords"] = merged
+        front["updated_at"] = now
+        atomic_write(path, render_document(front, body))
+    return SavedDoc(doc_id, vault.rel(path))
+
+
+def write_memory(
+    vault: Vault,
+    user: str,
+    content: str,
+    *,
+    doc_type: str,
+    topic: str,
+    keywords: list[str],
+    scope: str,
+    ttl_hours: float | None,
+    title: str | None,
+    source_turn: str | None,
+    now: datetime,
+    quality: float = 0.6,
+) -> SavedDoc:
+    """One memory document under users/{user}/memories/ (same content → same file)."""
+    name = slug(f"{doc_type} {content}")
+    path = vault.layout.memories_dir(user) / f"{name}.md"
+    doc_id = f"{user}/memories/{name}"
+    if path.exists():
+        return SavedDoc(doc_id, vault.rel(path), created=False)
+    expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
+    extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
+    meta = DocumentMetadata(
+        id=doc_id,
+        user=user,
+        title=title or " ".join(content.split()[:10]),
+        primary_topic=topic,
+        keywords=keywords,
+        content_types=[doc_type],
+        scope=scope,  # type: ignore[arg-type]
+        quality=quality,
+        created_at=now,
+        expires_at=expires,
+        tags=["pandafs/memory"],
+        **extra,
+    )
+    body = f"# {meta.title}\n\n{content.strip()}\n"
+    if source_turn:
+        body += (
+            f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
+        )
+    atomic_write(path, render_document(meta, body))
+    return SavedDoc(doc_id, vault.rel(path))
+
+
+def read_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")

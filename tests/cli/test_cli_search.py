@@ -1,0 +1,121 @@
+"""search / save / retrieve / rebuild through the CLI contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+
+@pytest.fixture
+def root(cli, tmp_path: Path) -> Path:
+    root = tmp_path / "v"
+    cli("--root", root, "init")
+    lines = [
+        {
+            "user": "alice",
+            "external_id": "a1",
+            "timestamp": "2026-10-01T10:00:00Z",
+            "query": "we adopted a syrian hamster",
+            "response": "congrats",
+            "meta": {"day": "d1"},
+        },
+        {
+            "user": "alice",
+            "external_id": "a2",
+            "timestamp": "2026-10-02T10:00:00Z",
+            "query": "best budget laptop?",
+            "response": "a lenovo",
+        },
+        {
+            "user": "bob",
+            "external_id": "b1",
+            "timestamp": "2026-10-01T10:00:00Z",
+            "query": "my hamster escaped",
+            "response": "oh no",
+        },
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(orjson.dumps(x) for x in lines))
+    assert cli("--root", root, "import-turns", source).code == 0
+    return root
+
+
+def test_search_json_hits(cli, root: Path) -> None:
+    result = cli("--root", root, "search", "hamster", "--user", "alice", "--json")
+    assert result.code == 0
+    hits = result.json
+    assert [h["doc_id"] for h in hits] == ["alice/turn_000001"]
+    assert hits[0]["meta"] == {"day": "d1"} and hits[0]["external_id"] == "a1"
+    assert hits[0]["doc_path"] == "users/alice/turns/turn_000001/context.md"
+
+
+def test_search_batch(cli, root: Path, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(
+        '{"query": "hamster", "user": "bob"}\n'
+        "not json\n"
+        '{"query": "laptop", "user": "alice", "limit": 1}\n'
+        '{"query": "x", "user": "../etc"}\n'
+        '{"query": "hamster", "types": ["context"]}\n'
+    )
+    result = cli("--root", root, "search", "--batch", batch, "--json")
+    assert result.code == 0
+    out = [orjson.loads(line) for line in result.out.splitlines()]
+    assert len(out) == 5
+    assert [h["doc_id"] for h in out[0]] == ["bob/turn_000001"]
+    assert "error" in out[1]
+    assert [h["doc_id"] for h in out[2]] == ["alice/turn_000002"]
+    assert "invalid user id" in out[3]["error"]
+    assert {h["doc_id"] for h in out[4]} == {"alice/turn_000001", "bob/turn_000001"}
+
+
+def test_save_retrieve_roundtrip(cli, root: Path) -> None:
+    saved = cli(
+        "--root",
+        root,
+        "save",
+        "Prefers aisle seats",
+        "--user",
+        "alice",
+        "--type",
+        "preference",
+        "--key",
+        "seat",
+        "--json",
+    )
+    assert saved.code == 0 and saved.json["doc_id"] == "alice/preferences"
+    got = cli("--root", root, "retrieve", "alice/preferences", "--json")
+    assert got.code == 0 and "aisle seats" in got.json["content"]
+    assert set(got.json) >= {"doc_id", "doc_path", "metadata", "content", "archived"}
+    found = cli("--root", root, "search", "aisle", "--user", "alice", "--json").json
+    assert found[0]["doc_id"] == "alice/preferences"
+
+
+@pytest.mark.parametrize("bad", ["../x", "Alice", "a/b", "", "a" * 200])
+def test_bad_user_exit_2_and_nothing_created(cli, root: Path, bad: str) -> None:
+    before = sorted(p.relative_to(root) for p in root.rglob("*") if "indexes" not in p.parts)
+    for args in (("save", "x", "--user", bad), ("search", "x", "--user", bad)):
+        result = cli("--root", root, *args)
+        assert result.code == 2, (args, result.err)
+        assert result.err.startswith("error:") and result.err.count("\n") == 1
+    after = sorted(p.relative_to(root) for p in root.rglob("*") if "indexes" not in p.parts)
+    assert after == before
+
+
+def test_rebuild_summary(cli, root: Path) -> None:
+    (root / "knowledge" / "broken.md").write_text("---\nid: [\n---\n")
+    result = cli("--root", root, "rebuild", "--json")
+    assert result.code == 0
+    data = result.json
+    assert data["indexed"] == 3 and data["documents"] == 3
+    assert data["skipped"][0]["path"] == "knowledge/broken.md"
+    assert {"seconds", "docs_per_s"} <= set(data)
+    human = cli("--root", root, "rebuild")
+    assert "skipped knowledge/broken.md" in human.out
+
+
+def test_retrieve_missing_is_exit_2(cli, root: Path) -> None:
+    result = cli("--root", root, "retrieve", "alice/memories/none")
+    assert result.code == 2 and "no document" in result.err

@@ -1,0 +1,321 @@
+"""The tantivy index: mapping, filters, ranking properties, upkeep, concurrency."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from events import DocumentMetadata, render_document
+from indexers.errors import IndexBusy
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+
+from ..conftest import REPO
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def write_doc(vault: Vault, rel: str, body: str, **meta: object) -> Path:
+    path = vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = {"id": "x", "created_at": NOW - timedelta(days=1), **meta}
+    path.write_text(render_document(DocumentMetadata.model_validate(fields), body))
+    return path
+
+
+def ids(hits: list[dict]) -> list[str]:
+    return [h["doc_id"] for h in hits]
+
+
+@pytest.fixture
+def memory(vault: Vault) -> Memory:
+    return Memory(vault)
+
+
+@pytest.fixture
+def corpus(vault: Vault, memory: Memory) -> Memory:
+    write_doc(
+        vault,
+        "users/alice/memories/syrian.md",
+        "Syrian hamster care: big cage, deep bedding.",
+        primary_topic="pet.hamster.syrian",
+        content_types=["memory"],
+        quality=0.7,
+    )
+    write_doc(
+        vault,
+        "users/alice/memories/dwarf.md",
+        "Dwarf hamster care: small cage, sand bath.",
+        primary_topic="pet.hamster.dwarf",
+        content_types=["memory"],
+        quality=0.7,
+    )
+    write_doc(
+        vault,
+        "users/alice/memories/laptop.md",
+        "Lenovo laptop with RTX GPU under budget.",
+        primary_topic="electronics.laptop",
+        content_types=["vendor_info", "pricing"],
+        quality=0.9,
+    )
+    write_doc(
+        vault,
+        "users/bob/memories/hamster.md",
+        "Bob's hamster secret: hamster likes carrots.",
+        primary_topic="pet.hamster",
+        content_types=["memory"],
+    )
+    write_doc(
+        vault,
+        "knowledge/hamsters.md",
+        "General hamster knowledge for everyone.",
+        primary_topic="pet.hamster",
+        scope="global",
+    )
+    write_doc(
+        vault,
+        "users/alice/memories/old.md",
+        "Expired hamster coupon.",
+        primary_topic="pet.hamster",
+        scope="new",
+        expires_at=NOW - timedelta(hours=1),
+    )
+    write_doc(
+        vault,
+        "users/alice/memories/lowq.md",
+        "Low quality hamster rumour.",
+        primary_topic="pet.hamster",
+        quality=0.1,
+    )
+    memory.reconcile()
+    return memory
+
+
+def test_every_kind_is_indexed(corpus: Memory) -> None:
+    assert corpus.index.count() == 7
+
+
+def test_user_isolation(corpus: Memory) -> None:
+    alice = ids(corpus.search("hamster", user="alice", now=NOW, limit=50))
+    bob = ids(corpus.search("hamster", user="bob", now=NOW, limit=50))
+    assert "bob/memories/hamster" not in alice
+    assert "knowledge/hamsters" in alice and "knowledge/hamsters" in bob
+    assert set(bob) == {"bob/memories/hamster", "knowledge/hamsters"}
+
+
+def test_topic_filter_is_hierarchical(corpus: Memory) -> None:
+    hits = ids(corpus.search("hamster care", user="alice", topic_filter="pet.hamster", now=NOW))
+    assert "alice/memories/syrian" in hits and "alice/memories/dwarf" in hits
+    only = ids(
+        corpus.search("hamster care", user="alice", topic_filter="pet.hamster.syrian", now=NOW)
+    )
+    assert only == ["alice/memories/syrian"]
+    assert corpus.search("care", user="alice", topic_filter="pet.ham", now=NOW) == []
+
+
+def test_content_type_scope_quality_filters(corpus: Memory) -> None:
+    assert ids(
+        corpus.search("lenovo hamster", user="alice", content_types=["pricing"], now=NOW)
+    ) == ["alice/memories/laptop"]
+    assert ids(corpus.search("hamster", scope="global", now=NOW)) == ["knowledge/hamsters"]
+    rumours = ids(corpus.search("hamster rumour", user="alice", now=NOW))
+    assert "alice/memories/lowq" in rumours
+    assert "alice/memories/lowq" not in ids(
+        corpus.search("hamster rumour", user="alice", min_quality=0.5, now=NOW)
+    )
+
+
+def test_expired_hidden_unless_asked(corpus: Memory) -> None:
+    assert "alice/memories/old" not in ids(corpus.search("coupon", user="alice", now=NOW))
+    assert ids(corpus.search("coupon", user="alice", include_expired=True, now=NOW)) == [
+        "alice/memories/old"
+    ]
+    earlier = NOW - timedelta(days=1)
+    assert ids(corpus.search("coupon", user="alice", now=earlier)) == ["alice/memories/old"]
+
+
+def test_hits_carry_the_contract_fields(corpus: Memory) -> None:
+    hit = corpus.search("syrian bedding", user="alice", now=NOW)[0]
+    for key in (
+        "doc_id",
+        "doc_path",
+        "title",
+        "score",
+        "primary_topic",
+        "content_types",
+        "scope",
+        "quality",
+        "created_at",
+        "archived",
+        "snippet",
+        "meta",
+    ):
+        assert key in hit
+    assert hit["doc_path"] == "users/alice/memories/syrian.md"
+    assert "**bedding**" in hit["snippet"]
+    assert hit["created_at"].endswith("Z")
+
+
+def test_fresher_higher_quality_wins_a_tie(vault: Vault, memory: Memory) -> None:
+    text = "Identical note about sourdough starters."
+    write_doc(
+        vault, "users/alice/memories/a.md", text, quality=0.5, created_at=NOW - timedelta(days=200)
+    )
+    write_doc(
+        vault, "users/alice/memories/b.md", text, quality=0.5, created_at=NOW - timedelta(days=2)
+    )
+    write_doc(
+        vault, "users/alice/memories/c.md", text, quality=0.9, created_at=NOW - timedelta(days=200)
+    )
+    memory.reconcile()
+    order = ids(memory.search("sourdough starters", user="alice", now=NOW))
+    assert order.index("alice/memories/b") < order.index("alice/memories/a")
+    assert order.index("alice/memories/c") < order.index("alice/memories/a")
+
+
+def test_exact_topic_beats_sibling(vault: Vault, memory: Memory) -> None:
+    text = "Feeding schedule for a small pet."
+    write_doc(vault, "users/alice/memories/s.md", text, primary_topic="pet.hamster.syrian")
+    write_doc(vault, "users/alice/memories/d.md", text, primary_topic="pet.hamster.dwarf")
+    memory.reconcile()
+    for preferred, other in (("syrian", "dwarf"), ("dwarf", "syrian")):
+        order = ids(
+            memory.search(
+                "feeding schedule", user="alice", topic=f"pet.hamster.{preferred}", now=NOW
+            )
+        )
+        assert order.index(f"alice/memories/{preferred[0]}") < order.index(
+            f"alice/memories/{other[0]}"
+        )
+
+
+def test_edit_and_delete_by_path(vault: Vault, memory: Memory) -> None:
+    path = write_doc(vault, "users/alice/memories/n.md", "The wifi password is mango.")
+    memory.index_paths(["users/alice/memories/n.md"])
+    assert ids(memory.search("mango", user="alice", now=NOW)) == ["alice/memories/n"]
+    write_doc(vault, "users/alice/memories/n.md", "The wifi password is papaya.")
+    memory.index_paths(["users/alice/memories/n.md"])
+    assert memory.search("mango", user="alice", now=NOW) == []
+    assert ids(memory.search("papaya", user="alice", now=NOW)) == ["alice/memories/n"]
+    path.unlink()
+    memory.index_paths(["users/alice/memories/n.md"])
+    assert memory.search("papaya", user="alice", now=NOW) == []
+
+
+def test_reconcile_touches_only_what_changed(vault: Vault, memory: Memory) -> None:
+    for i in range(5):
+        write_doc(vault, f"users/alice/memories/m{i}.md", f"note {i}")
+    assert memory.reconcile().indexed == 5
+    again = memory.reconcile()
+    assert (again.indexed, again.deleted) == (0, 0)
+    path = vault.root / "users/alice/memories/m1.md"
+    path.write_text(path.read_text())  # same bytes, new mtime: re-stamped, not re-indexed
+    report = memory.reconcile()
+    assert (report.indexed, report.unchanged) == (0, 5)
+    write_doc(vault, "users/alice/memories/m2.md", "note two changed")
+    (vault.root / "users/alice/memories/m3.md").unlink()
+    report = memory.reconcile()
+    assert (report.indexed, report.deleted) == (1, 1)
+
+
+def test_bad_files_are_skipped_with_reasons(vault: Vault, memory: Memory) -> None:
+    write_doc(vault, "users/alice/memories/good.md", "A fine note about tulips.")
+    broken = vault.root / "users/alice/memories/broken.md"
+    broken.write_text("---\nid: x\nkeywords: [a, b\n---\nbody about tulips\n")
+    (vault.root / "users/alice/memories/binary.md").write_bytes(b"\x00\x01tulips" * 10)
+    big = vault.root / "knowledge/huge.md"
+    big.write_bytes(b"tulips " * 800_000)
+    before = broken.read_bytes()
+    report = memory.rebuild()
+    reasons = {s.path: s.reason for s in report.skipped}
+    assert set(reasons) == {
+        "users/alice/memories/broken.md",
+        "users/alice/memories/binary.md",
+        "knowledge/huge.md",
+    }
+    assert "broken frontmatter" in reasons["users/alice/memories/broken.md"]
+    assert "binary" in reasons["users/alice/memories/binary.md"]
+    assert "too large" in reasons["knowledge/huge.md"]
+    assert ids(memory.search("tulips", user="alice", now=NOW)) == ["alice/memories/good"]
+    assert broken.read_bytes() == before
+
+
+def test_rebuild_after_deleting_indexes_gives_identical_results(
+    corpus: Memory, vault: Vault
+) -> None:
+    queries = ["hamster", "hamster care cage", "lenovo gpu budget", "carrots", "coupon"]
+    before = [corpus.search(q, user="alice", now=NOW, limit=20) for q in queries]
+    shutil.rmtree(vault.layout.indexes)
+    corpus.rebuild()
+    after = [corpus.search(q, user="alice", now=NOW, limit=20) for q in queries]
+    assert after == before
+    fresh = Memory(vault)  # another process opening the rebuilt index
+    assert [fresh.search(q, user="alice", now=NOW, limit=20) for q in queries] == before
+
+
+def test_rebuild_one_user(corpus: Memory, vault: Vault) -> None:
+    (vault.root / "users/alice/memories/laptop.md").unlink()
+    report = corpus.rebuild(user="alice")
+    assert (report.indexed, report.documents) == (4, 6)
+    assert corpus.search("lenovo", user="alice", now=NOW) == []
+    assert ids(corpus.search("carrots", user="bob", now=NOW)) == ["bob/memories/hamster"]
+
+
+HOLD = """
+import sys, time
+from pandafs.vault import Vault
+from pandafs.memory import Memory
+m = Memory(Vault.open(sys.argv[1]))
+with m.index.batch():
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_second_writer_waits_then_names_the_holder(vault: Vault, memory: Memory) -> None:
+    memory.reconcile()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(vault.root), "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
+    memory.index.wait_s = 0.3
+    with pytest.raises(IndexBusy, match=f"held by pid {proc.pid}"), memory.index.batch():
+        pass
+    assert memory.search("anything", user="alice", now=NOW) == []  # readers never wait
+    memory.index.wait_s = 10
+    with memory.index.batch():
+        pass  # waited for the holder to finish
+    proc.wait()
+    proc.stdout.close()
+
+
+def test_searches_run_while_a_writer_commits(vault: Vault, memory: Memory) -> None:
+    for i in range(50):
+        write_doc(vault, f"users/alice/memories/base{i}.md", f"baseline zebra note {i}")
+    memory.reconcile()
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def reader() -> None:
+        other = Memory(vault)
+        while not stop.is_set():
+            seen.append(len(other.search("zebra", user="alice", limit=100, now=NOW)))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for round_ in range(5):
+        for i in range(20):
+            write_doc(vault, f"users/alice/memories/more{round_}-{i}.md", f"zebra extra {i}")
+        memory.reconcile()
+    stop.set()
+    thread.join()
+    assert seen and min(seen) >= 50 and max(seen) <= 100

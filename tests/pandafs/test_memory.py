@@ -1,0 +1,109 @@
+"""memory.save / memory.retrieve: the documents they write and read."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from events import parse_document
+from pandafs.errors import BadInput
+from pandafs.memory import Memory, parse_entries
+from pandafs.vault import Vault
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def memory(vault: Vault) -> Memory:
+    return Memory(vault)
+
+
+def test_preference_goes_into_preferences_md(memory: Memory, vault: Vault) -> None:
+    saved = memory.save(
+        "Lenovo",
+        user="alice",
+        doc_type="preference",
+        key="laptop_brand",
+        source_turn="turn_000001",
+        now=NOW,
+        keywords=["laptop"],
+    )
+    assert (saved.doc_id, saved.doc_path) == ("alice/preferences", "users/alice/preferences.md")
+    doc = parse_document((vault.root / saved.doc_path).read_text())
+    assert doc.frontmatter["content_types"] == ["preference"]
+    assert doc.frontmatter["scope"] == "user" and "expires_at" not in doc.frontmatter
+    [entry] = parse_entries(doc.body)
+    assert (entry.key, entry.value) == ("laptop_brand", "Lenovo")
+    assert "[[users/alice/turns/turn_000001/context|turn_000001]]" in entry.note
+    again = memory.save("Lenovo", user="alice", doc_type="preference", key="laptop_brand", now=NOW)
+    assert not again.created
+    assert len(parse_entries(parse_document((vault.root / saved.doc_path).read_text()).body)) == 1
+    hits = memory.search("laptop brand lenovo", user="alice", content_types=["preference"], now=NOW)
+    assert [h["doc_id"] for h in hits] == ["alice/preferences"]
+
+
+def test_hand_edited_preferences_keep_their_lines(memory: Memory, vault: Vault) -> None:
+    memory.save("Vegetarian", user="alice", doc_type="preference", key="diet", now=NOW)
+    path = vault.root / "users/alice/preferences.md"
+    path.write_text(path.read_text() + "- I hate early meetings\n")
+    memory.save("window seats", user="alice", doc_type="preference", now=NOW)
+    values = [e.value for e in parse_entries(parse_document(path.read_text()).body)]
+    assert values == ["Vegetarian", "I hate early meetings", "window seats"]
+
+
+def test_concurrent_saves_lose_nothing(memory: Memory, vault: Vault) -> None:
+    def save(i: int) -> None:
+        Memory(vault).save(f"fact number {i}", user="alice", doc_type="fact", now=NOW, index=False)
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    body = parse_document((vault.root / "users/alice/facts.md").read_text()).body
+    assert sorted(e.value for e in parse_entries(body)) == sorted(
+        f"fact number {i}" for i in range(20)
+    )
+
+
+def test_memory_document_is_new_with_ttl(memory: Memory, vault: Vault) -> None:
+    saved = memory.save(
+        "Biscuit likes sunflower seeds",
+        user="alice",
+        topic="pet.hamster",
+        keywords=["hamster", "biscuit"],
+        now=NOW,
+    )
+    assert saved.doc_id.startswith("alice/memories/")
+    meta = parse_document((vault.root / saved.doc_path).read_text()).frontmatter
+    assert meta["scope"] == "new"
+    assert meta["expires_at"] == NOW + timedelta(hours=24)
+    assert [h["doc_id"] for h in memory.search("sunflower", user="alice", now=NOW)] == [
+        saved.doc_id
+    ]
+    later = NOW + timedelta(hours=25)
+    assert memory.search("sunflower", user="alice", now=later) == []
+
+
+def test_retrieve_by_id_and_path(memory: Memory) -> None:
+    saved = memory.save("Paris in spring", user="alice", doc_type="memory", ttl_hours=5, now=NOW)
+    by_id = memory.retrieve(saved.doc_id)
+    by_path = memory.retrieve(saved.doc_path)
+    assert by_id == by_path
+    assert "Paris in spring" in by_id.content
+    assert by_id.metadata["scope"] == "new" and by_id.archived is False
+    with pytest.raises(BadInput, match="no document"):
+        memory.retrieve("alice/memories/nope")
+    with pytest.raises(BadInput):
+        memory.retrieve("../../etc/passwd")
+
+
+def test_bad_inputs(memory: Memory) -> None:
+    with pytest.raises(BadInput, match="empty"):
+        memory.save("   ", user="alice")
+    with pytest.raises(BadInput, match="scope"):
+        memory.save("x", user="alice", scope="forever")
+    with pytest.raises(Exception, match="invalid user id"):
+        memory.save("x", user="../x")
