@@ -1,0 +1,42 @@
+"""The `pandafs` command line: thin commands over the library API.
+
+Each command parses options, calls one library function and prints text or, with
+`--json`, one JSON document.  Exit codes: 0 success, 1 a problem was found (damage,
+drift, failed lines), 2 bad usage or bad input — always with a one-line message on
+stderr.  Commands live in one module per area; importing them registers them on `cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from events.errors import EventsError
+from indexers.errors import IndexingError
+
+from ..errors import PandaError, exit_code_for
+from ..output import echo_err
+from . import memory, records  # noqa: F401  (registers the commands)
+from .base import cli
+
+__all__ = ["cli", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: maps every known error to a one-line message and exit code."""
+    try:
+        code = cli.main(args=argv, prog_name="pandafs", standalone_mode=False)
+    except click.exceptions.Abort:
+        echo_err("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        echo_err(f"error: {exc.format_message()}")
+        sys.exit(2 if isinstance(exc, click.UsageError | click.BadParameter) else exc.exit_code)
+    except (PandaError, EventsError, IndexingError) as exc:
+        echo_err(f"error: {exc}")
+        sys.exit(exit_code_for(exc))
+    except OSError as exc:
+        echo_err(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,214 @@
+"""Commands of the memory API: search (and --batch), retrieve, save, rebuild."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from events.errors import EventsError
+
+from ..errors import PandaError
+from ..memory import SCOPES, Memory
+from ..output import emit, json_option, progress_bar
+from .base import App, cli, pass_app, user_option
+
+
+class BatchQuery(BaseModel):
+    """One line of `search --batch`."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str
+    user: str | None = None
+    topic: str | None = None
+    types: list[str] = []
+    scope: str | None = None
+    min_quality: float | None = None
+    limit: int = 10
+    include_expired: bool = False
+
+
+def _batch_search(memory: Memory, source: Path) -> None:
+    with source.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                line = BatchQuery.model_validate(orjson.loads(raw))
+                hits = memory.search(
+                    line.query,
+                    user=line.user,
+                    topic_filter=line.topic,
+                    content_types=line.types,
+                    scope=line.scope,
+                    min_quality=line.min_quality,
+                    include_expired=line.include_expired,
+                    limit=line.limit,
+                )
+                out: Any = hits
+            except orjson.JSONDecodeError as exc:
+                out = {"error": f"not valid JSON: {exc}"}
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
+            except (PandaError, EventsError) as exc:
+                out = {"error": str(exc)}
+            click.echo(orjson.dumps(out).decode())
+
+
+@cli.command()
+@click.argument("query", required=False, default="")
+@user_option(help="Search as this user: their documents plus global ones.")
+@click.option("--topic", help="Hierarchical topic filter, e.g. pet.hamster.")
+@click.option("--type", "types", multiple=True, help="Content type filter (repeatable).")
+@click.option("--scope", type=click.Choice(SCOPES), help="Scope filter.")
+@click.option("--min-quality", type=click.FloatRange(0, 1), help="Minimum quality.")
+@click.option("--include-expired", is_flag=True, help="Also show expired documents.")
+@click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option(
+    "--batch",
+    "batch",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON Lines of queries; prints one JSON hit list per line.",
+)
+@json_option
+@pass_app
+def search(
+    app: App,
+    query: str,
+    user: str | None,
+    topic: str | None,
+    types: tuple[str, ...],
+    scope: str | None,
+    min_quality: float | None,
+    include_expired: bool,
+    limit: int,
+    batch: Path | None,
+    as_json: bool,
+) -> None:
+    """Unified search over every document (natural language or keywords)."""
+    memory = app.memory()
+    if batch is not None:
+        _batch_search(memory, batch)
+        return
+    hits = memory.search(
+        query,
+        user=user,
+        topic_filter=topic,
+        content_types=types,
+        scope=scope,
+        min_quality=min_quality,
+        include_expired=include_expired,
+        limit=limit,
+    )
+
+    def human() -> None:
+        if not hits:
+            click.echo("no results")
+        for rank, hit in enumerate(hits, 1):
+            flag = " [archived]" if hit["archived"] else ""
+            click.echo(f"{rank:2}. {hit['score']:.3f}  {hit['doc_id']}{flag}  — {hit['title']}")
+            types = ", ".join(hit["content_types"])
+            click.echo(f"    {hit['doc_path']} · {hit['primary_topic']} · {types}")
+            if hit["snippet"]:
+                click.echo(f"    {hit['snippet']}")
+
+    emit(hits, as_json, human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@json_option
+@pass_app
+def retrieve(app: App, id_or_path: str, as_json: bool) -> None:
+    """Print one document by id (alice/turn_000001) or vault-relative path."""
+    doc = app.memory().retrieve(id_or_path)
+    emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
+
+
+@cli.command()
+@click.argument("content")
+@user_option(required=True, help="Owner of the memory.")
+@click.option(
+    "--type",
+    "doc_type",
+    default="memory",
+    show_default=True,
+    help="preference and fact go to preferences.md / facts.md; others to memories/.",
+)
+@click.option("--topic", default="general", show_default=True, help="Hierarchical topic.")
+@click.option("--keywords", default="", help="Comma-separated keywords.")
+@click.option("--key", default=None, help="Key of a preference or fact (e.g. laptop_brand).")
+@click.option("--scope", type=click.Choice(SCOPES), default="new", show_default=True)
+@click.option(
+    "--ttl-hours",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Expiry of a 'new' memory (default [memory] new_ttl_hours).",
+)
+@json_option
+@pass_app
+def save(
+    app: App,
+    content: str,
+    user: str,
+    doc_type: str,
+    topic: str,
+    keywords: str,
+    key: str | None,
+    scope: str,
+    ttl_hours: float | None,
+    as_json: bool,
+) -> None:
+    """Save a memory document and index it."""
+    saved = app.memory().save(
+        content,
+        user=user,
+        doc_type=doc_type,
+        topic=topic,
+        keywords=keywords.split(","),
+        scope=scope,
+        ttl_hours=ttl_hours,
+        key=key,
+    )
+    data = {"doc_id": saved.doc_id, "doc_path": saved.doc_path, "created": saved.created}
+    verb = "saved" if saved.created else "already saved"
+    emit(data, as_json, lambda: click.echo(f"{verb} {saved.doc_id} ({saved.doc_path})"))
+
+
+@cli.command()
+@user_option(help="Rebuild only this user's documents.")
+@json_option
+@pass_app
+def rebuild(app: App, user: str | None, as_json: bool) -> None:
+    """Rebuild the search index from the files (searches keep working meanwhile)."""
+    memory = app.memory()
+    state: dict[str, Any] = {}
+
+    def on_total(total: int) -> None:
+        state["bar"] = progress_bar(total, "indexing", quiet=as_json)
+        state["advance"] = state["bar"].__enter__()
+
+    def advance(n: int) -> None:
+        if "advance" in state:
+            state["advance"](n)
+
+    try:
+        report = memory.rebuild(user=user, progress=advance, on_total=on_total)
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+
+    def human() -> None:
+        data = report.as_json()
+        click.echo(
+            f"indexed {report.indexed} documents in {data['seconds']} s "
+            f"({data['docs_per_s']} docs/s); index holds {report.documents}"
+        )
+        for skipped in report.skipped:
+            click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+
+    emit(report.as_json(), as_json, human)

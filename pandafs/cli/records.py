@@ -1,0 +1,136 @@
+"""Commands over the records: init, import-turns, replay, verify, stats."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..importer import import_turns
+from ..memory import Memory
+from ..output import emit, json_option, progress_bar
+from ..stats import vault_stats
+from ..turns import replay as replay_turns
+from ..vault import Vault
+from ..verify import verify_vault
+from .base import App, cli, pass_app
+
+
+@cli.command()
+@json_option
+@pass_app
+def init(app: App, as_json: bool) -> None:
+    """Create a vault (layout, pandafs.toml, .obsidian/, home note); keeps what exists."""
+    vault, created = Vault.init(app.root)
+    emit(
+        {"root": str(vault.root), "created": created},
+        as_json,
+        lambda: click.echo(f"vault ready at {vault.root} ({len(created)} entries created)"),
+    )
+
+
+@cli.command("import-turns")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch-size", type=click.IntRange(1), default=None, help="Turns per durable batch.")
+@json_option
+@pass_app
+def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bool) -> None:
+    """Import past turns from JSON Lines.
+
+    Each line: {"user", "external_id"?, "timestamp", "query", "response", "meta"?}.
+    Re-importing the same external_id for the same user adds nothing.
+    """
+    vault = app.vault()
+    with source.open("rb") as handle:
+        lines = sum(1 for line in handle if line.strip())
+    memory = Memory(vault)
+    with progress_bar(lines, "importing", quiet=as_json) as advance:
+        report = import_turns(
+            vault, source, batch_size=batch_size, progress=advance, after_batch=memory.index_docs
+        )
+
+    def human() -> None:
+        data = report.as_json()
+        click.echo(
+            f"imported {report.imported}, skipped {report.skipped} already present, "
+            f"failed {len(report.failed)} in {data['seconds']} s ({data['turns_per_s']} turns/s)"
+        )
+        for failure in report.failed:
+            click.echo(f"  line {failure['line']}: {failure['error']}")
+
+    emit(report.as_json(), as_json, human)
+    if report.failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--check", is_flag=True, help="Only report drift; change nothing.")
+@json_option
+@pass_app
+def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
+    """Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN)."""
+    report = replay_turns(app.vault(), target, check=check)
+    data: dict[str, Any] = {
+        "checked": report.checked,
+        "drift": [d.__dict__ for d in report.drift],
+        "rewritten": report.rewritten,
+        "errors": [d.__dict__ for d in report.errors],
+    }
+
+    def human() -> None:
+        for d in report.drift:
+            click.echo(f"drift  {d.kind:8} {d.path}")
+        for d in report.errors:
+            click.echo(f"error  {d.path}: {d.message}")
+        verb = "found drift in" if check else "rewrote"
+        count = len(report.drift) if check else len(report.rewritten)
+        click.echo(f"checked {report.checked} turns; {verb} {count} files")
+
+    emit(data, as_json, human)
+    if report.errors or (check and report.drift):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--repair", is_flag=True, help="Move torn tails aside and re-project missing files.")
+@click.argument("target", required=False)
+@json_option
+@pass_app
+def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
+    """Check hash chains, torn tails and projections (TARGET: user or user/turn)."""
+    vault = app.vault()
+    report = verify_vault(vault, repair=repair, target=target)
+
+    def human() -> None:
+        for p in report.repaired:
+            click.echo(f"repaired {p.kind:10} {p.path}: {p.message}")
+        for p in report.warnings:
+            click.echo(f"warning  {p.kind:10} {p.path}: {p.message}")
+        for p in report.problems:
+            click.echo(f"problem  {p.kind:10} {p.path}: {p.message}")
+        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        click.echo(f"verified {report.checked_turns} turns: {state}")
+
+    emit(report.as_json(), as_json, human)
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command()
+@json_option
+@pass_app
+def stats(app: App, as_json: bool) -> None:
+    """Counts per user, content type and scope."""
+    data = vault_stats(app.vault())
+
+    def human() -> None:
+        for user, counts in data["users"].items():
+            parts = ", ".join(f"{k} {v}" for k, v in counts.items())
+            click.echo(f"{user}: {parts}")
+        click.echo("by type:  " + ", ".join(f"{k} {v}" for k, v in data["content_types"].items()))
+        click.echo("by scope: " + ", ".join(f"{k} {v}" for k, v in data["scopes"].items()))
+
+    emit(data, as_json, human)
