@@ -8,9 +8,10 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
   unreadable   a file that cannot be parsed at all
+  index_stale  the search index misses a document or holds one that is gone
+               (`--repair` reconciles it)
 
-Extra checkers (index, archive) register through `checks`, so the CLI wires what
-exists without this module importing them.
+`default_checks()` lists the vault-wide checkers the CLI runs after the turns.
 """
 
 from __future__ import annotations
@@ -130,6 +131,51 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
     with EventWriter(ref.events_path, user=ref.user, turn=ref.turn) as writer:
         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+
+
+def check_index(vault: Vault, repair: bool) -> list[Problem]:
+    """The index must hold exactly the documents on disk, at their current bytes."""
+    from indexers.sync import scan_documents
+
+    from .memory import Memory
+
+    memory = Memory(vault)
+    if not memory.index.exists():
+        return [] if not scan_documents(vault.root) else _index_problem(vault, memory, repair)
+    state = memory.index.state()
+    files = scan_documents(vault.root)
+    stale = [
+        p
+        for p, (m, s) in files.items()
+        if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
+    ]
+    gone = [p for p in state if p not in files]
+    if not stale and not gone:
+        return []
+    return _index_problem(vault, memory, repair, len(stale), len(gone))
+
+
+def _index_problem(
+    vault: Vault, memory: object, repair: bool, stale: int = -1, gone: int = 0
+) -> list[Problem]:
+    from .memory import Memory
+
+    assert isinstance(memory, Memory)
+    what = "index is missing" if stale < 0 else f"{stale} changed or unindexed, {gone} gone"
+    if repair:
+        memory.reconcile()
+        return []
+    return [
+        Problem(
+            "indexes/fulltext",
+            "index_stale",
+            f"{what}; run `pandafs verify --repair` or `pandafs rebuild`",
+        )
+    ]
+
+
+def default_checks() -> list[Checker]:
+    return [check_index]
 
 
 def verify_vault(

@@ -14,7 +14,7 @@ from ..output import emit, json_option, progress_bar
 from ..stats import vault_stats
 from ..turns import replay as replay_turns
 from ..vault import Vault
-from ..verify import verify_vault
+from ..verify import default_checks, verify_vault
 from .base import App, cli, pass_app
 
 
@@ -102,7 +102,9 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
 def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
     """Check hash chains, torn tails and projections (TARGET: user or user/turn)."""
     vault = app.vault()
-    report = verify_vault(vault, repair=repair, target=target)
+    report = verify_vault(
+        vault, repair=repair, target=target, checks=default_checks() if target is None else ()
+    )
 
     def human() -> None:
         for p in report.repaired:
