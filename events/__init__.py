@@ -46,7 +46,14 @@ from .log import (
     repair_torn_tail,
 )
 from .projection import Attempt, TurnView, project_turn
-from .render import PROJECTED_FILES, render_turn, turn_metadata, wikilink
+from .render import (
+    PROJECTED_FILES,
+    context_parts,
+    render_block,
+    render_turn,
+    turn_metadata,
+    wikilink,
+)
 from .schema import PAYLOADS, SCHEMA_VERSION, AnyEvent, Event, Payload, UnknownEvent, parse_event
 
 __all__ = [
@@ -79,6 +86,7 @@ __all__ = [
     "atomic_write",
     "candidate_paths",
     "check_chain",
+    "context_parts",
     "classify",
     "dump_frontmatter",
     "event_hash",
@@ -90,6 +98,7 @@ __all__ = [
     "project_turn",
     "read_events",
     "read_log",
+    "render_block",
     "render_document",
     "render_turn",
     "repair_torn_tail",

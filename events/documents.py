@@ -151,7 +151,8 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    pass
+    def ignore_aliases(self, data: Any) -> bool:  # Obsidian does not understand &id001 anchors
+        return True
 
 
 def _represent_datetime(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:

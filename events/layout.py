@@ -135,6 +135,25 @@ class Layout:
         found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and p.is_dir()]
         return sorted(found, key=lambda p: turn_number(p.name))
 
+    def recent_turn_dirs(
+        self, user: str, before: str, count: int, *, probe: int = 200
+    ) -> list[Path]:
+        """Up to `count` live turn folders numbered below `before`, newest first.
+
+        Probes numbers downwards instead of listing the folder, so it costs the same
+        with ten turns or a hundred thousand (archived numbers are simply skipped).
+        """
+        turns = self.turns_dir(user)
+        found: list[Path] = []
+        number = turn_number(before) - 1
+        while number > 0 and len(found) < count and probe > 0:
+            path = turns / turn_name(number)
+            if path.is_dir():
+                found.append(path)
+            number -= 1
+            probe -= 1
+        return found
+
     def relative(self, path: Path) -> str:
         """Vault-relative POSIX path (the form used in JSON output and the index)."""
         return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()

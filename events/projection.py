@@ -90,6 +90,8 @@ class TurnView(BaseModel):
 
     @property
     def answer(self) -> str | None:
+        if self.completed is not None and self.completed.answer is not None:
+            return self.completed.answer
         for attempt in reversed(self.attempts):
             if attempt.response is not None:
                 return attempt.response.answer

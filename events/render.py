@@ -17,7 +17,14 @@ from .log import format_ts
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
 
-__all__ = ["PROJECTED_FILES", "context_parts", "render_turn", "turn_metadata", "wikilink"]
+__all__ = [
+    "PROJECTED_FILES",
+    "context_parts",
+    "render_block",
+    "render_turn",
+    "turn_metadata",
+    "wikilink",
+]
 
 PROJECTED_FILES = (
     "context.md",
@@ -67,7 +74,8 @@ def _gates(gates: tuple[GateResult, ...] | list[GateResult]) -> str:
     return _table(["Check", "Passed", "Detail"], rows)
 
 
-def _block(block: ContextBlock) -> str:
+def render_block(block: ContextBlock) -> str:
+    """One `###` block of §2 as markdown (the pipeline measures its tokens with this)."""
     parts = [f"### {block.heading}"]
     if block.meta:
         parts.append(_meta_block(block.meta))
@@ -146,7 +154,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
             s1.append(f"**Question for the user:** {reflection.clarification_question}")
         sections.append(_section(1, "\n\n".join(s1)))
     if view.context is not None:
-        s2 = [_block(b) for b in view.context.blocks]
+        s2 = [render_block(b) for b in view.context.blocks]
         if view.context.sources:
             refs = [
                 f"- [{i}] {wikilink(s.doc_path, s.title or s.doc_id)} `{s.doc_id}`"
@@ -187,12 +195,10 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         else:
             s4 = ["_(no tools needed)_"]
         sections.append(_section(4, "\n\n".join(s4)))
-    answer = None
-    for a in view.attempts:
-        if a.response is not None:
-            answer = a.response
-    if answer is not None:
-        sections.append(_section(5, answer.answer or "_(no response)_"))
+    clarify = view.reflection is not None and view.reflection.decision == "CLARIFY"
+    final = view.answer
+    if final is not None and not clarify:
+        sections.append(_section(5, final or "_(no response)_"))
     validations = [a.validation for a in view.attempts if a.validation is not None]
     if validations or view.failures:
         s6 = []
@@ -247,6 +253,7 @@ def _metadata_json(view: TurnView) -> dict[str, Any]:
         "summary": completed.summary if completed else "",
         "topics": list(completed.topics) if completed else [],
         "has_research": completed.has_research if completed else False,
+        "subject": completed.subject if completed else None,
         "research_topic": completed.research_topic if completed else None,
         "quality": completed.quality if completed else 0.5,
         "sources_used": list(view.used.doc_ids) if view.used else [],

@@ -94,6 +94,7 @@ class QueryAnalyzed(Payload):
     content_reference: ContentReference | None = None
     primary_topic: str = "general"
     keywords: list[str] = []
+    entities: list[str] = []
     reasoning: str = ""
     metrics: PhaseMetrics | None = None
 
@@ -126,6 +127,18 @@ class Candidate(BaseModel):
     relevance: Literal["high", "medium", "low"] = "medium"
     reason: str = ""
     tier: str | None = None
+    selected: bool = False
+
+
+class MemoryEntry(BaseModel):
+    """One line of preferences.md / facts.md that the gatherer considered."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    kind: Literal["preference", "fact"]
+    key: str = ""
+    value: str
+    doc_id: str
+    doc_path: str
 
 
 class ContextRetrieved(Payload):
@@ -133,6 +146,7 @@ class ContextRetrieved(Payload):
     PHASE = "context_gatherer"
     queries: list[str] = []
     candidates: list[Candidate] = []
+    memory: list[MemoryEntry] = []
     reasoning: str = ""
     tiers: dict[str, Any] = {}
     metrics: PhaseMetrics | None = None
@@ -292,6 +306,8 @@ class TurnCompleted(Payload):
     TYPE = "turn_completed"
     PHASE = "save"
     outcome: TurnOutcome
+    answer: str | None = None
+    subject: str | None = None
     summary: str = ""
     topics: list[str] = []
     query_type: str = "general_question"
@@ -299,6 +315,7 @@ class TurnCompleted(Payload):
     research_topic: str | None = None
     quality: float = 0.5
     intervention: str | None = None
+    metrics: PhaseMetrics | None = None
 
 
 # --- failures and housekeeping ---------------------------------------------------------

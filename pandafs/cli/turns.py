@@ -1,0 +1,43 @@
+"""Commands that run turns: ask, and the tool schemas the Planner's LLM sees."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit, json_option
+from ..pipeline import Pipeline
+from ..pipeline.tools import tool_schemas
+from .base import App, cli, pass_app, user_option
+
+
+@cli.command()
+@click.argument("query")
+@user_option(required=True, help="Whose turn this is.")
+@json_option
+@pass_app
+def ask(app: App, query: str, user: str, as_json: bool) -> None:
+    """Run one turn through the pipeline and print the answer."""
+    vault = app.vault()
+    with Pipeline(vault) as pipeline:
+        result = pipeline.ask(query, user=user)
+
+    def human() -> None:
+        click.echo(result.answer)
+        click.echo(f"\n[{result.outcome}] {result.doc_id} · {result.context_path}", err=False)
+
+    emit(result.as_json(), as_json, human)
+
+
+@cli.command()
+@json_option
+@pass_app
+def tools(app: App, as_json: bool) -> None:
+    """The memory tools as LLM tool schemas (OpenAI function-calling format)."""
+    schemas = tool_schemas()
+
+    def human() -> None:
+        for schema in schemas:
+            fn = schema["function"]
+            click.echo(f"{fn['name']}: {fn['description']}")
+
+    emit(schemas, as_json, human)

@@ -1,0 +1,52 @@
+"""The one small Protocol every LLM backend implements.
+
+`Backend.run(task, input)` returns the task's output model and the tokens spent.
+Backends: `OfflineBackend` (deterministic rules, the default, no model needed) and
+`OpenAIBackend` (any OpenAI-compatible server).  `make_backend(config)` picks one
+from `[llm] backend` in pandafs.toml.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from ..config import LLMConfig
+from .openai_compat import OpenAIChat, Usage
+
+__all__ = ["Backend", "OpenAIBackend", "make_backend"]
+
+O = TypeVar("O", bound=BaseModel)  # noqa: E741
+
+
+class Backend(Protocol):
+    name: str
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]: ...
+
+    def close(self) -> None: ...
+
+
+class OpenAIBackend:
+    """Sends the task's instructions and the input as JSON; validates the JSON reply."""
+
+    name = "openai"
+
+    def __init__(self, config: LLMConfig, *, chat: OpenAIChat | None = None) -> None:
+        self.chat = chat or OpenAIChat(config)
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        system = f"TASK: {task.name}\n{task.instructions}"
+        return self.chat.structured(task.role, system, data.model_dump_json(), task.output)
+
+    def close(self) -> None:
+        self.chat.close()
+
+
+def make_backend(config: LLMConfig) -> Backend:
+    if config.backend == "openai":
+        return OpenAIBackend(config)
+    from .offline import OfflineBackend
+
+    return OfflineBackend()

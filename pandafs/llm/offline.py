@@ -1,0 +1,702 @@
+"""The offline backend: every pipeline task answered by deterministic rules.
+
+No model, no network, same input → same output.  It is the default backend, the
+one the demo and the tests run, and the reference the OpenAI-compatible backend is
+tested against (the loopback test server answers with these very rules).
+
+What the rules do, task by task:
+- analyze_query: content keywords, the most specific topic of the config's topic
+  map, a query type from phrasing, reference resolution ("that one", "it") from
+  the previous turn's subject, named entities, and implicit feedback.
+- reflect: CLARIFY when nothing can be acted on, else PROCEED with a purpose and
+  data requirements.
+- plan_retrieval / synthesize_context: keep what shares words with the query;
+  extract the sentences that do; omit irrelevant preferences and facts.
+- plan: stage stated preferences and facts as memory candidates (never prices or
+  URLs); route to tools only when the gathered context is not enough.
+- answer: extractive — quote the best matching sentences and cite them [n].
+- validate: grounded (every number and price in the answer is in a source),
+  citations valid, and the requested datum (e.g. a price) present.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from events.schema import ContentReference, GateResult, ToolRequest
+from indexers.fulltext import query_terms
+
+from ..pipeline import tasks as t
+from .openai_compat import Usage
+
+__all__ = ["OfflineBackend", "entities_in", "sentences", "stems_overlap"]
+
+# --- text helpers ---------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+_LINK = re.compile(r"\[\[[^\]|]*?(?:\\?\|([^\]]*))?\]\]")
+_MARKDOWN = re.compile(r"[*_`#>|]+")
+_PRICE = re.compile(
+    r"(?:[$€£]\s?\d[\d,]*(?:\.\d{1,2})?|\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|dollars|euros))"
+)
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+_WORDS = re.compile(r"[A-Za-z0-9$€£]+")
+_URL = re.compile(r"https?://|www\.", re.IGNORECASE)
+_ENTITY = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\w-]*))*")
+_NOT_ENTITY = frozenset(
+    """I I'm I've I'd The A An And But Or So If When Where What Which Who Why How Is Are Was
+    Were Do Does Did Can Could Would Should Will It It's That This These Those My Your Our
+    Their His Her We You They He She Yes No Ok Okay Hi Hello Hey Thanks Thank Please Noted
+    From Here There Also Just Sure Great Good Sorry Let Tell Find Show Give Remember Turn
+    Answer Query Source Sources Summary Prior Relevant Key Facts Monday Tuesday Wednesday
+    Thursday Friday Saturday Sunday Today Tomorrow Yesterday Prefers Likes Dislikes Has Works
+    Lives Their Name Asked About Noted Does""".split()
+)
+
+
+def _unlink(text: str) -> str:
+    """Replace wikilinks (also table-escaped `[[a\\|b]]`) by their label."""
+    return _LINK.sub(lambda m: m.group(1) or " ", text)
+
+
+_LABEL = re.compile(
+    r"^(?:[-*]\s+|\[\d+\]\s+)*(?:(?:Asked|Answered|From memory|Noted[^:]*|About [^:]{1,80}):\s*)*"
+)
+_NOTE = re.compile(r"\s*_?\((?:from|saved)\b[^)]*\)_?\s*$")
+
+
+def _clean(text: str) -> str:
+    text = _NOTE.sub("", _LABEL.sub("", text.strip()))
+    return " ".join(_MARKDOWN.sub(" ", text).split())
+
+
+def sentences(text: str) -> list[str]:
+    """Readable sentences of a markdown text (headings, tables and YAML skipped)."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or not stripped or stripped.startswith(("#", "|---", "---")):
+            continue
+        stripped = _unlink(stripped)
+        if stripped.startswith("|"):
+            stripped = " ".join(c.strip() for c in stripped.strip("|").split("|") if c.strip())
+        for part in _SENTENCE.split(stripped):
+            cleaned = _clean(part)
+            if len(cleaned) > 2:
+                out.append(cleaned)
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    word = word.lower()
+    for suffix in ("ings", "ing", "ies", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=8192)
+def _text_stems(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _WORDS.findall(text))
+
+
+def stems_overlap(keywords: list[str], text: str) -> int:
+    """How many distinct keyword stems occur in `text`."""
+    words = _text_stems(text)
+    return sum(1 for k in {_stem(k) for k in keywords} if k in words)
+
+
+def entities_in(text: str) -> list[str]:
+    """Capitalised names and model numbers ("Lenovo LOQ 15"), longest first per start."""
+    found: list[str] = []
+    for match in _ENTITY.finditer(text):
+        words = match.group(0).split()
+        while words and words[0].strip("'") in _NOT_ENTITY:
+            words = words[1:]
+        while words and words[-1] in _NOT_ENTITY:
+            words = words[:-1]
+        if not words:
+            continue
+        name = " ".join(words).strip(".,;:!?")
+        if len(name) > 1 and name not in found:
+            found.append(name)
+    return found
+
+
+# --- phase 0 ---------------------------------------------------------------------------------
+
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?(?:prefer|like|love|enjoy|hate|dislike|"
+    r"avoid|can't stand|cannot stand)\b|\bmy\s+favou?rite\b|"
+    r"\bi\s+(?:don't|do not)\s+(?:like|eat|want)\b|"
+    r"\bi'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic)\b",
+    re.IGNORECASE,
+)
+_FACT = re.compile(
+    r"\bmy\s+name\s+is\b|\bi\s+(?:work|live)\s+(?:as|at|in|for)\b|\bi\s+am\s+(?:a|an)\b|"
+    r"\bi'?m\s+(?:a|an)\s+\w+\s*(?:at|in|for)?\b|\bi\s+have\s+(?:a|an|two|three)\b|"
+    r"\bmy\s+(?:birthday|job|wife|husband|partner|dog|cat|hamster|son|daughter|kid)\b[^?]*\b(?:is|are)\b|"
+    r"^(?:please\s+)?remember\s+(?:that\s+)?",
+    re.IGNORECASE,
+)
+_RECALL = re.compile(
+    r"\b(?:did\s+(?:i|we)|what\s+did\s+(?:i|we)|do\s+you\s+remember|have\s+(?:i|we)|when\s+did\s+(?:i|we)|"
+    r"what\s+do\s+you\s+know\s+about\s+me|what\s+do\s+i\s+(?:like|prefer))\b",
+    re.IGNORECASE,
+)
+_PRICE_WORDS = frozenset("much price prices cost costs pay paid expensive cheap".split())
+_COMMERCE = frozenset(
+    "price prices cost costs cheap cheapest buy deal deals expensive afford".split()
+)
+_REJECTED = re.compile(
+    r"^(?:no|nope)\b|that'?s\s+(?:wrong|not\s+right|incorrect|not\s+it)|not\s+what\s+i\s+(?:asked|meant)|"
+    r"\bi\s+meant\b|you'?re\s+wrong",
+    re.IGNORECASE,
+)
+_ACCEPTED = re.compile(
+    r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE
+)
+_GREETING = re.compile(
+    r"^\s*(?:hi|hello|hey|good\s+(?:morning|evening|afternoon))\b[\s!.]*$", re.IGNORECASE
+)
+_REFERENCE = re.compile(
+    r"\b(?:that\s+one|this\s+one|the\s+same\s+one|that\s+(?!is\b|was\b|i\b|you\b|we\b|it\b|they\b)[a-z]+|"
+    r"\bit\b|them|those)\b",
+    re.IGNORECASE,
+)
+_VAGUE = frozenset(
+    """one thing stuff it them those this that same hmm hm um uh er ok okay so well yes yeah
+    maybe huh something anything""".split()
+)
+
+
+def _topic(words: list[str], topics: dict[str, list[str]]) -> str:
+    stems = {_stem(w) for w in words}
+    best, best_key = "general", (0, 0)
+    for topic, keys in topics.items():
+        hits = sum(1 for k in keys if _stem(k) in stems)
+        if hits and (hits, topic.count(".")) > best_key:
+            best, best_key = topic, (hits, topic.count("."))
+    if best != "general":  # prefer the most specific topic that also matched
+        for topic, keys in topics.items():
+            if topic.startswith(best + ".") and any(_stem(k) in stems for k in keys):
+                best = topic
+    return best
+
+
+def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
+    query = data.query.strip()
+    feedback = None
+    if _REJECTED.search(query):
+        feedback = "rejected"
+    elif _ACCEPTED.search(query):
+        feedback = "accepted"
+    resolved, status, references, reference = query, "not_needed", [], None
+    previous = data.recent_turns[-1] if data.recent_turns else None
+    match = _REFERENCE.search(query)
+    if (
+        match
+        and len(query.split()) <= 14
+        and not _PREFERENCE.search(query)
+        and not _FACT.search(query)
+    ):
+        references = [match.group(0)]
+        target = None
+        if previous is not None:
+            target = previous.subject or (
+                previous.content_reference.title if previous.content_reference else None
+            )
+        if target:
+            status = "resolved"
+            resolved = query[: match.start()] + target + query[match.end() :]
+            source_turn = previous.turn  # type: ignore[union-attr]
+            if (
+                previous.content_reference is not None
+                and previous.content_reference.title == target
+            ):
+                source_turn = previous.content_reference.source_turn
+            reference = ContentReference(
+                title=target, source_turn=source_turn, detail=previous.query[:120]
+            )
+        else:
+            status = "unresolved"
+    resolved_words = query_terms(resolved)
+    keywords = list(dict.fromkeys(w for w in resolved_words if w not in _VAGUE))[:10]
+    if _GREETING.match(query):
+        kind = "greeting"
+    elif feedback is not None and len(query.split()) <= 8 and not keywords[2:]:
+        kind = "feedback"
+    elif _PREFERENCE.search(query):
+        kind = "preference_statement"
+    elif _FACT.search(query) and "?" not in query:
+        kind = "fact_statement"
+    elif _RECALL.search(query):
+        kind = "recall"
+    elif status == "resolved":
+        kind = "followup"
+    elif _COMMERCE & set(resolved_words) or _PRICE.search(query) or "how much" in query.lower():
+        kind = "commerce"
+    else:
+        kind = "question"
+    reasoning = f"type {kind}; {len(keywords)} keywords"
+    if status != "not_needed":
+        reasoning += f"; reference {references[0]!r} {status}"
+    return t.AnalyzeOut(
+        resolved_query=resolved,
+        query_type=kind,
+        reference_status=status,  # type: ignore[arg-type]
+        original_references=references,
+        content_reference=reference,
+        primary_topic=_topic(resolved_words, data.topics),
+        keywords=keywords,
+        entities=entities_in(resolved),
+        feedback=feedback,  # type: ignore[arg-type]
+        reasoning=reasoning,
+    )
+
+
+# --- phase 1 ---------------------------------------------------------------------------------
+
+_STATEMENTS = ("preference_statement", "fact_statement")
+
+
+def reflect(data: t.ReflectIn) -> t.ReflectOut:
+    a = data.analysis
+    subject = ", ".join(a.entities[:2]) or " ".join(a.keywords[:4])
+    if a.query_type in ("greeting", "feedback"):
+        return t.ReflectOut(
+            decision="PROCEED",
+            confidence=0.9,
+            reasoning=f"{a.query_type}: reply briefly",
+            user_purpose="Small talk or feedback",
+            data_requirements=[],
+        )
+    if a.reference_status == "unresolved" and len(a.keywords) < 2:
+        return t.ReflectOut(
+            decision="CLARIFY",
+            confidence=0.9,
+            reasoning=f"the query refers to {a.original_references[0]!r}; no earlier turn names it",
+            clarification_question="Which one do you mean? No earlier turn names it.",
+        )
+    if not a.keywords:
+        return t.ReflectOut(
+            decision="CLARIFY",
+            confidence=0.85,
+            reasoning="the query names nothing to look up or act on",
+            clarification_question="I found no topic in your message: what should I look into?",
+        )
+    needs: list[str] = []
+    if a.query_type in _STATEMENTS:
+        purpose = f"Tell the assistant about themselves ({subject})"
+        needs.append("user_memory")
+    elif a.query_type == "recall":
+        purpose, needs = f"Recall what was said about {subject}", ["prior_turns", "user_memory"]
+    elif a.query_type == "followup":
+        purpose, needs = (
+            f"Follow up on {a.content_reference.title if a.content_reference else subject}",
+            ["prior_turns"],
+        )
+    elif a.query_type == "commerce":
+        purpose, needs = f"Find buying information for {subject}", ["prior_turns", "research"]
+    else:
+        purpose, needs = f"Get information about {subject}", ["prior_turns", "knowledge"]
+    lowered = data.query.lower()
+    if "how much" in lowered or {"price", "cost", "costs", "prices"} & set(a.keywords):
+        needs.append("price")
+    if any(w in lowered for w in ("in stock", "right now", "today", "latest", "current")):
+        needs.append("fresh_data")
+    return t.ReflectOut(
+        decision="PROCEED",
+        confidence=0.85 if a.keywords[1:] else 0.7,
+        reasoning=f"clear {a.query_type} with keywords {', '.join(a.keywords[:5])}",
+        user_purpose=purpose,
+        data_requirements=list(dict.fromkeys(needs)),
+    )
+
+
+# --- phase 2 ---------------------------------------------------------------------------------
+
+
+def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
+    keywords = data.keywords
+    top = max((c.score for c in data.candidates), default=0.0) or 1.0
+    picks: list[t.Pick] = []
+    for c in data.candidates:
+        overlap = stems_overlap(keywords, f"{c.title} {c.snippet}")
+        norm = c.score / top
+        if c.tier == "reference":
+            picks.append(
+                t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn")
+            )
+            continue
+        if overlap == 0 or (c.tier != "hot" and norm < data.threshold):
+            continue
+        relevance = (
+            "high"
+            if norm >= 0.6 and overlap >= 2
+            else "medium"
+            if norm >= 0.3 or overlap >= 2
+            else "low"
+        )
+        where = f"{c.tier} tier, " if c.tier else ""
+        picks.append(
+            t.Pick(
+                doc_id=c.doc_id,
+                relevance=relevance,
+                reason=f"{where}shares {overlap} query term(s)",
+            )
+        )
+    memory = [m for m in data.memory_entries if stems_overlap(keywords, m) > 0]
+    reasoning = (
+        f"{len(picks)} of {len(data.candidates)} documents and {len(memory)} memory entries "
+        "share query terms"
+    )
+    return t.RetrievalOut(relevant=picks, relevant_memory=memory, reasoning=reasoning)
+
+
+def _key_facts(keywords: list[str], text: str, limit: int = 3) -> list[str]:
+    scored = [(stems_overlap(keywords, s), -i, s) for i, s in enumerate(sentences(text))]
+    scored = [x for x in scored if x[0] > 0]
+    scored.sort(reverse=True)
+    return [s[:300] for _, _, s in scored[:limit]]
+
+
+def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
+    keywords = data.keywords
+    out = t.SynthesizeContextOut()
+    out.memory = list(data.memory)
+    covered: set[str] = set()
+    for doc in data.documents:
+        facts = _key_facts(keywords, doc.text)
+        if not facts:
+            continue
+        for word in keywords:
+            if any(stems_overlap([word], f) for f in facts):
+                covered.add(word)
+        row = t.DocRow(
+            doc_id=doc.doc_id,
+            relevance=doc.relevance,
+            summary=doc.title or facts[0][:120],
+            key_facts=facts,
+        )
+        if doc.kind in ("turn", "archived_turn"):
+            out.prior_turns.append(row)
+        elif doc.kind == "research":
+            out.research.append(row)
+        else:
+            out.knowledge.append(row)
+    out.gaps = [
+        w
+        for w in keywords
+        if w not in covered and not any(stems_overlap([w], m.value) for m in out.memory)
+    ]
+    found = len(out.prior_turns) + len(out.research) + len(out.knowledge) + len(out.memory)
+    out.context_quality = round(min(1.0, 0.3 + 0.15 * found) if found else 0.0, 2)
+    return out
+
+
+# --- phase 3 ---------------------------------------------------------------------------------
+
+_STATEMENT_LEADS = [
+    (re.compile(r"^(?:i|we)\s+(?:really\s+)?prefer\s+", re.I), "Prefers "),
+    (re.compile(r"^(?:i|we)\s+(?:really\s+)?(?:like|love|enjoy)\s+", re.I), "Likes "),
+    (
+        re.compile(r"^(?:i|we)\s+(?:hate|dislike|avoid|can't stand|cannot stand)\s+", re.I),
+        "Dislikes ",
+    ),
+    (re.compile(r"^i\s+(?:don't|do not)\s+(?:like|eat|want)\s+", re.I), "Does not like "),
+    (re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?", re.I), ""),
+    (re.compile(r"^my\s+name\s+is\s+", re.I), "Name: "),
+    (re.compile(r"^i\s+work\s+", re.I), "Works "),
+    (re.compile(r"^i\s+live\s+", re.I), "Lives "),
+    (re.compile(r"^i'?m\s+|^i\s+am\s+", re.I), "Is "),
+    (re.compile(r"^i\s+have\s+", re.I), "Has "),
+    (re.compile(r"^my\s+", re.I), "Their "),
+]
+
+
+def _statement_candidates(query: str, topic: str, keywords: list[str]) -> list[t.CandidateDraft]:
+    drafts: list[t.CandidateDraft] = []
+    for sentence in re.split(
+        r"(?<=[.!;])\s+|\s+(?:and|but)\s+(?=i\b|my\b)", query.strip(), flags=re.I
+    ):
+        sentence = sentence.strip().rstrip(".!;")
+        if (
+            not sentence
+            or sentence.endswith("?")
+            or _URL.search(sentence)
+            or _PRICE.search(sentence)
+        ):
+            continue
+        is_pref = bool(_PREFERENCE.search(sentence))
+        if not is_pref and not _FACT.search(sentence):
+            continue
+        content = sentence
+        for pattern, lead in _STATEMENT_LEADS:
+            if pattern.search(content):
+                content = pattern.sub(lead, content, count=1)
+                break
+        content = content[0].upper() + content[1:]
+        words = [k for k in keywords if stems_overlap([k], sentence)]
+        drafts.append(
+            t.CandidateDraft(
+                doc_type="preference" if is_pref else "fact",
+                content=content,
+                topic=topic
+                if topic != "general"
+                else ("user.preference" if is_pref else "user.fact"),
+                keywords=words[:6],
+            )
+        )
+    return drafts
+
+
+def plan(data: t.PlanIn) -> t.PlanOut:
+    tools = {spec.name for spec in data.tools if spec.available}
+    drafts = _statement_candidates(data.query, data.topic, data.keywords)
+    question = "?" in data.query or data.query_type in (
+        "recall",
+        "followup",
+        "commerce",
+        "question",
+    )
+    found = sum(int(m.get("count", 0) or 0) for m in data.context_meta)
+    todos: list[str] = []
+    requests: list[ToolRequest] = []
+    if drafts:
+        todos.append(f"Stage {len(drafts)} memory candidate(s) from what the user stated")
+    if question and data.query_type not in ("greeting", "feedback"):
+        needs_price = "price" in data.data_requirements
+        if (
+            data.attempt == 0
+            and found
+            and not ("fresh_data" in data.data_requirements and "internet.research" in tools)
+        ):
+            todos.append("Answer from the gathered context (§2)")
+        else:
+            if "internet.research" in tools and (
+                data.query_type == "commerce"
+                or needs_price
+                or "fresh_data" in data.data_requirements
+            ):
+                requests.append(
+                    ToolRequest(
+                        tool="internet.research",
+                        args={"query": data.resolved_query},
+                        reason="current prices and availability are needed",
+                    )
+                )
+            if "memory.search" in tools:
+                query = data.resolved_query if data.attempt == 0 else " ".join(data.keywords)
+                requests.append(
+                    ToolRequest(
+                        tool="memory.search",
+                        args={"query": query, "limit": 5},
+                        reason="look for more in memory than §2 holds",
+                    )
+                )
+            todos += [f"Call {r.tool}" for r in requests]
+            todos.append("Answer from §2 and the tool results")
+    else:
+        todos.append("Acknowledge the user")
+    reasoning = (
+        f"§2 holds {found} relevant item(s); "
+        + (f"tools: {', '.join(r.tool for r in requests)}" if requests else "no tools needed")
+        + (f"; retry after: {'; '.join(data.feedback)}" if data.feedback else "")
+    )
+    return t.PlanOut(
+        route="coordinator" if requests else "synthesis",
+        todos=todos,
+        tool_requests=requests,
+        memory_candidates=drafts,
+        reasoning=reasoning,
+    )
+
+
+# --- phase 6-7 -------------------------------------------------------------------------------
+
+
+def _ranked_sentences(data: t.AnswerIn) -> list[tuple[int, int, str]]:
+    keywords = list(data.keywords)
+    if data.content_reference is not None:
+        keywords += query_terms(data.content_reference.title)
+    ranked: list[tuple[int, int, str]] = []
+    for source in data.sources:
+        for i, sentence in enumerate(sentences(source.text)):
+            score = stems_overlap(keywords, sentence)
+            if data.content_reference and data.content_reference.title.lower() in sentence.lower():
+                score += 2
+            if score:
+                ranked.append((score, -i, f"{sentence} [{source.n}]"))
+    for tool in data.tool_results:
+        for i, sentence in enumerate(sentences(tool.text)):
+            score = stems_overlap(keywords, sentence)
+            if score:
+                ranked.append((score, -i - 100, f"{sentence} ({tool.tool})"))
+    ranked.sort(key=lambda x: (-x[0], -x[1]))
+    return ranked
+
+
+def answer(data: t.AnswerIn) -> t.AnswerOut:
+    parts: list[str] = []
+    if data.staged_memory:
+        parts.append(
+            "Noted — I'll remember: " + "; ".join(m.rstrip(".") for m in data.staged_memory) + "."
+        )
+    if data.query_type == "greeting":
+        return t.AnswerOut(
+            answer="Hello! Ask me anything, or tell me what you'd like me to remember."
+        )
+    if data.query_type == "feedback":
+        return t.AnswerOut(answer="Thanks for telling me — I've noted it for the previous answer.")
+    wants_answer = "?" in data.query or data.query_type not in (
+        "preference_statement",
+        "fact_statement",
+    )
+    citations: list[str] = []
+    if wants_answer:
+        ranked = _ranked_sentences(data)
+        if (
+            "price" in " ".join(data.feedback).lower()
+            or "how much" in data.query.lower()
+            or "price" in data.keywords
+        ):
+            priced = [r for r in ranked if _PRICE.search(r[2])]
+            ranked = priced + [r for r in ranked if r not in priced]
+        limit = 1 if data.feedback else 3
+        chosen: list[str] = []
+        seen: set[str] = set()
+        for _, _, sentence in ranked:
+            plain = re.sub(r"\s*(?:\[\d+\]|\([\w.]+\))$", "", sentence).lower()
+            if plain in seen:
+                continue
+            seen.add(plain)
+            chosen.append(sentence)
+            if len(chosen) == limit:
+                break
+        if chosen:
+            lead = (
+                f"About {data.content_reference.title}: "
+                if data.content_reference
+                else "From memory: "
+            )
+            parts.append(lead + " ".join(chosen))
+            by_n = {str(s.n): s.doc_id for s in data.sources}
+            for sentence in chosen:
+                for n in re.findall(r"\[(\d+)\]", sentence):
+                    if by_n.get(n) and by_n[n] not in citations:
+                        citations.append(by_n[n])
+        else:
+            about = ", ".join(data.keywords[:4]) or "that"
+            parts.append(f"I don't have anything in memory about {about} yet.")
+    return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
+
+
+def validate(data: t.ValidateIn) -> t.ValidateOut:
+    text = data.answer
+    corpus = (
+        " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
+    )
+    corpus_flat = corpus.replace(",", "")
+    checks: list[GateResult] = []
+    present = bool(text.strip())
+    checks.append(GateResult(gate="answer_present", passed=present))
+    numbers = {
+        n
+        for n in (m.group(0).replace(",", "") for m in _NUMBER.finditer(text))
+        if n not in {str(s.n) for s in data.sources}
+    }
+    quoted_query = data.query + " " + data.resolved_query
+    ungrounded = sorted(n for n in numbers if n not in corpus_flat and n not in quoted_query)
+    checks.append(GateResult(gate="grounded", passed=not ungrounded, detail=", ".join(ungrounded)))
+    valid = {str(s.n) for s in data.sources}
+    cited = set(re.findall(r"\[(\d+)\]", text))
+    bad = sorted(cited - valid)
+    checks.append(GateResult(gate="citations_valid", passed=not bad, detail=", ".join(bad)))
+    needs_price = "price" in data.data_requirements
+    asked = [e for e in data.entities] or [k for k in data.keywords if k not in _PRICE_WORDS]
+    has_price = any(
+        _PRICE.search(sentence)
+        and (
+            not asked
+            or any(stems_overlap([a], sentence) or a.lower() in sentence.lower() for a in asked)
+        )
+        for sentence in sentences(text)
+    )
+    checks.append(
+        GateResult(
+            gate="requested_data",
+            passed=has_price or not needs_price,
+            detail="a price was asked for" if needs_price else "",
+        )
+    )
+    last = data.attempt + 1 >= data.max_attempts
+    if not present:
+        return t.ValidateOut(decision="FAIL", reasons=["the answer is empty"], checks=checks)
+    if ungrounded or bad:
+        reasons = [f"claims not found in the sources: {', '.join(ungrounded + bad)}"]
+        return t.ValidateOut(decision="FAIL" if last else "REVISE", reasons=reasons, checks=checks)
+    if needs_price and not has_price:
+        reasons = ["the answer lacks the price that was asked for"]
+        return t.ValidateOut(decision="FAIL" if last else "RETRY", reasons=reasons, checks=checks)
+    return t.ValidateOut(
+        decision="APPROVE",
+        reasons=["grounded in the cited sources" if cited else "no unsupported claims"],
+        checks=checks,
+    )
+
+
+# --- save ------------------------------------------------------------------------------------
+
+
+def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
+    first = sentences(data.answer)[:1]
+    summary = f"Asked: {data.resolved_query[:140]}"
+    if first:
+        summary += f" — answered: {first[0][:160]}"
+    answer_entities = entities_in(data.answer)
+    subject = None
+    for name in answer_entities:  # the most specific name the answer gives for what was asked
+        if any(e.lower() in name.lower() for e in data.entities) or stems_overlap(
+            data.keywords, name
+        ):
+            if subject is None or len(name) > len(subject):
+                subject = name
+    if subject is None and data.entities:
+        subject = max(data.entities, key=len)
+    return t.SummarizeOut(summary=summary, topics=data.keywords[:5], subject=subject)
+
+
+RULES: dict[str, Callable[[Any], BaseModel]] = {
+    "analyze_query": analyze_query,
+    "reflect": reflect,
+    "plan_retrieval": plan_retrieval,
+    "synthesize_context": synthesize_context,
+    "plan": plan,
+    "answer": answer,
+    "validate": validate,
+    "summarize_turn": summarize_turn,
+}
+
+
+class OfflineBackend:
+    """Deterministic rules; `run` validates the result against the task's output model."""
+
+    name = "offline"
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        result = RULES[task.name](data)
+        return task.output.model_validate(result.model_dump()), Usage(calls=1)
+
+    def close(self) -> None:
+        return None

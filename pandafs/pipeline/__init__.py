@@ -1,0 +1,10 @@
+"""The turn pipeline: phases 0-8 as events (DESIGN.md §4).
+
+`Pipeline(vault).ask(query, user=...)` runs one turn; `resume(user, turn)` finishes
+one whose process died.  Phases live one per module; `tasks` holds the LLM
+contracts both backends answer.
+"""
+
+from .turn import Pipeline, TurnResult, next_step
+
+__all__ = ["Pipeline", "TurnResult", "next_step"]

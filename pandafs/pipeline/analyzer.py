@@ -1,0 +1,64 @@
+"""Phase 0 — Query Analyzer (REFLEX): resolve references, classify, pick topic and keywords."""
+
+from __future__ import annotations
+
+import orjson
+
+from events import Payload, TurnView
+from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
+
+from .context import TurnContext
+from .tasks import AnalyzeIn, AnalyzeOut, PriorTurn
+
+__all__ = ["recent_turns", "run"]
+
+
+def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
+    """The user's last `count` completed turns before this one, oldest first (hot memory)."""
+    out: list[PriorTurn] = []
+    for path in ctx.vault.layout.recent_turn_dirs(ctx.user, ctx.turn, count):
+        try:
+            meta = orjson.loads((path / "metadata.json").read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            continue
+        ref = meta.get("content_reference")
+        out.append(
+            PriorTurn(
+                turn=path.name,
+                query=meta.get("query", ""),
+                answer=(meta.get("answer") or "")[:600],
+                subject=meta.get("subject"),
+                content_reference=ContentReference.model_validate(ref) if ref else None,
+            )
+        )
+    return list(reversed(out))
+
+
+def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
+    recent = recent_turns(ctx, ctx.config.tiers.hot_turns)
+    out: AnalyzeOut = ctx.think(
+        "analyze_query", AnalyzeIn(query=view.query, recent_turns=recent, topics=ctx.config.topics)
+    )
+    reference = out.content_reference
+    if reference is not None and reference.doc_id is None:
+        reference = reference.model_copy(update={"doc_id": f"{ctx.user}/{reference.source_turn}"})
+    events: list[Payload] = [
+        QueryAnalyzed(
+            resolved_query=out.resolved_query or view.query,
+            query_type=out.query_type,
+            reference_status=out.reference_status,
+            original_references=out.original_references,
+            content_reference=reference,
+            primary_topic=out.primary_topic or "general",
+            keywords=out.keywords,
+            entities=out.entities,
+            reasoning=out.reasoning,
+        )
+    ]
+    if out.feedback is not None and recent:
+        events.append(
+            FeedbackRecorded(
+                target_turn=recent[-1].turn, status=out.feedback, signal=view.query[:200]
+            )
+        )
+    return events

@@ -1,0 +1,76 @@
+"""What a phase may use: the turn's identity and folder, the vault's services, a clock.
+
+A phase is a function `(ctx, view) -> list[Payload]`: it reads what earlier events
+say (the `TurnView`), may think (`ctx.think`) and use services (memory, tools), and
+returns the events it decided on.  It writes nothing itself; the orchestrator
+appends its events.  No state survives between turns except the files.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..config import Config
+from ..llm.base import Backend
+from ..llm.openai_compat import Usage
+from ..memory import Memory, Retrieved
+from ..vault import Vault
+from .tasks import TASKS
+
+__all__ = ["TurnContext"]
+
+
+@dataclass
+class TurnContext:
+    vault: Vault
+    memory: Memory
+    backend: Backend
+    user: str
+    turn: str
+    clock: Callable[[], datetime]
+    usage: Usage = field(default_factory=Usage)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Config:
+        return self.vault.config
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def turn_dir(self) -> Path:
+        return self.vault.layout.turn_dir(self.user, self.turn)
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def think(self, task_name: str, data: BaseModel) -> Any:
+        """Ask the backend for a task's output; usage is added to this phase's tally."""
+        task = TASKS[task_name]
+        result, usage = self.backend.run(task, data)
+        self.usage = self.usage + usage
+        return result
+
+    def read(self, id_or_path: str) -> Retrieved:
+        """`memory.retrieve`, read once per turn (phases look at the same documents)."""
+        cache: dict[str, Retrieved] = self.extras.setdefault("_read_cache", {})
+        if id_or_path not in cache:
+            cache[id_or_path] = self.memory.retrieve(id_or_path)
+        return cache[id_or_path]
+
+    def take_usage(self) -> Usage:
+        usage, self.usage = self.usage, Usage()
+        return usage
+
+
+def elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)

@@ -1,0 +1,78 @@
+"""Phase 3 — Planner (MIND): todo list, tool requests, memory candidates (staged)."""
+
+from __future__ import annotations
+
+import re
+
+from events import Payload, TurnView
+from events.schema import MemoryCandidate, MemoryStaged, PlanCreated, Todo
+
+from .context import TurnContext
+from .tasks import PlanIn, PlanOut
+from .tools import available_tools
+
+__all__ = ["is_transient", "run"]
+
+_TRANSIENT = re.compile(
+    r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b|https?://|www\.", re.IGNORECASE
+)
+
+
+def is_transient(text: str) -> bool:
+    """Prices and URLs are never memory (seed 001 §7): they go stale."""
+    return bool(_TRANSIENT.search(text))
+
+
+def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
+    analysis, reflection, context = view.analysis, view.reflection, view.context
+    assert analysis is not None and reflection is not None
+    feedback: list[str] = []
+    if attempt > 0:
+        previous = view.attempts[-1].validation if view.attempts else None
+        feedback = list(previous.reasons) if previous else []
+    blocks = context.blocks if context else []
+    out: PlanOut = ctx.think(
+        "plan",
+        PlanIn(
+            query=view.query,
+            resolved_query=analysis.resolved_query,
+            query_type=analysis.query_type,
+            keywords=analysis.keywords,
+            topic=analysis.primary_topic,
+            user_purpose=reflection.user_purpose,
+            data_requirements=reflection.data_requirements,
+            context_meta=[{"heading": b.heading, **b.meta} for b in blocks],
+            context_text="\n".join(" | ".join(r) for b in blocks for r in b.rows)[:4000],
+            tools=available_tools(ctx),
+            attempt=attempt,
+            feedback=feedback,
+        ),
+    )
+    todos = [Todo(id=i, text=text, status="pending") for i, text in enumerate(out.todos, 1)]
+    events: list[Payload] = [
+        PlanCreated(
+            attempt=attempt,
+            route=out.route,
+            todos=todos,
+            tool_requests=out.tool_requests,
+            reasoning=out.reasoning,
+        )
+    ]
+    known = {c.content.lower() for c in view.staged}
+    for number, draft in enumerate(out.memory_candidates, 1):
+        if draft.content.lower() in known or is_transient(draft.content):
+            continue
+        known.add(draft.content.lower())
+        events.append(
+            MemoryStaged(
+                candidate=MemoryCandidate(
+                    candidate_id=f"a{attempt}-c{number}",
+                    doc_type=draft.doc_type,
+                    content=draft.content,
+                    topic=draft.topic,
+                    keywords=draft.keywords,
+                    key=draft.key,
+                )
+            )
+        )
+    return events

@@ -1,0 +1,30 @@
+"""Phase 1 — Reflection (REFLEX): PROCEED or CLARIFY, the user's purpose, data needs."""
+
+from __future__ import annotations
+
+from events import Payload, TurnView
+from events.schema import ReflectionDecided
+
+from .context import TurnContext
+from .tasks import AnalyzeOut, ReflectIn, ReflectOut
+
+__all__ = ["run"]
+
+
+def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
+    assert view.analysis is not None
+    analysis = AnalyzeOut.model_validate(view.analysis.model_dump())
+    out: ReflectOut = ctx.think("reflect", ReflectIn(query=view.query, analysis=analysis))
+    question = out.clarification_question
+    if out.decision == "CLARIFY" and not question:
+        question = "Could you say a little more about what you need?"
+    return [
+        ReflectionDecided(
+            decision=out.decision,
+            confidence=out.confidence,
+            reasoning=out.reasoning,
+            user_purpose=out.user_purpose,
+            data_requirements=out.data_requirements,
+            clarification_question=question if out.decision == "CLARIFY" else None,
+        )
+    ]

@@ -1,0 +1,181 @@
+"""Phase 8 — Save (procedural): commit or discard staged memory, record what §2 used
+and how validation went, summarise the turn for the index, and on failure leave an
+intervention note a person can act on (seed 003 §9).
+
+Every step is idempotent so a resumed turn never commits twice: memory files dedupe
+by statement, and candidates already committed or discarded in the events are skipped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from events import (
+    DocumentMetadata,
+    Payload,
+    TurnView,
+    atomic_write,
+    format_ts,
+    render_document,
+    wikilink,
+)
+from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
+
+from .context import TurnContext
+from .tasks import SummarizeIn, SummarizeOut
+
+__all__ = ["outcome_of", "run", "write_intervention"]
+
+QUALITY = {"APPROVE": 0.8, "REVISE": 0.5, "FAIL": 0.2, "CLARIFY": 0.3}
+
+ADVICE = {
+    "LLMUnavailable": "Start the LLM server or fix `[llm] base_url` in pandafs.toml; ask again.",
+    "LLMTimeout": "The model answered too slowly: raise `[llm] timeout_s` or use a smaller model.",
+    "LLMOutputError": "The model returned invalid JSON twice: use a stronger `[llm.roles]` model.",
+    "LLMError": "Check the LLM server's log and `[llm]` in pandafs.toml.",
+    "validation": "The answer could not be verified against memory. Add the missing facts (e.g. "
+    "with `pandafs save`) or configure `[research] search_url`, then ask again.",
+}
+
+
+def outcome_of(view: TurnView, max_attempts: int) -> tuple[str, str]:
+    """(outcome, why) of a turn whose phases are done."""
+    if view.failures:
+        failure = view.failures[-1]
+        return "FAIL", f"{failure.phase} failed ({failure.error_type}: {failure.message})"
+    if view.reflection is not None and view.reflection.decision == "CLARIFY":
+        return "CLARIFY", "needs clarification"
+    last = view.last_validation
+    if last is None:
+        return "FAIL", "no validated answer"
+    if last.decision == "APPROVE":
+        return "APPROVE", "validated"
+    if last.decision == "FAIL":
+        return "FAIL", "; ".join(last.reasons) or "validation failed"
+    return (
+        "FAIL",
+        f"still {last.decision} after {max_attempts} attempt(s): {'; '.join(last.reasons)}",
+    )
+
+
+def _final_answer(view: TurnView, outcome: str, why: str) -> str:
+    if outcome == "APPROVE":
+        return view.answer or ""
+    if outcome == "CLARIFY":
+        assert view.reflection is not None
+        return view.reflection.clarification_question or "Could you say more?"
+    return f"Sorry — I couldn't give a reliable answer this time: {why}."
+
+
+def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime) -> str:
+    """A note for a person in observability/interventions/, linked to the turn."""
+    failure = view.failures[-1] if view.failures else None
+    kind = failure.error_type if failure else "validation"
+    rel = f"observability/interventions/{now.date().isoformat()}-{ctx.user}-{ctx.turn}.md"
+    meta = DocumentMetadata(
+        id=f"intervention/{ctx.user}/{ctx.turn}",
+        user=ctx.user,
+        title=f"Intervention: turn {ctx.turn} of {ctx.user} failed",
+        primary_topic="observability.intervention",
+        content_types=["intervention"],
+        created_at=now,
+        tags=["pandafs/intervention"],
+        turn=ctx.doc_id,
+        phase=failure.phase if failure else "validation",
+        error_type=kind,
+    )
+    advice = ADVICE.get(
+        kind,
+        ADVICE["LLMError"]
+        if kind.startswith("LLM")
+        else "Look at the turn's events.jsonl and toolresults.md for the failing step.",
+    )
+    body = (
+        f"# Turn {ctx.turn} of {ctx.user} needs attention\n\n"
+        f"- **Turn:** {wikilink(f'users/{ctx.user}/turns/{ctx.turn}/context.md', ctx.doc_id)}\n"
+        f"- **Query:** {view.query}\n"
+        f"- **What broke:** {why}\n"
+        f"- **When:** {format_ts(now)}\n\n"
+        f"## What to do\n\n{advice}\n"
+    )
+    atomic_write(ctx.vault.root / rel, render_document(meta, body))
+    return rel
+
+
+def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
+    max_attempts = ctx.config.pipeline.max_revisions + 1
+    outcome, why = outcome_of(view, max_attempts)
+    now = ctx.now()
+    events: list[Payload] = []
+    settled = {c.candidate_id for c in view.committed} | {d.candidate_id for d in view.discarded}
+    for candidate in view.staged:
+        if candidate.candidate_id in settled:
+            continue
+        if outcome == "APPROVE":
+            saved = ctx.memory.save(
+                candidate.content,
+                user=ctx.user,
+                doc_type=candidate.doc_type,
+                topic=candidate.topic,
+                keywords=candidate.keywords,
+                key=candidate.key,
+                scope="user" if candidate.doc_type != "memory" else "new",
+                source_turn=ctx.turn,
+                now=now,
+            )
+            events.append(
+                MemoryCommitted(
+                    candidate_id=candidate.candidate_id,
+                    doc_id=saved.doc_id,
+                    doc_path=saved.doc_path,
+                )
+            )
+        else:
+            events.append(
+                MemoryDiscarded(
+                    candidate_id=candidate.candidate_id, reason=f"turn outcome {outcome}: {why}"
+                )
+            )
+    if view.context is not None and view.used is None:
+        last = view.last_validation
+        decision = last.decision if last is not None and not view.failures else "FAIL"
+        events.append(
+            DocumentsUsed(doc_ids=[s.doc_id for s in view.context.sources], outcome=decision)
+        )
+    analysis = view.analysis
+    final = _final_answer(view, outcome, why)
+    tools_used = [t.tool for t in view.tool_calls() if t.ok]
+    summary = SummarizeOut(summary=f"Asked: {view.query[:140]}", topics=[])
+    if analysis is not None:
+        summary = ctx.think(
+            "summarize_turn",
+            SummarizeIn(
+                query=view.query,
+                resolved_query=analysis.resolved_query,
+                answer=final,
+                outcome=outcome,
+                keywords=analysis.keywords,
+                entities=analysis.entities,
+                tools_used=tools_used,
+            ),
+        )
+    research = [t for t in view.tool_calls() if t.tool == "internet.research" and t.ok]
+    intervention = write_intervention(ctx, view, why, now) if outcome == "FAIL" else None
+    quality = QUALITY[outcome] + (
+        0.1 if outcome == "APPROVE" and view.context and view.context.sources else 0.0
+    )
+    events.append(
+        TurnCompleted(
+            outcome=outcome,
+            answer=final,
+            subject=summary.subject,
+            summary=summary.summary,
+            topics=summary.topics,
+            query_type=analysis.query_type if analysis else "unknown",
+            has_research=bool(research),
+            research_topic=analysis.primary_topic if research and analysis else None,
+            quality=round(quality, 2),
+            intervention=intervention,
+        )
+    )
+    return events

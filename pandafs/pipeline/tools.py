@@ -1,0 +1,252 @@
+"""The Planner's tools, executed by the Coordinator: memory.search / retrieve / save,
+and internet.research when `[research] search_url` is configured.
+
+Each tool is an argument model (pydantic) plus a function.  The same argument models
+give the JSON schemas an LLM sees (`tool_schemas()`, OpenAI function-calling format;
+dots become underscores there because function names may not contain dots).
+During a turn `memory.save` only *stages* a candidate: Save commits it on APPROVE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from events.schema import MemoryCandidate
+
+from .context import TurnContext
+from .tasks import ToolSpec
+
+__all__ = ["TOOLS", "ToolOutcome", "available_tools", "run_tool", "tool_schemas"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchArgs(_Args):
+    query: str = Field(description="natural language or keywords")
+    topic: str | None = Field(None, description="hierarchical topic filter, e.g. pet.hamster")
+    content_types: list[str] = Field(default_factory=list, description="e.g. preference, research")
+    scope: Literal["new", "user", "global"] | None = None
+    min_quality: float | None = Field(None, ge=0, le=1)
+    include_expired: bool = False
+    limit: int = Field(5, ge=1, le=50)
+
+
+class RetrieveArgs(_Args):
+    id: str = Field(description="document id (alice/turn_000001) or vault-relative path")
+
+
+class SaveArgs(_Args):
+    content: str = Field(
+        description="stable knowledge only: a preference or fact, never a price or URL"
+    )
+    doc_type: Literal["preference", "fact", "memory"] = "memory"
+    topic: str = "general"
+    keywords: list[str] = Field(default_factory=list)
+    key: str | None = Field(None, description="short key for a preference or fact")
+
+
+class ResearchArgs(_Args):
+    query: str = Field(description="what to look up on the web")
+
+
+@dataclass
+class ToolOutcome:
+    ok: bool
+    summary: str
+    result: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+    error: str | None = None
+    staged: MemoryCandidate | None = None
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    run: Callable[[TurnContext, Any], ToolOutcome]
+    available: Callable[[TurnContext], bool] = lambda ctx: True
+
+
+def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
+    hits = ctx.memory.search(
+        args.query,
+        user=ctx.user,
+        topic_filter=args.topic,
+        content_types=args.content_types,
+        scope=args.scope,
+        min_quality=args.min_quality,
+        include_expired=args.include_expired,
+        limit=args.limit,
+        now=ctx.now(),
+        exclude_ids=[ctx.doc_id],
+    )
+    rows = [
+        {k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")}
+        for h in hits
+    ]
+    text = "\n".join(f"{h['title']}: {h['snippet'].replace('**', '')}" for h in hits)
+    return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text)
+
+
+def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
+    doc = ctx.memory.retrieve(args.id)
+    if doc.metadata.get("user") not in (None, ctx.user) and doc.metadata.get("scope") != "global":
+        return ToolOutcome(
+            False, "not visible to this user", error=f"{args.id} belongs to another user"
+        )
+    text = doc.content[:4000]
+    return ToolOutcome(
+        True,
+        f"retrieved {doc.doc_id}",
+        {"doc_id": doc.doc_id, "doc_path": doc.doc_path, "archived": doc.archived},
+        text,
+    )
+
+
+def _stage(ctx: TurnContext, args: SaveArgs) -> ToolOutcome:
+    number = len(ctx.extras.setdefault("staged_by_tool", [])) + 1
+    candidate = MemoryCandidate(
+        candidate_id=f"tool-{number}",
+        doc_type=args.doc_type,
+        content=args.content,
+        topic=args.topic,
+        keywords=args.keywords,
+        key=args.key,
+    )
+    ctx.extras["staged_by_tool"].append(candidate)
+    return ToolOutcome(
+        True,
+        f"staged {args.doc_type} candidate (committed only on APPROVE)",
+        {"candidate_id": candidate.candidate_id},
+        staged=candidate,
+    )
+
+
+def _research_available(ctx: TurnContext) -> bool:
+    return bool(ctx.config.research.search_url)
+
+
+def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
+    if not _research_available(ctx):
+        return ToolOutcome(
+            False,
+            "internet.research is not configured",
+            error="unavailable: set [research] search_url in pandafs.toml",
+        )
+    tool = ctx.extras.get("research_tool")
+    if tool is None:
+        from ..research import ResearchTool
+
+        tool = ResearchTool(ctx.config.research, reliability=ctx.extras.get("reliability"))
+    analysis = ctx.extras.get("analysis")
+    topic = getattr(analysis, "primary_topic", "general")
+    keywords = list(getattr(analysis, "keywords", []))
+    result = tool.run(
+        args.query, ctx.turn_dir, user=ctx.user, topic=topic, keywords=keywords, now=ctx.now()
+    )
+    if not result.available:
+        return ToolOutcome(
+            False, "internet.research is not available", error=result.error or "unavailable"
+        )
+    rows = [dict(f) for f in result.findings]
+    outcomes = [o.__dict__ if hasattr(o, "__dict__") else dict(o) for o in result.outcomes]
+    text = "\n".join(
+        " ".join(
+            str(v) for k, v in f.items() if k in ("title", "price", "availability", "domain") and v
+        )
+        for f in rows
+    )
+    ctx.extras.setdefault("research_results", []).append(result)
+    return ToolOutcome(
+        True,
+        result.summary,
+        {"findings": rows, "outcomes": outcomes, "skipped_domains": list(result.skipped_domains)},
+        text,
+    )
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "memory.search",
+            "Search every document in memory (turns, preferences, facts, research, "
+            "knowledge) visible to this user.",
+            SearchArgs,
+            _search,
+        ),
+        Tool(
+            "memory.retrieve",
+            "Get one document by id or path (archived turns are expanded).",
+            RetrieveArgs,
+            _retrieve,
+        ),
+        Tool(
+            "memory.save",
+            "Save stable knowledge (a preference, fact or memory). During a turn it is "
+            "staged and committed only if validation approves.",
+            SaveArgs,
+            _stage,
+        ),
+        Tool(
+            "internet.research",
+            "Search the web and read the top pages (titles, prices, "
+            "availability); pages are cached as visit records.",
+            ResearchArgs,
+            _research,
+            _research_available,
+        ),
+    )
+}
+
+
+def available_tools(ctx: TurnContext) -> list[ToolSpec]:
+    return [
+        ToolSpec(name=t.name, description=t.description, available=t.available(ctx))
+        for t in TOOLS.values()
+    ]
+
+
+def run_tool(ctx: TurnContext, name: str, raw_args: dict[str, Any]) -> ToolOutcome:
+    """Validate arguments and run a tool; bad arguments are an outcome, not a crash."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return ToolOutcome(False, f"unknown tool {name!r}", error=f"unknown tool {name!r}")
+    try:
+        args = tool.args.model_validate(raw_args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return ToolOutcome(
+            False, "invalid arguments", error=f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+        )
+    return tool.run(ctx, args)
+
+
+def tool_schemas(
+    *, include_unavailable: bool = True, research_configured: bool = False
+) -> list[dict[str, Any]]:
+    """OpenAI function-calling schemas of the tools."""
+    out = []
+    for tool in TOOLS.values():
+        if tool.name == "internet.research" and not (include_unavailable or research_configured):
+            continue
+        schema = tool.args.model_json_schema()
+        schema.pop("title", None)
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name.replace(".", "_"),
+                    "description": f"{tool.name}: {tool.description}",
+                    "parameters": schema,
+                },
+            }
+        )
+    return out

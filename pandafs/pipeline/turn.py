@@ -1,0 +1,308 @@
+"""The orchestrator: one query, one user → one turn folder, phase by phase.
+
+The turn folder is the only state.  `next_step(view)` reads the events so far and
+names the phase that runs next, so starting a turn and resuming one after a crash
+are the same loop: fold the events, run the next phase, append its events (one
+write and one fsync per phase), repeat until `turn_completed`.  A phase that
+raises — an LLM error, invalid output after the corrective retry, a crashing tool —
+becomes a `phase_failed` event and the turn goes straight to Save, which ends it
+with a clear FAIL answer and an intervention note.
+
+When the turn is complete its projections (context.md, metadata.json, …) are
+written and it is indexed at once, so the next turn and `pandafs search` see it.
+Projections are written without fsync: the fsynced events are the record and
+`pandafs verify --repair` re-projects anything a crash lost.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from events import (
+    Event,
+    EventWriter,
+    Payload,
+    TurnView,
+    project_turn,
+    read_events,
+    read_log,
+    render_turn,
+    repair_torn_tail,
+    validate_user_id,
+)
+from events.render import context_parts
+from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
+from indexers.documents import index_doc_from_parts
+
+from ..errors import BadInput
+from ..llm.base import Backend, make_backend
+from ..memory import Memory
+from ..turns import EVENTS_FILE, TurnRef, project
+from ..vault import Vault
+from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
+from .context import TurnContext
+
+__all__ = ["Pipeline", "TurnResult", "next_step"]
+
+MAX_QUERY_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    user: str
+    turn: str
+    answer: str
+    outcome: str
+    context_path: str
+    seconds: float
+    phase_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "user": self.user,
+            "turn_id": self.turn,
+            "doc_id": self.doc_id,
+            "context_path": self.context_path,
+            "outcome": self.outcome,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+Step = tuple[str, int]
+
+
+def next_step(view: TurnView, max_attempts: int) -> Step | None:
+    """The phase to run next (with its attempt number), or None when the turn is complete."""
+    if view.completed is not None:
+        return None
+    if view.failures:
+        return ("save", 0)
+    if view.analysis is None:
+        return ("analyze", 0)
+    if view.reflection is None:
+        return ("reflect", 0)
+    if view.reflection.decision == "CLARIFY":
+        return ("save", 0)
+    if view.retrieval is None:
+        return ("retrieve", 0)
+    if view.context is None:
+        return ("synthesize_context", 0)
+    if not view.attempts:
+        return ("plan", 0)
+    attempt = view.attempts[-1]
+    n = attempt.number
+    if attempt.plan is not None and attempt.plan.route == "coordinator":
+        if not any(step.action == "done" for step in attempt.steps):
+            return ("execute", n)
+    if attempt.response is None:
+        return ("answer", n)
+    if attempt.validation is None:
+        return ("validate", n)
+    decision = attempt.validation.decision
+    if decision in ("RETRY", "REVISE") and n + 1 < max_attempts:
+        return ("plan" if decision == "RETRY" else "answer", n + 1)
+    return ("save", n)
+
+
+PHASE_OF = {
+    "analyze": "query_analyzer",
+    "reflect": "reflection",
+    "retrieve": "context_gatherer",
+    "synthesize_context": "context_gatherer",
+    "plan": "planner",
+    "execute": "executor",
+    "answer": "synthesis",
+    "validate": "validation",
+    "save": "save",
+}
+
+
+def _run_step(ctx: TurnContext, view: TurnView, name: str, attempt: int) -> list[Payload]:
+    match name:
+        case "analyze":
+            return analyzer.run(ctx, view)
+        case "reflect":
+            return reflection.run(ctx, view)
+        case "retrieve":
+            return gatherer.retrieve(ctx, view)
+        case "synthesize_context":
+            return gatherer.synthesize(ctx, view)
+        case "plan":
+            return planner.run(ctx, view, attempt)
+        case "execute":
+            return executor.run(ctx, view, attempt)
+        case "answer":
+            return synthesis.answer(ctx, view, attempt)
+        case "validate":
+            return synthesis.validate(ctx, view, attempt)
+        case "save":
+            return save.run(ctx, view)
+    raise AssertionError(name)
+
+
+def _with_metrics(payloads: list[Payload], metrics: PhaseMetrics) -> list[Payload]:
+    for i, payload in enumerate(payloads):
+        if "metrics" in type(payload).model_fields:
+            payloads[i] = payload.model_copy(update={"metrics": metrics})
+            break
+    return payloads
+
+
+class Pipeline:
+    """Runs turns for one vault.  Holds services only; nothing about any turn."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        backend: Backend | None = None,
+        memory: Memory | None = None,
+        clock: Callable[[], datetime] | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.memory = memory or Memory(vault)
+        self.backend = backend or make_backend(vault.config.llm)
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.extras = dict(extras or {})
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ask(
+        self,
+        query: str,
+        *,
+        user: str,
+        source: str = "ask",
+        inbox_file: str | None = None,
+        occurred_at: datetime | None = None,
+    ) -> TurnResult:
+        """Run one new turn for `user` and return its answer."""
+        validate_user_id(user)
+        if not query.strip():
+            raise BadInput("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise BadInput(
+                f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})"
+            )
+        turn = self.vault.allocate_turns(user)[0]
+        return self._drive(
+            user,
+            turn,
+            TurnStarted(
+                query=query,
+                source=source,
+                occurred_at=occurred_at or self.clock(),
+                inbox_file=inbox_file,  # type: ignore[arg-type]
+                backend=self.backend.name,
+            ),
+        )
+
+    def resume(self, user: str, turn: str) -> TurnResult:
+        """Finish a turn whose process died: repair a torn tail, then continue where it stopped."""
+        return self._drive(validate_user_id(user), turn, None)
+
+    def _drive(self, user: str, turn: str, start: TurnStarted | None) -> TurnResult:
+        started = time.perf_counter()
+        ref = TurnRef(user, turn, self.vault.layout.turn_dir(user, turn))
+        path = ref.events_path
+        moved = 0
+        if start is None and read_log(path).torn_tail is not None:
+            moved = repair_torn_tail(path)
+        ctx = TurnContext(
+            vault=self.vault,
+            memory=self.memory,
+            backend=self.backend,
+            user=user,
+            turn=turn,
+            clock=self.clock,
+            extras=dict(self.extras),
+        )
+        max_attempts = self.vault.config.pipeline.max_revisions + 1
+        with EventWriter(path, user=user, turn=turn, new=start is not None) as writer:
+            events: list[Event] = list(read_events(path)) if start is None else []
+            if start is not None:
+                events.append(writer.append(start))
+            elif not events:
+                raise BadInput(f"{user}/{turn} has no turn_started event; it cannot be resumed")
+            if moved:
+                events += writer.append_many(
+                    [TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn")]
+                )
+            view = project_turn(events)
+            save_failures = 0
+            while (step := next_step(view, max_attempts)) is not None:
+                name, attempt = step
+                ctx.extras["analysis"] = view.analysis
+                begun = time.perf_counter()
+                try:
+                    payloads = _run_step(ctx, view, name, attempt)
+                except Exception as exc:  # every failure is recorded, then Save ends the turn
+                    if name == "save":
+                        save_failures += 1
+                        if save_failures > 1:
+                            raise
+                    payloads = [
+                        PhaseFailed(
+                            phase=PHASE_OF[name],
+                            error_type=type(exc).__name__,
+                            message=str(exc).splitlines()[0][:500] if str(exc) else repr(exc),
+                            attempt=attempt,
+                        )
+                    ]
+                usage = ctx.take_usage()
+                metrics = PhaseMetrics(
+                    duration_ms=round((time.perf_counter() - begun) * 1000.0, 3),
+                    llm_calls=usage.calls,
+                    tokens_in=usage.tokens_in,
+                    tokens_out=usage.tokens_out,
+                    tool_calls=sum(1 for p in payloads if p.TYPE == "tool_executed"),
+                )
+                events += writer.append_many(_with_metrics(payloads, metrics))
+                view = project_turn(events)
+        self._finish(ref, view)
+        context = ref.path / "context.md"
+        return TurnResult(
+            user=user,
+            turn=turn,
+            answer=view.answer or "",
+            outcome=view.outcome or "INCOMPLETE",
+            context_path=self.vault.rel(context),
+            seconds=time.perf_counter() - started,
+            phase_ms=dict(view.phase_ms),
+        )
+
+    def _finish(self, ref: TurnRef, view: TurnView) -> None:
+        """Write the projections and index the turn (and its research document)."""
+        files = render_turn(view)
+        project(ref, view, durable=False)
+        context = ref.path / "context.md"
+        front, body = context_parts(view)
+        doc = index_doc_from_parts(
+            self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
+        )
+        self.memory.index_docs([doc])
+        research = ref.path / "research.md"
+        if research.exists():
+            self.memory.index_paths([research])
+
+
+def load_turn_view(vault: Vault, user: str, turn: str) -> TurnView:
+    return project_turn(read_events(vault.layout.turn_dir(user, turn) / EVENTS_FILE))
