@@ -19,6 +19,7 @@ from .schema import (
     DocumentsUsed,
     Event,
     ExecutorStepped,
+    ExtractionRecorded,
     FeedbackRecorded,
     MemoryCandidate,
     MemoryCommitted,
@@ -29,6 +30,8 @@ from .schema import (
     QueryAnalyzed,
     ReflectionDecided,
     ResponseSynthesized,
+    ScopeChanged,
+    TierFailed,
     ToolExecuted,
     TornTailRepaired,
     TurnCompleted,
@@ -69,6 +72,9 @@ class TurnView(BaseModel):
     failures: tuple[PhaseFailed, ...] = ()
     repairs: tuple[TornTailRepaired, ...] = ()
     feedback: tuple[FeedbackRecorded, ...] = ()
+    tier_failures: tuple[TierFailed, ...] = ()
+    extractions: tuple[ExtractionRecorded, ...] = ()
+    scope_changes: tuple[ScopeChanged, ...] = ()
     unknown_types: tuple[str, ...] = ()
     event_count: int = 0
     last_seq: int = -1
@@ -139,7 +145,18 @@ def project_turn(events: Sequence[Event]) -> TurnView:
     state: dict[str, Any] = {"user": first.user, "turn": first.turn, "started": first.data}
     attempts: dict[int, dict[str, Any]] = {}
     lists: dict[str, list[Any]] = {
-        k: [] for k in ("staged", "committed", "discarded", "failures", "repairs", "feedback")
+        k: []
+        for k in (
+            "staged",
+            "committed",
+            "discarded",
+            "failures",
+            "repairs",
+            "feedback",
+            "tier_failures",
+            "extractions",
+            "scope_changes",
+        )
     }
     unknown: list[str] = []
     phase_ms: dict[str, float] = {}
@@ -193,6 +210,12 @@ def project_turn(events: Sequence[Event]) -> TurnView:
                 lists["repairs"].append(data)
             case FeedbackRecorded():
                 lists["feedback"].append(data)
+            case TierFailed():
+                lists["tier_failures"].append(data)
+            case ExtractionRecorded():
+                lists["extractions"].append(data)
+            case ScopeChanged():
+                lists["scope_changes"].append(data)
             case TurnStarted():
                 raise ProjectionError(
                     f"{event.user}/{event.turn}: second turn_started at seq {event.seq}"
