@@ -84,9 +84,7 @@ class DocumentMetadata(BaseModel):
             return value.replace(tzinfo=UTC)
         return value
 
-    @field_validator(
-        "keywords", "content_types", "tags", "aliases", "data_requirements", mode="before"
-    )
+    @field_validator("keywords", "content_types", "tags", "aliases", "data_requirements", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         if value is None:

@@ -18,9 +18,7 @@ TMP_PREFIX = ".pfs-"
 
 def is_temp_name(name: str) -> bool:
     """True for our own temporary files and the usual editor temporaries."""
-    return name.startswith((TMP_PREFIX, ".#")) or name.endswith(
-        (".tmp", ".swp", ".swx", "~", ".part")
-    )
+    return name.startswith((TMP_PREFIX, ".#")) or name.endswith((".tmp", ".swp", ".swx", "~", ".part"))
 
 
 def atomic_write(path: Path, data: bytes | str, *, durable: bool = True) -> None:

@@ -123,9 +123,7 @@ class Layout:
         """Every valid user folder, sorted.  Folders with invalid names are ignored."""
         if not self.users_dir.is_dir():
             return []
-        return sorted(
-            p.name for p in self.users_dir.iterdir() if p.is_dir() and USER_ID_RE.fullmatch(p.name)
-        )
+        return sorted(p.name for p in self.users_dir.iterdir() if p.is_dir() and USER_ID_RE.fullmatch(p.name))
 
     def turn_dirs(self, user: str) -> list[Path]:
         """Live turn folders of `user`, oldest first."""
@@ -135,9 +133,7 @@ class Layout:
         found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and p.is_dir()]
         return sorted(found, key=lambda p: turn_number(p.name))
 
-    def recent_turn_dirs(
-        self, user: str, before: str, count: int, *, probe: int = 200
-    ) -> list[Path]:
+    def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
         """Up to `count` live turn folders numbered below `before`, newest first.
 
         Probes numbers downwards instead of listing the folder, so it costs the same

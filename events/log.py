@@ -158,9 +158,7 @@ def repair_torn_tail(path: Path) -> int:
 class EventWriter:
     """Exclusive appender for one turn's log.  Use as a context manager."""
 
-    def __init__(
-        self, path: Path, *, user: str, turn: str, durable: bool = True, new: bool = False
-    ) -> None:
+    def __init__(self, path: Path, *, user: str, turn: str, durable: bool = True, new: bool = False) -> None:
         """`new=True` creates the log and fails if it exists (skips reading it back)."""
         self.path = path
         self.new = new
@@ -188,9 +186,7 @@ class EventWriter:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise LogBusyError(
-                self.path, "another process is writing this turn; try again"
-            ) from None
+            raise LogBusyError(self.path, "another process is writing this turn; try again") from None
         if self.new:
             self._fd, self._seq, self._prev = fd, 0, GENESIS
             return
@@ -200,9 +196,7 @@ class EventWriter:
             if problem is not None:
                 raise problem
             if log.torn_tail is not None:
-                raise TornTailError(
-                    self.path, "ends in a torn line; run `pandafs verify --repair` first"
-                )
+                raise TornTailError(self.path, "ends in a torn line; run `pandafs verify --repair` first")
         except BaseException:
             os.close(fd)
             raise
@@ -217,9 +211,7 @@ class EventWriter:
     def append(self, payload: Payload, *, ts: datetime | None = None) -> Event:
         return self.append_many([payload], ts=ts)[0]
 
-    def append_many(
-        self, payloads: Iterable[Payload], *, ts: datetime | None = None
-    ) -> list[Event]:
+    def append_many(self, payloads: Iterable[Payload], *, ts: datetime | None = None) -> list[Event]:
         """Append several events with one write (and at most one fsync)."""
         if self._fd is None:
             raise EventLogError(self.path, "writer is not open")

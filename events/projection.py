@@ -217,9 +217,7 @@ def project_turn(events: Sequence[Event]) -> TurnView:
             case ScopeChanged():
                 lists["scope_changes"].append(data)
             case TurnStarted():
-                raise ProjectionError(
-                    f"{event.user}/{event.turn}: second turn_started at seq {event.seq}"
-                )
+                raise ProjectionError(f"{event.user}/{event.turn}: second turn_started at seq {event.seq}")
             case _:
                 unknown.append(event.type)
     last = events[-1]

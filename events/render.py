@@ -135,9 +135,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         s0.append(f"**Query type:** {analysis.query_type} · **Topic:** {analysis.primary_topic}")
         if analysis.content_reference is not None:
             ref = analysis.content_reference
-            link = wikilink(
-                f"users/{view.user}/turns/{ref.source_turn}/context.md", ref.source_turn
-            )
+            link = wikilink(f"users/{view.user}/turns/{ref.source_turn}/context.md", ref.source_turn)
             s0.append(f"**Refers to:** {ref.title} (from {link})")
     for feedback in view.feedback:
         s0.append(f"**Feedback on {feedback.target_turn}:** {feedback.status} ({feedback.signal})")
@@ -189,9 +187,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
                 status = "ok" if t.ok else f"error: {t.error}"
                 args = ", ".join(f"{k}={v!r}" for k, v in sorted(t.args.items()))
                 when = f" · attempt {number + 1}" if len(plans) > 1 else ""
-                s4.append(
-                    f"### {t.tool} ({status}){when}\n\n**Args:** {args}\n\n{t.summary}".rstrip()
-                )
+                s4.append(f"### {t.tool} ({status}){when}\n\n**Args:** {args}\n\n{t.summary}".rstrip())
         else:
             s4 = ["_(no tools needed)_"]
         sections.append(_section(4, "\n\n".join(s4)))
@@ -212,13 +208,11 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
             s6.append(f"**Failure in {f.phase}:** {f.error_type}: {f.message}")
         if view.committed:
             s6.append(
-                "**Memory committed:** "
-                + ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)
+                "**Memory committed:** " + ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)
             )
         if view.discarded:
             s6.append(
-                "**Memory discarded:** "
-                + ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)
+                "**Memory discarded:** " + ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)
             )
         if view.completed is not None:
             s6.append(f"**Outcome:** {view.completed.outcome}")

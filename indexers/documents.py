@@ -176,9 +176,7 @@ def index_doc_from_parts(
     front.setdefault("content_types", DEFAULT_TYPES.get(ref.kind, ["note"]))
     front.setdefault("scope", "user" if ref.user else "global")
     if front.get("created_at") is None:
-        front["created_at"] = datetime.fromtimestamp(
-            mtime if mtime is not None else mtime_ns / 1e9, UTC
-        )
+        front["created_at"] = datetime.fromtimestamp(mtime if mtime is not None else mtime_ns / 1e9, UTC)
     if ref.kind == "archived_turn":
         front["archived"] = True
     try:

@@ -91,11 +91,7 @@ def default_ignore(rel_path: str) -> bool:
     """True for paths no consumer cares about: dot-files and dot-folders (`.obsidian/`,
     `.trash/`, `inbox/.processing/`), the derived `indexes/` folder, and temporary files."""
     parts = rel_path.split("/")
-    return (
-        parts[0] == "indexes"
-        or any(part.startswith(".") for part in parts)
-        or is_temp_name(parts[-1])
-    )
+    return parts[0] == "indexes" or any(part.startswith(".") for part in parts) or is_temp_name(parts[-1])
 
 
 @dataclass(frozen=True)
@@ -312,9 +308,7 @@ class VaultWatcher:
     def pending(self) -> int:
         """Changed paths and folders seen but not yet returned by `next_batch`."""
         with self._cond:
-            ready = (
-                0 if self._ready is None else len(self._ready.paths) + len(self._ready.rescan_dirs)
-            )
+            ready = 0 if self._ready is None else len(self._ready.paths) + len(self._ready.rescan_dirs)
             return ready + self._open.count()
 
     @property

@@ -17,9 +17,7 @@ __all__ = ["emit", "json_option", "progress_bar", "echo_err"]
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
-    )(func)
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(func)
 
 
 def emit(data: Any, as_json: bool, human: Callable[[], None] | None = None) -> None:
@@ -28,9 +26,7 @@ def emit(data: Any, as_json: bool, human: Callable[[], None] | None = None) -> N
     elif human is not None:
         human()
     else:
-        click.echo(
-            orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
-        )
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
 
 
 def echo_err(message: str) -> None:
@@ -38,9 +34,7 @@ def echo_err(message: str) -> None:
 
 
 @contextmanager
-def progress_bar(
-    total: int | None, label: str, *, quiet: bool = False
-) -> Iterator[Callable[[int], None]]:
+def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
     """Yield an `advance(n)` callable drawing a bar on stderr (nothing when `quiet`)."""
     if quiet or total == 0:
         yield lambda n: None

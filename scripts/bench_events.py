@@ -23,9 +23,7 @@ from pandafs.vault import Vault
 
 def bench_append(folder: Path, count: int, batch: int, durable: bool) -> float:
     path = folder / f"events-{batch}-{durable}.jsonl"
-    payloads = [
-        ResponseSynthesized(attempt=i, answer=f"answer number {i} " * 8) for i in range(count)
-    ]
+    payloads = [ResponseSynthesized(attempt=i, answer=f"answer number {i} " * 8) for i in range(count)]
     start = time.perf_counter()
     with EventWriter(path, user="bench", turn="turn_000001", durable=durable) as writer:
         writer.append(TurnStarted(query="q", occurred_at=datetime.now(UTC)))
@@ -46,8 +44,7 @@ def bench_import(folder: Path, turns: int) -> dict[str, float]:
                         "external_id": f"x{i}",
                         "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T12:00:00Z",
                         "query": f"question {i}: what did we say about hamsters and laptops?",
-                        "response": "A reasonably long answer about hamsters, laptops and budgets. "
-                        * 6,
+                        "response": "A reasonably long answer about hamsters, laptops and budgets. " * 6,
                         "meta": {"session": i // 20},
                     }
                 )

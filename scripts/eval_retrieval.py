@@ -186,9 +186,7 @@ def summarise(
     neg = [s.top_score for s in abstain]
     return {
         "overall": aggregate(answerable, k),
-        "by_kind": {
-            kind: aggregate([s for s in answerable if s.kind == kind], k) for kind in kinds
-        },
+        "by_kind": {kind: aggregate([s for s in answerable if s.kind == kind], k) for kind in kinds},
         "needs_neighbour": aggregate([s for s in answerable if s.needs_neighbour], k),
         "direct": aggregate([s for s in answerable if not s.needs_neighbour], k),
         "abstention": {
@@ -368,27 +366,21 @@ def render(report: dict[str, Any]) -> str:
         f"(median {num(ab['median_top1_score'])}, {ab['no_hits']} with no hits) vs answerable "
         f"{num(ab['answerable_mean_top1_score'])} (median "
         f"{num(ab['answerable_median_top1_score'])})",
-        f"best top-1 threshold {num(ab['threshold'])} -> balanced accuracy "
-        f"{num(ab['balanced_accuracy'])}",
+        f"best top-1 threshold {num(ab['threshold'])} -> balanced accuracy {num(ab['balanced_accuracy'])}",
     ]
     if report["errors"] or report["foreign_hits"]:
         lines.append(
-            f"problems: {report['errors']} error lines, {report['foreign_hits']} hits from "
-            "other users"
+            f"problems: {report['errors']} error lines, {report['foreign_hits']} hits from other users"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data", type=Path, help="dataset folder (default: generate one into a temp dir)"
-    )
+    parser.add_argument("--data", type=Path, help="dataset folder (default: generate one into a temp dir)")
     parser.add_argument("--k", type=int, default=5, help="cut-off for recall@k (default 5)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
-    parser.add_argument(
-        "--keep", type=Path, metavar="VAULT", help="build the vault here and keep it"
-    )
+    parser.add_argument("--keep", type=Path, metavar="VAULT", help="build the vault here and keep it")
     parser.add_argument(
         "--pandafs",
         metavar="CMD",

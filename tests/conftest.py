@@ -56,9 +56,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
     return run
 
 
-def run_pandafs(
-    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
-) -> CliResult:
+def run_pandafs(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
     """Run the CLI in a real child process (for crash and concurrency tests)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pandafs", *map(str, args)],

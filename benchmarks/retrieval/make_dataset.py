@@ -892,9 +892,7 @@ def m_pet(c: Ctx) -> Plan:
         t2 = Turn(
             f"Three days of arguing and we finally agreed on a name: {name}. {cap(pet.she)} "
             "already owns the sofa.",
-            c.reply(
-                [f"{name} is a lovely choice."], [f"{name}!! Perfect. I need to meet {pet.him}."]
-            ),
+            c.reply([f"{name} is a lovely choice."], [f"{name}!! Perfect. I need to meet {pet.him}."]),
             "pet:name",
         )
         episode = Episode("pets", [t1, t2])
@@ -985,15 +983,11 @@ def m_pet(c: Ctx) -> Plan:
         Turn(
             f"{coworker.name} at work adopted a {other_young} too, named it {other_name}, and now "
             "every meeting starts with photos.",
-            c.reply(
-                ["That's a nice way to start a meeting, honestly."], ["Honestly better meetings."]
-            ),
+            c.reply(["That's a nice way to start a meeting, honestly."], ["Honestly better meetings."]),
         ),
         Turn(
             f"The neighbours' {other_species} got into our garden again and sat on the car roof.",
-            c.reply(
-                ["Maybe a quick chat with the neighbours would help."], ["Bold animal. Respect."]
-            ),
+            c.reply(["Maybe a quick chat with the neighbours would help."], ["Bold animal. Respect."]),
         ),
     ]
     return Plan("pet", [episode, Episode("pets", [vet_turn])], qs, distractors)
@@ -1025,8 +1019,7 @@ def m_home(c: Ctx) -> Plan:
     if c.rng.random() < NEIGHBOUR_SHARE:
         move = [
             Turn(
-                f"The movers turned up two hours late {when}, but every box is finally in the "
-                "new flat.",
+                f"The movers turned up two hours late {when}, but every box is finally in the new flat.",
                 c.pick(GOOD_NEWS[c.mode]),
                 "home:move2",
             ),
@@ -1114,13 +1107,11 @@ def m_home(c: Ctx) -> Plan:
     who = c.person()
     distractors = [
         Turn(
-            f"My cousin just moved to {c.other(CITIES, c1, c2, c3)} and keeps sending me flat "
-            "photos.",
+            f"My cousin just moved to {c.other(CITIES, c1, c2, c3)} and keeps sending me flat photos.",
             c.reply(["Exciting for them!"], ["Everyone is moving except me."]),
         ),
         Turn(
-            f"{who.name} says {who.she} might relocate to {c.other(CITIES, c1, c2, c3)} for "
-            "the new office.",
+            f"{who.name} says {who.she} might relocate to {c.other(CITIES, c1, c2, c3)} for the new office.",
             c.reply(["That would be a big change for them."], ["Everyone's on the move."]),
         ),
     ]
@@ -1136,8 +1127,7 @@ def m_job(c: Ctx) -> Plan:
     co1, co2 = c.rng.sample(COMPANIES, 2)
     role1, role2 = c.rng.sample(ROLES, 2)
     t0 = Turn(
-        f"Another late night at work. Being the only {role1} at {co1} means release week "
-        "eats everything.",
+        f"Another late night at work. Being the only {role1} at {co1} means release week eats everything.",
         c.reply(["That sounds like a heavy load for one person."], ["They don't pay you enough."]),
         "job:old",
     )
@@ -1350,8 +1340,7 @@ def m_sibling(c: Ctx) -> Plan:
     if c.rng.random() < NEIGHBOUR_SHARE:
         intro = [
             Turn(
-                f"The guest room is finally getting used: my little {rel} is staying for the "
-                "weekend.",
+                f"The guest room is finally getting used: my little {rel} is staying for the weekend.",
                 c.reply(["That sounds like a lovely weekend."], ["Family weekend! Cute."]),
                 "sib:visit",
             ),
@@ -1390,8 +1379,7 @@ def m_sibling(c: Ctx) -> Plan:
         )
         hop_neighbour = False
     career = Turn(
-        f"{sib.name} finally finished {sib.her} {training} training, {sib.she}'s officially "
-        f"{an(job)} now!",
+        f"{sib.name} finally finished {sib.her} {training} training, {sib.she}'s officially {an(job)} now!",
         c.pick(GOOD_NEWS[c.mode]),
         "sib:job",
     )
@@ -1446,9 +1434,7 @@ def m_partner(c: Ctx) -> Plan:
     qs = [
         QSpec(
             "single_fact",
-            c.pick(
-                [f"What is the name of {c.Ps} partner?", f"Who is {c.P} in a relationship with?"]
-            ),
+            c.pick([f"What is the name of {c.Ps} partner?", f"Who is {c.P} in a relationship with?"]),
             ["partner:name"],
             partner.name,
         ),
@@ -1466,8 +1452,7 @@ def m_partner(c: Ctx) -> Plan:
     ]
     when = c.pick([w for w, _ in WHEN])
     prop = Turn(
-        f"{partner.name} proposed {when}! On a hill, in the rain, with the engagement ring "
-        "hidden in a sock.",
+        f"{partner.name} proposed {when}! On a hill, in the rain, with the engagement ring hidden in a sock.",
         c.pick(GOOD_NEWS[c.mode]),
         "partner:engaged",
     )
@@ -1501,9 +1486,7 @@ def m_class(c: Ctx) -> Plan:
     when = c.pick(["today", "yesterday", "this morning"])
     t1 = Turn(
         f"Had my first {said} lesson {when}, and I was by far the worst in the room.",
-        c.reply(
-            ["Everyone starts somewhere — well done for going!"], ["Worst in the room is a start!"]
-        ),
+        c.reply(["Everyone starts somewhere — well done for going!"], ["Worst in the room is a start!"]),
         "class:start",
     )
     t2 = Turn(
@@ -1620,14 +1603,11 @@ def m_phone(c: Ctx) -> Plan:
     p1, p2 = c.rng.sample(PHONES, 2)
     t1 = Turn(
         f"My {p1} battery barely lasts until lunch now, this phone is dying.",
-        c.reply(
-            ["A battery replacement might give it a second life."], ["Phones are built to die."]
-        ),
+        c.reply(["A battery replacement might give it a second life."], ["Phones are built to die."]),
         "phone:old",
     )
     t2 = Turn(
-        f"Caved and switched to {an(p2)}, still figuring out where all the settings live on "
-        "the new phone.",
+        f"Caved and switched to {an(p2)}, still figuring out where all the settings live on the new phone.",
         c.reply(["Switching takes a week or two to feel natural."], ["Welcome to the other side."]),
         "phone:new",
     )
@@ -1648,8 +1628,7 @@ def m_sport(c: Ctx) -> Plan:
         "sport:old",
     )
     t2 = Turn(
-        f"I've stopped {s1} for now: {s2} three times a week is my workout now, much kinder "
-        "on the joints.",
+        f"I've stopped {s1} for now: {s2} three times a week is my workout now, much kinder on the joints.",
         c.pick(ACK[c.mode]),
         "sport:new",
     )
@@ -1702,9 +1681,7 @@ def m_trip(c: Ctx) -> Plan:
         ]
         q = QSpec(
             "temporal",
-            c.pick(
-                [f"When did {c.P} come home from {dest}?", f"When did {c.P} return from {dest}?"]
-            ),
+            c.pick([f"When did {c.P} come home from {dest}?", f"When did {c.P} return from {dest}?"]),
             ["trip:back"],
             date_of=("trip:back", when),
         )

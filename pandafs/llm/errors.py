@@ -32,9 +32,7 @@ class LLMError(PandaError):
 
 
 class LLMUnavailable(LLMError):
-    def __init__(
-        self, base_url: str, reason: str, *, attempts: int, status: int | None = None
-    ) -> None:
+    def __init__(self, base_url: str, reason: str, *, attempts: int, status: int | None = None) -> None:
         self.base_url = base_url
         self.reason = reason
         self.attempts = attempts

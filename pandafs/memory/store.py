@@ -174,9 +174,7 @@ def write_memory(
     )
     body = f"# {meta.title}\n\n{content.strip()}\n"
     if source_turn:
-        body += (
-            f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
-        )
+        body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
     atomic_write(path, render_document(meta, body))
     return SavedDoc(doc_id, vault.rel(path))
 

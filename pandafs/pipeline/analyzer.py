@@ -57,8 +57,6 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
     ]
     if out.feedback is not None and recent:
         events.append(
-            FeedbackRecorded(
-                target_turn=recent[-1].turn, status=out.feedback, signal=view.query[:200]
-            )
+            FeedbackRecorded(target_turn=recent[-1].turn, status=out.feedback, signal=view.query[:200])
         )
     return events

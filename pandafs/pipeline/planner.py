@@ -13,9 +13,7 @@ from .tools import available_tools
 
 __all__ = ["is_transient", "run"]
 
-_TRANSIENT = re.compile(
-    r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b|https?://|www\.", re.IGNORECASE
-)
+_TRANSIENT = re.compile(r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b|https?://|www\.", re.IGNORECASE)
 
 
 def is_transient(text: str) -> bool:

@@ -138,9 +138,7 @@ class _Body:
 class PoliteFetcher:
     """Search and fetch under the `[research]` limits.  Close it (or use `with`)."""
 
-    def __init__(
-        self, config: ResearchConfig, *, transport: httpx.BaseTransport | None = None
-    ) -> None:
+    def __init__(self, config: ResearchConfig, *, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
         self._client = httpx.Client(
             transport=transport,
@@ -165,9 +163,7 @@ class PoliteFetcher:
         with self._gates_lock:
             gate = self._gates.get(host)
             if gate is None:
-                gate = _DomainGate(
-                    self.config.per_domain_concurrency, self.config.per_domain_interval_s
-                )
+                gate = _DomainGate(self.config.per_domain_concurrency, self.config.per_domain_interval_s)
                 self._gates[host] = gate
             return gate
 

@@ -176,9 +176,7 @@ class ResearchTool:
             result = ResearchResult(
                 available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
             )
-            result.research_json = self._write_json(
-                turn_dir, result, [], user, topic, keywords, now
-            )
+            result.research_json = self._write_json(turn_dir, result, [], user, topic, keywords, now)
             return result
 
         candidates, skipped = self._rank(hits)
@@ -224,9 +222,7 @@ class ResearchTool:
         result.quality = round(sum(good) / len(good), 3) if good else 0.0
         result.summary = _summary(hits, chosen, result)
         result.research_md = self._write_markdown(turn_dir, result, user, topic, keywords, now)
-        result.research_json = self._write_json(
-            turn_dir, result, candidates, user, topic, keywords, now
-        )
+        result.research_json = self._write_json(turn_dir, result, candidates, user, topic, keywords, now)
         return result
 
     def _rank(self, hits: list[SearchHit]) -> tuple[list[_Candidate], list[str]]:

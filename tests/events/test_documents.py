@@ -29,10 +29,7 @@ def test_round_trip_keeps_unknown_keys() -> None:
     assert reparsed.frontmatter["my_rating"] == 5
     assert reparsed.frontmatter["colour"] == "brown"
     assert reparsed.body == "# Body\n"
-    assert (
-        render_document(DocumentMetadata.model_validate(reparsed.frontmatter), reparsed.body)
-        == again
-    )
+    assert render_document(DocumentMetadata.model_validate(reparsed.frontmatter), reparsed.body) == again
 
 
 def test_obsidian_properties_are_block_lists_and_iso_dates() -> None:
@@ -70,9 +67,7 @@ def test_no_frontmatter_is_fine() -> None:
 
 
 def test_sections() -> None:
-    body = (
-        "# T\n\n## 0. User Query\n\nq?\n\n## 2. Gathered Context\n\nctx\n\n## 5. Synthesis\n\nans\n"
-    )
+    body = "# T\n\n## 0. User Query\n\nq?\n\n## 2. Gathered Context\n\nctx\n\n## 5. Synthesis\n\nans\n"
     assert split_sections(body) == {0: "q?", 2: "ctx", 5: "ans"}
     assert get_section(body, 5) == "ans"
     assert get_section(body, 3) is None

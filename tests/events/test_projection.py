@@ -57,13 +57,9 @@ def _pipeline_turn(path: Path) -> None:
             )
         )
         w.append(
-            PlanCreated(
-                route="coordinator", todos=[Todo(id=1, text="search memory", status="completed")]
-            )
+            PlanCreated(route="coordinator", todos=[Todo(id=1, text="search memory", status="completed")])
         )
-        w.append(
-            ToolExecuted(tool="memory.search", args={"query": "lenovo"}, ok=True, summary="1 hit")
-        )
+        w.append(ToolExecuted(tool="memory.search", args={"query": "lenovo"}, ok=True, summary="1 hit"))
         w.append(ResponseSynthesized(answer="It was $697 [1]."))
         w.append(ValidationDecided(decision="APPROVE", reasons=["grounded"]))
         w.append(TurnCompleted(outcome="APPROVE", summary="price of the Lenovo", quality=0.8))

@@ -112,17 +112,15 @@ def test_user_isolation(corpus: Memory) -> None:
 def test_topic_filter_is_hierarchical(corpus: Memory) -> None:
     hits = ids(corpus.search("hamster care", user="alice", topic_filter="pet.hamster", now=NOW))
     assert "alice/memories/syrian" in hits and "alice/memories/dwarf" in hits
-    only = ids(
-        corpus.search("hamster care", user="alice", topic_filter="pet.hamster.syrian", now=NOW)
-    )
+    only = ids(corpus.search("hamster care", user="alice", topic_filter="pet.hamster.syrian", now=NOW))
     assert only == ["alice/memories/syrian"]
     assert corpus.search("care", user="alice", topic_filter="pet.ham", now=NOW) == []
 
 
 def test_content_type_scope_quality_filters(corpus: Memory) -> None:
-    assert ids(
-        corpus.search("lenovo hamster", user="alice", content_types=["pricing"], now=NOW)
-    ) == ["alice/memories/laptop"]
+    assert ids(corpus.search("lenovo hamster", user="alice", content_types=["pricing"], now=NOW)) == [
+        "alice/memories/laptop"
+    ]
     assert ids(corpus.search("hamster", scope="global", now=NOW)) == ["knowledge/hamsters"]
     rumours = ids(corpus.search("hamster rumour", user="alice", now=NOW))
     assert "alice/memories/lowq" in rumours
@@ -133,9 +131,7 @@ def test_content_type_scope_quality_filters(corpus: Memory) -> None:
 
 def test_expired_hidden_unless_asked(corpus: Memory) -> None:
     assert "alice/memories/old" not in ids(corpus.search("coupon", user="alice", now=NOW))
-    assert ids(corpus.search("coupon", user="alice", include_expired=True, now=NOW)) == [
-        "alice/memories/old"
-    ]
+    assert ids(corpus.search("coupon", user="alice", include_expired=True, now=NOW)) == ["alice/memories/old"]
     earlier = NOW - timedelta(days=1)
     assert ids(corpus.search("coupon", user="alice", now=earlier)) == ["alice/memories/old"]
 
@@ -164,15 +160,9 @@ def test_hits_carry_the_contract_fields(corpus: Memory) -> None:
 
 def test_fresher_higher_quality_wins_a_tie(vault: Vault, memory: Memory) -> None:
     text = "Identical note about sourdough starters."
-    write_doc(
-        vault, "users/alice/memories/a.md", text, quality=0.5, created_at=NOW - timedelta(days=200)
-    )
-    write_doc(
-        vault, "users/alice/memories/b.md", text, quality=0.5, created_at=NOW - timedelta(days=2)
-    )
-    write_doc(
-        vault, "users/alice/memories/c.md", text, quality=0.9, created_at=NOW - timedelta(days=200)
-    )
+    write_doc(vault, "users/alice/memories/a.md", text, quality=0.5, created_at=NOW - timedelta(days=200))
+    write_doc(vault, "users/alice/memories/b.md", text, quality=0.5, created_at=NOW - timedelta(days=2))
+    write_doc(vault, "users/alice/memories/c.md", text, quality=0.9, created_at=NOW - timedelta(days=200))
     memory.reconcile()
     order = ids(memory.search("sourdough starters", user="alice", now=NOW))
     assert order.index("alice/memories/b") < order.index("alice/memories/a")
@@ -186,13 +176,9 @@ def test_exact_topic_beats_sibling(vault: Vault, memory: Memory) -> None:
     memory.reconcile()
     for preferred, other in (("syrian", "dwarf"), ("dwarf", "syrian")):
         order = ids(
-            memory.search(
-                "feeding schedule", user="alice", topic=f"pet.hamster.{preferred}", now=NOW
-            )
+            memory.search("feeding schedule", user="alice", topic=f"pet.hamster.{preferred}", now=NOW)
         )
-        assert order.index(f"alice/memories/{preferred[0]}") < order.index(
-            f"alice/memories/{other[0]}"
-        )
+        assert order.index(f"alice/memories/{preferred[0]}") < order.index(f"alice/memories/{other[0]}")
 
 
 def test_edit_and_delete_by_path(vault: Vault, memory: Memory) -> None:
@@ -246,9 +232,7 @@ def test_bad_files_are_skipped_with_reasons(vault: Vault, memory: Memory) -> Non
     assert broken.read_bytes() == before
 
 
-def test_rebuild_after_deleting_indexes_gives_identical_results(
-    corpus: Memory, vault: Vault
-) -> None:
+def test_rebuild_after_deleting_indexes_gives_identical_results(corpus: Memory, vault: Vault) -> None:
     queries = ["hamster", "hamster care cage", "lenovo gpu budget", "carrots", "coupon"]
     before = [corpus.search(q, user="alice", now=NOW, limit=20) for q in queries]
     shutil.rmtree(vault.layout.indexes)

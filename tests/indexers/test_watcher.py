@@ -17,9 +17,7 @@ from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError, default_ig
 Batches = list[ChangeBatch]
 
 
-def collect(
-    watcher: VaultWatcher, until: Callable[[Batches], bool], timeout: float = 15.0
-) -> Batches:
+def collect(watcher: VaultWatcher, until: Callable[[Batches], bool], timeout: float = 15.0) -> Batches:
     """Batches from `watcher` until `until(batches)` holds; fail after `timeout` seconds."""
     batches: Batches = []
     deadline = time.monotonic() + timeout
@@ -74,9 +72,7 @@ def test_create_modify_delete_are_reported(root: Path, watcher: VaultWatcher) ->
     collect(watcher, has("notes/a.md"))
 
 
-def test_atomic_save_reports_the_destination_not_the_temp_file(
-    root: Path, watcher: VaultWatcher
-) -> None:
+def test_atomic_save_reports_the_destination_not_the_temp_file(root: Path, watcher: VaultWatcher) -> None:
     (root / "notes" / "x.md").write_text("old\n")
     collect(watcher, has("notes/x.md"))
 
@@ -329,9 +325,7 @@ def test_the_watcher_imports_events_only() -> None:
         name.split(".")[0]
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom)
-        for name in (
-            [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-        )
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
     }
     assert "pandafs" not in imported
     assert imported & {"events", "watchdog"} == {"events", "watchdog"}

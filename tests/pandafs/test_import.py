@@ -73,10 +73,7 @@ def test_crash_between_turn_and_ledger_is_not_duplicated(vault: Vault, tmp_path:
 def test_bad_lines_are_named_and_the_rest_import(vault: Vault, tmp_path: Path) -> None:
     good = _lines(6)
     lines = (
-        good[:2]
-        + [b"{not json"]
-        + good[2:4]
-        + [b'{"user": "../x", "timestamp": "2026-01-01", "query": "q"}']
+        good[:2] + [b"{not json"] + good[2:4] + [b'{"user": "../x", "timestamp": "2026-01-01", "query": "q"}']
     )
     lines += [good[4], b'{"user": "alice", "timestamp": "yesterday", "query": "q"}', good[5]]
     source = tmp_path / "in.jsonl"

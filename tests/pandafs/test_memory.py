@@ -63,9 +63,7 @@ def test_concurrent_saves_lose_nothing(memory: Memory, vault: Vault) -> None:
     for t in threads:
         t.join()
     body = parse_document((vault.root / "users/alice/facts.md").read_text()).body
-    assert sorted(e.value for e in parse_entries(body)) == sorted(
-        f"fact number {i}" for i in range(20)
-    )
+    assert sorted(e.value for e in parse_entries(body)) == sorted(f"fact number {i}" for i in range(20))
 
 
 def test_memory_document_is_new_with_ttl(memory: Memory, vault: Vault) -> None:
@@ -80,9 +78,7 @@ def test_memory_document_is_new_with_ttl(memory: Memory, vault: Vault) -> None:
     meta = parse_document((vault.root / saved.doc_path).read_text()).frontmatter
     assert meta["scope"] == "new"
     assert meta["expires_at"] == NOW + timedelta(hours=24)
-    assert [h["doc_id"] for h in memory.search("sunflower", user="alice", now=NOW)] == [
-        saved.doc_id
-    ]
+    assert [h["doc_id"] for h in memory.search("sunflower", user="alice", now=NOW)] == [saved.doc_id]
     later = NOW + timedelta(hours=25)
     assert memory.search("sunflower", user="alice", now=later) == []
 

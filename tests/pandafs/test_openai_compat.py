@@ -103,9 +103,7 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
     assert stub.request_headers[0]["authorization"] == "Bearer secret"
 
 
-def test_api_key_comes_from_the_configured_env_var(
-    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_api_key_comes_from_the_configured_env_var(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PANDAFS_TEST_KEY", "from-env")
     config = make_config(stub.base_url, api_key_env="PANDAFS_TEST_KEY")
     with OpenAIChat(config) as llm:
@@ -137,9 +135,7 @@ def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIChat) -> No
     ],
     ids=["json-fence", "bare-fence-with-prose", "inline-prose", "think-block"],
 )
-def test_structured_output_tolerates_fences_and_prose(
-    stub: OpenAIStub, llm: OpenAIChat, reply: str
-) -> None:
+def test_structured_output_tolerates_fences_and_prose(stub: OpenAIStub, llm: OpenAIChat, reply: str) -> None:
     stub.script(reply)
     laptop, _ = llm.structured("mind", "You pick laptops.", "one", Laptop)
     assert laptop == Laptop(name="X1", price=1500)

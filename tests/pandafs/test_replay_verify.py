@@ -14,9 +14,7 @@ from pandafs.verify import verify_vault
 
 def _import(vault: Vault, tmp_path: Path, n: int = 5) -> None:
     lines = [
-        orjson.dumps(
-            {"user": u, "timestamp": "2026-02-01T09:00:00Z", "query": f"q{i} {u}", "response": "r"}
-        )
+        orjson.dumps({"user": u, "timestamp": "2026-02-01T09:00:00Z", "query": f"q{i} {u}", "response": "r"})
         for i in range(n)
         for u in ("alice", "bob")
     ]

@@ -341,9 +341,7 @@ def run_tool(
         )
 
 
-def test_tool_run_writes_research_documents_and_visit_records(
-    web: WebFixtures, layout: Layout
-) -> None:
+def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, layout: Layout) -> None:
     result = run_tool(web, layout)
     turn_dir = layout.turn_dir("alice", "turn_000001")
     assert result.available and result.error is None

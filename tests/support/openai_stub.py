@@ -189,9 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = stub._completion(request, reply.content or "")
             self._send(reply.status, json.dumps(body).encode(), reply.headers)
 
-    def _send_error(
-        self, status: int, message: str | None, headers: dict[str, str] | None = None
-    ) -> None:
+    def _send_error(self, status: int, message: str | None, headers: dict[str, str] | None = None) -> None:
         error = {
             "error": {
                 "message": message or f"stub error {status}",
