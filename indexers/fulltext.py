@@ -11,19 +11,46 @@ stemmed English text for title/body/keywords; raw terms for ids, owner, scope an
 content types; a facet for the hierarchical topic (`pet.hamster` matches
 `pet.hamster.syrian`); fast fields for the ranking signals.
 
-Ranking (also in the README): tantivy gives BM25 over title (×2), keywords (×1.5)
-and body; the top `candidate_pool` candidates are re-ranked with
+Ranking (also in the README; weights are `[search]` in pandafs.toml).  The query is
+planned by `indexers.query`: one *group* g per content word, of weight w_g (1, or 0.4
+for question framing such as "name", "usually"), made of its stem and of variants v
+of weight w_v < 1 (irregular forms 0.9, thesaurus synonyms `synonym_weight`, index
+terms sharing all but the last 3 letters of a stem of 6+ letters `prefix_weight`).
+Per document d, with F(d) its quality · freshness · trust · topic factor:
 
-    s     = bm25 · (1 + wq·(quality − ½)) · (1 + wf·2^(−age_days / half_life))
-                 · (1 + wt·(trust − ½))   [when trust is known]
-                 · (1 + wtopic·m)          [m = 1 exact topic, ½ parent or child]
-    final = s + wday · max{ s' : same user, same day }      [turns only]
+    c_g(d) = spread_g · w_g · max( BM25_stem(d), max_v w_v · BM25_v(d) ) · F(d)
+             BM25_stem over title (×title_boost), keywords (×keywords_boost), body (×1);
+             BM25_v over the body
+    F(d)   = (1 + wq·(quality − ½)) · (1 + wf·2^(−age_days / half_life))
+             · (1 + wt·(trust − ½))   [when trust is known]
+             · (1 + wtopic·m)          [m = 1 exact topic, ½ parent or child]
+    spread_g = (idf(n_g, N) / idf(1, N)) ^ spread_weight     [only with a user]
+             idf(n, N) = ln(1 + (N − n + ½)/(n + ½)), N = days of the documents the
+             user may see, n_g = those whose body has the word's stem
 
-so a fresher, higher-quality, better-trusted document wins a tie, an exact topic
-beats its neighbours, and a turn inherits part of the best score of its day (a
-conversation is usually answered by a neighbour of the turn that matches).
-Filters (user visibility, topic, types, scope, quality, expiry) are constant-score
-clauses and never change BM25.
+Stage 1 takes the top `candidate_pool` documents by s(d) = Σ_g c_g(d).  Stage 2
+takes the `expand_days` days whose best stage-1 turn scores highest and scores
+*every* turn t of those days (time order; t−1, t+1 its neighbours in that day):
+
+    window(t) = Σ_g max( c_g(t), β·c_g(t−1), β·c_g(t+1) )     [β = neighbour_weight]
+    day(D)    = Σ_g max{ c_g(u) : u in D }                     [the day as one bag]
+    final(t)  = window(t) + wday · day(D)                      [if window(t) > 0]
+    final(d)  = (1 + wday) · s(d)       [other documents, and turns of other days]
+
+When the query asks for the current state ("now", "currently", "these days"), each
+turn of a day D with day(D) ≥ latest_band · max day(·) is multiplied by
+1 + latest_weight · (D − first)/(last − first), first/last the earliest and latest
+of those days: the latest of near-equal statements wins.  Hits are sorted by final
+score (ties: newer first, then by path), and at most `day_cap` turns of one day come
+before every other hit, so a page shows several days.
+
+So a fresher, higher-quality, better-trusted document wins a tie, an exact topic
+beats its neighbours, a turn that only *answers* (the question's words are in the
+turn next to it) is still found, a day that covers more of the question ranks
+higher, and a word found on most of a user's days (their own name in greetings)
+counts little.  Filters (user visibility, topic, types, scope, quality, expiry) are
+constant-score clauses and never change BM25.  Nothing is computed at index time: a
+new turn changes no other document, and a rebuild gives the same results.
 
 Writers hold `fulltext.lock` only for one batch; a second writer waits up to
 `wait_s` and then gets `IndexBusy` naming the holder's pid.  Readers never wait:
@@ -56,33 +83,28 @@ from events.fsio import atomic_write
 
 from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible
+from .query import STOP_WORDS, QueryPlan, TermGroup, plan_query, query_terms
 
-__all__ = ["FullTextIndex", "IndexBatch", "Ranking", "SearchRequest", "StateEntry", "query_terms"]
+__all__ = [
+    "STOP_WORDS",
+    "FullTextIndex",
+    "IndexBatch",
+    "Ranking",
+    "SearchRequest",
+    "StateEntry",
+    "query_terms",
+]
 
 SCHEMA_VERSION = 2
 GLOBAL_OWNER = "_global"
 NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
-FIELD_BOOSTS = {"title": 2.0, "keywords": 1.5, "body": 1.0}
-
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    did does tell know remember recall ever""".split()
-)
-_WORD = re.compile(r"[0-9A-Za-zÀ-ÖØ-öø-ÿ]+")
-
-
-def query_terms(text: str) -> list[str]:
-    """Lower-cased content words of a natural-language query (no operators, no stop words)."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in STOP_WORDS and not (len(w) == 1 and not w.isdigit())]
-    return kept or [w for w in words if len(w) > 1]
+PREFIX_MIN = 6
+"""Query stems at least this long also match index terms sharing all but their last 3
+letters (allergi → allerg…): word forms the stemmer keeps apart."""
+PREFIX_TERMS = 10
+EXPAND_LIMIT = 4096
+"""Turns fetched at most for the expanded days of one query."""
 
 
 def _h64(text: str) -> int:
@@ -125,15 +147,29 @@ def build_schema() -> tantivy.Schema:
 
 @dataclass(frozen=True)
 class Ranking:
-    """Weights of the re-ranking formula (values come from `[search]` in pandafs.toml)."""
+    """Weights of the ranking formula (values come from `[search]` in pandafs.toml)."""
 
-    quality_weight: float
-    freshness_weight: float
-    freshness_half_life_days: float
-    trust_weight: float
-    topic_boost: float
-    day_weight: float
-    candidate_pool: int
+    quality_weight: float = 0.5
+    freshness_weight: float = 0.25
+    freshness_half_life_days: float = 30.0
+    trust_weight: float = 0.2
+    topic_boost: float = 0.5
+    title_boost: float = 0.25
+    keywords_boost: float = 1.5
+    synonym_weight: float = 0.7
+    prefix_weight: float = 0.5
+    spread_weight: float = 0.5
+    neighbour_weight: float = 0.4
+    day_weight: float = 0.2
+    expand_days: int = 8
+    latest_weight: float = 1.0
+    latest_band: float = 0.4
+    day_cap: int = 3
+    candidate_pool: int = 60
+
+    def field_boosts(self) -> dict[str, float]:
+        boosts = {"title": self.title_boost, "keywords": self.keywords_boost, "body": 1.0}
+        return {name: boost for name, boost in boosts.items() if boost > 0}
 
 
 @dataclass(frozen=True)
@@ -347,9 +383,7 @@ class FullTextIndex:
                 lines.append(orjson.dumps({"p": p, "d": 1}))
             else:
                 lines.append(
-                    orjson.dumps(
-                        {"p": p, "c": entry.checksum, "m": entry.mtime_ns, "s": entry.size}
-                    )
+                    orjson.dumps({"p": p, "c": entry.checksum, "m": entry.mtime_ns, "s": entry.size})
                 )
         with open(path, "ab") as handle:
             handle.write(b"\n".join(lines) + b"\n")
@@ -405,9 +439,7 @@ class FullTextIndex:
                 yield batch
             with self._lock():
                 if catch_up is not None:
-                    catch_up(
-                        lambda: self._batch_on(index, state_path), self._read_state(state_path)
-                    )
+                    catch_up(lambda: self._batch_on(index, state_path), self._read_state(state_path))
                 (new / "complete").write_bytes(b"")
                 old = self.dir.with_name(self.dir.name + ".old")
                 shutil.rmtree(old, ignore_errors=True)
@@ -441,21 +473,32 @@ class FullTextIndex:
     def paths(self) -> list[str]:
         return sorted(self.state())
 
+    def _any_of(self, field_name: str, values: Iterable[Any]) -> Query:
+        """Documents whose `field_name` is one of `values`.
+
+        A boolean of term queries: in tantivy-py 0.27 `term_set_query` costs ~0.3 ms
+        per search on 100k documents, this ~0.01 ms.
+        """
+        terms = [Query.term_query(self._schema, field_name, v) for v in dict.fromkeys(values)]
+        if len(terms) == 1:
+            return terms[0]
+        return Query.boolean_query([(Occur.Should, t) for t in terms])
+
     def _filters(self, req: SearchRequest, now: datetime) -> list[Query]:
         schema = self._schema
         filters: list[Query] = []
         if req.user is not None:
             visible = [
-                (Occur.Should, Query.term_set_query(schema, "owner", [req.user, GLOBAL_OWNER])),
+                (Occur.Should, self._any_of("owner", [req.user, GLOBAL_OWNER])),
                 (Occur.Should, Query.term_query(schema, "scope", "global")),
             ]
             filters.append(Query.boolean_query(visible))
         if req.topic_filter:
             filters.append(Query.term_query(schema, "topic", _facet(req.topic_filter)))
         if req.content_types:
-            filters.append(Query.term_set_query(schema, "ctype", list(req.content_types)))
+            filters.append(self._any_of("ctype", req.content_types))
         if req.kinds:
-            filters.append(Query.term_set_query(schema, "kind", list(req.kinds)))
+            filters.append(self._any_of("kind", req.kinds))
         if req.scope:
             filters.append(Query.term_query(schema, "scope", req.scope))
         if req.min_quality is not None:
@@ -463,98 +506,365 @@ class FullTextIndex:
                 Query.range_query(schema, "quality", FieldType.Float, float(req.min_quality), None)
             )
         if not req.include_expired:
-            filters.append(
-                Query.range_query(schema, "expires", FieldType.Integer, _epoch(now) + 1, None)
-            )
+            filters.append(Query.range_query(schema, "expires", FieldType.Integer, _epoch(now) + 1, None))
         return filters
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
         """Hits for `req`, best first, each a dict (see module docstring for the score)."""
         now = req.now or datetime.now(UTC)
         searcher = self.searcher()
-        index = self._open()
-        terms = query_terms(req.query)
         filters = self._filters(req, now)
-        clauses: list[tuple[Occur, Query]] = [
-            (Occur.Must, Query.const_score_query(f, 0.0)) for f in filters
-        ]
+        clauses: list[tuple[Occur, Query]] = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
         for doc_id in req.exclude_ids:
             clauses.append((Occur.MustNot, Query.term_query(self._schema, "doc_id", doc_id)))
         pool = max(ranking.candidate_pool, req.limit * 3)
-        if terms:
-            text_query = index.parse_query(" ".join(terms), TEXT_FIELDS, field_boosts=FIELD_BOOSTS)
+        plan = plan_query(req.query, synonym_weight=ranking.synonym_weight)
+        if plan.groups:
+            groups = self._group_queries(searcher, plan, req, filters, ranking)
+            text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
         else:
+            groups = {}
             query = Query.boolean_query([(Occur.Must, Query.all_query()), *clauses])
             hits = [
-                (1.0, a)
-                for _, a in searcher.search(query, pool, count=False, order_by_field="created").hits
+                (1.0, a) for _, a in searcher.search(query, pool, count=False, order_by_field="created").hits
             ]
         if not hits:
             return []
-        ranked = self._rerank(searcher, hits, req, ranking, now)
-        return [
-            self._hit(searcher, address, score, terms) for score, address in ranked[: req.limit]
-        ]
+        scorer = _Scorer(searcher, req, ranking, now)
+        scorer.add_hits(hits)
+        if groups:
+            self._expand_days(searcher, scorer, groups, clauses, ranking)
+        ranked = scorer.final(plan.wants_latest)
+        page = self._page(searcher, ranked, req.limit)
+        terms = query_terms(req.query)
+        return [self._hit(payload, score, terms) for score, payload in page]
 
-    def _rerank(
+    def _group_queries(
         self,
         searcher: tantivy.Searcher,
-        hits: list[tuple[float, Any]],
+        plan: QueryPlan,
         req: SearchRequest,
+        filters: list[Query],
         ranking: Ranking,
-        now: datetime,
-    ) -> list[tuple[float, Any]]:
-        addresses = [a for _, a in hits]
-        quality = searcher.fast_field_values("quality", addresses)
-        trust = searcher.fast_field_values("trust", addresses)
-        created = searcher.fast_field_values("created", addresses)
-        day = searcher.fast_field_values("day", addresses)
-        owner = searcher.fast_field_values("owner_h", addresses)
-        topic_h = searcher.fast_field_values("topic_h", addresses)
-        topic_ph = searcher.fast_field_values("topic_ph", addresses)
+    ) -> dict[str, Query]:
+        """One query per term group, weighted by how few of the user's days use it.
+
+        A word said on most of a user's days (their own name in greetings, "work",
+        "today") is a poor guide to *which* conversation answers: its weight is scaled
+        by `(idf(n, N) / idf(1, N)) ^ spread_weight`, N = days of the documents the user
+        may see (with the request's filters), n = those whose body has the word.
+        Without a user there is no one person's days to count: no scaling.
+        """
+        visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
+        days = 0.0
+        if req.user is not None and visible is not None and ranking.spread_weight:
+            days = searcher.cardinality(visible, "day")
+        out: dict[str, Query] = {}
+        for group in plan.groups:
+            query = self._term_group_query(searcher, group, ranking)
+            weight = group.weight
+            if days > 1 and visible is not None:
+                word = Query.term_query(self._schema, "body", group.stem)
+                spread = searcher.cardinality(
+                    Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]), "day"
+                )
+                if spread >= 1:
+                    ratio = _idf(min(spread, days), days) / _idf(1.0, days)
+                    weight *= ratio**ranking.spread_weight
+            out[group.stem] = Query.boost_query(query, weight)
+        return out
+
+    def _term_group_query(self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking) -> Query:
+        """The best of the stem (every text field) and its down-weighted variants (body)."""
+        boosts = ranking.field_boosts()
+
+        def fields(term: str, weight: float) -> Query:
+            return Query.boolean_query(
+                [
+                    (
+                        Occur.Should,
+                        Query.boost_query(Query.term_query(self._schema, name, term), boost * weight),
+                    )
+                    for name, boost in boosts.items()
+                ]
+            )
+
+        variants = dict(group.variants)
+        if ranking.prefix_weight > 0 and len(group.stem) >= PREFIX_MIN:
+            prefix = group.stem[: max(4, len(group.stem) - 3)]
+            for term, _ in searcher.terms_with_prefix("body", prefix, limit=PREFIX_TERMS):
+                if term != group.stem and variants.get(term, 0.0) < ranking.prefix_weight:
+                    variants[term] = ranking.prefix_weight
+        parts = [fields(group.stem, 1.0)]
+        parts += [  # variants in the body only: a third of the postings to read
+            Query.boost_query(Query.term_query(self._schema, "body", term), weight)
+            for term, weight in sorted(variants.items())
+        ]
+        return parts[0] if len(parts) == 1 else Query.disjunction_max_query(parts)
+
+    def _expand_days(
+        self,
+        searcher: tantivy.Searcher,
+        scorer: _Scorer,
+        groups: dict[str, Query],
+        clauses: list[tuple[Occur, Query]],
+        ranking: Ranking,
+    ) -> None:
+        """Second stage: every turn of the best days, with its score per term group."""
+        days = scorer.top_days(ranking.expand_days)
+        if not days:
+            return
+        by_owner: dict[str, list[int]] = {}
+        for owner, day in days:
+            by_owner.setdefault(scorer.owner_name(owner), []).append(day)
+        per_owner = [
+            Query.boolean_query(
+                [
+                    (Occur.Must, Query.term_query(self._schema, "owner", owner)),
+                    (Occur.Must, self._any_of("day", sorted(owner_days))),
+                ]
+            )
+            for owner, owner_days in sorted(by_owner.items())
+        ]
+        in_days = Query.const_score_query(
+            per_owner[0]
+            if len(per_owner) == 1
+            else Query.boolean_query([(Occur.Should, q) for q in per_owner]),
+            0.0,
+        )
+        members = searcher.search(
+            Query.boolean_query([(Occur.Must, in_days), *clauses]), EXPAND_LIMIT, count=False
+        ).hits
+        scorer.add_members([a for _, a in members], set(days))
+        for stem, query in groups.items():
+            found = searcher.search(
+                Query.boolean_query([(Occur.Must, query), (Occur.Must, in_days), *clauses]),
+                EXPAND_LIMIT,
+                count=False,
+            ).hits
+            scorer.set_term_scores(stem, found)
+
+    def _page(
+        self, searcher: tantivy.Searcher, ranked: list[tuple[float, int, Any]], limit: int
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """The first `limit` hits; each run of exact ties (score and time) is ordered by path."""
+        cut = min(limit, len(ranked))
+        while 0 < cut < len(ranked) and ranked[cut][:2] == ranked[cut - 1][:2]:
+            cut += 1
+        rows = [
+            (score, created, orjson.loads(searcher.doc(address).get_first("payload")))
+            for score, created, address in ranked[:cut]
+        ]
+        page: list[tuple[float, dict[str, Any]]] = []
+        start = 0
+        while start < len(rows):
+            end = start + 1
+            while end < len(rows) and rows[end][:2] == rows[start][:2]:
+                end += 1
+            tied = sorted(rows[start:end], key=lambda row: row[2]["doc_path"])
+            page.extend((score, payload) for score, _, payload in tied)
+            start = end
+        return page[:limit]
+
+    def _hit(self, payload: dict[str, Any], score: float, terms: list[str]) -> dict[str, Any]:
+        payload["score"] = round(score, 6)
+        payload["snippet"] = snippet_for(self.indexes_dir.parent / payload["doc_path"], terms)
+        return payload
+
+
+def _idf(n: float, total: float) -> float:
+    return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+
+
+_Key = tuple[int, int]  # a document's (segment, doc id) within one searcher
+_Day = tuple[int, int]  # (owner hash, day number)
+
+
+class _Scorer:
+    """Candidates of one search and the arithmetic of the module docstring's formula."""
+
+    def __init__(
+        self, searcher: tantivy.Searcher, req: SearchRequest, ranking: Ranking, now: datetime
+    ) -> None:
+        self.searcher = searcher
+        self.ranking = ranking
         want = req.topic or req.topic_filter
-        want_h = _h64(want) if want else None
-        want_ph = _h64(_parent(want)) if want else None
-        now_s = _epoch(now)
-        half_life = max(ranking.freshness_half_life_days, 1e-6)
-        scored: list[float] = []
-        for i, (bm25, _) in enumerate(hits):
-            age_days = max(0.0, (now_s - (created[i] or now_s)) / 86400.0)
-            s = float(bm25)
-            s *= 1.0 + ranking.quality_weight * ((quality[i] or 0.0) - 0.5)
-            s *= 1.0 + ranking.freshness_weight * math.pow(2.0, -age_days / half_life)
+        self.want_h = _h64(want) if want else None
+        self.want_ph = _h64(_parent(want)) if want else None
+        self.now_s = _epoch(now)
+        self.address: dict[_Key, Any] = {}
+        self.created: dict[_Key, int] = {}
+        self.day_of: dict[_Key, _Day | None] = {}
+        self.factor: dict[_Key, float] = {}
+        self.base: dict[_Key, float] = {}
+        self.terms: dict[_Key, dict[str, float]] = {}
+        self.expanded: set[_Day] = set()
+        self._owners: dict[int, str] = {}
+
+    def add_hits(self, hits: list[tuple[float, Any]]) -> None:
+        """Stage-1 hits with their BM25."""
+        keys = self._place([a for _, a in hits])
+        self._factors(keys)
+        for (score, _), key in zip(hits, keys, strict=True):
+            self.base[key] = float(score) * self.factor[key]
+
+    def add_members(self, addresses: list[Any], days: set[_Day]) -> None:
+        """Every turn of the expanded days (their factors are read when they match)."""
+        for key in self._place(addresses):
+            if self.day_of[key] not in days and key not in self.base:
+                del self.address[key]  # the same date of another user's day (no user filter)
+        self.expanded = days
+
+    def _place(self, addresses: list[Any]) -> list[_Key]:
+        """Record where each document sits in time (created, day); its key."""
+        keys = [(a.segment_ord, a.doc) for a in addresses]
+        fresh = [a for a, k in zip(addresses, keys, strict=True) if k not in self.address]
+        if fresh:
+            ff = self.searcher.fast_field_values
+            created, day, owner = ff("created", fresh), ff("day", fresh), ff("owner_h", fresh)
+            for i, address in enumerate(fresh):
+                key = (address.segment_ord, address.doc)
+                self.address[key] = address
+                self.created[key] = created[i] if created[i] is not None else self.now_s
+                d = day[i]
+                self.day_of[key] = (owner[i], d) if d is not None and d >= 0 else None
+        return keys
+
+    def _factors(self, keys: list[_Key]) -> None:
+        """quality · freshness · trust · topic, for the keys that lack it."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self.factor]
+        if not todo:
+            return
+        addresses = [self.address[k] for k in todo]
+        ff = self.searcher.fast_field_values
+        quality, trust = ff("quality", addresses), ff("trust", addresses)
+        topic_h, topic_ph = ff("topic_h", addresses), ff("topic_ph", addresses)
+        r = self.ranking
+        half_life = max(r.freshness_half_life_days, 1e-6)
+        for i, key in enumerate(todo):
+            age_days = max(0.0, (self.now_s - self.created[key]) / 86400.0)
+            f = 1.0 + r.quality_weight * ((quality[i] or 0.0) - 0.5)
+            f *= 1.0 + r.freshness_weight * math.pow(2.0, -age_days / half_life)
             t = trust[i]
             if t is not None and t >= 0.0:
-                s *= 1.0 + ranking.trust_weight * (t - 0.5)
-            if want_h is not None:
-                if topic_h[i] == want_h:
-                    s *= 1.0 + ranking.topic_boost
-                elif topic_ph[i] == want_h or topic_h[i] == want_ph:
-                    s *= 1.0 + ranking.topic_boost * 0.5
-            scored.append(s)
-        best_of_day: dict[tuple[int, int], float] = {}
-        for i, s in enumerate(scored):
-            if day[i] is not None and day[i] >= 0:
-                key = (owner[i], day[i])
-                best_of_day[key] = max(best_of_day.get(key, 0.0), s)
-        final = []
-        for i, s in enumerate(scored):
-            if day[i] is not None and day[i] >= 0 and ranking.day_weight:
-                s += ranking.day_weight * best_of_day[(owner[i], day[i])]
-            final.append((s, i))
-        final.sort(key=lambda pair: (-pair[0], pair[1]))
-        return [(s, addresses[i]) for s, i in final]
+                f *= 1.0 + r.trust_weight * (t - 0.5)
+            if self.want_h is not None:
+                if topic_h[i] == self.want_h:
+                    f *= 1.0 + r.topic_boost
+                elif topic_ph[i] == self.want_h or topic_h[i] == self.want_ph:
+                    f *= 1.0 + r.topic_boost * 0.5
+            self.factor[key] = f
 
-    def _hit(
-        self, searcher: tantivy.Searcher, address: Any, score: float, terms: list[str]
-    ) -> dict[str, Any]:
-        doc = searcher.doc(address)
-        hit = orjson.loads(doc.get_first("payload"))
-        hit["score"] = round(score, 6)
-        hit["snippet"] = snippet_for(self.indexes_dir.parent / hit["doc_path"], terms)
-        return hit
+    def owner_name(self, owner_h: int) -> str:
+        """The owner (user) whose hash is `owner_h`, from a stage-1 hit's payload."""
+        if owner_h not in self._owners:
+            name = GLOBAL_OWNER
+            for key in self.base:
+                day = self.day_of[key]
+                if day is not None and day[0] == owner_h:
+                    payload = orjson.loads(self.searcher.doc(self.address[key]).get_first("payload"))
+                    name = payload.get("user") or GLOBAL_OWNER
+                    break
+            self._owners[owner_h] = name
+        return self._owners[owner_h]
+
+    def top_days(self, count: int) -> list[_Day]:
+        """The `count` days whose best stage-1 turn scores highest."""
+        best: dict[_Day, float] = {}
+        for key, score in self.base.items():
+            day = self.day_of[key]
+            if day is not None and score > best.get(day, -1.0):
+                best[day] = score
+        return sorted(best, key=lambda d: (-best[d], -d[1], d[0]))[:count]
+
+    def set_term_scores(self, stem: str, hits: list[tuple[float, Any]]) -> None:
+        """c_g(d) for the expanded days' turns that match group `stem`."""
+        keys = [(a.segment_ord, a.doc) for _, a in hits]
+        keys = [k for k in keys if k in self.address]
+        self._factors(keys)
+        lookup = dict(zip(((a.segment_ord, a.doc) for _, a in hits), (s for s, _ in hits), strict=True))
+        for key in keys:
+            self.terms.setdefault(key, {})[stem] = float(lookup[key]) * self.factor[key]
+
+    def final(self, wants_latest: bool) -> list[tuple[float, int, Any]]:
+        """(score, created, address) best first: see the module docstring."""
+        r = self.ranking
+        scores: dict[_Key, float] = {}
+        members: dict[_Day, list[_Key]] = {}
+        for key in self.address:
+            day = self.day_of[key]
+            if day is not None and day in self.expanded:
+                members.setdefault(day, []).append(key)
+            elif key in self.base:
+                scores[key] = (1.0 + r.day_weight) * self.base[key]
+        terms, created, beta = self.terms, self.created, r.neighbour_weight
+        empty: dict[str, float] = {}
+        day_score: dict[_Day, float] = {}
+        for day, keys in members.items():
+            keys.sort(key=lambda k: (created[k], k))
+            cover: dict[str, float] = {}
+            for key in keys:
+                for stem, value in terms.get(key, empty).items():
+                    if value > cover.get(stem, 0.0):
+                        cover[stem] = value
+            bonus = r.day_weight * sum(cover.values())
+            day_score[day] = sum(cover.values())
+            last = len(keys) - 1
+            for i, key in enumerate(keys):
+                own = terms.get(key, empty)
+                before = terms.get(keys[i - 1], empty) if i > 0 else empty
+                after = terms.get(keys[i + 1], empty) if i < last else empty
+                if not (own or before or after):
+                    continue
+                window = dict(own)
+                for side in (before, after):
+                    for stem, value in side.items():
+                        value *= beta
+                        if value > window.get(stem, 0.0):
+                            window[stem] = value
+                score = sum(window.values())
+                if score > 0:
+                    scores[key] = score + bonus
+        if wants_latest and r.latest_weight and day_score:
+            self._prefer_latest(scores, members, day_score)
+        ranked = sorted(scores, key=lambda k: (-scores[k], -created[k], k))
+        if r.day_cap > 0:
+            ranked = self._cap_days(ranked, r.day_cap)
+        return [(scores[k], created[k], self.address[k]) for k in ranked]
+
+    def _cap_days(self, ranked: list[_Key], cap: int) -> list[_Key]:
+        """At most `cap` turns of one day ahead of every other hit: more days in a page."""
+        seen: dict[_Day, int] = {}
+        first: list[_Key] = []
+        later: list[_Key] = []
+        for key in ranked:
+            day = self.day_of[key]
+            if day is not None:
+                seen[day] = seen.get(day, 0) + 1
+                if seen[day] > cap:
+                    later.append(key)
+                    continue
+            first.append(key)
+        return first + later
+
+    def _prefer_latest(
+        self, scores: dict[_Key, float], members: dict[_Day, list[_Key]], day_score: dict[_Day, float]
+    ) -> None:
+        """Among days scoring within `latest_band` of the best, the later the better."""
+        best = max(day_score.values())
+        band = [d for d, s in day_score.items() if s > 0 and s >= self.ranking.latest_band * best]
+        if not band:
+            return
+        first, last = min(d[1] for d in band), max(d[1] for d in band)
+        if last == first:
+            return
+        for day in band:
+            boost = 1.0 + self.ranking.latest_weight * (day[1] - first) / (last - first)
+            for key in members[day]:
+                if key in scores:
+                    scores[key] *= boost
 
 
 # --- snippets -------------------------------------------------------------------------
@@ -582,20 +892,19 @@ def snippet_for(path: Path, terms: Iterable[str]) -> str:
         if ln.strip() and not ln.startswith(("#", "```", "_meta", "|---", "  type:"))
     ]
     flat = " ".join(" ".join(lines).split())
-    stems = sorted(
-        {t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True
-    )
+    stems = sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
     if not stems:
         return flat[:SNIPPET_CHARS]
     pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.IGNORECASE)
     matches = list(pattern.finditer(flat))
     if not matches:
         return flat[:SNIPPET_CHARS]
-    best_start, best_count = matches[0].start(), 0
-    for m in matches:
-        count = sum(1 for n in matches if m.start() <= n.start() < m.start() + SNIPPET_CHARS)
-        if count > best_count:
-            best_start, best_count = m.start(), count
+    best_start, best_count, right = matches[0].start(), 0, 0
+    for left, m in enumerate(matches):  # sliding window: most matches within SNIPPET_CHARS
+        while right < len(matches) and matches[right].start() < m.start() + SNIPPET_CHARS:
+            right += 1
+        if right - left > best_count:
+            best_start, best_count = m.start(), right - left
     start = max(0, best_start - 40)
     start = flat.rfind(" ", 0, start) + 1 if start else 0
     window = flat[start : start + SNIPPET_CHARS]

@@ -43,16 +43,12 @@ class LLMConfig(_Section):
         description="'offline' (deterministic, no model) or 'openai' (any compatible server)",
     )
     base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
-    api_key_env: str = Field(
-        "OPENAI_API_KEY", description="environment variable holding the API key"
-    )
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
     model: str = Field("qwen3", description="default model name")
     timeout_s: float = Field(60.0, description="per-request timeout in seconds")
     max_retries: int = Field(3, description="retries on 429 / 5xx / connection errors")
     backoff_s: float = Field(0.5, description="first retry delay; doubles each retry")
-    roles: dict[str, RoleConfig] = Field(
-        default_factory=_roles, description="REFLEX / MIND / VOICE"
-    )
+    roles: dict[str, RoleConfig] = Field(default_factory=_roles, description="REFLEX / MIND / VOICE")
 
     @field_validator("roles", mode="before")
     @classmethod
@@ -74,15 +70,33 @@ class PipelineConfig(_Section):
 
 
 class SearchConfig(_Section):
+    """The ranking formula of `indexers.fulltext` (its module docstring shows it whole)."""
+
     quality_weight: float = Field(0.5, description="score × (1 + w·(quality − 0.5))")
     freshness_weight: float = Field(0.25, description="score × (1 + w·2^(−age/half_life))")
     freshness_half_life_days: float = Field(30.0, description="age at which freshness is 1/2")
-    trust_weight: float = Field(
-        0.2, description="score × (1 + w·(trust − 0.5)) when trust is known"
-    )
+    trust_weight: float = Field(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
     topic_boost: float = Field(0.5, description="bonus factor for an exact topic match")
-    day_weight: float = Field(0.35, description="share of the best same-day score a turn inherits")
-    candidate_pool: int = Field(60, description="BM25 candidates re-ranked per query")
+    title_boost: float = Field(0.25, description="BM25 weight of the title (body = 1)")
+    keywords_boost: float = Field(1.5, description="BM25 weight of the keywords (body = 1)")
+    synonym_weight: float = Field(0.7, description="weight of a thesaurus synonym of a query word (0 = none)")
+    prefix_weight: float = Field(
+        0.5, description="weight of another word form sharing a long prefix (0 = none)"
+    )
+    spread_weight: float = Field(
+        0.5, description="down-weights query words found on many days: (idf_days ratio)^w"
+    )
+    neighbour_weight: float = Field(
+        0.4, description="share of an adjacent turn's match a turn inherits, per query word"
+    )
+    day_weight: float = Field(0.2, description="share of its day's coverage score a turn gets")
+    expand_days: int = Field(8, description="best days whose turns are all scored (stage 2)")
+    latest_weight: float = Field(
+        1.0, description='"now / currently" queries: bonus for the latest of near-equal days'
+    )
+    latest_band: float = Field(0.4, description="days within this share of the best day compete on recency")
+    day_cap: int = Field(3, description="turns of one day before every other hit (0 = no cap)")
+    candidate_pool: int = Field(60, description="BM25 candidates of stage 1")
 
 
 class IndexConfig(_Section):
@@ -92,15 +106,45 @@ class IndexConfig(_Section):
     batch_size: int = Field(1000, description="documents per commit in rebuild / import")
 
 
+IDENTITY_KEYS = (
+    "name",
+    "full_name",
+    "preferred_name",
+    "nickname",
+    "pronouns",
+    "job",
+    "occupation",
+    "profession",
+    "role",
+    "work",
+    "works_at",
+    "employer",
+    "company",
+    "location",
+    "lives_in",
+    "home",
+    "hometown",
+    "city",
+    "country",
+    "timezone",
+)
+
+
 class TiersConfig(_Section):
-    hot_turns: int = Field(4, description="the last N turns always in context (3-5)")
-    hot_tokens: int = Field(1500, description="hot tier budget")
-    warm_tokens: int = Field(2000, description="warm tier budget")
-    cold_tokens: int = Field(900, description="cold tier budget")
+    hot_turns: int = Field(4, ge=3, le=5, description="the last N turns always in context (3-5)")
+    hot_tokens: int = Field(1500, ge=0, description="hot tier budget")
+    warm_tokens: int = Field(2000, ge=0, description="warm tier budget")
+    cold_tokens: int = Field(900, ge=0, description="cold tier budget (identity anchors first)")
     warm_turns: int = Field(50, description="turns considered for the warm tier")
     recency_lambda: float = Field(0.1, description="cold recency = e^(−λ·days)")
     sample_every: int = Field(10, description="long histories: first turn, every Nth, last 5")
     cold_candidates: int = Field(40, description="search hits ranked for the cold tier")
+    max_sampled: int = Field(200, description="long histories: at most ~this many sampled turns (N grows)")
+    identity_keys: list[str] = Field(
+        default_factory=lambda: list(IDENTITY_KEYS),
+        description="facts.md keys that are identity anchors (always in context); "
+        "a line tagged #identity is one too",
+    )
 
 
 class ArchiveConfig(_Section):
@@ -115,15 +159,22 @@ class ArchiveConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    new_ttl_hours: float = Field(
-        24.0, description="'new' documents expire after this unless promoted"
-    )
+    new_ttl_hours: float = Field(24.0, description="'new' documents expire after this unless promoted")
     user_trust: float = Field(0.5, description="new → user: trust at least")
     user_usage: int = Field(3, description="new → user: usage at least")
     user_age_hours: float = Field(1.0, description="new → user: age at least")
     global_trust: float = Field(0.8, description="user → global: trust at least")
     global_usage: int = Field(10, description="user → global: usage at least")
     global_age_hours: float = Field(24.0, description="user → global: age at least")
+    demotion_min_verdicts: int = Field(
+        3, description="a document is demoted only after at least this many verdicts"
+    )
+    trust_prior_weight: float = Field(
+        2.0,
+        gt=0,
+        description="trust = (successes + w·quality) / (validations + w): how many "
+        "validations the document's own quality is worth",
+    )
 
 
 class InboxConfig(_Section):
@@ -140,9 +191,7 @@ class WatchConfig(_Section):
 
 
 class ResearchConfig(_Section):
-    search_url: str = Field(
-        "", description="SearxNG-compatible /search endpoint ('' = unavailable)"
-    )
+    search_url: str = Field("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
     user_agent: str = Field(
         "PandaFS-research/0.1 (+https://github.com/pandafs; local assistant)",
         description="honest User-Agent sent with every request",
@@ -151,9 +200,7 @@ class ResearchConfig(_Section):
     max_page_bytes: int = Field(2_000_000, description="pages larger than this are cut off")
     max_results: int = Field(5, description="pages fetched per research call")
     per_domain_concurrency: int = Field(1, description="parallel requests per domain")
-    per_domain_interval_s: float = Field(
-        1.0, description="minimum gap between requests to a domain"
-    )
+    per_domain_interval_s: float = Field(1.0, description="minimum gap between requests to a domain")
     max_redirects: int = Field(5, description="redirects followed per page")
     min_reliability: float = Field(0.2, description="domains below this are skipped")
 
@@ -182,14 +229,10 @@ class Config(_Section):
     index: IndexConfig = Field(default_factory=IndexConfig, description="full-text index")
     tiers: TiersConfig = Field(default_factory=TiersConfig, description="hot / warm / cold context")
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig, description="cold storage")
-    memory: MemoryConfig = Field(
-        default_factory=MemoryConfig, description="TTL and scope promotion"
-    )
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="TTL and scope promotion")
     inbox: InboxConfig = Field(default_factory=InboxConfig, description="query files")
     watch: WatchConfig = Field(default_factory=WatchConfig, description="file watcher")
-    research: ResearchConfig = Field(
-        default_factory=ResearchConfig, description="internet.research"
-    )
+    research: ResearchConfig = Field(default_factory=ResearchConfig, description="internet.research")
     topics: dict[str, list[str]] = Field(
         default_factory=_topics, description="topic → keywords the offline analyzer maps to it"
     )
