@@ -22,7 +22,7 @@ from events import classify
 from .documents import IndexDoc, Skipped, load_index_doc
 from .fulltext import FullTextIndex, IndexBatch, StateEntry
 
-__all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents"]
+__all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents", "upsert_paths"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -107,6 +107,13 @@ def _apply(
                 report.deleted += rel in state
         if progress is not None:
             progress(1)
+
+
+def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_bytes: int) -> SyncReport:
+    """Index (or delete, if gone) `paths` inside a batch the caller already holds."""
+    report = SyncReport()
+    _apply(batch, root, paths, {}, report, max_bytes, None)
+    return report
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:

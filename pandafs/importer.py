@@ -240,11 +240,8 @@ def import_turns(
                 fresh.append(line)
             for start in range(0, len(fresh), batch_size):
                 chunk = fresh[start : start + batch_size]
-                names = vault.allocate_turns(user, len(chunk), durable=False)
-                docs = [
-                    _write_turn(vault, user, name, line)
-                    for name, line in zip(names, chunk, strict=True)
-                ]
+                names = vault.allocate_turns(user, len(chunk))
+                docs = [_write_turn(vault, user, name, line) for name, line in zip(names, chunk, strict=True)]
                 sync_all()
                 ledger.append(
                     [

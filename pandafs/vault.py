@@ -93,9 +93,7 @@ def file_lock(path: Path, *, wait_s: float | None = None, what: str = "lock") ->
             except BlockingIOError:
                 if time.monotonic() >= deadline:  # type: ignore[operator]
                     holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                    raise Busy(
-                        f"{what} is busy, held by pid {holder}; try again when it finishes"
-                    ) from None
+                    raise Busy(f"{what} is busy, held by pid {holder}; try again when it finishes") from None
                 time.sleep(0.02)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -140,9 +138,7 @@ class Vault:
                 created.append(name + "/")
         files = {
             vault.layout.config_file: render_default_config().encode(),
-            vault.root / ".obsidian" / "app.json": orjson.dumps(
-                OBSIDIAN_APP, option=orjson.OPT_INDENT_2
-            ),
+            vault.root / ".obsidian" / "app.json": orjson.dumps(OBSIDIAN_APP, option=orjson.OPT_INDENT_2),
             vault.root / ".obsidian" / "core-plugins.json": orjson.dumps(
                 OBSIDIAN_CORE_PLUGINS, option=orjson.OPT_INDENT_2
             ),
@@ -163,8 +159,13 @@ class Vault:
     def rel(self, path: Path) -> str:
         return self.layout.relative(path)
 
-    def allocate_turns(self, user: str, count: int = 1, *, durable: bool = True) -> list[str]:
-        """Claim `count` new turn folders for `user`; returns their names in order."""
+    def allocate_turns(self, user: str, count: int = 1) -> list[str]:
+        """Claim `count` new turn folders for `user`; returns their names in order.
+
+        The counter is only a hint and is written without fsync: after a crash a stale
+        counter costs a few `mkdir` probes, never a reused number (folders and archive
+        stubs are checked).
+        """
         validate_user_id(user)
         turns = self.layout.turns_dir(user)
         turns.mkdir(parents=True, exist_ok=True)
@@ -185,7 +186,7 @@ class Vault:
                 except FileExistsError:
                     continue
                 names.append(name)
-            atomic_write(counter, str(number), durable=durable)
+            atomic_write(counter, str(number), durable=False)
         return names
 
     def _highest_turn(self, user: str) -> int:

@@ -17,7 +17,7 @@ from events import candidate_paths, classify, parse_document, validate_user_id
 from events.errors import FrontmatterError
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
-from indexers.sync import SyncReport, index_paths, rebuild, reconcile
+from indexers.sync import SyncReport, index_paths, rebuild, reconcile, upsert_paths
 
 from ..errors import BadInput
 from ..vault import Vault
@@ -161,6 +161,9 @@ class Memory:
         """The file behind a document id or a vault-relative path."""
         text = id_or_path.strip().removeprefix("./")
         candidates = [text] if text.endswith(".md") else candidate_paths(text)
+        ref = classify(text) if text.endswith(".md") else None
+        if ref is not None and ref.kind in ("turn", "archived_turn"):
+            candidates += candidate_paths(ref.doc_id)  # a turn's other home: live or archived
         for rel in candidates:
             if classify(rel) is None:
                 continue
@@ -169,17 +172,44 @@ class Memory:
                 return path
         raise BadInput(f"no document {id_or_path!r} in {self.vault.root} (try `pandafs search`)")
 
-    def retrieve(self, id_or_path: str) -> Retrieved:
+    def retrieve(self, id_or_path: str, *, now: datetime | None = None) -> Retrieved:
+        """The document; an archived turn is expanded: its full original context.md is
+        read from the archive (`archived: true`) and the expansion counted — the
+        `expansions_to_restore`-th within the window restores it (then it is live)."""
         path = self.resolve(id_or_path)
         rel = self.vault.rel(path)
         ref = classify(rel)
         assert ref is not None
+        if ref.kind == "archived_turn":
+            return self._retrieve_archived(ref.doc_id, now)
         try:
             parsed = parse_document(path.read_text(encoding="utf-8"), rel)
         except FrontmatterError as exc:
             raise BadInput(str(exc)) from None
         metadata = {k: _jsonable(v) for k, v in parsed.frontmatter.items()}
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
+
+    def _retrieve_archived(self, doc_id: str, now: datetime | None) -> Retrieved:
+        from ..archive import expand_turn  # the archive imports this module
+
+        try:
+            expanded = expand_turn(self.vault, doc_id, now=now)
+        except FileNotFoundError:  # the stub is gone: restored since we resolved it
+            return self.retrieve(doc_id, now=now)
+        except FrontmatterError as exc:
+            raise BadInput(str(exc)) from None
+        if expanded.restored:
+            live = self.retrieve(doc_id, now=now)
+            live.metadata["restored_from_archive"] = True
+            return live
+        metadata = {k: _jsonable(v) for k, v in expanded.frontmatter.items()}
+        metadata.update(
+            archived=True,
+            archive_file=expanded.archive_file,
+            archived_at=_jsonable(expanded.archived_at),
+            expansions=expanded.expansions,
+        )
+        return Retrieved(doc_id, expanded.stub_path, metadata, expanded.body, True)
 
     # --- index upkeep -----------------------------------------------------------------
 
@@ -195,12 +225,14 @@ class Memory:
             force=force,
         )
 
-    def index_docs(self, docs: Iterable[IndexDoc | Skipped]) -> None:
-        """Index documents a writer has just rendered (no re-read of the files)."""
+    def index_docs(self, docs: Iterable[IndexDoc | Skipped], paths: Iterable[str] = ()) -> None:
+        """Index documents a writer has just rendered (no re-read of the files), and
+        `paths` read from disk, in one batch (one commit)."""
         with self.index.batch() as batch:
             for doc in docs:
                 if isinstance(doc, IndexDoc):
                     batch.upsert(doc)
+            upsert_paths(batch, self.vault.root, paths, max_bytes=self.vault.config.index.max_file_bytes)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
         cfg = self.vault.config.index

@@ -1,0 +1,468 @@
+"""The Parquet cold store of turn folders (`archive/turns/`).
+
+Layout (hive-style month partitions, so DuckDB, pyarrow and Spark see a `month` column):
+
+    archive/turns/month=YYYY-MM/part-{batch}.parquet    one file per archive batch and month
+
+One row per file of an archived turn folder (`ArchiveRow`: the bytes, their sha256,
+size, mode and mtime), sorted by (user, turn, path), zstd-compressed, in small row
+groups with min/max statistics on `user` and `turn` so a point lookup of one turn
+decodes one row group (TECH-NOTES: Parquet).  The month of a row is the month of the
+turn's `created_at` and lives only in the folder name.  A row whose `path` ends in
+`/` stands for an empty folder.
+
+This module only stores and reads bytes; which turns to archive, the summary stubs
+and the crash-safe protocol live in `pandafs.archive`.  Every file is written to a
+temporary name, fsynced and renamed, so a reader sees a whole part file or none; a
+part file is rewritten the same way when rows are dropped (after a restore).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict
+
+from events.fsio import TMP_PREFIX, fsync_dir
+
+from .errors import ArchiveError
+
+__all__ = [
+    "ARCHIVE_SCHEMA",
+    "ArchiveRow",
+    "ArchiveStore",
+    "FileEntry",
+    "PartContents",
+    "TurnFiles",
+    "collect_turn_files",
+    "folder_signature",
+    "write_turn_folder",
+]
+
+FORMAT_VERSION = "1"
+ROW_GROUP_ROWS = 1024
+ROW_GROUP_BYTES = 4 << 20
+TurnKey = tuple[str, str]
+
+
+class ArchiveRow(BaseModel):
+    """One file of an archived turn folder — one row of the archive (the schema's source)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    turn: str
+    path: str
+    content: bytes
+    size: int
+    sha256: str
+    mode: int
+    mtime_ns: int
+    created_at: datetime
+    archived_at: datetime
+    batch: str
+
+
+_ARROW_TYPES: dict[Any, pa.DataType] = {
+    str: pa.string(),
+    bytes: pa.binary(),
+    int: pa.int64(),
+    datetime: pa.timestamp("us", tz="UTC"),
+}
+
+
+def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    fields = [
+        pa.field(name, _ARROW_TYPES[info.annotation], nullable=False)
+        for name, info in model.model_fields.items()
+    ]
+    return pa.schema(fields, metadata={"pandafs.archive.format": FORMAT_VERSION})
+
+
+ARCHIVE_SCHEMA = _arrow_schema(ArchiveRow)
+KEY_COLUMNS = ["user", "turn", "path", "batch"]
+STATS_COLUMNS = ["user", "turn", "path", "batch", "size", "created_at"]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file (or empty folder, `path` ending in '/') of a turn folder."""
+
+    path: str
+    data: bytes
+    mode: int
+    mtime_ns: int
+    sha256: str
+
+    @property
+    def is_dir(self) -> bool:
+        return self.path.endswith("/")
+
+
+@dataclass(frozen=True)
+class TurnFiles:
+    """Every file of one turn folder, in path order."""
+
+    user: str
+    turn: str
+    created_at: datetime
+    files: tuple[FileEntry, ...]
+
+    @property
+    def key(self) -> TurnKey:
+        return (self.user, self.turn)
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def month(self) -> str:
+        return self.created_at.astimezone(UTC).strftime("%Y-%m")
+
+    @property
+    def size(self) -> int:
+        return sum(len(f.data) for f in self.files)
+
+    def checksums(self) -> dict[str, str]:
+        return {f.path: f.sha256 for f in self.files}
+
+    def signature(self) -> dict[str, tuple[int, int]]:
+        """What `folder_signature` returns for the folder these files were read from."""
+        return {f.path: (len(f.data), f.mtime_ns) for f in self.files}
+
+    def file(self, name: str) -> bytes | None:
+        for entry in self.files:
+            if entry.path == name:
+                return entry.data
+        return None
+
+
+def _walk(folder: Path) -> list[tuple[str, os.stat_result, Path]]:
+    """(relative path, lstat, absolute path) of every file and empty folder, sorted."""
+    found: list[tuple[str, os.stat_result, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        base = Path(dirpath)
+        rel_dir = base.relative_to(folder).as_posix()
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        if prefix and not dirnames and not filenames:
+            found.append((prefix, os.lstat(base), base))
+        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
+            path = base / name
+            found.append((prefix + name, os.lstat(path), path))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def folder_signature(folder: Path) -> dict[str, tuple[int, int]]:
+    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime))."""
+    return {rel: (0 if rel.endswith("/") else st.st_size, st.st_mtime_ns) for rel, st, _ in _walk(folder)}
+
+
+def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime) -> TurnFiles:
+    """Read every file of a turn folder; refuses symlinks and special files."""
+    entries: list[FileEntry] = []
+    try:
+        for rel, st, path in _walk(folder):
+            if rel.endswith("/"):
+                entries.append(FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, _sha256(b"")))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise ArchiveError(f"{folder}: {rel} is not a regular file (symlink or special)")
+            for _ in range(3):
+                data = path.read_bytes()
+                after = os.lstat(path)
+                if (after.st_size, after.st_mtime_ns) == (len(data), st.st_mtime_ns):
+                    break
+                st = after  # written while we read it: read again
+            else:
+                raise ArchiveError(f"{folder}: {rel} keeps changing while it is read")
+            entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, _sha256(data)))
+    except FileNotFoundError as exc:
+        raise ArchiveError(f"{folder}: changed while it was read ({exc.filename})") from None
+    if not entries:
+        raise ArchiveError(f"{folder}: empty turn folder")
+    return TurnFiles(user, turn, created_at.astimezone(UTC), tuple(entries))
+
+
+def write_turn_folder(turn: TurnFiles, dest: Path) -> None:
+    """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes.
+
+    Not fsynced: the caller syncs once per batch before renaming `dest` into place.
+    """
+    dest.mkdir(parents=True)
+    folders: dict[Path, FileEntry] = {}
+    for entry in turn.files:
+        target = dest / entry.path
+        if entry.is_dir:
+            target.mkdir(parents=True, exist_ok=True)
+            folders[target] = entry
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(entry.data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.chmod(target, entry.mode)
+        os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+    for folder, entry in sorted(folders.items(), key=lambda item: -len(item[0].parts)):
+        os.chmod(folder, entry.mode)
+        os.utime(folder, ns=(entry.mtime_ns, entry.mtime_ns))
+
+
+@dataclass
+class PartContents:
+    """The turns of one part file, and any rows whose bytes do not match their sha256."""
+
+    path: Path
+    turns: dict[TurnKey, TurnFiles]
+    bad_rows: list[str]
+    duplicate_rows: list[str]
+
+    def intact(self, key: TurnKey) -> TurnFiles | None:
+        """The turn's files if every one of its rows is present once and checks out."""
+        doc = f"{key[0]}/{key[1]}/"
+        if any(r.startswith(doc) for r in self.bad_rows + self.duplicate_rows):
+            return None
+        return self.turns.get(key)
+
+
+class ArchiveStore:
+    """The part files under `archive/turns/` of one vault."""
+
+    def __init__(self, directory: Path, *, zstd_level: int = 3) -> None:
+        self.dir = directory
+        self.zstd_level = zstd_level
+
+    # --- naming -------------------------------------------------------------------
+
+    def part_path(self, month: str, batch: str) -> Path:
+        return self.dir / f"month={month}" / f"part-{batch}.parquet"
+
+    def parts(self) -> list[Path]:
+        """Every part file, oldest month first."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(self.dir.glob("month=*/part-*.parquet"))
+
+    def temp_files(self) -> list[Path]:
+        if not self.dir.is_dir():
+            return []
+        return sorted(self.dir.glob(f"month=*/{TMP_PREFIX}*"))
+
+    def clean_temp(self) -> int:
+        """Remove temporary files of writers that died before their rename."""
+        found = self.temp_files()
+        for path in found:
+            path.unlink(missing_ok=True)
+        return len(found)
+
+    # --- writing ------------------------------------------------------------------
+
+    def write_parts(
+        self, turns: Iterable[TurnFiles], *, batch: str, archived_at: datetime
+    ) -> dict[str, Path]:
+        """Write one part file per month for these turns; returns month → path."""
+        by_month: dict[str, list[TurnFiles]] = {}
+        for turn in turns:
+            by_month.setdefault(turn.month, []).append(turn)
+        written: dict[str, Path] = {}
+        for month, group in sorted(by_month.items()):
+            path = self.part_path(month, batch)
+            self._write_atomic(_to_table(group, batch, archived_at), path)
+            written[month] = path
+        return written
+
+    def encoded_sizes(
+        self, turns: Iterable[TurnFiles], *, batch: str, archived_at: datetime
+    ) -> dict[str, int]:
+        """month → bytes the part file of these turns would take (written to memory only)."""
+        by_month: dict[str, list[TurnFiles]] = {}
+        for turn in turns:
+            by_month.setdefault(turn.month, []).append(turn)
+        sizes: dict[str, int] = {}
+        for month, group in by_month.items():
+            sink = pa.BufferOutputStream()
+            self._write_table(_to_table(group, batch, archived_at), sink)
+            sizes[month] = sink.getvalue().size
+        return sizes
+
+    def _write_table(self, table: pa.Table, where: Any) -> None:
+        """Row groups of at most ROW_GROUP_ROWS rows / ROW_GROUP_BYTES bytes, cut between
+        turns, so looking up one turn decodes one small group."""
+        with pq.ParquetWriter(
+            where,
+            table.schema,
+            compression="zstd",
+            compression_level=self.zstd_level,
+            use_dictionary=KEY_COLUMNS,
+            write_statistics=STATS_COLUMNS,
+        ) as writer:
+            for start, stop in _row_groups(table):
+                writer.write_table(table.slice(start, stop - start), row_group_size=stop - start)
+
+    def _write_atomic(self, table: pa.Table, path: Path) -> None:
+        new_dir = not path.parent.is_dir()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if new_dir:
+            fsync_dir(path.parent.parent)
+        tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
+        try:
+            self._write_table(table, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(path.parent)
+
+    def drop_turns(self, path: Path, turns: Iterable[TurnKey]) -> int:
+        """Rewrite `path` without the rows of these turns (delete it if none is left)."""
+        remove = set(turns)
+        if not remove or not path.exists():
+            return 0
+        table = self._read(path)
+        keep = [
+            (u, t) not in remove
+            for u, t in zip(table.column("user").to_pylist(), table.column("turn").to_pylist(), strict=True)
+        ]
+        dropped = keep.count(False)
+        if not dropped:
+            return 0
+        if dropped == len(keep):
+            path.unlink()
+            fsync_dir(path.parent)
+            try:
+                path.parent.rmdir()
+            except OSError:
+                pass
+            return dropped
+        self._write_atomic(table.filter(pa.array(keep, pa.bool_())), path)
+        return dropped
+
+    # --- reading ------------------------------------------------------------------
+
+    def _read(self, path: Path, **kwargs: Any) -> pa.Table:
+        try:
+            return pq.read_table(path, partitioning=None, **kwargs)
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise ArchiveError(f"{path}: unreadable Parquet file ({exc})") from exc
+
+    def keys(self, path: Path) -> set[TurnKey]:
+        """The turns that have rows in `path` (reads two columns only)."""
+        table = self._read(path, columns=["user", "turn"])
+        return set(zip(table.column("user").to_pylist(), table.column("turn").to_pylist(), strict=True))
+
+    def read_part(self, path: Path) -> PartContents:
+        """Every turn of a part file, each row's bytes checked against its sha256."""
+        return _from_table(path, self._read(path))
+
+    def read_turn(self, path: Path, user: str, turn: str) -> TurnFiles:
+        """One turn's files from `path` (a point lookup); raises unless every row checks out."""
+        try:
+            table = self._read(path, filters=[("user", "=", user), ("turn", "=", turn)])
+        except FileNotFoundError:
+            raise ArchiveError(f"{path}: missing (it should hold {user}/{turn})") from None
+        contents = _from_table(path, table)
+        found = contents.intact((user, turn))
+        if found is None:
+            if (user, turn) in contents.turns:
+                raise ArchiveError(
+                    f"{path}: rows of {user}/{turn} do not match their sha256 "
+                    f"({', '.join(contents.bad_rows + contents.duplicate_rows)})"
+                )
+            raise ArchiveError(f"{path}: holds no rows for {user}/{turn}")
+        return found
+
+
+def _row_groups(table: pa.Table) -> list[tuple[int, int]]:
+    """(start, stop) row ranges for the row groups of a table sorted by (user, turn)."""
+    users = table.column("user").to_pylist()
+    turns = table.column("turn").to_pylist()
+    sizes = table.column("size").to_pylist()
+    groups: list[tuple[int, int]] = []
+    start, size, row = 0, 0, 0
+    while row < len(users):
+        end = row
+        turn_size = 0
+        while end < len(users) and (users[end], turns[end]) == (users[row], turns[row]):
+            turn_size += sizes[end]
+            end += 1
+        too_big = end - start > ROW_GROUP_ROWS or size + turn_size > ROW_GROUP_BYTES
+        if row > start and too_big:
+            groups.append((start, row))
+            start, size = row, 0
+        size += turn_size
+        row = end
+    if row > start:
+        groups.append((start, row))
+    return groups
+
+
+def _to_table(turns: list[TurnFiles], batch: str, archived_at: datetime) -> pa.Table:
+    columns: dict[str, list[Any]] = {name: [] for name in ARCHIVE_SCHEMA.names}
+    stamp = archived_at.astimezone(UTC)
+    for turn in sorted(turns, key=lambda t: t.key):
+        for entry in turn.files:
+            columns["user"].append(turn.user)
+            columns["turn"].append(turn.turn)
+            columns["path"].append(entry.path)
+            columns["content"].append(entry.data)
+            columns["size"].append(len(entry.data))
+            columns["sha256"].append(entry.sha256)
+            columns["mode"].append(entry.mode)
+            columns["mtime_ns"].append(entry.mtime_ns)
+            columns["created_at"].append(turn.created_at)
+            columns["archived_at"].append(stamp)
+            columns["batch"].append(batch)
+    return pa.table(columns, schema=ARCHIVE_SCHEMA)
+
+
+def _from_table(path: Path, table: pa.Table) -> PartContents:
+    data = table.to_pydict()
+    grouped: dict[TurnKey, list[FileEntry]] = {}
+    created: dict[TurnKey, datetime] = {}
+    bad: list[str] = []
+    duplicates: list[str] = []
+    seen: set[tuple[str, str, str]] = set()
+    keys = zip(data["user"], data["turn"], data["path"], strict=True)
+    for i, (user, turn, rel) in enumerate(keys):
+        content: bytes = data["content"][i]
+        name = f"{user}/{turn}/{rel}"
+        if (user, turn, rel) in seen:
+            duplicates.append(name)
+            continue
+        seen.add((user, turn, rel))
+        if _sha256(content) != data["sha256"][i] or len(content) != data["size"][i]:
+            bad.append(name)
+        entry = FileEntry(rel, content, data["mode"][i], data["mtime_ns"][i], data["sha256"][i])
+        grouped.setdefault((user, turn), []).append(entry)
+        created.setdefault((user, turn), data["created_at"][i])
+    turns = {
+        key: TurnFiles(key[0], key[1], created[key], tuple(sorted(files, key=lambda f: f.path)))
+        for key, files in grouped.items()
+    }
+    return PartContents(path, turns, bad, duplicates)

@@ -1,0 +1,176 @@
+"""`pandafs verify`'s archive checker: stubs, Parquet rows, checksums, orphans."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from datetime import UTC, datetime
+from pathlib import Path
+
+from events import atomic_write
+from indexers.archive import PartContents, collect_turn_files
+from indexers.errors import ArchiveError
+
+from ..memory import Memory
+from ..vault import Vault
+from ..verify import Problem
+from ._common import (
+    TurnKey,
+    archive_lock,
+    document_paths,
+    pending_journals,
+    reindex,
+    store_of,
+    stub_file,
+    stub_relpath,
+    turn_folder,
+)
+from ._steps import leftovers, recover
+from ._stubs import StubInfo, all_stubs, read_stub, render_stub
+
+
+def check_archive(vault: Vault, repair: bool) -> list[Problem]:
+    """Archive integrity for `pandafs verify` (kinds are stable for scripts):
+
+    archive_interrupted   a batch journal is pending (`--repair` finishes it)
+    archive_leftover      trash, staging or temp files of a killed batch (`--repair` clears)
+    archive_stub          a stub that cannot be read or names no valid archive_file
+    archive_unreadable    a Parquet part file that cannot be read
+    archive_missing_rows  a stub whose part file or rows are missing
+    archive_checksum      an archived file whose bytes do not match its sha256
+    archive_duplicate     the same file of a turn stored twice in one part
+    archive_both          a turn both live and archived (`--repair` keeps the live one
+                          when it matches the archived copy)
+    archive_orphan_rows   rows no stub points at (`--repair` drops them when the live
+                          folder or another stub holds the same turn, or writes the
+                          missing stub when the rows are the only copy)
+    """
+    if not vault.layout.archive.is_dir():
+        return []
+    memory = Memory(vault)
+    store = store_of(vault)
+    problems: list[Problem] = []
+    with archive_lock(vault) if repair else nullcontext():
+        if repair:
+            recover(vault, memory)
+        for journal in pending_journals(vault):
+            problems.append(
+                Problem(
+                    vault.rel(journal),
+                    "archive_interrupted",
+                    "an archive or restore batch was interrupted; "
+                    "`pandafs verify --repair` or the next `pandafs archive` finishes it",
+                )
+            )
+        for kind, key, path in leftovers(vault):
+            problems.append(Problem(vault.rel(path), "archive_leftover", f"{kind} copy of {'/'.join(key)}"))
+        for path in store.temp_files():
+            problems.append(Problem(vault.rel(path), "archive_leftover", "temporary part file"))
+        infos: dict[TurnKey, StubInfo] = {}
+        for key in all_stubs(vault):
+            try:
+                infos[key] = read_stub(vault, *key)
+            except ArchiveError as exc:
+                problems.append(Problem(vault.rel(stub_file(vault, key)), "archive_stub", str(exc)))
+        parts: dict[str, PartContents] = {}
+        for path in store.parts():
+            rel = vault.rel(path)
+            try:
+                parts[rel] = found = store.read_part(path)
+            except ArchiveError as exc:
+                problems.append(Problem(rel, "archive_unreadable", str(exc)))
+                continue
+            for row in found.bad_rows:
+                problems.append(Problem(rel, "archive_checksum", f"{row}: bytes do not match their sha256"))
+            for row in found.duplicate_rows:
+                problems.append(Problem(rel, "archive_duplicate", f"{row}: stored twice"))
+        touched: list[str] = []
+        for key, info in infos.items():
+            stub_rel = stub_relpath(key)
+            found = parts.get(info.archive_file)
+            if found is None or key not in found.turns:
+                if found is not None or not (vault.root / info.archive_file).exists():
+                    where = "does not exist" if found is None else "holds no rows for this turn"
+                    problems.append(Problem(stub_rel, "archive_missing_rows", f"{info.archive_file} {where}"))
+                continue
+            folder = turn_folder(vault, key)
+            if not folder.is_dir():
+                continue
+            rows = found.intact(key)
+            if repair and rows is not None:
+                try:
+                    same = collect_turn_files(folder, *key, rows.created_at).checksums()
+                except ArchiveError:
+                    same = None
+                if same == rows.checksums():
+                    info.path.unlink()
+                    store.drop_turns(vault.root / info.archive_file, [key])
+                    found.turns.pop(key)
+                    touched.append(stub_rel)
+                    touched += document_paths(key, (f.path for f in rows.files))
+                    continue
+            problems.append(
+                Problem(
+                    vault.rel(folder),
+                    "archive_both",
+                    f"{'/'.join(key)} is both live and archived ({stub_rel})",
+                )
+            )
+        for rel, found in parts.items():
+            drop: list[TurnKey] = []
+            for key in sorted(found.turns):
+                info = infos.get(key)
+                if info is not None and info.archive_file == rel:
+                    continue
+                action = _orphan_action(vault, key, found, infos, parts) if repair else None
+                if action == "drop":
+                    drop.append(key)
+                    continue
+                if action == "adopt":
+                    stub = stub_file(vault, key)
+                    rows = found.intact(key)
+                    assert rows is not None
+                    batch = Path(rel).stem.removeprefix("part-")
+                    text = render_stub(rows, archived_at=datetime.now(UTC), batch=batch, archive_file=rel)
+                    atomic_write(stub, text)
+                    infos[key] = StubInfo(*key, stub, rel, None, batch)
+                    touched.append(stub_relpath(key))
+                    continue
+                problems.append(
+                    Problem(rel, "archive_orphan_rows", f"{'/'.join(key)}: rows no stub points at")
+                )
+            if drop:
+                store.drop_turns(vault.root / rel, drop)
+        reindex(vault, memory, touched)
+    return problems
+
+
+def _orphan_action(
+    vault: Vault,
+    key: TurnKey,
+    found: PartContents,
+    infos: dict[TurnKey, StubInfo],
+    parts: dict[str, PartContents],
+) -> str | None:
+    """What `--repair` may safely do with orphan rows: "drop", "adopt" or nothing (None).
+
+    Drop them when the same turn is intact elsewhere (its live folder, byte for byte,
+    or the part file its stub names); adopt them (write the missing stub) when they are
+    the only copy of the turn.
+    """
+    rows = found.intact(key)
+    if rows is None:
+        return None
+    folder, stub = turn_folder(vault, key), stub_file(vault, key)
+    if folder.is_dir():
+        try:
+            same = collect_turn_files(folder, *key, rows.created_at).checksums()
+        except ArchiveError:
+            return None
+        return "drop" if same == rows.checksums() else None
+    info = infos.get(key)
+    if info is not None:
+        other = parts.get(info.archive_file)
+        return "drop" if other is not None and other.intact(key) is not None else None
+    if stub.exists():
+        return None  # a stub that cannot be read: leave both for a person to look at
+    return "adopt"

@@ -1,0 +1,189 @@
+"""Shared pieces of the archive jobs: names of things on disk, the lock, the journal."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events import atomic_write, classify, turn_number, validate_user_id
+from events.errors import InvalidUserId
+from events.fsio import fsync_dir
+from indexers.archive import ArchiveStore
+
+from ..errors import BadInput
+from ..memory import Memory
+from ..turns import EVENTS_FILE
+from ..vault import Vault, file_lock
+
+JOURNAL_DIR = ".journal"
+LOCK_FILE = ".lock"
+EXPANSIONS_FILE = "expansions.jsonl"
+TRASH_DIR = ".archive-trash"
+STAGING_DIR = ".archive-restore"
+LOCK_WAIT_S = 600.0
+USED_MARK = b'"documents_used"'
+CLAIMS = 3
+CLAIM_CHARS = 200
+POINT_LOOKUPS = 16  # a restore of at most this many turns of one part reads only their rows
+
+Progress = Callable[[int], None]
+TurnKey = tuple[str, str]
+
+
+def as_utc(value: datetime | None) -> datetime:
+    if value is None:
+        return datetime.now(UTC)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def parse_ts(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return as_utc(value)
+    if isinstance(value, str):
+        try:
+            return as_utc(datetime.fromisoformat(value))
+        except ValueError:
+            return None
+    return None
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def unique(items: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+def new_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+
+
+def parse_turn_id(text: str) -> TurnKey:
+    """`alice/turn_000001`, its stub path or its context.md path → (user, turn)."""
+    raw = text.strip().removeprefix("./")
+    if raw.endswith(".md"):
+        ref = classify(raw)
+        if ref is None or ref.kind not in ("turn", "archived_turn") or ref.turn is None:
+            raise BadInput(f"not a turn: {text!r} (expected user/turn_NNNNNN)")
+        assert ref.user is not None
+        return ref.user, ref.turn
+    user, _, turn = raw.partition("/")
+    try:
+        validate_user_id(user)
+        turn_number(turn)
+    except (InvalidUserId, ValueError):
+        raise BadInput(f"not a turn id: {text!r} (expected user/turn_NNNNNN)") from None
+    return user, turn
+
+
+def stub_file(vault: Vault, key: TurnKey) -> Path:
+    return vault.layout.archive_stub(*key)
+
+
+def turn_folder(vault: Vault, key: TurnKey) -> Path:
+    return vault.layout.turn_dir(*key)
+
+
+def trash_folder(vault: Vault, key: TurnKey, batch: str) -> Path:
+    return vault.layout.turns_dir(key[0]) / TRASH_DIR / f"{key[1]}.{batch}"
+
+
+def staging_folder(vault: Vault, key: TurnKey, job: str) -> Path:
+    return vault.layout.turns_dir(key[0]) / STAGING_DIR / f"{key[1]}.{job}"
+
+
+def stub_relpath(key: TurnKey) -> str:
+    return f"archive/stubs/{key[0]}/{key[1]}.md"
+
+
+def document_paths(key: TurnKey, names: Iterable[str]) -> list[str]:
+    """Vault-relative paths of a turn folder's documents (context.md, research.md)."""
+    base = f"users/{key[0]}/turns/{key[1]}"
+    return [f"{base}/{name}" for name in names if classify(f"{base}/{name}") is not None]
+
+
+def fsync_dirs(paths: Iterable[Path]) -> None:
+    for path in sorted(set(paths)):
+        if path.is_dir():
+            fsync_dir(path)
+
+
+def store_of(vault: Vault) -> ArchiveStore:
+    return ArchiveStore(vault.layout.archive / "turns", zstd_level=vault.config.archive.zstd_level)
+
+
+@contextmanager
+def archive_lock(vault: Vault) -> Iterator[None]:
+    """Exclusive lock of the archive: one batch, restore or repair at a time."""
+    with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive"):
+        yield
+
+
+@contextmanager
+def log_held(folder: Path) -> Iterator[bool]:
+    """Hold the turn's event-log lock (the one `EventWriter` takes) while we move it.
+
+    Yields False when a writer has the log open: that turn is not archived now.
+    """
+    try:
+        fd = os.open(folder / EVENTS_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def reindex(vault: Vault, memory: Memory, paths: Iterable[str]) -> None:
+    """Bring these paths into the index (deleting the gone ones), if there is an index."""
+    wanted = sorted(set(paths))
+    if not wanted or not memory.index.exists():
+        return
+    try:
+        memory.index_paths(wanted, force=True)
+    except ValueError as exc:
+        # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
+        # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
+        # empty commit moves the opstamp on, and tantivy's GC after it removes the file.
+        if "FileAlreadyExists" not in str(exc):
+            raise
+        with memory.index.batch():
+            pass
+        memory.index_paths(wanted, force=True)
+
+
+def journal_dir(vault: Vault) -> Path:
+    return vault.layout.archive / JOURNAL_DIR
+
+
+def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
+    path = journal_dir(vault) / f"{name}.json"
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    return path
+
+
+def drop_journal(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def pending_journals(vault: Vault) -> list[Path]:
+    directory = journal_dir(vault)
+    return sorted(directory.glob("*.json")) if directory.is_dir() else []

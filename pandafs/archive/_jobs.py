@@ -1,0 +1,353 @@
+"""The archive and restore jobs and on-demand expansion (see the package docstring)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from events import atomic_write, format_ts, parse_document, sync_all
+from indexers.archive import TurnFiles, collect_turn_files, folder_signature
+from indexers.errors import ArchiveError
+
+from ..errors import BadInput
+from ..memory import Memory
+from ..vault import Vault
+from ._common import (
+    Progress,
+    TurnKey,
+    archive_lock,
+    as_utc,
+    chunked,
+    document_paths,
+    drop_journal,
+    fsync_dirs,
+    log_held,
+    new_id,
+    parse_turn_id,
+    pending_journals,
+    reindex,
+    store_of,
+    stub_file,
+    stub_relpath,
+    trash_folder,
+    turn_folder,
+    unique,
+    write_journal,
+)
+from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
+from ._steps import RestoreReport, leftovers, recover, restore_entries
+from ._stubs import all_stubs, read_stub, render_stub
+
+
+@dataclass
+class ArchiveReport:
+    dry_run: bool = False
+    archived: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    parquet_bytes: int = 0
+    stub_bytes: int = 0
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        rate = self.archived / self.seconds if self.seconds else 0.0
+        share = self.parquet_bytes / self.bytes_before if self.bytes_before else 0.0
+        return {
+            "dry_run": self.dry_run,
+            "archived": self.archived,
+            "eligible": len(self.turns),
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "parquet_bytes": self.parquet_bytes,
+            "stub_bytes": self.stub_bytes,
+            "parquet_share": round(share, 4),
+            "turns": self.turns,
+            "kept": self.kept,
+            "skipped": self.skipped,
+            "recovered": self.recovered,
+            "files": self.files,
+            "seconds": round(self.seconds, 3),
+            "turns_per_s": round(rate, 1),
+        }
+
+
+def archive_turns(
+    vault: Vault,
+    *,
+    age_days: int | None = None,
+    user: str | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ArchiveReport:
+    """Move every eligible turn to Parquet and leave a stub (`dry_run`: only say what and why)."""
+    started = time.perf_counter()
+    report = ArchiveReport(dry_run=dry_run)
+    if age_days is not None and age_days < 0:
+        raise BadInput("--age-days must be 0 or more")
+    batch_size = batch_size or vault.config.archive.batch_size
+    if batch_size < 1:
+        raise BadInput("batch size must be at least 1")
+    memory = Memory(vault)
+    if not dry_run and (pending_journals(vault) or leftovers(vault)):
+        with archive_lock(vault):
+            report.recovered += recover(vault, memory)
+    eligible, kept, skipped = find_candidates(vault, age_days=age_days, user=user, now=now)
+    report.kept = [c.as_json() for c in kept]
+    report.skipped = skipped
+    if on_total is not None:
+        on_total(len(eligible))
+    for chunk in chunked(eligible, batch_size):
+        if dry_run:
+            _estimate_batch(vault, chunk, report)
+        else:
+            with archive_lock(vault):
+                if pending_journals(vault):
+                    report.recovered += recover(vault, memory)
+                _archive_batch(vault, memory, chunk, report)
+        if progress is not None:
+            progress(len(chunk))
+    report.bytes_after = report.parquet_bytes + report.stub_bytes
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _collect(vault: Vault, candidate: Candidate, report: ArchiveReport) -> TurnFiles | None:
+    try:
+        return collect_turn_files(candidate.path, candidate.user, candidate.turn, candidate.created_at)
+    except ArchiveError as exc:
+        report.skipped.append({"doc_id": candidate.doc_id, "reason": str(exc)})
+        return None
+
+
+def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveReport) -> None:
+    """Dry run: write this batch's Parquet to memory only, to say what it would cost."""
+    batch = "dry-run"
+    now = datetime.now(UTC)
+    plan = [(c, files) for c in chunk if (files := _collect(vault, c, report)) is not None]
+    if not plan:
+        return
+    month_bytes = store_of(vault).encoded_sizes([files for _, files in plan], batch=batch, archived_at=now)
+    month_raw: Counter[str] = Counter()
+    for _, files in plan:
+        month_raw[files.month] += files.size
+    for candidate, files in plan:
+        share = round(month_bytes[files.month] * files.size / max(1, month_raw[files.month]))
+        archive_file = f"archive/turns/month={files.month}/part-{batch}.parquet"
+        stub = len(render_stub(files, archived_at=now, batch=batch, archive_file=archive_file).encode())
+        item = candidate.as_json()
+        item.update(
+            bytes=files.size,
+            parquet_bytes=share,
+            stub_bytes=stub,
+            saves=files.size - share - stub,
+            month=files.month,
+        )
+        report.turns.append(item)
+        report.bytes_before += files.size
+        report.parquet_bytes += share
+        report.stub_bytes += stub
+
+
+def _archive_batch(vault: Vault, memory: Memory, chunk: Sequence[Candidate], report: ArchiveReport) -> None:
+    """Steps 1-7 of the module docstring for one batch.  Call with the archive lock held."""
+    store = store_of(vault)
+    batch = new_id()
+    archived_at = datetime.now(UTC)
+    plan: list[tuple[Candidate, TurnFiles]] = []
+    for candidate in chunk:
+        if not candidate.path.is_dir() or stub_file(vault, candidate.key).exists():
+            report.skipped.append({"doc_id": candidate.doc_id, "reason": "archived or removed meanwhile"})
+            continue
+        files = _collect(vault, candidate, report)
+        if files is not None:
+            plan.append((candidate, files))
+    if not plan:
+        return
+    months = sorted({files.month for _, files in plan})
+    parts = {m: vault.rel(store.part_path(m, batch)) for m in months}
+    journal = write_journal(
+        vault,
+        batch,
+        {
+            "op": "archive",
+            "batch": batch,
+            "archived_at": format_ts(archived_at),
+            "parts": parts,
+            "turns": [{"user": f.user, "turn": f.turn, "month": f.month} for _, f in plan],
+        },
+    )
+    written = store.write_parts([f for _, f in plan], batch=batch, archived_at=archived_at)
+    for month, path in written.items():
+        contents = store.read_part(path)
+        expected = {f.key: f.checksums() for _, f in plan if f.month == month}
+        found = {key: files.checksums() for key, files in contents.turns.items()}
+        if contents.bad_rows or contents.duplicate_rows or found != expected:
+            for part in written.values():
+                part.unlink(missing_ok=True)
+            drop_journal(journal)
+            raise ArchiveError(
+                f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
+            )
+    stubs: dict[TurnKey, int] = {}
+    for _, files in plan:
+        text = render_stub(
+            files, archived_at=archived_at, batch=batch, archive_file=parts[files.month]
+        ).encode("utf-8")
+        atomic_write(stub_file(vault, files.key), text, durable=False)
+        stubs[files.key] = len(text)
+    sync_all()
+    touched: list[str] = []
+    dirs: set[Path] = set()
+    trash: list[Path] = []
+    dropped: dict[str, set[TurnKey]] = {}
+    done: list[tuple[Candidate, TurnFiles]] = []
+    for candidate, files in plan:
+        folder = candidate.path
+        stub = stub_file(vault, files.key)
+        with log_held(folder) as held:
+            if not held or folder_signature(folder) != files.signature():
+                stub.unlink()
+                dropped.setdefault(files.month, set()).add(files.key)
+                why = "changed while being archived" if held else "a writer has its log open"
+                report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
+                continue
+            target = trash_folder(vault, files.key, batch)
+            if target.parent not in dirs:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(folder, target)
+        dirs.update({folder.parent, target.parent, stub.parent})
+        trash.append(target)
+        done.append((candidate, files))
+        touched.append(stub_relpath(files.key))
+        touched += document_paths(files.key, (f.path for f in files.files))
+    fsync_dirs(dirs)
+    for path in trash:
+        shutil.rmtree(path)
+    for month, keys in dropped.items():
+        store.drop_turns(written[month], keys)
+    reindex(vault, memory, touched)
+    drop_journal(journal)
+    for path in written.values():
+        if path.exists():
+            report.parquet_bytes += path.stat().st_size
+            report.files.append(vault.rel(path))
+    for candidate, files in done:
+        item = candidate.as_json()
+        item.update(bytes=files.size, archive_file=parts[files.month])
+        report.turns.append(item)
+        report.archived += 1
+        report.bytes_before += files.size
+        report.stub_bytes += stubs[files.key]
+
+
+def restore_turns(
+    vault: Vault,
+    ids: Iterable[str] | None = None,
+    *,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> RestoreReport:
+    """Put archived turns back as byte-identical folders (`ids=None`: every archived turn)."""
+    started = time.perf_counter()
+    report = RestoreReport()
+    memory = Memory(vault)
+    batch_size = batch_size or vault.config.archive.batch_size
+    wanted = None if ids is None else unique(parse_turn_id(i) for i in ids)
+    with archive_lock(vault):
+        report.recovered = recover(vault, memory)
+        keys: list[TurnKey] = []
+        for key in all_stubs(vault) if wanted is None else wanted:
+            if stub_file(vault, key).exists():
+                keys.append(key)
+            elif turn_folder(vault, key).is_dir():
+                report.skipped.append({"doc_id": "/".join(key), "reason": "not archived (live)"})
+            else:
+                raise BadInput(f"no turn {'/'.join(key)} in {vault.root} (live or archived)")
+        entries: list[tuple[str, TurnKey]] = []
+        for key in keys:
+            try:
+                entries.append((read_stub(vault, *key).archive_file, key))
+            except ArchiveError as exc:
+                report.failed.append({"doc_id": "/".join(key), "error": str(exc)})
+        entries.sort()
+        if on_total is not None:
+            on_total(len(entries))
+        for chunk in chunked(entries, batch_size):
+            job = new_id()
+            items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
+            data = {"op": "restore", "job": job, "turns": items}
+            journal = write_journal(vault, f"restore-{job}", data)
+            touched = restore_entries(vault, items, job, report)
+            reindex(vault, memory, touched)
+            drop_journal(journal)
+            if progress is not None:
+                progress(len(chunk))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """An archived turn's original context.md, read from Parquet."""
+
+    doc_id: str
+    stub_path: str
+    frontmatter: dict[str, Any]
+    body: str
+    archive_file: str
+    archived_at: datetime | None
+    expansions: int
+    restored: bool
+
+
+def expand_turn(vault: Vault, doc_id: str, *, now: datetime | None = None, record: bool = True) -> Expansion:
+    """Read an archived turn's full context.md from Parquet and count the expansion.
+
+    The `expansions_to_restore`-th expansion within `expansion_window_days` restores
+    the turn (seed 004).  Raises `FileNotFoundError` if the turn has no stub (any more).
+    """
+    key = parse_turn_id(doc_id)
+    info = read_stub(vault, *key)
+    files = store_of(vault).read_turn(vault.root / info.archive_file, *key)
+    raw = files.file("context.md")
+    if raw is None:
+        raise ArchiveError(f"{info.archive_file}: {doc_id} has no context.md")
+    try:
+        parsed = parse_document(raw.decode("utf-8"), f"{info.archive_file}:{doc_id}/context.md")
+    except UnicodeDecodeError:
+        raise ArchiveError(f"{info.archive_file}: {doc_id}/context.md is not UTF-8") from None
+    count, restored = 0, False
+    if record:
+        cfg = vault.config.archive
+        now = as_utc(now)
+        record_expansion(vault, files.doc_id, now)
+        since = now - timedelta(days=cfg.expansion_window_days)
+        count = expansion_counts(vault, since=since, doc_id=files.doc_id)[files.doc_id]
+        if count >= cfg.expansions_to_restore:
+            restored = restore_turns(vault, [files.doc_id]).restored == 1
+    return Expansion(
+        files.doc_id,
+        stub_relpath(key),
+        dict(parsed.frontmatter),
+        parsed.body,
+        info.archive_file,
+        info.archived_at,
+        count,
+        restored,
+    )

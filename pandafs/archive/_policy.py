@@ -1,0 +1,212 @@
+"""Which turns to archive: age, recent uses (a fold over turn events) and expansions."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events import format_ts, parse_document, turn_number, validate_user_id
+from events.errors import FrontmatterError
+from indexers.archive import folder_signature
+
+from ..turns import EVENTS_FILE
+from ..vault import Vault
+from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, parse_ts, stub_file
+
+
+def turn_created_at(folder: Path) -> datetime | None:
+    """`created_at` of a turn from metadata.json (fast), else from context.md's frontmatter."""
+    try:
+        data = orjson.loads((folder / "metadata.json").read_bytes())
+        if isinstance(data, dict) and (found := parse_ts(data.get("created_at"))):
+            return found
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    try:
+        text = (folder / "context.md").read_text(encoding="utf-8")
+        return parse_ts(parse_document(text, folder / "context.md").frontmatter.get("created_at"))
+    except (OSError, UnicodeDecodeError, FrontmatterError):
+        return None
+
+
+def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) -> Counter[str]:
+    """doc id → number of `documents_used` events of `user`'s turns stamped in [since, until].
+
+    A projection over turn events, cheap enough to run on every archive: a log whose
+    mtime is older than `since` cannot hold a newer event and is not opened; a log
+    that is opened is only parsed on the lines that mention `documents_used`.
+    """
+    since, until = as_utc(since), as_utc(until)
+    since_ns = int(since.timestamp() * 1e9)
+    counts: Counter[str] = Counter()
+    for folder in vault.layout.turn_dirs(user):
+        log = folder / EVENTS_FILE
+        try:
+            if os.stat(log).st_mtime_ns < since_ns:
+                continue
+            raw = log.read_bytes()
+        except OSError:
+            continue
+        if USED_MARK not in raw:
+            continue
+        for line in raw.split(b"\n"):
+            if USED_MARK not in line:
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if record.get("type") != "documents_used":
+                continue
+            ts = parse_ts(record.get("ts"))
+            if ts is None or not since <= ts <= until:
+                continue
+            data = record.get("data") or {}
+            for doc_id in set(data.get("doc_ids") or []):
+                counts[str(doc_id)] += 1
+    return counts
+
+
+def record_expansion(vault: Vault, doc_id: str, when: datetime) -> None:
+    """Append one expansion of an archived turn to `archive/expansions.jsonl` (fsynced)."""
+    path = vault.layout.archive / EXPANSIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = orjson.dumps({"id": doc_id, "ts": format_ts(as_utc(when))}) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def expansion_counts(
+    vault: Vault, *, since: datetime, until: datetime | None = None, doc_id: str | None = None
+) -> Counter[str]:
+    """doc id → expansions recorded in [since, until] (only `doc_id`'s, if given).
+
+    A torn last line (a writer killed mid-append) is ignored.
+    """
+    since = as_utc(since)
+    until = as_utc(until) if until is not None else datetime.max.replace(tzinfo=UTC)
+    counts: Counter[str] = Counter()
+    try:
+        raw = (vault.layout.archive / EXPANSIONS_FILE).read_bytes()
+    except FileNotFoundError:
+        return counts
+    needle = orjson.dumps(doc_id) if doc_id is not None else b""
+    for line in raw.splitlines():
+        if needle not in line:
+            continue
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        ts = parse_ts(entry.get("ts")) if isinstance(entry, dict) else None
+        if ts is not None and since <= ts <= until and doc_id in (None, entry.get("id")):
+            counts[str(entry.get("id"))] += 1
+    return counts
+    for line in raw.splitlines():
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        ts = parse_ts(entry.get("ts")) if isinstance(entry, dict) else None
+        if ts is not None and since <= ts <= until:
+            counts[str(entry.get("id"))] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A live turn old enough to be considered, with why it goes (or stays)."""
+
+    user: str
+    turn: str
+    path: Path
+    created_at: datetime
+    age_days: float
+    uses: int
+    reason: str
+    bytes: int
+
+    @property
+    def key(self) -> TurnKey:
+        return (self.user, self.turn)
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "created_at": format_ts(self.created_at),
+            "age_days": round(self.age_days, 1),
+            "uses": self.uses,
+            "reason": self.reason,
+            "bytes": self.bytes,
+        }
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(size for size, _ in folder_signature(folder).values())
+
+
+def find_candidates(
+    vault: Vault,
+    *,
+    age_days: int | None = None,
+    user: str | None = None,
+    now: datetime | None = None,
+) -> tuple[list[Candidate], list[Candidate], list[dict[str, str]]]:
+    """(eligible turns, turns old enough but kept for their use, turns skipped and why)."""
+    cfg = vault.config.archive
+    now = as_utc(now)
+    min_age = cfg.age_days if age_days is None else age_days
+    window_start = now - timedelta(days=cfg.recent_window_days)
+    expansions = expansion_counts(vault, since=window_start, until=now)
+    users = [validate_user_id(user)] if user is not None else vault.layout.users()
+    eligible: list[Candidate] = []
+    kept: list[Candidate] = []
+    skipped: list[dict[str, str]] = []
+    for name in users:
+        uses: Counter[str] | None = None
+        for folder in vault.layout.turn_dirs(name):
+            key = (name, folder.name)
+            doc_id = f"{name}/{folder.name}"
+            created = turn_created_at(folder)
+            if created is None:
+                skipped.append({"doc_id": doc_id, "reason": "no created_at (metadata.json)"})
+                continue
+            age = (now - created).total_seconds() / 86400.0
+            if age <= min_age:
+                continue
+            if stub_file(vault, key).exists():
+                skipped.append({"doc_id": doc_id, "reason": "both live and archived; run `pandafs verify`"})
+                continue
+            if uses is None:
+                uses = recent_uses(vault, name, since=window_start, until=now)
+            count = uses[doc_id] + expansions[doc_id]
+            window = cfg.recent_window_days
+            if age > cfg.force_age_days:
+                reason = f"{age:.0f} days old > {cfg.force_age_days} (forced; {count} uses in {window} days)"
+            elif count <= cfg.max_recent_uses:
+                reason = (
+                    f"{age:.0f} days old > {min_age}; {count} uses in {window} days <= {cfg.max_recent_uses}"
+                )
+            else:
+                reason = f"{count} uses in {window} days > {cfg.max_recent_uses}: stays live"
+                kept.append(Candidate(name, folder.name, folder, created, age, count, reason, 0))
+                continue
+            eligible.append(
+                Candidate(name, folder.name, folder, created, age, count, reason, _folder_bytes(folder))
+            )
+    eligible.sort(key=lambda c: (c.created_at.strftime("%Y-%m"), c.user, turn_number(c.turn)))
+    return eligible, kept, skipped

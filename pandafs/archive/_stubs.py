@@ -1,0 +1,196 @@
+"""Summary stubs: what stays in the vault (and the index) for an archived turn."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from events import DocumentMetadata, classify, parse_document, render_document, split_sections
+from events.errors import FrontmatterError
+from indexers.archive import TurnFiles
+from indexers.errors import ArchiveError
+
+from ..vault import Vault
+from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath, unique
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
+    """The first `limit` distinct statements of §4 (tool results), else of §5 (the answer)."""
+    sections = split_sections(body)
+    for number in (4, 5):
+        claims: list[str] = []
+        fenced = False
+        for raw in sections.get(number, "").splitlines():
+            line = raw.strip()
+            if line.startswith("```"):
+                fenced = not fenced
+                continue
+            if fenced or not line or line.startswith(("#", "|", "**Args:**", "_(")):
+                continue
+            for sentence in _SENTENCE.split(line):
+                text = " ".join(sentence.split()).strip("-* ")
+                text = shorten(text, CLAIM_CHARS)
+                if len(text) >= 12 and text not in claims:
+                    claims.append(text)
+                if len(claims) == limit:
+                    return claims
+        if claims:
+            return claims
+    return []
+
+
+def shorten(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_file: str) -> str:
+    """The summary stub of an archived turn (pure: same inputs, same text)."""
+    front: dict[str, Any] = {}
+    body = ""
+    raw = turn.file("context.md")
+    if raw is not None:
+        try:
+            parsed = parse_document(raw.decode("utf-8"), f"{turn.doc_id}/context.md")
+            front, body = dict(parsed.frontmatter), parsed.body
+        except (UnicodeDecodeError, FrontmatterError):
+            pass
+    info: dict[str, Any] = {}
+    try:
+        loaded = orjson.loads(turn.file("metadata.json") or b"{}")
+        info = loaded if isinstance(loaded, dict) else {}
+    except orjson.JSONDecodeError:
+        pass
+    query = str(info.get("query") or front.get("title") or "").strip()
+    outcome = str(info.get("outcome") or front.get("outcome") or "UNKNOWN")
+    revisions = info.get("revision_count") if isinstance(info.get("revision_count"), int) else 0
+    claims = key_claims(body)
+    title = str(front.get("title") or shorten(query, 80) or turn.doc_id)
+    tags = front.get("tags") if isinstance(front.get("tags"), list) else []
+    archive_extra = {
+        "outcome": outcome,
+        "revision_count": revisions,
+        "archived_at": as_utc(archived_at),
+        "archive_file": archive_file,
+        "archive_batch": batch,
+        "archived_files": len(turn.files),
+        "archived_bytes": turn.size,
+    }
+    fields = {k: v for k, v in front.items() if k not in ("id", "user", "archived", "tags")}
+    fields.update(id=turn.doc_id, user=turn.user, archived=True, title=title)
+    fields.setdefault("created_at", turn.created_at)
+    fields.setdefault("content_types", ["context"])
+    fields["tags"] = unique([*map(str, tags), "pandafs/archived"])
+    fields.update(archive_extra)
+    try:
+        meta = DocumentMetadata.model_validate(fields)
+    except ValidationError:
+        meta = DocumentMetadata(
+            id=turn.doc_id,
+            user=turn.user,
+            title=title,
+            content_types=["context"],
+            created_at=turn.created_at,
+            archived=True,
+            tags=["pandafs/turn", "pandafs/archived"],
+            **archive_extra,
+        )
+    lines = [
+        f"# Turn {turn.turn.removeprefix('turn_')} — {title} (archived)",
+        "",
+        f"**Query:** {shorten(query, 600) or '_(unknown)_'}",
+        "",
+        f"**Outcome:** {outcome} · **Revisions:** {revisions}",
+    ]
+    summary = str(info.get("summary") or front.get("summary") or "").strip()
+    if summary and not shorten(query, 10_000).startswith(shorten(summary, 10_000).rstrip("…")):
+        lines += ["", f"**Summary:** {shorten(summary, 500)}"]
+    if claims:
+        lines += ["", "## Key claims", "", *(f"- {c}" for c in claims)]
+    lines += [
+        "",
+        "## Original",
+        "",
+        f"Archived {as_utc(archived_at):%Y-%m-%d}: {len(turn.files)} files, {turn.size:,} bytes "
+        "in the Parquet file named by `archive_file`. "
+        f"`pandafs retrieve {turn.doc_id}` shows the full original, "
+        f"`pandafs restore {turn.doc_id}` puts it back.",
+    ]
+    return render_document(meta, "\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class StubInfo:
+    user: str
+    turn: str
+    path: Path
+    archive_file: str
+    archived_at: datetime | None
+    batch: str | None
+
+    @property
+    def key(self) -> TurnKey:
+        return (self.user, self.turn)
+
+
+def _valid_archive_file(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    parts = value.split("/")
+    if parts[:2] != ["archive", "turns"] or ".." in parts or not value.endswith(".parquet"):
+        return None
+    return value
+
+
+def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
+    """What a stub says about where its turn is; `FileNotFoundError` if there is none."""
+    path = vault.layout.archive_stub(user, turn)
+    rel = stub_relpath((user, turn))
+    try:
+        front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+    except FrontmatterError as exc:
+        raise ArchiveError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise ArchiveError(f"{rel}: not UTF-8 text") from None
+    archive_file = _valid_archive_file(front.get("archive_file"))
+    if archive_file is None:
+        raise ArchiveError(f"{rel}: no valid archive_file property (archive/turns/...parquet)")
+    batch = front.get("archive_batch")
+    return StubInfo(
+        user,
+        turn,
+        path,
+        archive_file,
+        parse_ts(front.get("archived_at")),
+        str(batch) if batch is not None else None,
+    )
+
+
+def stub_or_none(vault: Vault, key: TurnKey) -> StubInfo | None:
+    try:
+        return read_stub(vault, *key)
+    except (FileNotFoundError, ArchiveError):
+        return None
+
+
+def all_stubs(vault: Vault) -> list[TurnKey]:
+    base = vault.layout.archive / "stubs"
+    found: list[TurnKey] = []
+    if not base.is_dir():
+        return found
+    for user_dir in sorted(base.iterdir()):
+        if not user_dir.is_dir():
+            continue
+        for path in sorted(user_dir.glob("turn_*.md")):
+            ref = classify(f"archive/stubs/{user_dir.name}/{path.name}")
+            if ref is not None and ref.kind == "archived_turn" and ref.user and ref.turn:
+                found.append((ref.user, ref.turn))
+    return found

@@ -1,0 +1,140 @@
+"""Commands of the cold store: archive (with --dry-run) and restore."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ..archive import ArchiveReport, archive_turns, restore_turns
+from ..output import emit, json_option, progress_bar
+from .base import App, cli, pass_app, user_option
+
+
+def _parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO-8601 time: {value!r}") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+class _Bar:
+    """A progress bar whose length is known only once the library has planned the work."""
+
+    def __init__(self, label: str, quiet: bool) -> None:
+        self.label, self.quiet = label, quiet
+        self.bar: Any = None
+        self.advance: Any = None
+
+    def on_total(self, total: int) -> None:
+        self.bar = progress_bar(total, self.label, quiet=self.quiet)
+        self.advance = self.bar.__enter__()
+
+    def progress(self, n: int) -> None:
+        if self.advance is not None:
+            self.advance(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _print_archive(report: ArchiveReport) -> None:
+    verb = "would archive" if report.dry_run else "archived"
+    for item in report.turns:
+        line = f"{item['doc_id']}  {item['age_days']:>7.1f} d  {item['uses']} uses  "
+        if report.dry_run:
+            line += f"{item['bytes']:>9,} B, saves ~{item['saves']:,} B  ({item['reason']})"
+        else:
+            line += f"{item['bytes']:>9,} B  → {item['archive_file']}"
+        click.echo(line)
+    for item in report.kept:
+        click.echo(f"kept {item['doc_id']}: {item['reason']}")
+    for item in report.skipped:
+        click.echo(f"skipped {item['doc_id']}: {item['reason']}")
+    for note in report.recovered:
+        click.echo(f"recovered {note}")
+    count = len(report.turns) if report.dry_run else report.archived
+    click.echo(
+        f"{verb} {count} turns: {report.bytes_before:,} bytes of folders → "
+        f"{report.parquet_bytes:,} bytes of Parquet + {report.stub_bytes:,} bytes of stubs "
+        f"in {report.seconds:.2f} s"
+    )
+
+
+@cli.command()
+@click.option("--age-days", type=click.IntRange(0), help="Archive turns older than this.")
+@click.option("--dry-run", is_flag=True, help="Show what would be archived and why; change nothing.")
+@user_option(help="Only this user's turns.")
+@click.option("--now", callback=_parse_now, help="Judge ages and uses as of this ISO time (default: now).")
+@click.option("--batch-size", type=click.IntRange(1), help="Turns per Parquet batch.")
+@json_option
+@pass_app
+def archive(
+    app: App,
+    age_days: int | None,
+    dry_run: bool,
+    user: str | None,
+    now: datetime | None,
+    batch_size: int | None,
+    as_json: bool,
+) -> None:
+    """Move old, rarely used turns to Parquet, leaving a searchable summary stub.
+
+    Defaults come from [archive] in pandafs.toml: older than 30 days and used at most
+    twice in the last 30 days, or older than 365 days whatever their use.
+    """
+    bar = _Bar("archiving", quiet=as_json or dry_run)
+    try:
+        report = archive_turns(
+            app.vault(),
+            age_days=age_days,
+            user=user,
+            now=now,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            progress=bar.progress,
+            on_total=bar.on_total,
+        )
+    finally:
+        bar.close()
+    emit(report.as_json(), as_json, lambda: _print_archive(report))
+
+
+@cli.command()
+@click.argument("ids", nargs=-1)
+@click.option("--all", "all_turns", is_flag=True, help="Restore every archived turn (rollback).")
+@click.option("--batch-size", type=click.IntRange(1), help="Turns per durable batch.")
+@json_option
+@pass_app
+def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | None, as_json: bool) -> None:
+    """Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."""
+    if bool(ids) == all_turns:
+        raise click.UsageError("give turn ids or --all (not both)")
+    bar = _Bar("restoring", quiet=as_json)
+    try:
+        report = restore_turns(
+            app.vault(),
+            None if all_turns else ids,
+            batch_size=batch_size,
+            progress=bar.progress,
+            on_total=bar.on_total,
+        )
+    finally:
+        bar.close()
+
+    def human() -> None:
+        for item in report.skipped:
+            click.echo(f"skipped {item['doc_id']}: {item['reason']}")
+        for item in report.failed:
+            click.echo(f"failed  {item['doc_id']}: {item['error']}")
+        click.echo(f"restored {report.restored} turns ({report.bytes:,} bytes) in {report.seconds:.2f} s")
+
+    emit(report.as_json(), as_json, human)
+    if report.failed:
+        sys.exit(1)
