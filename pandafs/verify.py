@@ -10,6 +10,10 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   unreadable   a file that cannot be parsed at all
   index_stale  the search index misses a document or holds one that is gone
                (`--repair` reconciles it)
+  archive_*    cold storage (stubs, Parquet rows, checksums): see
+               `pandafs.archive.check_archive` for each kind
+  The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
+  any turn) are checked like a turn's log: chain, torn_tail, misplaced.
 
 `default_checks()` lists the vault-wide checkers the CLI runs after the turns.
 """
@@ -115,9 +119,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             Problem(rel, "unknown_event", f"event type {kind!r} from a newer version (kept)")
         )
     for drift in drift_of(vault, ref, view):
-        problem = Problem(
-            drift.path, "drift" if drift.kind == "modified" else "missing", drift.message
-        )
+        problem = Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
         if repair and drift.kind == "missing":
             project(ref, view)
             report.repaired.append(problem)
@@ -145,9 +147,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     state = memory.index.state()
     files = scan_documents(vault.root)
     stale = [
-        p
-        for p, (m, s) in files.items()
-        if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
+        p for p, (m, s) in files.items() if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
     ]
     gone = [p for p in state if p not in files]
     if not stale and not gone:
@@ -175,7 +175,10 @@ def _index_problem(
 
 
 def default_checks() -> list[Checker]:
-    return [check_index]
+    from .archive import check_archive  # it imports this module: load it lazily
+    from .learning import check_learning
+
+    return [check_archive, check_learning, check_index]
 
 
 def verify_vault(

@@ -1,14 +1,16 @@
-"""Commands over the records: init, import-turns, replay, verify, stats."""
+"""Commands over the records: init, import-turns, replay, verify, stats (--since: trends)."""
 
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..importer import import_turns
+from ..learning import trends
 from ..memory import Memory
 from ..output import emit, json_option, progress_bar
 from ..stats import vault_stats
@@ -16,6 +18,7 @@ from ..turns import replay as replay_turns
 from ..vault import Vault
 from ..verify import default_checks, verify_vault
 from .base import App, cli, pass_app
+from .learning import now_option, print_trends
 
 
 @cli.command()
@@ -122,11 +125,16 @@ def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option("--since", metavar="WINDOW", help="Also show daily trends: 7d, 24h, 2w or a date.")
+@now_option
 @json_option
 @pass_app
-def stats(app: App, as_json: bool) -> None:
-    """Counts per user, content type and scope."""
-    data = vault_stats(app.vault())
+def stats(app: App, since: str | None, now: datetime | None, as_json: bool) -> None:
+    """Counts per user, content type and scope; with --since, the daily rollups."""
+    vault = app.vault()
+    data = vault_stats(vault)
+    if since is not None:
+        data.update(trends(vault, since=since, now=now))
 
     def human() -> None:
         for user, counts in data["users"].items():
@@ -134,5 +142,7 @@ def stats(app: App, as_json: bool) -> None:
             click.echo(f"{user}: {parts}")
         click.echo("by type:  " + ", ".join(f"{k} {v}" for k, v in data["content_types"].items()))
         click.echo("by scope: " + ", ".join(f"{k} {v}" for k, v in data["scopes"].items()))
+        if since is not None:
+            print_trends(data)
 
     emit(data, as_json, human)

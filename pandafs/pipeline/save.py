@@ -4,6 +4,8 @@ intervention note a person can act on (seed 003 §9).
 
 Every step is idempotent so a resumed turn never commits twice: memory files dedupe
 by statement, and candidates already committed or discarded in the events are skipped.
+Last, `pandafs.learning.after_save` folds what is new and promotes or demotes what the
+turn used; its scope changes are events of this turn.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from events import (
 )
 from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
 
+from ..learning import after_save
 from .context import TurnContext
 from .tasks import SummarizeIn, SummarizeOut
 
@@ -122,6 +125,7 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 scope="user" if candidate.doc_type != "memory" else "new",
                 source_turn=ctx.turn,
                 now=now,
+                index=False,  # indexed with the turn, in one commit
             )
             events.append(
                 MemoryCommitted(
@@ -132,16 +136,12 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
             )
         else:
             events.append(
-                MemoryDiscarded(
-                    candidate_id=candidate.candidate_id, reason=f"turn outcome {outcome}: {why}"
-                )
+                MemoryDiscarded(candidate_id=candidate.candidate_id, reason=f"turn outcome {outcome}: {why}")
             )
     if view.context is not None and view.used is None:
         last = view.last_validation
         decision = last.decision if last is not None and not view.failures else "FAIL"
-        events.append(
-            DocumentsUsed(doc_ids=[s.doc_id for s in view.context.sources], outcome=decision)
-        )
+        events.append(DocumentsUsed(doc_ids=[s.doc_id for s in view.context.sources], outcome=decision))
     analysis = view.analysis
     final = _final_answer(view, outcome, why)
     tools_used = [t.tool for t in view.tool_calls() if t.ok]
@@ -178,4 +178,5 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
             intervention=intervention,
         )
     )
+    events[-1:-1] = after_save(ctx, view, events)  # scope changes; turn_completed stays last
     return events

@@ -1,0 +1,56 @@
+"""The learning loop: how PandaFS gets better with use (DESIGN.md §5, seeds 000/001).
+
+trust.py        usage and trust: a pure fold over turn events (the formula is there)
+policy.py       scope promotion / demotion rules and their thresholds
+engine.py       the incremental fold, its cache under indexes/learning/, and
+                materialising usage / trust / scope into documents and the index
+maintenance.py  the hash-chained log of scope changes made outside any turn
+promotion.py    `pandafs promote` and `pandafs prune --expired`
+catalog.py      the Parquet turn catalog (observability/catalog/)
+rollups.py      daily rollups (observability/daily/YYYY-MM-DD.json)
+api.py          entry points: sync, rebuild, after_save (Phase 8), trends
+"""
+
+from .api import after_save, parse_since, rebuild, sync, trends
+from .catalog import CATALOG_SCHEMA, Catalog, TurnRow, turn_row
+from .engine import Learning, SyncReport
+from .maintenance import check_learning, log_path
+from .policy import PROMOTABLE_KINDS, DocState, ScopeDecision, decide, decide_steps
+from .promotion import PromotionReport, PruneReport, promote, prune_expired
+from .rollups import percentile, rollup
+from .trust import Counts, Projection, ScopeRecord, TurnFacts, fold_all, trust_of, turn_facts, verdict
+
+__all__ = [
+    "CATALOG_SCHEMA",
+    "PROMOTABLE_KINDS",
+    "Catalog",
+    "Counts",
+    "DocState",
+    "Learning",
+    "Projection",
+    "PromotionReport",
+    "PruneReport",
+    "ScopeDecision",
+    "ScopeRecord",
+    "SyncReport",
+    "TurnFacts",
+    "TurnRow",
+    "after_save",
+    "check_learning",
+    "decide",
+    "decide_steps",
+    "fold_all",
+    "log_path",
+    "parse_since",
+    "percentile",
+    "promote",
+    "prune_expired",
+    "rebuild",
+    "rollup",
+    "sync",
+    "trends",
+    "trust_of",
+    "turn_facts",
+    "turn_row",
+    "verdict",
+]

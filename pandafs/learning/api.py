@@ -1,0 +1,133 @@
+"""Entry points of the learning loop for the pipeline, the CLI and scripts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from events import Payload, TurnView
+from events.schema import PhaseFailed
+
+from ..errors import BadInput
+from ..memory import Memory
+from ..vault import Vault
+from .engine import Learning, SyncReport
+from .rollups import daily_path, days_between, empty_rollup, summarize
+from .state import StaleCache
+
+if TYPE_CHECKING:
+    from ..pipeline.context import TurnContext
+
+__all__ = ["INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "parse_since", "rebuild", "sync", "trends"]
+
+SAVE_WAIT_S = 10.0
+INDEX_QUEUE = "learning_index_queue"
+
+
+def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
+    """Fold every turn completed since the last sync; materialise what changed."""
+    with Learning(vault, memory).open() as engine:
+        return engine.sync()
+
+
+def rebuild(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
+    """Recompute usage, trust, scope, the turn catalog and the rollups from the events."""
+    with Learning(vault, memory).open() as engine:
+        return engine.rebuild()
+
+
+def after_save(ctx: TurnContext, view: TurnView, pending: Sequence[Payload]) -> list[Payload]:
+    """The end of Phase 8: fold what is new, run the policy for the documents this turn
+    used, and return its scope changes as events of the turn.
+
+    Never fails the turn: an error (the learning state busy for more than
+    `SAVE_WAIT_S`, a broken document…) is returned as a `phase_failed` event of phase
+    "learning"; the next sync, `pandafs promote` or a rebuild makes up for it.
+
+    The documents it rewrites are re-indexed in one commit — or, when the orchestrator
+    put a list under `ctx.extras[INDEX_QUEUE]`, handed over in it (`IndexDoc`s) so the
+    turn's own index commit includes them.
+    """
+    queue = ctx.extras.get(INDEX_QUEUE)
+    try:
+        with Learning(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
+            engine.defer_index = True
+            try:
+                engine.sync(rollups=False)
+                try:
+                    return list(engine.on_turn(view, pending, ctx.now()))
+                except StaleCache:  # a torn shard of a document this turn used
+                    engine.rebuild()
+                    return list(engine.on_turn(view, pending, ctx.now()))
+            finally:
+                if isinstance(queue, list):
+                    queue.extend(engine.take_index_queue())
+                else:
+                    engine.flush_index()
+    except Exception as exc:  # recorded in the turn's log; the turn itself stands
+        message = str(exc).splitlines()[0][:500] if str(exc) else repr(exc)
+        return [PhaseFailed(phase="learning", error_type=type(exc).__name__, message=message)]
+
+
+_SINCE = re.compile(r"^(\d+)\s*([dhw])$")
+
+
+def parse_since(text: str, now: datetime) -> date:
+    """First day of a window: `7d` (today and the 6 days before), `24h`, `2w`, or a date."""
+    match = _SINCE.match(text.strip().lower())
+    if match:
+        n, unit = int(match.group(1)), match.group(2)
+        if n < 1:
+            raise BadInput(f"--since {text!r}: the window must be at least 1 {unit}")
+        if unit == "h":
+            return (now - timedelta(hours=n)).astimezone(UTC).date()
+        days = n * (7 if unit == "w" else 1)
+        return now.astimezone(UTC).date() - timedelta(days=days - 1)
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise BadInput(f"--since {text!r}: use 7d, 24h, 2w or a date like 2026-01-31") from None
+
+
+def trends(
+    vault: Vault,
+    *,
+    since: date | str,
+    until: date | None = None,
+    now: datetime | None = None,
+    memory: Memory | None = None,
+) -> dict[str, Any]:
+    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to `until` (default:
+    the day of `now`) — UTC days, empty days included — and the totals over the window,
+    after folding what is new: `{since, until, daily: [rollup…], totals}`."""
+    now = now or datetime.now(UTC)
+    if isinstance(since, str):
+        since = parse_since(since, now)
+    until = until or now.astimezone(UTC).date()
+    if until < since:
+        raise BadInput(f"the window ends ({until}) before it starts ({since})")
+    with Learning(vault, memory).open() as engine:
+        engine.sync_checked()
+        months = {d.strftime("%Y-%m") for d in days_between(since, until)}
+        rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
+        scope: dict[str, int] = {}
+        for day, counts in engine.state.scope_days.items():
+            if since.isoformat() <= day <= until.isoformat():
+                for kind, n in counts.items():
+                    scope[kind] = scope.get(kind, 0) + n
+    days = []
+    for day in days_between(since, until):
+        try:
+            days.append(orjson.loads(daily_path(engine.daily_dir, day).read_bytes()))
+        except FileNotFoundError:
+            days.append(empty_rollup(day))
+    return {
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "daily": days,
+        "totals": summarize(rows, scope),
+    }

@@ -1,0 +1,98 @@
+"""The maintenance log: scope changes that no turn made.
+
+A promotion decided by a turn's Save is an event of that turn.  `pandafs promote` and
+`pandafs prune --expired` run outside any turn, so what they decide goes to the owner's
+maintenance log, `users/{user}/memory.events.jsonl` — the same hash-chained,
+fsynced JSON Lines as a turn's `events.jsonl` (written with `EventWriter`), whose
+envelopes carry `"turn": "memory"` and whose `ts` is when the change was decided
+(`--now`).  Only documents owned by a user change scope (see `promotion`), so there
+is no global log.
+
+`pandafs verify` checks every maintenance log like a turn's: `chain`, `torn_tail`
+(`--repair` moves the torn bytes to `memory.events.jsonl.torn`) and `misplaced`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from events import Event, EventWriter, check_chain, parse_event, read_log, repair_torn_tail
+from events.errors import EventsError
+from events.schema import ScopeChanged
+
+from ..vault import Vault
+from ..verify import Problem
+
+__all__ = ["LOG_NAME", "LOG_TURN", "append_changes", "check_learning", "log_path", "read_changes"]
+
+LOG_NAME = "memory.events.jsonl"
+LOG_TURN = "memory"
+
+
+def log_path(vault: Vault, user: str) -> Path:
+    return vault.layout.user_dir(user) / LOG_NAME
+
+
+def append_changes(vault: Vault, user: str, changes: Sequence[ScopeChanged], now: datetime) -> list[Event]:
+    """Append scope changes to `user`'s maintenance log in one fsynced write."""
+    if not changes:
+        return []
+    with EventWriter(log_path(vault, user), user=user, turn=LOG_TURN) as writer:
+        return writer.append_many(changes, ts=now)
+
+
+def read_changes(vault: Vault, user: str, start: int = 0) -> tuple[list[Event], str | None]:
+    """Events of `user`'s maintenance log from seq `start`, and the first problem if any.
+
+    A broken chain stops the read at the break (nothing after it is trusted); a torn
+    tail is left for `verify --repair`.
+    """
+    path = log_path(vault, user)
+    log = read_log(path)
+    problem = check_chain(log)
+    records = log.records
+    if problem is not None:
+        records = records[: problem.seq] if isinstance(problem.seq, int) else []
+    events: list[Event] = []
+    for record in records[start:]:
+        try:
+            events.append(parse_event(record))
+        except (EventsError, ValueError) as exc:
+            return events, f"{vault.rel(path)}: seq {record.get('seq')}: {exc}"
+    return events, str(problem) if problem is not None else None
+
+
+def check_learning(vault: Vault, repair: bool) -> list[Problem]:
+    """Verify every maintenance log (kinds as for turns: chain, torn_tail, misplaced)."""
+    problems: list[Problem] = []
+    for user in vault.layout.users():
+        path = log_path(vault, user)
+        if not path.exists():
+            continue
+        rel = vault.rel(path)
+        log = read_log(path)
+        if log.torn_tail is not None:
+            if repair:
+                repair_torn_tail(path)
+                log = read_log(path)
+            else:
+                problems.append(
+                    Problem(rel, "torn_tail", f"ends in a torn line of {len(log.torn_tail)} bytes")
+                )
+        chain = check_chain(log)
+        if chain is not None:
+            problems.append(Problem(rel, "chain", str(chain).removeprefix(f"{path}: ")))
+            continue
+        for record in log.records:
+            if record.get("user") != user or record.get("turn") != LOG_TURN:
+                problems.append(
+                    Problem(
+                        rel,
+                        "misplaced",
+                        f"seq {record.get('seq')} names {record.get('user')}/{record.get('turn')}",
+                    )
+                )
+                break
+    return problems

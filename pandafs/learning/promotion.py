@@ -1,0 +1,208 @@
+"""`pandafs promote` and `pandafs prune --expired`: scope changes outside any turn.
+
+`promote` syncs the learning fold, runs the policy (`policy.decide_steps`) over every
+promotable document that has been used, records each step as a `scope_changed` event
+in the owner's maintenance log (events first, fsynced), folds them, and writes the new
+scope into the documents (a promoted `new` document loses its `expires_at`; a demoted
+one gets `expires_at` = decision time + `[memory] new_ttl_hours`).
+
+`prune_expired` moves every `new` document whose `expires_at` has passed to
+`archive/expired/{its vault-relative path}` — nothing is deleted — and takes it out of
+the index, after recording `scope_changed` (new → expired) in the owner's maintenance
+log.  A document the policy would promote right now is kept (run `promote`).  A prune
+interrupted between the event and the move finishes at the next run without a second
+event.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from events import classify, format_ts, parse_document
+from events.errors import FrontmatterError
+from events.fsio import fsync_dir
+
+from ..memory import Memory
+from ..vault import Vault
+from .engine import DocInfo, Learning, SyncReport, _utc
+from .policy import ScopeDecision, decide_steps, promotable
+from .trust import Counts
+
+__all__ = ["PromotionReport", "PruneReport", "expired_path", "promote", "prune_expired"]
+
+EXPIRED_DIR = "expired"
+
+
+@dataclass
+class PromotionReport:
+    now: datetime
+    dry_run: bool
+    changes: list[ScopeDecision] = field(default_factory=list)
+    sync: SyncReport = field(default_factory=SyncReport)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "now": format_ts(self.now),
+            "dry_run": self.dry_run,
+            "changes": [c.as_json() for c in self.changes],
+            "promoted": sum(1 for c in self.changes if c.reason.startswith("promoted")),
+            "demoted": sum(1 for c in self.changes if c.reason.startswith("demoted")),
+            "sync": self.sync.as_json(),
+        }
+
+
+def promote(
+    vault: Vault,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    full: bool = False,
+    memory: Memory | None = None,
+) -> PromotionReport:
+    """Run scope promotion / demotion now (`full`: recompute usage and trust first)."""
+    now = now or datetime.now(UTC)
+    report = PromotionReport(now, dry_run)
+    with Learning(vault, memory).open() as engine:
+        report.sync = engine.rebuild(write=not dry_run) if full else engine.sync_checked(write=not dry_run)
+        report.changes = engine.decide_all(now)
+        if report.changes and not dry_run:
+            engine.record_decisions(report.changes, now)
+            after = engine.sync()
+            report.sync.documents = sorted(set(report.sync.documents) | set(after.documents))
+    return report
+
+
+@dataclass
+class PruneReport:
+    now: datetime
+    dry_run: bool
+    pruned: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "now": format_ts(self.now),
+            "dry_run": self.dry_run,
+            "pruned": self.pruned,
+            "kept": self.kept,
+            "count": len(self.pruned),
+        }
+
+
+def expired_path(vault: Vault, rel: str) -> Path:
+    """Where an expired document goes: archive/expired/{rel}, never over another file."""
+    base = vault.layout.archive / EXPIRED_DIR / rel
+    target, n = base, 1
+    while target.exists():
+        n += 1
+        target = base.with_name(f"{base.stem}-{n}{base.suffix}")
+    return target
+
+
+def _expiry(vault: Vault, rel: str) -> datetime | None:
+    """`expires_at` of a `new` document, read from its file (None: not a candidate)."""
+    try:
+        front = parse_document((vault.root / rel).read_text(encoding="utf-8"), rel).frontmatter
+    except (OSError, UnicodeDecodeError, FrontmatterError):
+        return None
+    if front.get("scope") != "new":
+        return None
+    return _utc(front.get("expires_at"))
+
+
+def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
+    """Vault-relative paths of `new` documents whose expiry has passed.
+
+    The index knows every `new` document (memories, research); the memories folders
+    are scanned as well so a file written by hand and not indexed yet is not missed.
+    """
+    found: set[str] = set()
+    for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now):
+        found.add(hit["doc_path"])
+    for user in vault.layout.users():
+        folder = vault.layout.memories_dir(user)
+        if folder.is_dir():
+            found |= {vault.rel(p) for p in folder.rglob("*.md") if not p.name.startswith(".")}
+    expired = []
+    for rel in sorted(found):
+        when = _expiry(vault, rel)
+        if when is not None and when <= now:
+            expired.append(rel)
+    return expired
+
+
+def prune_expired(
+    vault: Vault,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    memory: Memory | None = None,
+) -> PruneReport:
+    """Move expired `new` documents to archive/expired/ (see the module docstring)."""
+    now = now or datetime.now(UTC)
+    report = PruneReport(now, dry_run)
+    memory = memory or Memory(vault)
+    with Learning(vault, memory).open() as engine:
+        engine.sync_checked(write=not dry_run)
+        projection = engine.projection()
+        moves: list[tuple[DocInfo, datetime, ScopeDecision | None]] = []
+        for rel in _candidates(vault, memory, now):
+            ref = classify(rel)
+            info = engine.doc_info(ref.doc_id, projection) if ref is not None else None
+            if info is None or info.rel != rel or info.owner is None:
+                continue
+            counts = engine.counts.get(info.doc_id) or Counts()
+            steps = decide_steps(engine.doc_state(info, counts, now), engine.cfg)
+            if steps and promotable(info.kind, info.owner):
+                report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
+                continue
+            record = projection.scope.get(info.doc_id)
+            already = record is not None and record.new == "expired"
+            decision = None
+            if not already:
+                decision = ScopeDecision(
+                    info.doc_id,
+                    rel,
+                    info.owner,
+                    "new",
+                    "expired",
+                    "",
+                    engine.doc_state(info, counts, now).trust,
+                    counts.usage,
+                )
+            moves.append((info, _expiry(vault, rel) or now, decision))
+        for info, expired_at, decision in moves:
+            target = expired_path(vault, info.rel)
+            item = {
+                "doc_id": info.doc_id,
+                "doc_path": info.rel,
+                "archived_to": target.relative_to(vault.root).as_posix(),
+                "expired_at": format_ts(expired_at),
+            }
+            report.pruned.append(item)
+            if dry_run:
+                continue
+            if decision is not None:
+                reason = (
+                    f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
+                    f"used {decision.usage_count} times; moved to {item['archived_to']}"
+                )
+                engine.record_decisions([_with_reason(decision, reason)], now)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(vault.root / info.rel, target)
+            fsync_dir(target.parent)
+            fsync_dir((vault.root / info.rel).parent)
+        if moves and not dry_run:
+            with memory.index.batch() as batch:
+                for info, _, _ in moves:
+                    batch.delete(info.rel)
+            engine.sync()
+    return report
+
+
+def _with_reason(decision: ScopeDecision, reason: str) -> ScopeDecision:
+    return ScopeDecision(**{**decision.__dict__, "reason": reason})

@@ -1,0 +1,197 @@
+"""The learning fold's derived cache under `indexes/learning/` (disposable, rebuildable).
+
+    indexes/learning/state.json         how far the fold got and the small maps:
+        {"version", "prior_weight", "generation", "shard_gens": {shard: gen},
+         "users": {user: {"upto": N, "pending": [turn numbers not complete yet]}},
+         "logs": {user: events of users/{user}/memory.events.jsonl folded},
+         "feedback": {turn id: [number of the judging turn, "accepted"|"rejected"]},
+         "scope": {doc id: latest scope change}, "scope_days": {day: {kind: n}},
+         "dirty": [doc ids whose files must be re-derived at the next sync],
+         "rollup_days": [days whose daily rollup is out of date]}
+    indexes/learning/counts/{xx}.json   {"gen": g, "docs": {doc id: [usage, validations,
+                                         successes, trust or null]}}, 256 shards by
+                                         blake2b(doc id) so a turn rewrites a few small files
+    indexes/learning.lock               one writer at a time (flock)
+
+The trust column is what was last materialised (frontmatter, or the index for turns)
+— the value an indexer may read for a document whose frontmatter carries none.
+
+Consistency: shards are written first, `state.json` last, and `state.json` names the
+generation each shard must carry.  A shard whose generation disagrees (a crash between
+the writes, a lost write) makes `load` report the cache as stale; the engine then
+recomputes everything from the events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from events import atomic_write
+
+from .trust import Counts, ScopeRecord
+
+__all__ = ["CACHE_VERSION", "CounterStore", "Cursor", "LearningState", "StaleCache", "shard_of"]
+
+CACHE_VERSION = 1
+
+
+class StaleCache(Exception):
+    """The cache cannot be trusted (missing, another version, torn); recompute it."""
+
+
+def shard_of(doc_id: str) -> str:
+    return hashlib.blake2b(doc_id.encode(), digest_size=1).hexdigest()
+
+
+class Cursor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    upto: int = 0
+    pending: list[int] = Field(default_factory=list)
+
+
+class LearningState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: int = CACHE_VERSION
+    prior_weight: float
+    generation: int = 0
+    shard_gens: dict[str, int] = Field(default_factory=dict)
+    users: dict[str, Cursor] = Field(default_factory=dict)
+    logs: dict[str, int] = Field(default_factory=dict)
+    feedback: dict[str, tuple[int, str]] = Field(default_factory=dict)
+    scope: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    scope_days: dict[str, dict[str, int]] = Field(default_factory=dict)
+    dirty: list[str] = Field(default_factory=list)
+    rollup_days: list[str] = Field(default_factory=list)
+
+    def scope_records(self) -> dict[str, ScopeRecord]:
+        return {doc: ScopeRecord(**data) for doc, data in self.scope.items()}
+
+    def set_scope_records(self, records: dict[str, ScopeRecord]) -> None:
+        self.scope = {doc: r.__dict__.copy() for doc, r in sorted(records.items())}
+
+
+class CounterStore(MutableMapping[str, Counts]):
+    """Per-document counters in hash shards, loaded lazily, written when dirty."""
+
+    def __init__(self, directory: Path, shard_gens: dict[str, int], *, fresh: bool = False) -> None:
+        """`fresh`: start empty and ignore the shards on disk (a full recompute)."""
+        self.dir = directory
+        self.expected = shard_gens
+        self.fresh = fresh
+        self._shards: dict[str, dict[str, list[Any]]] = {}
+        self._dirty: set[str] = set()
+
+    def _shard(self, name: str) -> dict[str, list[Any]]:
+        if name not in self._shards and self.fresh:
+            self._shards[name] = {}
+        if name not in self._shards:
+            path = self.dir / f"{name}.json"
+            try:
+                data = orjson.loads(path.read_bytes())
+            except FileNotFoundError:
+                data = {"gen": 0, "docs": {}}
+            except orjson.JSONDecodeError as exc:
+                raise StaleCache(f"{path}: unreadable ({exc})") from None
+            if data.get("gen", 0) != self.expected.get(name, 0):
+                raise StaleCache(f"{path}: generation {data.get('gen')} is not the recorded one")
+            self._shards[name] = data["docs"]
+        return self._shards[name]
+
+    def __getitem__(self, doc_id: str) -> Counts:
+        row = self._shard(shard_of(doc_id))[doc_id]
+        return Counts(row[0], row[1], row[2])
+
+    def __setitem__(self, doc_id: str, value: Counts) -> None:
+        name = shard_of(doc_id)
+        docs = self._shard(name)
+        trust = docs[doc_id][3] if doc_id in docs else None
+        docs[doc_id] = [value.usage, value.validations, value.successes, trust]
+        self._dirty.add(name)
+
+    def __delitem__(self, doc_id: str) -> None:
+        name = shard_of(doc_id)
+        del self._shard(name)[doc_id]
+        self._dirty.add(name)
+
+    def __iter__(self) -> Iterator[str]:
+        for name in self.all_shards():
+            yield from list(self._shard(name))
+
+    def __len__(self) -> int:
+        return sum(len(self._shard(name)) for name in self.all_shards())
+
+    def all_shards(self) -> list[str]:
+        on_disk: set[str] = set()
+        if not self.fresh and self.dir.is_dir():
+            on_disk = {p.stem for p in self.dir.glob("*.json") if len(p.stem) == 2}
+        return sorted(on_disk | set(self._shards) | set(self.expected))
+
+    def trust(self, doc_id: str) -> float | None:
+        row = self._shard(shard_of(doc_id)).get(doc_id)
+        return row[3] if row else None
+
+    def set_trust(self, doc_id: str, trust: float | None) -> None:
+        name = shard_of(doc_id)
+        row = self._shard(name).get(doc_id)
+        if row is not None and row[3] != trust:
+            row[3] = trust
+            self._dirty.add(name)
+
+    def flush(self, generation: int) -> dict[str, int]:
+        """Write dirty shards stamped with `generation`; the new shard → generation map.
+
+        A fresh store replaces every shard on disk."""
+        if self.fresh:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.expected, self.fresh = {}, False
+            self._dirty = {name for name, docs in self._shards.items() if docs}
+        gens = dict(self.expected)
+        for name in sorted(self._dirty):
+            docs = dict(sorted(self._shards[name].items()))
+            atomic_write(
+                self.dir / f"{name}.json",
+                orjson.dumps({"gen": generation, "docs": docs}),
+                durable=False,
+            )
+            gens[name] = generation
+        self._dirty.clear()
+        self.expected = gens
+        return gens
+
+
+def load_state(directory: Path, prior_weight: float) -> tuple[LearningState, CounterStore]:
+    """The cached state, or raise `StaleCache` when there is none we can use."""
+    path = directory / "state.json"
+    try:
+        state = LearningState.model_validate(orjson.loads(path.read_bytes()))
+    except FileNotFoundError:
+        raise StaleCache("no learning cache yet") from None
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        raise StaleCache(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
+    if state.version != CACHE_VERSION:
+        raise StaleCache(f"{path}: cache version {state.version}, this PandaFS writes {CACHE_VERSION}")
+    if state.prior_weight != prior_weight:
+        raise StaleCache("[memory] trust_prior_weight changed")
+    return state, CounterStore(directory / "counts", state.shard_gens)
+
+
+def save_state(directory: Path, state: LearningState, counts: CounterStore) -> None:
+    """Shards first, then state.json naming their generation (see the module docstring)."""
+    state.generation += 1
+    state.shard_gens = counts.flush(state.generation)
+    write_state_file(directory, state)
+
+
+def write_state_file(directory: Path, state: LearningState) -> None:
+    atomic_write(
+        directory / "state.json",
+        orjson.dumps(state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
+        durable=False,
+    )

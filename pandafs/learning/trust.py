@@ -1,0 +1,311 @@
+"""Usage and trust of documents — a pure fold over turn events.
+
+What is counted, per document (DESIGN.md §3, §5; seed 000 "What counts as use"):
+
+    usage_count         turns whose §2 cited the document (its id is in the turn's
+                        `documents_used` event)
+    validation_count    those uses whose turn has a verdict, plus, for a turn itself,
+                        the user's direct feedback on it
+    validation_success  the verdicts that were successes
+
+The verdict of a turn is the user's implicit feedback when there is any — the latest
+`feedback_recorded` about it wins: "thanks" → success, "that's wrong" → failure —
+and otherwise its validation outcome (`documents_used.outcome`): APPROVE → success,
+RETRY / FAIL → failure, REVISE → no verdict (an intermediate state).  A turn that
+failed for a technical reason (a `phase_failed` event: the LLM was down, a tool
+crashed) has no verdict from validation: that says nothing about its sources.  So a rejection
+turns the successes of everything the rejected turn cited into failures, and a
+thanks turns a RETRY / FAIL into a success.
+
+Trust is the posterior mean of the success rate under a Beta prior centred on the
+document's own `quality` (what its writer thought of it), worth `w` validations
+(`[memory] trust_prior_weight`, default 2):
+
+    trust = (validation_success + w · quality) / (validation_count + w)
+
+A document nobody has validated yet has trust = quality; every verdict moves it
+toward the observed success rate, which dominates after a few dozen verdicts.  With
+quality 0.6 and w = 2: 3 approvals → 0.84, 10 approvals → 0.93, 3 approvals and
+2 failures → 0.6.  Trust is rounded to 4 decimals.
+
+The counters are a pure function of the events: folding the same turns in any order
+gives the same numbers (`Projection.fold_turn` applies a late feedback as a delta
+against the verdict it replaces), so the incremental fold and a full recompute agree
+exactly.  Trust adds only the document's `quality`, a property of the document itself.
+
+Scope changes (`scope_changed`, from a turn's Save or the maintenance log) fold into
+the latest change per document, ordered by when they were decided: for a turn, its
+`occurred_at`; for the maintenance log, the event's `ts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from events import Event, TurnView, format_ts, turn_name, turn_number
+from events.schema import ScopeChanged
+
+__all__ = [
+    "SCOPE_RANK",
+    "Counts",
+    "Projection",
+    "ScopeRecord",
+    "TurnFacts",
+    "change_kind",
+    "fold_all",
+    "trust_of",
+    "turn_facts",
+    "verdict",
+]
+
+SCOPE_RANK = {"new": 0, "user": 1, "global": 2}
+SUCCESS, FAILURE = "success", "failure"
+
+
+def verdict(outcome: str | None, feedback: str | None = None) -> str | None:
+    """success / failure / None for a turn's validation outcome and the user's feedback."""
+    if feedback == "accepted":
+        return SUCCESS
+    if feedback == "rejected":
+        return FAILURE
+    if outcome == "APPROVE":
+        return SUCCESS
+    if outcome in ("RETRY", "FAIL"):
+        return FAILURE
+    return None
+
+
+@dataclass(frozen=True)
+class Counts:
+    usage: int = 0
+    validations: int = 0
+    successes: int = 0
+
+    def plus(self, usage: int = 0, validations: int = 0, successes: int = 0) -> Counts:
+        return Counts(self.usage + usage, self.validations + validations, self.successes + successes)
+
+
+def trust_of(counts: Counts, quality: float, prior_weight: float) -> float:
+    """(successes + w·quality) / (validations + w), clamped to [0, 1], 4 decimals."""
+    q = min(1.0, max(0.0, float(quality)))
+    value = (counts.successes + prior_weight * q) / (counts.validations + prior_weight)
+    return round(min(1.0, max(0.0, value)), 4)
+
+
+def change_kind(old: str, new: str) -> str:
+    """promoted / demoted / expired: how a scope change is counted in the rollups."""
+    if new not in SCOPE_RANK:
+        return "expired"
+    return "promoted" if SCOPE_RANK[new] > SCOPE_RANK.get(old, -1) else "demoted"
+
+
+@dataclass(frozen=True)
+class ScopeRecord:
+    """One `scope_changed` event: what changed, why, and where it is recorded."""
+
+    doc_id: str
+    doc_path: str
+    old: str
+    new: str
+    reason: str
+    at: str  # ISO-8601 UTC (format_ts): when it was decided
+    log: str  # "alice/turn_000007" or "alice/memory"
+    seq: int
+    trust: float | None = None
+    usage: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.at, self.log, self.seq)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.log}#{self.seq}"
+
+    @classmethod
+    def from_event(cls, event: Event, at: datetime) -> ScopeRecord:
+        data = event.data
+        assert isinstance(data, ScopeChanged)
+        return cls(
+            doc_id=data.doc_id,
+            doc_path=data.doc_path,
+            old=data.old_scope,
+            new=data.new_scope,
+            reason=data.reason,
+            at=format_ts(at),
+            log=f"{event.user}/{event.turn}",
+            seq=event.seq,
+            trust=data.trust,
+            usage=data.usage_count,
+        )
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What one completed turn tells the fold."""
+
+    user: str
+    turn: str
+    occurred_at: datetime
+    used: tuple[str, ...] = ()
+    outcome: str | None = None
+    quality: float = 0.5
+    feedback: tuple[tuple[str, str], ...] = ()  # (target turn, accepted|rejected)
+    scope_changes: tuple[ScopeRecord, ...] = ()
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def number(self) -> int:
+        return turn_number(self.turn)
+
+
+def turn_facts(view: TurnView, events: Sequence[Event] = ()) -> TurnFacts:
+    """The facts of a turn from its view (and its events, for the scope changes' seq)."""
+    at = view.occurred_at if view.occurred_at.tzinfo else view.occurred_at.replace(tzinfo=UTC)
+    changes = tuple(ScopeRecord.from_event(e, at) for e in events if isinstance(e.data, ScopeChanged))
+    technical = any(f.phase != "learning" for f in view.failures)
+    return TurnFacts(
+        user=view.user,
+        turn=view.turn,
+        occurred_at=at,
+        used=tuple(dict.fromkeys(view.used.doc_ids)) if view.used else (),
+        outcome=view.used.outcome if view.used and not technical else None,
+        quality=view.completed.quality if view.completed else 0.5,
+        feedback=tuple((f.target_turn, f.status) for f in view.feedback),
+        scope_changes=changes,
+    )
+
+
+TargetLookup = Callable[[str, str], "TurnFacts | None"]
+FoldedCheck = Callable[[str, int], bool]
+
+
+@dataclass
+class Projection:
+    """The fold's state: counters per document, feedback per turn, latest scope change.
+
+    `counts` may be any mutable mapping (the engine passes its sharded store).
+    `fold_turn` needs two questions answered about earlier turns of the same user,
+    for feedback that arrives after the turn it judges: was that turn folded already
+    (`folded`), and what did it use (`target`).
+    """
+
+    counts: MutableMapping[str, Counts] = field(default_factory=dict)
+    feedback: dict[str, tuple[int, str]] = field(default_factory=dict)
+    scope: dict[str, ScopeRecord] = field(default_factory=dict)
+    scope_days: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def _add(self, doc_id: str, usage: int = 0, validations: int = 0, successes: int = 0) -> None:
+        if usage or validations or successes:
+            self.counts[doc_id] = self.counts.get(doc_id, Counts()).plus(usage, validations, successes)
+
+    def fold_turn(self, facts: TurnFacts, target: TargetLookup, folded: FoldedCheck) -> set[str]:
+        """Fold one completed turn; returns the ids of the documents whose counters moved."""
+        changed: set[str] = set()
+        own = self.feedback.get(facts.doc_id)
+        mine = verdict(facts.outcome, own[1] if own else None)
+        for doc_id in dict.fromkeys(facts.used):
+            self._add(doc_id, 1, mine is not None, mine == SUCCESS)
+            changed.add(doc_id)
+        for target_turn, status in facts.feedback:
+            changed |= self._fold_feedback(facts, target_turn, status, target, folded)
+        for record in facts.scope_changes:
+            changed |= self.fold_scope(record)
+        return changed
+
+    def _fold_feedback(
+        self,
+        facts: TurnFacts,
+        target_turn: str,
+        status: str,
+        target: TargetLookup,
+        folded: FoldedCheck,
+    ) -> set[str]:
+        target_id = f"{facts.user}/{target_turn}"
+        prev = self.feedback.get(target_id)
+        if prev is not None and prev[0] > facts.number:
+            return set()  # a later turn's feedback about the same turn wins
+        before = prev[1] if prev else None
+        self.feedback[target_id] = (facts.number, status)
+        self._add(
+            target_id,
+            validations=int(prev is None),
+            successes=int(status == "accepted") - int(before == "accepted"),
+        )
+        changed = {target_id}
+        judged = target(facts.user, target_turn) if folded(facts.user, turn_number(target_turn)) else None
+        if judged is not None:
+            old, new = verdict(judged.outcome, before), verdict(judged.outcome, status)
+            dv = int(new is not None) - int(old is not None)
+            ds = int(new == SUCCESS) - int(old == SUCCESS)
+            for doc_id in dict.fromkeys(judged.used):
+                self._add(doc_id, validations=dv, successes=ds)
+                changed.add(doc_id)
+        return changed
+
+    def fold_scope(self, record: ScopeRecord) -> set[str]:
+        """Fold one scope change (the latest by decision time wins); counts it per day."""
+        current = self.scope.get(record.doc_id)
+        if current is not None and current.key == record.key:
+            return set()
+        if current is None or record.key > current.key:
+            self.scope[record.doc_id] = record
+        day = self.scope_days.setdefault(record.at[:10], {})
+        kind = change_kind(record.old, record.new)
+        day[kind] = day.get(kind, 0) + 1
+        return {record.doc_id}
+
+    def preview(self, facts: TurnFacts, target: TargetLookup, folded: FoldedCheck) -> dict[str, Counts]:
+        """Counters of the documents `facts` touches as if the turn were folded (no change)."""
+        overlay = _Overlay(self.counts)
+        scratch = Projection(overlay, dict(self.feedback), dict(self.scope), {})
+        scratch.fold_turn(replace(facts, scope_changes=()), target, folded)
+        return dict(overlay.written)
+
+
+class _Overlay(MutableMapping[str, Counts]):
+    """Reads through to a base mapping, keeps writes to itself."""
+
+    def __init__(self, base: MutableMapping[str, Counts]) -> None:
+        self.base = base
+        self.written: dict[str, Counts] = {}
+
+    def __getitem__(self, key: str) -> Counts:
+        if key in self.written:
+            return self.written[key]
+        return self.base[key]
+
+    def __setitem__(self, key: str, value: Counts) -> None:
+        self.written[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self.base), **dict.fromkeys(self.written)})
+
+    def __len__(self) -> int:
+        return len(set(self.base) | set(self.written))
+
+
+def fold_all(turns: Iterable[TurnFacts], scope_records: Iterable[ScopeRecord] = ()) -> Projection:
+    """The whole projection from scratch (turns of each user in turn order)."""
+    facts = sorted(turns, key=lambda f: (f.user, f.number))
+    by_id = {f.doc_id: f for f in facts}
+    projection = Projection()
+    done: set[str] = set()
+    for f in facts:
+        projection.fold_turn(
+            f,
+            lambda user, turn: by_id.get(f"{user}/{turn}"),
+            lambda user, number: f"{user}/{turn_name(number)}" in done,
+        )
+        done.add(f.doc_id)
+    for record in scope_records:
+        projection.fold_scope(record)
+    return projection

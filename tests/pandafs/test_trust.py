@@ -1,0 +1,351 @@
+"""Usage and trust: the pure fold, and the engine that materialises it into a real vault."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events import format_ts, parse_document, read_events, render_document
+from events.schema import PhaseFailed
+from pandafs.learning import (
+    Counts,
+    Learning,
+    Projection,
+    TurnFacts,
+    fold_all,
+    promote,
+    rebuild,
+    sync,
+    trust_of,
+    verdict,
+)
+from pandafs.learning import api as learning_api
+from pandafs.learning.state import shard_of
+from pandafs.llm.offline import OfflineBackend
+from pandafs.memory import Memory
+from pandafs.pipeline import Pipeline
+from pandafs.turns import replay
+from pandafs.vault import Vault, file_lock
+from pandafs.verify import default_checks, verify_vault
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
+
+
+def facts(n: int, used: tuple[str, ...] = (), outcome: str | None = "APPROVE", feedback=()) -> TurnFacts:
+    return TurnFacts(
+        user="alice",
+        turn=f"turn_{n:06d}",
+        occurred_at=T0 + timedelta(hours=n),
+        used=used,
+        outcome=outcome,
+        feedback=tuple(feedback),
+    )
+
+
+def fold(turns: list[TurnFacts]) -> Projection:
+    return fold_all(turns)
+
+
+# --- the formula and the verdicts ------------------------------------------------------
+
+
+def test_verdict_follows_the_seed_table_and_feedback_wins() -> None:
+    assert verdict("APPROVE") == "success"
+    assert verdict("RETRY") == "failure"
+    assert verdict("FAIL") == "failure"
+    assert verdict("REVISE") is None
+    assert verdict(None) is None
+    assert verdict("APPROVE", "rejected") == "failure"
+    assert verdict("FAIL", "accepted") == "success"
+    assert verdict("REVISE", "rejected") == "failure"
+
+
+def test_trust_is_a_beta_posterior_centred_on_quality() -> None:
+    assert trust_of(Counts(), 0.6, 2.0) == 0.6  # nobody judged it yet: its own quality
+    assert trust_of(Counts(3, 3, 3), 0.6, 2.0) == 0.84
+    assert trust_of(Counts(10, 10, 10), 0.6, 2.0) == 0.9333
+    assert trust_of(Counts(5, 5, 3), 0.6, 2.0) == 0.6
+    assert trust_of(Counts(1, 1, 0), 0.6, 2.0) == 0.4
+    assert trust_of(Counts(100, 100, 0), 0.9, 2.0) == round(1.8 / 102, 4)
+
+
+def test_usage_counts_every_citation_validation_only_a_verdict() -> None:
+    p = fold(
+        [
+            facts(1, ("m",), "APPROVE"),
+            facts(2, ("m",), "REVISE"),
+            facts(3, ("m", "m"), "RETRY"),
+            facts(4, ("m", "k"), "FAIL"),
+        ]
+    )
+    assert p.counts["m"] == Counts(usage=4, validations=3, successes=1)
+    assert p.counts["k"] == Counts(usage=1, validations=1, successes=0)
+
+
+def test_rejection_lowers_what_the_rejected_turn_used_and_thanks_accepts() -> None:
+    base = [facts(1, ("m", "k"), "APPROVE"), facts(2, ("m",), "FAIL")]
+    plain = fold(base)
+    assert plain.counts["m"] == Counts(2, 2, 1)
+    rejected = fold([*base, facts(3, feedback=[("turn_000001", "rejected")])])
+    assert rejected.counts["m"] == Counts(2, 2, 0)
+    assert rejected.counts["k"] == Counts(1, 1, 0)
+    assert rejected.counts["alice/turn_000001"] == Counts(0, 1, 0)  # the turn itself: judged bad
+    thanked = fold([*base, facts(3, feedback=[("turn_000002", "accepted")])])
+    assert thanked.counts["m"] == Counts(2, 2, 2)
+    assert thanked.counts["alice/turn_000002"] == Counts(0, 1, 1)
+    # the later feedback about the same turn wins, whatever the order it is folded in
+    both = [
+        *base,
+        facts(3, feedback=[("turn_000001", "rejected")]),
+        facts(4, feedback=[("turn_000001", "accepted")]),
+    ]
+    assert fold(both).counts["m"] == Counts(2, 2, 1)
+    assert fold(both).feedback["alice/turn_000001"] == (4, "accepted")
+
+
+def test_the_fold_does_not_depend_on_the_order_turns_arrive_in() -> None:
+    rng = random.Random(7)
+    docs = ["m1", "m2", "k1", "alice/turn_000001", "alice/turn_000002"]
+    turns = []
+    for n in range(1, 41):
+        used = tuple(rng.sample(docs, rng.randint(0, 3)))
+        outcome = rng.choice(["APPROVE", "APPROVE", "RETRY", "REVISE", "FAIL", None])
+        feedback = []
+        if n > 2 and rng.random() < 0.3:
+            feedback = [(f"turn_{rng.randint(1, n - 1):06d}", rng.choice(["accepted", "rejected"]))]
+        turns.append(facts(n, used, outcome, feedback))
+    expected = fold(turns)
+    by_id = {f.doc_id: f for f in turns}
+    for _ in range(5):
+        order = turns[:]
+        rng.shuffle(order)
+        p, done = Projection(), set[str]()
+
+        def folded(user: str, number: int, done: set[str] = done) -> bool:
+            return f"{user}/turn_{number:06d}" in done
+
+        for f in order:  # e.g. turns that were still running when a later one was folded
+            p.fold_turn(f, lambda u, t: by_id[f"{u}/{t}"], folded)
+            done.add(f.doc_id)
+        assert {k: v for k, v in p.counts.items()} == dict(expected.counts)
+        assert p.feedback == expected.feedback
+
+
+# --- the engine on a real vault --------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> dict[str, datetime]:
+    return {"t": T0}
+
+
+@pytest.fixture
+def pipeline(vault: Vault, clock: dict[str, datetime]) -> Iterator[Pipeline]:
+    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as p:
+        yield p
+
+
+def front_of(vault: Vault, rel: str) -> dict:
+    return parse_document((vault.root / rel).read_text(encoding="utf-8")).frontmatter
+
+
+def snapshot(vault: Vault) -> dict[str, dict]:
+    """Every counter of the cache and every memory file's bytes."""
+    with Learning(vault).open() as engine:
+        counts = {d: (engine.counts[d], engine.counts.trust(d)) for d in engine.counts}
+        feedback = dict(engine.state.feedback)
+    files = {
+        vault.rel(p): p.read_bytes()
+        for p in sorted((vault.root / "users").rglob("*.md"))
+        if "turns" not in p.parts
+    }
+    return {"counts": counts, "feedback": feedback, "files": files}
+
+
+def test_incremental_sync_and_full_recompute_agree(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    memory = Memory(vault)
+    saved = memory.save(HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
+    fact = memory.save("My hamster is called Biscuit", user="alice", doc_type="fact", now=T0)
+    queries = [
+        "What does my hamster Biscuit like to eat?",
+        "that's wrong",
+        "Where does Biscuit the hamster hide his seeds?",
+        "thanks!",
+        "Does my hamster Biscuit like sunflower seeds?",
+    ]
+    for i, query in enumerate(queries):
+        clock["t"] = T0 + timedelta(hours=2 + i)
+        pipeline.ask(query, user="alice")
+        sync(vault)
+    incremental = snapshot(vault)
+    assert incremental["feedback"] == {
+        "alice/turn_000001": (2, "rejected"),
+        "alice/turn_000003": (4, "accepted"),
+    }
+    counts = incremental["counts"]
+    assert counts[saved.doc_id][0].usage == 3
+    assert counts[saved.doc_id][0].successes == 2  # turn 1 was rejected
+    assert counts[fact.doc_id][0].usage >= 1
+    front = front_of(vault, saved.doc_path)
+    c = counts[saved.doc_id][0]
+    assert (front["usage_count"], front["validation_count"], front["validation_success"]) == (
+        c.usage,
+        c.validations,
+        c.successes,
+    )
+    assert front["trust"] == trust_of(c, 0.6, 2.0) == counts[saved.doc_id][1]
+    mtimes = {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]}
+
+    report = rebuild(vault)
+    assert report.full and report.turns == 5
+    assert snapshot(vault) == incremental
+    assert {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]} == mtimes
+    assert replay(vault, check=True).drift == []
+    assert verify_vault(vault, checks=default_checks()).ok
+
+
+def test_materialising_keeps_unknown_keys_and_writes_only_on_change(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    rel = "knowledge/hamster-care.md"
+    text = render_document(
+        {
+            "title": "Hamster care",
+            "primary_topic": "pet.hamster",
+            "quality": 0.9,
+            "created_at": T0,
+            "my_rating": "five stars",
+            "tags": ["pets"],
+        },
+        "# Hamster care\n\nSyrian hamsters like sunflower seeds; give Biscuit a sand bath.\n",
+    )
+    (vault.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (vault.root / rel).write_text(text)
+    Memory(vault).index_paths([rel])
+    clock["t"] = T0 + timedelta(hours=1)
+    pipeline.ask("What do Syrian hamsters like, sunflower seeds?", user="alice")
+    sync(vault)
+    front = front_of(vault, rel)
+    assert front["my_rating"] == "five stars" and front["tags"] == ["pets"]
+    assert front["usage_count"] == 1 and front["trust"] == round((1 + 1.8) / 3, 4)
+    assert "scope" not in front  # a global document keeps its (default) scope
+    stamp = (vault.root / rel).stat().st_mtime_ns
+    sync(vault)
+    rebuild(vault)
+    assert (vault.root / rel).stat().st_mtime_ns == stamp
+    hit = next(h for h in Memory(vault).search("hamster sand bath") if h["doc_path"] == rel)
+    assert hit["trust"] == front["trust"]
+
+
+def test_turn_trust_goes_to_the_index_not_into_context_md(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    for i in range(3):
+        clock["t"] = T0 + timedelta(hours=i)
+        pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
+    sync(vault)
+    hits = {h["doc_id"]: h for h in Memory(vault).search("Lenovo laptop RTX", user="alice")}
+    assert hits["alice/turn_000001"]["trust"] is not None
+    assert "trust" not in front_of(vault, "users/alice/turns/turn_000001/context.md")
+    assert replay(vault, check=True).drift == []
+    assert verify_vault(vault, checks=default_checks()).ok
+    # a rebuilt index gets the turns' trust back from the learning rebuild
+    Memory(vault).rebuild()
+    assert Memory(vault).search("Lenovo laptop RTX", user="alice")[0]["trust"] is None
+    rebuild(vault)
+    again = {h["doc_id"]: h for h in Memory(vault).search("Lenovo laptop RTX", user="alice")}
+    assert again["alice/turn_000001"]["trust"] == hits["alice/turn_000001"]["trust"]
+
+
+def test_a_torn_cache_is_recomputed_from_the_events(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    saved = Memory(vault).save(HAMSTER, user="alice", topic="pet.hamster", now=T0)
+    for i in range(3):
+        clock["t"] = T0 + timedelta(hours=1 + i)
+        pipeline.ask("What does my hamster Biscuit eat?", user="alice")
+    sync(vault)
+    before = snapshot(vault)
+    counts = vault.layout.indexes / "learning" / "counts"
+
+    def tear(doc_id: str, usage: int | None = None) -> None:
+        """Make a shard disagree with state.json, as a crash between the two writes would."""
+        shard = counts / f"{shard_of(doc_id)}.json"
+        data = orjson.loads(shard.read_bytes())
+        data["gen"] += 100
+        if usage is not None:
+            data["docs"][doc_id][0] = usage
+        shard.write_bytes(orjson.dumps(data))
+
+    tear(saved.doc_id, usage=999)
+    assert promote(vault, now=T0).sync.full  # promote reads every shard: it recomputes
+    assert snapshot(vault) == before
+
+    tear("alice/turn_000002")
+    clock["t"] = T0 + timedelta(hours=5)
+    result = pipeline.ask("What does my hamster Biscuit eat?", user="alice")
+    events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
+    used = next(e.data.doc_ids for e in events if e.type == "documents_used")
+    assert "alice/turn_000002" in used  # so its Save reads the torn shard and recomputes
+    assert not [e for e in events if isinstance(e.data, PhaseFailed)]
+    sync(vault)
+    after = snapshot(vault)
+    assert after["counts"]["alice/turn_000002"][0].usage == before["counts"]["alice/turn_000002"][0].usage + 1
+    rebuild(vault)
+    assert snapshot(vault) == after
+
+
+def test_a_learning_failure_is_recorded_and_the_turn_stands(
+    vault: Vault, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(learning_api, "SAVE_WAIT_S", 0.05)
+    lock = vault.layout.indexes / "learning.lock"
+    with file_lock(lock, what="test"):
+        result = pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
+    assert result.outcome == "APPROVE"
+    events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
+    failed = [e.data for e in events if isinstance(e.data, PhaseFailed)]
+    assert [(f.phase, f.error_type) for f in failed] == [("learning", "Busy")]
+    assert sync(vault).turns == 1  # the next sync makes up for it
+
+
+def test_state_file_names_how_far_the_fold_got(vault: Vault, pipeline: Pipeline) -> None:
+    pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
+    pipeline.ask("How much is a ThinkPad?", user="alice")
+    sync(vault)
+    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    assert state["users"] == {"alice": {"upto": 2, "pending": []}}
+    assert sync(vault).turns == 0  # nothing new: nothing re-read
+    assert format_ts(T0).endswith("Z") and Path(vault.root / "indexes/learning/state.json").exists()
+
+
+def test_save_can_hand_its_index_updates_to_the_turns_own_commit(
+    vault: Vault, clock: dict[str, datetime]
+) -> None:
+    saved = Memory(vault).save(
+        HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster", "biscuit"], now=T0
+    )
+    queue: list = []
+    with Pipeline(
+        vault, backend=OfflineBackend(), clock=lambda: clock["t"], extras={learning_api.INDEX_QUEUE: queue}
+    ) as pipeline:
+        pipeline.ask("What does my hamster Biscuit like to eat?", user="alice")
+    assert front_of(vault, saved.doc_path)["usage_count"] == 1
+    assert [d.path for d in queue] == [saved.doc_path]  # not committed by the learning step
+    assert not verify_vault(vault, checks=default_checks()).ok  # the index lags the file…
+    Memory(vault).index_docs(queue)  # …until the orchestrator commits the queue with its own
+    assert verify_vault(vault, checks=default_checks()).ok
+    [hit] = [
+        h
+        for h in Memory(vault).search("hamster Biscuit", user="alice", now=T0)
+        if h["doc_id"] == saved.doc_id
+    ]
+    assert hit["trust"] == front_of(vault, saved.doc_path)["trust"]
