@@ -59,9 +59,12 @@ _NOT_ENTITY = frozenset(
 )
 
 
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((?:https?://|/)[^)]*\)")
+
+
 def _unlink(text: str) -> str:
-    """Replace wikilinks (also table-escaped `[[a\\|b]]`) by their label."""
-    return _LINK.sub(lambda m: m.group(1) or " ", text)
+    """Replace wikilinks (also table-escaped `[[a\\|b]]`) and markdown links by their label."""
+    return _MD_LINK.sub(lambda m: m.group(1), _LINK.sub(lambda m: m.group(1) or " ", text))
 
 
 _LABEL = re.compile(
@@ -155,20 +158,14 @@ _RECALL = re.compile(
     re.IGNORECASE,
 )
 _PRICE_WORDS = frozenset("much price prices cost costs pay paid expensive cheap".split())
-_COMMERCE = frozenset(
-    "price prices cost costs cheap cheapest buy deal deals expensive afford".split()
-)
+_COMMERCE = frozenset("price prices cost costs cheap cheapest buy deal deals expensive afford".split())
 _REJECTED = re.compile(
     r"^(?:no|nope)\b|that'?s\s+(?:wrong|not\s+right|incorrect|not\s+it)|not\s+what\s+i\s+(?:asked|meant)|"
     r"\bi\s+meant\b|you'?re\s+wrong",
     re.IGNORECASE,
 )
-_ACCEPTED = re.compile(
-    r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE
-)
-_GREETING = re.compile(
-    r"^\s*(?:hi|hello|hey|good\s+(?:morning|evening|afternoon))\b[\s!.]*$", re.IGNORECASE
-)
+_ACCEPTED = re.compile(r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE)
+_GREETING = re.compile(r"^\s*(?:hi|hello|hey|good\s+(?:morning|evening|afternoon))\b[\s!.]*$", re.IGNORECASE)
 _REFERENCE = re.compile(
     r"\b(?:that\s+one|this\s+one|the\s+same\s+one|that\s+(?!is\b|was\b|i\b|you\b|we\b|it\b|they\b)[a-z]+|"
     r"\bit\b|them|those)\b",
@@ -204,12 +201,7 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     resolved, status, references, reference = query, "not_needed", [], None
     previous = data.recent_turns[-1] if data.recent_turns else None
     match = _REFERENCE.search(query)
-    if (
-        match
-        and len(query.split()) <= 14
-        and not _PREFERENCE.search(query)
-        and not _FACT.search(query)
-    ):
+    if match and len(query.split()) <= 14 and not _PREFERENCE.search(query) and not _FACT.search(query):
         references = [match.group(0)]
         target = None
         if previous is not None:
@@ -220,14 +212,9 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
             status = "resolved"
             resolved = query[: match.start()] + target + query[match.end() :]
             source_turn = previous.turn  # type: ignore[union-attr]
-            if (
-                previous.content_reference is not None
-                and previous.content_reference.title == target
-            ):
+            if previous.content_reference is not None and previous.content_reference.title == target:
                 source_turn = previous.content_reference.source_turn
-            reference = ContentReference(
-                title=target, source_turn=source_turn, detail=previous.query[:120]
-            )
+            reference = ContentReference(title=target, source_turn=source_turn, detail=previous.query[:120])
         else:
             status = "unresolved"
     resolved_words = query_terms(resolved)
@@ -335,18 +322,12 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
         overlap = stems_overlap(keywords, f"{c.title} {c.snippet}")
         norm = c.score / top
         if c.tier == "reference":
-            picks.append(
-                t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn")
-            )
+            picks.append(t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn"))
             continue
-        if overlap == 0 or (c.tier != "hot" and norm < data.threshold):
+        if overlap == 0 or (c.tier == "search" and norm < data.threshold):
             continue
         relevance = (
-            "high"
-            if norm >= 0.6 and overlap >= 2
-            else "medium"
-            if norm >= 0.3 or overlap >= 2
-            else "low"
+            "high" if norm >= 0.6 and overlap >= 2 else "medium" if norm >= 0.3 or overlap >= 2 else "low"
         )
         where = f"{c.tier} tier, " if c.tier else ""
         picks.append(
@@ -358,8 +339,7 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
         )
     memory = [m for m in data.memory_entries if stems_overlap(keywords, m) > 0]
     reasoning = (
-        f"{len(picks)} of {len(data.candidates)} documents and {len(memory)} memory entries "
-        "share query terms"
+        f"{len(picks)} of {len(data.candidates)} documents and {len(memory)} memory entries share query terms"
     )
     return t.RetrievalOut(relevant=picks, relevant_memory=memory, reasoning=reasoning)
 
@@ -396,9 +376,7 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
         else:
             out.knowledge.append(row)
     out.gaps = [
-        w
-        for w in keywords
-        if w not in covered and not any(stems_overlap([w], m.value) for m in out.memory)
+        w for w in keywords if w not in covered and not any(stems_overlap([w], m.value) for m in out.memory)
     ]
     found = len(out.prior_turns) + len(out.research) + len(out.knowledge) + len(out.memory)
     out.context_quality = round(min(1.0, 0.3 + 0.15 * found) if found else 0.0, 2)
@@ -427,16 +405,9 @@ _STATEMENT_LEADS = [
 
 def _statement_candidates(query: str, topic: str, keywords: list[str]) -> list[t.CandidateDraft]:
     drafts: list[t.CandidateDraft] = []
-    for sentence in re.split(
-        r"(?<=[.!;])\s+|\s+(?:and|but)\s+(?=i\b|my\b)", query.strip(), flags=re.I
-    ):
+    for sentence in re.split(r"(?<=[.!;])\s+|\s+(?:and|but)\s+(?=i\b|my\b)", query.strip(), flags=re.I):
         sentence = sentence.strip().rstrip(".!;")
-        if (
-            not sentence
-            or sentence.endswith("?")
-            or _URL.search(sentence)
-            or _PRICE.search(sentence)
-        ):
+        if not sentence or sentence.endswith("?") or _URL.search(sentence) or _PRICE.search(sentence):
             continue
         is_pref = bool(_PREFERENCE.search(sentence))
         if not is_pref and not _FACT.search(sentence):
@@ -452,9 +423,7 @@ def _statement_candidates(query: str, topic: str, keywords: list[str]) -> list[t
             t.CandidateDraft(
                 doc_type="preference" if is_pref else "fact",
                 content=content,
-                topic=topic
-                if topic != "general"
-                else ("user.preference" if is_pref else "user.fact"),
+                topic=topic if topic != "general" else ("user.preference" if is_pref else "user.fact"),
                 keywords=words[:6],
             )
         )
@@ -485,9 +454,7 @@ def plan(data: t.PlanIn) -> t.PlanOut:
             todos.append("Answer from the gathered context (§2)")
         else:
             if "internet.research" in tools and (
-                data.query_type == "commerce"
-                or needs_price
-                or "fresh_data" in data.data_requirements
+                data.query_type == "commerce" or needs_price or "fresh_data" in data.data_requirements
             ):
                 requests.append(
                     ToolRequest(
@@ -550,13 +517,9 @@ def _ranked_sentences(data: t.AnswerIn) -> list[tuple[int, int, str]]:
 def answer(data: t.AnswerIn) -> t.AnswerOut:
     parts: list[str] = []
     if data.staged_memory:
-        parts.append(
-            "Noted — I'll remember: " + "; ".join(m.rstrip(".") for m in data.staged_memory) + "."
-        )
+        parts.append("Noted — I'll remember: " + "; ".join(m.rstrip(".") for m in data.staged_memory) + ".")
     if data.query_type == "greeting":
-        return t.AnswerOut(
-            answer="Hello! Ask me anything, or tell me what you'd like me to remember."
-        )
+        return t.AnswerOut(answer="Hello! Ask me anything, or tell me what you'd like me to remember.")
     if data.query_type == "feedback":
         return t.AnswerOut(answer="Thanks for telling me — I've noted it for the previous answer.")
     wants_answer = "?" in data.query or data.query_type not in (
@@ -585,11 +548,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             if len(chosen) == limit:
                 break
         if chosen:
-            lead = (
-                f"About {data.content_reference.title}: "
-                if data.content_reference
-                else "From memory: "
-            )
+            lead = f"About {data.content_reference.title}: " if data.content_reference else "From memory: "
             parts.append(lead + " ".join(chosen))
             by_n = {str(s.n): s.doc_id for s in data.sources}
             for sentence in chosen:
@@ -604,9 +563,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
 
 def validate(data: t.ValidateIn) -> t.ValidateOut:
     text = data.answer
-    corpus = (
-        " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
-    )
+    corpus = " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
     corpus_flat = corpus.replace(",", "")
     checks: list[GateResult] = []
     present = bool(text.strip())
@@ -627,10 +584,7 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     asked = [e for e in data.entities] or [k for k in data.keywords if k not in _PRICE_WORDS]
     has_price = any(
         _PRICE.search(sentence)
-        and (
-            not asked
-            or any(stems_overlap([a], sentence) or a.lower() in sentence.lower() for a in asked)
-        )
+        and (not asked or any(stems_overlap([a], sentence) or a.lower() in sentence.lower() for a in asked))
         for sentence in sentences(text)
     )
     checks.append(
@@ -667,9 +621,7 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
     answer_entities = entities_in(data.answer)
     subject = None
     for name in answer_entities:  # the most specific name the answer gives for what was asked
-        if any(e.lower() in name.lower() for e in data.entities) or stems_overlap(
-            data.keywords, name
-        ):
+        if any(e.lower() in name.lower() for e in data.entities) or stems_overlap(data.keywords, name):
             if subject is None or len(name) > len(subject):
                 subject = name
     if subject is None and data.entities:

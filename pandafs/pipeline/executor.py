@@ -74,12 +74,11 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
                 duration_ms=elapsed_ms(started),
             )
         )
+        events.extend(outcome.events)
         if outcome.staged is not None and not is_transient(outcome.staged.content):
             events.append(
                 MemoryStaged(
-                    candidate=outcome.staged.model_copy(
-                        update={"candidate_id": f"a{attempt}-t{step}"}
-                    )
+                    candidate=outcome.staged.model_copy(update={"candidate_id": f"a{attempt}-t{step}"})
                 )
             )
     skipped = len(plan.tool_requests) - len(requests)

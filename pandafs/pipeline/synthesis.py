@@ -8,6 +8,7 @@ from events.schema import ResponseSynthesized, ValidationDecided
 from .context import TurnContext
 from .gatherer import source_text
 from .tasks import AnswerIn, AnswerOut, SourceView, ToolResultView, ValidateIn, ValidateOut
+from .tools import finding_line
 
 __all__ = ["answer", "sources_of", "tool_results_of", "validate"]
 
@@ -30,20 +31,10 @@ def tool_results_of(view: TurnView) -> list[ToolResultView]:
         for tool in attempt.tools:
             lines = []
             for hit in tool.result.get("hits", []):
-                lines.append(
-                    f"{hit.get('title', '')}: {str(hit.get('snippet', '')).replace('**', '')}"
-                )
-            for finding in tool.result.get("findings", []):
-                lines.append(
-                    " ".join(
-                        str(finding.get(k, ""))
-                        for k in ("title", "price", "availability", "domain")
-                    )
-                )
+                lines.append(f"{hit.get('title', '')}: {str(hit.get('snippet', '')).replace('**', '')}")
+            lines += [finding_line(f) for f in tool.result.get("findings", [])]
             results.append(
-                ToolResultView(
-                    tool=tool.tool, ok=tool.ok, summary=tool.summary, text="\n".join(lines)
-                )
+                ToolResultView(tool=tool.tool, ok=tool.ok, summary=tool.summary, text="\n".join(lines))
             )
     return results
 
@@ -96,8 +87,4 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             max_attempts=ctx.config.pipeline.max_revisions + 1,
         ),
     )
-    return [
-        ValidationDecided(
-            attempt=attempt, decision=out.decision, reasons=out.reasons, checks=out.checks
-        )
-    ]
+    return [ValidationDecided(attempt=attempt, decision=out.decision, reasons=out.reasons, checks=out.checks)]

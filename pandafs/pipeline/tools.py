@@ -15,12 +15,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from events.schema import MemoryCandidate
+from events import Payload
+from events.schema import ExtractionRecorded, MemoryCandidate
 
 from .context import TurnContext
 from .tasks import ToolSpec
 
-__all__ = ["TOOLS", "ToolOutcome", "available_tools", "run_tool", "tool_schemas"]
+__all__ = ["TOOLS", "ToolOutcome", "available_tools", "finding_line", "run_tool", "tool_schemas"]
 
 
 class _Args(BaseModel):
@@ -42,9 +43,7 @@ class RetrieveArgs(_Args):
 
 
 class SaveArgs(_Args):
-    content: str = Field(
-        description="stable knowledge only: a preference or fact, never a price or URL"
-    )
+    content: str = Field(description="stable knowledge only: a preference or fact, never a price or URL")
     doc_type: Literal["preference", "fact", "memory"] = "memory"
     topic: str = "general"
     keywords: list[str] = Field(default_factory=list)
@@ -63,6 +62,7 @@ class ToolOutcome:
     text: str = ""
     error: str | None = None
     staged: MemoryCandidate | None = None
+    events: list[Payload] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,7 @@ def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
         now=ctx.now(),
         exclude_ids=[ctx.doc_id],
     )
-    rows = [
-        {k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")}
-        for h in hits
-    ]
+    rows = [{k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")} for h in hits]
     text = "\n".join(f"{h['title']}: {h['snippet'].replace('**', '')}" for h in hits)
     return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text)
 
@@ -98,9 +95,7 @@ def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
 def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
     doc = ctx.memory.retrieve(args.id)
     if doc.metadata.get("user") not in (None, ctx.user) and doc.metadata.get("scope") != "global":
-        return ToolOutcome(
-            False, "not visible to this user", error=f"{args.id} belongs to another user"
-        )
+        return ToolOutcome(False, "not visible to this user", error=f"{args.id} belongs to another user")
     text = doc.content[:4000]
     return ToolOutcome(
         True,
@@ -129,6 +124,13 @@ def _stage(ctx: TurnContext, args: SaveArgs) -> ToolOutcome:
     )
 
 
+def finding_line(finding: dict[str, Any]) -> str:
+    """One research finding as a sentence: `Title: $697.00, In stock (shop.example).`"""
+    details = ", ".join(str(finding[k]) for k in ("price", "availability") if finding.get(k))
+    where = f" ({finding['domain']})" if finding.get("domain") else ""
+    return f"{finding.get('title') or 'Untitled page'}{': ' + details if details else ''}{where}."
+
+
 def _research_available(ctx: TurnContext) -> bool:
     return bool(ctx.config.research.search_url)
 
@@ -148,27 +150,30 @@ def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
     analysis = ctx.extras.get("analysis")
     topic = getattr(analysis, "primary_topic", "general")
     keywords = list(getattr(analysis, "keywords", []))
-    result = tool.run(
-        args.query, ctx.turn_dir, user=ctx.user, topic=topic, keywords=keywords, now=ctx.now()
-    )
+    result = tool.run(args.query, ctx.turn_dir, user=ctx.user, topic=topic, keywords=keywords, now=ctx.now())
     if not result.available:
-        return ToolOutcome(
-            False, "internet.research is not available", error=result.error or "unavailable"
-        )
+        return ToolOutcome(False, "internet.research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]
     outcomes = [o.__dict__ if hasattr(o, "__dict__") else dict(o) for o in result.outcomes]
-    text = "\n".join(
-        " ".join(
-            str(v) for k, v in f.items() if k in ("title", "price", "availability", "domain") and v
+    text = "\n".join(finding_line(f) for f in rows)
+    extractions: list[Payload] = [
+        ExtractionRecorded(
+            domain=o.domain,
+            url=o.url,
+            success=o.success,
+            items=o.items,
+            fields_present=list(o.fields_present),
+            confidence=o.confidence,
+            error=o.error,
         )
-        for f in rows
-    )
-    ctx.extras.setdefault("research_results", []).append(result)
+        for o in result.outcomes
+    ]
     return ToolOutcome(
         True,
         result.summary,
         {"findings": rows, "outcomes": outcomes, "skipped_domains": list(result.skipped_domains)},
         text,
+        events=extractions,
     )
 
 
@@ -209,8 +214,7 @@ TOOLS: dict[str, Tool] = {
 
 def available_tools(ctx: TurnContext) -> list[ToolSpec]:
     return [
-        ToolSpec(name=t.name, description=t.description, available=t.available(ctx))
-        for t in TOOLS.values()
+        ToolSpec(name=t.name, description=t.description, available=t.available(ctx)) for t in TOOLS.values()
     ]
 
 

@@ -42,6 +42,7 @@ from indexers.documents import index_doc_from_parts
 from ..errors import BadInput
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
+from ..research.reliability import ReliabilityTable
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import Vault
 from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
@@ -174,7 +175,8 @@ class Pipeline:
         self.memory = memory or Memory(vault)
         self.backend = backend or make_backend(vault.config.llm)
         self.clock = clock or (lambda: datetime.now(UTC))
-        self.extras = dict(extras or {})
+        self.reliability = ReliabilityTable(vault)
+        self.extras = {"reliability": self.reliability.score, **(extras or {})}
 
     def close(self) -> None:
         self.backend.close()
@@ -199,9 +201,7 @@ class Pipeline:
         if not query.strip():
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
-            raise BadInput(
-                f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})"
-            )
+            raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         turn = self.vault.allocate_turns(user)[0]
         return self._drive(
             user,
@@ -298,10 +298,11 @@ class Pipeline:
         doc = index_doc_from_parts(
             self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
         )
-        self.memory.index_docs([doc])
-        research = ref.path / "research.md"
-        if research.exists():
-            self.memory.index_paths([research])
+        paths = [c.doc_path for c in view.committed]
+        paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())
+        if (ref.path / "research.md").exists():
+            paths.append(self.vault.rel(ref.path / "research.md"))
+        self.memory.index_docs([doc], paths)
 
 
 def load_turn_view(vault: Vault, user: str, turn: str) -> TurnView:

@@ -52,9 +52,7 @@ def _seed(vault: Vault) -> None:
             keywords=["hamster", "biscuit"],
             scope="user",
         )
-        memory.save(
-            "My laptop budget is about 800 dollars", user=user, doc_type="fact", key="laptop_budget"
-        )
+        memory.save("My laptop budget is about 800 dollars", user=user, doc_type="fact", key="laptop_budget")
 
 
 @pytest.fixture(params=["offline", "openai"])
@@ -68,9 +66,7 @@ def pipeline(request: pytest.FixtureRequest, vault: Vault) -> Iterator[Pipeline]
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1, backoff_s=0.01
         )
-        with Pipeline(
-            vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
-        ) as p:
+        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as p:
             p.extras["test_stub"] = stub
             yield p
         assert stub.errors == []
@@ -118,9 +114,7 @@ def test_twenty_turns_for_two_users(pipeline: Pipeline, vault: Vault) -> None:
         "metrics.json",
     ):
         assert (vault.layout.turn_dir("alice", results[0].turn) / name).exists()
-    metrics = orjson.loads(
-        (vault.layout.turn_dir("alice", results[2].turn) / "metrics.json").read_bytes()
-    )
+    metrics = orjson.loads((vault.layout.turn_dir("alice", results[2].turn) / "metrics.json").read_bytes())
     assert set(metrics["phase_ms"]) >= {
         "query_analyzer",
         "reflection",
@@ -140,15 +134,11 @@ def test_preference_committed_only_on_approve(pipeline: Pipeline, vault: Vault) 
     committed = [e for e in events if e.type == "memory_committed"]
     assert committed and committed[0].data.doc_id == "alice/preferences"
 
-    failed = pipeline.ask(
-        "I prefer ThinkPads. How much does the ThinkPad X1 Carbon cost?", user="alice"
-    )
+    failed = pipeline.ask("I prefer ThinkPads. How much does the ThinkPad X1 Carbon cost?", user="alice")
     assert failed.outcome == "FAIL"
     events = read_events(vault.layout.turn_dir("alice", failed.turn) / "events.jsonl")
     types = [e.type for e in events]
-    assert (
-        "memory_staged" in types and "memory_discarded" in types and "memory_committed" not in types
-    )
+    assert "memory_staged" in types and "memory_discarded" in types and "memory_committed" not in types
     assert [e.data.decision for e in events if e.type == "validation_decided"] == [
         "RETRY",
         "RETRY",
@@ -180,9 +170,7 @@ def test_that_one_resolves_from_the_previous_turn(pipeline: Pipeline, vault: Vau
 def test_clarify_ends_the_turn_with_a_question(pipeline: Pipeline, vault: Vault) -> None:
     result = pipeline.ask("hmm", user="alice")
     assert result.outcome == "CLARIFY" and result.answer.endswith("?")
-    types = [
-        e.type for e in read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
-    ]
+    types = [e.type for e in read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")]
     assert types == ["turn_started", "query_analyzed", "reflection_decided", "turn_completed"]
 
 
@@ -232,9 +220,7 @@ def test_llm_errors_end_as_specified(vault: Vault) -> None:
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=0.5, max_retries=1, backoff_s=0.01
         )
-        with Pipeline(
-            vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
-        ) as pipeline:
+        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as pipeline:
             script += [StubReply(status=500, content="boom")]
             recovered = pipeline.ask("What do you know about my hamster Biscuit?", user="alice")
             assert recovered.outcome == "APPROVE"
@@ -285,9 +271,6 @@ def test_ask_and_tools_cli(cli, vault: Vault) -> None:
     schemas = cli("--root", vault.root, "tools", "--json").json
     names = [s["function"]["name"] for s in schemas]
     assert names == ["memory_search", "memory_retrieve", "memory_save", "internet_research"]
-    assert (
-        schemas[0]["type"] == "function"
-        and schemas[0]["function"]["parameters"]["type"] == "object"
-    )
+    assert schemas[0]["type"] == "function" and schemas[0]["function"]["parameters"]["type"] == "object"
     bad = cli("--root", vault.root, "ask", "   ", "--user", "carol")
     assert bad.code == 2 and "empty" in bad.err

@@ -1,0 +1,240 @@
+"""Source reliability: per-domain extraction outcomes folded into one global table.
+
+Every page the research tool tries becomes an `extraction_recorded` event in the
+turn that tried it.  `ReliabilityTable.apply(turn, events)` folds a turn's outcomes
+into `indexes/source_reliability.parquet` (one row per domain; idempotent — a turn
+is applied once, its id is kept in the row), `rebuild(vault)` recomputes the table
+from every turn's events alone, and the research tool ranks and skips domains by
+`score(domain)`:
+
+    reliability = (successes + 1) / (attempts + 2) · (½ + ½ · mean confidence)
+
+— a Laplace-smoothed success rate, discounted when extractions succeed only
+barely.  An unknown domain has no score (the tool assumes ½); three failed pages
+bring a domain to 0.1, under the default `[research] min_reliability` of 0.2.
+
+Each domain also has a readable note, `site_knowledge/{domain}.md` (global, indexed
+as `site_pattern`), rewritten only when its numbers change; when a domain that
+failed before succeeds, the note records what worked (page type, fields, URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
+from events.errors import EventsError, FrontmatterError
+from events.schema import ExtractionRecorded
+
+from ..vault import Vault, file_lock
+
+__all__ = ["DomainStats", "ReliabilityTable", "reliability_of"]
+
+TABLE = "source_reliability.parquet"
+
+
+@dataclass
+class DomainStats:
+    domain: str
+    attempts: int = 0
+    successes: int = 0
+    items: int = 0
+    confidence_sum: float = 0.0
+    last_success: str | None = None
+    last_failure: str | None = None
+    last_error: str | None = None
+    worked_url: str | None = None
+    worked_fields: list[str] = field(default_factory=list)
+    recovered: bool = False  # failed before, then succeeded: site knowledge worth writing
+    turns: list[str] = field(default_factory=list)
+
+    @property
+    def reliability(self) -> float:
+        return reliability_of(self.attempts, self.successes, self.confidence_sum)
+
+    def as_row(self) -> dict[str, Any]:
+        return {**self.__dict__, "reliability": round(self.reliability, 4)}
+
+
+def reliability_of(attempts: int, successes: int, confidence_sum: float) -> float:
+    mean_confidence = confidence_sum / attempts if attempts else 0.0
+    return (successes + 1) / (attempts + 2) * (0.5 + 0.5 * mean_confidence)
+
+
+SCHEMA = pa.schema(
+    [
+        ("domain", pa.string()),
+        ("attempts", pa.int64()),
+        ("successes", pa.int64()),
+        ("items", pa.int64()),
+        ("confidence_sum", pa.float64()),
+        ("last_success", pa.string()),
+        ("last_failure", pa.string()),
+        ("last_error", pa.string()),
+        ("worked_url", pa.string()),
+        ("worked_fields", pa.list_(pa.string())),
+        ("recovered", pa.bool_()),
+        ("turns", pa.list_(pa.string())),
+        ("reliability", pa.float64()),
+    ]
+)
+
+
+def _fold(
+    stats: dict[str, DomainStats], turn: str, events: Iterable[ExtractionRecorded], when: str
+) -> set[str]:
+    changed: set[str] = set()
+    for event in events:
+        row = stats.setdefault(event.domain, DomainStats(event.domain))
+        if turn in row.turns and event.domain not in changed:
+            continue  # this turn was folded into this domain before
+        if turn not in row.turns:
+            row.turns.append(turn)
+        row.attempts += 1
+        row.items += event.items
+        row.confidence_sum += event.confidence
+        if event.success:
+            if row.last_failure is not None and row.successes == 0:
+                row.recovered = True
+            row.successes += 1
+            row.last_success = when
+            row.worked_url = event.url
+            row.worked_fields = list(event.fields_present)
+        else:
+            row.last_failure = when
+            row.last_error = event.error
+        changed.add(event.domain)
+    return changed
+
+
+class ReliabilityTable:
+    """The per-domain table of one vault (read on demand, written under a lock)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.path = vault.layout.indexes / TABLE
+        self._cache: tuple[int, dict[str, DomainStats]] | None = None
+
+    def load(self) -> dict[str, DomainStats]:
+        try:
+            mtime = self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        if self._cache is not None and self._cache[0] == mtime:
+            return self._cache[1]
+        rows = pq.read_table(self.path).to_pylist()
+        stats = {}
+        for row in rows:
+            row.pop("reliability", None)
+            stats[row["domain"]] = DomainStats(**row)
+        self._cache = (mtime, stats)
+        return stats
+
+    def score(self, domain: str) -> float | None:
+        row = self.load().get(domain)
+        return None if row is None else row.reliability
+
+    def _write(self, stats: dict[str, DomainStats]) -> None:
+        table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=SCHEMA)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{TABLE}.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        tmp.replace(self.path)
+        self._cache = None
+
+    def apply(self, turn: str, events: list[ExtractionRecorded], now: datetime | None = None) -> list[str]:
+        """Fold one turn's outcomes in (once); returns the site notes it rewrote."""
+        if not events:
+            return []
+        when = format_ts(now or datetime.now(UTC))
+        with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
+            stats = {
+                d: DomainStats(
+                    **{**s.__dict__, "turns": list(s.turns), "worked_fields": list(s.worked_fields)}
+                )
+                for d, s in self.load().items()
+            }
+            if all(turn in stats.get(e.domain, DomainStats(e.domain)).turns for e in events):
+                return []
+            changed = _fold(stats, turn, events, when)
+            self._write(stats)
+        return [write_site_note(self.vault, stats[d], now) for d in sorted(changed)]
+
+    def rebuild(self, *, now: datetime | None = None) -> dict[str, DomainStats]:
+        """Recompute the table from every live turn's events alone."""
+        from ..turns import iter_turns, load_view
+
+        stats: dict[str, DomainStats] = {}
+        for ref in iter_turns(self.vault):
+            try:
+                view = load_view(ref)
+            except (EventsError, FileNotFoundError):
+                continue
+            if view.extractions:
+                _fold(stats, ref.doc_id, view.extractions, format_ts(view.occurred_at))
+        with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
+            self._write(stats)
+        for row in stats.values():
+            write_site_note(self.vault, row, now)
+        return stats
+
+
+def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str:
+    """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change."""
+    path = vault.layout.site_knowledge / f"{row.domain}.md"
+    rel = vault.rel(path) if path.parent.exists() else f"site_knowledge/{row.domain}.md"
+    created = now or datetime.now(UTC)
+    extra: dict[str, Any] = {}
+    if path.exists():
+        try:
+            front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+            created = front.get("created_at", created)
+            extra = {k: v for k, v in front.items() if k not in DocumentMetadata.model_fields}
+        except FrontmatterError:
+            return rel  # a person broke it; never overwrite their edit
+    extra.update(
+        domain=row.domain,
+        reliability=round(row.reliability, 3),
+        attempts=row.attempts,
+        successes=row.successes,
+    )
+    meta = DocumentMetadata(
+        id=f"site/{row.domain}",
+        title=f"Site knowledge: {row.domain}",
+        primary_topic=f"site.{row.domain.replace('.', '_')}",
+        keywords=[row.domain, "reliability", "extraction"],
+        content_types=["site_pattern"],
+        scope="global",
+        quality=round(min(1.0, max(0.0, row.reliability)), 3),
+        created_at=created,
+        tags=["pandafs/site"],
+        **extra,
+    )
+    body = [
+        f"# {row.domain}\n",
+        "| Attempts | Successes | Reliability | Items found | Last success | Last failure |",
+        "|---|---|---|---|---|---|",
+        f"| {row.attempts} | {row.successes} | {row.reliability:.2f} | {row.items} | "
+        f"{row.last_success or '-'} | {row.last_failure or '-'} |",
+        "",
+    ]
+    if row.last_error:
+        body.append(f"**Last error:** {row.last_error}\n")
+    if row.recovered and row.worked_url:
+        body += [
+            "## What worked",
+            "",
+            f"Extraction failed here before and later succeeded on {row.worked_url}, "
+            f"finding: {', '.join(row.worked_fields) or 'the page text'}. Prefer pages like it.",
+            "",
+        ]
+    text = render_document(meta, "\n".join(body))
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        atomic_write(path, text)
+    return rel
