@@ -1,4 +1,4 @@
-"""The demo behind `scripts/demo`: a fresh vault, imported history, checks, stats.
+"""The demo behind `scripts/demo`: a fresh vault, imported history, real turns, a search.
 
 Every step runs the real `pandafs` CLI in a child process, exactly as a user would.
 """
@@ -33,13 +33,44 @@ def main() -> None:
         shutil.rmtree(VAULT)
     print(f"PandaFS demo — vault at {VAULT}")
     step("create the vault", "init")
+    step("load earlier conversations", "import-turns", str(REPO / "scripts/demo_data/history.jsonl"))
     step(
-        "load earlier conversations", "import-turns", str(REPO / "scripts/demo_data/history.jsonl")
+        "remember a product we looked at",
+        "save",
+        "Lenovo LOQ 15 gaming laptop with an RTX 4050 GPU: $697 at Best Buy, in stock.",
+        "--user",
+        "demo",
+        "--topic",
+        "electronics.laptop",
+        "--keywords",
+        "lenovo,laptop,rtx",
+        "--scope",
+        "user",
     )
-    step("verify hash chains and projections", "verify")
-    step("re-project and check for drift", "replay", "--check")
+    step("a preference, stated in a turn", "ask", "I prefer Lenovo laptops", "--user", "demo")
+    step(
+        "a question that uses memory",
+        "ask",
+        "Which Lenovo laptop with an RTX GPU did we look at?",
+        "--user",
+        "demo",
+    )
+    step(
+        "a follow-up: 'that one' is resolved from the previous turn",
+        "ask",
+        "How much was that one?",
+        "--user",
+        "demo",
+    )
+    step("a turn with nothing to act on asks back", "ask", "hmm", "--user", "demo")
+    step("one search over every document", "search", "hamster cage", "--user", "demo", "--limit", "3")
+    step("the preference the first turn committed", "retrieve", "demo/preferences")
+    step("verify hash chains, projections and the index", "verify")
     step("counts", "stats")
-    print(f"\nOpen {VAULT} as a vault in Obsidian: start at Home.md, then users/demo/turns/.")
+    print(
+        f"\nOpen {VAULT} as a vault in Obsidian: start at Home.md, then users/demo/turns/ —"
+        " each turn's context.md is its §0-§6 lesson, events.jsonl its record."
+    )
 
 
 if __name__ == "__main__":
