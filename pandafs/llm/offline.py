@@ -314,13 +314,20 @@ def reflect(data: t.ReflectIn) -> t.ReflectOut:
 # --- phase 2 ---------------------------------------------------------------------------------
 
 
+_TURN_KINDS = frozenset({"turn", "archived_turn"})
+
+
 def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
     keywords = data.keywords
-    top = max((c.score for c in data.candidates), default=0.0) or 1.0
+    # Scores are compared within their class: a long turn that repeats the words of a
+    # short memory outscores it, and the memory must not fall under the threshold for it.
+    top: dict[bool, float] = {}
+    for c in data.candidates:
+        top[c.kind in _TURN_KINDS] = max(top.get(c.kind in _TURN_KINDS, 0.0), c.score)
     picks: list[t.Pick] = []
     for c in data.candidates:
         overlap = stems_overlap(keywords, f"{c.title} {c.snippet}")
-        norm = c.score / top
+        norm = c.score / (top.get(c.kind in _TURN_KINDS) or 1.0)
         if c.tier == "reference":
             picks.append(t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn"))
             continue

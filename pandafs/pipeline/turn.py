@@ -37,9 +37,10 @@ from events import (
 )
 from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
-from indexers.documents import index_doc_from_parts
+from indexers.documents import IndexDoc, index_doc_from_parts
 
 from ..errors import BadInput
+from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
 from ..research.reliability import ReliabilityTable
@@ -233,7 +234,7 @@ class Pipeline:
             user=user,
             turn=turn,
             clock=self.clock,
-            extras=dict(self.extras),
+            extras={**self.extras, INDEX_QUEUE: []},
         )
         max_attempts = self.vault.config.pipeline.max_revisions + 1
         with EventWriter(path, user=user, turn=turn, new=start is not None) as writer:
@@ -277,7 +278,7 @@ class Pipeline:
                 )
                 events += writer.append_many(_with_metrics(payloads, metrics))
                 view = project_turn(events)
-        self._finish(ref, view)
+        self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])))
         context = ref.path / "context.md"
         return TurnResult(
             user=user,
@@ -289,8 +290,10 @@ class Pipeline:
             phase_ms=dict(view.phase_ms),
         )
 
-    def _finish(self, ref: TurnRef, view: TurnView) -> None:
-        """Write the projections and index the turn (and its research document)."""
+    def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc]) -> None:
+        """Write the projections and index, in one commit, the turn, its research document,
+        the memory it committed, the site notes it changed and the documents whose trust
+        or scope Save updated (`queued`)."""
         files = render_turn(view)
         project(ref, view, durable=False)
         context = ref.path / "context.md"
@@ -302,7 +305,7 @@ class Pipeline:
         paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())
         if (ref.path / "research.md").exists():
             paths.append(self.vault.rel(ref.path / "research.md"))
-        self.memory.index_docs([doc], paths)
+        self.memory.index_docs([doc, *queued], paths)
 
 
 def load_turn_view(vault: Vault, user: str, turn: str) -> TurnView:
