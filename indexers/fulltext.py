@@ -235,19 +235,37 @@ class IndexBatch:
     def __init__(self, writer: Any) -> None:
         self._writer = writer
         self.changes: dict[str, StateEntry | None] = {}
+        self._ops: list[tuple[str, Any]] = []  # kept so a failed commit can be redone
+
+    def _apply(self, op: str, arg: Any) -> None:
+        if op == "upsert":
+            self._writer.delete_documents_by_term("path", arg.path)
+            self._writer.add_document(_to_document(arg))
+        elif op == "delete":
+            self._writer.delete_documents_by_term("path", arg)
+        else:
+            self._writer.delete_documents_by_term(*arg)
+
+    def _do(self, op: str, arg: Any) -> None:
+        self._ops.append((op, arg))
+        self._apply(op, arg)
+
+    def redo_on(self, writer: Any) -> None:
+        self._writer = writer
+        for op, arg in self._ops:
+            self._apply(op, arg)
 
     def upsert(self, doc: IndexDoc) -> None:
-        self._writer.delete_documents_by_term("path", doc.path)
-        self._writer.add_document(_to_document(doc))
+        self._do("upsert", doc)
         self.changes[doc.path] = StateEntry(doc.checksum, doc.mtime_ns, doc.size)
 
     def delete(self, path: str) -> None:
-        self._writer.delete_documents_by_term("path", path)
+        self._do("delete", path)
         self.changes[path] = None
 
     def delete_where(self, field_name: str, value: str) -> None:
         """Delete every document whose raw `field_name` equals `value` (e.g. owner)."""
-        self._writer.delete_documents_by_term(field_name, value)
+        self._do("delete_where", (field_name, value))
 
     def touch(self, path: str, entry: StateEntry) -> None:
         """Record a new mtime for a file whose content (checksum) did not change."""
@@ -363,7 +381,21 @@ class FullTextIndex:
         except BaseException:
             writer.rollback()
             raise
-        writer.commit()
+        try:
+            writer.commit()
+        except ValueError as exc:
+            # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
+            # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
+            # empty commit moves the opstamp on (tantivy's GC then removes the file).
+            if "FileAlreadyExists" not in str(exc):
+                raise
+            writer.rollback()
+            empty = self._tantivy_writer(index)
+            empty.commit()
+            empty.wait_merging_threads()
+            writer = self._tantivy_writer(index)
+            batch.redo_on(writer)
+            writer.commit()
         writer.wait_merging_threads()
         self._append_state(state_path, batch.changes)
 

@@ -156,17 +156,7 @@ def reindex(vault: Vault, memory: Memory, paths: Iterable[str]) -> None:
     wanted = sorted(set(paths))
     if not wanted or not memory.index.exists():
         return
-    try:
-        memory.index_paths(wanted, force=True)
-    except ValueError as exc:
-        # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
-        # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
-        # empty commit moves the opstamp on, and tantivy's GC after it removes the file.
-        if "FileAlreadyExists" not in str(exc):
-            raise
-        with memory.index.batch():
-            pass
-        memory.index_paths(wanted, force=True)
+    memory.index_paths(wanted, force=True)  # the index redoes a commit a killed writer broke
 
 
 def journal_dir(vault: Vault) -> Path:

@@ -1,0 +1,82 @@
+"""`pandafs watch`: the index in step with the vault, the inbox answered, upkeep on time."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from types import FrameType
+
+import click
+
+from ..output import echo_err, emit, json_option
+from ..watch import Upkeep, Watch, WatchReport
+from .base import App, cli, pass_app
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """Ctrl-C or SIGTERM asks the loop to stop after the file in hand; a second Ctrl-C
+    interrupts at once (a claimed file is resumed on the next start)."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _log_line(line: str) -> None:
+    echo_err(f"{datetime.now():%H:%M:%S} {line}")
+
+
+def _summary(report: WatchReport) -> str:
+    inbox = report.inbox
+    upkeep = ", ".join(f"{u.job} {u.status}" for u in report.upkeep) or "nothing due"
+    return (
+        f"inbox: {len(inbox.of('answered'))} answered, {len(inbox.of('rejected'))} rejected, "
+        f"{len(inbox.of('failed'))} failed, {len(inbox.of('deferred'))} still being written · "
+        f"index: {report.index['indexed']} indexed, {report.index['deleted']} removed "
+        f"({report.documents} documents) · upkeep: {upkeep} · {report.seconds:.2f} s"
+    )
+
+
+@cli.command()
+@click.option("--once", is_flag=True, help="Process what is pending, reconcile the index, exit.")
+@click.option("--no-upkeep", is_flag=True, help="Skip the scheduled jobs (archive, promotion).")
+@click.option("--quiet", "-q", is_flag=True, help="No log lines on stderr, only the summary.")
+@json_option
+@pass_app
+def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> None:
+    """Keep the search index in step with the vault and answer queries dropped in inbox/.
+
+    Runs in the foreground and logs one line per event (and a status line with the
+    queue length) on stderr; Ctrl-C or SIGTERM stops it cleanly.  With --once it
+    answers every pending inbox file, reconciles the index, runs upkeep if due and
+    exits 1 if a file was rejected or failed.  --json prints the summary as JSON.
+    """
+    vault = app.vault()
+    log = (lambda line: None) if quiet else _log_line
+    upkeep = Upkeep(vault, log=log, interval_s=0.0 if no_upkeep else None)
+    runner = Watch(vault, log=log, upkeep=upkeep)
+    try:
+        if once:
+            report = runner.run_once(upkeep=not no_upkeep)
+        else:
+            with _stop_on_signals() as stop:
+                report = runner.run(stop)
+    finally:
+        runner.close()
+    emit(report.as_json(), as_json, lambda: click.echo(_summary(report)))
+    if once and not report.ok:
+        sys.exit(1)

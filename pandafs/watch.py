@@ -1,0 +1,704 @@
+"""`pandafs watch`: keep the index in step with the vault, answer the inbox, run upkeep.
+
+    VaultWatcher (child process) ──batches──▶ Watch loop (this process, one thread)
+                                                ├ documents changed  → Memory.index_paths
+                                                ├ folders changed    → reconcile_dirs
+                                                ├ events lost        → Memory.reconcile (full)
+                                                ├ inbox/ changed     → Inbox.process, one file a step
+                                                ├ every reconcile_interval_s → full reconcile
+                                                └ when idle and due  → upkeep jobs
+
+The loop handles index changes before each inbox file, so a burst of queries does
+not delay search freshness by more than one turn.  The index writer lock is taken
+per batch (`FullTextIndex.batch`), so `ask`, `save`, `import-turns` and `rebuild`
+keep working beside it; a batch that finds the index busy past the wait limit is
+logged and retried.  PandaFS's own writes come back as events too: re-indexing an
+unchanged file only re-stamps it (checksums), and outbox / processed / rejected
+files are never taken for queries.
+
+`run_once()` is the same work without a watcher (what `watch --once` and cron use):
+every pending inbox file, a full reconcile, upkeep if due.
+
+Upkeep: `UPKEEP_JOBS` is a registry of jobs named by `module:function`, imported
+lazily, so a job whose code has not landed yet is skipped (and said so) rather than
+breaking the watcher.  Each job is called as `fn(vault, now=...)` (only the keyword
+arguments its signature accepts) and its result summarised from `as_json()`.  When a
+job last ran is kept in `observability/upkeep.json`, so a restart does not rerun it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from events import atomic_write, classify, format_ts
+from events.layout import NOT_DOCUMENTS
+from indexers.errors import IndexBusy
+from indexers.sync import SyncReport, scan_documents
+from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError, default_ignore
+
+from .errors import Busy
+from .inbox import Inbox, InboxReport, InboxResult, is_query_candidate
+from .memory import Memory
+from .vault import Vault, file_lock
+
+__all__ = [
+    "UPKEEP_JOBS",
+    "Upkeep",
+    "UpkeepJob",
+    "UpkeepResult",
+    "Watch",
+    "WatchReport",
+    "reconcile_dirs",
+    "watch_ignore",
+]
+
+Log = Callable[[str], None]
+
+UPKEEP_FILE = "upkeep.json"
+MAX_RESCAN_DIRS = 64
+"""More changed folders than this in one batch: one full reconcile is cheaper."""
+IDLE_WAIT_S = 0.25
+"""Longest the loop blocks, so a stop request is seen quickly."""
+INDEX_RETRY_S = 1.0
+ERROR_RETRY_S = 10.0
+WATCHER_RESTARTS = 3
+
+_UNWATCHED = ("outbox/", "inbox/processed/", "inbox/rejected/", "observability/", "archive/turns/")
+
+
+def watch_ignore(rel_path: str) -> bool:
+    """Paths the watch loop never needs: `default_ignore` plus answers, filed-away
+    queries, observability files and the Parquet archive (none is a document or a query)."""
+    return default_ignore(rel_path) or (rel_path + "/").startswith(_UNWATCHED)
+
+
+# -- upkeep ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpkeepJob:
+    """A scheduled job: the first of `targets` (`module:function`) that can be imported."""
+
+    name: str
+    what: str
+    targets: tuple[str, ...]
+
+    def resolve(self) -> Callable[..., Any] | str:
+        """The job's function, or why it is not available (yet)."""
+        reasons = []
+        for target in self.targets:
+            module_name, _, attr = target.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name is not None and module_name.startswith(exc.name):
+                    reasons.append(f"no module {module_name}")
+                    continue
+                raise  # the module exists but one of its imports is broken: a real error
+            fn = getattr(module, attr, None)
+            if callable(fn):
+                return fn
+            reasons.append(f"{module_name} has no {attr}()")
+        return "not available yet (" + "; ".join(reasons) + ")"
+
+
+UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
+    UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
+    UpkeepJob(
+        "promote",
+        "scope promotion / demotion",
+        ("pandafs.learning:promote", "pandafs.learning.promotion:promote"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class UpkeepResult:
+    job: str
+    status: str  # ok | error | unavailable
+    message: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "status": self.status,
+            "message": self.message,
+            "summary": self.summary,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def describe(self) -> str:
+        if self.status == "ok":
+            brief = ", ".join(
+                f"{k} {v}"
+                for k, v in self.summary.items()
+                if v and not isinstance(v, bool) and k != "seconds" and not k.endswith("_per_s")
+            )
+            return f"upkeep {self.job}: done in {self.seconds:.2f} s" + (f" ({brief})" if brief else "")
+        return f"upkeep {self.job}: {self.status}: {self.message}"
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    data = result.as_json() if hasattr(result, "as_json") else result
+    if not isinstance(data, dict):
+        return {} if data is None else {"result": str(data)[:200]}
+    brief: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, bool | int | float | str) or value is None:
+            brief[key] = value
+        elif isinstance(value, list | dict):
+            brief[key] = len(value)
+    return brief
+
+
+class Upkeep:
+    """Runs the upkeep jobs when due and remembers when each last ran."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        jobs: Sequence[UpkeepJob] = UPKEEP_JOBS,
+        interval_s: float | None = None,
+        clock: Callable[[], datetime] | None = None,
+        log: Log | None = None,
+    ) -> None:
+        self.vault = vault
+        self.jobs = tuple(jobs)
+        hours = vault.config.watch.upkeep_interval_hours
+        self.interval_s = hours * 3600.0 if interval_s is None else interval_s
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.path = vault.layout.observability / UPKEEP_FILE
+        self._log = log or (lambda line: None)
+        self._unavailable_until: dict[str, float] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval_s > 0 and bool(self.jobs)
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = orjson.loads(self.path.read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return {}
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        return jobs if isinstance(jobs, dict) else {}
+
+    def _last_run(self, entry: dict[str, Any] | None) -> datetime | None:
+        if not entry or not isinstance(entry.get("last_run"), str):
+            return None
+        try:
+            return datetime.fromisoformat(entry["last_run"].replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    def due(self, now: datetime | None = None) -> list[UpkeepJob]:
+        """Jobs that never ran, or last ran `interval_s` ago or more."""
+        if not self.enabled:
+            return []
+        now = now or self.clock()
+        state = self.state()
+        due = []
+        for job in self.jobs:
+            if time.monotonic() < self._unavailable_until.get(job.name, 0.0):
+                continue
+            last = self._last_run(state.get(job.name))
+            if last is None or now - last >= timedelta(seconds=self.interval_s):
+                due.append(job)
+        return due
+
+    def seconds_until_due(self, now: datetime | None = None) -> float | None:
+        """Seconds until the next job is due (0 if one is); None if none ever will be."""
+        if not self.enabled:
+            return None
+        now = now or self.clock()
+        state = self.state()
+        waits = []
+        for job in self.jobs:
+            last = self._last_run(state.get(job.name))
+            retry = self._unavailable_until.get(job.name, 0.0) - time.monotonic()
+            if last is None:
+                waits.append(max(0.0, retry))
+            else:
+                waits.append(max(0.0, retry, self.interval_s - (now - last).total_seconds()))
+        return min(waits)
+
+    def run_due(self, now: datetime | None = None, *, force: bool = False) -> list[UpkeepResult]:
+        """Run every due job (all of them with `force`); record when each ran.
+
+        One process at a time (`observability/.upkeep.lock`): a `watch --once` from cron
+        beside a running `watch` skips what the other is doing rather than repeat it.
+        """
+        now = now or self.clock()
+        if not force and not self.due(now):
+            return []
+        try:
+            with file_lock(self.path.with_name(".upkeep.lock"), wait_s=0.0, what="upkeep"):
+                jobs = list(self.jobs) if force else self.due(now)
+                return [self._run(job, now) for job in jobs]
+        except Busy as exc:
+            self._log(f"upkeep skipped: {exc}")
+            return []
+
+    def _run(self, job: UpkeepJob, now: datetime) -> UpkeepResult:
+        started = time.perf_counter()
+        try:
+            fn = job.resolve()
+        except Exception as exc:
+            fn = f"cannot be imported: {type(exc).__name__}: {exc}"
+        if isinstance(fn, str):
+            self._unavailable_until[job.name] = time.monotonic() + max(self.interval_s, 60.0)
+            result = UpkeepResult(job.name, "unavailable", fn)
+            self._log(result.describe())
+            return result  # not recorded as run: it runs as soon as it exists
+        self._log(f"upkeep {job.name}: {job.what}…")
+        try:
+            accepted = inspect.signature(fn).parameters
+            kwargs = {"now": now} if "now" in accepted else {}
+            outcome = fn(self.vault, **kwargs)
+            result = UpkeepResult(
+                job.name, "ok", summary=_summary(outcome), seconds=time.perf_counter() - started
+            )
+        except Exception as exc:  # recorded and retried at the next interval
+            result = UpkeepResult(
+                job.name,
+                "error",
+                f"{type(exc).__name__}: {exc}",
+                seconds=time.perf_counter() - started,
+            )
+        self._record(job.name, result, now)
+        self._log(result.describe())
+        return result
+
+    def _record(self, name: str, result: UpkeepResult, now: datetime) -> None:
+        state = self.state()
+        state[name] = {
+            "last_run": format_ts(now),
+            "status": result.status,
+            "message": result.message,
+            "summary": result.summary,
+            "seconds": round(result.seconds, 3),
+        }
+        atomic_write(self.path, orjson.dumps({"jobs": state}, option=orjson.OPT_INDENT_2))
+
+
+# -- index upkeep -----------------------------------------------------------------------
+
+
+def reconcile_dirs(memory: Memory, dirs: Iterable[str]) -> SyncReport:
+    """Reconcile only these vault-relative folders: index what changed, drop what left."""
+    started = time.perf_counter()
+    tops = sorted(set(dirs))
+    tops = [d for d in tops if not any(d.startswith(o + "/") for o in tops if o != d)]
+    root = memory.vault.root
+    state = memory.index.state()
+    wanted: set[str] = set()
+    unchanged = 0
+    for top in tops:
+        files = scan_documents(root, top)
+        for rel, (mtime, size) in files.items():
+            known = state.get(rel)
+            if known is None or (known.mtime_ns, known.size) != (mtime, size):
+                wanted.add(rel)
+            else:
+                unchanged += 1
+        prefix = top + "/"
+        wanted.update(p for p in state if p.startswith(prefix) and p not in files)
+    report = memory.index_paths(sorted(wanted)) if wanted else SyncReport()
+    report.unchanged += unchanged
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# -- the loop ----------------------------------------------------------------------------
+
+
+@dataclass
+class WatchReport:
+    """What a watch run did (cumulative for the foreground loop)."""
+
+    inbox: InboxReport = field(default_factory=InboxReport)
+    index: dict[str, int] = field(
+        default_factory=lambda: {"indexed": 0, "deleted": 0, "unchanged": 0, "skipped": 0}
+    )
+    reconciles: int = 0
+    documents: int = 0
+    upkeep: list[UpkeepResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.problems
+            or self.inbox.of("failed")
+            or self.inbox.of("rejected")
+            or any(u.status == "error" for u in self.upkeep)
+        )
+
+    def add_sync(self, report: SyncReport) -> None:
+        self.index["indexed"] += report.indexed
+        self.index["deleted"] += report.deleted
+        self.index["unchanged"] += report.unchanged
+        self.index["skipped"] += len(report.skipped)
+        if report.documents:
+            self.documents = report.documents
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "inbox": self.inbox.as_json(),
+            "index": {**self.index, "documents": self.documents, "reconciles": self.reconciles},
+            "upkeep": [u.as_json() for u in self.upkeep],
+            "problems": self.problems,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _brief(paths: Iterable[str], limit: int = 3) -> str:
+    items = sorted(paths)
+    shown = ", ".join(items[:limit])
+    return shown + (f" +{len(items) - limit} more" if len(items) > limit else "")
+
+
+class Watch:
+    """The watch loop over one vault.  `run(stop)` until `stop` is set; `run_once()`."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        memory: Memory | None = None,
+        inbox: Inbox | None = None,
+        upkeep: Upkeep | None = None,
+        log: Log | None = None,
+        status_every_s: float = 10.0,
+        reconcile_interval_s: float | None = None,
+    ) -> None:
+        self.vault = vault
+        cfg = vault.config.watch
+        self._log = log or (lambda line: None)
+        self.memory = memory or (inbox.memory if inbox is not None else Memory(vault))
+        self._owns_inbox = inbox is None
+        self.inbox = inbox or Inbox(vault, memory=self.memory, log=self._log)
+        self.upkeep = upkeep or Upkeep(vault, log=self._log)
+        self.debounce_s = max(cfg.debounce_ms, 1) / 1000.0
+        self.max_delay_s = max(cfg.max_delay_ms / 1000.0, self.debounce_s)
+        self.reconcile_interval_s = (
+            cfg.reconcile_interval_s if reconcile_interval_s is None else reconcile_interval_s
+        )
+        self.status_every_s = status_every_s
+        self.watcher: VaultWatcher | None = None
+        self.report = WatchReport()
+        self._paths: set[str] = set()
+        self._dirs: set[str] = set()
+        self._full = False
+        self._first_seen: float | None = None
+        self._index_retry_at = 0.0
+        self._queue: deque[str] = deque()
+        self._inbox_dirty = True
+        self._inbox_wake: float | None = None
+        self._next_reconcile = 0.0
+        self._next_upkeep_check = 0.0
+        self._next_claim_retry = 0.0
+        self._last_status = 0.0
+        self._was_busy = False
+        self._started = time.monotonic()
+        self._skips_reported: dict[str, tuple[str, str]] = {}
+
+    def close(self) -> None:
+        if self._owns_inbox:
+            self.inbox.close()
+
+    # -- once -----------------------------------------------------------------------
+
+    def run_once(self, *, upkeep: bool = True) -> WatchReport:
+        """Answer every pending inbox file, reconcile the index, run upkeep if due."""
+        started = time.perf_counter()
+        report = self.report
+        report.inbox = self.inbox.process_pending(final=True, on_result=lambda r: self._log(r.describe()))
+        self._reconcile(full=True)
+        if upkeep:
+            report.upkeep += self.upkeep.run_due()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- foreground loop ------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> WatchReport:
+        """Watch until `stop` is set (Ctrl-C / SIGTERM); finishes the file in hand first."""
+        started = time.perf_counter()
+        self.watcher = VaultWatcher(
+            self.vault.root,
+            debounce_s=self.debounce_s,
+            max_delay_s=self.max_delay_s,
+            ignore=watch_ignore,
+        )
+        self.watcher.start()
+        self._log(
+            f"watching {self.vault.root} (observer pid {self.watcher.pid}, "
+            f"debounce {self.debounce_s * 1000:.0f} ms, reconcile every "
+            f"{self.reconcile_interval_s:g} s, upkeep "
+            + (f"every {self.upkeep.interval_s / 3600:g} h)" if self.upkeep.enabled else "off)")
+        )
+        try:
+            self._reconcile(full=True)
+            for result in self.inbox.recover():
+                self._note_inbox(result)
+            while not stop.is_set():
+                self._step()
+        finally:
+            self.watcher.stop()
+            self.report.seconds = time.perf_counter() - started
+            self._log("stopped; " + self.status_line())
+        return self.report
+
+    def handle_batch(self, batch: ChangeBatch) -> None:
+        """Bring the index in step with one batch of changes (and note inbox work)."""
+        self._absorb(batch)
+        self._sync_index()
+
+    def _step(self) -> None:
+        batch = self._next_batch(self._wait_s())
+        if batch is not None:
+            self._absorb(batch)
+        self._sync_index()
+        if not self._inbox_step():
+            self._periodic()
+        self._maybe_status()
+
+    def _next_batch(self, timeout: float) -> ChangeBatch | None:
+        assert self.watcher is not None
+        try:
+            return self.watcher.next_batch(timeout=timeout)
+        except WatcherError as exc:
+            self._log(f"watcher stopped: {exc}; restarting it and reconciling")
+            self._restart_watcher()
+            return None
+
+    def _restart_watcher(self) -> None:
+        assert self.watcher is not None
+        for attempt in range(1, WATCHER_RESTARTS + 1):
+            if not self.vault.root.is_dir():
+                raise WatcherError(f"the vault {self.vault.root} is gone")
+            try:
+                self.watcher.start()
+            except WatcherError as exc:
+                self._log(f"restart {attempt} failed: {exc}")
+                time.sleep(attempt)
+                continue
+            self._full = True
+            self._inbox_dirty = True
+            return
+        raise WatcherError(f"the watcher could not be restarted after {WATCHER_RESTARTS} tries")
+
+    def _wait_s(self) -> float:
+        now = time.monotonic()
+        if (self._has_index_work() and now >= self._index_retry_at) or self._queue or self._inbox_dirty:
+            return 0.0
+        deadlines = [self._next_reconcile, self._next_upkeep_check, self._next_claim_retry]
+        if self._inbox_wake is not None:
+            deadlines.append(self._inbox_wake)
+        if self._has_index_work():
+            deadlines.append(self._index_retry_at)
+        return max(0.0, min(IDLE_WAIT_S, *(d - now for d in deadlines)))
+
+    def _absorb(self, batch: ChangeBatch) -> None:
+        if batch.error:
+            self._log(f"watcher: {batch.error}")
+        if self._first_seen is None or batch.first_seen < self._first_seen:
+            self._first_seen = batch.first_seen
+        if batch.overflow:
+            self._full = True
+            self._inbox_dirty = True
+        self._paths.update(p for p in batch.paths if classify(p) is not None)
+        self._dirs.update(d for d in batch.rescan_dirs if d.split("/")[0] not in NOT_DOCUMENTS)
+        if any(is_query_candidate(p) for p in batch.paths) or any(
+            d == "inbox" or d.startswith("inbox/") for d in batch.rescan_dirs
+        ):
+            self._inbox_dirty = True
+
+    def _has_index_work(self) -> bool:
+        return self._full or bool(self._paths or self._dirs)
+
+    # -- index ----------------------------------------------------------------------
+
+    def _sync_index(self) -> None:
+        if not self._has_index_work() or time.monotonic() < self._index_retry_at:
+            return
+        if self._full or len(self._dirs) > MAX_RESCAN_DIRS:
+            self._reconcile(full=True)
+            return
+        paths, dirs, first = self._paths, self._dirs, self._first_seen
+        self._paths, self._dirs, self._first_seen = set(), set(), None
+        started = time.perf_counter()
+        try:
+            report = SyncReport()
+            if dirs:
+                report = reconcile_dirs(self.memory, dirs)
+                paths = {p for p in paths if not any(p.startswith(d + "/") for d in dirs)}
+            if paths:
+                more = self.memory.index_paths(sorted(paths))
+                report.indexed += more.indexed
+                report.deleted += more.deleted
+                report.unchanged += more.unchanged
+                report.skipped += more.skipped
+        except (IndexBusy, Busy, OSError) as exc:  # a schema mismatch (IndexIncompatible) ends the watch
+            self._paths |= paths
+            self._dirs |= dirs
+            self._first_seen = first
+            busy = isinstance(exc, IndexBusy | Busy)
+            self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
+            self._log(f"{'index busy' if busy else 'indexing failed'}, will retry: {exc}")
+            return
+        self.report.add_sync(report)
+        self._log_skips(report)
+        if report.indexed or report.deleted:
+            took = time.perf_counter() - started
+            since = f", {time.monotonic() - first:.2f} s after the change" if first else ""
+            self._log(
+                f"indexed {report.indexed}, removed {report.deleted} "
+                f"({_brief(paths | dirs)}) in {took:.2f} s{since}"
+            )
+
+    def _reconcile(self, *, full: bool) -> None:
+        self._full = False
+        self._paths.clear()
+        self._dirs.clear()
+        self._first_seen = None
+        try:
+            report = self.memory.reconcile()
+        except (IndexBusy, Busy, OSError) as exc:
+            self._full = True
+            busy = isinstance(exc, IndexBusy | Busy)
+            self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
+            self._log(f"{'index busy' if busy else 'reconcile failed'}, will retry: {exc}")
+            return
+        self.report.reconciles += 1
+        self.report.add_sync(report)
+        self._log_skips(report)
+        interval = self.reconcile_interval_s
+        self._next_reconcile = time.monotonic() + interval if interval > 0 else math.inf
+        if report.indexed or report.deleted or self.report.reconciles == 1:
+            self._log(
+                f"reconciled {report.documents} documents: {report.indexed} indexed, "
+                f"{report.deleted} removed, {report.unchanged} unchanged in {report.seconds:.2f} s"
+            )
+
+    def _log_skips(self, report: SyncReport) -> None:
+        for skipped in report.skipped:
+            key = (skipped.reason, str(_mtime_of(self.vault.root / skipped.path)))
+            if self._skips_reported.get(skipped.path) != key:
+                self._skips_reported[skipped.path] = key
+                self._log(f"not indexed {skipped.path}: {skipped.reason}")
+
+    # -- inbox ----------------------------------------------------------------------
+
+    def _inbox_step(self) -> bool:
+        """Handle at most one inbox file; True if one was handled (or tried)."""
+        now = time.monotonic()
+        if self._inbox_dirty or (self._inbox_wake is not None and now >= self._inbox_wake):
+            self._inbox_dirty = False
+            self._inbox_wake = None
+            self._queue = deque(self.inbox.pending())
+        while self._queue:
+            rel = self._queue[0]
+            wait = self.inbox.readiness(rel)
+            if wait is None:
+                self._queue.popleft()
+                continue
+            if wait > 0:
+                self._queue.popleft()
+                due = now + wait
+                self._inbox_wake = due if self._inbox_wake is None else min(self._inbox_wake, due)
+                continue
+            self._queue.popleft()
+            try:
+                results = self.inbox.process(rel)
+            except Busy as exc:
+                self._log(f"inbox busy, will retry {rel}: {exc}")
+                self._inbox_wake = now + INDEX_RETRY_S
+                return True
+            except OSError as exc:  # e.g. no permission to move it: say so, try again later
+                self._log(f"cannot claim {rel}: {exc}")
+                self._inbox_wake = now + ERROR_RETRY_S
+                return True
+            for result in results:
+                self._note_inbox(result)
+            return True
+        return False
+
+    def _note_inbox(self, result: InboxResult) -> None:
+        self.report.inbox.results.append(result)
+        self._log(result.describe())
+
+    # -- periodic -------------------------------------------------------------------
+
+    def _periodic(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_claim_retry:
+            self._next_claim_retry = now + 5.0
+            if self.inbox.has_claims():
+                try:
+                    for result in self.inbox.recover():
+                        self._note_inbox(result)
+                except Busy:
+                    pass
+        if now >= self._next_reconcile and now >= self._index_retry_at:
+            self._reconcile(full=True)
+        if now >= self._next_upkeep_check:
+            self._next_upkeep_check = now + 60.0
+            if self.upkeep.due():
+                self.report.upkeep += self.upkeep.run_due()
+            wait = self.upkeep.seconds_until_due()
+            if wait is not None:
+                self._next_upkeep_check = now + min(max(wait, 1.0), 3600.0)
+
+    # -- status ---------------------------------------------------------------------
+
+    def queue_length(self) -> int:
+        """Changes and files waiting: inbox files, index paths and folders, watcher backlog."""
+        backlog = self.watcher.pending if self.watcher is not None else 0
+        return len(self._queue) + len(self._paths) + len(self._dirs) + int(self._full) + backlog
+
+    def status_line(self) -> str:
+        inbox = self.report.inbox
+        up = time.monotonic() - self._started
+        return (
+            f"status: queue {self.queue_length()} "
+            f"(inbox {len(self._queue)}, index {len(self._paths) + len(self._dirs)}) · "
+            f"answered {len(inbox.of('answered'))} · rejected {len(inbox.of('rejected'))} · "
+            f"failed {len(inbox.of('failed'))} · indexed {self.report.index['indexed']} · "
+            f"removed {self.report.index['deleted']} · up {up:.0f} s"
+        )
+
+    def _maybe_status(self) -> None:
+        now = time.monotonic()
+        busy = self.queue_length() > 0
+        settled = self._was_busy and not busy
+        self._was_busy = busy
+        elapsed = now - self._last_status
+        if settled or (busy and elapsed >= self.status_every_s) or elapsed >= 30 * self.status_every_s:
+            self._last_status = now
+            self._log(self.status_line())
+
+
+def _mtime_of(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
