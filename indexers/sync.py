@@ -99,8 +99,12 @@ def _apply(
                 report.indexed += 1
         elif isinstance(loaded, Skipped):
             report.skipped.append(loaded)
-            if rel in state:
-                batch.delete(rel)
+            batch.delete(rel)  # an older, readable version must not linger in the index
+            try:  # remember the skip so reconcile and verify leave the unchanged file alone
+                st = os.stat(root / rel)
+                batch.touch(rel, StateEntry("", st.st_mtime_ns, st.st_size, skipped=True))
+            except FileNotFoundError:
+                pass
         else:
             if rel in state or classify(rel) is not None:
                 batch.delete(rel)

@@ -303,3 +303,17 @@ def test_searches_run_while_a_writer_commits(vault: Vault, memory: Memory) -> No
     stop.set()
     thread.join()
     assert seen and min(seen) >= 50 and max(seen) <= 100
+
+
+def test_a_skipped_file_is_remembered_until_it_changes(vault: Vault, memory: Memory) -> None:
+    from pandafs.verify import check_index
+
+    broken = vault.root / "users/alice/memories/broken.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nid: x\nkeywords: [a, b\n---\nbody about tulips\n")
+    assert [s.path for s in memory.rebuild().skipped] == ["users/alice/memories/broken.md"]
+    assert check_index(vault, False) == []  # not reported as stale forever
+    assert memory.reconcile().skipped == []  # an unchanged broken file is not re-read
+    broken.write_text("---\nid: x\nkeywords: [a, b]\n---\nbody about tulips\n")
+    assert memory.reconcile().indexed == 1
+    assert ids(memory.search("tulips", user="alice", now=NOW)) == ["alice/memories/broken"]
