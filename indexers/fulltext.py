@@ -69,7 +69,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -252,8 +252,9 @@ def _to_document(doc: IndexDoc) -> tantivy.Document:
 class IndexBatch:
     """Upserts and deletes by path, committed together when the batch closes."""
 
-    def __init__(self, writer: Any) -> None:
+    def __init__(self, writer: Any, trust_of: Callable[[str], float | None] | None = None) -> None:
         self._writer = writer
+        self._trust_of = trust_of
         self.changes: dict[str, StateEntry | None] = {}
         self._ops: list[tuple[str, Any]] = []  # kept so a failed commit can be redone
 
@@ -276,6 +277,10 @@ class IndexBatch:
             self._apply(op, arg)
 
     def upsert(self, doc: IndexDoc) -> None:
+        if doc.trust is None and self._trust_of is not None:
+            trust = self._trust_of(doc.doc_id)  # derived trust of a document that has none in its file
+            if trust is not None:
+                doc = replace(doc, trust=trust)
         self._do("upsert", doc)
         self.changes[doc.path] = StateEntry(doc.checksum, doc.mtime_ns, doc.size)
 
@@ -306,6 +311,8 @@ class FullTextIndex:
         self._index: tantivy.Index | None = None
         self._ino: int | None = None
         self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None
+        # where documents without `trust` in their frontmatter (turns) get it from
+        self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()
 
     # --- opening ------------------------------------------------------------------
@@ -396,7 +403,7 @@ class FullTextIndex:
     @contextmanager
     def _batch_on(self, index: tantivy.Index, state_path: Path) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
-        batch = IndexBatch(writer)
+        batch = IndexBatch(writer, self.trust_of)
         try:
             yield batch
         except BaseException:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-__all__ = ["emit", "json_option", "progress_bar", "echo_err"]
+__all__ = ["LazyProgress", "echo_err", "emit", "json_option", "lazy_progress", "progress_bar"]
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -41,3 +41,34 @@ def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Itera
         return
     with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
         yield bar.update
+
+
+class LazyProgress:
+    """A bar whose length is known only once the work has counted it (`start(total)`)."""
+
+    def __init__(self, label: str, quiet: bool) -> None:
+        self.label = label
+        self.quiet = quiet
+        self._bar: Any = None
+        self._advance: Callable[[int], None] = lambda n: None
+
+    def start(self, total: int) -> None:
+        self._bar = progress_bar(total, self.label, quiet=self.quiet)
+        self._advance = self._bar.__enter__()
+
+    def advance(self, n: int) -> None:
+        self._advance(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+@contextmanager
+def lazy_progress(label: str, *, quiet: bool = False) -> Iterator[LazyProgress]:
+    bar = LazyProgress(label, quiet)
+    try:
+        yield bar
+    finally:
+        bar.close()

@@ -3,45 +3,13 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 import click
 
 from ..archive import ArchiveReport, archive_turns, restore_turns
-from ..output import emit, json_option, progress_bar
-from .base import App, cli, pass_app, user_option
-
-
-def _parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"not an ISO-8601 time: {value!r}") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
-
-
-class _Bar:
-    """A progress bar whose length is known only once the library has planned the work."""
-
-    def __init__(self, label: str, quiet: bool) -> None:
-        self.label, self.quiet = label, quiet
-        self.bar: Any = None
-        self.advance: Any = None
-
-    def on_total(self, total: int) -> None:
-        self.bar = progress_bar(total, self.label, quiet=self.quiet)
-        self.advance = self.bar.__enter__()
-
-    def progress(self, n: int) -> None:
-        if self.advance is not None:
-            self.advance(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
+from ..output import emit, json_option, lazy_progress
+from .base import App, cli, now_option, pass_app, user_option
 
 
 def _print_archive(report: ArchiveReport) -> None:
@@ -71,7 +39,7 @@ def _print_archive(report: ArchiveReport) -> None:
 @click.option("--age-days", type=click.IntRange(0), help="Archive turns older than this.")
 @click.option("--dry-run", is_flag=True, help="Show what would be archived and why; change nothing.")
 @user_option(help="Only this user's turns.")
-@click.option("--now", callback=_parse_now, help="Judge ages and uses as of this ISO time (default: now).")
+@now_option("Judge ages and uses as of this ISO time (default: now).")
 @click.option("--batch-size", type=click.IntRange(1), help="Turns per Parquet batch.")
 @json_option
 @pass_app
@@ -89,8 +57,7 @@ def archive(
     Defaults come from [archive] in pandafs.toml: older than 30 days and used at most
     twice in the last 30 days, or older than 365 days whatever their use.
     """
-    bar = _Bar("archiving", quiet=as_json or dry_run)
-    try:
+    with lazy_progress("archiving", quiet=as_json or dry_run) as bar:
         report = archive_turns(
             app.vault(),
             age_days=age_days,
@@ -98,11 +65,9 @@ def archive(
             now=now,
             dry_run=dry_run,
             batch_size=batch_size,
-            progress=bar.progress,
-            on_total=bar.on_total,
+            progress=bar.advance,
+            on_total=bar.start,
         )
-    finally:
-        bar.close()
     emit(report.as_json(), as_json, lambda: _print_archive(report))
 
 
@@ -116,17 +81,14 @@ def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | N
     """Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."""
     if bool(ids) == all_turns:
         raise click.UsageError("give turn ids or --all (not both)")
-    bar = _Bar("restoring", quiet=as_json)
-    try:
+    with lazy_progress("restoring", quiet=as_json) as bar:
         report = restore_turns(
             app.vault(),
             None if all_turns else ids,
             batch_size=batch_size,
-            progress=bar.progress,
-            on_total=bar.on_total,
+            progress=bar.advance,
+            on_total=bar.start,
         )
-    finally:
-        bar.close()
 
     def human() -> None:
         for item in report.skipped:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from events.errors import InvalidUserId
 from ..memory import Memory
 from ..vault import Vault
 
-__all__ = ["App", "cli", "pass_app", "user_option"]
+__all__ = ["App", "cli", "now_option", "parse_now", "pass_app", "user_option"]
 
 
 class App:
@@ -59,3 +60,18 @@ def user_option(required: bool = False, help: str = "User id.") -> Any:
 def cli(ctx: click.Context, root: Path) -> None:
     """PandaFS: the file-first, event-sourced memory of a local assistant."""
     ctx.obj = App(root)
+
+
+def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """`--now ISO` (a naive time is UTC)."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO-8601 time: {value!r}") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def now_option(help: str = "Act as if it were this time (UTC if naive).") -> Any:
+    return click.option("--now", callback=parse_now, metavar="ISO", help=help)

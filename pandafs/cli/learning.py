@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import click
@@ -10,28 +10,12 @@ import click
 from ..learning import promote as run_promotion
 from ..learning import prune_expired
 from ..output import emit, json_option
-from .base import App, cli, pass_app
-
-
-def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    """`--now ISO` (a naive time is UTC)."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"not an ISO-8601 time: {value!r}") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
-
-
-now_option = click.option(
-    "--now", callback=parse_now, metavar="ISO", help="Act as if it were this time (UTC if naive)."
-)
+from .base import App, cli, now_option, pass_app
 
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
-@now_option
+@now_option()
 @click.option("--full", is_flag=True, help="Recompute usage and trust from every event first.")
 @json_option
 @pass_app
@@ -58,7 +42,7 @@ def promote(app: App, dry_run: bool, now: datetime | None, full: bool, as_json: 
 @cli.command()
 @click.option("--expired", is_flag=True, help="Move expired 'new' documents to archive/expired/.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; move nothing.")
-@now_option
+@now_option()
 @json_option
 @pass_app
 def prune(app: App, expired: bool, dry_run: bool, now: datetime | None, as_json: bool) -> None:

@@ -13,7 +13,8 @@ from events.errors import EventsError
 
 from ..errors import PandaError
 from ..memory import SCOPES, Memory
-from ..output import emit, json_option, progress_bar
+from ..output import emit, json_option, lazy_progress
+from ..rebuild import rebuild_all
 from .base import App, cli, pass_app, user_option
 
 
@@ -184,31 +185,21 @@ def save(
 @json_option
 @pass_app
 def rebuild(app: App, user: str | None, as_json: bool) -> None:
-    """Rebuild the search index from the files (searches keep working meanwhile)."""
-    memory = app.memory()
-    state: dict[str, Any] = {}
+    """Rebuild every derived artefact from the files: the index, trust, the catalog.
 
-    def on_total(total: int) -> None:
-        state["bar"] = progress_bar(total, "indexing", quiet=as_json)
-        state["advance"] = state["bar"].__enter__()
-
-    def advance(n: int) -> None:
-        if "advance" in state:
-            state["advance"](n)
-
-    try:
-        report = memory.rebuild(user=user, progress=advance, on_total=on_total)
-    finally:
-        if "bar" in state:
-            state["bar"].__exit__(None, None, None)
+    Searches keep working meanwhile (the new index is swapped in at the end).
+    """
+    with lazy_progress("indexing", quiet=as_json) as bar:
+        data = rebuild_all(app.vault(), user=user, progress=bar.advance, on_total=bar.start)
 
     def human() -> None:
-        data = report.as_json()
         click.echo(
-            f"indexed {report.indexed} documents in {data['seconds']} s "
-            f"({data['docs_per_s']} docs/s); index holds {report.documents}"
+            f"indexed {data['indexed']} documents in {data['seconds']} s "
+            f"({data['docs_per_s']} docs/s); index holds {data['documents']}"
         )
-        for skipped in report.skipped:
-            click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+        for skipped in data["skipped"]:
+            click.echo(f"  skipped {skipped['path']}: {skipped['reason']}")
+        if "learning" in data:
+            click.echo(f"trust and scope recomputed from {data['learning']['turns']} turns")
 
-    emit(report.as_json(), as_json, human)
+    emit(data, as_json, human)

@@ -17,8 +17,8 @@ from ..stats import vault_stats
 from ..turns import replay as replay_turns
 from ..vault import Vault
 from ..verify import default_checks, verify_vault
-from .base import App, cli, pass_app
-from .learning import now_option, print_trends
+from .base import App, cli, now_option, pass_app
+from .learning import print_trends
 
 
 @cli.command()
@@ -126,7 +126,7 @@ def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--since", metavar="WINDOW", help="Also show daily trends: 7d, 24h, 2w or a date.")
-@now_option
+@now_option()
 @json_option
 @pass_app
 def stats(app: App, since: str | None, now: datetime | None, as_json: bool) -> None:

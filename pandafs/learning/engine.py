@@ -550,9 +550,10 @@ class Learning:
                 if target.counts is None:
                     continue
                 trust = trust_of(target.counts, self._turn_quality(info.rel), w)
-                if preview is None and self.counts.trust(doc_id) != trust:
-                    overlay[doc_id] = (info.rel, trust)
-                    self.counts.set_trust(doc_id, trust)
+                if self.counts.trust(doc_id) != trust:
+                    overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
+                    if preview is None:
+                        self.counts.set_trust(doc_id, trust)
                 continue
             front = self._target_front(info, target)
             if preview is None and target.counts is not None:
@@ -679,11 +680,12 @@ class Learning:
                 if steps:  # dated like the fold will date it: when the turn happened
                     scope = (steps[-1].new_scope, facts.occurred_at)
             targets[doc_id] = _Target(counts, scope)
-        plans, _ = self._plan(sorted(targets), projection, preview=targets)
+        plans, overlay = self._plan(sorted(targets), projection, preview=targets)
         if plans:
             self.state.dirty = sorted(set(self.state.dirty) | set(plans))
             write_state_file(self.dir, self.state)
-            self._apply(plans, {})
+        if plans or overlay:
+            self._apply(plans, overlay)
         return changes
 
 

@@ -37,7 +37,15 @@ from events import atomic_write
 
 from .trust import Counts, ScopeRecord
 
-__all__ = ["CACHE_VERSION", "CounterStore", "Cursor", "LearningState", "StaleCache", "shard_of"]
+__all__ = [
+    "CACHE_VERSION",
+    "CounterStore",
+    "Cursor",
+    "LearningState",
+    "StaleCache",
+    "TrustReader",
+    "shard_of",
+]
 
 CACHE_VERSION = 1
 
@@ -195,3 +203,35 @@ def write_state_file(directory: Path, state: LearningState) -> None:
         orjson.dumps(state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
         durable=False,
     )
+
+
+class TrustReader:
+    """Read-only trust lookup for the indexer: `reader(doc_id) -> trust | None`.
+
+    Turns keep their trust in the index only (never in their context.md), so whenever a
+    turn is (re-)indexed — rebuild, reconcile, the watcher — its trust comes from here.
+    Shards are re-read when their mtime changes; a missing or torn shard gives None
+    (the next learning sync or rebuild puts the value back).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self._cache: dict[str, tuple[int, dict[str, list[Any]]]] = {}
+
+    def __call__(self, doc_id: str) -> float | None:
+        name = shard_of(doc_id)
+        path = self.dir / f"{name}.json"
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        cached = self._cache.get(name)
+        if cached is None or cached[0] != mtime:
+            try:
+                docs = orjson.loads(path.read_bytes()).get("docs", {})
+            except (orjson.JSONDecodeError, OSError):
+                return None
+            cached = (mtime, docs)
+            self._cache[name] = cached
+        row = cached[1].get(doc_id)
+        return row[3] if row else None

@@ -56,6 +56,9 @@ class Memory:
             vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
         )
         self.ranking = Ranking(**cfg.search.model_dump())
+        from ..learning.state import TrustReader  # the learning loop imports this module
+
+        self.index.trust_of = TrustReader(vault.layout.indexes / "learning" / "counts")
 
     # --- search ---------------------------------------------------------------------
 

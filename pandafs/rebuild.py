@@ -1,0 +1,38 @@
+"""`pandafs rebuild`: every derived artefact, recomputed from the files and events.
+
+1. the full-text index (built beside the live one and swapped in);
+2. usage, trust and scope, the turn catalog and the daily rollups (from turn events);
+3. the per-domain source reliability table and its site notes (from extraction events).
+
+`--user U` rebuilds only that user's index entries (trust comes from the learning
+cache, so turns keep theirs).  Delete `indexes/` and run this: the results are the
+same as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import learning
+from .memory import Memory
+from .research.reliability import ReliabilityTable
+from .vault import Vault
+
+__all__ = ["rebuild_all"]
+
+
+def rebuild_all(
+    vault: Vault,
+    *,
+    user: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    memory = Memory(vault)
+    index = memory.rebuild(user=user, progress=progress, on_total=on_total)
+    result: dict[str, Any] = index.as_json()
+    if user is None:
+        result["learning"] = learning.rebuild(vault, memory=memory).as_json()
+        result["reliability"] = {"domains": len(ReliabilityTable(vault).rebuild())}
+    return result

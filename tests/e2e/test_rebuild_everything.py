@@ -1,0 +1,39 @@
+"""Indexes are disposable: delete indexes/ and `pandafs rebuild` gives the same answers."""
+
+from __future__ import annotations
+
+import shutil
+
+from pandafs.llm.offline import OfflineBackend
+from pandafs.memory import Memory
+from pandafs.pipeline import Pipeline
+from pandafs.vault import Vault
+
+QUERIES = ["hamster Biscuit food", "sunflower seeds", "what does Biscuit eat"]
+
+
+def test_rebuild_after_deleting_indexes_restores_results_and_trust(cli, vault: Vault) -> None:
+    Memory(vault).save(
+        "Biscuit the Syrian hamster loves sunflower seeds.",
+        user="alice",
+        topic="pet.hamster",
+        keywords=["hamster", "biscuit"],
+    )
+    with Pipeline(vault, backend=OfflineBackend()) as pipeline:
+        for _ in range(4):
+            assert (
+                pipeline.ask("What does my hamster Biscuit like to eat?", user="alice").outcome == "APPROVE"
+            )
+        pipeline.ask("thanks!", user="alice")
+    before = [Memory(vault).search(q, user="alice", limit=20) for q in QUERIES]
+    trusted = {h["doc_id"]: h["trust"] for hits in before for h in hits}
+    assert any(doc.startswith("alice/turn_") and t is not None for doc, t in trusted.items())
+
+    shutil.rmtree(vault.layout.indexes)
+    result = cli("--root", vault.root, "rebuild", "--json")
+    assert result.code == 0, result.err
+    assert result.json["learning"]["turns"] == 5
+    after = [Memory(vault).search(q, user="alice", limit=20) for q in QUERIES]
+    assert [[h["doc_id"] for h in hits] for hits in after] == [[h["doc_id"] for h in hits] for hits in before]
+    assert {h["doc_id"]: h["trust"] for hits in after for h in hits} == trusted
+    assert cli("--root", vault.root, "verify").code == 0
