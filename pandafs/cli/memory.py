@@ -68,7 +68,9 @@ def _batch_search(memory: Memory, source: Path) -> None:
 @click.option("--scope", type=click.Choice(SCOPES), help="Scope filter.")
 @click.option("--min-quality", type=click.FloatRange(0, 1), help="Minimum quality.")
 @click.option("--include-expired", is_flag=True, help="Also show expired documents.")
-@click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option(
+    "--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Hits to return."
+)
 @click.option(
     "--batch",
     "batch",
@@ -143,7 +145,13 @@ def retrieve(app: App, id_or_path: str, as_json: bool) -> None:
 @click.option("--topic", default="general", show_default=True, help="Hierarchical topic.")
 @click.option("--keywords", default="", help="Comma-separated keywords.")
 @click.option("--key", default=None, help="Key of a preference or fact (e.g. laptop_brand).")
-@click.option("--scope", type=click.Choice(SCOPES), default="new", show_default=True)
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="new",
+    show_default=True,
+    help="new memories expire after their TTL unless promoted.",
+)
 @click.option(
     "--ttl-hours",
     type=click.FloatRange(min=0, min_open=True),

@@ -100,6 +100,8 @@ class Memory:
             exclude_ids=tuple(exclude_ids),
             kinds=tuple(kinds),
         )
+        if not self.index.exists():  # a fresh clone or a deleted indexes/: derive it first
+            self.reconcile()
         return self.index.search(request, self.ranking)
 
     # --- save -------------------------------------------------------------------------

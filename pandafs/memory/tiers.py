@@ -65,6 +65,7 @@ from events import parse_document, turn_name, turn_number, validate_user_id
 from events.layout import TURN_DIR_RE
 
 from ..config import TiersConfig
+from ..tokens import count_tokens, truncate_tokens
 from ..vault import Vault
 from .store import Entry, parse_entries
 
@@ -103,18 +104,6 @@ _STOP = frozenset(
     "would should will shall any all not but just also very more most some such been being "
     "its mine".split()
 )
-
-
-def _count(text: str) -> int:
-    from ..pipeline.tokens import count_tokens  # here, not on top: pandafs.pipeline imports us
-
-    return count_tokens(text)
-
-
-def _truncate(text: str, budget: int) -> str:
-    from ..pipeline.tokens import truncate_tokens
-
-    return truncate_tokens(text, budget)
 
 
 # --- records -----------------------------------------------------------------------------
@@ -456,7 +445,7 @@ def _pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, 
     if not forms:
         return []
     share = budget // len(forms)
-    shorts = [_count(s) for _, s in forms]
+    shorts = [count_tokens(s) for _, s in forms]
     reserves = [min(s, share) for s in shorts]
     pending = sum(reserves)
     room = budget
@@ -464,14 +453,14 @@ def _pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, 
     for (full, short), short_tokens, reserve in zip(forms, shorts, reserves, strict=True):
         pending -= reserve
         available = room - pending
-        full_tokens = _count(full) if full != short else short_tokens
+        full_tokens = count_tokens(full) if full != short else short_tokens
         if full_tokens <= available:
             picked = (full, full_tokens, False)
         elif short_tokens <= available:
             picked = (short, short_tokens, True)
         elif available > 0:
-            cut = _truncate(short, available)
-            picked = (cut, _count(cut), True)
+            cut = truncate_tokens(short, available)
+            picked = (cut, count_tokens(cut), True)
         else:
             out.append(None)
             continue
@@ -483,11 +472,11 @@ def _pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, 
 def _fit(record: TurnRecord, room: int) -> tuple[str, int, bool] | None:
     """Greedy step: the whole turn if it fits in `room`, else its query only, else None."""
     short = record.query_text()
-    short_tokens = _count(short)
+    short_tokens = count_tokens(short)
     if short_tokens > room:
         return None
     full = record.full_text()
-    tokens = _count(full) if full != short else short_tokens
+    tokens = count_tokens(full) if full != short else short_tokens
     return (full, tokens, False) if tokens <= room else (short, short_tokens, True)
 
 
@@ -733,4 +722,4 @@ def item_text(vault: Vault, user: str, item: Mapping[str, Any]) -> str | None:
         return None
     tokens = int(item.get("tokens", 0))
     text = record.query_text() if item.get("truncated") else record.full_text()
-    return _truncate(text, tokens)
+    return truncate_tokens(text, tokens)

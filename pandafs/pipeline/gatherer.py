@@ -46,6 +46,7 @@ from ..errors import BadInput
 from ..memory.store import parse_entries
 from ..memory.tiers import TIER_NAMES, TierItem, assemble_tiers, item_text
 from ..research import find_visits
+from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
 from .tasks import (
     CandidateView,
@@ -57,7 +58,6 @@ from .tasks import (
     SynthesizeContextIn,
     SynthesizeContextOut,
 )
-from .tokens import count_tokens, truncate_tokens
 
 __all__ = ["retrieve", "source_text", "synthesize", "turn_text"]
 

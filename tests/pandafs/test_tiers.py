@@ -25,7 +25,7 @@ from pandafs.memory.tiers import (
     sample_numbers,
 )
 from pandafs.pipeline import Pipeline
-from pandafs.pipeline.tokens import count_tokens
+from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
 
 NOW = datetime(2027, 1, 1, tzinfo=UTC)

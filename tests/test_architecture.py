@@ -1,0 +1,68 @@
+"""The house rules that keep the layers apart and the front door honest."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from pandafs.cli import cli
+
+from .conftest import REPO
+
+STDLIB = set(sys.stdlib_module_names)
+
+
+def _imports(package: str) -> dict[str, set[str]]:
+    """Top-level modules each file of `package` imports (relative imports resolved)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / package).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add(package if node.level else (node.module or "").split(".")[0])
+        found[str(path.relative_to(REPO))] = names
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "allowed"),
+    [
+        ("events", {"events", "pydantic", "orjson", "yaml"}),
+        ("indexers", {"indexers", "events", "pydantic", "orjson", "yaml", "tantivy", "pyarrow", "watchdog"}),
+    ],
+)
+def test_imports_go_one_way(package: str, allowed: set[str]) -> None:
+    for path, names in _imports(package).items():
+        foreign = names - STDLIB - allowed - {"__future__"}
+        assert not foreign, f"{path} imports {sorted(foreign)}"
+
+
+def test_nothing_imports_the_cli() -> None:
+    for package in ("events", "indexers", "pandafs"):
+        for path in (REPO / package).rglob("*.py"):
+            if "cli" in path.relative_to(REPO).parts or path.name == "__main__.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            assert "pandafs.cli" not in text and "from .cli" not in text and "from ..cli" not in text, path
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for name, command in cli.commands.items():
+        assert command.help and command.help.strip(), f"`pandafs {name}` has no help text"
+        assert f"`{name}" in readme, f"README's command table does not show `{name}`"
+        for option in command.params:
+            if getattr(option, "help", None) is None and option.param_type_name == "option":
+                assert option.name in ("as_json",) or option.help, f"{name} {option.name} has no help"
+
+
+def test_front_door_scripts_exist() -> None:
+    for script in ("scripts/demo", "scripts/test", ".ci/run"):
+        path = REPO / script
+        assert path.exists() and path.stat().st_mode & 0o111, script
+    assert "scripts/test" in (REPO / ".ci/run").read_text()
