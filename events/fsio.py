@@ -8,10 +8,14 @@ same directory, fsync it, and `os.replace` it over the target.  Bulk jobs pass
 
 from __future__ import annotations
 
+import fcntl
 import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "fsync_dir", "sync_all", "TMP_PREFIX", "is_temp_name"]
+__all__ = ["TMP_PREFIX", "atomic_write", "fsync_dir", "held_lock", "is_temp_name", "sync_all"]
 
 TMP_PREFIX = ".pfs-"
 
@@ -57,3 +61,34 @@ def fsync_dir(directory: Path) -> None:
 def sync_all() -> None:
     """Flush everything written so far (the batch-mode durability point)."""
     os.sync()
+
+
+@contextmanager
+def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exception]) -> Iterator[None]:
+    """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
+
+    `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.
+    A killed holder's lock is released by the kernel, so a stale file never blocks.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:  # type: ignore[operator]
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    raise on_busy(holder) from None
+                time.sleep(0.02)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

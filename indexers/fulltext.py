@@ -60,13 +60,11 @@ the folder.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import math
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -79,7 +77,7 @@ import tantivy
 from tantivy import Facet, FieldType, Occur, Query
 
 from events import format_ts
-from events.fsio import atomic_write
+from events.fsio import atomic_write, held_lock
 
 from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible
@@ -368,31 +366,14 @@ class FullTextIndex:
 
     @contextmanager
     def _lock(self) -> Iterator[None]:
-        self.indexes_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + self.wait_s
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                        raise IndexBusy(
-                            f"index is busy, held by pid {holder} for more than {self.wait_s:g} s; "
-                            "try again when it finishes"
-                        ) from None
-                    time.sleep(0.02)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            try:
-                yield
-            finally:
-                os.ftruncate(fd, 0)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        def busy(holder: str) -> Exception:
+            return IndexBusy(
+                f"index is busy, held by pid {holder} for more than {self.wait_s:g} s; "
+                "try again when it finishes"
+            )
+
+        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy):
+            yield
 
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
         try:

@@ -9,9 +9,7 @@ number, and a lost or stale counter only costs a few extra `stat` calls.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
+from events.fsio import held_lock
 from events.layout import TURN_DIR_RE
 
 from .config import Config, load_config, render_default_config
@@ -78,32 +77,13 @@ Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs
 
 @contextmanager
 def file_lock(path: Path, *, wait_s: float | None = None, what: str = "lock") -> Iterator[None]:
-    """Exclusive `flock` on `path` (created if missing); the holder's pid is written in it.
+    """Exclusive lock on `path`; after `wait_s` (None: forever) raise `Busy` naming the holder."""
 
-    `wait_s=None` waits forever; otherwise raise `Busy` naming the holder after `wait_s`.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = None if wait_s is None else time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:  # type: ignore[operator]
-                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                    raise Busy(f"{what} is busy, held by pid {holder}; try again when it finishes") from None
-                time.sleep(0.02)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    def busy(holder: str) -> Exception:
+        return Busy(f"{what} is busy, held by pid {holder}; try again when it finishes")
+
+    with held_lock(path, wait_s=wait_s, on_busy=busy):
+        yield
 
 
 @dataclass
