@@ -30,6 +30,7 @@ __all__ = [
     "Scope",
     "SECTION_TITLES",
     "dump_frontmatter",
+    "fast_frontmatter",
     "get_section",
     "parse_document",
     "render_document",
@@ -109,6 +110,95 @@ class DocumentMetadata(BaseModel):
         return out
 
 
+# --- a fast path for the YAML subset PandaFS itself writes ---------------------------------
+#
+# PyYAML spends ~190 µs constructing Python objects for a typical frontmatter; rebuild
+# reads every document.  `fast_frontmatter` parses the restricted shapes our dumper
+# emits — `key: scalar`, `key:` + block list of scalars, `key:` + one level of
+# `  key: scalar` — and returns None for anything else (quotes other than one-line
+# single quotes, flow style, comments, anchors, deeper nesting, a scalar PyYAML
+# might resolve differently), so PyYAML decides every case it is not sure of.
+# tests/events/test_documents.py checks it against PyYAML on generated documents.
+
+_FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
+_FM_STR = re.compile(r"[^\W\d_][^:#\t]*")  # starts with a letter: never a number, date or bool
+_FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+_FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
+_FM_WORDS = frozenset(
+    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "null Null NULL".split()
+)
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _fm_scalar(value: str) -> Any:
+    if value.startswith("'"):
+        inner = value[1:-1]
+        if len(value) < 2 or not value.endswith("'") or "'" in inner.replace("''", ""):
+            raise _NotFast
+        if not inner.isprintable() or inner != inner.strip() or not inner:
+            raise _NotFast  # leading/trailing spaces and empty quotes: let PyYAML judge
+        return inner.replace("''", "'")
+    if _FM_INT.fullmatch(value):
+        return int(value)
+    if _FM_FLOAT.fullmatch(value):
+        return float(value)
+    match = _FM_TS.fullmatch(value)
+    if match:
+        y, mo, d, h, mi, sec, us = map(int, match.groups())
+        return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
+    if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
+        raise _NotFast
+    return value
+
+
+def fast_frontmatter(raw: str) -> dict[str, Any] | None:
+    """The frontmatter mapping if `raw` is in the simple form PandaFS writes, else None."""
+    out: dict[str, Any] = {}
+    open_key: str | None = None  # a `key:` whose children (list or map) follow
+    try:
+        for line in raw.split("\n"):
+            if not line:
+                continue
+            if line.startswith("- "):
+                target = out.get(open_key) if open_key else None
+                if open_key is not None and target is None:
+                    target = out[open_key] = []
+                if not isinstance(target, list):
+                    raise _NotFast
+                target.append(_fm_scalar(line[2:]))
+            elif line.startswith("  ") and not line.startswith("   "):
+                target = out.get(open_key) if open_key else None
+                if open_key is not None and target is None:
+                    target = out[open_key] = {}
+                match = _FM_KEY.fullmatch(line[2:])
+                if not isinstance(target, dict) or match is None or match.group(2) is None:
+                    raise _NotFast
+                if match.group(1) in target or match.group(1) in _FM_WORDS:
+                    raise _NotFast
+                target[match.group(1)] = _fm_scalar(match.group(2))
+            else:
+                if open_key is not None and out.get(open_key) is None:
+                    raise _NotFast  # `key:` with nothing under it is null: PyYAML's call
+                match = _FM_KEY.fullmatch(line)
+                if match is None or match.group(1) in out or match.group(1) in _FM_WORDS:
+                    raise _NotFast
+                key, value = match.groups()
+                if value is None:
+                    out[key], open_key = None, key
+                else:
+                    out[key], open_key = _fm_scalar(value), None
+        if open_key is not None and out.get(open_key) is None:
+            raise _NotFast
+    except _NotFast:
+        return None
+    return out
+
+
 class ParsedDocument(BaseModel):
     model_config = ConfigDict(frozen=True)
     frontmatter: dict[str, Any]
@@ -135,7 +225,9 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     elif body.startswith("\n"):
         body = body[1:]
     try:
-        loaded = yaml.load(raw, Loader=_Loader) if raw.strip() else {}
+        loaded = fast_frontmatter(raw)
+        if loaded is None:
+            loaded = yaml.load(raw, Loader=_Loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = (mark.line + 2) if mark is not None else 1
@@ -165,10 +257,79 @@ _Dumper.add_representer(datetime, _represent_datetime)
 _Dumper.add_representer(date, _represent_date)
 
 
+def _fast_scalar(value: Any) -> str:
+    """PyYAML's own spelling of a simple scalar, or `_NotFast` if we are not sure of it."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        text = repr(value)
+        if "e" in text or "n" in text:  # exponents, inf and nan: PyYAML spells them its way
+            raise _NotFast
+        return text
+    if type(value) is datetime:
+        return format_ts(value)
+    if type(value) is str:
+        if (
+            len(value) < 5000
+            and value not in _FM_WORDS
+            and _FM_STR.fullmatch(value)
+            and value[-1] != " "
+            and value.isprintable()
+            and "  " not in value  # PyYAML may break a long plain scalar at double spaces
+        ):
+            return value
+        if len(value) < 5000 and value.isprintable() and "\n" not in value:
+            # one-line strings PyYAML would quote: let it spell that one scalar
+            text = yaml.dump(value, Dumper=_Dumper, allow_unicode=True, width=10_000)
+            if text.startswith(("'", '"')) and text.endswith("\n") and text.count("\n") == 1:
+                return text[:-1]
+    raise _NotFast
+
+
+def _fast_dump(data: dict[str, Any]) -> str | None:
+    """What `yaml.dump` writes for the simple shapes we write ourselves, or None."""
+    lines: list[str] = []
+    try:
+        for key, value in data.items():
+            if type(key) is not str or not _FM_KEY.fullmatch(key + ":") or key in _FM_WORDS:
+                return None
+            if type(value) is list:
+                if not value:
+                    return None
+                lines.append(f"{key}:")
+                lines += [f"- {_fast_scalar(item)}" for item in value]
+            elif type(value) is dict:
+                if not value:
+                    return None
+                lines.append(f"{key}:")
+                for inner, item in value.items():
+                    if type(inner) is not str or not _FM_KEY.fullmatch(inner + ":") or inner in _FM_WORDS:
+                        return None
+                    if type(item) in (list, dict):
+                        return None
+                    lines.append(f"  {inner}: {_fast_scalar(item)}")
+            else:
+                lines.append(f"{key}: {_fast_scalar(value)}")
+    except _NotFast:
+        return None
+    return "\n".join(lines) + "\n"
+
+
 def dump_frontmatter(data: dict[str, Any]) -> str:
-    """YAML for a frontmatter block (without the fences): block lists, ISO timestamps."""
+    """YAML for a frontmatter block (without the fences): block lists, ISO timestamps.
+
+    Simple shapes are written directly (the same bytes PyYAML would write — a test
+    holds the two together); everything else goes through PyYAML.
+    """
     if not data:
         return ""
+    fast = _fast_dump(data)
+    if fast is not None:
+        return fast
     return yaml.dump(
         data,
         Dumper=_Dumper,

@@ -25,11 +25,12 @@ def is_temp_name(name: str) -> bool:
     return name.startswith((TMP_PREFIX, ".#")) or name.endswith((".tmp", ".swp", ".swx", "~", ".part"))
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_parents: bool = True) -> None:
     """Replace `path` with `data` atomically; create parent folders as needed."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:

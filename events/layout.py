@@ -173,8 +173,14 @@ def classify(rel_path: str) -> DocRef | None:
     and stable: `alice/turn_000001`, `alice/preferences`, `alice/memories/x`,
     `knowledge/x`, `site/example.com`.  An archive stub keeps the id of its turn.
     """
-    parts = PurePosixPath(rel_path).parts
-    if not parts or not rel_path.endswith(".md"):
+    if not rel_path.endswith(".md"):
+        return None
+    if rel_path.startswith("/"):
+        return None  # vault-relative paths only
+    if rel_path.startswith("./") or "//" in rel_path or "/./" in rel_path:
+        rel_path = PurePosixPath(rel_path).as_posix()  # odd spellings: normalise first
+    parts = tuple(rel_path.split("/"))
+    if not parts:
         return None
     if any(p.startswith(".") for p in parts) or parts[0] in NOT_DOCUMENTS:
         return None

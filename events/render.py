@@ -304,10 +304,11 @@ def _metrics_json(view: TurnView) -> dict[str, Any]:
     }
 
 
-def render_turn(view: TurnView) -> dict[str, bytes]:
-    """Every projected file of the turn folder, as bytes."""
+def render_turn(view: TurnView, *, parts: tuple[dict[str, Any], str] | None = None) -> dict[str, bytes]:
+    """Every projected file of the turn folder, as bytes (`parts`: `context_parts(view)`
+    when the caller already has them)."""
     files = {
-        "context.md": render_document(*context_parts(view)).encode("utf-8"),
+        "context.md": render_document(*(parts or context_parts(view))).encode("utf-8"),
         "metadata.json": _json(_metadata_json(view)),
     }
     if not view.is_import:

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,8 @@ class FullTextIndex:
         self._index: tantivy.Index | None = None
         self._ino: int | None = None
         self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None
+        self._generation: tuple[int | None, int] | None = None
+        self._counts: dict[tuple[Any, ...], float] = {}
         # where documents without `trust` in their frontmatter (turns) get it from
         self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()
@@ -503,8 +506,23 @@ class FullTextIndex:
 
     def searcher(self) -> tantivy.Searcher:
         index = self._open()
-        index.reload()
+        try:
+            generation = (self._ino, os.stat(self.tantivy_dir / "meta.json").st_mtime_ns)
+        except FileNotFoundError:
+            generation = (self._ino, 0)
+        if generation != self._generation:  # a commit (or a swap) since the last search
+            index.reload()
+            self._generation = generation
+            self._counts.clear()
         return index.searcher()
+
+    def _count_days(self, searcher: tantivy.Searcher, key: tuple[Any, ...], query: Query) -> float:
+        """Distinct days matching `query`, cached until the index changes."""
+        if key not in self._counts:
+            if len(self._counts) > 4096:
+                self._counts.clear()
+            self._counts[key] = searcher.cardinality(query, "day")
+        return self._counts[key]
 
     def count(self) -> int:
         return self.searcher().num_docs
@@ -605,17 +623,30 @@ class FullTextIndex:
         Without a user there is no one person's days to count: no scaling.
         """
         visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
+        now = req.now or datetime.now(UTC)
+        scope_key = (
+            req.user,
+            req.topic_filter,
+            req.content_types,
+            req.kinds,
+            req.scope,
+            req.min_quality,
+            req.include_expired,
+            _epoch(now) // 60,
+        )  # expiry moves with time: minute grain
         days = 0.0
         if req.user is not None and visible is not None and ranking.spread_weight:
-            days = searcher.cardinality(visible, "day")
+            days = self._count_days(searcher, (*scope_key, None), visible)
         out: dict[str, Query] = {}
         for group in plan.groups:
             query = self._term_group_query(searcher, group, ranking)
             weight = group.weight
             if days > 1 and visible is not None:
                 word = Query.term_query(self._schema, "body", group.stem)
-                spread = searcher.cardinality(
-                    Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]), "day"
+                spread = self._count_days(
+                    searcher,
+                    (*scope_key, group.stem),
+                    Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]),
                 )
                 if spread >= 1:
                     ratio = _idf(min(spread, days), days) / _idf(1.0, days)
@@ -939,11 +970,15 @@ def snippet_for(path: Path, terms: Iterable[str]) -> str:
         if ln.strip() and not ln.startswith(("#", "```", "_meta", "|---", "  type:"))
     ]
     flat = " ".join(" ".join(lines).split())
-    stems = sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
+    stems = tuple(
+        sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
+    )
     if not stems:
         return flat[:SNIPPET_CHARS]
-    pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.IGNORECASE)
-    matches = list(pattern.finditer(flat))
+    ascii_text = flat.isascii()  # then lower() keeps every offset: match on the lowered copy
+    pattern = _snippet_pattern(stems, not ascii_text)
+    haystack = flat.lower() if ascii_text else flat
+    matches = list(pattern.finditer(haystack))
     if not matches:
         return flat[:SNIPPET_CHARS]
     best_start, best_count, right = matches[0].start(), 0, 0
@@ -955,5 +990,15 @@ def snippet_for(path: Path, terms: Iterable[str]) -> str:
     start = max(0, best_start - 40)
     start = flat.rfind(" ", 0, start) + 1 if start else 0
     window = flat[start : start + SNIPPET_CHARS]
-    out = pattern.sub(lambda m: f"**{m.group(0)}**", window)
+    pieces, last = [], 0
+    for m in pattern.finditer(haystack[start : start + SNIPPET_CHARS]):
+        pieces += [window[last : m.start()], "**", window[m.start() : m.end()], "**"]
+        last = m.end()
+    out = "".join(pieces) + window[last:]
     return ("…" if start else "") + out + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+@lru_cache(maxsize=512)
+def _snippet_pattern(stems: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(s.lower() if not ignore_case else s) for s in stems)
+    return re.compile(r"\b(" + alternatives + r")\w*", re.IGNORECASE if ignore_case else 0)

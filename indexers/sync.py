@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from events import classify
 
 from .documents import IndexDoc, Skipped, load_index_doc
@@ -57,9 +59,10 @@ def scan_documents(root: Path, under: str | None = None) -> dict[str, tuple[int,
     start = root / under if under else root
     if not start.exists():
         return found
+    base = str(root)
+    cut = len(base) + 1
     for dirpath, dirnames, filenames in os.walk(start):
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        rel_dir = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
         if not rel_dir:
             dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith(".")]
         else:
@@ -203,20 +206,29 @@ def rebuild(
         files = scan_documents(root)
         if on_total is not None:
             on_total(len(files))
+        live_log = index.state_path
+        mark = live_log.stat().st_size if live_log.exists() else 0
 
         def catch_up(open_batch: Callable[[], Any], built: dict[str, StateEntry]) -> None:
-            now = scan_documents(root)
-            changed = [
-                p
-                for p, (m, s) in now.items()
-                if p not in built or (built[p].mtime_ns, built[p].size) != (m, s)
-            ]
-            skipped = {s.path for s in report.skipped}
-            changed = [p for p in changed if p not in skipped]
-            gone = [p for p in built if p not in now]
-            if changed or gone:
+            """Redo on the new index what other writers did to the live one meanwhile.
+
+            Their changes are the lines the live state log gained since the rebuild
+            began; an edit no writer saw (no watcher running) is reconcile's job, as ever.
+            """
+            if not live_log.exists() or live_log.stat().st_size <= mark:
+                return
+            with open(live_log, "rb") as handle:
+                handle.seek(mark)
+                added = handle.read()
+            paths = set()
+            for line in added.splitlines():
+                try:
+                    paths.add(orjson.loads(line)["p"])
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    continue
+            if paths:
                 with open_batch() as batch:
-                    _apply(batch, root, sorted(changed + gone), built, report, max_bytes, None)
+                    _apply(batch, root, sorted(paths), built, report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
             _apply(batch, root, sorted(files), {}, report, max_bytes, progress)

@@ -195,14 +195,13 @@ def _write_turn(vault: Vault, user: str, turn: str, line: ImportLine) -> IndexDo
     with EventWriter(folder / EVENTS_FILE, user=user, turn=turn, durable=False, new=True) as writer:
         events = writer.append_many([started, ResponseSynthesized(answer=line.response), completed])
     view = project_turn(events)
-    files = render_turn(view)
-    for name, data in files.items():
-        atomic_write(folder / name, data, durable=False)
     front, body = context_parts(view)
+    files = render_turn(view, parts=(front, body))
+    for name, data in files.items():
+        atomic_write(folder / name, data, durable=False, make_parents=False)
     context = folder / "context.md"
-    return index_doc_from_parts(
-        vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
-    )
+    rel = f"users/{user}/turns/{turn}/context.md"  # the folder was just allocated: no resolve()
+    return index_doc_from_parts(rel, files["context.md"], front, body, os.stat(context).st_mtime_ns)
 
 
 def import_turns(

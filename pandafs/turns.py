@@ -73,11 +73,15 @@ def load_view(ref: TurnRef) -> TurnView:
     return project_turn(read_events(ref.events_path))
 
 
-def project(ref: TurnRef, view: TurnView | None = None, *, durable: bool = True) -> TurnView:
-    """Write the turn's projected files from its events; unchanged files are left alone."""
+def project(
+    ref: TurnRef, view: TurnView | None = None, *, durable: bool = True, files: dict[str, bytes] | None = None
+) -> TurnView:
+    """Write the turn's projected files from its events; unchanged files are left alone.
+
+    `files` is `render_turn(view)` when the caller rendered them already."""
     if view is None:
         view = load_view(ref)
-    for name, data in render_turn(view).items():
+    for name, data in (files or render_turn(view)).items():
         path = ref.path / name
         try:
             if path.read_bytes() == data:

@@ -294,10 +294,10 @@ class Pipeline:
         """Write the projections and index, in one commit, the turn, its research document,
         the memory it committed, the site notes it changed and the documents whose trust
         or scope Save updated (`queued`)."""
-        files = render_turn(view)
-        project(ref, view, durable=False)
-        context = ref.path / "context.md"
         front, body = context_parts(view)
+        files = render_turn(view, parts=(front, body))
+        project(ref, view, durable=False, files=files)
+        context = ref.path / "context.md"
         doc = index_doc_from_parts(
             self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
         )

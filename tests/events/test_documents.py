@@ -71,3 +71,147 @@ def test_sections() -> None:
     assert split_sections(body) == {0: "q?", 2: "ctx", 5: "ans"}
     assert get_section(body, 5) == "ans"
     assert get_section(body, 3) is None
+
+
+TRICKY = [
+    "plain",
+    "two words",
+    "yes",
+    "No",
+    "no.",
+    "on",
+    "null",
+    "~",
+    "",
+    " lead",
+    "trail ",
+    "a: b",
+    "a:b",
+    "#tag",
+    "x # y",
+    "123",
+    "-7",
+    "0.5",
+    "1e3",
+    ".inf",
+    "0x1F",
+    "1_000",
+    "2026-01-01",
+    "12:30",
+    "it's",
+    "'quoted'",
+    '"double"',
+    "café ☕",
+    "tab\there",
+    "line\nbreak",
+    "- dash",
+    "[flow]",
+    "{map}",
+    "@at",
+    "`tick`",
+    "!bang",
+    "%pct",
+    "&amp",
+    "*star",
+    "|pipe",
+    ">gt",
+    "a, b",
+    "Lenovo LOQ 15",
+    "users/alice/turns/turn_000001",
+    "2026-11-21T22:00:00.000000Z",
+    "True",
+    "e5",
+    "NaN",
+    "3.",
+    "07",
+]
+
+
+def _typed(value: object) -> object:
+    """Values with their types, so 1 == True or 1 == 1.0 cannot pass for equal."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_frontmatter_agrees_with_pyyaml(seed: int) -> None:
+    import random
+
+    import yaml
+
+    from events.documents import dump_frontmatter, fast_frontmatter
+
+    rng = random.Random(seed)
+
+    def value(depth: int = 0) -> object:
+        kind = rng.randrange(8 if depth == 0 else 6)
+        if kind == 0:
+            return rng.randrange(-1000, 1000)
+        if kind == 1:
+            return round(rng.uniform(0, 1), rng.randrange(1, 4))
+        if kind == 2:
+            return datetime(2026, rng.randrange(1, 13), rng.randrange(1, 28), tzinfo=UTC)
+        if kind in (3, 4):
+            return rng.choice(TRICKY)
+        if kind == 5:
+            return rng.choice([True, False, None])
+        if kind == 6:
+            return [rng.choice(TRICKY + [1, 2.5]) for _ in range(rng.randrange(0, 4))]
+        return {rng.choice(["a", "b", "yes", "c_d"]): value(1) for _ in range(rng.randrange(1, 3))}
+
+    for _ in range(50):
+        data = {rng.choice(["id", "title", "x", "on", "meta", "k2"]) + str(i): value() for i in range(6)}
+        raw = dump_frontmatter(data)
+        fast = fast_frontmatter(raw)
+        if fast is not None:
+            assert _typed(fast) == _typed(yaml.load(raw, Loader=yaml.SafeLoader)), raw
+    # and what we actually write is on the fast path
+    meta = DocumentMetadata(id="a/x", created_at=datetime(2026, 1, 2, tzinfo=UTC), keywords=["k"], tags=["t"])
+    assert fast_frontmatter(dump_frontmatter(meta.to_frontmatter())) is not None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_dump_writes_what_pyyaml_writes(seed: int) -> None:
+    import random
+
+    import yaml
+
+    from events.documents import _Dumper, _fast_dump
+
+    rng = random.Random(seed)
+    pool = TRICKY + [
+        0,
+        7,
+        -3,
+        0.5,
+        1.25,
+        1e-7,
+        3.0,
+        True,
+        False,
+        None,
+        "  two  spaces",
+        "x" * 6000,
+        datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+    ]
+    for _ in range(60):
+        data: dict = {}
+        for i in range(rng.randrange(1, 7)):
+            kind = rng.randrange(4)
+            value = rng.choice(pool)
+            if kind == 1:
+                value = [rng.choice(pool) for _ in range(rng.randrange(0, 4))]
+            elif kind == 2:
+                value = {
+                    rng.choice(["a", "b", "on", "k_1"]): rng.choice(pool) for _ in range(rng.randrange(0, 3))
+                }
+            data[rng.choice(["id", "title", "yes", "k"]) + str(i)] = value
+        fast = _fast_dump(data)
+        slow = yaml.dump(
+            data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=10_000
+        )
+        if fast is not None:
+            assert fast == slow, data
