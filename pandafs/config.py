@@ -138,8 +138,8 @@ class TiersConfig(_Section):
     warm_turns: int = Field(50, description="turns considered for the warm tier")
     recency_lambda: float = Field(0.1, description="cold recency = e^(−λ·days)")
     sample_every: int = Field(10, description="long histories: first turn, every Nth, last 5")
-    cold_candidates: int = Field(40, description="search hits ranked for the cold tier")
-    max_sampled: int = Field(200, description="long histories: at most ~this many sampled turns (N grows)")
+    cold_candidates: int = Field(20, description="search hits ranked for the cold tier")
+    max_sampled: int = Field(60, description="long histories: at most ~this many sampled turns (N grows)")
     identity_keys: list[str] = Field(
         default_factory=lambda: list(IDENTITY_KEYS),
         description="facts.md keys that are identity anchors (always in context); "

@@ -121,6 +121,7 @@ UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
         "scope promotion / demotion",
         ("pandafs.learning:promote", "pandafs.learning.promotion:promote"),
     ),
+    UpkeepJob("prune", "expired 'new' documents to the archive", ("pandafs.learning:prune_expired",)),
 )
 
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from events import atomic_write, format_ts, render_document, turn_number, validate_user_id
+from events import atomic_write, format_ts, render_document, turn_name, turn_number, validate_user_id
 from events.layout import TURN_DIR_RE
 
 from .extract import Extraction
@@ -230,6 +230,31 @@ def _haystack(record: VisitRecord) -> set[str]:
     return _words(" ".join(values))
 
 
+def _recent_turns(turns: Path, count: int) -> list[tuple[int, Path]]:
+    """The `count` newest turn folders, newest first, without listing a huge folder.
+
+    The allocation counter (`turns/.counter`, the next number) is a hint: probing down
+    from it costs `count` stats however many turns there are.  Without it, list.
+    """
+    try:
+        upper = int((turns / ".counter").read_text().strip())
+    except (FileNotFoundError, ValueError):
+        numbered = [
+            (turn_number(entry.name), Path(entry.path))
+            for entry in _scandir(turns)
+            if TURN_DIR_RE.fullmatch(entry.name) and entry.is_dir()
+        ]
+        return sorted(numbered, reverse=True)[: max(0, count)]
+    found: list[tuple[int, Path]] = []
+    number = upper - 1
+    while number > 0 and len(found) < count and upper - number <= count * 10 + 50:
+        path = turns / turn_name(number)
+        if path.is_dir():
+            found.append((number, path))
+        number -= 1
+    return found
+
+
 def find_visits(
     vault_users_dir: Path,
     user: str,
@@ -250,12 +275,7 @@ def find_visits(
     turns = vault_users_dir / validate_user_id(user) / "turns"
     if not turns.is_dir():
         return []
-    numbered = [
-        (turn_number(entry.name), Path(entry.path))
-        for entry in _scandir(turns)
-        if TURN_DIR_RE.fullmatch(entry.name) and entry.is_dir()
-    ]
-    numbered.sort(reverse=True)
+    numbered = _recent_turns(turns, recent_turns)
 
     query = url_or_terms if isinstance(url_or_terms, str) else " ".join(url_or_terms)
     is_url = isinstance(url_or_terms, str) and bool(re.match(r"https?://", query.strip(), re.I))
