@@ -77,6 +77,7 @@ class Memory:
         now: datetime | None = None,
         exclude_ids: Iterable[str] = (),
         kinds: Iterable[str] = (),
+        snippets: bool = True,
     ) -> list[dict[str, Any]]:
         if user is not None:
             validate_user_id(user)
@@ -99,6 +100,7 @@ class Memory:
             now=now,
             exclude_ids=tuple(exclude_ids),
             kinds=tuple(kinds),
+            snippets=snippets,
         )
         if not self.index.exists():  # a fresh clone or a deleted indexes/: derive it first
             self.reconcile()

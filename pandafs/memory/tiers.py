@@ -562,6 +562,7 @@ def _assemble_cold(
             limit=config.cold_candidates,
             now=now,
             exclude_ids=sorted(exclude),
+            snippets=False,  # ranked by score; the tier reads the turns' own summaries
         )
         for hit in hits:
             user, _, name = str(hit["doc_id"]).partition("/")
