@@ -539,6 +539,7 @@ def _assemble_cold(
     now: datetime,
     config: TiersConfig,
     memory: Memory | None,
+    search_hits: list[dict[str, Any]] | None = None,
 ) -> None:
     """Anchors first (always), then the ranked history in what is left of the budget."""
     found = identity_anchors(reader.vault, reader.user, config.identity_keys)
@@ -554,16 +555,20 @@ def _assemble_cold(
 
     records: dict[str, TurnRecord] = {}
     hit_scores: dict[str, float] = {}
-    if memory is not None and query.strip() and config.cold_candidates > 0:
-        hits = memory.search(
-            query,
-            user=reader.user,
-            kinds=("turn", "archived_turn"),
-            limit=config.cold_candidates,
-            now=now,
-            exclude_ids=sorted(exclude),
-            snippets=False,  # ranked by score; the tier reads the turns' own summaries
-        )
+    if search_hits is not None or (memory is not None and query.strip() and config.cold_candidates > 0):
+        if search_hits is not None:
+            hits = search_hits[: config.cold_candidates]
+        else:
+            assert memory is not None
+            hits = memory.search(
+                query,
+                user=reader.user,
+                kinds=("turn", "archived_turn"),
+                limit=config.cold_candidates,
+                now=now,
+                exclude_ids=sorted(exclude),
+                snippets=False,  # ranked by score; the tier reads the turns' own summaries
+            )
         for hit in hits:
             user, _, name = str(hit["doc_id"]).partition("/")
             if user != reader.user or not TURN_DIR_RE.fullmatch(name):
@@ -634,8 +639,12 @@ def assemble_tiers(
     memory: Memory | None = None,
     config: TiersConfig | None = None,
     exclude: Iterable[str] = (),
+    search_hits: list[dict[str, Any]] | None = None,
 ) -> Tiers:
     """The hot, warm and cold tiers of `user` for a turn `before` (turns numbered below it).
+
+    `search_hits`: turn hits of a search the caller already ran for this query (the
+    Context Gatherer's), used for the cold ranking instead of searching again.
 
     `query` drives the cold ranking; `memory` (optional) adds the unified search's
     similarity — without it similarity is term overlap alone.  `exclude` keeps doc ids
@@ -695,6 +704,7 @@ def assemble_tiers(
             now=now,
             config=config,
             memory=memory,
+            search_hits=search_hits,
         )
     except Exception as exc:
         _fail(cold, exc)

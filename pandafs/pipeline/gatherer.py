@@ -231,8 +231,24 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
             )
         except BadInput:
             pass
+    topic = analysis.primary_topic if analysis.primary_topic != "general" else None
+    found = ctx.memory.search(  # one search serves the candidates and the cold tier
+        analysis.resolved_query,
+        user=ctx.user,
+        topic=topic,
+        limit=max(SEARCH_LIMIT, ctx.config.tiers.cold_candidates),
+        now=now,
+        exclude_ids=[ctx.doc_id],
+    )
+    hits = found[:SEARCH_LIMIT]
     assembled = assemble_tiers(
-        ctx.vault, ctx.user, analysis.resolved_query, before=ctx.turn, now=now, memory=ctx.memory
+        ctx.vault,
+        ctx.user,
+        analysis.resolved_query,
+        before=ctx.turn,
+        now=now,
+        memory=ctx.memory,
+        search_hits=[h for h in found if h["kind"] in ("turn", "archived_turn")],
     )
     tiers: dict[str, Any] = assembled.summary()
     in_tier = {item.doc_id: name for name, item in assembled.items()}
@@ -245,15 +261,6 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     visit_terms = query_terms(reference.title) if reference is not None else analysis.keywords
     for candidate in _visit_candidates(ctx, visit_terms):
         add(candidate)
-    topic = analysis.primary_topic if analysis.primary_topic != "general" else None
-    hits = ctx.memory.search(
-        analysis.resolved_query,
-        user=ctx.user,
-        topic=topic,
-        limit=SEARCH_LIMIT,
-        now=now,
-        exclude_ids=[ctx.doc_id],
-    )
     views: dict[str, CandidateView] = {}
     for hit in hits:
         add(

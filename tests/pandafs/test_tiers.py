@@ -358,13 +358,9 @@ def test_long_histories_are_sampled_so_the_cost_stays_bounded(vault: Vault) -> N
 # --- the gatherer: tiers in a real turn, and a failing cold tier ------------------------------
 
 
-class _ColdSearchBroken(Memory):
-    """A vault whose cold-tier search fails (as a corrupt index shard would)."""
-
-    def search(self, query: str = "", **kwargs: Any) -> list[dict[str, Any]]:
-        if "archived_turn" in tuple(kwargs.get("kinds", ())):
-            raise OSError("index shard unreadable")
-        return super().search(query, **kwargs)
+def _broken_history(*args: Any, **kwargs: Any) -> list[int]:
+    """The cold tier's walk over older history fails (as a corrupt shard would)."""
+    raise OSError("index shard unreadable")
 
 
 def _turn_events(vault: Vault, user: str, turn: str) -> list[Any]:
@@ -372,9 +368,14 @@ def _turn_events(vault: Vault, user: str, turn: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(vault: Vault, broken: bool) -> None:
-    memory = _ColdSearchBroken(vault) if broken else Memory(vault)
-    with Pipeline(vault, backend=OfflineBackend(), memory=memory) as pipeline:
+def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(
+    vault: Vault, broken: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if broken:
+        import pandafs.memory.tiers as tiers_module
+
+        monkeypatch.setattr(tiers_module, "sample_numbers", _broken_history)
+    with Pipeline(vault, backend=OfflineBackend()) as pipeline:
         for query in (
             "My name is Robin.",
             "I work at St Mary's as a nurse",
