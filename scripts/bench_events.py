@@ -18,6 +18,7 @@ import orjson
 from events import EventWriter
 from events.schema import ResponseSynthesized, TurnStarted
 from pandafs.importer import import_turns
+from pandafs.memory import Memory
 from pandafs.vault import Vault
 
 
@@ -50,7 +51,7 @@ def bench_import(folder: Path, turns: int) -> dict[str, float]:
                 )
                 + b"\n"
             )
-    report = import_turns(vault, source)
+    report = import_turns(vault, source, after_batch=Memory(vault).index_docs)  # as the CLI: indexed
     return {
         "turns": report.imported,
         "seconds": report.seconds,

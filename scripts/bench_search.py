@@ -769,6 +769,7 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     log(f"[{n:,}] stamping topics into context.md, rebuilding")
     stamped = timed(lambda: stamp_turns(vault, corpus))
     shutil.rmtree(vault.layout.indexes)
+    os.sync()  # the rebuild should not pay for writing back the stamped files
     memory = Memory(vault)
     rebuilt = timed(memory.rebuild)
     if rebuilt.value.skipped or rebuilt.value.indexed < n:
