@@ -284,7 +284,7 @@ class _Overlay(MutableMapping[str, Counts]):
         self.written[key] = value
 
     def __delitem__(self, key: str) -> None:
-        raise NotImplementedError
+        raise TypeError("a preview overlay only adds counts; it never deletes one")
 
     def __iter__(self) -> Iterator[str]:
         return iter({**dict.fromkeys(self.base), **dict.fromkeys(self.written)})
