@@ -81,7 +81,7 @@ from events import format_ts
 from events.fsio import atomic_write, held_lock
 
 from .documents import IndexDoc
-from .errors import IndexBusy, IndexIncompatible
+from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .query import STOP_WORDS, QueryPlan, TermGroup, plan_query, query_terms
 
 __all__ = [
@@ -252,11 +252,15 @@ def _to_document(doc: IndexDoc) -> tantivy.Document:
 class IndexBatch:
     """Upserts and deletes by path, committed together when the batch closes."""
 
-    def __init__(self, writer: Any, trust_of: Callable[[str], float | None] | None = None) -> None:
+    def __init__(
+        self, writer: Any, trust_of: Callable[[str], float | None] | None = None, *, redoable: bool = True
+    ) -> None:
         self._writer = writer
         self._trust_of = trust_of
         self.changes: dict[str, StateEntry | None] = {}
-        self._ops: list[tuple[str, Any]] = []  # kept so a failed commit can be redone
+        # kept so a failed commit can be redone; a fresh index (rebuild) has nothing to
+        # fail on and must not hold every document of the vault in memory
+        self._ops: list[tuple[str, Any]] | None = [] if redoable else None
 
     def _apply(self, op: str, arg: Any) -> None:
         if op == "upsert":
@@ -268,10 +272,13 @@ class IndexBatch:
             self._writer.delete_documents_by_term(*arg)
 
     def _do(self, op: str, arg: Any) -> None:
-        self._ops.append((op, arg))
+        if self._ops is not None:
+            self._ops.append((op, arg))
         self._apply(op, arg)
 
     def redo_on(self, writer: Any) -> None:
+        if self._ops is None:
+            raise IndexingError("this batch cannot be redone (it did not keep its operations)")
         self._writer = writer
         for op, arg in self._ops:
             self._apply(op, arg)
@@ -386,9 +393,11 @@ class FullTextIndex:
             raise IndexBusy(f"index is busy ({exc}); try again") from exc
 
     @contextmanager
-    def _batch_on(self, index: tantivy.Index, state_path: Path) -> Iterator[IndexBatch]:
+    def _batch_on(
+        self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
+    ) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
-        batch = IndexBatch(writer, self.trust_of)
+        batch = IndexBatch(writer, self.trust_of, redoable=redoable)
         try:
             yield batch
         except BaseException:
@@ -466,12 +475,20 @@ class FullTextIndex:
             pass
         return state
 
-    def compact_state(self) -> None:
-        """Rewrite the state log with one line per indexed path."""
+    def compact_state(self, *, force: bool = False) -> bool:
+        """Rewrite the state log with one line per indexed path, when it has grown to
+        several times that (or `force`).  Returns whether it rewrote it."""
         with self._lock():
             state = self.state()
+            try:
+                size = self.state_path.stat().st_size
+            except FileNotFoundError:
+                return False
+            if not force and size < max(1_000_000, 4 * 120 * len(state)):
+                return False
             data = b"".join(_state_line(p, e) + b"\n" for p, e in sorted(state.items()))
             atomic_write(self.state_path, data)
+            return True
 
     @contextmanager
     def rebuild(self, catch_up: CatchUp | None = None) -> Iterator[IndexBatch]:
@@ -486,7 +503,7 @@ class FullTextIndex:
         index = self._create(new)
         state_path = new / "state.jsonl"
         try:
-            with self._batch_on(index, state_path) as batch:
+            with self._batch_on(index, state_path, redoable=False) as batch:
                 yield batch
             with self._lock():
                 if catch_up is not None:

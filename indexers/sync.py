@@ -172,6 +172,7 @@ def reconcile(
     for chunk in _chunks(changed + gone, batch_size):
         with index.batch() as batch:
             _apply(batch, root, chunk, state, report, max_bytes, progress)
+    index.compact_state()  # the state log only grows; reconcile is the periodic moment to fold it
     report.documents = index.count()
     report.seconds = time.perf_counter() - started
     return report

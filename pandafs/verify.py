@@ -27,7 +27,9 @@ from typing import Any
 from events import check_chain, parse_event, project_turn, read_log, repair_torn_tail
 from events.errors import EventsError
 from events.schema import TornTailRepaired
+from indexers.sync import scan_documents
 
+from .memory import Memory
 from .turns import TurnRef, drift_of, iter_turns, project
 from .vault import Vault
 
@@ -137,39 +139,25 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:
     """The index must hold exactly the documents on disk, at their current bytes."""
-    from indexers.sync import scan_documents
-
-    from .memory import Memory
-
     memory = Memory(vault)
-    if not memory.index.exists():
-        return [] if not scan_documents(vault.root) else _index_problem(vault, memory, repair)
-    state = memory.index.state()
     files = scan_documents(vault.root)
-    stale = [
-        p for p, (m, s) in files.items() if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
-    ]
-    gone = [p for p in state if p not in files]
+    if memory.index.exists():
+        state = memory.index.state()
+        stale = sum(
+            1 for p, (m, s) in files.items() if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
+        )
+        gone = sum(1 for p in state if p not in files)
+        what = f"{stale} changed or unindexed, {gone} gone"
+    else:
+        stale, gone, what = len(files), 0, "index is missing"
     if not stale and not gone:
         return []
-    return _index_problem(vault, memory, repair, len(stale), len(gone))
-
-
-def _index_problem(
-    vault: Vault, memory: object, repair: bool, stale: int = -1, gone: int = 0
-) -> list[Problem]:
-    from .memory import Memory
-
-    assert isinstance(memory, Memory)
-    what = "index is missing" if stale < 0 else f"{stale} changed or unindexed, {gone} gone"
     if repair:
         memory.reconcile()
         return []
     return [
         Problem(
-            "indexes/fulltext",
-            "index_stale",
-            f"{what}; run `pandafs verify --repair` or `pandafs rebuild`",
+            "indexes/fulltext", "index_stale", f"{what}; run `pandafs verify --repair` or `pandafs rebuild`"
         )
     ]
 

@@ -7,29 +7,24 @@ from typing import Any
 
 import click
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field, ValidationError
 
 from events.errors import EventsError
 
 from ..errors import PandaError
-from ..memory import SCOPES, Memory
+from ..memory import SCOPES, Memory, SearchArgs
 from ..output import emit, json_option, lazy_progress
 from ..rebuild import rebuild_all
 from .base import App, cli, pass_app, user_option
 
 
-class BatchQuery(BaseModel):
-    """One line of `search --batch`."""
+class BatchQuery(SearchArgs):
+    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
+    is, and content types spelled `types`."""
 
-    model_config = ConfigDict(extra="forbid")
-    query: str
     user: str | None = None
-    topic: str | None = None
-    types: list[str] = []
-    scope: str | None = None
-    min_quality: float | None = None
-    limit: int = 10
-    include_expired: bool = False
+    content_types: list[str] = Field(default_factory=list, validation_alias="types")
+    limit: int = Field(10, ge=1, le=1000)
 
 
 def _batch_search(memory: Memory, source: Path) -> None:
@@ -39,17 +34,7 @@ def _batch_search(memory: Memory, source: Path) -> None:
                 continue
             try:
                 line = BatchQuery.model_validate(orjson.loads(raw))
-                hits = memory.search(
-                    line.query,
-                    user=line.user,
-                    topic_filter=line.topic,
-                    content_types=line.types,
-                    scope=line.scope,
-                    min_quality=line.min_quality,
-                    include_expired=line.include_expired,
-                    limit=line.limit,
-                )
-                out: Any = hits
+                out: Any = memory.search(line.query, user=line.user, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:
                 out = {"error": f"not valid JSON: {exc}"}
             except ValidationError as exc:

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from events import candidate_paths, classify, parse_document, validate_user_id
 from events.errors import FrontmatterError
@@ -23,9 +25,33 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import SavedDoc, append_entry, write_memory
 
-__all__ = ["Memory", "Retrieved", "SCOPES"]
+__all__ = ["Memory", "Retrieved", "SCOPES", "SearchArgs"]
 
 SCOPES = ("new", "user", "global")
+
+
+class SearchArgs(BaseModel):
+    """The arguments of `memory.search` as data: the Planner's tool and `search --batch`."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(description="natural language or keywords")
+    topic: str | None = Field(None, description="hierarchical topic filter, e.g. pet.hamster")
+    content_types: list[str] = Field(default_factory=list, description="e.g. preference, research")
+    scope: Literal["new", "user", "global"] | None = None
+    min_quality: float | None = Field(None, ge=0, le=1)
+    include_expired: bool = False
+    limit: int = Field(5, ge=1, le=50)
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `Memory.search` besides the query and the user."""
+        return {
+            "topic_filter": self.topic,
+            "content_types": self.content_types,
+            "scope": self.scope,
+            "min_quality": self.min_quality,
+            "include_expired": self.include_expired,
+            "limit": self.limit,
+        }
 
 
 @dataclass(frozen=True)

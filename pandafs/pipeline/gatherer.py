@@ -405,11 +405,6 @@ def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
     )
 
 
-def _turn_label(doc_id: str) -> str:
-    name = doc_id.split("/")[-1]
-    return name.replace("turn_", "turn ").lstrip("0")
-
-
 @dataclass
 class _Block:
     """A §2 block being built, with the doc id behind each row (to list sources)."""

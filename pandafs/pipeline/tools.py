@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from events import Payload
 from events.schema import ExtractionRecorded, MemoryCandidate
 
+from ..memory import SearchArgs
 from .context import TurnContext
 from .tasks import ToolSpec
 
@@ -26,16 +27,6 @@ __all__ = ["TOOLS", "ToolOutcome", "available_tools", "finding_line", "run_tool"
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class SearchArgs(_Args):
-    query: str = Field(description="natural language or keywords")
-    topic: str | None = Field(None, description="hierarchical topic filter, e.g. pet.hamster")
-    content_types: list[str] = Field(default_factory=list, description="e.g. preference, research")
-    scope: Literal["new", "user", "global"] | None = None
-    min_quality: float | None = Field(None, ge=0, le=1)
-    include_expired: bool = False
-    limit: int = Field(5, ge=1, le=50)
 
 
 class RetrieveArgs(_Args):
@@ -69,23 +60,14 @@ class ToolOutcome:
 class Tool:
     name: str
     description: str
-    args: type[_Args]
+    args: type[BaseModel]
     run: Callable[[TurnContext, Any], ToolOutcome]
     available: Callable[[TurnContext], bool] = lambda ctx: True
 
 
 def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
     hits = ctx.memory.search(
-        args.query,
-        user=ctx.user,
-        topic_filter=args.topic,
-        content_types=args.content_types,
-        scope=args.scope,
-        min_quality=args.min_quality,
-        include_expired=args.include_expired,
-        limit=args.limit,
-        now=ctx.now(),
-        exclude_ids=[ctx.doc_id],
+        args.query, user=ctx.user, now=ctx.now(), exclude_ids=[ctx.doc_id], **args.search_kwargs()
     )
     rows = [{k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")} for h in hits]
     text = "\n".join(f"{h['title']}: {h['snippet'].replace('**', '')}" for h in hits)

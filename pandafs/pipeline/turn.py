@@ -44,7 +44,7 @@ from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
 from ..research.reliability import ReliabilityTable
-from ..turns import EVENTS_FILE, TurnRef, project
+from ..turns import TurnRef, project
 from ..vault import Vault
 from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
 from .context import TurnContext
@@ -306,7 +306,3 @@ class Pipeline:
         if (ref.path / "research.md").exists():
             paths.append(self.vault.rel(ref.path / "research.md"))
         self.memory.index_docs([doc, *queued], paths)
-
-
-def load_turn_view(vault: Vault, user: str, turn: str) -> TurnView:
-    return project_turn(read_events(vault.layout.turn_dir(user, turn) / EVENTS_FILE))

@@ -317,3 +317,17 @@ def test_a_skipped_file_is_remembered_until_it_changes(vault: Vault, memory: Mem
     broken.write_text("---\nid: x\nkeywords: [a, b]\n---\nbody about tulips\n")
     assert memory.reconcile().indexed == 1
     assert ids(memory.search("tulips", user="alice", now=NOW)) == ["alice/memories/broken"]
+
+
+def test_state_log_compaction_keeps_what_was_indexed(vault: Vault, memory: Memory) -> None:
+    path = vault.root / "users/alice/memories/n.md"
+    for i in range(5):
+        write_doc(vault, "users/alice/memories/n.md", f"note version {i} about quinces")
+        memory.index_paths(["users/alice/memories/n.md"])
+    before = dict(memory.index.state())
+    lines = memory.index.state_path.read_bytes().count(b"\n")
+    assert memory.index.compact_state() is False  # small logs are left alone
+    assert memory.index.compact_state(force=True) is True
+    assert memory.index.state_path.read_bytes().count(b"\n") == 1 < lines
+    assert dict(Memory(vault).index.state()) == before == dict(memory.index.state())
+    assert path.exists() and memory.reconcile().indexed == 0

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
-from events import EventWriter, format_ts, parse_document, read_events
+from events import EventWriter, format_ts, read_events
 from events.schema import TurnCompleted
 from pandafs.config import MemoryConfig
 from pandafs.learning import DocState, decide, decide_steps, log_path, promote, prune_expired, sync
-from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
+from tests.support.learning import T0, front_of
 
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 CFG = MemoryConfig()
 
 
@@ -75,21 +73,6 @@ def test_one_run_may_take_two_steps_each_its_own_change() -> None:
     assert [(s.old_scope, s.new_scope) for s in steps] == [("new", "user"), ("user", "global")]
     steps = decide_steps(doc("global", 0.3, 12, 49.0), CFG)
     assert [(s.old_scope, s.new_scope) for s in steps] == [("global", "user"), ("user", "new")]
-
-
-@pytest.fixture
-def clock() -> dict[str, datetime]:
-    return {"t": T0}
-
-
-@pytest.fixture
-def pipeline(vault: Vault, clock: dict[str, datetime]) -> Iterator[Pipeline]:
-    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as p:
-        yield p
-
-
-def front_of(vault: Vault, rel: str) -> dict:
-    return parse_document((vault.root / rel).read_text(encoding="utf-8")).frontmatter
 
 
 def test_a_new_memory_never_used_expires_and_is_archived(cli, vault: Vault) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import orjson
 import pytest
 
-from events import format_ts, parse_document, read_events, render_document
+from events import format_ts, read_events, render_document
 from events.schema import PhaseFailed
 from pandafs.learning import (
     Counts,
@@ -32,8 +31,8 @@ from pandafs.pipeline import Pipeline
 from pandafs.turns import replay
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import default_checks, verify_vault
+from tests.support.learning import T0, front_of
 
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
 
 
@@ -138,21 +137,6 @@ def test_the_fold_does_not_depend_on_the_order_turns_arrive_in() -> None:
 
 
 # --- the engine on a real vault --------------------------------------------------------
-
-
-@pytest.fixture
-def clock() -> dict[str, datetime]:
-    return {"t": T0}
-
-
-@pytest.fixture
-def pipeline(vault: Vault, clock: dict[str, datetime]) -> Iterator[Pipeline]:
-    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as p:
-        yield p
-
-
-def front_of(vault: Vault, rel: str) -> dict:
-    return parse_document((vault.root / rel).read_text(encoding="utf-8")).frontmatter
 
 
 def snapshot(vault: Vault) -> dict[str, dict]:

@@ -19,8 +19,9 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .loopback import LoopbackServer, QuietHandler
 
 __all__ = ["OpenAIStub", "StubReply"]
 
@@ -44,59 +45,25 @@ def _echo(request: dict[str, Any]) -> str:
     return users[-1] if users else ""
 
 
-class OpenAIStub:
+class OpenAIStub(LoopbackServer):
     def __init__(self, responder: Responder | None = None) -> None:
+        super().__init__()
         self.responder: Responder = responder or _echo
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.errors: list[BaseException] = []  # exceptions raised by the responder
         self._script: deque[StubReply | str] = deque()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._count = 0
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the stub is not started")
-        host, port = self._server.server_address[:2]
+        host, port = self.address
         return f"http://{host}:{port}/v1"
 
     def script(self, *replies: StubReply | str) -> None:
         with self._lock:
             self._script.extend(replies)
-
-    def start(self) -> OpenAIStub:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.stub = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self._stopping.set()  # wakes handlers sleeping through a delay
-        server.shutdown()
-        server.server_close()  # joins the handler threads
-        if thread is not None:
-            thread.join(timeout=5)
-        self._server = self._thread = None
-
-    def __enter__(self) -> OpenAIStub:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def _next_reply(self, request: dict[str, Any]) -> StubReply:
         with self._lock:
@@ -138,23 +105,7 @@ class OpenAIStub:
         }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins them: nothing outlives stop()
-    block_on_close = True
-    stub: OpenAIStub
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client that hung up is not a test failure; no traceback on stderr
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.0"  # one request per connection: no idle keep-alive threads
-    timeout = 5  # a connection that never sends its request does not block stop()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             models = {
@@ -175,11 +126,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send_error(400, f"request body is not JSON: {exc}")
             return
-        stub = self.server.stub
+        stub = self.server.owner
         with stub._lock:
             stub.request_headers.append({k.lower(): v for k, v in self.headers.items()})
         reply = stub._next_reply(request)
-        if reply.delay_s and stub._stopping.wait(reply.delay_s):
+        if reply.delay_s and stub.stopping.wait(reply.delay_s):
             return  # stopping: drop the connection instead of answering late
         if reply.body is not None:
             self._send(reply.status, reply.body, reply.headers)
@@ -210,3 +161,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except OSError:
             pass  # the client hung up (timed out); nothing to tell it
+
+
+OpenAIStub.handler = _Handler

@@ -37,9 +37,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from .loopback import LoopbackServer, QuietHandler
 
 __all__ = ["PAGES", "SeenRequest", "WebFixtures", "default_results"]
 
@@ -161,7 +162,7 @@ class SeenRequest:
     at: float
 
 
-class WebFixtures:
+class WebFixtures(LoopbackServer):
     def __init__(
         self,
         *,
@@ -169,6 +170,7 @@ class WebFixtures:
         slow_s: float = 10.0,
         huge_bytes: int = 5_000_000,
     ) -> None:
+        super().__init__()
         self.results = default_results() if results is None else results
         self.slow_s = slow_s
         self.huge_bytes = huge_bytes
@@ -176,15 +178,10 @@ class WebFixtures:
         self.requests: list[SeenRequest] = []
         self.errors: list[BaseException] = []  # exceptions raised while answering
         self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the fixture server is not started")
-        return int(self._server.server_address[1])
+        return self.address[1]
 
     @property
     def base_url(self) -> str:
@@ -210,36 +207,6 @@ class WebFixtures:
         with self.lock:
             return Counter(self.hits)
 
-    def start(self) -> WebFixtures:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.web = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self.stopping.set()  # wakes /slow handlers
-        server.shutdown()
-        server.server_close()  # joins the handler threads
-        if thread is not None:
-            thread.join(timeout=5)
-        self._server = self._thread = None
-
-    def __enter__(self) -> WebFixtures:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     def _search_payload(self, query: str) -> dict[str, Any]:
         results = []
         for item in self.results:
@@ -250,25 +217,9 @@ class WebFixtures:
         return {"query": query, "number_of_results": len(results), "results": results}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-    web: WebFixtures
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client that hung up (e.g. on /huge) is expected
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.0"
-    timeout = 5
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self) -> None:
-        web = self.server.web
+        web = self.server.owner
         parts = urlsplit(self.path)
         path = parts.path
         with web.lock:
@@ -332,7 +283,10 @@ class _Handler(BaseHTTPRequestHandler):
         line = b"<p>" + b"lorem ipsum dolor sit amet " * 36 + b"</p>\n"
         self.wfile.write(head)
         sent = len(head)
-        while sent < size and not self.server.web.stopping.is_set():
+        while sent < size and not self.server.owner.stopping.is_set():
             self.wfile.write(line)
             sent += len(line)
         self.wfile.write(b"</body></html>\n")
+
+
+WebFixtures.handler = _Handler

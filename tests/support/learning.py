@@ -1,0 +1,33 @@
+"""What the learning-loop tests share: a settable clock, a pipeline on it, frontmatter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from events import parse_document
+from pandafs.llm.offline import OfflineBackend
+from pandafs.pipeline import Pipeline
+from pandafs.vault import Vault
+
+__all__ = ["T0", "clock", "front_of", "pipeline"]
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> dict[str, datetime]:
+    return {"t": T0}
+
+
+@pytest.fixture
+def pipeline(vault: Vault, clock: dict[str, datetime]) -> Iterator[Pipeline]:
+    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as p:
+        yield p
+
+
+def front_of(vault: Vault, rel: str) -> dict[str, Any]:
+    return parse_document((vault.root / rel).read_text(encoding="utf-8")).frontmatter
