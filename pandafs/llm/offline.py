@@ -453,10 +453,12 @@ def plan(data: t.PlanIn) -> t.PlanOut:
         todos.append(f"Stage {len(drafts)} memory candidate(s) from what the user stated")
     if question and data.query_type not in ("greeting", "feedback"):
         needs_price = "price" in data.data_requirements
+        can_research = "internet.research" in tools
+        unpriced = needs_price and not _PRICE.search(data.context_text)  # §2 cannot answer it
         if (
             data.attempt == 0
             and found
-            and not ("fresh_data" in data.data_requirements and "internet.research" in tools)
+            and not (can_research and ("fresh_data" in data.data_requirements or unpriced))
         ):
             todos.append("Answer from the gathered context (§2)")
         else:

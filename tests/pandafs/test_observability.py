@@ -143,7 +143,7 @@ def test_the_catalog_is_one_row_per_turn_queryable_by_duckdb_and_rebuildable(wee
         rollup = orjson.loads((week.root / f"observability/daily/{day}.json").read_bytes())
         assert (
             rollup["turns"],
-            pytest.approx(rollup["latency_ms"]["total"]["p95"], abs=1e-3),
+            pytest.approx(rollup["latency_ms"]["total"]["p95"], abs=1.5e-3),  # two roundings to 3 places
             rollup["tool_calls"]["total"],
         ) == (
             turns,
