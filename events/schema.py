@@ -14,10 +14,12 @@ is ever dropped.  Payloads allow extra keys for the same reason.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
+
+from .clock import utcnow
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,10 +37,6 @@ SCHEMA_VERSION = 1
 Decision = Literal["PROCEED", "CLARIFY"]
 Outcome = Literal["APPROVE", "RETRY", "REVISE", "FAIL"]
 TurnOutcome = Literal["APPROVE", "REVISE", "FAIL", "CLARIFY", "IMPORTED"]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class Payload(BaseModel):

@@ -78,6 +78,7 @@ import tantivy
 from tantivy import Facet, FieldType, Occur, Query
 
 from events import format_ts
+from events.clock import utcnow
 from events.fsio import atomic_write, held_lock
 
 from .documents import IndexDoc
@@ -594,7 +595,7 @@ class FullTextIndex:
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
         """Hits for `req`, best first, each a dict (see module docstring for the score)."""
-        now = req.now or datetime.now(UTC)
+        now = req.now or utcnow()
         searcher = self.searcher()
         filters = self._filters(req, now)
         clauses: list[tuple[Occur, Query]] = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
@@ -641,7 +642,7 @@ class FullTextIndex:
         Without a user there is no one person's days to count: no scaling.
         """
         visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
-        now = req.now or datetime.now(UTC)
+        now = req.now or utcnow()
         scope_key = (
             req.user,
             req.topic_filter,

@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,6 +71,7 @@ from events import (
     turn_name,
     validate_user_id,
 )
+from events.clock import utcnow
 from events.errors import FrontmatterError, InvalidUserId, LogBusyError
 from events.fsio import fsync_dir
 from events.layout import TURN_DIR_RE
@@ -249,7 +250,7 @@ class _Stuck(Exception):
 
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    return utcnow()
 
 
 class Inbox:

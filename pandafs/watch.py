@@ -37,12 +37,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 
 from events import atomic_write, classify, format_ts
+from events.clock import utcnow
 from events.layout import NOT_DOCUMENTS
 from indexers.errors import IndexBusy
 from indexers.sync import SyncReport, scan_documents
@@ -182,7 +183,7 @@ class Upkeep:
         self.jobs = tuple(jobs)
         hours = vault.config.watch.upkeep_interval_hours
         self.interval_s = hours * 3600.0 if interval_s is None else interval_s
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or (lambda: utcnow())
         self.path = vault.layout.observability / UPKEEP_FILE
         self._log = log or (lambda line: None)
         self._unavailable_until: dict[str, float] = {}

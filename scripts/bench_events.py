@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 
 from events import EventWriter
+from events.clock import utcnow
 from events.schema import ResponseSynthesized, TurnStarted
 from pandafs.importer import import_turns
 from pandafs.memory import Memory
@@ -27,7 +27,7 @@ def bench_append(folder: Path, count: int, batch: int, durable: bool) -> float:
     payloads = [ResponseSynthesized(attempt=i, answer=f"answer number {i} " * 8) for i in range(count)]
     start = time.perf_counter()
     with EventWriter(path, user="bench", turn="turn_000001", durable=durable) as writer:
-        writer.append(TurnStarted(query="q", occurred_at=datetime.now(UTC)))
+        writer.append(TurnStarted(query="q", occurred_at=utcnow()))
         for i in range(0, count, batch):
             writer.append_many(payloads[i : i + batch])
     return count / (time.perf_counter() - start)

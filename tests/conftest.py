@@ -67,3 +67,9 @@ def run_pandafs(*args: str | Path, env: dict[str, str] | None = None, timeout: f
         cwd=REPO,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def pytest_report_header() -> str:
+    from events.clock import SHIFT_ENV, clock_shift
+
+    return f"clock: {SHIFT_ENV}={os.environ.get(SHIFT_ENV, '')!r} (shift {clock_shift()})"

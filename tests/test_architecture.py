@@ -65,3 +65,18 @@ def test_front_door_scripts_exist() -> None:
         path = REPO / script
         assert path.exists() and path.stat().st_mode & 0o111, script
     assert "scripts/test" in (REPO / ".ci/run").read_text()
+
+
+WALL_CLOCK = ("datetime.now(", "datetime.utcnow(", "date.today(", "datetime.today(")
+
+
+def test_one_wall_clock() -> None:
+    """Only `events.clock.utcnow` reads the wall clock, so PANDAFS_CLOCK_SHIFT moves every
+    reader of it (library, CLI, subprocesses, tests) and no test depends on today's date."""
+    for package in ("events", "indexers", "pandafs", "tests", "scripts"):
+        for path in (REPO / package).rglob("*.py"):
+            if path == REPO / "events" / "clock.py" or path.name == "test_architecture.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            for needle in WALL_CLOCK:
+                assert needle not in text, f"{path.relative_to(REPO)} reads the wall clock ({needle}…)"

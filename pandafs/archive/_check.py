@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from datetime import UTC, datetime
 from pathlib import Path
 
 from events import atomic_write
+from events.clock import utcnow
 from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 
@@ -130,7 +130,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     rows = found.intact(key)
                     assert rows is not None
                     batch = Path(rel).stem.removeprefix("part-")
-                    text = render_stub(rows, archived_at=datetime.now(UTC), batch=batch, archive_file=rel)
+                    text = render_stub(rows, archived_at=utcnow(), batch=batch, archive_file=rel)
                     atomic_write(stub, text)
                     infos[key] = StubInfo(*key, stub, rel, None, batch)
                     touched.append(stub_relpath(key))

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from events import atomic_write, classify, turn_number, validate_user_id
+from events.clock import utcnow
 from events.errors import InvalidUserId
 from events.fsio import fsync_dir
 from indexers.archive import ArchiveStore
@@ -40,7 +41,7 @@ TurnKey = tuple[str, str]
 
 def as_utc(value: datetime | None) -> datetime:
     if value is None:
-        return datetime.now(UTC)
+        return utcnow()
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -65,7 +66,7 @@ def unique(items: Iterable[Any]) -> list[Any]:
 
 
 def new_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    return f"{utcnow():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
 def parse_turn_id(text: str) -> TurnKey:

@@ -8,11 +8,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
+from events.clock import utcnow
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
@@ -137,7 +138,7 @@ def _collect(vault: Vault, candidate: Candidate, report: ArchiveReport) -> TurnF
 def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveReport) -> None:
     """Dry run: write this batch's Parquet to memory only, to say what it would cost."""
     batch = "dry-run"
-    now = datetime.now(UTC)
+    now = utcnow()
     plan = [(c, files) for c in chunk if (files := _collect(vault, c, report)) is not None]
     if not plan:
         return
@@ -167,7 +168,7 @@ def _archive_batch(vault: Vault, memory: Memory, chunk: Sequence[Candidate], rep
     """Steps 1-7 of the module docstring for one batch.  Call with the archive lock held."""
     store = store_of(vault)
     batch = new_id()
-    archived_at = datetime.now(UTC)
+    archived_at = utcnow()
     plan: list[tuple[Candidate, TurnFiles]] = []
     for candidate in chunk:
         if not candidate.path.is_dir() or stub_file(vault, candidate.key).exists():

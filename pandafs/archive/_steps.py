@@ -6,13 +6,13 @@ import os
 import shutil
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from events import atomic_write, sync_all, turn_number
+from events.clock import utcnow
 from events.fsio import fsync_dir
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
@@ -182,7 +182,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
 def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> list[str]:
     store = store_of(vault)
     batch = str(data["batch"])
-    archived_at = parse_ts(data.get("archived_at")) or datetime.now(UTC)
+    archived_at = parse_ts(data.get("archived_at")) or utcnow()
     parts: dict[str, str] = data["parts"]
     contents: dict[str, PartContents] = {}
     for month, rel in parts.items():

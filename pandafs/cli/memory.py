@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -9,13 +10,14 @@ import click
 import orjson
 from pydantic import Field, ValidationError
 
+from events.clock import utcnow
 from events.errors import EventsError
 
 from ..errors import PandaError
 from ..memory import SCOPES, Memory, SearchArgs
 from ..output import emit, json_option, lazy_progress
 from ..rebuild import rebuild_all
-from .base import App, cli, pass_app, user_option
+from .base import App, cli, now_option, pass_app, user_option
 
 
 class BatchQuery(SearchArgs):
@@ -109,11 +111,12 @@ def search(
 
 @cli.command()
 @click.argument("id_or_path")
+@now_option("Count an archived turn's expansion at this time (UTC if naive).")
 @json_option
 @pass_app
-def retrieve(app: App, id_or_path: str, as_json: bool) -> None:
+def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> None:
     """Print one document by id (alice/turn_000001) or vault-relative path."""
-    doc = app.memory().retrieve(id_or_path)
+    doc = app.memory().retrieve(id_or_path, now=now or utcnow())
     emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
 
 

@@ -7,10 +7,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from types import FrameType
 
 import click
+
+from events.clock import utcnow
 
 from ..output import echo_err, emit, json_option
 from ..watch import Upkeep, Watch, WatchReport
@@ -37,7 +38,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 
 
 def _log_line(line: str) -> None:
-    echo_err(f"{datetime.now():%H:%M:%S} {line}")
+    echo_err(f"{utcnow():%H:%M:%S} {line}")
 
 
 def _summary(report: WatchReport) -> str:

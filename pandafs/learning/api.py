@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from events import Payload, TurnView
+from events.clock import utcnow
 from events.schema import PhaseFailed
 
 from ..errors import BadInput
@@ -104,7 +105,7 @@ def trends(
     """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to `until` (default:
     the day of `now`) — UTC days, empty days included — and the totals over the window,
     after folding what is new: `{since, until, daily: [rollup…], totals}`."""
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     if isinstance(since, str):
         since = parse_since(since, now)
     until = until or now.astimezone(UTC).date()

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from events import classify, format_ts, parse_document
+from events.clock import utcnow
 from events.errors import FrontmatterError
 from events.fsio import fsync_dir
 
@@ -64,7 +65,7 @@ def promote(
     memory: Memory | None = None,
 ) -> PromotionReport:
     """Run scope promotion / demotion now (`full`: recompute usage and trust first)."""
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     report = PromotionReport(now, dry_run)
     with Learning(vault, memory).open() as engine:
         report.sync = engine.rebuild(write=not dry_run) if full else engine.sync_checked(write=not dry_run)
@@ -143,7 +144,7 @@ def prune_expired(
     memory: Memory | None = None,
 ) -> PruneReport:
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     report = PruneReport(now, dry_run)
     memory = memory or Memory(vault)
     with Learning(vault, memory).open() as engine:

@@ -19,12 +19,13 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from events.clock import utcnow
 from pandafs import __version__
 from pandafs.config import LLMConfig, RoleConfig
 
@@ -296,7 +297,7 @@ def _retry_after(response: httpx.Response) -> float | None:
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
+        seconds = (when - utcnow()).total_seconds()
     if not 0 <= seconds <= _MAX_RETRY_AFTER_S:
         return None
     return seconds

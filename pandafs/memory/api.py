@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from events import candidate_paths, classify, parse_document, validate_user_id
+from events.clock import utcnow
 from events.errors import FrontmatterError
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
@@ -156,7 +157,7 @@ class Memory:
             raise BadInput("nothing to save: content is empty")
         if scope not in SCOPES:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
-        now = now or datetime.now(UTC)
+        now = now or utcnow()
         words = [k.strip() for k in keywords if k.strip()]
         if doc_type in ("preference", "fact"):
             saved = append_entry(

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from events import parse_document, turn_name, turn_number, validate_user_id
+from events.clock import utcnow
 from events.layout import TURN_DIR_RE
 
 from ..config import TiersConfig
@@ -651,7 +652,7 @@ def assemble_tiers(
     out of warm and cold (hot always holds the latest turns).  Reads files, writes none.
     """
     config = config or vault.config.tiers
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     reader = _Reader(vault, user)
     limit = turn_number(before)
     hot = Tier("hot", config.hot_tokens)

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from events import (
@@ -35,6 +35,7 @@ from events import (
     repair_torn_tail,
     validate_user_id,
 )
+from events.clock import utcnow
 from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 from indexers.documents import IndexDoc, index_doc_from_parts
@@ -175,7 +176,7 @@ class Pipeline:
         self.vault = vault
         self.memory = memory or Memory(vault)
         self.backend = backend or make_backend(vault.config.llm)
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or (lambda: utcnow())
         self.reliability = ReliabilityTable(vault)
         self.extras = {"reliability": self.reliability.score, **(extras or {})}
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
+from events.clock import utcnow
 from events.errors import EventsError, FrontmatterError
 from events.schema import ExtractionRecorded
 
@@ -152,7 +153,7 @@ class ReliabilityTable:
         """Fold one turn's outcomes in (once); returns the site notes it rewrote."""
         if not events:
             return []
-        when = format_ts(now or datetime.now(UTC))
+        when = format_ts(now or utcnow())
         with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
             stats = {
                 d: DomainStats(
@@ -189,7 +190,7 @@ def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str
     """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change."""
     path = vault.layout.site_knowledge / f"{row.domain}.md"
     rel = vault.rel(path) if path.parent.exists() else f"site_knowledge/{row.domain}.md"
-    created = now or datetime.now(UTC)
+    created = now or utcnow()
     extra: dict[str, Any] = {}
     if path.exists():
         try:

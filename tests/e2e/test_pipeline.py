@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import orjson
 import pytest
 
 from events import EventWriter, parse_document, read_events, split_sections
+from events.clock import utcnow
 from pandafs.config import LLMConfig
 from pandafs.llm.base import OpenAIBackend
 from pandafs.llm.offline import OfflineBackend
@@ -147,7 +147,7 @@ def test_preference_committed_only_on_approve(pipeline: Pipeline, vault: Vault) 
     entries = parse_entries(parse_document(vault.layout.preferences("alice").read_text()).body)
     assert "ThinkPads" not in " ".join(e.value for e in entries)
     assert failed.answer.startswith("Sorry")
-    day = datetime.now(UTC).date().isoformat()
+    day = utcnow().date().isoformat()
     note = vault.root / f"observability/interventions/{day}-alice-{failed.turn}.md"
     assert note.exists() and "needs attention" in note.read_text()
     used = [e for e in events if e.type == "documents_used"]

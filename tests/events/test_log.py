@@ -145,14 +145,14 @@ def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
 CHILD = """
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from events import EventWriter
+from events.clock import utcnow
 from events.schema import ResponseSynthesized, TurnStarted
 path = Path(sys.argv[1])
 with EventWriter(path, user="alice", turn="turn_000001", durable=False) as writer:
     if writer.next_seq == 0:
-        writer.append(TurnStarted(query="q", occurred_at=datetime.now(UTC)))
+        writer.append(TurnStarted(query="q", occurred_at=utcnow()))
     print("ready", flush=True)
     big = "x" * 500_000
     i = 0

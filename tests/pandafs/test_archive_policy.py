@@ -270,7 +270,9 @@ def test_stub_is_searchable_retrieve_expands_and_three_expansions_restore(
     assert first.content == original_doc.body
     assert first.metadata["archived"] is True and first.metadata["expansions"] == 1
     assert first.metadata["title"] == original_doc.frontmatter["title"]
-    by_old_path = cli("--root", vault.root, "retrieve", vault.rel(live_path), "--json")
+    by_old_path = cli(
+        "--root", vault.root, "retrieve", vault.rel(live_path), "--now", NOW.isoformat(), "--json"
+    )
     assert by_old_path.json["archived"] is True and by_old_path.json["content"] == first.content
     assert (vault.root / hit["doc_path"]).exists()
 

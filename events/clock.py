@@ -1,0 +1,40 @@
+"""The one wall clock of PandaFS.
+
+Entry points (a CLI command, the watch loop, a turn's default clock) read it once and hand
+`now` down; library code that takes `now` never reads a clock beneath it.
+`PANDAFS_CLOCK_SHIFT` (e.g. `365d`, `-12h`, `90m`) shifts this clock, so the whole system,
+subprocesses included, can run as if it were another day — how the test suite checks that
+nothing depends on today's date (`PANDAFS_CLOCK_SHIFT=365d scripts/test`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["SHIFT_ENV", "clock_shift", "utcnow"]
+
+SHIFT_ENV = "PANDAFS_CLOCK_SHIFT"
+_SHIFT = re.compile(r"^\s*([+-]?\d+)\s*([dhms])\s*$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+def clock_shift(text: str | None = None) -> timedelta:
+    """The shift named by `text` (default: the environment); empty means none.
+
+    A malformed value is an error, not silently no shift: a test run that believes it moved
+    the clock must really have moved it.
+    """
+    text = os.environ.get(SHIFT_ENV, "") if text is None else text
+    if not text.strip():
+        return timedelta(0)
+    match = _SHIFT.match(text)
+    if match is None:
+        raise ValueError(f"{SHIFT_ENV}={text!r}: expected a number and a unit d/h/m/s, e.g. 365d")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def utcnow() -> datetime:
+    """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT."""
+    return datetime.now(UTC) + clock_shift()
