@@ -453,7 +453,7 @@ def plan(data: t.PlanIn) -> t.PlanOut:
         todos.append(f"Stage {len(drafts)} memory candidate(s) from what the user stated")
     if question and data.query_type not in ("greeting", "feedback"):
         needs_price = "price" in data.data_requirements
-        can_research = "internet.research" in tools
+        can_research = "internet_research" in tools
         unpriced = needs_price and not _PRICE.search(data.context_text)  # §2 cannot answer it
         if (
             data.attempt == 0
@@ -462,21 +462,21 @@ def plan(data: t.PlanIn) -> t.PlanOut:
         ):
             todos.append("Answer from the gathered context (§2)")
         else:
-            if "internet.research" in tools and (
+            if "internet_research" in tools and (
                 data.query_type == "commerce" or needs_price or "fresh_data" in data.data_requirements
             ):
                 requests.append(
                     ToolRequest(
-                        tool="internet.research",
+                        tool="internet_research",
                         args={"query": data.resolved_query},
                         reason="current prices and availability are needed",
                     )
                 )
-            if "memory.search" in tools:
+            if "memory_search" in tools:
                 query = data.resolved_query if data.attempt == 0 else " ".join(data.keywords)
                 requests.append(
                     ToolRequest(
-                        tool="memory.search",
+                        tool="memory_search",
                         args={"query": query, "limit": 5},
                         reason="look for more in memory than §2 holds",
                     )
@@ -638,7 +638,12 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
     return t.SummarizeOut(summary=summary, topics=data.keywords[:5], subject=subject)
 
 
+def call_tools(data: t.ToolCallsIn) -> t.ToolCallsOut:
+    return t.ToolCallsOut(tool_requests=data.planned, reasoning=f"{len(data.planned)} planned call(s)")
+
+
 RULES: dict[str, Callable[[Any], BaseModel]] = {
+    "call_tools": call_tools,
     "analyze_query": analyze_query,
     "reflect": reflect,
     "plan_retrieval": plan_retrieval,

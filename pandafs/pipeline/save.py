@@ -159,7 +159,7 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 tools_used=tools_used,
             ),
         )
-    research = [t for t in view.tool_calls() if t.tool == "internet.research" and t.ok]
+    research = [t for t in view.tool_calls() if t.tool == "internet_research" and t.ok]
     intervention = write_intervention(ctx, view, why, now) if outcome == "FAIL" else None
     quality = QUALITY[outcome] + (
         0.1 if outcome == "APPROVE" and view.context and view.context.sources else 0.0

@@ -8,7 +8,8 @@ from events.schema import ResponseSynthesized, ValidationDecided
 from .context import TurnContext
 from .gatherer import source_text
 from .tasks import AnswerIn, AnswerOut, SourceView, ToolResultView, ValidateIn, ValidateOut
-from .tools import finding_line
+from ..tokens import count_tokens, truncate_tokens
+from .tools import canonical_tool, finding_line
 
 __all__ = ["answer", "sources_of", "tool_results_of", "validate"]
 
@@ -25,17 +26,26 @@ def sources_of(ctx: TurnContext, view: TurnView) -> list[SourceView]:
     return out
 
 
-def tool_results_of(view: TurnView) -> list[ToolResultView]:
-    results: list[ToolResultView] = []
+def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
+    """Every tool result of the turn (§4) as Synthesis reads it, within `budget` tokens:
+    each result gets an equal share, and what a short one leaves over goes to the rest."""
+    raw: list[tuple[str, bool, str, str]] = []
     for attempt in view.attempts:
         for tool in attempt.tools:
             lines = []
+            if isinstance(tool.result.get("text"), str):
+                lines.append(tool.result["text"])
             for hit in tool.result.get("hits", []):
                 lines.append(f"{hit.get('title', '')}: {str(hit.get('snippet', '')).replace('**', '')}")
             lines += [finding_line(f) for f in tool.result.get("findings", [])]
-            results.append(
-                ToolResultView(tool=tool.tool, ok=tool.ok, summary=tool.summary, text="\n".join(lines))
-            )
+            raw.append((canonical_tool(tool.tool), tool.ok, tool.summary, "\n".join(lines)))
+    results: list[ToolResultView] = []
+    left = budget
+    for i, (name, ok, summary, text) in enumerate(raw):
+        share = left // (len(raw) - i)
+        text = truncate_tokens(text, max(0, share))
+        left -= count_tokens(text)
+        results.append(ToolResultView(tool=name, ok=ok, summary=summary, text=text))
     return results
 
 
@@ -58,7 +68,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
                 " | ".join(r) for b in (view.context.blocks if view.context else []) for r in b.rows
             ),
             sources=sources_of(ctx, view),
-            tool_results=tool_results_of(view),
+            tool_results=tool_results_of(view, ctx.config.pipeline.tool_tokens),
             staged_memory=[c.content for c in view.staged],
             feedback=feedback,
         ),
@@ -82,7 +92,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             answer=response.answer,
             citations=response.citations,
             sources=sources_of(ctx, view),
-            tool_results=tool_results_of(view),
+            tool_results=tool_results_of(view, ctx.config.pipeline.tool_tokens),
             attempt=attempt,
             max_attempts=ctx.config.pipeline.max_revisions + 1,
         ),
