@@ -233,6 +233,7 @@ class FactView(_Model):
     """One statement the answer may use, with where it came from (grounding.py)."""
 
     n: int
+    doc_id: str = ""
     text: str
     origin: Literal["memory", "stated", "document", "answer", "tool"] = "document"
     when: str = ""
@@ -245,6 +246,7 @@ class AnswerIn(_Model):
     resolved_query: str
     query_type: str
     keywords: list[str] = []
+    entities: list[str] = []
     content_reference: ContentReference | None = None
     requested: str = ""
     facts: list[FactView] = []

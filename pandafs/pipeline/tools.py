@@ -13,6 +13,7 @@ APPROVE.  Every result carries the text Synthesis reads (`result["text"]`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -94,7 +95,12 @@ def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
     doc = ctx.memory.retrieve(args.id)
     if doc.metadata.get("user") not in (None, ctx.user) and doc.metadata.get("scope") != "global":
         return ToolOutcome(False, "not visible to this user", error=f"{args.id} belongs to another user")
-    text = truncate_tokens(doc.content, RETRIEVE_TOKENS)
+    content = doc.content
+    if re.search(r"/turn_\d+$", doc.doc_id):
+        from .gatherer import turn_text  # a turn teaches its question and its answer
+
+        content = turn_text(content)
+    text = truncate_tokens(content, RETRIEVE_TOKENS)
     return ToolOutcome(
         True,
         f"retrieved {doc.doc_id}",
