@@ -620,6 +620,9 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
     return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
 
 
+_NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
+
+
 def validate(data: t.ValidateIn) -> t.ValidateOut:
     text = data.answer
     corpus = " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
@@ -627,9 +630,10 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     checks: list[GateResult] = []
     present = bool(text.strip())
     checks.append(GateResult(gate="answer_present", passed=present))
+    claims = _NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
     numbers = {
         n
-        for n in (m.group(0).replace(",", "") for m in _NUMBER.finditer(text))
+        for n in (m.group(0).replace(",", "") for m in _NUMBER.finditer(claims))
         if n not in {str(s.n) for s in data.sources}
     }
     quoted_query = data.query + " " + data.resolved_query
