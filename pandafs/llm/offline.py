@@ -552,7 +552,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     slots = g.asked_slots(data.resolved_query)
     scored = []
     for i, fact in enumerate(data.facts):
-        score = stems_overlap(keywords, fact.text)
+        score = stems_overlap(keywords, fact.text) or g.related_overlap(data.resolved_query, fact.text)
         if fact.slot and fact.slot in slots:
             score += 3
         if title and title.lower() in fact.text.lower():
@@ -681,6 +681,8 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
                 subject = name
     if subject is None and data.entities:
         subject = max(data.entities, key=len)
+    if subject is None and answer_entities and g.is_question(data.query):
+        subject = answer_entities[0]  # the thing the answer named is what "it" will mean next
     return t.SummarizeOut(summary=summary, topics=data.keywords[:5], subject=subject)
 
 

@@ -26,8 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
+from functools import lru_cache
 
 from events.schema import GateResult
+from indexers.query import plan_query, stem
 
 __all__ = [
     "Fact",
@@ -140,9 +142,12 @@ STATEMENT_LEADS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|don't forget)\s+(?:that\s+)?", re.I)
+
+
 def statement_form(sentence: str) -> str:
     """'I live in Oslo' → 'Lives in Oslo'; other sentences unchanged (but capitalised)."""
-    text = sentence.strip().rstrip(".!;")
+    text = _REMEMBER.sub("", sentence.strip().rstrip(".!;"))
     for pattern, lead in STATEMENT_LEADS:
         if pattern.search(text):
             text = pattern.sub(lead, text, count=1)
@@ -163,20 +168,27 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
     (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "polarity"),
 ]
-_SLOT_WORDS = {  # question words that ask for a slot (the identity keys of config.IDENTITY_KEYS)
-    "home": ("live", "lives", "living", "home", "city", "based", "hometown", "reside"),
-    "job": ("job", "work", "works", "occupation", "profession", "living", "career", "employer"),
-    "name": ("name", "called"),
-}
-_TASTE = {  # asked about the user's own taste: "what do I prefer", "my favourite …"
+# Questions about the user's own identity and taste (the identity keys of
+# config.IDENTITY_KEYS, and preferences): only a statement of that slot answers them.
+_ASKED = {
+    "home": re.compile(
+        r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
+        r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b",
+        re.I,
+    ),
+    "job": re.compile(
+        r"\bmy\s+(?:job|occupation|profession|work|career|employer|line\s+of\s+work)\b|"
+        r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+do\b(?!\s+(?:about|with|if|when|now|next|to))|"
+        r"\bwhere\s+(?:do|did)\s+(?:i|we)\s+work\b",
+        re.I,
+    ),
+    "name": re.compile(r"\bmy\s+(?:own\s+)?name\b|\bwhat\s+am\s+i\s+called\b|\bwho\s+am\s+i\b", re.I),
     "prefers": re.compile(
         r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?prefer\b|\bmy\s+(?:favou?rite|preferred)\b", re.I
     ),
     "likes": re.compile(r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?(?:like|love|enjoy)\b", re.I),
 }
-STRONG_SLOTS = frozenset(_SLOT_WORDS) | frozenset(
-    _TASTE
-)  # asked by these words, answered only by such a statement
+STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a statement
 
 
 @dataclass(frozen=True)
@@ -201,15 +213,28 @@ def slot_of(statement: str) -> Slot | None:
 
 def asked_slots(query: str) -> set[str]:
     """The slots a question asks about: 'what's my job' → job; 'who is my dentist' → dentist."""
-    words = set(re.findall(r"[a-z]+", query.lower()))
-    slots = {slot for slot, pattern in _TASTE.items() if pattern.search(query)}
-    if words & {"i", "my", "me"} and not re.search(
-        r"\bmy\s+\w+(?:'s)?\s+(?:live|work|job|name)", query, re.I
-    ):
-        slots |= {slot for slot, keys in _SLOT_WORDS.items() if words & set(keys)}
+    slots = {slot for slot, pattern in _ASKED.items() if pattern.search(query)}
     for match in re.finditer(r"\bmy\s+([a-z]+)", query.lower()):
         slots.add(match.group(1))
     return slots
+
+
+@lru_cache(maxsize=65536)
+def _en_stem(word: str) -> str:
+    return stem(word)
+
+
+@lru_cache(maxsize=4096)
+def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    plan = plan_query(query)
+    return tuple((g.stem, frozenset(g.variants)) for g in plan.groups if g.weight >= 1.0)
+
+
+def related_overlap(query: str, text: str) -> int:
+    """Query words found in `text` as themselves or as a synonym of the index's everyday
+    thesaurus (`indexers.query`: trip ↔ holiday, job ↔ occupation)."""
+    words = {_en_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())}
+    return sum(1 for term, variants in _groups(query) if term in words or words & variants)
 
 
 # --- requested data -------------------------------------------------------------------------
