@@ -87,7 +87,16 @@ class Dialogue:
 def _stated_fact(r: random.Random) -> Dialogue:
     job, city = r.choice(JOBS), r.choice(CITIES)
     say = r.choice([f"I work as a {job} in {city}", f"I work as a {job}", f"Remember that I work as a {job}"])
-    ask = r.choice(["What's my job?", "What do I do for work?", "What is my occupation?", "what is my job"])
+    ask = r.choice(
+        [
+            "What's my job?",
+            "What do I do for work?",
+            "What is my occupation?",
+            "What do I do for a living?",
+            "What's my line of work?",
+            "what is my job",
+        ]
+    )
     return Dialogue("stated_fact", [say, *r.sample(FILLER, r.randint(0, 2)), ask], job)
 
 
@@ -97,7 +106,12 @@ def _preference(r: random.Random) -> Dialogue:
         [f"I prefer {brand} {things}", f"I really prefer {brand} {things}", f"we prefer {brand} {things}"]
     )
     ask = r.choice(
-        [f"Which {things} do I prefer?", f"What {things} brand do I prefer?", f"what {things} do I prefer"]
+        [
+            f"Which {things} do I prefer?",
+            f"What {things} brand do I prefer?",
+            f"what {things} do I prefer",
+            f"Do I have a favourite {things} brand?",
+        ]
     )
     return Dialogue("preference", [say, *r.sample(FILLER, r.randint(0, 2)), ask], brand)
 
@@ -107,10 +121,33 @@ def _update(r: random.Random) -> Dialogue:
     move = r.choice(
         [f"I moved to {new}", f"I now live in {new}", f"I have moved to {new}", f"I live in {new}"]
     )
-    ask = r.choice(["Where do I live?", "where do I live now?", "Which city do I live in?"])
+    ask = r.choice(
+        [
+            "Where do I live?",
+            "where do I live now?",
+            "Which city do I live in?",
+            "What city am I based in?",
+            "Where's home for me these days?",
+        ]
+    )
     return Dialogue(
         "update", [f"I live in {old}", *r.sample(FILLER, r.randint(0, 1)), move, ask], new, f"live in {old}"
     )
+
+
+def _taste_update(r: random.Random) -> Dialogue:
+    (old, things), new = r.choice(BRANDS), ""
+    new = r.choice([b for b, t in BRANDS if t == things and b != old] or ["Apple"])
+    change = r.choice(
+        [
+            f"Actually, I now prefer {new} {things}",
+            f"These days I prefer {new} {things}",
+            f"I prefer {new} {things} now",
+        ]
+    )
+    ask = r.choice([f"Which {things} do I prefer?", f"what {things} brand do I prefer now?"])
+    turns = [f"I prefer {old} {things}", *r.sample(FILLER, r.randint(0, 2)), change, ask]
+    return Dialogue("update", turns, new, f"prefer {old}")
 
 
 def _reference(r: random.Random) -> Dialogue:
@@ -123,7 +160,14 @@ def _reference(r: random.Random) -> Dialogue:
         ]
     )
     ask = r.choice(
-        [f"Where am I travelling in {month}?", f"Where am I going in {month}?", "Where is my trip?"]
+        [
+            f"Where am I travelling in {month}?",
+            f"Where am I going in {month}?",
+            "Where is my trip?",
+            "Any tips for getting around there?",
+            "Recommend a good hotel there",
+            "What should I see there?",
+        ]
     )
     return Dialogue("reference", [say, *r.sample(FILLER, r.randint(0, 1)), ask], city)
 
@@ -132,7 +176,14 @@ def _across_days(r: random.Random) -> Dialogue:
     name = r.choice(PEOPLE)
     who = r.choice(["dentist", "doctor", "lawyer", "accountant"])
     say = r.choice([f"My {who} is Dr. {name}", f"My {who} is {name}", f"Remember that my {who} is {name}"])
-    ask = r.choice([f"Who is my {who}?", f"who's my {who}?", f"What is the name of my {who}?"])
+    ask = r.choice(
+        [
+            f"Who is my {who}?",
+            f"who's my {who}?",
+            f"What is the name of my {who}?",
+            f"Remind me who my {who} is",
+        ]
+    )
     return Dialogue("across_days", [say, ask], name, day_gap=r.randint(1, 20))
 
 
@@ -145,6 +196,8 @@ def _never_said(r: random.Random) -> Dialogue:
             "Where did I park my car?",
             "What's my job?",
             "Which headphones do I prefer?",
+            "What's my cat's name?",
+            "When is my flight?",
         ]
     )
     return Dialogue("never_said", [*r.sample(FILLER, r.randint(1, 3)), ask], "")
@@ -166,7 +219,7 @@ def _price(r: random.Random) -> Dialogue:
     )
 
 
-KINDS = [_stated_fact, _preference, _update, _reference, _across_days, _never_said, _price]
+KINDS = [_stated_fact, _preference, _update, _reference, _across_days, _never_said, _price, _taste_update]
 
 
 def dialogues(seed: int, count: int) -> list[Dialogue]:

@@ -144,7 +144,8 @@ def entities_in(text: str) -> list[str]:
 # --- phase 0 ---------------------------------------------------------------------------------
 
 _PREFERENCE = re.compile(
-    r"\b(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?(?:prefer|like|love|enjoy|hate|dislike|"
+    r"\b(?:i|we)\s+(?:(?:really|usually|always|now|still|actually|also|definitely)\s+)?"
+    r"(?:prefer|like|love|enjoy|hate|dislike|"
     r"avoid|can't stand|cannot stand)\b|\bmy\s+favou?rite\b|"
     r"\bi\s+(?:don't|do not)\s+(?:like|eat|want)\b|"
     r"\bi'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic)\b",

@@ -142,12 +142,18 @@ STATEMENT_LEADS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|don't forget)\s+(?:that\s+)?", re.I)
+_REMEMBER = re.compile(
+    r"^(?:(?:actually|well|oh|also|so|by the way|btw|these days|nowadays|now|update)[,:]?\s+)*"
+    r"(?:(?:please\s+)?(?:remember|note|don't forget)\s+(?:that\s+)?)?",
+    re.I,
+)
+_ADVERB = re.compile(r"^((?:i|we)\s+)(?:really|usually|always|now|still|actually|also|definitely)\s+", re.I)
+_TRAILING = re.compile(r",?\s+(?:now|these days|nowadays|anymore|instead)$", re.I)
 
 
 def statement_form(sentence: str) -> str:
     """'I live in Oslo' → 'Lives in Oslo'; other sentences unchanged (but capitalised)."""
-    text = _REMEMBER.sub("", sentence.strip().rstrip(".!;"))
+    text = _TRAILING.sub("", _ADVERB.sub(r"\1", _REMEMBER.sub("", sentence.strip().rstrip(".!;"))))
     for pattern, lead in STATEMENT_LEADS:
         if pattern.search(text):
             text = pattern.sub(lead, text, count=1)
