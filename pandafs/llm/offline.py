@@ -85,6 +85,11 @@ def _clean(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     """Readable sentences of a markdown text (headings, tables and YAML skipped)."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     in_code = False
     for line in text.splitlines():
@@ -101,7 +106,7 @@ def sentences(text: str) -> list[str]:
             cleaned = _clean(part)
             if len(cleaned) > 2:
                 out.append(cleaned)
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=65536)

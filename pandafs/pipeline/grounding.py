@@ -151,6 +151,7 @@ _ADVERB = re.compile(r"^((?:i|we)\s+)(?:really|usually|always|now|still|actually
 _TRAILING = re.compile(r",?\s+(?:now|these days|nowadays|anymore|instead)$", re.I)
 
 
+@lru_cache(maxsize=65536)
 def statement_form(sentence: str) -> str:
     """'I live in Oslo' → 'Lives in Oslo'; other sentences unchanged (but capitalised)."""
     text = _TRAILING.sub("", _ADVERB.sub(r"\1", _REMEMBER.sub("", sentence.strip().rstrip(".!;"))))
@@ -204,6 +205,7 @@ class Slot:
     arity: str  # one | head | polarity
 
 
+@lru_cache(maxsize=65536)
 def slot_of(statement: str) -> Slot | None:
     text = statement_form(statement)
     for pattern, slot, arity in _SLOT_LEADS:
@@ -327,6 +329,7 @@ _CITE = re.compile(r"\s*(?:\[\d+\]|\((?:memory|internet)[_.]\w+\))")
 _SAID = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 
+@lru_cache(maxsize=65536)
 def norm(text: str) -> str:
     plain = _SAID.sub("", _CITE.sub("", text))
     return " ".join(re.findall(r"[a-z0-9$€£]+", statement_form(plain).lower()))

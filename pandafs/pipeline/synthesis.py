@@ -88,9 +88,8 @@ def _sentences(text: str) -> list[str]:
     return sentences(text)
 
 
-def _turn_facts(n: int, doc_id: str, content: str, meta: dict[str, Any]) -> list[Fact]:
+def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, Any]) -> list[Fact]:
     """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered (§5)."""
-    sections = split_sections(content)
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
     when = _stamp(meta.get("created_at"))
@@ -110,8 +109,9 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
     except BadInput:
         return []
     meta = doc.metadata
-    if kind in _TURN_KINDS and split_sections(doc.content):
-        return _turn_facts(n, doc_id, doc.content, meta)
+    sections = split_sections(doc.content) if kind in _TURN_KINDS else {}
+    if sections:
+        return _turn_facts(n, doc_id, sections, meta)
     when = _stamp(meta.get("updated_at") or meta.get("created_at"))
     types = meta.get("content_types") or []
     if doc_id.endswith(("/preferences", "/facts")) or {"preference", "fact"} & set(types):
