@@ -21,6 +21,7 @@ from pandafs.llm.openai_compat import OpenAIChat
 from pandafs.memory import Memory, parse_entries
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.tools import tool_schemas
+from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
 from tests.support.openai_stub import OpenAIStub, StubReply
 from tests.support.pipeline_llm import offline_responder, task_of, tool_call
@@ -278,6 +279,8 @@ def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_resu
     body = json.loads(answer_inputs[0]["messages"][1]["content"])
     retrieved = [t for t in body["tool_results"] if t["tool"] == "memory_retrieve"]
     assert retrieved and SEEDED in retrieved[0]["text"]  # the retrieved text reaches §5's inputs
+    budget = Vault.open(vault.root).config.pipeline.tool_tokens
+    assert sum(count_tokens(t["text"]) for t in body["tool_results"]) <= budget  # within §4's budget
     # request bodies as vLLM, Ollama and llama.cpp server accept them
     for request in seen:
         assert request["stream"] is False and request["model"] == config.model
