@@ -164,3 +164,53 @@ def test_help_documents_transports_and_user_binding(cli) -> None:
 def test_http_refuses_a_public_host(cli, vault: Vault) -> None:
     result = cli("--root", vault.root, "mcp", "--user", "alice", "--transport", "http", "--host", "0.0.0.0")
     assert result.code == 2 and "loopback" in result.err
+
+
+def test_streamable_http_on_loopback(two_users: Vault) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [
+        "--root",
+        str(two_users.root),
+        "mcp",
+        "--user",
+        "alice",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PANDAFS_ROOT"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pandafs", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as conn:
+                if conn.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+
+        async def run() -> Any:
+            from mcp import Client
+
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                hits = await client.call_tool("search_memory", {"query": "aisle seats"})
+                return names, hits
+
+        names, hits = asyncio.run(run())
+        assert names == {"search_memory", "save_memory", "retrieve_memory", "ask"}
+        assert hits.structured_content["result"][0]["doc_id"] == "alice/preferences"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
