@@ -94,19 +94,24 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
 
     changed: list[str] = []
 
-    def rewrite(path: Path) -> None:
+    def fixed_text(path: Path) -> str | None:
+        """The file's text with its turn links fixed, or None when nothing changes."""
         try:
             data = path.read_bytes()
         except OSError:
-            return
+            return None
         if b"[[users/" not in data and b"[[archive/stubs/" not in data:
-            return
+            return None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            return
+            return None
         fixed = relink(text, where)
-        if fixed != text:
+        return fixed if fixed != text else None
+
+    def rewrite(path: Path) -> None:
+        fixed = fixed_text(path)
+        if fixed is not None:
             atomic_write(path, fixed.encode("utf-8"))
             changed.append(vault.rel(path))
 
@@ -118,9 +123,10 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
             for folder in sorted(turns.iterdir()):
                 if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
                     continue
-                with log_held(folder) as held:
-                    if held:
-                        for path in _markdown(folder):
+                stale = [path for path in _markdown(folder) if fixed_text(path) is not None]
+                if stale:  # read again under the turn's log lock: a writer may have just projected
+                    with log_held(folder) as held:
+                        for path in stale if held else ():
                             rewrite(path)
         if home.is_dir() and not home.is_symlink():
             with file_lock(home / ".memory.lock", what=f"memory of {user}"):
