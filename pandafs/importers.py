@@ -269,6 +269,9 @@ def _chatgpt_pairs(messages: list[dict[str, Any]]) -> list[_Pair]:
         if meta.get("is_visually_hidden_from_conversation"):
             continue
         text = _chatgpt_text(message)
+        content_type = (message.get("content") or {}).get("content_type")
+        if role == "user" and content_type not in (None, "text", "multimodal_text"):
+            continue  # custom instructions and other context the user did not type here
         if role == "user":
             pairs.append(_Pair(_str(message.get("id")), _iso(message.get("create_time")), text or NO_TEXT))
         elif not pairs:
@@ -280,7 +283,6 @@ def _chatgpt_pairs(messages: list[dict[str, Any]]) -> list[_Pair]:
                 pairs[-1].tools.append(name)
         elif role == "assistant":
             recipient = message.get("recipient", "all")
-            content_type = (message.get("content") or {}).get("content_type")
             if recipient not in (None, "all"):  # a call to a tool (browser, python, …)
                 pairs[-1].tools.append(str(recipient))
                 pairs[-1].tool_messages += 1
