@@ -21,7 +21,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Literal
 
-from events import atomic_write, classify
+from events import atomic_write, classify, sync_all
 from events.layout import USER_ID_RE
 
 from ..links import relink
@@ -112,7 +112,7 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
     def rewrite(path: Path) -> None:
         fixed = fixed_text(path)
         if fixed is not None:
-            atomic_write(path, fixed.encode("utf-8"))
+            atomic_write(path, fixed.encode("utf-8"), durable=False)  # one sync for the pass
             changed.append(vault.rel(path))
 
     root = vault.root
@@ -140,4 +140,6 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
         for path in _markdown(root / "observability" / "interventions"):
             if f"-{user}-" in path.name:
                 rewrite(path)
+    if changed:
+        sync_all()
     return changed
