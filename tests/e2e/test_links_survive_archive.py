@@ -112,6 +112,8 @@ def test_a_relink_cut_short_is_finished_by_the_next_run(vault: Vault) -> None:
     prefs.write_text(stale)  # as if the process died between moving the turn and relinking
     (journal / "relink.users").write_text("alice\n")
     assert broken_links(vault.root) != []
+    found = verify_vault(vault, checks=default_checks())
+    assert "archive_links_pending" in [p.kind for p in found.problems]
     assert verify_vault(vault, repair=True, checks=default_checks()).ok
     assert broken_links(vault.root) == [] and not (journal / "relink.users").exists()
     assert Path(vault.root / "archive/stubs/alice/turn_000001.md").is_file()
