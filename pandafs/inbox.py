@@ -142,6 +142,9 @@ class ClaimPlan(BaseModel):
     claimed: str
     """Its path inside the claim folder's `query/`, e.g. `alice/q.md`."""
     planned_at: datetime
+    planned_fs_ns: int | None = None
+    """The file system's clock (`time.time_ns`) when planned: folder mtimes are compared
+    with it, not with `planned_at`, which follows the (shiftable) PandaFS clock."""
     decision: Literal["answer", "reject"]
     user: str | None = None
     query_file: str | None = None
@@ -617,6 +620,7 @@ class Inbox:
             "source": source,
             "claimed": claimed,
             "planned_at": _now(),
+            "planned_fs_ns": time.time_ns(),
         }
         if isinstance(verdict, _Rejection):
             rejected = _free_name(self.dir / "rejected", name, reserved, companions=(".error.md",))
@@ -880,7 +884,8 @@ class Inbox:
         user = plan.user
         query = self._read_query(plan, query_path)
         candidates = found if isinstance(found, list) else []
-        planned_ns = int(plan.planned_at.timestamp() * 1e9) - 1_000_000_000
+        planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
+        planned_ns = planned - 1_000_000_000
         for turn, folder in candidates:
             try:
                 mtime = folder.stat().st_mtime_ns

@@ -194,9 +194,10 @@ def prune_expired(
                 )
                 engine.record_decisions([_with_reason(decision, reason)], now)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(vault.root / info.rel, target)
-            fsync_dir(target.parent)
-            fsync_dir((vault.root / info.rel).parent)
+            with vault.memory_lock(info.owner):
+                os.rename(vault.root / info.rel, target)
+                fsync_dir(target.parent)
+                fsync_dir((vault.root / info.rel).parent)
         if moves and not dry_run:
             with memory.index.batch() as batch:
                 for info, _, _ in moves:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from events import DocumentMetadata, atomic_write, parse_document, render_document, wikilink
 
-from ..vault import Vault, file_lock
+from ..vault import Vault
 
 __all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "write_memory", "slug"]
 
@@ -95,7 +95,7 @@ def append_entry(
     filename, heading, topic = KIND_FILES[kind]
     path = vault.layout.user_dir(user) / filename
     doc_id = f"{user}/{filename[:-3]}"
-    with file_lock(vault.layout.user_dir(user) / ".memory.lock", what=f"memory of {user}"):
+    with vault.memory_lock(user):
         if path.exists():
             parsed = parse_document(path.read_text(encoding="utf-8"), vault.rel(path))
             front, body = dict(parsed.frontmatter), parsed.body
@@ -154,8 +154,6 @@ def write_memory(
     name = slug(f"{doc_type} {content}")
     path = vault.layout.memories_dir(user) / f"{name}.md"
     doc_id = f"{user}/memories/{name}"
-    if path.exists():
-        return SavedDoc(doc_id, vault.rel(path), created=False)
     expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
     extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
     meta = DocumentMetadata(
@@ -175,7 +173,10 @@ def write_memory(
     body = f"# {meta.title}\n\n{content.strip()}\n"
     if source_turn:
         body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
-    atomic_write(path, render_document(meta, body))
+    with vault.memory_lock(user):
+        if path.exists():
+            return SavedDoc(doc_id, vault.rel(path), created=False)
+        atomic_write(path, render_document(meta, body))
     return SavedDoc(doc_id, vault.rel(path))
 
 
