@@ -10,15 +10,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .errors import InvalidUserId
 
 __all__ = [
     "DocRef",
     "Layout",
+    "SHAREABLE_KINDS",
     "TURN_DIR_RE",
     "candidate_paths",
     "classify",
+    "effective_scope",
     "turn_name",
     "turn_number",
     "validate_user_id",
@@ -28,6 +31,13 @@ USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
 
 # Folders under the vault root that never hold indexable documents.
+SHAREABLE_KINDS = frozenset({"research"})
+"""Documents under `users/{u}/` that may be seen by every user once their scope is
+`global`: what PandaFS inferred about the world (a turn's research.md).  Everything else
+there — what the user said or saved about themselves, their turns, their notes — stays
+theirs whatever its frontmatter claims; it reaches others only when a publisher copies
+it to `knowledge/` (`pandafs save --scope global`, recorded in observability/sharing.jsonl)."""
+
 NOT_DOCUMENTS = frozenset({"indexes", "inbox", "outbox", "observability", ".obsidian", ".trash"})
 
 
@@ -214,6 +224,24 @@ def classify(rel_path: str) -> DocRef | None:
             return DocRef(f"{user}/{name}", "archived_turn", user, name)
         return None
     return None
+
+
+def effective_scope(ref: DocRef, claimed: Any) -> Any:
+    """The scope a document really has: its frontmatter's claim where the path allows it.
+
+    Ownership comes from the path: `global` under `users/{u}/` holds only for
+    SHAREABLE_KINDS (otherwise it is that user's: `user`); a document outside `users/`
+    (knowledge/, site_knowledge/) belongs to no user, so it is `global` unless it says `new`.
+    """
+    if claimed is None:
+        return "user" if ref.user else "global"
+    if claimed not in ("new", "user", "global"):
+        return claimed  # not a scope: validation names it
+    if ref.user is None:
+        return "new" if claimed == "new" else "global"
+    if claimed == "global" and ref.kind not in SHAREABLE_KINDS:
+        return "user"
+    return claimed
 
 
 def candidate_paths(doc_id: str) -> list[str]:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from events import DocumentMetadata, classify, parse_document
 from events.errors import FrontmatterError
+from events.layout import effective_scope
 
 __all__ = [
     "DEFAULT_TYPES",
@@ -174,7 +175,7 @@ def index_doc_from_parts(
     else:
         front.setdefault("user", None)
     front.setdefault("content_types", DEFAULT_TYPES.get(ref.kind, ["note"]))
-    front.setdefault("scope", "user" if ref.user else "global")
+    front["scope"] = effective_scope(ref, front.get("scope"))
     if front.get("created_at") is None:
         front["created_at"] = datetime.fromtimestamp(mtime if mtime is not None else mtime_ns / 1e9, UTC)
     if ref.kind == "archived_turn":

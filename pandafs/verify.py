@@ -10,6 +10,10 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   unreadable   a file that cannot be parsed at all
   index_stale  the search index misses a document or holds one that is gone
                (`--repair` reconciles it)
+  scope_claim  `scope: global` on a user's document that cannot be shared (it stays theirs)
+  id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
+  interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
+               inbox turns are `watch`'s to resume)
   archive_*    cold storage (stubs, Parquet rows, checksums): see
                `pandafs.archive.check_archive` for each kind
   The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
@@ -20,12 +24,23 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from events import check_chain, parse_event, project_turn, read_log, repair_torn_tail
+from events import (
+    check_chain,
+    classify,
+    parse_document,
+    parse_event,
+    project_turn,
+    read_log,
+    repair_torn_tail,
+)
 from events.errors import EventsError
+from events.layout import effective_scope
 from events.schema import TornTailRepaired
 from indexers.sync import scan_documents
 
@@ -41,6 +56,8 @@ class Problem:
     path: str
     kind: str
     message: str
+    repaired: bool = False
+    """Set by a checker that fixed it under `--repair`: listed as a repair, not a problem."""
 
     def as_json(self) -> dict[str, str]:
         return {"path": self.path, "kind": self.kind, "message": self.message}
@@ -162,11 +179,58 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     ]
 
 
+def check_claims(vault: Vault, repair: bool) -> list[Problem]:
+    """Frontmatter that claims what only the path decides: `scope: global` on a document
+    of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
+    `id:` other than the path's (ignored: ids come from paths).  Turn folders are written
+    by PandaFS and checked against their events instead; `--repair` changes nothing here,
+    since the file is the person's to edit."""
+    problems: list[Problem] = []
+    roots = [vault.layout.knowledge]
+    users = vault.root / "users"
+    if users.is_dir():
+        roots += [e for e in sorted(users.iterdir()) if e.is_dir() and not e.is_symlink()]
+    for top in roots:
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if d != "turns" and not d.startswith("."))
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                rel = vault.rel(path) if not path.is_symlink() else None
+                ref = classify(rel) if rel else None
+                if ref is None:
+                    continue
+                try:
+                    front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+                except (OSError, UnicodeDecodeError, EventsError):
+                    continue  # unreadable files are named by the index check
+                claimed = front.get("scope")
+                if claimed == "global" and effective_scope(ref, claimed) != "global":
+                    problems.append(
+                        Problem(
+                            rel,
+                            "scope_claim",
+                            "says `scope: global`, but what a user keeps under users/ stays theirs "
+                            "(searched as theirs); publish it with `pandafs save --scope global`",
+                        )
+                    )
+                if front.get("id") not in (None, ref.doc_id):
+                    problems.append(
+                        Problem(
+                            rel,
+                            "id_claim",
+                            f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from "
+                            "paths: rename the file to change it)",
+                        )
+                    )
+    return problems
+
+
 def default_checks() -> list[Checker]:
     from .archive import check_archive  # it imports this module: load it lazily
     from .learning import check_learning
+    from .pipeline.recovery import check_interrupted
 
-    return [check_archive, check_learning, check_index]
+    return [check_archive, check_learning, check_interrupted, check_index, check_claims]
 
 
 def verify_vault(
@@ -184,5 +248,6 @@ def verify_vault(
         if progress is not None:
             progress(1)
     for checker in checks:
-        report.problems.extend(checker(vault, repair))
+        for problem in checker(vault, repair):
+            (report.repaired if problem.repaired else report.problems).append(problem)
     return report

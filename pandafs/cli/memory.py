@@ -11,11 +11,12 @@ import orjson
 from pydantic import Field, ValidationError
 
 from events.clock import utcnow
+from events.documents import CONTENT_TYPES
 from events.errors import EventsError
 
-from ..errors import PandaError
+from ..errors import PandaError, ProblemFound
 from ..memory import SCOPES, Memory, SearchArgs
-from ..output import emit, json_option, lazy_progress
+from ..output import echo_err, emit, json_option, lazy_progress
 from ..rebuild import rebuild_all
 from .base import App, cli, now_option, pass_app, user_option
 
@@ -29,7 +30,9 @@ class BatchQuery(SearchArgs):
     limit: int = Field(10, ge=1, le=1000)
 
 
-def _batch_search(memory: Memory, source: Path) -> None:
+def _batch_search(memory: Memory, source: Path) -> int:
+    """Answer each line in order; the number of lines that failed."""
+    failed = 0
     with source.open("rb") as handle:
         for raw in handle:
             if not raw.strip():
@@ -44,7 +47,9 @@ def _batch_search(memory: Memory, source: Path) -> None:
                 out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
             except (PandaError, EventsError) as exc:
                 out = {"error": str(exc)}
+            failed += isinstance(out, dict)
             click.echo(orjson.dumps(out).decode())
+    return failed
 
 
 @cli.command()
@@ -82,8 +87,12 @@ def search(
     """Unified search over every document (natural language or keywords)."""
     memory = app.memory()
     if batch is not None:
-        _batch_search(memory, batch)
+        failed = _batch_search(memory, batch)
+        if failed:
+            raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return
+    for unknown in sorted(set(types) - set(CONTENT_TYPES)):
+        echo_err(f"warning: {unknown!r} is not a content type PandaFS writes ({', '.join(CONTENT_TYPES)})")
     hits = memory.search(
         query,
         user=user,
@@ -138,7 +147,8 @@ def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> 
     type=click.Choice(SCOPES),
     default="new",
     show_default=True,
-    help="new memories expire after their TTL unless promoted.",
+    help="new memories expire after their TTL unless promoted; global publishes to every "
+    "user (only [memory] publishers may).",
 )
 @click.option(
     "--ttl-hours",

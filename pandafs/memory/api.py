@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from events import candidate_paths, classify, parse_document, validate_user_id
 from events.clock import utcnow
+from events.documents import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
@@ -24,7 +25,7 @@ from indexers.sync import SyncReport, index_paths, rebuild, reconcile, upsert_pa
 
 from ..errors import BadInput
 from ..vault import Vault
-from .store import SavedDoc, append_entry, write_memory
+from .store import SavedDoc, append_entry, publish, write_memory
 
 __all__ = ["Memory", "Retrieved", "SCOPES", "SearchArgs"]
 
@@ -151,15 +152,32 @@ class Memory:
         now: datetime | None = None,
         index: bool = True,
     ) -> SavedDoc:
-        """Write a memory document and index it.  Preferences and facts go to their lists."""
+        """Write a memory document and index it.  Preferences and facts go to their lists;
+        `scope="global"` publishes to every user, if `user` is one of `[memory] publishers`."""
         validate_user_id(user)
         if not content.strip():
             raise BadInput("nothing to save: content is empty")
         if scope not in SCOPES:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
+        if doc_type not in SAVE_TYPES:
+            raise BadInput(f"unknown type {doc_type!r} (use one of {', '.join(SAVE_TYPES)})")
+        if not TOPIC_RE.fullmatch(topic):
+            raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
         now = now or utcnow()
         words = [k.strip() for k in keywords if k.strip()]
-        if doc_type in ("preference", "fact"):
+        if scope == "global":
+            self._check_publisher(user, doc_type)
+            saved = publish(
+                self.vault,
+                user,
+                content,
+                doc_type=doc_type,
+                topic=topic,
+                keywords=words,
+                title=title,
+                now=now,
+            )
+        elif doc_type in ("preference", "fact"):
             saved = append_entry(
                 self.vault,
                 user,
@@ -188,6 +206,18 @@ class Memory:
         if index:
             self.index_paths([saved.doc_path])
         return saved
+
+    def _check_publisher(self, user: str, doc_type: str) -> None:
+        """Publishing is for the people the vault's config names, and never a user's lists."""
+        if doc_type in ("preference", "fact"):
+            raise BadInput(f"a {doc_type} is about its user: it cannot be published to every user")
+        publishers = self.vault.config.memory.publishers
+        if user not in publishers:
+            allowed = ", ".join(publishers) or "nobody"
+            raise BadInput(
+                f"{user} may not publish to every user: only [memory] publishers in pandafs.toml "
+                f"may (now: {allowed})"
+            )
 
     # --- retrieve ---------------------------------------------------------------------
 
@@ -287,6 +317,11 @@ class Memory:
     ) -> SyncReport:
         if user is not None:
             validate_user_id(user)
+            if (
+                not self.vault.layout.user_dir(user).is_dir()
+                and not (self.vault.layout.archive / "stubs" / user).is_dir()
+            ):
+                raise BadInput(f"no user {user!r} in {self.vault.root}")
         cfg = self.vault.config.index
         return rebuild(
             self.index,
