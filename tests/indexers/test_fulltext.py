@@ -214,7 +214,8 @@ def test_bad_files_are_skipped_with_reasons(vault: Vault, memory: Memory) -> Non
     write_doc(vault, "users/alice/memories/good.md", "A fine note about tulips.")
     broken = vault.root / "users/alice/memories/broken.md"
     broken.write_text("---\nid: x\nkeywords: [a, b\n---\nbody about tulips\n")
-    (vault.root / "users/alice/memories/binary.md").write_bytes(b"\x00\x01tulips" * 10)
+    # a PNG renamed .md: not UTF-8 (a NUL in UTF-8 text is not binary: see test_documents)
+    (vault.root / "users/alice/memories/binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00tulips" * 10)
     big = vault.root / "knowledge/huge.md"
     big.write_bytes(b"tulips " * 800_000)
     before = broken.read_bytes()
