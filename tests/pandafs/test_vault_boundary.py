@@ -230,3 +230,30 @@ def test_denied_retrieves_of_an_archived_turn_change_nothing(vault: Vault, tmp_p
     assert (expansions.read_bytes() if expansions.exists() else b"") == before
     assert stub.exists() and not vault.layout.turn_dir("bob", "turn_000001").exists()
     assert memory.retrieve("bob/turn_000001", user="bob", now=NOW).archived  # bob's own: expands
+
+
+def test_a_linked_turn_folder_never_reaches_the_tiers(vault: Vault, cli) -> None:  # noqa: ANN001
+    bob = cli("--root", vault.root, "ask", "my locker code is purplemoose 7781", "--user", "bob", "--json")
+    assert bob.code == 0, bob.err
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    bob_turn = (vault.root / bob.json["context_path"]).parent
+    (vault.layout.turns_dir("alice") / "turn_000002").symlink_to(bob_turn, target_is_directory=True)
+    got = cli("--root", vault.root, "ask", "what did I tell you before?", "--user", "alice", "--json")
+    assert got.code == 0, got.err
+    context = (vault.root / got.json["context_path"]).read_text()
+    assert "purplemoose" not in got.json["answer"] and "purplemoose" not in context
+    problems = cli("--root", vault.root, "verify", "--json").json["problems"]
+    assert {"path": "users/alice/turns/turn_000002", "kind": "symlink"} in [
+        {"path": p["path"], "kind": p["kind"]} for p in problems
+    ]
+
+
+def test_save_into_a_linked_preferences_file_is_refused(vault: Vault, cli) -> None:  # noqa: ANN001
+    cli("--root", vault.root, "save", "my pin hint is purplemoose", "--user", "bob", "--type", "fact")
+    bob_facts = vault.layout.facts("bob")
+    before = bob_facts.read_bytes()
+    vault.layout.user_dir("alice").mkdir(parents=True, exist_ok=True)
+    vault.layout.preferences("alice").symlink_to(bob_facts)
+    got = cli("--root", vault.root, "save", "I like tea", "--user", "alice", "--type", "preference")
+    assert got.code == 2 and "symbolic link" in got.err and "Traceback" not in got.err
+    assert vault.layout.preferences("alice").is_symlink() and bob_facts.read_bytes() == before
