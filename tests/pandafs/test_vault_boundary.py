@@ -91,6 +91,18 @@ def test_incremental_indexing_and_reconcile_skip_symlinks(vault: Vault, two_user
     assert memory.search("purplemoose", user="alice", now=NOW) == []
 
 
+def test_the_watchers_folder_rescan_does_not_enter_a_linked_folder(vault: Vault, two_users) -> None:  # noqa: ANN001
+    from pandafs.watch import reconcile_dirs
+
+    _plant_links(vault, two_users)
+    memory = Memory(vault)
+    assert reconcile_dirs(memory, ["users/alice/memories/linked"]).indexed == 0  # a folder event on the link
+    assert memory.search("giraffe", user="alice", now=NOW) == []
+    reconcile_dirs(memory, ["users/alice/memories", "knowledge"])
+    assert memory.search("root", user="alice", now=NOW) == []
+    assert memory.search("zebra", user="alice", now=NOW) == []
+
+
 def test_a_document_swapped_for_a_symlink_leaves_the_index(vault: Vault, two_users) -> None:  # noqa: ANN001
     memory = Memory(vault)
     note = vault.layout.memories_dir("alice") / "note.md"
