@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import InvalidUserId
+from .errors import InvalidUserId, NotInVault
 from .fsio import is_real_dir
 
 __all__ = [
@@ -154,8 +154,13 @@ class Layout:
         return found
 
     def relative(self, path: Path) -> str:
-        """Vault-relative POSIX path (the form used in JSON output and the index)."""
-        return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        """Vault-relative POSIX path (the form used in JSON output and the index).
+
+        A path that resolves outside the vault (through a symlink) raises `NotInVault`."""
+        try:
+            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        except ValueError:
+            raise NotInVault(str(path), "resolves outside the vault") from None
 
 
 @dataclass(frozen=True)
