@@ -313,7 +313,8 @@ def test_a_skipped_file_is_remembered_until_it_changes(vault: Vault, memory: Mem
     broken.parent.mkdir(parents=True)
     broken.write_text("---\nid: x\nkeywords: [a, b\n---\nbody about tulips\n")
     assert [s.path for s in memory.rebuild().skipped] == ["users/alice/memories/broken.md"]
-    assert check_index(vault, False) == []  # not reported as stale forever
+    named = [(p.path, p.kind) for p in check_index(vault, False)]
+    assert named == [("users/alice/memories/broken.md", "skipped")]  # named with its reason, not "stale"
     assert memory.reconcile().skipped == []  # an unchanged broken file is not re-read
     broken.write_text("---\nid: x\nkeywords: [a, b]\n---\nbody about tulips\n")
     assert memory.reconcile().indexed == 1
