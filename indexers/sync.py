@@ -71,10 +71,11 @@ def scan_documents(
     """Every document path (vault-relative) with its (mtime_ns, size).
 
     Symbolic links are never documents and linked folders are never entered; each one
-    met (file or folder, pointing anywhere) goes to `refused` with its reason.
+    met (any file or folder, pointing anywhere) goes to `refused` with its reason.
+    `os.scandir` tells links and folders apart from the directory listing itself, so
+    only documents cost a stat.
     """
     found: dict[str, tuple[int, int]] = {}
-    start = root / under if under else root
     if under:
         parts = under.split("/")
         if any(p in ("", ".", "..") for p in parts):
@@ -85,35 +86,39 @@ def scan_documents(
                 if refused is not None:
                     refused.append(Skipped("/".join(parts[:depth]), _LINK_REASON, refused=True))
                 return found
-    if not is_real_dir(start):
-        return found
-    base = str(root)
-    cut = len(base) + 1
-    for dirpath, dirnames, filenames in os.walk(start):
-        rel_dir = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
-        if not rel_dir:
-            dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith(".")]
-        else:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        linked = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        if linked:
-            dirnames[:] = [d for d in dirnames if d not in linked]  # os.walk would not enter them either
-            if refused is not None:
-                refused.extend(Skipped(rel_dir + d, _LINK_REASON, refused=True) for d in linked)
-        for name in filenames:
-            if not name.endswith(".md") or name.startswith("."):
+        if not is_real_dir(root.joinpath(*parts)):
+            return found
+        stack = [(os.path.join(root, *parts), under + "/")]
+    else:
+        stack = [(os.fspath(root), "")]
+    while stack:
+        folder, rel_dir = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or (not rel_dir and name in SKIP_TOP):
                 continue
             rel = rel_dir + name
-            if classify(rel) is None:
+            if entry.is_symlink():
+                if refused is not None:
+                    refused.append(Skipped(rel, _LINK_REASON, refused=True))
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, rel + "/"))
+                continue
+            if not name.endswith(".md") or classify(rel) is None:
                 continue
             try:
-                st = os.lstat(os.path.join(dirpath, name))
+                st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 if refused is not None:
-                    why = _LINK_REASON if stat.S_ISLNK(st.st_mode) else "is not a regular file"
-                    refused.append(Skipped(rel, why, refused=True))
+                    refused.append(Skipped(rel, "is not a regular file", refused=True))
                 continue
             found[rel] = (st.st_mtime_ns, st.st_size)
     return found

@@ -269,3 +269,18 @@ def test_save_into_a_linked_preferences_file_is_refused(vault: Vault, cli) -> No
     got = cli("--root", vault.root, "save", "I like tea", "--user", "alice", "--type", "preference")
     assert got.code == 2 and "symbolic link" in got.err and "Traceback" not in got.err
     assert vault.layout.preferences("alice").is_symlink() and bob_facts.read_bytes() == before
+
+
+def test_verify_names_a_link_inside_a_turn_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    source = tmp_path / "t.jsonl"
+    source.write_bytes(
+        orjson.dumps({"user": "bob", "timestamp": "2026-01-01T00:00:00Z", "query": "q", "response": "a"})
+    )
+    assert cli("--root", vault.root, "import-turns", source).code == 0
+    assert cli("--root", vault.root, "verify").code == 0
+    (vault.layout.turn_dir("bob", "turn_000001") / "toolresults.md").symlink_to("/etc/passwd")
+    got = cli("--root", vault.root, "verify", "--json")
+    assert got.code == 1
+    assert [(p["path"], p["kind"]) for p in got.json["problems"]] == [
+        ("users/bob/turns/turn_000001/toolresults.md", "symlink")
+    ]
