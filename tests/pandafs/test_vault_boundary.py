@@ -284,3 +284,15 @@ def test_verify_names_a_link_inside_a_turn_folder(vault: Vault, tmp_path: Path, 
     assert [(p["path"], p["kind"]) for p in got.json["problems"]] == [
         ("users/bob/turns/turn_000001/toolresults.md", "symlink")
     ]
+
+
+def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nscope: new\nexpires_at: 2026-01-01T00:00:00Z\n---\nan outside note\n")
+    before = outside.read_bytes()
+    memories = vault.layout.memories_dir("alice")
+    memories.mkdir(parents=True)
+    (memories / "out.md").symlink_to(outside)
+    got = cli("--root", vault.root, "prune", "--expired", "--now", NOW.isoformat(), "--json")
+    assert got.code == 0 and "Traceback" not in got.err, got.err
+    assert (memories / "out.md").is_symlink() and outside.read_bytes() == before
