@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import InvalidUserId
+from .errors import InvalidUserId, NotInVault
+from .fsio import is_real_dir
 
 __all__ = [
     "DocRef",
@@ -130,17 +131,19 @@ class Layout:
         return self.archive / "stubs" / validate_user_id(user) / f"{turn}.md"
 
     def users(self) -> list[str]:
-        """Every valid user folder, sorted.  Folders with invalid names are ignored."""
-        if not self.users_dir.is_dir():
+        """Every valid user folder, sorted.  Folders with invalid names, and symlinks, are ignored."""
+        if not is_real_dir(self.users_dir):
             return []
-        return sorted(p.name for p in self.users_dir.iterdir() if p.is_dir() and USER_ID_RE.fullmatch(p.name))
+        return sorted(
+            p.name for p in self.users_dir.iterdir() if USER_ID_RE.fullmatch(p.name) and is_real_dir(p)
+        )
 
     def turn_dirs(self, user: str) -> list[Path]:
-        """Live turn folders of `user`, oldest first."""
+        """Live turn folders of `user`, oldest first (symlinked folders are not turns)."""
         turns = self.turns_dir(user)
-        if not turns.is_dir():
+        if not is_real_dir(turns):
             return []
-        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and p.is_dir()]
+        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and is_real_dir(p)]
         return sorted(found, key=lambda p: turn_number(p.name))
 
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
@@ -154,15 +157,20 @@ class Layout:
         number = turn_number(before) - 1
         while number > 0 and len(found) < count and probe > 0:
             path = turns / turn_name(number)
-            if path.is_dir():
+            if is_real_dir(path):
                 found.append(path)
             number -= 1
             probe -= 1
         return found
 
     def relative(self, path: Path) -> str:
-        """Vault-relative POSIX path (the form used in JSON output and the index)."""
-        return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        """Vault-relative POSIX path (the form used in JSON output and the index).
+
+        A path that resolves outside the vault (through a symlink) raises `NotInVault`."""
+        try:
+            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        except ValueError:
+            raise NotInVault(str(path), "resolves outside the vault") from None
 
 
 @dataclass(frozen=True)

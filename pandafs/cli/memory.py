@@ -120,12 +120,17 @@ def search(
 
 @cli.command()
 @click.argument("id_or_path")
+@user_option(help="Retrieve as this user: their documents and global ones only.")
 @now_option("Count an archived turn's expansion at this time (UTC if naive).")
 @json_option
 @pass_app
-def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> None:
-    """Print one document by id (alice/turn_000001) or vault-relative path."""
-    doc = app.memory().retrieve(id_or_path, now=now or utcnow())
+def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, as_json: bool) -> None:
+    """Print one document by id (alice/turn_000001) or vault-relative path.
+
+    Without --user this is the vault owner's view (any user's document); with it,
+    another user's document is refused like a missing one and nothing is counted.
+    """
+    doc = app.memory().retrieve(id_or_path, user=user, now=now or utcnow())
     emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
 
 

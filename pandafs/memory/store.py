@@ -23,8 +23,18 @@ from pathlib import Path
 
 import orjson
 
-from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document, wikilink
+from events import (
+    DocumentMetadata,
+    NotInVault,
+    atomic_write,
+    format_ts,
+    parse_document,
+    read_vault_file,
+    render_document,
+    wikilink,
+)
 
+from ..errors import BadInput
 from ..vault import Vault
 
 __all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "publish", "write_memory", "slug"]
@@ -101,8 +111,13 @@ def append_entry(
     path = vault.layout.user_dir(user) / filename
     doc_id = f"{user}/{filename[:-3]}"
     with vault.memory_lock(user):
-        if path.exists():
-            parsed = parse_document(path.read_text(encoding="utf-8"), vault.rel(path))
+        if path.exists() or path.is_symlink():
+            rel = f"users/{user}/{filename}"
+            try:  # a link (to another user's file, or out of the vault) is never read or merged
+                data, _ = read_vault_file(vault.root, rel)
+            except NotInVault as exc:
+                raise BadInput(f"cannot save to {exc}") from None
+            parsed = parse_document(data.decode("utf-8"), rel)
             front, body = dict(parsed.frontmatter), parsed.body
         else:
             meta = DocumentMetadata(

@@ -302,7 +302,12 @@ class Pipeline:
         project(ref, view, durable=False, files=files)
         context = ref.path / "context.md"
         doc = index_doc_from_parts(
-            self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
+            self.vault.rel(context),
+            files["context.md"],
+            front,
+            body,
+            os.stat(context).st_mtime_ns,
+            max_bytes=self.vault.config.index.max_file_bytes,
         )
         paths = [c.doc_path for c in view.committed]
         paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())
