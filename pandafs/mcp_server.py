@@ -3,11 +3,12 @@
 Built on the official Python SDK's high-level server (`mcp.server.mcpserver.MCPServer`,
 mcp 2.x).  The server is bound to ONE user, given when it starts: no tool takes a
 user argument (an unknown argument is refused, not ignored), every search runs as that
-user, every save writes under `users/{user}/`, and `retrieve_memory` / resource reads
-accept only the user's own documents (`users/{user}/…`, `archive/stubs/{user}/…`)
-and global ones (`knowledge/`, `site_knowledge/`).  Ownership comes from the path,
-never from a file's frontmatter; a path with a symlink anywhere below the vault root
-is refused, as is anything outside it.
+user, every save writes under `users/{user}/`, `retrieve_memory` is
+`Memory.retrieve(…, user=)` (what that user may see, as in search: their own documents
+and global ones), and resource reads accept only the user's own documents
+(`users/{user}/…`, `archive/stubs/{user}/…`) and the global areas (`knowledge/`,
+`site_knowledge/`).  Ownership comes from the path, never from a file's frontmatter; a
+path with a symlink anywhere below the vault root is refused, as is anything outside it.
 
 Tools (names and argument spellings follow the memory servers people already use —
 `search_memory` / `save_memory` / `retrieve_memory` as in mem0's and
@@ -197,15 +198,7 @@ def build_server(vault: Vault, user: str) -> Any:
     ) -> dict[str, Any]:
         """One document in full; an archived turn is expanded from the archive."""
 
-        def run() -> dict[str, Any]:
-            try:  # not vault.rel(): it resolves symlinks, and a symlink must be refused, not followed
-                rel = PurePosixPath(memory.resolve(identifier).relative_to(vault.root)).as_posix()
-            except (BadInput, ValueError):
-                raise BadInput(f"no document {identifier!r} visible to user {user!r}") from None
-            visible_path(vault, user, rel)
-            return memory.retrieve(rel).as_json()
-
-        return guarded(run)
+        return guarded(lambda: memory.retrieve(identifier, user=user).as_json())
 
     @server.tool(
         annotations=ToolAnnotations(

@@ -5,7 +5,7 @@ After turns move, every markdown file PandaFS writes for their users is passed t
 folder's markdown), their outbox answers, their archive stubs and the intervention
 notes about them.  Only turn links change; everything else in a file is left byte for
 byte.  Files of a turn whose writer holds its log are skipped (the next pass fixes
-them), memory documents are rewritten under the user's memory lock, and every write is
+them), memory documents are rewritten under the user's memory lock (`Vault.memory_lock`), and every write is
 atomic.
 
 Crash safety: before any turn moves, the users are recorded in
@@ -26,7 +26,7 @@ from events.layout import USER_ID_RE
 
 from ..links import relink
 from ..memory import Memory
-from ..vault import Vault, file_lock
+from ..vault import Vault
 from ._common import TurnKey, journal_dir, log_held, reindex, stub_file, turn_folder
 
 RELINK_FILE = "relink.users"
@@ -129,7 +129,7 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
                         for path in stale if held else ():
                             rewrite(path)
         if home.is_dir() and not home.is_symlink():
-            with file_lock(home / ".memory.lock", what=f"memory of {user}"):
+            with vault.memory_lock(user):
                 for path in _markdown(home):
                     if turns not in path.parents:
                         rewrite(path)
