@@ -18,7 +18,7 @@ from indexers.errors import IndexingError
 
 from ..errors import PandaError, exit_code_for
 from ..output import echo_err
-from . import archive, learning, memory, records, turns, watch  # noqa: F401  (registers the commands)
+from . import archive, imports, learning, mcp, memory, records, turns, watch  # noqa: F401  (registers them)
 from .base import cli
 
 __all__ = ["cli", "main"]

@@ -289,7 +289,7 @@ def test_once_rejects_bad_files_with_an_explanation(vault: Vault) -> None:
     rejected = {r["source"]: r for r in data["inbox"]["rejected"]}
     assert set(rejected) == set(bad)
     for rel, (raw, reason, says) in bad.items():
-        name = Path(rel).name
+        name = Path(rel).name + (".rejected" if rel.endswith(".md") else "")
         assert rejected[rel]["reason"] == reason
         assert rejected[rel]["error_file"] == f"inbox/rejected/{name}.error.md"
         assert (root / "inbox" / "rejected" / name).read_bytes() == raw
