@@ -612,7 +612,6 @@ def _rebuild_vault(runner: Runner, root: Path, work: Path, odd_queries: bool) ->
     source = work / "rebuild.jsonl"
     write_jsonl(source, rows)
     runner.run("--root", root, "import-turns", source, "--json")
-    runner.run("--root", root, "save", "likes rebuild tea with lemon", "--user", "alice", "--type", "fact")
     words = ["gardens", "laptops", "tea", "hamsters", "cages", "routers", "oddnul", "oddbig", "rebuild"]
     queries = [{"query": w, "user": u, "limit": 10} for w in words for u in ("alice", "bob")]
     queries += [{"query": f"rb{i}x", "user": ("alice", "bob")[i % 2], "limit": 3} for i in range(0, 300, 15)]
@@ -637,6 +636,7 @@ def campaign_rebuild(work: Path, trials: int, rng: random.Random, odd_queries: b
     if runner.run("--root", root, "rebuild", "--json").code != 0:
         tally.add("wrong_exit", "clean rebuild failed")
     clean = _ids(batch_search(runner, root, queries, "clean"))
+    tally.trials += 1  # the index import built against a clean rebuild
     for query, a, b in zip(queries, imported, clean, strict=True):
         if a != b:
             tally.add(
@@ -648,8 +648,8 @@ def campaign_rebuild(work: Path, trials: int, rng: random.Random, odd_queries: b
     def index_files() -> int:
         return sum(len(f) for _, _, f in os.walk(root / "indexes"))
 
-    attempts = 0
-    while tally.trials < trials and attempts < trials * 4:
+    attempts = kills = 0
+    while kills < trials and attempts < trials * 4:
         attempts += 1
         start = index_files()
         killed, done = runner.kill_during(
@@ -664,18 +664,19 @@ def campaign_rebuild(work: Path, trials: int, rng: random.Random, odd_queries: b
             if done.code != 0:
                 tally.add("wrong_exit", f"{done.line()} exit {done.code}")
             continue
+        kills += 1
         tally.trials += 1
         after_kill = _ids(batch_search(runner, root, queries, "after-kill"))
         if after_kill != clean:
-            tally.add("corrupted", f"trial {tally.trials}: search right after a killed rebuild differs")
-        if tally.trials % 5 and tally.trials < trials:
+            tally.add("corrupted", f"kill {kills}: search right after a killed rebuild differs")
+        if kills % 5 and kills < trials:
             continue  # the next kill hits a vault whose last rebuild died too
         done = runner.run("--root", root, "rebuild", "--json")
         if done.code != 0:
             tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[-200:]}")
         rerun = _ids(batch_search(runner, root, queries, "rerun"))
         if rerun != clean:
-            tally.add("corrupted", f"trial {tally.trials}: search after re-running rebuild differs")
+            tally.add("corrupted", f"kill {kills}: search after re-running rebuild differs")
     return tally
 
 
@@ -828,7 +829,7 @@ def _names(report: dict[str, Any], path: str) -> bool:
     return False
 
 
-def campaign_tamper(work: Path, trials: int, rng: random.Random) -> Tally:
+def campaign_tamper(work: Path, trials: int, rng: random.Random, only: tuple[str, ...] = ()) -> Tally:
     """Each tampering (the first `trials` of six) in a fresh copy of one vault: `verify`
     exits 1 and names the path; `verify --repair` lists what it repaired and is never ok
     while naming nothing about a document that is not in the index."""
@@ -841,7 +842,10 @@ def campaign_tamper(work: Path, trials: int, rng: random.Random) -> Tally:
     code, report = verify(runner, base)
     if code != 0:
         tally.add("wrong_exit", f"untampered vault: verify exit {code}: {problem_kinds(report)}")
-    for name, rel, _ in _tamper_cases(base)[: max(1, trials)]:
+    cases = (
+        [c for c in _tamper_cases(base) if c[0] in only] if only else _tamper_cases(base)[: max(1, trials)]
+    )
+    for name, rel, _ in cases:
         root = work / f"case-{name.replace(' ', '-')}"
         shutil.copytree(base, root, symlinks=True)
         next(fn for case, _, fn in _tamper_cases(root) if case == name)()
@@ -1012,7 +1016,9 @@ for doc_type, scope in (("memory", "new"), ("memory", "user"), ("fact", "user"),
 """
 
 
-def _isolation_vault(runner: Runner, tally: Tally, root: Path, work: Path) -> dict[Path, Path]:
+def _isolation_vault(
+    runner: Runner, tally: Tally, root: Path, work: Path, symlinks: bool
+) -> dict[Path, Path]:
     """Bob's secrets every way there is to hold them; the symlinks planted for alice."""
     init_vault(runner, root)
     runner.run(BOB_SAVES, root, f"{SECRET} is my bank pin hint", python=True)
@@ -1052,15 +1058,19 @@ def _isolation_vault(runner: Runner, tally: Tally, root: Path, work: Path) -> di
         root / "knowledge" / "outside.md": outside,
         root / "knowledge" / "passwd.md": Path("/etc/passwd"),
     }
+    if not symlinks:
+        links = {}
     for link, target in links.items():
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(target)
-    runner.run("--root", root, "rebuild", "--json")
+    runner.run("--root", root, "rebuild", "--json")  # the hand-written files and links, indexed
     runner.run(BOB_ASKS, root, "12", python=True)  # bob's memories used and validated: promotable
     return links
 
 
-def campaign_isolation(work: Path, trials: int, rng: random.Random) -> Tally:
+def campaign_isolation(
+    work: Path, trials: int, rng: random.Random, symlinks: bool = True, retrieve: bool = True
+) -> Tally:
     """Bob's secrets (saved with every scope, a hand-written `scope: global` file, a file
     without `user:`), symlinks into bob's memories, to /etc/passwd and out of the vault:
     alice sees none of them through search, retrieve, ask, the tool API or the inbox,
@@ -1068,11 +1078,13 @@ def campaign_isolation(work: Path, trials: int, rng: random.Random) -> Tally:
     tally = Tally()
     runner = Runner(tally, work)
     root = work / "vault"
-    links = _isolation_vault(runner, tally, root, work)
+    links = _isolation_vault(runner, tally, root, work, symlinks)
     full = trials >= 2
     bob_ids = ["bob/memories/claimed-global", "bob/memories/no-owner", "bob/facts", "bob/preferences"]
     alice_paths = [link.relative_to(root).as_posix() for link in links]
-    targets = bob_ids + alice_paths if full else [bob_ids[1], alice_paths[1]]
+    targets = bob_ids + alice_paths if full else [bob_ids[1], *alice_paths[1:2]]
+    if not retrieve:  # the doors but retrieve (CLI and tool)
+        targets, bob_ids, alice_paths = [], [], []
     searches = ["purplemoose", "bank pin hint", "zebracrypt", "root", "passwd", "nologin bin bash"]
     user_opt: list[str] = ["--user", "alice"]
 
