@@ -187,6 +187,8 @@ class SearchRequest:
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     snippets: bool = True  # reading each hit's file for a snippet is half the cost of a search
+    after: datetime | None = None  # created at or after
+    before: datetime | None = None  # created strictly before
 
 
 @dataclass(frozen=True)
@@ -591,6 +593,10 @@ class FullTextIndex:
             )
         if not req.include_expired:
             filters.append(Query.range_query(schema, "expires", FieldType.Integer, _epoch(now) + 1, None))
+        if req.after is not None or req.before is not None:
+            lo = _epoch(req.after) if req.after is not None else None
+            hi = _epoch(req.before) - 1 if req.before is not None else None
+            filters.append(Query.range_query(schema, "created", FieldType.Integer, lo, hi))
         return filters
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
