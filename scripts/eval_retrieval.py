@@ -472,6 +472,8 @@ def run_pandafs(
     started = time.perf_counter()
     done = _run([*pandafs, "search", "--batch", str(batch), "--json"], "search --batch")
     search_seconds = time.perf_counter() - started
+    if done.returncode != 0 and not done.stdout.strip():
+        raise StepFailed(f"search --batch failed: {done.stderr.strip()[:300]}")
     hit_lists = _parse_batch(done.stdout, len(dataset.questions))
     info = {
         "turns": len(dataset.lines),
