@@ -148,6 +148,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_integer_field("expires", fast=True, indexed=True)
     sb.add_integer_field("day", fast=True, indexed=True)
     sb.add_unsigned_field("episode", fast=True, indexed=True)
+    sb.add_unsigned_field("unit", fast=True, indexed=False)
     sb.add_unsigned_field("owner_h", fast=True, indexed=False)
     sb.add_unsigned_field("topic_h", fast=True, indexed=False)
     sb.add_unsigned_field("topic_ph", fast=True, indexed=False)
@@ -185,7 +186,11 @@ class Ranking:
 
     def lexicon(self) -> Lexicon:
         """Which lexical resources of `indexers.query` the query planner uses."""
-        return Lexicon(stop_words=self.stop_words, framing=self.framing, word_forms=self.word_forms)
+        return Lexicon(
+            stop_words=self.stop_words,
+            framing=self.framing,
+            word_forms=self.word_forms,
+        )
 
     def field_boosts(self) -> dict[str, float]:
         boosts = {"title": self.title_boost, "keywords": self.keywords_boost, "body": 1.0}
@@ -263,7 +268,10 @@ def _to_document(doc: IndexDoc) -> tantivy.Document:
     d.add_integer("expires", NEVER if doc.expires_at is None else _epoch(doc.expires_at))
     d.add_integer("day", created // 86400 if doc.is_turn else -1)
     session = doc.session if doc.is_turn else None
-    d.add_unsigned("episode", _h64(f"{doc.user}\x00{session}") if session else 0)
+    episode = _h64(f"{doc.user}\x00{session}") if session else 0
+    d.add_unsigned("episode", episode)
+    # what `spread` counts: conversations (the session, else the calendar day)
+    d.add_unsigned("unit", episode or (_h64(f"{doc.user}\x00{created // 86400}") if doc.is_turn else 0))
     d.add_unsigned("owner_h", _h64(doc.user or GLOBAL_OWNER))
     d.add_unsigned("topic_h", _h64(doc.primary_topic))
     d.add_unsigned("topic_ph", _h64(_parent(doc.primary_topic)))
@@ -560,11 +568,11 @@ class FullTextIndex:
         return index.searcher()
 
     def _count_days(self, searcher: tantivy.Searcher, key: tuple[Any, ...], query: Query) -> float:
-        """Distinct days matching `query`, cached until the index changes."""
+        """Distinct conversations (sessions, else days) matching `query`, cached until the index changes."""
         if key not in self._counts:
             if len(self._counts) > 4096:
                 self._counts.clear()
-            self._counts[key] = searcher.cardinality(query, "day")
+            self._counts[key] = searcher.cardinality(query, "unit")
         return self._counts[key]
 
     def count(self) -> int:
