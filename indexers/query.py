@@ -17,7 +17,23 @@ per content word, each the stem the index uses (`en_stem`) plus weighted variant
   weighted below the words the user typed; it needs no model.
 
 Prefix variants (allergy → allergic) depend on the index's vocabulary and are
-added by `indexers.fulltext` when it builds the query.
+added by `indexers.fulltext` when it builds the query.  **Time words** ("last week",
+"in May", "two months ago", "the first time") are resolved by `resolve_time` against
+the search's `now` (see its section below).
+
+Where each resource comes from, and its switch (`[search]` in pandafs.toml; the
+effect of each, on and off, is measured by `scripts/eval_retrieval.py --search`):
+
+- stop words (`stop_words`): the NLTK English stop-word list (itself from the
+  Snowball project), plus question verbs ("tell", "remember") and fillers;
+- question framing (`framing`): words of question templates about a person ("name",
+  "kind", "usually", "favourite");
+- word forms (`word_forms`, `prefix_weight`): the common English irregular verbs (any
+  grammar's table) and the index's own vocabulary;
+- thesaurus (`synonym_weight`): hand-written rings of everyday personal-life synonyms
+  and category → kinds;
+- time words (`time_words`, `time_weight`): TimeML's TIMEX3 classes of relative and
+  absolute dates.
 """
 
 from __future__ import annotations
