@@ -1114,44 +1114,76 @@ def _body_of(text: str) -> str:
     return text
 
 
+_NOT_PROSE = re.compile(r"^(?:#|```|_meta|\|---|  type:).*$", re.MULTILINE)
+"""Lines a snippet skips: headings, code fences, `_meta` blocks, table rules."""
+
+
 def snippet_for(path: Path, terms: Iterable[str]) -> str:
     """A ~220-character window of the file around the query terms, terms in **bold**."""
     try:
         text = _body_of(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return ""
-    lines = [
-        ln
-        for ln in text.splitlines()
-        if ln.strip() and not ln.startswith(("#", "```", "_meta", "|---", "  type:"))
-    ]
-    flat = " ".join(" ".join(lines).split())
+    flat = " ".join(_NOT_PROSE.sub(" ", text).split())
     stems = tuple(
         sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
     )
     if not stems:
         return flat[:SNIPPET_CHARS]
-    ascii_text = flat.isascii()  # then lower() keeps every offset: match on the lowered copy
-    pattern = _snippet_pattern(stems, not ascii_text)
-    haystack = flat.lower() if ascii_text else flat
-    matches = list(pattern.finditer(haystack))
+    if flat.isascii():  # then lower() keeps every offset: find on the lowered copy
+        haystack = flat.lower()
+        matches = _find_words(haystack, stems)
+    else:
+        pattern = _snippet_pattern(stems, True)
+        matches = [m.span() for m in pattern.finditer(flat)]
     if not matches:
         return flat[:SNIPPET_CHARS]
-    best_start, best_count, right = matches[0].start(), 0, 0
-    for left, m in enumerate(matches):  # sliding window: most matches within SNIPPET_CHARS
-        while right < len(matches) and matches[right].start() < m.start() + SNIPPET_CHARS:
+    best_start, best_count, right = matches[0][0], 0, 0
+    for left, (m_start, _) in enumerate(matches):  # sliding window: most matches within SNIPPET_CHARS
+        while right < len(matches) and matches[right][0] < m_start + SNIPPET_CHARS:
             right += 1
         if right - left > best_count:
-            best_start, best_count = m.start(), right - left
+            best_start, best_count = m_start, right - left
     start = max(0, best_start - 40)
     start = flat.rfind(" ", 0, start) + 1 if start else 0
-    window = flat[start : start + SNIPPET_CHARS]
-    pieces, last = [], 0
-    for m in pattern.finditer(haystack[start : start + SNIPPET_CHARS]):
-        pieces += [window[last : m.start()], "**", window[m.start() : m.end()], "**"]
-        last = m.end()
-    out = "".join(pieces) + window[last:]
-    return ("…" if start else "") + out + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+    end = start + SNIPPET_CHARS
+    pieces, last = [], start
+    for m_start, m_end in matches:
+        if m_start < start or m_start >= end:
+            continue
+        if m_end > end:  # cut by the window: still bold only if a whole stem is left
+            if not any(flat[m_start:end].lower().startswith(stem) for stem in stems):
+                continue
+            m_end = end
+        pieces += [flat[last:m_start], "**", flat[m_start:m_end], "**"]
+        last = m_end
+    out = "".join(pieces) + flat[last:end]
+    return ("…" if start else "") + out + ("…" if end < len(flat) else "")
+
+
+def _find_words(haystack: str, stems: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each word of `haystack` (lower-case ASCII) that begins with a stem.
+
+    `str.find` per stem: several times faster than one regex alternation scanning
+    every position, and snippets are a third of a search's time.
+    """
+    spans: dict[int, int] = {}
+    size = len(haystack)
+    for stem_text in stems:
+        at = haystack.find(stem_text)
+        while at != -1:
+            if at == 0 or not _word_char(haystack[at - 1]):
+                end = at + len(stem_text)
+                while end < size and _word_char(haystack[end]):
+                    end += 1
+                if at not in spans:
+                    spans[at] = end
+            at = haystack.find(stem_text, at + 1)
+    return sorted(spans.items())
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 @lru_cache(maxsize=512)
