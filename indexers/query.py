@@ -398,7 +398,8 @@ TIME_PATTERNS = [
             r"|\b(?:earliest|initially|originally|at first)\b"
         ),
     ),
-    ("recent", re.compile(r"\b(?:recently|recent|lately|the other day|just now)\b")),
+    ("recent", re.compile(r"\b(?:recently|recent|lately|the other day|just now|the last time)\b")),
+    ("iso", re.compile(r"\b(?:on |since )?(\d{4})-(\d{2})-(\d{2})\b")),
 ]
 DAY_S = 86400
 
@@ -493,6 +494,12 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
                 window(day - timedelta(days=2), day + timedelta(days=1))
             elif kind == "today":
                 window(day - timedelta(days=1), now + timedelta(days=1))
+            elif kind == "iso":
+                try:
+                    at = datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), tzinfo=UTC)
+                except ValueError:
+                    continue
+                window(at - timedelta(days=1), at + timedelta(days=2))
             elif kind == "date":
                 month, dom = MONTHS[m.group(1)], int(m.group(2))
                 year = int(m.group(3)) if m.group(3) else now.year

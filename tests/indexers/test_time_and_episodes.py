@@ -32,6 +32,7 @@ def day(text: str) -> datetime:
         ("what did I do last Tuesday", "2026-09-08", "2026-09-01"),
         ("what did we discuss in the past 3 days", "2026-09-13", "2026-09-05"),
         ("what did I finish last month", "2026-08-12", "2026-06-12"),
+        ("what did we say on 2026-04-02", "2026-04-02T20:00", "2026-04-05"),
     ],
 )
 def test_time_words_resolve_to_a_window_around_now(query: str, inside: str, outside: str) -> None:
@@ -45,6 +46,7 @@ def test_time_words_resolve_to_a_window_around_now(query: str, inside: str, outs
 def test_order_words_and_the_verb_may() -> None:
     assert resolve_time("when did I go climbing for the first time?", NOW)[1].order == "earliest"
     assert resolve_time("what have I been reading recently", NOW)[1].order == "latest"
+    assert resolve_time("where did I eat the last time I was in Porto", NOW)[1].order == "latest"
     text, hint = resolve_time("I may buy a kayak", NOW)
     assert hint == type(hint)() and "may" in text
     later = resolve_time("where did I go in May?", datetime(2027, 2, 1, tzinfo=UTC))[1]
