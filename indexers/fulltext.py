@@ -367,6 +367,7 @@ class FullTextIndex:
         # where documents without `trust` in their frontmatter (turns) get it from
         self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()
+        self._root = str(indexes_dir.parent)  # doc paths are relative to the vault root
 
     # --- opening ------------------------------------------------------------------
 
@@ -846,7 +847,7 @@ class FullTextIndex:
             episode = next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
         payload["episode"] = episode
         payload["snippet"] = (
-            snippet_for(self.indexes_dir.parent / payload["doc_path"], terms) if snippets else ""
+            snippet_for(os.path.join(self._root, payload["doc_path"]), terms) if snippets else ""
         )
         return payload
 
@@ -1118,10 +1119,11 @@ _NOT_PROSE = re.compile(r"^(?:#|```|_meta|\|---|  type:).*$", re.MULTILINE)
 """Lines a snippet skips: headings, code fences, `_meta` blocks, table rules."""
 
 
-def snippet_for(path: Path, terms: Iterable[str]) -> str:
+def snippet_for(path: Path | str, terms: Iterable[str]) -> str:
     """A ~220-character window of the file around the query terms, terms in **bold**."""
     try:
-        text = _body_of(path.read_text(encoding="utf-8", errors="replace"))
+        with open(path, "rb") as handle:
+            text = _body_of(handle.read().decode("utf-8", errors="replace"))
     except OSError:
         return ""
     flat = " ".join(_NOT_PROSE.sub(" ", text).split())
@@ -1168,18 +1170,18 @@ def _find_words(haystack: str, stems: tuple[str, ...]) -> list[tuple[int, int]]:
     every position, and snippets are a third of a search's time.
     """
     spans: dict[int, int] = {}
-    size = len(haystack)
+    rest_of_word = _REST_OF_WORD.match
     for stem_text in stems:
         at = haystack.find(stem_text)
         while at != -1:
-            if at == 0 or not _word_char(haystack[at - 1]):
-                end = at + len(stem_text)
-                while end < size and _word_char(haystack[end]):
-                    end += 1
-                if at not in spans:
-                    spans[at] = end
+            if at not in spans and (at == 0 or not _word_char(haystack[at - 1])):
+                match = rest_of_word(haystack, at + len(stem_text))
+                spans[at] = match.end() if match else at + len(stem_text)
             at = haystack.find(stem_text, at + 1)
     return sorted(spans.items())
+
+
+_REST_OF_WORD = re.compile(r"\w*")
 
 
 def _word_char(ch: str) -> bool:
