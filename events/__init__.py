@@ -20,10 +20,11 @@ from .errors import (
     FrontmatterError,
     InvalidUserId,
     LogBusyError,
+    NotInVault,
     ProjectionError,
     TornTailError,
 )
-from .fsio import atomic_write, is_temp_name, sync_all
+from .fsio import atomic_write, is_real_dir, is_temp_name, open_vault_file, read_vault_file, sync_all
 from .layout import (
     DocRef,
     Layout,
@@ -76,6 +77,7 @@ __all__ = [
     "Layout",
     "LogBusyError",
     "LogRead",
+    "NotInVault",
     "ParsedDocument",
     "Payload",
     "ProjectionError",
@@ -92,12 +94,15 @@ __all__ = [
     "event_hash",
     "format_ts",
     "get_section",
+    "is_real_dir",
     "is_temp_name",
+    "open_vault_file",
     "parse_document",
     "parse_event",
     "project_turn",
     "read_events",
     "read_log",
+    "read_vault_file",
     "render_block",
     "render_document",
     "render_turn",

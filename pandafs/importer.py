@@ -201,7 +201,14 @@ def _write_turn(vault: Vault, user: str, turn: str, line: ImportLine) -> IndexDo
         atomic_write(folder / name, data, durable=False, make_parents=False)
     context = folder / "context.md"
     rel = f"users/{user}/turns/{turn}/context.md"  # the folder was just allocated: no resolve()
-    return index_doc_from_parts(rel, files["context.md"], front, body, os.stat(context).st_mtime_ns)
+    return index_doc_from_parts(
+        rel,
+        files["context.md"],
+        front,
+        body,
+        os.stat(context).st_mtime_ns,
+        max_bytes=vault.config.index.max_file_bytes,  # the rule rebuild applies too
+    )
 
 
 def import_turns(

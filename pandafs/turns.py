@@ -12,21 +12,34 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from events import (
     EventsError,
     TurnView,
     atomic_write,
     project_turn,
     read_events,
+    read_vault_file,
     render_turn,
     turn_number,
     validate_user_id,
 )
 
 from .errors import BadInput
+from .links import same_but_turn_links
 from .vault import Vault
 
-__all__ = ["Drift", "ReplayReport", "TurnRef", "iter_turns", "load_view", "project", "replay"]
+__all__ = [
+    "Drift",
+    "ReplayReport",
+    "TurnRef",
+    "cut_tail_of",
+    "iter_turns",
+    "load_view",
+    "project",
+    "replay",
+]
 
 EVENTS_FILE = "events.jsonl"
 
@@ -84,8 +97,8 @@ def project(
     for name, data in (files or render_turn(view)).items():
         path = ref.path / name
         try:
-            if path.read_bytes() == data:
-                continue
+            if same_but_turn_links(path.read_bytes(), data):
+                continue  # unchanged, or only its turn links follow turns that moved (pandafs.links)
         except FileNotFoundError:
             pass
         atomic_write(path, data, durable=durable)
@@ -117,9 +130,41 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
         except FileNotFoundError:
             found.append(Drift(rel, "missing", "projected file is missing"))
             continue
-        if on_disk != data:
+        if not same_but_turn_links(on_disk, data):
             found.append(Drift(rel, "modified", "differs from the projection of events.jsonl"))
     return found
+
+
+def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
+    """A log whose end was cut: its metadata.json recorded more events than it holds.
+
+    A hash chain proves every event it still has, but cannot see events removed from
+    its end; the projection written after them remembers how many there were (and the
+    last hash).  Re-projecting such a log would silently turn a finished turn INCOMPLETE.
+    """
+    rel = f"{vault.rel(ref.path)}/metadata.json"
+    try:
+        raw, _ = read_vault_file(vault.root, rel)
+        recorded = orjson.loads(raw)
+    except (OSError, EventsError, orjson.JSONDecodeError):
+        return None  # missing or unreadable: drift reports it
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), int):
+        return None  # projected before the count was recorded
+    count = recorded["events"]
+    if count > view.event_count:
+        return Drift(
+            vault.rel(ref.path) + "/events.jsonl",
+            "cut_tail",
+            f"holds {view.event_count} events but metadata.json recorded {count} "
+            f"(last hash {str(recorded.get('last_hash', ''))[:12]}…): events were cut from its end",
+        )
+    if count == view.event_count and recorded.get("last_hash") not in (None, view.last_hash):
+        return Drift(
+            vault.rel(ref.path) + "/events.jsonl",
+            "cut_tail",
+            f"its last event's hash differs from the one metadata.json recorded after {count} events",
+        )
+    return None
 
 
 def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> ReplayReport:
@@ -131,6 +176,10 @@ def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> R
             view = load_view(ref)
         except (EventsError, FileNotFoundError) as exc:
             report.errors.append(Drift(vault.rel(ref.events_path), "unreadable", str(exc)))
+            continue
+        cut = cut_tail_of(vault, ref, view)
+        if cut is not None:  # never overwrite the only record of the lost events
+            report.errors.append(cut)
             continue
         drift = drift_of(vault, ref, view)
         report.drift.extend(drift)

@@ -42,6 +42,7 @@ from ._common import (
     unique,
     write_journal,
 )
+from ._links import finish_relink, mark_relink, pending_relink
 from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
 from ._steps import RestoreReport, leftovers, recover, restore_entries
 from ._stubs import all_stubs, read_stub, render_stub
@@ -60,6 +61,7 @@ class ArchiveReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    relinked: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
@@ -79,6 +81,7 @@ class ArchiveReport:
             "skipped": self.skipped,
             "recovered": self.recovered,
             "files": self.files,
+            "relinked": self.relinked,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
         }
@@ -104,7 +107,7 @@ def archive_turns(
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")
     memory = Memory(vault)
-    if not dry_run and (pending_journals(vault) or leftovers(vault)):
+    if not dry_run and (pending_journals(vault) or leftovers(vault) or pending_relink(vault)):
         with archive_lock(vault):
             report.recovered += recover(vault, memory)
     eligible, kept, skipped = find_candidates(vault, age_days=age_days, user=user, now=now)
@@ -112,16 +115,23 @@ def archive_turns(
     report.skipped = skipped
     if on_total is not None:
         on_total(len(eligible))
-    for chunk in chunked(eligible, batch_size):
-        if dry_run:
-            _estimate_batch(vault, chunk, report)
-        else:
+    if eligible and not dry_run:
+        mark_relink(vault, {c.user for c in eligible})
+    try:
+        for chunk in chunked(eligible, batch_size):
+            if dry_run:
+                _estimate_batch(vault, chunk, report)
+            else:
+                with archive_lock(vault):
+                    if pending_journals(vault):
+                        report.recovered += recover(vault, memory)
+                    _archive_batch(vault, memory, chunk, report)
+            if progress is not None:
+                progress(len(chunk))
+    finally:  # a batch that failed moved nothing, but the batches before it did
+        if eligible and not dry_run:
             with archive_lock(vault):
-                if pending_journals(vault):
-                    report.recovered += recover(vault, memory)
-                _archive_batch(vault, memory, chunk, report)
-        if progress is not None:
-            progress(len(chunk))
+                report.relinked = finish_relink(vault, memory)
     report.bytes_after = report.parquet_bytes + report.stub_bytes
     report.seconds = time.perf_counter() - started
     return report
@@ -289,16 +299,21 @@ def restore_turns(
         entries.sort()
         if on_total is not None:
             on_total(len(entries))
-        for chunk in chunked(entries, batch_size):
-            job = new_id()
-            items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
-            data = {"op": "restore", "job": job, "turns": items}
-            journal = write_journal(vault, f"restore-{job}", data)
-            touched = restore_entries(vault, items, job, report)
-            reindex(vault, memory, touched)
-            drop_journal(journal)
-            if progress is not None:
-                progress(len(chunk))
+        if entries:
+            mark_relink(vault, {key[0] for _, key in entries})
+        try:
+            for chunk in chunked(entries, batch_size):
+                job = new_id()
+                items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
+                data = {"op": "restore", "job": job, "turns": items}
+                journal = write_journal(vault, f"restore-{job}", data)
+                touched = restore_entries(vault, items, job, report)
+                reindex(vault, memory, touched)
+                drop_journal(journal)
+                if progress is not None:
+                    progress(len(chunk))
+        finally:
+            report.relinked = finish_relink(vault, memory)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -8,6 +8,7 @@ stderr.  Commands live in one module per area; importing them registers them on 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -17,7 +18,7 @@ from indexers.errors import IndexingError
 
 from ..errors import PandaError, exit_code_for
 from ..output import echo_err
-from . import archive, learning, memory, records, turns, watch  # noqa: F401  (registers the commands)
+from . import archive, imports, learning, mcp, memory, records, turns, watch  # noqa: F401  (registers them)
 from .base import cli
 
 __all__ = ["cli", "main"]
@@ -38,5 +39,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exit_code_for(exc))
     except OSError as exc:
         echo_err(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        sys.exit(1)
+    except Exception as exc:  # a bug of ours: still one line, never a traceback to the user
+        if os.environ.get("PANDAFS_DEBUG"):
+            raise
+        echo_err(f"error: internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)")
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

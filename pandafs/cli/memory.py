@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +11,14 @@ import orjson
 from pydantic import Field, ValidationError
 
 from events.clock import utcnow
+from events.documents import CONTENT_TYPES
 from events.errors import EventsError
 
-from ..errors import PandaError
+from ..errors import PandaError, ProblemFound
 from ..memory import SCOPES, Memory, SearchArgs
-from ..output import emit, json_option, lazy_progress
+from ..output import echo_err, emit, json_option, lazy_progress
 from ..rebuild import rebuild_all
-from .base import App, cli, now_option, pass_app, user_option
+from .base import App, cli, now_option, parse_now, pass_app, user_option
 
 
 class BatchQuery(SearchArgs):
@@ -27,16 +28,20 @@ class BatchQuery(SearchArgs):
     user: str | None = None
     content_types: list[str] = Field(default_factory=list, validation_alias="types")
     limit: int = Field(10, ge=1, le=1000)
+    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
 
 
-def _batch_search(memory: Memory, source: Path) -> None:
+def _batch_search(memory: Memory, source: Path) -> int:
+    """Answer each line in order; the number of lines that failed."""
+    failed = 0
     with source.open("rb") as handle:
         for raw in handle:
             if not raw.strip():
                 continue
             try:
                 line = BatchQuery.model_validate(orjson.loads(raw))
-                out: Any = memory.search(line.query, user=line.user, **line.search_kwargs())
+                now = line.now.replace(tzinfo=UTC) if line.now and line.now.tzinfo is None else line.now
+                out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:
                 out = {"error": f"not valid JSON: {exc}"}
             except ValidationError as exc:
@@ -44,7 +49,9 @@ def _batch_search(memory: Memory, source: Path) -> None:
                 out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
             except (PandaError, EventsError) as exc:
                 out = {"error": str(exc)}
+            failed += isinstance(out, dict)
             click.echo(orjson.dumps(out).decode())
+    return failed
 
 
 @cli.command()
@@ -58,6 +65,9 @@ def _batch_search(memory: Memory, source: Path) -> None:
 @click.option(
     "--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Hits to return."
 )
+@click.option("--after", callback=parse_now, metavar="ISO", help="Only documents created at or after this.")
+@click.option("--before", callback=parse_now, metavar="ISO", help="Only documents created before this.")
+@now_option(help="Search as of this time: time words in the query resolve to it (UTC if naive).")
 @click.option(
     "--batch",
     "batch",
@@ -76,14 +86,21 @@ def search(
     min_quality: float | None,
     include_expired: bool,
     limit: int,
+    after: datetime | None,
+    before: datetime | None,
+    now: datetime | None,
     batch: Path | None,
     as_json: bool,
 ) -> None:
     """Unified search over every document (natural language or keywords)."""
     memory = app.memory()
     if batch is not None:
-        _batch_search(memory, batch)
+        failed = _batch_search(memory, batch)
+        if failed:
+            raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return
+    for unknown in sorted(set(types) - set(CONTENT_TYPES)):
+        echo_err(f"warning: {unknown!r} is not a content type PandaFS writes ({', '.join(CONTENT_TYPES)})")
     hits = memory.search(
         query,
         user=user,
@@ -93,6 +110,9 @@ def search(
         min_quality=min_quality,
         include_expired=include_expired,
         limit=limit,
+        after=after,
+        before=before,
+        now=now,
     )
 
     def human() -> None:
@@ -111,12 +131,17 @@ def search(
 
 @cli.command()
 @click.argument("id_or_path")
+@user_option(help="Retrieve as this user: their documents and global ones only.")
 @now_option("Count an archived turn's expansion at this time (UTC if naive).")
 @json_option
 @pass_app
-def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> None:
-    """Print one document by id (alice/turn_000001) or vault-relative path."""
-    doc = app.memory().retrieve(id_or_path, now=now or utcnow())
+def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, as_json: bool) -> None:
+    """Print one document by id (alice/turn_000001) or vault-relative path.
+
+    Without --user this is the vault owner's view (any user's document); with it,
+    another user's document is refused like a missing one and nothing is counted.
+    """
+    doc = app.memory().retrieve(id_or_path, user=user, now=now or utcnow())
     emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
 
 
@@ -138,7 +163,8 @@ def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> 
     type=click.Choice(SCOPES),
     default="new",
     show_default=True,
-    help="new memories expire after their TTL unless promoted.",
+    help="new memories expire after their TTL unless promoted; global publishes to every "
+    "user (only [memory] publishers may).",
 )
 @click.option(
     "--ttl-hours",

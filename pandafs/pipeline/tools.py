@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from events import Payload
 from events.schema import ExtractionRecorded, MemoryCandidate
 
+from ..errors import BadInput
 from ..memory import SearchArgs
 from ..tokens import truncate_tokens
 from .context import TurnContext
@@ -82,19 +83,28 @@ class Tool:
     available: Callable[[TurnContext], bool] = lambda ctx: True
 
 
+def _hit_line(hit: dict[str, Any]) -> str:
+    """`Title (2026-05-03): snippet` — each hit says when it was said, which is what a
+    question across conversations needs."""
+    when = f" ({hit['date']})" if hit.get("date") else ""
+    return f"{hit['title']}{when}: {hit['snippet'].replace('**', '')}"
+
+
 def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
     hits = ctx.memory.search(
         args.query, user=ctx.user, now=ctx.now(), exclude_ids=[ctx.doc_id], **args.search_kwargs()
     )
-    rows = [{k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")} for h in hits]
-    text = "\n".join(f"{h['title']}: {h['snippet'].replace('**', '')}" for h in hits)
+    keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
+    rows = [{k: h.get(k) for k in keys} for h in hits]
+    text = "\n".join(_hit_line(h) for h in hits)
     return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text)
 
 
 def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
-    doc = ctx.memory.retrieve(args.id)
-    if doc.metadata.get("user") not in (None, ctx.user) and doc.metadata.get("scope") != "global":
-        return ToolOutcome(False, "not visible to this user", error=f"{args.id} belongs to another user")
+    try:  # ownership by path, checked before anything is read or counted
+        doc = ctx.memory.retrieve(args.id, user=ctx.user, now=ctx.now())
+    except BadInput as exc:
+        return ToolOutcome(False, "not retrieved", error=str(exc))
     content = doc.content
     if re.search(r"/turn_\d+$", doc.doc_id):
         from .gatherer import turn_text  # a turn teaches its question and its answer

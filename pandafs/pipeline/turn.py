@@ -49,6 +49,7 @@ from ..turns import TurnRef, project
 from ..vault import Vault
 from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
 from .context import TurnContext
+from .recovery import recover_recent
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
 
@@ -64,6 +65,10 @@ class TurnResult:
     context_path: str
     seconds: float
     phase_ms: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None
+    """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
+    recorded as FAIL and the command that ran it reports an error.  An honest "I don't
+    know" that validation judged is an answer, not a failure."""
 
     @property
     def doc_id(self) -> str:
@@ -77,11 +82,19 @@ class TurnResult:
             "doc_id": self.doc_id,
             "context_path": self.context_path,
             "outcome": self.outcome,
+            "failure": self.failure,
             "seconds": round(self.seconds, 4),
         }
 
 
 Step = tuple[str, int]
+
+
+def _failure(failures: Any) -> str | None:
+    if not failures:
+        return None
+    last = failures[-1]
+    return f"{last.phase} failed ({last.error_type}: {last.message})"
 
 
 def next_step(view: TurnView, max_attempts: int) -> Step | None:
@@ -205,6 +218,7 @@ class Pipeline:
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         turn = self.vault.allocate_turns(user)[0]
+        recover_recent(self, user, before=turn)  # a turn an earlier process left open
         return self._drive(
             user,
             turn,
@@ -289,6 +303,7 @@ class Pipeline:
             context_path=self.vault.rel(context),
             seconds=time.perf_counter() - started,
             phase_ms=dict(view.phase_ms),
+            failure=_failure(view.failures),
         )
 
     def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc]) -> None:
@@ -300,7 +315,12 @@ class Pipeline:
         project(ref, view, durable=False, files=files)
         context = ref.path / "context.md"
         doc = index_doc_from_parts(
-            self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
+            self.vault.rel(context),
+            files["context.md"],
+            front,
+            body,
+            os.stat(context).st_mtime_ns,
+            max_bytes=self.vault.config.index.max_file_bytes,
         )
         paths = [c.doc_path for c in view.committed]
         paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())

@@ -289,7 +289,7 @@ def test_once_rejects_bad_files_with_an_explanation(vault: Vault) -> None:
     rejected = {r["source"]: r for r in data["inbox"]["rejected"]}
     assert set(rejected) == set(bad)
     for rel, (raw, reason, says) in bad.items():
-        name = Path(rel).name
+        name = Path(rel).name + (".rejected" if rel.endswith(".md") else "")
         assert rejected[rel]["reason"] == reason
         assert rejected[rel]["error_file"] == f"inbox/rejected/{name}.error.md"
         assert (root / "inbox" / "rejected" / name).read_bytes() == raw
@@ -360,8 +360,9 @@ def test_once_after_offline_edits_matches_a_rebuild(vault: Vault) -> None:
     assert "users/alice/turns/turn_000002/context.md" in [h["doc_path"] for h in kale]
     assert (root / "knowledge" / "broken.md").read_text() == "---\ntitle: [oops\n---\nbody\n"
     verify = run_pandafs("--root", root, "verify", "--json")
-    assert [(p["path"], p["kind"]) for p in verify.json["problems"]] == [
-        ("users/alice/turns/turn_000002/context.md", "drift")  # the hand edit, as designed
+    assert sorted((p["path"], p["kind"]) for p in verify.json["problems"]) == [
+        ("knowledge/broken.md", "skipped"),  # not in search: named with its reason
+        ("users/alice/turns/turn_000002/context.md", "drift"),  # the hand edit, as designed
     ]
 
 
