@@ -173,7 +173,7 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     (re.compile(r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", re.I), "job", "one"),
     (re.compile(r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|are|was)\s+(?P<v>.+)$", re.I), "", "one"),
     (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
-    (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "polarity"),
+    (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "one"),
 ]
 # Questions about the user's own identity and taste (the identity keys of
 # config.IDENTITY_KEYS, and preferences): only a statement of that slot answers them.
@@ -200,9 +200,18 @@ STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a sta
 
 @dataclass(frozen=True)
 class Slot:
+    """What a statement is about (`key`), what it says of it (`value`), and `said`: the
+    words an answer stating it must hold.  Taste is keyed by its object, so "Likes tea"
+    and "Dislikes tea" are two values of one slot and the newer wins."""
+
     key: str
     value: str
-    arity: str  # one | head | polarity
+    arity: str  # one | head
+    said: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.key.split(":", 1)[0]
 
 
 @lru_cache(maxsize=65536)
@@ -213,9 +222,10 @@ def slot_of(statement: str) -> Slot | None:
         if match:
             named = (match.groupdict().get("s") or "").lower().replace(" ", "_").replace("-", "_")
             key = slot or _KEY_SLOTS.get(named, named)
-            if slot == "likes":
-                key = "likes"
-            return Slot(key, match.group("v").strip().rstrip("."), arity)
+            value = match.group("v").strip().rstrip(".")
+            if slot == "likes":  # key by the object, the polarity is the value
+                return Slot(f"likes:{value.lower()}", named, arity, said=value)
+            return Slot(key, value, arity, said=value)
     return None
 
 
@@ -373,10 +383,10 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
     """Drop non-facts and repeats, and let the newest of disagreeing statements win."""
     asked = norm(query)
     kept: dict[str, Fact] = {}
-    for fact in facts:
-        text = fact.text.strip()
+    for fact in facts:  # statements here are stored forms ("Is a nurse", "Does not like tea"):
+        text = fact.text.strip()  # only a question mark makes one a question
         key = norm(text)
-        if not key or is_question(text) or is_non_answer(text) or key == asked:
+        if not key or text.endswith("?") or is_non_answer(text) or key == asked:
             continue
         fact.text = _CITE.sub("", text).strip()
         fact.slot = slot_of(fact.text)
@@ -388,16 +398,24 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
         slot = fact.slot
         rival = next((w for w in winners if w.slot and slot and _disagree(w.slot, slot)), None)
         if rival is not None and (rival.origin != "answer" or fact.origin == "answer"):
-            rival.replaces.append(slot.value if slot else fact.text)
+            rival.replaces.append(fact.text if slot is None or slot.kind == "likes" else slot.value)
             continue
         if rival is not None:  # an earlier answer never outranks what the user stated
             winners.remove(rival)
-            fact.replaces.append(rival.slot.value if rival.slot else rival.text)
+            old = rival.slot
+            fact.replaces.append(rival.text if old is None or old.kind == "likes" else old.value)
         winners.append(fact)
     return winners
 
 
 # --- answer checks --------------------------------------------------------------------------
+
+
+# Sentence ends, but not after an honorific or a Latin abbreviation ("Dr. Berg").
+_CLAUSE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?;])\s+|\s+—\s+"
+)
 
 
 def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) -> list[GateResult]:
@@ -409,17 +427,17 @@ def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) ->
     lowered = answer.lower()
     strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
     if strong and present:  # "what's my job?" is answered by the job, not by a neighbour
-        present = any(f.slot and f.slot.key in strong and f.slot.value.lower() in lowered for f in facts)
-    said = [slot_of(s) for s in re.split(r"(?<=[.!?;])\s+|\s+—\s+", _CITE.sub("", answer))]
+        present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
+    said = [slot_of(s) for s in _CLAUSE_END.split(_SAID.sub("", _CITE.sub("", answer)))]
     for fact in facts:
         if fact.slot is None or fact.origin == "answer":
             continue
         for slot in said:
-            if slot is not None and _disagree(fact.slot, slot) and fact.slot.value.lower() not in lowered:
-                contradictions.append(f"{slot.value} (memory says {fact.slot.value})")
+            if slot is not None and _disagree(fact.slot, slot):
+                contradictions.append(f"{slot.said} (memory says {fact.text})")
         for old in fact.replaces:
-            if old.lower() in lowered and fact.slot.value.lower() not in lowered:
-                contradictions.append(f"{old} (replaced by {fact.slot.value})")
+            if old.lower() in lowered and fact.slot.said.lower() not in lowered:
+                contradictions.append(f"{old} (replaced by {fact.slot.said})")
     return [
         GateResult(
             gate="requested_data",

@@ -168,7 +168,7 @@ def _views(facts: list[Fact]) -> list[FactView]:
             text=f.text,
             origin=f.origin,  # type: ignore[arg-type]
             when=f.when.date().isoformat() if f.when else "",
-            slot=f.slot.key if f.slot else "",
+            slot=f.slot.kind if f.slot else "",
             replaces=f.replaces,
         )
         for f in facts

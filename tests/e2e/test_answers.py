@@ -325,3 +325,11 @@ def test_tools_cli_names_match_the_executor(cli, vault: Vault) -> None:
     out = cli("--root", vault.root, "tools", "--json")
     assert out.code == 0
     assert [s["function"]["name"] for s in out.json] == list(TOOLS)
+
+
+def test_a_changed_taste_wins_over_the_older_one(chat: Chat) -> None:
+    chat.ask("I like sushi")
+    chat.ask("I don't like sushi anymore")
+    result = chat.ask("Do I like sushi?")
+    assert "don't like sushi" in result.answer and "You like sushi" not in result.answer
+    assert result.outcome == "APPROVE"
