@@ -4,7 +4,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   chain        an event line was changed, reordered or deleted (names file and seq)
   torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
   misplaced    events name another user or turn than their folder
-  empty_turn   a turn folder with no events (an allocation whose writer died)
+  empty_turn   a turn folder with no events (an allocation whose writer died;
+               `--repair` removes it once it is 30 s old)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
   unreadable   a file that cannot be parsed at all
@@ -20,20 +21,27 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from events import check_chain, parse_event, project_turn, read_log, repair_torn_tail
 from events.errors import EventsError
+from events.fsio import TMP_PREFIX
 from events.schema import TornTailRepaired
 from indexers.sync import scan_documents
 
 from .memory import Memory
-from .turns import TurnRef, drift_of, iter_turns, project
+from .turns import EVENTS_FILE, TurnRef, drift_of, iter_turns, project
 from .vault import Vault
 
 __all__ = ["Problem", "VerifyReport", "verify_vault"]
+
+# An empty turn folder younger than this may be a live `ask` about to write its first
+# event (the inbox waits 5 s before adopting one); older ones are abandoned.
+ABANDONED_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class Problem:
     path: str
     kind: str
     message: str
+    repaired: bool = False  # a checker's way to say "found this and fixed it"
 
     def as_json(self) -> dict[str, str]:
         return {"path": self.path, "kind": self.kind, "message": self.message}
@@ -72,6 +81,13 @@ Checker = Callable[[Vault, bool], Iterable[Problem]]
 
 def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport) -> None:
     rel = vault.rel(ref.events_path)
+    if _is_abandoned(ref):
+        empty = Problem(vault.rel(ref.path), "empty_turn", "turn folder holds no events")
+        if repair and _remove_abandoned(ref):
+            report.repaired.append(Problem(empty.path, empty.kind, "removed the empty turn folder"))
+        else:
+            report.problems.append(empty)
+        return
     if not ref.events_path.exists():
         if not any(ref.path.iterdir()):
             report.problems.append(Problem(vault.rel(ref.path), "empty_turn", "no events.jsonl"))
@@ -129,6 +145,40 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             report.problems.append(problem)
 
 
+def _is_abandoned(ref: TurnRef) -> bool:
+    """A turn folder whose writer died before its first event: nothing in it, or only
+    an empty `events.jsonl` and our temporary files."""
+    try:
+        entries = list(os.scandir(ref.path))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        if entry.name == EVENTS_FILE and entry.is_file(follow_symlinks=False):
+            if entry.stat(follow_symlinks=False).st_size:
+                return False
+        elif not (entry.name.startswith(TMP_PREFIX) and entry.is_file(follow_symlinks=False)):
+            return False
+    return True
+
+
+def _remove_abandoned(ref: TurnRef) -> bool:
+    """Remove an abandoned turn folder, unless it is young enough to be a live writer's
+    (`ask` allocates the folder a moment before its first event)."""
+    try:
+        age = time.time() - ref.path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < ABANDONED_AFTER_S:
+        return False
+    for entry in os.scandir(ref.path):
+        os.unlink(entry.path)
+    try:
+        ref.path.rmdir()
+    except OSError:
+        return False  # a writer arrived meanwhile: leave it
+    return True
+
+
 def _note_repair(ref: TurnRef, moved: int) -> None:
     """Record the repair in the turn's own log so its history says what happened."""
     from events import EventWriter
@@ -153,8 +203,9 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     if not stale and not gone:
         return []
     if repair:
-        memory.reconcile()
-        return []
+        done = memory.reconcile()
+        message = f"{what}; reconciled: {done.indexed} indexed, {done.deleted} removed"
+        return [Problem("indexes/fulltext", "index_stale", message, repaired=True)]
     return [
         Problem(
             "indexes/fulltext", "index_stale", f"{what}; run `pandafs verify --repair` or `pandafs rebuild`"
@@ -184,5 +235,6 @@ def verify_vault(
         if progress is not None:
             progress(1)
     for checker in checks:
-        report.problems.extend(checker(vault, repair))
+        for problem in checker(vault, repair):
+            (report.repaired if problem.repaired else report.problems).append(problem)
     return report
