@@ -19,7 +19,7 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import orjson
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
+from .stamps import format_ts
 
 __all__ = [
     "GENESIS",
@@ -44,13 +45,6 @@ __all__ = [
 
 GENESIS = "0" * 64
 TORN_SUFFIX = ".torn"
-
-
-def format_ts(ts: datetime) -> str:
-    """ISO-8601 UTC with microseconds and a `Z`, the one timestamp form in our files."""
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=UTC)
-    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def event_hash(record: dict[str, Any]) -> str:
