@@ -35,7 +35,9 @@ print(len(hits))
 """
 
 
-def _pandafs() -> list[str]:
+def _pandafs(cli: str | None = None) -> list[str]:
+    if cli:
+        return [cli]
     script = Path(sys.executable).with_name("pandafs")
     return [str(script)] if script.exists() else [sys.executable, "-m", "pandafs"]
 
@@ -74,6 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--baseline", metavar="PANDAFS", help="another `pandafs` executable to time beside")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pandafs-startup-") as tmp:
         root = _build(Path(tmp), args.turns)
@@ -90,6 +93,16 @@ def main() -> None:
             "pandafs --help": [*_pandafs(), "--help"],
             "pandafs search … --json": [*_pandafs(), "--root", str(root), "search", "hamsters", "--json"],
         }
+        if args.baseline:
+            rows["baseline --help"] = [args.baseline, "--help"]
+            rows["baseline search … --json"] = [
+                args.baseline,
+                "--root",
+                str(root),
+                "search",
+                "hamsters",
+                "--json",
+            ]
         times: dict[str, list[float]] = {name: [] for name in rows}
         for command in rows.values():
             _run(command)  # warm the page cache once
