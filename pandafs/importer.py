@@ -368,7 +368,9 @@ class _Importer:
         report: ImportReport,
         after_batch: Callable[[list[IndexDoc | Skipped]], None] | None,
         progress: Callable[[int], None] | None,
+        keep_turns: bool = True,
     ) -> None:
+        self.keep_turns = keep_turns
         self.vault = vault
         self.report = report
         self.after_batch = after_batch
@@ -440,7 +442,8 @@ class _Importer:
             entries = [{"e": ln.external_id, "t": n} for n, ln in done if ln.external_id is not None]
             ledger.append([*entries, {"scanned": ledger.scanned}])
             self.report.imported += len(done)
-            self.report.turns.extend(f"{user}/{n}" for n, _ in done)
+            if self.keep_turns:
+                self.report.turns.extend(f"{user}/{n}" for n, _ in done)
         if self.after_batch is not None and docs:
             self.after_batch(docs)
         for user in placed:
@@ -496,11 +499,13 @@ def import_turns(
     batch_size: int | None = None,
     after_batch: Callable[[list[IndexDoc | Skipped]], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    keep_turns: bool = True,
 ) -> ImportReport:
     """Import every valid line of `source`; bad lines are reported, the rest go in.
 
     `progress(n)` is called with the number of lines (good or bad) handled so far
-    in each batch.  One import runs at a time per vault (a second one waits).
+    in each batch.  `keep_turns=False` leaves `report.turns` empty (a million ids
+    the CLI never prints).  One import runs at a time per vault (a second one waits).
     """
     started = time.perf_counter()
     report = ImportReport()
@@ -511,7 +516,7 @@ def import_turns(
         raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
     vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
     with handle, file_lock(vault.layout.users_dir / IMPORT_LOCK, what="import"):
-        importer = _Importer(vault, report, after_batch, progress)
+        importer = _Importer(vault, report, after_batch, progress, keep_turns)
         try:
             for chunk in _chunks(handle, batch_size):
                 importer.run_chunk(chunk)
