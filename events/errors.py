@@ -3,6 +3,7 @@
     EventsError                      root; everything below derives from it
     ├── InvalidUserId                 a user id that would not be a safe folder name
     ├── FrontmatterError              YAML frontmatter that cannot be parsed (names file and line)
+    ├── NotInVault                    a symlink, or a path outside the vault root: never read
     ├── EventLogError
     │   ├── TornTailError             the last line of a log is incomplete (crash mid-write)
     │   ├── ChainError                seq gap, bad hash or broken prev link (names file and seq)
@@ -24,6 +25,7 @@ __all__ = [
     "FrontmatterError",
     "InvalidUserId",
     "LogBusyError",
+    "NotInVault",
     "ProjectionError",
     "TornTailError",
 ]
@@ -51,6 +53,20 @@ class FrontmatterError(EventsError):
         self.path = str(path)
         self.line = line
         super().__init__(f"{path}:{line}: broken frontmatter: {message} (fix the YAML by hand)")
+
+
+class NotInVault(EventsError):
+    """A vault path that is a symbolic link (itself or a folder on its way), resolves
+    outside the vault root, or is not a regular file.  Readers refuse it: the vault is
+    the boundary of what PandaFS reads, and a link would let one user read another's
+    files (or the machine's)."""
+
+    is_bad_input = True
+
+    def __init__(self, rel: str, reason: str) -> None:
+        self.rel = rel
+        self.reason = reason
+        super().__init__(f"{rel}: {reason}; not read")
 
 
 class EventLogError(EventsError):

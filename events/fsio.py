@@ -1,21 +1,44 @@
-"""Durable file writes: every file PandaFS rewrites goes through `atomic_write`.
+"""Durable file writes, and the one safe way to read a file of the vault.
 
-A reader (a person in Obsidian, the watcher, another process) sees either the old
-bytes or the new bytes, never a half-written file: we write a temporary file in the
-same directory, fsync it, and `os.replace` it over the target.  Bulk jobs pass
-`durable=False` and call `sync_all()` once per batch instead of fsyncing each file.
+Writes: every file PandaFS rewrites goes through `atomic_write`.  A reader (a person
+in Obsidian, the watcher, another process) sees either the old bytes or the new
+bytes, never a half-written file: we write a temporary file in the same directory,
+fsync it, and `os.replace` it over the target.  Bulk jobs pass `durable=False` and
+call `sync_all()` once per batch instead of fsyncing each file.
+
+Reads: the vault is the boundary.  `open_vault_file` / `read_vault_file` open a
+vault-relative path with `O_NOFOLLOW` and then check where the opened file really
+is (`/proc/self/fd`, else `realpath`): a symlink, a symlinked folder on the way, a
+path leaving the root, or anything but a regular file raises `NotInVault`.  The
+check is on the file actually opened, so swapping a folder for a link between a
+check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["TMP_PREFIX", "atomic_write", "fsync_dir", "held_lock", "is_temp_name", "sync_all"]
+from .errors import NotInVault
+
+__all__ = [
+    "TMP_PREFIX",
+    "atomic_write",
+    "fsync_dir",
+    "held_lock",
+    "is_real_dir",
+    "is_temp_name",
+    "open_vault_file",
+    "read_vault_file",
+    "sync_all",
+]
 
 TMP_PREFIX = ".pfs-"
 
@@ -93,3 +116,98 @@ def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exce
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+# --- reading inside the vault -----------------------------------------------------------
+
+_PROC_FD = "/proc/self/fd"
+_HAS_PROC_FD = os.path.isdir(_PROC_FD)
+
+
+def is_real_dir(path: Path | str) -> bool:
+    """A folder that is not a symbolic link (walks never enter a linked folder)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _where_opened(fd: int, full: str) -> str:
+    if _HAS_PROC_FD:
+        try:
+            return os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError:
+            pass
+    return os.path.realpath(full)
+
+
+def _inside(opened: str, root: str, rel: str) -> bool:
+    """True if the file the kernel opened is `root/rel` itself: its real path ends in
+    `/rel` and what comes before is the root folder (same device and inode)."""
+    if not opened.endswith("/" + rel):
+        return False
+    head = opened[: -len(rel) - 1] or "/"
+    if head == root:
+        return True
+    try:
+        a, b = os.stat(head), os.stat(root)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise NotInVault(rel, "not a plain vault-relative path")
+    base = os.fspath(root)
+    full = os.path.join(base, rel)
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotInVault(rel, "is a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotInVault(rel, "is not a regular file")
+        if not _inside(_where_opened(fd, full), base, rel):
+            raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
+    """Open `root/rel` for reading, refusing what is not plainly a file of the vault.
+
+    Raises `NotInVault` for a symlink (the file or any folder on its path), a path that
+    is absolute, holds `..` or resolves outside `root`, or something other than a
+    regular file (a fifo would block); `FileNotFoundError` if it is not there.
+    """
+    fd, _ = _open_fd(root, rel)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
+    with the checks of `open_vault_file`."""
+    fd, st = _open_fd(root, rel)
+    try:
+        want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
+        chunks = []
+        while want > 0:
+            chunk = os.read(fd, min(want, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            want -= len(chunk)
+        if limit is None and not want:  # the file grew while we read it: read the rest
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks), st

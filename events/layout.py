@@ -10,15 +10,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from .errors import InvalidUserId
+from .errors import InvalidUserId, NotInVault
+from .fsio import is_real_dir
 
 __all__ = [
     "DocRef",
     "Layout",
+    "SHAREABLE_KINDS",
     "TURN_DIR_RE",
     "candidate_paths",
     "classify",
+    "effective_scope",
     "turn_name",
     "turn_number",
     "validate_user_id",
@@ -28,6 +32,13 @@ USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
 
 # Folders under the vault root that never hold indexable documents.
+SHAREABLE_KINDS = frozenset({"research"})
+"""Documents under `users/{u}/` that may be seen by every user once their scope is
+`global`: what PandaFS inferred about the world (a turn's research.md).  Everything else
+there — what the user said or saved about themselves, their turns, their notes — stays
+theirs whatever its frontmatter claims; it reaches others only when a publisher copies
+it to `knowledge/` (`pandafs save --scope global`, recorded in observability/sharing.jsonl)."""
+
 NOT_DOCUMENTS = frozenset({"indexes", "inbox", "outbox", "observability", ".obsidian", ".trash"})
 
 
@@ -120,17 +131,19 @@ class Layout:
         return self.archive / "stubs" / validate_user_id(user) / f"{turn}.md"
 
     def users(self) -> list[str]:
-        """Every valid user folder, sorted.  Folders with invalid names are ignored."""
-        if not self.users_dir.is_dir():
+        """Every valid user folder, sorted.  Folders with invalid names, and symlinks, are ignored."""
+        if not is_real_dir(self.users_dir):
             return []
-        return sorted(p.name for p in self.users_dir.iterdir() if p.is_dir() and USER_ID_RE.fullmatch(p.name))
+        return sorted(
+            p.name for p in self.users_dir.iterdir() if USER_ID_RE.fullmatch(p.name) and is_real_dir(p)
+        )
 
     def turn_dirs(self, user: str) -> list[Path]:
-        """Live turn folders of `user`, oldest first."""
+        """Live turn folders of `user`, oldest first (symlinked folders are not turns)."""
         turns = self.turns_dir(user)
-        if not turns.is_dir():
+        if not is_real_dir(turns):
             return []
-        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and p.is_dir()]
+        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and is_real_dir(p)]
         return sorted(found, key=lambda p: turn_number(p.name))
 
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
@@ -144,15 +157,20 @@ class Layout:
         number = turn_number(before) - 1
         while number > 0 and len(found) < count and probe > 0:
             path = turns / turn_name(number)
-            if path.is_dir():
+            if is_real_dir(path):
                 found.append(path)
             number -= 1
             probe -= 1
         return found
 
     def relative(self, path: Path) -> str:
-        """Vault-relative POSIX path (the form used in JSON output and the index)."""
-        return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        """Vault-relative POSIX path (the form used in JSON output and the index).
+
+        A path that resolves outside the vault (through a symlink) raises `NotInVault`."""
+        try:
+            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        except ValueError:
+            raise NotInVault(str(path), "resolves outside the vault") from None
 
 
 @dataclass(frozen=True)
@@ -214,6 +232,24 @@ def classify(rel_path: str) -> DocRef | None:
             return DocRef(f"{user}/{name}", "archived_turn", user, name)
         return None
     return None
+
+
+def effective_scope(ref: DocRef, claimed: Any) -> Any:
+    """The scope a document really has: its frontmatter's claim where the path allows it.
+
+    Ownership comes from the path: `global` under `users/{u}/` holds only for
+    SHAREABLE_KINDS (otherwise it is that user's: `user`); a document outside `users/`
+    (knowledge/, site_knowledge/) belongs to no user, so it is `global` unless it says `new`.
+    """
+    if claimed is None:
+        return "user" if ref.user else "global"
+    if claimed not in ("new", "user", "global"):
+        return claimed  # not a scope: validation names it
+    if ref.user is None:
+        return "new" if claimed == "new" else "global"
+    if claimed == "global" and ref.kind not in SHAREABLE_KINDS:
+        return "user"
+    return claimed
 
 
 def candidate_paths(doc_id: str) -> list[str]:

@@ -14,6 +14,7 @@ bytes to `events.jsonl.torn` and truncates only them; earlier lines are never to
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -108,10 +109,16 @@ class LogRead:
 def read_log(path: Path) -> LogRead:
     """Read `path` without judging the chain; a missing file reads as empty."""
     result = LogRead(path)
-    try:
-        raw = path.read_bytes()
+    try:  # a log is never read through a symlink (it could be another user's turn)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return result
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EventLogError(path, "is a symbolic link; not read") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read()
     body, sep, tail = raw.rpartition(b"\n")
     if not sep:
         body, tail = b"", raw
@@ -212,8 +219,13 @@ class EventWriter:
     def open(self) -> None:
         if not self.new:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if self.new else 0)
-        fd = os.open(self.path, flags, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if self.new else 0)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # never append to another turn's log through a link
+                raise EventLogError(self.path, "is a symbolic link; not written") from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

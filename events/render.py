@@ -250,6 +250,9 @@ def _metadata_json(view: TurnView) -> dict[str, Any]:
         "meta": view.started.meta,
         "answer": view.answer,
         "unknown_event_types": sorted(set(view.unknown_types)),
+        # how much of the log this projection saw: a log later cut short is then detected
+        "events": view.event_count,
+        "last_hash": view.last_hash,
     }
 
 

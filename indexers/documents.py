@@ -11,7 +11,6 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,10 +18,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from events import DocumentMetadata, classify, parse_document
-from events.errors import FrontmatterError
+from events import DocumentMetadata, classify, parse_document, read_vault_file
+from events.errors import FrontmatterError, NotInVault
+from events.layout import effective_scope
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_TYPES",
     "IndexDoc",
     "Skipped",
@@ -43,6 +44,7 @@ DEFAULT_TYPES = {
     "note": ["note"],
 }
 TURN_KINDS = frozenset({"turn", "archived_turn"})
+DEFAULT_MAX_BYTES = 5_000_000  # the default of [index] max_file_bytes
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -53,6 +55,9 @@ def sha256_bytes(data: bytes) -> str:
 class Skipped:
     path: str
     reason: str
+    refused: bool = False
+    """True for a path the vault boundary refuses (a symlink, a linked folder): it is
+    not a document at all, so nothing about it is remembered in the index state."""
 
 
 @dataclass(frozen=True)
@@ -114,40 +119,53 @@ def _title(meta: DocumentMetadata, body: str, path: str) -> str:
     return Path(path).stem.replace("_", " ").replace("-", " ")
 
 
-def _is_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
+def _too_large(rel_path: str, size: int, max_bytes: int) -> Skipped | None:
+    if size > max_bytes:
+        return Skipped(rel_path, f"too large ({size:,} bytes > {max_bytes:,})")
+    return None
+
+
+def _text_of(rel_path: str, data: bytes, max_bytes: int) -> str | Skipped:
+    """The text of a document's bytes, or why it is not indexed (the one rule, above)."""
+    too_large = _too_large(rel_path, len(data), max_bytes)
+    if too_large is not None:
+        return too_large
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skipped(rel_path, f"binary: not UTF-8 text (byte {exc.start})")
 
 
 def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | Skipped | None:
     """Read `root/rel_path` into an IndexDoc; None if the path is not a document or gone."""
-    ref = classify(rel_path)
-    if ref is None:
+    if classify(rel_path) is None:
         return None
-    path = root / rel_path
     try:
-        stat = os.stat(path)
-        if stat.st_size > max_bytes:
-            return Skipped(rel_path, f"too large ({stat.st_size:,} bytes > {max_bytes:,})")
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data, stat = read_vault_file(root, rel_path, limit=max_bytes)
     except FileNotFoundError:
         return None
+    except NotInVault as exc:
+        return Skipped(rel_path, exc.reason, refused=True)
     except OSError as exc:
         return Skipped(rel_path, f"unreadable: {exc.strerror or exc}")
-    if len(data) > max_bytes:
-        return Skipped(rel_path, f"too large (> {max_bytes:,} bytes)")
-    if _is_binary(data):
-        return Skipped(rel_path, "binary content (NUL bytes)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Skipped(rel_path, f"not UTF-8 text (byte {exc.start})")
+    too_large = _too_large(rel_path, max(stat.st_size, len(data)), max_bytes)
+    if too_large is not None:
+        return too_large
+    text = _text_of(rel_path, data, max_bytes)
+    if isinstance(text, Skipped):
+        return text
     try:
         parsed = parse_document(text, rel_path)
     except FrontmatterError as exc:
         return Skipped(rel_path, str(exc))
     return index_doc_from_parts(
-        rel_path, data, parsed.frontmatter, parsed.body, stat.st_mtime_ns, stat.st_mtime
+        rel_path,
+        data,
+        parsed.frontmatter,
+        parsed.body,
+        stat.st_mtime_ns,
+        stat.st_mtime,
+        max_bytes=max_bytes,
     )
 
 
@@ -158,15 +176,24 @@ def index_doc_from_parts(
     body: str,
     mtime_ns: int,
     mtime: float | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> IndexDoc | Skipped:
     """Build the IndexDoc of a file whose bytes, frontmatter and body are already known.
 
     `load_index_doc` calls this after parsing; writers that have just rendered a file
     (import, the pipeline) call it with the parts they rendered, skipping a re-parse.
+    Either way the same rule applies (module docstring), so a rebuild gives the same
+    index as the writers did.
     """
     ref = classify(rel_path)
     if ref is None:
         raise ValueError(f"not a document path: {rel_path}")
+    text = _text_of(rel_path, data, max_bytes)
+    if isinstance(text, Skipped):
+        return text
+    if "\x00" in body:
+        body = body.replace("\x00", "")
     front = dict(frontmatter)
     front["id"] = ref.doc_id
     if ref.user is not None:
@@ -174,7 +201,7 @@ def index_doc_from_parts(
     else:
         front.setdefault("user", None)
     front.setdefault("content_types", DEFAULT_TYPES.get(ref.kind, ["note"]))
-    front.setdefault("scope", "user" if ref.user else "global")
+    front["scope"] = effective_scope(ref, front.get("scope"))
     if front.get("created_at") is None:
         front["created_at"] = datetime.fromtimestamp(mtime if mtime is not None else mtime_ns / 1e9, UTC)
     if ref.kind == "archived_turn":
@@ -193,7 +220,7 @@ def index_doc_from_parts(
         doc_id=ref.doc_id,
         kind=ref.kind,
         user=ref.user,
-        title=_title(meta, body, rel_path),
+        title=_title(meta, body, rel_path).replace("\x00", ""),
         body=body,
         keywords=tuple(str(k) for k in meta.keywords),
         content_types=tuple(str(c) for c in meta.content_types) or tuple(DEFAULT_TYPES["note"]),

@@ -79,7 +79,8 @@ from tantivy import Facet, FieldType, Occur, Query
 
 from events import format_ts
 from events.clock import utcnow
-from events.fsio import atomic_write, held_lock
+from events.errors import EventsError
+from events.fsio import atomic_write, held_lock, read_vault_file
 
 from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible, IndexingError
@@ -768,7 +769,7 @@ class FullTextIndex:
     def _hit(self, payload: dict[str, Any], score: float, terms: list[str], snippets: bool) -> dict[str, Any]:
         payload["score"] = round(score, 6)
         payload["snippet"] = (
-            snippet_for(self.indexes_dir.parent / payload["doc_path"], terms) if snippets else ""
+            snippet_for(self.indexes_dir.parent, payload["doc_path"], terms) if snippets else ""
         )
         return payload
 
@@ -979,12 +980,16 @@ def _body_of(text: str) -> str:
     return text
 
 
-def snippet_for(path: Path, terms: Iterable[str]) -> str:
-    """A ~220-character window of the file around the query terms, terms in **bold**."""
+def snippet_for(root: Path, rel_path: str, terms: Iterable[str]) -> str:
+    """A ~220-character window of the file around the query terms, terms in **bold**.
+
+    Read like every vault file (`read_vault_file`): a file swapped for a symlink
+    since it was indexed gives no snippet."""
     try:
-        text = _body_of(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+        data, _ = read_vault_file(root, rel_path)
+    except (OSError, EventsError):
         return ""
+    text = _body_of(data.decode("utf-8", errors="replace").replace("\x00", ""))
     lines = [
         ln
         for ln in text.splitlines()

@@ -5,12 +5,16 @@ recorded (path → checksum, mtime, size) and touches only what changed: a file 
 new mtime but the same checksum is only re-stamped, never re-indexed.  `rebuild`
 builds a fresh index beside the live one (searches keep working), catches up with
 files changed meanwhile, and swaps it in.  Skipped files (broken frontmatter, binary,
-too large) are reported with their reason and never rewritten.
+too large, symlinks) are reported with their reason and never rewritten.
+
+Walks never enter a symlinked folder and never list a symlinked file as a document:
+`scan_documents` hands such links to its `refused` list (verify names them).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,12 +23,20 @@ from typing import Any
 
 import orjson
 
-from events import classify
+from events import classify, is_real_dir
 
 from .documents import IndexDoc, Skipped, load_index_doc
 from .fulltext import FullTextIndex, IndexBatch, StateEntry
 
-__all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents", "upsert_paths"]
+__all__ = [
+    "SyncReport",
+    "index_paths",
+    "rebuild",
+    "reconcile",
+    "record_loaded",
+    "scan_documents",
+    "upsert_paths",
+]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -53,32 +65,92 @@ class SyncReport:
         }
 
 
-def scan_documents(root: Path, under: str | None = None) -> dict[str, tuple[int, int]]:
-    """Every document path (vault-relative) with its (mtime_ns, size)."""
+def scan_documents(
+    root: Path, under: str | None = None, *, refused: list[Skipped] | None = None
+) -> dict[str, tuple[int, int]]:
+    """Every document path (vault-relative) with its (mtime_ns, size).
+
+    Symbolic links are never documents and linked folders are never entered; each one
+    met (any file or folder, pointing anywhere) goes to `refused` with its reason.
+    `os.scandir` tells links and folders apart from the directory listing itself, so
+    only documents cost a stat.
+    """
     found: dict[str, tuple[int, int]] = {}
-    start = root / under if under else root
-    if not start.exists():
-        return found
-    base = str(root)
-    cut = len(base) + 1
-    for dirpath, dirnames, filenames in os.walk(start):
-        rel_dir = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
-        if not rel_dir:
-            dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith(".")]
-        else:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if not name.endswith(".md") or name.startswith("."):
+    if under:
+        parts = under.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return found
+        for depth in range(1, len(parts) + 1):  # a linked folder on the way: not ours to walk
+            step = root.joinpath(*parts[:depth])
+            if step.is_symlink():
+                if refused is not None:
+                    refused.append(Skipped("/".join(parts[:depth]), _LINK_REASON, refused=True))
+                return found
+        if not is_real_dir(root.joinpath(*parts)):
+            return found
+        stack = [(os.path.join(root, *parts), under + "/")]
+    else:
+        stack = [(os.fspath(root), "")]
+    while stack:
+        folder, rel_dir = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or (not rel_dir and name in SKIP_TOP):
                 continue
             rel = rel_dir + name
-            if classify(rel) is None:
+            if entry.is_symlink():
+                if refused is not None:
+                    refused.append(Skipped(rel, _LINK_REASON, refused=True))
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, rel + "/"))
+                continue
+            if not name.endswith(".md") or classify(rel) is None:
                 continue
             try:
-                st = os.stat(os.path.join(dirpath, name))
+                st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                if refused is not None:
+                    refused.append(Skipped(rel, "is not a regular file", refused=True))
                 continue
             found[rel] = (st.st_mtime_ns, st.st_size)
     return found
+
+
+_LINK_REASON = "is a symbolic link (never followed)"
+
+
+def record_loaded(
+    batch: IndexBatch, root: Path, loaded: IndexDoc | Skipped, report: SyncReport | None = None
+) -> None:
+    """Put one loaded document in the index, or record why it is not there.
+
+    A skipped file is removed from the index (an older, readable version must not
+    linger) and remembered with its mtime and size, so reconcile leaves the unchanged
+    file alone and verify can name it.
+    """
+    if isinstance(loaded, IndexDoc):
+        batch.upsert(loaded)
+        if report is not None:
+            report.indexed += 1
+        return
+    if report is not None:
+        report.skipped.append(loaded)
+    batch.delete(loaded.path)
+    if loaded.refused:
+        return
+    try:
+        st = os.lstat(root / loaded.path)
+    except FileNotFoundError:
+        return
+    batch.touch(loaded.path, StateEntry("", st.st_mtime_ns, st.st_size, skipped=True))
 
 
 def _apply(
@@ -98,16 +170,9 @@ def _apply(
                 batch.touch(rel, StateEntry(loaded.checksum, loaded.mtime_ns, loaded.size))
                 report.unchanged += 1
             else:
-                batch.upsert(loaded)
-                report.indexed += 1
+                record_loaded(batch, root, loaded, report)
         elif isinstance(loaded, Skipped):
-            report.skipped.append(loaded)
-            batch.delete(rel)  # an older, readable version must not linger in the index
-            try:  # remember the skip so reconcile and verify leave the unchanged file alone
-                st = os.stat(root / rel)
-                batch.touch(rel, StateEntry("", st.st_mtime_ns, st.st_size, skipped=True))
-            except FileNotFoundError:
-                pass
+            record_loaded(batch, root, loaded, report)
         else:
             if rel in state or classify(rel) is not None:
                 batch.delete(rel)
@@ -161,7 +226,7 @@ def reconcile(
     started = time.perf_counter()
     report = SyncReport()
     state = index.state()
-    files = scan_documents(root)
+    files = scan_documents(root, refused=report.skipped)
     changed = sorted(
         p
         for p, (mtime, size) in files.items()
@@ -192,8 +257,8 @@ def rebuild(
     started = time.perf_counter()
     report = SyncReport()
     if user is not None:
-        files = scan_documents(root, f"users/{user}")
-        files.update(scan_documents(root, f"archive/stubs/{user}"))
+        files = scan_documents(root, f"users/{user}", refused=report.skipped)
+        files.update(scan_documents(root, f"archive/stubs/{user}", refused=report.skipped))
         if on_total is not None:
             on_total(len(files))
         old = [p for p in index.state() if classify(p) is not None and classify(p).user == user]  # type: ignore[union-attr]
@@ -204,7 +269,7 @@ def rebuild(
             with index.batch() as batch:
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:
-        files = scan_documents(root)
+        files = scan_documents(root, refused=report.skipped)
         if on_total is not None:
             on_total(len(files))
         live_log = index.state_path

@@ -169,6 +169,11 @@ class MemoryConfig(_Section):
     demotion_min_verdicts: int = Field(
         3, description="a document is demoted only after at least this many verdicts"
     )
+    publishers: list[str] = Field(
+        default_factory=list,
+        description="users who may publish a document to every user (save --scope global); "
+        "empty: nobody. Memories are never shared automatically; research may be promoted",
+    )
     trust_prior_weight: float = Field(
         2.0,
         gt=0,

@@ -371,6 +371,7 @@ class _Importer:
         keep_turns: bool = True,
     ) -> None:
         self.keep_turns = keep_turns
+        self.max_bytes = vault.config.index.max_file_bytes
         self.vault = vault
         self.report = report
         self.after_batch = after_batch
@@ -489,7 +490,14 @@ class _Importer:
                 mtime_ns = stamp
         self.syncer.sync_dir(folder)
         rel = f"users/{user}/turns/{turn}/context.md"
-        return index_doc_from_parts(rel, files["context.md"], front, body, mtime_ns)
+        return index_doc_from_parts(
+            rel,
+            files["context.md"],
+            front,
+            body,
+            mtime_ns,
+            max_bytes=self.max_bytes,  # as rebuild
+        )
 
 
 def import_turns(

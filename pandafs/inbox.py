@@ -72,8 +72,8 @@ from events import (
     validate_user_id,
 )
 from events.clock import utcnow
-from events.errors import FrontmatterError, InvalidUserId, LogBusyError
-from events.fsio import fsync_dir
+from events.errors import FrontmatterError, InvalidUserId, LogBusyError, NotInVault
+from events.fsio import fsync_dir, open_vault_file
 from events.layout import TURN_DIR_RE
 from events.schema import TornTailRepaired, TurnStarted
 
@@ -142,6 +142,9 @@ class ClaimPlan(BaseModel):
     claimed: str
     """Its path inside the claim folder's `query/`, e.g. `alice/q.md`."""
     planned_at: datetime
+    planned_fs_ns: int | None = None
+    """The file system's clock (`time.time_ns`) when planned: folder mtimes are compared
+    with it, not with `planned_at`, which follows the (shiftable) PandaFS clock."""
     decision: Literal["answer", "reject"]
     user: str | None = None
     query_file: str | None = None
@@ -617,6 +620,7 @@ class Inbox:
             "source": source,
             "claimed": claimed,
             "planned_at": _now(),
+            "planned_fs_ns": time.time_ns(),
         }
         if isinstance(verdict, _Rejection):
             rejected = _free_name(self.dir / "rejected", name, reserved, companions=(".error.md",))
@@ -671,7 +675,16 @@ class Inbox:
                 f"`{name}` is not a .md or .txt file; the inbox only reads text queries",
                 "Save the question as a .md or .txt file and drop it into inbox/ again.",
             )
-        size = path.stat().st_size
+        try:  # the vault is the boundary: a link swapped in after the claim is never read
+            with open_vault_file(self.root, path.relative_to(self.root).as_posix()) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                raw = handle.read(cfg.max_bytes + 1)
+        except NotInVault as exc:
+            return _Rejection(
+                "symlink",
+                f"the file {exc.reason}: PandaFS never reads through links",
+                "Copy the question into a plain file and drop it into inbox/ again.",
+            )
         if size > cfg.max_bytes:
             return _Rejection(
                 "too_large",
@@ -686,7 +699,6 @@ class Inbox:
                 "the file is empty",
                 "Write the question into the file, then drop it into inbox/ again.",
             )
-        raw = path.read_bytes()
         nul = raw.find(b"\0")
         if nul >= 0:
             return _Rejection(
@@ -880,7 +892,8 @@ class Inbox:
         user = plan.user
         query = self._read_query(plan, query_path)
         candidates = found if isinstance(found, list) else []
-        planned_ns = int(plan.planned_at.timestamp() * 1e9) - 1_000_000_000
+        planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
+        planned_ns = planned - 1_000_000_000
         for turn, folder in candidates:
             try:
                 mtime = folder.stat().st_mtime_ns

@@ -12,12 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from events import (
     EventsError,
     TurnView,
     atomic_write,
     project_turn,
     read_events,
+    read_vault_file,
     render_turn,
     turn_number,
     validate_user_id,
@@ -26,7 +29,16 @@ from events import (
 from .errors import BadInput
 from .vault import Vault
 
-__all__ = ["Drift", "ReplayReport", "TurnRef", "iter_turns", "load_view", "project", "replay"]
+__all__ = [
+    "Drift",
+    "ReplayReport",
+    "TurnRef",
+    "cut_tail_of",
+    "iter_turns",
+    "load_view",
+    "project",
+    "replay",
+]
 
 EVENTS_FILE = "events.jsonl"
 
@@ -122,6 +134,38 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
     return found
 
 
+def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
+    """A log whose end was cut: its metadata.json recorded more events than it holds.
+
+    A hash chain proves every event it still has, but cannot see events removed from
+    its end; the projection written after them remembers how many there were (and the
+    last hash).  Re-projecting such a log would silently turn a finished turn INCOMPLETE.
+    """
+    rel = f"{vault.rel(ref.path)}/metadata.json"
+    try:
+        raw, _ = read_vault_file(vault.root, rel)
+        recorded = orjson.loads(raw)
+    except (OSError, EventsError, orjson.JSONDecodeError):
+        return None  # missing or unreadable: drift reports it
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), int):
+        return None  # projected before the count was recorded
+    count = recorded["events"]
+    if count > view.event_count:
+        return Drift(
+            vault.rel(ref.path) + "/events.jsonl",
+            "cut_tail",
+            f"holds {view.event_count} events but metadata.json recorded {count} "
+            f"(last hash {str(recorded.get('last_hash', ''))[:12]}…): events were cut from its end",
+        )
+    if count == view.event_count and recorded.get("last_hash") not in (None, view.last_hash):
+        return Drift(
+            vault.rel(ref.path) + "/events.jsonl",
+            "cut_tail",
+            f"its last event's hash differs from the one metadata.json recorded after {count} events",
+        )
+    return None
+
+
 def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> ReplayReport:
     """Re-project turns from their events (`check=True`: report drift only)."""
     report = ReplayReport()
@@ -131,6 +175,10 @@ def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> R
             view = load_view(ref)
         except (EventsError, FileNotFoundError) as exc:
             report.errors.append(Drift(vault.rel(ref.events_path), "unreadable", str(exc)))
+            continue
+        cut = cut_tail_of(vault, ref, view)
+        if cut is not None:  # never overwrite the only record of the lost events
+            report.errors.append(cut)
             continue
         drift = drift_of(vault, ref, view)
         report.drift.extend(drift)

@@ -142,6 +142,23 @@ class Vault:
     def rel(self, path: Path) -> str:
         return self.layout.relative(path)
 
+    @contextmanager
+    def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:
+        """The one lock over an owner's memory documents (`None`: the global ones).
+
+        Every writer of preferences.md, facts.md, memories/ (save, Phase 8's commit, the
+        learning engine's counters and scope changes, prune) holds it and re-reads the file
+        under it, so no acknowledged line is overwritten by a stale copy.
+        """
+        if owner is None:
+            path, what = self.layout.indexes / "global-memory.lock", "the global memory"
+        else:
+            validate_user_id(owner)
+            path, what = self.layout.user_dir(owner) / ".memory.lock", f"the memory of {owner}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(path, wait_s=wait_s, what=what):
+            yield
+
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
         """Claim `count` new turn folders for `user`; returns their names in order.
 

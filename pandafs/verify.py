@@ -8,15 +8,27 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                `--repair` removes it once it is 30 s old)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
-  unreadable   a file that cannot be parsed at all
-  index_stale  the search index misses a document or holds one that is gone
-               (`--repair` reconciles it)
+  unreadable   a file that cannot be parsed at all (or a log that is a symlink)
+  cut_tail     the log holds fewer events than its projection recorded: its end was
+               cut (a hash chain cannot see that); `replay` refuses to rewrite it
+  interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
+               inbox turns are `watch`'s to resume)
+  symlink      a symbolic link (file or folder) among the documents: never followed,
+               never indexed
+  skipped      a document the indexer skips, with the reason (broken frontmatter,
+               binary, too large, unreadable): not in search until it is fixed
+  index_stale  one per path: a document not in the index, changed since it was
+               indexed, or indexed but gone (`--repair` reconciles and lists each)
+  scope_claim  `scope: global` on a user's document that cannot be shared (it stays theirs)
+  id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
   archive_*    cold storage (stubs, Parquet rows, checksums): see
                `pandafs.archive.check_archive` for each kind
   The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
   any turn) are checked like a turn's log: chain, torn_tail, misplaced.
 
 `default_checks()` lists the vault-wide checkers the CLI runs after the turns.
+A checker returns Problems; one with `repaired=True` is a repair it made (listed by
+`verify --repair` as such), the others are what is still wrong.
 """
 
 from __future__ import annotations
@@ -25,16 +37,29 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from events import check_chain, parse_event, project_turn, read_log, repair_torn_tail
+from events import (
+    check_chain,
+    classify,
+    parse_document,
+    parse_event,
+    project_turn,
+    read_log,
+    read_vault_file,
+    render_turn,
+    repair_torn_tail,
+)
 from events.errors import EventsError
 from events.fsio import TMP_PREFIX
+from events.layout import effective_scope
 from events.schema import TornTailRepaired
+from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.sync import scan_documents
 
 from .memory import Memory
-from .turns import EVENTS_FILE, TurnRef, drift_of, iter_turns, project
+from .turns import EVENTS_FILE, TurnRef, cut_tail_of, drift_of, iter_turns, project
 from .vault import Vault
 
 __all__ = ["Problem", "VerifyReport", "verify_vault"]
@@ -49,7 +74,8 @@ class Problem:
     path: str
     kind: str
     message: str
-    repaired: bool = False  # a checker's way to say "found this and fixed it"
+    repaired: bool = False
+    """Set by a checker that fixed it under `--repair`: listed as a repair, not a problem."""
 
     def as_json(self) -> dict[str, str]:
         return {"path": self.path, "kind": self.kind, "message": self.message}
@@ -80,7 +106,10 @@ Checker = Callable[[Vault, bool], Iterable[Problem]]
 
 
 def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport) -> None:
-    rel = vault.rel(ref.events_path)
+    rel = vault.rel(ref.path) + "/events.jsonl"
+    if ref.events_path.is_symlink():
+        report.problems.append(Problem(rel, "unreadable", "events.jsonl is a symbolic link (never followed)"))
+        return
     if _is_abandoned(ref):
         empty = Problem(vault.rel(ref.path), "empty_turn", "turn folder holds no events")
         if repair and _remove_abandoned(ref):
@@ -95,6 +124,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
         return
     log = read_log(ref.events_path)
+    noted = False
     if log.torn_tail is not None:
         after = f" after seq {len(log.records) - 1}" if log.records else " before any event"
         size = len(log.torn_tail)
@@ -106,6 +136,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             if log.records:
                 _note_repair(ref, moved)
                 log = read_log(ref.events_path)
+                noted = True
         else:
             report.problems.append(torn)
     problem = check_chain(log)
@@ -136,6 +167,12 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         report.warnings.append(
             Problem(rel, "unknown_event", f"event type {kind!r} from a newer version (kept)")
         )
+    if noted:  # the repair event is history too: metadata.json counts it (context.md is left alone)
+        project(ref, view, files={"metadata.json": render_turn(view)["metadata.json"]})
+    cut = cut_tail_of(vault, ref, view)
+    if cut is not None:
+        report.problems.append(Problem(cut.path, "cut_tail", cut.message))
+        return  # its projection holds more than the log: re-projecting would lose it
     for drift in drift_of(vault, ref, view):
         problem = Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
         if repair and drift.kind == "missing":
@@ -188,36 +225,120 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:
-    """The index must hold exactly the documents on disk, at their current bytes."""
+    """Every document on disk is in the index at its current bytes, or named with the
+    reason it is not; nothing gone lingers; every symlink among the documents is named.
+
+    `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
+    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.
+    """
     memory = Memory(vault)
-    files = scan_documents(vault.root)
-    if memory.index.exists():
-        state = memory.index.state()
-        stale = sum(
-            1 for p, (m, s) in files.items() if p not in state or (state[p].mtime_ns, state[p].size) != (m, s)
-        )
-        gone = sum(1 for p in state if p not in files)
-        what = f"{stale} changed or unindexed, {gone} gone"
-    else:
-        stale, gone, what = len(files), 0, "index is missing"
-    if not stale and not gone:
-        return []
-    if repair:
-        done = memory.reconcile()
-        message = f"{what}; reconciled: {done.indexed} indexed, {done.deleted} removed"
-        return [Problem("indexes/fulltext", "index_stale", message, repaired=True)]
-    return [
-        Problem(
-            "indexes/fulltext", "index_stale", f"{what}; run `pandafs verify --repair` or `pandafs rebuild`"
-        )
+    found = _index_problems(vault, memory)
+    if not repair or not any(p.kind == "index_stale" for p in found):
+        return found
+    report = memory.reconcile()
+    skipped = {s.path for s in report.skipped}
+    repaired = [
+        Problem(p.path, p.kind, f"{p.message}: reconciled", repaired=True)
+        for p in found
+        if p.kind == "index_stale" and p.path not in skipped
     ]
+    return repaired + _index_problems(vault, memory)
+
+
+def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
+    refused: list[Skipped] = []
+    files = scan_documents(vault.root, refused=refused)
+    problems = [Problem(s.path, "symlink", s.reason) for s in refused]
+    if not memory.index.exists():
+        if files:
+            problems.append(
+                Problem("indexes/fulltext", "index_stale", f"index is missing ({len(files)} documents)")
+            )
+        return problems
+    state = memory.index.state()
+    max_bytes = vault.config.index.max_file_bytes
+    indexed = 0
+    for path, (mtime, size) in sorted(files.items()):
+        entry = state.get(path)
+        if entry is None:
+            problems.append(Problem(path, "index_stale", "not in the index"))
+        elif (entry.mtime_ns, entry.size) != (mtime, size):
+            problems.append(Problem(path, "index_stale", "changed since it was indexed"))
+        elif entry.skipped:
+            loaded = load_index_doc(vault.root, path, max_bytes=max_bytes)
+            if isinstance(loaded, Skipped):
+                problems.append(Problem(path, "skipped", f"not indexed: {loaded.reason}"))
+            elif isinstance(loaded, IndexDoc):
+                problems.append(Problem(path, "index_stale", "skipped when indexed, readable now"))
+        else:
+            indexed += 1
+    for path in sorted(p for p in state if p not in files):
+        problems.append(Problem(path, "index_stale", "indexed but the file is gone"))
+    held = memory.index.count()
+    if not problems and held != indexed:
+        problems.append(
+            Problem(
+                "indexes/fulltext",
+                "index_stale",
+                f"the index holds {held} documents but {indexed} are recorded as indexed; "
+                "run `pandafs rebuild`",
+            )
+        )
+    return problems
+
+
+def check_claims(vault: Vault, repair: bool) -> list[Problem]:
+    """Frontmatter that claims what only the path decides: `scope: global` on a document
+    of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
+    `id:` other than the path's (ignored: ids come from paths).  Turn folders are written
+    by PandaFS and checked against their events instead; `--repair` changes nothing here,
+    since the file is the person's to edit."""
+    problems: list[Problem] = []
+    roots = [vault.layout.knowledge]
+    users = vault.root / "users"
+    if users.is_dir():
+        roots += [e for e in sorted(users.iterdir()) if e.is_dir() and not e.is_symlink()]
+    for top in roots:
+        for dirpath, dirnames, filenames in os.walk(top):  # never into a linked folder
+            dirnames[:] = sorted(d for d in dirnames if d != "turns" and not d.startswith("."))
+            for name in sorted(filenames):
+                rel = vault.rel(Path(dirpath)) + "/" + name
+                ref = classify(rel)
+                if ref is None:
+                    continue
+                try:
+                    data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
+                    front = parse_document(data.decode("utf-8"), rel).frontmatter
+                except (OSError, UnicodeDecodeError, EventsError):
+                    continue  # links, unreadable and skipped files are named by the index check
+                claimed = front.get("scope")
+                if claimed == "global" and effective_scope(ref, claimed) != "global":
+                    problems.append(
+                        Problem(
+                            rel,
+                            "scope_claim",
+                            "says `scope: global`, but what a user keeps under users/ stays theirs "
+                            "(searched as theirs); publish it with `pandafs save --scope global`",
+                        )
+                    )
+                if front.get("id") not in (None, ref.doc_id):
+                    problems.append(
+                        Problem(
+                            rel,
+                            "id_claim",
+                            f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from "
+                            "paths: rename the file to change it)",
+                        )
+                    )
+    return problems
 
 
 def default_checks() -> list[Checker]:
     from .archive import check_archive  # it imports this module: load it lazily
     from .learning import check_learning
+    from .pipeline.recovery import check_interrupted
 
-    return [check_archive, check_learning, check_index]
+    return [check_archive, check_learning, check_interrupted, check_index, check_claims]
 
 
 def verify_vault(

@@ -116,6 +116,11 @@ class UpkeepJob:
 
 
 UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
+    UpkeepJob(
+        "interrupted",
+        "close turns whose process died mid-way",
+        ("pandafs.pipeline.recovery:close_all_interrupted",),
+    ),
     UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
     UpkeepJob(
         "promote",

@@ -44,4 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         echo_err(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         sys.exit(1)
+    except Exception as exc:  # a bug of ours: still one line, never a traceback to the user
+        if os.environ.get("PANDAFS_DEBUG"):
+            raise
+        echo_err(f"error: internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)")
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

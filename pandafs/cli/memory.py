@@ -11,11 +11,12 @@ import orjson
 from pydantic import Field, ValidationError
 
 from events.clock import utcnow
+from events.documents import CONTENT_TYPES
 from events.errors import EventsError
 
-from ..errors import PandaError
+from ..errors import PandaError, ProblemFound
 from ..memory import SCOPES, Memory, SearchArgs
-from ..output import emit, json_option, lazy_progress
+from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, pass_app, user_option
 
 
@@ -28,7 +29,9 @@ class BatchQuery(SearchArgs):
     limit: int = Field(10, ge=1, le=1000)
 
 
-def _batch_search(memory: Memory, source: Path) -> None:
+def _batch_search(memory: Memory, source: Path) -> int:
+    """Answer each line in order; the number of lines that failed."""
+    failed = 0
     with source.open("rb") as handle:
         for raw in handle:
             if not raw.strip():
@@ -43,7 +46,9 @@ def _batch_search(memory: Memory, source: Path) -> None:
                 out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
             except (PandaError, EventsError) as exc:
                 out = {"error": str(exc)}
+            failed += isinstance(out, dict)
             click.echo(orjson.dumps(out).decode())
+    return failed
 
 
 @cli.command()
@@ -81,8 +86,12 @@ def search(
     """Unified search over every document (natural language or keywords)."""
     memory = app.memory()
     if batch is not None:
-        _batch_search(memory, batch)
+        failed = _batch_search(memory, batch)
+        if failed:
+            raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return
+    for unknown in sorted(set(types) - set(CONTENT_TYPES)):
+        echo_err(f"warning: {unknown!r} is not a content type PandaFS writes ({', '.join(CONTENT_TYPES)})")
     hits = memory.search(
         query,
         user=user,
@@ -110,12 +119,17 @@ def search(
 
 @cli.command()
 @click.argument("id_or_path")
+@user_option(help="Retrieve as this user: their documents and global ones only.")
 @now_option("Count an archived turn's expansion at this time (UTC if naive).")
 @json_option
 @pass_app
-def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> None:
-    """Print one document by id (alice/turn_000001) or vault-relative path."""
-    doc = app.memory().retrieve(id_or_path, now=now or utcnow())
+def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, as_json: bool) -> None:
+    """Print one document by id (alice/turn_000001) or vault-relative path.
+
+    Without --user this is the vault owner's view (any user's document); with it,
+    another user's document is refused like a missing one and nothing is counted.
+    """
+    doc = app.memory().retrieve(id_or_path, user=user, now=now or utcnow())
     emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
 
 
@@ -137,7 +151,8 @@ def retrieve(app: App, id_or_path: str, now: datetime | None, as_json: bool) -> 
     type=click.Choice(SCOPES),
     default="new",
     show_default=True,
-    help="new memories expire after their TTL unless promoted.",
+    help="new memories expire after their TTL unless promoted; global publishes to every "
+    "user (only [memory] publishers may).",
 )
 @click.option(
     "--ttl-hours",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from ..output import emit, json_option
+from ..output import echo_err, emit, json_option
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
 from .base import App, cli, pass_app, user_option
@@ -20,6 +22,12 @@ def ask(app: App, query: str, user: str, as_json: bool) -> None:
     vault = app.vault()
     with Pipeline(vault) as pipeline:
         result = pipeline.ask(query, user=user)
+
+    if result.outcome == "FAIL":  # recorded as a FAIL turn; the failure is not an answer
+        if as_json:
+            emit(result.as_json(), True, lambda: None)
+        echo_err(f"error: turn {result.doc_id} failed: {result.answer}")
+        sys.exit(1)
 
     def human() -> None:
         click.echo(result.answer)

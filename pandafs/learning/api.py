@@ -86,6 +86,9 @@ def after_save(ctx: TurnContext, view: TurnView, pending: Sequence[Payload]) -> 
 _SINCE = re.compile(r"^(\d+)\s*([dhw])$")
 
 
+MAX_WINDOW_DAYS = 36_600  # a century: longer windows are typos, and would overflow dates
+
+
 def parse_since(text: str, now: datetime) -> date:
     """First day of a window: `7d` (today and the 6 days before), `24h`, `2w`, or a date."""
     match = _SINCE.match(text.strip().lower())
@@ -93,9 +96,11 @@ def parse_since(text: str, now: datetime) -> date:
         n, unit = int(match.group(1)), match.group(2)
         if n < 1:
             raise BadInput(f"--since {text!r}: the window must be at least 1 {unit}")
+        days = -(-n // 24) if unit == "h" else n * (7 if unit == "w" else 1)
+        if days > MAX_WINDOW_DAYS:
+            raise BadInput(f"--since {text!r}: the window may be at most {MAX_WINDOW_DAYS:,} days")
         if unit == "h":
             return (now - timedelta(hours=n)).astimezone(UTC).date()
-        days = n * (7 if unit == "w" else 1)
         return now.astimezone(UTC).date() - timedelta(days=days - 1)
     try:
         return date.fromisoformat(text.strip())
@@ -120,6 +125,8 @@ def trends(
     until = until or now.astimezone(UTC).date()
     if until < since:
         raise BadInput(f"the window ends ({until}) before it starts ({since})")
+    if (until - since).days >= MAX_WINDOW_DAYS:
+        raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
     with Learning(vault, memory).open() as engine:
         engine.sync_checked()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}

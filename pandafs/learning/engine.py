@@ -540,9 +540,9 @@ class Learning:
 
     def _plan(
         self, docs: Sequence[str], projection: Projection, preview: dict[str, _Target] | None = None
-    ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, float]]]:
-        """Files to rewrite ({doc: (rel, text)}) and turn trust for the index ({doc: (rel, t)})."""
-        plans: dict[str, tuple[str, str]] = {}
+    ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float]]]:
+        """Files to rewrite ({doc: (rel, target)}) and turn trust for the index ({doc: (rel, t)})."""
+        plans: dict[str, tuple[str, _Target]] = {}
         overlay: dict[str, tuple[str, float]] = {}
         w = self.cfg.trust_prior_weight
         for doc_id in docs:
@@ -567,16 +567,29 @@ class Learning:
             if preview is None and target.counts is not None:
                 self.counts.set_trust(doc_id, front.get("trust"))
             if front != info.front:
-                plans[doc_id] = (info.rel, render_document(front, info.body))
+                plans[doc_id] = (info.rel, target)
         return plans, overlay
 
     def _apply(
-        self, plans: dict[str, tuple[str, str]], overlay: dict[str, tuple[str, float]]
+        self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float]]
     ) -> tuple[list[str], int]:
-        """Write the planned files, then index them and the turns' new trust in one batch."""
+        """Write the planned files, then index them and the turns' new trust in one batch.
+
+        Each file is re-read under its owner's memory lock and only the learning keys and
+        scope are changed on what it says *now*: a line a concurrent save added since the
+        plan was made is kept (the plan's copy of the file is never written back).
+        """
         written: list[str] = []
-        for rel, text in plans.values():
-            atomic_write(self.vault.root / rel, text, durable=False)
+        for doc_id, (rel, target) in plans.items():
+            ref = classify(rel)
+            with self.vault.memory_lock(ref.user if ref else None):
+                info = self.doc_info(doc_id)
+                if info is None or info.rel != rel:
+                    continue
+                front = self._target_front(info, target)
+                if front == info.front:
+                    continue
+                atomic_write(self.vault.root / rel, render_document(front, info.body))
             written.append(rel)
         max_bytes = self.vault.config.index.max_file_bytes
         for rel in written:

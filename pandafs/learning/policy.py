@@ -7,8 +7,11 @@
 
 One run may take a document two steps (new → user → global), each a separate event.
 Which documents move: those a user owns that PandaFS inferred — memories and research
-(`PROMOTABLE_KINDS`).  What a user stated about themselves (preferences.md, facts.md)
-stays `user`: it never expires and is never shared with other users; documents
+(`PROMOTABLE_KINDS`) — between `new` and `user`; only documents about the world
+(`events.layout.SHAREABLE_KINDS`: research) ever go on to `global`.  A memory is what a
+user saved about themselves or their life: it is never shared automatically, however
+often it is used (publishing it is a deliberate act: `pandafs save --scope global`).
+What a user stated (preferences.md, facts.md) stays `user` and never expires; documents
 without an owner (knowledge/, site_knowledge/) are global already and keep their scope.
 Trust and usage come from `trust`; this module only decides.
 """
@@ -16,6 +19,8 @@ Trust and usage come from `trust`; this module only decides.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from events.layout import SHAREABLE_KINDS
 
 from ..config import MemoryConfig
 
@@ -82,7 +87,8 @@ def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
                 f"age {_hours(age)} ≥ {cfg.user_age_hours:g} h"
             )
     elif doc.scope == "user":
-        if t >= cfg.global_trust and u >= cfg.global_usage and age >= cfg.global_age_hours:
+        shareable = doc.kind in SHAREABLE_KINDS
+        if shareable and t >= cfg.global_trust and u >= cfg.global_usage and age >= cfg.global_age_hours:
             new_scope = "global"
             reason = (
                 f"promoted: trust {t:.2f} ≥ {cfg.global_trust:g}, used {u} ≥ {cfg.global_usage} "

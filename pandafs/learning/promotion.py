@@ -22,10 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from events import classify, format_ts, parse_document
+from events import classify, format_ts, parse_document, read_vault_file
 from events.clock import utcnow
-from events.errors import FrontmatterError
+from events.errors import FrontmatterError, NotInVault
 from events.fsio import fsync_dir
+from indexers.sync import scan_documents
 
 from ..memory import Memory
 from ..vault import Vault
@@ -106,9 +107,9 @@ def expired_path(vault: Vault, rel: str) -> Path:
 
 def _expiry(vault: Vault, rel: str) -> datetime | None:
     """`expires_at` of a `new` document, read from its file (None: not a candidate)."""
-    try:
-        front = parse_document((vault.root / rel).read_text(encoding="utf-8"), rel).frontmatter
-    except (OSError, UnicodeDecodeError, FrontmatterError):
+    try:  # never through a symlink (events.read_vault_file)
+        front = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel).frontmatter
+    except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
         return None
     if front.get("scope") != "new":
         return None
@@ -124,10 +125,8 @@ def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
     found: set[str] = set()
     for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now):
         found.add(hit["doc_path"])
-    for user in vault.layout.users():
-        folder = vault.layout.memories_dir(user)
-        if folder.is_dir():
-            found |= {vault.rel(p) for p in folder.rglob("*.md") if not p.name.startswith(".")}
+    for user in vault.layout.users():  # the same walk as the indexer's: symlinks are not documents
+        found |= set(scan_documents(vault.root, f"users/{user}/memories"))
     expired = []
     for rel in sorted(found):
         when = _expiry(vault, rel)
@@ -194,9 +193,10 @@ def prune_expired(
                 )
                 engine.record_decisions([_with_reason(decision, reason)], now)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(vault.root / info.rel, target)
-            fsync_dir(target.parent)
-            fsync_dir((vault.root / info.rel).parent)
+            with vault.memory_lock(info.owner):
+                os.rename(vault.root / info.rel, target)
+                fsync_dir(target.parent)
+                fsync_dir((vault.root / info.rel).parent)
         if moves and not dry_run:
             with memory.index.batch() as batch:
                 for info, _, _ in moves:

@@ -7,6 +7,8 @@ retrieve reads the file (or, for an archived turn, its original from the archive
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,16 +17,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from events import candidate_paths, classify, parse_document, validate_user_id
+from events import DocRef, candidate_paths, classify, parse_document, read_vault_file, validate_user_id
 from events.clock import utcnow
-from events.errors import FrontmatterError
+from events.documents import SAVE_TYPES, TOPIC_RE
+from events.errors import FrontmatterError, NotInVault
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
-from indexers.sync import SyncReport, index_paths, rebuild, reconcile, upsert_paths
+from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
 from ..vault import Vault
-from .store import SavedDoc, append_entry, write_memory
+from .store import SavedDoc, append_entry, publish, write_memory
 
 __all__ = ["Memory", "Retrieved", "SCOPES", "SearchArgs"]
 
@@ -149,15 +152,32 @@ class Memory:
         now: datetime | None = None,
         index: bool = True,
     ) -> SavedDoc:
-        """Write a memory document and index it.  Preferences and facts go to their lists."""
+        """Write a memory document and index it.  Preferences and facts go to their lists;
+        `scope="global"` publishes to every user, if `user` is one of `[memory] publishers`."""
         validate_user_id(user)
         if not content.strip():
             raise BadInput("nothing to save: content is empty")
         if scope not in SCOPES:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
+        if doc_type not in SAVE_TYPES:
+            raise BadInput(f"unknown type {doc_type!r} (use one of {', '.join(SAVE_TYPES)})")
+        if not TOPIC_RE.fullmatch(topic):
+            raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
         now = now or utcnow()
         words = [k.strip() for k in keywords if k.strip()]
-        if doc_type in ("preference", "fact"):
+        if scope == "global":
+            self._check_publisher(user, doc_type)
+            saved = publish(
+                self.vault,
+                user,
+                content,
+                doc_type=doc_type,
+                topic=topic,
+                keywords=words,
+                title=title,
+                now=now,
+            )
+        elif doc_type in ("preference", "fact"):
             saved = append_entry(
                 self.vault,
                 user,
@@ -187,51 +207,105 @@ class Memory:
             self.index_paths([saved.doc_path])
         return saved
 
+    def _check_publisher(self, user: str, doc_type: str) -> None:
+        """Publishing is for the people the vault's config names, and never a user's lists."""
+        if doc_type in ("preference", "fact"):
+            raise BadInput(f"a {doc_type} is about its user: it cannot be published to every user")
+        publishers = self.vault.config.memory.publishers
+        if user not in publishers:
+            allowed = ", ".join(publishers) or "nobody"
+            raise BadInput(
+                f"{user} may not publish to every user: only [memory] publishers in pandafs.toml "
+                f"may (now: {allowed})"
+            )
+
     # --- retrieve ---------------------------------------------------------------------
 
     def resolve(self, id_or_path: str) -> Path:
         """The file behind a document id or a vault-relative path."""
+        return self.vault.root / self._resolve_rel(id_or_path)
+
+    def _resolve_rel(self, id_or_path: str, user: str | None = None) -> str:
+        """The vault-relative path of the document behind an id or a path.
+
+        Only plain files of the vault count: a symlink (or a path through a linked
+        folder) is refused with `BadInput`, never read.  With `user`, a document owned
+        by another user (by its path) is reported exactly like a missing one.
+        """
         text = id_or_path.strip().removeprefix("./")
         candidates = [text] if text.endswith(".md") else candidate_paths(text)
         ref = classify(text) if text.endswith(".md") else None
         if ref is not None and ref.kind in ("turn", "archived_turn"):
             candidates += candidate_paths(ref.doc_id)  # a turn's other home: live or archived
+        whose = f" visible to {user}" if user is not None else ""
+        missing = BadInput(f"no document {id_or_path!r}{whose} in {self.vault.root} (try `pandafs search`)")
         for rel in candidates:
-            if classify(rel) is None:
+            found = classify(rel)
+            if found is None:
                 continue
-            path = self.vault.root / rel
-            if path.is_file():
-                return path
-        raise BadInput(f"no document {id_or_path!r} in {self.vault.root} (try `pandafs search`)")
+            if user is not None and not self.visible_to(user, found):
+                raise missing
+            try:
+                st = os.lstat(self.vault.root / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise BadInput(f"{rel} is a symbolic link: PandaFS never follows links out of a document")
+            if stat.S_ISREG(st.st_mode):
+                return rel
+        raise missing
 
-    def retrieve(self, id_or_path: str, *, now: datetime | None = None) -> Retrieved:
+    def visible_to(self, user: str, ref: DocRef) -> bool:
+        """May `user` read this document?  Ownership comes from the path: their own
+        (`users/{user}/…`, their archive stubs) and global areas (`knowledge/`,
+        `site_knowledge/`); another user's document only if the index holds it as
+        `global` (what search shows them too).  Never from the file's frontmatter."""
+        if ref.user is None or ref.user == user:
+            return True
+        if not self.index.exists():
+            return False
+        indexed = self.index.lookup(ref.doc_id)
+        return indexed is not None and indexed.get("scope") == "global"
+
+    def retrieve(self, id_or_path: str, *, user: str | None = None, now: datetime | None = None) -> Retrieved:
         """The document; an archived turn is expanded: its full original context.md is
         read from the archive (`archived: true`) and the expansion counted — the
-        `expansions_to_restore`-th within the window restores it (then it is live)."""
-        path = self.resolve(id_or_path)
-        rel = self.vault.rel(path)
+        `expansions_to_restore`-th within the window restores it (then it is live).
+
+        `user` is who asks (the pipeline's tools, `retrieve --user`, MCP): a document they
+        may not see (`visible_to`) is refused as if missing, before anything is read or
+        counted.  `user=None` is the vault owner's view (the CLI without `--user`).
+        """
+        if user is not None:
+            validate_user_id(user)
+        rel = self._resolve_rel(id_or_path, user)
         ref = classify(rel)
         assert ref is not None
         if ref.kind == "archived_turn":
-            return self._retrieve_archived(ref.doc_id, now)
+            return self._retrieve_archived(ref.doc_id, user, now)
         try:
-            parsed = parse_document(path.read_text(encoding="utf-8"), rel)
+            data, _ = read_vault_file(self.vault.root, rel)
+            parsed = parse_document(data.decode("utf-8"), rel)
+        except NotInVault as exc:
+            raise BadInput(str(exc)) from None
+        except UnicodeDecodeError:
+            raise BadInput(f"{rel} is not UTF-8 text") from None
         except FrontmatterError as exc:
             raise BadInput(str(exc)) from None
         metadata = {k: _jsonable(v) for k, v in parsed.frontmatter.items()}
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
 
-    def _retrieve_archived(self, doc_id: str, now: datetime | None) -> Retrieved:
+    def _retrieve_archived(self, doc_id: str, user: str | None, now: datetime | None) -> Retrieved:
         from ..archive import expand_turn  # the archive imports this module
 
         try:
             expanded = expand_turn(self.vault, doc_id, now=now)
         except FileNotFoundError:  # the stub is gone: restored since we resolved it
-            return self.retrieve(doc_id, now=now)
+            return self.retrieve(doc_id, user=user, now=now)
         except FrontmatterError as exc:
             raise BadInput(str(exc)) from None
         if expanded.restored:
-            live = self.retrieve(doc_id, now=now)
+            live = self.retrieve(doc_id, user=user, now=now)
             live.metadata["restored_from_archive"] = True
             return live
         metadata = {k: _jsonable(v) for k, v in expanded.frontmatter.items()}
@@ -262,8 +336,7 @@ class Memory:
         `paths` read from disk, in one batch (one commit)."""
         with self.index.batch() as batch:
             for doc in docs:
-                if isinstance(doc, IndexDoc):
-                    batch.upsert(doc)
+                record_loaded(batch, self.vault.root, doc)
             upsert_paths(batch, self.vault.root, paths, max_bytes=self.vault.config.index.max_file_bytes)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
@@ -285,6 +358,11 @@ class Memory:
     ) -> SyncReport:
         if user is not None:
             validate_user_id(user)
+            if (
+                not self.vault.layout.user_dir(user).is_dir()
+                and not (self.vault.layout.archive / "stubs" / user).is_dir()
+            ):
+                raise BadInput(f"no user {user!r} in {self.vault.root}")
         cfg = self.vault.config.index
         return rebuild(
             self.index,

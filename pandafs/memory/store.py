@@ -15,16 +15,31 @@ at scope `user` and never expires.  Other memories are one file each under
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from events import DocumentMetadata, atomic_write, parse_document, render_document, wikilink
+import orjson
 
-from ..vault import Vault, file_lock
+from events import (
+    DocumentMetadata,
+    NotInVault,
+    atomic_write,
+    format_ts,
+    parse_document,
+    read_vault_file,
+    render_document,
+    wikilink,
+)
 
-__all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "write_memory", "slug"]
+from ..errors import BadInput
+from ..vault import Vault
+
+__all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "publish", "write_memory", "slug"]
+
+SHARING_LOG = "observability/sharing.jsonl"
 
 _ENTRY = re.compile(r"^- (?:\*\*(?P<key>[^*]+?):\*\* )?(?P<value>.*?)(?: _\((?P<note>.*)\)_)?\s*$")
 
@@ -95,9 +110,14 @@ def append_entry(
     filename, heading, topic = KIND_FILES[kind]
     path = vault.layout.user_dir(user) / filename
     doc_id = f"{user}/{filename[:-3]}"
-    with file_lock(vault.layout.user_dir(user) / ".memory.lock", what=f"memory of {user}"):
-        if path.exists():
-            parsed = parse_document(path.read_text(encoding="utf-8"), vault.rel(path))
+    with vault.memory_lock(user):
+        if path.exists() or path.is_symlink():
+            rel = f"users/{user}/{filename}"
+            try:  # a link (to another user's file, or out of the vault) is never read or merged
+                data, _ = read_vault_file(vault.root, rel)
+            except NotInVault as exc:
+                raise BadInput(f"cannot save to {exc}") from None
+            parsed = parse_document(data.decode("utf-8"), rel)
             front, body = dict(parsed.frontmatter), parsed.body
         else:
             meta = DocumentMetadata(
@@ -154,8 +174,6 @@ def write_memory(
     name = slug(f"{doc_type} {content}")
     path = vault.layout.memories_dir(user) / f"{name}.md"
     doc_id = f"{user}/memories/{name}"
-    if path.exists():
-        return SavedDoc(doc_id, vault.rel(path), created=False)
     expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
     extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
     meta = DocumentMetadata(
@@ -175,8 +193,64 @@ def write_memory(
     body = f"# {meta.title}\n\n{content.strip()}\n"
     if source_turn:
         body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
-    atomic_write(path, render_document(meta, body))
+    with vault.memory_lock(user):
+        if path.exists():
+            return SavedDoc(doc_id, vault.rel(path), created=False)
+        atomic_write(path, render_document(meta, body))
     return SavedDoc(doc_id, vault.rel(path))
+
+
+def publish(
+    vault: Vault,
+    by: str,
+    content: str,
+    *,
+    doc_type: str,
+    topic: str,
+    keywords: list[str],
+    title: str | None,
+    now: datetime,
+) -> SavedDoc:
+    """Publish a document to every user: `knowledge/published/…`, with who and when.
+
+    Sharing is an explicit, recorded act (DESIGN §5): the caller has checked that `by` is
+    one of `[memory] publishers`; the act is appended to `observability/sharing.jsonl`
+    (fsynced) before the document exists, so every global document that came from a user
+    can be traced to the person who published it.
+    """
+    name = slug(f"{doc_type} {content}")
+    path = vault.layout.knowledge / "published" / f"{name}.md"
+    rel = vault.rel(path) if path.parent.exists() else f"knowledge/published/{name}.md"
+    doc_id = rel[: -len(".md")]
+    meta = DocumentMetadata(
+        id=doc_id,
+        title=title or " ".join(content.split()[:10]),
+        primary_topic=topic,
+        keywords=keywords,
+        content_types=[doc_type],
+        scope="global",
+        quality=0.6,
+        created_at=now,
+        tags=["pandafs/published"],
+        published_by=by,
+        published_at=now,
+    )
+    body = f"# {meta.title}\n\n{content.strip()}\n\n_Published by {by} on {now.date().isoformat()}._\n"
+    with vault.memory_lock(None):
+        if path.exists():
+            return SavedDoc(doc_id, rel, created=False)
+        record = {"ts": format_ts(now), "act": "publish", "by": by, "doc_id": doc_id, "doc_path": rel}
+        log = vault.root / SHARING_LOG
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, orjson.dumps(record) + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, render_document(meta, body))
+    return SavedDoc(doc_id, rel)
 
 
 def read_text(path: Path) -> str:

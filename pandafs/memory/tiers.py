@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from events import parse_document, turn_name, turn_number, validate_user_id
+from events import NotInVault, parse_document, read_vault_file, turn_name, turn_number, validate_user_id
 from events.clock import utcnow
 from events.layout import TURN_DIR_RE
 
@@ -169,15 +169,16 @@ class _Reader:
     def __init__(self, vault: Vault, user: str) -> None:
         self.vault = vault
         self.user = validate_user_id(user)
-        self.turns = str(vault.layout.turns_dir(user))  # str joins: hundreds of reads per turn
-        self.stubs = str(vault.layout.archive / "stubs" / user)
+        self.root = str(vault.root)
+        self.turns = f"users/{self.user}/turns"  # vault-relative; str joins: hundreds of reads per turn
+        self.stubs = f"archive/stubs/{self.user}"
 
     def live(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
-        try:
-            with open(f"{self.turns}/{name}/metadata.json", "rb") as handle:
-                data = orjson.loads(handle.read())
-        except (FileNotFoundError, NotADirectoryError, orjson.JSONDecodeError):
+        try:  # never through a symlink: a linked folder could be another user's turn
+            raw, _ = read_vault_file(self.root, f"{self.turns}/{name}/metadata.json")
+            data = orjson.loads(raw)
+        except (OSError, NotInVault, orjson.JSONDecodeError):
             return None
         if not isinstance(data, dict):
             return None
@@ -195,9 +196,9 @@ class _Reader:
     def stub(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
         try:
-            with open(f"{self.stubs}/{name}.md", encoding="utf-8") as handle:
-                text = handle.read()
-        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            raw, _ = read_vault_file(self.root, f"{self.stubs}/{name}.md")
+            text = raw.decode("utf-8")
+        except (OSError, NotInVault, UnicodeDecodeError):
             return None
         return parse_stub(self.user, name, text)
 
@@ -309,12 +310,12 @@ def identity_key(entry: Entry, keys: Iterable[str]) -> tuple[str, str, str] | No
 
 def identity_anchors(vault: Vault, user: str, keys: Iterable[str]) -> list[Anchor]:
     """The identity anchors of `user` (facts.md), in file order, the last statement per key."""
-    path = vault.layout.facts(user)
+    rel = f"users/{validate_user_id(user)}/facts.md"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        raw, _ = read_vault_file(vault.root, rel)
+        text = raw.decode("utf-8")
+    except (OSError, NotInVault, UnicodeDecodeError):
         return []
-    rel = f"users/{user}/facts.md"
     body = parse_document(text, rel).body
     keys = list(keys)
     found: dict[str, Anchor] = {}

@@ -64,7 +64,7 @@ class TurnContext:
         """`memory.retrieve`, read once per turn (phases look at the same documents)."""
         cache: dict[str, Retrieved] = self.extras.setdefault("_read_cache", {})
         if id_or_path not in cache:
-            cache[id_or_path] = self.memory.retrieve(id_or_path)
+            cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
         return cache[id_or_path]
 
     def take_usage(self) -> Usage:

@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from events import Payload, TurnView, parse_document, render_block, split_sections, wikilink
-from events.errors import FrontmatterError
+from events import Payload, TurnView, parse_document, read_vault_file, render_block, split_sections, wikilink
+from events.errors import FrontmatterError, NotInVault
 from events.schema import (
     Candidate,
     ContextBlock,
@@ -91,12 +91,11 @@ def _memory_entries(ctx: TurnContext) -> list[MemoryEntry]:
         ("preference", ctx.vault.layout.preferences(ctx.user)),
         ("fact", ctx.vault.layout.facts(ctx.user)),
     ):
-        if not path.exists():
-            continue
-        rel = ctx.vault.rel(path)
-        try:
-            body = parse_document(path.read_text(encoding="utf-8"), rel).body
-        except (FrontmatterError, UnicodeDecodeError):
+        rel = path.relative_to(ctx.vault.root).as_posix()
+        try:  # never through a symlink: it could be another user's file
+            data, _ = read_vault_file(ctx.vault.root, rel)
+            body = parse_document(data.decode("utf-8"), rel).body
+        except (OSError, NotInVault, FrontmatterError, UnicodeDecodeError):
             continue  # reported by rebuild/verify; a broken file must not break the turn
         doc_id = f"{ctx.user}/{path.stem}"
         for entry in parse_entries(body):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from events import Payload
 from events.schema import ExtractionRecorded, MemoryCandidate
 
+from ..errors import BadInput
 from ..memory import SearchArgs
 from .context import TurnContext
 from .tasks import ToolSpec
@@ -75,9 +76,10 @@ def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
 
 
 def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
-    doc = ctx.memory.retrieve(args.id)
-    if doc.metadata.get("user") not in (None, ctx.user) and doc.metadata.get("scope") != "global":
-        return ToolOutcome(False, "not visible to this user", error=f"{args.id} belongs to another user")
+    try:  # ownership by path, checked before anything is read or counted
+        doc = ctx.memory.retrieve(args.id, user=ctx.user, now=ctx.now())
+    except BadInput as exc:
+        return ToolOutcome(False, "not retrieved", error=str(exc))
     text = doc.content[:4000]
     return ToolOutcome(
         True,

@@ -49,6 +49,7 @@ from ..turns import TurnRef, project
 from ..vault import Vault
 from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
 from .context import TurnContext
+from .recovery import recover_recent
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
 
@@ -205,6 +206,7 @@ class Pipeline:
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         turn = self.vault.allocate_turns(user)[0]
+        recover_recent(self, user, before=turn)  # a turn an earlier process left open
         return self._drive(
             user,
             turn,
@@ -300,7 +302,12 @@ class Pipeline:
         project(ref, view, durable=False, files=files)
         context = ref.path / "context.md"
         doc = index_doc_from_parts(
-            self.vault.rel(context), files["context.md"], front, body, os.stat(context).st_mtime_ns
+            self.vault.rel(context),
+            files["context.md"],
+            front,
+            body,
+            os.stat(context).st_mtime_ns,
+            max_bytes=self.vault.config.index.max_file_bytes,
         )
         paths = [c.doc_path for c in view.committed]
         paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())

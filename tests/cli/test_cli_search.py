@@ -61,7 +61,7 @@ def test_search_batch(cli, root: Path, tmp_path: Path) -> None:
         '{"query": "hamster", "types": ["context"]}\n'
     )
     result = cli("--root", root, "search", "--batch", batch, "--json")
-    assert result.code == 0
+    assert result.code == 1 and "2 line(s)" in result.err  # two lines failed: not a success
     out = [orjson.loads(line) for line in result.out.splitlines()]
     assert len(out) == 5
     assert [h["doc_id"] for h in out[0]] == ["bob/turn_000001"]

@@ -184,3 +184,23 @@ def test_sigkill_mid_append_keeps_complete_lines(tmp_path: Path) -> None:
             repair_torn_tail(path)
         assert read_log(path).torn_tail is None
     assert len(read_events(path)) > 4
+
+
+def test_a_log_is_never_read_or_appended_through_a_symlink(tmp_path: Path) -> None:
+    from events import EventWriter, read_log
+    from events.errors import EventLogError
+    from events.schema import TurnStarted
+
+    real = tmp_path / "bob" / "events.jsonl"
+    real.parent.mkdir()
+    with EventWriter(real, user="bob", turn="turn_000001", new=True) as writer:
+        writer.append(TurnStarted(query="bob's secret", occurred_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    before = real.read_bytes()
+    link = tmp_path / "alice" / "events.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    with pytest.raises(EventLogError, match="symbolic link"):
+        read_log(link)
+    with pytest.raises(EventLogError, match="symbolic link"):
+        EventWriter(link, user="alice", turn="turn_000001").open()
+    assert real.read_bytes() == before

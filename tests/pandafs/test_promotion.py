@@ -47,7 +47,8 @@ def doc(
         (doc("new", 0.49, 3, 1.0), None),
         (doc("new", 0.9, 2, 5.0), None),
         (doc("new", 0.9, 3, 0.9), None),
-        (doc("user", 0.8, 10, 24.0), "global"),
+        (doc("user", 0.8, 10, 24.0, kind="research"), "global"),
+        (doc("user", 0.99, 50, 480.0), None),  # a memory is the user's own: never shared
         (doc("user", 0.79, 10, 48.0), None),
         (doc("user", 0.95, 9, 48.0), None),
         (doc("user", 0.95, 12, 23.0), None),
@@ -69,8 +70,10 @@ def test_the_thresholds(state: DocState, expected: str | None) -> None:
 
 
 def test_one_run_may_take_two_steps_each_its_own_change() -> None:
-    steps = decide_steps(doc("new", 0.93, 12, 49.0), CFG)
+    steps = decide_steps(doc("new", 0.93, 12, 49.0, kind="research"), CFG)
     assert [(s.old_scope, s.new_scope) for s in steps] == [("new", "user"), ("user", "global")]
+    steps = decide_steps(doc("new", 0.93, 12, 49.0), CFG)
+    assert [(s.old_scope, s.new_scope) for s in steps] == [("new", "user")]
     steps = decide_steps(doc("global", 0.3, 12, 49.0), CFG)
     assert [(s.old_scope, s.new_scope) for s in steps] == [("global", "user"), ("user", "new")]
 

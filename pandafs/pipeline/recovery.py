@@ -1,0 +1,142 @@
+"""Interrupted turns: a turn whose process died before `turn_completed` gets closed.
+
+A turn is interrupted when its log has events but no `turn_completed` and no process
+holds it (a running turn keeps its log's `flock` from start to end).  Turns started
+from the inbox are left to `watch`, which resumes them and answers their file exactly
+once.  Any other interrupted turn is closed: a `phase_failed` event (`Interrupted`),
+then Save ends it as FAIL with an intervention note — the user sees why, and the trust
+fold learns nothing from an answer nobody validated.  (A turn whose events are complete
+but whose projections are missing is not interrupted: its writer may be projecting it
+right now; verify's `missing` check re-projects it.)
+
+Who looks: `ask` checks the user's latest turns before it starts a new one; `watch`'s
+upkeep and `verify --repair` check every turn (`check_interrupted`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from events import EventWriter, read_events
+from events.errors import EventsError, LogBusyError
+from events.schema import PhaseFailed, TurnCompleted, TurnStarted
+
+from ..vault import Vault
+
+__all__ = [
+    "INTERRUPTED",
+    "check_interrupted",
+    "close_all_interrupted",
+    "close_interrupted",
+    "find_interrupted",
+    "recover_recent",
+]
+
+INTERRUPTED = "Interrupted"
+
+
+def _needs_look(folder: Path) -> bool:
+    """Cheap first test: a log, and no metadata saying the turn ended."""
+    if not (folder / "events.jsonl").is_file():
+        return False
+    try:
+        outcome = orjson.loads((folder / "metadata.json").read_bytes()).get("outcome")
+    except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
+        return True
+    return outcome in (None, "INCOMPLETE")
+
+
+def find_interrupted(folder: Path) -> bool:
+    """Whether the turn in `folder` was left open by a process that died.
+
+    False for complete turns, turns from the inbox (watch's to finish) and turns a live
+    process holds.
+    """
+    if not _needs_look(folder):
+        return False
+    try:
+        events = read_events(folder / "events.jsonl")
+    except EventsError:
+        return False  # a damaged log is verify's chain/torn-tail report, not ours
+    if not events or any(isinstance(e.data, TurnCompleted) for e in events):
+        return False
+    first = events[0].data
+    if isinstance(first, TurnStarted) and first.source == "inbox":
+        return False
+    try:
+        with EventWriter(folder / "events.jsonl", user=events[0].user, turn=events[0].turn):
+            pass
+    except (LogBusyError, EventsError):
+        return False  # a live turn
+    return True
+
+
+def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001
+    """Close one interrupted turn; what was done (None: nothing was needed or possible)."""
+    folder = pipeline.vault.layout.turn_dir(user, turn)
+    if not find_interrupted(folder):
+        return None
+    try:
+        with EventWriter(folder / "events.jsonl", user=user, turn=turn) as writer:
+            writer.append(
+                PhaseFailed(
+                    phase="system",
+                    error_type=INTERRUPTED,
+                    message=f"the process running this turn stopped before it ended; closed by {by}",
+                )
+            )
+        pipeline.resume(user, turn)
+    except LogBusyError:
+        return None  # another process took it up meanwhile (a resumer): it is theirs
+    return "closed as FAIL"
+
+
+def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:  # noqa: ANN001
+    """Close the user's latest interrupted turns (numbered below `before`): `ask` calls it."""
+    done = []
+    for folder in pipeline.vault.layout.recent_turn_dirs(user, before, count):
+        try:
+            closed = close_interrupted(pipeline, user, folder.name, by="the next ask")
+        except EventsError:
+            continue  # a damaged turn is verify's to report; it must not stop this ask
+        if closed is not None:
+            done.append(f"{user}/{folder.name}")
+    return done
+
+
+def check_interrupted(vault: Vault, repair: bool) -> list:  # noqa: ANN201 - verify's Problem list
+    """verify's check: every turn left open by a process that died (`--repair` closes it)."""
+    from ..verify import Problem  # verify collects the checks; it does not import the pipeline
+    from .turn import Pipeline
+
+    problems = []
+    pipeline = None
+    try:
+        for user in vault.layout.users():
+            for folder in vault.layout.turn_dirs(user):
+                if not find_interrupted(folder):
+                    continue
+                rel = vault.rel(folder / "events.jsonl")
+                message = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
+                if repair:
+                    pipeline = pipeline or Pipeline(vault)
+                    what = close_interrupted(pipeline, user, folder.name, by="verify --repair")
+                    if what is not None:
+                        problems.append(Problem(rel, "interrupted", what, repaired=True))
+                        continue
+                problems.append(Problem(rel, "interrupted", message))
+    finally:
+        if pipeline is not None:
+            pipeline.close()
+    return problems
+
+
+def close_all_interrupted(vault: Vault) -> dict[str, list[str]]:
+    """`watch`'s upkeep job: close every interrupted turn; `{closed, open}` paths."""
+    found = check_interrupted(vault, repair=True)
+    return {
+        "closed": [p.path for p in found if p.repaired],
+        "open": [p.path for p in found if not p.repaired],
+    }

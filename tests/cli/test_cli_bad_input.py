@@ -1,0 +1,87 @@
+"""Bad input to any command: one line on stderr, exit 2, no traceback, nothing changed.
+
+Each case here was a traceback, an exit 0 or a silent acceptance before (issue 10).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pandafs.vault import Vault
+
+from ..conftest import run_pandafs
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file of the vault with its size and mtime (locks and the index aside)."""
+    return {
+        p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock") and "indexes" not in p.parts
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("archive", "--now", "0001-01-01", "--dry-run"),
+        ("promote", "--now", "9999-12-31T23:59:59", "--dry-run"),
+        ("stats", "--since", "99999999d"),
+        ("stats", "--since", "0001-01-01"),
+        ("save", "x", "--user", "alice", "--type", "weird"),
+        ("save", "x", "--user", "alice", "--topic", "Bad Topic!"),
+        ("save", "my bank pin hint", "--user", "bob", "--scope", "global"),
+        ("save", "likes tea", "--user", "bob", "--type", "preference", "--scope", "global"),
+        ("rebuild", "--user", "nobody"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, args: tuple[str, ...]) -> None:
+    assert cli("--root", vault.root, "save", "seed", "--user", "alice").code == 0
+    before = _tree(vault.root)
+    got = cli("--root", vault.root, *args)
+    assert got.code == 2, (got.out, got.err)
+    assert got.err.count("\n") == 1 and got.err.startswith("error:") and "Traceback" not in got.err
+    assert _tree(vault.root) == before
+
+
+def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
+    assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
+    got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
+    assert got.code == 0 and got.json == []
+    assert "warning: 'nonsense' is not a content type" in got.err and "memory" in got.err
+
+
+def test_batch_search_with_a_failed_line_exits_1(cli, vault: Vault, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"query": "hamster"}\nnot json\n{"query": "x", "scope": "everyone"}\n')
+    got = cli("--root", vault.root, "search", "--batch", batch, "--json")
+    assert got.code == 1 and got.err.count("\n") == 1 and "2 line(s)" in got.err
+    lines = [orjson.loads(x) for x in got.out.splitlines()]
+    assert lines[0] == [] and "error" in lines[1] and "error" in lines[2]
+    batch.write_bytes(b'{"query": "hamster"}\n')
+    assert cli("--root", vault.root, "search", "--batch", batch, "--json").code == 0
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_llm_is_a_recorded_fail_on_stderr_exit_1(vault: Vault) -> None:
+    config = vault.layout.config_file
+    text = config.read_text()
+    text = text.replace('backend = "offline"', 'backend = "openai"', 1)
+    text = text.replace("max_retries = 3", "max_retries = 0", 1)
+    config.write_text(text.replace('base_url = "', f'base_url = "http://127.0.0.1:{_closed_port()}/v1" #', 1))
+    got = run_pandafs("--root", vault.root, "ask", "hello there", "--user", "alice")
+    assert got.code == 1 and got.out == "", got.out
+    assert (
+        got.err.count("\n") == 1 and "cannot reach the LLM server" in got.err and "Traceback" not in got.err
+    )
+    metadata = orjson.loads((vault.layout.turn_dir("alice", "turn_000001") / "metadata.json").read_bytes())
+    assert metadata["outcome"] == "FAIL"

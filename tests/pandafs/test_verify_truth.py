@@ -1,0 +1,158 @@
+"""verify tells the whole truth: every skipped, unindexed, stale or gone document is
+named with its path and reason; import, incremental indexing and rebuild apply the
+same skip rule; a log cut at its end is detected; `--repair` lists what it did."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def _problems(result) -> dict[str, tuple[str, str]]:  # noqa: ANN001
+    return {p["path"]: (p["kind"], p["message"]) for p in result.json["problems"]}
+
+
+def test_verify_names_each_skipped_file_with_its_reason_before_and_after_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+    cli("--root", vault.root, "save", "I prefer window seats", "--user", "alice", "--type", "preference")
+    cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
+    prefs = vault.layout.preferences("alice")
+    prefs.write_text("---\nkeywords: [a, b\n---\n- I prefer window seats\n")
+    memories = vault.layout.memories_dir("alice")
+    (memories / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50)
+    (memories / "huge.md").write_bytes(b"tulips " * 800_000)  # 5.6 MB > [index] max_file_bytes
+    bad = {"users/alice/preferences.md", "users/alice/memories/image.md", "users/alice/memories/huge.md"}
+
+    before = cli("--root", vault.root, "verify", "--json")
+    assert before.code == 1
+    named = _problems(before)
+    assert bad <= set(named), named
+    assert all(named[p][0] == "index_stale" for p in bad)
+
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert repaired.code == 1, repaired.out
+    after = _problems(repaired)
+    assert set(after) == bad
+    assert after["users/alice/preferences.md"][0] == "skipped"
+    assert "broken frontmatter" in after["users/alice/preferences.md"][1]
+    assert "binary" in after["users/alice/memories/image.md"][1]
+    assert "too large" in after["users/alice/memories/huge.md"][1]
+    assert {p["path"] for p in repaired.json["repaired"]} >= {"users/alice/memories/image.md"} - bad
+    again = cli("--root", vault.root, "verify", "--json")
+    assert again.code == 1 and set(_problems(again)) == bad  # never "ok" while they are missing
+    human = cli("--root", vault.root, "verify")
+    assert all(path in human.out for path in bad)
+
+
+def test_verify_names_unindexed_and_gone_files_and_repair_lists_each(vault: Vault, cli) -> None:  # noqa: ANN001
+    cli("--root", vault.root, "save", "kiwis are fuzzy", "--user", "alice")
+    assert cli("--root", vault.root, "verify").code == 0
+    memories = vault.layout.memories_dir("alice")
+    (memories / "written-by-hand.md").write_text("mangoes ripen on the windowsill\n")
+    gone = next(p for p in memories.iterdir() if p.name.startswith("memory-"))
+    gone.unlink()
+    got = cli("--root", vault.root, "verify", "--json")
+    assert got.code == 1
+    problems = _problems(got)
+    assert problems["users/alice/memories/written-by-hand.md"] == ("index_stale", "not in the index")
+    assert problems[f"users/alice/memories/{gone.name}"] == ("index_stale", "indexed but the file is gone")
+
+    fixed = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert fixed.code == 0, fixed.out
+    assert {p["path"] for p in fixed.json["repaired"]} == {
+        "users/alice/memories/written-by-hand.md",
+        f"users/alice/memories/{gone.name}",
+    }
+    hits = cli("--root", vault.root, "search", "mangoes", "--user", "alice", "--json").json
+    assert [h["doc_path"] for h in hits] == ["users/alice/memories/written-by-hand.md"]
+
+
+def _import(vault: Vault, tmp_path: Path, cli, rows: list[dict]) -> None:  # noqa: ANN001
+    source = tmp_path / "rows.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    got = cli("--root", vault.root, "import-turns", source, "--json")
+    assert got.code == 0, got.err
+
+
+def test_import_incremental_and_rebuild_apply_the_same_skip_rule(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    ts = "2026-01-01T00:00:00Z"
+    _import(
+        vault,
+        tmp_path,
+        cli,
+        [
+            {"user": "carol", "timestamp": ts, "query": "a stray\x00 NUL kiwiword", "response": "ok"},
+            {
+                "user": "carol",
+                "timestamp": ts,
+                "query": "bigword " + "x " * 1_500_000,
+                "response": "y " * 1_500_000,
+            },
+            {"user": "carol", "timestamp": ts, "query": "plain grapeword", "response": "ok"},
+        ],
+    )
+    memory = Memory(vault)
+    queries = ["kiwiword", "bigword", "grapeword", "stray"]
+
+    def results() -> list[list[tuple[str, str]]]:
+        return [
+            [(h["doc_id"], h["title"]) for h in memory.search(q, user="carol", now=NOW, limit=10)]
+            for q in queries
+        ]
+
+    imported = results()
+    assert imported[0] and "\x00" not in imported[0][0][1]
+    assert imported[1] == []  # the 6 MB turn is skipped at import, as rebuild skips it
+    verdict = cli("--root", vault.root, "verify", "--json")
+    assert _problems(verdict) == {
+        "users/carol/turns/turn_000002/context.md": (
+            "skipped",
+            _problems(verdict)["users/carol/turns/turn_000002/context.md"][1],
+        )
+    }
+    assert "too large" in _problems(verdict)["users/carol/turns/turn_000002/context.md"][1]
+
+    assert cli("--root", vault.root, "rebuild").code == 0
+    assert results() == imported
+    memory.index_paths([f"users/carol/turns/turn_00000{i}/context.md" for i in (1, 2, 3)], force=True)
+    assert results() == imported
+
+
+def _ask(vault: Vault, cli) -> Path:  # noqa: ANN001
+    got = cli("--root", vault.root, "ask", "what soil do tulips like?", "--user", "alice", "--json")
+    assert got.code == 0 and got.json["outcome"] != "INCOMPLETE", got.out + got.err
+    return (vault.root / got.json["context_path"]).parent
+
+
+def test_a_log_cut_at_its_end_is_detected_by_verify_and_replay(vault: Vault, cli) -> None:  # noqa: ANN001
+    turn = _ask(vault, cli)
+    log = turn / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert len(lines) > 3
+    projected = {name: (turn / name).read_bytes() for name in ("context.md", "metadata.json")}
+    log.write_bytes(b"".join(lines[:-2]))  # a valid chain, two events short
+
+    got = cli("--root", vault.root, "verify", "--json")
+    assert got.code == 1
+    cut = [p for p in got.json["problems"] if p["kind"] == "cut_tail"]
+    assert [p["path"] for p in cut] == [vault.rel(log)]
+    assert f"recorded {len(lines)}" in cut[0]["message"]
+
+    replayed = cli("--root", vault.root, "replay", "--json")
+    assert replayed.code == 1 and [e["path"] for e in replayed.json["errors"]] == [vault.rel(log)]
+    assert {name: (turn / name).read_bytes() for name in projected} == projected  # nothing overwritten
+    assert cli("--root", vault.root, "verify", "--repair").code == 1
+
+
+def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> None:  # noqa: ANN001
+    turn = _ask(vault, cli)
+    meta = orjson.loads((turn / "metadata.json").read_bytes())
+    records = [orjson.loads(line) for line in (turn / "events.jsonl").read_bytes().splitlines()]
+    assert meta["events"] == len(records) and meta["last_hash"] == records[-1]["hash"]
+    assert cli("--root", vault.root, "verify").code == 0
