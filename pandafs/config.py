@@ -48,6 +48,11 @@ class LLMConfig(_Section):
     timeout_s: float = Field(60.0, description="per-request timeout in seconds")
     max_retries: int = Field(3, description="retries on 429 / 5xx / connection errors")
     backoff_s: float = Field(0.5, description="first retry delay; doubles each retry")
+    structured_output: Literal["json_schema", "json_object", "none"] = Field(
+        "json_schema",
+        description="response_format sent for JSON replies: 'json_schema' (vLLM, Ollama >= 0.5, "
+        "llama.cpp server), 'json_object' (older servers), 'none' (prompt only)",
+    )
     roles: dict[str, RoleConfig] = Field(default_factory=_roles, description="REFLEX / MIND / VOICE")
 
     @field_validator("roles", mode="before")
@@ -63,6 +68,7 @@ class PipelineConfig(_Section):
     max_revisions: int = Field(2, description="RETRY / REVISE loops before the turn fails")
     context_tokens: int = Field(2000, description="cap of §2 Gathered Context, in tokens")
     executor_max_steps: int = Field(6, description="tool calls the executor may make per attempt")
+    tool_tokens: int = Field(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
     relevance_threshold: float = Field(
         0.15, description="min normalised search score for a document to enter §2"
     )

@@ -623,7 +623,9 @@ class Inbox:
             "planned_fs_ns": time.time_ns(),
         }
         if isinstance(verdict, _Rejection):
-            rejected = _free_name(self.dir / "rejected", name, reserved, companions=(".error.md",))
+            rejected = _free_name(
+                self.dir / "rejected", _rejected_name(name), reserved, companions=(".error.md",)
+            )
             plan = ClaimPlan(
                 decision="reject",
                 reason=verdict.reason,
@@ -998,6 +1000,12 @@ def _mtime(entry: os.DirEntry[str]) -> int:
         return 0
 
 
+def _rejected_name(name: str) -> str:
+    """A rejected file keeps its bytes but not a name Obsidian would parse as a note
+    (a binary `x.md` crashes vault tooling): `x.md` → `x.md.rejected`."""
+    return f"{name}.rejected" if name.lower().endswith(".md") else name
+
+
 def _free_name(
     folder: Path, name: str, reserved: Iterable[str] = (), *, companions: tuple[str, ...] = ()
 ) -> Path:
@@ -1155,6 +1163,6 @@ def _render_error(plan: ClaimPlan) -> str:
         f"# `{name}` was not processed\n\n"
         f"**Why:** {plan.message}.\n\n"
         f"**What to do:** {plan.hint}\n\n"
-        f"The file itself is kept, unchanged, as [[{plan.rejected}|{Path(plan.rejected or '').name}]].\n"
+        f"The file itself is kept, unchanged, as `{plan.rejected}`.\n"
     )
     return render_document(front, body)

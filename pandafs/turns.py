@@ -27,6 +27,7 @@ from events import (
 )
 
 from .errors import BadInput
+from .links import same_but_turn_links
 from .vault import Vault
 
 __all__ = [
@@ -96,8 +97,8 @@ def project(
     for name, data in (files or render_turn(view)).items():
         path = ref.path / name
         try:
-            if path.read_bytes() == data:
-                continue
+            if same_but_turn_links(path.read_bytes(), data):
+                continue  # unchanged, or only its turn links follow turns that moved (pandafs.links)
         except FileNotFoundError:
             pass
         atomic_write(path, data, durable=durable)
@@ -129,7 +130,7 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
         except FileNotFoundError:
             found.append(Drift(rel, "missing", "projected file is missing"))
             continue
-        if on_disk != data:
+        if not same_but_turn_links(on_disk, data):
             found.append(Drift(rel, "modified", "differs from the projection of events.jsonl"))
     return found
 

@@ -24,6 +24,7 @@ from ._common import (
     stub_relpath,
     turn_folder,
 )
+from ._links import RELINK_FILE, pending_relink
 from ._steps import leftovers, recover
 from ._stubs import StubInfo, all_stubs, read_stub, render_stub
 
@@ -32,6 +33,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
     """Archive integrity for `pandafs verify` (kinds are stable for scripts):
 
     archive_interrupted   a batch journal is pending (`--repair` finishes it)
+    archive_links_pending a link pass was cut short (`--repair` finishes it)
     archive_leftover      trash, staging or temp files of a killed batch (`--repair` clears)
     archive_stub          a stub that cannot be read or names no valid archive_file
     archive_unreadable    a Parquet part file that cannot be read
@@ -58,6 +60,16 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     vault.rel(journal),
                     "archive_interrupted",
                     "an archive or restore batch was interrupted; "
+                    "`pandafs verify --repair` or the next `pandafs archive` finishes it",
+                )
+            )
+        if pending_relink(vault):
+            users = ", ".join(pending_relink(vault))
+            problems.append(
+                Problem(
+                    f"archive/.journal/{RELINK_FILE}",
+                    "archive_links_pending",
+                    f"links to moved turns of {users} were not all rewritten; "
                     "`pandafs verify --repair` or the next `pandafs archive` finishes it",
                 )
             )

@@ -42,6 +42,7 @@ from ._common import (
     unique,
     write_journal,
 )
+from ._links import finish_relink, mark_relink, pending_relink
 from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
 from ._steps import RestoreReport, leftovers, recover, restore_entries
 from ._stubs import all_stubs, read_stub, render_stub
@@ -60,6 +61,7 @@ class ArchiveReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    relinked: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
@@ -79,6 +81,7 @@ class ArchiveReport:
             "skipped": self.skipped,
             "recovered": self.recovered,
             "files": self.files,
+            "relinked": self.relinked,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
         }
@@ -104,7 +107,7 @@ def archive_turns(
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")
     memory = Memory(vault)
-    if not dry_run and (pending_journals(vault) or leftovers(vault)):
+    if not dry_run and (pending_journals(vault) or leftovers(vault) or pending_relink(vault)):
         with archive_lock(vault):
             report.recovered += recover(vault, memory)
     eligible, kept, skipped = find_candidates(vault, age_days=age_days, user=user, now=now)
@@ -112,6 +115,8 @@ def archive_turns(
     report.skipped = skipped
     if on_total is not None:
         on_total(len(eligible))
+    if eligible and not dry_run:
+        mark_relink(vault, {c.user for c in eligible})
     for chunk in chunked(eligible, batch_size):
         if dry_run:
             _estimate_batch(vault, chunk, report)
@@ -122,6 +127,9 @@ def archive_turns(
                 _archive_batch(vault, memory, chunk, report)
         if progress is not None:
             progress(len(chunk))
+    if eligible and not dry_run:
+        with archive_lock(vault):
+            report.relinked = finish_relink(vault, memory)
     report.bytes_after = report.parquet_bytes + report.stub_bytes
     report.seconds = time.perf_counter() - started
     return report
@@ -289,6 +297,8 @@ def restore_turns(
         entries.sort()
         if on_total is not None:
             on_total(len(entries))
+        if entries:
+            mark_relink(vault, {key[0] for _, key in entries})
         for chunk in chunked(entries, batch_size):
             job = new_id()
             items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
@@ -299,6 +309,7 @@ def restore_turns(
             drop_journal(journal)
             if progress is not None:
                 progress(len(chunk))
+        report.relinked = finish_relink(vault, memory)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -37,6 +37,7 @@ from ._common import (
     trash_folder,
     turn_folder,
 )
+from ._links import finish_relink
 from ._stubs import render_stub, stub_or_none
 
 
@@ -48,6 +49,7 @@ class RestoreReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     failed: list[dict[str, str]] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
+    relinked: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
@@ -59,6 +61,7 @@ class RestoreReport:
             "skipped": self.skipped,
             "failed": self.failed,
             "recovered": self.recovered,
+            "relinked": self.relinked,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
         }
@@ -176,6 +179,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
         drop_journal(journal)
     store_of(vault).clean_temp()
     notes += _sweep_leftovers(vault)
+    notes += [f"{rel}: links brought in step" for rel in finish_relink(vault, memory)]
     return notes
 
 

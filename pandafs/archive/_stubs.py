@@ -20,6 +20,8 @@ from ..vault import Vault
 from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath, unique
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WIKILINK = re.compile(r"!?\[\[([^\]\n]+)\]\]")
+LINKS = 20  # at most this many of the turn's links are kept on its stub
 
 
 def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
@@ -45,6 +47,24 @@ def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
         if claims:
             return claims
     return []
+
+
+def linked_from(body: str, user: str, turn: str, limit: int = LINKS) -> list[str]:
+    """The wikilinks of the turn's context.md (its sources, the turn it refers to, the
+    memory it committed), so the stub keeps the archived turn's place in Obsidian's graph.
+    Links into the turn itself are left out: they would name the stub."""
+    own = (f"users/{user}/turns/{turn}/", f"archive/stubs/{user}/{turn}")
+    found: list[str] = []
+    targets: set[str] = set()
+    for match in _WIKILINK.finditer(body):
+        target = match.group(1).split("|", 1)[0].split("#", 1)[0].strip()
+        if not target or target.startswith(own) or target in targets:
+            continue
+        targets.add(target)
+        found.append(match.group(0).lstrip("!"))
+        if len(found) == limit:
+            break
+    return found
 
 
 def shorten(text: str, limit: int) -> str:
@@ -115,6 +135,9 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
         lines += ["", f"**Summary:** {shorten(summary, 500)}"]
     if claims:
         lines += ["", "## Key claims", "", *(f"- {c}" for c in claims)]
+    related = linked_from(body, turn.user, turn.turn)
+    if related:
+        lines += ["", "## Linked from the turn", "", *(f"- {link}" for link in related)]
     lines += [
         "",
         "## Original",

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retrieve": ("memory", "Print one document by id (alice/turn_000001) or vault-relative path."),
     "save": ("memory", "Save a memory document and index it."),
     "import-turns": ("records", "Import past turns from JSON Lines."),
+    "import": ("imports", "Import a chat history: each question and its answer become one turn."),
     "rebuild": ("memory", "Rebuild every derived artefact from the files: the index, trust, the catalog."),
     "archive": ("archive", "Move old, rarely used turns to Parquet, leaving a searchable summary stub."),
     "restore": ("archive", "Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."),
@@ -44,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "promote": ("learning", "Run scope promotion and demotion (new → user → global) now."),
     "prune": ("learning", "Move expired documents to the archive (archive/expired/…); nothing is deleted."),
     "tools": ("turns", "The memory tools as LLM tool schemas (OpenAI function-calling format)."),
+    "mcp": ("mcp", "Serve the memory tools and documents over MCP, bound to one user."),
     "stats": ("records", "Counts per user, content type and scope; with --since, the daily rollups."),
 }
 

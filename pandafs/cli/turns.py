@@ -23,10 +23,10 @@ def ask(app: App, query: str, user: str, as_json: bool) -> None:
     with Pipeline(vault) as pipeline:
         result = pipeline.ask(query, user=user)
 
-    if result.outcome == "FAIL":  # recorded as a FAIL turn; the failure is not an answer
+    if result.failure:  # recorded as a FAIL turn; the failure is not an answer
         if as_json:
             emit(result.as_json(), True, lambda: None)
-        echo_err(f"error: turn {result.doc_id} failed: {result.answer}")
+        echo_err(f"error: turn {result.doc_id} failed: {result.failure}")
         sys.exit(1)
 
     def human() -> None:

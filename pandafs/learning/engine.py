@@ -54,11 +54,12 @@ from events import (
     parse_event,
     project_turn,
     read_events,
+    read_vault_file,
     render_document,
     turn_name,
     turn_number,
 )
-from events.errors import EventsError, FrontmatterError
+from events.errors import EventsError, FrontmatterError, NotInVault
 from events.layout import TURN_DIR_RE
 from events.schema import DocumentsUsed, ScopeChanged, TurnCompleted
 from indexers.archive import ArchiveStore
@@ -480,11 +481,11 @@ class Learning:
         rel, kind, owner = found
         if kind in INDEX_ONLY_KINDS:
             return DocInfo(doc_id, rel, kind, owner, {}, "", "user", datetime.min.replace(tzinfo=UTC), 0.5)
-        path = self.vault.root / rel
-        try:
-            parsed = parse_document(path.read_text(encoding="utf-8"), rel)
-            stat_time = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        except (OSError, UnicodeDecodeError, FrontmatterError):
+        try:  # never through a symlink: its counters are written back over this path
+            data, st = read_vault_file(self.vault.root, rel)
+            parsed = parse_document(data.decode("utf-8"), rel)
+            stat_time = datetime.fromtimestamp(st.st_mtime, UTC)
+        except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
             return None
         front = dict(parsed.frontmatter)
         created = _utc(front.get("created_at")) or stat_time

@@ -29,7 +29,9 @@ class Backend(Protocol):
 
 
 class OpenAIBackend:
-    """Sends the task's instructions and the input as JSON; validates the JSON reply."""
+    """Sends the task's prompt (instructions, one example) and the input as JSON; validates
+    the JSON reply.  A tool-calling task sends the tool schemas as the request's `tools`
+    and turns the reply's `tool_calls` into the task's output."""
 
     name = "openai"
 
@@ -37,8 +39,20 @@ class OpenAIBackend:
         self.chat = chat or OpenAIChat(config)
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
-        system = f"TASK: {task.name}\n{task.instructions}"
-        return self.chat.structured(task.role, system, data.model_dump_json(), task.output)
+        if task.tool_calls:
+            return self._call_tools(task, data)
+        return self.chat.structured(task.role, task.prompt(), data.model_dump_json(), task.output)
+
+    def _call_tools(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        messages = [
+            {"role": "system", "content": task.prompt()},
+            {"role": "user", "content": data.model_dump_json()},
+        ]
+        calls, text, usage = self.chat.tool_calls(task.role, messages, getattr(data, "tools", []))
+        requests = [{"tool": c.name, "args": c.args, "reason": "called by the model"} for c in calls]
+        return task.output.model_validate(
+            {"tool_requests": requests, "reasoning": text[:500] or f"{len(calls)} tool call(s)"}
+        ), usage
 
     def close(self) -> None:
         self.chat.close()

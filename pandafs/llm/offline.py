@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from events.schema import ContentReference, GateResult, ToolRequest
 from indexers.fulltext import query_terms
 
+from ..pipeline import grounding as g
 from ..pipeline import tasks as t
 from .openai_compat import Usage
 
@@ -38,7 +39,11 @@ __all__ = ["OfflineBackend", "entities_in", "sentences", "stems_overlap"]
 
 # --- text helpers ---------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+# Sentence ends, but not after an honorific or a common Latin abbreviation ("Dr. Berg").
+_SENTENCE = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+"
+)
 _LINK = re.compile(r"\[\[[^\]|]*?(?:\\?\|([^\]]*))?\]\]")
 _MARKDOWN = re.compile(r"[*_`#>|]+")
 _PRICE = re.compile(
@@ -80,6 +85,11 @@ def _clean(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     """Readable sentences of a markdown text (headings, tables and YAML skipped)."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     in_code = False
     for line in text.splitlines():
@@ -96,7 +106,7 @@ def sentences(text: str) -> list[str]:
             cleaned = _clean(part)
             if len(cleaned) > 2:
                 out.append(cleaned)
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=65536)
@@ -139,7 +149,8 @@ def entities_in(text: str) -> list[str]:
 # --- phase 0 ---------------------------------------------------------------------------------
 
 _PREFERENCE = re.compile(
-    r"\b(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?(?:prefer|like|love|enjoy|hate|dislike|"
+    r"\b(?:i|we)\s+(?:(?:really|usually|always|now|still|actually|also|definitely)\s+)?"
+    r"(?:prefer|like|love|enjoy|hate|dislike|"
     r"avoid|can't stand|cannot stand)\b|\bmy\s+favou?rite\b|"
     r"\bi\s+(?:don't|do not)\s+(?:like|eat|want)\b|"
     r"\bi'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic)\b",
@@ -149,7 +160,16 @@ _FACT = re.compile(
     r"\bmy\s+name\s+is\b|\bi\s+(?:work|live)\s+(?:as|at|in|for)\b|\bi\s+am\s+(?:a|an)\b|"
     r"\bi'?m\s+(?:a|an)\s+\w+\s*(?:at|in|for)?\b|\bi\s+have\s+(?:a|an|two|three)\b|"
     r"\bmy\s+(?:birthday|job|wife|husband|partner|dog|cat|hamster|son|daughter|kid)\b[^?]*\b(?:is|are)\b|"
+    r"^my\s+[a-z]+(?:\s+[a-z]+)?(?:'s\s+[a-z]+)?\s+(?:is|are|was)\b|"
     r"^(?:please\s+)?remember\s+(?:that\s+)?",
+    re.IGNORECASE,
+)
+# Plans and events the user states (English future / intention and completed-action leads).
+_PLAN = re.compile(
+    r"^(?:(?:so|well|also|oh),?\s+)?(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:planning|going|flying|"
+    r"travel(?:l)?ing|moving|visiting|heading|starting|getting|taking|having)\b|"
+    r"(?:i|we)\s+(?:plan|booked|bought|visited|went|adopted|started|finished|met|got|signed|ordered|sold)\b|"
+    r"(?:i|we)(?:'ll|\s+will)\s+|(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\b|(?:i|we)\s+now\s+live\b)",
     re.IGNORECASE,
 )
 _RECALL = re.compile(
@@ -191,27 +211,54 @@ def _topic(words: list[str], topics: dict[str, list[str]]) -> str:
     return best
 
 
+_THERE = re.compile(r"\b(?:there|that\s+place|that\s+city)\b(?!\s+(?:is|are|was|were)\b)", re.IGNORECASE)
+_PLACE = re.compile(r"\b(?:to|in|at|from|visit|visiting|near)\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)*)")
+_NOT_PLACE = frozenset(
+    """January February March April May June July August September October November December
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday I""".split()
+)
+
+
+def _latest_place(turns: list[t.PriorTurn]) -> tuple[str, t.PriorTurn] | None:
+    """The place the newest earlier turn names ("a trip to Rome in May" → Rome)."""
+    for turn in reversed(turns):
+        for text in (turn.query, turn.answer):
+            places = [m.group(1) for m in _PLACE.finditer(text) if m.group(1) not in _NOT_PLACE]
+            if places:
+                return places[-1] if text is turn.query else places[0], turn
+    return None
+
+
+def _latest_subject(turns: list[t.PriorTurn]) -> tuple[str, t.PriorTurn] | None:
+    """The thing the newest earlier turn was about (its subject or what it referred to)."""
+    for turn in reversed(turns):
+        target = turn.subject or (turn.content_reference.title if turn.content_reference else None)
+        if target and target not in _NOT_PLACE:
+            return target, turn
+    return None
+
+
 def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     query = data.query.strip()
+    question = g.is_question(query)
     feedback = None
     if _REJECTED.search(query):
         feedback = "rejected"
     elif _ACCEPTED.search(query):
         feedback = "accepted"
     resolved, status, references, reference = query, "not_needed", [], None
-    previous = data.recent_turns[-1] if data.recent_turns else None
-    match = _REFERENCE.search(query)
-    if match and len(query.split()) <= 14 and not _PREFERENCE.search(query) and not _FACT.search(query):
+    stated = not question and bool(_PREFERENCE.search(query) or _FACT.search(query) or _PLAN.search(query))
+    there = _THERE.search(query)
+    match = there or _REFERENCE.search(query)
+    if match and len(query.split()) <= 14 and not stated:
         references = [match.group(0)]
-        target = None
-        if previous is not None:
-            target = previous.subject or (
-                previous.content_reference.title if previous.content_reference else None
-            )
-        if target:
+        found = _latest_place(data.recent_turns) if there else _latest_subject(data.recent_turns)
+        if found is not None:
+            target, previous = found
             status = "resolved"
-            resolved = query[: match.start()] + target + query[match.end() :]
-            source_turn = previous.turn  # type: ignore[union-attr]
+            replacement = f"in {target}" if there else target
+            resolved = query[: match.start()] + replacement + query[match.end() :]
+            source_turn = previous.turn
             if previous.content_reference is not None and previous.content_reference.title == target:
                 source_turn = previous.content_reference.source_turn
             reference = ContentReference(title=target, source_turn=source_turn, detail=previous.query[:120])
@@ -223,9 +270,9 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
         kind = "greeting"
     elif feedback is not None and len(query.split()) <= 8 and not keywords[2:]:
         kind = "feedback"
-    elif _PREFERENCE.search(query):
+    elif not question and _PREFERENCE.search(query):
         kind = "preference_statement"
-    elif _FACT.search(query) and "?" not in query:
+    elif not question and (_FACT.search(query) or _PLAN.search(query)):
         kind = "fact_statement"
     elif _RECALL.search(query):
         kind = "recall"
@@ -392,39 +439,28 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
 
 # --- phase 3 ---------------------------------------------------------------------------------
 
-_STATEMENT_LEADS = [
-    (re.compile(r"^(?:i|we)\s+(?:really\s+)?prefer\s+", re.I), "Prefers "),
-    (re.compile(r"^(?:i|we)\s+(?:really\s+)?(?:like|love|enjoy)\s+", re.I), "Likes "),
-    (
-        re.compile(r"^(?:i|we)\s+(?:hate|dislike|avoid|can't stand|cannot stand)\s+", re.I),
-        "Dislikes ",
-    ),
-    (re.compile(r"^i\s+(?:don't|do not)\s+(?:like|eat|want)\s+", re.I), "Does not like "),
-    (re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?", re.I), ""),
-    (re.compile(r"^my\s+name\s+is\s+", re.I), "Name: "),
-    (re.compile(r"^i\s+work\s+", re.I), "Works "),
-    (re.compile(r"^i\s+live\s+", re.I), "Lives "),
-    (re.compile(r"^i'?m\s+|^i\s+am\s+", re.I), "Is "),
-    (re.compile(r"^i\s+have\s+", re.I), "Has "),
-    (re.compile(r"^my\s+", re.I), "Their "),
-]
+_CLAUSES = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!;?])\s+|"
+    r"\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)",
+    re.IGNORECASE,
+)
 
 
-def _statement_candidates(query: str, topic: str, keywords: list[str]) -> list[t.CandidateDraft]:
+def _statement_candidates(query: str, topic: str, keywords: list[str], today: str) -> list[t.CandidateDraft]:
+    """What the user stated about themselves; never a question, a request, a price or a URL.
+    Plans and events carry the day they were said, so "in May" keeps its meaning later."""
     drafts: list[t.CandidateDraft] = []
-    for sentence in re.split(r"(?<=[.!;])\s+|\s+(?:and|but)\s+(?=i\b|my\b)", query.strip(), flags=re.I):
+    for sentence in _CLAUSES.split(query.strip()):
         sentence = sentence.strip().rstrip(".!;")
-        if not sentence or sentence.endswith("?") or _URL.search(sentence) or _PRICE.search(sentence):
+        if not sentence or g.is_question(sentence) or _URL.search(sentence) or _PRICE.search(sentence):
             continue
         is_pref = bool(_PREFERENCE.search(sentence))
-        if not is_pref and not _FACT.search(sentence):
+        is_plan = not is_pref and bool(_PLAN.search(sentence))
+        if not is_pref and not is_plan and not _FACT.search(sentence):
             continue
-        content = sentence
-        for pattern, lead in _STATEMENT_LEADS:
-            if pattern.search(content):
-                content = pattern.sub(lead, content, count=1)
-                break
-        content = content[0].upper() + content[1:]
+        content = g.statement_form(sentence)
+        if is_plan and today and not content.startswith("Lives "):
+            content += f" (said {today})"
         words = [k for k in keywords if stems_overlap([k], sentence)]
         drafts.append(
             t.CandidateDraft(
@@ -439,8 +475,8 @@ def _statement_candidates(query: str, topic: str, keywords: list[str]) -> list[t
 
 def plan(data: t.PlanIn) -> t.PlanOut:
     tools = {spec.name for spec in data.tools if spec.available}
-    drafts = _statement_candidates(data.query, data.topic, data.keywords)
-    question = "?" in data.query or data.query_type in (
+    drafts = _statement_candidates(data.query, data.topic, data.keywords, data.today)
+    question = g.is_question(data.query) or data.query_type in (
         "recall",
         "followup",
         "commerce",
@@ -453,7 +489,7 @@ def plan(data: t.PlanIn) -> t.PlanOut:
         todos.append(f"Stage {len(drafts)} memory candidate(s) from what the user stated")
     if question and data.query_type not in ("greeting", "feedback"):
         needs_price = "price" in data.data_requirements
-        can_research = "internet.research" in tools
+        can_research = "internet_research" in tools
         unpriced = needs_price and not _PRICE.search(data.context_text)  # §2 cannot answer it
         if (
             data.attempt == 0
@@ -462,21 +498,21 @@ def plan(data: t.PlanIn) -> t.PlanOut:
         ):
             todos.append("Answer from the gathered context (§2)")
         else:
-            if "internet.research" in tools and (
+            if "internet_research" in tools and (
                 data.query_type == "commerce" or needs_price or "fresh_data" in data.data_requirements
             ):
                 requests.append(
                     ToolRequest(
-                        tool="internet.research",
+                        tool="internet_research",
                         args={"query": data.resolved_query},
                         reason="current prices and availability are needed",
                     )
                 )
-            if "memory.search" in tools:
+            if "memory_search" in tools:
                 query = data.resolved_query if data.attempt == 0 else " ".join(data.keywords)
                 requests.append(
                     ToolRequest(
-                        tool="memory.search",
+                        tool="memory_search",
                         args={"query": query, "limit": 5},
                         reason="look for more in memory than §2 holds",
                     )
@@ -502,25 +538,47 @@ def plan(data: t.PlanIn) -> t.PlanOut:
 # --- phase 6-7 -------------------------------------------------------------------------------
 
 
-def _ranked_sentences(data: t.AnswerIn) -> list[tuple[int, int, str]]:
+def _to_user(text: str) -> str:
+    """A stored statement ("Lives in Oslo") as said to the user ("You live in Oslo")."""
+    for lead, said in g.SECOND_PERSON:
+        if text.startswith(lead):
+            return said + text[len(lead) :]
+    return text
+
+
+def _holds(kind: str, text: str, query: str) -> bool:
+    return g.has_requested(kind, text, query) if kind else True
+
+
+def _pick(data: t.AnswerIn) -> list[t.FactView]:
+    """The facts that answer the question, best first (slot, shared words, datum, origin)."""
     keywords = list(data.keywords)
-    if data.content_reference is not None:
-        keywords += query_terms(data.content_reference.title)
-    ranked: list[tuple[int, int, str]] = []
-    for source in data.sources:
-        for i, sentence in enumerate(sentences(source.text)):
-            score = stems_overlap(keywords, sentence)
-            if data.content_reference and data.content_reference.title.lower() in sentence.lower():
-                score += 2
-            if score:
-                ranked.append((score, -i, f"{sentence} [{source.n}]"))
-    for tool in data.tool_results:
-        for i, sentence in enumerate(sentences(tool.text)):
-            score = stems_overlap(keywords, sentence)
-            if score:
-                ranked.append((score, -i - 100, f"{sentence} ({tool.tool})"))
-    ranked.sort(key=lambda x: (-x[0], -x[1]))
-    return ranked
+    title = data.content_reference.title if data.content_reference else ""
+    keywords += query_terms(title) if title else []
+    slots = g.asked_slots(data.resolved_query)
+    scored = []
+    for i, fact in enumerate(data.facts):
+        score = stems_overlap(keywords, fact.text) or g.related_overlap(data.resolved_query, fact.text)
+        if fact.slot and fact.slot in slots:
+            score += 3
+        if title and title.lower() in fact.text.lower():
+            score += 2
+        if score and data.requested and _holds(data.requested, fact.text, data.query):
+            score += 2
+        if score:
+            scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
+    scored.sort(key=lambda x: x[:3])
+    picked = [x[3] for x in scored]
+    strong = slots & g.STRONG_SLOTS
+    if strong:  # a question about the user's job, home, name or taste: only such a statement
+        picked = [f for f in picked if f.slot in strong]
+    if slots & {f.slot for f in picked if f.slot} or data.requested in ("price", "date", "name", "place"):
+        return picked[:1] if not data.feedback else picked[:2]
+    return picked[: 5 if data.requested == "list" else 3]
+
+
+def _cite(fact: t.FactView) -> str:
+    return f"[{fact.n}]" if fact.n else f"({fact.doc_id})"
 
 
 def answer(data: t.AnswerIn) -> t.AnswerOut:
@@ -531,43 +589,44 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
         return t.AnswerOut(answer="Hello! Ask me anything, or tell me what you'd like me to remember.")
     if data.query_type == "feedback":
         return t.AnswerOut(answer="Thanks for telling me — I've noted it for the previous answer.")
-    wants_answer = "?" in data.query or data.query_type not in (
-        "preference_statement",
-        "fact_statement",
-    )
+    wants_answer = g.is_question(data.query) or data.query_type not in _STATEMENTS
     citations: list[str] = []
     if wants_answer:
-        ranked = _ranked_sentences(data)
-        if (
-            "price" in " ".join(data.feedback).lower()
-            or "how much" in data.query.lower()
-            or "price" in data.keywords
-        ):
-            priced = [r for r in ranked if _PRICE.search(r[2])]
-            ranked = priced + [r for r in ranked if r not in priced]
-        limit = 1 if data.feedback else 3
-        chosen: list[str] = []
-        seen: set[str] = set()
-        for _, _, sentence in ranked:
-            plain = re.sub(r"\s*(?:\[\d+\]|\([\w.]+\))$", "", sentence).lower()
-            if plain in seen:
-                continue
-            seen.add(plain)
-            chosen.append(sentence)
-            if len(chosen) == limit:
-                break
-        if chosen:
-            lead = f"About {data.content_reference.title}: " if data.content_reference else "From memory: "
-            parts.append(lead + " ".join(chosen))
-            by_n = {str(s.n): s.doc_id for s in data.sources}
-            for sentence in chosen:
-                for n in re.findall(r"\[(\d+)\]", sentence):
-                    if by_n.get(n) and by_n[n] not in citations:
-                        citations.append(by_n[n])
-        else:
-            about = ", ".join(data.keywords[:4]) or "that"
-            parts.append(f"I don't have anything in memory about {about} yet.")
+        picked = _pick(data)
+        subject = (
+            (data.content_reference.title if data.content_reference else "")
+            or max(data.entities, key=len, default="")
+            or ", ".join(data.keywords[:4])
+            or "that"
+        )
+        if data.requested and not any(_holds(data.requested, f.text, data.query) for f in picked):
+            about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
+            seen = (
+                f"; the last thing memory holds about it: {_to_user(about[0].text).rstrip('.')} "
+                if about
+                else ""
+            )
+            parts.append(
+                f"I don't know the {data.requested} of {subject}{seen}{_cite(about[0]) if about else ''}."
+            )
+            picked = about
+        elif picked:
+            said = []
+            for fact in picked:
+                line = f"{_to_user(fact.text).rstrip('.')} {_cite(fact)}"
+                if fact.replaces:
+                    line += f" (this replaces what was said before: {', '.join(fact.replaces)})"
+                said.append(line + ".")
+            parts.append(" ".join(said))
+        elif not data.requested:
+            parts.append(f"I don't have anything in memory about {subject} yet.")
+        for fact in picked:
+            if fact.n and fact.doc_id not in citations:
+                citations.append(fact.doc_id)
     return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
+
+
+_NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
 
 
 def validate(data: t.ValidateIn) -> t.ValidateOut:
@@ -577,9 +636,10 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     checks: list[GateResult] = []
     present = bool(text.strip())
     checks.append(GateResult(gate="answer_present", passed=present))
+    claims = _NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
     numbers = {
         n
-        for n in (m.group(0).replace(",", "") for m in _NUMBER.finditer(text))
+        for n in (m.group(0).replace(",", "") for m in _NUMBER.finditer(claims))
         if n not in {str(s.n) for s in data.sources}
     }
     quoted_query = data.query + " " + data.resolved_query
@@ -589,29 +649,21 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     cited = set(re.findall(r"\[(\d+)\]", text))
     bad = sorted(cited - valid)
     checks.append(GateResult(gate="citations_valid", passed=not bad, detail=", ".join(bad)))
-    needs_price = "price" in data.data_requirements
-    asked = [e for e in data.entities] or [k for k in data.keywords if k not in _PRICE_WORDS]
-    has_price = any(
-        _PRICE.search(sentence)
-        and (not asked or any(stems_overlap([a], sentence) or a.lower() in sentence.lower() for a in asked))
-        for sentence in sentences(text)
-    )
-    checks.append(
-        GateResult(
-            gate="requested_data",
-            passed=has_price or not needs_price,
-            detail="a price was asked for" if needs_price else "",
-        )
-    )
+    checks += data.checks
+    failed = {c.gate: c for c in data.checks if not c.passed}
     last = data.attempt + 1 >= data.max_attempts
     if not present:
         return t.ValidateOut(decision="FAIL", reasons=["the answer is empty"], checks=checks)
     if ungrounded or bad:
         reasons = [f"claims not found in the sources: {', '.join(ungrounded + bad)}"]
         return t.ValidateOut(decision="FAIL" if last else "REVISE", reasons=reasons, checks=checks)
-    if needs_price and not has_price:
-        reasons = ["the answer lacks the price that was asked for"]
-        return t.ValidateOut(decision="FAIL" if last else "RETRY", reasons=reasons, checks=checks)
+    if "consistent_with_memory" in failed:
+        reasons = [f"contradicts memory: {failed['consistent_with_memory'].detail}"]
+        return t.ValidateOut(decision="FAIL" if last else "REVISE", reasons=reasons, checks=checks)
+    if "requested_data" in failed:
+        reasons = [f"the answer lacks the {data.requested or 'answer'} that was asked for"]
+        retry = not last and not data.tools_tried
+        return t.ValidateOut(decision="RETRY" if retry else "FAIL", reasons=reasons, checks=checks)
     return t.ValidateOut(
         decision="APPROVE",
         reasons=["grounded in the cited sources" if cited else "no unsupported claims"],
@@ -635,10 +687,17 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
                 subject = name
     if subject is None and data.entities:
         subject = max(data.entities, key=len)
+    if subject is None and answer_entities and g.is_question(data.query):
+        subject = answer_entities[0]  # the thing the answer named is what "it" will mean next
     return t.SummarizeOut(summary=summary, topics=data.keywords[:5], subject=subject)
 
 
+def call_tools(data: t.ToolCallsIn) -> t.ToolCallsOut:
+    return t.ToolCallsOut(tool_requests=data.planned, reasoning=f"{len(data.planned)} planned call(s)")
+
+
 RULES: dict[str, Callable[[Any], BaseModel]] = {
+    "call_tools": call_tools,
     "analyze_query": analyze_query,
     "reflect": reflect,
     "plan_retrieval": plan_retrieval,

@@ -3,9 +3,18 @@
 One client serves every OpenAI-compatible server (vLLM, Ollama, llama.cpp
 server); they differ only in `[llm] base_url`.  Transient failures (connection
 errors, timeouts, 429, 5xx) are retried with exponential backoff; anything else
-fails at once.  Structured output is asked for as JSON with the pydantic schema in
-the system prompt, validated, and corrected once by telling the model what was
-wrong, because small local models often get it right on the second try.
+fails at once.
+
+Structured output is asked for the way local servers constrain decoding:
+`response_format = {"type": "json_schema", "json_schema": {"name", "schema"}}`
+(vLLM, Ollama ≥ 0.5 and llama.cpp server accept it; `[llm] structured_output =
+"json_object"` falls back to JSON mode for older servers, "none" to the prompt
+alone).  The schema is also stated in the system prompt, the reply is validated,
+and corrected once by telling the model what was wrong, because small local models
+often get it right on the second try.  Tool calls use the request's `tools` (OpenAI
+function-calling format) and read `choices[0].message.tool_calls`; a request never
+carries both `tools` and `response_format` (llama.cpp and vLLM cannot constrain
+one reply to both).
 
 httpx and pydantic errors are translated here, and only here, into the errors of
 `pandafs.llm.errors`.
@@ -31,7 +40,7 @@ from pandafs.config import LLMConfig, RoleConfig
 
 from .errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
 
-__all__ = ["OpenAIChat", "Usage"]
+__all__ = ["OpenAIChat", "ToolCall", "Usage", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -58,6 +67,36 @@ class Usage:
             self.tokens_out + other.tokens_out,
             self.calls + other.calls,
         )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One `tool_calls` entry of a reply: the function name and its parsed arguments."""
+
+    name: str
+    args: dict[str, Any]
+    call_id: str = ""
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with `$defs` inlined: grammar converters of local servers
+    (llama.cpp's json-schema-to-grammar, Ollama's) handle plain nested objects best."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any, depth: int = 0) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:
+                target = dict(defs[ref.removeprefix("#/$defs/")])
+                extra = {k: v for k, v in node.items() if k != "$ref"}
+                return resolve({**target, **extra}, depth + 1)
+            return {k: resolve(v, depth) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v, depth) for v in node]
+        return node
+
+    return resolve(schema)
 
 
 class OpenAIChat:
@@ -92,20 +131,41 @@ class OpenAIChat:
         return self._role(role).model or self._config.model
 
     def chat(
-        self, role: str, messages: list[dict[str, str]], *, json_mode: bool = False
+        self,
+        role: str,
+        messages: list[dict[str, Any]],
+        *,
+        json_mode: bool = False,
+        response_format: dict[str, Any] | None = None,
     ) -> tuple[str, Usage]:
         """One completion for `role`; returns the reply text and what it cost."""
+        if json_mode and response_format is None:
+            response_format = {"type": "json_object"}
+        extra = {"response_format": response_format} if response_format else {}
+        text, _, usage = self._complete(role, messages, extra)
+        return text, usage
+
+    def tool_calls(
+        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[list[ToolCall], str, Usage]:
+        """One completion that may call `tools` (OpenAI function-calling schemas)."""
+        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
+        text, calls, usage = self._complete(role, messages, extra)
+        return calls, text, usage
+
+    def _complete(
+        self, role: str, messages: list[dict[str, Any]], extra: dict[str, Any]
+    ) -> tuple[str, list[ToolCall], Usage]:
         settings = self._role(role)
         payload: dict[str, Any] = {
             "model": settings.model or self._config.model,
             "messages": messages,
             "temperature": settings.temperature,
             "stream": False,
+            **extra,
         }
-        if json_mode:
-            payload["response_format"] = {"type": "json_object"}
         data = self._post(payload)
-        text, reported = self._read_completion(data)
+        text, calls, reported = self._read_completion(data)
         text = _THINK.sub("", text, count=1)
         prompt_chars = sum(len(m.get("content") or "") for m in messages)
         usage = Usage(
@@ -113,11 +173,24 @@ class OpenAIChat:
             tokens_out=_int_or(reported.get("completion_tokens"), len(text) // 4),
             calls=1,
         )
-        return text, usage
+        return text, calls, usage
+
+    def response_format(self, output: type[BaseModel]) -> dict[str, Any] | None:
+        """What `[llm] structured_output` asks the server for."""
+        mode = self._config.structured_output
+        if mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": output.__name__, "schema": inline_schema(output)},
+            }
+        if mode == "json_object":
+            return {"type": "json_object"}
+        return None
 
     def structured(self, role: str, system: str, user: str, output: type[T]) -> tuple[T, Usage]:
         """Ask for JSON matching `output`, validate it, and correct it once if needed."""
         schema = json.dumps(output.model_json_schema(), ensure_ascii=False)
+        response_format = self.response_format(output)
         messages = [
             {
                 "role": "system",
@@ -128,7 +201,7 @@ class OpenAIChat:
             },
             {"role": "user", "content": user},
         ]
-        text, usage = self.chat(role, messages, json_mode=True)
+        text, usage = self.chat(role, messages, response_format=response_format)
         try:
             return _parse_reply(text, output), usage
         except ValueError as exc:
@@ -143,7 +216,7 @@ class OpenAIChat:
                 ),
             },
         ]
-        text, more = self.chat(role, messages, json_mode=True)
+        text, more = self.chat(role, messages, response_format=response_format)
         usage += more
         try:
             return _parse_reply(text, output), usage
@@ -216,17 +289,19 @@ class OpenAIChat:
             return data
         raise error from cause
 
-    def _read_completion(self, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _read_completion(self, data: dict[str, Any]) -> tuple[str, list[ToolCall], dict[str, Any]]:
         try:
-            content = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
+            message = data["choices"][0]["message"]
+            content = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise self._not_a_completion("no choices[0].message.content") from exc
         if content is None:
-            content = ""  # some servers send null when the model only "reasoned"
+            content = ""  # null when the model only "reasoned" or only called tools
         if not isinstance(content, str):
             raise self._not_a_completion("message content is not text")
+        calls = [call for call in map(_tool_call, message.get("tool_calls") or []) if call is not None]
         usage = data.get("usage")
-        return content, usage if isinstance(usage, dict) else {}
+        return content, calls, usage if isinstance(usage, dict) else {}
 
     def _not_a_completion(self, why: str) -> LLMError:
         return LLMError(
@@ -234,6 +309,23 @@ class OpenAIChat:
             f"completion ({why}): check that [llm] base_url points at an OpenAI-compatible "
             "/v1 endpoint"
         )
+
+
+def _tool_call(raw: object) -> ToolCall | None:
+    """One `tool_calls` entry; arguments arrive as a JSON string (OpenAI, vLLM, llama.cpp)
+    or an object (some Ollama versions).  An unreadable entry is dropped, not fatal."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        return None
+    function = raw["function"]
+    name, args = function.get("name"), function.get("arguments") or {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return None
+    return ToolCall(name=name, args=args, call_id=str(raw.get("id") or ""))
 
 
 def _check_base_url(base_url: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from events import Payload, TurnView
+from events import Payload, TurnView, read_vault_file
+from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
 from .context import TurnContext
@@ -17,9 +18,10 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
     """The user's last `count` completed turns before this one, oldest first (hot memory)."""
     out: list[PriorTurn] = []
     for path in ctx.vault.layout.recent_turn_dirs(ctx.user, ctx.turn, count):
-        try:
-            meta = orjson.loads((path / "metadata.json").read_bytes())
-        except (FileNotFoundError, orjson.JSONDecodeError):
+        try:  # through the safe reader: a linked metadata.json is never followed
+            data, _ = read_vault_file(ctx.vault.root, ctx.vault.rel(path) + "/metadata.json")
+            meta = orjson.loads(data)
+        except (OSError, EventsError, orjson.JSONDecodeError):
             continue
         ref = meta.get("content_reference")
         out.append(

@@ -1,6 +1,10 @@
 """Phases 4-5 — Executor runs the plan loop; the Coordinator executes each tool.
 
-The loop is bounded by `[pipeline] executor_max_steps`.  Every decision is an
+The Executor asks the backend which tools to call (`call_tools`: a real model answers
+with OpenAI `tool_calls` against the exported schemas; the offline rules return the
+Planner's requests); when the model calls none, the plan's requests stand.  Tool
+names are canonicalised (`memory.search` → `memory_search`) before they are run and
+recorded.  The loop is bounded by `[pipeline] executor_max_steps`.  Every decision is an
 `executor_stepped` event and every tool call a `tool_executed` event.  A tool that
 raises is a phase failure (the turn ends with a clear FAIL); a tool that is merely
 unavailable or given bad arguments is reported in its event and the plan goes on.
@@ -15,7 +19,8 @@ from events.schema import ExecutorStepped, MemoryStaged, PhaseFailed, ToolExecut
 
 from .context import TurnContext, elapsed_ms
 from .planner import is_transient
-from .tools import run_tool
+from .tasks import ToolCallsIn, ToolCallsOut
+from .tools import canonical_tool, run_tool, tool_schemas
 
 __all__ = ["run"]
 
@@ -26,7 +31,24 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     done = {s.step for s in view.attempts[-1].steps}
     events: list[Payload] = []
     limit = ctx.config.pipeline.executor_max_steps
-    requests = plan.tool_requests[:limit]
+    context = view.context
+    chosen: ToolCallsOut = ctx.think(
+        "call_tools",
+        ToolCallsIn(
+            query=view.query,
+            resolved_query=view.analysis.resolved_query if view.analysis else view.query,
+            todos=[t.text for t in plan.todos],
+            planned=plan.tool_requests,
+            context_text="\n".join(
+                " | ".join(r) for b in (context.blocks if context else []) for r in b.rows
+            )[:4000],
+            tools=tool_schemas(
+                include_unavailable=False, research_configured=bool(ctx.config.research.search_url)
+            ),
+        ),
+    )
+    wanted = chosen.tool_requests or plan.tool_requests
+    requests = [r.model_copy(update={"tool": canonical_tool(r.tool)}) for r in wanted[:limit]]
     for step, request in enumerate(requests, 1):
         if step in done:
             continue
@@ -81,7 +103,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
                     candidate=outcome.staged.model_copy(update={"candidate_id": f"a{attempt}-t{step}"})
                 )
             )
-    skipped = len(plan.tool_requests) - len(requests)
+    skipped = len(wanted) - len(requests)
     note = f"; {skipped} request(s) over the step limit skipped" if skipped else ""
     events.append(
         ExecutorStepped(

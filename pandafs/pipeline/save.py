@@ -10,6 +10,7 @@ turn used; its scope changes are events of this turn.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from events import (
@@ -25,7 +26,9 @@ from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnC
 
 from ..learning import after_save
 from .context import TurnContext
+from .grounding import is_honest_unknown
 from .tasks import SummarizeIn, SummarizeOut
+from .tools import canonical_tool
 
 __all__ = ["outcome_of", "run", "write_intervention"]
 
@@ -64,6 +67,10 @@ def outcome_of(view: TurnView, max_attempts: int) -> tuple[str, str]:
 def _final_answer(view: TurnView, outcome: str, why: str) -> str:
     if outcome == "APPROVE":
         return view.answer or ""
+    if outcome == "FAIL" and not view.failures and view.answer and is_honest_unknown(view.answer):
+        # "I don't know the price of X; …" is honest, so it stands (verdict FAIL); what it
+        # said it would remember is not kept on a FAIL, so that part goes
+        return re.sub(r"^Noted — I'll remember: .*?\.\s+(?=I don't)", "", view.answer)
     if outcome == "CLARIFY":
         assert view.reflection is not None
         return view.reflection.clarification_question or "Could you say more?"
@@ -159,7 +166,7 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 tools_used=tools_used,
             ),
         )
-    research = [t for t in view.tool_calls() if t.tool == "internet.research" and t.ok]
+    research = [t for t in view.tool_calls() if canonical_tool(t.tool) == "internet_research" and t.ok]
     intervention = write_intervention(ctx, view, why, now) if outcome == "FAIL" else None
     quality = QUALITY[outcome] + (
         0.1 if outcome == "APPROVE" and view.context and view.context.sources else 0.0

@@ -1,16 +1,37 @@
-"""Phase 6 — Synthesis (VOICE) and Phase 7 — Validation (MIND)."""
+"""Phase 6 — Synthesis (VOICE) and Phase 7 — Validation (MIND).
+
+Synthesis is given *facts* (`grounding`): the statements of the §2 sources and the
+§4 tool results with their origin and date, repeats removed and disagreements
+settled, plus the datum the question asks for.  Validation is given the mechanical
+checks of the answer (requested datum present, no contradiction of a stated fact)
+and an APPROVE that a failed check contradicts is turned into RETRY (tools not yet
+tried), REVISE, or — at the bound — FAIL: the verdict stays honest whatever the
+backend says.
+"""
 
 from __future__ import annotations
 
-from events import Payload, TurnView
-from events.schema import ResponseSynthesized, ValidationDecided
+import re
+from datetime import datetime
+from typing import Any
 
+from events import Payload, TurnView, split_sections
+from events.schema import GateResult, ResponseSynthesized, ValidationDecided
+
+from ..errors import BadInput
+from ..memory.store import parse_entries
+from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
-from .gatherer import source_text
-from .tasks import AnswerIn, AnswerOut, SourceView, ToolResultView, ValidateIn, ValidateOut
-from .tools import finding_line
+from .gatherer import _visit_text, source_text
+from .grounding import Fact, answer_checks, end_of_day, is_question, requested_kind, settle, statement_form
+from .tasks import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
+from .tools import canonical_tool, finding_line
 
-__all__ = ["answer", "sources_of", "tool_results_of", "validate"]
+__all__ = ["answer", "facts_of", "sources_of", "tool_results_of", "validate"]
+
+_TURN_KINDS = ("turn", "archived_turn")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TAGS = re.compile(r"(?<!\S)#[\w-]+")
 
 
 def sources_of(ctx: TurnContext, view: TurnView) -> list[SourceView]:
@@ -25,18 +46,133 @@ def sources_of(ctx: TurnContext, view: TurnView) -> list[SourceView]:
     return out
 
 
-def tool_results_of(view: TurnView) -> list[ToolResultView]:
-    results: list[ToolResultView] = []
+def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
+    """Every tool result of the turn (§4) as Synthesis reads it, within `budget` tokens:
+    each result gets an equal share, and what a short one leaves over goes to the rest."""
+    raw: list[tuple[str, bool, str, str]] = []
     for attempt in view.attempts:
         for tool in attempt.tools:
             lines = []
+            if isinstance(tool.result.get("text"), str):
+                lines.append(tool.result["text"])
             for hit in tool.result.get("hits", []):
-                lines.append(f"{hit.get('title', '')}: {str(hit.get('snippet', '')).replace('**', '')}")
+                snippet = str(hit.get("snippet", "")).replace("**", "")
+                is_turn = re.search(
+                    r"/turn_\d+$", str(hit.get("doc_id", ""))
+                )  # a turn's title is its question
+                lines.append(snippet if is_turn else f"{hit.get('title', '')}: {snippet}")
             lines += [finding_line(f) for f in tool.result.get("findings", [])]
-            results.append(
-                ToolResultView(tool=tool.tool, ok=tool.ok, summary=tool.summary, text="\n".join(lines))
-            )
+            raw.append((canonical_tool(tool.tool), tool.ok, tool.summary, "\n".join(lines)))
+    results: list[ToolResultView] = []
+    left = budget
+    for i, (name, ok, summary, text) in enumerate(raw):
+        share = left // (len(raw) - i)
+        text = truncate_tokens(text, max(0, share))
+        left -= count_tokens(text)
+        results.append(ToolResultView(tool=name, ok=ok, summary=summary, text=text))
     return results
+
+
+def _stamp(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _sentences(text: str) -> list[str]:
+    from ..llm.offline import sentences
+
+    return sentences(text)
+
+
+def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, Any]) -> list[Fact]:
+    """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered (§5)."""
+    asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
+    answered = sections.get(5, "").strip() if sections else ""
+    when = _stamp(meta.get("created_at"))
+    facts = [
+        Fact(statement_form(s), "stated", n, doc_id, when) for s in _sentences(asked) if not is_question(s)
+    ]
+    if meta.get("outcome") == "APPROVE":
+        facts += [Fact(s, "answer", n, doc_id, when) for s in _sentences(answered)]
+    return facts
+
+
+def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: str) -> list[Fact]:
+    if kind == "visit":
+        return [Fact(s, "document", n, doc_id) for s in _sentences(_visit_text(ctx.vault.root / doc_path))]
+    try:
+        doc = ctx.read(doc_path)
+    except BadInput:
+        return []
+    meta = doc.metadata
+    sections = split_sections(doc.content) if kind in _TURN_KINDS else {}
+    if sections:
+        return _turn_facts(n, doc_id, sections, meta)
+    when = _stamp(meta.get("updated_at") or meta.get("created_at"))
+    types = meta.get("content_types") or []
+    if doc_id.endswith(("/preferences", "/facts")) or {"preference", "fact"} & set(types):
+        facts = []
+        for entry in parse_entries(doc.content):
+            text = _TAGS.sub("", f"{entry.key}: {entry.value}" if entry.key else entry.value).strip()
+            day = _DAY.search(entry.note or "")
+            stamp = end_of_day(day.group(0)) if day else when
+            facts.append(Fact(text, "memory", n, doc_id, stamp, seq=entry.line))
+        return facts
+    origin = "memory" if kind == "memory" else "document"
+    return [Fact(s, origin, n, doc_id, when) for s in _sentences(doc.content)]
+
+
+def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
+    facts = []
+    for result in results:
+        for line in result.text.splitlines():
+            if line.startswith("Asked:"):
+                facts += [
+                    Fact(statement_form(s), "stated", 0, result.tool)
+                    for s in _sentences(line.removeprefix("Asked:"))
+                    if not is_question(s)
+                ]
+            elif line.startswith("Answered:"):
+                facts += [
+                    Fact(s, "answer", 0, result.tool) for s in _sentences(line.removeprefix("Answered:"))
+                ]
+            else:
+                facts += [Fact(s, "tool", 0, result.tool) for s in _sentences(line)]
+    return facts
+
+
+def facts_of(ctx: TurnContext, view: TurnView, tools: list[ToolResultView]) -> list[Fact]:
+    """The settled facts of §2 and §4 (grounding.settle): what an answer may say."""
+    cache: dict[str, list[Fact]] = ctx.extras.setdefault("_facts", {})
+    key = f"{len(view.attempts)}:{len(tools)}"
+    if key in cache:
+        return cache[key]
+    kinds = {c.doc_id: c.kind for c in view.retrieval.candidates} if view.retrieval else {}
+    raw: list[Fact] = []
+    for n, source in enumerate(view.context.sources if view.context else [], 1):
+        raw += _source_facts(ctx, n, source.doc_id, source.doc_path, kinds.get(source.doc_id, ""))
+    raw += _tool_facts(tools)
+    cache[key] = settle(raw, view.query)
+    return cache[key]
+
+
+def _views(facts: list[Fact]) -> list[FactView]:
+    return [
+        FactView(
+            n=f.n,
+            doc_id=f.doc_id,
+            text=f.text,
+            origin=f.origin,  # type: ignore[arg-type]
+            when=f.when.date().isoformat() if f.when else "",
+            slot=f.slot.key if f.slot else "",
+            replaces=f.replaces,
+        )
+        for f in facts
+    ]
 
 
 def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
@@ -46,6 +182,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     previous = next((a for a in view.attempts if a.number == attempt - 1), None)
     if previous is not None and previous.validation is not None:
         feedback = list(previous.validation.reasons)
+    tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
     out: AnswerOut = ctx.think(
         "answer",
         AnswerIn(
@@ -53,12 +190,15 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             resolved_query=analysis.resolved_query,
             query_type=analysis.query_type,
             keywords=analysis.keywords,
+            entities=analysis.entities,
             content_reference=analysis.content_reference,
+            requested=requested_kind(view.query),
+            facts=_views(facts_of(ctx, view, tools)),
             context_text="\n".join(
                 " | ".join(r) for b in (view.context.blocks if view.context else []) for r in b.rows
             ),
             sources=sources_of(ctx, view),
-            tool_results=tool_results_of(view),
+            tool_results=tools,
             staged_memory=[c.content for c in view.staged],
             feedback=feedback,
         ),
@@ -71,6 +211,12 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     assert analysis is not None and reflection is not None
     response = view.attempts[-1].response
     assert response is not None
+    tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
+    facts = facts_of(ctx, view, tools)
+    requested = requested_kind(view.query)
+    checks = answer_checks(response.answer, view.query, requested, facts)
+    tried = any(a.tools for a in view.attempts)
+    max_attempts = ctx.config.pipeline.max_revisions + 1
     out: ValidateOut = ctx.think(
         "validate",
         ValidateIn(
@@ -78,13 +224,35 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             resolved_query=analysis.resolved_query,
             query_type=analysis.query_type,
             keywords=analysis.keywords,
+            entities=analysis.entities,
             data_requirements=reflection.data_requirements,
+            requested=requested,
+            facts=_views(facts),
+            checks=checks,
+            tools_tried=tried,
             answer=response.answer,
             citations=response.citations,
             sources=sources_of(ctx, view),
-            tool_results=tool_results_of(view),
+            tool_results=tools,
             attempt=attempt,
-            max_attempts=ctx.config.pipeline.max_revisions + 1,
+            max_attempts=max_attempts,
         ),
     )
-    return [ValidationDecided(attempt=attempt, decision=out.decision, reasons=out.reasons, checks=out.checks)]
+    decision, reasons = _honest(out, checks, tried, last=attempt + 1 >= max_attempts)
+    merged = checks + [c for c in out.checks if c.gate not in {g.gate for g in checks}]
+    return [ValidationDecided(attempt=attempt, decision=decision, reasons=reasons, checks=merged)]
+
+
+def _honest(out: ValidateOut, checks: list[GateResult], tried: bool, *, last: bool) -> tuple[str, list[str]]:
+    """The backend's verdict, unless a mechanical check says it cannot be APPROVE."""
+    failed = [c for c in checks if not c.passed]
+    if out.decision != "APPROVE" or not failed:
+        return out.decision, list(out.reasons)
+    reasons = [f"{c.gate}: {c.detail}" for c in failed]
+    if last:
+        return "FAIL", reasons
+    if any(c.gate == "requested_data" for c in failed) and not tried:
+        return "RETRY", reasons
+    if any(c.gate == "consistent_with_memory" for c in failed):
+        return "REVISE", reasons
+    return "FAIL", reasons

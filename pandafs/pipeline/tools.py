@@ -1,14 +1,19 @@
-"""The Planner's tools, executed by the Coordinator: memory.search / retrieve / save,
-and internet.research when `[research] search_url` is configured.
+"""The Planner's tools, executed by the Coordinator: memory_search / memory_retrieve /
+memory_save, and internet_research when `[research] search_url` is configured.
 
-Each tool is an argument model (pydantic) plus a function.  The same argument models
-give the JSON schemas an LLM sees (`tool_schemas()`, OpenAI function-calling format;
-dots become underscores there because function names may not contain dots).
-During a turn `memory.save` only *stages* a candidate: Save commits it on APPROVE.
+One name per tool, everywhere: the JSON schemas an LLM sees (`tool_schemas()`, OpenAI
+function-calling format, whose names may not contain dots), the executor, the events,
+`pandafs tools` and the docs.  The dotted spelling of earlier versions
+(`memory.search`) is accepted as an alias (`canonical_tool`), so old plans and a
+model that read the design notes still reach the tool.
+Each tool is an argument model (pydantic) plus a function; the same models give the
+schemas.  During a turn `memory_save` only *stages* a candidate: Save commits it on
+APPROVE.  Every result carries the text Synthesis reads (`result["text"]`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,10 +25,22 @@ from events.schema import ExtractionRecorded, MemoryCandidate
 
 from ..errors import BadInput
 from ..memory import SearchArgs
+from ..tokens import truncate_tokens
 from .context import TurnContext
 from .tasks import ToolSpec
 
-__all__ = ["TOOLS", "ToolOutcome", "available_tools", "finding_line", "run_tool", "tool_schemas"]
+__all__ = [
+    "TOOLS",
+    "ToolOutcome",
+    "available_tools",
+    "canonical_tool",
+    "finding_line",
+    "run_tool",
+    "tool_schemas",
+]
+
+
+RETRIEVE_TOKENS = 1500  # one retrieved document, as the Context Gatherer cuts one (PER_DOC_TOKENS)
 
 
 class _Args(BaseModel):
@@ -80,11 +97,16 @@ def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
         doc = ctx.memory.retrieve(args.id, user=ctx.user, now=ctx.now())
     except BadInput as exc:
         return ToolOutcome(False, "not retrieved", error=str(exc))
-    text = doc.content[:4000]
+    content = doc.content
+    if re.search(r"/turn_\d+$", doc.doc_id):
+        from .gatherer import turn_text  # a turn teaches its question and its answer
+
+        content = turn_text(content)
+    text = truncate_tokens(content, RETRIEVE_TOKENS)
     return ToolOutcome(
         True,
         f"retrieved {doc.doc_id}",
-        {"doc_id": doc.doc_id, "doc_path": doc.doc_path, "archived": doc.archived},
+        {"doc_id": doc.doc_id, "doc_path": doc.doc_path, "archived": doc.archived, "text": text},
         text,
     )
 
@@ -123,7 +145,7 @@ def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
     if not _research_available(ctx):
         return ToolOutcome(
             False,
-            "internet.research is not configured",
+            "internet_research is not configured",
             error="unavailable: set [research] search_url in pandafs.toml",
         )
     tool = ctx.extras.get("research_tool")
@@ -136,7 +158,7 @@ def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
     keywords = list(getattr(analysis, "keywords", []))
     result = tool.run(args.query, ctx.turn_dir, user=ctx.user, topic=topic, keywords=keywords, now=ctx.now())
     if not result.available:
-        return ToolOutcome(False, "internet.research is not available", error=result.error or "unavailable")
+        return ToolOutcome(False, "internet_research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]
     outcomes = [o.__dict__ if hasattr(o, "__dict__") else dict(o) for o in result.outcomes]
     text = "\n".join(finding_line(f) for f in rows)
@@ -165,27 +187,27 @@ TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
         Tool(
-            "memory.search",
+            "memory_search",
             "Search every document in memory (turns, preferences, facts, research, "
             "knowledge) visible to this user.",
             SearchArgs,
             _search,
         ),
         Tool(
-            "memory.retrieve",
+            "memory_retrieve",
             "Get one document by id or path (archived turns are expanded).",
             RetrieveArgs,
             _retrieve,
         ),
         Tool(
-            "memory.save",
+            "memory_save",
             "Save stable knowledge (a preference, fact or memory). During a turn it is "
             "staged and committed only if validation approves.",
             SaveArgs,
             _stage,
         ),
         Tool(
-            "internet.research",
+            "internet_research",
             "Search the web and read the top pages (titles, prices, "
             "availability); pages are cached as visit records.",
             ResearchArgs,
@@ -196,6 +218,14 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+ALIASES = {name.replace("_", ".", 1): name for name in TOOLS}
+
+
+def canonical_tool(name: str) -> str:
+    """The one name of a tool (`memory_search`), also for the old dotted spelling."""
+    return ALIASES.get(name, name)
+
+
 def available_tools(ctx: TurnContext) -> list[ToolSpec]:
     return [
         ToolSpec(name=t.name, description=t.description, available=t.available(ctx)) for t in TOOLS.values()
@@ -204,7 +234,7 @@ def available_tools(ctx: TurnContext) -> list[ToolSpec]:
 
 def run_tool(ctx: TurnContext, name: str, raw_args: dict[str, Any]) -> ToolOutcome:
     """Validate arguments and run a tool; bad arguments are an outcome, not a crash."""
-    tool = TOOLS.get(name)
+    tool = TOOLS.get(canonical_tool(name))
     if tool is None:
         return ToolOutcome(False, f"unknown tool {name!r}", error=f"unknown tool {name!r}")
     try:
@@ -223,7 +253,7 @@ def tool_schemas(
     """OpenAI function-calling schemas of the tools."""
     out = []
     for tool in TOOLS.values():
-        if tool.name == "internet.research" and not (include_unavailable or research_configured):
+        if tool.name == "internet_research" and not (include_unavailable or research_configured):
             continue
         schema = tool.args.model_json_schema()
         schema.pop("title", None)
@@ -231,8 +261,8 @@ def tool_schemas(
             {
                 "type": "function",
                 "function": {
-                    "name": tool.name.replace(".", "_"),
-                    "description": f"{tool.name}: {tool.description}",
+                    "name": tool.name,
+                    "description": tool.description,
                     "parameters": schema,
                 },
             }

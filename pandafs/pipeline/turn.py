@@ -65,6 +65,10 @@ class TurnResult:
     context_path: str
     seconds: float
     phase_ms: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None
+    """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
+    recorded as FAIL and the command that ran it reports an error.  An honest "I don't
+    know" that validation judged is an answer, not a failure."""
 
     @property
     def doc_id(self) -> str:
@@ -78,11 +82,19 @@ class TurnResult:
             "doc_id": self.doc_id,
             "context_path": self.context_path,
             "outcome": self.outcome,
+            "failure": self.failure,
             "seconds": round(self.seconds, 4),
         }
 
 
 Step = tuple[str, int]
+
+
+def _failure(failures: Any) -> str | None:
+    if not failures:
+        return None
+    last = failures[-1]
+    return f"{last.phase} failed ({last.error_type}: {last.message})"
 
 
 def next_step(view: TurnView, max_attempts: int) -> Step | None:
@@ -291,6 +303,7 @@ class Pipeline:
             context_path=self.vault.rel(context),
             seconds=time.perf_counter() - started,
             phase_ms=dict(view.phase_ms),
+            failure=_failure(view.failures),
         )
 
     def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc]) -> None:

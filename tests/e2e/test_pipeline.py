@@ -139,14 +139,12 @@ def test_preference_committed_only_on_approve(pipeline: Pipeline, vault: Vault) 
     events = read_events(vault.layout.turn_dir("alice", failed.turn) / "events.jsonl")
     types = [e.type for e in events]
     assert "memory_staged" in types and "memory_discarded" in types and "memory_committed" not in types
-    assert [e.data.decision for e in events if e.type == "validation_decided"] == [
-        "RETRY",
-        "RETRY",
-        "FAIL",
-    ]
+    # RETRY once with memory_search; when the tools found no price either, retrying again
+    # cannot help: FAIL, with an honest answer instead of a made-up one
+    assert [e.data.decision for e in events if e.type == "validation_decided"] == ["RETRY", "FAIL"]
     entries = parse_entries(parse_document(vault.layout.preferences("alice").read_text()).body)
     assert "ThinkPads" not in " ".join(e.value for e in entries)
-    assert failed.answer.startswith("Sorry")
+    assert failed.answer.startswith(("Sorry", "I don't know the price"))
     day = utcnow().date().isoformat()
     note = vault.root / f"observability/interventions/{day}-alice-{failed.turn}.md"
     assert note.exists() and "needs attention" in note.read_text()

@@ -83,7 +83,7 @@ def test_failing_domain_is_recorded_and_skipped(vault: Vault) -> None:
             assert after["/product/microdata"] == before["/product/microdata"] + 1
             events = read_events(vault.layout.turn_dir("bill", again.turn) / "events.jsonl")
             tool = next(
-                e.data for e in events if e.type == "tool_executed" and e.data.tool == "internet.research"
+                e.data for e in events if e.type == "tool_executed" and e.data.tool == "internet_research"
             )
             assert "localhost" in tool.result["skipped_domains"]
             assert again.outcome == "APPROVE"
@@ -107,6 +107,6 @@ def test_research_unavailable_without_search_url(vault: Vault, query: str) -> No
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
         result = pipeline.ask(query, user="dave")
     events = read_events(vault.layout.turn_dir("dave", result.turn) / "events.jsonl")
-    assert not [e for e in events if e.type == "tool_executed" and e.data.tool == "internet.research"]
+    assert not [e for e in events if e.type == "tool_executed" and e.data.tool == "internet_research"]
     plans = [e.data for e in events if e.type == "plan_created"]
-    assert all(r.tool != "internet.research" for p in plans for r in p.tool_requests)
+    assert all(r.tool != "internet_research" for p in plans for r in p.tool_requests)

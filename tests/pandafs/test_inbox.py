@@ -131,11 +131,13 @@ def test_bad_files_are_rejected_with_an_explanation(
     drop(vault, rel, data)
     [result] = inbox.process_pending().results
     name = Path(rel).name
+    name += ".rejected" if name.endswith(".md") else ""  # not a name Obsidian parses as a note
     assert result.status == "rejected" and result.reason == reason and says in str(result.message)
     assert result.rejected == f"inbox/rejected/{name}"
     assert (vault.root / result.rejected).read_bytes() == data  # kept, unchanged
     error = vault.root / f"inbox/rejected/{name}.error.md"
     assert result.error_file == f"inbox/rejected/{name}.error.md"
+    assert "[[" not in error.read_text()  # the kept file is named, not linked: Obsidian cannot open it
     meta, body = front(error), error.read_text()
     assert meta["reason"] == reason and meta["source"] == rel
     assert "**Why:**" in body and says in body and "**What to do:**" in body
@@ -206,7 +208,7 @@ def test_names_already_taken_get_a_suffix_and_nothing_is_overwritten(vault: Vaul
     taken = {
         "inbox/processed/q.md": b"an older query",
         "outbox/me/q.md": b"a note of mine",
-        "inbox/rejected/e.md": b"an older rejected file",
+        "inbox/rejected/e.md.rejected": b"an older rejected file",
     }
     for rel, data in taken.items():
         drop(vault, rel, data)
@@ -215,11 +217,11 @@ def test_names_already_taken_get_a_suffix_and_nothing_is_overwritten(vault: Vaul
     drop(vault, "inbox/e.md", b"")
     report = inbox.process_pending()
     assert sorted((r.source, r.query_file or r.rejected, r.answer) for r in report.results) == [
-        ("inbox/e.md", "inbox/rejected/e-2.md", None),
+        ("inbox/e.md", "inbox/rejected/e.md-2.rejected", None),
         ("inbox/q.md", "inbox/processed/q-2.md", "outbox/me/q-2.md"),
         ("inbox/q.txt", "inbox/processed/q.txt", "outbox/me/q-3.md"),
     ]
-    assert (vault.root / "inbox/rejected/e-2.md.error.md").is_file()
+    assert (vault.root / "inbox/rejected/e.md-2.rejected.error.md").is_file()
     for rel, data in taken.items():
         assert (vault.root / rel).read_bytes() == data
 
@@ -317,7 +319,10 @@ def test_dying_while_rejecting_still_rejects_once(
     with Inbox(vault, settle_s=0.1) as box:
         results = box.process_pending().results
     assert [(r.status, r.reason) for r in results] == ([] if step == "cleaned" else [("rejected", "binary")])
-    assert sorted(os.listdir(vault.root / "inbox/rejected")) == ["bin.md", "bin.md.error.md"]
+    assert sorted(os.listdir(vault.root / "inbox/rejected")) == [
+        "bin.md.rejected",
+        "bin.md.rejected.error.md",
+    ]
     assert claims(vault) == [] and turns(vault) == []
 
 

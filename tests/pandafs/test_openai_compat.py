@@ -117,7 +117,8 @@ def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIChat) -> No
     assert laptop == Laptop(name="ThinkPad X1", price=1500)
     assert usage.calls == 1
     request = stub.requests[0]
-    assert request["response_format"] == {"type": "json_object"}
+    assert request["response_format"]["type"] == "json_schema"
+    assert request["response_format"]["json_schema"]["schema"]["required"] == ["name", "price"]
     system = request["messages"][0]
     assert system["role"] == "system"
     assert system["content"].startswith("You pick laptops.")

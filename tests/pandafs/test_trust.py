@@ -293,6 +293,10 @@ def test_a_learning_failure_is_recorded_and_the_turn_stands(
     vault: Vault, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(learning_api, "SAVE_WAIT_S", 0.05)
+    # an answerable question (one memory cannot answer ends FAIL, honestly)
+    Memory(vault).save(
+        "The Lenovo LOQ 15 has an RTX 4050 GPU.", user="alice", topic="electronics.laptop", now=T0
+    )
     lock = vault.layout.indexes / "learning.lock"
     with file_lock(lock, what="test"):
         result = pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")

@@ -296,3 +296,19 @@ def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cl
     got = cli("--root", vault.root, "prune", "--expired", "--now", NOW.isoformat(), "--json")
     assert got.code == 0 and "Traceback" not in got.err, got.err
     assert (memories / "out.md").is_symlink() and outside.read_bytes() == before
+
+
+def test_the_learning_engine_never_reads_a_linked_document(vault: Vault, tmp_path: Path) -> None:
+    from pandafs.learning.engine import Learning
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nscope: user\n---\nan outside secret about zebras\n")
+    memories = vault.layout.memories_dir("alice")
+    memories.mkdir(parents=True)
+    (memories / "out.md").symlink_to(outside)
+    (memories / "real.md").write_text("a real note about kiwis\n")
+    memory = Memory(vault)
+    with Learning(vault, memory).open() as engine:
+        assert engine.doc_info("alice/memories/out") is None  # its counters would be written over the link
+        real = engine.doc_info("alice/memories/real")
+        assert real is not None and "kiwis" in real.body

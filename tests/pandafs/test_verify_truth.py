@@ -147,7 +147,13 @@ def test_a_log_cut_at_its_end_is_detected_by_verify_and_replay(vault: Vault, cli
     replayed = cli("--root", vault.root, "replay", "--json")
     assert replayed.code == 1 and [e["path"] for e in replayed.json["errors"]] == [vault.rel(log)]
     assert {name: (turn / name).read_bytes() for name in projected} == projected  # nothing overwritten
-    assert cli("--root", vault.root, "verify", "--repair").code == 1
+    cut_log = log.read_bytes()
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert repaired.code == 1 and "cut_tail" in [p["kind"] for p in repaired.json["problems"]]
+    assert cli("--root", vault.root, "ask", "and roses?", "--user", "alice").code == 0
+    # not taken for an interrupted turn: never closed, resumed or re-projected over
+    assert log.read_bytes() == cut_log
+    assert {name: (turn / name).read_bytes() for name in projected} == projected
 
 
 def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> None:  # noqa: ANN001

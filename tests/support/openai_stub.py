@@ -35,6 +35,7 @@ class StubReply:
     delay_s: float = 0.0
     headers: dict[str, str] | None = None
     body: bytes | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # OpenAI shape: {id, type, function{name, arguments}}
 
 
 Responder = Callable[[dict[str, Any]], StubReply | str]
@@ -78,13 +79,18 @@ class OpenAIStub(LoopbackServer):
                 return StubReply(status=500, content=f"stub responder raised {exc!r}")
         return StubReply(content=scripted) if isinstance(scripted, str) else scripted
 
-    def _completion(self, request: dict[str, Any], content: str) -> dict[str, Any]:
+    def _completion(
+        self, request: dict[str, Any], content: str, tool_calls: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         with self._lock:
             self._count += 1
             number = self._count
         prompt_chars = sum(len(m.get("content") or "") for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
         completion_tokens = max(1, len(content) // 4)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:  # as OpenAI sends them: content null, finish_reason "tool_calls"
+            message = {"role": "assistant", "content": content or None, "tool_calls": tool_calls}
         return {
             "id": f"chatcmpl-stub-{number}",
             "object": "chat.completion",
@@ -93,8 +99,8 @@ class OpenAIStub(LoopbackServer):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
                 }
             ],
             "usage": {
@@ -137,7 +143,7 @@ class _Handler(QuietHandler):
         elif reply.status >= 400:
             self._send_error(reply.status, reply.content, reply.headers)
         else:
-            body = stub._completion(request, reply.content or "")
+            body = stub._completion(request, reply.content or "", reply.tool_calls)
             self._send(reply.status, json.dumps(body).encode(), reply.headers)
 
     def _send_error(self, status: int, message: str | None, headers: dict[str, str] | None = None) -> None:

@@ -1,0 +1,145 @@
+"""Keeping wikilinks to turns resolvable after archive and restore (see `pandafs.links`).
+
+After turns move, every markdown file PandaFS writes for their users is passed through
+`relink`: the user's own documents (preferences, facts, memories, notes, every turn
+folder's markdown), their outbox answers, their archive stubs and the intervention
+notes about them.  Only turn links change; everything else in a file is left byte for
+byte.  Files of a turn whose writer holds its log are skipped (the next pass fixes
+them), memory documents are rewritten under the user's memory lock (`Vault.memory_lock`), and every write is
+atomic.
+
+Crash safety: before any turn moves, the users are recorded in
+`archive/.journal/relink.users`; the pass runs after the moves and removes the record,
+and the next archive, restore or `verify --repair` finishes a pass a crash cut short.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Literal
+
+from events import atomic_write, classify, sync_all
+from events.layout import USER_ID_RE
+
+from ..links import relink
+from ..memory import Memory
+from ..vault import Vault
+from ._common import TurnKey, journal_dir, log_held, reindex, stub_file, turn_folder
+
+RELINK_FILE = "relink.users"
+
+
+def _pending(vault: Vault) -> Path:
+    return journal_dir(vault) / RELINK_FILE
+
+
+def mark_relink(vault: Vault, users: Iterable[str]) -> None:
+    """Record that these users' links must be brought in step (before anything moves)."""
+    wanted = set(users) | set(pending_relink(vault))
+    if wanted:
+        atomic_write(_pending(vault), ("\n".join(sorted(wanted)) + "\n").encode(), make_parents=True)
+
+
+def pending_relink(vault: Vault) -> list[str]:
+    try:
+        text = _pending(vault).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [u for u in text.split() if USER_ID_RE.fullmatch(u)]
+
+
+def finish_relink(vault: Vault, memory: Memory) -> list[str]:
+    """Run the pass for the recorded users, reindex what changed, clear the record.
+
+    Call with the archive lock held.  Returns the vault-relative paths rewritten."""
+    users = pending_relink(vault)
+    if not users:
+        return []
+    changed = relink_users(vault, users)
+    reindex(vault, memory, [rel for rel in changed if classify(rel) is not None])
+    with suppress(FileNotFoundError):
+        _pending(vault).unlink()
+    return changed
+
+
+def _markdown(base: Path) -> Iterator[Path]:
+    """Markdown files under `base`, not in hidden folders, no symlink followed or read."""
+    if not base.is_dir() or base.is_symlink():
+        return
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.endswith(".md") and not path.is_symlink():
+                yield path
+
+
+def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
+    """Rewrite turn links in the files PandaFS writes for `users`; returns what changed."""
+    state: dict[TurnKey, Literal["live", "archived"] | None] = {}
+
+    def where(user: str, turn: str) -> Literal["live", "archived"] | None:
+        key = (user, turn)
+        if key not in state:
+            if (turn_folder(vault, key) / "context.md").is_file():
+                state[key] = "live"
+            elif stub_file(vault, key).is_file():
+                state[key] = "archived"
+            else:
+                state[key] = None
+        return state[key]
+
+    changed: list[str] = []
+
+    def fixed_text(path: Path) -> str | None:
+        """The file's text with its turn links fixed, or None when nothing changes."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if b"[[users/" not in data and b"[[archive/stubs/" not in data:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        fixed = relink(text, where)
+        return fixed if fixed != text else None
+
+    def rewrite(path: Path) -> None:
+        fixed = fixed_text(path)
+        if fixed is not None:
+            atomic_write(path, fixed.encode("utf-8"), durable=False)  # one sync for the pass
+            changed.append(vault.rel(path))
+
+    root = vault.root
+    for user in sorted(set(users)):
+        home = vault.layout.user_dir(user)
+        turns = vault.layout.turns_dir(user)
+        if turns.is_dir() and not turns.is_symlink():
+            for folder in sorted(turns.iterdir()):
+                if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+                    continue
+                stale = [path for path in _markdown(folder) if fixed_text(path) is not None]
+                if stale:  # read again under the turn's log lock: a writer may have just projected
+                    with log_held(folder) as held:
+                        for path in stale if held else ():
+                            rewrite(path)
+        if home.is_dir() and not home.is_symlink():
+            with vault.memory_lock(user):
+                for path in _markdown(home):
+                    if turns not in path.parents:
+                        rewrite(path)
+        for path in _markdown(root / "outbox" / user):
+            rewrite(path)
+        for path in _markdown(vault.layout.archive / "stubs" / user):
+            rewrite(path)
+        for path in _markdown(root / "observability" / "interventions"):
+            if f"-{user}-" in path.name:
+                rewrite(path)
+    if changed:
+        sync_all()
+    return changed

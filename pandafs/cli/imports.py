@@ -1,0 +1,58 @@
+"""`pandafs import FORMAT PATH --user U`: bring in the chat histories people already have."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..importers import FORMATS, import_history
+from ..memory import Memory
+from ..output import echo_err, emit, json_option, lazy_progress
+from .base import App, cli, pass_app, user_option
+
+
+@cli.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@user_option(required=True, help="Whose history this is: every conversation becomes this user's turns.")
+@json_option
+@pass_app
+def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None:
+    """Import a chat history: each question and its answer become one turn.
+
+    \b
+    chatgpt      conversations.json of a ChatGPT data export
+    claude       conversations.json of a claude.ai data export
+    claude-code  a Claude Code transcript (~/.claude/projects/<project>/<session>.jsonl)
+                 or a folder of them
+
+    Titles, times and ids are kept in each turn's meta; importing again adds nothing.
+    Entries that cannot be read are named and skipped (exit 1); the rest go in.
+    """
+    vault = app.vault()
+    memory = Memory(vault)
+
+    def counted(total: int) -> None:
+        if not as_json:
+            echo_err(f"read {path.name}: {total} turns to import")
+        bar.start(total)
+
+    with lazy_progress("importing", quiet=as_json) as bar:
+        report = import_history(
+            vault, fmt, path, user, on_total=counted, progress=bar.advance, after_batch=memory.index_docs
+        )
+
+    def human() -> None:
+        click.echo(
+            f"{report.conversations} conversations, {report.turns} turns: imported {report.imported}, "
+            f"skipped {report.skipped} already present, failed {len(report.failed)} "
+            f"({report.seconds:.1f} s)"
+        )
+        for failure in report.failed:
+            click.echo(f"  {failure['entry']}: {failure['error']}")
+
+    emit(report.as_json(), as_json, human)
+    if report.failed:
+        sys.exit(1)

@@ -1,0 +1,53 @@
+"""`pandafs mcp`: serve one user's memory over the Model Context Protocol."""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+
+import click
+
+from ..errors import BadInput
+from .base import App, cli, pass_app, user_option
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@cli.command()
+@user_option(required=True, help="The one user this server acts as (its documents plus global ones).")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: the client starts `pandafs mcp` itself; http: streamable HTTP at http://HOST:PORT/mcp.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback addresses only.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP only.")
+@pass_app
+def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
+    """Serve the memory tools and documents over MCP, bound to one user.
+
+    Tools: search_memory, retrieve_memory (read-only), save_memory, ask.  Resources:
+    pandafs://vault/{path} for the user's documents and global ones.  No tool takes a
+    user: every call acts as --user, and documents of other users cannot be read.
+    The HTTP transport has no authentication, so it listens on loopback only.
+    """
+    if transport == "http" and not _loopback(host):
+        raise BadInput(f"--host {host} is not a loopback address: the HTTP transport has no authentication")
+    if importlib.util.find_spec("mcp") is None:
+        raise BadInput("the MCP server needs the `mcp` package: pip install 'pandafs[mcp]'")
+    from ..mcp_server import build_server  # imports the SDK: paid only by this command
+
+    server = build_server(app.vault(), user)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)

@@ -1,0 +1,274 @@
+"""`pandafs mcp`: the memory tools and the vault's documents over the Model Context Protocol.
+
+Built on the official Python SDK's high-level server (`mcp.server.mcpserver.MCPServer`,
+mcp 2.x).  The server is bound to ONE user, given when it starts: no tool takes a
+user argument (an unknown argument is refused, not ignored), every search runs as that
+user, every save writes under `users/{user}/`, `retrieve_memory` is
+`Memory.retrieve(…, user=)` (what that user may see, as in search: their own documents
+and global ones), and resource reads accept only the user's own documents
+(`users/{user}/…`, `archive/stubs/{user}/…`) and the global areas (`knowledge/`,
+`site_knowledge/`).  Ownership comes from the path, never from a file's frontmatter; a
+path with a symlink anywhere below the vault root is refused, as is anything outside it.
+
+Tools (names and argument spellings follow the memory servers people already use —
+`search_memory` / `save_memory` / `retrieve_memory` as in mem0's and
+mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`):
+
+  search_memory    read-only   unified search: the user's documents plus global ones
+  retrieve_memory  read-only   one document by id or vault-relative path (archived turns expanded)
+  save_memory      additive    a memory, preference or fact, through `Memory.save` (locks, index)
+  ask              additive    one turn through the pipeline, exactly as `pandafs ask`
+
+Resources: `pandafs://vault/{+path}` reads one visible document; the listing names the
+user's memory documents, global knowledge and the user's latest turns.
+
+The library calls run on the SDK's worker threads; one lock serialises them, so two
+tool calls of one client never write the index at the same time from this process
+(other processes are handled by the index's own writer lock).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from events import classify, validate_user_id
+from events.errors import EventsError
+from indexers.errors import IndexingError
+
+from .errors import BadInput, PandaError
+from .memory import Memory
+from .vault import Vault
+
+__all__ = ["RESOURCE_PREFIX", "build_server", "visible_path"]
+
+RESOURCE_PREFIX = "pandafs://vault/"
+LATEST_TURNS = 50  # how many of the user's turns the resource listing names
+
+
+def visible_path(vault: Vault, user: str, rel: str) -> Path:
+    """The file behind vault-relative `rel` if `user` may read it, else `BadInput`.
+
+    Visible: documents under `users/{user}/`, the user's archive stubs, and global
+    documents (no owner in their path).  The same message is given for "not yours" and
+    "not there", so a client cannot probe another user's documents.
+    """
+    text = rel.strip().removeprefix("./")
+    refused = BadInput(f"no document {rel!r} visible to user {user!r}")
+    if not text or "\x00" in text or "\\" in text or text.startswith("/"):
+        raise refused
+    parts = PurePosixPath(text).parts
+    if any(p in ("", ".", "..") for p in parts):
+        raise refused
+    ref = classify(text)
+    if ref is None or (ref.user is not None and ref.user != user):
+        raise refused
+    path = vault.root
+    for part in parts:
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            raise refused from None
+        if stat.S_ISLNK(mode):
+            raise refused
+    if not stat.S_ISREG(mode):
+        raise refused
+    return path
+
+
+def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
+    """(vault-relative path, name) of the documents the resource listing names."""
+    found: list[tuple[str, str]] = []
+    home = vault.layout.root / "users" / user
+    for name in ("preferences.md", "facts.md"):
+        if (home / name).is_file() and not (home / name).is_symlink():
+            found.append((f"users/{user}/{name}", f"{user}/{name[:-3]}"))
+    for base in (home / "memories", vault.root / "knowledge", vault.root / "site_knowledge"):
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):  # os.walk never follows symlinks
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for filename in sorted(filenames):
+                path = Path(dirpath) / filename
+                if path.is_symlink():
+                    continue
+                rel = PurePosixPath(path.relative_to(vault.root)).as_posix()
+                ref = classify(rel)
+                if ref is not None:
+                    found.append((rel, ref.doc_id))
+    turns = sorted(vault.layout.turn_dirs(user), key=lambda p: p.name)[-LATEST_TURNS:]
+    for folder in reversed(turns):
+        if (folder / "context.md").is_file():
+            found.append((f"users/{user}/turns/{folder.name}/context.md", f"{user}/{folder.name}"))
+    return found
+
+
+def build_server(vault: Vault, user: str) -> Any:
+    """An `MCPServer` over `vault`, bound to `user` (imported here: the CLI stays fast)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp.server.mcpserver.resources import ResourceSecurity
+    from mcp.types import Resource, ToolAnnotations
+
+    validate_user_id(user)
+    memory = Memory(vault)
+    lock = threading.Lock()
+    research = bool(vault.config.research.search_url)
+
+    def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            try:
+                return fn(*args, **kwargs)
+            except (PandaError, EventsError, IndexingError) as exc:
+                raise ToolError(str(exc)) from None
+
+    class Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """Refuse arguments a tool does not declare (the SDK would drop them silently):
+            a client passing `user` must learn that it cannot act as someone else."""
+            declared = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+            unknown = sorted(set(arguments) - declared.get(name, set(arguments)))
+            if unknown:
+                raise ToolError(
+                    f"unknown argument(s) {', '.join(unknown)}: this server acts only as user {user!r}"
+                )
+            return await super().call_tool(name, arguments, context)
+
+        async def list_resources(self) -> list[Resource]:
+            return [
+                Resource(uri=RESOURCE_PREFIX + rel, name=name, mime_type="text/markdown")
+                for rel, name in _listing(vault, user)
+            ]
+
+    server: Any = Server(
+        name="pandafs",
+        title="PandaFS memory",
+        instructions=(
+            f"Memory of user {user!r}: search it before answering from assumptions, retrieve a "
+            "hit's full document by its doc_id, save what the user states about themselves "
+            "(type preference or fact) or asks to remember. Every call acts as this user."
+        ),
+    )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Search memory", read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    def search_memory(
+        query: Annotated[str, Field(description="natural language or keywords")],
+        topic: Annotated[str | None, Field(description="hierarchical topic filter, e.g. pet.hamster")] = None,
+        content_types: Annotated[
+            list[str] | None, Field(description="e.g. preference, fact, context")
+        ] = None,
+        scope: Literal["new", "user", "global"] | None = None,
+        min_quality: Annotated[float | None, Field(ge=0, le=1)] = None,
+        include_expired: bool = False,
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+    ) -> list[dict[str, Any]]:
+        """Search everything this user may see (their documents plus global ones): turns,
+        preferences, facts, memories, research, knowledge, archived turns' summaries."""
+        return guarded(
+            memory.search,
+            query,
+            user=user,
+            topic_filter=topic,
+            content_types=content_types or (),
+            scope=scope,
+            min_quality=min_quality,
+            include_expired=include_expired,
+            limit=limit,
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Retrieve a document", read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    def retrieve_memory(
+        identifier: Annotated[
+            str, Field(description="a doc_id from search (alice/turn_000001) or a vault-relative path")
+        ],
+    ) -> dict[str, Any]:
+        """One document in full; an archived turn is expanded from the archive."""
+
+        return guarded(lambda: memory.retrieve(identifier, user=user).as_json())
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Save a memory",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    def save_memory(
+        content: Annotated[str, Field(description="the statement to remember")],
+        type: Annotated[
+            str, Field(description="preference and fact go to preferences.md / facts.md; others to memories/")
+        ] = "memory",
+        topic: Annotated[str, Field(description="hierarchical topic, e.g. travel.flights")] = "general",
+        keywords: list[str] | None = None,
+        key: Annotated[str | None, Field(description="key of a preference or fact, e.g. seat")] = None,
+        scope: Literal["new", "user"] = "new",
+        ttl_hours: Annotated[float | None, Field(gt=0)] = None,
+    ) -> dict[str, Any]:
+        """Save a memory for this user (never overwrites; saving the same statement again adds
+        nothing).  Publishing to everyone (scope global) is not possible from here."""
+        saved = guarded(
+            memory.save,
+            content,
+            user=user,
+            doc_type=type,
+            topic=topic,
+            keywords=keywords or (),
+            scope=scope,
+            ttl_hours=ttl_hours,
+            key=key,
+        )
+        return {"doc_id": saved.doc_id, "doc_path": saved.doc_path, "created": saved.created}
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Ask the assistant",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=research,
+        ),
+    )
+    def ask(
+        question: Annotated[str, Field(description="the question or statement, as the user would say it")],
+    ) -> dict[str, Any]:
+        """Run one turn of the assistant's pipeline for this user (recorded as a turn, like
+        `pandafs ask`); returns the answer, the turn id and its outcome."""
+        from .pipeline import Pipeline
+
+        def run() -> dict[str, Any]:
+            with Pipeline(vault, memory=memory) as pipeline:
+                return pipeline.ask(question, user=user).as_json()
+
+        return guarded(run)
+
+    @server.resource(
+        RESOURCE_PREFIX + "{+path}",
+        name="document",
+        description="A document of the vault this user may read (vault-relative path).",
+        mime_type="text/markdown",
+        security=ResourceSecurity(),
+    )
+    def read_document(path: str) -> str:
+        with lock:
+            try:
+                return visible_path(vault, user, path).read_text(encoding="utf-8")
+            except (BadInput, UnicodeDecodeError, OSError) as exc:
+                raise ResourceError(str(exc)) from None
+
+    return server

@@ -1,0 +1,26 @@
+"""The per-phase prompts a 7–30B model gets: the job, the output fields, one valid example."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pandafs.llm.openai_compat import inline_schema
+from pandafs.pipeline.tasks import TASKS
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_each_task_prompt_has_one_example_that_validates(name: str) -> None:
+    task = TASKS[name]
+    task.output.model_validate(task.example)  # the example is a reply the backend would accept
+    prompt = task.prompt()
+    assert prompt.startswith(f"TASK: {name}\n")
+    assert json.dumps(task.example, ensure_ascii=False) in prompt
+    assert prompt.count("Example of a valid reply") == 1
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_output_schemas_have_no_refs_for_grammar_converters(name: str) -> None:
+    schema = json.dumps(inline_schema(TASKS[name].output))
+    assert "$ref" not in schema and "$defs" not in schema
