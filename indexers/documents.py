@@ -45,6 +45,7 @@ DEFAULT_TYPES = {
 }
 TURN_KINDS = frozenset({"turn", "archived_turn"})
 DEFAULT_MAX_BYTES = 5_000_000  # the default of [index] max_file_bytes
+SESSION_KEYS = ("session", "session_id", "conversation", "conversation_id")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -88,6 +89,15 @@ class IndexDoc:
     @property
     def is_turn(self) -> bool:
         return self.kind in TURN_KINDS
+
+    @property
+    def session(self) -> str | None:
+        """The conversation an imported turn came from (`meta.session`, or a common alias)."""
+        for key in SESSION_KEYS:
+            value = (self.meta or {}).get(key)
+            if isinstance(value, str | int) and str(value):
+                return str(value)
+        return None
 
     def payload(self) -> dict[str, Any]:
         """The stored part returned with every hit."""

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import BadInput
 
@@ -95,14 +95,37 @@ class SearchConfig(_Section):
     neighbour_weight: float = Field(
         0.4, description="share of an adjacent turn's match a turn inherits, per query word"
     )
-    day_weight: float = Field(0.2, description="share of its day's coverage score a turn gets")
-    expand_days: int = Field(8, description="best days whose turns are all scored (stage 2)")
-    latest_weight: float = Field(
-        1.0, description='"now / currently" queries: bonus for the latest of near-equal days'
+    episode_weight: float = Field(
+        0.2,
+        validation_alias=AliasChoices("episode_weight", "day_weight"),
+        description="share of its episode's coverage score a turn gets",
     )
-    latest_band: float = Field(0.4, description="days within this share of the best day compete on recency")
-    day_cap: int = Field(3, description="turns of one day before every other hit (0 = no cap)")
+    expand_episodes: int = Field(
+        8,
+        validation_alias=AliasChoices("expand_episodes", "expand_days"),
+        description="best episodes (conversations) whose turns are all scored (stage 2)",
+    )
+    episode_gap_minutes: float = Field(
+        30.0, description="a longer silence starts a new episode (turns without a session id)"
+    )
+    latest_weight: float = Field(
+        1.0,
+        description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
+    )
+    latest_band: float = Field(
+        0.4, description="episodes within this share of the best episode compete on time"
+    )
+    episode_cap: int = Field(
+        3,
+        validation_alias=AliasChoices("episode_cap", "day_cap"),
+        description="turns of one episode before every other hit (0 = no cap)",
+    )
     candidate_pool: int = Field(60, description="BM25 candidates of stage 1")
+    time_words: bool = Field(True, description='resolve "last week", "in May", "two months ago" in queries')
+    time_weight: float = Field(1.0, description="score × (1 + w) inside the window a query's time words name")
+    stop_words: bool = Field(True, description="drop stop words from queries")
+    framing: bool = Field(True, description="weigh question framing words (name, usually, like...) low")
+    word_forms: bool = Field(True, description="irregular verb forms and long-prefix word forms")
 
 
 class IndexConfig(_Section):

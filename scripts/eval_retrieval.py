@@ -1,64 +1,234 @@
-"""Score `pandafs search` on our own retrieval set (benchmarks/retrieval/).
+"""Score `pandafs search` on real and generated conversations, beside plain BM25 baselines.
 
-    python scripts/eval_retrieval.py [--data DIR] [--k 5] [--json] [--keep VAULT] [--pandafs CMD]
+    python scripts/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
+        [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--search KEY=VALUE]...
 
-Steps: generate the dataset if `--data` is not given (default settings, temp dir);
-`pandafs --root V init`; `pandafs --root V import-turns conversations.jsonl --json`;
-one `pandafs --root V search --batch FILE --json` over every question (one JSON line
-per question, in order); then score.
+Two sets, one procedure:
 
-Why a separate process per step: the benchmark measures the CLI contract other
-tools rely on (DESIGN §8), not a library shortcut, and the times it reports are
-what a user of the CLI sees.
+- **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
+  `../shared/data/longmemeval-dev` beside the repository; read its README).  Each
+  question is its own user; its haystack becomes import lines, one turn per
+  user/assistant pair (an assistant message before any user message is a turn of its
+  own), timestamped from the session's date (one minute apart, in order), with the
+  session id in `meta.session` and `external_id` `{session}-t{n}`.  A session listed
+  twice is imported once (same external id).  Evidence: `answer_session_ids`, and at
+  turn level the turns holding a `has_answer` message.
+- **ours**: the generated set of `benchmarks/retrieval` (`--data`, else generated into a
+  temp dir); evidence sessions are the sessions of the evidence turns.
 
-Metrics (abstention questions excluded): turn level — recall@1, recall@k (a
-question is a hit if ANY evidence turn is in the top k), all-evidence recall@k
-(every evidence turn in the top k; differs from recall@k only for multi_hop) and
-MRR (rank of the first evidence turn among the returned hits); day level — the
-same over the hits' days, deduplicated in rank order, against `evidence_days`.
-For abstention questions the mean top-1 score is reported next to that of
-answerable ones, with the threshold that best separates the two.
+For each set: `pandafs --root V init`; `pandafs --root V import-turns FILE --json`; one
+`pandafs --root V search --batch FILE --json` over every question, each searched as
+of its own date (`now`: LongMemEval's `question_date`; ours: a day after the user's
+last turn); `--search KEY=VALUE` sets `[search]` values in the vault's pandafs.toml
+first (the on/off switches of the lexical resources, for instance).  In the same run
+three plain baselines see the same turns, per question's user, through tantivy's
+`en_stem` BM25 and nothing else (the question's words OR-ed): whole sessions as
+documents; turns as documents, collapsed to sessions in rank order; ±2-turn windows
+of a session as documents, collapsed likewise.
 
-Output: a table, then, last, one JSON line `{"benchmark": "retrieval", ...}`.
-With `--json` only that line is printed on stdout.  Exit 0 on success, 1 when a
-pandafs step fails, 2 on bad usage.
+Metrics, per question type and overall, abstention questions apart (as LongMemEval's
+own evaluation does): at session level recall_all@k (every evidence session in the top
+k sessions), recall_any@k, recall_all@10, NDCG@k (binary relevance) and MRR; at turn
+level (questions with labelled evidence turns) turn_any@k, turn_all@k and turn_mrr.
+A hit list is turned into a session ranking by its hits' `meta.session`, distinct, in
+rank order.
+
+Output: a table per set, then, last, one JSON line `{"benchmark": "retrieval", ...}`.
+With `--json` only that line is printed.  Exit 0 on success, 1 when a pandafs step
+fails, 2 on bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
+import math
+import re
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "QuestionScore",
-    "aggregate",
-    "hit_day",
+    "Dataset",
+    "Question",
+    "hit_session",
     "hit_turn",
+    "load_longmemeval",
+    "load_ours",
     "main",
-    "score_question",
+    "rank_metrics",
     "summarise",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = ROOT / "benchmarks" / "retrieval" / "make_dataset.py"
-KINDS = ("single_fact", "preference", "temporal", "multi_hop", "knowledge_update")
-SEARCH_LIMIT = 10
+DEFAULT_LME = ROOT.parent / "shared" / "data" / "longmemeval-dev"
+SEARCH_LIMIT = 50
+"""Turns asked for per question: enough to fill 10 distinct sessions."""
+WINDOW = 2
+BASELINES = ("bm25_sessions", "bm25_turns", "bm25_windows")
+OUR_KINDS = ("single_fact", "preference", "temporal", "multi_hop", "knowledge_update")
 
 
 class StepFailed(Exception):
     """A pandafs command failed or printed something that breaks the contract."""
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: str
+    user: str
+    kind: str
+    text: str
+    now: str  # ISO-8601 UTC: the question is asked as of this moment
+    sessions: frozenset[str]
+    turns: frozenset[str]
+    abstention: bool
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    lines: list[dict[str, Any]]  # import-turns lines, each with meta.session
+    questions: list[Question]
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _lme_date(text: str) -> datetime:
+    """`2023/05/30 (Tue) 20:42` → an aware datetime (the set's dates carry no zone: UTC)."""
+    day, _, clock = text.partition(")")
+    return datetime.strptime(f"{day.split(' (')[0]} {clock.strip()}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
+
+
+def _lme_user(qid: str) -> str:
+    return "q-" + re.sub(r"[^a-z0-9_-]", "-", qid.lower())[:60]
+
+
+def load_longmemeval(folder: Path, limit: int | None = None) -> Dataset:
+    """LongMemEval questions → import lines and questions (see the module docstring)."""
+    lines: list[dict[str, Any]] = []
+    questions: list[Question] = []
+    with gzip.open(folder / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(raw) for raw in handle if raw.strip()]
+    for q in _spread(rows, limit):
+        user = _lme_user(q["question_id"])
+        evidence_turns: set[str] = set()
+        seen: set[str] = set()
+        for sid, date, session in zip(
+            q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
+        ):
+            if sid in seen:
+                continue  # the same session listed twice: one copy
+            seen.add(sid)
+            start = _lme_date(date)
+            for n, (query, response, labelled) in enumerate(_pairs(session)):
+                external = f"{sid}-t{n:03d}"
+                if labelled:
+                    evidence_turns.add(external)
+                lines.append(
+                    {
+                        "user": user,
+                        "external_id": external,
+                        "timestamp": _iso(start + timedelta(minutes=n)),
+                        "query": query,
+                        "response": response,
+                        "meta": {"session": sid},
+                    }
+                )
+        questions.append(
+            Question(
+                qid=q["question_id"],
+                user=user,
+                kind=q["question_type"],
+                text=q["question"],
+                now=_iso(_lme_date(q["question_date"])),
+                sessions=frozenset(q["answer_session_ids"]),
+                turns=frozenset(evidence_turns),
+                abstention=q["question_id"].endswith("_abs"),
+            )
+        )
+    return Dataset("longmemeval", lines, questions)
+
+
+def _spread(rows: list[Any], limit: int | None) -> list[Any]:
+    """`limit` rows evenly spaced over `rows` (a set sorted by type keeps every type)."""
+    if limit is None or limit >= len(rows):
+        return rows
+    return [rows[i * len(rows) // limit] for i in range(limit)]
+
+
+def _pairs(session: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """(user message, assistant reply, holds evidence) per turn of one session."""
+    out: list[list[Any]] = []
+    for message in session:
+        content = str(message.get("content") or "").strip()
+        if not content:
+            continue
+        labelled = bool(message.get("has_answer"))
+        if message.get("role") == "user" or not out:
+            query, response = (content, "") if message.get("role") == "user" else ("(assistant)", content)
+            out.append([query, response, labelled])
+        else:
+            out[-1][1] = f"{out[-1][1]}\n\n{content}".strip()
+            out[-1][2] = out[-1][2] or labelled
+    return [(q, r, bool(h)) for q, r, h in out]
+
+
+def _generate(out: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_dataset", GENERATOR)
+    if spec is None or spec.loader is None:
+        raise StepFailed(f"cannot load {GENERATOR}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_dataset", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    module.generate(out)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_ours(folder: Path, limit: int | None = None) -> Dataset:
+    """Our generated set: the import lines as they are; evidence sessions from evidence turns."""
+    lines = _read_jsonl(folder / "conversations.jsonl")
+    session_of = {line["external_id"]: line["meta"]["session"] for line in lines}
+    last: dict[str, str] = {}
+    for line in lines:
+        last[line["user"]] = max(last.get(line["user"], ""), line["timestamp"])
+    questions = []
+    for q in _spread(_read_jsonl(folder / "questions.jsonl"), limit):
+        now = datetime.fromisoformat(last[q["user"]].replace("Z", "+00:00")) + timedelta(days=1)
+        questions.append(
+            Question(
+                qid=q["qid"],
+                user=q["user"],
+                kind=q["kind"],
+                text=q["question"],
+                now=_iso(now),
+                sessions=frozenset(session_of[e] for e in q["evidence"]),
+                turns=frozenset(q["evidence"]),
+                abstention=q["kind"] == "abstention",
+            )
+        )
+    users = {q.user for q in questions}
+    return Dataset("ours", [line for line in lines if line["user"] in users], questions)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -70,141 +240,151 @@ def hit_turn(hit: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def hit_day(hit: dict[str, Any]) -> str | None:
-    """The day a hit belongs to: `meta["day"]`, else the date part of `created_at`."""
+def hit_session(hit: dict[str, Any]) -> str | None:
+    """The session a hit belongs to: `meta.session`, else its episode, else None."""
     meta = hit.get("meta")
-    if isinstance(meta, dict) and isinstance(meta.get("day"), str) and meta["day"]:
-        return meta["day"][:10]
-    created = hit.get("created_at")
-    return created[:10] if isinstance(created, str) and len(created) >= 10 else None
+    if isinstance(meta, dict) and isinstance(meta.get("session"), str):
+        return meta["session"]
+    episode = hit.get("episode")
+    return episode if isinstance(episode, str) else None
 
 
-def _first_rank(ranked: Sequence[str | None], wanted: set[str]) -> int | None:
-    return next((i for i, item in enumerate(ranked, 1) if item in wanted), None)
+def _distinct(items: Iterable[str | None]) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if item is not None and item not in out:
+            out.append(item)
+    return out
 
 
-@dataclass(frozen=True)
-class QuestionScore:
-    qid: str
-    kind: str
-    needs_neighbour: bool
-    rank: int | None  # 1-based rank of the first evidence turn among the hits
-    all_rank: int | None  # rank by which every evidence turn has appeared
-    day_rank: int | None  # 1-based rank of the first evidence day among distinct days
-    top_score: float | None
-    foreign: int  # hits whose external_id belongs to another user
-    error: bool
-
-
-def score_question(question: dict[str, Any], hits: list[dict[str, Any]] | None) -> QuestionScore:
-    """Where the evidence of one question turned up in its hit list (None = error line)."""
-    error = hits is None
-    hits = hits or []
-    turns = [hit_turn(h) for h in hits]
-    evidence = set(question.get("evidence") or [])
-    all_rank = None
-    if evidence:
-        positions = [_first_rank(turns, {e}) for e in evidence]
-        all_rank = None if None in positions else max(p for p in positions if p is not None)
-    days: list[str | None] = []
-    for day in (hit_day(h) for h in hits):
-        if day not in days:
-            days.append(day)
-    score = hits[0].get("score") if hits else None
-    prefix = f"{question['user']}-"
-    return QuestionScore(
-        qid=question["qid"],
-        kind=question["kind"],
-        needs_neighbour=bool(question.get("needs_neighbour")),
-        rank=_first_rank(turns, evidence),
-        all_rank=all_rank,
-        day_rank=_first_rank(days, set(question.get("evidence_days") or [])),
-        top_score=float(score) if isinstance(score, int | float) else None,
-        foreign=sum(1 for t in turns if t is not None and not t.startswith(prefix)),
-        error=error,
-    )
-
-
-def aggregate(scores: Iterable[QuestionScore], k: int) -> dict[str, float | int]:
-    """Recall@1, recall@k, all-evidence recall@k and MRR, at turn and day level."""
-    rows = list(scores)
-    n = len(rows)
-
-    def share(test) -> float:
-        return round(sum(1 for r in rows if test(r)) / n, 4) if n else 0.0
-
-    def mrr(attr: str) -> float:
-        ranks = [getattr(r, attr) for r in rows]
-        return round(sum(1 / x for x in ranks if x) / n, 4) if n else 0.0
-
+def rank_metrics(ranked: Sequence[str], wanted: frozenset[str], k: int) -> dict[str, float]:
+    """recall_all@k, recall_any@k, recall_all@10, NDCG@k, MRR of one ranking."""
+    top = set(ranked[:k])
+    first = next((i for i, item in enumerate(ranked, 1) if item in wanted), None)
+    dcg = sum(1 / math.log2(i + 2) for i, item in enumerate(ranked[:k]) if item in wanted)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(wanted))))
     return {
-        "n": n,
-        "recall@1": share(lambda r: r.rank == 1),
-        f"recall@{k}": share(lambda r: r.rank is not None and r.rank <= k),
-        f"all_recall@{k}": share(lambda r: r.all_rank is not None and r.all_rank <= k),
-        "mrr": mrr("rank"),
-        "day_recall@1": share(lambda r: r.day_rank == 1),
-        f"day_recall@{k}": share(lambda r: r.day_rank is not None and r.day_rank <= k),
-        "day_mrr": mrr("day_rank"),
+        f"all@{k}": float(wanted <= top),
+        f"any@{k}": float(bool(wanted & top)),
+        "all@10": float(wanted <= set(ranked[:10])),
+        f"ndcg@{k}": dcg / ideal if ideal else 0.0,
+        "mrr": 1 / first if first else 0.0,
     }
 
 
-def _threshold(answerable: list[float | None], abstain: list[float | None]) -> dict[str, Any]:
-    """The top-1 score cut that best tells answerable from abstention questions."""
-    if not answerable or not abstain:
-        return {"threshold": None, "balanced_accuracy": None}
-    low = float("-inf")
-    pos = [low if s is None else s for s in answerable]
-    neg = [low if s is None else s for s in abstain]
-    best = (0.0, None)
-    for cut in sorted({s for s in pos + neg if s != low}):
-        tpr = sum(s >= cut for s in pos) / len(pos)
-        tnr = sum(s < cut for s in neg) / len(neg)
-        best = max(best, ((tpr + tnr) / 2, cut), key=lambda b: b[0])
-    return {"threshold": best[1], "balanced_accuracy": round(best[0], 4)}
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]}
+
+
+def _question_metrics(q: Question, sessions: list[str], turns: list[str] | None, k: int) -> dict[str, float]:
+    row = rank_metrics(sessions, q.sessions, k)
+    if turns is not None and q.turns:
+        t = rank_metrics(turns, q.turns, k)
+        row |= {f"turn_any@{k}": t[f"any@{k}"], f"turn_all@{k}": t[f"all@{k}"], "turn_mrr": t["mrr"]}
+    return row
 
 
 def summarise(
-    questions: list[dict[str, Any]], hit_lists: list[list[dict[str, Any]] | None], k: int
+    questions: list[Question],
+    rankings: list[tuple[list[str], list[str] | None]],
+    k: int,
+    kinds: Sequence[str],
 ) -> dict[str, Any]:
-    """All metrics for one run: overall, per kind, by needs_neighbour, and abstention."""
-    scores = [score_question(q, h) for q, h in zip(questions, hit_lists, strict=True)]
-    answerable = [s for s in scores if s.kind != "abstention"]
-    abstain = [s for s in scores if s.kind == "abstention"]
-    kinds = [k_ for k_ in KINDS if any(s.kind == k_ for s in answerable)]
-    kinds += sorted({s.kind for s in answerable} - set(KINDS))
-
-    def mean(values: list[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return round(statistics.fmean(present), 4) if present else None
-
-    def median(values: list[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return round(statistics.median(present), 4) if present else None
-
-    pos = [s.top_score for s in answerable]
-    neg = [s.top_score for s in abstain]
+    """Per-kind and overall means over answerable questions; turn metrics where labelled."""
+    per: dict[str, list[dict[str, float]]] = {}
+    turn_per: dict[str, list[dict[str, float]]] = {}
+    for q, (sessions, turns) in zip(questions, rankings, strict=True):
+        if q.abstention:
+            continue
+        row = _question_metrics(q, sessions, turns, k)
+        session_part = {key: v for key, v in row.items() if not key.startswith("turn_")}
+        turn_part = {key: v for key, v in row.items() if key.startswith("turn_")}
+        for key in (q.kind, "overall"):
+            per.setdefault(key, []).append(session_part)
+            if turn_part:
+                turn_per.setdefault(key, []).append(turn_part)
+    order = [kd for kd in kinds if kd in per] + sorted(set(per) - set(kinds) - {"overall"}) + ["overall"]
     return {
-        "overall": aggregate(answerable, k),
-        "by_kind": {kind: aggregate([s for s in answerable if s.kind == kind], k) for kind in kinds},
-        "needs_neighbour": aggregate([s for s in answerable if s.needs_neighbour], k),
-        "direct": aggregate([s for s in answerable if not s.needs_neighbour], k),
-        "abstention": {
-            "n": len(abstain),
-            "mean_top1_score": mean(neg),
-            "median_top1_score": median(neg),
-            "no_hits": sum(1 for s in neg if s is None),
-            "answerable_mean_top1_score": mean(pos),
-            "answerable_median_top1_score": median(pos),
-            "answerable_no_hits": sum(1 for s in pos if s is None),
-            **_threshold(pos, neg),
-        },
-        "errors": sum(1 for s in scores if s.error),
-        "foreign_hits": sum(s.foreign for s in scores),
+        key: {"n": len(per.get(key, [])), **_mean(per.get(key, [])), **_mean(turn_per.get(key, []))}
+        for key in order
+        if key in per
     }
 
 
-# --------------------------------------------------------------------------- running
+# --------------------------------------------------------------------------- baselines
+
+
+def _baseline_rankings(dataset: Dataset) -> dict[str, list[tuple[list[str], list[str] | None]]]:
+    """Plain tantivy `en_stem` BM25 per question's user, three ways (see the docstring)."""
+    import tantivy
+
+    by_user: dict[str, list[dict[str, Any]]] = {}
+    for line in dataset.lines:
+        by_user.setdefault(line["user"], []).append(line)
+    analyzer = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("key", stored=True, tokenizer_name="raw")
+    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    schema = builder.build()
+
+    def index_of(docs: list[tuple[str, str]]) -> tantivy.Index:
+        index = tantivy.Index(schema)  # in memory
+        writer = index.writer(heap_size=15_000_000, num_threads=1)
+        for key, body in docs:
+            writer.add_document(tantivy.Document(key=key, body=body))
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        return index
+
+    def search(index: tantivy.Index, text: str, n: int) -> list[str]:
+        terms = list(dict.fromkeys(analyzer.analyze(text)))
+        if not terms:
+            return []
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", t)) for t in terms]
+        )
+        searcher = index.searcher()
+        return [searcher.doc(a)["key"][0] for _, a in searcher.search(query, n).hits]
+
+    out: dict[str, list[tuple[list[str], list[str] | None]]] = {name: [] for name in BASELINES}
+    cache: dict[str, tuple[tantivy.Index, tantivy.Index, tantivy.Index, dict[str, str]]] = {}
+    for q in dataset.questions:
+        if q.user not in cache:
+            sessions: dict[str, list[dict[str, Any]]] = {}
+            for line in by_user.get(q.user, []):
+                sessions.setdefault(line["meta"]["session"], []).append(line)
+            text = {ln["external_id"]: f"{ln['query']}\n{ln['response']}" for ln in by_user.get(q.user, [])}
+            session_of = {ln["external_id"]: ln["meta"]["session"] for ln in by_user.get(q.user, [])}
+            windows = []
+            for turns in sessions.values():
+                for i, ln in enumerate(turns):
+                    around = turns[max(0, i - WINDOW) : i + WINDOW + 1]
+                    windows.append((ln["external_id"], "\n".join(text[t["external_id"]] for t in around)))
+            cache.clear()  # one user at a time: questions of a user are consecutive
+            cache[q.user] = (
+                index_of([(s, "\n".join(text[t["external_id"]] for t in ts)) for s, ts in sessions.items()]),
+                index_of(list(text.items())),
+                index_of(windows),
+                session_of,
+            )
+        whole, turns_index, window_index, session_of = cache[q.user]
+        out["bm25_sessions"].append((search(whole, q.text, 50), None))
+        for name, index in (("bm25_turns", turns_index), ("bm25_windows", window_index)):
+            turns = search(index, q.text, 400)
+            out[name].append((_distinct(session_of[t] for t in turns), turns))
+    return out
+
+
+# --------------------------------------------------------------------------- running pandafs
 
 
 def _pandafs_command() -> list[str]:
@@ -221,21 +401,6 @@ def _run(command: list[str], what: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _generate(out: Path) -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location("make_dataset", GENERATOR)
-    if spec is None or spec.loader is None:
-        raise StepFailed(f"cannot load {GENERATOR}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_dataset", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module.generate(out)
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def _parse_batch(stdout: str, expected: int) -> list[list[dict[str, Any]] | None]:
     """One hit list per question; None for an `{"error": ...}` line."""
     lines = [line for line in stdout.splitlines() if line.strip()]
@@ -243,19 +408,25 @@ def _parse_batch(stdout: str, expected: int) -> list[list[dict[str, Any]] | None
         docs = [json.loads(line) for line in lines]
     except json.JSONDecodeError as exc:
         raise StepFailed(f"search --batch printed something that is not JSON: {exc}") from exc
-    if len(docs) == 1 and expected != 1 and isinstance(docs[0], list):
-        docs = docs[0]  # tolerate one JSON array of hit lists
     if len(docs) != expected:
         raise StepFailed(f"search --batch printed {len(docs)} results for {expected} queries")
-    out: list[list[dict[str, Any]] | None] = []
-    for doc in docs:
-        if isinstance(doc, dict) and "hits" in doc:
-            doc = doc["hits"]
-        if isinstance(doc, list):
-            out.append([h for h in doc if isinstance(h, dict)])
-        else:
-            out.append(None)
-    return out
+    return [[h for h in doc if isinstance(h, dict)] if isinstance(doc, list) else None for doc in docs]
+
+
+def _set_search_options(vault: Path, options: dict[str, str]) -> None:
+    """Write `[search]` KEY = VALUE into the vault's pandafs.toml (replacing the line)."""
+    config = vault / "pandafs.toml"
+    text = config.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("\n[search]\n")
+    if not sep:
+        raise StepFailed(f"{config} has no [search] section")
+    section, nxt, tail = rest.partition("\n[")
+    for key, value in options.items():
+        line = f"{key} = {value}"
+        section, found = re.subn(rf"(?m)^#?\s*{re.escape(key)}\s*=.*$", line, section)
+        if not found:
+            section = f"{line}\n{section}"
+    config.write_text(head + sep + section + nxt + tail, encoding="utf-8")
 
 
 def _progress(enabled: bool, message: str) -> None:
@@ -263,26 +434,27 @@ def _progress(enabled: bool, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def evaluate(
-    data: Path,
+def run_pandafs(
+    dataset: Dataset,
     vault: Path,
     scratch: Path,
-    k: int,
-    verbose: bool = False,
+    options: dict[str, str],
+    verbose: bool,
     command: list[str] | None = None,
-) -> dict[str, Any]:
-    """Import the conversations into `vault`, run the batch search, return the report."""
+) -> tuple[list[list[dict[str, Any]] | None], dict[str, Any]]:
+    """Import the set's turns into `vault`, search every question in one batch."""
     pandafs = [*(command or _pandafs_command()), "--root", str(vault)]
-    conversations = data / "conversations.jsonl"
-    questions = _read_jsonl(data / "questions.jsonl")
-    with open(conversations, encoding="utf-8") as handle:
-        n_turns = sum(1 for line in handle if line.strip())
-
     if not (vault / "pandafs.toml").exists():
         _run([*pandafs, "init"], "init")
-    _progress(verbose, f"importing {n_turns} turns ...")
+    if options:
+        _set_search_options(vault, options)
+    source = scratch / f"{dataset.name}-turns.jsonl"
+    with open(source, "w", encoding="utf-8") as handle:
+        for line in dataset.lines:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    _progress(verbose, f"{dataset.name}: importing {len(dataset.lines)} turns ...")
     started = time.perf_counter()
-    done = _run([*pandafs, "import-turns", str(conversations), "--json"], "import-turns")
+    done = _run([*pandafs, "import-turns", str(source), "--json"], "import-turns")
     import_seconds = time.perf_counter() - started
     try:
         imported = json.loads(done.stdout)
@@ -291,130 +463,155 @@ def evaluate(
     failed = imported.get("failed") or []
     if failed:
         _progress(True, f"warning: {len(failed)} lines failed to import, first: {failed[0]}")
-
-    batch = scratch / "search-batch.jsonl"
+    batch = scratch / f"{dataset.name}-batch.jsonl"
     with open(batch, "w", encoding="utf-8") as handle:
-        for q in questions:
-            line = {"query": q["question"], "user": q["user"], "limit": max(SEARCH_LIMIT, k)}
+        for q in dataset.questions:
+            line = {"query": q.text, "user": q.user, "limit": SEARCH_LIMIT, "now": q.now}
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    _progress(verbose, f"searching {len(questions)} questions in one batch ...")
+    _progress(verbose, f"{dataset.name}: searching {len(dataset.questions)} questions ...")
     started = time.perf_counter()
     done = _run([*pandafs, "search", "--batch", str(batch), "--json"], "search --batch")
     search_seconds = time.perf_counter() - started
     if done.returncode != 0 and not done.stdout.strip():
         raise StepFailed(f"search --batch failed: {done.stderr.strip()[:300]}")
-    hit_lists = _parse_batch(done.stdout, len(questions))
-
-    report: dict[str, Any] = {
-        "benchmark": "retrieval",
-        "k": k,
-        "users": len({q["user"] for q in questions}),
-        "turns": n_turns,
-        "questions": len(questions),
-        "answerable": sum(1 for q in questions if q["kind"] != "abstention"),
-        "import": {
-            "imported": imported.get("imported"),
-            "skipped": imported.get("skipped"),
-            "failed": len(failed),
-            "reported_seconds": imported.get("seconds"),
-        },
+    hit_lists = _parse_batch(done.stdout, len(dataset.questions))
+    info = {
+        "turns": len(dataset.lines),
+        "imported": imported.get("imported"),
+        "skipped": imported.get("skipped"),
+        "failed": len(failed),
         "import_seconds": round(import_seconds, 3),
-        "search_seconds": round(search_seconds, 3),
-        "search_ms_per_query": round(1000 * search_seconds / max(1, len(questions)), 3),
+        "search_ms_per_query": round(1000 * search_seconds / max(1, len(dataset.questions)), 3),
+        "errors": sum(1 for h in hit_lists if h is None),
     }
-    report.update(summarise(questions, hit_lists, k))
-    return report
+    return hit_lists, info
 
 
-def render(report: dict[str, Any]) -> str:
-    """The human-readable table."""
-    k = report["k"]
-    cols = ["recall@1", f"recall@{k}", f"all_recall@{k}", "mrr"]
-    cols += ["day_recall@1", f"day_recall@{k}", "day_mrr"]
-    heads = ["R@1", f"R@{k}", f"allR@{k}", "MRR", "dR@1", f"dR@{k}", "dMRR"]
-    imp = report["import"]
-    rate = report["turns"] / report["import_seconds"] if report["import_seconds"] else 0.0
+def evaluate(
+    dataset: Dataset,
+    vault: Path,
+    scratch: Path,
+    k: int,
+    options: dict[str, str],
+    verbose: bool = False,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """PandaFS and the baselines on one set: the report of that set."""
+    hit_lists, info = run_pandafs(dataset, vault, scratch, options, verbose, command)
+    foreign = 0
+    ours: list[tuple[list[str], list[str] | None]] = []
+    for q, hits in zip(dataset.questions, hit_lists, strict=True):
+        hits = hits or []
+        foreign += sum(1 for h in hits if h.get("user") not in (q.user, None))
+        turns = [t for t in (hit_turn(h) for h in hits) if t is not None]
+        ours.append((_distinct(hit_session(h) for h in hits), turns))
+    kinds = OUR_KINDS if dataset.name == "ours" else ()
+    systems = {"pandafs": summarise(dataset.questions, ours, k, kinds)}
+    for name, rankings in _baseline_rankings(dataset).items():
+        systems[name] = summarise(dataset.questions, rankings, k, kinds)
+    return {
+        "questions": len(dataset.questions),
+        "abstention": sum(q.abstention for q in dataset.questions),
+        **info,
+        "foreign_hits": foreign,
+        "systems": systems,
+    }
+
+
+def render(name: str, report: dict[str, Any], k: int) -> str:
+    """One table: per question type, one row per system."""
+    cols = [
+        f"all@{k}",
+        f"any@{k}",
+        "all@10",
+        f"ndcg@{k}",
+        "mrr",
+        f"turn_any@{k}",
+        f"turn_all@{k}",
+        "turn_mrr",
+    ]
+    heads = [f"all@{k}", f"any@{k}", "all@10", f"ndcg@{k}", "MRR", f"t_any@{k}", f"t_all@{k}", "t_MRR"]
     lines = [
-        f"PandaFS retrieval benchmark: {report['turns']} turns, {report['questions']} questions "
-        f"({report['answerable']} answerable) from {report['users']} users, k={k}",
-        f"import: {imp['imported']} imported, {imp['skipped']} skipped, {imp['failed']} failed "
-        f"in {report['import_seconds']:.2f} s ({rate:.0f} turns/s incl. process start)",
-        f"search: {report['questions']} queries in one batch in {report['search_seconds']:.2f} s "
-        f"({report['search_ms_per_query']:.1f} ms/query incl. process start)",
-        "",
-        f"{'':18}{'n':>5}" + "".join(f"{h:>8}" for h in heads),
+        f"{name}: {report['questions']} questions ({report['abstention']} abstention, left out), "
+        f"{report['turns']} turns; import {report['import_seconds']:.1f} s, "
+        f"search {report['search_ms_per_query']:.1f} ms/query incl. process start",
+        f"{'type':27}{'system':15}{'n':>4}" + "".join(f"{h:>9}" for h in heads),
     ]
-
-    def row(label: str, metrics: dict[str, Any]) -> str:
-        return f"{label:18}{metrics['n']:>5}" + "".join(f"{metrics[c]:>8.3f}" for c in cols)
-
-    for kind, metrics in report["by_kind"].items():
-        lines.append(row(kind, metrics))
-    lines.append(row("answerable", report["overall"]))
-    lines.append(row("  needs_neighbour", report["needs_neighbour"]))
-    lines.append(row("  direct", report["direct"]))
-    ab = report["abstention"]
-
-    def num(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
-
-    lines += [
-        "",
-        "R = any evidence turn in the top k; allR = every evidence turn in the top k; "
-        "d = by day (distinct days in rank order).",
-        f"abstention ({ab['n']} questions): mean top-1 score {num(ab['mean_top1_score'])} "
-        f"(median {num(ab['median_top1_score'])}, {ab['no_hits']} with no hits) vs answerable "
-        f"{num(ab['answerable_mean_top1_score'])} (median "
-        f"{num(ab['answerable_median_top1_score'])})",
-        f"best top-1 threshold {num(ab['threshold'])} -> balanced accuracy {num(ab['balanced_accuracy'])}",
-    ]
+    systems = report["systems"]
+    for kind in systems["pandafs"]:
+        for system, by_kind in systems.items():
+            m = by_kind.get(kind, {})
+            cells = "".join(f"{m[c]:>9.3f}" if c in m else f"{'-':>9}" for c in cols)
+            lines.append(f"{kind:27}{system:15}{m.get('n', 0):>4}{cells}")
     if report["errors"] or report["foreign_hits"]:
-        lines.append(
-            f"problems: {report['errors']} error lines, {report['foreign_hits']} hits from other users"
-        )
+        lines.append(f"problems: {report['errors']} error lines, {report['foreign_hits']} foreign hits")
     return "\n".join(lines)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not re.fullmatch(r"[a-z_]+", key.strip()):
+            raise ValueError(f"--search wants KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="dataset folder (default: generate one into a temp dir)")
-    parser.add_argument("--k", type=int, default=5, help="cut-off for recall@k (default 5)")
+    parser.add_argument("--set", choices=("all", "ours", "longmemeval"), default="all")
+    parser.add_argument("--data", type=Path, help="our set's folder (default: generate one)")
+    parser.add_argument("--lme", type=Path, default=DEFAULT_LME, help="LongMemEval dev folder")
+    parser.add_argument("--limit", type=int, help="use N evenly spaced questions of each set")
+    parser.add_argument("--k", type=int, default=5, help="cut-off k (default 5)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
-    parser.add_argument("--keep", type=Path, metavar="VAULT", help="build the vault here and keep it")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="build the vaults here and keep them")
+    parser.add_argument("--pandafs", metavar="CMD", help="command that runs pandafs")
     parser.add_argument(
-        "--pandafs",
-        metavar="CMD",
-        help="command that runs pandafs (default: the one installed next to this Python)",
+        "--search", action="append", default=[], metavar="KEY=VALUE", help="a [search] setting"
     )
     args = parser.parse_args(argv)
-    if args.k < 1:
-        parser.error("--k must be at least 1")
-    if args.data is not None and not (
-        (args.data / "conversations.jsonl").is_file() and (args.data / "questions.jsonl").is_file()
-    ):
+    if args.k < 1 or (args.limit is not None and args.limit < 1):
+        parser.error("--k and --limit must be at least 1")
+    try:
+        options = _options(args.search)
+    except ValueError as exc:
+        parser.error(str(exc))
+    names = ["longmemeval", "ours"] if args.set == "all" else [args.set]
+    if "longmemeval" in names and not (args.lme / "questions.jsonl.gz").is_file():
+        parser.error(f"{args.lme} has no questions.jsonl.gz")
+    if args.data is not None and not (args.data / "conversations.jsonl").is_file():
         parser.error(f"{args.data} has no conversations.jsonl and questions.jsonl")
 
     verbose = not args.json
     work = Path(tempfile.mkdtemp(prefix="pandafs-eval-"))
+    report: dict[str, Any] = {"benchmark": "retrieval", "k": args.k, "search": options, "sets": {}}
     try:
-        data = args.data
-        if data is None:
-            data = work / "data"
-            _progress(verbose, f"generating the dataset into {data} ...")
-            _generate(data)
-        vault = args.keep.resolve() if args.keep else work / "vault"
-        vault.parent.mkdir(parents=True, exist_ok=True)
-        command = shlex.split(args.pandafs) if args.pandafs else None
-        report = evaluate(data, vault, work, args.k, verbose, command)
+        for name in names:
+            if name == "longmemeval":
+                dataset = load_longmemeval(args.lme, args.limit)
+            else:
+                data = args.data
+                if data is None:
+                    data = work / "data"
+                    _progress(verbose, f"generating our set into {data} ...")
+                    _generate(data)
+                dataset = load_ours(data, args.limit)
+            base = args.keep.resolve() if args.keep else work
+            vault = base / f"vault-{name}"
+            vault.parent.mkdir(parents=True, exist_ok=True)
+            command = shlex.split(args.pandafs) if args.pandafs else None
+            report["sets"][name] = evaluate(dataset, vault, work, args.k, options, verbose, command)
     except (StepFailed, OSError, ValueError, KeyError) as exc:
         print(f"eval_retrieval: {exc}", file=sys.stderr)
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not args.json:
-        print(render(report))
-        if args.keep:
-            print(f"vault kept at {args.keep}")
+        for name, result in report["sets"].items():
+            print(render(name, result, args.k))
+            print()
     print(json.dumps(report, separators=(",", ":")))
     return 0
 

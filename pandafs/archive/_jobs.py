@@ -117,19 +117,21 @@ def archive_turns(
         on_total(len(eligible))
     if eligible and not dry_run:
         mark_relink(vault, {c.user for c in eligible})
-    for chunk in chunked(eligible, batch_size):
-        if dry_run:
-            _estimate_batch(vault, chunk, report)
-        else:
+    try:
+        for chunk in chunked(eligible, batch_size):
+            if dry_run:
+                _estimate_batch(vault, chunk, report)
+            else:
+                with archive_lock(vault):
+                    if pending_journals(vault):
+                        report.recovered += recover(vault, memory)
+                    _archive_batch(vault, memory, chunk, report)
+            if progress is not None:
+                progress(len(chunk))
+    finally:  # a batch that failed moved nothing, but the batches before it did
+        if eligible and not dry_run:
             with archive_lock(vault):
-                if pending_journals(vault):
-                    report.recovered += recover(vault, memory)
-                _archive_batch(vault, memory, chunk, report)
-        if progress is not None:
-            progress(len(chunk))
-    if eligible and not dry_run:
-        with archive_lock(vault):
-            report.relinked = finish_relink(vault, memory)
+                report.relinked = finish_relink(vault, memory)
     report.bytes_after = report.parquet_bytes + report.stub_bytes
     report.seconds = time.perf_counter() - started
     return report
@@ -299,17 +301,19 @@ def restore_turns(
             on_total(len(entries))
         if entries:
             mark_relink(vault, {key[0] for _, key in entries})
-        for chunk in chunked(entries, batch_size):
-            job = new_id()
-            items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
-            data = {"op": "restore", "job": job, "turns": items}
-            journal = write_journal(vault, f"restore-{job}", data)
-            touched = restore_entries(vault, items, job, report)
-            reindex(vault, memory, touched)
-            drop_journal(journal)
-            if progress is not None:
-                progress(len(chunk))
-        report.relinked = finish_relink(vault, memory)
+        try:
+            for chunk in chunked(entries, batch_size):
+                job = new_id()
+                items = [{"user": k[0], "turn": k[1], "archive_file": f} for f, k in chunk]
+                data = {"op": "restore", "job": job, "turns": items}
+                journal = write_journal(vault, f"restore-{job}", data)
+                touched = restore_entries(vault, items, job, report)
+                reindex(vault, memory, touched)
+                drop_journal(journal)
+                if progress is not None:
+                    progress(len(chunk))
+        finally:
+            report.relinked = finish_relink(vault, memory)
     report.seconds = time.perf_counter() - started
     return report
 

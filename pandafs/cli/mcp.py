@@ -37,7 +37,8 @@ def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
 
     Tools: search_memory, retrieve_memory (read-only), save_memory, ask.  Resources:
     pandafs://vault/{path} for the user's documents and global ones.  No tool takes a
-    user: every call acts as --user, and documents of other users cannot be read.
+    user: every call acts as --user, and what other users keep to themselves cannot be
+    read (ownership from the path; symlinks are never followed).
     The HTTP transport has no authentication, so it listens on loopback only.
     """
     if transport == "http" and not _loopback(host):

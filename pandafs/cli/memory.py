@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from events.errors import EventsError
 from ..errors import PandaError, ProblemFound
 from ..memory import SCOPES, Memory, SearchArgs
 from ..output import echo_err, emit, json_option, lazy_progress
-from .base import App, cli, now_option, pass_app, user_option
+from .base import App, cli, now_option, parse_now, pass_app, user_option
 
 
 class BatchQuery(SearchArgs):
@@ -27,6 +27,7 @@ class BatchQuery(SearchArgs):
     user: str | None = None
     content_types: list[str] = Field(default_factory=list, validation_alias="types")
     limit: int = Field(10, ge=1, le=1000)
+    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
 
 
 def _batch_search(memory: Memory, source: Path) -> int:
@@ -38,7 +39,8 @@ def _batch_search(memory: Memory, source: Path) -> int:
                 continue
             try:
                 line = BatchQuery.model_validate(orjson.loads(raw))
-                out: Any = memory.search(line.query, user=line.user, **line.search_kwargs())
+                now = line.now.replace(tzinfo=UTC) if line.now and line.now.tzinfo is None else line.now
+                out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:
                 out = {"error": f"not valid JSON: {exc}"}
             except ValidationError as exc:
@@ -62,6 +64,9 @@ def _batch_search(memory: Memory, source: Path) -> int:
 @click.option(
     "--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Hits to return."
 )
+@click.option("--after", callback=parse_now, metavar="ISO", help="Only documents created at or after this.")
+@click.option("--before", callback=parse_now, metavar="ISO", help="Only documents created before this.")
+@now_option(help="Search as of this time: time words in the query resolve to it (UTC if naive).")
 @click.option(
     "--batch",
     "batch",
@@ -80,6 +85,9 @@ def search(
     min_quality: float | None,
     include_expired: bool,
     limit: int,
+    after: datetime | None,
+    before: datetime | None,
+    now: datetime | None,
     batch: Path | None,
     as_json: bool,
 ) -> None:
@@ -101,6 +109,9 @@ def search(
         min_quality=min_quality,
         include_expired=include_expired,
         limit=limit,
+        after=after,
+        before=before,
+        now=now,
     )
 
     def human() -> None:

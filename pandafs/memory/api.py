@@ -11,7 +11,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +45,12 @@ class SearchArgs(BaseModel):
     min_quality: float | None = Field(None, ge=0, le=1)
     include_expired: bool = False
     limit: int = Field(5, ge=1, le=50)
+    after: datetime | None = Field(
+        None, description="only documents created at or after this date/time (ISO-8601)"
+    )
+    before: datetime | None = Field(
+        None, description="only documents created before this date/time (ISO-8601)"
+    )
 
     def search_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `Memory.search` besides the query and the user."""
@@ -55,7 +61,14 @@ class SearchArgs(BaseModel):
             "min_quality": self.min_quality,
             "include_expired": self.include_expired,
             "limit": self.limit,
+            "after": self.after,
+            "before": self.before,
         }
+
+
+def _aware(ts: datetime) -> datetime:
+    """A date without a zone is UTC (as every timestamp of the vault)."""
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,8 @@ class Memory:
         exclude_ids: Iterable[str] = (),
         kinds: Iterable[str] = (),
         snippets: bool = True,
+        after: datetime | None = None,
+        before: datetime | None = None,
     ) -> list[dict[str, Any]]:
         if user is not None:
             validate_user_id(user)
@@ -115,6 +130,8 @@ class Memory:
             raise BadInput("limit must be at least 1")
         if min_quality is not None and not 0.0 <= min_quality <= 1.0:
             raise BadInput("min_quality must be between 0 and 1")
+        if after is not None and before is not None and _aware(after) >= _aware(before):
+            raise BadInput("after must be earlier than before")
         request = SearchRequest(
             query=query,
             user=user,
@@ -129,6 +146,8 @@ class Memory:
             exclude_ids=tuple(exclude_ids),
             kinds=tuple(kinds),
             snippets=snippets,
+            after=_aware(after) if after is not None else None,
+            before=_aware(before) if before is not None else None,
         )
         if not self.index.exists():  # a fresh clone or a deleted indexes/: derive it first
             self.reconcile()

@@ -83,12 +83,20 @@ class Tool:
     available: Callable[[TurnContext], bool] = lambda ctx: True
 
 
+def _hit_line(hit: dict[str, Any]) -> str:
+    """`Title (2026-05-03): snippet` — each hit says when it was said, which is what a
+    question across conversations needs."""
+    when = f" ({hit['date']})" if hit.get("date") else ""
+    return f"{hit['title']}{when}: {hit['snippet'].replace('**', '')}"
+
+
 def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
     hits = ctx.memory.search(
         args.query, user=ctx.user, now=ctx.now(), exclude_ids=[ctx.doc_id], **args.search_kwargs()
     )
-    rows = [{k: h[k] for k in ("doc_id", "doc_path", "title", "score", "snippet", "archived")} for h in hits]
-    text = "\n".join(f"{h['title']}: {h['snippet'].replace('**', '')}" for h in hits)
+    keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
+    rows = [{k: h.get(k) for k in keys} for h in hits]
+    text = "\n".join(_hit_line(h) for h in hits)
     return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text)
 
 

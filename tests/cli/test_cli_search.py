@@ -119,3 +119,32 @@ def test_rebuild_summary(cli, root: Path) -> None:
 def test_retrieve_missing_is_exit_2(cli, root: Path) -> None:
     result = cli("--root", root, "retrieve", "alice/memories/none")
     assert result.code == 2 and "no document" in result.err
+
+
+def test_search_after_before_and_batch_dates(cli, root: Path, tmp_path: Path) -> None:
+    def found(*args: str) -> list[str]:
+        result = cli("--root", root, "search", "hamster", "--json", *args)
+        assert result.code == 0, result.err
+        return sorted(h["external_id"] for h in result.json)
+
+    assert found() == ["a1", "b1"]
+    assert found("--after", "2026-10-01T12:00:00") == []
+    assert found("--before", "2026-10-01T12:00:00", "--user", "bob") == ["b1"]
+    assert cli("--root", root, "search", "hamster", "--after", "yesterday").code == 2
+    batch = tmp_path / "dated.jsonl"
+    batch.write_text(
+        '{"query": "laptop", "user": "alice", "after": "2026-10-02"}\n'
+        '{"query": "laptop", "user": "alice", "before": "2026-10-02"}\n'
+        '{"query": "which laptop did I ask about yesterday?", "user": "alice", "now": "2026-10-03T09:00Z"}\n'
+    )
+    result = cli("--root", root, "search", "--batch", batch, "--json")
+    out = [orjson.loads(line) for line in result.out.splitlines()]
+    assert [h["external_id"] for h in out[0]] == ["a2"]
+    assert out[1] == []
+    assert out[2][0]["external_id"] == "a2" and out[2][0]["date"] == "2026-10-02"
+
+
+def test_the_memory_tool_schema_offers_dates(cli) -> None:
+    tools = {t["function"]["name"]: t["function"] for t in cli("tools", "--json").json}
+    params = tools["memory_search"]["parameters"]["properties"]
+    assert {"after", "before"} <= set(params)

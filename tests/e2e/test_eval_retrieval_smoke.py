@@ -7,8 +7,10 @@ test runs `scripts/eval_retrieval.py` against the real CLI and is skipped while
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
+import math
 import re
 import subprocess
 import sys
@@ -168,69 +170,52 @@ def test_tiny_dataset_still_has_questions(generator: ModuleType, tmp_path: Path)
 # --------------------------------------------------------------------------- metrics
 
 
-def _hit(external_id: str | None, day: str | None, score: float, created: str = "") -> dict:
-    meta = {"day": day, "session": "x"} if day else None
-    created_at = created or f"{day or '2030-01-01'}T12:00:00Z"
-    return {"doc_id": "d", "score": score, "created_at": created_at, "meta": meta,
-            "external_id": external_id}  # fmt: skip
-
-
-def test_hit_day_and_turn_fall_back_sensibly(runner: ModuleType) -> None:
-    assert runner.hit_day({"meta": {"day": "2025-01-02"}, "created_at": "2025-03-04T00:00Z"}) == (
-        "2025-01-02"
-    )
-    assert runner.hit_day({"meta": None, "created_at": "2025-03-04T23:00:00Z"}) == "2025-03-04"
-    assert runner.hit_day({}) is None
+def test_hit_session_and_turn_fall_back_sensibly(runner: ModuleType) -> None:
+    assert runner.hit_session({"meta": {"session": "s1"}, "episode": "s1"}) == "s1"
+    assert runner.hit_session({"meta": None, "episode": "gap:2025-01-01T10:00:00Z"}).startswith("gap:")
+    assert runner.hit_session({}) is None
     assert runner.hit_turn({"external_id": "u01-s01-t01"}) == "u01-s01-t01"
     assert runner.hit_turn({"external_id": None}) is None
 
 
-def test_metrics_on_fake_hit_lists(runner: ModuleType) -> None:
-    day1, day3, day5, day9 = "2025-01-01", "2025-01-03", "2025-01-05", "2025-01-09"
-    q = [
-        {"qid": "q1", "user": "u01", "kind": "single_fact", "needs_neighbour": True,
-         "evidence": ["u01-s01-t02"], "evidence_days": [day1]},
-        {"qid": "q2", "user": "u01", "kind": "multi_hop", "needs_neighbour": False,
-         "evidence": ["u01-s01-t03", "u01-s02-t01"], "evidence_days": [day1, day5]},
-        {"qid": "q3", "user": "u01", "kind": "preference", "needs_neighbour": False,
-         "evidence": ["u01-s03-t04"], "evidence_days": [day3]},
-        {"qid": "q4", "user": "u01", "kind": "temporal", "needs_neighbour": False,
-         "evidence": ["u01-s04-t01"], "evidence_days": [day9]},
-        {"qid": "q5", "user": "u01", "kind": "abstention", "evidence": [], "evidence_days": []},
-        {"qid": "q6", "user": "u01", "kind": "abstention", "evidence": [], "evidence_days": []},
-    ]  # fmt: skip
-    hits = [
-        [_hit("u01-s01-t05", day1, 5.0), _hit("u01-s01-t02", day1, 4.0)],
-        [_hit("u01-s02-t01", day5, 9.0), _hit("u02-s01-t01", day3, 8.0),
-         _hit("u01-s01-t03", day1, 7.0)],
-        [],
-        [_hit(None, None, 3.0, created=f"{day9}T08:00:00Z")],
-        [_hit("u01-s09-t09", day3, 1.5)],
-        None,  # an {"error": ...} line
-    ]  # fmt: skip
-    report = runner.summarise(q, hits, k=2)
+def test_rank_metrics_arithmetic(runner: ModuleType) -> None:
+    m = runner.rank_metrics(["x", "a", "y", "b"], frozenset({"a", "b"}), 3)
+    assert m["all@3"] == 0.0 and m["any@3"] == 1.0 and m["all@10"] == 1.0
+    assert m["mrr"] == 0.5
+    ideal = 1 + 1 / math.log2(3)
+    assert m["ndcg@3"] == pytest.approx((1 / math.log2(3)) / ideal)
+    assert runner.rank_metrics([], frozenset({"a"}), 5) == {
+        "all@5": 0.0, "any@5": 0.0, "all@10": 0.0, "ndcg@5": 0.0, "mrr": 0.0,
+    }  # fmt: skip
 
-    assert report["overall"] == {
-        "n": 4,
-        "recall@1": 0.25,  # q2
-        "recall@2": 0.5,  # q1 (rank 2), q2
-        "all_recall@2": 0.25,  # q1; q2's second turn is only at rank 3
-        "mrr": 0.375,  # (1/2 + 1) / 4
-        "day_recall@1": 0.75,  # q1, q2, q4 (via created_at)
-        "day_recall@2": 0.75,
-        "day_mrr": 0.75,
-    }
-    assert report["by_kind"]["multi_hop"]["all_recall@2"] == 0.0
-    assert list(report["by_kind"]) == ["single_fact", "preference", "temporal", "multi_hop"]
-    assert report["needs_neighbour"]["n"] == 1 and report["needs_neighbour"]["recall@2"] == 1.0
-    assert report["direct"]["n"] == 3
-    assert report["errors"] == 1
-    assert report["foreign_hits"] == 1
-    ab = report["abstention"]
-    assert ab["n"] == 2 and ab["mean_top1_score"] == 1.5 and ab["no_hits"] == 1
-    assert ab["answerable_mean_top1_score"] == round((5 + 9 + 3) / 3, 4)
-    assert ab["answerable_no_hits"] == 1
-    assert ab["threshold"] == 3.0 and ab["balanced_accuracy"] == 0.875
+
+def test_summarise_per_kind_with_abstention_apart(runner: ModuleType) -> None:
+    Q = runner.Question
+
+    def q(qid: str, kind: str, sessions: set[str], turns: set[str], abstention: bool = False):
+        return Q(
+            qid, "u", kind, "?", "2025-01-01T00:00:00Z", frozenset(sessions), frozenset(turns), abstention
+        )
+
+    questions = [
+        q("1", "multi", {"a", "b"}, {"a-t1", "b-t2"}),
+        q("2", "multi", {"c"}, set()),
+        q("3", "single", {"d"}, {"d-t1"}),
+        q("4", "single", set(), set(), abstention=True),
+    ]
+    rankings = [
+        (["a", "x", "b"], ["a-t1", "x-t1", "b-t1"]),
+        (["x", "y"], ["x-t1"]),
+        (["d"], ["d-t1"]),
+        (["z"], ["z-t1"]),
+    ]
+    report = runner.summarise(questions, rankings, 2, ("single", "multi"))
+    assert list(report) == ["single", "multi", "overall"]
+    assert report["overall"]["n"] == 3  # the abstention question is left out
+    assert report["multi"]["all@2"] == 0.0 and report["multi"]["any@2"] == 0.5
+    assert report["multi"]["all@10"] == 0.5 and report["overall"]["all@2"] == round(1 / 3, 4)
+    assert report["multi"]["turn_any@2"] == 1.0 and report["multi"]["turn_all@2"] == 0.0  # q2 unlabelled
+    assert report["single"]["mrr"] == 1.0 and report["single"]["turn_mrr"] == 1.0
 
 
 def test_batch_output_parsing(runner: ModuleType) -> None:
@@ -238,6 +223,56 @@ def test_batch_output_parsing(runner: ModuleType) -> None:
     assert runner._parse_batch(out, 3) == [[{"external_id": "a", "score": 1}], None, []]
     with pytest.raises(runner.StepFailed):
         runner._parse_batch(out, 4)
+
+
+def _tiny_longmemeval(folder: Path) -> None:
+    """Two questions in LongMemEval's own shape (one session listed twice, one starting
+    with the assistant, an evidence message)."""
+    folder.mkdir(parents=True)
+    chat = [
+        {"role": "user", "content": "I adopted a hamster called Biscuit.", "has_answer": True},
+        {"role": "assistant", "content": "Lovely name!"},
+        {"role": "user", "content": "What bedding is best?"},
+        {"role": "assistant", "content": "Paper bedding."},
+    ]
+    other = [
+        {"role": "assistant", "content": "Welcome back."},
+        {"role": "user", "content": "Help me plan a trip to Lisbon."},
+        {"role": "assistant", "content": "Sure: trams, pastries, views."},
+    ]
+    rows = [
+        {
+            "question_id": "q1", "question_type": "single-session-user",
+            "question": "What is my hamster called?", "answer": "Biscuit",
+            "question_date": "2023/05/30 (Tue) 20:42",
+            "haystack_dates": ["2023/05/20 (Sat) 06:13", "2023/05/21 (Sun) 09:00", "2023/05/20 (Sat) 06:13"],
+            "haystack_session_ids": ["answer_1", "s2", "answer_1"],
+            "haystack_sessions": [chat, other, chat], "answer_session_ids": ["answer_1"],
+        },
+        {
+            "question_id": "q2_abs", "question_type": "single-session-user",
+            "question": "What is my cat called?", "answer": "none",
+            "question_date": "2023/05/30 (Tue) 20:42",
+            "haystack_dates": ["2023/05/21 (Sun) 09:00"], "haystack_session_ids": ["s2"],
+            "haystack_sessions": [other], "answer_session_ids": [],
+        },
+    ]  # fmt: skip
+    with gzip.open(folder / "questions.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+def test_longmemeval_loader(runner: ModuleType, tmp_path: Path) -> None:
+    _tiny_longmemeval(tmp_path / "lme")
+    data = runner.load_longmemeval(tmp_path / "lme")
+    q1 = [line for line in data.lines if line["user"] == "q-q1"]
+    assert [line["external_id"] for line in q1] == ["answer_1-t000", "answer_1-t001", "s2-t000", "s2-t001"]
+    assert q1[0]["timestamp"] == "2023-05-20T06:13:00Z" and q1[1]["timestamp"] == "2023-05-20T06:14:00Z"
+    assert q1[0]["meta"] == {"session": "answer_1"} and q1[1]["response"] == "Paper bedding."
+    assert q1[2]["query"] == "(assistant)" and q1[2]["response"] == "Welcome back."
+    first, second = data.questions
+    assert first.now == "2023-05-30T20:42:00Z" and first.sessions == {"answer_1"}
+    assert first.turns == {"answer_1-t000"} and not first.abstention and second.abstention
+    assert len(runner.load_longmemeval(tmp_path / "lme", limit=1).questions) == 1
 
 
 # --------------------------------------------------------------------------- end to end
@@ -252,8 +287,8 @@ def search_cli(runner: ModuleType) -> list[str]:
     return command
 
 
-def test_runner_end_to_end_on_a_tiny_set(search_cli: list[str], tmp_path: Path) -> None:
-    data, vault = tmp_path / "data", tmp_path / "vault"
+def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -> None:
+    data, keep = tmp_path / "data", tmp_path / "keep"
     subprocess.run(
         [sys.executable, str(GENERATOR), "--out", str(data)]
         + ["--users", "2", "--sessions", "4", "--turns", "6"],
@@ -261,36 +296,36 @@ def test_runner_end_to_end_on_a_tiny_set(search_cli: list[str], tmp_path: Path) 
         capture_output=True,
         timeout=30,
     )
+    _tiny_longmemeval(tmp_path / "lme")
     questions = _read(data / "questions.jsonl")
-    done = subprocess.run(
-        [sys.executable, str(RUNNER), "--data", str(data), "--keep", str(vault), "--k", "3"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    args = ["--data", str(data), "--lme", str(tmp_path / "lme"), "--keep", str(keep), "--k", "3"]
+    done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     *table, last = done.stdout.strip().splitlines()
-    assert any(line.startswith("answerable") for line in table)
+    assert any(line.startswith("overall") and "bm25_sessions" in line for line in table)
     report = json.loads(last)
-    assert report["benchmark"] == "retrieval"
-    assert report["questions"] == len(questions)
-    assert report["import"] == {
-        "imported": 48, "skipped": 0, "failed": 0,
-        "reported_seconds": report["import"]["reported_seconds"],
-    }  # fmt: skip
-    assert report["errors"] == 0 and report["foreign_hits"] == 0
-    assert report["overall"]["n"] == sum(q["kind"] != "abstention" for q in questions)
-    for name in ("recall@1", "recall@3", "all_recall@3", "mrr", "day_recall@3", "day_mrr"):
-        assert 0.0 <= report["overall"][name] <= 1.0
-    assert (vault / "pandafs.toml").exists()
+    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {"ours", "longmemeval"}
+    ours, lme = report["sets"]["ours"], report["sets"]["longmemeval"]
+    assert ours["questions"] == len(questions) and ours["imported"] == 48 and ours["failed"] == 0
+    assert ours["errors"] == 0 and ours["foreign_hits"] == 0
+    assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows"}
+    overall = ours["systems"]["pandafs"]["overall"]
+    assert overall["n"] == sum(q["kind"] != "abstention" for q in questions)
+    for name in ("all@3", "any@3", "all@10", "ndcg@3", "mrr", "turn_any@3"):
+        assert 0.0 <= overall[name] <= 1.0
+    assert lme["imported"] == 6 and lme["abstention"] == 1  # the repeated session once
+    assert lme["systems"]["pandafs"]["overall"]["all@3"] == 1.0  # "hamster" is in one session
 
     again = subprocess.run(
-        [sys.executable, str(RUNNER), "--data", str(data), "--keep", str(vault), "--json"],
+        [sys.executable, str(RUNNER), "--set", "ours", *args, "--json", "--search", "synonym_weight=0"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
     )
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)  # --json: exactly one JSON document on stdout
-    assert rerun["import"]["skipped"] == 48 and rerun["import"]["imported"] == 0
-    assert rerun["overall"]["recall@5"] >= report["overall"]["recall@3"]
+    assert rerun["sets"]["ours"]["skipped"] == 48 and rerun["sets"]["ours"]["imported"] == 0
+    assert (
+        rerun["search"] == {"synonym_weight": "0"}
+        and "synonym_weight = 0" in (keep / "vault-ours" / "pandafs.toml").read_text()
+    )

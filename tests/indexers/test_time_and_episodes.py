@@ -1,0 +1,141 @@
+"""Time in questions, --after/--before, and episodes: each test fails if dates are ignored."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from indexers.query import resolve_time
+from pandafs.importer import import_turns
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+
+NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)  # a Tuesday
+
+
+def day(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "inside", "outside"),
+    [
+        ("what did I cook last week?", "2026-09-09", "2026-08-20"),
+        ("where did I go in May?", "2026-05-14", "2026-06-20"),
+        ("what did I buy two months ago?", "2026-07-15", "2026-09-10"),
+        ("who did I meet yesterday", "2026-09-14", "2026-09-10"),
+        ("what happened on March 3rd?", "2026-03-03", "2026-03-20"),
+        ("what happened in May 2025", "2025-05-10", "2026-05-10"),
+        ("what did I do last Tuesday", "2026-09-08", "2026-09-01"),
+        ("what did we discuss in the past 3 days", "2026-09-13", "2026-09-05"),
+        ("what did I finish last month", "2026-08-12", "2026-06-12"),
+        ("what did we say on 2026-04-02", "2026-04-02T20:00", "2026-04-05"),
+    ],
+)
+def test_time_words_resolve_to_a_window_around_now(query: str, inside: str, outside: str) -> None:
+    text, hint = resolve_time(query, NOW)
+    assert hint.after is not None and hint.before is not None
+    assert hint.after <= day(inside) < hint.before
+    assert not hint.after <= day(outside) < hint.before
+    assert hint.phrases and hint.phrases[0] not in text  # the words do not become query terms
+
+
+def test_order_words_and_the_verb_may() -> None:
+    assert resolve_time("when did I go climbing for the first time?", NOW)[1].order == "earliest"
+    assert resolve_time("what have I been reading recently", NOW)[1].order == "latest"
+    assert resolve_time("where did I eat the last time I was in Porto", NOW)[1].order == "latest"
+    text, hint = resolve_time("I may buy a kayak", NOW)
+    assert hint == type(hint)() and "may" in text
+    later = resolve_time("where did I go in May?", datetime(2027, 2, 1, tzinfo=UTC))[1]
+    assert later.after is not None and later.after.year == 2026  # the last May before now
+
+
+# --------------------------------------------------------------------------- in the index
+
+
+def _import(vault: Vault, tmp_path: Path, lines: list[dict]) -> Memory:
+    memory = Memory(vault)
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
+    import_turns(vault, source, after_batch=memory.index_docs)
+    return memory
+
+
+def _turn(external: str, when: str, query: str, response: str = "ok", session: str | None = None) -> dict:
+    line = {"user": "alice", "external_id": external, "timestamp": when, "query": query, "response": response}
+    if session is not None:
+        line["meta"] = {"session": session}
+    return line
+
+
+@pytest.fixture
+def dated(vault: Vault, tmp_path: Path) -> Memory:
+    """The same words said in May, July and September."""
+    return _import(
+        vault,
+        tmp_path,
+        [
+            _turn("may", "2026-05-12T18:00:00Z", "I cooked a mushroom risotto for friends"),
+            _turn("july", "2026-07-16T18:00:00Z", "I cooked a mushroom risotto for friends"),
+            _turn("sept", "2026-09-10T18:00:00Z", "I cooked a mushroom risotto for friends"),
+        ],
+    )
+
+
+def externals(hits: list[dict]) -> list[str]:
+    return [h["external_id"] for h in hits]
+
+
+def test_time_words_in_the_question_pick_the_dated_turn(dated: Memory) -> None:
+    def top(query: str) -> str:
+        return externals(dated.search(query, user="alice", now=NOW))[0]
+
+    assert top("what did I cook in May?") == "may"
+    assert top("what did I cook two months ago?") == "july"
+    assert top("what did I cook last week?") == "sept"
+    assert top("what did I cook for the first time?") == "may"
+
+
+def test_after_and_before_filter_by_creation_time(dated: Memory) -> None:
+    hits = dated.search("risotto", user="alice", now=NOW, after=day("2026-06-01"), before=day("2026-08-01"))
+    assert externals(hits) == ["july"]
+    assert externals(dated.search("risotto", user="alice", now=NOW, before=day("2026-07-16"))) == ["may"]
+    assert externals(dated.search("risotto", user="alice", now=NOW, after=day("2026-09-10T18:00:00"))) == [
+        "sept"
+    ]
+
+
+def test_hits_name_their_episode_and_date(vault: Vault, tmp_path: Path) -> None:
+    memory = _import(
+        vault,
+        tmp_path,
+        [
+            _turn("s1", "2026-09-01T10:00:00Z", "planning the garden shed", session="chat-1"),
+            _turn("g1", "2026-09-02T09:00:00Z", "the shed roof leaks"),
+            _turn("g2", "2026-09-02T09:10:00Z", "which sealant works on felt?"),
+            _turn("g3", "2026-09-02T15:00:00Z", "the shed door squeaks"),
+        ],
+    )
+    hits = {h["external_id"]: h for h in memory.search("shed roof sealant door", user="alice", now=NOW)}
+    assert hits["s1"]["episode"] == "chat-1" and hits["s1"]["date"] == "2026-09-01"
+    assert hits["g1"]["episode"] == hits["g2"]["episode"] == "gap:2026-09-02T09:00:00Z"
+    assert hits["g3"]["episode"] == "gap:2026-09-02T15:00:00Z"  # five hours later: a new episode
+
+
+def test_an_answer_next_door_is_found_within_an_episode_not_across_one(vault: Vault, tmp_path: Path) -> None:
+    """A reply that only answers (no question word in it) inherits from its neighbour
+    in the same conversation; the same reply in another conversation does not."""
+    memory = _import(
+        vault,
+        tmp_path,
+        [
+            _turn("q", "2026-09-01T10:00:00Z", "what should we name the new kayak?", session="a"),
+            _turn("a", "2026-09-01T10:01:00Z", "Driftwood, definitely", session="a"),
+            _turn("x", "2026-09-01T10:02:00Z", "Bluebell, definitely", session="b"),
+        ],
+    )
+    found = externals(memory.search("kayak name", user="alice", now=NOW))
+    assert "a" in found and "x" not in found
