@@ -1,61 +1,129 @@
 """The record layer of PandaFS: turn events, documents, vault layout.
 
 Needs only pydantic, orjson and PyYAML; never imports `indexers` or `pandafs`.
+Each name below is imported from its submodule when first used (`events.lazy`), so
+a command that never touches an event does not pay for building the event schemas.
 """
 
-from .documents import (
-    SECTION_TITLES,
-    DocumentMetadata,
-    ParsedDocument,
-    dump_frontmatter,
-    get_section,
-    parse_document,
-    render_document,
-    split_sections,
-)
-from .errors import (
-    ChainError,
-    EventLogError,
-    EventsError,
-    FrontmatterError,
-    InvalidUserId,
-    LogBusyError,
-    NotInVault,
-    ProjectionError,
-    TornTailError,
-)
-from .fsio import atomic_write, is_real_dir, is_temp_name, open_vault_file, read_vault_file, sync_all
-from .layout import (
-    DocRef,
-    Layout,
-    candidate_paths,
-    classify,
-    turn_name,
-    turn_number,
-    validate_user_id,
-)
-from .log import (
-    GENESIS,
-    EventWriter,
-    LogRead,
-    append_events,
-    check_chain,
-    event_hash,
-    format_ts,
-    read_events,
-    read_log,
-    repair_torn_tail,
-)
-from .projection import Attempt, TurnView, project_turn
-from .render import (
-    PROJECTED_FILES,
-    context_parts,
-    render_block,
-    render_turn,
-    turn_metadata,
-    wikilink,
-)
-from .schema import PAYLOADS, SCHEMA_VERSION, AnyEvent, Event, Payload, UnknownEvent, parse_event
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .documents import (
+        SECTION_TITLES,
+        DocumentMetadata,
+        ParsedDocument,
+        dump_frontmatter,
+        get_section,
+        parse_document,
+        render_document,
+        split_sections,
+        wikilink,
+    )
+    from .errors import (
+        ChainError,
+        EventLogError,
+        EventsError,
+        FrontmatterError,
+        InvalidUserId,
+        LogBusyError,
+        NotInVault,
+        ProjectionError,
+        TornTailError,
+    )
+    from .fsio import atomic_write, is_real_dir, is_temp_name, open_vault_file, read_vault_file, sync_all
+    from .layout import (
+        DocRef,
+        Layout,
+        candidate_paths,
+        classify,
+        turn_name,
+        turn_number,
+        validate_user_id,
+    )
+    from .log import (
+        GENESIS,
+        EventWriter,
+        LogRead,
+        append_events,
+        check_chain,
+        event_hash,
+        read_events,
+        read_log,
+        repair_torn_tail,
+    )
+    from .projection import Attempt, TurnView, project_turn
+    from .render import (
+        PROJECTED_FILES,
+        context_parts,
+        render_block,
+        render_turn,
+        turn_metadata,
+    )
+    from .schema import PAYLOADS, SCHEMA_VERSION, AnyEvent, Event, Payload, UnknownEvent, parse_event
+    from .stamps import format_ts
+
+_EXPORTS = {
+    "SECTION_TITLES": ".documents",
+    "DocumentMetadata": ".documents",
+    "ParsedDocument": ".documents",
+    "dump_frontmatter": ".documents",
+    "get_section": ".documents",
+    "parse_document": ".documents",
+    "render_document": ".documents",
+    "split_sections": ".documents",
+    "ChainError": ".errors",
+    "EventLogError": ".errors",
+    "EventsError": ".errors",
+    "FrontmatterError": ".errors",
+    "InvalidUserId": ".errors",
+    "LogBusyError": ".errors",
+    "NotInVault": ".errors",
+    "ProjectionError": ".errors",
+    "TornTailError": ".errors",
+    "atomic_write": ".fsio",
+    "is_real_dir": ".fsio",
+    "is_temp_name": ".fsio",
+    "open_vault_file": ".fsio",
+    "read_vault_file": ".fsio",
+    "sync_all": ".fsio",
+    "DocRef": ".layout",
+    "Layout": ".layout",
+    "candidate_paths": ".layout",
+    "classify": ".layout",
+    "turn_name": ".layout",
+    "turn_number": ".layout",
+    "validate_user_id": ".layout",
+    "GENESIS": ".log",
+    "EventWriter": ".log",
+    "LogRead": ".log",
+    "append_events": ".log",
+    "check_chain": ".log",
+    "event_hash": ".log",
+    "format_ts": ".stamps",
+    "read_events": ".log",
+    "read_log": ".log",
+    "repair_torn_tail": ".log",
+    "Attempt": ".projection",
+    "TurnView": ".projection",
+    "project_turn": ".projection",
+    "PROJECTED_FILES": ".render",
+    "context_parts": ".render",
+    "render_block": ".render",
+    "render_turn": ".render",
+    "turn_metadata": ".render",
+    "wikilink": ".documents",
+    "PAYLOADS": ".schema",
+    "SCHEMA_VERSION": ".schema",
+    "AnyEvent": ".schema",
+    "Event": ".schema",
+    "Payload": ".schema",
+    "UnknownEvent": ".schema",
+    "parse_event": ".schema",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
     "GENESIS",

@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import FrontmatterError
-from .log import format_ts
+from .stamps import format_ts
 
 __all__ = [
     "CONTENT_TYPES",
@@ -233,6 +233,13 @@ class ParsedDocument(BaseModel):
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n")
 _END = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+
+
+def wikilink(doc_path: str, label: str | None = None) -> str:
+    """Obsidian wikilink with a vault-relative path, so same-named files resolve."""
+    target = doc_path[:-3] if doc_path.endswith(".md") else doc_path
+    label = (label or "").replace("|", "/").replace("]", ")").replace("\n", " ").strip()
+    return f"[[{target}|{label}]]" if label else f"[[{target}]]"
 
 
 def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:

@@ -20,7 +20,7 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import orjson
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
+from .stamps import format_ts
 
 __all__ = [
     "GENESIS",
@@ -35,6 +36,7 @@ __all__ = [
     "LogRead",
     "append_events",
     "check_chain",
+    "encode_events",
     "event_hash",
     "format_ts",
     "read_events",
@@ -46,17 +48,47 @@ GENESIS = "0" * 64
 TORN_SUFFIX = ".torn"
 
 
-def format_ts(ts: datetime) -> str:
-    """ISO-8601 UTC with microseconds and a `Z`, the one timestamp form in our files."""
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=UTC)
-    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
 def event_hash(record: dict[str, Any]) -> str:
     """sha256 of the canonical bytes of `record` (every key but `hash`, sorted)."""
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def encode_events(
+    user: str,
+    turn: str,
+    payloads: Iterable[Payload],
+    *,
+    ts: datetime,
+    seq: int = 0,
+    prev: str = GENESIS,
+) -> tuple[bytes, list[dict[str, Any]]]:
+    """The exact log lines (and records) of `payloads` appended after `seq`/`prev`.
+
+    `EventWriter` writes these bytes; a bulk writer that builds a whole turn folder
+    off to the side (the importer) writes them itself, so both give identical logs.
+    """
+    stamp = format_ts(ts)
+    chunks: list[bytes] = []
+    records: list[dict[str, Any]] = []
+    for payload in payloads:
+        record: dict[str, Any] = {
+            "v": SCHEMA_VERSION,
+            "seq": seq,
+            "ts": stamp,
+            "user": user,
+            "turn": turn,
+            "phase": payload.PHASE,
+            "type": payload.TYPE,
+            "data": payload.model_dump(mode="json", exclude_none=True),
+            "prev": prev,
+        }
+        record["hash"] = event_hash(record)
+        chunks.append(orjson.dumps(record) + b"\n")
+        records.append(record)
+        prev = record["hash"]
+        seq += 1
+    return b"".join(chunks), records
 
 
 @dataclass
@@ -227,34 +259,16 @@ class EventWriter:
         """Append several events with one write (and at most one fsync)."""
         if self._fd is None:
             raise EventLogError(self.path, "writer is not open")
-        stamp = format_ts(ts or utcnow())
-        chunks: list[bytes] = []
-        records: list[dict[str, Any]] = []
-        seq, prev = self._seq, self._prev
-        for payload in payloads:
-            record: dict[str, Any] = {
-                "v": SCHEMA_VERSION,
-                "seq": seq,
-                "ts": stamp,
-                "user": self.user,
-                "turn": self.turn,
-                "phase": payload.PHASE,
-                "type": payload.TYPE,
-                "data": payload.model_dump(mode="json", exclude_none=True),
-                "prev": prev,
-            }
-            record["hash"] = event_hash(record)
-            chunks.append(orjson.dumps(record) + b"\n")
-            records.append(record)
-            prev = record["hash"]
-            seq += 1
-        data = b"".join(chunks)
+        data, records = encode_events(
+            self.user, self.turn, payloads, ts=ts or utcnow(), seq=self._seq, prev=self._prev
+        )
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
         if self.durable:
             os.fsync(self._fd)
-        self._seq, self._prev = seq, prev
+        if records:
+            self._seq, self._prev = records[-1]["seq"] + 1, records[-1]["hash"]
         events = [parse_event(r) for r in records]
         self.written.extend(events)
         return events

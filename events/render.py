@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document
+from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document, wikilink
 from .log import format_ts
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
@@ -35,13 +35,6 @@ PROJECTED_FILES = (
     "metrics.json",
 )
 TITLE_CHARS = 80
-
-
-def wikilink(doc_path: str, label: str | None = None) -> str:
-    """Obsidian wikilink with a vault-relative path, so same-named files resolve."""
-    target = doc_path[:-3] if doc_path.endswith(".md") else doc_path
-    label = (label or "").replace("|", "/").replace("]", ")").replace("\n", " ").strip()
-    return f"[[{target}|{label}]]" if label else f"[[{target}]]"
 
 
 def _title(text: str) -> str:

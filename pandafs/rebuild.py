@@ -33,6 +33,7 @@ def rebuild_all(
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
     if user is None:
-        result["learning"] = learning.rebuild(vault, memory=memory).as_json()
-        result["reliability"] = {"domains": len(ReliabilityTable(vault).rebuild())}
+        seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
+        result["learning"] = learning.rebuild(vault, memory=memory, extractions=seen).as_json()
+        result["reliability"] = {"domains": len(ReliabilityTable(vault).rebuild(known=seen))}
     return result

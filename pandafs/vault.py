@@ -18,13 +18,16 @@ from pathlib import Path
 import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
-from events.fsio import held_lock
+from events.fsio import fsync_dir, held_lock
 from events.layout import TURN_DIR_RE
 
 from .config import Config, load_config, render_default_config
 from .errors import Busy, NoVault
 
-__all__ = ["Vault", "file_lock"]
+__all__ = ["STAGING_DIR", "Vault", "file_lock"]
+
+# Under `users/{u}/turns/`: where bulk writers build turn folders before placing them.
+STAGING_DIR = ".staging"
 
 VAULT_DIRS = (
     "inbox",
@@ -186,10 +189,56 @@ class Vault:
             atomic_write(counter, str(number), durable=False)
         return names
 
+    def reserve_turns(self, user: str, count: int) -> list[str]:
+        """Reserve `count` turn numbers for folders built elsewhere and placed later.
+
+        No folder is made: the counter moves past the numbers, so `allocate_turns`
+        (which probes upward from it) never hands them out.  `place_turns` moves the
+        finished folders in; a number nobody placed (the writer died) is simply skipped.
+        """
+        validate_user_id(user)
+        turns = self.layout.turns_dir(user)
+        turns.mkdir(parents=True, exist_ok=True)
+        counter = turns / ".counter"
+        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+            try:
+                number = int(counter.read_text().strip())
+            except (FileNotFoundError, ValueError):
+                number = self._highest_turn(user) + 1
+            names: list[str] = []
+            while len(names) < count:
+                name = turn_name(number)
+                number += 1
+                if not self.layout.archive_stub(user, name).exists() and not (turns / name).exists():
+                    names.append(name)
+            atomic_write(counter, str(number), durable=False)
+        return names
+
+    def place_turns(self, user: str, staged: list[tuple[str, Path]]) -> list[str]:
+        """Rename complete folders `(name, staged path)` into place, each in one step.
+
+        A reader sees a turn folder whole or not at all.  Under the allocation lock
+        a name is placed only if nothing holds it (a lost counter may have let
+        `allocate_turns` take it meanwhile); the names not placed are returned.
+        The folder entries are made durable with one fsync of the turns folder.
+        """
+        turns = self.layout.turns_dir(user)
+        taken: list[str] = []
+        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+            for name, source in staged:
+                target = turns / name
+                if target.exists() or self.layout.archive_stub(user, name).exists():
+                    taken.append(name)
+                    continue
+                os.rename(source, target)
+        fsync_dir(turns)
+        return taken
+
     def _highest_turn(self, user: str) -> int:
-        """Largest turn number ever used by `user` (live folders and archive stubs)."""
+        """Largest turn number ever used by `user` (live, archived, or being built)."""
         highest = 0
-        for directory in (self.layout.turns_dir(user), self.layout.archive / "stubs" / user):
+        turns = self.layout.turns_dir(user)
+        for directory in (turns, turns / STAGING_DIR, self.layout.archive / "stubs" / user):
             if not directory.is_dir():
                 continue
             for entry in os.scandir(directory):

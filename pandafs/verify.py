@@ -4,7 +4,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   chain        an event line was changed, reordered or deleted (names file and seq)
   torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
   misplaced    events name another user or turn than their folder
-  empty_turn   a turn folder with no events (an allocation whose writer died)
+  empty_turn   a turn folder with no events (an allocation whose writer died;
+               `--repair` removes it once it is 30 s old)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
   unreadable   a file that cannot be parsed at all (or a log that is a symlink)
@@ -33,6 +34,7 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +52,21 @@ from events import (
     repair_torn_tail,
 )
 from events.errors import EventsError
+from events.fsio import TMP_PREFIX
 from events.layout import effective_scope
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.sync import scan_documents
 
 from .memory import Memory
-from .turns import TurnRef, cut_tail_of, drift_of, iter_turns, project
+from .turns import EVENTS_FILE, TurnRef, cut_tail_of, drift_of, iter_turns, project
 from .vault import Vault
 
 __all__ = ["Problem", "VerifyReport", "verify_vault"]
+
+# An empty turn folder younger than this may be a live `ask` about to write its first
+# event (the inbox waits 5 s before adopting one); older ones are abandoned.
+ABANDONED_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,13 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     rel = vault.rel(ref.path) + "/events.jsonl"
     if ref.events_path.is_symlink():
         report.problems.append(Problem(rel, "unreadable", "events.jsonl is a symbolic link (never followed)"))
+        return
+    if _is_abandoned(ref):
+        empty = Problem(vault.rel(ref.path), "empty_turn", "turn folder holds no events")
+        if repair and _remove_abandoned(ref):
+            report.repaired.append(Problem(empty.path, empty.kind, "removed the empty turn folder"))
+        else:
+            report.problems.append(empty)
         return
     if not ref.events_path.exists():
         if not any(ref.path.iterdir()):
@@ -166,6 +180,40 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             report.repaired.append(problem)
         else:
             report.problems.append(problem)
+
+
+def _is_abandoned(ref: TurnRef) -> bool:
+    """A turn folder whose writer died before its first event: nothing in it, or only
+    an empty `events.jsonl` and our temporary files."""
+    try:
+        entries = list(os.scandir(ref.path))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        if entry.name == EVENTS_FILE and entry.is_file(follow_symlinks=False):
+            if entry.stat(follow_symlinks=False).st_size:
+                return False
+        elif not (entry.name.startswith(TMP_PREFIX) and entry.is_file(follow_symlinks=False)):
+            return False
+    return True
+
+
+def _remove_abandoned(ref: TurnRef) -> bool:
+    """Remove an abandoned turn folder, unless it is young enough to be a live writer's
+    (`ask` allocates the folder a moment before its first event)."""
+    try:
+        age = time.time() - ref.path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < ABANDONED_AFTER_S:
+        return False
+    for entry in os.scandir(ref.path):
+        os.unlink(entry.path)
+    try:
+        ref.path.rmdir()
+    except OSError:
+        return False  # a writer arrived meanwhile: leave it
+    return True
 
 
 def _note_repair(ref: TurnRef, moved: int) -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 
+import click
 import pytest
 
 from pandafs.cli import cli
+from pandafs.cli.base import COMMANDS
+from pandafs.vault import Vault
 
 from .conftest import REPO
 
@@ -50,14 +54,55 @@ def test_nothing_imports_the_cli() -> None:
             assert "pandafs.cli" not in text and "from .cli" not in text and "from ..cli" not in text, path
 
 
+def _commands() -> dict[str, click.Command]:
+    """Every command, its module imported (the group loads them lazily)."""
+    ctx = click.Context(cli)
+    found = {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+    assert all(found.values()), [name for name, command in found.items() if command is None]
+    return found  # type: ignore[return-value]
+
+
 def test_every_command_has_help_and_is_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for name, command in cli.commands.items():
+    for name, command in _commands().items():
         assert command.help and command.help.strip(), f"`pandafs {name}` has no help text"
         assert f"`{name}" in readme, f"README's command table does not show `{name}`"
         for option in command.params:
             if getattr(option, "help", None) is None and option.param_type_name == "option":
                 assert option.name in ("as_json",) or option.help, f"{name} {option.name} has no help"
+
+
+def test_the_lazy_command_list_tells_the_truth() -> None:
+    """`pandafs --help` shows `COMMANDS`' one-liners without importing the commands:
+    each must be the first line of the command's own help, in the module named."""
+    for name, command in _commands().items():
+        module, short = COMMANDS[name]
+        assert command.callback is not None and command.callback.__module__ == f"pandafs.cli.{module}", name
+        assert command.help is not None and command.help.strip().splitlines()[0] == short, name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["search", "hamster", "--json"], ["search", "--help"]],
+)
+def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Vault) -> None:
+    """An instant CLI: no event schemas, pipeline, learning loop, Parquet or HTTP client
+    are imported to show help or to search (scripts/bench_startup.py times it)."""
+    heavy = ["events.schema", "pandafs.pipeline", "pandafs.learning.engine", "pyarrow", "httpx", "watchdog"]
+    probe = (
+        "import sys\n"
+        "from pandafs.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {heavy!r} if m in sys.modules], file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "--root", str(vault.root), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
 
 
 def test_front_door_scripts_exist() -> None:

@@ -3,7 +3,9 @@
 Each command parses options, calls one library function and prints text or, with
 `--json`, one JSON document.  Exit codes: 0 success, 1 a problem was found (damage,
 drift, failed lines), 2 bad usage or bad input — always with a one-line message on
-stderr.  Commands live in one module per area; importing them registers them on `cli`.
+stderr.  Commands live in one module per area; importing one registers its commands on
+`cli`, which imports it only when one of them runs (`base.COMMANDS`), so start-up stays
+instant however heavy a command's own imports are.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from indexers.errors import IndexingError
 
 from ..errors import PandaError, exit_code_for
 from ..output import echo_err
-from . import archive, imports, learning, mcp, memory, records, turns, watch  # noqa: F401  (registers them)
 from .base import cli
 
 __all__ = ["cli", "main"]
@@ -26,6 +27,9 @@ __all__ = ["cli", "main"]
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every known error to a one-line message and exit code."""
+    # pydantic would scan every installed package's entry points for plugins the
+    # first time it builds a model; the CLI uses none (a user may still set this).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         code = cli.main(args=argv, prog_name="pandafs", standalone_mode=False)
     except click.exceptions.Abort:

@@ -17,7 +17,6 @@ from events.errors import EventsError
 from ..errors import PandaError, ProblemFound
 from ..memory import SCOPES, Memory, SearchArgs
 from ..output import echo_err, emit, json_option, lazy_progress
-from ..rebuild import rebuild_all
 from .base import App, cli, now_option, parse_now, pass_app, user_option
 
 
@@ -211,6 +210,8 @@ def rebuild(app: App, user: str | None, as_json: bool) -> None:
 
     Searches keep working meanwhile (the new index is swapped in at the end).
     """
+    from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding
+
     with lazy_progress("indexing", quiet=as_json) as bar:
         data = rebuild_all(app.vault(), user=user, progress=bar.advance, on_total=bar.start)
 

@@ -51,7 +51,12 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
     memory = Memory(vault)
     with progress_bar(lines, "importing", quiet=as_json) as advance:
         report = import_turns(
-            vault, source, batch_size=batch_size, progress=advance, after_batch=memory.index_docs
+            vault,
+            source,
+            batch_size=batch_size,
+            progress=advance,
+            after_batch=memory.index_docs,
+            keep_turns=False,
         )
 
     def human() -> None:

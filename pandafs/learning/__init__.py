@@ -11,14 +11,57 @@ rollups.py      daily rollups (observability/daily/YYYY-MM-DD.json)
 api.py          entry points: sync, rebuild, after_save (Phase 8), trends
 """
 
-from .api import after_save, parse_since, rebuild, sync, trends
-from .catalog import CATALOG_SCHEMA, Catalog, TurnRow, turn_row
-from .engine import Learning, SyncReport
-from .maintenance import check_learning, log_path
-from .policy import PROMOTABLE_KINDS, DocState, ScopeDecision, decide, decide_steps
-from .promotion import PromotionReport, PruneReport, promote, prune_expired
-from .rollups import percentile, rollup
-from .trust import Counts, Projection, ScopeRecord, TurnFacts, fold_all, trust_of, turn_facts, verdict
+from typing import TYPE_CHECKING
+
+from events.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .api import after_save, parse_since, rebuild, sync, trends
+    from .catalog import CATALOG_SCHEMA, Catalog, TurnRow, turn_row
+    from .engine import Learning, SyncReport
+    from .maintenance import check_learning, log_path
+    from .policy import PROMOTABLE_KINDS, DocState, ScopeDecision, decide, decide_steps
+    from .promotion import PromotionReport, PruneReport, promote, prune_expired
+    from .rollups import percentile, rollup
+    from .trust import Counts, Projection, ScopeRecord, TurnFacts, fold_all, trust_of, turn_facts, verdict
+
+# Loaded on first use (`events.lazy`): search reads trust through `state` alone.
+_EXPORTS = {
+    "after_save": ".api",
+    "parse_since": ".api",
+    "rebuild": ".api",
+    "sync": ".api",
+    "trends": ".api",
+    "CATALOG_SCHEMA": ".catalog",
+    "Catalog": ".catalog",
+    "TurnRow": ".catalog",
+    "turn_row": ".catalog",
+    "Learning": ".engine",
+    "SyncReport": ".engine",
+    "check_learning": ".maintenance",
+    "log_path": ".maintenance",
+    "PROMOTABLE_KINDS": ".policy",
+    "DocState": ".policy",
+    "ScopeDecision": ".policy",
+    "decide": ".policy",
+    "decide_steps": ".policy",
+    "PromotionReport": ".promotion",
+    "PruneReport": ".promotion",
+    "promote": ".promotion",
+    "prune_expired": ".promotion",
+    "percentile": ".rollups",
+    "rollup": ".rollups",
+    "Counts": ".trust",
+    "Projection": ".trust",
+    "ScopeRecord": ".trust",
+    "TurnFacts": ".trust",
+    "fold_all": ".trust",
+    "trust_of": ".trust",
+    "turn_facts": ".trust",
+    "verdict": ".trust",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
     "CATALOG_SCHEMA",

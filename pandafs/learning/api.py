@@ -35,9 +35,18 @@ def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
         return engine.sync()
 
 
-def rebuild(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
-    """Recompute usage, trust, scope, the turn catalog and the rollups from the events."""
+def rebuild(
+    vault: Vault,
+    *,
+    memory: Memory | None = None,
+    extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None,
+) -> SyncReport:
+    """Recompute usage, trust, scope, the turn catalog and the rollups from the events.
+
+    `extractions`, if given, is filled with each live turn's extraction events as the
+    fold reads them (see `ReliabilityTable.rebuild`)."""
     with Learning(vault, memory).open() as engine:
+        engine.extractions = extractions
         return engine.rebuild()
 
 

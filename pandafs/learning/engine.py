@@ -200,6 +200,9 @@ class Learning:
         self.defer_index = False  # Save: collect index updates, commit them once
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
+        # When a dict (rebuild): each live turn's extractions as the fold reads it, so the
+        # reliability table is rebuilt without reading every events.jsonl a second time.
+        self.extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None
 
     # --- opening ----------------------------------------------------------------------
 
@@ -258,6 +261,11 @@ class Learning:
             if not (folder / "metadata.json").exists():
                 return "pending"
             events = read_events(folder / EVENTS_FILE)
+            view = project_turn(events)
+            if self.extractions is not None:
+                extracted = (view.extractions, view.occurred_at) if view.extractions else None
+                self.extractions[f"{user}/{name}"] = extracted
+            return (view, events) if view.is_complete else "pending"
         elif self._stub(user, name).exists():
             found = self._archived_events(user, name)
             if found is None:
@@ -613,12 +621,19 @@ class Learning:
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []
+        months: dict[str, list[str]] = {}
         for day in sorted(days):
-            when = date.fromisoformat(day)
-            rows = self.catalog.read_rows(day=when)
-            scope = self.state.scope_days.get(day, {})
-            if rows or any(scope.values()):
-                made.append(rollup(when, rows, scope))
+            months.setdefault(day[:7], []).append(day)
+        for month, month_days in months.items():  # each month's catalog is read once
+            by_day: dict[date, list[dict[str, Any]]] = {}
+            for row in self.catalog.read_rows(months=[month]):
+                by_day.setdefault(row["date"], []).append(row)
+            for day in month_days:
+                when = date.fromisoformat(day)
+                rows = by_day.get(when, [])
+                scope = self.state.scope_days.get(day, {})
+                if rows or any(scope.values()):
+                    made.append(rollup(when, rows, scope))
         return [p.stem for p in write_rollups(self.daily_dir, made)]
 
     # --- policy -------------------------------------------------------------------------

@@ -43,9 +43,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from events import Event, TurnView, format_ts, turn_name, turn_number
-from events.schema import ScopeChanged
+from events import format_ts, turn_name, turn_number
+
+if TYPE_CHECKING:
+    from events import Event, TurnView
 
 __all__ = [
     "SCOPE_RANK",
@@ -126,6 +129,8 @@ class ScopeRecord:
 
     @classmethod
     def from_event(cls, event: Event, at: datetime) -> ScopeRecord:
+        from events.schema import ScopeChanged
+
         data = event.data
         assert isinstance(data, ScopeChanged)
         return cls(
@@ -166,6 +171,8 @@ class TurnFacts:
 
 def turn_facts(view: TurnView, events: Sequence[Event] = ()) -> TurnFacts:
     """The facts of a turn from its view (and its events, for the scope changes' seq)."""
+    from events.schema import ScopeChanged  # the schemas load only when turns are folded
+
     at = view.occurred_at if view.occurred_at.tzinfo else view.occurred_at.replace(tzinfo=UTC)
     changes = tuple(ScopeRecord.from_event(e, at) for e in events if isinstance(e.data, ScopeChanged))
     technical = any(f.phase != "learning" for f in view.failures)

@@ -99,9 +99,7 @@ class Memory:
             vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
         )
         self.ranking = Ranking(**cfg.search.model_dump())
-        from ..learning.state import TrustReader  # the learning loop imports this module
-
-        self.index.trust_of = TrustReader(vault.layout.indexes / "learning" / "counts")
+        self.index.trust_of = _trust_reader(vault.layout.indexes / "learning" / "counts")
 
     # --- search ---------------------------------------------------------------------
 
@@ -394,6 +392,22 @@ class Memory:
             progress=progress,
             on_total=on_total,
         )
+
+
+def _trust_reader(directory: Path) -> Callable[[str], float | None]:
+    """The learning cache's trust lookup, loaded when a document is first indexed
+    (a search never needs it, so `pandafs search` does not import the learning loop)."""
+    reader: Callable[[str], float | None] | None = None
+
+    def trust_of(doc_id: str) -> float | None:
+        nonlocal reader
+        if reader is None:
+            from ..learning.state import TrustReader  # the learning loop imports this module
+
+            reader = TrustReader(directory)
+        return reader(doc_id)
+
+    return trust_of
 
 
 def _jsonable(value: Any) -> Any:

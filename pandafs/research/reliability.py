@@ -20,7 +20,7 @@ failed before succeeds, the note records what worked (page type, fields, URL).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -167,18 +167,31 @@ class ReliabilityTable:
             self._write(stats)
         return [write_site_note(self.vault, stats[d], now) for d in sorted(changed)]
 
-    def rebuild(self, *, now: datetime | None = None) -> dict[str, DomainStats]:
-        """Recompute the table from every live turn's events alone."""
+    def rebuild(
+        self,
+        *,
+        now: datetime | None = None,
+        known: Mapping[str, tuple[tuple[Any, ...], datetime] | None] | None = None,
+    ) -> dict[str, DomainStats]:
+        """Recompute the table from every live turn's events alone.
+
+        `known` holds what the learning fold already read of the turns it folded
+        (doc id → extraction events and time, or None if there were none), so a
+        rebuild reads each event log once; other turns are read here."""
         from ..turns import iter_turns, load_view
 
         stats: dict[str, DomainStats] = {}
         for ref in iter_turns(self.vault):
-            try:
-                view = load_view(ref)
-            except (EventsError, FileNotFoundError):
-                continue
-            if view.extractions:
-                _fold(stats, ref.doc_id, view.extractions, format_ts(view.occurred_at))
+            if known is not None and ref.doc_id in known:
+                found = known[ref.doc_id]
+            else:
+                try:
+                    view = load_view(ref)
+                except (EventsError, FileNotFoundError):
+                    continue
+                found = (view.extractions, view.occurred_at) if view.extractions else None
+            if found is not None:
+                _fold(stats, ref.doc_id, found[0], format_ts(found[1]))
         with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
             self._write(stats)
         for row in stats.values():

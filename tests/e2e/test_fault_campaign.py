@@ -55,7 +55,6 @@ def _run(name: str, tmp_path: Path, trials: int, **options):  # noqa: ANN202
     return faults.CAMPAIGNS[name](tmp_path, trials, random.Random(f"{SEED}-{name}"), **options)
 
 
-@pytest.mark.xfail(strict=False, reason=IMPORT_RECOVERY)
 def test_killed_imports_leave_every_line_once_and_findable(tmp_path: Path) -> None:
     _clean(_run("import", tmp_path, 1))
 

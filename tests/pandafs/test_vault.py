@@ -69,3 +69,20 @@ def test_two_processes_get_distinct_numbers(vault: Vault) -> None:
     assert len(together) == 400
     assert len(set(together)) == 400
     assert sorted(together) == [f"turn_{n:06d}" for n in range(1, 401)]
+
+
+def test_reserved_turns_are_never_allocated_and_a_taken_name_is_not_placed(vault: Vault) -> None:
+    """Bulk writers reserve numbers, build folders aside, then place them whole."""
+    reserved = vault.reserve_turns("alice", 3)
+    assert reserved == ["turn_000001", "turn_000002", "turn_000003"]
+    assert not any((vault.layout.turns_dir("alice") / name).exists() for name in reserved)
+    assert vault.allocate_turns("alice") == ["turn_000004"]
+    staging = vault.layout.turns_dir("alice") / ".staging"
+    for name in reserved:
+        (staging / name).mkdir(parents=True)
+        (staging / name / "events.jsonl").write_bytes(b"x\n")
+    (vault.layout.turns_dir("alice") / "turn_000002").mkdir()  # taken meanwhile (a lost counter)
+    assert vault.place_turns("alice", [(name, staging / name) for name in reserved]) == ["turn_000002"]
+    assert (vault.layout.turns_dir("alice") / "turn_000001" / "events.jsonl").exists()
+    assert not any((vault.layout.turns_dir("alice") / "turn_000002").iterdir())  # left as it was
+    assert (staging / "turn_000002").is_dir()  # for the writer to rebuild under a new number

@@ -1,0 +1,202 @@
+"""Full rebuild beside raw tantivy (DESIGN.md §9: in-process ≥ 0.6× raw tantivy's rate;
+whole process ≤ 2× a raw script; ≤ 300 MiB).
+
+    .venv/bin/python scripts/bench_rebuild.py [--turns 10000] [--rounds 2]
+
+Builds a vault of `--turns` imported turns (setup, not timed), then, alternated round
+by round so a busy machine slows both alike:
+
+* **in-process**: `Memory(vault).rebuild()` (the index only) beside a raw tantivy loop
+  in the same process that reads the same `context.md` files and indexes their title
+  and body (same tokenizer, heap and threads as ours), committing once: docs/s each;
+* **whole process**: `pandafs rebuild --json` (index, learning fold, catalog,
+  reliability) beside a raw script doing the in-process raw loop: seconds and peak
+  memory of each process.
+
+Prints the table and ratios, then one JSON line {"benchmark": "rebuild", ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+TARGET_IN_PROCESS = 0.6
+TARGET_WHOLE = 2.0
+TARGET_PEAK_MIB = 300
+
+RAW = r'''
+import os, sys, time, shutil
+from pathlib import Path
+import tantivy
+
+def raw_index(root: str, out: str) -> int:
+    """Index every turn's context.md: path, title (its first heading) and body."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("path", stored=True, tokenizer_name="raw")
+    sb.add_text_field("title", tokenizer_name="en_stem")
+    sb.add_text_field("body", tokenizer_name="en_stem")
+    index = tantivy.Index(sb.build(), path=out)
+    writer = index.writer(heap_size=128_000_000, num_threads=1)
+    count = 0
+    for user in sorted(os.listdir(os.path.join(root, "users"))):
+        turns = os.path.join(root, "users", user, "turns")
+        if not os.path.isdir(turns):
+            continue
+        for name in sorted(os.listdir(turns)):
+            path = os.path.join(turns, name, "context.md")
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            _, _, body = text.partition("\n---\n")
+            title = next((l for l in body.splitlines() if l.strip()), "")
+            doc = tantivy.Document()
+            doc.add_text("path", path)
+            doc.add_text("title", title)
+            doc.add_text("body", body)
+            writer.add_document(doc)
+            count += 1
+    writer.commit()
+    writer.wait_merging_threads()
+    return count
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    n = raw_index(sys.argv[1], sys.argv[2])
+    print(n, time.perf_counter() - start)
+'''
+
+
+def build(folder: Path, turns: int) -> Path:
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+    from pandafs.vault import Vault
+
+    vault, _ = Vault.init(folder / "vault")
+    source = folder / "turns.jsonl"
+    sentence = "A reasonably long answer about hamsters, laptops and budgets, with prices and caveats. "
+    with open(source, "wb") as out:
+        for i in range(turns):
+            line = {
+                "user": f"user{i % 4}",
+                "external_id": f"x{i}",
+                "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T12:00:00Z",
+                "query": f"question {i}: what did we say about hamsters, laptops and the budget?",
+                "response": sentence * 26,
+            }
+            out.write(orjson.dumps(line) + b"\n")
+    import_turns(vault, source, after_batch=Memory(vault).index_docs)
+    return vault.root
+
+
+def child_peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def run_child(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak MiB of one child process (a fresh probe process each time)."""
+    probe = (
+        "import resource, subprocess, sys, time\n"
+        "start = time.perf_counter()\n"
+        "proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+        "seconds = time.perf_counter() - start\n"
+        "assert proc.returncode == 0, proc.stderr.decode()[-800:]\n"
+        "print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *command], check=True, capture_output=True, text=True)
+    seconds, peak = out.stdout.split()
+    return float(seconds), float(peak)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    from pandafs.memory import Memory
+    from pandafs.vault import Vault
+
+    namespace: dict[str, object] = {}
+    exec(compile(RAW, "raw_tantivy", "exec"), namespace)  # the raw loop, in this process
+    raw_index = namespace["raw_index"]
+    script = Path(sys.executable).with_name("pandafs")
+    pandafs = [str(script)] if script.exists() else [sys.executable, "-m", "pandafs"]
+    rows: dict[str, list[float]] = {k: [] for k in ("ours_in", "raw_in", "ours_whole", "raw_whole")}
+    peaks: dict[str, list[float]] = {"ours": [], "raw": []}
+    with tempfile.TemporaryDirectory(prefix="pandafs-rebuild-") as tmp:
+        base = Path(tmp)
+        root = build(base, args.turns)
+        raw_script = base / "raw_tantivy.py"
+        raw_script.write_text(RAW)
+        vault = Vault.open(root)
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            report = Memory(vault).rebuild()
+            rows["ours_in"].append(report.indexed / (time.perf_counter() - start))
+            start = time.perf_counter()
+            count = raw_index(str(root), str(base / "raw-index"))  # type: ignore[operator]
+            rows["raw_in"].append(count / (time.perf_counter() - start))
+            seconds, peak = run_child([*pandafs, "--root", str(root), "rebuild", "--json"])
+            rows["ours_whole"].append(seconds)
+            peaks["ours"].append(peak)
+            seconds, peak = run_child([sys.executable, str(raw_script), str(root), str(base / "raw-index2")])
+            rows["raw_whole"].append(seconds)
+            peaks["raw"].append(peak)
+            shutil.rmtree(base / "raw-index2", ignore_errors=True)
+        documents = report.documents
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    in_ratio = med["ours_in"] / med["raw_in"]
+    whole_ratio = med["ours_whole"] / med["raw_whole"]
+    peak = max(peaks["ours"])
+    print(f"{args.turns:,} turns ({documents:,} documents); {args.rounds} rounds, medians")
+    print(f"{'':44} {'PandaFS':>12} {'raw tantivy':>12} {'ratio':>8}")
+    print(
+        f"{'in-process indexing, docs/s':44} {med['ours_in']:>12,.0f} "
+        f"{med['raw_in']:>12,.0f} {in_ratio:>7.2f}×"
+    )
+    print(
+        f"{'whole process (pandafs rebuild), seconds':44} {med['ours_whole']:>12.2f} "
+        f"{med['raw_whole']:>12.2f} {whole_ratio:>7.2f}×"
+    )
+    print(f"{'peak memory, MiB':44} {peak:>12.0f} {max(peaks['raw']):>12.0f}")
+    meets = {
+        "in_process": in_ratio >= TARGET_IN_PROCESS,
+        "whole_process": whole_ratio <= TARGET_WHOLE,
+        "peak": peak <= TARGET_PEAK_MIB,
+    }
+    print(
+        f"targets: in-process ≥ {TARGET_IN_PROCESS}×, whole ≤ {TARGET_WHOLE}×, "
+        f"≤ {TARGET_PEAK_MIB} MiB → {meets}"
+    )
+    result = {
+        "benchmark": "rebuild",
+        "turns": args.turns,
+        "rounds": args.rounds,
+        "in_process_docs_per_s": round(med["ours_in"]),
+        "raw_docs_per_s": round(med["raw_in"]),
+        "in_process_ratio": round(in_ratio, 2),
+        "whole_s": round(med["ours_whole"], 2),
+        "raw_whole_s": round(med["raw_whole"], 2),
+        "whole_ratio": round(whole_ratio, 2),
+        "peak_mib": round(peak),
+        "raw_peak_mib": round(max(peaks["raw"])),
+        "meets": meets,
+    }
+    print(orjson.dumps(result).decode())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Start-up of the CLI, whole process (DESIGN.md §9: `pandafs search` and `pandafs --help`
+≤ 150 ms and ≤ 6× `python -c pass`).
+
+    .venv/bin/python scripts/bench_startup.py [--runs 15] [--turns 2000]
+
+Builds a vault of `--turns` imported turns, then runs, alternated round by round so a
+busy machine slows every row alike: `python -c pass` (the floor), a raw script that
+opens the same tantivy index and runs one query, `pandafs --help`, and
+`pandafs search … --json`.  Prints medians, p90 and the ratio to the floor, then one
+JSON line {"benchmark": "startup", ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+TARGET_MS = 150.0
+TARGET_RATIO = 6.0
+
+RAW_SEARCH = """
+import sys, tantivy
+index = tantivy.Index.open(sys.argv[1])
+searcher = index.searcher()
+query = index.parse_query(sys.argv[2], ["body"])
+hits = searcher.search(query, 10).hits
+print(len(hits))
+"""
+
+
+def _pandafs(cli: str | None = None) -> list[str]:
+    if cli:
+        return [cli]
+    script = Path(sys.executable).with_name("pandafs")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pandafs"]
+
+
+def _build(folder: Path, turns: int) -> Path:
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+    from pandafs.vault import Vault
+
+    vault, _ = Vault.init(folder / "vault")
+    source = folder / "turns.jsonl"
+    with open(source, "wb") as out:
+        for i in range(turns):
+            line = {
+                "user": f"user{i % 4}",
+                "external_id": f"x{i}",
+                "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T12:00:00Z",
+                "query": f"question {i}: what did we say about hamsters and laptops?",
+                "response": "A reasonably long answer about hamsters, laptops and budgets. " * 6,
+            }
+            out.write(orjson.dumps(line) + b"\n")
+    import_turns(vault, source, after_batch=Memory(vault).index_docs)
+    return vault.root
+
+
+def _run(command: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.decode()[-500:]}")
+    return elapsed * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--baseline", metavar="PANDAFS", help="another `pandafs` executable to time beside")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pandafs-startup-") as tmp:
+        root = _build(Path(tmp), args.turns)
+        tantivy_dir = next((root / "indexes").glob("**/meta.json")).parent
+        rows = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "raw tantivy script (open + 1 query)": [
+                sys.executable,
+                "-c",
+                RAW_SEARCH,
+                str(tantivy_dir),
+                "hamsters",
+            ],
+            "pandafs --help": [*_pandafs(), "--help"],
+            "pandafs search … --json": [*_pandafs(), "--root", str(root), "search", "hamsters", "--json"],
+        }
+        if args.baseline:
+            rows["baseline --help"] = [args.baseline, "--help"]
+            rows["baseline search … --json"] = [
+                args.baseline,
+                "--root",
+                str(root),
+                "search",
+                "hamsters",
+                "--json",
+            ]
+        times: dict[str, list[float]] = {name: [] for name in rows}
+        for command in rows.values():
+            _run(command)  # warm the page cache once
+        for _ in range(args.runs):
+            for name, command in rows.items():
+                times[name].append(_run(command))
+    floor = statistics.median(times["python -c pass"])
+    result: dict[str, dict[str, float]] = {}
+    for name, values in times.items():
+        values.sort()
+        median = statistics.median(values)
+        result[name] = {
+            "median_ms": round(median, 1),
+            "p90_ms": round(values[int(0.9 * (len(values) - 1))], 1),
+            "ratio": round(median / floor, 2),
+        }
+    print(f"{'whole process':40} {'median':>9} {'p90':>9} {'× python -c pass':>17}")
+    for name, row in result.items():
+        print(f"{name:40} {row['median_ms']:>7.1f}ms {row['p90_ms']:>7.1f}ms {row['ratio']:>16.2f}×")
+    ok = {
+        name: result[name]["median_ms"] <= TARGET_MS and result[name]["ratio"] <= TARGET_RATIO
+        for name in ("pandafs --help", "pandafs search … --json")
+    }
+    print(f"targets: ≤ {TARGET_MS:.0f} ms and ≤ {TARGET_RATIO:.0f}× python -c pass → {ok}")
+    print(
+        orjson.dumps(
+            {"benchmark": "startup", "runs": args.runs, "turns": args.turns, "results": result, "meets": ok}
+        ).decode()
+    )
+
+
+if __name__ == "__main__":
+    main()
