@@ -3,8 +3,7 @@
 Each test runs one campaign's function (the script is loaded by path) against real
 `pandafs` processes in a temporary vault, with a few trials, and asserts that nothing was
 lost, duplicated, corrupted or leaked, no exit code broke the contract and no process
-printed a traceback.  The rows that the other branches of issue 10 are fixing are
-`xfail(strict=False)` until those land; their reasons name the branch's area.
+printed a traceback.
 """
 
 from __future__ import annotations
@@ -34,14 +33,6 @@ def _load() -> ModuleType:
 
 
 faults = _load()
-
-IMPORT_RECOVERY = "import crash recovery (empty / unindexed folders after a killed import) is being fixed"
-BOUNDARY = (
-    "on this base readers follow symlinks, and retrieve (CLI, no --user; the tool) takes the owner "
-    "from frontmatter: being fixed (symlinks never followed, retrieve --user)"
-)
-VERIFY_NAMES = "verify names skipped / unindexed files only as 'index_stale: 1' on this base (being fixed)"
-SAME_SKIP_RULES = "a NUL / 3 MB query is indexed by import but dropped by rebuild on this base (being fixed)"
 
 
 def _clean(tally) -> None:  # noqa: ANN001 - the script's Tally
