@@ -10,7 +10,7 @@ number, and a lost or stale counter only costs a few extra `stat` calls.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,28 +166,16 @@ class Vault:
         counter costs a few `mkdir` probes, never a reused number (folders and archive
         stubs are checked).
         """
-        validate_user_id(user)
         turns = self.layout.turns_dir(user)
-        turns.mkdir(parents=True, exist_ok=True)
-        counter = turns / ".counter"
-        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+
+        def made(name: str) -> bool:
             try:
-                number = int(counter.read_text().strip())
-            except (FileNotFoundError, ValueError):
-                number = self._highest_turn(user) + 1
-            names: list[str] = []
-            while len(names) < count:
-                name = turn_name(number)
-                number += 1
-                if self.layout.archive_stub(user, name).exists():
-                    continue
-                try:
-                    os.mkdir(turns / name)
-                except FileExistsError:
-                    continue
-                names.append(name)
-            atomic_write(counter, str(number), durable=False)
-        return names
+                os.mkdir(turns / name)
+            except FileExistsError:
+                return False
+            return True
+
+        return self._claim_numbers(user, count, made)
 
     def reserve_turns(self, user: str, count: int) -> list[str]:
         """Reserve `count` turn numbers for folders built elsewhere and placed later.
@@ -196,6 +184,12 @@ class Vault:
         (which probes upward from it) never hands them out.  `place_turns` moves the
         finished folders in; a number nobody placed (the writer died) is simply skipped.
         """
+        turns = self.layout.turns_dir(user)
+        return self._claim_numbers(user, count, lambda name: not (turns / name).exists())
+
+    def _claim_numbers(self, user: str, count: int, take: Callable[[str], bool]) -> list[str]:
+        """Under the allocation lock, walk up from the counter hint and keep the first
+        `count` numbers `take` accepts, skipping archived ones; move the counter past them."""
         validate_user_id(user)
         turns = self.layout.turns_dir(user)
         turns.mkdir(parents=True, exist_ok=True)
@@ -209,7 +203,7 @@ class Vault:
             while len(names) < count:
                 name = turn_name(number)
                 number += 1
-                if not self.layout.archive_stub(user, name).exists() and not (turns / name).exists():
+                if not self.layout.archive_stub(user, name).exists() and take(name):
                     names.append(name)
             atomic_write(counter, str(number), durable=False)
         return names

@@ -71,7 +71,10 @@ def test_import_and_rebuild_index_nul_and_huge_queries_alike(tmp_path: Path) -> 
 
 
 def test_concurrent_memory_writers_lose_no_acknowledged_line(tmp_path: Path) -> None:
-    _clean(_run("concurrency", tmp_path, 3))
+    """40 rounds: before every writer took the user's memory lock and re-read under it,
+    the learning engine wrote back a stale copy of preferences.md and this lost 1–3
+    acknowledged lines in every run."""
+    _clean(_run("concurrency", tmp_path, 40))
 
 
 def test_verify_names_a_changed_byte_a_torn_line_and_a_cut_tail(tmp_path: Path) -> None:
