@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +356,24 @@ def verify_vault(
         if progress is not None:
             progress(1)
     for checker in checks:
-        for problem in checker(vault, repair):
-            (report.repaired if problem.repaired else report.problems).append(problem)
+        found, fixed = _run_checker(checker, vault, repair)
+        report.problems += found
+        report.repaired += fixed
     return report
+
+
+def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Problem], list[Problem]]:
+    """(still wrong, repaired) of one vault-wide check.
+
+    Under `--repair` the check first runs without repairing, so a repair a checker makes
+    silently (the archive's recovery, a torn maintenance log moved aside) is still listed:
+    what it saw before and no longer sees afterwards was repaired by it."""
+    if not repair:
+        return list(checker(vault, False)), []
+    before = list(checker(vault, False))
+    after = list(checker(vault, True))
+    still = [p for p in after if not p.repaired]
+    fixed = [p for p in after if p.repaired]
+    named = {(p.path, p.kind) for p in still} | {(p.path, p.kind) for p in fixed}
+    fixed += [replace(p, repaired=True) for p in before if (p.path, p.kind) not in named]
+    return still, fixed

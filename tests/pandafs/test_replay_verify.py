@@ -77,3 +77,34 @@ def test_empty_turn_folder_is_reported(vault: Vault) -> None:
     vault.allocate_turns("alice")
     report = verify_vault(vault)
     assert [p.kind for p in report.problems] == ["empty_turn"]
+
+
+def test_verify_repair_lists_what_a_vault_wide_check_repaired(cli, vault: Vault) -> None:
+    """A torn maintenance log is moved aside by `check_learning` under --repair: listed."""
+    from events import EventWriter
+    from events.schema import ScopeChanged
+
+    path = vault.layout.user_dir("alice") / "memory.events.jsonl"
+    path.parent.mkdir(parents=True)
+    with EventWriter(path, user="alice", turn="memory", new=True) as writer:
+        writer.append(
+            ScopeChanged(
+                doc_id="alice/memories/x",
+                doc_path="users/alice/memories/x.md",
+                old_scope="new",
+                new_scope="user",
+                reason="promoted",
+            )
+        )
+    with open(path, "ab") as handle:
+        handle.write(b'{"v":1,"seq":1,"ty')
+    seen = cli("--root", vault.root, "verify", "--json")
+    assert seen.code == 1
+    assert ("users/alice/memory.events.jsonl", "torn_tail") in {
+        (p["path"], p["kind"]) for p in seen.json["problems"]
+    }
+    fixed = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert fixed.code == 0, fixed.json["problems"]
+    assert ("users/alice/memory.events.jsonl", "torn_tail") in {
+        (p["path"], p["kind"]) for p in fixed.json["repaired"]
+    }
