@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
-from events.clock import utcnow
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
@@ -106,6 +105,7 @@ def archive_turns(
     batch_size = batch_size or vault.config.archive.batch_size
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")
+    now = as_utc(now)  # the one time of this job: the policy's cut-off and every stub's archived_at
     memory = Memory(vault)
     if not dry_run and (pending_journals(vault) or leftovers(vault) or pending_relink(vault)):
         with archive_lock(vault):
@@ -120,12 +120,12 @@ def archive_turns(
     try:
         for chunk in chunked(eligible, batch_size):
             if dry_run:
-                _estimate_batch(vault, chunk, report)
+                _estimate_batch(vault, chunk, report, now)
             else:
                 with archive_lock(vault):
                     if pending_journals(vault):
                         report.recovered += recover(vault, memory)
-                    _archive_batch(vault, memory, chunk, report)
+                    _archive_batch(vault, memory, chunk, report, now)
             if progress is not None:
                 progress(len(chunk))
     finally:  # a batch that failed moved nothing, but the batches before it did
@@ -145,10 +145,9 @@ def _collect(vault: Vault, candidate: Candidate, report: ArchiveReport) -> TurnF
         return None
 
 
-def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveReport) -> None:
+def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveReport, now: datetime) -> None:
     """Dry run: write this batch's Parquet to memory only, to say what it would cost."""
     batch = "dry-run"
-    now = utcnow()
     plan = [(c, files) for c in chunk if (files := _collect(vault, c, report)) is not None]
     if not plan:
         return
@@ -174,11 +173,12 @@ def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveRep
         report.stub_bytes += stub
 
 
-def _archive_batch(vault: Vault, memory: Memory, chunk: Sequence[Candidate], report: ArchiveReport) -> None:
+def _archive_batch(
+    vault: Vault, memory: Memory, chunk: Sequence[Candidate], report: ArchiveReport, archived_at: datetime
+) -> None:
     """Steps 1-7 of the module docstring for one batch.  Call with the archive lock held."""
     store = store_of(vault)
     batch = new_id()
-    archived_at = utcnow()
     plan: list[tuple[Candidate, TurnFiles]] = []
     for candidate in chunk:
         if not candidate.path.is_dir() or stub_file(vault, candidate.key).exists():
