@@ -495,3 +495,10 @@ def test_a_copy_that_does_not_read_back_removes_nothing(
     assert _verify(vault) == []
     monkeypatch.undo()
     assert archive_turns(vault, now=NOW).archived == len(TOPICS)
+
+
+def test_stubs_are_stamped_with_the_jobs_now(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path, [_turn("alice", 60, "Which tent for a windy ridge?", 1)])
+    assert archive_turns(vault, now=NOW).archived == 1
+    stub = parse_document((vault.layout.archive / "stubs" / "alice" / "turn_000001.md").read_text())
+    assert stub.frontmatter["archived_at"] == NOW
