@@ -81,23 +81,15 @@ if __name__ == "__main__":
 
 
 def build(folder: Path, turns: int) -> Path:
+    from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
+
     from pandafs.importer import import_turns
     from pandafs.memory import Memory
     from pandafs.vault import Vault
 
     vault, _ = Vault.init(folder / "vault")
     source = folder / "turns.jsonl"
-    sentence = "A reasonably long answer about hamsters, laptops and budgets, with prices and caveats. "
-    with open(source, "wb") as out:
-        for i in range(turns):
-            line = {
-                "user": f"user{i % 4}",
-                "external_id": f"x{i}",
-                "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T12:00:00Z",
-                "query": f"question {i}: what did we say about hamsters, laptops and the budget?",
-                "response": sentence * 26,
-            }
-            out.write(orjson.dumps(line) + b"\n")
+    write_source(source, turns, 2400)
     import_turns(vault, source, after_batch=Memory(vault).index_docs)
     return vault.root
 

@@ -43,22 +43,15 @@ def _pandafs(cli: str | None = None) -> list[str]:
 
 
 def _build(folder: Path, turns: int) -> Path:
+    from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
+
     from pandafs.importer import import_turns
     from pandafs.memory import Memory
     from pandafs.vault import Vault
 
     vault, _ = Vault.init(folder / "vault")
     source = folder / "turns.jsonl"
-    with open(source, "wb") as out:
-        for i in range(turns):
-            line = {
-                "user": f"user{i % 4}",
-                "external_id": f"x{i}",
-                "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T12:00:00Z",
-                "query": f"question {i}: what did we say about hamsters and laptops?",
-                "response": "A reasonably long answer about hamsters, laptops and budgets. " * 6,
-            }
-            out.write(orjson.dumps(line) + b"\n")
+    write_source(source, turns, 470)
     import_turns(vault, source, after_batch=Memory(vault).index_docs)
     return vault.root
 
