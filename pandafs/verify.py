@@ -198,14 +198,14 @@ def _is_abandoned(ref: TurnRef) -> bool:
     return True
 
 
-def _remove_abandoned(ref: TurnRef) -> bool:
+def _remove_abandoned(ref: TurnRef, min_age_s: float = ABANDONED_AFTER_S) -> bool:
     """Remove an abandoned turn folder, unless it is young enough to be a live writer's
     (`ask` allocates the folder a moment before its first event)."""
     try:
         age = time.time() - ref.path.stat().st_mtime
     except FileNotFoundError:
         return False
-    if age < ABANDONED_AFTER_S:
+    if age < min_age_s or not _is_abandoned(ref):
         return False
     for entry in os.scandir(ref.path):
         os.unlink(entry.path)

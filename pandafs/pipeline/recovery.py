@@ -15,6 +15,7 @@ upkeep and `verify --repair` check every turn (`check_interrupted`).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 INTERRUPTED = "Interrupted"
+EMPTY_GRACE_S = 2.0
+"""An eventless turn folder at least this old is an allocation whose `ask` died before
+its first event (a live one writes it within milliseconds): the next ask removes it."""
 
 
 def _needs_look(folder: Path) -> bool:
@@ -95,8 +99,18 @@ def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:
 
 def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:  # noqa: ANN001
     """Close the user's latest interrupted turns (numbered below `before`): `ask` calls it."""
+    from ..turns import TurnRef
+    from ..verify import _is_abandoned, _remove_abandoned
+
     done = []
     for folder in pipeline.vault.layout.recent_turn_dirs(user, before, count):
+        ref = TurnRef(user, folder.name, folder)
+        if _is_abandoned(ref):  # killed between allocating the folder and its first event
+            age = time.time() - folder.stat().st_mtime
+            time.sleep(max(0.0, EMPTY_GRACE_S - age))  # a live ask writes within milliseconds
+            if _remove_abandoned(ref, EMPTY_GRACE_S):
+                done.append(f"{user}/{folder.name}")
+            continue
         try:
             closed = close_interrupted(pipeline, user, folder.name, by="the next ask")
         except EventsError:

@@ -110,3 +110,14 @@ def test_a_turn_a_live_process_holds_is_left_alone(vault: Vault) -> None:
     with Pipeline(vault) as pipeline:
         assert recover_recent(pipeline, "alice", before="turn_000002") == ["alice/turn_000001"]
     assert _interrupted(vault, turn)
+
+
+def test_a_folder_whose_ask_died_before_its_first_event_is_removed_by_the_next_ask(vault: Vault) -> None:
+    [turn] = vault.allocate_turns("alice")  # what a killed ask leaves: the folder, no events
+    folder = vault.layout.turn_dir("alice", turn)
+    old = time.time() - 10
+    os.utime(folder, (old, old))
+    got = run_pandafs("--root", vault.root, "ask", "I prefer window seats", "--user", "alice", "--json")
+    assert got.code == 0, got.err
+    assert not folder.exists() and got.json["turn_id"] != turn
+    assert run_pandafs("--root", vault.root, "verify", "--json").code == 0
