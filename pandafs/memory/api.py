@@ -26,7 +26,8 @@ from events.clock import utcnow
 from events.documents import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
 from indexers.documents import IndexDoc, Skipped
-from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
+from indexers.fulltext import FullTextIndex
+from indexers.request import Ranking, SearchRequest
 from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
