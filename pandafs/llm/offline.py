@@ -31,8 +31,8 @@ from pydantic import BaseModel
 from events.schema import ContentReference, GateResult, ToolRequest
 from indexers.fulltext import query_terms
 
-from ..pipeline import grounding as g
-from ..pipeline import tasks as t
+from ..tasks import grounding as g
+from ..tasks import schemas as t
 from .openai_compat import Usage
 
 __all__ = ["OfflineBackend", "entities_in", "sentences", "stems_overlap"]
