@@ -221,8 +221,10 @@ class ToolResultView(_Model):
     text: str = ""
 
 
+# The docstring below is part of the JSON schema a model is sent, so it stays word for word
+# ("grounding.py" is now the `tasks.grounding` package).
 class FactView(_Model):
-    """One statement the answer may use, with where it came from (`tasks.grounding`)."""
+    """One statement the answer may use, with where it came from (grounding.py)."""
 
     n: int
     doc_id: str = ""
