@@ -38,7 +38,7 @@ from pathlib import Path
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
-from pandafs.pipeline.grounding import is_honest_unknown
+from pandafs.tasks.grounding import is_honest_unknown
 from pandafs.vault import Vault
 
 CITIES = "Oslo Bergen Trondheim Lisbon Porto Vienna Prague Dublin Madrid Seville Zurich Krakow".split()

@@ -17,38 +17,30 @@ carries both `tools` and `response_format` (llama.cpp and vLLM cannot constrain
 one reply to both).
 
 httpx and pydantic errors are translated here, and only here, into the errors of
-`pandafs.llm.errors`.
+`pandafs.llm.errors` (reading the server's answer: `server.py`; the reply: `replies.py`).
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from events.clock import utcnow
 from pandafs import __version__
 from pandafs.config import LLMConfig, RoleConfig
 
 from .errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
+from .replies import THINK, ToolCall, parse_reply, tool_call
+from .server import check_base_url, hint_for, retry_after, server_message
 
-__all__ = ["OpenAIChat", "ToolCall", "Usage", "inline_schema"]
+__all__ = ["OpenAIChat", "Usage", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
-
-_MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is ignored in favour of our own backoff
-_MAX_DETAIL_CHARS = 200
-_MAX_JSON_STARTS = 200  # bounds the scan for an object in a long, brace-heavy reply
-_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -67,15 +59,6 @@ class Usage:
             self.tokens_out + other.tokens_out,
             self.calls + other.calls,
         )
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One `tool_calls` entry of a reply: the function name and its parsed arguments."""
-
-    name: str
-    args: dict[str, Any]
-    call_id: str = ""
 
 
 def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -111,7 +94,7 @@ class OpenAIChat:
     ) -> None:
         self._config = config
         self.base_url = config.base_url.rstrip("/")
-        _check_base_url(self.base_url)
+        check_base_url(self.base_url)
         key = api_key if api_key is not None else os.environ.get(config.api_key_env)
         headers = {"User-Agent": f"pandafs/{__version__}"}
         if key:
@@ -166,7 +149,7 @@ class OpenAIChat:
         }
         data = self._post(payload)
         text, calls, reported = self._read_completion(data)
-        text = _THINK.sub("", text, count=1)
+        text = THINK.sub("", text, count=1)
         prompt_chars = sum(len(m.get("content") or "") for m in messages)
         usage = Usage(
             tokens_in=_int_or(reported.get("prompt_tokens"), prompt_chars // 4),
@@ -203,7 +186,7 @@ class OpenAIChat:
         ]
         text, usage = self.chat(role, messages, response_format=response_format)
         try:
-            return _parse_reply(text, output), usage
+            return parse_reply(text, output), usage
         except ValueError as exc:
             problem = str(exc)
         messages += [
@@ -219,7 +202,7 @@ class OpenAIChat:
         text, more = self.chat(role, messages, response_format=response_format)
         usage += more
         try:
-            return _parse_reply(text, output), usage
+            return parse_reply(text, output), usage
         except ValueError as exc:
             raise LLMOutputError(
                 role=role,
@@ -268,17 +251,17 @@ class OpenAIChat:
             status = response.status_code
             if status == 429 or status >= 500:
                 error = LLMUnavailable(
-                    self.base_url, _server_message(response), attempts=attempt + 1, status=status
+                    self.base_url, server_message(response), attempts=attempt + 1, status=status
                 )
                 cause = None
-                asked = _retry_after(response)
+                asked = retry_after(response)
                 if asked is not None:
                     delay = asked
                 continue
             if response.is_error:
                 raise LLMError(
                     f"the LLM server at {self.base_url} rejected the request "
-                    f"(HTTP {status}: {_server_message(response)}): {_hint_for(status)}"
+                    f"(HTTP {status}: {server_message(response)}): {hint_for(status)}"
                 )
             try:
                 data = response.json()
@@ -299,7 +282,7 @@ class OpenAIChat:
             content = ""  # null when the model only "reasoned" or only called tools
         if not isinstance(content, str):
             raise self._not_a_completion("message content is not text")
-        calls = [call for call in map(_tool_call, message.get("tool_calls") or []) if call is not None]
+        calls = [call for call in map(tool_call, message.get("tool_calls") or []) if call is not None]
         usage = data.get("usage")
         return content, calls, usage if isinstance(usage, dict) else {}
 
@@ -311,138 +294,7 @@ class OpenAIChat:
         )
 
 
-def _tool_call(raw: object) -> ToolCall | None:
-    """One `tool_calls` entry; arguments arrive as a JSON string (OpenAI, vLLM, llama.cpp)
-    or an object (some Ollama versions).  An unreadable entry is dropped, not fatal."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
-        return None
-    function = raw["function"]
-    name, args = function.get("name"), function.get("arguments") or {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            return None
-    if not isinstance(name, str) or not isinstance(args, dict):
-        return None
-    return ToolCall(name=name, args=args, call_id=str(raw.get("id") or ""))
-
-
-def _check_base_url(base_url: str) -> None:
-    try:
-        url = httpx.URL(base_url)
-    except httpx.InvalidURL as exc:
-        raise LLMError(_bad_base_url(base_url)) from exc
-    if url.scheme not in ("http", "https") or not url.host:
-        raise LLMError(_bad_base_url(base_url))
-
-
-def _bad_base_url(base_url: str) -> str:
-    return (
-        f"[llm] base_url {base_url!r} is not an http(s) URL: set it in pandafs.toml, "
-        "e.g. http://127.0.0.1:8000/v1"
-    )
-
-
-def _hint_for(status: int) -> str:
-    if status in (401, 403):
-        return "put the API key in the environment variable named by [llm] api_key_env"
-    if status == 404:
-        return "check [llm] base_url (it usually ends in /v1) and the model names in pandafs.toml"
-    return "check [llm] model and [llm.roles] in pandafs.toml against what the server serves"
-
-
-def _server_message(response: httpx.Response) -> str:
-    """The server's own words: OpenAI, vLLM and Ollama each nest them differently."""
-    message: object = None
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            message = error.get("message")
-        elif isinstance(error, str):
-            message = error
-        if message is None:
-            message = body.get("message") or body.get("detail")
-    if not message:
-        message = response.text or response.reason_phrase or "no message"
-    text = " ".join(str(message).split())
-    if len(text) > _MAX_DETAIL_CHARS:
-        text = text[: _MAX_DETAIL_CHARS - 1] + "…"
-    return text
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds the server asked us to wait, if it asked and the wait is short."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - utcnow()).total_seconds()
-    if not 0 <= seconds <= _MAX_RETRY_AFTER_S:
-        return None
-    return seconds
-
-
 def _int_or(value: object, default: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return default
-
-
-def _parse_reply(text: str, output: type[T]) -> T:
-    """Validate the first JSON value found in a reply; ValueError says what was wrong."""
-    value = _extract_json(text)
-    try:
-        return output.model_validate(value)
-    except ValidationError as exc:
-        raise ValueError(_describe(exc)) from exc
-
-
-def _extract_json(text: str) -> object:
-    """The reply as JSON, tolerating ``` fences, a <think> block and prose around one object."""
-    text = _THINK.sub("", text, count=1)
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            pass
-        start = candidate.find("{")
-        for _ in range(_MAX_JSON_STARTS):
-            if start == -1:
-                break
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except ValueError:
-                pass
-            else:
-                if isinstance(value, dict):
-                    return value
-            start = candidate.find("{", start + 1)
-    if not text.strip():
-        raise ValueError("the reply was empty")
-    raise ValueError("no JSON object found in the reply")
-
-
-def _describe(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    parts = []
-    for error in errors[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        parts.append(f"{where}: {error['msg']}")
-    if len(errors) > 5:
-        parts.append(f"and {len(errors) - 5} more")
-    return "; ".join(parts)

@@ -8,8 +8,8 @@ from events import Payload, TurnView, read_vault_file
 from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
+from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
 from .context import TurnContext
-from .tasks import AnalyzeIn, AnalyzeOut, PriorTurn
 
 __all__ = ["recent_turns", "run"]
 

@@ -21,8 +21,8 @@ from ..config import Config
 from ..llm.base import Backend
 from ..llm.openai_compat import Usage
 from ..memory import Memory, Retrieved
+from ..tasks.prompts import TASKS
 from ..vault import Vault
-from .tasks import TASKS
 
 __all__ = ["TurnContext"]
 

@@ -17,9 +17,9 @@ import time
 from events import Payload, TurnView
 from events.schema import ExecutorStepped, MemoryStaged, PhaseFailed, ToolExecuted
 
+from ..tasks.schemas import ToolCallsIn, ToolCallsOut
 from .context import TurnContext, elapsed_ms
 from .planner import is_transient
-from .tasks import ToolCallsIn, ToolCallsOut
 from .tools import canonical_tool, run_tool, tool_schemas
 
 __all__ = ["run"]

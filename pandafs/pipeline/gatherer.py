@@ -46,9 +46,7 @@ from ..errors import BadInput
 from ..memory.store import parse_entries
 from ..memory.tiers import TIER_NAMES, TierItem, assemble_tiers, item_text
 from ..research import find_visits
-from ..tokens import count_tokens, truncate_tokens
-from .context import TurnContext
-from .tasks import (
+from ..tasks.schemas import (
     CandidateView,
     DocRow,
     LoadedDoc,
@@ -58,6 +56,8 @@ from .tasks import (
     SynthesizeContextIn,
     SynthesizeContextOut,
 )
+from ..tokens import count_tokens, truncate_tokens
+from .context import TurnContext
 
 __all__ = ["retrieve", "source_text", "synthesize", "turn_text"]
 

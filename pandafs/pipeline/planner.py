@@ -7,8 +7,8 @@ import re
 from events import Payload, TurnView
 from events.schema import MemoryCandidate, MemoryStaged, PlanCreated, Todo
 
+from ..tasks.schemas import PlanIn, PlanOut
 from .context import TurnContext
-from .tasks import PlanIn, PlanOut
 from .tools import available_tools
 
 __all__ = ["is_transient", "run"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from events import Payload, TurnView
 from events.schema import ReflectionDecided
 
+from ..tasks.schemas import AnalyzeOut, ReflectIn, ReflectOut
 from .context import TurnContext
-from .tasks import AnalyzeOut, ReflectIn, ReflectOut
 
 __all__ = ["run"]
 

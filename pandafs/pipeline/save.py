@@ -25,9 +25,9 @@ from events import (
 from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
 
 from ..learning import after_save
+from ..tasks.grounding import is_honest_unknown
+from ..tasks.schemas import SummarizeIn, SummarizeOut
 from .context import TurnContext
-from .grounding import is_honest_unknown
-from .tasks import SummarizeIn, SummarizeOut
 from .tools import canonical_tool
 
 __all__ = ["outcome_of", "run", "write_intervention"]

@@ -20,11 +20,19 @@ from events.schema import GateResult, ResponseSynthesized, ValidationDecided
 
 from ..errors import BadInput
 from ..memory.store import parse_entries
+from ..tasks.grounding import (
+    Fact,
+    answer_checks,
+    end_of_day,
+    is_question,
+    requested_kind,
+    settle,
+    statement_form,
+)
+from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
 from .gatherer import _visit_text, source_text
-from .grounding import Fact, answer_checks, end_of_day, is_question, requested_kind, settle, statement_form
-from .tasks import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from .tools import canonical_tool, finding_line
 
 __all__ = ["answer", "facts_of", "sources_of", "tool_results_of", "validate"]

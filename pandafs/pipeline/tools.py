@@ -25,9 +25,9 @@ from events.schema import ExtractionRecorded, MemoryCandidate
 
 from ..errors import BadInput
 from ..memory import SearchArgs
+from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
 from .context import TurnContext
-from .tasks import ToolSpec
 
 __all__ = [
     "TOOLS",

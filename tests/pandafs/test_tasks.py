@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pandafs.llm.openai_compat import inline_schema
-from pandafs.pipeline.tasks import TASKS
+from pandafs.tasks.prompts import TASKS
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from pandafs.llm.offline import RULES
-from pandafs.pipeline.tasks import TASKS
+from pandafs.tasks.prompts import TASKS
 
 from .openai_stub import StubReply
 

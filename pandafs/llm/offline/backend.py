@@ -1,0 +1,40 @@
+"""The offline backend: each task answered by its rule, the result validated against the task's output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..openai_compat import Usage
+from .answering import answer, validate
+from .gather import plan_retrieval, synthesize_context
+from .planning import call_tools, plan
+from .summary import summarize_turn
+from .understand import analyze_query, reflect
+
+RULES: dict[str, Callable[[Any], BaseModel]] = {
+    "call_tools": call_tools,
+    "analyze_query": analyze_query,
+    "reflect": reflect,
+    "plan_retrieval": plan_retrieval,
+    "synthesize_context": synthesize_context,
+    "plan": plan,
+    "answer": answer,
+    "validate": validate,
+    "summarize_turn": summarize_turn,
+}
+
+
+class OfflineBackend:
+    """Deterministic rules; `run` validates the result against the task's output model."""
+
+    name = "offline"
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        result = RULES[task.name](data)
+        return task.output.model_validate(result.model_dump()), Usage(calls=1)
+
+    def close(self) -> None:
+        return None

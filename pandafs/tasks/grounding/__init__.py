@@ -1,0 +1,41 @@
+"""What an answer may be built from, and the checks an answer must pass.
+
+Synthesis reads *facts*: sentences of the §2 sources and the §4 tool results, each
+with its origin and date, deduplicated, and with disagreements settled (newest wins).
+Validation reads *checks*: whether the answer holds what the question asked for and
+whether it contradicts a stated fact.  Both are computed here, beneath the pipeline
+and the backends, the same for every backend, so a model can use them but cannot
+talk its way past them.
+
+sentences.py  sentence kinds (question, non-answer) and the stored form of a statement
+slots.py      what a statement is about, what a question asks about, disagreement
+facts.py      `Fact` and `settle`: dedupe, origin rank, newest wins
+checks.py     the requested datum and `answer_checks`
+"""
+
+from .checks import PRICE, answer_checks, has_requested, requested_kind
+from .facts import ORIGIN_RANK, Fact, end_of_day, settle
+from .sentences import SECOND_PERSON, is_honest_unknown, is_non_answer, is_question, norm, statement_form
+from .slots import STRONG_SLOTS, Slot, asked_slots, related_overlap, slot_of
+
+__all__ = [
+    "ORIGIN_RANK",
+    "PRICE",
+    "SECOND_PERSON",
+    "STRONG_SLOTS",
+    "Fact",
+    "Slot",
+    "answer_checks",
+    "asked_slots",
+    "end_of_day",
+    "has_requested",
+    "is_honest_unknown",
+    "is_non_answer",
+    "is_question",
+    "norm",
+    "related_overlap",
+    "requested_kind",
+    "settle",
+    "slot_of",
+    "statement_form",
+]
