@@ -12,9 +12,10 @@ from collections.abc import Iterable
 
 from events import classify
 from events.layout import NOT_DOCUMENTS
+from indexers.changes import ChangeBatch
 from indexers.errors import IndexBusy
 from indexers.sync import SyncReport
-from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError
+from indexers.watcher import VaultWatcher, WatcherError
 
 from ..errors import Busy
 from ..inbox import Inbox, InboxResult, is_query_candidate
