@@ -4,6 +4,7 @@ turning one conversation's question-and-answer pairs into `import-turns` lines."
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,3 +146,13 @@ def conversation_list(data: Any, path: Path, what: str) -> list[Any]:
     if not isinstance(data, list):
         raise BadInput(f"{path} is not a {what} export: expected a list of conversations")
     return data
+
+
+def conversations(path: Path, what: str, out: Conversion) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(number, conversation) of a JSON export; a conversation that is not an object is
+    recorded as failed in `out` and passed over."""
+    for index, conv in enumerate(conversation_list(load_json(path, what), path, what), 1):
+        if not isinstance(conv, dict):
+            out.fail(f"conversation {index}", "not a JSON object")
+            continue
+        yield index, conv

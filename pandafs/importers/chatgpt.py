@@ -12,10 +12,9 @@ from ._common import (
     EntryError,
     Pair,
     conversation_label,
-    conversation_list,
+    conversations,
     emit,
     iso_time,
-    load_json,
     nonblank,
 )
 
@@ -101,10 +100,7 @@ def _chatgpt_pairs(messages: list[dict[str, Any]]) -> list[Pair]:
 
 def read_chatgpt(path: Path, user: str) -> Conversion:
     out = Conversion()
-    for index, conv in enumerate(conversation_list(load_json(path, "ChatGPT"), path, "ChatGPT"), 1):
-        if not isinstance(conv, dict):
-            out.fail(f"conversation {index}", "not a JSON object")
-            continue
+    for index, conv in conversations(path, "ChatGPT", out):
         conv_id = nonblank(conv.get("conversation_id")) or nonblank(conv.get("id"))
         label = conversation_label(index, conv.get("title"), conv_id)
         out.conversations += 1

@@ -12,10 +12,9 @@ from ._common import (
     EntryError,
     Pair,
     conversation_label,
-    conversation_list,
+    conversations,
     emit,
     iso_time,
-    load_json,
     nonblank,
 )
 
@@ -63,10 +62,7 @@ def _claude_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
 
 def read_claude(path: Path, user: str) -> Conversion:
     out = Conversion()
-    for index, conv in enumerate(conversation_list(load_json(path, "claude.ai"), path, "claude.ai"), 1):
-        if not isinstance(conv, dict):
-            out.fail(f"conversation {index}", "not a JSON object")
-            continue
+    for index, conv in conversations(path, "claude.ai", out):
         conv_id = nonblank(conv.get("uuid"))
         label = conversation_label(index, conv.get("name"), conv_id)
         out.conversations += 1
