@@ -16,7 +16,6 @@ from ..memory import Memory
 from ..pipeline import Pipeline
 from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, Log
-from ._moves import mtime_ns
 from ._outbox import answer_turn, explained, publish_explanation, render_answer, render_error
 from ._parse import RESERVED_FOLDERS, is_query_candidate
 from ._plan import ClaimPlan, Stuck
@@ -101,11 +100,11 @@ class Inbox(ClaimFolders, TurnStarts):
                 for sub in inner:
                     rel = f"inbox/{entry.name}/{sub.name}"
                     if sub.is_file(follow_symlinks=False) and is_query_candidate(rel):
-                        found.append((mtime_ns(sub), rel))
+                        found.append((_mtime(sub), rel))
             elif entry.is_file(follow_symlinks=False):
                 rel = f"inbox/{entry.name}"
                 if is_query_candidate(rel):
-                    found.append((mtime_ns(entry), rel))
+                    found.append((_mtime(entry), rel))
         return [rel for _, rel in sorted(found)]
 
     def readiness(self, rel: str, *, final: bool = False) -> float | None:
@@ -382,3 +381,10 @@ class Inbox(ClaimFolders, TurnStarts):
 
     def _checkpoint(self, step: str) -> None:
         """A named point between two steps (tests make a process die here)."""
+
+
+def _mtime(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime_ns
+    except FileNotFoundError:
+        return 0

@@ -10,13 +10,6 @@ from pathlib import Path
 from events.fsio import fsync_dir
 
 
-def mtime_ns(entry: os.DirEntry[str]) -> int:
-    try:
-        return entry.stat(follow_symlinks=False).st_mtime_ns
-    except FileNotFoundError:
-        return 0
-
-
 def rejected_name(name: str) -> str:
     """A rejected file keeps its bytes but not a name Obsidian would parse as a note
     (a binary `x.md` crashes vault tooling): `x.md` → `x.md.rejected`."""
