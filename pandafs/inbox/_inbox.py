@@ -11,6 +11,7 @@ from pathlib import Path
 
 from events import atomic_write
 
+from ..assembly import open_memory
 from ..errors import Busy
 from ..memory import Memory
 from ..pipeline import Pipeline
@@ -47,7 +48,7 @@ class Inbox(ClaimFolders, TurnStarts):
         self.root = vault.root
         self.dir = vault.layout.inbox
         self.processing = self.dir / PROCESSING
-        self.memory = memory or (pipeline.memory if pipeline is not None else Memory(vault))
+        self.memory = memory or (pipeline.memory if pipeline is not None else open_memory(vault))
         self._pipeline = pipeline
         self._owns_pipeline = pipeline is None
         self.settle_s = settle_s
