@@ -11,7 +11,8 @@ decodes one row group (TECH-NOTES: Parquet).  The month of a row is the month of
 turn's `created_at` and lives only in the folder name.  A row whose `path` ends in
 `/` stands for an empty folder.
 
-This module only stores and reads bytes; which turns to archive, the summary stubs
+This module only stores and reads bytes (reading and writing the turn folders
+themselves is `indexers.turn_folder`); which turns to archive, the summary stubs
 and the crash-safe protocol live in `pandafs.archive`.  Every file is written to a
 temporary name, fsynced and renamed, so a reader sees a whole part file or none; a
 part file is rewritten the same way when rows are dropped (after a restore).
@@ -19,9 +20,7 @@ part file is rewritten the same way when rows are dropped (after a restore).
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +34,15 @@ from pydantic import BaseModel, ConfigDict
 from events.fsio import TMP_PREFIX, fsync_dir
 
 from .errors import ArchiveError
+from .turn_folder import (
+    FileEntry,
+    TurnFiles,
+    TurnKey,
+    collect_turn_files,
+    folder_signature,
+    sha256_hex,
+    write_turn_folder,
+)
 
 __all__ = [
     "ARCHIVE_SCHEMA",
@@ -51,7 +59,6 @@ __all__ = [
 FORMAT_VERSION = "1"
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 4 << 20
-TurnKey = tuple[str, str]
 
 
 class ArchiveRow(BaseModel):
@@ -91,140 +98,6 @@ def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
 ARCHIVE_SCHEMA = _arrow_schema(ArchiveRow)
 KEY_COLUMNS = ["user", "turn", "path", "batch"]
 STATS_COLUMNS = ["user", "turn", "path", "batch", "size", "created_at"]
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One file (or empty folder, `path` ending in '/') of a turn folder."""
-
-    path: str
-    data: bytes
-    mode: int
-    mtime_ns: int
-    sha256: str
-
-    @property
-    def is_dir(self) -> bool:
-        return self.path.endswith("/")
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """Every file of one turn folder, in path order."""
-
-    user: str
-    turn: str
-    created_at: datetime
-    files: tuple[FileEntry, ...]
-
-    @property
-    def key(self) -> TurnKey:
-        return (self.user, self.turn)
-
-    @property
-    def doc_id(self) -> str:
-        return f"{self.user}/{self.turn}"
-
-    @property
-    def month(self) -> str:
-        return self.created_at.astimezone(UTC).strftime("%Y-%m")
-
-    @property
-    def size(self) -> int:
-        return sum(len(f.data) for f in self.files)
-
-    def checksums(self) -> dict[str, str]:
-        return {f.path: f.sha256 for f in self.files}
-
-    def signature(self) -> dict[str, tuple[int, int]]:
-        """What `folder_signature` returns for the folder these files were read from."""
-        return {f.path: (len(f.data), f.mtime_ns) for f in self.files}
-
-    def file(self, name: str) -> bytes | None:
-        for entry in self.files:
-            if entry.path == name:
-                return entry.data
-        return None
-
-
-def _walk(folder: Path) -> list[tuple[str, os.stat_result, Path]]:
-    """(relative path, lstat, absolute path) of every file and empty folder, sorted."""
-    found: list[tuple[str, os.stat_result, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        base = Path(dirpath)
-        rel_dir = base.relative_to(folder).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        if prefix and not dirnames and not filenames:
-            found.append((prefix, os.lstat(base), base))
-        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
-            path = base / name
-            found.append((prefix + name, os.lstat(path), path))
-    found.sort(key=lambda item: item[0])
-    return found
-
-
-def folder_signature(folder: Path) -> dict[str, tuple[int, int]]:
-    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime))."""
-    return {rel: (0 if rel.endswith("/") else st.st_size, st.st_mtime_ns) for rel, st, _ in _walk(folder)}
-
-
-def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime) -> TurnFiles:
-    """Read every file of a turn folder; refuses symlinks and special files."""
-    entries: list[FileEntry] = []
-    try:
-        for rel, st, path in _walk(folder):
-            if rel.endswith("/"):
-                entries.append(FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, _sha256(b"")))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise ArchiveError(f"{folder}: {rel} is not a regular file (symlink or special)")
-            for _ in range(3):
-                data = path.read_bytes()
-                after = os.lstat(path)
-                if (after.st_size, after.st_mtime_ns) == (len(data), st.st_mtime_ns):
-                    break
-                st = after  # written while we read it: read again
-            else:
-                raise ArchiveError(f"{folder}: {rel} keeps changing while it is read")
-            entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, _sha256(data)))
-    except FileNotFoundError as exc:
-        raise ArchiveError(f"{folder}: changed while it was read ({exc.filename})") from None
-    if not entries:
-        raise ArchiveError(f"{folder}: empty turn folder")
-    return TurnFiles(user, turn, created_at.astimezone(UTC), tuple(entries))
-
-
-def write_turn_folder(turn: TurnFiles, dest: Path) -> None:
-    """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes.
-
-    Not fsynced: the caller syncs once per batch before renaming `dest` into place.
-    """
-    dest.mkdir(parents=True)
-    folders: dict[Path, FileEntry] = {}
-    for entry in turn.files:
-        target = dest / entry.path
-        if entry.is_dir:
-            target.mkdir(parents=True, exist_ok=True)
-            folders[target] = entry
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(entry.data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.chmod(target, entry.mode)
-        os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
-    for folder, entry in sorted(folders.items(), key=lambda item: -len(item[0].parts)):
-        os.chmod(folder, entry.mode)
-        os.utime(folder, ns=(entry.mtime_ns, entry.mtime_ns))
 
 
 @dataclass
@@ -456,7 +329,7 @@ def _from_table(path: Path, table: pa.Table) -> PartContents:
             duplicates.append(name)
             continue
         seen.add((user, turn, rel))
-        if _sha256(content) != data["sha256"][i] or len(content) != data["size"][i]:
+        if sha256_hex(content) != data["sha256"][i] or len(content) != data["size"][i]:
             bad.append(name)
         entry = FileEntry(rel, content, data["mode"][i], data["mtime_ns"][i], data["sha256"][i])
         grouped.setdefault((user, turn), []).append(entry)

@@ -44,43 +44,29 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
+from watchdog.events import EVENT_TYPE_MOVED
 
 from events.fsio import is_temp_name
 
+from .changes import ChangeBatch, PendingChanges
 from .errors import IndexingError
+from .observer import STOP_TIMEOUT_S, child_main
 
-__all__ = ["ChangeBatch", "VaultWatcher", "WatcherError", "default_ignore"]
+__all__ = ["VaultWatcher", "WatcherError", "default_ignore"]
 
 logger = logging.getLogger(__name__)
 
 _IDLE_POLL_S = 1.0
-_STOP_TIMEOUT_S = 5.0
 
 
 class WatcherError(IndexingError):
@@ -92,69 +78,6 @@ def default_ignore(rel_path: str) -> bool:
     `.trash/`, `inbox/.processing/`), the derived `indexes/` folder, and temporary files."""
     parts = rel_path.split("/")
     return parts[0] == "indexes" or any(part.startswith(".") for part in parts) or is_temp_name(parts[-1])
-
-
-@dataclass(frozen=True)
-class ChangeBatch:
-    """Everything that may have changed in the vault since the previous batch."""
-
-    paths: frozenset[str]
-    """Vault-relative POSIX paths of files that may have changed (any kind of file)."""
-    rescan_dirs: frozenset[str]
-    """Vault-relative folders whose whole subtree must be rescanned (or dropped if gone)."""
-    overflow: bool
-    """Events may have been lost: run a full reconcile scan."""
-    first_seen: float
-    """`time.monotonic()` when the oldest change in this batch reached the watcher."""
-    error: str | None = None
-    """Set on the last batch of a watcher whose observer process died."""
-
-    def covers(self, rel_path: str) -> bool:
-        """True if the consumer will look at `rel_path` when it handles this batch."""
-        if self.overflow or rel_path in self.paths:
-            return True
-        parts = rel_path.split("/")
-        return any("/".join(parts[:i]) in self.rescan_dirs for i in range(1, len(parts)))
-
-
-@dataclass
-class _Pending:
-    """Changes seen but not yet sealed into a batch."""
-
-    paths: set[str] = field(default_factory=set)
-    dirs: set[str] = field(default_factory=set)
-    overflow: bool = False
-    error: str | None = None
-    first_seen: float | None = None
-    last_seen: float = 0.0
-
-    def touch(self, now: float) -> None:
-        if self.first_seen is None:
-            self.first_seen = now
-        self.last_seen = now
-
-    def count(self) -> int:
-        return len(self.paths) + len(self.dirs)
-
-    def seal(self, previous: ChangeBatch | None) -> ChangeBatch:
-        """This pending state as a batch, merged into a batch the consumer has not taken yet."""
-        assert self.first_seen is not None
-        batch = ChangeBatch(
-            paths=frozenset(self.paths),
-            rescan_dirs=frozenset(self.dirs),
-            overflow=self.overflow,
-            first_seen=self.first_seen,
-            error=self.error,
-        )
-        if previous is None:
-            return batch
-        return ChangeBatch(
-            paths=previous.paths | batch.paths,
-            rescan_dirs=previous.rescan_dirs | batch.rescan_dirs,
-            overflow=previous.overflow or batch.overflow,
-            first_seen=min(previous.first_seen, batch.first_seen),
-            error=batch.error or previous.error,
-        )
 
 
 _State = Literal["new", "running", "stopped", "dead"]
@@ -189,7 +112,7 @@ class VaultWatcher:
         self._cond = threading.Condition()
         self._state: _State = "new"
         self._stopping = False
-        self._open = _Pending()
+        self._open = PendingChanges()
         self._ready: ChangeBatch | None = None
         self._error: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -217,8 +140,8 @@ class VaultWatcher:
         control_r, control_w = os.pipe()
         boot = (
             "import sys; sys.path[:] = sys.argv[4:]; "
-            f"from {__name__} import _child_main; "
-            "_child_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
+            f"from {child_main.__module__} import child_main; "
+            "child_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
         )
         args = [sys.executable, "-c", boot, self._watched, str(events_w), str(control_r)]
         try:
@@ -367,7 +290,7 @@ class VaultWatcher:
         code = None
         if proc is not None:
             try:
-                code = proc.wait(_STOP_TIMEOUT_S)
+                code = proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = proc.wait()
@@ -389,7 +312,7 @@ class VaultWatcher:
             control.close()  # EOF on the control pipe tells the child to stop
         if proc is not None:
             try:
-                proc.wait(_STOP_TIMEOUT_S)
+                proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -414,7 +337,7 @@ class VaultWatcher:
     def _seal_locked(self) -> None:
         if self._open.first_seen is not None:
             self._ready = self._open.seal(self._ready)
-            self._open = _Pending()
+            self._open = PendingChanges()
 
     def _apply_locked(self, messages: list[tuple[str, ...]], now: float) -> bool:
         """Fold messages from the child into the pending state; True if one said "ready"."""
@@ -425,7 +348,7 @@ class VaultWatcher:
             if kind == "event":
                 _, event_type, src, dest, is_dir = message
                 if self._note(pending, src, is_dir=is_dir == "d") | (
-                    event_type == "moved" and self._note(pending, dest, is_dir=is_dir == "d")
+                    event_type == EVENT_TYPE_MOVED and self._note(pending, dest, is_dir=is_dir == "d")
                 ):
                     pending.touch(now)
             elif kind == "overflow":
@@ -438,7 +361,7 @@ class VaultWatcher:
                 self._error = message[1]
         return ready
 
-    def _note(self, pending: _Pending, path: str, *, is_dir: bool) -> bool:
+    def _note(self, pending: PendingChanges, path: str, *, is_dir: bool) -> bool:
         """Record one end of an event; True if it is a change the consumer wants."""
         if not path.startswith(self._prefix):
             if is_dir and path == self._watched:
@@ -450,147 +373,3 @@ class VaultWatcher:
             return False
         (pending.dirs if is_dir else pending.paths).add(rel)
         return True
-
-
-# -- the child process -------------------------------------------------------------
-
-
-# Without this filter watchdog also asks inotify for open and close-no-write events,
-# and with ~5,000 folders the kernel queue overflows at start and keeps overflowing.
-_EVENT_FILTER: list[type[FileSystemEvent]] = [
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileClosedEvent,
-    FileMovedEvent,
-    FileDeletedEvent,
-    DirCreatedEvent,
-    DirMovedEvent,
-    DirDeletedEvent,
-]
-
-
-class _Sender:
-    """Buffers messages from watchdog's threads and sends them to the parent in lists.
-
-    The observer thread only appends to a list, so a slow parent never stalls inotify
-    reading; while one list is being sent the next one grows, which batches bursts.
-    """
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self._buffer: list[tuple[str, ...]] = []
-        self._cond = threading.Condition()
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
-        self._thread.start()
-
-    def put(self, message: tuple[str, ...]) -> None:
-        with self._cond:
-            self._buffer.append(message)
-            self._cond.notify()
-
-    def close(self) -> None:
-        """Send what is buffered, then stop."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        self._thread.join(_STOP_TIMEOUT_S)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._buffer and not self._closed:
-                    self._cond.wait()
-                messages, self._buffer = self._buffer, []
-            if not messages:
-                return
-            try:
-                self._conn.send(messages)
-            except OSError:
-                return  # the parent is gone; the main loop sees EOF on the control pipe
-
-
-class _LogRelay(logging.Handler):
-    """Turns watchdog's warnings into "overflow" messages.
-
-    watchdog reports a kernel queue overflow only as a log warning ("Inotify queue
-    overflowed; ...", then again while it rebuilds the watches), never to a handler.
-    Any warning or error from watchdog means events may be missing, so all of them
-    ask the consumer to reconcile.
-    """
-
-    def __init__(self, sender: _Sender) -> None:
-        super().__init__(logging.WARNING)
-        self._sender = sender
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._sender.put(("overflow", f"watchdog: {record.getMessage()}"))
-        except Exception:
-            self.handleError(record)
-
-
-def _child_main(root: str, events_fd: int, control_fd: int) -> None:
-    """Entry point of the observer process (started by `VaultWatcher.start`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    # watchdog's bookkeeping noise when a folder that left the vault comes back
-    # (the kernel reuses its watch); no events are lost.
-    warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning)
-    _observe(root, Connection(events_fd, readable=False), Connection(control_fd, writable=False))
-
-
-def _observe(root: str, events: Connection, control: Connection) -> None:
-    """Watch `root`, relaying events to `events`, until `control` is closed."""
-    sender = _Sender(events)
-    crashed = threading.Event()
-
-    def on_thread_crash(args: threading.ExceptHookArgs) -> None:
-        thread = args.thread.name if args.thread is not None else "?"
-        sender.put(("error", f"watcher thread {thread} failed: {args.exc_value!r}"))
-        crashed.set()
-
-    threading.excepthook = on_thread_crash
-    watchdog_logger = logging.getLogger("watchdog")
-    watchdog_logger.addHandler(_LogRelay(sender))
-    watchdog_logger.setLevel(logging.WARNING)
-
-    class Relay(FileSystemEventHandler):
-        def on_any_event(self, event: FileSystemEvent) -> None:
-            sender.put(
-                (
-                    "event",
-                    event.event_type,
-                    os.fsdecode(event.src_path),
-                    os.fsdecode(event.dest_path),
-                    "d" if event.is_directory else "f",
-                )
-            )
-
-    observer = Observer()
-    failed = False
-    try:
-        observer.schedule(Relay(), root, recursive=True, event_filter=_EVENT_FILTER)
-        observer.start()  # returns once every folder has its inotify watch
-    except OSError as exc:
-        sender.put(("error", f"cannot watch {root}: {exc}"))
-        sender.close()
-        events.close()
-        raise SystemExit(1) from None
-    sender.put(("ready",))
-    try:
-        while not control.poll(0.5):  # readable = stop requested or the parent is gone
-            if crashed.is_set():
-                failed = True
-                break
-            if not observer.is_alive() or not all(e.is_alive() for e in observer.emitters):
-                sender.put(("error", f"the observer stopped (is {root} still there?)"))
-                failed = True
-                break
-    finally:
-        observer.stop()
-        observer.join(_STOP_TIMEOUT_S)
-        sender.close()
-        events.close()
-        control.close()
-    if failed:
-        raise SystemExit(1)

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from indexers.watcher import ChangeBatch
+from indexers.changes import ChangeBatch
 from pandafs.memory import Memory
 from pandafs.vault import Vault, file_lock
 from pandafs.watch import UPKEEP_JOBS, Upkeep, UpkeepJob, Watch, reconcile_dirs, watch_ignore
@@ -209,7 +209,7 @@ def test_the_periodic_reconcile_repairs_a_change_whose_event_was_lost(
 ) -> None:
     """The loop in-process: events under knowledge/lost/ never reach it (as if the kernel
     queue had overflowed), yet the file is indexed by the next periodic reconcile."""
-    import pandafs.watch as watch_module
+    import pandafs.watch._loop as watch_module
 
     real = watch_module.watch_ignore
     monkeypatch.setattr(

@@ -1,0 +1,173 @@
+"""The observer process: watchdog in a fresh interpreter, relaying raw events to the
+parent (`VaultWatcher`) down a pipe, in lists, until the parent closes the control pipe.
+
+It imports this module and watchdog, nothing more; why it is a separate process is
+told in `indexers.watcher`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import warnings
+from multiprocessing.connection import Connection
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+__all__ = ["STOP_TIMEOUT_S", "child_main"]
+
+STOP_TIMEOUT_S = 5.0
+
+# Without this filter watchdog also asks inotify for open and close-no-write events,
+# and with ~5,000 folders the kernel queue overflows at start and keeps overflowing.
+_EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+
+
+class _Sender:
+    """Buffers messages from watchdog's threads and sends them to the parent in lists.
+
+    The observer thread only appends to a list, so a slow parent never stalls inotify
+    reading; while one list is being sent the next one grows, which batches bursts.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._buffer: list[tuple[str, ...]] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
+        self._thread.start()
+
+    def put(self, message: tuple[str, ...]) -> None:
+        with self._cond:
+            self._buffer.append(message)
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Send what is buffered, then stop."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(STOP_TIMEOUT_S)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._buffer and not self._closed:
+                    self._cond.wait()
+                messages, self._buffer = self._buffer, []
+            if not messages:
+                return
+            try:
+                self._conn.send(messages)
+            except OSError:
+                return  # the parent is gone; the main loop sees EOF on the control pipe
+
+
+class _LogRelay(logging.Handler):
+    """Turns watchdog's warnings into "overflow" messages.
+
+    watchdog reports a kernel queue overflow only as a log warning ("Inotify queue
+    overflowed; ...", then again while it rebuilds the watches), never to a handler.
+    Any warning or error from watchdog means events may be missing, so all of them
+    ask the consumer to reconcile.
+    """
+
+    def __init__(self, sender: _Sender) -> None:
+        super().__init__(logging.WARNING)
+        self._sender = sender
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._sender.put(("overflow", f"watchdog: {record.getMessage()}"))
+        except Exception:
+            self.handleError(record)
+
+
+def child_main(root: str, events_fd: int, control_fd: int) -> None:
+    """Entry point of the observer process (started by `VaultWatcher.start`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # watchdog's bookkeeping noise when a folder that left the vault comes back
+    # (the kernel reuses its watch); no events are lost.
+    warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning)
+    _observe(root, Connection(events_fd, readable=False), Connection(control_fd, writable=False))
+
+
+def _observe(root: str, events: Connection, control: Connection) -> None:
+    """Watch `root`, relaying events to `events`, until `control` is closed."""
+    sender = _Sender(events)
+    crashed = threading.Event()
+
+    def on_thread_crash(args: threading.ExceptHookArgs) -> None:
+        thread = args.thread.name if args.thread is not None else "?"
+        sender.put(("error", f"watcher thread {thread} failed: {args.exc_value!r}"))
+        crashed.set()
+
+    threading.excepthook = on_thread_crash
+    watchdog_logger = logging.getLogger("watchdog")
+    watchdog_logger.addHandler(_LogRelay(sender))
+    watchdog_logger.setLevel(logging.WARNING)
+
+    class Relay(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            sender.put(
+                (
+                    "event",
+                    event.event_type,
+                    os.fsdecode(event.src_path),
+                    os.fsdecode(event.dest_path),
+                    "d" if event.is_directory else "f",
+                )
+            )
+
+    observer = Observer()
+    failed = False
+    try:
+        observer.schedule(Relay(), root, recursive=True, event_filter=_EVENT_FILTER)
+        observer.start()  # returns once every folder has its inotify watch
+    except OSError as exc:
+        sender.put(("error", f"cannot watch {root}: {exc}"))
+        sender.close()
+        events.close()
+        raise SystemExit(1) from None
+    sender.put(("ready",))
+    try:
+        while not control.poll(0.5):  # readable = stop requested or the parent is gone
+            if crashed.is_set():
+                failed = True
+                break
+            if not observer.is_alive() or not all(e.is_alive() for e in observer.emitters):
+                sender.put(("error", f"the observer stopped (is {root} still there?)"))
+                failed = True
+                break
+    finally:
+        observer.stop()
+        observer.join(STOP_TIMEOUT_S)
+        sender.close()
+        events.close()
+        control.close()
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,209 @@
+"""The claim folders of `inbox/.processing/`: taking a file into one, planning what it
+becomes, publishing it under the planned names, and clearing the folder away."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from events import atomic_write, is_temp_name
+from events.clock import utcnow
+from events.fsio import fsync_dir
+
+from ..vault import Vault, file_lock
+from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
+from ._parse import Rejection, validate_query
+from ._plan import ClaimPlan
+from ._turns import highest_turn
+
+PROCESSING = ".processing"
+LOCK_NAME = ".lock"
+PLAN = "plan.json"
+ANSWER = "answer.md"
+ERROR = "error.md"
+QUERY_DIR = "query"
+
+Log = Callable[[str], None]
+
+
+class ClaimFolders:
+    """The steps of `Inbox` that keep its claim folders (a mixin: `Inbox` holds the state)."""
+
+    vault: Vault
+    root: Path
+    dir: Path
+    processing: Path
+    lock_wait_s: float
+    _log: Log
+    _claims: int
+    _checkpoint: Callable[[str], None]
+
+    # -- locking and claims -----------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.processing.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox"):
+            yield
+
+    def has_claims(self) -> bool:
+        """True if `inbox/.processing/` holds claims (orphans, or ones waiting for a retry)."""
+        try:
+            with os.scandir(self.processing) as entries:
+                return any(not e.name.startswith(".") for e in entries)
+        except FileNotFoundError:
+            return False
+
+    def _claim_dirs(self) -> list[Path]:
+        try:
+            return sorted(
+                Path(e.path)
+                for e in os.scandir(self.processing)
+                if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+            )
+        except FileNotFoundError:
+            return []
+
+    def _new_claim_id(self) -> str:
+        self._claims += 1
+        return f"{time.time_ns():020d}-{os.getpid()}-{self._claims}"
+
+    def _claim(self, rel: str) -> Path | None:
+        """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it)."""
+        inner = rel.removeprefix("inbox/")
+        claim = self.processing / self._new_claim_id()
+        target = claim / QUERY_DIR / inner
+        target.parent.mkdir(parents=True)
+        try:
+            os.rename(self.root / rel, target)
+        except FileNotFoundError:
+            remove_empty_tree(claim)
+            return None
+        fsync_dir(target.parent)
+        fsync_dir((self.root / rel).parent)
+        self._checkpoint("claimed")
+        return claim
+
+    # -- step 2: read, validate, plan -------------------------------------------------
+
+    def _claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
+        base = claim / QUERY_DIR
+        if plan is not None:
+            path = base / plan.claimed
+            return path if path.is_file() else None
+        for dirpath, _, filenames in os.walk(base):
+            for name in filenames:
+                return Path(dirpath) / name
+        return None
+
+    def _read_plan(self, claim: Path) -> ClaimPlan | None:
+        try:
+            return ClaimPlan.model_validate_json((claim / PLAN).read_bytes())
+        except FileNotFoundError:
+            return None
+
+    def _write_plan(self, claim: Path, plan: ClaimPlan) -> None:
+        atomic_write(claim / PLAN, plan.model_dump_json(indent=1, exclude_none=True))
+
+    def _plan(self, claim: Path, query_path: Path) -> ClaimPlan:
+        claimed = query_path.relative_to(claim / QUERY_DIR).as_posix()
+        source = f"inbox/{claimed}"
+        verdict = validate_query(self.vault, source, query_path)
+        reserved = self._reserved(claim)
+        name = query_path.name
+        common = {
+            "claim": claim.name,
+            "source": source,
+            "claimed": claimed,
+            "planned_at": utcnow(),
+            "planned_fs_ns": time.time_ns(),
+        }
+        if isinstance(verdict, Rejection):
+            rejected = free_name(
+                self.dir / "rejected", rejected_name(name), reserved, companions=(".error.md",)
+            )
+            plan = ClaimPlan(
+                decision="reject",
+                reason=verdict.reason,
+                message=verdict.message,
+                hint=verdict.hint,
+                rejected=self.vault.rel(rejected),
+                **common,
+            )
+        else:
+            stem = name.rsplit(".", 1)[0] if "." in name else name
+            processed = free_name(self.dir / "processed", name, reserved)
+            answer = free_name(self.vault.layout.outbox / verdict.user, f"{stem}.md", reserved)
+            plan = ClaimPlan(
+                decision="answer",
+                user=verdict.user,
+                query_file=self.vault.rel(processed),
+                turn_key=self.vault.rel(processed),
+                answer=self.vault.rel(answer),
+                after=highest_turn(self.vault, verdict.user),
+                **common,
+            )
+        self._write_plan(claim, plan)
+        self._checkpoint("planned")
+        return plan
+
+    def _reserved(self, own: Path) -> set[str]:
+        """Names other claims in flight have planned to take."""
+        taken: set[str] = set()
+        for claim in self._claim_dirs():
+            if claim == own:
+                continue
+            plan = self._read_plan(claim)
+            if plan is None:
+                continue
+            for rel in (plan.query_file, plan.turn_key, plan.answer, plan.rejected):
+                if rel:
+                    taken.add(str(self.root / rel))
+            if plan.rejected:
+                taken.add(str(self.root / f"{plan.rejected}.error.md"))
+        return taken
+
+    # -- moving files without ever overwriting -----------------------------------------
+
+    def _publish_planned(
+        self,
+        claim: Path,
+        plan: ClaimPlan,
+        src: Path,
+        field_name: Literal["answer", "query_file", "rejected"],
+    ) -> ClaimPlan:
+        """Hard-link `src` to the planned name; if a stranger took it, plan another name."""
+        while True:
+            planned = getattr(plan, field_name)
+            assert planned is not None
+            dest = self.root / planned
+            if link_no_replace(src, dest):
+                return plan
+            fresh = free_name(
+                dest.parent,
+                dest.name,
+                self._reserved(claim),
+                companions=(".error.md",) if field_name == "rejected" else (),
+            )
+            self._log(f"{planned} appeared meanwhile; using {self.vault.rel(fresh)} instead")
+            plan = plan.model_copy(update={field_name: self.vault.rel(fresh)})
+            self._write_plan(claim, plan)
+
+    def _cleanup(self, claim: Path) -> None:
+        """Remove our own bookkeeping; anything unexpected stays (and is reported)."""
+        for path in (claim / ANSWER, claim / ERROR):
+            if path.exists():
+                return  # not published yet: keep (cannot happen after a finished claim)
+        for dirpath, _, filenames in os.walk(claim):
+            for name in filenames:
+                if is_temp_name(name):
+                    os.unlink(os.path.join(dirpath, name))
+        (claim / PLAN).unlink(missing_ok=True)
+        leftover = remove_empty_tree(claim)
+        if leftover:
+            self._log(f"left {self.vault.rel(claim)} in place: it still holds {leftover}")
+        self._checkpoint("cleaned")

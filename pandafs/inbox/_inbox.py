@@ -1,0 +1,391 @@
+"""The inbox's front: which files wait, when each has settled, and carrying every claim
+from whatever state it is in to answered, rejected or failed."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from events import atomic_write
+
+from ..assembly import open_memory
+from ..errors import Busy
+from ..memory import Memory
+from ..pipeline import Pipeline
+from ..vault import Vault
+from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, Log
+from ._outbox import answer_turn, explained, publish_explanation, render_answer, render_error
+from ._parse import RESERVED_FOLDERS, is_query_candidate
+from ._plan import ClaimPlan, Stuck
+from ._results import InboxReport, InboxResult
+from ._turns import TurnStarts, outcome_of
+
+
+class Inbox(ClaimFolders, TurnStarts):
+    """Claims, answers and files away the query files of one vault's `inbox/`.
+
+    `pending()` lists the files waiting (oldest first), `process(rel)` handles one,
+    `process_pending()` all of them, `recover()` finishes what a dead process left.
+    Not thread-safe: one `Inbox` per thread; processes coordinate through the lock.
+    """
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        memory: Memory | None = None,
+        pipeline: Pipeline | None = None,
+        settle_s: float = 1.0,
+        empty_grace_s: float = 30.0,
+        adopt_after_s: float = 5.0,
+        lock_wait_s: float = 30.0,
+        log: Log | None = None,
+    ) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.dir = vault.layout.inbox
+        self.processing = self.dir / PROCESSING
+        self.memory = memory or (pipeline.memory if pipeline is not None else open_memory(vault))
+        self._pipeline = pipeline
+        self._owns_pipeline = pipeline is None
+        self.settle_s = settle_s
+        self.empty_grace_s = empty_grace_s
+        self.adopt_after_s = adopt_after_s
+        self.lock_wait_s = lock_wait_s
+        self._log = log or (lambda line: None)
+        self._seen: dict[str, tuple[int, int, int, float]] = {}
+        self._retry_at: dict[str, tuple[int, float]] = {}
+        self._claims = 0
+
+    # -- services --------------------------------------------------------------------
+
+    @property
+    def pipeline(self) -> Pipeline:
+        if self._pipeline is None:
+            self._pipeline = Pipeline(self.vault, memory=self.memory)
+        return self._pipeline
+
+    def close(self) -> None:
+        if self._pipeline is not None and self._owns_pipeline:
+            self._pipeline.close()
+            self._pipeline = None
+
+    def __enter__(self) -> Inbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what is waiting ---------------------------------------------------------------
+
+    def pending(self) -> list[str]:
+        """Vault-relative paths of files waiting in the inbox, oldest first."""
+        found: list[tuple[int, str]] = []
+        try:
+            top = list(os.scandir(self.dir))
+        except FileNotFoundError:
+            return []
+        for entry in top:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name in RESERVED_FOLDERS:
+                    continue
+                try:
+                    inner = list(os.scandir(entry.path))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for sub in inner:
+                    rel = f"inbox/{entry.name}/{sub.name}"
+                    if sub.is_file(follow_symlinks=False) and is_query_candidate(rel):
+                        found.append((_mtime(sub), rel))
+            elif entry.is_file(follow_symlinks=False):
+                rel = f"inbox/{entry.name}"
+                if is_query_candidate(rel):
+                    found.append((_mtime(entry), rel))
+        return [rel for _, rel in sorted(found)]
+
+    def readiness(self, rel: str, *, final: bool = False) -> float | None:
+        """Seconds until `rel` may be claimed (0.0 = now); None if it is gone.
+
+        Settled means not written for `settle_s` — judged by its mtime, or, for a file
+        whose mtime is in the future, by seeing the same size and mtime that long.
+        """
+        try:
+            st = os.stat(self.root / rel)
+        except FileNotFoundError:
+            self._seen.pop(rel, None)
+            return None
+        now_m = time.monotonic()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        seen = self._seen.get(rel)
+        if seen is None or seen[:3] != key:
+            self._seen[rel] = (*key, now_m)
+            first = now_m
+        else:
+            first = seen[3]
+        quiet = max(time.time() - st.st_mtime, now_m - first)
+        needed = self.settle_s
+        if st.st_size == 0 and not final:
+            needed = max(needed, self.empty_grace_s)
+        return max(0.0, needed - quiet)
+
+    # -- processing --------------------------------------------------------------------
+
+    def process_pending(
+        self,
+        *,
+        final: bool = True,
+        max_wait_s: float | None = None,
+        on_result: Callable[[InboxResult], None] | None = None,
+    ) -> InboxReport:
+        """Finish orphaned claims, then handle every waiting file, oldest first.
+
+        `final=True` (what `watch --once` does) waits for young files to settle — for
+        at most `max_wait_s` in all (default: the larger of 5 s and 3 × settle_s; no
+        waiting when not final) — and rejects an empty file as soon as it has settled.
+        Files still unsettled then are reported as `deferred`, and so is everything
+        when another process holds the inbox past `lock_wait_s` (it is answering them).
+        """
+        report = InboxReport()
+        notify = on_result or (lambda result: None)
+
+        def add(results: list[InboxResult]) -> None:
+            report.results.extend(results)
+            for result in results:
+                notify(result)
+
+        if max_wait_s is None:
+            max_wait_s = max(5.0, 3 * self.settle_s) if final else 0.0
+        deadline = time.monotonic() + max_wait_s
+        try:
+            add(self.recover())
+            while True:
+                waits: list[float] = []
+                progressed = False
+                for rel in self.pending():
+                    wait = self.readiness(rel, final=final)
+                    if wait is None:
+                        continue
+                    if wait > 0:
+                        waits.append(wait)
+                        continue
+                    results = self.process(rel, final=final)
+                    add(results)
+                    progressed = progressed or bool(results)
+                if progressed:
+                    continue
+                remaining = deadline - time.monotonic()
+                if not waits or remaining <= 0:
+                    break
+                time.sleep(min(min(waits), remaining, 0.5))
+        except Busy as exc:
+            add([InboxResult(rel, "deferred", reason="busy", message=str(exc)) for rel in self.pending()])
+            return report
+        add(
+            [
+                InboxResult(
+                    rel,
+                    "deferred",
+                    reason="unsettled",
+                    message="still being written (or empty and young); left for later",
+                )
+                for rel in self.pending()
+                if self.readiness(rel, final=final)
+            ]
+        )
+        return report
+
+    def process(self, rel: str, *, final: bool = False) -> list[InboxResult]:
+        """Claim and handle one waiting file (after any orphaned claims).
+
+        Returns what became of them; empty if `rel` is gone or has not settled yet.
+        Raises `Busy` if another process holds the inbox longer than `lock_wait_s`.
+        """
+        if not is_query_candidate(rel):
+            raise ValueError(f"{rel} is not a place for query files")
+        wait = self.readiness(rel, final=final)
+        if wait is None or wait > 0:
+            return []
+        with self._locked():
+            results = self._recover_locked()
+            claim = self._claim(rel)
+            self._seen.pop(rel, None)
+            if claim is not None:
+                result = self._finish(claim, recovered=False)
+                if result is not None:
+                    results.append(result)
+        return results
+
+    def recover(self) -> list[InboxResult]:
+        """Finish every claim a dead process left in `inbox/.processing/`."""
+        if not self.has_claims():
+            return []
+        with self._locked():
+            return self._recover_locked()
+
+    def _recover_locked(self) -> list[InboxResult]:
+        results: list[InboxResult] = []
+        for claim in self._claim_dirs():
+            retry = self._retry_at.get(claim.name)
+            if retry is not None and time.monotonic() < retry[1]:
+                continue
+            result = self._finish(claim, recovered=True)
+            if result is not None:
+                results.append(result)
+        return results
+
+    # -- one claim, from whatever state it is in ----------------------------------------
+
+    def _finish(self, claim: Path, *, recovered: bool) -> InboxResult | None:
+        started = time.perf_counter()
+        try:
+            result = self._advance(claim, recovered)
+        except Stuck as exc:
+            result = self._failed(claim, str(exc), recovered)
+        except Exception as exc:  # kept in .processing and retried with a backoff
+            result = self._failed(claim, f"{type(exc).__name__}: {exc}", recovered)
+        else:
+            self._retry_at.pop(claim.name, None)
+        if result is None:
+            return None
+        return replace(result, seconds=time.perf_counter() - started)
+
+    def _failed(self, claim: Path, message: str, recovered: bool) -> InboxResult:
+        count = self._retry_at.get(claim.name, (0, 0.0))[0] + 1
+        delay = min(600.0, 5.0 * 2 ** (count - 1))
+        self._retry_at[claim.name] = (count, time.monotonic() + delay)
+        try:
+            plan = self._read_plan(claim)
+        except ValueError:
+            plan = None
+        source = plan.source if plan else f"inbox/{PROCESSING}/{claim.name}"
+        return InboxResult(
+            source,
+            "failed",
+            reason="error",
+            message=f"{message} (kept in {self.vault.rel(claim)}; retried in {delay:g} s)",
+            recovered=recovered,
+        )
+
+    def _advance(self, claim: Path, recovered: bool) -> InboxResult | None:
+        plan = self._read_plan(claim)
+        query_path = self._claimed_file(claim, plan)
+        if plan is None:
+            if query_path is None:  # died between creating the folder and the rename
+                self._cleanup(claim)
+                return None
+            plan = self._plan(claim, query_path)
+        if plan.decision == "reject":
+            return self._reject(claim, plan, query_path, recovered)
+        if query_path is None:  # answered and moved: only the cleanup was left
+            self._cleanup(claim)
+            return self._answered_earlier(plan, recovered)
+        return self._answer(claim, plan, query_path, recovered)
+
+    def _answered_earlier(self, plan: ClaimPlan, recovered: bool) -> InboxResult:
+        assert plan.user is not None and plan.query_file is not None
+        if not (self.root / plan.query_file).exists():
+            return InboxResult(
+                plan.source,
+                "failed",
+                reason="vanished",
+                message=f"the claimed copy of {plan.source} was removed from inbox/.processing/ "
+                "before it was answered (by hand?); nothing more can be done with it",
+                recovered=recovered,
+            )
+        found = self._find_turn(plan)
+        turn = found if isinstance(found, str) else None
+        return InboxResult(
+            plan.source,
+            "answered",
+            user=plan.user,
+            turn=turn,
+            outcome=outcome_of(self.vault, plan.user, turn) if turn else None,
+            answer=plan.answer,
+            query_file=plan.query_file,
+            recovered=recovered,
+        )
+
+    # -- rejection --------------------------------------------------------------------
+
+    def _reject(self, claim: Path, plan: ClaimPlan, query_path: Path | None, recovered: bool) -> InboxResult:
+        """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
+        if query_path is not None:
+            plan = self._publish_planned(claim, plan, query_path, "rejected")
+            query_path.unlink(missing_ok=True)
+            self._checkpoint("moved")
+        assert plan.rejected is not None
+        error_tmp = claim / ERROR
+        base = self.root / plan.rejected
+        done = explained(base, plan.claim)
+        if done is None and not error_tmp.exists():
+            atomic_write(error_tmp, render_error(plan))
+            self._checkpoint("error_written")
+        if done is None:
+            done = publish_explanation(error_tmp, base, plan.claim)
+            error_tmp.unlink(missing_ok=True)
+        self._cleanup(claim)
+        return InboxResult(
+            plan.source,
+            "rejected",
+            rejected=plan.rejected,
+            error_file=self.vault.rel(done),
+            reason=plan.reason,
+            message=plan.message,
+            recovered=recovered,
+        )
+
+    # -- answering --------------------------------------------------------------------
+
+    def _answer(self, claim: Path, plan: ClaimPlan, query_path: Path, recovered: bool) -> InboxResult:
+        assert plan.user is not None and plan.answer is not None
+        user = plan.user
+        answer_tmp = claim / ANSWER
+        found = self._find_turn(plan)
+        turn = found if isinstance(found, str) else None
+        published = (
+            turn is not None
+            and not answer_tmp.exists()
+            and answer_turn(self.root / plan.answer) == f"{user}/{turn}"
+        )
+        if not published:
+            if turn is None:
+                turn = self._start(plan, query_path, found)
+            result = self.pipeline.resume(user, turn)
+            self._checkpoint("turn_done")
+            if not answer_tmp.exists():
+                atomic_write(answer_tmp, render_answer(plan, result, self._read_query(plan, query_path)))
+            plan = self._publish_planned(claim, plan, answer_tmp, "answer")
+            answer_tmp.unlink(missing_ok=True)
+            self._checkpoint("answer_published")
+            outcome: str | None = result.outcome
+        else:
+            outcome = outcome_of(self.vault, user, turn) if turn else None
+        plan = self._publish_planned(claim, plan, query_path, "query_file")
+        query_path.unlink(missing_ok=True)
+        self._checkpoint("moved")
+        self._cleanup(claim)
+        return InboxResult(
+            plan.source,
+            "answered",
+            user=user,
+            turn=turn,
+            outcome=outcome,
+            answer=plan.answer,
+            query_file=plan.query_file,
+            recovered=recovered,
+        )
+
+    def _checkpoint(self, step: str) -> None:
+        """A named point between two steps (tests make a process die here)."""
+
+
+def _mtime(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime_ns
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,154 @@
+"""Deciding what a dropped file is: where queries may be dropped, and whether a file
+holds a question (and whose) or why it cannot."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from events import is_temp_name, parse_document, validate_user_id
+from events.errors import FrontmatterError, InvalidUserId, NotInVault
+from events.fsio import open_vault_file
+
+from ..pipeline.turn import MAX_QUERY_CHARS
+from ..vault import Vault
+
+QUERY_SUFFIXES = (".md", ".txt")
+RESERVED_FOLDERS = frozenset({"processed", "rejected"})
+"""Folders of `inbox/` that are not user folders (a user named so uses frontmatter)."""
+
+
+def is_query_candidate(rel_path: str) -> bool:
+    """True if a vault-relative path is where a query file may be dropped.
+
+    `inbox/NAME` and `inbox/FOLDER/NAME`, except `inbox/processed/`, `inbox/rejected/`,
+    hidden files and folders, and temporary files (`*.tmp`, `.swp`, `~`, `.part`...).
+    Any other extension is a candidate too: it is rejected with an explanation.
+    """
+    parts = rel_path.split("/")
+    if parts[0] != "inbox" or len(parts) not in (2, 3):
+        return False
+    if len(parts) == 3 and parts[1] in RESERVED_FOLDERS:
+        return False
+    name = parts[-1]
+    return not (
+        any(p.startswith(".") for p in parts)
+        or is_temp_name(name)
+        or name.startswith("~$")
+        or name.endswith(".crdownload")
+    )
+
+
+@dataclass(frozen=True)
+class Query:
+    user: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str
+    message: str
+    hint: str
+
+
+def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
+    """The question a claimed file holds and whose it is, or why it cannot be a query."""
+    cfg = vault.config.inbox
+    name = path.name
+    parts = source.split("/")
+    if not name.lower().endswith(QUERY_SUFFIXES):
+        return Rejection(
+            "wrong_extension",
+            f"`{name}` is not a .md or .txt file; the inbox only reads text queries",
+            "Save the question as a .md or .txt file and drop it into inbox/ again.",
+        )
+    try:  # the vault is the boundary: a link swapped in after the claim is never read
+        with open_vault_file(vault.root, path.relative_to(vault.root).as_posix()) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            raw = handle.read(cfg.max_bytes + 1)
+    except NotInVault as exc:
+        return Rejection(
+            "symlink",
+            f"the file {exc.reason}: PandaFS never reads through links",
+            "Copy the question into a plain file and drop it into inbox/ again.",
+        )
+    if size > cfg.max_bytes:
+        return Rejection(
+            "too_large",
+            f"the file is {size:,} bytes; query files may be at most {cfg.max_bytes:,} "
+            "bytes (`[inbox] max_bytes` in pandafs.toml)",
+            "Put only the question in the file (long material belongs in a document "
+            "under knowledge/), or raise `[inbox] max_bytes`.",
+        )
+    if size == 0:
+        return Rejection(
+            "empty",
+            "the file is empty",
+            "Write the question into the file, then drop it into inbox/ again.",
+        )
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        return Rejection(
+            "binary",
+            f"the file contains NUL bytes (the first at byte {nul:,}): it is not text",
+            "Save the question as plain UTF-8 text (.md or .txt).",
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return Rejection(
+            "binary",
+            f"the file is not UTF-8 text (invalid byte at offset {exc.start:,})",
+            "Save the question as plain UTF-8 text (.md or .txt).",
+        )
+    try:
+        parsed = parse_document(text, source)
+    except FrontmatterError as exc:
+        return Rejection(
+            "bad_frontmatter",
+            str(exc),
+            "Fix the YAML between the `---` lines (or remove it) and drop the file again.",
+        )
+    folder_user = parts[1] if len(parts) == 3 else None
+    fm_user = parsed.frontmatter.get("user")
+    if folder_user is not None and fm_user is not None and fm_user != folder_user:
+        return Rejection(
+            "user_conflict",
+            f"the file is in inbox/{folder_user}/ but its frontmatter says user: {fm_user!r}",
+            "Keep one of them: move the file or fix `user:` in the frontmatter.",
+        )
+    user = folder_user if folder_user is not None else fm_user
+    if user is None:
+        user = cfg.default_user
+    hint = (
+        "Put the file in inbox/<user>/ or set `user:` in its frontmatter to a valid user "
+        "id (lowercase letters, digits, '-' and '_')."
+    )
+    try:
+        validate_user_id(user)
+    except InvalidUserId as exc:
+        return Rejection("unknown_user", f"unknown user: {exc}", hint)
+    if cfg.allowed_users and user not in cfg.allowed_users:
+        allowed = ", ".join(cfg.allowed_users)
+        return Rejection(
+            "unknown_user",
+            f"unknown user {user!r}: not in `[inbox] allowed_users` ({allowed})",
+            hint.replace("a valid user id", "one of the allowed users")
+            + " Or add the user to `[inbox] allowed_users`.",
+        )
+    query = parsed.body.strip()
+    if not query:
+        return Rejection(
+            "empty",
+            "the file holds no question (only frontmatter or blank lines)",
+            "Write the question below the frontmatter, then drop it into inbox/ again.",
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        return Rejection(
+            "too_long",
+            f"the question is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})",
+            "Shorten the question; long material belongs in a document under knowledge/.",
+        )
+    return Query(user, query)

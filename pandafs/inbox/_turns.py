@@ -1,0 +1,154 @@
+"""Starting each claim's turn exactly once: find the turn a plan already started, adopt
+the empty folder a dead run allocated, or allocate a new one."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from events import EventWriter, read_log, repair_torn_tail, turn_name
+from events.errors import LogBusyError
+from events.layout import TURN_DIR_RE
+from events.schema import TornTailRepaired, TurnStarted
+
+from ..pipeline import Pipeline
+from ..turns import EVENTS_FILE
+from ..vault import Vault
+from ._parse import Rejection, validate_query
+from ._plan import ClaimPlan, Stuck
+
+ADOPT_PROBE_MISSES = 16
+
+
+def highest_turn(vault: Vault, user: str) -> int:
+    """A number every turn of `user` allocated from now on will exceed."""
+    turns = vault.layout.turns_dir(user)
+    try:
+        return max(0, int((turns / ".counter").read_text().strip()) - 1)
+    except (FileNotFoundError, ValueError):
+        pass
+    highest = 0
+    try:
+        for entry in os.scandir(turns):
+            match = TURN_DIR_RE.fullmatch(entry.name)
+            if match:
+                highest = max(highest, int(match.group(1)))
+    except FileNotFoundError:
+        pass
+    return highest
+
+
+def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
+    try:
+        meta = orjson.loads((vault.layout.turn_dir(user, turn) / "metadata.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    value = meta.get("outcome")
+    return value if isinstance(value, str) else None
+
+
+class TurnStarts:
+    """The steps of `Inbox` that start a claim's turn (a mixin: `Inbox` holds the state)."""
+
+    vault: Vault
+    adopt_after_s: float
+    _log: Callable[[str], None]
+
+    pipeline: Pipeline
+    _checkpoint: Callable[[str], None]
+
+    def _read_query(self, plan: ClaimPlan, query_path: Path) -> str:
+        verdict = validate_query(self.vault, plan.source, query_path)
+        if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
+            raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
+        return verdict.text
+
+    def _find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
+        """The turn started for this plan, or the empty turn folders that may be ours.
+
+        Probes the user's turn numbers above `plan.after` (allocation only goes up);
+        a folder with no complete event is a candidate: it is the one a dead process
+        allocated but never started, or one another writer is about to fill.
+        """
+        assert plan.user is not None
+        turns = self.vault.layout.turns_dir(plan.user)
+        empties: list[tuple[str, Path]] = []
+        number, misses = plan.after + 1, 0
+        while misses < ADOPT_PROBE_MISSES:
+            name = turn_name(number)
+            folder = turns / name
+            number += 1
+            if not folder.is_dir():
+                misses += 1
+                continue
+            misses = 0
+            log = read_log(folder / EVENTS_FILE)
+            if log.records:
+                first = log.records[0]
+                data = first.get("data") or {}
+                if first.get("type") == "turn_started" and data.get("inbox_file") == plan.turn_key:
+                    return name
+            else:
+                empties.append((name, folder))
+        return empties
+
+    def _start(self, plan: ClaimPlan, query_path: Path, found: str | list[tuple[str, Path]]) -> str:
+        """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
+        assert plan.user is not None
+        user = plan.user
+        query = self._read_query(plan, query_path)
+        candidates = found if isinstance(found, list) else []
+        planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
+        planned_ns = planned - 1_000_000_000
+        for turn, folder in candidates:
+            try:
+                mtime = folder.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if mtime < planned_ns:
+                continue
+            age = time.time() - mtime / 1e9
+            if age < self.adopt_after_s:  # maybe a live `ask` or import about to write
+                time.sleep(self.adopt_after_s - age)
+                if read_log(folder / EVENTS_FILE).records:
+                    continue
+            if self._begin(user, turn, plan, query):
+                self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
+                return turn
+        turn = self.vault.allocate_turns(user)[0]
+        self._checkpoint("allocated")
+        if not self._begin(user, turn, plan, query):
+            raise Stuck(f"{user}/{turn} was taken by another writer")
+        return turn
+
+    def _begin(self, user: str, turn: str, plan: ClaimPlan, query: str) -> bool:
+        """Write `turn_started` into an empty turn folder; False if another writer has it."""
+        path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
+        started = TurnStarted(
+            query=query,
+            source="inbox",
+            occurred_at=self.pipeline.clock(),
+            inbox_file=plan.turn_key,
+            backend=self.pipeline.backend.name,
+        )
+        try:
+            if not path.exists():
+                with EventWriter(path, user=user, turn=turn, new=True) as writer:
+                    writer.append(started)
+            else:
+                log = read_log(path)
+                if log.records:
+                    return False
+                moved = repair_torn_tail(path) if log.torn_tail is not None else 0
+                with EventWriter(path, user=user, turn=turn) as writer:
+                    writer.append(started)
+                    if moved:
+                        writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+        except (FileExistsError, LogBusyError):
+            return False
+        self._checkpoint("started")
+        return True

@@ -1,0 +1,239 @@
+"""Upkeep: the registry of jobs, when each is due, running them, and remembering when
+each last ran (`observability/upkeep.json`)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from events import atomic_write, format_ts
+from events.clock import utcnow
+
+from ..errors import Busy
+from ..vault import Vault, file_lock
+
+Log = Callable[[str], None]
+
+UPKEEP_FILE = "upkeep.json"
+
+
+@dataclass(frozen=True)
+class UpkeepJob:
+    """A scheduled job: the first of `targets` (`module:function`) that can be imported."""
+
+    name: str
+    what: str
+    targets: tuple[str, ...]
+
+    def resolve(self) -> Callable[..., Any] | str:
+        """The job's function, or why it is not available (yet)."""
+        reasons = []
+        for target in self.targets:
+            module_name, _, attr = target.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name is not None and module_name.startswith(exc.name):
+                    reasons.append(f"no module {module_name}")
+                    continue
+                raise  # the module exists but one of its imports is broken: a real error
+            fn = getattr(module, attr, None)
+            if callable(fn):
+                return fn
+            reasons.append(f"{module_name} has no {attr}()")
+        return "not available yet (" + "; ".join(reasons) + ")"
+
+
+UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
+    UpkeepJob(
+        "interrupted",
+        "close turns whose process died mid-way",
+        ("pandafs.pipeline.recovery:close_all_interrupted",),
+    ),
+    UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
+    UpkeepJob(
+        "promote",
+        "scope promotion / demotion",
+        ("pandafs.learning:promote", "pandafs.learning.promotion:promote"),
+    ),
+    UpkeepJob("prune", "expired 'new' documents to the archive", ("pandafs.learning:prune_expired",)),
+)
+
+
+@dataclass(frozen=True)
+class UpkeepResult:
+    job: str
+    status: str  # ok | error | unavailable
+    message: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "status": self.status,
+            "message": self.message,
+            "summary": self.summary,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def describe(self) -> str:
+        if self.status == "ok":
+            brief = ", ".join(
+                f"{k} {v}"
+                for k, v in self.summary.items()
+                if v and not isinstance(v, bool) and k != "seconds" and not k.endswith("_per_s")
+            )
+            return f"upkeep {self.job}: done in {self.seconds:.2f} s" + (f" ({brief})" if brief else "")
+        return f"upkeep {self.job}: {self.status}: {self.message}"
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    data = result.as_json() if hasattr(result, "as_json") else result
+    if not isinstance(data, dict):
+        return {} if data is None else {"result": str(data)[:200]}
+    brief: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, bool | int | float | str) or value is None:
+            brief[key] = value
+        elif isinstance(value, list | dict):
+            brief[key] = len(value)
+    return brief
+
+
+class Upkeep:
+    """Runs the upkeep jobs when due and remembers when each last ran."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        jobs: Sequence[UpkeepJob] = UPKEEP_JOBS,
+        interval_s: float | None = None,
+        clock: Callable[[], datetime] | None = None,
+        log: Log | None = None,
+    ) -> None:
+        self.vault = vault
+        self.jobs = tuple(jobs)
+        hours = vault.config.watch.upkeep_interval_hours
+        self.interval_s = hours * 3600.0 if interval_s is None else interval_s
+        self.clock = clock or (lambda: utcnow())
+        self.path = vault.layout.observability / UPKEEP_FILE
+        self._log = log or (lambda line: None)
+        self._unavailable_until: dict[str, float] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval_s > 0 and bool(self.jobs)
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = orjson.loads(self.path.read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return {}
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        return jobs if isinstance(jobs, dict) else {}
+
+    def _last_run(self, entry: dict[str, Any] | None) -> datetime | None:
+        if not entry or not isinstance(entry.get("last_run"), str):
+            return None
+        try:
+            return datetime.fromisoformat(entry["last_run"].replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    def due(self, now: datetime | None = None) -> list[UpkeepJob]:
+        """Jobs that never ran, or last ran `interval_s` ago or more."""
+        if not self.enabled:
+            return []
+        now = now or self.clock()
+        state = self.state()
+        due = []
+        for job in self.jobs:
+            if time.monotonic() < self._unavailable_until.get(job.name, 0.0):
+                continue
+            last = self._last_run(state.get(job.name))
+            if last is None or now - last >= timedelta(seconds=self.interval_s):
+                due.append(job)
+        return due
+
+    def seconds_until_due(self, now: datetime | None = None) -> float | None:
+        """Seconds until the next job is due (0 if one is); None if none ever will be."""
+        if not self.enabled:
+            return None
+        now = now or self.clock()
+        state = self.state()
+        waits = []
+        for job in self.jobs:
+            last = self._last_run(state.get(job.name))
+            retry = self._unavailable_until.get(job.name, 0.0) - time.monotonic()
+            if last is None:
+                waits.append(max(0.0, retry))
+            else:
+                waits.append(max(0.0, retry, self.interval_s - (now - last).total_seconds()))
+        return min(waits)
+
+    def run_due(self, now: datetime | None = None, *, force: bool = False) -> list[UpkeepResult]:
+        """Run every due job (all of them with `force`); record when each ran.
+
+        One process at a time (`observability/.upkeep.lock`): a `watch --once` from cron
+        beside a running `watch` skips what the other is doing rather than repeat it.
+        """
+        now = now or self.clock()
+        if not force and not self.due(now):
+            return []
+        try:
+            with file_lock(self.path.with_name(".upkeep.lock"), wait_s=0.0, what="upkeep"):
+                jobs = list(self.jobs) if force else self.due(now)
+                return [self._run(job, now) for job in jobs]
+        except Busy as exc:
+            self._log(f"upkeep skipped: {exc}")
+            return []
+
+    def _run(self, job: UpkeepJob, now: datetime) -> UpkeepResult:
+        started = time.perf_counter()
+        try:
+            fn = job.resolve()
+        except Exception as exc:
+            fn = f"cannot be imported: {type(exc).__name__}: {exc}"
+        if isinstance(fn, str):
+            self._unavailable_until[job.name] = time.monotonic() + max(self.interval_s, 60.0)
+            result = UpkeepResult(job.name, "unavailable", fn)
+            self._log(result.describe())
+            return result  # not recorded as run: it runs as soon as it exists
+        self._log(f"upkeep {job.name}: {job.what}…")
+        try:
+            accepted = inspect.signature(fn).parameters
+            kwargs = {"now": now} if "now" in accepted else {}
+            outcome = fn(self.vault, **kwargs)
+            result = UpkeepResult(
+                job.name, "ok", summary=_summary(outcome), seconds=time.perf_counter() - started
+            )
+        except Exception as exc:  # recorded and retried at the next interval
+            result = UpkeepResult(
+                job.name,
+                "error",
+                f"{type(exc).__name__}: {exc}",
+                seconds=time.perf_counter() - started,
+            )
+        self._record(job.name, result, now)
+        self._log(result.describe())
+        return result
+
+    def _record(self, name: str, result: UpkeepResult, now: datetime) -> None:
+        state = self.state()
+        state[name] = {
+            "last_run": format_ts(now),
+            "status": result.status,
+            "message": result.message,
+            "summary": result.summary,
+            "seconds": round(result.seconds, 3),
+        }
+        atomic_write(self.path, orjson.dumps({"jobs": state}, option=orjson.OPT_INDENT_2))
