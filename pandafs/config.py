@@ -1,32 +1,147 @@
-"""`pandafs.toml`: one pydantic model per section, defaults and their reasons in one place.
+"""`pandafs.toml`: one frozen dataclass per section, defaults and their reasons in one place.
 
 `render_default_config()` writes the commented file `pandafs init` creates from
-these models (every default written out, each with its description), so the file
+these classes (every default written out, each with its description), so the file
 and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
 an error that names them, so a typo never silently falls back to a default.
+
+Plain dataclasses checked by `_Section` rather than pydantic models: every command
+opens the vault and so loads this file, and building pydantic would cost `pandafs
+search` several times the search itself.  The checks are the few a TOML file needs —
+the annotated type (an int where a float is wanted becomes a float), `Literal`
+choices, `ge` / `le` / `gt` bounds, old key names (`aliases`), no unknown keys — and
+they run on construction too, so `TiersConfig(hot_turns=9)` fails like a bad file.
+`model_validate` / `model_dump` keep the names their callers knew.
 """
 
 from __future__ import annotations
 
 import json
 import tomllib
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from .errors import BadInput
 
-__all__ = ["Config", "load_config", "render_default_config"]
+__all__ = ["Config", "ConfigError", "load_config", "render_default_config"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ConfigError(BadInput):
+    """A value `pandafs.toml` (or a constructor) may not hold; `where` is its dotted key."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+        self.message = message
 
 
+def setting(
+    default: Any = MISSING,
+    *,
+    description: str,
+    factory: Any = MISSING,
+    ge: float | None = None,
+    le: float | None = None,
+    gt: float | None = None,
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """One key of a section: its default (or `factory`), what it means, its bounds."""
+    meta = {"description": description, "ge": ge, "le": le, "gt": gt, "aliases": aliases}
+    if factory is not MISSING:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _type_name(kind: Any) -> str:
+    return {int: "integer", float: "number", bool: "boolean", str: "string"}.get(kind, str(kind))
+
+
+def _coerce(value: Any, kind: Any, where: str) -> Any:
+    """`value` as the annotated `kind`, or ConfigError (messages worded like pydantic's)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if isinstance(kind, type) and issubclass(kind, _Section):
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, dict):
+            return kind.model_validate(value, where)
+        raise ConfigError(where, "Input should be a table (a [section] or {key = value})")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(where, "Input should be " + " or ".join(repr(a) for a in args))
+        return value
+    if origin is list:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(where, "Input should be a valid list")
+        return [_coerce(item, args[0], f"{where}.{i}") for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(where, "Input should be a valid dictionary (a table)")
+        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind is bool and type(value) is int and value in (0, 1):  # pydantic's lax booleans
+        return bool(value)
+    if isinstance(kind, type) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    raise ConfigError(where, f"Input should be a valid {_type_name(kind)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Section:
+    """A section of pandafs.toml: checked on construction; unknown keys are an error."""
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for spec in fields(self):
+            value = _coerce(getattr(self, spec.name), hints[spec.name], spec.name)
+            for bound, ok, word in (
+                ("ge", lambda v, b: v >= b, "greater than or equal to"),
+                ("le", lambda v, b: v <= b, "less than or equal to"),
+                ("gt", lambda v, b: v > b, "greater than"),
+            ):
+                limit = spec.metadata.get(bound)
+                if limit is not None and not ok(value, limit):
+                    raise ConfigError(spec.name, f"Input should be {word} {limit}")
+            object.__setattr__(self, spec.name, value)
+
+    @classmethod
+    def model_validate(cls, data: Any, where: str = "") -> Any:
+        """The section from a TOML table: keys by name (or an old alias), nothing unknown."""
+        if not isinstance(data, dict):
+            raise ConfigError(where, "Input should be a table")
+        prefix = f"{where}." if where else ""
+        known: dict[str, str] = {}
+        for spec in fields(cls):
+            for key in spec.metadata.get("aliases") or (spec.name,):
+                known.setdefault(key, spec.name)
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"{prefix}{key}", "Extra inputs are not permitted")
+            values.setdefault(known[key], value)
+        try:
+            return cls(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{prefix}{exc.where}", exc.message) from None
+
+    def model_dump(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RoleConfig(_Section):
-    model: str = Field("", description="model name for this role ('' = llm.model)")
-    temperature: float = Field(0.5, description="sampling temperature")
+    model: str = setting("", description="model name for this role ('' = llm.model)")
+    temperature: float = setting(0.5, description="sampling temperature")
 
 
 def _roles() -> dict[str, RoleConfig]:
@@ -37,102 +152,106 @@ def _roles() -> dict[str, RoleConfig]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
 class LLMConfig(_Section):
-    backend: Literal["offline", "openai"] = Field(
+    backend: Literal["offline", "openai"] = setting(
         "offline",
         description="'offline' (deterministic, no model) or 'openai' (any compatible server)",
     )
-    base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
-    model: str = Field("qwen3", description="default model name")
-    timeout_s: float = Field(60.0, description="per-request timeout in seconds")
-    max_retries: int = Field(3, description="retries on 429 / 5xx / connection errors")
-    backoff_s: float = Field(0.5, description="first retry delay; doubles each retry")
-    structured_output: Literal["json_schema", "json_object", "none"] = Field(
+    base_url: str = setting("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
+    api_key_env: str = setting("OPENAI_API_KEY", description="environment variable holding the API key")
+    model: str = setting("qwen3", description="default model name")
+    timeout_s: float = setting(60.0, description="per-request timeout in seconds")
+    max_retries: int = setting(3, description="retries on 429 / 5xx / connection errors")
+    backoff_s: float = setting(0.5, description="first retry delay; doubles each retry")
+    structured_output: Literal["json_schema", "json_object", "none"] = setting(
         "json_schema",
         description="response_format sent for JSON replies: 'json_schema' (vLLM, Ollama >= 0.5, "
         "llama.cpp server), 'json_object' (older servers), 'none' (prompt only)",
     )
-    roles: dict[str, RoleConfig] = Field(default_factory=_roles, description="REFLEX / MIND / VOICE")
+    roles: dict[str, RoleConfig] = setting(factory=_roles, description="REFLEX / MIND / VOICE")
 
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _keep_default_roles(cls, value: object) -> object:
-        """Setting one role in pandafs.toml must not drop the others."""
-        if isinstance(value, dict):
-            return {**_roles(), **value}
-        return value
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "roles", {**_roles(), **self.roles})  # setting one role keeps the others
 
 
+@dataclass(frozen=True, kw_only=True)
 class PipelineConfig(_Section):
-    max_revisions: int = Field(2, description="RETRY / REVISE loops before the turn fails")
-    context_tokens: int = Field(2000, description="cap of §2 Gathered Context, in tokens")
-    executor_max_steps: int = Field(6, description="tool calls the executor may make per attempt")
-    tool_tokens: int = Field(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
-    relevance_threshold: float = Field(
+    max_revisions: int = setting(2, description="RETRY / REVISE loops before the turn fails")
+    context_tokens: int = setting(2000, description="cap of §2 Gathered Context, in tokens")
+    executor_max_steps: int = setting(6, description="tool calls the executor may make per attempt")
+    tool_tokens: int = setting(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
+    relevance_threshold: float = setting(
         0.15, description="min normalised search score for a document to enter §2"
     )
-    max_sources: int = Field(6, description="documents the context gatherer cites at most")
+    max_sources: int = setting(6, description="documents the context gatherer cites at most")
 
 
+@dataclass(frozen=True, kw_only=True)
 class SearchConfig(_Section):
     """The ranking formula of `indexers.fulltext` (its module docstring shows it whole)."""
 
-    quality_weight: float = Field(0.5, description="score × (1 + w·(quality − 0.5))")
-    freshness_weight: float = Field(0.25, description="score × (1 + w·2^(−age/half_life))")
-    freshness_half_life_days: float = Field(30.0, description="age at which freshness is 1/2")
-    trust_weight: float = Field(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
-    topic_boost: float = Field(0.5, description="bonus factor for an exact topic match")
-    title_boost: float = Field(0.25, description="BM25 weight of the title (body = 1)")
-    keywords_boost: float = Field(1.5, description="BM25 weight of the keywords (body = 1)")
-    synonym_weight: float = Field(0.7, description="weight of a thesaurus synonym of a query word (0 = none)")
-    prefix_weight: float = Field(
+    quality_weight: float = setting(0.5, description="score × (1 + w·(quality − 0.5))")
+    freshness_weight: float = setting(0.25, description="score × (1 + w·2^(−age/half_life))")
+    freshness_half_life_days: float = setting(30.0, description="age at which freshness is 1/2")
+    trust_weight: float = setting(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
+    topic_boost: float = setting(0.5, description="bonus factor for an exact topic match")
+    title_boost: float = setting(0.25, description="BM25 weight of the title (body = 1)")
+    keywords_boost: float = setting(1.5, description="BM25 weight of the keywords (body = 1)")
+    synonym_weight: float = setting(
+        0.7, description="weight of a thesaurus synonym of a query word (0 = none)"
+    )
+    prefix_weight: float = setting(
         0.5, description="weight of another word form sharing a long prefix (0 = none)"
     )
-    spread_weight: float = Field(
+    spread_weight: float = setting(
         0.5, description="down-weights query words found on many days: (idf_days ratio)^w"
     )
-    neighbour_weight: float = Field(
+    neighbour_weight: float = setting(
         0.4, description="share of an adjacent turn's match a turn inherits, per query word"
     )
-    episode_weight: float = Field(
+    episode_weight: float = setting(
         0.2,
-        validation_alias=AliasChoices("episode_weight", "day_weight"),
+        aliases=("episode_weight", "day_weight"),
         description="share of its episode's coverage score a turn gets",
     )
-    expand_episodes: int = Field(
+    expand_episodes: int = setting(
         8,
-        validation_alias=AliasChoices("expand_episodes", "expand_days"),
+        aliases=("expand_episodes", "expand_days"),
         description="best episodes (conversations) whose turns are all scored (stage 2)",
     )
-    episode_gap_minutes: float = Field(
+    episode_gap_minutes: float = setting(
         30.0, description="a longer silence starts a new episode (turns without a session id)"
     )
-    latest_weight: float = Field(
+    latest_weight: float = setting(
         1.0,
         description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
     )
-    latest_band: float = Field(
+    latest_band: float = setting(
         0.4, description="episodes within this share of the best episode compete on time"
     )
-    episode_cap: int = Field(
+    episode_cap: int = setting(
         3,
-        validation_alias=AliasChoices("episode_cap", "day_cap"),
+        aliases=("episode_cap", "day_cap"),
         description="turns of one episode before every other hit (0 = no cap)",
     )
-    candidate_pool: int = Field(60, description="BM25 candidates of stage 1")
-    time_words: bool = Field(True, description='resolve "last week", "in May", "two months ago" in queries')
-    time_weight: float = Field(1.0, description="score × (1 + w) inside the window a query's time words name")
-    stop_words: bool = Field(True, description="drop stop words from queries")
-    framing: bool = Field(True, description="weigh question framing words (name, usually, like...) low")
-    word_forms: bool = Field(True, description="irregular verb forms and long-prefix word forms")
+    candidate_pool: int = setting(60, description="BM25 candidates of stage 1")
+    time_words: bool = setting(True, description='resolve "last week", "in May", "two months ago" in queries')
+    time_weight: float = setting(
+        1.0, description="score × (1 + w) inside the window a query's time words name"
+    )
+    stop_words: bool = setting(True, description="drop stop words from queries")
+    framing: bool = setting(True, description="weigh question framing words (name, usually, like...) low")
+    word_forms: bool = setting(True, description="irregular verb forms and long-prefix word forms")
 
 
+@dataclass(frozen=True, kw_only=True)
 class IndexConfig(_Section):
-    max_file_bytes: int = Field(5_000_000, description="larger files are skipped with a reason")
-    writer_wait_s: float = Field(30.0, description="how long a writer waits for the index lock")
-    writer_heap_mb: int = Field(128, description="tantivy writer heap")
-    batch_size: int = Field(1000, description="documents per commit in rebuild / import")
+    max_file_bytes: int = setting(5_000_000, description="larger files are skipped with a reason")
+    writer_wait_s: float = setting(30.0, description="how long a writer waits for the index lock")
+    writer_heap_mb: int = setting(128, description="tantivy writer heap")
+    batch_size: int = setting(1000, description="documents per commit in rebuild / import")
 
 
 IDENTITY_KEYS = (
@@ -159,51 +278,54 @@ IDENTITY_KEYS = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
 class TiersConfig(_Section):
-    hot_turns: int = Field(4, ge=3, le=5, description="the last N turns always in context (3-5)")
-    hot_tokens: int = Field(1500, ge=0, description="hot tier budget")
-    warm_tokens: int = Field(2000, ge=0, description="warm tier budget")
-    cold_tokens: int = Field(900, ge=0, description="cold tier budget (identity anchors first)")
-    warm_turns: int = Field(50, description="turns considered for the warm tier")
-    recency_lambda: float = Field(0.1, description="cold recency = e^(−λ·days)")
-    sample_every: int = Field(10, description="long histories: first turn, every Nth, last 5")
-    cold_candidates: int = Field(20, description="search hits ranked for the cold tier")
-    max_sampled: int = Field(60, description="long histories: at most ~this many sampled turns (N grows)")
-    identity_keys: list[str] = Field(
-        default_factory=lambda: list(IDENTITY_KEYS),
+    hot_turns: int = setting(4, ge=3, le=5, description="the last N turns always in context (3-5)")
+    hot_tokens: int = setting(1500, ge=0, description="hot tier budget")
+    warm_tokens: int = setting(2000, ge=0, description="warm tier budget")
+    cold_tokens: int = setting(900, ge=0, description="cold tier budget (identity anchors first)")
+    warm_turns: int = setting(50, description="turns considered for the warm tier")
+    recency_lambda: float = setting(0.1, description="cold recency = e^(−λ·days)")
+    sample_every: int = setting(10, description="long histories: first turn, every Nth, last 5")
+    cold_candidates: int = setting(20, description="search hits ranked for the cold tier")
+    max_sampled: int = setting(60, description="long histories: at most ~this many sampled turns (N grows)")
+    identity_keys: list[str] = setting(
+        factory=lambda: list(IDENTITY_KEYS),
         description="facts.md keys that are identity anchors (always in context); "
         "a line tagged #identity is one too",
     )
 
 
+@dataclass(frozen=True, kw_only=True)
 class ArchiveConfig(_Section):
-    age_days: int = Field(30, description="turns older than this may be archived")
-    force_age_days: int = Field(365, description="archived whatever their use")
-    max_recent_uses: int = Field(2, description="used/expanded more often than this stays live")
-    recent_window_days: int = Field(30, description="window for counting recent uses")
-    batch_size: int = Field(500, description="turns per Parquet file")
-    zstd_level: int = Field(3, description="Parquet zstd compression level")
-    expansions_to_restore: int = Field(3, description="expansions within the window that restore")
-    expansion_window_days: int = Field(30, description="window for counting expansions")
+    age_days: int = setting(30, description="turns older than this may be archived")
+    force_age_days: int = setting(365, description="archived whatever their use")
+    max_recent_uses: int = setting(2, description="used/expanded more often than this stays live")
+    recent_window_days: int = setting(30, description="window for counting recent uses")
+    batch_size: int = setting(500, description="turns per Parquet file")
+    zstd_level: int = setting(3, description="Parquet zstd compression level")
+    expansions_to_restore: int = setting(3, description="expansions within the window that restore")
+    expansion_window_days: int = setting(30, description="window for counting expansions")
 
 
+@dataclass(frozen=True, kw_only=True)
 class MemoryConfig(_Section):
-    new_ttl_hours: float = Field(24.0, description="'new' documents expire after this unless promoted")
-    user_trust: float = Field(0.5, description="new → user: trust at least")
-    user_usage: int = Field(3, description="new → user: usage at least")
-    user_age_hours: float = Field(1.0, description="new → user: age at least")
-    global_trust: float = Field(0.8, description="user → global: trust at least")
-    global_usage: int = Field(10, description="user → global: usage at least")
-    global_age_hours: float = Field(24.0, description="user → global: age at least")
-    demotion_min_verdicts: int = Field(
+    new_ttl_hours: float = setting(24.0, description="'new' documents expire after this unless promoted")
+    user_trust: float = setting(0.5, description="new → user: trust at least")
+    user_usage: int = setting(3, description="new → user: usage at least")
+    user_age_hours: float = setting(1.0, description="new → user: age at least")
+    global_trust: float = setting(0.8, description="user → global: trust at least")
+    global_usage: int = setting(10, description="user → global: usage at least")
+    global_age_hours: float = setting(24.0, description="user → global: age at least")
+    demotion_min_verdicts: int = setting(
         3, description="a document is demoted only after at least this many verdicts"
     )
-    publishers: list[str] = Field(
-        default_factory=list,
+    publishers: list[str] = setting(
+        factory=list,
         description="users who may publish a document to every user (save --scope global); "
         "empty: nobody. Memories are never shared automatically; research may be promoted",
     )
-    trust_prior_weight: float = Field(
+    trust_prior_weight: float = setting(
         2.0,
         gt=0,
         description="trust = (successes + w·quality) / (validations + w): how many "
@@ -211,32 +333,35 @@ class MemoryConfig(_Section):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
 class InboxConfig(_Section):
-    default_user: str = Field("me", description="user for files dropped straight into inbox/")
-    allowed_users: list[str] = Field(default_factory=list, description="if set, only these users")
-    max_bytes: int = Field(1_000_000, description="larger query files are rejected")
+    default_user: str = setting("me", description="user for files dropped straight into inbox/")
+    allowed_users: list[str] = setting(factory=list, description="if set, only these users")
+    max_bytes: int = setting(1_000_000, description="larger query files are rejected")
 
 
+@dataclass(frozen=True, kw_only=True)
 class WatchConfig(_Section):
-    debounce_ms: int = Field(250, description="quiet time before a batch of changes is processed")
-    max_delay_ms: int = Field(2000, description="a busy path is processed at least this often")
-    reconcile_interval_s: float = Field(300.0, description="periodic checksum reconcile scan")
-    upkeep_interval_hours: float = Field(24.0, description="archive policy + scope promotion")
+    debounce_ms: int = setting(250, description="quiet time before a batch of changes is processed")
+    max_delay_ms: int = setting(2000, description="a busy path is processed at least this often")
+    reconcile_interval_s: float = setting(300.0, description="periodic checksum reconcile scan")
+    upkeep_interval_hours: float = setting(24.0, description="archive policy + scope promotion")
 
 
+@dataclass(frozen=True, kw_only=True)
 class ResearchConfig(_Section):
-    search_url: str = Field("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
-    user_agent: str = Field(
+    search_url: str = setting("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
+    user_agent: str = setting(
         "PandaFS-research/0.1 (+https://github.com/pandafs; local assistant)",
         description="honest User-Agent sent with every request",
     )
-    timeout_s: float = Field(10.0, description="per-request timeout")
-    max_page_bytes: int = Field(2_000_000, description="pages larger than this are cut off")
-    max_results: int = Field(5, description="pages fetched per research call")
-    per_domain_concurrency: int = Field(1, description="parallel requests per domain")
-    per_domain_interval_s: float = Field(1.0, description="minimum gap between requests to a domain")
-    max_redirects: int = Field(5, description="redirects followed per page")
-    min_reliability: float = Field(0.2, description="domains below this are skipped")
+    timeout_s: float = setting(10.0, description="per-request timeout")
+    max_page_bytes: int = setting(2_000_000, description="pages larger than this are cut off")
+    max_results: int = setting(5, description="pages fetched per research call")
+    per_domain_concurrency: int = setting(1, description="parallel requests per domain")
+    per_domain_interval_s: float = setting(1.0, description="minimum gap between requests to a domain")
+    max_redirects: int = setting(5, description="redirects followed per page")
+    min_reliability: float = setting(0.2, description="domains below this are skipped")
 
 
 def _topics() -> dict[str, list[str]]:
@@ -256,19 +381,20 @@ def _topics() -> dict[str, list[str]]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
 class Config(_Section):
-    llm: LLMConfig = Field(default_factory=LLMConfig, description="language model backend")
-    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="turn pipeline")
-    search: SearchConfig = Field(default_factory=SearchConfig, description="unified search ranking")
-    index: IndexConfig = Field(default_factory=IndexConfig, description="full-text index")
-    tiers: TiersConfig = Field(default_factory=TiersConfig, description="hot / warm / cold context")
-    archive: ArchiveConfig = Field(default_factory=ArchiveConfig, description="cold storage")
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="TTL and scope promotion")
-    inbox: InboxConfig = Field(default_factory=InboxConfig, description="query files")
-    watch: WatchConfig = Field(default_factory=WatchConfig, description="file watcher")
-    research: ResearchConfig = Field(default_factory=ResearchConfig, description="internet.research")
-    topics: dict[str, list[str]] = Field(
-        default_factory=_topics, description="topic → keywords the offline analyzer maps to it"
+    llm: LLMConfig = setting(factory=LLMConfig, description="language model backend")
+    pipeline: PipelineConfig = setting(factory=PipelineConfig, description="turn pipeline")
+    search: SearchConfig = setting(factory=SearchConfig, description="unified search ranking")
+    index: IndexConfig = setting(factory=IndexConfig, description="full-text index")
+    tiers: TiersConfig = setting(factory=TiersConfig, description="hot / warm / cold context")
+    archive: ArchiveConfig = setting(factory=ArchiveConfig, description="cold storage")
+    memory: MemoryConfig = setting(factory=MemoryConfig, description="TTL and scope promotion")
+    inbox: InboxConfig = setting(factory=InboxConfig, description="query files")
+    watch: WatchConfig = setting(factory=WatchConfig, description="file watcher")
+    research: ResearchConfig = setting(factory=ResearchConfig, description="internet.research")
+    topics: dict[str, list[str]] = setting(
+        factory=_topics, description="topic → keywords the offline analyzer maps to it"
     )
 
 
@@ -281,10 +407,8 @@ def load_config(path: Path) -> Config:
         raise BadInput(f"{path}: not valid TOML: {exc}") from None
     try:
         return Config.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BadInput(f"{path}: {where}: {first['msg']}") from None
+    except ConfigError as exc:
+        raise BadInput(f"{path}: {exc}") from None
 
 
 def _toml_value(value: Any) -> str:
@@ -299,21 +423,20 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def _render_section(name: str, model: BaseModel, out: list[str]) -> None:
-    description = type(model).model_fields
+def _render_section(name: str, section: _Section, out: list[str]) -> None:
     out.append(f"[{name}]")
     nested: list[tuple[str, Any]] = []
-    for field_name, info in description.items():
-        value = getattr(model, field_name)
-        if isinstance(value, BaseModel) or (isinstance(value, dict)):
-            nested.append((field_name, value))
+    for spec in fields(section):
+        value = getattr(section, spec.name)
+        if isinstance(value, _Section | dict):
+            nested.append((spec.name, value))
             continue
-        if info.description:
-            out.append(f"# {info.description}")
-        out.append(f"{field_name} = {_toml_value(value)}")
+        if spec.metadata.get("description"):
+            out.append(f"# {spec.metadata['description']}")
+        out.append(f"{spec.name} = {_toml_value(value)}")
     out.append("")
     for field_name, value in nested:
-        if isinstance(value, BaseModel):
+        if isinstance(value, _Section):
             _render_section(f"{name}.{field_name}", value, out)
         else:
             for key, item in value.items():
@@ -327,13 +450,13 @@ def render_default_config() -> str:
         "# change what you need. A key PandaFS does not know is an error that names it.",
         "",
     ]
-    for name, info in Config.model_fields.items():
-        value = getattr(config, name)
-        out.append(f"# --- {info.description} ---")
-        if isinstance(value, BaseModel):
-            _render_section(name, value, out)
+    for spec in fields(Config):
+        value = getattr(config, spec.name)
+        out.append(f"# --- {spec.metadata['description']} ---")
+        if isinstance(value, _Section):
+            _render_section(spec.name, value, out)
         else:
-            out.append(f"[{name}]")
+            out.append(f"[{spec.name}]")
             for key, words in value.items():
                 out.append(f"{json.dumps(key)} = {_toml_value(words)}")
             out.append("")
