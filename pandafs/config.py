@@ -1,11 +1,11 @@
-"""`pandafs.toml`: one frozen dataclass per section, defaults and their reasons in one place.
+"""`pandafs.toml`: one frozen settings class per section, defaults and their reasons in one place.
 
 `render_default_config()` writes the commented file `pandafs init` creates from
 these classes (every default written out, each with its description), so the file
 and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
 an error that names them, so a typo never silently falls back to a default.
 
-Plain dataclasses checked by `_Section` rather than pydantic models: every command
+Plain `_Section` classes rather than pydantic models: every command
 opens the vault and so loads this file, and building pydantic would cost `pandafs
 search` several times the search itself.  The checks are the few a TOML file needs —
 the annotated type (an int where a float is wanted becomes a float), `Literal`
@@ -14,19 +14,19 @@ they run on construction too, so `TiersConfig(hot_turns=9)` fails like a bad fil
 `model_validate` / `model_dump` keep the names their callers knew.
 """
 
-from __future__ import annotations
-
 import json
 import tomllib
 import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields
-from functools import cache
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from .errors import BadInput
 
 __all__ = ["Config", "ConfigError", "load_config", "render_default_config"]
+
+# No `from __future__ import annotations` here: the checks read the annotations as
+# types, and resolving strings (typing.get_type_hints) compiles each one.
 
 
 class ConfigError(BadInput):
@@ -38,26 +38,47 @@ class ConfigError(BadInput):
         self.message = message
 
 
+class Setting:
+    """One key of a section: its default (or `factory`), what it means, its bounds."""
+
+    __slots__ = ("aliases", "default", "description", "factory", "ge", "gt", "kind", "le", "name")
+
+    def __init__(
+        self, default: Any, factory: Callable[[], Any] | None, description: str, **checks: Any
+    ) -> None:
+        self.default, self.factory, self.description = default, factory, description
+        self.ge, self.le, self.gt = checks["ge"], checks["le"], checks["gt"]
+        self.aliases: tuple[str, ...] = checks["aliases"]
+        self.name = ""
+        self.kind: Any = None
+
+    def initial(self) -> Any:
+        return self.factory() if self.factory is not None else self.default
+
+    def check(self, value: Any) -> Any:
+        value = _coerce(value, self.kind, self.name)
+        for limit, ok, word in (
+            (self.ge, lambda v, b: v >= b, "greater than or equal to"),
+            (self.le, lambda v, b: v <= b, "less than or equal to"),
+            (self.gt, lambda v, b: v > b, "greater than"),
+        ):
+            if limit is not None and not ok(value, limit):
+                raise ConfigError(self.name, f"Input should be {word} {limit}")
+        return value
+
+
 def setting(
-    default: Any = MISSING,
+    default: Any = None,
     *,
     description: str,
-    factory: Any = MISSING,
+    factory: Callable[[], Any] | None = None,
     ge: float | None = None,
     le: float | None = None,
     gt: float | None = None,
     aliases: tuple[str, ...] = (),
 ) -> Any:
-    """One key of a section: its default (or `factory`), what it means, its bounds."""
-    meta = {"description": description, "ge": ge, "le": le, "gt": gt, "aliases": aliases}
-    if factory is not MISSING:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """Declare a key of a `_Section` subclass (typed `Any` so `x: int = setting(...)` reads well)."""
+    return Setting(default, factory, description, ge=ge, le=le, gt=gt, aliases=aliases)
 
 
 def _type_name(kind: Any) -> str:
@@ -96,23 +117,58 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
     raise ConfigError(where, f"Input should be a valid {_type_name(kind)}")
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Section:
-    """A section of pandafs.toml: checked on construction; unknown keys are an error."""
+def _dump(value: Any) -> Any:
+    if isinstance(value, _Section):
+        return value.model_dump()
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    return value
 
-    def __post_init__(self) -> None:
-        hints = _hints(type(self))
-        for spec in fields(self):
-            value = _coerce(getattr(self, spec.name), hints[spec.name], spec.name)
-            for bound, ok, word in (
-                ("ge", lambda v, b: v >= b, "greater than or equal to"),
-                ("le", lambda v, b: v <= b, "less than or equal to"),
-                ("gt", lambda v, b: v > b, "greater than"),
-            ):
-                limit = spec.metadata.get(bound)
-                if limit is not None and not ok(value, limit):
-                    raise ConfigError(spec.name, f"Input should be {word} {limit}")
-            object.__setattr__(self, spec.name, value)
+
+class _Section:
+    """A section of pandafs.toml: immutable, keyword-only, checked on construction.
+
+    Not a dataclass: generating each class's methods compiles code, and every command
+    pays for it at start-up.
+    """
+
+    settings: typing.ClassVar[dict[str, Setting]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.settings = {}
+        for name, kind in cls.__dict__.get("__annotations__", {}).items():
+            spec = cls.__dict__.get(name)
+            if isinstance(spec, Setting):
+                spec.name, spec.kind = name, kind
+                cls.settings[name] = spec
+                delattr(cls, name)  # instances hold the values
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(self.settings))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        for name, spec in self.settings.items():
+            value = values[name] if name in values else spec.initial()
+            object.__setattr__(self, name, spec.check(value))
+        self._after_init()
+
+    def _after_init(self) -> None:
+        """What a section adds once its values are checked."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self), *(repr(v) for v in vars(self).values())))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
     @classmethod
     def model_validate(cls, data: Any, where: str = "") -> Any:
@@ -121,8 +177,8 @@ class _Section:
             raise ConfigError(where, "Input should be a table")
         prefix = f"{where}." if where else ""
         known: dict[str, str] = {}
-        for spec in fields(cls):
-            for key in spec.metadata.get("aliases") or (spec.name,):
+        for spec in cls.settings.values():
+            for key in spec.aliases or (spec.name,):
                 known.setdefault(key, spec.name)
         values: dict[str, Any] = {}
         for key, value in data.items():
@@ -135,10 +191,9 @@ class _Section:
             raise ConfigError(f"{prefix}{exc.where}", exc.message) from None
 
     def model_dump(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: _dump(value) for name, value in vars(self).items()}
 
 
-@dataclass(frozen=True, kw_only=True)
 class RoleConfig(_Section):
     model: str = setting("", description="model name for this role ('' = llm.model)")
     temperature: float = setting(0.5, description="sampling temperature")
@@ -152,7 +207,6 @@ def _roles() -> dict[str, RoleConfig]:
     }
 
 
-@dataclass(frozen=True, kw_only=True)
 class LLMConfig(_Section):
     backend: Literal["offline", "openai"] = setting(
         "offline",
@@ -171,12 +225,10 @@ class LLMConfig(_Section):
     )
     roles: dict[str, RoleConfig] = setting(factory=_roles, description="REFLEX / MIND / VOICE")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _after_init(self) -> None:
         object.__setattr__(self, "roles", {**_roles(), **self.roles})  # setting one role keeps the others
 
 
-@dataclass(frozen=True, kw_only=True)
 class PipelineConfig(_Section):
     max_revisions: int = setting(2, description="RETRY / REVISE loops before the turn fails")
     context_tokens: int = setting(2000, description="cap of §2 Gathered Context, in tokens")
@@ -188,7 +240,6 @@ class PipelineConfig(_Section):
     max_sources: int = setting(6, description="documents the context gatherer cites at most")
 
 
-@dataclass(frozen=True, kw_only=True)
 class SearchConfig(_Section):
     """The ranking formula of `indexers.fulltext` (its module docstring shows it whole)."""
 
@@ -246,7 +297,6 @@ class SearchConfig(_Section):
     word_forms: bool = setting(True, description="irregular verb forms and long-prefix word forms")
 
 
-@dataclass(frozen=True, kw_only=True)
 class IndexConfig(_Section):
     max_file_bytes: int = setting(5_000_000, description="larger files are skipped with a reason")
     writer_wait_s: float = setting(30.0, description="how long a writer waits for the index lock")
@@ -278,7 +328,6 @@ IDENTITY_KEYS = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
 class TiersConfig(_Section):
     hot_turns: int = setting(4, ge=3, le=5, description="the last N turns always in context (3-5)")
     hot_tokens: int = setting(1500, ge=0, description="hot tier budget")
@@ -296,7 +345,6 @@ class TiersConfig(_Section):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
 class ArchiveConfig(_Section):
     age_days: int = setting(30, description="turns older than this may be archived")
     force_age_days: int = setting(365, description="archived whatever their use")
@@ -308,7 +356,6 @@ class ArchiveConfig(_Section):
     expansion_window_days: int = setting(30, description="window for counting expansions")
 
 
-@dataclass(frozen=True, kw_only=True)
 class MemoryConfig(_Section):
     new_ttl_hours: float = setting(24.0, description="'new' documents expire after this unless promoted")
     user_trust: float = setting(0.5, description="new → user: trust at least")
@@ -333,14 +380,12 @@ class MemoryConfig(_Section):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
 class InboxConfig(_Section):
     default_user: str = setting("me", description="user for files dropped straight into inbox/")
     allowed_users: list[str] = setting(factory=list, description="if set, only these users")
     max_bytes: int = setting(1_000_000, description="larger query files are rejected")
 
 
-@dataclass(frozen=True, kw_only=True)
 class WatchConfig(_Section):
     debounce_ms: int = setting(250, description="quiet time before a batch of changes is processed")
     max_delay_ms: int = setting(2000, description="a busy path is processed at least this often")
@@ -348,7 +393,6 @@ class WatchConfig(_Section):
     upkeep_interval_hours: float = setting(24.0, description="archive policy + scope promotion")
 
 
-@dataclass(frozen=True, kw_only=True)
 class ResearchConfig(_Section):
     search_url: str = setting("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
     user_agent: str = setting(
@@ -381,7 +425,6 @@ def _topics() -> dict[str, list[str]]:
     }
 
 
-@dataclass(frozen=True, kw_only=True)
 class Config(_Section):
     llm: LLMConfig = setting(factory=LLMConfig, description="language model backend")
     pipeline: PipelineConfig = setting(factory=PipelineConfig, description="turn pipeline")
@@ -426,13 +469,13 @@ def _toml_value(value: Any) -> str:
 def _render_section(name: str, section: _Section, out: list[str]) -> None:
     out.append(f"[{name}]")
     nested: list[tuple[str, Any]] = []
-    for spec in fields(section):
+    for spec in section.settings.values():
         value = getattr(section, spec.name)
         if isinstance(value, _Section | dict):
             nested.append((spec.name, value))
             continue
-        if spec.metadata.get("description"):
-            out.append(f"# {spec.metadata['description']}")
+        if spec.description:
+            out.append(f"# {spec.description}")
         out.append(f"{spec.name} = {_toml_value(value)}")
     out.append("")
     for field_name, value in nested:
@@ -450,9 +493,9 @@ def render_default_config() -> str:
         "# change what you need. A key PandaFS does not know is an error that names it.",
         "",
     ]
-    for spec in fields(Config):
+    for spec in Config.settings.values():
         value = getattr(config, spec.name)
-        out.append(f"# --- {spec.metadata['description']} ---")
+        out.append(f"# --- {spec.description} ---")
         if isinstance(value, _Section):
             _render_section(spec.name, value, out)
         else:
