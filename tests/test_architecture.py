@@ -104,6 +104,7 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
     ]
     if args == ["--help"]:  # the command list comes from `COMMANDS`: no command module, no index
         heavy += ["pandafs.cli.memory", "pandafs.memory", "pandafs.config", "tantivy"]
+        heavy += ["events.layout", "orjson"]
     probe = (
         "import sys\n"
         "from pandafs.cli import main\n"
