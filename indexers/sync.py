@@ -26,7 +26,9 @@ import orjson
 from events import classify, is_real_dir
 
 from .documents import IndexDoc, Skipped, load_index_doc
-from .fulltext import FullTextIndex, IndexBatch, StateEntry
+from .fulltext import FullTextIndex
+from .state import StateEntry
+from .writer import IndexBatch
 
 __all__ = [
     "SyncReport",

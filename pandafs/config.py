@@ -241,7 +241,7 @@ class PipelineConfig(_Section):
 
 
 class SearchConfig(_Section):
-    """The ranking formula of `indexers.fulltext` (its module docstring shows it whole)."""
+    """The ranking formula of `indexers.ranking` (its module docstring shows it whole)."""
 
     quality_weight: float = setting(0.5, description="score × (1 + w·(quality − 0.5))")
     freshness_weight: float = setting(0.25, description="score × (1 + w·2^(−age/half_life))")

@@ -77,6 +77,7 @@ from events.fsio import fsync_dir, open_vault_file
 from events.layout import TURN_DIR_RE
 from events.schema import TornTailRepaired, TurnStarted
 
+from .assembly import open_memory
 from .errors import Busy
 from .memory import Memory
 from .pipeline import Pipeline, TurnResult
@@ -280,7 +281,7 @@ class Inbox:
         self.root = vault.root
         self.dir = vault.layout.inbox
         self.processing = self.dir / PROCESSING
-        self.memory = memory or (pipeline.memory if pipeline is not None else Memory(vault))
+        self.memory = memory or (pipeline.memory if pipeline is not None else open_memory(vault))
         self._pipeline = pipeline
         self._owns_pipeline = pipeline is None
         self.settle_s = settle_s

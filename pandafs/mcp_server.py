@@ -41,8 +41,8 @@ from events import classify, validate_user_id
 from events.errors import EventsError
 from indexers.errors import IndexingError
 
+from .assembly import open_memory
 from .errors import BadInput, PandaError
-from .memory import Memory
 from .vault import Vault
 
 __all__ = ["RESOURCE_PREFIX", "build_server", "visible_path"]
@@ -117,7 +117,7 @@ def build_server(vault: Vault, user: str) -> Any:
     from mcp.types import Resource, ToolAnnotations
 
     validate_user_id(user)
-    memory = Memory(vault)
+    memory = open_memory(vault)
     lock = threading.Lock()
     research = bool(vault.config.research.search_url)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import learning
-from .memory import Memory
+from .assembly import open_memory
 from .research.reliability import ReliabilityTable
 from .vault import Vault
 
@@ -29,7 +29,7 @@ def rebuild_all(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    memory = Memory(vault)
+    memory = open_memory(vault)
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
     if user is None:

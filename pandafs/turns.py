@@ -8,6 +8,8 @@ reports drift — a hand edit or a missing file — and changes nothing.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from events import (
     turn_number,
     validate_user_id,
 )
+from events.fsio import TMP_PREFIX
 
 from .errors import BadInput
 from .links import same_but_turn_links
@@ -35,13 +38,19 @@ __all__ = [
     "ReplayReport",
     "TurnRef",
     "cut_tail_of",
+    "is_abandoned",
     "iter_turns",
     "load_view",
     "project",
+    "remove_abandoned",
     "replay",
 ]
 
 EVENTS_FILE = "events.jsonl"
+
+# An empty turn folder younger than this may be a live `ask` about to write its first
+# event (the inbox waits 5 s before adopting one); older ones are abandoned.
+ABANDONED_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -187,3 +196,37 @@ def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> R
             project(ref, view)
             report.rewritten.extend(d.path for d in drift)
     return report
+
+
+def is_abandoned(ref: TurnRef) -> bool:
+    """A turn folder whose writer died before its first event: nothing in it, or only
+    an empty `events.jsonl` and our temporary files."""
+    try:
+        entries = list(os.scandir(ref.path))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        if entry.name == EVENTS_FILE and entry.is_file(follow_symlinks=False):
+            if entry.stat(follow_symlinks=False).st_size:
+                return False
+        elif not (entry.name.startswith(TMP_PREFIX) and entry.is_file(follow_symlinks=False)):
+            return False
+    return True
+
+
+def remove_abandoned(ref: TurnRef, min_age_s: float = ABANDONED_AFTER_S) -> bool:
+    """Remove an abandoned turn folder, unless it is young enough to be a live writer's
+    (`ask` allocates the folder a moment before its first event)."""
+    try:
+        age = time.time() - ref.path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < min_age_s or not is_abandoned(ref):
+        return False
+    for entry in os.scandir(ref.path):
+        os.unlink(entry.path)
+    try:
+        ref.path.rmdir()
+    except OSError:
+        return False  # a writer arrived meanwhile: leave it
+    return True

@@ -34,7 +34,6 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,33 +51,19 @@ from events import (
     repair_torn_tail,
 )
 from events.errors import EventsError
-from events.fsio import TMP_PREFIX
 from events.layout import effective_scope
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.sync import scan_documents
 
+from . import archive, learning, pipeline
+from .assembly import open_memory
+from .checks import Checker, Problem
 from .memory import Memory
-from .turns import EVENTS_FILE, TurnRef, cut_tail_of, drift_of, iter_turns, project
+from .turns import TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import Vault
 
-__all__ = ["Problem", "VerifyReport", "verify_vault"]
-
-# An empty turn folder younger than this may be a live `ask` about to write its first
-# event (the inbox waits 5 s before adopting one); older ones are abandoned.
-ABANDONED_AFTER_S = 30.0
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    kind: str
-    message: str
-    repaired: bool = False
-    """Set by a checker that fixed it under `--repair`: listed as a repair, not a problem."""
-
-    def as_json(self) -> dict[str, str]:
-        return {"path": self.path, "kind": self.kind, "message": self.message}
+__all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "verify_vault"]
 
 
 @dataclass
@@ -102,17 +87,14 @@ class VerifyReport:
         }
 
 
-Checker = Callable[[Vault, bool], Iterable[Problem]]
-
-
 def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport) -> None:
     rel = vault.rel(ref.path) + "/events.jsonl"
     if ref.events_path.is_symlink():
         report.problems.append(Problem(rel, "unreadable", "events.jsonl is a symbolic link (never followed)"))
         return
-    if _is_abandoned(ref):
+    if is_abandoned(ref):
         empty = Problem(vault.rel(ref.path), "empty_turn", "turn folder holds no events")
-        if repair and _remove_abandoned(ref):
+        if repair and remove_abandoned(ref):
             report.repaired.append(Problem(empty.path, empty.kind, "removed the empty turn folder"))
         else:
             report.problems.append(empty)
@@ -182,40 +164,6 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             report.problems.append(problem)
 
 
-def _is_abandoned(ref: TurnRef) -> bool:
-    """A turn folder whose writer died before its first event: nothing in it, or only
-    an empty `events.jsonl` and our temporary files."""
-    try:
-        entries = list(os.scandir(ref.path))
-    except FileNotFoundError:
-        return False
-    for entry in entries:
-        if entry.name == EVENTS_FILE and entry.is_file(follow_symlinks=False):
-            if entry.stat(follow_symlinks=False).st_size:
-                return False
-        elif not (entry.name.startswith(TMP_PREFIX) and entry.is_file(follow_symlinks=False)):
-            return False
-    return True
-
-
-def _remove_abandoned(ref: TurnRef, min_age_s: float = ABANDONED_AFTER_S) -> bool:
-    """Remove an abandoned turn folder, unless it is young enough to be a live writer's
-    (`ask` allocates the folder a moment before its first event)."""
-    try:
-        age = time.time() - ref.path.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if age < min_age_s or not _is_abandoned(ref):
-        return False
-    for entry in os.scandir(ref.path):
-        os.unlink(entry.path)
-    try:
-        ref.path.rmdir()
-    except OSError:
-        return False  # a writer arrived meanwhile: leave it
-    return True
-
-
 def _note_repair(ref: TurnRef, moved: int) -> None:
     """Record the repair in the turn's own log so its history says what happened."""
     from events import EventWriter
@@ -231,7 +179,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
     what a reconcile cannot fix (a skipped file, a symlink) stays a problem.
     """
-    memory = Memory(vault)
+    memory = open_memory(vault)
     found = _index_problems(vault, memory)
     if not repair or not any(p.kind == "index_stale" for p in found):
         return found
@@ -333,12 +281,12 @@ def check_claims(vault: Vault, repair: bool) -> list[Problem]:
     return problems
 
 
-def default_checks() -> list[Checker]:
-    from .archive import check_archive  # it imports this module: load it lazily
-    from .learning import check_learning
-    from .pipeline.recovery import check_interrupted
+CHECKS: tuple[Checker, ...] = (check_index, check_claims)
 
-    return [check_archive, check_learning, check_interrupted, check_index, check_claims]
+
+def default_checks() -> list[Checker]:
+    """Every vault-wide checker: each area's published `CHECKS`, then the vault's own."""
+    return [*archive.CHECKS, *learning.CHECKS, *pipeline.CHECKS, *CHECKS]
 
 
 def verify_vault(

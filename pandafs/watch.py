@@ -49,6 +49,7 @@ from indexers.errors import IndexBusy
 from indexers.sync import SyncReport, scan_documents
 from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError, default_ignore
 
+from .assembly import open_memory
 from .errors import Busy
 from .inbox import Inbox, InboxReport, InboxResult, is_query_candidate
 from .memory import Memory
@@ -399,7 +400,7 @@ class Watch:
         self.vault = vault
         cfg = vault.config.watch
         self._log = log or (lambda line: None)
-        self.memory = memory or (inbox.memory if inbox is not None else Memory(vault))
+        self.memory = memory or (inbox.memory if inbox is not None else open_memory(vault))
         self._owns_inbox = inbox is None
         self.inbox = inbox or Inbox(vault, memory=self.memory, log=self._log)
         self.upkeep = upkeep or Upkeep(vault, log=self._log)

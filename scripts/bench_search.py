@@ -63,7 +63,7 @@ import orjson
 import tantivy
 from tantivy import Facet, FieldType, Occur, Query
 
-from indexers.fulltext import query_terms
+from indexers.words import query_terms
 from pandafs.importer import import_turns
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault

@@ -46,6 +46,91 @@ def test_imports_go_one_way(package: str, allowed: set[str]) -> None:
         assert not foreign, f"{path} imports {sorted(foreign)}"
 
 
+# The layers inside `pandafs/`, bottom to top (README "Code layout" draws them).  A module
+# may import its own layer and any lower one, never a higher one — at module level,
+# under TYPE_CHECKING or inside a function alike, so no cycle between layers can hide
+# behind a lazy import.  Lower layers are handed what they need from
+# above (`Memory(trust=…, archive=…)`, each area's verify `CHECKS`).
+LAYERS: list[tuple[str, list[str]]] = [
+    (
+        "base",
+        [
+            "pandafs",
+            "pandafs.errors",
+            "pandafs.config",
+            "pandafs.tokens",
+            "pandafs.links",
+            "pandafs.vault",
+            "pandafs.turns",
+            "pandafs.checks",
+        ],
+    ),
+    ("memory", ["pandafs.memory"]),
+    ("sources", ["pandafs.research", "pandafs.tasks"]),
+    ("model", ["pandafs.llm"]),
+    ("learning", ["pandafs.learning"]),
+    ("archive", ["pandafs.archive"]),
+    ("assembly", ["pandafs.assembly"]),
+    ("pipeline", ["pandafs.pipeline"]),
+    ("operations", ["pandafs.importer", "pandafs.rebuild", "pandafs.stats", "pandafs.verify"]),
+    ("imports", ["pandafs.importers"]),
+    ("doors", ["pandafs.inbox", "pandafs.mcp_server", "pandafs.output"]),
+    ("watch", ["pandafs.watch"]),
+    ("cli", ["pandafs.cli", "pandafs.__main__"]),
+]
+RANK = {area: rank for rank, (_, areas) in enumerate(LAYERS) for area in areas}
+
+
+def _area(module: str) -> str:
+    """The area a dotted module belongs to: the longest name in LAYERS it starts with."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in RANK:
+            return ".".join(parts[:n])
+    raise AssertionError(f"{module} is in no layer of LAYERS: add it")
+
+
+def _pandafs_imports() -> list[tuple[str, str, int]]:
+    """(module, imported pandafs module, line) for every import anywhere in pandafs/."""
+    found = []
+    for path in sorted((REPO / "pandafs").rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+        module = ".".join(parts if parts[-1] != "__init__" else parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - node.level + 1]
+                if node.module:
+                    targets = [".".join([*base, node.module])]
+                else:
+                    targets = [".".join([*base, alias.name]) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            else:
+                continue
+            found += [(module, t, node.lineno) for t in targets if t.split(".")[0] == "pandafs"]
+    return found
+
+
+def test_pandafs_imports_go_down_the_layers() -> None:
+    upward = []
+    for module, target, line in _pandafs_imports():
+        here, there = _area(module), _area(target)
+        if RANK[there] > RANK[here]:
+            upward.append(f"{module}:{line} imports {target} ({there} is above {here})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_layer_rule_sees_lazy_imports(tmp_path) -> None:  # noqa: ANN001
+    """The check reads imports inside functions too (a lazy import cannot hide a cycle)."""
+    module = "pandafs.memory.api"
+    assert RANK[_area("pandafs.cli.base")] > RANK[_area(module)] > RANK[_area("pandafs.vault")]
+    inside = [t for m, t, _ in _pandafs_imports() if m == "pandafs.cli.base"]
+    assert "pandafs.assembly" in inside  # imported inside `Context.memory`, found all the same
+
+
 def test_nothing_imports_the_cli() -> None:
     for package in ("events", "indexers", "pandafs"):
         for path in (REPO / package).rglob("*.py"):

@@ -39,7 +39,7 @@ synced, renamed into place, then the stub is removed and the rows are dropped.
 
 from __future__ import annotations
 
-from ._check import check_archive
+from ._check import CHECKS, check_archive
 from ._common import archive_lock, parse_turn_id, pending_journals
 from ._jobs import ArchiveReport, Expansion, archive_turns, expand_turn, restore_turns
 from ._policy import (
@@ -54,6 +54,7 @@ from ._steps import RestoreReport, recover
 from ._stubs import StubInfo, key_claims, read_stub, render_stub
 
 __all__ = [
+    "CHECKS",
     "ArchiveReport",
     "Candidate",
     "Expansion",

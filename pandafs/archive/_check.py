@@ -10,12 +10,12 @@ from events.clock import utcnow
 from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 
-from ..memory import Memory
+from ..checks import Problem
 from ..vault import Vault
-from ..verify import Problem
 from ._common import (
     TurnKey,
     archive_lock,
+    archive_memory,
     document_paths,
     pending_journals,
     reindex,
@@ -48,7 +48,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
     """
     if not vault.layout.archive.is_dir():
         return []
-    memory = Memory(vault)
+    memory = archive_memory(vault)
     store = store_of(vault)
     problems: list[Problem] = []
     with archive_lock(vault) if repair else nullcontext():
@@ -186,3 +186,7 @@ def _orphan_action(
     if stub.exists():
         return None  # a stub that cannot be read: leave both for a person to look at
     return "adopt"
+
+
+CHECKS = (check_archive,)
+"""What verify runs for the archive (`pandafs.checks`)."""

@@ -17,12 +17,13 @@ from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
 from ..errors import BadInput
-from ..memory import Memory
+from ..memory import Expansion, Memory
 from ..vault import Vault
 from ._common import (
     Progress,
     TurnKey,
     archive_lock,
+    archive_memory,
     as_utc,
     chunked,
     document_paths,
@@ -106,7 +107,7 @@ def archive_turns(
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")
     now = as_utc(now)  # the one time of this job: the policy's cut-off and every stub's archived_at
-    memory = Memory(vault)
+    memory = archive_memory(vault)
     if not dry_run and (pending_journals(vault) or leftovers(vault) or pending_relink(vault)):
         with archive_lock(vault):
             report.recovered += recover(vault, memory)
@@ -277,7 +278,7 @@ def restore_turns(
     """Put archived turns back as byte-identical folders (`ids=None`: every archived turn)."""
     started = time.perf_counter()
     report = RestoreReport()
-    memory = Memory(vault)
+    memory = archive_memory(vault)
     batch_size = batch_size or vault.config.archive.batch_size
     wanted = None if ids is None else unique(parse_turn_id(i) for i in ids)
     with archive_lock(vault):
@@ -316,20 +317,6 @@ def restore_turns(
             report.relinked = finish_relink(vault, memory)
     report.seconds = time.perf_counter() - started
     return report
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """An archived turn's original context.md, read from Parquet."""
-
-    doc_id: str
-    stub_path: str
-    frontmatter: dict[str, Any]
-    body: str
-    archive_file: str
-    archived_at: datetime | None
-    expansions: int
-    restored: bool
 
 
 def expand_turn(vault: Vault, doc_id: str, *, now: datetime | None = None, record: bool = True) -> Expansion:

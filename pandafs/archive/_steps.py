@@ -24,6 +24,7 @@ from ._common import (
     STAGING_DIR,
     TRASH_DIR,
     TurnKey,
+    archive_memory,
     document_paths,
     drop_journal,
     fsync_dirs,
@@ -161,7 +162,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
     Call with the archive lock held.  Idempotent: a recovery that is itself killed is
     finished by the next one.
     """
-    memory = memory or Memory(vault)
+    memory = memory or archive_memory(vault)
     notes: list[str] = []
     for journal in pending_journals(vault):
         try:

@@ -89,9 +89,9 @@ class App:
         return Vault.open(self.root)
 
     def memory(self) -> Memory:
-        from ..memory import Memory
+        from ..assembly import open_memory
 
-        return Memory(self.vault())
+        return open_memory(self.vault())
 
 
 pass_app = click.make_pass_decorator(App)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from ..assembly import open_memory
 from ..importers import FORMATS, import_history
-from ..memory import Memory
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, pass_app, user_option
 
@@ -32,7 +32,7 @@ def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None
     Entries that cannot be read are named and skipped (exit 1); the rest go in.
     """
     vault = app.vault()
-    memory = Memory(vault)
+    memory = open_memory(vault)
 
     def counted(total: int) -> None:
         if not as_json:

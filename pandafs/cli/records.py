@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
+from ..assembly import open_memory
 from ..importer import import_turns
 from ..learning import trends
-from ..memory import Memory
 from ..output import emit, json_option, progress_bar
 from ..stats import vault_stats
 from ..turns import replay as replay_turns
@@ -48,7 +48,7 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
     vault = app.vault()
     with source.open("rb") as handle:
         lines = sum(1 for line in handle if line.strip())
-    memory = Memory(vault)
+    memory = open_memory(vault)
     with progress_bar(lines, "importing", quiet=as_json) as advance:
         report = import_turns(
             vault,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .api import after_save, parse_since, rebuild, sync, trends
     from .catalog import CATALOG_SCHEMA, Catalog, TurnRow, turn_row
     from .engine import Learning, SyncReport
-    from .maintenance import check_learning, log_path
+    from .maintenance import CHECKS, check_learning, log_path
     from .policy import PROMOTABLE_KINDS, DocState, ScopeDecision, decide, decide_steps
     from .promotion import PromotionReport, PruneReport, promote, prune_expired
     from .rollups import percentile, rollup
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 # Loaded on first use (`events.lazy`): search reads trust through `state` alone.
 _EXPORTS = {
+    "CHECKS": ".maintenance",
     "after_save": ".api",
     "parse_since": ".api",
     "rebuild": ".api",
@@ -64,6 +65,7 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
+    "CHECKS",
     "CATALOG_SCHEMA",
     "PROMOTABLE_KINDS",
     "Catalog",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -20,8 +20,17 @@ from .engine import Learning, SyncReport
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
 
-if TYPE_CHECKING:
-    from ..pipeline.context import TurnContext
+
+class SavingTurn(Protocol):
+    """What Phase 8 hands the learning loop of the turn it saves (the pipeline's
+    `TurnContext` is one): the vault, its memory, the turn's clock and its extras."""
+
+    vault: Vault
+    memory: Memory
+    extras: dict[str, Any]
+
+    def now(self) -> datetime: ...
+
 
 __all__ = ["INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "parse_since", "rebuild", "sync", "trends"]
 
@@ -50,7 +59,7 @@ def rebuild(
         return engine.rebuild()
 
 
-def after_save(ctx: TurnContext, view: TurnView, pending: Sequence[Payload]) -> list[Payload]:
+def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> list[Payload]:
     """The end of Phase 8: fold what is new, run the policy for the documents this turn
     used, and return its scope changes as events of the turn.
 

@@ -79,6 +79,7 @@ from .state import (
     StaleCache,
     load_state,
     save_state,
+    trust_lookup,
     write_state_file,
 )
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, TurnFacts, trust_of, turn_facts
@@ -189,7 +190,7 @@ class Learning:
 
     def __init__(self, vault: Vault, memory: Memory | None = None) -> None:
         self.vault = vault
-        self.memory = memory or Memory(vault)
+        self.memory = memory or Memory(vault, trust=trust_lookup(vault))
         self.cfg = vault.config.memory
         self.dir = vault.layout.indexes / "learning"
         self.catalog = Catalog(vault.layout.observability / "catalog")

@@ -22,8 +22,8 @@ from events import Event, EventWriter, check_chain, parse_event, read_log, repai
 from events.errors import EventsError
 from events.schema import ScopeChanged
 
+from ..checks import Problem
 from ..vault import Vault
-from ..verify import Problem
 
 __all__ = ["LOG_NAME", "LOG_TURN", "append_changes", "check_learning", "log_path", "read_changes"]
 
@@ -96,3 +96,7 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
                 )
                 break
     return problems
+
+
+CHECKS = (check_learning,)
+"""What verify runs for the learning loop (`pandafs.checks`)."""

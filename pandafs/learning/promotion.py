@@ -32,6 +32,7 @@ from ..memory import Memory
 from ..vault import Vault
 from .engine import DocInfo, Learning, SyncReport, _utc
 from .policy import ScopeDecision, decide_steps, promotable
+from .state import trust_lookup
 from .trust import Counts
 
 __all__ = ["PromotionReport", "PruneReport", "expired_path", "promote", "prune_expired"]
@@ -145,7 +146,7 @@ def prune_expired(
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
     now = now or utcnow()
     report = PruneReport(now, dry_run)
-    memory = memory or Memory(vault)
+    memory = memory or Memory(vault, trust=trust_lookup(vault))
     with Learning(vault, memory).open() as engine:
         engine.sync_checked(write=not dry_run)
         projection = engine.projection()

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
 
+from ..vault import Vault
 from .trust import Counts, ScopeRecord
 
 __all__ = [
@@ -235,3 +236,8 @@ class TrustReader:
             self._cache[name] = cached
         row = cached[1].get(doc_id)
         return row[3] if row else None
+
+
+def trust_lookup(vault: Vault) -> TrustReader:
+    """The trust the learning loop derived, handed to `Memory(trust=…)` for the indexer."""
+    return TrustReader(vault.layout.indexes / "learning" / "counts")

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from events.schema import ContentReference, GateResult, ToolRequest
-from indexers.fulltext import query_terms
+from indexers.words import query_terms
 
 from ..pipeline import grounding as g
 from ..pipeline import tasks as t

@@ -8,12 +8,23 @@ from typing import TYPE_CHECKING
 
 from events.lazy import lazy_exports
 
-from .api import SCOPES, Memory, Retrieved
+from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, TrustLookup
 from .store import Entry, SavedDoc, parse_entries
 
 if TYPE_CHECKING:
     from .args import SearchArgs
 
-__all__ = ["SCOPES", "Entry", "Memory", "Retrieved", "SearchArgs", "SavedDoc", "parse_entries"]
+__all__ = [
+    "SCOPES",
+    "ArchiveSource",
+    "Entry",
+    "Expansion",
+    "Memory",
+    "Retrieved",
+    "SearchArgs",
+    "SavedDoc",
+    "parse_entries",
+    "TrustLookup",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), {"SearchArgs": ".args"})

@@ -3,6 +3,10 @@
 This is what the pipeline's tools, the CLI and scripts call.  Search goes to the
 tantivy index (`indexers.fulltext`); save writes markdown and indexes it at once;
 retrieve reads the file (or, for an archived turn, its original from the archive).
+
+Memory knows nothing of the learning loop or the archive: what it needs from them is
+handed to it (`trust`, a document's derived trust for the indexer; `archive`, what
+reads an archived turn's original).  `pandafs.assembly.open_memory` hands over both.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.documents import IndexDoc, Skipped
-from indexers.fulltext import FullTextIndex, Ranking, SearchRequest
+from indexers.fulltext import FullTextIndex
+from indexers.request import Ranking, SearchRequest
 from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
@@ -56,17 +61,41 @@ class Retrieved:
         }
 
 
+@dataclass(frozen=True)
+class Expansion:
+    """An archived turn's original context.md, as an archive source returns it."""
+
+    doc_id: str
+    stub_path: str
+    frontmatter: dict[str, Any]
+    body: str
+    archive_file: str
+    archived_at: datetime | None
+    expansions: int
+    restored: bool
+
+
+TrustLookup = Callable[[str], "float | None"]
+"""`trust(doc_id)`: the derived trust of a document whose file carries none (or None)."""
+
+ArchiveSource = Callable[[str, "datetime | None"], Expansion]
+"""`archive(doc_id, now)`: an archived turn's original; FileNotFoundError once restored."""
+
+
 class Memory:
     """Search, save and retrieve documents of one vault."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(
+        self, vault: Vault, *, trust: TrustLookup | None = None, archive: ArchiveSource | None = None
+    ) -> None:
         self.vault = vault
+        self.archive = archive
         cfg = vault.config
         self.index = FullTextIndex(
             vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
         )
         self.ranking = Ranking(**cfg.search.model_dump())
-        self.index.trust_of = _trust_reader(vault.layout.indexes / "learning" / "counts")
+        self.index.trust_of = trust
 
     # --- search ---------------------------------------------------------------------
 
@@ -267,7 +296,7 @@ class Memory:
         rel = self._resolve_rel(id_or_path, user)
         ref = classify(rel)
         assert ref is not None
-        if ref.kind == "archived_turn":
+        if ref.kind == "archived_turn" and self.archive is not None:
             return self._retrieve_archived(ref.doc_id, user, now)
         from events.documents import parse_document  # YAML and the metadata schema: not for a search
 
@@ -284,10 +313,9 @@ class Memory:
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
 
     def _retrieve_archived(self, doc_id: str, user: str | None, now: datetime | None) -> Retrieved:
-        from ..archive import expand_turn  # the archive imports this module
-
+        assert self.archive is not None
         try:
-            expanded = expand_turn(self.vault, doc_id, now=now)
+            expanded = self.archive(doc_id, now)
         except FileNotFoundError:  # the stub is gone: restored since we resolved it
             return self.retrieve(doc_id, user=user, now=now)
         except FrontmatterError as exc:
@@ -361,22 +389,6 @@ class Memory:
             progress=progress,
             on_total=on_total,
         )
-
-
-def _trust_reader(directory: Path) -> Callable[[str], float | None]:
-    """The learning cache's trust lookup, loaded when a document is first indexed
-    (a search never needs it, so `pandafs search` does not import the learning loop)."""
-    reader: Callable[[str], float | None] | None = None
-
-    def trust_of(doc_id: str) -> float | None:
-        nonlocal reader
-        if reader is None:
-            from ..learning.state import TrustReader  # the learning loop imports this module
-
-            reader = TrustReader(directory)
-        return reader(doc_id)
-
-    return trust_of
 
 
 def _jsonable(value: Any) -> Any:

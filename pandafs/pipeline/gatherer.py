@@ -40,7 +40,7 @@ from events.schema import (
     SourceRef,
     TierFailed,
 )
-from indexers.fulltext import query_terms
+from indexers.words import query_terms
 
 from ..errors import BadInput
 from ..memory.store import parse_entries

@@ -29,7 +29,8 @@ from datetime import UTC, datetime, time
 from functools import lru_cache
 
 from events.schema import GateResult
-from indexers.query import plan_query, stem
+from indexers.query import plan_query
+from indexers.words import stem
 
 __all__ = [
     "Fact",
@@ -250,7 +251,7 @@ def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
 
 def related_overlap(query: str, text: str) -> int:
     """Query words found in `text` as themselves or as a synonym of the index's everyday
-    thesaurus (`indexers.query`: trip ↔ holiday, job ↔ occupation)."""
+    thesaurus (`indexers.words`: trip ↔ holiday, job ↔ occupation)."""
     words = {_en_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())}
     return sum(1 for term, variants in _groups(query) if term in words or words & variants)
 

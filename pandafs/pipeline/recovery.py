@@ -24,6 +24,8 @@ from events import EventWriter, read_events
 from events.errors import EventsError, LogBusyError
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
+from ..checks import Problem
+from ..turns import TurnRef, is_abandoned, remove_abandoned
 from ..vault import Vault
 
 __all__ = [
@@ -99,16 +101,13 @@ def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:
 
 def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:  # noqa: ANN001
     """Close the user's latest interrupted turns (numbered below `before`): `ask` calls it."""
-    from ..turns import TurnRef
-    from ..verify import _is_abandoned, _remove_abandoned
-
     done = []
     for folder in pipeline.vault.layout.recent_turn_dirs(user, before, count):
         ref = TurnRef(user, folder.name, folder)
-        if _is_abandoned(ref):  # killed between allocating the folder and its first event
+        if is_abandoned(ref):  # killed between allocating the folder and its first event
             age = time.time() - folder.stat().st_mtime
             time.sleep(max(0.0, EMPTY_GRACE_S - age))  # a live ask writes within milliseconds
-            if _remove_abandoned(ref, EMPTY_GRACE_S):
+            if remove_abandoned(ref, EMPTY_GRACE_S):
                 done.append(f"{user}/{folder.name}")
             continue
         try:
@@ -120,12 +119,11 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
     return done
 
 
-def check_interrupted(vault: Vault, repair: bool) -> list:  # noqa: ANN201 - verify's Problem list
+def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
     """verify's check: every turn left open by a process that died (`--repair` closes it)."""
-    from ..verify import Problem  # verify collects the checks; it does not import the pipeline
-    from .turn import Pipeline
+    from .turn import Pipeline  # the pipeline's own module: loaded only when verify runs
 
-    problems = []
+    problems: list[Problem] = []
     pipeline = None
     try:
         for user in vault.layout.users():
@@ -154,3 +152,7 @@ def close_all_interrupted(vault: Vault) -> dict[str, list[str]]:
         "closed": [p.path for p in found if p.repaired],
         "open": [p.path for p in found if not p.repaired],
     }
+
+
+CHECKS = (check_interrupted,)
+"""What verify runs for the pipeline (`pandafs.checks`)."""

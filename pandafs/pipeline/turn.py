@@ -40,6 +40,7 @@ from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 from indexers.documents import IndexDoc, index_doc_from_parts
 
+from ..assembly import open_memory
 from ..errors import BadInput
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
@@ -187,7 +188,7 @@ class Pipeline:
         extras: dict[str, Any] | None = None,
     ) -> None:
         self.vault = vault
-        self.memory = memory or Memory(vault)
+        self.memory = memory or open_memory(vault)
         self.backend = backend or make_backend(vault.config.llm)
         self.clock = clock or (lambda: utcnow())
         self.reliability = ReliabilityTable(vault)

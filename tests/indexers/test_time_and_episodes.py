@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from indexers.query import resolve_time
+from indexers.time_words import resolve_time
 from pandafs.importer import import_turns
 from pandafs.memory import Memory
 from pandafs.vault import Vault

@@ -21,6 +21,7 @@ from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 from pandafs.archive import _jobs as archive_jobs
 from pandafs.archive import archive_turns, find_candidates, key_claims, recent_uses, restore_turns
+from pandafs.assembly import open_memory
 from pandafs.importer import import_turns
 from pandafs.memory import Memory
 from pandafs.vault import Vault
@@ -39,7 +40,7 @@ violin""".split()
 def _import(vault: Vault, tmp_path: Path, rows: list[dict[str, object]]) -> Memory:
     source = tmp_path / f"import-{len(list(tmp_path.glob('import-*')))}.jsonl"
     source.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    memory = Memory(vault)
+    memory = open_memory(vault)
     report = import_turns(vault, source, after_batch=memory.index_docs)
     assert not report.failed
     return memory
@@ -355,7 +356,7 @@ def test_interrupted_batch_is_finished_with_its_rows_reused(
     # a hand edit after the copy: that turn must stay live and its rows go
     edited = vault.layout.turn_dir("alice", "turn_000002") / "context.md"
     edited.write_text(edited.read_text() + "\nedited by hand\n")
-    Memory(vault).index_paths([edited])
+    open_memory(vault).index_paths([edited])
     report = archive_turns(vault, now=NOW, age_days=1000)  # recovery alone, nothing new
     assert report.archived == 0
     assert any("finished archiving" in n for n in report.recovered)

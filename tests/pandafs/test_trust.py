@@ -11,6 +11,7 @@ import pytest
 
 from events import format_ts, read_events, render_document
 from events.schema import PhaseFailed
+from pandafs.assembly import open_memory
 from pandafs.learning import (
     Counts,
     Learning,
@@ -26,7 +27,6 @@ from pandafs.learning import (
 from pandafs.learning import api as learning_api
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.turns import replay
 from pandafs.vault import Vault, file_lock
@@ -155,7 +155,7 @@ def snapshot(vault: Vault) -> dict[str, dict]:
 def test_incremental_sync_and_full_recompute_agree(
     vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
 ) -> None:
-    memory = Memory(vault)
+    memory = open_memory(vault)
     saved = memory.save(HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     fact = memory.save("My hamster is called Biscuit", user="alice", doc_type="fact", now=T0)
     queries = [
@@ -213,7 +213,7 @@ def test_materialising_keeps_unknown_keys_and_writes_only_on_change(
     )
     (vault.root / rel).parent.mkdir(parents=True, exist_ok=True)
     (vault.root / rel).write_text(text)
-    Memory(vault).index_paths([rel])
+    open_memory(vault).index_paths([rel])
     clock["t"] = T0 + timedelta(hours=1)
     pipeline.ask("What do Syrian hamsters like, sunflower seeds?", user="alice")
     sync(vault)
@@ -225,7 +225,7 @@ def test_materialising_keeps_unknown_keys_and_writes_only_on_change(
     sync(vault)
     rebuild(vault)
     assert (vault.root / rel).stat().st_mtime_ns == stamp
-    hit = next(h for h in Memory(vault).search("hamster sand bath") if h["doc_path"] == rel)
+    hit = next(h for h in open_memory(vault).search("hamster sand bath") if h["doc_path"] == rel)
     assert hit["trust"] == front["trust"]
 
 
@@ -236,25 +236,25 @@ def test_turn_trust_goes_to_the_index_not_into_context_md(
         clock["t"] = T0 + timedelta(hours=i)
         pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
     sync(vault)
-    hits = {h["doc_id"]: h for h in Memory(vault).search("Lenovo laptop RTX", user="alice")}
+    hits = {h["doc_id"]: h for h in open_memory(vault).search("Lenovo laptop RTX", user="alice")}
     assert hits["alice/turn_000001"]["trust"] is not None
     assert "trust" not in front_of(vault, "users/alice/turns/turn_000001/context.md")
     assert replay(vault, check=True).drift == []
     assert verify_vault(vault, checks=default_checks()).ok
     # a rebuilt index reads the turns' trust from the learning cache …
-    Memory(vault).rebuild()
-    kept = {h["doc_id"]: h for h in Memory(vault).search("Lenovo laptop RTX", user="alice")}
+    open_memory(vault).rebuild()
+    kept = {h["doc_id"]: h for h in open_memory(vault).search("Lenovo laptop RTX", user="alice")}
     assert kept["alice/turn_000001"]["trust"] == hits["alice/turn_000001"]["trust"]
     # … and a learning rebuild recomputes it from the events alone
     rebuild(vault)
-    again = {h["doc_id"]: h for h in Memory(vault).search("Lenovo laptop RTX", user="alice")}
+    again = {h["doc_id"]: h for h in open_memory(vault).search("Lenovo laptop RTX", user="alice")}
     assert again["alice/turn_000001"]["trust"] == hits["alice/turn_000001"]["trust"]
 
 
 def test_a_torn_cache_is_recomputed_from_the_events(
     vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
 ) -> None:
-    saved = Memory(vault).save(HAMSTER, user="alice", topic="pet.hamster", now=T0)
+    saved = open_memory(vault).save(HAMSTER, user="alice", topic="pet.hamster", now=T0)
     for i in range(3):
         clock["t"] = T0 + timedelta(hours=1 + i)
         pipeline.ask("What does my hamster Biscuit eat?", user="alice")
@@ -294,7 +294,7 @@ def test_a_learning_failure_is_recorded_and_the_turn_stands(
 ) -> None:
     monkeypatch.setattr(learning_api, "SAVE_WAIT_S", 0.05)
     # an answerable question (one memory cannot answer ends FAIL, honestly)
-    Memory(vault).save(
+    open_memory(vault).save(
         "The Lenovo LOQ 15 has an RTX 4050 GPU.", user="alice", topic="electronics.laptop", now=T0
     )
     lock = vault.layout.indexes / "learning.lock"
@@ -318,7 +318,7 @@ def test_state_file_names_how_far_the_fold_got(vault: Vault, pipeline: Pipeline)
 
 
 def test_save_updates_join_the_turns_own_index_commit(vault: Vault, clock: dict[str, datetime]) -> None:
-    saved = Memory(vault).save(
+    saved = open_memory(vault).save(
         HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster", "biscuit"], now=T0
     )
     with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as pipeline:
@@ -327,7 +327,7 @@ def test_save_updates_join_the_turns_own_index_commit(vault: Vault, clock: dict[
     assert verify_vault(vault, checks=default_checks()).ok  # the index has the new file already
     [hit] = [
         h
-        for h in Memory(vault).search("hamster Biscuit", user="alice", now=T0)
+        for h in open_memory(vault).search("hamster Biscuit", user="alice", now=T0)
         if h["doc_id"] == saved.doc_id
     ]
     assert hit["trust"] == front_of(vault, saved.doc_path)["trust"]

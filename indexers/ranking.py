@@ -1,0 +1,317 @@
+"""The two-stage ranking of a search: the arithmetic of its score, per candidate.
+
+Ranking (also in the README; weights are `[search]` in pandafs.toml).  Time words in
+the query ("last week", "in May", "two months ago", "the first time", "recently") are
+resolved against the search's `now` by `indexers.time_words.resolve_time` and taken out of
+the text.  The rest is planned by `indexers.query`: one *group* g per content word, of
+weight w_g (1, or 0.4 for question framing such as "name", "usually"), made of its
+stem and of variants v of weight w_v < 1 (irregular forms 0.9, thesaurus synonyms
+`synonym_weight`, index terms sharing all but the last 3 letters of a stem of 6+
+letters `prefix_weight`).  Per document d, with F(d) its quality · freshness · trust ·
+topic · time factor:
+
+    c_g(d) = spread_g · w_g · max( BM25_stem(d), max_v w_v · BM25_v(d) ) · F(d)
+             BM25_stem over title (×title_boost), keywords (×keywords_boost), body (×1);
+             BM25_v over the body
+    F(d)   = (1 + wq·(quality − ½)) · (1 + wf·2^(−age_days / half_life))
+             · (1 + wt·(trust − ½))   [when trust is known]
+             · (1 + wtopic·m)          [m = 1 exact topic, ½ parent or child]
+             · (1 + wtime)             [created inside the window the time words name]
+    spread_g = (idf(n_g, N) / idf(1, N)) ^ spread_weight     [only with a user]
+             idf(n, N) = ln(1 + (N − n + ½)/(n + ½)), N = conversations (sessions, else
+             days) of the documents the user may see, n_g = those whose body has the stem
+
+Stage 1 takes the top `candidate_pool` documents by s(d) = Σ_g c_g(d) (and, when the
+query names a time, the best `candidate_pool`/2 inside that window).  Stage 2 takes the
+`expand_episodes` *episodes* whose best stage-1 turn scores highest and scores every
+turn t of those episodes (time order; t−1, t+1 its neighbours in that episode).  An
+episode is one conversation: the turns imported with the same session id
+(`meta.session`), else a run of one user's turns with no silence longer than
+`episode_gap_minutes` (30, the usual web-analytics session timeout):
+
+    window(t) = Σ_g max( c_g(t), β·c_g(t−1), β·c_g(t+1) )     [β = neighbour_weight]
+    ep(E)     = Σ_g max{ c_g(u) : u in E }                     [the episode as one bag]
+    final(t)  = window(t) + wep · ep(E)                        [if window(t) > 0]
+    final(d)  = (1 + wep) · s(d)   [other documents, and turns of other episodes]
+
+When the query asks for the current state ("now", "currently", "recently") or the
+first time ("the first time", "originally"), each turn of an episode E with ep(E) ≥
+latest_band · max ep(·) is multiplied by 1 + latest_weight · (E − first)/(last − first)
+(reversed for "first"), first/last the earliest and latest start of those episodes.
+Hits are sorted by final score (ties: newer first, then by path), and at most
+`episode_cap` turns of one episode come before every other hit, so a page shows
+several conversations.  Each hit names its `episode` (the session id, or
+`gap:` and the first turn's time) and its `date`.
+
+So a fresher, higher-quality, better-trusted document wins a tie, an exact topic
+beats its neighbours, a turn that only *answers* (the question's words are in the
+turn next to it) is still found, a conversation that covers more of the question
+ranks higher, and a word found in most of a user's conversations (their own name in
+greetings) counts little.  Filters (user visibility, topic, types, scope, quality,
+expiry, `after`/`before`) are constant-score clauses and never change BM25.  Nothing
+is computed at index time from other documents: a new turn changes no other
+document, and a rebuild gives the same results.
+
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import tantivy
+
+from .request import Ranking, SearchRequest
+from .schema import GLOBAL_OWNER, _epoch, _h64, _parent
+
+
+def _idf(n: float, total: float) -> float:
+    return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+
+
+_Key = tuple[int, int]  # a document's (segment, doc id) within one searcher
+_Ep = tuple[int, int, int]
+"""An episode: (SESSION_EP, owner hash, session hash) for turns imported with a session id;
+(GAP_EP, owner hash, first turn's time) for a run of turns with no long gap (before the
+second stage knows the run, a turn is its own run, keyed by its own time)."""
+SESSION_EP, GAP_EP = 1, 2
+GAP_SPAN = 12
+"""The second stage looks this many gaps either side of a turn for the rest of its run."""
+
+
+class _Scorer:
+    """Candidates of one search and the arithmetic of the module docstring's formula."""
+
+    def __init__(
+        self,
+        searcher: tantivy.Searcher,
+        req: SearchRequest,
+        ranking: Ranking,
+        now: datetime,
+        window: tuple[int, int] | None = None,
+    ) -> None:
+        self.searcher = searcher
+        self.ranking = ranking
+        want = req.topic or req.topic_filter
+        self.want_h = _h64(want) if want else None
+        self.want_ph = _h64(_parent(want)) if want else None
+        self.now_s = _epoch(now)
+        self.window = window
+        self.address: dict[_Key, Any] = {}
+        self.created: dict[_Key, int] = {}
+        self.episode_of: dict[_Key, _Ep | None] = {}
+        self.factor: dict[_Key, float] = {}
+        self.base: dict[_Key, float] = {}
+        self.terms: dict[_Key, dict[str, float]] = {}
+        self.expanded: set[_Ep] = set()
+        self._owners: dict[int, str] = {}
+
+    def add_hits(self, hits: list[tuple[float, Any]]) -> None:
+        """Stage-1 hits with their BM25 (a document already seen keeps its best)."""
+        keys = self._place([a for _, a in hits])
+        self._factors(keys)
+        for (score, _), key in zip(hits, keys, strict=True):
+            value = float(score) * self.factor[key]
+            if value > self.base.get(key, -1.0):
+                self.base[key] = value
+
+    def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
+        """Every turn of the expanded episodes; gap episodes are cut into runs here."""
+        self._place(addresses)
+        wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
+        centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
+        if centres:
+            by_owner: dict[int, list[_Key]] = {}
+            for key, ep in self.episode_of.items():
+                if ep is not None and ep[0] == GAP_EP:
+                    by_owner.setdefault(ep[1], []).append(key)
+            for owner_h, keys in by_owner.items():
+                keys.sort(key=lambda k: (self.created[k], k))
+                run: list[_Key] = []
+                for key in [*keys, None]:
+                    if run and (key is None or self.created[key] - self.created[run[-1]] > gap_s):
+                        if any((owner_h, self.created[k]) in centres for k in run):
+                            ep = (GAP_EP, owner_h, self.created[run[0]])
+                            wanted.add(ep)
+                            for k in run:
+                                self.episode_of[k] = ep
+                        run = []
+                    if key is not None:
+                        run.append(key)
+        for key in list(self.address):
+            if self.episode_of[key] not in wanted and key not in self.base:
+                del self.address[key]  # outside the chosen runs, or another user's same session
+        self.expanded = wanted
+
+    def _place(self, addresses: list[Any]) -> list[_Key]:
+        """Record where each document sits in time (created, episode); its key."""
+        keys = [(a.segment_ord, a.doc) for a in addresses]
+        fresh = [a for a, k in zip(addresses, keys, strict=True) if k not in self.address]
+        if fresh:
+            ff = self.searcher.fast_field_values
+            created, day, owner = ff("created", fresh), ff("day", fresh), ff("owner_h", fresh)
+            episode = ff("episode", fresh)
+            for i, address in enumerate(fresh):
+                key = (address.segment_ord, address.doc)
+                self.address[key] = address
+                self.created[key] = created[i] if created[i] is not None else self.now_s
+                if day[i] is None or day[i] < 0:
+                    self.episode_of[key] = None  # not a turn
+                elif episode[i]:
+                    self.episode_of[key] = (SESSION_EP, owner[i], episode[i])
+                else:
+                    self.episode_of[key] = (GAP_EP, owner[i], self.created[key])
+        return keys
+
+    def _factors(self, keys: list[_Key]) -> None:
+        """quality · freshness · trust · topic · time window, for the keys that lack it."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self.factor]
+        if not todo:
+            return
+        addresses = [self.address[k] for k in todo]
+        ff = self.searcher.fast_field_values
+        quality, trust = ff("quality", addresses), ff("trust", addresses)
+        topic_h, topic_ph = ff("topic_h", addresses), ff("topic_ph", addresses)
+        r = self.ranking
+        half_life = max(r.freshness_half_life_days, 1e-6)
+        for i, key in enumerate(todo):
+            age_days = max(0.0, (self.now_s - self.created[key]) / 86400.0)
+            f = 1.0 + r.quality_weight * ((quality[i] or 0.0) - 0.5)
+            f *= 1.0 + r.freshness_weight * math.pow(2.0, -age_days / half_life)
+            t = trust[i]
+            if t is not None and t >= 0.0:
+                f *= 1.0 + r.trust_weight * (t - 0.5)
+            if self.want_h is not None:
+                if topic_h[i] == self.want_h:
+                    f *= 1.0 + r.topic_boost
+                elif topic_ph[i] == self.want_h or topic_h[i] == self.want_ph:
+                    f *= 1.0 + r.topic_boost * 0.5
+            if self.window is not None and self.window[0] <= self.created[key] < self.window[1]:
+                f *= 1.0 + r.time_weight
+            self.factor[key] = f
+
+    def owner_name(self, owner_h: int) -> str:
+        """The owner (user) whose hash is `owner_h`, from a stage-1 hit's payload."""
+        if owner_h not in self._owners:
+            name = GLOBAL_OWNER
+            for key in self.base:
+                ep = self.episode_of[key]
+                if ep is not None and ep[1] == owner_h:
+                    payload = orjson.loads(self.searcher.doc(self.address[key]).get_first("payload"))
+                    name = payload.get("user") or GLOBAL_OWNER
+                    break
+            self._owners[owner_h] = name
+        return self._owners[owner_h]
+
+    def top_episodes(self, count: int) -> list[_Ep]:
+        """The `count` episodes whose best stage-1 turn scores highest."""
+        best: dict[_Ep, float] = {}
+        for key, score in self.base.items():
+            ep = self.episode_of[key]
+            if ep is not None and score > best.get(ep, -1.0):
+                best[ep] = score
+        return sorted(best, key=lambda e: (-best[e], -e[2], e[1]))[:count]
+
+    def set_term_scores(self, stem: str, hits: list[tuple[float, Any]]) -> None:
+        """c_g(d) for the expanded episodes' turns that match group `stem`."""
+        keys = [(a.segment_ord, a.doc) for _, a in hits]
+        keys = [k for k in keys if k in self.address]
+        self._factors(keys)
+        lookup = dict(zip(((a.segment_ord, a.doc) for _, a in hits), (s for s, _ in hits), strict=True))
+        for key in keys:
+            self.terms.setdefault(key, {})[stem] = float(lookup[key]) * self.factor[key]
+
+    def final(self, order: str | None) -> list[tuple[float, int, Any, str | None]]:
+        """(score, created, address, episode label) best first: see the module docstring."""
+        r = self.ranking
+        scores: dict[_Key, float] = {}
+        members: dict[_Ep, list[_Key]] = {}
+        for key in self.address:
+            ep = self.episode_of[key]
+            if ep is not None and ep in self.expanded:
+                members.setdefault(ep, []).append(key)
+            elif key in self.base:
+                scores[key] = (1.0 + r.episode_weight) * self.base[key]
+        terms, created, beta = self.terms, self.created, r.neighbour_weight
+        empty: dict[str, float] = {}
+        ep_score: dict[_Ep, float] = {}
+        for ep, keys in members.items():
+            keys.sort(key=lambda k: (created[k], k))
+            cover: dict[str, float] = {}
+            for key in keys:
+                for stem, value in terms.get(key, empty).items():
+                    if value > cover.get(stem, 0.0):
+                        cover[stem] = value
+            bonus = r.episode_weight * sum(cover.values())
+            ep_score[ep] = sum(cover.values())
+            last = len(keys) - 1
+            for i, key in enumerate(keys):
+                own = terms.get(key, empty)
+                before = terms.get(keys[i - 1], empty) if i > 0 else empty
+                after = terms.get(keys[i + 1], empty) if i < last else empty
+                if not (own or before or after):
+                    continue
+                window = dict(own)
+                for side in (before, after):
+                    for stem, value in side.items():
+                        value *= beta
+                        if value > window.get(stem, 0.0):
+                            window[stem] = value
+                score = sum(window.values())
+                if score > 0:
+                    scores[key] = score + bonus
+        if order is not None and r.latest_weight and ep_score:
+            self._prefer_order(scores, members, ep_score, order == "earliest")
+        ranked = sorted(scores, key=lambda k: (-scores[k], -created[k], k))
+        if r.episode_cap > 0:
+            ranked = self._cap_episodes(ranked, r.episode_cap)
+        starts = {ep: created[keys[0]] for ep, keys in members.items()}
+        return [(scores[k], created[k], self.address[k], self._label(k, starts)) for k in ranked]
+
+    def _label(self, key: _Key, starts: dict[_Ep, int]) -> str | None:
+        """How a hit names its episode: the session id, else `gap:` and the run's first time."""
+        ep = self.episode_of[key]
+        if ep is None or ep[0] == SESSION_EP:
+            return None  # the session id is in the hit's meta; filled in by the caller
+        start = starts.get(ep, ep[2])
+        return "gap:" + datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _cap_episodes(self, ranked: list[_Key], cap: int) -> list[_Key]:
+        """At most `cap` turns of one episode ahead of every other hit: more episodes in a page."""
+        seen: dict[_Ep, int] = {}
+        first: list[_Key] = []
+        later: list[_Key] = []
+        for key in ranked:
+            ep = self.episode_of[key]
+            if ep is not None:
+                seen[ep] = seen.get(ep, 0) + 1
+                if seen[ep] > cap:
+                    later.append(key)
+                    continue
+            first.append(key)
+        return first + later
+
+    def _prefer_order(
+        self,
+        scores: dict[_Key, float],
+        members: dict[_Ep, list[_Key]],
+        ep_score: dict[_Ep, float],
+        earliest: bool,
+    ) -> None:
+        """Among episodes scoring within `latest_band` of the best, the later (or earlier) the better."""
+        best = max(ep_score.values())
+        band = [e for e, s in ep_score.items() if s > 0 and s >= self.ranking.latest_band * best]
+        if not band:
+            return
+        when = {e: self.created[members[e][0]] for e in band}
+        first, last = min(when.values()), max(when.values())
+        if last == first:
+            return
+        for ep in band:
+            share = (when[ep] - first) / (last - first)
+            boost = 1.0 + self.ranking.latest_weight * ((1.0 - share) if earliest else share)
+            for key in members[ep]:
+                if key in scores:
+                    scores[key] *= boost

@@ -1,0 +1,101 @@
+"""The tantivy schema of the full-text index, and how an `IndexDoc` fills it.
+
+The schema is derived from `IndexDoc` (itself derived from `DocumentMetadata`):
+stemmed English text for title/body/keywords; raw terms for ids, owner, scope and
+content types; a facet for the hierarchical topic (`pet.hamster` matches
+`pet.hamster.syrian`); fast fields for the ranking signals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+import orjson
+import tantivy
+from tantivy import Facet
+
+from events import format_ts
+
+from .documents import IndexDoc
+
+SCHEMA_VERSION = 3
+GLOBAL_OWNER = "_global"
+NEVER = 2**62
+TEXT_FIELDS = ["title", "keywords", "body"]
+
+
+def _h64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def _facet(topic: str) -> Facet:
+    parts = [p.strip().replace("/", "_") for p in topic.split(".") if p.strip()]
+    return Facet.from_string("/" + "/".join(parts or ["general"]))
+
+
+def _parent(topic: str) -> str:
+    return topic.rsplit(".", 1)[0] if "." in topic else ""
+
+
+def _epoch(ts: datetime) -> int:
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return int(ts.timestamp())
+
+
+def build_schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    for name in ("path", "doc_id", "owner", "scope", "ctype", "kind", "external_id"):
+        sb.add_text_field(name, stored=name == "path", tokenizer_name="raw", index_option="basic")
+    for name in TEXT_FIELDS:
+        sb.add_text_field(name, stored=False, tokenizer_name="en_stem")
+    sb.add_facet_field("topic")
+    sb.add_float_field("quality", fast=True, indexed=True)
+    sb.add_float_field("trust", fast=True, indexed=False)
+    sb.add_integer_field("created", fast=True, indexed=True)
+    sb.add_integer_field("expires", fast=True, indexed=True)
+    sb.add_integer_field("day", fast=True, indexed=True)
+    sb.add_unsigned_field("episode", fast=True, indexed=True)
+    sb.add_unsigned_field("unit", fast=True, indexed=False)
+    sb.add_unsigned_field("owner_h", fast=True, indexed=False)
+    sb.add_unsigned_field("topic_h", fast=True, indexed=False)
+    sb.add_unsigned_field("topic_ph", fast=True, indexed=False)
+    sb.add_bytes_field("payload", stored=True, indexed=False)
+    return sb.build()
+
+
+def _to_document(doc: IndexDoc) -> tantivy.Document:
+    d = tantivy.Document()
+    d.add_text("path", doc.path)
+    d.add_text("doc_id", doc.doc_id)
+    d.add_text("owner", doc.user or GLOBAL_OWNER)
+    d.add_text("scope", doc.scope)
+    d.add_text("kind", doc.kind)
+    if doc.external_id is not None:
+        d.add_text("external_id", doc.external_id)
+    for content_type in doc.content_types:
+        d.add_text("ctype", content_type)
+    d.add_text("title", doc.title)
+    d.add_text("keywords", " ".join(doc.keywords))
+    d.add_text("body", doc.body)
+    d.add_facet("topic", _facet(doc.primary_topic))
+    d.add_float("quality", doc.quality)
+    d.add_float("trust", -1.0 if doc.trust is None else float(doc.trust))
+    created = _epoch(doc.created_at)
+    d.add_integer("created", created)
+    d.add_integer("expires", NEVER if doc.expires_at is None else _epoch(doc.expires_at))
+    d.add_integer("day", created // 86400 if doc.is_turn else -1)
+    session = doc.session if doc.is_turn else None
+    episode = _h64(f"{doc.user}\x00{session}") if session else 0
+    d.add_unsigned("episode", episode)
+    # what `spread` counts: conversations (the session, else the calendar day)
+    d.add_unsigned("unit", episode or (_h64(f"{doc.user}\x00{created // 86400}") if doc.is_turn else 0))
+    d.add_unsigned("owner_h", _h64(doc.user or GLOBAL_OWNER))
+    d.add_unsigned("topic_h", _h64(doc.primary_topic))
+    d.add_unsigned("topic_ph", _h64(_parent(doc.primary_topic)))
+    payload = doc.payload()
+    payload["created_at"] = format_ts(doc.created_at)
+    payload["expires_at"] = format_ts(doc.expires_at) if doc.expires_at else None
+    d.add_bytes("payload", orjson.dumps(payload))
+    return d

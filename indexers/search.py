@@ -1,0 +1,283 @@
+"""Searching the full-text index: the two stages of the ranking, and the page of hits.
+
+Stage 1 builds one query per term group of the plan (`indexers.query`), weighted by
+how spread the word is over the user's conversations, and takes the candidate pool;
+stage 2 fetches every turn of the best episodes.  `indexers.ranking` does the
+arithmetic (its docstring has the formula); the hits get a snippet each.  Readers
+never wait: every search reloads the reader (≈50 µs) and reopens the index if a
+rebuild swapped the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+import tantivy
+from tantivy import FieldType, Occur, Query
+
+from events.clock import utcnow
+
+from .documents import SESSION_KEYS, TURN_KINDS
+from .filters import any_of, search_filters
+from .query import QueryPlan, TermGroup, plan_query
+from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
+from .request import Ranking, SearchRequest
+from .schema import NEVER, _epoch
+from .snippets import snippet_for
+from .time_words import TimeHint, resolve_time
+from .words import query_terms
+
+PREFIX_MIN = 6
+"""Query stems at least this long also match index terms sharing all but their last 3
+letters (allergi → allerg…): word forms the stemmer keeps apart."""
+PREFIX_TERMS = 10
+EXPAND_LIMIT = 4096
+"""Turns fetched at most for the expanded days of one query."""
+
+
+class _Searching:
+    """The reading part of `FullTextIndex` (a mixin: its attributes are set there)."""
+
+    def searcher(self) -> tantivy.Searcher:
+        index = self._open()
+        try:
+            generation = (self._ino, os.stat(self.tantivy_dir / "meta.json").st_mtime_ns)
+        except FileNotFoundError:
+            generation = (self._ino, 0)
+        if generation != self._generation:  # a commit (or a swap) since the last search
+            index.reload()
+            self._generation = generation
+            self._counts.clear()
+        return index.searcher()
+
+    def _count_days(self, searcher: tantivy.Searcher, key: tuple[Any, ...], query: Query) -> float:
+        """Distinct conversations (sessions, else days) matching `query`, cached until the index changes."""
+        if key not in self._counts:
+            if len(self._counts) > 4096:
+                self._counts.clear()
+            self._counts[key] = searcher.cardinality(query, "unit")
+        return self._counts[key]
+
+    def count(self) -> int:
+        return self.searcher().num_docs
+
+    def lookup(self, doc_id: str) -> dict[str, Any] | None:
+        """Stored payload of the document with this id (None if not indexed)."""
+        searcher = self.searcher()
+        result = searcher.search(Query.term_query(self._schema, "doc_id", doc_id), 1)
+        for _, address in result.hits:
+            return orjson.loads(searcher.doc(address).get_first("payload"))
+        return None
+
+    def paths(self) -> list[str]:
+        return sorted(self.state())
+
+    def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
+        """Hits for `req`, best first, each a dict (see module docstring for the score)."""
+        now = req.now or utcnow()
+        searcher = self.searcher()
+        filters = search_filters(self._schema, req, now)
+        clauses: list[tuple[Occur, Query]] = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
+        for doc_id in req.exclude_ids:
+            clauses.append((Occur.MustNot, Query.term_query(self._schema, "doc_id", doc_id)))
+        pool = max(ranking.candidate_pool, req.limit * 3)
+        text, hint = resolve_time(req.query, now) if ranking.time_words else (req.query, TimeHint())
+        plan = plan_query(text, synonym_weight=ranking.synonym_weight, lexicon=ranking.lexicon())
+        window = None
+        if hint.after is not None or hint.before is not None:
+            window = (
+                _epoch(hint.after) if hint.after is not None else -NEVER,
+                _epoch(hint.before) if hint.before is not None else NEVER,
+            )
+        if plan.groups:
+            groups = self._group_queries(searcher, plan, req, filters, ranking)
+            text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
+            query = Query.boolean_query([(Occur.Must, text_query), *clauses])
+            hits = searcher.search(query, pool, count=False).hits
+            if window is not None:  # the window's own best, which a wide history may bury
+                lo, hi = window
+                in_window = Query.range_query(
+                    self._schema, "created", FieldType.Integer, max(lo, 0), min(hi, NEVER) - 1
+                )
+                filtered = [(Occur.Must, text_query), *clauses]
+                filtered.append((Occur.Must, Query.const_score_query(in_window, 0.0)))
+                hits += searcher.search(Query.boolean_query(filtered), pool // 2, count=False).hits
+        else:
+            groups = {}
+            query = Query.boolean_query([(Occur.Must, Query.all_query()), *clauses])
+            hits = [
+                (1.0, a) for _, a in searcher.search(query, pool, count=False, order_by_field="created").hits
+            ]
+        if not hits:
+            return []
+        scorer = _Scorer(searcher, req, ranking, now, window)
+        scorer.add_hits(hits)
+        if groups:
+            self._expand_episodes(searcher, scorer, groups, clauses, ranking)
+        order = hint.order or ("latest" if plan.wants_latest else None)
+        ranked = scorer.final(order)
+        page = self._page(searcher, ranked, req.limit)
+        terms = query_terms(text) if req.snippets else []
+        return [self._hit(payload, score, label, terms, req.snippets) for score, payload, label in page]
+
+    def _group_queries(
+        self,
+        searcher: tantivy.Searcher,
+        plan: QueryPlan,
+        req: SearchRequest,
+        filters: list[Query],
+        ranking: Ranking,
+    ) -> dict[str, Query]:
+        """One query per term group, weighted by how few of the user's days use it.
+
+        A word said on most of a user's days (their own name in greetings, "work",
+        "today") is a poor guide to *which* conversation answers: its weight is scaled
+        by `(idf(n, N) / idf(1, N)) ^ spread_weight`, N = days of the documents the user
+        may see (with the request's filters), n = those whose body has the word.
+        Without a user there is no one person's days to count: no scaling.
+        """
+        visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
+        now = req.now or utcnow()
+        scope_key = (
+            req.user,
+            req.topic_filter,
+            req.content_types,
+            req.kinds,
+            req.scope,
+            req.min_quality,
+            req.include_expired,
+            _epoch(now) // 60,
+        )  # expiry moves with time: minute grain
+        days = 0.0
+        if req.user is not None and visible is not None and ranking.spread_weight:
+            days = self._count_days(searcher, (*scope_key, None), visible)
+        out: dict[str, Query] = {}
+        for group in plan.groups:
+            query = self._term_group_query(searcher, group, ranking)
+            weight = group.weight
+            if days > 1 and visible is not None:
+                word = Query.term_query(self._schema, "body", group.stem)
+                spread = self._count_days(
+                    searcher,
+                    (*scope_key, group.stem),
+                    Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]),
+                )
+                if spread >= 1:
+                    ratio = _idf(min(spread, days), days) / _idf(1.0, days)
+                    weight *= ratio**ranking.spread_weight
+            out[group.stem] = Query.boost_query(query, weight)
+        return out
+
+    def _term_group_query(self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking) -> Query:
+        """The best of the stem (every text field) and its down-weighted variants (body)."""
+        boosts = ranking.field_boosts()
+
+        def fields(term: str, weight: float) -> Query:
+            return Query.boolean_query(
+                [
+                    (
+                        Occur.Should,
+                        Query.boost_query(Query.term_query(self._schema, name, term), boost * weight),
+                    )
+                    for name, boost in boosts.items()
+                ]
+            )
+
+        variants = dict(group.variants)
+        if ranking.word_forms and ranking.prefix_weight > 0 and len(group.stem) >= PREFIX_MIN:
+            prefix = group.stem[: max(4, len(group.stem) - 3)]
+            for term, _ in searcher.terms_with_prefix("body", prefix, limit=PREFIX_TERMS):
+                if term != group.stem and variants.get(term, 0.0) < ranking.prefix_weight:
+                    variants[term] = ranking.prefix_weight
+        parts = [fields(group.stem, 1.0)]
+        parts += [  # variants in the body only: a third of the postings to read
+            Query.boost_query(Query.term_query(self._schema, "body", term), weight)
+            for term, weight in sorted(variants.items())
+        ]
+        return parts[0] if len(parts) == 1 else Query.disjunction_max_query(parts)
+
+    def _expand_episodes(
+        self,
+        searcher: tantivy.Searcher,
+        scorer: _Scorer,
+        groups: dict[str, Query],
+        clauses: list[tuple[Occur, Query]],
+        ranking: Ranking,
+    ) -> None:
+        """Second stage: every turn of the best episodes, with its score per term group."""
+        episodes = scorer.top_episodes(ranking.expand_episodes)
+        if not episodes:
+            return
+        schema = self._schema
+        parts: list[Query] = []
+        sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
+        if sessions:
+            parts.append(any_of(self._schema, "episode", sessions))
+        span = int(ranking.episode_gap_minutes * 60 * GAP_SPAN)
+        for _, owner_h, centre in (ep for ep in episodes if ep[0] == GAP_EP):
+            parts.append(
+                Query.boolean_query(
+                    [
+                        (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h))),
+                        (Occur.Must, Query.term_query(schema, "episode", 0)),
+                        (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
+                        (
+                            Occur.Must,
+                            Query.range_query(
+                                schema, "created", FieldType.Integer, centre - span, centre + span
+                            ),
+                        ),
+                    ]
+                )
+            )
+        within = Query.const_score_query(
+            parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
+        )
+        members = searcher.search(
+            Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
+        ).hits
+        scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
+        for stem, query in groups.items():
+            found = searcher.search(
+                Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
+                EXPAND_LIMIT,
+                count=False,
+            ).hits
+            scorer.set_term_scores(stem, found)
+
+    def _page(
+        self, searcher: tantivy.Searcher, ranked: list[tuple[float, int, Any, str | None]], limit: int
+    ) -> list[tuple[float, dict[str, Any], str | None]]:
+        """The first `limit` hits; each run of exact ties (score and time) is ordered by path."""
+        cut = min(limit, len(ranked))
+        while 0 < cut < len(ranked) and ranked[cut][:2] == ranked[cut - 1][:2]:
+            cut += 1
+        rows = [
+            (score, created, orjson.loads(searcher.doc(address).get_first("payload")), label)
+            for score, created, address, label in ranked[:cut]
+        ]
+        page: list[tuple[float, dict[str, Any], str | None]] = []
+        start = 0
+        while start < len(rows):
+            end = start + 1
+            while end < len(rows) and rows[end][:2] == rows[start][:2]:
+                end += 1
+            tied = sorted(rows[start:end], key=lambda row: row[2]["doc_path"])
+            page.extend((score, payload, label) for score, _, payload, label in tied)
+            start = end
+        return page[:limit]
+
+    def _hit(
+        self, payload: dict[str, Any], score: float, episode: str | None, terms: list[str], snippets: bool
+    ) -> dict[str, Any]:
+        payload["score"] = round(score, 6)
+        created = payload.get("created_at")
+        payload["date"] = created[:10] if isinstance(created, str) else None
+        if episode is None and payload.get("kind") in TURN_KINDS:
+            meta = payload.get("meta") or {}
+            episode = next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
+        payload["episode"] = episode
+        payload["snippet"] = snippet_for(self._root, payload["doc_path"], terms) if snippets else ""
+        return payload

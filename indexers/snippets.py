@@ -1,0 +1,103 @@
+"""Snippets: a short window of a hit's file around the query's words, the words in bold."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+from events.errors import EventsError
+from events.fsio import read_vault_file
+
+SNIPPET_CHARS = 220
+
+
+def _body_of(text: str) -> str:
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            return text[end + 4 :]
+    return text
+
+
+_NOT_PROSE = re.compile(r"^(?:#|```|_meta|\|---|  type:).*$", re.MULTILINE)
+"""Lines a snippet skips: headings, code fences, `_meta` blocks, table rules."""
+
+
+def snippet_for(root: Path | str, rel_path: str, terms: Iterable[str]) -> str:
+    """A ~220-character window of the file around the query terms, terms in **bold**.
+
+    Read like every vault file (`read_vault_file`): a file swapped for a symlink
+    since it was indexed gives no snippet."""
+    try:
+        data, _ = read_vault_file(root, rel_path)
+    except (OSError, EventsError):
+        return ""
+    text = _body_of(data.decode("utf-8", errors="replace").replace("\x00", ""))
+    flat = " ".join(_NOT_PROSE.sub(" ", text).split())
+    stems = tuple(
+        sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
+    )
+    if not stems:
+        return flat[:SNIPPET_CHARS]
+    if flat.isascii():  # then lower() keeps every offset: find on the lowered copy
+        haystack = flat.lower()
+        matches = _find_words(haystack, stems)
+    else:
+        pattern = _snippet_pattern(stems, True)
+        matches = [m.span() for m in pattern.finditer(flat)]
+    if not matches:
+        return flat[:SNIPPET_CHARS]
+    best_start, best_count, right = matches[0][0], 0, 0
+    for left, (m_start, _) in enumerate(matches):  # sliding window: most matches within SNIPPET_CHARS
+        while right < len(matches) and matches[right][0] < m_start + SNIPPET_CHARS:
+            right += 1
+        if right - left > best_count:
+            best_start, best_count = m_start, right - left
+    start = max(0, best_start - 40)
+    start = flat.rfind(" ", 0, start) + 1 if start else 0
+    end = start + SNIPPET_CHARS
+    pieces, last = [], start
+    for m_start, m_end in matches:
+        if m_start < start or m_start >= end:
+            continue
+        if m_end > end:  # cut by the window: still bold only if a whole stem is left
+            if not any(flat[m_start:end].lower().startswith(stem) for stem in stems):
+                continue
+            m_end = end
+        pieces += [flat[last:m_start], "**", flat[m_start:m_end], "**"]
+        last = m_end
+    out = "".join(pieces) + flat[last:end]
+    return ("…" if start else "") + out + ("…" if end < len(flat) else "")
+
+
+def _find_words(haystack: str, stems: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each word of `haystack` (lower-case ASCII) that begins with a stem.
+
+    `str.find` per stem: several times faster than one regex alternation scanning
+    every position, and snippets are a third of a search's time.
+    """
+    spans: dict[int, int] = {}
+    rest_of_word = _REST_OF_WORD.match
+    for stem_text in stems:
+        at = haystack.find(stem_text)
+        while at != -1:
+            if at not in spans and (at == 0 or not _word_char(haystack[at - 1])):
+                match = rest_of_word(haystack, at + len(stem_text))
+                spans[at] = match.end() if match else at + len(stem_text)
+            at = haystack.find(stem_text, at + 1)
+    return sorted(spans.items())
+
+
+_REST_OF_WORD = re.compile(r"\w*")
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+@lru_cache(maxsize=512)
+def _snippet_pattern(stems: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(s.lower() if not ignore_case else s) for s in stems)
+    return re.compile(r"\b(" + alternatives + r")\w*", re.IGNORECASE if ignore_case else 0)

@@ -1,0 +1,213 @@
+"""Writing the full-text index: its folder, the writer lock, batches, rebuild and swap.
+
+Writers hold `fulltext.lock` only for one batch; a second writer waits up to
+`wait_s` and then gets `IndexBusy` naming the holder's pid.  A rebuild builds
+`fulltext.new/` beside the live index and swaps it in when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import tantivy
+
+from events.fsio import atomic_write, held_lock
+
+from .documents import IndexDoc
+from .errors import IndexBusy, IndexIncompatible, IndexingError
+from .schema import SCHEMA_VERSION, _to_document
+from .state import StateEntry
+
+CatchUp = Callable[[Callable[[], Any], dict[str, StateEntry]], None]
+
+
+class IndexBatch:
+    """Upserts and deletes by path, committed together when the batch closes."""
+
+    def __init__(
+        self, writer: Any, trust_of: Callable[[str], float | None] | None = None, *, redoable: bool = True
+    ) -> None:
+        self._writer = writer
+        self._trust_of = trust_of
+        self.changes: dict[str, StateEntry | None] = {}
+        # kept so a failed commit can be redone; a fresh index (rebuild) has nothing to
+        # fail on and must not hold every document of the vault in memory
+        self._ops: list[tuple[str, Any]] | None = [] if redoable else None
+
+    def _apply(self, op: str, arg: Any) -> None:
+        if op == "upsert":
+            self._writer.delete_documents_by_term("path", arg.path)
+            self._writer.add_document(_to_document(arg))
+        elif op == "delete":
+            self._writer.delete_documents_by_term("path", arg)
+        else:
+            self._writer.delete_documents_by_term(*arg)
+
+    def _do(self, op: str, arg: Any) -> None:
+        if self._ops is not None:
+            self._ops.append((op, arg))
+        self._apply(op, arg)
+
+    def redo_on(self, writer: Any) -> None:
+        if self._ops is None:
+            raise IndexingError("this batch cannot be redone (it did not keep its operations)")
+        self._writer = writer
+        for op, arg in self._ops:
+            self._apply(op, arg)
+
+    def upsert(self, doc: IndexDoc) -> None:
+        if doc.trust is None and self._trust_of is not None:
+            trust = self._trust_of(doc.doc_id)  # derived trust of a document that has none in its file
+            if trust is not None:
+                doc = replace(doc, trust=trust)
+        self._do("upsert", doc)
+        self.changes[doc.path] = StateEntry(doc.checksum, doc.mtime_ns, doc.size)
+
+    def delete(self, path: str) -> None:
+        self._do("delete", path)
+        self.changes[path] = None
+
+    def delete_where(self, field_name: str, value: str) -> None:
+        """Delete every document whose raw `field_name` equals `value` (e.g. owner)."""
+        self._do("delete_where", (field_name, value))
+
+    def touch(self, path: str, entry: StateEntry) -> None:
+        """Record a new mtime for a file whose content (checksum) did not change."""
+        self.changes[path] = entry
+
+
+class _Writing:
+    """The opening and writing part of `FullTextIndex` (a mixin: its attributes are set there)."""
+
+    # --- opening ------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        self._recover_swap()
+        return (self.dir / "schema.json").is_file()
+
+    def _recover_swap(self) -> None:
+        """Finish a rebuild swap interrupted between its two renames."""
+        new, old = (
+            self.dir.with_name(self.dir.name + ".new"),
+            self.dir.with_name(self.dir.name + ".old"),
+        )
+        if not self.dir.exists() and (new / "complete").exists():
+            os.replace(new, self.dir)
+        if self.dir.exists() and old.exists():
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _create(self, directory: Path) -> tantivy.Index:
+        (directory / "tantivy").mkdir(parents=True, exist_ok=True)
+        index = tantivy.Index(self._schema, path=str(directory / "tantivy"))
+        atomic_write(directory / "schema.json", orjson.dumps({"schema_version": SCHEMA_VERSION}))
+        return index
+
+    def _open(self) -> tantivy.Index:
+        """The live tantivy index, reopened if a rebuild replaced the folder."""
+        if not self.exists():
+            self.indexes_dir.mkdir(parents=True, exist_ok=True)
+            with self._lock():
+                if not self.exists():
+                    self._create(self.dir)
+        ino = os.stat(self.dir).st_ino
+        if self._index is None or ino != self._ino:
+            info = orjson.loads((self.dir / "schema.json").read_bytes())
+            if info.get("schema_version") != SCHEMA_VERSION:
+                raise IndexIncompatible(
+                    f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"
+                )
+            self._index = tantivy.Index.open(str(self.tantivy_dir))
+            self._ino = ino
+        return self._index
+
+    # --- writing ------------------------------------------------------------------
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        def busy(holder: str) -> Exception:
+            return IndexBusy(
+                f"index is busy, held by pid {holder} for more than {self.wait_s:g} s; "
+                "try again when it finishes"
+            )
+
+        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy):
+            yield
+
+    def _tantivy_writer(self, index: tantivy.Index) -> Any:
+        try:
+            return index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
+        except ValueError as exc:  # tantivy's own lock: a writer we do not know about
+            raise IndexBusy(f"index is busy ({exc}); try again") from exc
+
+    @contextmanager
+    def _batch_on(
+        self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
+    ) -> Iterator[IndexBatch]:
+        writer = self._tantivy_writer(index)
+        batch = IndexBatch(writer, self.trust_of, redoable=redoable)
+        try:
+            yield batch
+        except BaseException:
+            writer.rollback()
+            raise
+        try:
+            writer.commit()
+        except ValueError as exc:
+            # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
+            # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
+            # empty commit moves the opstamp on (tantivy's GC then removes the file).
+            if "FileAlreadyExists" not in str(exc):
+                raise
+            writer.rollback()
+            empty = self._tantivy_writer(index)
+            empty.commit()
+            empty.wait_merging_threads()
+            writer = self._tantivy_writer(index)
+            batch.redo_on(writer)
+            writer.commit()
+        writer.wait_merging_threads()
+        self._append_state(state_path, batch.changes)
+
+    @contextmanager
+    def batch(self) -> Iterator[IndexBatch]:
+        """Hold the writer lock for one batch of upserts/deletes, then commit."""
+        self._open()
+        with self._lock(), self._batch_on(self._open(), self.state_path) as batch:
+            yield batch
+
+    @contextmanager
+    def rebuild(self, catch_up: CatchUp | None = None) -> Iterator[IndexBatch]:
+        """Build a fresh index beside the live one and swap it in when the block ends.
+
+        The live index keeps serving searches and other writers meanwhile.  Just before
+        the swap, under the writer lock, `catch_up(open_batch, state)` may bring the new
+        index up to date with files that changed while it was being built.
+        """
+        new = self.dir.with_name(self.dir.name + ".new")
+        shutil.rmtree(new, ignore_errors=True)
+        index = self._create(new)
+        state_path = new / "state.jsonl"
+        try:
+            with self._batch_on(index, state_path, redoable=False) as batch:
+                yield batch
+            with self._lock():
+                if catch_up is not None:
+                    catch_up(lambda: self._batch_on(index, state_path), self._read_state(state_path))
+                (new / "complete").write_bytes(b"")
+                old = self.dir.with_name(self.dir.name + ".old")
+                shutil.rmtree(old, ignore_errors=True)
+                if self.dir.exists():
+                    os.replace(self.dir, old)
+                os.replace(new, self.dir)
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(new, ignore_errors=True)
+            raise
+        self._index = None
