@@ -10,7 +10,6 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +49,8 @@ SESSION_KEYS = ("session", "session_id", "conversation", "conversation_id")
 
 
 def sha256_bytes(data: bytes) -> str:
+    import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
+
     return hashlib.sha256(data).hexdigest()
 
 

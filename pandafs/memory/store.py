@@ -14,7 +14,6 @@ at scope `user` and never expires.  Other memories are one file each under
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -83,6 +82,8 @@ def _norm(text: str) -> str:
 
 
 def slug(text: str, limit: int = 6) -> str:
+    import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
+
     words = re.findall(r"[a-z0-9]+", text.lower())[:limit] or ["memory"]
     digest = hashlib.sha1(text.encode()).hexdigest()[:6]
     return "-".join(words)[:60] + "-" + digest
