@@ -21,6 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .doctypes import CONTENT_TYPES, SAVE_TYPES, TOPIC_RE
 from .errors import FrontmatterError
 from .stamps import format_ts
 
@@ -41,28 +42,6 @@ __all__ = [
 ]
 
 Scope = Literal["new", "user", "global"]
-
-CONTENT_TYPES = (
-    "context",
-    "preference",
-    "fact",
-    "memory",
-    "note",
-    "research",
-    "vendor_info",
-    "pricing",
-    "site_pattern",
-    "knowledge",
-    "intervention",
-)
-"""The content types PandaFS writes (DESIGN §3).  Search treats the list as open — a
-hand-written document may carry its own types, and an unknown one only earns a warning —
-while `save` accepts SAVE_TYPES and nothing else, so a typo never becomes a new type."""
-
-SAVE_TYPES = tuple(t for t in CONTENT_TYPES if t not in ("context", "intervention", "site_pattern"))
-
-TOPIC_RE = re.compile(r"[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9][a-z0-9_-]*){0,15}")
-"""A hierarchical topic: dot-separated lowercase segments, e.g. `electronics.laptop`."""
 
 SECTION_TITLES = {
     0: "User Query",

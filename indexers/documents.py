@@ -10,17 +10,17 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from events import DocumentMetadata, classify, parse_document, read_vault_file
 from events.errors import FrontmatterError, NotInVault
-from events.layout import effective_scope
+from events.fsio import read_vault_file
+from events.layout import classify, effective_scope
+
+if TYPE_CHECKING:
+    from events.documents import DocumentMetadata
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -49,6 +49,8 @@ SESSION_KEYS = ("session", "session_id", "conversation", "conversation_id")
 
 
 def sha256_bytes(data: bytes) -> str:
+    import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -164,6 +166,8 @@ def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | S
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text
+    from events.documents import parse_document  # YAML and the metadata schema: only when reading one
+
     try:
         parsed = parse_document(text, rel_path)
     except FrontmatterError as exc:
@@ -216,6 +220,10 @@ def index_doc_from_parts(
         front["created_at"] = datetime.fromtimestamp(mtime if mtime is not None else mtime_ns / 1e9, UTC)
     if ref.kind == "archived_turn":
         front["archived"] = True
+    from pydantic import ValidationError  # the schema is built when a document is, not when searching
+
+    from events.documents import DocumentMetadata
+
     try:
         meta = DocumentMetadata.model_validate(front)
     except ValidationError as exc:

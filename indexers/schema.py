@@ -8,7 +8,6 @@ content types; a facet for the hierarchical topic (`pet.hamster` matches
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 
 import orjson
@@ -26,6 +25,8 @@ TEXT_FIELDS = ["title", "keywords", "body"]
 
 
 def _h64(text: str) -> int:
+    import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
+
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
 
 

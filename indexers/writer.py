@@ -8,7 +8,6 @@ Writers hold `fulltext.lock` only for one batch; a second writer waits up to
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -101,6 +100,8 @@ class _Writing:
         if not self.dir.exists() and (new / "complete").exists():
             os.replace(new, self.dir)
         if self.dir.exists() and old.exists():
+            import shutil  # not at module level: a search never removes a folder
+
             shutil.rmtree(old, ignore_errors=True)
 
     def _create(self, directory: Path) -> tantivy.Index:
@@ -190,6 +191,8 @@ class _Writing:
         the swap, under the writer lock, `catch_up(open_batch, state)` may bring the new
         index up to date with files that changed while it was being built.
         """
+        import shutil  # not at module level: a search never removes a folder
+
         new = self.dir.with_name(self.dir.name + ".new")
         shutil.rmtree(new, ignore_errors=True)
         index = self._create(new)

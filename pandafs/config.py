@@ -1,32 +1,202 @@
-"""`pandafs.toml`: one pydantic model per section, defaults and their reasons in one place.
+"""`pandafs.toml`: one frozen settings class per section, defaults and their reasons in one place.
 
 `render_default_config()` writes the commented file `pandafs init` creates from
-these models (every default written out, each with its description), so the file
+these classes (every default written out, each with its description), so the file
 and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
 an error that names them, so a typo never silently falls back to a default.
-"""
 
-from __future__ import annotations
+Plain `_Section` classes rather than pydantic models: every command
+opens the vault and so loads this file, and building pydantic would cost `pandafs
+search` several times the search itself.  The checks are the few a TOML file needs —
+the annotated type (an int where a float is wanted becomes a float), `Literal`
+choices, `ge` / `le` / `gt` bounds, old key names (`aliases`), no unknown keys — and
+they run on construction too, so `TiersConfig(hot_turns=9)` fails like a bad file.
+`model_validate` / `model_dump` keep the names their callers knew.
+"""
 
 import json
 import tomllib
+import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from .errors import BadInput
 
-__all__ = ["Config", "load_config", "render_default_config"]
+__all__ = ["Config", "ConfigError", "load_config", "render_default_config"]
+
+# No `from __future__ import annotations` here: the checks read the annotations as
+# types, and resolving strings (typing.get_type_hints) compiles each one.
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ConfigError(BadInput):
+    """A value `pandafs.toml` (or a constructor) may not hold; `where` is its dotted key."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+        self.message = message
+
+
+class Setting:
+    """One key of a section: its default (or `factory`), what it means, its bounds."""
+
+    __slots__ = ("aliases", "default", "description", "factory", "ge", "gt", "kind", "le", "name")
+
+    def __init__(
+        self, default: Any, factory: Callable[[], Any] | None, description: str, **checks: Any
+    ) -> None:
+        self.default, self.factory, self.description = default, factory, description
+        self.ge, self.le, self.gt = checks["ge"], checks["le"], checks["gt"]
+        self.aliases: tuple[str, ...] = checks["aliases"]
+        self.name = ""
+        self.kind: Any = None
+
+    def initial(self) -> Any:
+        return self.factory() if self.factory is not None else self.default
+
+    def check(self, value: Any) -> Any:
+        value = _coerce(value, self.kind, self.name)
+        for limit, ok, word in (
+            (self.ge, lambda v, b: v >= b, "greater than or equal to"),
+            (self.le, lambda v, b: v <= b, "less than or equal to"),
+            (self.gt, lambda v, b: v > b, "greater than"),
+        ):
+            if limit is not None and not ok(value, limit):
+                raise ConfigError(self.name, f"Input should be {word} {limit}")
+        return value
+
+
+def setting(
+    default: Any = None,
+    *,
+    description: str,
+    factory: Callable[[], Any] | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    gt: float | None = None,
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """Declare a key of a `_Section` subclass (typed `Any` so `x: int = setting(...)` reads well)."""
+    return Setting(default, factory, description, ge=ge, le=le, gt=gt, aliases=aliases)
+
+
+def _type_name(kind: Any) -> str:
+    return {int: "integer", float: "number", bool: "boolean", str: "string"}.get(kind, str(kind))
+
+
+def _coerce(value: Any, kind: Any, where: str) -> Any:
+    """`value` as the annotated `kind`, or ConfigError (messages worded like pydantic's)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if isinstance(kind, type) and issubclass(kind, _Section):
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, dict):
+            return kind.model_validate(value, where)
+        raise ConfigError(where, "Input should be a table (a [section] or {key = value})")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(where, "Input should be " + " or ".join(repr(a) for a in args))
+        return value
+    if origin is list:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(where, "Input should be a valid list")
+        return [_coerce(item, args[0], f"{where}.{i}") for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(where, "Input should be a valid dictionary (a table)")
+        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind is bool and type(value) is int and value in (0, 1):  # pydantic's lax booleans
+        return bool(value)
+    if isinstance(kind, type) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    raise ConfigError(where, f"Input should be a valid {_type_name(kind)}")
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, _Section):
+        return value.model_dump()
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    return value
+
+
+class _Section:
+    """A section of pandafs.toml: immutable, keyword-only, checked on construction.
+
+    Not a dataclass: generating each class's methods compiles code, and every command
+    pays for it at start-up.
+    """
+
+    settings: typing.ClassVar[dict[str, Setting]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.settings = {}
+        for name, kind in cls.__dict__.get("__annotations__", {}).items():
+            spec = cls.__dict__.get(name)
+            if isinstance(spec, Setting):
+                spec.name, spec.kind = name, kind
+                cls.settings[name] = spec
+                delattr(cls, name)  # instances hold the values
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(self.settings))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        for name, spec in self.settings.items():
+            value = values[name] if name in values else spec.initial()
+            object.__setattr__(self, name, spec.check(value))
+        self._after_init()
+
+    def _after_init(self) -> None:
+        """What a section adds once its values are checked."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self), *(repr(v) for v in vars(self).values())))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+    @classmethod
+    def model_validate(cls, data: Any, where: str = "") -> Any:
+        """The section from a TOML table: keys by name (or an old alias), nothing unknown."""
+        if not isinstance(data, dict):
+            raise ConfigError(where, "Input should be a table")
+        prefix = f"{where}." if where else ""
+        known: dict[str, str] = {}
+        for spec in cls.settings.values():
+            for key in spec.aliases or (spec.name,):
+                known.setdefault(key, spec.name)
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"{prefix}{key}", "Extra inputs are not permitted")
+            values.setdefault(known[key], value)
+        try:
+            return cls(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{prefix}{exc.where}", exc.message) from None
+
+    def model_dump(self) -> dict[str, Any]:
+        return {name: _dump(value) for name, value in vars(self).items()}
 
 
 class RoleConfig(_Section):
-    model: str = Field("", description="model name for this role ('' = llm.model)")
-    temperature: float = Field(0.5, description="sampling temperature")
+    model: str = setting("", description="model name for this role ('' = llm.model)")
+    temperature: float = setting(0.5, description="sampling temperature")
 
 
 def _roles() -> dict[str, RoleConfig]:
@@ -38,101 +208,100 @@ def _roles() -> dict[str, RoleConfig]:
 
 
 class LLMConfig(_Section):
-    backend: Literal["offline", "openai"] = Field(
+    backend: Literal["offline", "openai"] = setting(
         "offline",
         description="'offline' (deterministic, no model) or 'openai' (any compatible server)",
     )
-    base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
-    model: str = Field("qwen3", description="default model name")
-    timeout_s: float = Field(60.0, description="per-request timeout in seconds")
-    max_retries: int = Field(3, description="retries on 429 / 5xx / connection errors")
-    backoff_s: float = Field(0.5, description="first retry delay; doubles each retry")
-    structured_output: Literal["json_schema", "json_object", "none"] = Field(
+    base_url: str = setting("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
+    api_key_env: str = setting("OPENAI_API_KEY", description="environment variable holding the API key")
+    model: str = setting("qwen3", description="default model name")
+    timeout_s: float = setting(60.0, description="per-request timeout in seconds")
+    max_retries: int = setting(3, description="retries on 429 / 5xx / connection errors")
+    backoff_s: float = setting(0.5, description="first retry delay; doubles each retry")
+    structured_output: Literal["json_schema", "json_object", "none"] = setting(
         "json_schema",
         description="response_format sent for JSON replies: 'json_schema' (vLLM, Ollama >= 0.5, "
         "llama.cpp server), 'json_object' (older servers), 'none' (prompt only)",
     )
-    roles: dict[str, RoleConfig] = Field(default_factory=_roles, description="REFLEX / MIND / VOICE")
+    roles: dict[str, RoleConfig] = setting(factory=_roles, description="REFLEX / MIND / VOICE")
 
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _keep_default_roles(cls, value: object) -> object:
-        """Setting one role in pandafs.toml must not drop the others."""
-        if isinstance(value, dict):
-            return {**_roles(), **value}
-        return value
+    def _after_init(self) -> None:
+        object.__setattr__(self, "roles", {**_roles(), **self.roles})  # setting one role keeps the others
 
 
 class PipelineConfig(_Section):
-    max_revisions: int = Field(2, description="RETRY / REVISE loops before the turn fails")
-    context_tokens: int = Field(2000, description="cap of §2 Gathered Context, in tokens")
-    executor_max_steps: int = Field(6, description="tool calls the executor may make per attempt")
-    tool_tokens: int = Field(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
-    relevance_threshold: float = Field(
+    max_revisions: int = setting(2, description="RETRY / REVISE loops before the turn fails")
+    context_tokens: int = setting(2000, description="cap of §2 Gathered Context, in tokens")
+    executor_max_steps: int = setting(6, description="tool calls the executor may make per attempt")
+    tool_tokens: int = setting(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
+    relevance_threshold: float = setting(
         0.15, description="min normalised search score for a document to enter §2"
     )
-    max_sources: int = Field(6, description="documents the context gatherer cites at most")
+    max_sources: int = setting(6, description="documents the context gatherer cites at most")
 
 
 class SearchConfig(_Section):
     """The ranking formula of `indexers.ranking` (its module docstring shows it whole)."""
 
-    quality_weight: float = Field(0.5, description="score × (1 + w·(quality − 0.5))")
-    freshness_weight: float = Field(0.25, description="score × (1 + w·2^(−age/half_life))")
-    freshness_half_life_days: float = Field(30.0, description="age at which freshness is 1/2")
-    trust_weight: float = Field(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
-    topic_boost: float = Field(0.5, description="bonus factor for an exact topic match")
-    title_boost: float = Field(0.25, description="BM25 weight of the title (body = 1)")
-    keywords_boost: float = Field(1.5, description="BM25 weight of the keywords (body = 1)")
-    synonym_weight: float = Field(0.7, description="weight of a thesaurus synonym of a query word (0 = none)")
-    prefix_weight: float = Field(
+    quality_weight: float = setting(0.5, description="score × (1 + w·(quality − 0.5))")
+    freshness_weight: float = setting(0.25, description="score × (1 + w·2^(−age/half_life))")
+    freshness_half_life_days: float = setting(30.0, description="age at which freshness is 1/2")
+    trust_weight: float = setting(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
+    topic_boost: float = setting(0.5, description="bonus factor for an exact topic match")
+    title_boost: float = setting(0.25, description="BM25 weight of the title (body = 1)")
+    keywords_boost: float = setting(1.5, description="BM25 weight of the keywords (body = 1)")
+    synonym_weight: float = setting(
+        0.7, description="weight of a thesaurus synonym of a query word (0 = none)"
+    )
+    prefix_weight: float = setting(
         0.5, description="weight of another word form sharing a long prefix (0 = none)"
     )
-    spread_weight: float = Field(
+    spread_weight: float = setting(
         0.5, description="down-weights query words found on many days: (idf_days ratio)^w"
     )
-    neighbour_weight: float = Field(
+    neighbour_weight: float = setting(
         0.4, description="share of an adjacent turn's match a turn inherits, per query word"
     )
-    episode_weight: float = Field(
+    episode_weight: float = setting(
         0.2,
-        validation_alias=AliasChoices("episode_weight", "day_weight"),
+        aliases=("episode_weight", "day_weight"),
         description="share of its episode's coverage score a turn gets",
     )
-    expand_episodes: int = Field(
+    expand_episodes: int = setting(
         8,
-        validation_alias=AliasChoices("expand_episodes", "expand_days"),
+        aliases=("expand_episodes", "expand_days"),
         description="best episodes (conversations) whose turns are all scored (stage 2)",
     )
-    episode_gap_minutes: float = Field(
+    episode_gap_minutes: float = setting(
         30.0, description="a longer silence starts a new episode (turns without a session id)"
     )
-    latest_weight: float = Field(
+    latest_weight: float = setting(
         1.0,
         description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
     )
-    latest_band: float = Field(
+    latest_band: float = setting(
         0.4, description="episodes within this share of the best episode compete on time"
     )
-    episode_cap: int = Field(
+    episode_cap: int = setting(
         3,
-        validation_alias=AliasChoices("episode_cap", "day_cap"),
+        aliases=("episode_cap", "day_cap"),
         description="turns of one episode before every other hit (0 = no cap)",
     )
-    candidate_pool: int = Field(60, description="BM25 candidates of stage 1")
-    time_words: bool = Field(True, description='resolve "last week", "in May", "two months ago" in queries')
-    time_weight: float = Field(1.0, description="score × (1 + w) inside the window a query's time words name")
-    stop_words: bool = Field(True, description="drop stop words from queries")
-    framing: bool = Field(True, description="weigh question framing words (name, usually, like...) low")
-    word_forms: bool = Field(True, description="irregular verb forms and long-prefix word forms")
+    candidate_pool: int = setting(60, description="BM25 candidates of stage 1")
+    time_words: bool = setting(True, description='resolve "last week", "in May", "two months ago" in queries')
+    time_weight: float = setting(
+        1.0, description="score × (1 + w) inside the window a query's time words name"
+    )
+    stop_words: bool = setting(True, description="drop stop words from queries")
+    framing: bool = setting(True, description="weigh question framing words (name, usually, like...) low")
+    word_forms: bool = setting(True, description="irregular verb forms and long-prefix word forms")
 
 
 class IndexConfig(_Section):
-    max_file_bytes: int = Field(5_000_000, description="larger files are skipped with a reason")
-    writer_wait_s: float = Field(30.0, description="how long a writer waits for the index lock")
-    writer_heap_mb: int = Field(128, description="tantivy writer heap")
-    batch_size: int = Field(1000, description="documents per commit in rebuild / import")
+    max_file_bytes: int = setting(5_000_000, description="larger files are skipped with a reason")
+    writer_wait_s: float = setting(30.0, description="how long a writer waits for the index lock")
+    writer_heap_mb: int = setting(128, description="tantivy writer heap")
+    batch_size: int = setting(1000, description="documents per commit in rebuild / import")
 
 
 IDENTITY_KEYS = (
@@ -160,50 +329,50 @@ IDENTITY_KEYS = (
 
 
 class TiersConfig(_Section):
-    hot_turns: int = Field(4, ge=3, le=5, description="the last N turns always in context (3-5)")
-    hot_tokens: int = Field(1500, ge=0, description="hot tier budget")
-    warm_tokens: int = Field(2000, ge=0, description="warm tier budget")
-    cold_tokens: int = Field(900, ge=0, description="cold tier budget (identity anchors first)")
-    warm_turns: int = Field(50, description="turns considered for the warm tier")
-    recency_lambda: float = Field(0.1, description="cold recency = e^(−λ·days)")
-    sample_every: int = Field(10, description="long histories: first turn, every Nth, last 5")
-    cold_candidates: int = Field(20, description="search hits ranked for the cold tier")
-    max_sampled: int = Field(60, description="long histories: at most ~this many sampled turns (N grows)")
-    identity_keys: list[str] = Field(
-        default_factory=lambda: list(IDENTITY_KEYS),
+    hot_turns: int = setting(4, ge=3, le=5, description="the last N turns always in context (3-5)")
+    hot_tokens: int = setting(1500, ge=0, description="hot tier budget")
+    warm_tokens: int = setting(2000, ge=0, description="warm tier budget")
+    cold_tokens: int = setting(900, ge=0, description="cold tier budget (identity anchors first)")
+    warm_turns: int = setting(50, description="turns considered for the warm tier")
+    recency_lambda: float = setting(0.1, description="cold recency = e^(−λ·days)")
+    sample_every: int = setting(10, description="long histories: first turn, every Nth, last 5")
+    cold_candidates: int = setting(20, description="search hits ranked for the cold tier")
+    max_sampled: int = setting(60, description="long histories: at most ~this many sampled turns (N grows)")
+    identity_keys: list[str] = setting(
+        factory=lambda: list(IDENTITY_KEYS),
         description="facts.md keys that are identity anchors (always in context); "
         "a line tagged #identity is one too",
     )
 
 
 class ArchiveConfig(_Section):
-    age_days: int = Field(30, description="turns older than this may be archived")
-    force_age_days: int = Field(365, description="archived whatever their use")
-    max_recent_uses: int = Field(2, description="used/expanded more often than this stays live")
-    recent_window_days: int = Field(30, description="window for counting recent uses")
-    batch_size: int = Field(500, description="turns per Parquet file")
-    zstd_level: int = Field(3, description="Parquet zstd compression level")
-    expansions_to_restore: int = Field(3, description="expansions within the window that restore")
-    expansion_window_days: int = Field(30, description="window for counting expansions")
+    age_days: int = setting(30, description="turns older than this may be archived")
+    force_age_days: int = setting(365, description="archived whatever their use")
+    max_recent_uses: int = setting(2, description="used/expanded more often than this stays live")
+    recent_window_days: int = setting(30, description="window for counting recent uses")
+    batch_size: int = setting(500, description="turns per Parquet file")
+    zstd_level: int = setting(3, description="Parquet zstd compression level")
+    expansions_to_restore: int = setting(3, description="expansions within the window that restore")
+    expansion_window_days: int = setting(30, description="window for counting expansions")
 
 
 class MemoryConfig(_Section):
-    new_ttl_hours: float = Field(24.0, description="'new' documents expire after this unless promoted")
-    user_trust: float = Field(0.5, description="new → user: trust at least")
-    user_usage: int = Field(3, description="new → user: usage at least")
-    user_age_hours: float = Field(1.0, description="new → user: age at least")
-    global_trust: float = Field(0.8, description="user → global: trust at least")
-    global_usage: int = Field(10, description="user → global: usage at least")
-    global_age_hours: float = Field(24.0, description="user → global: age at least")
-    demotion_min_verdicts: int = Field(
+    new_ttl_hours: float = setting(24.0, description="'new' documents expire after this unless promoted")
+    user_trust: float = setting(0.5, description="new → user: trust at least")
+    user_usage: int = setting(3, description="new → user: usage at least")
+    user_age_hours: float = setting(1.0, description="new → user: age at least")
+    global_trust: float = setting(0.8, description="user → global: trust at least")
+    global_usage: int = setting(10, description="user → global: usage at least")
+    global_age_hours: float = setting(24.0, description="user → global: age at least")
+    demotion_min_verdicts: int = setting(
         3, description="a document is demoted only after at least this many verdicts"
     )
-    publishers: list[str] = Field(
-        default_factory=list,
+    publishers: list[str] = setting(
+        factory=list,
         description="users who may publish a document to every user (save --scope global); "
         "empty: nobody. Memories are never shared automatically; research may be promoted",
     )
-    trust_prior_weight: float = Field(
+    trust_prior_weight: float = setting(
         2.0,
         gt=0,
         description="trust = (successes + w·quality) / (validations + w): how many "
@@ -212,31 +381,31 @@ class MemoryConfig(_Section):
 
 
 class InboxConfig(_Section):
-    default_user: str = Field("me", description="user for files dropped straight into inbox/")
-    allowed_users: list[str] = Field(default_factory=list, description="if set, only these users")
-    max_bytes: int = Field(1_000_000, description="larger query files are rejected")
+    default_user: str = setting("me", description="user for files dropped straight into inbox/")
+    allowed_users: list[str] = setting(factory=list, description="if set, only these users")
+    max_bytes: int = setting(1_000_000, description="larger query files are rejected")
 
 
 class WatchConfig(_Section):
-    debounce_ms: int = Field(250, description="quiet time before a batch of changes is processed")
-    max_delay_ms: int = Field(2000, description="a busy path is processed at least this often")
-    reconcile_interval_s: float = Field(300.0, description="periodic checksum reconcile scan")
-    upkeep_interval_hours: float = Field(24.0, description="archive policy + scope promotion")
+    debounce_ms: int = setting(250, description="quiet time before a batch of changes is processed")
+    max_delay_ms: int = setting(2000, description="a busy path is processed at least this often")
+    reconcile_interval_s: float = setting(300.0, description="periodic checksum reconcile scan")
+    upkeep_interval_hours: float = setting(24.0, description="archive policy + scope promotion")
 
 
 class ResearchConfig(_Section):
-    search_url: str = Field("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
-    user_agent: str = Field(
+    search_url: str = setting("", description="SearxNG-compatible /search endpoint ('' = unavailable)")
+    user_agent: str = setting(
         "PandaFS-research/0.1 (+https://github.com/pandafs; local assistant)",
         description="honest User-Agent sent with every request",
     )
-    timeout_s: float = Field(10.0, description="per-request timeout")
-    max_page_bytes: int = Field(2_000_000, description="pages larger than this are cut off")
-    max_results: int = Field(5, description="pages fetched per research call")
-    per_domain_concurrency: int = Field(1, description="parallel requests per domain")
-    per_domain_interval_s: float = Field(1.0, description="minimum gap between requests to a domain")
-    max_redirects: int = Field(5, description="redirects followed per page")
-    min_reliability: float = Field(0.2, description="domains below this are skipped")
+    timeout_s: float = setting(10.0, description="per-request timeout")
+    max_page_bytes: int = setting(2_000_000, description="pages larger than this are cut off")
+    max_results: int = setting(5, description="pages fetched per research call")
+    per_domain_concurrency: int = setting(1, description="parallel requests per domain")
+    per_domain_interval_s: float = setting(1.0, description="minimum gap between requests to a domain")
+    max_redirects: int = setting(5, description="redirects followed per page")
+    min_reliability: float = setting(0.2, description="domains below this are skipped")
 
 
 def _topics() -> dict[str, list[str]]:
@@ -257,18 +426,18 @@ def _topics() -> dict[str, list[str]]:
 
 
 class Config(_Section):
-    llm: LLMConfig = Field(default_factory=LLMConfig, description="language model backend")
-    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="turn pipeline")
-    search: SearchConfig = Field(default_factory=SearchConfig, description="unified search ranking")
-    index: IndexConfig = Field(default_factory=IndexConfig, description="full-text index")
-    tiers: TiersConfig = Field(default_factory=TiersConfig, description="hot / warm / cold context")
-    archive: ArchiveConfig = Field(default_factory=ArchiveConfig, description="cold storage")
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="TTL and scope promotion")
-    inbox: InboxConfig = Field(default_factory=InboxConfig, description="query files")
-    watch: WatchConfig = Field(default_factory=WatchConfig, description="file watcher")
-    research: ResearchConfig = Field(default_factory=ResearchConfig, description="internet.research")
-    topics: dict[str, list[str]] = Field(
-        default_factory=_topics, description="topic → keywords the offline analyzer maps to it"
+    llm: LLMConfig = setting(factory=LLMConfig, description="language model backend")
+    pipeline: PipelineConfig = setting(factory=PipelineConfig, description="turn pipeline")
+    search: SearchConfig = setting(factory=SearchConfig, description="unified search ranking")
+    index: IndexConfig = setting(factory=IndexConfig, description="full-text index")
+    tiers: TiersConfig = setting(factory=TiersConfig, description="hot / warm / cold context")
+    archive: ArchiveConfig = setting(factory=ArchiveConfig, description="cold storage")
+    memory: MemoryConfig = setting(factory=MemoryConfig, description="TTL and scope promotion")
+    inbox: InboxConfig = setting(factory=InboxConfig, description="query files")
+    watch: WatchConfig = setting(factory=WatchConfig, description="file watcher")
+    research: ResearchConfig = setting(factory=ResearchConfig, description="internet.research")
+    topics: dict[str, list[str]] = setting(
+        factory=_topics, description="topic → keywords the offline analyzer maps to it"
     )
 
 
@@ -281,10 +450,8 @@ def load_config(path: Path) -> Config:
         raise BadInput(f"{path}: not valid TOML: {exc}") from None
     try:
         return Config.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BadInput(f"{path}: {where}: {first['msg']}") from None
+    except ConfigError as exc:
+        raise BadInput(f"{path}: {exc}") from None
 
 
 def _toml_value(value: Any) -> str:
@@ -299,21 +466,20 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def _render_section(name: str, model: BaseModel, out: list[str]) -> None:
-    description = type(model).model_fields
+def _render_section(name: str, section: _Section, out: list[str]) -> None:
     out.append(f"[{name}]")
     nested: list[tuple[str, Any]] = []
-    for field_name, info in description.items():
-        value = getattr(model, field_name)
-        if isinstance(value, BaseModel) or (isinstance(value, dict)):
-            nested.append((field_name, value))
+    for spec in section.settings.values():
+        value = getattr(section, spec.name)
+        if isinstance(value, _Section | dict):
+            nested.append((spec.name, value))
             continue
-        if info.description:
-            out.append(f"# {info.description}")
-        out.append(f"{field_name} = {_toml_value(value)}")
+        if spec.description:
+            out.append(f"# {spec.description}")
+        out.append(f"{spec.name} = {_toml_value(value)}")
     out.append("")
     for field_name, value in nested:
-        if isinstance(value, BaseModel):
+        if isinstance(value, _Section):
             _render_section(f"{name}.{field_name}", value, out)
         else:
             for key, item in value.items():
@@ -327,13 +493,13 @@ def render_default_config() -> str:
         "# change what you need. A key PandaFS does not know is an error that names it.",
         "",
     ]
-    for name, info in Config.model_fields.items():
-        value = getattr(config, name)
-        out.append(f"# --- {info.description} ---")
-        if isinstance(value, BaseModel):
-            _render_section(name, value, out)
+    for spec in Config.settings.values():
+        value = getattr(config, spec.name)
+        out.append(f"# --- {spec.description} ---")
+        if isinstance(value, _Section):
+            _render_section(spec.name, value, out)
         else:
-            out.append(f"[{name}]")
+            out.append(f"[{spec.name}]")
             for key, words in value.items():
                 out.append(f"{json.dumps(key)} = {_toml_value(words)}")
             out.append("")

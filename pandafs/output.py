@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-import orjson
 
 __all__ = ["LazyProgress", "echo_err", "emit", "json_option", "lazy_progress", "progress_bar"]
 
@@ -21,6 +20,8 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def emit(data: Any, as_json: bool, human: Callable[[], None] | None = None) -> None:
+    import orjson  # not at module level: `pandafs --help` prints no JSON
+
     if as_json:
         click.echo(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode())
     elif human is not None:

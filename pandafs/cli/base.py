@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from events.errors import InvalidUserId
-from events.layout import validate_user_id
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -101,6 +100,8 @@ pass_app = click.make_pass_decorator(App)
 def _check_user(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
+    from events.layout import validate_user_id  # the vault layout: not for `pandafs --help`
+
     try:
         return validate_user_id(value)
     except InvalidUserId as exc:

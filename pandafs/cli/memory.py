@@ -2,55 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import click
-import orjson
-from pydantic import Field, ValidationError
 
 from events.clock import utcnow
-from events.documents import CONTENT_TYPES
-from events.errors import EventsError
+from events.doctypes import CONTENT_TYPES
 
-from ..errors import PandaError, ProblemFound
-from ..memory import SCOPES, Memory, SearchArgs
+from ..errors import ProblemFound
+from ..memory import SCOPES
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, parse_now, pass_app, user_option
-
-
-class BatchQuery(SearchArgs):
-    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
-    is, and content types spelled `types`."""
-
-    user: str | None = None
-    content_types: list[str] = Field(default_factory=list, validation_alias="types")
-    limit: int = Field(10, ge=1, le=1000)
-    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
-
-
-def _batch_search(memory: Memory, source: Path) -> int:
-    """Answer each line in order; the number of lines that failed."""
-    failed = 0
-    with source.open("rb") as handle:
-        for raw in handle:
-            if not raw.strip():
-                continue
-            try:
-                line = BatchQuery.model_validate(orjson.loads(raw))
-                now = line.now.replace(tzinfo=UTC) if line.now and line.now.tzinfo is None else line.now
-                out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
-            except orjson.JSONDecodeError as exc:
-                out = {"error": f"not valid JSON: {exc}"}
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
-            except (PandaError, EventsError) as exc:
-                out = {"error": str(exc)}
-            failed += isinstance(out, dict)
-            click.echo(orjson.dumps(out).decode())
-    return failed
 
 
 @cli.command()
@@ -94,7 +57,9 @@ def search(
     """Unified search over every document (natural language or keywords)."""
     memory = app.memory()
     if batch is not None:
-        failed = _batch_search(memory, batch)
+        from .batch import batch_search  # pydantic: only for --batch
+
+        failed = batch_search(memory, batch)
         if failed:
             raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return

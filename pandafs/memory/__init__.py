@@ -1,7 +1,18 @@
-"""Memory: the unified search, save and retrieve API over a vault."""
+"""Memory: the unified search, save and retrieve API over a vault.
 
-from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, SearchArgs, TrustLookup
+`SearchArgs` (a pydantic model) is imported from `.args` when first used, so
+`pandafs search` never builds it.
+"""
+
+from typing import TYPE_CHECKING
+
+from events.lazy import lazy_exports
+
+from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, TrustLookup
 from .store import Entry, SavedDoc, parse_entries
+
+if TYPE_CHECKING:
+    from .args import SearchArgs
 
 __all__ = [
     "SCOPES",
@@ -15,3 +26,5 @@ __all__ = [
     "parse_entries",
     "TrustLookup",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), {"SearchArgs": ".args"})

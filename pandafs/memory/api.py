@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from events import DocRef, candidate_paths, classify, parse_document, read_vault_file, validate_user_id
 from events.clock import utcnow
-from events.documents import SAVE_TYPES, TOPIC_RE
+from events.doctypes import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_file
+from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex
 from indexers.request import Ranking, SearchRequest
@@ -34,41 +33,9 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import SavedDoc, append_entry, publish, write_memory
 
-__all__ = ["Memory", "Retrieved", "SCOPES", "SearchArgs"]
+__all__ = ["Memory", "Retrieved", "SCOPES"]
 
 SCOPES = ("new", "user", "global")
-
-
-class SearchArgs(BaseModel):
-    """The arguments of `memory.search` as data: the Planner's tool and `search --batch`."""
-
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="natural language or keywords")
-    topic: str | None = Field(None, description="hierarchical topic filter, e.g. pet.hamster")
-    content_types: list[str] = Field(default_factory=list, description="e.g. preference, research")
-    scope: Literal["new", "user", "global"] | None = None
-    min_quality: float | None = Field(None, ge=0, le=1)
-    include_expired: bool = False
-    limit: int = Field(5, ge=1, le=50)
-    after: datetime | None = Field(
-        None, description="only documents created at or after this date/time (ISO-8601)"
-    )
-    before: datetime | None = Field(
-        None, description="only documents created before this date/time (ISO-8601)"
-    )
-
-    def search_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `Memory.search` besides the query and the user."""
-        return {
-            "topic_filter": self.topic,
-            "content_types": self.content_types,
-            "scope": self.scope,
-            "min_quality": self.min_quality,
-            "include_expired": self.include_expired,
-            "limit": self.limit,
-            "after": self.after,
-            "before": self.before,
-        }
 
 
 def _aware(ts: datetime) -> datetime:
@@ -331,6 +298,8 @@ class Memory:
         assert ref is not None
         if ref.kind == "archived_turn" and self.archive is not None:
             return self._retrieve_archived(ref.doc_id, user, now)
+        from events.documents import parse_document  # YAML and the metadata schema: not for a search
+
         try:
             data, _ = read_vault_file(self.vault.root, rel)
             parsed = parse_document(data.decode("utf-8"), rel)

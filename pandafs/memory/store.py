@@ -14,7 +14,6 @@ at scope `user` and never expires.  Other memories are one file each under
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -23,16 +22,9 @@ from pathlib import Path
 
 import orjson
 
-from events import (
-    DocumentMetadata,
-    NotInVault,
-    atomic_write,
-    format_ts,
-    parse_document,
-    read_vault_file,
-    render_document,
-    wikilink,
-)
+from events.errors import NotInVault
+from events.fsio import atomic_write, read_vault_file
+from events.stamps import format_ts
 
 from ..errors import BadInput
 from ..vault import Vault
@@ -90,6 +82,8 @@ def _norm(text: str) -> str:
 
 
 def slug(text: str, limit: int = 6) -> str:
+    import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
+
     words = re.findall(r"[a-z0-9]+", text.lower())[:limit] or ["memory"]
     digest = hashlib.sha1(text.encode()).hexdigest()[:6]
     return "-".join(words)[:60] + "-" + digest
@@ -107,6 +101,13 @@ def append_entry(
     keywords: list[str] | None = None,
 ) -> SavedDoc:
     """Add one statement to preferences.md or facts.md (idempotent on the same statement)."""
+    from events.documents import (  # YAML, pydantic: when writing
+        DocumentMetadata,
+        parse_document,
+        render_document,
+        wikilink,
+    )
+
     filename, heading, topic = KIND_FILES[kind]
     path = vault.layout.user_dir(user) / filename
     doc_id = f"{user}/{filename[:-3]}"
@@ -171,6 +172,12 @@ def write_memory(
     quality: float = 0.6,
 ) -> SavedDoc:
     """One memory document under users/{user}/memories/ (same content → same file)."""
+    from events.documents import (  # YAML, pydantic: when writing
+        DocumentMetadata,
+        render_document,
+        wikilink,
+    )
+
     name = slug(f"{doc_type} {content}")
     path = vault.layout.memories_dir(user) / f"{name}.md"
     doc_id = f"{user}/memories/{name}"
@@ -218,6 +225,11 @@ def publish(
     (fsynced) before the document exists, so every global document that came from a user
     can be traced to the person who published it.
     """
+    from events.documents import (  # YAML, pydantic: when writing
+        DocumentMetadata,
+        render_document,
+    )
+
     name = slug(f"{doc_type} {content}")
     path = vault.layout.knowledge / "published" / f"{name}.md"
     rel = vault.rel(path) if path.parent.exists() else f"knowledge/published/{name}.md"

@@ -1,0 +1,35 @@
+"""The words of document metadata that callers check without parsing a document:
+content types, the types `save` accepts, the topic syntax.
+
+Apart from `events.documents` (YAML and the pydantic metadata schema) so that a
+command validating its options — `pandafs search --type`, `save --topic` — does not
+build the schema it never uses.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CONTENT_TYPES", "SAVE_TYPES", "TOPIC_RE"]
+
+CONTENT_TYPES = (
+    "context",
+    "preference",
+    "fact",
+    "memory",
+    "note",
+    "research",
+    "vendor_info",
+    "pricing",
+    "site_pattern",
+    "knowledge",
+    "intervention",
+)
+"""The content types PandaFS writes (DESIGN §3).  Search treats the list as open — a
+hand-written document may carry its own types, and an unknown one only earns a warning —
+while `save` accepts SAVE_TYPES and nothing else, so a typo never becomes a new type."""
+
+SAVE_TYPES = tuple(t for t in CONTENT_TYPES if t not in ("context", "intervention", "site_pattern"))
+
+TOPIC_RE = re.compile(r"[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9][a-z0-9_-]*){0,15}")
+"""A hierarchical topic: dot-separated lowercase segments, e.g. `electronics.laptop`."""

@@ -1,0 +1,70 @@
+"""pandafs.toml is checked without pydantic: the same defaults, the same refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pandafs.config import Config, ConfigError, LLMConfig, SearchConfig, TiersConfig, load_config
+from pandafs.errors import BadInput
+
+
+def _load(tmp_path: Path, text: str) -> Config:
+    path = tmp_path / "pandafs.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[search]\nbogus = 1\n", "search.bogus: Extra inputs are not permitted"),
+        ("[bogus]\nx = 1\n", "bogus: Extra inputs are not permitted"),
+        ("[index]\nbatch_size = 'many'\n", "index.batch_size: Input should be a valid integer"),
+        ("[index]\nbatch_size = 10.5\n", "index.batch_size: Input should be a valid integer"),
+        ("[llm]\nbackend = 'magic'\n", "llm.backend: Input should be 'offline' or 'openai'"),
+        ("[tiers]\nhot_turns = 2\n", "tiers.hot_turns: Input should be greater than or equal to 3"),
+        ("[memory]\ntrust_prior_weight = 0\n", "memory.trust_prior_weight: Input should be greater than 0"),
+        ("[memory]\npublishers = 'alice'\n", "memory.publishers: Input should be a valid list"),
+        ("[llm.roles.mind]\nbogus = 1\n", "llm.roles.mind.bogus: Extra inputs are not permitted"),
+        ("[topics]\n'a.b' = [1]\n", "topics.a.b.0: Input should be a valid string"),
+        ("search = 3\n", "search: Input should be a table"),
+        ("[search\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_its_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(BadInput, match="pandafs.toml: ") as caught:
+        _load(tmp_path, text)
+    assert message in str(caught.value)
+
+
+def test_values_are_converted_to_their_type_and_old_names_still_work(tmp_path: Path) -> None:
+    config = _load(
+        tmp_path,
+        "[search]\nquality_weight = 1\nday_weight = 0.9\nday_cap = 2.0\nstop_words = 0\n"
+        "[llm.roles.critic]\nmodel = 'big'\n",
+    )
+    assert config.search.quality_weight == 1.0 and isinstance(config.search.quality_weight, float)
+    assert (config.search.episode_weight, config.search.episode_cap) == (0.9, 2)
+    assert isinstance(config.search.episode_cap, int) and config.search.stop_words is False
+    assert sorted(config.llm.roles) == ["critic", "mind", "reflex", "voice"]  # one role keeps the others
+    assert config.llm.roles["critic"].model == "big"
+    assert config.tiers == TiersConfig() and config != Config()
+
+
+def test_a_missing_file_is_the_defaults_and_sections_are_frozen(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "absent.toml")
+    assert config == Config()
+    assert config.search.model_dump() == SearchConfig().model_dump()
+    assert config.model_dump()["llm"]["roles"]["voice"] == {"model": "", "temperature": 0.7}
+    with pytest.raises(AttributeError):
+        config.search.topic_boost = 2.0  # type: ignore[misc]
+
+
+def test_constructing_a_section_checks_it_too() -> None:
+    with pytest.raises(ConfigError, match="hot_turns: Input should be less than or equal to 5"):
+        TiersConfig(hot_turns=9)
+    assert LLMConfig(timeout_s=1).timeout_s == 1.0
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        LLMConfig(bogus=1)
