@@ -1,6 +1,6 @@
 """Tiered context (seed 002, DESIGN §6): what of a user's history a turn gets to see.
 
-`assemble_tiers` reads the user's past turns — `metadata.json` of live turns,
+`assemble_tiers` reads the user's past turns — `context.md` of live turns,
 `archive/stubs/{user}/{turn}.md` of archived ones, never the Parquet originals
 (reading a stub counts no expansion) — and returns three tiers, each within its
 `[tiers]` token budget, counted with `count_tokens`:
@@ -59,8 +59,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from events import NotInVault, parse_document, read_vault_file, turn_name, turn_number, validate_user_id
 from events.clock import utcnow
 from events.layout import TURN_DIR_RE
@@ -84,6 +82,8 @@ __all__ = [
     "identity_anchors",
     "identity_key",
     "item_text",
+    "live_turn",
+    "parse_turn_context",
     "parse_stub",
     "sample_numbers",
 ]
@@ -112,7 +112,7 @@ _STOP = frozenset(
 
 @dataclass(frozen=True)
 class TurnRecord:
-    """What the tiers know of one past turn: a live turn's metadata or an archive stub."""
+    """What the tiers know of one past turn: a live turn's context.md or an archive stub."""
 
     user: str
     turn: str
@@ -176,22 +176,11 @@ class _Reader:
     def live(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
         try:  # never through a symlink: a linked folder could be another user's turn
-            raw, _ = read_vault_file(self.root, f"{self.turns}/{name}/metadata.json")
-            data = orjson.loads(raw)
-        except (OSError, NotInVault, orjson.JSONDecodeError):
+            raw, _ = read_vault_file(self.root, f"{self.turns}/{name}/context.md")
+            text = raw.decode("utf-8")
+        except (OSError, NotInVault, UnicodeDecodeError):
             return None
-        if not isinstance(data, dict):
-            return None
-        meta = data.get("meta")
-        return TurnRecord(
-            user=self.user,
-            turn=name,
-            archived=False,
-            created_at=_parse_ts(data.get("created_at")),
-            query=str(data.get("query") or ""),
-            body=str(data.get("answer") or ""),
-            identity=isinstance(meta, dict) and meta.get("identity") is True,
-        )
+        return parse_turn_context(self.user, name, text)
 
     def stub(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
@@ -209,6 +198,52 @@ class _Reader:
 _FRONT_FIELD = re.compile(r"^(created_at|title|identity):[ \t]*(.*?)\s*$", re.M)
 _QUERY_LINE = re.compile(r"^\*\*Query:\*\*\s*(.*)$", re.M)
 _SUMMARY_LINE = re.compile(r"^\*\*Summary:\*\*\s*(.*)$", re.M)
+
+
+def live_turn(vault: Vault, user: str, turn: str) -> TurnRecord | None:
+    """One live turn as the tiers see it (its context.md), None if it is unreadable."""
+    return _Reader(vault, user).live(turn_number(turn))
+
+
+_IDENTITY_META = re.compile(r"^meta:[ \t]*\n(?:[ \t]+.*\n)*?  identity:[ \t]*true[ \t]*$", re.M)
+_SECTION_HEAD = re.compile(r"^## (\d)\. .*$", re.M)
+_S0_LABEL = re.compile(r"\n\n\*\*(?:Resolved query|Query type|Refers to|Feedback on [^*\n]*):\*\*")
+
+
+def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
+    """A live turn read from its context.md by a line scan, not YAML (hundreds are read per
+    turn): `created_at` and the import `meta`'s `identity: true` from the frontmatter, the
+    query from §0 (up to the renderer's first labelled line) and the answer from §5.
+
+    context.md is what people read and edit, so a hand-corrected answer is what the tiers
+    see; metadata.json no longer holds the answer (an older one that does is not read).
+    """
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    front_text = text[3 : end + 1]
+    front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(front_text)}
+    body = text[end + 4 :]
+    sections: dict[int, str] = {}
+    heads = list(_SECTION_HEAD.finditer(body))
+    for i, head in enumerate(heads):
+        stop = heads[i + 1].start() if i + 1 < len(heads) else len(body)
+        sections.setdefault(int(head.group(1)), body[head.end() : stop].strip("\n"))
+    asked = sections.get(0, "")
+    label = _S0_LABEL.search(asked)
+    query = (asked[: label.start()] if label else asked).strip()
+    answer = sections.get(5, "").strip()
+    return TurnRecord(
+        user=user,
+        turn=turn,
+        archived=False,
+        created_at=_parse_ts(front.get("created_at")),
+        query="" if query == "_(empty query)_" else query,
+        body="" if answer == "_(no response)_" else answer,
+        identity=bool(_IDENTITY_META.search(front_text)),
+    )
 
 
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:

@@ -8,6 +8,7 @@ from events import Payload, TurnView, read_vault_file
 from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
+from ..memory.tiers import live_turn
 from .context import TurnContext
 from .tasks import AnalyzeIn, AnalyzeOut, PriorTurn
 
@@ -24,11 +25,14 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
         except (OSError, EventsError, orjson.JSONDecodeError):
             continue
         ref = meta.get("content_reference")
+        record = live_turn(ctx.vault, ctx.user, path.name)  # the text is in context.md
+        if record is None:
+            continue
         out.append(
             PriorTurn(
                 turn=path.name,
-                query=meta.get("query", ""),
-                answer=(meta.get("answer") or "")[:600],
+                query=record.query,
+                answer=record.body[:600],
                 subject=meta.get("subject"),
                 content_reference=ContentReference.model_validate(ref) if ref else None,
             )

@@ -22,6 +22,7 @@ from pandafs.memory.tiers import (
     assemble_tiers,
     identity_anchors,
     item_text,
+    live_turn,
     sample_numbers,
 )
 from pandafs.pipeline import Pipeline
@@ -54,15 +55,17 @@ def _archive_by_hand(vault: Vault, user: str, turn: str) -> list[str]:
     meta = orjson.loads((folder / "metadata.json").read_bytes())
     stub = vault.layout.archive_stub(user, turn)
     stub.parent.mkdir(parents=True, exist_ok=True)
-    claim = (meta["answer"] or "").split(".")[0][:200]
+    record = live_turn(vault, user, turn)
+    assert record is not None
+    claim = record.body.split(".")[0][:200]
     stub.write_text(
         "---\n"
-        f"id: {user}/{turn}\nuser: {user}\ntitle: {json.dumps(meta['query'][:80])}\n"
+        f"id: {user}/{turn}\nuser: {user}\ntitle: {json.dumps(record.query[:80])}\n"
         f"content_types:\n- context\ncreated_at: {meta['created_at']}\narchived: true\n"
         "archive_file: archive/turns/month=2026-01/part-x.parquet\n"
         "---\n"
-        f"# Turn {turn.removeprefix('turn_')} — archived\n\n**Query:** {meta['query']}\n\n"
-        f"**Outcome:** IMPORTED · **Revisions:** 0\n\n**Summary:** {meta['summary']}\n\n"
+        f"# Turn {turn.removeprefix('turn_')} — archived\n\n**Query:** {record.query}\n\n"
+        f"**Outcome:** IMPORTED · **Revisions:** 0\n\n**Summary:** {meta.get('summary', record.query)}\n\n"
         + (f"## Key claims\n\n- {claim}\n\n" if claim else "")
         + "## Original\n\nArchived.\n",
         encoding="utf-8",
