@@ -13,7 +13,8 @@ Where the time goes, per turn (p50 of each row, and the mean share of the turn):
 the phases (their `phase_metrics`), then the orchestrator's own steps
 (`TurnResult.steps_ms`: allocation and recovery, event appends with their fsyncs,
 re-folding the view, projecting the files, the index commit), and `unaccounted`, the
-rest of the wall time of `ask`.  The floor beside it is the same number of fsynced
+rest of the wall time of `ask`.  CPU time (all threads of the process) is printed too:
+on a shared machine it moves far less than wall time.  The floor beside it is the same number of fsynced
 appends and one tantivy-free atomic file write per phase, measured in the same run.
 Prints a table and one JSON line.
 """
@@ -105,15 +106,17 @@ def floor_ms(folder: Path, appends: int) -> float:
 
 def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
     times: list[float] = []
+    cpus: list[float] = []
     floors: list[float] = []
     rows: dict[str, list[float]] = {}
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
         pipeline.ask("warm up", user="bench")
         for i in range(turns):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             result = pipeline.ask(QUERIES[i % len(QUERIES)], user="bench")
             total = (time.perf_counter() - started) * 1000
             times.append(total)
+            cpus.append((time.process_time() - cpu) * 1000)
             parts = {f"phase {k}": v for k, v in result.phase_ms.items()}
             parts |= {f"step {k}": v for k, v in result.steps_ms.items()}
             parts["unaccounted"] = max(0.0, total - sum(parts.values()))
@@ -135,6 +138,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
         "turn_p50_ms": round(statistics.median(times), 2),
         "turn_p95_ms": round(times[int(len(times) * 0.95) - 1], 2),
         "turn_mean_ms": round(mean, 2),
+        "turn_cpu_p50_ms": round(statistics.median(cpus), 2),
         "floor_p50_ms": round(floor, 2),
         "ratio_to_floor": round(statistics.median(times) / floor, 2),
         "accounted_share": round(1.0 - breakdown["unaccounted"]["share"], 3),
@@ -168,7 +172,8 @@ def main() -> None:
         row = results[str(size)]
         print(
             f"{size:>7} prior turns: turn p50 {row['turn_p50_ms']} ms, p95 {row['turn_p95_ms']} ms, "
-            f"mean {row['turn_mean_ms']} ms; floor (fsynced appends + one atomic write) "
+            f"mean {row['turn_mean_ms']} ms, CPU p50 {row['turn_cpu_p50_ms']} ms; "
+            f"floor (fsynced appends + one atomic write) "
             f"{row['floor_p50_ms']} ms, ratio {row['ratio_to_floor']}; setup {row['setup_s']} s"
         )
         print(f"{'':>9}{'where':<26}{'p50 ms':>9}{'mean ms':>9}{'share':>8}")

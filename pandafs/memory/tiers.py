@@ -52,9 +52,10 @@ A single unreadable turn (corrupt metadata, broken stub) is skipped, not a failu
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,7 @@ __all__ = [
     "assemble_tiers",
     "identity_anchors",
     "identity_key",
+    "RecordCache",
     "item_text",
     "live_turn",
     "parse_turn_context",
@@ -163,20 +165,61 @@ def _parse_ts(value: object) -> datetime | None:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
+class RecordCache:
+    """Past turns already parsed, kept by a long-lived process (a `Pipeline`) across turns.
+
+    The tiers read 60-130 past turns per turn, almost all the same as the turn before.
+    An entry is the record parsed from a file that was opened safely (no symlink on the
+    way, inside the vault) with that file's inode, size and mtime; it is used again only
+    while one `lstat` of the same path still shows that inode, size and mtime — so a hand
+    edit, a replay or a swapped folder is read afresh, through the safe reader.  Bounded:
+    cleared when it holds `limit` entries.
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self.entries: dict[str, tuple[tuple[int, int, int], TurnRecord | None]] = {}
+
+    def read(self, root: str, rel: str, parse: Callable[[str], TurnRecord | None]) -> TurnRecord | None:
+        path = f"{root}/{rel}"
+        cached = self.entries.get(path)
+        if cached is not None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns) == cached[0]:
+                return cached[1]
+        try:  # never through a symlink: a linked folder could be another user's turn
+            raw, st = read_vault_file(root, rel)
+            record = parse(raw.decode("utf-8"))
+        except (OSError, NotInVault, UnicodeDecodeError):
+            self.entries.pop(path, None)
+            return None
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), record)
+        return record
+
+
 class _Reader:
     """Reads turns of one user by number (live folder first, then its stub)."""
 
-    def __init__(self, vault: Vault, user: str) -> None:
+    def __init__(self, vault: Vault, user: str, cache: RecordCache | None = None) -> None:
         self.vault = vault
         self.user = validate_user_id(user)
         self.root = str(vault.root)
         self.turns = f"users/{self.user}/turns"  # vault-relative; str joins: hundreds of reads per turn
         self.stubs = f"archive/stubs/{self.user}"
+        self.cache = cache
 
     def live(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
+        rel = f"{self.turns}/{name}/context.md"
+        if self.cache is not None:
+            return self.cache.read(self.root, rel, lambda text: parse_turn_context(self.user, name, text))
         try:  # never through a symlink: a linked folder could be another user's turn
-            raw, _ = read_vault_file(self.root, f"{self.turns}/{name}/context.md")
+            raw, _ = read_vault_file(self.root, rel)
             text = raw.decode("utf-8")
         except (OSError, NotInVault, UnicodeDecodeError):
             return None
@@ -200,18 +243,17 @@ _QUERY_LINE = re.compile(r"^\*\*Query:\*\*\s*(.*)$", re.M)
 _SUMMARY_LINE = re.compile(r"^\*\*Summary:\*\*\s*(.*)$", re.M)
 
 
-def live_turn(vault: Vault, user: str, turn: str) -> TurnRecord | None:
+def live_turn(vault: Vault, user: str, turn: str, cache: RecordCache | None = None) -> TurnRecord | None:
     """One live turn as the tiers see it (its context.md), None if it is unreadable."""
-    return _Reader(vault, user).live(turn_number(turn))
+    return _Reader(vault, user, cache).live(turn_number(turn))
 
 
 _IDENTITY_META = re.compile(r"^meta:[ \t]*\n(?:[ \t]+.*\n)*?  identity:[ \t]*true[ \t]*$", re.M)
-_SECTION_HEAD = re.compile(r"^## (\d)\. .*$", re.M)
 _S0_LABEL = re.compile(r"\n\n\*\*(?:Resolved query|Query type|Refers to|Feedback on [^*\n]*):\*\*")
 
 
 def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
-    """A live turn read from its context.md by a line scan, not YAML (hundreds are read per
+    """A live turn read from its context.md by a scan, not YAML (hundreds are read per
     turn): `created_at` and the import `meta`'s `identity: true` from the frontmatter, the
     query from §0 (up to the renderer's first labelled line) and the answer from §5.
 
@@ -225,16 +267,10 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         return None
     front_text = text[3 : end + 1]
     front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(front_text)}
-    body = text[end + 4 :]
-    sections: dict[int, str] = {}
-    heads = list(_SECTION_HEAD.finditer(body))
-    for i, head in enumerate(heads):
-        stop = heads[i + 1].start() if i + 1 < len(heads) else len(body)
-        sections.setdefault(int(head.group(1)), body[head.end() : stop].strip("\n"))
-    asked = sections.get(0, "")
+    asked = _section_text(text, end, "0")
     label = _S0_LABEL.search(asked)
     query = (asked[: label.start()] if label else asked).strip()
-    answer = sections.get(5, "").strip()
+    answer = _section_text(text, end, "5").strip()
     return TurnRecord(
         user=user,
         turn=turn,
@@ -242,8 +278,20 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         created_at=_parse_ts(front.get("created_at")),
         query="" if query == "_(empty query)_" else query,
         body="" if answer == "_(no response)_" else answer,
-        identity=bool(_IDENTITY_META.search(front_text)),
+        identity="identity:" in front_text and bool(_IDENTITY_META.search(front_text)),
     )
+
+
+def _section_text(text: str, start: int, number: str) -> str:
+    """The text under `## {number}. …` (heading excluded), "" if the section is absent."""
+    at = text.find(f"\n## {number}. ", start)
+    if at < 0:
+        return ""
+    begin = text.find("\n", at + 1)
+    if begin < 0:
+        return ""
+    stop = text.find("\n## ", begin)
+    return text[begin : stop if stop >= 0 else len(text)].strip("\n")
 
 
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
@@ -677,11 +725,13 @@ def assemble_tiers(
     config: TiersConfig | None = None,
     exclude: Iterable[str] = (),
     search_hits: list[dict[str, Any]] | None = None,
+    cache: RecordCache | None = None,
 ) -> Tiers:
     """The hot, warm and cold tiers of `user` for a turn `before` (turns numbered below it).
 
     `search_hits`: turn hits of a search the caller already ran for this query (the
     Context Gatherer's), used for the cold ranking instead of searching again.
+    `cache`: past turns parsed by earlier calls of this process (`RecordCache`).
 
     `query` drives the cold ranking; `memory` (optional) adds the unified search's
     similarity — without it similarity is term overlap alone.  `exclude` keeps doc ids
@@ -689,7 +739,7 @@ def assemble_tiers(
     """
     config = config or vault.config.tiers
     now = now or utcnow()
-    reader = _Reader(vault, user)
+    reader = _Reader(vault, user, cache)
     limit = turn_number(before)
     hot = Tier("hot", config.hot_tokens)
     warm = Tier("warm", config.warm_tokens)

@@ -9,7 +9,7 @@ from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
 from ..memory.tiers import live_turn
-from .context import TurnContext
+from .context import RECORD_CACHE, TurnContext
 from .tasks import AnalyzeIn, AnalyzeOut, PriorTurn
 
 __all__ = ["recent_turns", "run"]
@@ -25,7 +25,7 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
         except (OSError, EventsError, orjson.JSONDecodeError):
             continue
         ref = meta.get("content_reference")
-        record = live_turn(ctx.vault, ctx.user, path.name)  # the text is in context.md
+        record = live_turn(ctx.vault, ctx.user, path.name, ctx.extras.get(RECORD_CACHE))  # text: context.md
         if record is None:
             continue
         out.append(

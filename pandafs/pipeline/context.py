@@ -24,7 +24,10 @@ from ..memory import Memory, Retrieved
 from ..vault import Vault
 from .tasks import TASKS
 
-__all__ = ["TurnContext"]
+__all__ = ["RECORD_CACHE", "TurnContext"]
+
+RECORD_CACHE = "turn_records"
+"""`ctx.extras` key of the `memory.tiers.RecordCache` a Pipeline keeps across its turns."""
 
 
 @dataclass

@@ -47,7 +47,7 @@ from ..memory.store import parse_entries
 from ..memory.tiers import TIER_NAMES, TierItem, assemble_tiers, item_text
 from ..research import find_visits
 from ..tokens import count_tokens, truncate_tokens
-from .context import TurnContext
+from .context import RECORD_CACHE, TurnContext
 from .tasks import (
     CandidateView,
     DocRow,
@@ -248,6 +248,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         now=now,
         memory=ctx.memory,
         search_hits=[h for h in found if h["kind"] in ("turn", "archived_turn")],
+        cache=ctx.extras.get(RECORD_CACHE),
     )
     tiers: dict[str, Any] = assembled.summary()
     in_tier = {item.doc_id: name for name, item in assembled.items()}

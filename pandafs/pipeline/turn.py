@@ -44,11 +44,12 @@ from ..errors import BadInput
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
+from ..memory.tiers import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef, project
 from ..vault import Vault
 from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
-from .context import TurnContext
+from .context import RECORD_CACHE, TurnContext
 from .recovery import recover_recent
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
@@ -196,7 +197,11 @@ class Pipeline:
         self.backend = backend or make_backend(vault.config.llm)
         self.clock = clock or (lambda: utcnow())
         self.reliability = ReliabilityTable(vault)
-        self.extras = {"reliability": self.reliability.score, **(extras or {})}
+        self.extras = {
+            "reliability": self.reliability.score,
+            RECORD_CACHE: RecordCache(),  # past turns the tiers parsed, for the next turns
+            **(extras or {}),
+        }
 
     def close(self) -> None:
         self.backend.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.memory.tiers import live_turn
+from pandafs.memory.tiers import RecordCache, live_turn
 from pandafs.vault import Vault
 
 ANSWER = "Tulips like sandy, well-drained soil. Plant the bulbs in autumn."
@@ -56,3 +56,26 @@ def test_an_older_metadata_json_with_the_answer_reads_and_verifies_clean(
 
     (turn / "metadata.json").write_bytes(old_bytes.replace(b'"outcome": "IMPORTED"', b'"outcome": "FAIL"'))
     assert cli("--root", vault.root, "replay", "--check").code == 1  # a real difference still drifts
+
+
+def test_the_record_cache_sees_a_hand_edit_and_never_follows_a_swapped_in_link(
+    vault: Vault,
+    cli,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
+    turn = _import(vault, cli, tmp_path)
+    cache = RecordCache()
+    first = live_turn(vault, "alice", "turn_000001", cache)
+    assert first is not None and first.body == ANSWER
+    assert live_turn(vault, "alice", "turn_000001", cache) is first  # parsed once
+
+    context = turn / "context.md"
+    context.write_text(context.read_text().replace("autumn", "October"))
+    edited = live_turn(vault, "alice", "turn_000001", cache)
+    assert edited is not None and edited.body == ANSWER.replace("autumn", "October")
+
+    other = tmp_path / "elsewhere.md"
+    other.write_text(context.read_text().replace("sandy", "SECRET"))
+    context.unlink()
+    context.symlink_to(other)
+    assert live_turn(vault, "alice", "turn_000001", cache) is None
