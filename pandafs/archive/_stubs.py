@@ -16,7 +16,7 @@ from events.errors import FrontmatterError
 from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
 
-from ..memory.tiers import parse_turn_context
+from ..memory.turn_records import parse_turn_context
 from ..vault import Vault
 from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath, unique
 

@@ -8,7 +8,7 @@ from events import Payload, TurnView, read_vault_file
 from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
-from ..memory.tiers import live_turn
+from ..memory.turn_records import live_turn
 from .context import RECORD_CACHE, TurnContext
 from .tasks import AnalyzeIn, AnalyzeOut, PriorTurn
 

@@ -27,7 +27,7 @@ from .tasks import TASKS
 __all__ = ["RECORD_CACHE", "TurnContext"]
 
 RECORD_CACHE = "turn_records"
-"""`ctx.extras` key of the `memory.tiers.RecordCache` a Pipeline keeps across its turns."""
+"""`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
 
 
 @dataclass

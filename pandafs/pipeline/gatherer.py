@@ -43,8 +43,9 @@ from events.schema import (
 from indexers.fulltext import query_terms
 
 from ..errors import BadInput
+from ..memory.packing import TIER_NAMES, TierItem
 from ..memory.store import parse_entries
-from ..memory.tiers import TIER_NAMES, TierItem, assemble_tiers, item_text
+from ..memory.tiers import assemble_tiers, item_text
 from ..research import find_visits
 from ..tokens import count_tokens, truncate_tokens
 from .context import RECORD_CACHE, TurnContext

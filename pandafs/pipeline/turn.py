@@ -44,7 +44,7 @@ from ..errors import BadInput
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
-from ..memory.tiers import RecordCache
+from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef, project
 from ..vault import Vault

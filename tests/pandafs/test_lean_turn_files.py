@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.memory.tiers import RecordCache, live_turn
+from pandafs.memory.turn_records import RecordCache, live_turn
 from pandafs.vault import Vault
 
 ANSWER = "Tulips like sandy, well-drained soil. Plant the bulbs in autumn."

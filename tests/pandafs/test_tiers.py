@@ -17,14 +17,11 @@ from pandafs.config import TiersConfig
 from pandafs.importer import import_turns
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
-from pandafs.memory.tiers import (
-    Tiers,
-    assemble_tiers,
-    identity_anchors,
-    item_text,
-    live_turn,
-    sample_numbers,
-)
+from pandafs.memory.anchors import identity_anchors
+from pandafs.memory.cold_tier import sample_numbers
+from pandafs.memory.packing import Tiers
+from pandafs.memory.tiers import assemble_tiers, item_text
+from pandafs.memory.turn_records import live_turn
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
@@ -375,7 +372,7 @@ def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(
     vault: Vault, broken: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if broken:
-        import pandafs.memory.tiers as tiers_module
+        import pandafs.memory.cold_tier as tiers_module
 
         monkeypatch.setattr(tiers_module, "sample_numbers", _broken_history)
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
