@@ -48,7 +48,7 @@ from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef, project
 from ..vault import Vault
-from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
+from . import analyzer, context_synthesis, executor, gatherer, planner, reflection, save, synthesis
 from .context import RECORD_CACHE, TurnContext
 from .recovery import recover_recent
 
@@ -158,7 +158,7 @@ def _run_step(ctx: TurnContext, view: TurnView, name: str, attempt: int) -> list
         case "retrieve":
             return gatherer.retrieve(ctx, view)
         case "synthesize_context":
-            return gatherer.synthesize(ctx, view)
+            return context_synthesis.synthesize(ctx, view)
         case "plan":
             return planner.run(ctx, view, attempt)
         case "execute":
