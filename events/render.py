@@ -89,8 +89,8 @@ def turn_metadata(view: TurnView) -> DocumentMetadata:
     }
     if analysis is not None:
         extra["query_type"] = analysis.query_type
-    if completed is not None and completed.summary:
-        extra["summary"] = completed.summary
+    if completed is not None and completed.summary and completed.summary != view.query:
+        extra["summary"] = completed.summary  # an import's summary is its query: said once
     if view.started.external_id is not None:
         extra["external_id"] = view.started.external_id
     if view.started.meta:
@@ -214,7 +214,26 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
     return turn_metadata(view).to_frontmatter(), title + "\n".join(sections)
 
 
+KEPT_EMPTY = frozenset({"id", "user", "turn", "created_at", "outcome", "quality", "events", "last_hash"})
+"""metadata.json keys written even when empty; any other key whose value is None or
+empty is left out (a reader's `.get` gives None), and so are the query and what only
+repeats it (an import's `summary`, an unchanged `resolved_query`)."""
+
+
 def _metadata_json(view: TurnView) -> dict[str, Any]:
+    """What machines read without parsing markdown: ids, outcome, quality, counts, and how
+    much of the log the projection saw.  No text of the turn: its query and answer live in
+    `events.jsonl` (the record) and `context.md` §0 and §5 (what people read and the index
+    holds).  A metadata.json written before kept them too; it still reads and verifies."""
+    full = _metadata_fields(view)
+    return {
+        k: v
+        for k, v in full.items()
+        if k in KEPT_EMPTY or (k != "query" and v not in (None, "", [], {}) and v != full["query"])
+    }
+
+
+def _metadata_fields(view: TurnView) -> dict[str, Any]:
     analysis, completed = view.analysis, view.completed
     validation = view.last_validation
     return {
@@ -248,7 +267,6 @@ def _metadata_json(view: TurnView) -> dict[str, Any]:
         "external_id": view.started.external_id,
         "inbox_file": view.started.inbox_file,
         "meta": view.started.meta,
-        "answer": view.answer,
         "unknown_event_types": sorted(set(view.unknown_types)),
         # how much of the log this projection saw: a log later cut short is then detected
         "events": view.event_count,
@@ -305,7 +323,7 @@ def render_turn(view: TurnView, *, parts: tuple[dict[str, Any], str] | None = No
     when the caller already has them)."""
     files = {
         "context.md": render_document(*(parts or context_parts(view))).encode("utf-8"),
-        "metadata.json": _json(_metadata_json(view)),
+        "metadata.json": orjson.dumps(_metadata_json(view), option=orjson.OPT_SORT_KEYS) + b"\n",
     }
     if not view.is_import:
         if view.analysis is not None:

@@ -106,8 +106,8 @@ def project(
     for name, data in (files or render_turn(view)).items():
         path = ref.path / name
         try:
-            if same_but_turn_links(path.read_bytes(), data):
-                continue  # unchanged, or only its turn links follow turns that moved (pandafs.links)
+            if same_projection(name, path.read_bytes(), data):
+                continue  # unchanged, or only its turn links moved, or an older metadata.json
         except FileNotFoundError:
             pass
         atomic_write(path, data, durable=durable)
@@ -129,6 +129,29 @@ class ReplayReport:
     errors: list[Drift] = field(default_factory=list)
 
 
+def same_projection(name: str, on_disk: bytes, rendered: bytes) -> bool:
+    """Whether a projected file on disk says what its events say.
+
+    Markdown may differ only in where its turn links point (`pandafs.links`).  metadata.json
+    is compared as data, and the keys it no longer writes are ignored: one written before
+    (indented, with the answer, empty keys) is as good as a new one, so old vaults neither
+    drift nor get rewritten."""
+    if same_but_turn_links(on_disk, rendered):
+        return True
+    if name != "metadata.json":
+        return False
+    try:
+        old, new = orjson.loads(on_disk), orjson.loads(rendered)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    query = old.get("query")
+    return all(old.get(k) == v for k, v in new.items()) and all(
+        k in new or k in ("answer", "query") or v in (None, "", [], {}) or v == query for k, v in old.items()
+    )
+
+
 def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
     found: list[Drift] = []
     for name, data in render_turn(view).items():
@@ -139,7 +162,7 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
         except FileNotFoundError:
             found.append(Drift(rel, "missing", "projected file is missing"))
             continue
-        if not same_but_turn_links(on_disk, data):
+        if not same_projection(name, on_disk, data):
             found.append(Drift(rel, "modified", "differs from the projection of events.jsonl"))
     return found
 

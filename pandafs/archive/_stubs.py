@@ -16,6 +16,7 @@ from events.errors import FrontmatterError
 from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
 
+from ..memory.turn_records import parse_turn_context
 from ..vault import Vault
 from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath, unique
 
@@ -89,7 +90,8 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
         info = loaded if isinstance(loaded, dict) else {}
     except orjson.JSONDecodeError:
         pass
-    query = str(info.get("query") or front.get("title") or "").strip()
+    record = parse_turn_context(turn.user, turn.turn, raw.decode("utf-8", "replace")) if raw else None
+    query = str(info.get("query") or (record.query if record else "") or front.get("title") or "").strip()
     outcome = str(info.get("outcome") or front.get("outcome") or "UNKNOWN")
     revisions = info.get("revision_count") if isinstance(info.get("revision_count"), int) else 0
     claims = key_claims(body)

@@ -8,8 +8,9 @@ from events import Payload, TurnView, read_vault_file
 from events.errors import EventsError
 from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
 
+from ..memory.turn_records import live_turn
 from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
-from .context import TurnContext
+from .context import RECORD_CACHE, TurnContext
 
 __all__ = ["recent_turns", "run"]
 
@@ -24,11 +25,14 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
         except (OSError, EventsError, orjson.JSONDecodeError):
             continue
         ref = meta.get("content_reference")
+        record = live_turn(ctx.vault, ctx.user, path.name, ctx.extras.get(RECORD_CACHE))  # text: context.md
+        if record is None:
+            continue
         out.append(
             PriorTurn(
                 turn=path.name,
-                query=meta.get("query", ""),
-                answer=(meta.get("answer") or "")[:600],
+                query=record.query,
+                answer=record.body[:600],
                 subject=meta.get("subject"),
                 content_reference=ContentReference.model_validate(ref) if ref else None,
             )

@@ -24,7 +24,10 @@ from ..memory import Memory, Retrieved
 from ..tasks.prompts import TASKS
 from ..vault import Vault
 
-__all__ = ["TurnContext"]
+__all__ = ["RECORD_CACHE", "TurnContext"]
+
+RECORD_CACHE = "turn_records"
+"""`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
 
 
 @dataclass

@@ -32,7 +32,7 @@ from ..tasks.grounding import (
 from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
-from .gatherer import _visit_text, source_text
+from .sources import source_text, visit_text
 from .tools import canonical_tool, finding_line
 
 __all__ = ["answer", "facts_of", "sources_of", "tool_results_of", "validate"]
@@ -111,7 +111,7 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
 
 def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: str) -> list[Fact]:
     if kind == "visit":
-        return [Fact(s, "document", n, doc_id) for s in _sentences(_visit_text(ctx.vault.root / doc_path))]
+        return [Fact(s, "document", n, doc_id) for s in _sentences(visit_text(ctx.vault.root / doc_path))]
     try:
         doc = ctx.read(doc_path)
     except BadInput:

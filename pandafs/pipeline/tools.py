@@ -28,6 +28,7 @@ from ..memory import SearchArgs
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
 from .context import TurnContext
+from .sources import turn_text
 
 __all__ = [
     "TOOLS",
@@ -107,9 +108,7 @@ def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
         return ToolOutcome(False, "not retrieved", error=str(exc))
     content = doc.content
     if re.search(r"/turn_\d+$", doc.doc_id):
-        from .gatherer import turn_text  # a turn teaches its question and its answer
-
-        content = turn_text(content)
+        content = turn_text(content)  # a turn teaches its question and its answer
     text = truncate_tokens(content, RETRIEVE_TOKENS)
     return ToolOutcome(
         True,

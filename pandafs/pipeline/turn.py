@@ -45,11 +45,12 @@ from ..errors import BadInput
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory import Memory
+from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef, project
 from ..vault import Vault
-from . import analyzer, executor, gatherer, planner, reflection, save, synthesis
-from .context import TurnContext
+from . import analyzer, context_synthesis, executor, gatherer, planner, reflection, save, synthesis
+from .context import RECORD_CACHE, TurnContext
 from .recovery import recover_recent
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
@@ -66,6 +67,11 @@ class TurnResult:
     context_path: str
     seconds: float
     phase_ms: dict[str, float] = field(default_factory=dict)
+    steps_ms: dict[str, float] = field(default_factory=dict)
+    """Where the turn's time went outside its phases: `start` (allocation, recovery of an
+    earlier turn), `append` (event writes and their fsyncs), `fold` (re-projecting the
+    view after each phase), `project` (rendering and writing the projected files),
+    `index` (the turn's index commit).  Benchmarks read it; nothing else depends on it."""
     failure: str | None = None
     """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
     recorded as FAIL and the command that ran it reports an error.  An honest "I don't
@@ -153,7 +159,7 @@ def _run_step(ctx: TurnContext, view: TurnView, name: str, attempt: int) -> list
         case "retrieve":
             return gatherer.retrieve(ctx, view)
         case "synthesize_context":
-            return gatherer.synthesize(ctx, view)
+            return context_synthesis.synthesize(ctx, view)
         case "plan":
             return planner.run(ctx, view, attempt)
         case "execute":
@@ -192,7 +198,11 @@ class Pipeline:
         self.backend = backend or make_backend(vault.config.llm)
         self.clock = clock or (lambda: utcnow())
         self.reliability = ReliabilityTable(vault)
-        self.extras = {"reliability": self.reliability.score, **(extras or {})}
+        self.extras = {
+            "reliability": self.reliability.score,
+            RECORD_CACHE: RecordCache(),  # past turns the tiers parsed, for the next turns
+            **(extras or {}),
+        }
 
     def close(self) -> None:
         self.backend.close()
@@ -218,12 +228,14 @@ class Pipeline:
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
+        begun = time.perf_counter()
         turn = self.vault.allocate_turns(user)[0]
         recover_recent(self, user, before=turn)  # a turn an earlier process left open
         return self._drive(
             user,
             turn,
-            TurnStarted(
+            started=begun,
+            start=TurnStarted(
                 query=query,
                 source=source,
                 occurred_at=occurred_at or self.clock(),
@@ -234,10 +246,14 @@ class Pipeline:
 
     def resume(self, user: str, turn: str) -> TurnResult:
         """Finish a turn whose process died: repair a torn tail, then continue where it stopped."""
-        return self._drive(validate_user_id(user), turn, None)
+        return self._drive(validate_user_id(user), turn, start=None)
 
-    def _drive(self, user: str, turn: str, start: TurnStarted | None) -> TurnResult:
-        started = time.perf_counter()
+    def _drive(
+        self, user: str, turn: str, *, start: TurnStarted | None, started: float | None = None
+    ) -> TurnResult:
+        entered = time.perf_counter()
+        started = started or entered
+        steps = {"start": entered - started, "append": 0.0, "fold": 0.0, "project": 0.0, "index": 0.0}
         ref = TurnRef(user, turn, self.vault.layout.turn_dir(user, turn))
         path = ref.events_path
         moved = 0
@@ -292,9 +308,13 @@ class Pipeline:
                     tokens_out=usage.tokens_out,
                     tool_calls=sum(1 for p in payloads if p.TYPE == "tool_executed"),
                 )
+                appended = time.perf_counter()
                 events += writer.append_many(_with_metrics(payloads, metrics))
+                folded = time.perf_counter()
                 view = project_turn(events)
-        self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])))
+                steps["append"] += folded - appended
+                steps["fold"] += time.perf_counter() - folded
+        self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])), steps)
         context = ref.path / "context.md"
         return TurnResult(
             user=user,
@@ -304,13 +324,15 @@ class Pipeline:
             context_path=self.vault.rel(context),
             seconds=time.perf_counter() - started,
             phase_ms=dict(view.phase_ms),
+            steps_ms={k: round(v * 1000.0, 3) for k, v in steps.items()},
             failure=_failure(view.failures),
         )
 
-    def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc]) -> None:
+    def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc], steps: dict[str, float]) -> None:
         """Write the projections and index, in one commit, the turn, its research document,
         the memory it committed, the site notes it changed and the documents whose trust
         or scope Save updated (`queued`)."""
+        begun = time.perf_counter()
         front, body = context_parts(view)
         files = render_turn(view, parts=(front, body))
         project(ref, view, durable=False, files=files)
@@ -327,4 +349,7 @@ class Pipeline:
         paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())
         if (ref.path / "research.md").exists():
             paths.append(self.vault.rel(ref.path / "research.md"))
+        indexed = time.perf_counter()
         self.memory.index_docs([doc, *queued], paths)
+        steps["project"] += indexed - begun
+        steps["index"] += time.perf_counter() - indexed

@@ -17,13 +17,11 @@ from pandafs.config import TiersConfig
 from pandafs.importer import import_turns
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
-from pandafs.memory.tiers import (
-    Tiers,
-    assemble_tiers,
-    identity_anchors,
-    item_text,
-    sample_numbers,
-)
+from pandafs.memory.anchors import identity_anchors
+from pandafs.memory.cold_tier import sample_numbers
+from pandafs.memory.packing import Tiers
+from pandafs.memory.tiers import assemble_tiers, item_text
+from pandafs.memory.turn_records import live_turn
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
@@ -54,15 +52,17 @@ def _archive_by_hand(vault: Vault, user: str, turn: str) -> list[str]:
     meta = orjson.loads((folder / "metadata.json").read_bytes())
     stub = vault.layout.archive_stub(user, turn)
     stub.parent.mkdir(parents=True, exist_ok=True)
-    claim = (meta["answer"] or "").split(".")[0][:200]
+    record = live_turn(vault, user, turn)
+    assert record is not None
+    claim = record.body.split(".")[0][:200]
     stub.write_text(
         "---\n"
-        f"id: {user}/{turn}\nuser: {user}\ntitle: {json.dumps(meta['query'][:80])}\n"
+        f"id: {user}/{turn}\nuser: {user}\ntitle: {json.dumps(record.query[:80])}\n"
         f"content_types:\n- context\ncreated_at: {meta['created_at']}\narchived: true\n"
         "archive_file: archive/turns/month=2026-01/part-x.parquet\n"
         "---\n"
-        f"# Turn {turn.removeprefix('turn_')} — archived\n\n**Query:** {meta['query']}\n\n"
-        f"**Outcome:** IMPORTED · **Revisions:** 0\n\n**Summary:** {meta['summary']}\n\n"
+        f"# Turn {turn.removeprefix('turn_')} — archived\n\n**Query:** {record.query}\n\n"
+        f"**Outcome:** IMPORTED · **Revisions:** 0\n\n**Summary:** {meta.get('summary', record.query)}\n\n"
         + (f"## Key claims\n\n- {claim}\n\n" if claim else "")
         + "## Original\n\nArchived.\n",
         encoding="utf-8",
@@ -372,7 +372,7 @@ def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(
     vault: Vault, broken: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if broken:
-        import pandafs.memory.tiers as tiers_module
+        import pandafs.memory.cold_tier as tiers_module
 
         monkeypatch.setattr(tiers_module, "sample_numbers", _broken_history)
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:

@@ -1,0 +1,121 @@
+"""The envelope every log line shares, the registry of payload types, and `parse_event`,
+which validates a raw record into its typed event (an unknown type is kept verbatim)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
+
+from .phases import (
+    SCHEMA_VERSION,
+    ContextRetrieved,
+    ContextSynthesized,
+    DocumentsUsed,
+    ExecutorStepped,
+    MemoryCommitted,
+    MemoryDiscarded,
+    MemoryStaged,
+    Payload,
+    PlanCreated,
+    QueryAnalyzed,
+    ReflectionDecided,
+    ResponseSynthesized,
+    ToolExecuted,
+    TurnCompleted,
+    TurnStarted,
+    ValidationDecided,
+)
+from .records import (
+    ExtractionRecorded,
+    FeedbackRecorded,
+    PhaseFailed,
+    ScopeChanged,
+    TierFailed,
+    TornTailRepaired,
+)
+
+PAYLOAD_CLASSES: tuple[type[Payload], ...] = (
+    TurnStarted,
+    QueryAnalyzed,
+    ReflectionDecided,
+    ContextRetrieved,
+    ContextSynthesized,
+    PlanCreated,
+    ExecutorStepped,
+    ToolExecuted,
+    MemoryStaged,
+    ResponseSynthesized,
+    ValidationDecided,
+    MemoryCommitted,
+    MemoryDiscarded,
+    DocumentsUsed,
+    TurnCompleted,
+    PhaseFailed,
+    TornTailRepaired,
+    FeedbackRecorded,
+    TierFailed,
+    ExtractionRecorded,
+    ScopeChanged,
+)
+PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
+
+
+class Event(BaseModel):
+    """The envelope every line shares.  `data` is typed by the concrete subclass."""
+
+    model_config = ConfigDict(frozen=True)
+    v: int = SCHEMA_VERSION
+    seq: int = Field(ge=0)
+    ts: datetime
+    user: str
+    turn: str
+    phase: str
+    type: str
+    data: Any
+    prev: str
+    hash: str
+
+    @property
+    def known(self) -> bool:
+        return True
+
+
+class UnknownEvent(Event):
+    """An event type this version does not know; kept verbatim and reported."""
+
+    data: dict[str, Any]
+
+    @property
+    def known(self) -> bool:
+        return False
+
+
+def _event_class(payload: type[Payload]) -> type[Event]:
+    return create_model(  # one envelope class per payload, named after it
+        f"{payload.__name__}Event",
+        __base__=Event,
+        type=(Literal[payload.TYPE], payload.TYPE),
+        data=(payload, ...),
+    )
+
+
+EVENT_CLASSES: dict[str, type[Event]] = {t: _event_class(p) for t, p in PAYLOADS.items()}
+
+
+def _tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in PAYLOADS else "unknown"
+
+
+_MEMBERS = tuple(Annotated[cls, Tag(t)] for t, cls in EVENT_CLASSES.items()) + (
+    Annotated[UnknownEvent, Tag("unknown")],
+)
+AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # noqa: UP007 (built from the registry)
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+
+
+def parse_event(record: dict[str, Any]) -> Event:
+    """Validate one raw log record into its typed event (or an `UnknownEvent`)."""
+    return _ADAPTER.validate_python(record)

@@ -1,0 +1,72 @@
+"""The payloads that are not a phase's decision: failures, repairs, and what the learning
+loop and the tiers record beside the phases (extractions, scope changes, feedback)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .phases import Payload
+
+# --- failures and housekeeping ---------------------------------------------------------
+
+
+class PhaseFailed(Payload):
+    TYPE = "phase_failed"
+    PHASE = "system"
+    phase: str
+    error_type: str
+    message: str
+    attempt: int = 0
+
+
+class TornTailRepaired(Payload):
+    TYPE = "torn_tail_repaired"
+    PHASE = "system"
+    bytes_moved: int
+    moved_to: str
+
+
+class TierFailed(Payload):
+    """A context tier could not be assembled; the turn goes on without it."""
+
+    TYPE = "tier_failed"
+    PHASE = "context_gatherer"
+    tier: Literal["hot", "warm", "cold"]
+    error_type: str
+    message: str
+
+
+class ExtractionRecorded(Payload):
+    """How extracting one page went (folded into the per-domain reliability table)."""
+
+    TYPE = "extraction_recorded"
+    PHASE = "coordinator"
+    domain: str
+    url: str
+    success: bool
+    items: int = 0
+    fields_present: list[str] = []
+    confidence: float = 0.0
+    error: str | None = None
+
+
+class ScopeChanged(Payload):
+    """A document was promoted or demoted (new ↔ user ↔ global) or expired, and why."""
+
+    TYPE = "scope_changed"
+    PHASE = "save"
+    doc_id: str
+    doc_path: str
+    old_scope: str
+    new_scope: str
+    reason: str
+    trust: float | None = None
+    usage_count: int = 0
+
+
+class FeedbackRecorded(Payload):
+    TYPE = "feedback_recorded"
+    PHASE = "query_analyzer"
+    target_turn: str
+    status: Literal["accepted", "rejected"]
+    signal: str

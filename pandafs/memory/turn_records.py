@@ -1,0 +1,241 @@
+"""Past turns as the tiers read them: a live turn from its context.md, an archived one from
+its summary stub — by a line scan, not YAML — and the cache that keeps them parsed
+between the turns of one process."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from events import NotInVault, read_vault_file, turn_name, turn_number, validate_user_id
+
+from ..vault import Vault
+
+__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_stub", "parse_turn_context"]
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What the tiers know of one past turn: a live turn's context.md or an archive stub."""
+
+    user: str
+    turn: str
+    archived: bool
+    created_at: datetime | None
+    query: str
+    body: str  # the answer (live) or the stub's summary and key claims (archived)
+    identity: bool = False
+
+    @property
+    def number(self) -> int:
+        return turn_number(self.turn)
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.user}/{self.turn}"
+
+    @property
+    def doc_path(self) -> str:
+        if self.archived:
+            return f"archive/stubs/{self.user}/{self.turn}.md"
+        return f"users/{self.user}/turns/{self.turn}/context.md"
+
+    @property
+    def kind(self) -> str:
+        return "archived_turn" if self.archived else "turn"
+
+    def full_text(self) -> str:
+        head = self.query_text()
+        if not self.body:
+            return head
+        return f"{head}\n{self.body}" if self.archived else f"{head}\nAssistant: {self.body}"
+
+    def query_text(self) -> str:
+        return f"User: {self.query}"
+
+
+def _parse_ts(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, str) and value.strip():
+        try:
+            when = datetime.fromisoformat(value.strip().strip("'\""))
+        except ValueError:
+            return None
+    else:
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+class RecordCache:
+    """Past turns already parsed, kept by a long-lived process (a `Pipeline`) across turns.
+
+    The tiers read 60-130 past turns per turn, almost all the same as the turn before.
+    An entry is the record parsed from a file that was opened safely (no symlink on the
+    way, inside the vault) with that file's inode, size and mtime; it is used again only
+    while one `lstat` of the same path still shows that inode, size and mtime — so a hand
+    edit, a replay or a swapped folder is read afresh, through the safe reader.  Bounded:
+    cleared when it holds `limit` entries.
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self.entries: dict[str, tuple[tuple[int, int, int], TurnRecord | None]] = {}
+
+    def read(self, root: str, rel: str, parse: Callable[[str], TurnRecord | None]) -> TurnRecord | None:
+        path = f"{root}/{rel}"
+        cached = self.entries.get(path)
+        if cached is not None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns) == cached[0]:
+                return cached[1]
+        try:  # never through a symlink: a linked folder could be another user's turn
+            raw, st = read_vault_file(root, rel)
+            record = parse(raw.decode("utf-8"))
+        except (OSError, NotInVault, UnicodeDecodeError):
+            self.entries.pop(path, None)
+            return None
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), record)
+        return record
+
+
+class TurnReader:
+    """Reads turns of one user by number (live folder first, then its stub)."""
+
+    def __init__(self, vault: Vault, user: str, cache: RecordCache | None = None) -> None:
+        self.vault = vault
+        self.user = validate_user_id(user)
+        self.root = str(vault.root)
+        self.turns = f"users/{self.user}/turns"  # vault-relative; str joins: hundreds of reads per turn
+        self.stubs = f"archive/stubs/{self.user}"
+        self.cache = cache
+
+    def live(self, number: int) -> TurnRecord | None:
+        name = turn_name(number)
+        rel = f"{self.turns}/{name}/context.md"
+        if self.cache is not None:
+            return self.cache.read(self.root, rel, lambda text: parse_turn_context(self.user, name, text))
+        try:  # never through a symlink: a linked folder could be another user's turn
+            raw, _ = read_vault_file(self.root, rel)
+            text = raw.decode("utf-8")
+        except (OSError, NotInVault, UnicodeDecodeError):
+            return None
+        return parse_turn_context(self.user, name, text)
+
+    def stub(self, number: int) -> TurnRecord | None:
+        name = turn_name(number)
+        try:
+            raw, _ = read_vault_file(self.root, f"{self.stubs}/{name}.md")
+            text = raw.decode("utf-8")
+        except (OSError, NotInVault, UnicodeDecodeError):
+            return None
+        return parse_stub(self.user, name, text)
+
+    def any(self, number: int) -> TurnRecord | None:
+        return self.live(number) or self.stub(number)
+
+
+_FRONT_FIELD = re.compile(r"^(created_at|title|identity):[ \t]*(.*?)\s*$", re.M)
+_QUERY_LINE = re.compile(r"^\*\*Query:\*\*\s*(.*)$", re.M)
+_SUMMARY_LINE = re.compile(r"^\*\*Summary:\*\*\s*(.*)$", re.M)
+
+
+def live_turn(vault: Vault, user: str, turn: str, cache: RecordCache | None = None) -> TurnRecord | None:
+    """One live turn as the tiers see it (its context.md), None if it is unreadable."""
+    return TurnReader(vault, user, cache).live(turn_number(turn))
+
+
+_IDENTITY_META = re.compile(r"^meta:[ \t]*\n(?:[ \t]+.*\n)*?  identity:[ \t]*true[ \t]*$", re.M)
+_S0_LABEL = re.compile(r"\n\n\*\*(?:Resolved query|Query type|Refers to|Feedback on [^*\n]*):\*\*")
+
+
+def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
+    """A live turn read from its context.md by a scan, not YAML (hundreds are read per
+    turn): `created_at` and the import `meta`'s `identity: true` from the frontmatter, the
+    query from §0 (up to the renderer's first labelled line) and the answer from §5.
+
+    context.md is what people read and edit, so a hand-corrected answer is what the tiers
+    see; metadata.json no longer holds the answer (an older one that does is not read).
+    """
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    front_text = text[3 : end + 1]
+    front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(front_text)}
+    asked = _section_text(text, end, "0")
+    label = _S0_LABEL.search(asked)
+    query = (asked[: label.start()] if label else asked).strip()
+    answer = _section_text(text, end, "5").strip()
+    return TurnRecord(
+        user=user,
+        turn=turn,
+        archived=False,
+        created_at=_parse_ts(front.get("created_at")),
+        query="" if query == "_(empty query)_" else query,
+        body="" if answer == "_(no response)_" else answer,
+        identity="identity:" in front_text and bool(_IDENTITY_META.search(front_text)),
+    )
+
+
+def _section_text(text: str, start: int, number: str) -> str:
+    """The text under `## {number}. …` (heading excluded), "" if the section is absent."""
+    at = text.find(f"\n## {number}. ", start)
+    if at < 0:
+        return ""
+    begin = text.find("\n", at + 1)
+    if begin < 0:
+        return ""
+    stop = text.find("\n## ", begin)
+    return text[begin : stop if stop >= 0 else len(text)].strip("\n")
+
+
+def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
+    """A stub read by a line scan, not YAML (hundreds are read per turn; this is 20× faster).
+
+    Takes `created_at`, `title` and `identity` from the frontmatter and, from the body,
+    the `**Query:**` and `**Summary:**` lines and the `## Key claims` list.
+    """
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(text[3:end])}
+    body = text[end + 4 :]
+    query_match = _QUERY_LINE.search(body)
+    query = query_match.group(1).strip() if query_match else ""
+    if not query or query == "_(unknown)_":
+        query = front.get("title", "")
+    parts: list[str] = []
+    summary = _SUMMARY_LINE.search(body)
+    if summary and summary.group(1).strip():
+        parts.append(f"Summary: {summary.group(1).strip()}")
+    claims_at = body.find("## Key claims")
+    if claims_at >= 0:
+        claims = []
+        for line in body[claims_at:].splitlines()[1:]:
+            if line.startswith("## "):
+                break
+            if line.startswith("- "):
+                claims.append(line[2:].strip())
+        if claims:
+            parts.append("Key claims: " + "; ".join(claims))
+    return TurnRecord(
+        user=user,
+        turn=turn,
+        archived=True,
+        created_at=_parse_ts(front.get("created_at")),
+        query=query,
+        body="\n".join(parts),
+        identity=front.get("identity", "").lower() == "true",
+    )
