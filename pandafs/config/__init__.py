@@ -1,0 +1,120 @@
+"""`pandafs.toml`: one frozen settings class per section, defaults and their reasons in one place.
+
+`render_default_config()` writes the commented file `pandafs init` creates from
+these classes (every default written out, each with its description), so the file
+and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
+an error that names them, so a typo never silently falls back to a default.
+
+Plain `_Section` classes rather than pydantic models: every command
+opens the vault and so loads this file, and building pydantic would cost `pandafs
+search` several times the search itself.  The checks are the few a TOML file needs —
+the annotated type (an int where a float is wanted becomes a float), `Literal`
+choices, `ge` / `le` / `gt` bounds, old key names (`aliases`), no unknown keys — and
+they run on construction too, so `TiersConfig(hot_turns=9)` fails like a bad file.
+`model_validate` / `model_dump` keep the names their callers knew.
+"""
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from .checked import ConfigError, _Section
+from .sections import (
+    ArchiveConfig,
+    Config,
+    InboxConfig,
+    IndexConfig,
+    LLMConfig,
+    MemoryConfig,
+    PipelineConfig,
+    ResearchConfig,
+    RoleConfig,
+    SearchConfig,
+    TiersConfig,
+    WatchConfig,
+)
+
+__all__ = [
+    "ArchiveConfig",
+    "Config",
+    "ConfigError",
+    "IndexConfig",
+    "InboxConfig",
+    "LLMConfig",
+    "MemoryConfig",
+    "PipelineConfig",
+    "ResearchConfig",
+    "RoleConfig",
+    "SearchConfig",
+    "TiersConfig",
+    "WatchConfig",
+    "load_config",
+    "render_default_config",
+]
+
+
+def load_config(path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Config()
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return Config.model_validate(data)
+    except ConfigError as exc:
+        raise BadInput(f"{path}: {exc}") from None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def _render_section(name: str, section: _Section, out: list[str]) -> None:
+    out.append(f"[{name}]")
+    nested: list[tuple[str, Any]] = []
+    for spec in section.settings.values():
+        value = getattr(section, spec.name)
+        if isinstance(value, _Section | dict):
+            nested.append((spec.name, value))
+            continue
+        if spec.description:
+            out.append(f"# {spec.description}")
+        out.append(f"{spec.name} = {_toml_value(value)}")
+    out.append("")
+    for field_name, value in nested:
+        if isinstance(value, _Section):
+            _render_section(f"{name}.{field_name}", value, out)
+        else:
+            for key, item in value.items():
+                _render_section(f"{name}.{field_name}.{key}", item, out)
+
+
+def render_default_config() -> str:
+    config = Config()
+    out = [
+        "# PandaFS vault configuration. Every value below is the default;",
+        "# change what you need. A key PandaFS does not know is an error that names it.",
+        "",
+    ]
+    for spec in Config.settings.values():
+        value = getattr(config, spec.name)
+        out.append(f"# --- {spec.description} ---")
+        if isinstance(value, _Section):
+            _render_section(spec.name, value, out)
+        else:
+            out.append(f"[{spec.name}]")
+            for key, words in value.items():
+                out.append(f"{json.dumps(key)} = {_toml_value(words)}")
+            out.append("")
+    return "\n".join(out)
