@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from events.lazy import lazy_exports
 
-from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, TrustLookup
+from .api import SCOPES, Memory
+from .retrieved import ArchiveSource, Expansion, Retrieved, TrustLookup
 from .store import Entry, SavedDoc, parse_entries
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_lo
 
 from ..errors import BadInput
 from ..vault import Vault
+from .retrieved import ArchiveSource, Retrieved, TrustLookup, jsonable
 from .store import SavedDoc, append_entry, publish, write_memory
 
 __all__ = ["Memory", "Retrieved", "SCOPES"]
@@ -41,45 +41,6 @@ SCOPES = ("new", "user", "global")
 def _aware(ts: datetime) -> datetime:
     """A date without a zone is UTC (as every timestamp of the vault)."""
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    doc_id: str
-    doc_path: str
-    metadata: dict[str, Any]
-    content: str
-    archived: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "doc_id": self.doc_id,
-            "doc_path": self.doc_path,
-            "metadata": self.metadata,
-            "content": self.content,
-            "archived": self.archived,
-        }
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """An archived turn's original context.md, as an archive source returns it."""
-
-    doc_id: str
-    stub_path: str
-    frontmatter: dict[str, Any]
-    body: str
-    archive_file: str
-    archived_at: datetime | None
-    expansions: int
-    restored: bool
-
-
-TrustLookup = Callable[[str], "float | None"]
-"""`trust(doc_id)`: the derived trust of a document whose file carries none (or None)."""
-
-ArchiveSource = Callable[[str, "datetime | None"], Expansion]
-"""`archive(doc_id, now)`: an archived turn's original; FileNotFoundError once restored."""
 
 
 class Memory:
@@ -309,7 +270,7 @@ class Memory:
             raise BadInput(f"{rel} is not UTF-8 text") from None
         except FrontmatterError as exc:
             raise BadInput(str(exc)) from None
-        metadata = {k: _jsonable(v) for k, v in parsed.frontmatter.items()}
+        metadata = {k: jsonable(v) for k, v in parsed.frontmatter.items()}
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
 
     def _retrieve_archived(self, doc_id: str, user: str | None, now: datetime | None) -> Retrieved:
@@ -324,11 +285,11 @@ class Memory:
             live = self.retrieve(doc_id, user=user, now=now)
             live.metadata["restored_from_archive"] = True
             return live
-        metadata = {k: _jsonable(v) for k, v in expanded.frontmatter.items()}
+        metadata = {k: jsonable(v) for k, v in expanded.frontmatter.items()}
         metadata.update(
             archived=True,
             archive_file=expanded.archive_file,
-            archived_at=_jsonable(expanded.archived_at),
+            archived_at=jsonable(expanded.archived_at),
             expansions=expanded.expansions,
         )
         return Retrieved(doc_id, expanded.stub_path, metadata, expanded.body, True)
@@ -389,15 +350,3 @@ class Memory:
             progress=progress,
             on_total=on_total,
         )
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        from events import format_ts
-
-        return format_ts(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value

@@ -1,0 +1,68 @@
+"""What `Memory.retrieve` returns, and what the layers above hand memory to read with.
+
+`Retrieved` is one document as a caller sees it; `Expansion` is an archived turn's
+original as an archive source returns it (`ArchiveSource`); `TrustLookup` is the
+learning loop's derived trust the indexer asks for.  Memory defines these shapes and
+never imports who fills them (`pandafs.assembly` wires them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+__all__ = ["ArchiveSource", "Expansion", "Retrieved", "TrustLookup", "jsonable"]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    doc_id: str
+    doc_path: str
+    metadata: dict[str, Any]
+    content: str
+    archived: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "doc_path": self.doc_path,
+            "metadata": self.metadata,
+            "content": self.content,
+            "archived": self.archived,
+        }
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """An archived turn's original context.md, as an archive source returns it."""
+
+    doc_id: str
+    stub_path: str
+    frontmatter: dict[str, Any]
+    body: str
+    archive_file: str
+    archived_at: datetime | None
+    expansions: int
+    restored: bool
+
+
+TrustLookup = Callable[[str], "float | None"]
+"""`trust(doc_id)`: the derived trust of a document whose file carries none (or None)."""
+
+ArchiveSource = Callable[[str, "datetime | None"], Expansion]
+"""`archive(doc_id, now)`: an archived turn's original; FileNotFoundError once restored."""
+
+
+def jsonable(value: Any) -> Any:
+    """Frontmatter values as JSON: timestamps in the vault's format, keys as strings."""
+    if isinstance(value, datetime):
+        from events import format_ts
+
+        return format_ts(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
