@@ -279,7 +279,9 @@ class _Searching:
             start = end
         return page[:limit]
 
-    def _hit(self, payload: dict[str, Any], score: float, episode: str | None, snippet: str) -> dict[str, Any]:
+    def _hit(
+        self, payload: dict[str, Any], score: float, episode: str | None, snippet: str
+    ) -> dict[str, Any]:
         payload["score"] = round(score, 6)
         created = payload.get("created_at")
         payload["date"] = created[:10] if isinstance(created, str) else None

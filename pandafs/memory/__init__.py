@@ -1,6 +1,8 @@
 """Memory: the unified search, save and retrieve API over a vault."""
 
-from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, SearchArgs, TrustLookup
+from typing import TYPE_CHECKING, Any
+
+from .api import SCOPES, ArchiveSource, Expansion, Memory, Retrieved, TrustLookup
 from .store import Entry, SavedDoc, parse_entries
 
 __all__ = [
@@ -15,3 +17,15 @@ __all__ = [
     "parse_entries",
     "TrustLookup",
 ]
+
+if TYPE_CHECKING:
+    from .args import SearchArgs
+
+
+def __getattr__(name: str) -> Any:
+    """`SearchArgs` is built (with pydantic) only when first asked for."""
+    if name == "SearchArgs":
+        from .args import SearchArgs
+
+        return SearchArgs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

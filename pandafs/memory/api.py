@@ -17,9 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from events import DocRef, candidate_paths, classify, parse_document, read_vault_file, validate_user_id
 from events.clock import utcnow
@@ -27,48 +25,14 @@ from events.documents import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex
-from indexers.request import Ranking, SearchRequest
+from indexers.request import SCOPES, Ranking, SearchRequest
 from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
 from ..vault import Vault
 from .store import SavedDoc, append_entry, publish, write_memory
 
-__all__ = ["Memory", "Retrieved", "SCOPES", "SearchArgs"]
-
-SCOPES = ("new", "user", "global")
-
-
-class SearchArgs(BaseModel):
-    """The arguments of `memory.search` as data: the Planner's tool and `search --batch`."""
-
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="natural language or keywords")
-    topic: str | None = Field(None, description="hierarchical topic filter, e.g. pet.hamster")
-    content_types: list[str] = Field(default_factory=list, description="e.g. preference, research")
-    scope: Literal["new", "user", "global"] | None = None
-    min_quality: float | None = Field(None, ge=0, le=1)
-    include_expired: bool = False
-    limit: int = Field(5, ge=1, le=50)
-    after: datetime | None = Field(
-        None, description="only documents created at or after this date/time (ISO-8601)"
-    )
-    before: datetime | None = Field(
-        None, description="only documents created before this date/time (ISO-8601)"
-    )
-
-    def search_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `Memory.search` besides the query and the user."""
-        return {
-            "topic_filter": self.topic,
-            "content_types": self.content_types,
-            "scope": self.scope,
-            "min_quality": self.min_quality,
-            "include_expired": self.include_expired,
-            "limit": self.limit,
-            "after": self.after,
-            "before": self.before,
-        }
+__all__ = ["Memory", "Retrieved", "SCOPES"]
 
 
 def _aware(ts: datetime) -> datetime:
