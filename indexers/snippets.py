@@ -57,9 +57,11 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
     start = flat.rfind(" ", 0, start) + 1 if start else 0
     end = start + SNIPPET_CHARS
     pieces, last = [], start
+    rest_of_word = _REST_OF_WORD.match
     for m_start, m_end in matches:
         if m_start < start or m_start >= end:
             continue
+        m_end = rest_of_word(flat, m_end).end()  # the whole word (ASCII matches end with the stem)
         if m_end > end:  # cut by the window: still bold only if a whole stem is left
             if not any(flat[m_start:end].lower().startswith(stem) for stem in stems):
                 continue
@@ -71,28 +73,26 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
 
 
 def _find_words(haystack: str, stems: tuple[str, ...]) -> list[tuple[int, int]]:
-    """(start, end) of each word of `haystack` (lower-case ASCII) that begins with a stem.
+    """(start, end of the stem) of each word of `haystack` (lower-case ASCII) that
+    begins with a stem; `snippet_of` extends to the word's end only the few it bolds.
 
     `str.find` per stem: several times faster than one regex alternation scanning
-    every position, and snippets are a third of a search's time.
+    every position.
     """
     spans: dict[int, int] = {}
-    rest_of_word = _REST_OF_WORD.match
     for stem_text in stems:
+        size = len(stem_text)
         at = haystack.find(stem_text)
         while at != -1:
-            if at not in spans and (at == 0 or not _word_char(haystack[at - 1])):
-                match = rest_of_word(haystack, at + len(stem_text))
-                spans[at] = match.end() if match else at + len(stem_text)
+            if at not in spans:
+                before = haystack[at - 1] if at else " "
+                if not (before.isalnum() or before == "_"):
+                    spans[at] = at + size
             at = haystack.find(stem_text, at + 1)
     return sorted(spans.items())
 
 
 _REST_OF_WORD = re.compile(r"\w*")
-
-
-def _word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 @lru_cache(maxsize=512)
