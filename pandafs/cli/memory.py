@@ -8,30 +8,23 @@ from typing import Any
 
 import click
 import orjson
-from pydantic import Field, ValidationError
 
 from events.clock import utcnow
 from events.documents import CONTENT_TYPES
 from events.errors import EventsError
 
 from ..errors import PandaError, ProblemFound
-from ..memory import SCOPES, Memory, SearchArgs
+from ..memory import SCOPES, Memory
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, parse_now, pass_app, user_option
 
 
-class BatchQuery(SearchArgs):
-    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
-    is, and content types spelled `types`."""
-
-    user: str | None = None
-    content_types: list[str] = Field(default_factory=list, validation_alias="types")
-    limit: int = Field(10, ge=1, le=1000)
-    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
-
-
 def _batch_search(memory: Memory, source: Path) -> int:
     """Answer each line in order; the number of lines that failed."""
+    from pydantic import ValidationError
+
+    from ..memory.args import BatchQuery  # the model is built only for --batch
+
     failed = 0
     with source.open("rb") as handle:
         for raw in handle:

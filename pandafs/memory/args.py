@@ -1,22 +1,24 @@
-"""The search arguments of the memory tool and `search --batch` as a pydantic model.
+"""The search arguments of the memory tool and of `search --batch` as pydantic models.
 
-Built from `indexers.request.SearchRequest`, the one shape of search arguments: each
-of its fields with `tool` metadata becomes a field here, under its tool name, with
-its description and bounds.  Only the callers that validate tool or batch input
-import this module, so `pandafs search` starts without building the model.
+`SearchArgs` is built from `indexers.request.SearchRequest`, the one shape of search
+arguments: each of its fields with `tool` metadata becomes a field here, under its
+tool name, with its description and bounds.  `BatchQuery`, a line of `search
+--batch`, adds whose search it is and when.  Only the callers that validate tool or
+batch input import this module, so `pandafs search` starts without building them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from indexers.request import SearchRequest
 
-__all__ = ["TOOL_FIELDS", "SearchArgs"]
+__all__ = ["TOOL_FIELDS", "BatchQuery", "SearchArgs"]
 
 TOOL_FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = tuple(
     (f.name, f.metadata["tool"]["name"] or f.name, f.metadata["tool"])
@@ -62,3 +64,13 @@ def _build() -> type[_SearchArgsBase]:
 
 
 SearchArgs = _build()
+
+
+class BatchQuery(SearchArgs):  # type: ignore[valid-type,misc]
+    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
+    is, and content types spelled `types`."""
+
+    user: str | None = None
+    content_types: list[str] = Field(default_factory=list, validation_alias="types")
+    limit: int = Field(10, ge=1, le=1000)
+    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
