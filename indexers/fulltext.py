@@ -52,7 +52,6 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         # where documents without `trust` in their frontmatter (turns) get it from
         self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()
-        self._root = str(indexes_dir.parent)  # doc paths are relative to the vault root
 
     # --- layout -------------------------------------------------------------------
 

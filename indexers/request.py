@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .query import Lexicon
 
@@ -49,20 +50,46 @@ class Ranking:
         return {name: boost for name, boost in boosts.items() if boost > 0}
 
 
+SCOPES = ("new", "user", "global")
+"""Values of a document's `scope` (and of the search filter of that name)."""
+
+
+def _tool(description: str | None = None, *, name: str | None = None, **spec: Any) -> dict[str, Any]:
+    """Field metadata: the field is an argument of the memory tool (and `search --batch`),
+    named `name` there (default: its own name); `spec` adds `required`, `default`,
+    `choices` and pydantic bounds (`ge`, `le`) for the tool's JSON schema."""
+    return {"tool": {"name": name, "description": description, **spec}}
+
+
 @dataclass(frozen=True)
 class SearchRequest:
-    query: str = ""
+    """What a search asks for: the one shape of search arguments.
+
+    `Memory.search` takes these fields as keywords under the same names; the fields
+    with `tool` metadata are the memory tool's arguments and `search --batch`'s
+    (`pandafs.memory.args` builds their JSON schema from this class), where
+    `topic_filter` is spelled `topic` (the tool has no boost topic).
+    """
+
+    query: str = field(default="", metadata=_tool("natural language or keywords", required=True))
     user: str | None = None
-    topic_filter: str | None = None
+    topic_filter: str | None = field(
+        default=None, metadata=_tool("hierarchical topic filter, e.g. pet.hamster", name="topic")
+    )
     topic: str | None = None
-    content_types: tuple[str, ...] = ()
-    scope: str | None = None
-    min_quality: float | None = None
-    include_expired: bool = False
-    limit: int = 10
+    """The conversation's current topic: a boost, not a filter."""
+    content_types: tuple[str, ...] = field(default=(), metadata=_tool("e.g. preference, research"))
+    scope: str | None = field(default=None, metadata=_tool(choices=SCOPES))
+    min_quality: float | None = field(default=None, metadata=_tool(ge=0, le=1))
+    include_expired: bool = field(default=False, metadata=_tool())
+    limit: int = field(default=10, metadata=_tool(default=5, ge=1, le=50))
     now: datetime | None = None
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    snippets: bool = True  # reading each hit's file for a snippet is half the cost of a search
-    after: datetime | None = None  # created at or after
-    before: datetime | None = None  # created strictly before
+    snippets: bool = True
+    after: datetime | None = field(  # created at or after
+        default=None, metadata=_tool("only documents created at or after this date/time (ISO-8601)")
+    )
+    before: datetime | None = field(  # created strictly before
+        default=None, metadata=_tool("only documents created before this date/time (ISO-8601)")
+    )

@@ -3,7 +3,8 @@
 The schema is derived from `IndexDoc` (itself derived from `DocumentMetadata`):
 stemmed English text for title/body/keywords; raw terms for ids, owner, scope and
 content types; a facet for the hierarchical topic (`pet.hamster` matches
-`pet.hamster.syrian`); fast fields for the ranking signals.
+`pet.hamster.syrian`); fast fields for the ranking signals; stored, the hit's
+payload and the prose its snippet is cut from (`indexers.snippets.prose_of`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from tantivy import Facet
 from events import format_ts
 
 from .documents import IndexDoc
+from .snippets import prose_of
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+"""4: the stored `prose` a snippet is cut from (searches no longer read hits' files)."""
 GLOBAL_OWNER = "_global"
 NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
@@ -63,6 +66,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_unsigned_field("topic_h", fast=True, indexed=False)
     sb.add_unsigned_field("topic_ph", fast=True, indexed=False)
     sb.add_bytes_field("payload", stored=True, indexed=False)
+    sb.add_bytes_field("prose", stored=True, indexed=False)
     return sb.build()
 
 
@@ -99,4 +103,5 @@ def _to_document(doc: IndexDoc) -> tantivy.Document:
     payload["created_at"] = format_ts(doc.created_at)
     payload["expires_at"] = format_ts(doc.expires_at) if doc.expires_at else None
     d.add_bytes("payload", orjson.dumps(payload))
+    d.add_bytes("prose", prose_of(doc.body).encode())
     return d

@@ -25,7 +25,7 @@ from .query import QueryPlan, TermGroup, plan_query
 from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
 from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
-from .snippets import snippet_for
+from .snippets import snippet_of
 from .time_words import TimeHint, resolve_time
 from .words import query_terms
 
@@ -118,9 +118,7 @@ class _Searching:
             self._expand_episodes(searcher, scorer, groups, clauses, ranking)
         order = hint.order or ("latest" if plan.wants_latest else None)
         ranked = scorer.final(order)
-        page = self._page(searcher, ranked, req.limit)
-        terms = query_terms(text) if req.snippets else []
-        return [self._hit(payload, score, label, terms, req.snippets) for score, payload, label in page]
+        return self._page(searcher, ranked, req.limit, query_terms(text) if req.snippets else None)
 
     def _group_queries(
         self,
@@ -248,29 +246,41 @@ class _Searching:
             scorer.set_term_scores(stem, found)
 
     def _page(
-        self, searcher: tantivy.Searcher, ranked: list[tuple[float, int, Any, str | None]], limit: int
-    ) -> list[tuple[float, dict[str, Any], str | None]]:
-        """The first `limit` hits; each run of exact ties (score and time) is ordered by path."""
+        self,
+        searcher: tantivy.Searcher,
+        ranked: list[tuple[float, int, Any, str | None]],
+        limit: int,
+        terms: list[str] | None,
+    ) -> list[dict[str, Any]]:
+        """The first `limit` hits; each run of exact ties (score and time) is ordered by path.
+
+        One stored document read per hit: its payload, and its prose when `terms` asks
+        for a snippet."""
         cut = min(limit, len(ranked))
         while 0 < cut < len(ranked) and ranked[cut][:2] == ranked[cut - 1][:2]:
             cut += 1
-        rows = [
-            (score, created, orjson.loads(searcher.doc(address).get_first("payload")), label)
-            for score, created, address, label in ranked[:cut]
-        ]
-        page: list[tuple[float, dict[str, Any], str | None]] = []
+        rows: list[tuple[float, int, dict[str, Any], str | None, str]] = []
+        for score, created, address, label in ranked[:cut]:
+            doc = searcher.doc(address)
+            payload = orjson.loads(doc.get_first("payload"))
+            snippet = ""
+            if terms is not None:
+                prose = doc.get_first("prose")
+                snippet = snippet_of(prose.decode() if prose else "", terms)
+            rows.append((score, created, payload, label, snippet))
+        page: list[dict[str, Any]] = []
         start = 0
         while start < len(rows):
             end = start + 1
             while end < len(rows) and rows[end][:2] == rows[start][:2]:
                 end += 1
             tied = sorted(rows[start:end], key=lambda row: row[2]["doc_path"])
-            page.extend((score, payload, label) for score, _, payload, label in tied)
+            page.extend(self._hit(payload, score, label, snip) for score, _, payload, label, snip in tied)
             start = end
         return page[:limit]
 
     def _hit(
-        self, payload: dict[str, Any], score: float, episode: str | None, terms: list[str], snippets: bool
+        self, payload: dict[str, Any], score: float, episode: str | None, snippet: str
     ) -> dict[str, Any]:
         payload["score"] = round(score, 6)
         created = payload.get("created_at")
@@ -279,5 +289,5 @@ class _Searching:
             meta = payload.get("meta") or {}
             episode = next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
         payload["episode"] = episode
-        payload["snippet"] = snippet_for(self._root, payload["doc_path"], terms) if snippets else ""
+        payload["snippet"] = snippet
         return payload

@@ -88,8 +88,18 @@ class _Writing:
     # --- opening ------------------------------------------------------------------
 
     def exists(self) -> bool:
+        if self._index is not None and self._same_folder():  # one stat on every search
+            return True
         self._recover_swap()
         return (self.dir / "schema.json").is_file()
+
+    def _same_folder(self) -> bool:
+        """The live folder is still the one this object opened (no rebuild swapped it
+        since; a swap's leftovers were cleared when it was opened)."""
+        try:
+            return os.stat(self.dir).st_ino == self._ino
+        except FileNotFoundError:
+            return False
 
     def _recover_swap(self) -> None:
         """Finish a rebuild swap interrupted between its two renames."""
@@ -112,6 +122,8 @@ class _Writing:
 
     def _open(self) -> tantivy.Index:
         """The live tantivy index, reopened if a rebuild replaced the folder."""
+        if self._index is not None and self._same_folder():
+            return self._index
         if not self.exists():
             self.indexes_dir.mkdir(parents=True, exist_ok=True)
             with self._lock():

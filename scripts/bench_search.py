@@ -16,6 +16,7 @@ For each corpus size N (DESIGN.md §9):
 3. time `Memory.search(limit=10)` over `--queries` queries, warm, in three shapes:
    `user` (visibility filter only), `filtered` (user + topic_filter + content_types
    + min_quality, the §9 target) and `topic` (topic facet only): p50 / p99 ms;
+   for `filtered`, also the tantivy searches and counts one query makes;
 4. in the same run, index the same text and metadata in a minimal tantivy index
    (one stemmed text field, raw/facet/fast filter fields, no re-ranking, no
    snippets; hits are the stored ids) and in SQLite FTS5 (porter tokenizer,
@@ -520,6 +521,45 @@ def pandafs_search(memory: Memory, shape: str) -> Callable[[BenchQuery], int]:
     return run
 
 
+class _Counting:
+    """A tantivy searcher that tallies the searches and counts made through it."""
+
+    def __init__(self, inner: tantivy.Searcher, tally: dict[str, int]) -> None:
+        self.inner, self.tally = inner, tally
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.inner, name)
+        if name not in ("search", "cardinality"):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.tally[name] += 1
+            return value(*args, **kwargs)
+
+        return call
+
+
+def tantivy_calls(memory: Memory, queries: list[BenchQuery]) -> dict[str, float]:
+    """Tantivy searches and counts per `filtered` query; counts as for fresh words (the
+    count cache emptied before each query: a warm cache hides them)."""
+    tally = {"search": 0, "cardinality": 0}
+    index = memory.index
+    original = index.searcher
+    index.searcher = lambda: _Counting(original(), tally)  # type: ignore[method-assign]
+    run = pandafs_search(memory, "filtered")
+    try:
+        for q in queries:
+            index._counts.clear()
+            run(q)
+    finally:
+        del index.searcher
+    per = max(len(queries), 1)
+    return {
+        "searches_per_query": round(tally["search"] / per, 2),
+        "counts_per_query": round(tally["cardinality"] / per, 2),
+    }
+
+
 def check_filtered(memory: Memory, queries: list[BenchQuery]) -> None:
     """The stamped metadata reached the index: filtered hits obey every filter."""
     for q in queries[:20]:
@@ -777,7 +817,10 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     check_filtered(memory, queries)
 
     log(f"[{n:,}] PandaFS searches")
-    pandafs = {shape: time_queries(pandafs_search(memory, shape), queries) for shape in SHAPES}
+    pandafs: dict[str, Any] = {
+        shape: time_queries(pandafs_search(memory, shape), queries) for shape in SHAPES
+    }
+    pandafs["filtered"].update(tantivy_calls(memory, queries))
     if args.profile:
         profile_loop(pandafs_search(memory, "filtered"), queries, work.parent / f"profile-{n}.prof")
 
@@ -908,6 +951,17 @@ def table(r: dict[str, Any]) -> str:
         rows.append(
             ("  thread CPU only", lat(p, shape, "cpu_"), lat(t, shape, "cpu_"), lat(f, shape, "cpu_"), "", "")
         )
+    calls = p["filtered"]
+    rows.append(
+        (
+            "tantivy searches / counts per filtered query",
+            f"{calls['searches_per_query']} / {calls['counts_per_query']}",
+            "1 / 0",
+            "",
+            "",
+            "",
+        )
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     head = (
         f"== {r['turns']:,} turns, {r['queries']} queries: corpus {c['bytes'] / 1e6:,.0f} MB "

@@ -6,31 +6,21 @@ Its own module because the lines are checked by a pydantic model, which a single
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from events.errors import EventsError
 
 from ..errors import PandaError
 from ..memory import Memory
-from ..memory.args import SearchArgs
+from ..memory.args import BatchQuery
 
-__all__ = ["BatchQuery", "batch_search"]
-
-
-class BatchQuery(SearchArgs):
-    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
-    is, and content types spelled `types`."""
-
-    user: str | None = None
-    content_types: list[str] = Field(default_factory=list, validation_alias="types")
-    limit: int = Field(10, ge=1, le=1000)
-    now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
+__all__ = ["batch_search"]
 
 
 def batch_search(memory: Memory, source: Path) -> int:

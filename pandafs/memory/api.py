@@ -25,7 +25,7 @@ from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex
-from indexers.request import Ranking, SearchRequest
+from indexers.request import SCOPES, Ranking, SearchRequest
 from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
@@ -34,8 +34,6 @@ from .retrieved import ArchiveSource, Retrieved, TrustLookup, jsonable
 from .store import SavedDoc, append_entry, publish, write_memory
 
 __all__ = ["Memory", "Retrieved", "SCOPES"]
-
-SCOPES = ("new", "user", "global")
 
 
 def _aware(ts: datetime) -> datetime:
