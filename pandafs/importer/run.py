@@ -5,7 +5,8 @@ Per batch: the lines are validated, each user's new lines are staged (rendered o
 this thread, written and fsynced by I/O threads), placed once all are durable, the
 ledgers record the external ids and `scanned`, and the batch's documents go to the
 background indexer (one index commit per batch, for every user in it) while the
-next batch is rendered.
+next batch is rendered and written; a batch is placed only once the previous one is
+indexed, so an indexing failure stops the import as before.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ class _Importer:
             by_user.setdefault(parsed.user, []).append(parsed)
         for user, lines in by_user.items():
             self.placer.stage(user, lines)
+        # the previous batch's indexing ran meanwhile: if it failed, this one stays staged
+        self.indexer.drain()
         placed = self.placer.place()
         by_user_placed: dict[str, list[str]] = {}
         for item in placed:
