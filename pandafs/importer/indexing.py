@@ -8,6 +8,7 @@ before a batch's mark is written only means the next import indexes it again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -29,6 +30,15 @@ class BackgroundIndexer:
         self.after_batch = after_batch
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="pandafs-import-index") if after_batch else None
         self._pending: tuple[Future[None], list[tuple[Ledger, int]]] | None = None
+        # "index": time in `after_batch` (its thread); "index wait": the caller blocked on it
+        self.seconds = {"index": 0.0, "index wait": 0.0}
+
+    def _index(self, docs: list[IndexDoc | Skipped]) -> None:
+        start = time.perf_counter()
+        try:
+            self.after_batch(docs)  # type: ignore[misc]
+        finally:
+            self.seconds["index"] += time.perf_counter() - start
 
     def submit(self, docs: list[IndexDoc | Skipped], marks: list[tuple[Ledger, int]]) -> None:
         """Index `docs`, then mark each `(ledger, turn number)`: after the previous batch is done."""
@@ -36,14 +46,16 @@ class BackgroundIndexer:
         if self._pool is None or self.after_batch is None or not docs:
             self._mark(marks)
             return
-        self._pending = (self._pool.submit(self.after_batch, docs), marks)
+        self._pending = (self._pool.submit(self._index, docs), marks)
 
     def drain(self) -> None:
         """Wait for the batch in flight; write its marks (re-raises its failure)."""
         pending, self._pending = self._pending, None
         if pending is not None:
             future, marks = pending
+            start = time.perf_counter()
             future.result()
+            self.seconds["index wait"] += time.perf_counter() - start
             self._mark(marks)
 
     def recovered(self, ledger: Ledger, names: list[str]) -> None:

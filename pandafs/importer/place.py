@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -77,32 +78,48 @@ def _write_folder(folder: str, files: list[tuple[str, bytes]]) -> int:
     return stamp
 
 
+Batch = dict[str, list[_Staged]]  # user → turns staged for them
+
+
 class Placer:
-    """Stage a batch of turns per user (rendered here, written by the I/O threads),
-    then `place()` them all once every folder is on disk."""
+    """Stage a batch of turns (rendered here, written by the I/O threads), then `place`
+    it once every folder is on disk; the caller may stage the next batch meanwhile."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self.max_bytes = vault.config.index.max_file_bytes  # as rebuild
         self._pool = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="pandafs-import-io")
-        self._staged: dict[str, list[_Staged]] = {}
+        self._unplaced: list[Batch] = []
+        self.seconds = {"render": 0.0, "disk wait": 0.0, "place": 0.0}  # on the caller's thread
 
     def close(self) -> None:
         """Wait for the I/O threads (what they were writing stays in staging)."""
-        for staged in self._staged.values():
-            for item in staged:
-                item.written.exception()
-        self._staged = {}
+        for batch in self._unplaced:
+            for staged in batch.values():
+                for item in staged:
+                    item.written.exception()
+        self._unplaced = []
         self._pool.shutdown()
 
-    def stage(self, user: str, lines: list[ImportLine]) -> None:
-        """Reserve turn numbers for `lines`, render each turn and hand its folder to the I/O threads."""
+    def stage(self, by_user: dict[str, list[ImportLine]]) -> Batch:
+        """Reserve turn numbers for each user's lines, render each turn and hand its
+        folder to the I/O threads."""
+        batch: Batch = {}
+        self._unplaced.append(batch)
+        for user, lines in by_user.items():
+            batch[user] = self._stage_user(user, lines)
+        return batch
+
+    def _stage_user(self, user: str, lines: list[ImportLine]) -> list[_Staged]:
         staging = self.vault.layout.turns_dir(user) / STAGING_DIR
         staging.mkdir(exist_ok=True)
         names = self.vault.reserve_turns(user, len(lines))
-        staged = self._staged.setdefault(user, [])
+        staged: list[_Staged] = []
+        clock = time.perf_counter
         for name, line in zip(names, lines, strict=True):
+            start = clock()
             log, files, front, body = turn_files(user, name, line, ts=utcnow())
+            self.seconds["render"] += clock() - start
             context = files.pop("context.md")
             written = self._pool.submit(
                 _write_folder,
@@ -110,38 +127,44 @@ class Placer:
                 [("context.md", context), (EVENTS_FILE, log), *files.items()],
             )
             staged.append(_Staged(name, line, context, front, body, written))
+        return staged
 
-    def place(self) -> list[Placed]:
-        """Wait until every staged folder is durable, rename them into place and return
-        what was placed; a number someone else took meanwhile is staged again."""
+    def place(self, batch: Batch) -> list[Placed]:
+        """Wait until every folder of `batch` is durable, rename them into place and
+        return what was placed; a number someone else took meanwhile is staged again."""
         placed: list[Placed] = []
-        while self._staged:
+        while batch:
+            start = time.perf_counter()
             failure: BaseException | None = None
-            for staged in self._staged.values():
+            for staged in batch.values():
                 for item in staged:
                     failure = failure or item.written.exception()
             if failure is not None:
                 raise failure
-            batch, self._staged = self._staged, {}
+            self._unplaced.remove(batch)
+            waited = time.perf_counter()
+            self.seconds["disk wait"] += waited - start
+            again: dict[str, list[ImportLine]] = {}
             for user, staged in batch.items():
-                placed += self._place_user(user, staged)
+                placed += self._place_user(user, staged, again)
+            self.seconds["place"] += time.perf_counter() - waited
+            batch = self.stage(again) if again else {}
         return placed
 
-    def _place_user(self, user: str, staged: list[_Staged]) -> list[Placed]:
+    def _place_user(
+        self, user: str, staged: list[_Staged], again: dict[str, list[ImportLine]]
+    ) -> list[Placed]:
         staging = self.vault.layout.turns_dir(user) / STAGING_DIR
         taken = set(self.vault.place_turns(user, [(item.turn, staging / item.turn) for item in staged]))
         placed: list[Placed] = []
-        again: list[ImportLine] = []
         for item in staged:
             if item.turn in taken:
                 shutil.rmtree(staging / item.turn, ignore_errors=True)
-                again.append(item.line)
+                again.setdefault(user, []).append(item.line)
                 continue
             rel = f"users/{user}/turns/{item.turn}/context.md"
             doc = index_doc_from_parts(
                 rel, item.context, item.front, item.body, item.written.result(), max_bytes=self.max_bytes
             )
             placed.append(Placed(user, item.turn, item.line, doc))
-        if again:
-            self.stage(user, again)
         return placed

@@ -2,11 +2,12 @@
 then hand their index documents on and move the ledger marks.
 
 Per batch: the lines are validated, each user's new lines are staged (rendered on
-this thread, written and fsynced by I/O threads), placed once all are durable, the
-ledgers record the external ids and `scanned`, and the batch's documents go to the
-background indexer (one index commit per batch, for every user in it) while the
-next batch is rendered and written; a batch is placed only once the previous one is
-indexed, so an indexing failure stops the import as before.
+this thread, written and fsynced by I/O threads), and then the batch staged before
+it is placed (its folders are durable by now), the ledgers record its external ids
+and `scanned`, and its documents go to the background indexer (one index commit per
+batch, for every user in it).  So rendering overlaps both the disk and the index,
+with at most two batches in memory; a batch is placed only once the one before it
+is indexed, so an indexing failure stops the import as before.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..vault import STAGING_DIR, Vault, file_lock
 from .indexing import AfterBatch, BackgroundIndexer
 from .ledger import Ledger
 from .lines import ImportLine, chunks, parse_line
-from .place import Placer
+from .place import Batch, Placer
 
 __all__ = ["IMPORT_LOCK", "ImportReport", "import_turns"]
 
@@ -39,6 +40,9 @@ class ImportReport:
     seconds: float = 0.0
     turns: list[str] = field(default_factory=list)
     recovered: int = 0  # turns a killed import had placed, indexed (again) by this one
+    # seconds per stage: on the importing thread, except "index" (the indexer's thread,
+    # overlapping the others; "index wait" is what the importing thread waited for it)
+    stages: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         rate = self.imported / self.seconds if self.seconds else 0.0
@@ -49,6 +53,7 @@ class ImportReport:
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
             "recovered": self.recovered,
+            "stages": {name: round(seconds, 3) for name, seconds in self.stages.items()},
         }
 
 
@@ -68,6 +73,8 @@ class _Importer:
         self.ledgers: dict[str, Ledger] = {}
         self.placer = Placer(vault)
         self.indexer = BackgroundIndexer(vault, after_batch)
+        self.parse_s = 0.0
+        self._previous: tuple[Batch, int] | None = None  # staged, not yet placed; its line count
 
     def close(self, *, failed: bool) -> None:
         try:
@@ -92,7 +99,11 @@ class _Importer:
             self.report.recovered += len(names) if self.indexer.after_batch is not None else 0
         return ledger
 
+    def stages(self) -> dict[str, float]:
+        return {"parse": self.parse_s, **self.placer.seconds, **self.indexer.seconds}
+
     def run_chunk(self, chunk: list[tuple[int, bytes]]) -> None:
+        start = time.perf_counter()
         by_user: dict[str, list[ImportLine]] = {}
         for number, raw in chunk:
             parsed = parse_line(number, raw)
@@ -107,11 +118,20 @@ class _Importer:
                     continue
                 ledger.ids.add(key)  # a repeat later in the file is skipped
             by_user.setdefault(parsed.user, []).append(parsed)
-        for user, lines in by_user.items():
-            self.placer.stage(user, lines)
-        # the previous batch's indexing ran meanwhile: if it failed, this one stays staged
+        self.parse_s += time.perf_counter() - start
+        batch = self.placer.stage(by_user)  # while the previous batch's disk writes finish
+        self.finish()
+        self._previous = (batch, len(chunk))
+
+    def finish(self) -> None:
+        """Place the batch staged before, record it in the ledgers and hand it to the indexer."""
+        if self._previous is None:
+            return
+        batch, lines = self._previous
+        self._previous = None
+        # the batch before it was indexed meanwhile: if that failed, this one stays staged
         self.indexer.drain()
-        placed = self.placer.place()
+        placed = self.placer.place(batch)
         by_user_placed: dict[str, list[str]] = {}
         for item in placed:
             by_user_placed.setdefault(item.user, []).append(item.turn)
@@ -131,7 +151,7 @@ class _Importer:
         self.report.imported += len(placed)
         self.indexer.submit([item.doc for item in placed], marks)
         if self.progress is not None:
-            self.progress(len(chunk))
+            self.progress(lines)
 
 
 def import_turns(
@@ -164,8 +184,10 @@ def import_turns(
         try:
             for chunk in chunks(handle, batch_size):
                 importer.run_chunk(chunk)
+            importer.finish()
             failed = False
         finally:
             importer.close(failed=failed)
+            report.stages = importer.stages()
     report.seconds = time.perf_counter() - started
     return report
