@@ -184,8 +184,8 @@ class Vault:
         (which probes upward from it) never hands them out.  `place_turns` moves the
         finished folders in; a number nobody placed (the writer died) is simply skipped.
         """
-        turns = self.layout.turns_dir(user)
-        return self._claim_numbers(user, count, lambda name: not (turns / name).exists())
+        turns = str(self.layout.turns_dir(user))
+        return self._claim_numbers(user, count, lambda name: not os.path.lexists(f"{turns}/{name}"))
 
     def _claim_numbers(self, user: str, count: int, take: Callable[[str], bool]) -> list[str]:
         """Under the allocation lock, walk up from the counter hint and keep the first
@@ -199,11 +199,12 @@ class Vault:
                 number = int(counter.read_text().strip())
             except (FileNotFoundError, ValueError):
                 number = self._highest_turn(user) + 1
+            stubs = self._stubs_dir(user)
             names: list[str] = []
             while len(names) < count:
                 name = turn_name(number)
                 number += 1
-                if not self.layout.archive_stub(user, name).exists() and take(name):
+                if not (stubs and os.path.lexists(f"{stubs}/{name}.md")) and take(name):
                     names.append(name)
             atomic_write(counter, str(number), durable=False)
         return names
@@ -219,14 +220,20 @@ class Vault:
         turns = self.layout.turns_dir(user)
         taken: list[str] = []
         with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+            stubs = self._stubs_dir(user)
             for name, source in staged:
-                target = turns / name
-                if target.exists() or self.layout.archive_stub(user, name).exists():
+                target = f"{turns}/{name}"
+                if os.path.lexists(target) or (stubs and os.path.lexists(f"{stubs}/{name}.md")):
                     taken.append(name)
                     continue
                 os.rename(source, target)
         fsync_dir(turns)
         return taken
+
+    def _stubs_dir(self, user: str) -> str | None:
+        """The folder of `user`'s archive stubs if it exists (checked once per batch, not per name)."""
+        stubs = self.layout.archive_stub(user, "x").parent
+        return str(stubs) if stubs.is_dir() else None
 
     def _highest_turn(self, user: str) -> int:
         """Largest turn number ever used by `user` (live, archived, or being built)."""

@@ -1,0 +1,144 @@
+"""One user's import ledger: which external ids are in, and how far turns were scanned and indexed.
+
+The ledger (`users/{u}/turns/.external_ids.jsonl`) is only a summary of the turn
+folders: `recover` reads the turns newer than its marks (placed by a killed import,
+or written by the pipeline) once, so a crash at any point neither duplicates a line
+nor leaves a turn unindexed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from events import turn_name, turn_number
+
+from ..turns import EVENTS_FILE, TurnRef, project
+from ..vault import STAGING_DIR, Vault
+
+__all__ = ["LEDGER", "Ledger"]
+
+LEDGER = ".external_ids.jsonl"
+
+
+def _first_record(path: str) -> dict[str, Any] | None:
+    """The first event of a log (a turn's `turn_started`), reading one line only."""
+    try:
+        with open(path, "rb") as handle:
+            line = handle.readline()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class Ledger:
+    """One user's imported external ids, with the `scanned` and `indexed` marks."""
+
+    def __init__(self, vault: Vault, user: str) -> None:
+        self.vault = vault
+        self.user = user
+        self.path = vault.layout.turns_dir(user) / LEDGER
+        self.ids: set[str] = set()
+        self.scanned = 0
+        indexed: int | None = None
+        torn = False
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            handle = None
+        if handle is not None:
+            with handle:
+                for line in handle:
+                    torn = not line.endswith(b"\n")
+                    try:
+                        entry = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue  # a torn last line: its turns are newer than `scanned`
+                    if not isinstance(entry, dict):
+                        continue
+                    if "e" in entry:
+                        self.ids.add(entry["e"])
+                        self.scanned = max(self.scanned, turn_number(entry["t"]))
+                    elif "indexed" in entry:
+                        indexed = max(indexed or 0, int(entry["indexed"]))
+                    elif "scanned" in entry:
+                        self.scanned = max(self.scanned, int(entry["scanned"]))
+        # A ledger written before the `indexed` mark existed: its turns were indexed.
+        self.indexed = self.scanned if indexed is None else min(indexed, self.scanned)
+        self._torn = torn
+        self.marked = indexed is not None  # the ledger holds an `indexed` mark
+
+    def append(self, entries: list[dict[str, Any]]) -> None:
+        """Append entries; no fsync: the folders are durable first, the ledger is a summary."""
+        if not entries:
+            return
+        data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+        with open(self.path, "ab") as handle:
+            handle.write((b"\n" if self._torn else b"") + data)
+        self._torn = False
+
+    def mark_indexed(self, upto: int) -> None:
+        """Record that every import turn up to `upto` is in the index."""
+        self.indexed = max(self.indexed, upto)
+        self.append([{"indexed": self.indexed}])
+        self.marked = True
+
+    def _numbers_after(self, mark: int) -> Iterator[int]:
+        """Turn numbers above `mark` that have a folder, in order."""
+        turns = self.vault.layout.turns_dir(self.user)
+        try:
+            counter = int((turns / ".counter").read_text().strip())
+        except (FileNotFoundError, ValueError):
+            counter = None
+        if counter is None or counter - mark > 100_000:
+            for path in self.vault.layout.turn_dirs(self.user):
+                number = turn_number(path.name)
+                if number > mark:
+                    yield number
+            return
+        for number in range(mark + 1, counter):
+            if (turns / turn_name(number)).is_dir():
+                yield number
+
+    def recover(self) -> list[str]:
+        """Catch up with turns newer than the marks; returns import turns still to index.
+
+        Removes what a killed import left in staging, learns the external ids of turns
+        placed after `scanned`, and re-projects an import turn whose projections are
+        missing (a folder written by an older version that died mid-turn).
+        """
+        turns = self.vault.layout.turns_dir(self.user)
+        shutil.rmtree(turns / STAGING_DIR, ignore_errors=True)
+        found: list[dict[str, Any]] = []
+        to_index: list[str] = []
+        newest = self.scanned
+        for number in self._numbers_after(min(self.scanned, self.indexed)):
+            name = turn_name(number)
+            first = _first_record(f"{turns}/{name}/{EVENTS_FILE}")
+            if first is None or first.get("type") != "turn_started":
+                continue  # empty or torn: not a placed turn (`verify --repair` names it)
+            data = first.get("data") or {}
+            if number > self.scanned:
+                newest = number
+                external = data.get("external_id")
+                if external is not None:
+                    self.ids.add(external)
+                    found.append({"e": external, "t": name})
+            if number > self.indexed and data.get("source") == "import":
+                ref = TurnRef(self.user, name, turns / name)
+                if not all((ref.path / f).exists() for f in ("context.md", "metadata.json")):
+                    project(ref)
+                to_index.append(name)
+        if newest > self.scanned or found:
+            self.scanned = newest
+            self.append([*found, {"scanned": newest}])
+        return to_index

@@ -1,0 +1,96 @@
+"""Read an import file as a stream of numbered lines and validate each one into an `ImportLine`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from events import validate_user_id
+from events.errors import InvalidUserId
+
+__all__ = ["ImportLine", "chunks", "parse_line", "parse_lines"]
+
+
+class ImportLine(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    user: str
+    external_id: str | None = None
+    timestamp: datetime
+    query: str
+    response: str = ""
+    meta: dict[str, Any] | None = None
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        try:
+            return validate_user_id(value)
+        except InvalidUserId as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query is empty")
+        return value
+
+
+def _error_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "line"
+        parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
+    """The validated line, or its failure `{line, error}`."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return {"line": number, "error": f"not valid JSON: {exc}"}
+    if not isinstance(data, dict):
+        return {"line": number, "error": "not a JSON object"}
+    try:
+        return ImportLine.model_validate(data)
+    except ValidationError as exc:
+        return {"line": number, "error": _error_text(exc)}
+
+
+def parse_lines(
+    lines: Iterable[bytes],
+) -> tuple[list[tuple[int, ImportLine]], list[dict[str, Any]]]:
+    good: list[tuple[int, ImportLine]] = []
+    failed: list[dict[str, Any]] = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        parsed = parse_line(number, raw)
+        if isinstance(parsed, ImportLine):
+            good.append((number, parsed))
+        else:
+            failed.append(parsed)
+    return good, failed
+
+
+def chunks(handle: Iterable[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """Numbered non-blank lines of an open file, `size` at a time, read as a stream."""
+    chunk: list[tuple[int, bytes]] = []
+    for number, raw in enumerate(handle, 1):
+        if raw.strip():
+            chunk.append((number, raw))
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk

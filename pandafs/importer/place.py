@@ -1,0 +1,170 @@
+"""Write imported turn folders durably in staging, then rename each into place whole.
+
+Each turn is built in `users/{u}/turns/.staging/` by a pool of I/O threads (folder
+made, every file written and fsynced, the folder fsynced) while the caller renders
+the next turns; only then is it renamed into place (`Vault.place_turns`, one fsync
+of the turns folder per user per batch), so a reader or a crash never sees an
+empty or half-written turn folder.  A killed import leaves at most a staging folder,
+which the next import removes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from events.clock import utcnow
+from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
+
+from ..turns import EVENTS_FILE
+from ..vault import STAGING_DIR, Vault
+from .lines import ImportLine
+from .render import turn_files
+
+__all__ = ["Placed", "Placer"]
+
+# Threads that make folders and write and fsync files: they spend their time waiting
+# on the disk (the GIL is released), and concurrent fsyncs share journal commits.
+IO_THREADS = 8
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A turn now in place, with the index document of the context.md just written."""
+
+    user: str
+    turn: str
+    line: ImportLine
+    doc: IndexDoc | Skipped
+
+
+@dataclass
+class _Staged:
+    turn: str
+    line: ImportLine
+    context: bytes
+    front: dict[str, Any]
+    body: str
+    written: Future[int]  # mtime_ns of context.md once the folder is durable
+
+
+def _write_folder(folder: str, files: list[tuple[str, bytes]]) -> int:
+    """Make `folder` (must not exist) holding `files`, each file and the folder fsynced;
+    returns the first file's mtime_ns."""
+    os.mkdir(folder)
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fds: list[int] = []
+        try:
+            for name, data in files:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
+                fds.append(fd)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            stamp = os.fstat(fds[0]).st_mtime_ns
+            for fd in fds:
+                os.fsync(fd)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return stamp
+
+
+Batch = dict[str, list[_Staged]]  # user → turns staged for them
+
+
+class Placer:
+    """Stage a batch of turns (rendered here, written by the I/O threads), then `place`
+    it once every folder is on disk; the caller may stage the next batch meanwhile."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.max_bytes = vault.config.index.max_file_bytes  # as rebuild
+        self._pool = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="pandafs-import-io")
+        self._unplaced: list[Batch] = []
+        self.seconds = {"render": 0.0, "disk wait": 0.0, "place": 0.0}  # on the caller's thread
+
+    def close(self) -> None:
+        """Wait for the I/O threads (what they were writing stays in staging)."""
+        for batch in self._unplaced:
+            for staged in batch.values():
+                for item in staged:
+                    item.written.exception()
+        self._unplaced = []
+        self._pool.shutdown()
+
+    def stage(self, by_user: dict[str, list[ImportLine]]) -> Batch:
+        """Reserve turn numbers for each user's lines, render each turn and hand its
+        folder to the I/O threads."""
+        batch: Batch = {}
+        self._unplaced.append(batch)
+        for user, lines in by_user.items():
+            batch[user] = self._stage_user(user, lines)
+        return batch
+
+    def _stage_user(self, user: str, lines: list[ImportLine]) -> list[_Staged]:
+        staging = self.vault.layout.turns_dir(user) / STAGING_DIR
+        staging.mkdir(exist_ok=True)
+        names = self.vault.reserve_turns(user, len(lines))
+        staged: list[_Staged] = []
+        clock = time.perf_counter
+        for name, line in zip(names, lines, strict=True):
+            start = clock()
+            log, files, front, body = turn_files(user, name, line, ts=utcnow())
+            self.seconds["render"] += clock() - start
+            context = files.pop("context.md")
+            written = self._pool.submit(
+                _write_folder,
+                f"{staging}/{name}",
+                [("context.md", context), (EVENTS_FILE, log), *files.items()],
+            )
+            staged.append(_Staged(name, line, context, front, body, written))
+        return staged
+
+    def place(self, batch: Batch) -> list[Placed]:
+        """Wait until every folder of `batch` is durable, rename them into place and
+        return what was placed; a number someone else took meanwhile is staged again."""
+        placed: list[Placed] = []
+        while batch:
+            start = time.perf_counter()
+            failure: BaseException | None = None
+            for staged in batch.values():
+                for item in staged:
+                    failure = failure or item.written.exception()
+            if failure is not None:
+                raise failure
+            self._unplaced.remove(batch)
+            waited = time.perf_counter()
+            self.seconds["disk wait"] += waited - start
+            again: dict[str, list[ImportLine]] = {}
+            for user, staged in batch.items():
+                placed += self._place_user(user, staged, again)
+            self.seconds["place"] += time.perf_counter() - waited
+            batch = self.stage(again) if again else {}
+        return placed
+
+    def _place_user(
+        self, user: str, staged: list[_Staged], again: dict[str, list[ImportLine]]
+    ) -> list[Placed]:
+        staging = self.vault.layout.turns_dir(user) / STAGING_DIR
+        taken = set(self.vault.place_turns(user, [(item.turn, staging / item.turn) for item in staged]))
+        placed: list[Placed] = []
+        for item in staged:
+            if item.turn in taken:
+                shutil.rmtree(staging / item.turn, ignore_errors=True)
+                again.setdefault(user, []).append(item.line)
+                continue
+            rel = f"users/{user}/turns/{item.turn}/context.md"
+            doc = index_doc_from_parts(
+                rel, item.context, item.front, item.body, item.written.result(), max_bytes=self.max_bytes
+            )
+            placed.append(Placed(user, item.turn, item.line, doc))
+        return placed
