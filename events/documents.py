@@ -37,6 +37,7 @@ __all__ = [
     "get_section",
     "parse_document",
     "render_document",
+    "split_document",
     "split_sections",
 ]
 
@@ -244,8 +245,15 @@ def wikilink(doc_path: str, label: str | None = None) -> str:
 
 def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     """Split `text` into frontmatter (a dict) and body; broken YAML raises with the line."""
+    frontmatter, body, has_frontmatter = split_document(text, path)
+    return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
+
+
+def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
+    """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
+    indexer's hot loop (no model built per document)."""
     if not _FENCE.match(text):
-        return ParsedDocument(frontmatter={}, body=text, has_frontmatter=False)
+        return {}, text, False
     start = _FENCE.match(text).end()  # type: ignore[union-attr]
     end = _END.search(text, start)
     if end is None:
@@ -269,7 +277,7 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
         loaded = {}
     if not isinstance(loaded, dict):
         raise FrontmatterError(path, 2, "frontmatter is not a mapping of properties")
-    return ParsedDocument(frontmatter=loaded, body=body, has_frontmatter=True)
+    return loaded, body, True
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]

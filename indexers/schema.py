@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from functools import lru_cache
 
 import orjson
 import tantivy
@@ -25,10 +26,12 @@ NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
 
 
+@lru_cache(maxsize=4096)  # owners, topics and sessions repeat across documents
 def _h64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
 
 
+@lru_cache(maxsize=1024)
 def _facet(topic: str) -> Facet:
     parts = [p.strip().replace("/", "_") for p in topic.split(".") if p.strip()]
     return Facet.from_string("/" + "/".join(parts or ["general"]))

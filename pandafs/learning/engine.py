@@ -104,6 +104,7 @@ class SyncReport:
     rollup_days: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # a rebuild's seconds per stage
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -201,6 +202,7 @@ class Learning:
         self.defer_index = False  # Save: collect index updates, commit them once
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
+        self._turns_dirs: dict[str, str] = {}
         # When a dict (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
         self.extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None
@@ -257,11 +259,14 @@ class Learning:
     def load_turn(self, user: str, number: int) -> tuple[TurnView, list[Event]] | str | None:
         """(view, events) of a completed turn; "pending" if not complete; None if absent."""
         name = turn_name(number)
-        folder = self.vault.layout.turn_dir(user, name)
-        if folder.is_dir():
-            if not (folder / "metadata.json").exists():
+        turns = self._turns_dirs.get(user)
+        if turns is None:  # a string per user: a rebuild asks for every turn of the vault
+            turns = self._turns_dirs[user] = os.fspath(self.vault.layout.turns_dir(user))
+        folder = f"{turns}/{name}"
+        if os.path.isdir(folder):
+            if not os.path.exists(f"{folder}/metadata.json"):
                 return "pending"
-            events = read_events(folder / EVENTS_FILE)
+            events = read_events(Path(folder, EVENTS_FILE))
             view = project_turn(events)
             if self.extractions is not None:
                 extracted = (view.extractions, view.occurred_at) if view.extractions else None
@@ -429,11 +434,16 @@ class Learning:
         changed, rows = self._fold_users(projection, report, full=True)
         more, _ = self._fold_logs(projection, report, full=True)
         self._keep(projection)
+        folded = time.perf_counter()
+        report.stages["learning fold"] = folded - started
         if write:
             self.catalog.rebuild(rows)
             report.catalog_months = self.catalog.months()
+            catalogued = time.perf_counter()
+            report.stages["catalog"] = catalogued - folded
             days = {r.date.isoformat() for r in rows} | set(self.state.scope_days)
             self._commit(report, changed | more, [], days, projection)
+            report.stages["rollups and materialise"] = time.perf_counter() - catalogued
         self.stale = None
         report.seconds = time.perf_counter() - started
         return report
