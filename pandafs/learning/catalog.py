@@ -26,6 +26,7 @@ phase that did not run in a turn has a null latency.
 
 from __future__ import annotations
 
+import operator
 import os
 import shutil
 import time
@@ -178,10 +179,13 @@ def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
 
 
 def _table(rows: Iterable[TurnRow]) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in CATALOG_SCHEMA.names}
-    for row in sorted(rows, key=lambda r: (r.user, r.turn_number)):
-        for name in CATALOG_SCHEMA.names:
-            columns[name].append(getattr(row, name))
+    names = CATALOG_SCHEMA.names
+    fields = operator.attrgetter(*names)  # one call per row (a rebuild writes every turn's)
+    values = [fields(row) for row in sorted(rows, key=lambda r: (r.user, r.turn_number))]
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    if values:
+        for name, column in zip(names, zip(*values, strict=True), strict=True):
+            columns[name] = list(column)
     return pa.table(columns, schema=CATALOG_SCHEMA)
 
 
