@@ -14,6 +14,9 @@ by round so a busy machine slows both alike:
   reliability) beside a raw script doing the in-process raw loop: seconds and peak
   memory of each process.
 
+Each is also given in CPU seconds (process time; children's user + system time), which a
+machine busy with other work does not inflate the way it inflates wall time.
+
 Prints the table and ratios, the seconds per stage of the whole-process rebuild (from
 its `--json` report: walk, read, parse, index add, commit, learning fold, catalog,
 rollups, research/site rebuild), then one JSON line {"benchmark": "rebuild", ...}.
@@ -101,21 +104,22 @@ def child_peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def run_child(command: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak MiB and stdout of one child process (a fresh probe process each time)."""
+def run_child(command: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, peak MiB, CPU seconds and stdout of one child process (a fresh probe each time)."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "start = time.perf_counter()\n"
         "proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
         "seconds = time.perf_counter() - start\n"
         "assert proc.returncode == 0, proc.stderr.decode()[-800:]\n"
-        "print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(seconds, use.ru_maxrss / 1024, use.ru_utime + use.ru_stime)\n"
         "sys.stdout.write(proc.stdout.decode())\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, *command], check=True, capture_output=True, text=True)
     first, _, rest = out.stdout.partition("\n")
-    seconds, peak = first.split()
-    return float(seconds), float(peak), rest
+    seconds, peak, cpu = first.split()
+    return float(seconds), float(peak), float(cpu), rest
 
 
 def main() -> None:
@@ -132,7 +136,8 @@ def main() -> None:
     raw_index = namespace["raw_index"]
     script = Path(sys.executable).with_name("pandafs")
     pandafs = [str(script)] if script.exists() else [sys.executable, "-m", "pandafs"]
-    rows: dict[str, list[float]] = {k: [] for k in ("ours_in", "raw_in", "ours_whole", "raw_whole")}
+    kinds = ("ours_in", "raw_in", "ours_whole", "raw_whole")
+    rows: dict[str, list[float]] = {k: [] for kind in kinds for k in (kind, f"{kind}_cpu")}
     peaks: dict[str, list[float]] = {"ours": [], "raw": []}
     stages: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="pandafs-rebuild-") as tmp:
@@ -148,20 +153,24 @@ def main() -> None:
         raw_script.write_text(RAW)
         vault = Vault.open(root)
         for _ in range(args.rounds):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             report = Memory(vault).rebuild()
             rows["ours_in"].append(report.indexed / (time.perf_counter() - start))
-            start = time.perf_counter()
+            rows["ours_in_cpu"].append(report.indexed / (time.process_time() - cpu))
+            start, cpu = time.perf_counter(), time.process_time()
             count = raw_index(str(root), str(base / "raw-index"))  # type: ignore[operator]
             rows["raw_in"].append(count / (time.perf_counter() - start))
-            seconds, peak, out = run_child([*pandafs, "--root", str(root), "rebuild", "--json"])
+            rows["raw_in_cpu"].append(count / (time.process_time() - cpu))
+            seconds, peak, cpu, out = run_child([*pandafs, "--root", str(root), "rebuild", "--json"])
             rows["ours_whole"].append(seconds)
+            rows["ours_whole_cpu"].append(cpu)
             peaks["ours"].append(peak)
             for stage, value in orjson.loads(out).get("stages", {}).items():
                 stages.setdefault(stage, []).append(value)
             raw_command = [sys.executable, str(raw_script), str(root), str(base / "raw-index2")]
-            seconds, peak, _ = run_child(raw_command)
+            seconds, peak, cpu, _ = run_child(raw_command)
             rows["raw_whole"].append(seconds)
+            rows["raw_whole_cpu"].append(cpu)
             peaks["raw"].append(peak)
             shutil.rmtree(base / "raw-index2", ignore_errors=True)
         documents = report.documents
@@ -178,6 +187,16 @@ def main() -> None:
     print(
         f"{'whole process (pandafs rebuild), seconds':44} {med['ours_whole']:>12.2f} "
         f"{med['raw_whole']:>12.2f} {whole_ratio:>7.2f}×"
+    )
+    in_cpu_ratio = med["ours_in_cpu"] / med["raw_in_cpu"]
+    whole_cpu_ratio = med["ours_whole_cpu"] / med["raw_whole_cpu"]
+    print(  # CPU time: what a busy machine does not inflate (wall time waits for the CPU)
+        f"{'in-process indexing, docs per CPU second':44} {med['ours_in_cpu']:>12,.0f} "
+        f"{med['raw_in_cpu']:>12,.0f} {in_cpu_ratio:>7.2f}×"
+    )
+    print(
+        f"{'whole process, CPU seconds':44} {med['ours_whole_cpu']:>12.2f} "
+        f"{med['raw_whole_cpu']:>12.2f} {whole_cpu_ratio:>7.2f}×"
     )
     print(f"{'peak memory, MiB':44} {peak:>12.0f} {max(peaks['raw']):>12.0f}")
     stage_s = {k: statistics.median(v) for k, v in stages.items()}
@@ -203,6 +222,8 @@ def main() -> None:
         "whole_s": round(med["ours_whole"], 2),
         "raw_whole_s": round(med["raw_whole"], 2),
         "whole_ratio": round(whole_ratio, 2),
+        "in_process_cpu_ratio": round(in_cpu_ratio, 2),
+        "whole_cpu_ratio": round(whole_cpu_ratio, 2),
         "peak_mib": round(peak),
         "raw_peak_mib": round(max(peaks["raw"])),
         "stages_s": {k: round(v, 2) for k, v in stage_s.items()},
