@@ -169,14 +169,15 @@ def _fm_scalar(value: str) -> Any:
         if not inner.isprintable() or inner != inner.strip() or not inner:
             raise _NotFast  # leading/trailing spaces and empty quotes: let PyYAML judge
         return inner.replace("''", "'")
-    if _FM_INT.fullmatch(value):
-        return int(value)
-    if _FM_FLOAT.fullmatch(value):
-        return float(value)
-    match = _FM_TS.fullmatch(value)
-    if match:
-        y, mo, d, h, mi, sec, us = map(int, match.groups())
-        return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
+    if value[:1].isdigit() or value[:1] == "-":  # only these can be numbers or timestamps
+        if _FM_INT.fullmatch(value):
+            return int(value)
+        if _FM_FLOAT.fullmatch(value):
+            return float(value)
+        match = _FM_TS.fullmatch(value)
+        if match:
+            y, mo, d, h, mi, sec, us = map(int, match.groups())
+            return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
     if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
         raise _NotFast
     return value
