@@ -46,7 +46,7 @@ from indexers.documents import IndexDoc
 
 from ..memory import Memory
 from ..vault import Vault, file_lock
-from .catalog import Catalog, TurnRow, turn_row
+from .catalog import ROW_DATE, Catalog, TurnRow, row_values, turn_row
 from .decisions import _Deciding
 from .maintenance import read_changes
 from .rollups import rollup, write_rollups
@@ -151,15 +151,17 @@ class Learning(_Deciding):
 
     def _fold_users(
         self, projection: Projection, report: SyncReport, full: bool
-    ) -> tuple[set[str], list[TurnRow]]:
+    ) -> tuple[set[str], list[Any]]:
+        """Fold every user's new turns; their catalog rows (a full fold keeps only each
+        row's values, `catalog.RowValues`: it holds every turn of the vault)."""
         changed: set[str] = set()
-        rows: list[TurnRow] = []
+        rows: list[Any] = []
         for user in self.vault.layout.users():
             changed |= self._fold_user(user, projection, report, rows, full)
         return changed, rows
 
     def _fold_user(
-        self, user: str, projection: Projection, report: SyncReport, rows: list[TurnRow], full: bool
+        self, user: str, projection: Projection, report: SyncReport, rows: list[Any], full: bool
     ) -> set[str]:
         """Fold `user`'s turns that are complete and not folded yet; advance the cursor."""
         cursor = Cursor() if full else self.state.users.get(user, Cursor())
@@ -200,7 +202,8 @@ class Learning(_Deciding):
             fact = turn_facts(view, events)
             changed |= projection.fold_turn(fact, target, folded)
             seen[fact.turn] = fact
-            rows.append(turn_row(view, events))
+            row = turn_row(view, events)
+            rows.append(row_values(row) if full else row)
             done.add(number)
             report.turns += 1
         self.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
@@ -278,7 +281,8 @@ class Learning(_Deciding):
             report.catalog_months = self.catalog.months()
             catalogued = time.perf_counter()
             report.stages["catalog"] = catalogued - folded
-            days = {r.date.isoformat() for r in rows} | set(self.state.scope_days)
+            days = {r[ROW_DATE].isoformat() for r in rows} | set(self.state.scope_days)
+            del rows
             self._commit(report, changed | more, [], days, projection)
             report.stages["rollups and materialise"] = time.perf_counter() - catalogued
         self.stale = None
