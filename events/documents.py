@@ -38,6 +38,7 @@ __all__ = [
     "get_section",
     "parse_document",
     "render_document",
+    "split_document",
     "split_sections",
 ]
 
@@ -147,14 +148,15 @@ def _fm_scalar(value: str) -> Any:
         if not inner.isprintable() or inner != inner.strip() or not inner:
             raise _NotFast  # leading/trailing spaces and empty quotes: let PyYAML judge
         return inner.replace("''", "'")
-    if _FM_INT.fullmatch(value):
-        return int(value)
-    if _FM_FLOAT.fullmatch(value):
-        return float(value)
-    match = _FM_TS.fullmatch(value)
-    if match:
-        y, mo, d, h, mi, sec, us = map(int, match.groups())
-        return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
+    if value[:1].isdigit() or value[:1] == "-":  # only these can be numbers or timestamps
+        if _FM_INT.fullmatch(value):
+            return int(value)
+        if _FM_FLOAT.fullmatch(value):
+            return float(value)
+        match = _FM_TS.fullmatch(value)
+        if match:
+            y, mo, d, h, mi, sec, us = map(int, match.groups())
+            return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
     if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
         raise _NotFast
     return value
@@ -223,8 +225,15 @@ def wikilink(doc_path: str, label: str | None = None) -> str:
 
 def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     """Split `text` into frontmatter (a dict) and body; broken YAML raises with the line."""
+    frontmatter, body, has_frontmatter = split_document(text, path)
+    return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
+
+
+def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
+    """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
+    indexer's hot loop (no model built per document)."""
     if not _FENCE.match(text):
-        return ParsedDocument(frontmatter={}, body=text, has_frontmatter=False)
+        return {}, text, False
     start = _FENCE.match(text).end()  # type: ignore[union-attr]
     end = _END.search(text, start)
     if end is None:
@@ -248,7 +257,7 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
         loaded = {}
     if not isinstance(loaded, dict):
         raise FrontmatterError(path, 2, "frontmatter is not a mapping of properties")
-    return ParsedDocument(frontmatter=loaded, body=body, has_frontmatter=True)
+    return loaded, body, True
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]

@@ -10,6 +10,7 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
-from events.layout import classify, effective_scope
+from events.layout import DocRef, classify, effective_scope
 
 if TYPE_CHECKING:
     from events.documents import DocumentMetadata
@@ -29,6 +30,8 @@ __all__ = [
     "Skipped",
     "index_doc_from_parts",
     "load_index_doc",
+    "parse_index_doc",
+    "read_document",
     "sha256_bytes",
 ]
 
@@ -150,8 +153,19 @@ def _text_of(rel_path: str, data: bytes, max_bytes: int) -> str | Skipped:
 
 def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | Skipped | None:
     """Read `root/rel_path` into an IndexDoc; None if the path is not a document or gone."""
-    if classify(rel_path) is None:
+    ref = classify(rel_path)
+    if ref is None:
         return None
+    read = read_document(root, rel_path, max_bytes=max_bytes)
+    if read is None or isinstance(read, Skipped):
+        return read
+    return parse_index_doc(rel_path, *read, max_bytes=max_bytes, ref=ref)
+
+
+def read_document(
+    root: Path, rel_path: str, *, max_bytes: int
+) -> tuple[bytes, os.stat_result] | Skipped | None:
+    """The bytes and stat of a document (through the vault's safe reader), or why not."""
     try:
         data, stat = read_vault_file(root, rel_path, limit=max_bytes)
     except FileNotFoundError:
@@ -163,23 +177,24 @@ def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | S
     too_large = _too_large(rel_path, max(stat.st_size, len(data)), max_bytes)
     if too_large is not None:
         return too_large
+    return data, stat
+
+
+def parse_index_doc(
+    rel_path: str, data: bytes, stat: os.stat_result, *, max_bytes: int, ref: DocRef | None = None
+) -> IndexDoc | Skipped:
+    """The IndexDoc of a document's bytes (from `read_document`), or why it is skipped."""
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text
-    from events.documents import parse_document  # YAML and the metadata schema: only when reading one
+    from events.documents import split_document  # YAML and the metadata schema: only when reading one
 
     try:
-        parsed = parse_document(text, rel_path)
+        frontmatter, body, _ = split_document(text, rel_path)
     except FrontmatterError as exc:
         return Skipped(rel_path, str(exc))
     return index_doc_from_parts(
-        rel_path,
-        data,
-        parsed.frontmatter,
-        parsed.body,
-        stat.st_mtime_ns,
-        stat.st_mtime,
-        max_bytes=max_bytes,
+        rel_path, data, frontmatter, body, stat.st_mtime_ns, stat.st_mtime, max_bytes=max_bytes, ref=ref
     )
 
 
@@ -192,6 +207,7 @@ def index_doc_from_parts(
     mtime: float | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    ref: DocRef | None = None,
 ) -> IndexDoc | Skipped:
     """Build the IndexDoc of a file whose bytes, frontmatter and body are already known.
 
@@ -200,7 +216,7 @@ def index_doc_from_parts(
     Either way the same rule applies (module docstring), so a rebuild gives the same
     index as the writers did.
     """
-    ref = classify(rel_path)
+    ref = ref or classify(rel_path)
     if ref is None:
         raise ValueError(f"not a document path: {rel_path}")
     text = _text_of(rel_path, data, max_bytes)

@@ -10,6 +10,7 @@ payload and the prose its snippet is cut from (`indexers.snippets.prose_of`).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 
 import orjson
 import tantivy
@@ -27,12 +28,14 @@ NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
 
 
+@lru_cache(maxsize=4096)  # owners, topics and sessions repeat across documents
 def _h64(text: str) -> int:
     import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
 
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
 
 
+@lru_cache(maxsize=1024)
 def _facet(topic: str) -> Facet:
     parts = [p.strip().replace("/", "_") for p in topic.split(".") if p.strip()]
     return Facet.from_string("/" + "/".join(parts or ["general"]))

@@ -25,7 +25,7 @@ import orjson
 
 from events import classify, is_real_dir
 
-from .documents import IndexDoc, Skipped, load_index_doc
+from .documents import IndexDoc, Skipped, load_index_doc, parse_index_doc, read_document
 from .fulltext import FullTextIndex
 from .state import StateEntry
 from .writer import IndexBatch
@@ -53,6 +53,8 @@ class SyncReport:
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     documents: int = 0
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage of a full rebuild (walk, read, parse, index add, commit)."""
 
     def as_json(self) -> dict[str, Any]:
         rate = self.indexed / self.seconds if self.seconds else 0.0
@@ -64,6 +66,7 @@ class SyncReport:
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
             "docs_per_s": round(rate, 1),
+            "stages": {k: round(v, 3) for k, v in self.stages.items()},
         }
 
 
@@ -100,19 +103,22 @@ def scan_documents(
                 entries = list(listing)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        top = not rel_dir
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or (not rel_dir and name in SKIP_TOP):
+            if name[0] == "." or (top and name in SKIP_TOP):
                 continue
-            rel = rel_dir + name
-            if entry.is_symlink():
+            if entry.is_symlink():  # d_type only: no system call
                 if refused is not None:
-                    refused.append(Skipped(rel, _LINK_REASON, refused=True))
+                    refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, rel + "/"))
+                stack.append((entry.path, rel_dir + name + "/"))
                 continue
-            if not name.endswith(".md") or classify(rel) is None:
+            if not name.endswith(".md"):
+                continue
+            rel = rel_dir + name
+            if classify(rel) is None:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -181,6 +187,39 @@ def _apply(
                 report.deleted += rel in state
         if progress is not None:
             progress(1)
+
+
+def _fill(
+    batch: IndexBatch,
+    root: Path,
+    paths: list[str],
+    report: SyncReport,
+    max_bytes: int,
+    progress: Progress | None,
+) -> None:
+    """`_apply` for a fresh index (nothing known yet), timing each stage of the work."""
+    clock = time.perf_counter
+    read = parse = add = 0.0
+    for rel in paths:
+        ref = classify(rel)
+        if ref is None:
+            continue
+        t0 = clock()
+        loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = read_document(
+            root, rel, max_bytes=max_bytes
+        )
+        t1 = clock()
+        if isinstance(loaded, tuple):
+            loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=ref)
+        t2 = clock()
+        if loaded is not None:
+            record_loaded(batch, root, loaded, report)
+        read += t1 - t0
+        parse += t2 - t1
+        add += clock() - t2
+        if progress is not None:
+            progress(1)
+    report.stages.update({"read": read, "parse": parse, "index add": add})
 
 
 def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_bytes: int) -> SyncReport:
@@ -272,6 +311,7 @@ def rebuild(
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:
         files = scan_documents(root, refused=report.skipped)
+        report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
             on_total(len(files))
         live_log = index.state_path
@@ -299,7 +339,9 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built, report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            _apply(batch, root, sorted(files), {}, report, max_bytes, progress)
+            _fill(batch, root, sorted(files), report, max_bytes, progress)
+            filled = time.perf_counter()
+        report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()
     report.seconds = time.perf_counter() - started
     return report

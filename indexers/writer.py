@@ -31,10 +31,18 @@ class IndexBatch:
     """Upserts and deletes by path, committed together when the batch closes."""
 
     def __init__(
-        self, writer: Any, trust_of: Callable[[str], float | None] | None = None, *, redoable: bool = True
+        self,
+        writer: Any,
+        trust_of: Callable[[str], float | None] | None = None,
+        *,
+        redoable: bool = True,
+        fresh: bool = False,
     ) -> None:
         self._writer = writer
         self._trust_of = trust_of
+        # an empty index (a rebuild's first batch) holds no older version of any path,
+        # so an upsert is a plain add: no delete-by-term per document
+        self._fresh = fresh
         self.changes: dict[str, StateEntry | None] = {}
         # kept so a failed commit can be redone; a fresh index (rebuild) has nothing to
         # fail on and must not hold every document of the vault in memory
@@ -42,7 +50,8 @@ class IndexBatch:
 
     def _apply(self, op: str, arg: Any) -> None:
         if op == "upsert":
-            self._writer.delete_documents_by_term("path", arg.path)
+            if not self._fresh:
+                self._writer.delete_documents_by_term("path", arg.path)
             self._writer.add_document(_to_document(arg))
         elif op == "delete":
             self._writer.delete_documents_by_term("path", arg)
@@ -164,7 +173,7 @@ class _Writing:
         self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
     ) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
-        batch = IndexBatch(writer, self.trust_of, redoable=redoable)
+        batch = IndexBatch(writer, self.trust_of, redoable=redoable, fresh=not redoable)
         try:
             yield batch
         except BaseException:

@@ -11,6 +11,7 @@ same as before.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +33,14 @@ def rebuild_all(
     memory = open_memory(vault)
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
+    stages = dict(index.stages)
     if user is None:
         seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
-        result["learning"] = learning.rebuild(vault, memory=memory, extractions=seen).as_json()
+        folded = learning.rebuild(vault, memory=memory, extractions=seen)
+        stages.update(folded.stages)
+        result["learning"] = folded.as_json()
+        started = time.perf_counter()
         result["reliability"] = {"domains": len(ReliabilityTable(vault).rebuild(known=seen))}
+        stages["research/site rebuild"] = time.perf_counter() - started
+    result["stages"] = {k: round(v, 3) for k, v in stages.items()}
     return result

@@ -1,9 +1,10 @@
 """Full rebuild beside raw tantivy (DESIGN.md §9: in-process ≥ 0.6× raw tantivy's rate;
 whole process ≤ 2× a raw script; ≤ 300 MiB).
 
-    .venv/bin/python scripts/bench_rebuild.py [--turns 10000] [--rounds 2]
+    .venv/bin/python scripts/bench_rebuild.py [--turns 10000] [--rounds 2] [--vault DIR]
 
-Builds a vault of `--turns` imported turns (setup, not timed), then, alternated round
+Builds a vault of `--turns` imported turns (setup, not timed; `--vault DIR` reuses
+the vault built there by an earlier run, or builds it there and keeps it), then, alternated round
 by round so a busy machine slows both alike:
 
 * **in-process**: `Memory(vault).rebuild()` (the index only) beside a raw tantivy loop
@@ -13,7 +14,12 @@ by round so a busy machine slows both alike:
   reliability) beside a raw script doing the in-process raw loop: seconds and peak
   memory of each process.
 
-Prints the table and ratios, then one JSON line {"benchmark": "rebuild", ...}.
+Each is also given in CPU seconds (process time; children's user + system time), which a
+machine busy with other work does not inflate the way it inflates wall time.
+
+Prints the table and ratios, the seconds per stage of the whole-process rebuild (from
+its `--json` report: walk, read, parse, index add, commit, learning fold, catalog,
+rollups, research/site rebuild), then one JSON line {"benchmark": "rebuild", ...}.
 """
 
 from __future__ import annotations
@@ -98,25 +104,29 @@ def child_peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def run_child(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak MiB of one child process (a fresh probe process each time)."""
+def run_child(command: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, peak MiB, CPU seconds and stdout of one child process (a fresh probe each time)."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "start = time.perf_counter()\n"
-        "proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+        "proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
         "seconds = time.perf_counter() - start\n"
         "assert proc.returncode == 0, proc.stderr.decode()[-800:]\n"
-        "print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(seconds, use.ru_maxrss / 1024, use.ru_utime + use.ru_stime)\n"
+        "sys.stdout.write(proc.stdout.decode())\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, *command], check=True, capture_output=True, text=True)
-    seconds, peak = out.stdout.split()
-    return float(seconds), float(peak)
+    first, _, rest = out.stdout.partition("\n")
+    seconds, peak, cpu = first.split()
+    return float(seconds), float(peak), float(cpu), rest
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--vault", type=Path, help="build the vault here once and reuse it")
     args = parser.parse_args()
     from pandafs.memory import Memory
     from pandafs.vault import Vault
@@ -126,26 +136,41 @@ def main() -> None:
     raw_index = namespace["raw_index"]
     script = Path(sys.executable).with_name("pandafs")
     pandafs = [str(script)] if script.exists() else [sys.executable, "-m", "pandafs"]
-    rows: dict[str, list[float]] = {k: [] for k in ("ours_in", "raw_in", "ours_whole", "raw_whole")}
+    kinds = ("ours_in", "raw_in", "ours_whole", "raw_whole")
+    rows: dict[str, list[float]] = {k: [] for kind in kinds for k in (kind, f"{kind}_cpu")}
     peaks: dict[str, list[float]] = {"ours": [], "raw": []}
+    stages: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="pandafs-rebuild-") as tmp:
         base = Path(tmp)
-        root = build(base, args.turns)
+        if args.vault is not None and (args.vault / "vault" / "pandafs.toml").exists():
+            root = args.vault / "vault"
+        elif args.vault is not None:
+            args.vault.mkdir(parents=True, exist_ok=True)
+            root = build(args.vault, args.turns)
+        else:
+            root = build(base, args.turns)
         raw_script = base / "raw_tantivy.py"
         raw_script.write_text(RAW)
         vault = Vault.open(root)
         for _ in range(args.rounds):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             report = Memory(vault).rebuild()
             rows["ours_in"].append(report.indexed / (time.perf_counter() - start))
-            start = time.perf_counter()
+            rows["ours_in_cpu"].append(report.indexed / (time.process_time() - cpu))
+            start, cpu = time.perf_counter(), time.process_time()
             count = raw_index(str(root), str(base / "raw-index"))  # type: ignore[operator]
             rows["raw_in"].append(count / (time.perf_counter() - start))
-            seconds, peak = run_child([*pandafs, "--root", str(root), "rebuild", "--json"])
+            rows["raw_in_cpu"].append(count / (time.process_time() - cpu))
+            seconds, peak, cpu, out = run_child([*pandafs, "--root", str(root), "rebuild", "--json"])
             rows["ours_whole"].append(seconds)
+            rows["ours_whole_cpu"].append(cpu)
             peaks["ours"].append(peak)
-            seconds, peak = run_child([sys.executable, str(raw_script), str(root), str(base / "raw-index2")])
+            for stage, value in orjson.loads(out).get("stages", {}).items():
+                stages.setdefault(stage, []).append(value)
+            raw_command = [sys.executable, str(raw_script), str(root), str(base / "raw-index2")]
+            seconds, peak, cpu, _ = run_child(raw_command)
             rows["raw_whole"].append(seconds)
+            rows["raw_whole_cpu"].append(cpu)
             peaks["raw"].append(peak)
             shutil.rmtree(base / "raw-index2", ignore_errors=True)
         documents = report.documents
@@ -163,7 +188,21 @@ def main() -> None:
         f"{'whole process (pandafs rebuild), seconds':44} {med['ours_whole']:>12.2f} "
         f"{med['raw_whole']:>12.2f} {whole_ratio:>7.2f}×"
     )
+    in_cpu_ratio = med["ours_in_cpu"] / med["raw_in_cpu"]
+    whole_cpu_ratio = med["ours_whole_cpu"] / med["raw_whole_cpu"]
+    print(  # CPU time: what a busy machine does not inflate (wall time waits for the CPU)
+        f"{'in-process indexing, docs per CPU second':44} {med['ours_in_cpu']:>12,.0f} "
+        f"{med['raw_in_cpu']:>12,.0f} {in_cpu_ratio:>7.2f}×"
+    )
+    print(
+        f"{'whole process, CPU seconds':44} {med['ours_whole_cpu']:>12.2f} "
+        f"{med['raw_whole_cpu']:>12.2f} {whole_cpu_ratio:>7.2f}×"
+    )
     print(f"{'peak memory, MiB':44} {peak:>12.0f} {max(peaks['raw']):>12.0f}")
+    stage_s = {k: statistics.median(v) for k, v in stages.items()}
+    if stage_s:
+        listed = ", ".join(f"{k} {v:.2f}" for k, v in stage_s.items())
+        print(f"whole-process rebuild by stage, seconds: {listed}")
     meets = {
         "in_process": in_ratio >= TARGET_IN_PROCESS,
         "whole_process": whole_ratio <= TARGET_WHOLE,
@@ -183,8 +222,11 @@ def main() -> None:
         "whole_s": round(med["ours_whole"], 2),
         "raw_whole_s": round(med["raw_whole"], 2),
         "whole_ratio": round(whole_ratio, 2),
+        "in_process_cpu_ratio": round(in_cpu_ratio, 2),
+        "whole_cpu_ratio": round(whole_cpu_ratio, 2),
         "peak_mib": round(peak),
         "raw_peak_mib": round(max(peaks["raw"])),
+        "stages_s": {k: round(v, 2) for k, v in stage_s.items()},
         "meets": meets,
     }
     print(orjson.dumps(result).decode())

@@ -26,12 +26,13 @@ phase that did not run in a turn has a null latency.
 
 from __future__ import annotations
 
+import operator
 import os
 import shutil
 import time
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -177,11 +178,23 @@ def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
     )
 
 
-def _table(rows: Iterable[TurnRow]) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in CATALOG_SCHEMA.names}
-    for row in sorted(rows, key=lambda r: (r.user, r.turn_number)):
-        for name in CATALOG_SCHEMA.names:
-            columns[name].append(getattr(row, name))
+RowValues = tuple[Any, ...]
+"""A row's values in `CATALOG_SCHEMA` order: what a rebuild keeps of every turn's row
+(a `TurnRow` model costs several times the memory of its values)."""
+
+row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*CATALOG_SCHEMA.names)
+ROW_DATE = CATALOG_SCHEMA.names.index("date")
+_ROW_ORDER = operator.itemgetter(*(CATALOG_SCHEMA.names.index(n) for n in ("user", "turn_number")))
+_ROW_CREATED = CATALOG_SCHEMA.names.index("created_at")
+
+
+def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:
+    names = CATALOG_SCHEMA.names
+    values = sorted((r if isinstance(r, tuple) else row_values(r) for r in rows), key=_ROW_ORDER)
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    if values:
+        for name, column in zip(names, zip(*values, strict=True), strict=True):
+            columns[name] = list(column)
     return pa.table(columns, schema=CATALOG_SCHEMA)
 
 
@@ -270,11 +283,12 @@ class Catalog:
             rows += self._read_files(self.files(month), day)
         return sorted(rows, key=lambda r: (r["created_at"], r["user"], r["turn_number"]))
 
-    def rebuild(self, rows: Iterable[TurnRow]) -> list[str]:
+    def rebuild(self, rows: Iterable[TurnRow | RowValues]) -> list[str]:
         """Replace the whole catalog by `rows` (one part file per month).  Months written."""
-        by_month: dict[str, list[TurnRow]] = {}
+        by_month: dict[str, list[TurnRow | RowValues]] = {}
         for row in rows:
-            by_month.setdefault(row.created_at.strftime("%Y-%m"), []).append(row)
+            created = row[_ROW_CREATED] if isinstance(row, tuple) else row.created_at
+            by_month.setdefault(created.strftime("%Y-%m"), []).append(row)
         new = self.dir.with_name(self.dir.name + ".new")
         shutil.rmtree(new, ignore_errors=True)
         new.mkdir(parents=True)

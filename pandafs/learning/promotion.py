@@ -30,7 +30,8 @@ from indexers.sync import scan_documents
 
 from ..memory import Memory
 from ..vault import Vault
-from .engine import DocInfo, Learning, SyncReport, _utc
+from .engine import Learning, SyncReport
+from .materialise import DocInfo, _utc
 from .policy import ScopeDecision, decide_steps, promotable
 from .state import trust_lookup
 from .trust import Counts

@@ -25,6 +25,7 @@ recomputes everything from the events.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
@@ -217,19 +218,21 @@ class TrustReader:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
+        self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
         self._cache: dict[str, tuple[int, dict[str, list[Any]]]] = {}
 
     def __call__(self, doc_id: str) -> float | None:
         name = shard_of(doc_id)
-        path = self.dir / f"{name}.json"
+        path = f"{self._prefix}{name}.json"
         try:
-            mtime = path.stat().st_mtime_ns
+            mtime = os.stat(path).st_mtime_ns
         except FileNotFoundError:
             return None
         cached = self._cache.get(name)
         if cached is None or cached[0] != mtime:
             try:
-                docs = orjson.loads(path.read_bytes()).get("docs", {})
+                with open(path, "rb") as handle:
+                    docs = orjson.loads(handle.read()).get("docs", {})
             except (orjson.JSONDecodeError, OSError):
                 return None
             cached = (mtime, docs)

@@ -1,0 +1,253 @@
+"""Materialising the fold: usage, trust and scope written into documents' frontmatter
+and into the index (turns and site notes: the index only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from events import (
+    DocumentMetadata,
+    atomic_write,
+    candidate_paths,
+    classify,
+    parse_document,
+    read_vault_file,
+    render_document,
+)
+from events.errors import FrontmatterError, NotInVault
+from indexers.documents import IndexDoc, load_index_doc
+
+from ..config import MemoryConfig
+from ..memory import Memory
+from ..vault import Vault
+from .state import CounterStore, LearningState
+from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, trust_of
+
+INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
+LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
+_ORDER = list(DocumentMetadata.model_fields)
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """A document as the policy and the materialiser see it."""
+
+    doc_id: str
+    rel: str
+    kind: str
+    owner: str | None
+    front: dict[str, Any]
+    body: str
+    scope: str  # the projected scope (latest scope change, else the file's)
+    created_at: datetime
+    quality: float
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a document's file should say after materialisation."""
+
+    counts: Counts | None
+    scope: tuple[str, datetime | None] | None  # (scope, when decided) or None: leave it
+
+
+def _utc(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            return _utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            return None
+    return None
+
+
+def _put(front: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """Set `key`, keeping the key order: a new key goes after its predecessors in
+    `DocumentMetadata` (or after `scope` for scope_origin), else at the end."""
+    if key in front:
+        front[key] = value
+        return front
+    anchors = ["scope"] if key == "scope_origin" else _ORDER[: _ORDER.index(key)]
+    items = list(front.items())
+    at = len(items) if key not in _ORDER and key != "scope_origin" else 0
+    for i, (k, _) in enumerate(items):
+        if k in anchors:
+            at = i + 1
+    items.insert(at, (key, value))
+    return dict(items)
+
+
+class _Materialising:
+    """The documents part of `Learning` (a mixin: its attributes are set by `Learning.__init__`)."""
+
+    vault: Vault
+    memory: Memory
+    cfg: MemoryConfig
+    state: LearningState
+    counts: CounterStore
+    defer_index: bool
+    _index_queue: list[IndexDoc]
+
+    def locate(self, doc_id: str) -> tuple[str, str, str | None] | None:
+        """(vault-relative path, kind, owner) of the file behind `doc_id`, if it exists."""
+        for rel in candidate_paths(doc_id):
+            ref = classify(rel)
+            if ref is not None and (self.vault.root / rel).is_file():
+                return rel, ref.kind, ref.user
+        return None
+
+    def doc_info(self, doc_id: str, projection: Projection | None = None) -> DocInfo | None:
+        """The document behind `doc_id` as it is on disk, with its projected scope.
+
+        Turns and site notes are not parsed (their values go to the index only)."""
+        found = self.locate(doc_id)
+        if found is None:
+            return None
+        rel, kind, owner = found
+        if kind in INDEX_ONLY_KINDS:
+            return DocInfo(doc_id, rel, kind, owner, {}, "", "user", datetime.min.replace(tzinfo=UTC), 0.5)
+        try:  # never through a symlink: its counters are written back over this path
+            data, st = read_vault_file(self.vault.root, rel)
+            parsed = parse_document(data.decode("utf-8"), rel)
+            stat_time = datetime.fromtimestamp(st.st_mtime, UTC)
+        except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
+            return None
+        front = dict(parsed.frontmatter)
+        created = _utc(front.get("created_at")) or stat_time
+        try:
+            quality = float(front.get("quality", 0.5))
+        except (TypeError, ValueError):
+            quality = 0.5
+        scope = str(front.get("scope") or ("user" if owner else "global"))
+        record = (projection.scope if projection else self.state.scope_records()).get(doc_id)
+        if record is not None and record.new in SCOPE_RANK:
+            scope = record.new
+        elif record is None and front.get("scope_origin") in SCOPE_RANK:
+            scope = str(front["scope_origin"])  # a change whose event was never written
+        return DocInfo(doc_id, rel, kind, owner, front, parsed.body, scope, created, quality)
+
+    def _turn_quality(self, rel: str) -> float:
+        path = self.vault.root / rel
+        try:
+            if path.name == "context.md":
+                return float(orjson.loads((path.parent / "metadata.json").read_bytes())["quality"])
+            front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+            return float(front.get("quality", 0.5))
+        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
+            return 0.5
+
+    def _target_front(self, info: DocInfo, target: _Target) -> dict[str, Any]:
+        front = dict(info.front)
+        if target.counts is not None:
+            c = target.counts
+            trust = trust_of(c, info.quality, self.cfg.trust_prior_weight)
+            for key, value in zip(LEARNING_KEYS, (c.usage, c.validations, c.successes, trust), strict=True):
+                front = _put(front, key, value)
+        if target.scope is not None:
+            scope, when = target.scope
+            current = str(front.get("scope") or ("user" if info.owner else "global"))
+            if scope != current:
+                if "scope_origin" not in front:
+                    front = _put(front, "scope_origin", current)
+                front = _put(front, "scope", scope)
+                if scope == "new":
+                    base = when or info.created_at
+                    front = _put(front, "expires_at", base + timedelta(hours=self.cfg.new_ttl_hours))
+                else:
+                    front.pop("expires_at", None)
+        return front
+
+    def _scope_target(self, info: DocInfo, record: ScopeRecord | None) -> tuple[str, datetime | None] | None:
+        if record is not None and record.new in SCOPE_RANK:
+            return (record.new, _utc(record.at))
+        if record is None and info.front.get("scope_origin") in SCOPE_RANK:
+            return (str(info.front["scope_origin"]), None)
+        return None
+
+    def _plan(
+        self, docs: Sequence[str], projection: Projection, preview: dict[str, _Target] | None = None
+    ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float]]]:
+        """Files to rewrite ({doc: (rel, target)}) and turn trust for the index ({doc: (rel, t)})."""
+        plans: dict[str, tuple[str, _Target]] = {}
+        overlay: dict[str, tuple[str, float]] = {}
+        w = self.cfg.trust_prior_weight
+        for doc_id in docs:
+            info = self.doc_info(doc_id, projection)
+            if info is None:
+                continue
+            if preview is not None and doc_id in preview:
+                target = preview[doc_id]
+            else:
+                counts = self.counts.get(doc_id)
+                target = _Target(counts, self._scope_target(info, projection.scope.get(doc_id)))
+            if info.kind in INDEX_ONLY_KINDS:
+                if target.counts is None:
+                    continue
+                trust = trust_of(target.counts, self._turn_quality(info.rel), w)
+                if self.counts.trust(doc_id) != trust:
+                    overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
+                    if preview is None:
+                        self.counts.set_trust(doc_id, trust)
+                continue
+            front = self._target_front(info, target)
+            if preview is None and target.counts is not None:
+                self.counts.set_trust(doc_id, front.get("trust"))
+            if front != info.front:
+                plans[doc_id] = (info.rel, target)
+        return plans, overlay
+
+    def _apply(
+        self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float]]
+    ) -> tuple[list[str], int]:
+        """Write the planned files, then index them and the turns' new trust in one batch.
+
+        Each file is re-read under its owner's memory lock and only the learning keys and
+        scope are changed on what it says *now*: a line a concurrent save added since the
+        plan was made is kept (the plan's copy of the file is never written back).
+        """
+        written: list[str] = []
+        for doc_id, (rel, target) in plans.items():
+            ref = classify(rel)
+            with self.vault.memory_lock(ref.user if ref else None):
+                info = self.doc_info(doc_id)
+                if info is None or info.rel != rel:
+                    continue
+                front = self._target_front(info, target)
+                if front == info.front:
+                    continue
+                atomic_write(self.vault.root / rel, render_document(front, info.body))
+            written.append(rel)
+        max_bytes = self.vault.config.index.max_file_bytes
+        for rel in written:
+            loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
+            if isinstance(loaded, IndexDoc):
+                self._index_queue.append(loaded)
+        for rel, trust in overlay.values():
+            loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
+            if isinstance(loaded, IndexDoc):
+                self._index_queue.append(replace(loaded, trust=trust))
+        count = len(self._index_queue)
+        if not self.defer_index:
+            self.flush_index()
+        return sorted(written), count
+
+    def take_index_queue(self) -> list[IndexDoc]:
+        """The queued index updates, for a caller that commits them itself."""
+        queue, self._index_queue = self._index_queue, []
+        return list({d.path: d for d in queue}.values())
+
+    def flush_index(self) -> None:
+        """Commit the queued index updates (one tantivy commit)."""
+        queue = self.take_index_queue()
+        if queue:
+            with self.memory.index.batch() as batch:
+                for doc in queue:
+                    batch.upsert(doc)

@@ -1,0 +1,126 @@
+"""Reading a turn's events for the learning fold: its live folder, or its archived Parquet part."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events import (
+    Event,
+    LogRead,
+    TurnView,
+    check_chain,
+    parse_document,
+    parse_event,
+    project_turn,
+    read_events,
+    turn_name,
+)
+from events.errors import EventsError
+from events.layout import TURN_DIR_RE
+from indexers.archive import ArchiveStore
+from indexers.errors import ArchiveError
+
+from ..vault import Vault
+
+EVENTS_FILE = "events.jsonl"
+
+
+def events_from_bytes(data: bytes, where: str) -> list[Event]:
+    """Typed events of a log held in memory (an archived turn's events.jsonl)."""
+    log = LogRead(Path(where))
+    body = data[: data.rfind(b"\n") + 1] if b"\n" in data else b""
+    for line in body.splitlines():
+        record = orjson.loads(line)
+        log.records.append(record)
+        log.lines.append(line)
+    problem = check_chain(log)
+    if problem is not None:
+        raise problem
+    return [parse_event(r) for r in log.records]
+
+
+class _TurnReading:
+    """The turn-reading part of `Learning` (a mixin: `vault`, `extractions`, `_archive_parts`
+    and `_turns_dirs` are set by `Learning.__init__`)."""
+
+    vault: Vault
+    extractions: dict[str, tuple[tuple[Any, ...], Any] | None] | None
+    _archive_parts: dict[str, Any]
+    _turns_dirs: dict[str, str]
+
+    def _stub(self, user: str, turn: str) -> Path:
+        return self.vault.layout.archive_stub(user, turn)
+
+    def _archived_events(self, user: str, turn: str) -> list[Event] | None:
+        """Events of an archived turn, read from its Parquet part (None if unreadable)."""
+        try:
+            front = parse_document(self._stub(user, turn).read_text(encoding="utf-8")).frontmatter
+            part = str(front.get("archive_file") or "")
+            if part not in self._archive_parts:  # keep one part: archived turns come in runs
+                store = ArchiveStore(self.vault.layout.archive / "turns")
+                self._archive_parts = {part: store.read_part(self.vault.root / part)}
+            files = self._archive_parts[part].intact((user, turn))
+            data = files.file(EVENTS_FILE) if files is not None else None
+            if data is None:
+                return None
+            return events_from_bytes(data, f"{part}#{user}/{turn}/{EVENTS_FILE}")
+        except (OSError, EventsError, ArchiveError, ValueError, orjson.JSONDecodeError):
+            return None
+
+    def load_turn(self, user: str, number: int) -> tuple[TurnView, list[Event]] | str | None:
+        """(view, events) of a completed turn; "pending" if not complete; None if absent."""
+        name = turn_name(number)
+        turns = self._turns_dirs.get(user)
+        if turns is None:  # a string per user: a rebuild asks for every turn of the vault
+            turns = self._turns_dirs[user] = os.fspath(self.vault.layout.turns_dir(user))
+        folder = f"{turns}/{name}"
+        if os.path.isdir(folder):
+            if not os.path.exists(f"{folder}/metadata.json"):
+                return "pending"
+            events = read_events(Path(folder, EVENTS_FILE))
+            view = project_turn(events)
+            if self.extractions is not None:
+                extracted = (view.extractions, view.occurred_at) if view.extractions else None
+                self.extractions[f"{user}/{name}"] = extracted
+            return (view, events) if view.is_complete else "pending"
+        elif self._stub(user, name).exists():
+            found = self._archived_events(user, name)
+            if found is None:
+                raise EventsError(f"{user}/{name}: archived events are unreadable")
+            events = found
+        else:
+            return None
+        view = project_turn(events)
+        return (view, events) if view.is_complete else "pending"
+
+    def _highest(self, user: str, upto: int) -> int:
+        """The highest turn number allocated to `user` (counter hint, then probing)."""
+        turns = self.vault.layout.turns_dir(user)
+        try:
+            high = int((turns / ".counter").read_text().strip()) - 1
+        except (OSError, ValueError):
+            high = 0
+            for directory in (turns, self.vault.layout.archive / "stubs" / user):
+                if directory.is_dir():
+                    for entry in os.scandir(directory):
+                        match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
+                        if match:
+                            high = max(high, int(match.group(1)))
+        high = max(high, upto)
+        while (turns / turn_name(high + 1)).is_dir() or self._stub(user, turn_name(high + 1)).exists():
+            high += 1
+        return high
+
+    def _all_numbers(self, user: str) -> list[int]:
+        found: set[int] = set()
+        for directory in (self.vault.layout.turns_dir(user), self.vault.layout.archive / "stubs" / user):
+            if directory.is_dir():
+                for entry in os.scandir(directory):
+                    match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
+                    if match:
+                        found.add(int(match.group(1)))
+        return sorted(found)
