@@ -229,3 +229,19 @@ def test_one_wall_clock() -> None:
             text = path.read_text(encoding="utf-8")
             for needle in WALL_CLOCK:
                 assert needle not in text, f"{path.relative_to(REPO)} reads the wall clock ({needle}…)"
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_a_room_of_many_jobs() -> None:
+    """Each module does one thing (its docstring says which) and stays under 400 lines."""
+    for package in ("events", "indexers", "pandafs"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            lines = text.count("\n")
+            assert lines <= MAX_MODULE_LINES, (
+                f"{path.relative_to(REPO)} has {lines} lines: split it along its jobs"
+            )
+            docstring = ast.get_docstring(ast.parse(text))
+            assert path.name == "__main__.py" or docstring, f"{path.relative_to(REPO)} has no docstring"
