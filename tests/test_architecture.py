@@ -90,28 +90,76 @@ def _area(module: str) -> str:
     raise AssertionError(f"{module} is in no layer of LAYERS: add it")
 
 
-def _pandafs_imports() -> list[tuple[str, str, int]]:
-    """(module, imported pandafs module, line) for every import anywhere in pandafs/."""
+def _pandafs_imports(*, lazy: bool | None = None) -> list[tuple[str, str, int]]:
+    """(module, imported pandafs module, line) for every import anywhere in pandafs/
+    (`lazy=True`: only those inside a function; `False`: only those outside)."""
     found = []
     for path in sorted((REPO / "pandafs").rglob("*.py")):
         parts = list(path.relative_to(REPO).with_suffix("").parts)
         package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
         module = ".".join(parts if parts[-1] != "__init__" else parts[:-1])
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inside = {
+            id(sub)
+            for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+            for sub in ast.walk(fn)
+        }
+        for node in ast.walk(tree):
+            if lazy is not None and (id(node) in inside) != lazy:
+                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level:
                 base = package[: len(package) - node.level + 1]
-                if node.module:
-                    targets = [".".join([*base, node.module])]
-                else:
-                    targets = [".".join([*base, alias.name]) for alias in node.names]
+                module_name = ".".join([*base, node.module] if node.module else base)
+                targets = [module_name] + [f"{module_name}.{alias.name}" for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                targets = [node.module or ""]
+                targets = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
             else:
                 continue
-            found += [(module, t, node.lineno) for t in targets if t.split(".")[0] == "pandafs"]
+            found += [(module, t, node.lineno) for t in targets if t in MODULES]
     return found
+
+
+MODULES = {
+    ".".join(
+        p.relative_to(REPO).with_suffix("").parts[:-1]
+        if p.name == "__init__.py"
+        else p.relative_to(REPO).with_suffix("").parts
+    )
+    for p in (REPO / "pandafs").rglob("*.py")
+}
+
+
+def test_no_import_inside_a_function_breaks_a_cycle() -> None:
+    """An import inside a function is for start-up speed only: were it at module level,
+    it would close no loop (the module it imports does not, through module-level imports,
+    come back to the importer)."""
+    graph: dict[str, set[str]] = {}
+    for module, target, _ in _pandafs_imports(lazy=False):
+        graph.setdefault(module, set()).add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo += graph.get(here, ())
+                parent = here.rpartition(".")[0]  # importing a module runs its package first
+                if parent:
+                    todo.append(parent)
+        return False
+
+    loops = [
+        f"{module}:{line} imports {target} inside a function, and {target} imports {module} back"
+        for module, target, line in _pandafs_imports(lazy=True)
+        if target != module and reaches(target, module)
+    ]
+    assert not loops, "\n".join(loops)
 
 
 def test_pandafs_imports_go_down_the_layers() -> None:

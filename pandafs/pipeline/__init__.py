@@ -5,7 +5,7 @@ one whose process died.  Phases live one per module; `tasks` holds the LLM
 contracts both backends answer.
 """
 
-from .recovery import CHECKS
+from .interrupted import CHECKS
 from .turn import Pipeline, TurnResult, next_step
 
 __all__ = ["CHECKS", "Pipeline", "TurnResult", "next_step"]

@@ -10,7 +10,7 @@ but whose projections are missing is not interrupted: its writer may be projecti
 right now; verify's `missing` check re-projects it.)
 
 Who looks: `ask` checks the user's latest turns before it starts a new one; `watch`'s
-upkeep and `verify --repair` check every turn (`check_interrupted`).
+upkeep and `verify --repair` check every turn (`interrupted.check_interrupted`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,10 @@ from events import EventWriter, read_events
 from events.errors import EventsError, LogBusyError
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
-from ..checks import Problem
 from ..turns import TurnRef, is_abandoned, remove_abandoned
-from ..vault import Vault
 
 __all__ = [
     "INTERRUPTED",
-    "check_interrupted",
-    "close_all_interrupted",
     "close_interrupted",
     "find_interrupted",
     "recover_recent",
@@ -117,42 +113,3 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
         if closed is not None:
             done.append(f"{user}/{folder.name}")
     return done
-
-
-def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
-    """verify's check: every turn left open by a process that died (`--repair` closes it)."""
-    from .turn import Pipeline  # the pipeline's own module: loaded only when verify runs
-
-    problems: list[Problem] = []
-    pipeline = None
-    try:
-        for user in vault.layout.users():
-            for folder in vault.layout.turn_dirs(user):
-                if not find_interrupted(folder):
-                    continue
-                rel = vault.rel(folder / "events.jsonl")
-                message = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
-                if repair:
-                    pipeline = pipeline or Pipeline(vault)
-                    what = close_interrupted(pipeline, user, folder.name, by="verify --repair")
-                    if what is not None:
-                        problems.append(Problem(rel, "interrupted", what, repaired=True))
-                        continue
-                problems.append(Problem(rel, "interrupted", message))
-    finally:
-        if pipeline is not None:
-            pipeline.close()
-    return problems
-
-
-def close_all_interrupted(vault: Vault) -> dict[str, list[str]]:
-    """`watch`'s upkeep job: close every interrupted turn; `{closed, open}` paths."""
-    found = check_interrupted(vault, repair=True)
-    return {
-        "closed": [p.path for p in found if p.repaired],
-        "open": [p.path for p in found if not p.repaired],
-    }
-
-
-CHECKS = (check_interrupted,)
-"""What verify runs for the pipeline (`pandafs.checks`)."""

@@ -55,7 +55,7 @@ UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
     UpkeepJob(
         "interrupted",
         "close turns whose process died mid-way",
-        ("pandafs.pipeline.recovery:close_all_interrupted",),
+        ("pandafs.pipeline.interrupted:close_all_interrupted",),
     ),
     UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
     UpkeepJob(
