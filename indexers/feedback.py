@@ -1,4 +1,4 @@
-"""Pseudo-relevance feedback: words of the best first-round turns added to the query (RM3).
+"""Pseudo-relevance feedback: words of the best first-round turns re-weigh the candidates (RM3).
 
 A question and the conversations that answer it often share few words ("how many
 musical instruments do I own?" is answered by turns about a guitar and a cello).  RM3
@@ -6,12 +6,17 @@ musical instruments do I own?" is answered by turns about a guitar and a cello).
 et al. 2004, "UMass at TREC 2004", as Anserini ships it) reads the `feedback_docs`
 best documents of a first retrieval round, estimates the relevance model
 
-    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ score(D)
+    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ exp(score(D))
 
-and adds its `feedback_terms` most likely words that are not already in the query
-(nor stop words) as one more term group, the sum of their BM25 (the relevance model
-is one weighted query).  RM3's interpolation (1 − λ)·Q + λ·R, with the query's
-groups of weight w_g, gives each feedback word e the weight
+(P(D|Q) is the query likelihood P(Q|D), normalised over the feedback documents; the
+first round's BM25 stands in for its logarithm, so the best document dominates as in
+the language-model original) and adds its `feedback_terms` most likely words that
+are not already in the query (nor stop words) as one more term group, the sum of
+their BM25 (the relevance model is one weighted query).  The second round re-weighs:
+it keeps only documents with at least one of the question's own words (the added
+words rank, they do not bring in what the question never said).  RM3's interpolation
+(1 − λ)·Q + λ·R, with the query's groups of weight w_g, gives each feedback word e
+the weight
 
     w_e = λ / (1 − λ) · Σ_g w_g · P(e|R) / Σ_{e' kept} P(e'|R)      [λ = feedback_weight]
 
@@ -23,6 +28,7 @@ for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -56,9 +62,11 @@ def feedback_terms(
     known = {g.stem for g in groups} | {v for g in groups for v in g.variants}
     stop = _stop_stems()
     docs = [(score, prose) for score, prose in documents if score > 0]
-    total = sum(score for score, _ in docs)
-    if not docs or total <= 0 or terms <= 0 or not 0 < weight < 1:
+    if not docs or terms <= 0 or not 0 < weight < 1:
         return {}
+    top = max(score for score, _ in docs)
+    docs = [(math.exp(score - top), prose) for score, prose in docs]  # P(Q|D) ∝ exp(score)
+    total = sum(likelihood for likelihood, _ in docs)
     model: Counter[str] = Counter()
     for score, prose in docs:
         stems = _analyzer().analyze(prose)
