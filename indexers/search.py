@@ -136,7 +136,9 @@ class _Searching:
         """The plan with RM3's feedback words of the first round's best documents (`indexers.feedback`)."""
         best = sorted(hits, key=lambda h: -h[0])[: ranking.feedback_docs]
         docs = [(score, (searcher.doc(a).get_first("prose") or b"").decode()) for score, a in best]
-        extra = feedback_terms(docs, plan.groups, terms=ranking.feedback_terms, weight=ranking.feedback_weight)
+        extra = feedback_terms(
+            docs, plan.groups, terms=ranking.feedback_terms, weight=ranking.feedback_weight
+        )
         return replace(plan, feedback=extra) if extra else plan
 
     def _group_queries(
