@@ -134,8 +134,17 @@ class _Searching:
         self, searcher: tantivy.Searcher, plan: QueryPlan, hits: list[tuple[float, Any]], ranking: Ranking
     ) -> QueryPlan:
         """The plan with RM3's feedback words of the first round's best documents (`indexers.feedback`)."""
-        best = sorted(hits, key=lambda h: -h[0])[: ranking.feedback_docs]
-        docs = [(score, (searcher.doc(a).get_first("prose") or b"").decode()) for score, a in best]
+        ranked = sorted(hits, key=lambda h: -h[0])
+        last = ranked[min(ranking.feedback_docs, len(ranked)) - 1][0]
+        tied = []  # ties at the cut go by path, not by tantivy's internal order (a rebuild changes it)
+        for score, address in ranked:
+            if score < last:
+                break
+            doc = searcher.doc(address)
+            path = orjson.loads(doc.get_first("payload"))["doc_path"]
+            tied.append((score, path, (doc.get_first("prose") or b"").decode()))
+        tied.sort(key=lambda d: (-d[0], d[1]))
+        docs = [(score, prose) for score, _, prose in tied[: ranking.feedback_docs]]
         extra = feedback_terms(
             docs, plan.groups, terms=ranking.feedback_terms, weight=ranking.feedback_weight
         )
