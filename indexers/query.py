@@ -71,6 +71,8 @@ class QueryPlan:
     groups: tuple[TermGroup, ...]
     wants_latest: bool
     """The query asks for the current state ("now", "currently", "these days")."""
+    feedback: dict[str, float] = field(default_factory=dict)
+    """Pseudo-relevance feedback words and weights (`indexers.feedback`): one group of their own."""
 
 
 def plan_query(

@@ -22,7 +22,12 @@ topic · time factor:
              days) of the documents the user may see, n_g = those whose body has the stem
 
 Stage 1 takes the top `candidate_pool` documents by s(d) = Σ_g c_g(d) (and, when the
-query names a time, the best `candidate_pool`/2 inside that window).  Stage 2 takes the
+query names a time, the best `candidate_pool`/2 inside that window).  With
+`feedback_docs` > 0 it runs twice: the words of the first round's `feedback_docs` best
+documents, weighed by RM3's relevance model (`indexers.feedback`; Lavrenko & Croft
+2001, Abdul-Jaleel et al. 2004), join the query as one more group g = rm3 with
+c_rm3(d) = Σ_e w_e · BM25_e(d) · F(d) over the body (no spread scaling), and the
+second round's documents are the candidates.  Stage 2 takes the
 `expand_episodes` *episodes* whose best stage-1 turn scores highest and scores every
 turn t of those episodes (time order; t−1, t+1 its neighbours in that episode).  An
 episode is one conversation: the turns imported with the same session id

@@ -31,6 +31,9 @@ class Ranking:
     latest_band: float = 0.4
     episode_cap: int = 3
     candidate_pool: int = 60
+    feedback_docs: int = 5
+    feedback_terms: int = 10
+    feedback_weight: float = 0.5
     time_words: bool = True
     time_weight: float = 1.0
     stop_words: bool = True

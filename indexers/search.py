@@ -11,6 +11,7 @@ rebuild swapped the folder.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ from tantivy import FieldType, Occur, Query
 from events.clock import utcnow
 
 from .documents import SESSION_KEYS, TURN_KINDS
+from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import any_of, search_filters
 from .query import QueryPlan, TermGroup, plan_query
 from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
@@ -96,6 +98,14 @@ class _Searching:
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
+            if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
+                plan = self._with_feedback(searcher, plan, hits, ranking)
+                groups = self._group_queries(searcher, plan, req, filters, ranking)
+                asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
+                text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
+                text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
+                query = Query.boolean_query([(Occur.Must, text_query), *clauses])
+                hits = searcher.search(query, pool, count=False).hits
             if window is not None:  # the window's own best, which a wide history may bury
                 lo, hi = window
                 in_window = Query.range_query(
@@ -119,6 +129,26 @@ class _Searching:
         order = hint.order or ("latest" if plan.wants_latest else None)
         ranked = scorer.final(order)
         return self._page(searcher, ranked, req.limit, query_terms(text) if req.snippets else None)
+
+    def _with_feedback(
+        self, searcher: tantivy.Searcher, plan: QueryPlan, hits: list[tuple[float, Any]], ranking: Ranking
+    ) -> QueryPlan:
+        """The plan with RM3's feedback words of the first round's best documents (`indexers.feedback`)."""
+        ranked = sorted(hits, key=lambda h: -h[0])
+        last = ranked[min(ranking.feedback_docs, len(ranked)) - 1][0]
+        tied = []  # ties at the cut go by path, not by tantivy's internal order (a rebuild changes it)
+        for score, address in ranked:
+            if score < last:
+                break
+            doc = searcher.doc(address)
+            path = orjson.loads(doc.get_first("payload"))["doc_path"]
+            tied.append((score, path, (doc.get_first("prose") or b"").decode()))
+        tied.sort(key=lambda d: (-d[0], d[1]))
+        docs = [(score, prose) for score, _, prose in tied[: ranking.feedback_docs]]
+        extra = feedback_terms(
+            docs, plan.groups, terms=ranking.feedback_terms, weight=ranking.feedback_weight
+        )
+        return replace(plan, feedback=extra) if extra else plan
 
     def _group_queries(
         self,
@@ -166,6 +196,13 @@ class _Searching:
                     ratio = _idf(min(spread, days), days) / _idf(1.0, days)
                     weight *= ratio**ranking.spread_weight
             out[group.stem] = Query.boost_query(query, weight)
+        if plan.feedback:  # RM3's words: one weighted query, body only, no spread scaling
+            out[FEEDBACK_GROUP] = Query.boolean_query(
+                [
+                    (Occur.Should, Query.boost_query(Query.term_query(self._schema, "body", term), weight))
+                    for term, weight in sorted(plan.feedback.items())
+                ]
+            )
         return out
 
     def _term_group_query(self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking) -> Query:

@@ -14,7 +14,10 @@ from the same resources.  Where each resource comes from, and its switch
 - thesaurus (`synonym_weight`): hand-written rings of everyday personal-life synonyms
   and category → kinds;
 - time words (`time_words`, `time_weight`; read by `indexers.time_words`): TimeML's
-  TIMEX3 classes of relative and absolute dates.
+  TIMEX3 classes of relative and absolute dates;
+- feedback words (`feedback_docs`, `feedback_terms`, `feedback_weight`; chosen by
+  `indexers.feedback`): no list, the words of the user's own best-matching turns,
+  weighed by RM3 (Lavrenko & Croft 2001; Abdul-Jaleel et al. 2004).
 """
 
 from __future__ import annotations

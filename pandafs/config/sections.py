@@ -101,6 +101,13 @@ class SearchConfig(_Section):
         description="turns of one episode before every other hit (0 = no cap)",
     )
     candidate_pool: int = setting(60, description="BM25 candidates of stage 1")
+    feedback_docs: int = setting(
+        5, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
+    )
+    feedback_terms: int = setting(10, ge=1, description="RM3: words added from those turns")
+    feedback_weight: float = setting(
+        0.5, gt=0.0, le=0.99, description="RM3: share of the added words against the question's"
+    )
     time_words: bool = setting(True, description='resolve "last week", "in May", "two months ago" in queries')
     time_weight: float = setting(
         1.0, description="score × (1 + w) inside the window a query's time words name"

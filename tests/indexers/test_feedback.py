@@ -1,0 +1,85 @@
+"""Pseudo-relevance feedback (RM3): the best first-round turns' words re-weigh the candidates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from indexers.feedback import feedback_terms
+from indexers.query import plan_query
+from pandafs.importer import import_turns
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+
+NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)
+TURNS = [
+    (
+        "s1",
+        "2026-06-02T10:00:00Z",
+        "I keep a list of my musical instruments, the banjo is the newest one",
+        "Fine.",
+    ),
+    (
+        "s2",
+        "2026-07-09T18:00:00Z",
+        "Tuned the banjo tonight, the rest of the collection can wait",
+        "Cold does that.",
+    ),
+    (
+        "s3",
+        "2026-08-01T09:00:00Z",
+        "Sorted the stamp collection: a collection of collections",
+        "Sounds tidy.",
+    ),
+    ("s4", "2026-08-20T19:00:00Z", "Booked a table for two at the harbour restaurant", "Enjoy dinner."),
+    ("s5", "2026-09-01T08:00:00Z", "My landlord finally fixed the boiler in the flat", "About time."),
+]
+
+
+def _memory(vault: Vault, tmp_path: Path) -> Memory:
+    lines = [
+        {
+            "user": "alice",
+            "external_id": f"{session}-t000",
+            "timestamp": when,
+            "query": text,
+            "response": answer,
+            "meta": {"session": session},
+        }
+        for session, when, text, answer in TURNS
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
+    memory = Memory(vault)
+    import_turns(vault, source, after_batch=memory.index_docs)
+    return memory
+
+
+def _sessions(memory: Memory, query: str) -> list[str]:
+    hits = memory.search(query, user="alice", now=NOW, limit=10, snippets=False)
+    return [h["episode"] for h in hits]
+
+
+def test_feedback_lifts_the_turn_that_shares_the_best_turns_words(vault: Vault, tmp_path: Path) -> None:
+    memory = _memory(vault, tmp_path)
+    question = "How many musical instruments are in my collection?"
+    memory.ranking = replace(memory.ranking, feedback_docs=0)
+    assert _sessions(memory, question) == ["s1", "s3", "s2"]  # "collection" three times beats once
+    memory.ranking = replace(memory.ranking, feedback_docs=1)
+    assert _sessions(memory, question) == ["s1", "s2", "s3"]  # "banjo", read from s1, lifts s2
+    assert _sessions(memory, "harbour") == ["s4"]  # the hits still say the question's words
+
+
+def test_feedback_words_weigh_what_rm3_interpolation_says() -> None:
+    plan = plan_query("musical instruments")
+    prose = "I keep a list of my musical instruments, the banjo is the newest one. Fine."
+    words = feedback_terms([(2.0, prose)], plan.groups, terms=3, weight=0.5)
+    assert len(words) == 3 and "banjo" in words
+    assert not {"music", "instrument", "the", "is"} & set(words)  # the question's own words, stop words
+    # λ = ½: the added words together weigh what the question's two groups weigh
+    assert abs(sum(words.values()) - sum(g.weight for g in plan.groups)) < 1e-9
+    assert feedback_terms([(2.0, prose)], plan.groups, terms=3, weight=0.25) != words
+    assert feedback_terms([], plan.groups, terms=3, weight=0.5) == {}
