@@ -31,7 +31,7 @@ class Ranking:
     latest_band: float = 0.4
     episode_cap: int = 3
     candidate_pool: int = 60
-    feedback_docs: int = 5
+    feedback_docs: int = 10
     feedback_terms: int = 10
     feedback_weight: float = 0.5
     time_words: bool = True
