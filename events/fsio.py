@@ -37,6 +37,7 @@ __all__ = [
     "is_temp_name",
     "open_vault_file",
     "read_vault_file",
+    "swap_in",
     "sync_all",
 ]
 
@@ -80,6 +81,19 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def swap_in(new: Path, live: Path) -> None:
+    """Put the folder `new` where `live` is, as one rename: the live folder first moves
+    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole)."""
+    import shutil  # not at module level: a search never removes a folder
+
+    old = live.with_name(live.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if live.exists():
+        os.replace(live, old)
+    os.replace(new, live)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def sync_all() -> None:

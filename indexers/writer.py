@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import tantivy
 
-from events.fsio import atomic_write, held_lock
+from events.fsio import atomic_write, held_lock, swap_in
 
 from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible, IndexingError
@@ -225,12 +225,7 @@ class _Writing:
                 if catch_up is not None:
                     catch_up(lambda: self._batch_on(index, state_path), self._read_state(state_path))
                 (new / "complete").write_bytes(b"")
-                old = self.dir.with_name(self.dir.name + ".old")
-                shutil.rmtree(old, ignore_errors=True)
-                if self.dir.exists():
-                    os.replace(self.dir, old)
-                os.replace(new, self.dir)
-                shutil.rmtree(old, ignore_errors=True)
+                swap_in(new, self.dir)
         except BaseException:
             shutil.rmtree(new, ignore_errors=True)
             raise

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from events import Event, TurnView, turn_number
-from events.fsio import TMP_PREFIX
+from events.fsio import TMP_PREFIX, swap_in
 from events.schema import PhaseFailed, ScopeChanged
 
 __all__ = ["CATALOG_SCHEMA", "COMPACT_AFTER", "MERGE_PARTS_AFTER", "PHASES", "Catalog", "TurnRow", "turn_row"]
@@ -294,10 +294,5 @@ class Catalog:
         new.mkdir(parents=True)
         for month, items in sorted(by_month.items()):
             _write(_table(items), new / f"month={month}" / f"part-{time.time_ns():020d}.parquet")
-        old = self.dir.with_name(self.dir.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if self.dir.exists():
-            os.replace(self.dir, old)
-        os.replace(new, self.dir)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_in(new, self.dir)
         return sorted(by_month)
