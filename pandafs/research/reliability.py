@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 
 from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
 from events.clock import utcnow
-from events.errors import EventsError, FrontmatterError
+from events.errors import EventsError, FrontmatterError, NotInVault
+from events.fsio import is_real_dir, read_vault_file
 from events.schema import ExtractionRecorded
 
 from ..vault import Vault, file_lock
@@ -165,7 +166,9 @@ class ReliabilityTable:
                 return []
             changed = _fold(stats, turn, events, when)
             self._write(stats)
-        return [write_site_note(self.vault, stats[d], now) for d in sorted(changed)]
+            # the notes project the table: written under its lock, or a slower turn's
+            # older numbers could overwrite a newer turn's note
+            return [write_site_note(self.vault, stats[d], now) for d in sorted(changed)]
 
     def rebuild(
         self,
@@ -194,20 +197,29 @@ class ReliabilityTable:
                 _fold(stats, ref.doc_id, found[0], format_ts(found[1]))
         with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
             self._write(stats)
-        for row in stats.values():
-            write_site_note(self.vault, row, now)
+            for row in stats.values():
+                write_site_note(self.vault, row, now)
         return stats
 
 
 def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str:
-    """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change."""
+    """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change.
+    Call with the reliability table's lock held (the note projects the table)."""
     path = vault.layout.site_knowledge / f"{row.domain}.md"
-    rel = vault.rel(path) if path.parent.exists() else f"site_knowledge/{row.domain}.md"
+    rel = f"site_knowledge/{row.domain}.md"
     created = now or utcnow()
     extra: dict[str, Any] = {}
-    if path.exists():
+    try:
+        old: str | None = read_vault_file(vault.root, rel)[0].decode("utf-8")
+    except FileNotFoundError:
+        old = None
+        if path.parent.is_symlink() or (path.parent.exists() and not is_real_dir(path.parent)):
+            return rel  # never write through a linked folder
+    except (NotInVault, UnicodeDecodeError):
+        return rel  # a link (never followed, never written through) or not text: verify names it
+    if old is not None:
         try:
-            front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+            front = parse_document(old, rel).frontmatter
             created = front.get("created_at", created)
             extra = {k: v for k, v in front.items() if k not in DocumentMetadata.model_fields}
         except FrontmatterError:
@@ -249,6 +261,6 @@ def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str
             "",
         ]
     text = render_document(meta, "\n".join(body))
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
+    if old != text:
         atomic_write(path, text)
     return rel
