@@ -99,16 +99,17 @@ def test_who_is_my_dentist_keeps_the_whole_name(chat: Chat) -> None:
 # --- validation approves what it should not -----------------------------------------------------
 
 
-def test_a_price_question_without_a_price_is_not_approved(chat: Chat, vault: Vault) -> None:
+def _ask_the_price(chat: Chat, vault: Vault, saved: str) -> Any:
+    """Save a laptop note, talk about it, then ask its price as a follow-up."""
     Memory(vault).save(
-        "Lenovo LOQ 15 gaming laptop with RTX 4050 at Best Buy, in stock.",
-        user="alice",
-        topic="electronics.laptop",
-        keywords=["lenovo", "laptop", "rtx"],
-        now=T0,
+        saved, user="alice", topic="electronics.laptop", keywords=["lenovo", "laptop", "rtx"], now=T0
     )
     chat.ask("Which Lenovo laptop with an RTX GPU did we look at?")
-    result = chat.ask("how much was that one?")
+    return chat.ask("how much was that one?")
+
+
+def test_a_price_question_without_a_price_is_not_approved(chat: Chat, vault: Vault) -> None:
+    result = _ask_the_price(chat, vault, "Lenovo LOQ 15 gaming laptop with RTX 4050 at Best Buy, in stock.")
     assert result.outcome != "APPROVE"
     assert "I don't know the price of Lenovo LOQ 15" in result.answer
     events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
@@ -119,15 +120,9 @@ def test_a_price_question_without_a_price_is_not_approved(chat: Chat, vault: Vau
 
 
 def test_a_priced_answer_is_approved(chat: Chat, vault: Vault) -> None:
-    Memory(vault).save(
-        "Lenovo LOQ 15 gaming laptop with RTX 4050: $697 at Best Buy, in stock.",
-        user="alice",
-        topic="electronics.laptop",
-        keywords=["lenovo", "laptop", "rtx"],
-        now=T0,
+    result = _ask_the_price(
+        chat, vault, "Lenovo LOQ 15 gaming laptop with RTX 4050: $697 at Best Buy, in stock."
     )
-    chat.ask("Which Lenovo laptop with an RTX GPU did we look at?")
-    result = chat.ask("how much was that one?")
     assert "$697" in result.answer and result.outcome == "APPROVE"
 
 
