@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from events.fsio import TMP_PREFIX, fsync_dir
 
+from .documents import sha256_bytes
 from .errors import ArchiveError
 from .turn_folder import (
     FileEntry,
@@ -40,7 +41,6 @@ from .turn_folder import (
     TurnKey,
     collect_turn_files,
     folder_signature,
-    sha256_hex,
     write_turn_folder,
 )
 
@@ -329,7 +329,7 @@ def _from_table(path: Path, table: pa.Table) -> PartContents:
             duplicates.append(name)
             continue
         seen.add((user, turn, rel))
-        if sha256_hex(content) != data["sha256"][i] or len(content) != data["size"][i]:
+        if sha256_bytes(content) != data["sha256"][i] or len(content) != data["size"][i]:
             bad.append(name)
         entry = FileEntry(rel, content, data["mode"][i], data["mtime_ns"][i], data["sha256"][i])
         grouped.setdefault((user, turn), []).append(entry)

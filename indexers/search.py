@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -94,13 +95,13 @@ class _Searching:
                 _epoch(hint.before) if hint.before is not None else NEVER,
             )
         if plan.groups:
-            groups = self._group_queries(searcher, plan, req, filters, ranking)
+            groups = self._group_queries(searcher, plan, req, filters, ranking, now)
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking)
-                groups = self._group_queries(searcher, plan, req, filters, ranking)
+                groups = self._group_queries(searcher, plan, req, filters, ranking, now)
                 asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
                 text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
                 text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
@@ -157,6 +158,7 @@ class _Searching:
         req: SearchRequest,
         filters: list[Query],
         ranking: Ranking,
+        now: datetime,
     ) -> dict[str, Query]:
         """One query per term group, weighted by how few of the user's days use it.
 
@@ -167,7 +169,6 @@ class _Searching:
         Without a user there is no one person's days to count: no scaling.
         """
         visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
-        now = req.now or utcnow()
         scope_key = (
             req.user,
             req.topic_filter,
@@ -176,6 +177,8 @@ class _Searching:
             req.scope,
             req.min_quality,
             req.include_expired,
+            req.after,
+            req.before,
             _epoch(now) // 60,
         )  # expiry moves with time: minute grain
         days = 0.0

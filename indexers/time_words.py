@@ -80,7 +80,6 @@ TIME_PATTERNS = [
     ("recent", re.compile(r"\b(?:recently|recent|lately|the other day|just now|the last time)\b")),
     ("iso", re.compile(r"\b(?:on |since )?(\d{4})-(\d{2})-(\d{2})\b")),
 ]
-DAY_S = 86400
 
 
 @dataclass(frozen=True)

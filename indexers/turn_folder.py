@@ -3,13 +3,13 @@ writing it back exactly, for the Parquet cold store (`indexers.archive`)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .documents import sha256_bytes
 from .errors import ArchiveError
 
 __all__ = [
@@ -18,15 +18,10 @@ __all__ = [
     "TurnKey",
     "collect_turn_files",
     "folder_signature",
-    "sha256_hex",
     "write_turn_folder",
 ]
 
 TurnKey = tuple[str, str]
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -111,7 +106,9 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
     try:
         for rel, st, path in _walk(folder):
             if rel.endswith("/"):
-                entries.append(FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_hex(b"")))
+                entries.append(
+                    FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(b""))
+                )
                 continue
             if not stat.S_ISREG(st.st_mode):
                 raise ArchiveError(f"{folder}: {rel} is not a regular file (symlink or special)")
@@ -123,7 +120,7 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
                 st = after  # written while we read it: read again
             else:
                 raise ArchiveError(f"{folder}: {rel} keeps changing while it is read")
-            entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_hex(data)))
+            entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(data)))
     except FileNotFoundError as exc:
         raise ArchiveError(f"{folder}: changed while it was read ({exc.filename})") from None
     if not entries:

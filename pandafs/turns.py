@@ -8,6 +8,7 @@ reports drift — a hand edit or a missing file — and changes nothing.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -247,9 +248,35 @@ def remove_abandoned(ref: TurnRef, min_age_s: float = ABANDONED_AFTER_S) -> bool
     if age < min_age_s or not is_abandoned(ref):
         return False
     for entry in os.scandir(ref.path):
-        os.unlink(entry.path)
+        if entry.name == EVENTS_FILE:
+            if not _unlink_unheld_empty_log(entry.path):
+                return False  # a late writer took it up meanwhile: its log stays
+        elif entry.name.startswith(TMP_PREFIX):
+            os.unlink(entry.path)
+        else:
+            return False
     try:
         ref.path.rmdir()
     except OSError:
         return False  # a writer arrived meanwhile: leave it
     return True
+
+
+def _unlink_unheld_empty_log(path: str) -> bool:
+    """Remove an events.jsonl that holds nothing and that no writer holds (`EventWriter`
+    keeps its `flock` while it lives), unlinking it under that same lock so no writer
+    can take it up in between."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_size:
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the lock

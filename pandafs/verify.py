@@ -99,11 +99,8 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         else:
             report.problems.append(empty)
         return
-    if not ref.events_path.exists():
-        if not any(ref.path.iterdir()):
-            report.problems.append(Problem(vault.rel(ref.path), "empty_turn", "no events.jsonl"))
-        else:
-            report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
+    if not ref.events_path.exists():  # an empty folder is `is_abandoned` above
+        report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
         return
     log = read_log(ref.events_path)
     noted = False

@@ -11,11 +11,11 @@ from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 
 from ..checks import Problem
+from ..learning.state import memory_with_trust
 from ..vault import Vault
 from ._common import (
     TurnKey,
     archive_lock,
-    archive_memory,
     document_paths,
     pending_journals,
     reindex,
@@ -48,7 +48,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
     """
     if not vault.layout.archive.is_dir():
         return []
-    memory = archive_memory(vault)
+    memory = memory_with_trust(vault)
     store = store_of(vault)
     problems: list[Problem] = []
     with archive_lock(vault) if repair else nullcontext():

@@ -20,7 +20,6 @@ from events.fsio import fsync_dir
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput
-from ..learning.state import trust_lookup
 from ..memory import Memory
 from ..turns import EVENTS_FILE
 from ..vault import Vault, file_lock
@@ -151,12 +150,6 @@ def log_held(folder: Path) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
-
-
-def archive_memory(vault: Vault) -> Memory:
-    """The memory the archive re-indexes through: with the learning loop's trust, so a
-    restored turn is indexed as it was."""
-    return Memory(vault, trust=trust_lookup(vault))
 
 
 def reindex(vault: Vault, memory: Memory, paths: Iterable[str]) -> None:

@@ -17,6 +17,7 @@ from events.fsio import fsync_dir
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
+from ..learning.state import memory_with_trust
 from ..memory import Memory
 from ..vault import Vault
 from ._common import (
@@ -24,7 +25,6 @@ from ._common import (
     STAGING_DIR,
     TRASH_DIR,
     TurnKey,
-    archive_memory,
     document_paths,
     drop_journal,
     fsync_dirs,
@@ -162,7 +162,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
     Call with the archive lock held.  Idempotent: a recovery that is itself killed is
     finished by the next one.
     """
-    memory = memory or archive_memory(vault)
+    memory = memory or memory_with_trust(vault)
     notes: list[str] = []
     for journal in pending_journals(vault):
         try:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from events import validate_user_id
 from events.errors import InvalidUserId
 
-__all__ = ["ImportLine", "chunks", "parse_line", "parse_lines"]
+__all__ = ["ImportLine", "chunks", "parse_line"]
 
 
 class ImportLine(BaseModel):
@@ -65,22 +65,6 @@ def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
         return ImportLine.model_validate(data)
     except ValidationError as exc:
         return {"line": number, "error": _error_text(exc)}
-
-
-def parse_lines(
-    lines: Iterable[bytes],
-) -> tuple[list[tuple[int, ImportLine]], list[dict[str, Any]]]:
-    good: list[tuple[int, ImportLine]] = []
-    failed: list[dict[str, Any]] = []
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        parsed = parse_line(number, raw)
-        if isinstance(parsed, ImportLine):
-            good.append((number, parsed))
-        else:
-            failed.append(parsed)
-    return good, failed
 
 
 def chunks(handle: Iterable[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:

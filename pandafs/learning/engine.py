@@ -56,8 +56,8 @@ from .state import (
     LearningState,
     StaleCache,
     load_state,
+    memory_with_trust,
     save_state,
-    trust_lookup,
     write_state_file,
 )
 from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
@@ -103,7 +103,7 @@ class Learning(_Deciding):
 
     def __init__(self, vault: Vault, memory: Memory | None = None) -> None:
         self.vault = vault
-        self.memory = memory or Memory(vault, trust=trust_lookup(vault))
+        self.memory = memory or memory_with_trust(vault)
         self.cfg = vault.config.memory
         self.dir = vault.layout.indexes / "learning"
         self.catalog = Catalog(vault.layout.observability / "catalog")

@@ -33,7 +33,7 @@ from ..vault import Vault
 from .engine import Learning, SyncReport
 from .materialise import DocInfo, _utc
 from .policy import ScopeDecision, decide_steps, promotable
-from .state import trust_lookup
+from .state import memory_with_trust
 from .trust import Counts
 
 __all__ = ["PromotionReport", "PruneReport", "expired_path", "promote", "prune_expired"]
@@ -147,7 +147,7 @@ def prune_expired(
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
     now = now or utcnow()
     report = PruneReport(now, dry_run)
-    memory = memory or Memory(vault, trust=trust_lookup(vault))
+    memory = memory or memory_with_trust(vault)
     with Learning(vault, memory).open() as engine:
         engine.sync_checked(write=not dry_run)
         projection = engine.projection()

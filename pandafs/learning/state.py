@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
 
+from ..memory import Memory
 from ..vault import Vault
 from .trust import Counts, ScopeRecord
 
@@ -244,3 +245,9 @@ class TrustReader:
 def trust_lookup(vault: Vault) -> TrustReader:
     """The trust the learning loop derived, handed to `Memory(trust=…)` for the indexer."""
     return TrustReader(vault.layout.indexes / "learning" / "counts")
+
+
+def memory_with_trust(vault: Vault) -> Memory:
+    """Memory that indexes with the learning loop's trust: what the loop itself and the
+    archive re-index through (the front doors use `pandafs.assembly.open_memory`)."""
+    return Memory(vault, trust=trust_lookup(vault))

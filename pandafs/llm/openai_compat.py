@@ -22,6 +22,7 @@ httpx and pydantic errors are translated here, and only here, into the errors of
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -61,9 +62,17 @@ class Usage:
         )
 
 
+@functools.cache
+def schema_text(model: type[BaseModel]) -> str:
+    """The model's JSON schema as the prompt quotes it (built once per model)."""
+    return json.dumps(model.model_json_schema(), ensure_ascii=False)
+
+
+@functools.cache
 def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema with `$defs` inlined: grammar converters of local servers
-    (llama.cpp's json-schema-to-grammar, Ollama's) handle plain nested objects best."""
+    (llama.cpp's json-schema-to-grammar, Ollama's) handle plain nested objects best.
+    Built once per model (the same for every call); callers must not change it."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
 
@@ -118,12 +127,9 @@ class OpenAIChat:
         role: str,
         messages: list[dict[str, Any]],
         *,
-        json_mode: bool = False,
         response_format: dict[str, Any] | None = None,
     ) -> tuple[str, Usage]:
         """One completion for `role`; returns the reply text and what it cost."""
-        if json_mode and response_format is None:
-            response_format = {"type": "json_object"}
         extra = {"response_format": response_format} if response_format else {}
         text, _, usage = self._complete(role, messages, extra)
         return text, usage
@@ -172,7 +178,7 @@ class OpenAIChat:
 
     def structured(self, role: str, system: str, user: str, output: type[T]) -> tuple[T, Usage]:
         """Ask for JSON matching `output`, validate it, and correct it once if needed."""
-        schema = json.dumps(output.model_json_schema(), ensure_ascii=False)
+        schema = schema_text(output)
         response_format = self.response_format(output)
         messages = [
             {

@@ -9,7 +9,7 @@ appends its events.  No state survives between turns except the files.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -73,6 +73,12 @@ class TurnContext:
     def take_usage(self) -> Usage:
         usage, self.usage = self.usage, Usage()
         return usage
+
+
+def context_text(blocks: Iterable[Any]) -> str:
+    """The gathered context's rows as plain lines (`a | b | c`), as the phases' prompts
+    quote them."""
+    return "\n".join(" | ".join(row) for block in blocks for row in block.rows)
 
 
 def elapsed_ms(start: float) -> float:

@@ -18,7 +18,7 @@ from events import Payload, TurnView
 from events.schema import ExecutorStepped, MemoryStaged, PhaseFailed, ToolExecuted
 
 from ..tasks.schemas import ToolCallsIn, ToolCallsOut
-from .context import TurnContext, elapsed_ms
+from .context import TurnContext, context_text, elapsed_ms
 from .planner import is_transient
 from .tools import canonical_tool, run_tool, tool_schemas
 
@@ -39,9 +39,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             resolved_query=view.analysis.resolved_query if view.analysis else view.query,
             todos=[t.text for t in plan.todos],
             planned=plan.tool_requests,
-            context_text="\n".join(
-                " | ".join(r) for b in (context.blocks if context else []) for r in b.rows
-            )[:4000],
+            context_text=context_text(context.blocks if context else [])[:4000],
             tools=tool_schemas(
                 include_unavailable=False, research_configured=bool(ctx.config.research.search_url)
             ),

@@ -8,7 +8,7 @@ from events import Payload, TurnView
 from events.schema import MemoryCandidate, MemoryStaged, PlanCreated, Todo
 
 from ..tasks.schemas import PlanIn, PlanOut
-from .context import TurnContext
+from .context import TurnContext, context_text
 from .tools import available_tools
 
 __all__ = ["is_transient", "run"]
@@ -41,7 +41,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             user_purpose=reflection.user_purpose,
             data_requirements=reflection.data_requirements,
             context_meta=[{"heading": b.heading, **b.meta} for b in blocks],
-            context_text="\n".join(" | ".join(r) for b in blocks for r in b.rows)[:4000],
+            context_text=context_text(blocks)[:4000],
             tools=available_tools(ctx),
             attempt=attempt,
             feedback=feedback,

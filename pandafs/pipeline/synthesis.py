@@ -31,7 +31,7 @@ from ..tasks.grounding import (
 )
 from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
-from .context import TurnContext
+from .context import TurnContext, context_text
 from .sources import source_text, visit_text
 from .tools import canonical_tool, finding_line
 
@@ -202,9 +202,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             content_reference=analysis.content_reference,
             requested=requested_kind(view.query),
             facts=_views(facts_of(ctx, view, tools)),
-            context_text="\n".join(
-                " | ".join(r) for b in (view.context.blocks if view.context else []) for r in b.rows
-            ),
+            context_text=context_text(view.context.blocks if view.context else []),
             sources=sources_of(ctx, view),
             tool_results=tools,
             staged_memory=[c.content for c in view.staged],
