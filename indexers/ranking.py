@@ -6,7 +6,7 @@ resolved against the search's `now` by `indexers.time_words.resolve_time` and ta
 the text.  The rest is planned by `indexers.query`: one *group* g per content word, of
 weight w_g (1, or 0.4 for question framing such as "name", "usually"), made of its
 stem and of variants v of weight w_v < 1 (irregular forms 0.9, thesaurus synonyms
-`synonym_weight`, index terms sharing all but the last 3 letters of a stem of 6+
+`synonym_weight`, index terms sharing all but the last letter of a stem of 6+
 letters `prefix_weight`).  Per document d, with F(d) its quality · freshness · trust ·
 topic · time factor:
 

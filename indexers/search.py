@@ -33,8 +33,11 @@ from .time_words import TimeHint, resolve_time
 from .words import query_terms
 
 PREFIX_MIN = 6
-"""Query stems at least this long also match index terms sharing all but their last 3
-letters (allergi → allerg…): word forms the stemmer keeps apart."""
+"""Query stems at least this long also match index terms sharing all but their last
+letter (allergi → allerg…, assembl → assemb…): the derived forms Porter's rules leave one
+letter apart (its y → i and final-e steps).  A shorter shared prefix is not a word form:
+cutting three letters made "assembl" match "asse…" (assess, asset) and "partner" match
+"part…", which moved results by coincidence on both evaluation sets."""
 PREFIX_TERMS = 10
 EXPAND_LIMIT = 4096
 """Turns fetched at most for the expanded days of one query."""
@@ -225,7 +228,7 @@ class _Searching:
 
         variants = dict(group.variants)
         if ranking.word_forms and ranking.prefix_weight > 0 and len(group.stem) >= PREFIX_MIN:
-            prefix = group.stem[: max(4, len(group.stem) - 3)]
+            prefix = group.stem[:-1]
             for term, _ in searcher.terms_with_prefix("body", prefix, limit=PREFIX_TERMS):
                 if term != group.stem and variants.get(term, 0.0) < ranking.prefix_weight:
                     variants[term] = ranking.prefix_weight
