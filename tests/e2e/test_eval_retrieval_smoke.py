@@ -329,3 +329,15 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         rerun["search"] == {"synonym_weight": "0"}
         and "synonym_weight = 0" in (keep / "vault-ours" / "pandafs.toml").read_text()
     )
+
+    switches = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_switches.py"), *args[:6]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert switches.returncode == 0, switches.stderr
+    by_set = json.loads(switches.stdout.strip().splitlines()[-1])["sets"]
+    assert set(by_set["ours"]) == set(by_set["longmemeval"]) >= {"defaults", "stop words", "all off"}
+    assert by_set["longmemeval"]["defaults"]["overall"] == {"n": 1, "all@5": 1.0}
+    assert all(0.0 <= row["overall"]["all@5"] <= 1.0 for row in by_set["ours"].values())
