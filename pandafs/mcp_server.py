@@ -29,13 +29,14 @@ tool calls of one client never write the index at the same time from this proces
 
 from __future__ import annotations
 
+import inspect
 import os
 import stat
 import threading
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from events import classify, validate_user_id
 from events.errors import EventsError
@@ -43,6 +44,7 @@ from indexers.errors import IndexingError
 
 from .assembly import open_memory
 from .errors import BadInput, PandaError
+from .memory.args import SearchArgs
 from .vault import Vault
 
 __all__ = ["RESOURCE_PREFIX", "build_server", "visible_path"]
@@ -109,6 +111,24 @@ def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
     return found
 
 
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+
+
+def _signature_of(model: type[BaseModel]) -> inspect.Signature:
+    """The keyword parameters of `model`'s fields, which the SDK turns into the tool's
+    JSON schema: the MCP tool takes the memory tool's own arguments, not a copy of them."""
+    params = []
+    for name, spec in model.model_fields.items():
+        hint = Annotated[(spec.annotation, *spec.metadata, Field(description=spec.description))]
+        default = (
+            inspect.Parameter.empty if spec.is_required() else spec.get_default(call_default_factory=True)
+        )
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
+        )
+    return inspect.Signature(params, return_annotation=list[dict[str, Any]])
+
+
 def build_server(vault: Vault, user: str) -> Any:
     """An `MCPServer` over `vault`, bound to `user` (imported here: the CLI stays fast)."""
     from mcp.server.mcpserver import MCPServer
@@ -156,35 +176,18 @@ def build_server(vault: Vault, user: str) -> Any:
         ),
     )
 
-    @server.tool(
+    def search_memory(**arguments: Any) -> list[dict[str, Any]]:
+        """Search everything this user may see (their documents plus global ones): turns,
+        preferences, facts, memories, research, knowledge, archived turns' summaries."""
+        args = SearchArgs.model_validate(arguments)
+        return guarded(memory.search, args.query, user=user, **args.search_kwargs())
+
+    search_memory.__signature__ = _signature_of(SearchArgs)  # type: ignore[attr-defined]
+    server.tool(
         annotations=ToolAnnotations(
             title="Search memory", read_only_hint=True, idempotent_hint=True, open_world_hint=False
         ),
-    )
-    def search_memory(
-        query: Annotated[str, Field(description="natural language or keywords")],
-        topic: Annotated[str | None, Field(description="hierarchical topic filter, e.g. pet.hamster")] = None,
-        content_types: Annotated[
-            list[str] | None, Field(description="e.g. preference, fact, context")
-        ] = None,
-        scope: Literal["new", "user", "global"] | None = None,
-        min_quality: Annotated[float | None, Field(ge=0, le=1)] = None,
-        include_expired: bool = False,
-        limit: Annotated[int, Field(ge=1, le=50)] = 10,
-    ) -> list[dict[str, Any]]:
-        """Search everything this user may see (their documents plus global ones): turns,
-        preferences, facts, memories, research, knowledge, archived turns' summaries."""
-        return guarded(
-            memory.search,
-            query,
-            user=user,
-            topic_filter=topic,
-            content_types=content_types or (),
-            scope=scope,
-            min_quality=min_quality,
-            include_expired=include_expired,
-            limit=limit,
-        )
+    )(search_memory)
 
     @server.tool(
         annotations=ToolAnnotations(

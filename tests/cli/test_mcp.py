@@ -215,3 +215,23 @@ def test_streamable_http_on_loopback(two_users: Vault) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_search_takes_the_memory_tools_arguments_dates_included(two_users: Vault) -> None:
+    from pandafs.memory.args import SearchArgs
+
+    async def script(client: Any) -> dict[str, Any]:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        query = {"query": "aisle seats"}
+        return {
+            "schema": tools["search_memory"].input_schema,
+            "after": await client.call_tool("search_memory", {**query, "after": "2000-01-01T00:00:00Z"}),
+            "before": await client.call_tool("search_memory", {**query, "before": "2000-01-01T00:00:00Z"}),
+            "bad": await client.call_tool("search_memory", {**query, "after": "next tuesday"}),
+        }
+
+    out = _session(two_users.root, "alice", script)
+    assert set(out["schema"]["properties"]) == set(SearchArgs.model_fields)
+    assert "users/alice/preferences.md" in _text(out["after"])  # saved after 2000
+    assert "preferences" not in _text(out["before"]) and not out["before"].is_error
+    assert out["bad"].is_error
