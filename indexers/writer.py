@@ -91,15 +91,19 @@ class IndexBatch:
         self.changes[path] = entry
 
 
+class _Busy(Exception):
+    """The index lock is held by someone else."""
+
+
 class _Writing:
     """The opening and writing part of `FullTextIndex` (a mixin: its attributes are set there)."""
 
     # --- opening ------------------------------------------------------------------
 
-    def exists(self) -> bool:
+    def exists(self, *, locked: bool = False) -> bool:
         if self._index is not None and self._same_folder():  # one stat on every search
             return True
-        self._recover_swap()
+        self._recover_swap(locked=locked)
         return (self.dir / "schema.json").is_file()
 
     def _same_folder(self) -> bool:
@@ -110,13 +114,27 @@ class _Writing:
         except FileNotFoundError:
             return False
 
-    def _recover_swap(self) -> None:
-        """Finish a rebuild swap interrupted between its two renames."""
+    def _recover_swap(self, *, locked: bool = False) -> None:
+        """Finish a rebuild swap interrupted between its two renames (a killed rebuild).
+
+        Only under the index lock: a rebuild swaps holding it, so a swap seen half done
+        while the lock is held is in progress and not ours to finish (a search that
+        finished it made the rebuild's own rename fail)."""
         new, old = (
             self.dir.with_name(self.dir.name + ".new"),
             self.dir.with_name(self.dir.name + ".old"),
         )
-        if not self.dir.exists() and (new / "complete").exists():
+        live = self.dir.exists()
+        if not ((not live and (new / "complete").exists()) or (live and old.exists())):
+            return
+        if not locked:
+            try:
+                with held_lock(self.lock_path, wait_s=0.0, on_busy=_Busy):
+                    self._recover_swap(locked=True)
+            except _Busy:
+                pass  # a writer holds the index: the swap is its own, in progress
+            return
+        if not live and (new / "complete").exists():
             os.replace(new, self.dir)
         if self.dir.exists() and old.exists():
             import shutil  # not at module level: a search never removes a folder
@@ -136,7 +154,7 @@ class _Writing:
         if not self.exists():
             self.indexes_dir.mkdir(parents=True, exist_ok=True)
             with self._lock():
-                if not self.exists():
+                if not self.exists(locked=True):
                     self._create(self.dir)
         ino = os.stat(self.dir).st_ino
         if self._index is None or ino != self._ino:

@@ -333,3 +333,21 @@ def test_state_log_compaction_keeps_what_was_indexed(vault: Vault, memory: Memor
     assert memory.index.state_path.read_bytes().count(b"\n") == 1 < lines
     assert dict(Memory(vault).index.state()) == before == dict(memory.index.state())
     assert path.exists() and memory.reconcile().indexed == 0
+
+
+def test_a_half_done_swap_is_finished_only_by_whoever_holds_the_index_lock(corpus: Memory) -> None:
+    from events.fsio import held_lock
+
+    corpus.rebuild()
+    live = corpus.index.dir
+    new, old = live.with_name(live.name + ".new"), live.with_name(live.name + ".old")
+    live.rename(old)  # a rebuild between its two renames: live aside, the new one complete
+    shutil.copytree(old, new)
+    (new / "complete").write_bytes(b"")
+    reader = Memory(corpus.vault)
+    with held_lock(corpus.index.lock_path, wait_s=None, on_busy=RuntimeError):
+        assert not reader.index.exists()  # the swap is in progress: a reader does not finish it
+        assert new.exists() and old.exists() and not live.exists()
+    assert reader.index.exists()  # the rebuild was killed there: the next reader finishes it
+    assert live.exists() and not new.exists() and not old.exists()
+    assert ids(reader.search("hamster", user="alice", now=NOW))
