@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from events.errors import NotInVault
+from events.fsio import read_vault_file
+
 from .documents import sha256_bytes
 from .errors import ArchiveError
 
@@ -113,11 +116,13 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
             if not stat.S_ISREG(st.st_mode):
                 raise ArchiveError(f"{folder}: {rel} is not a regular file (symlink or special)")
             for _ in range(3):
-                data = path.read_bytes()
+                try:  # what is opened is checked, not what was listed: a file swapped
+                    data, st = read_vault_file(folder, rel)  # for a link since is refused
+                except NotInVault as exc:
+                    raise ArchiveError(f"{folder}: {exc}") from None
                 after = os.lstat(path)
-                if (after.st_size, after.st_mtime_ns) == (len(data), st.st_mtime_ns):
-                    break
-                st = after  # written while we read it: read again
+                if (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, len(data), st.st_mtime_ns):
+                    break  # else written while we read it: read again
             else:
                 raise ArchiveError(f"{folder}: {rel} keeps changing while it is read")
             entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(data)))
