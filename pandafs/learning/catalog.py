@@ -46,7 +46,17 @@ from events import Event, TurnView, turn_number
 from events.fsio import TMP_PREFIX, swap_in
 from events.schema import PhaseFailed, ScopeChanged
 
-__all__ = ["CATALOG_SCHEMA", "COMPACT_AFTER", "MERGE_PARTS_AFTER", "PHASES", "Catalog", "TurnRow", "turn_row"]
+__all__ = [
+    "CATALOG_SCHEMA",
+    "COMPACT_AFTER",
+    "MERGE_PARTS_AFTER",
+    "PHASES",
+    "Catalog",
+    "TurnRow",
+    "rows_by_day",
+    "turn_row",
+    "turn_row_values",
+]
 
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
@@ -131,37 +141,45 @@ def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
 CATALOG_SCHEMA = _arrow_schema(TurnRow)
 
 
-def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
-    """The catalog row of a completed turn (a pure function of its events)."""
+def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
+    """The catalog fields of a completed turn (a pure function of its events)."""
     created = view.occurred_at.astimezone(UTC)
     analysis, completed = view.analysis, view.completed
     validations = [a.validation for a in view.attempts if a.validation is not None]
-    llm_calls = tokens_in = tokens_out = 0
+    llm_calls = tokens_in = tokens_out = scope_changes = failures = 0
     for event in events:
-        metrics = getattr(event.data, "metrics", None)
+        data = event.data
+        metrics = getattr(data, "metrics", None)
         if metrics is not None:
             llm_calls += metrics.llm_calls
             tokens_in += metrics.tokens_in
             tokens_out += metrics.tokens_out
-    phase_ms = {f"ms_{p}": view.phase_ms.get(p) for p in PHASES}
+        if isinstance(data, ScopeChanged):
+            scope_changes += 1
+        elif isinstance(data, PhaseFailed):
+            failures += 1
     tools = view.tool_calls()
     feedback = view.feedback[-1] if view.feedback else None
-    return TurnRow(
-        user=view.user,
-        turn=view.turn,
-        turn_number=turn_number(view.turn),
-        created_at=created,
-        date=created.date(),
-        source=view.started.source,
-        topic=analysis.primary_topic if analysis else "conversation",
-        query_type=analysis.query_type if analysis else (completed.query_type if completed else None),
-        outcome=view.outcome or "INCOMPLETE",
-        validation=validations[-1].decision if validations else None,
-        quality=completed.quality if completed else 0.5,
-        attempts=len(view.attempts),
-        revisions=max(0, len(validations) - 1),
-        ms_total=round(sum(view.phase_ms.values()), 3),
-        **phase_ms,
+    fields: dict[str, Any] = {
+        "user": view.user,
+        "turn": view.turn,
+        "turn_number": turn_number(view.turn),
+        "created_at": created,
+        "date": created.date(),
+        "source": view.started.source,
+        "topic": analysis.primary_topic if analysis else "conversation",
+        "query_type": analysis.query_type if analysis else (completed.query_type if completed else None),
+        "outcome": view.outcome or "INCOMPLETE",
+        "validation": validations[-1].decision if validations else None,
+        "quality": float(completed.quality) if completed else 0.5,
+        "attempts": len(view.attempts),
+        "revisions": max(0, len(validations) - 1),
+        "ms_total": float(round(sum(view.phase_ms.values()), 3)),
+    }
+    for phase in PHASES:
+        ms = view.phase_ms.get(phase)
+        fields[f"ms_{phase}"] = None if ms is None else float(ms)
+    fields.update(
         llm_calls=llm_calls,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
@@ -170,22 +188,48 @@ def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
         tools=[t.tool for t in tools],
         sources_used=len(view.used.doc_ids) if view.used else 0,
         memory_committed=len(view.committed),
-        scope_changes=sum(1 for e in events if isinstance(e.data, ScopeChanged)),
-        failures=sum(1 for e in events if isinstance(e.data, PhaseFailed)),
+        scope_changes=scope_changes,
+        failures=failures,
         feedback_on=feedback.target_turn if feedback else None,
         feedback_status=feedback.status if feedback else None,
-        has_research=completed.has_research if completed else False,
+        has_research=bool(completed.has_research) if completed else False,
     )
+    return fields
+
+
+def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
+    """The catalog row of a completed turn (a pure function of its events)."""
+    return TurnRow(**_row_fields(view, events))
+
+
+def turn_row_values(view: TurnView, events: Sequence[Event]) -> RowValues:
+    """`row_values(turn_row(view, events))` without building the model (a rebuild makes
+    one per turn of the vault; the fields are typed already, from the events)."""
+    fields = _row_fields(view, events)
+    return tuple(fields[name] for name in _NAMES)
 
 
 RowValues = tuple[Any, ...]
 """A row's values in `CATALOG_SCHEMA` order: what a rebuild keeps of every turn's row
 (a `TurnRow` model costs several times the memory of its values)."""
 
-row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*CATALOG_SCHEMA.names)
+_NAMES = tuple(CATALOG_SCHEMA.names)
+row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*_NAMES)
 ROW_DATE = CATALOG_SCHEMA.names.index("date")
 _ROW_ORDER = operator.itemgetter(*(CATALOG_SCHEMA.names.index(n) for n in ("user", "turn_number")))
 _ROW_CREATED = CATALOG_SCHEMA.names.index("created_at")
+_READ_ORDER = operator.itemgetter(
+    *(CATALOG_SCHEMA.names.index(n) for n in ("created_at", "user", "turn_number"))
+)
+
+
+def rows_by_day(values: Iterable[RowValues]) -> dict[date, list[dict[str, Any]]]:
+    """Rows as `Catalog.read_rows` gives them (dicts, in its order), by day: a rebuild's
+    rollups from the rows it just wrote, without reading the catalog back."""
+    by_day: dict[date, list[dict[str, Any]]] = {}
+    for row in sorted(values, key=_READ_ORDER):
+        by_day.setdefault(row[ROW_DATE], []).append(dict(zip(_NAMES, row, strict=True)))
+    return by_day
 
 
 def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:

@@ -46,7 +46,7 @@ from indexers.documents import IndexDoc
 
 from ..memory import Memory
 from ..vault import Vault, file_lock
-from .catalog import ROW_DATE, Catalog, TurnRow, row_values, turn_row
+from .catalog import ROW_DATE, Catalog, TurnRow, rows_by_day, turn_row, turn_row_values
 from .decisions import _Deciding
 from .maintenance import read_changes
 from .rollups import rollup, write_rollups
@@ -202,8 +202,7 @@ class Learning(_Deciding):
             fact = turn_facts(view, events)
             changed |= projection.fold_turn(fact, target, folded)
             seen[fact.turn] = fact
-            row = turn_row(view, events)
-            rows.append(row_values(row) if full else row)
+            rows.append(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1
         self.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
@@ -282,8 +281,9 @@ class Learning(_Deciding):
             catalogued = time.perf_counter()
             report.stages["catalog"] = catalogued - folded
             days = {r[ROW_DATE].isoformat() for r in rows} | set(self.state.scope_days)
+            written = rows_by_day(rows)  # the rollups' rows, without reading the catalog back
             del rows
-            self._commit(report, changed | more, [], days, projection)
+            self._commit(report, changed | more, [], days, projection, written=written)
             report.stages["rollups and materialise"] = time.perf_counter() - catalogued
         self.stale = None
         report.seconds = time.perf_counter() - started
@@ -297,14 +297,16 @@ class Learning(_Deciding):
         days: set[str],
         projection: Projection,
         rollups: bool = True,
+        written: dict[date, list[dict[str, Any]]] | None = None,
     ) -> None:
-        """Steps 2-5 of a sync (see the module docstring)."""
+        """Steps 2-5 of a sync (see the module docstring).  `written`: every catalog row
+        by day, when the caller has them (a rebuild), so the rollups need not read them."""
         plans, overlay = self._plan(sorted(docs), projection)
         if rows:
             report.catalog_months = self.catalog.append(rows)
         days |= set(self.state.rollup_days)
         if rollups:
-            report.rollup_days = self._write_rollups(days)
+            report.rollup_days = self._write_rollups(days, written)
             days = set()
         self.state.rollup_days = sorted(days)
         self.state.dirty = sorted(plans)
@@ -313,15 +315,20 @@ class Learning(_Deciding):
         self.state.dirty = []
         write_state_file(self.dir, self.state)
 
-    def _write_rollups(self, days: set[str]) -> list[str]:
+    def _write_rollups(
+        self, days: set[str], written: dict[date, list[dict[str, Any]]] | None = None
+    ) -> list[str]:
         made = []
         months: dict[str, list[str]] = {}
         for day in sorted(days):
             months.setdefault(day[:7], []).append(day)
         for month, month_days in months.items():  # each month's catalog is read once
             by_day: dict[date, list[dict[str, Any]]] = {}
-            for row in self.catalog.read_rows(months=[month]):
-                by_day.setdefault(row["date"], []).append(row)
+            if written is not None:
+                by_day = written
+            else:
+                for row in self.catalog.read_rows(months=[month]):
+                    by_day.setdefault(row["date"], []).append(row)
             for day in month_days:
                 when = date.fromisoformat(day)
                 rows = by_day.get(when, [])
