@@ -121,3 +121,11 @@ def test_a_folder_whose_ask_died_before_its_first_event_is_removed_by_the_next_a
     assert got.code == 0, got.err
     assert not folder.exists() and got.json["turn_id"] != turn
     assert run_pandafs("--root", vault.root, "verify", "--json").code == 0
+
+
+def test_a_young_eventless_folder_is_left_to_its_ask_not_waited_on(vault: Vault) -> None:
+    [turn] = vault.allocate_turns("alice")  # a concurrent ask, a moment before its first event
+    folder = vault.layout.turn_dir("alice", turn)
+    with Pipeline(vault) as pipeline:
+        assert recover_recent(pipeline, "alice", before="turn_000002") == []
+    assert folder.is_dir()  # still its writer's; verify or a later ask removes it once old
