@@ -28,10 +28,12 @@ for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from operator import itemgetter
 
 from .query import TermGroup
 from .words import SEARCH_STOP_WORDS, _analyzer, stem
@@ -48,6 +50,14 @@ MIN_LENGTH = 3
 @lru_cache(maxsize=1)
 def _stop_stems() -> frozenset[str]:
     return frozenset(stem(w) for w in SEARCH_STOP_WORDS) - {""}
+
+
+@lru_cache(maxsize=512)
+def _term_counts(prose: str) -> tuple[tuple[tuple[str, int], ...], int]:
+    """(term, tf) of `prose` as `en_stem` indexes it, in first-seen order, and its length in
+    terms; remembered for the last documents read (the best turns recur across searches)."""
+    stems = _analyzer().analyze(prose)
+    return tuple(Counter(stems).items()), len(stems)
 
 
 def feedback_terms(
@@ -67,18 +77,22 @@ def feedback_terms(
     top = max(score for score, _ in docs)
     docs = [(math.exp(score - top), prose) for score, prose in docs]  # P(Q|D) ∝ exp(score)
     total = sum(likelihood for likelihood, _ in docs)
-    model: Counter[str] = Counter()
+    model: dict[str, float] = {}  # first-seen order: ties in the top terms go to the earlier word
+    get = model.get
     for score, prose in docs:
-        stems = _analyzer().analyze(prose)
-        if not stems:
+        counts, length = _term_counts(prose)
+        if not length:
             continue
         p_doc = score / total
-        share = p_doc / len(stems)
-        for term, tf in Counter(stems).items():
-            model[term] += share * tf
-    for term in [t for t in model if len(t) < MIN_LENGTH or t.isdigit() or t in stop or t in known]:
-        del model[term]
-    best = model.most_common(terms)
+        share = p_doc / length
+        for term, tf in counts:
+            model[term] = get(term, 0.0) + share * tf
+    kept = (
+        (t, p)
+        for t, p in model.items()
+        if len(t) >= MIN_LENGTH and t not in known and t not in stop and not t.isdigit()
+    )
+    best = heapq.nlargest(terms, kept, key=itemgetter(1))  # as Counter.most_common
     mass = sum(p for _, p in best)
     if mass <= 0:
         return {}
