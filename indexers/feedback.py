@@ -54,10 +54,17 @@ def _stop_stems() -> frozenset[str]:
 
 @lru_cache(maxsize=512)
 def _term_counts(prose: str) -> tuple[tuple[tuple[str, int], ...], int]:
-    """(term, tf) of `prose` as `en_stem` indexes it, in first-seen order, and its length in
-    terms; remembered for the last documents read (the best turns recur across searches)."""
+    """(term, tf) of `prose` as `en_stem` indexes it, in first-seen order, without the terms
+    no query keeps (short, numbers, stop words), and its length in terms (all of them);
+    remembered for the last documents read (the best turns recur across searches)."""
     stems = _analyzer().analyze(prose)
-    return tuple(Counter(stems).items()), len(stems)
+    stop = _stop_stems()
+    counts = tuple(
+        (t, tf)
+        for t, tf in Counter(stems).items()
+        if len(t) >= MIN_LENGTH and t not in stop and not t.isdigit()
+    )
+    return counts, len(stems)
 
 
 def feedback_terms(
@@ -70,14 +77,13 @@ def feedback_terms(
     """RM3's feedback words and their weights, from (score, prose) of the best first-round documents."""
     groups = list(groups)
     known = {g.stem for g in groups} | {v for g in groups for v in g.variants}
-    stop = _stop_stems()
     docs = [(score, prose) for score, prose in documents if score > 0]
     if not docs or terms <= 0 or not 0 < weight < 1:
         return {}
     top = max(score for score, _ in docs)
     docs = [(math.exp(score - top), prose) for score, prose in docs]  # P(Q|D) ∝ exp(score)
     total = sum(likelihood for likelihood, _ in docs)
-    model: dict[str, float] = {}  # first-seen order: ties in the top terms go to the earlier word
+    model: dict[str, float] = {}  # first-seen order
     get = model.get
     for score, prose in docs:
         counts, length = _term_counts(prose)
@@ -87,12 +93,9 @@ def feedback_terms(
         share = p_doc / length
         for term, tf in counts:
             model[term] = get(term, 0.0) + share * tf
-    kept = (
-        (t, p)
-        for t, p in model.items()
-        if len(t) >= MIN_LENGTH and t not in known and t not in stop and not t.isdigit()
-    )
-    best = heapq.nlargest(terms, kept, key=itemgetter(1))  # as Counter.most_common
+    for term in known:  # the rest keep their order: ties in the top terms go to the earlier word
+        model.pop(term, None)
+    best = heapq.nlargest(terms, model.items(), key=itemgetter(1))  # as Counter.most_common
     mass = sum(p for _, p in best)
     if mass <= 0:
         return {}
