@@ -28,10 +28,12 @@ for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from operator import itemgetter
 
 from .query import TermGroup
 from .words import SEARCH_STOP_WORDS, _analyzer, stem
@@ -50,6 +52,21 @@ def _stop_stems() -> frozenset[str]:
     return frozenset(stem(w) for w in SEARCH_STOP_WORDS) - {""}
 
 
+@lru_cache(maxsize=512)
+def _term_counts(prose: str) -> tuple[tuple[tuple[str, int], ...], int]:
+    """(term, tf) of `prose` as `en_stem` indexes it, in first-seen order, without the terms
+    no query keeps (short, numbers, stop words), and its length in terms (all of them);
+    remembered for the last documents read (the best turns recur across searches)."""
+    stems = _analyzer().analyze(prose)
+    stop = _stop_stems()
+    counts = tuple(
+        (t, tf)
+        for t, tf in Counter(stems).items()
+        if len(t) >= MIN_LENGTH and t not in stop and not t.isdigit()
+    )
+    return counts, len(stems)
+
+
 def feedback_terms(
     documents: Iterable[tuple[float, str]],
     groups: Iterable[TermGroup],
@@ -60,25 +77,25 @@ def feedback_terms(
     """RM3's feedback words and their weights, from (score, prose) of the best first-round documents."""
     groups = list(groups)
     known = {g.stem for g in groups} | {v for g in groups for v in g.variants}
-    stop = _stop_stems()
     docs = [(score, prose) for score, prose in documents if score > 0]
     if not docs or terms <= 0 or not 0 < weight < 1:
         return {}
     top = max(score for score, _ in docs)
     docs = [(math.exp(score - top), prose) for score, prose in docs]  # P(Q|D) ∝ exp(score)
     total = sum(likelihood for likelihood, _ in docs)
-    model: Counter[str] = Counter()
+    model: dict[str, float] = {}  # first-seen order
+    get = model.get
     for score, prose in docs:
-        stems = _analyzer().analyze(prose)
-        if not stems:
+        counts, length = _term_counts(prose)
+        if not length:
             continue
         p_doc = score / total
-        share = p_doc / len(stems)
-        for term, tf in Counter(stems).items():
-            model[term] += share * tf
-    for term in [t for t in model if len(t) < MIN_LENGTH or t.isdigit() or t in stop or t in known]:
-        del model[term]
-    best = model.most_common(terms)
+        share = p_doc / length
+        for term, tf in counts:
+            model[term] = get(term, 0.0) + share * tf
+    for term in known:  # the rest keep their order: ties in the top terms go to the earlier word
+        model.pop(term, None)
+    best = heapq.nlargest(terms, model.items(), key=itemgetter(1))  # as Counter.most_common
     mass = sum(p for _, p in best)
     if mass <= 0:
         return {}

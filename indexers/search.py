@@ -104,7 +104,8 @@ class _Searching:
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking)
-                groups = self._group_queries(searcher, plan, req, filters, ranking, now)
+                if plan.feedback:  # the question's groups are the first round's, unchanged
+                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback)}
                 asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
                 text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
                 text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
@@ -202,14 +203,18 @@ class _Searching:
                     ratio = _idf(min(spread, days), days) / _idf(1.0, days)
                     weight *= ratio**ranking.spread_weight
             out[group.stem] = Query.boost_query(query, weight)
-        if plan.feedback:  # RM3's words: one weighted query, body only, no spread scaling
-            out[FEEDBACK_GROUP] = Query.boolean_query(
-                [
-                    (Occur.Should, Query.boost_query(Query.term_query(self._schema, "body", term), weight))
-                    for term, weight in sorted(plan.feedback.items())
-                ]
-            )
+        if plan.feedback:
+            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback)
         return out
+
+    def _feedback_query(self, feedback: dict[str, float]) -> Query:
+        """RM3's words: one weighted query, body only, no spread scaling."""
+        return Query.boolean_query(
+            [
+                (Occur.Should, Query.boost_query(Query.term_query(self._schema, "body", term), weight))
+                for term, weight in sorted(feedback.items())
+            ]
+        )
 
     def _term_group_query(self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking) -> Query:
         """The best of the stem (every text field) and its down-weighted variants (body)."""
