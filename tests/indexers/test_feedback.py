@@ -6,13 +6,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
 from indexers.feedback import feedback_terms
 from indexers.query import plan_query
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
 from pandafs.vault import Vault
+from tests.support.sessions import memory_with, sessions_found
 
 NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)
 TURNS = [
@@ -40,27 +38,11 @@ TURNS = [
 
 
 def _memory(vault: Vault, tmp_path: Path) -> Memory:
-    lines = [
-        {
-            "user": "alice",
-            "external_id": f"{session}-t000",
-            "timestamp": when,
-            "query": text,
-            "response": answer,
-            "meta": {"session": session},
-        }
-        for session, when, text, answer in TURNS
-    ]
-    source = tmp_path / "turns.jsonl"
-    source.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
-    memory = Memory(vault)
-    import_turns(vault, source, after_batch=memory.index_docs)
-    return memory
+    return memory_with(vault, tmp_path, TURNS)
 
 
 def _sessions(memory: Memory, query: str) -> list[str]:
-    hits = memory.search(query, user="alice", now=NOW, limit=10, snippets=False)
-    return [h["episode"] for h in hits]
+    return sessions_found(memory, query, NOW)
 
 
 def test_feedback_lifts_the_turn_that_shares_the_best_turns_words(vault: Vault, tmp_path: Path) -> None:
