@@ -111,9 +111,6 @@ def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
     return found
 
 
-KEYWORD = inspect.Parameter.KEYWORD_ONLY
-
-
 def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     """The keyword parameters of `model`'s fields, which the SDK turns into the tool's
     JSON schema: the MCP tool takes the memory tool's own arguments, not a copy of them."""
