@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 
@@ -150,7 +151,7 @@ def test_no_import_inside_a_function_breaks_a_cycle() -> None:
                 seen.add(here)
                 todo += graph.get(here, ())
                 parent = here.rpartition(".")[0]  # importing a module runs its package first
-                if parent:
+                if parent and parent != goal:  # a package importing its own module is no loop
                     todo.append(parent)
         return False
 
@@ -241,6 +242,7 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
     if args == ["--help"]:  # the command list comes from `COMMANDS`: no command module, no index
         heavy += ["pandafs.cli.memory", "pandafs.memory", "pandafs.config", "tantivy"]
         heavy += ["events.layout", "orjson"]
+        heavy += ["click", "pandafs.cli.base", "events", "indexers"]  # printed by `commands.print_top_help`
     probe = (
         "import sys\n"
         "from pandafs.cli import main\n"
@@ -248,13 +250,34 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
         f"print([m for m in {heavy!r} if m in sys.modules], file=sys.stderr)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", probe, "--root", str(vault.root), *args],
+        [sys.executable, "-c", probe, *([] if args == ["--help"] else ["--root", str(vault.root)]), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=60,
     )
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+
+
+@pytest.mark.parametrize("columns", ["", "20", "60", "80", "100", "200"])
+def test_top_help_without_click_is_clicks_page(columns: str) -> None:
+    """`pandafs --help` is printed without click (`commands.print_top_help`): the page must
+    be the one click renders for the group, at any terminal width (COLUMNS)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns:
+        env["COLUMNS"] = columns
+    clicks = "from pandafs.cli.base import cli\ncli.main(['--help'], prog_name='pandafs')"
+    pages = [
+        subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        for command in (
+            [sys.executable, "-m", "pandafs", "--help"],
+            [sys.executable, "-m", "pandafs", "-h"],
+            [sys.executable, "-c", clicks],
+        )
+    ]
+    assert [page.returncode for page in pages] == [0, 0, 0], [page.stderr for page in pages]
+    assert pages[0].stdout == pages[1].stdout == pages[2].stdout
+    assert "Commands:" in pages[0].stdout and "import-turns" in pages[0].stdout
 
 
 def test_front_door_scripts_exist() -> None:

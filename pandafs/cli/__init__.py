@@ -5,31 +5,52 @@ Each command parses options, calls one library function and prints text or, with
 drift, failed lines), 2 bad usage or bad input — always with a one-line message on
 stderr.  Commands live in one module per area; importing one registers its commands on
 `cli`, which imports it only when one of them runs (`base.COMMANDS`), so start-up stays
-instant however heavy a command's own imports are.
+instant however heavy a command's own imports are.  `pandafs --help` alone is printed
+without importing click at all (`commands.print_top_help`, the same page).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from events.errors import EventsError
-from indexers.errors import IndexingError
-
-from ..errors import PandaError, exit_code_for
-from ..output import echo_err
-from .base import cli
+if TYPE_CHECKING:
+    from .base import cli
 
 __all__ = ["cli", "main"]
+
+TOP_HELP = (["--help"], ["-h"])
+
+
+def __getattr__(name: str) -> Any:
+    """`pandafs.cli.cli` (the click group), imported when first asked for."""
+    if name == "cli":
+        from .base import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every known error to a one-line message and exit code."""
+    if (sys.argv[1:] if argv is None else argv) in TOP_HELP:
+        from .commands import print_top_help
+
+        print_top_help()
+        sys.exit(0)
     # pydantic would scan every installed package's entry points for plugins the
     # first time it builds a model; the CLI uses none (a user may still set this).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    import click
+
+    from events.errors import EventsError
+    from indexers.errors import IndexingError
+
+    from ..errors import PandaError, exit_code_for
+    from ..output import echo_err
+    from .base import cli
+
     try:
         code = cli.main(args=argv, prog_name="pandafs", standalone_mode=False)
     except click.exceptions.Abort:

@@ -1,7 +1,7 @@
 """Shared pieces of the command line: the `cli` group, per-invocation state, options.
 
-The group is lazy: `COMMANDS` names each command's module and its one-line help, so
-`pandafs --help` imports no command module and `pandafs search` imports only the
+The group is lazy: `COMMANDS` (in `commands`, free of click) names each command's module
+and its one-line help, so `pandafs --help` imports no command module and `pandafs search` imports only the
 module holding `search` (and what that imports).  A command module registers its
 commands on `cli` when it is imported, as before.
 """
@@ -17,36 +17,13 @@ import click
 
 from events.errors import InvalidUserId
 
+from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP
+
 if TYPE_CHECKING:
     from ..memory import Memory
     from ..vault import Vault
 
 __all__ = ["COMMANDS", "App", "cli", "now_option", "parse_now", "pass_app", "user_option"]
-
-# command → (module under pandafs.cli, the first line of its help: shown by --help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("records", "Create a vault (layout, pandafs.toml, .obsidian/, home note); keeps what exists."),
-    "ask": ("turns", "Run one turn through the pipeline and print the answer."),
-    "watch": ("watch", "Keep the search index in step with the vault and answer queries dropped in inbox/."),
-    "search": ("memory", "Unified search over every document (natural language or keywords)."),
-    "retrieve": ("memory", "Print one document by id (alice/turn_000001) or vault-relative path."),
-    "save": ("memory", "Save a memory document and index it."),
-    "import-turns": ("records", "Import past turns from JSON Lines."),
-    "import": ("imports", "Import a chat history: each question and its answer become one turn."),
-    "rebuild": ("memory", "Rebuild every derived artefact from the files: the index, trust, the catalog."),
-    "archive": ("archive", "Move old, rarely used turns to Parquet, leaving a searchable summary stub."),
-    "restore": ("archive", "Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."),
-    "replay": (
-        "records",
-        "Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN).",
-    ),
-    "verify": ("records", "Check hash chains, torn tails and projections (TARGET: user or user/turn)."),
-    "promote": ("learning", "Run scope promotion and demotion (new → user → global) now."),
-    "prune": ("learning", "Move expired documents to the archive (archive/expired/…); nothing is deleted."),
-    "tools": ("turns", "The memory tools as LLM tool schemas (OpenAI function-calling format)."),
-    "mcp": ("mcp", "Serve the memory tools and documents over MCP, bound to one user."),
-    "stats": ("records", "Counts per user, content type and scope; with --since, the daily rollups."),
-}
 
 
 class LazyGroup(click.Group):
@@ -72,7 +49,7 @@ class LazyGroup(click.Group):
             if loaded is not None:
                 rows.append((name, loaded.get_short_help_str(limit)))
             else:
-                rows.append((name, click.utils.make_default_short_help(COMMANDS[name][1], limit)))
+                rows.append((name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -112,19 +89,19 @@ def user_option(required: bool = False, help: str = "User id.") -> Any:
     return click.option("--user", "-u", required=required, callback=_check_user, help=help)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, help=DESCRIPTION, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
-    envvar="PANDAFS_ROOT",
-    default="./panda-system-docs",
+    envvar=ROOT_ENV,
+    default=ROOT_DEFAULT,
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Vault folder (or set PANDAFS_ROOT).",
+    help=ROOT_HELP,
 )
 @click.version_option(package_name="pandafs")
 @click.pass_context
 def cli(ctx: click.Context, root: Path) -> None:
-    """PandaFS: the file-first, event-sourced memory of a local assistant."""
+    # no docstring: the group's help is DESCRIPTION, shared with the click-free --help
     ctx.obj = App(root)
 
 
