@@ -14,7 +14,9 @@ timestamps, plain scalars; `tags` and `aliases` are ordinary list properties.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,6 +101,21 @@ class DocumentMetadata(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @classmethod
+    def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(every declared field, the unknown keys) of `data`, as `model_validate` gives
+        them; raises pydantic's `ValidationError` as it does.
+
+        A rebuild validates every document's frontmatter.  When each value already has
+        its field's exact type (what our own files hold), validation would return the
+        values unchanged, so they are taken as they are; building the model was a tenth
+        of a rebuild's Python time.  Anything else goes through `model_validate`."""
+        plain = _plain_fields(data)
+        if plain is not None:
+            return plain
+        meta = cls.model_validate(data)
+        return {name: getattr(meta, name) for name in cls.model_fields}, dict(meta.model_extra or {})
+
     def to_frontmatter(self) -> dict[str, Any]:
         """Known fields that are set (declared order) followed by unknown keys."""
         data = self.model_dump(mode="python", exclude_unset=False)
@@ -113,6 +130,78 @@ class DocumentMetadata(BaseModel):
         for key, value in (self.model_extra or {}).items():
             out[key] = value
         return out
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
+def _is_str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _is_str_list(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _is_aware(value: Any) -> bool:
+    return type(value) is datetime and value.tzinfo is not None
+
+
+_PLAIN: dict[str, Callable[[Any], bool]] = {
+    "id": _is_str,
+    "user": _is_str_or_none,
+    "title": _is_str_or_none,
+    "primary_topic": _is_str,
+    "keywords": _is_str_list,
+    "content_types": _is_str_list,
+    "scope": lambda v: type(v) is str and v in ("new", "user", "global"),
+    "quality": lambda v: type(v) is float and 0.0 <= v <= 1.0,
+    "created_at": _is_aware,
+    "expires_at": lambda v: v is None or _is_aware(v),
+    "user_purpose": _is_str_or_none,
+    "data_requirements": _is_str_list,
+    "usage_count": lambda v: type(v) is int,
+    "validation_count": lambda v: type(v) is int,
+    "validation_success": lambda v: type(v) is int,
+    "trust": lambda v: v is None or type(v) is float,
+    "archived": lambda v: type(v) is bool,
+    "tags": _is_str_list,
+    "aliases": _is_str_list,
+}
+"""Per field of `DocumentMetadata`: the values validation returns unchanged (exact
+types, within the field's bounds).  tests/events/test_documents.py keeps it in step
+with the model and checks it against `model_validate`."""
+_REQUIRED = tuple(n for n, f in DocumentMetadata.model_fields.items() if f.is_required())
+_DEFAULTS = {
+    n: f.get_default(call_default_factory=True)
+    for n, f in DocumentMetadata.model_fields.items()
+    if not f.is_required()
+}
+
+
+def _plain_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """`DocumentMetadata.fields_of(data)` if validation would keep each value as it is,
+    else None."""
+    if any(name not in data for name in _REQUIRED):
+        return None
+    fields: dict[str, Any] = {}
+    for name, plain in _PLAIN.items():
+        if name in data:
+            value = data[name]
+            if not plain(value):
+                return None
+            fields[name] = list(value) if type(value) is list else value
+        else:
+            default = _DEFAULTS[name]
+            fields[name] = [] if type(default) is list else default
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _PLAIN:
+            if type(key) is not str or key.startswith("_"):
+                return None  # keys pydantic may treat its own way
+            extra[key] = value
+    return fields, extra
 
 
 # --- a fast path for the YAML subset PandaFS itself writes ---------------------------------
@@ -162,6 +251,28 @@ def _fm_scalar(value: str) -> Any:
     return value
 
 
+_OPEN = object()
+"""The value of a `key:` line whose children (a list or a map) follow."""
+
+
+@lru_cache(maxsize=4096)  # most lines (`scope: user`, `- context`…) repeat across documents
+def _fm_line(line: str) -> tuple[str, str | None, Any]:
+    """One non-empty frontmatter line as ("item", None, value), ("child", key, value) or
+    ("top", key, value or `_OPEN`); `_NotFast` if it is not in our simple form."""
+    if line.startswith("- "):
+        return "item", None, _fm_scalar(line[2:])
+    if line.startswith("  ") and not line.startswith("   "):
+        match = _FM_KEY.fullmatch(line[2:])
+        if match is None or match.group(2) is None or match.group(1) in _FM_WORDS:
+            raise _NotFast
+        return "child", match.group(1), _fm_scalar(match.group(2))
+    match = _FM_KEY.fullmatch(line)
+    if match is None or match.group(1) in _FM_WORDS:
+        raise _NotFast
+    key, value = match.groups()
+    return "top", key, _OPEN if value is None else _fm_scalar(value)
+
+
 def fast_frontmatter(raw: str) -> dict[str, Any] | None:
     """The frontmatter mapping if `raw` is in the simple form PandaFS writes, else None."""
     out: dict[str, Any] = {}
@@ -170,34 +281,30 @@ def fast_frontmatter(raw: str) -> dict[str, Any] | None:
         for line in raw.split("\n"):
             if not line:
                 continue
-            if line.startswith("- "):
+            shape, key, value = _fm_line(line)
+            if shape == "item":
                 target = out.get(open_key) if open_key else None
                 if open_key is not None and target is None:
                     target = out[open_key] = []
                 if not isinstance(target, list):
                     raise _NotFast
-                target.append(_fm_scalar(line[2:]))
-            elif line.startswith("  ") and not line.startswith("   "):
+                target.append(value)
+            elif shape == "child":
                 target = out.get(open_key) if open_key else None
                 if open_key is not None and target is None:
                     target = out[open_key] = {}
-                match = _FM_KEY.fullmatch(line[2:])
-                if not isinstance(target, dict) or match is None or match.group(2) is None:
+                if not isinstance(target, dict) or key in target:
                     raise _NotFast
-                if match.group(1) in target or match.group(1) in _FM_WORDS:
-                    raise _NotFast
-                target[match.group(1)] = _fm_scalar(match.group(2))
+                target[key] = value
             else:
                 if open_key is not None and out.get(open_key) is None:
                     raise _NotFast  # `key:` with nothing under it is null: PyYAML's call
-                match = _FM_KEY.fullmatch(line)
-                if match is None or match.group(1) in out or match.group(1) in _FM_WORDS:
+                if key in out:
                     raise _NotFast
-                key, value = match.groups()
-                if value is None:
+                if value is _OPEN:
                     out[key], open_key = None, key
                 else:
-                    out[key], open_key = _fm_scalar(value), None
+                    out[key], open_key = value, None
         if open_key is not None and out.get(open_key) is None:
             raise _NotFast
     except _NotFast:
@@ -229,17 +336,30 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
 
 
+def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[str, str]:
+    """The frontmatter (from `start`) and what follows its closing `---` line.
+
+    Our own files close with a bare `---` line and hold no earlier line that begins
+    with `---` or `...`; for them `str.find` gives the same split as `_END` (which
+    tries every position of the frontmatter).  Anything else goes to `_END`."""
+    close = text.find("\n---\n", start - 1)
+    if close >= 0:
+        raw = text[start : close + 1]
+        if "\n---" not in raw and "\n..." not in raw and not raw.startswith(("---", "...")):
+            return raw, text[close + 4 :]
+    end = _END.search(text, start)
+    if end is None:
+        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
+    return text[start : end.start()], text[end.end() :]
+
+
 def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
     """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
     indexer's hot loop (no model built per document)."""
     if not _FENCE.match(text):
         return {}, text, False
     start = _FENCE.match(text).end()  # type: ignore[union-attr]
-    end = _END.search(text, start)
-    if end is None:
-        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
-    raw = text[start : end.start()]
-    body = text[end.end() :]
+    raw, body = _split_at_end(text, start, path)
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):
