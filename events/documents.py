@@ -14,6 +14,7 @@ timestamps, plain scalars; `tags` and `aliases` are ordinary list properties.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .doctypes import CONTENT_TYPES, SAVE_TYPES, TOPIC_RE
 from .errors import FrontmatterError
 from .stamps import format_ts
+from .yaml_subset import _FM_KEY, _FM_STR, _FM_WORDS, _NotFast, fast_frontmatter
 
 __all__ = [
     "CONTENT_TYPES",
@@ -99,6 +101,21 @@ class DocumentMetadata(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @classmethod
+    def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(every declared field, the unknown keys) of `data`, as `model_validate` gives
+        them; raises pydantic's `ValidationError` as it does.
+
+        A rebuild validates every document's frontmatter.  When each value already has
+        its field's exact type (what our own files hold), validation would return the
+        values unchanged, so they are taken as they are; building the model was a tenth
+        of a rebuild's Python time.  Anything else goes through `model_validate`."""
+        plain = _plain_fields(data)
+        if plain is not None:
+            return plain
+        meta = cls.model_validate(data)
+        return {name: getattr(meta, name) for name in cls.model_fields}, dict(meta.model_extra or {})
+
     def to_frontmatter(self) -> dict[str, Any]:
         """Known fields that are set (declared order) followed by unknown keys."""
         data = self.model_dump(mode="python", exclude_unset=False)
@@ -115,94 +132,76 @@ class DocumentMetadata(BaseModel):
         return out
 
 
-# --- a fast path for the YAML subset PandaFS itself writes ---------------------------------
-#
-# PyYAML spends ~190 µs constructing Python objects for a typical frontmatter; rebuild
-# reads every document.  `fast_frontmatter` parses the restricted shapes our dumper
-# emits — `key: scalar`, `key:` + block list of scalars, `key:` + one level of
-# `  key: scalar` — and returns None for anything else (quotes other than one-line
-# single quotes, flow style, comments, anchors, deeper nesting, a scalar PyYAML
-# might resolve differently), so PyYAML decides every case it is not sure of.
-# tests/events/test_documents.py checks it against PyYAML on generated documents.
-
-_FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
-_FM_STR = re.compile(r"[^\W\d_][^:#\t]*")  # starts with a letter: never a number, date or bool
-_FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
-_FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
-_FM_WORDS = frozenset(
-    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
-    "null Null NULL".split()
-)
+def _is_str(value: Any) -> bool:
+    return type(value) is str
 
 
-class _NotFast(Exception):
-    pass
+def _is_str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
 
 
-def _fm_scalar(value: str) -> Any:
-    if value.startswith("'"):
-        inner = value[1:-1]
-        if len(value) < 2 or not value.endswith("'") or "'" in inner.replace("''", ""):
-            raise _NotFast
-        if not inner.isprintable() or inner != inner.strip() or not inner:
-            raise _NotFast  # leading/trailing spaces and empty quotes: let PyYAML judge
-        return inner.replace("''", "'")
-    if value[:1].isdigit() or value[:1] == "-":  # only these can be numbers or timestamps
-        if _FM_INT.fullmatch(value):
-            return int(value)
-        if _FM_FLOAT.fullmatch(value):
-            return float(value)
-        match = _FM_TS.fullmatch(value)
-        if match:
-            y, mo, d, h, mi, sec, us = map(int, match.groups())
-            return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
-    if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
-        raise _NotFast
-    return value
+def _is_str_list(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
 
 
-def fast_frontmatter(raw: str) -> dict[str, Any] | None:
-    """The frontmatter mapping if `raw` is in the simple form PandaFS writes, else None."""
-    out: dict[str, Any] = {}
-    open_key: str | None = None  # a `key:` whose children (list or map) follow
-    try:
-        for line in raw.split("\n"):
-            if not line:
-                continue
-            if line.startswith("- "):
-                target = out.get(open_key) if open_key else None
-                if open_key is not None and target is None:
-                    target = out[open_key] = []
-                if not isinstance(target, list):
-                    raise _NotFast
-                target.append(_fm_scalar(line[2:]))
-            elif line.startswith("  ") and not line.startswith("   "):
-                target = out.get(open_key) if open_key else None
-                if open_key is not None and target is None:
-                    target = out[open_key] = {}
-                match = _FM_KEY.fullmatch(line[2:])
-                if not isinstance(target, dict) or match is None or match.group(2) is None:
-                    raise _NotFast
-                if match.group(1) in target or match.group(1) in _FM_WORDS:
-                    raise _NotFast
-                target[match.group(1)] = _fm_scalar(match.group(2))
-            else:
-                if open_key is not None and out.get(open_key) is None:
-                    raise _NotFast  # `key:` with nothing under it is null: PyYAML's call
-                match = _FM_KEY.fullmatch(line)
-                if match is None or match.group(1) in out or match.group(1) in _FM_WORDS:
-                    raise _NotFast
-                key, value = match.groups()
-                if value is None:
-                    out[key], open_key = None, key
-                else:
-                    out[key], open_key = _fm_scalar(value), None
-        if open_key is not None and out.get(open_key) is None:
-            raise _NotFast
-    except _NotFast:
+def _is_aware(value: Any) -> bool:
+    return type(value) is datetime and value.tzinfo is not None
+
+
+_PLAIN: dict[str, Callable[[Any], bool]] = {
+    "id": _is_str,
+    "user": _is_str_or_none,
+    "title": _is_str_or_none,
+    "primary_topic": _is_str,
+    "keywords": _is_str_list,
+    "content_types": _is_str_list,
+    "scope": lambda v: type(v) is str and v in ("new", "user", "global"),
+    "quality": lambda v: type(v) is float and 0.0 <= v <= 1.0,
+    "created_at": _is_aware,
+    "expires_at": lambda v: v is None or _is_aware(v),
+    "user_purpose": _is_str_or_none,
+    "data_requirements": _is_str_list,
+    "usage_count": lambda v: type(v) is int,
+    "validation_count": lambda v: type(v) is int,
+    "validation_success": lambda v: type(v) is int,
+    "trust": lambda v: v is None or type(v) is float,
+    "archived": lambda v: type(v) is bool,
+    "tags": _is_str_list,
+    "aliases": _is_str_list,
+}
+"""Per field of `DocumentMetadata`: the values validation returns unchanged (exact
+types, within the field's bounds).  tests/events/test_documents.py keeps it in step
+with the model and checks it against `model_validate`."""
+_REQUIRED = tuple(n for n, f in DocumentMetadata.model_fields.items() if f.is_required())
+_DEFAULTS = {
+    n: f.get_default(call_default_factory=True)
+    for n, f in DocumentMetadata.model_fields.items()
+    if not f.is_required()
+}
+
+
+def _plain_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """`DocumentMetadata.fields_of(data)` if validation would keep each value as it is,
+    else None."""
+    if any(name not in data for name in _REQUIRED):
         return None
-    return out
+    fields: dict[str, Any] = {}
+    for name, plain in _PLAIN.items():
+        if name in data:
+            value = data[name]
+            if not plain(value):
+                return None
+            fields[name] = list(value) if type(value) is list else value
+        else:
+            default = _DEFAULTS[name]
+            fields[name] = [] if type(default) is list else default
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _PLAIN:
+            if type(key) is not str or key.startswith("_"):
+                return None  # keys pydantic may treat its own way
+            extra[key] = value
+    return fields, extra
 
 
 class ParsedDocument(BaseModel):
@@ -229,17 +228,30 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
 
 
+def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[str, str]:
+    """The frontmatter (from `start`) and what follows its closing `---` line.
+
+    Our own files close with a bare `---` line and hold no earlier line that begins
+    with `---` or `...`; for them `str.find` gives the same split as `_END` (which
+    tries every position of the frontmatter).  Anything else goes to `_END`."""
+    close = text.find("\n---\n", start - 1)
+    if close >= 0:
+        raw = text[start : close + 1]
+        if "\n---" not in raw and "\n..." not in raw and not raw.startswith(("---", "...")):
+            return raw, text[close + 4 :]
+    end = _END.search(text, start)
+    if end is None:
+        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
+    return text[start : end.start()], text[end.end() :]
+
+
 def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
     """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
     indexer's hot loop (no model built per document)."""
     if not _FENCE.match(text):
         return {}, text, False
     start = _FENCE.match(text).end()  # type: ignore[union-attr]
-    end = _END.search(text, start)
-    if end is None:
-        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
-    raw = text[start : end.start()]
-    body = text[end.end() :]
+    raw, body = _split_at_end(text, start, path)
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):

@@ -200,7 +200,7 @@ def classify(rel_path: str) -> DocRef | None:
     parts = tuple(rel_path.split("/"))
     if not parts:
         return None
-    if any(p.startswith(".") for p in parts) or parts[0] in NOT_DOCUMENTS:
+    if rel_path.startswith(".") or "/." in rel_path or parts[0] in NOT_DOCUMENTS:  # a hidden part
         return None
     stem = rel_path[: -len(".md")]
     head = parts[0]

@@ -14,14 +14,11 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, classify, effective_scope
-
-if TYPE_CHECKING:
-    from events.documents import DocumentMetadata
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -125,9 +122,9 @@ class IndexDoc:
         }
 
 
-def _title(meta: DocumentMetadata, body: str, path: str) -> str:
-    if meta.title:
-        return str(meta.title)
+def _title(title: str | None, body: str, path: str) -> str:
+    if title:
+        return str(title)
     for line in body.splitlines():
         if line.startswith("# "):
             return line[2:].strip()
@@ -193,9 +190,7 @@ def parse_index_doc(
         frontmatter, body, _ = split_document(text, rel_path)
     except FrontmatterError as exc:
         return Skipped(rel_path, str(exc))
-    return index_doc_from_parts(
-        rel_path, data, frontmatter, body, stat.st_mtime_ns, stat.st_mtime, max_bytes=max_bytes, ref=ref
-    )
+    return _index_doc_of(rel_path, data, frontmatter, body, stat.st_mtime_ns, stat.st_mtime, ref)
 
 
 def index_doc_from_parts(
@@ -216,12 +211,25 @@ def index_doc_from_parts(
     Either way the same rule applies (module docstring), so a rebuild gives the same
     index as the writers did.
     """
-    ref = ref or classify(rel_path)
-    if ref is None:
-        raise ValueError(f"not a document path: {rel_path}")
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text
+    return _index_doc_of(rel_path, data, frontmatter, body, mtime_ns, mtime, ref)
+
+
+def _index_doc_of(
+    rel_path: str,
+    data: bytes,
+    frontmatter: dict[str, Any],
+    body: str,
+    mtime_ns: int,
+    mtime: float | None,
+    ref: DocRef | None,
+) -> IndexDoc | Skipped:
+    """`index_doc_from_parts` for bytes already checked by `_text_of` (by `parse_index_doc`)."""
+    ref = ref or classify(rel_path)
+    if ref is None:
+        raise ValueError(f"not a document path: {rel_path}")
     if "\x00" in body:
         body = body.replace("\x00", "")
     front = dict(frontmatter)
@@ -241,12 +249,11 @@ def index_doc_from_parts(
     from events.documents import DocumentMetadata
 
     try:
-        meta = DocumentMetadata.model_validate(front)
+        meta, extra = DocumentMetadata.fields_of(front)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         return Skipped(rel_path, f"invalid property {where}: {err['msg']}")
-    extra = meta.model_extra or {}
     raw_meta = extra.get("meta")
     external = extra.get("external_id")
     return IndexDoc(
@@ -254,17 +261,17 @@ def index_doc_from_parts(
         doc_id=ref.doc_id,
         kind=ref.kind,
         user=ref.user,
-        title=_title(meta, body, rel_path).replace("\x00", ""),
+        title=_title(meta["title"], body, rel_path).replace("\x00", ""),
         body=body,
-        keywords=tuple(str(k) for k in meta.keywords),
-        content_types=tuple(str(c) for c in meta.content_types) or tuple(DEFAULT_TYPES["note"]),
-        scope=meta.scope,
-        quality=float(meta.quality),
-        trust=meta.trust,
-        primary_topic=meta.primary_topic or "general",
-        created_at=meta.created_at,
-        expires_at=meta.expires_at,
-        archived=bool(meta.archived),
+        keywords=tuple(str(k) for k in meta["keywords"]),
+        content_types=tuple(str(c) for c in meta["content_types"]) or tuple(DEFAULT_TYPES["note"]),
+        scope=meta["scope"],
+        quality=float(meta["quality"]),
+        trust=meta["trust"],
+        primary_topic=meta["primary_topic"] or "general",
+        created_at=meta["created_at"],
+        expires_at=meta["expires_at"],
+        archived=bool(meta["archived"]),
         meta=raw_meta if isinstance(raw_meta, dict) else None,
         external_id=str(external) if external is not None else None,
         checksum=sha256_bytes(data),

@@ -23,6 +23,21 @@ _NOT_PROSE = ("#", "```", "_meta", "|---", "  type:")
 """How the lines a snippet skips begin: headings, code fences, `_meta` blocks, table rules."""
 
 
+_ASCII_SPACES = ("\t", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", "  ")
+
+
+def _folded(text: str) -> bool:
+    """`text` already equals `" ".join(text.split())`: ASCII with single spaces between
+    words and no other white space.  Checking is a few scans of the bytes; splitting a
+    turn into its words and joining them again was most of `prose_of`'s time."""
+    return (
+        text.isascii()
+        and text[:1] != " "
+        and text[-1:] != " "
+        and not any(space in text for space in _ASCII_SPACES)
+    )
+
+
 def prose_of(body: str) -> str:
     """The text a snippet is cut from: `body` without the lines it skips, whitespace
     folded, at most `PROSE_CHARS` (then ending in `CUT`)."""
@@ -30,8 +45,10 @@ def prose_of(body: str) -> str:
         body = body.replace("\x00", "")
     # line by line with `str.startswith`: a MULTILINE regex tries every position of the
     # body (it was a fifth of a rebuild's Python time per document)
-    kept = [line for line in body.split("\n") if not line.startswith(_NOT_PROSE)]
-    flat = " ".join(" ".join(kept).split())
+    kept = [line for line in body.split("\n") if line and not line.startswith(_NOT_PROSE)]
+    flat = " ".join(kept)
+    if not _folded(flat):
+        flat = " ".join(flat.split())
     return flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + CUT
 
 

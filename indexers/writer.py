@@ -33,12 +33,14 @@ class IndexBatch:
     def __init__(
         self,
         writer: Any,
+        schema: tantivy.Schema,
         trust_of: Callable[[str], float | None] | None = None,
         *,
         redoable: bool = True,
         fresh: bool = False,
     ) -> None:
         self._writer = writer
+        self._schema = schema
         self._trust_of = trust_of
         # an empty index (a rebuild's first batch) holds no older version of any path,
         # so an upsert is a plain add: no delete-by-term per document
@@ -52,7 +54,7 @@ class IndexBatch:
         if op == "upsert":
             if not self._fresh:
                 self._writer.delete_documents_by_term("path", arg.path)
-            self._writer.add_document(_to_document(arg))
+            self._writer.add_document(_to_document(arg, self._schema))
         elif op == "delete":
             self._writer.delete_documents_by_term("path", arg)
         else:
@@ -191,7 +193,7 @@ class _Writing:
         self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
     ) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
-        batch = IndexBatch(writer, self.trust_of, redoable=redoable, fresh=not redoable)
+        batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=not redoable)
         try:
             yield batch
         except BaseException:

@@ -351,3 +351,34 @@ def test_a_half_done_swap_is_finished_only_by_whoever_holds_the_index_lock(corpu
     assert reader.index.exists()  # the rebuild was killed there: the next reader finishes it
     assert live.exists() and not new.exists() and not old.exists()
     assert ids(reader.search("hamster", user="alice", now=NOW))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
+    """`prose_of` skips folding text that is already folded; the result is the same."""
+    import random
+
+    from indexers.snippets import _NOT_PROSE, PROSE_CHARS, prose_of
+
+    rng = random.Random(seed)
+    pieces = [
+        "word",
+        "two words",
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\x0b",
+        "\x1f",
+        "\u00a0",
+        "\u2003",
+        "é",
+        "\n",
+        "\n\n",
+        "# h\n",
+    ]
+    for _ in range(200):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30)))
+        kept = [line for line in body.split("\n") if not line.startswith(_NOT_PROSE)]
+        flat = " ".join(" ".join(kept).split())
+        assert prose_of(body) == (flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + "\x1f")

@@ -1,0 +1,118 @@
+"""Reading the YAML subset PandaFS itself writes, without PyYAML.
+
+A rebuild reads every document's frontmatter; PyYAML spends ~190 µs constructing
+Python objects for a typical one.  `fast_frontmatter` parses the restricted shapes our
+dumper emits and returns None for anything else, so PyYAML decides every case it is
+not sure of.  `events.documents` uses it (and these patterns, to write that subset).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["fast_frontmatter"]
+
+# The shapes: `key: scalar`, `key:` + block list of scalars, `key:` + one level of
+# `  key: scalar`.  Not: quotes other than one-line single quotes, flow style, comments,
+# anchors, deeper nesting, a scalar PyYAML might resolve differently.
+# tests/events/test_documents.py checks it against PyYAML on generated documents.
+
+_FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
+_FM_STR = re.compile(r"[^\W\d_][^:#\t]*")  # starts with a letter: never a number, date or bool
+_FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+_FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
+_FM_WORDS = frozenset(
+    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "null Null NULL".split()
+)
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _fm_scalar(value: str) -> Any:
+    if value.startswith("'"):
+        inner = value[1:-1]
+        if len(value) < 2 or not value.endswith("'") or "'" in inner.replace("''", ""):
+            raise _NotFast
+        if not inner.isprintable() or inner != inner.strip() or not inner:
+            raise _NotFast  # leading/trailing spaces and empty quotes: let PyYAML judge
+        return inner.replace("''", "'")
+    if value[:1].isdigit() or value[:1] == "-":  # only these can be numbers or timestamps
+        if _FM_INT.fullmatch(value):
+            return int(value)
+        if _FM_FLOAT.fullmatch(value):
+            return float(value)
+        match = _FM_TS.fullmatch(value)
+        if match:
+            y, mo, d, h, mi, sec, us = map(int, match.groups())
+            return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
+    if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
+        raise _NotFast
+    return value
+
+
+_OPEN = object()
+"""The value of a `key:` line whose children (a list or a map) follow."""
+
+
+@lru_cache(maxsize=4096)  # most lines (`scope: user`, `- context`…) repeat across documents
+def _fm_line(line: str) -> tuple[str, str | None, Any]:
+    """One non-empty frontmatter line as ("item", None, value), ("child", key, value) or
+    ("top", key, value or `_OPEN`); `_NotFast` if it is not in our simple form."""
+    if line.startswith("- "):
+        return "item", None, _fm_scalar(line[2:])
+    if line.startswith("  ") and not line.startswith("   "):
+        match = _FM_KEY.fullmatch(line[2:])
+        if match is None or match.group(2) is None or match.group(1) in _FM_WORDS:
+            raise _NotFast
+        return "child", match.group(1), _fm_scalar(match.group(2))
+    match = _FM_KEY.fullmatch(line)
+    if match is None or match.group(1) in _FM_WORDS:
+        raise _NotFast
+    key, value = match.groups()
+    return "top", key, _OPEN if value is None else _fm_scalar(value)
+
+
+def fast_frontmatter(raw: str) -> dict[str, Any] | None:
+    """The frontmatter mapping if `raw` is in the simple form PandaFS writes, else None."""
+    out: dict[str, Any] = {}
+    open_key: str | None = None  # a `key:` whose children (list or map) follow
+    try:
+        for line in raw.split("\n"):
+            if not line:
+                continue
+            shape, key, value = _fm_line(line)
+            if shape == "item":
+                target = out.get(open_key) if open_key else None
+                if open_key is not None and target is None:
+                    target = out[open_key] = []
+                if not isinstance(target, list):
+                    raise _NotFast
+                target.append(value)
+            elif shape == "child":
+                target = out.get(open_key) if open_key else None
+                if open_key is not None and target is None:
+                    target = out[open_key] = {}
+                if not isinstance(target, dict) or key in target:
+                    raise _NotFast
+                target[key] = value
+            else:
+                if open_key is not None and out.get(open_key) is None:
+                    raise _NotFast  # `key:` with nothing under it is null: PyYAML's call
+                if key in out:
+                    raise _NotFast
+                if value is _OPEN:
+                    out[key], open_key = None, key
+                else:
+                    out[key], open_key = value, None
+        if open_key is not None and out.get(open_key) is None:
+            raise _NotFast
+    except _NotFast:
+        return None
+    return out
