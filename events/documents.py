@@ -248,10 +248,10 @@ def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[s
 def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
     """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
     indexer's hot loop (no model built per document)."""
-    if not _FENCE.match(text):
+    fence = _FENCE.match(text)
+    if fence is None:
         return {}, text, False
-    start = _FENCE.match(text).end()  # type: ignore[union-attr]
-    raw, body = _split_at_end(text, start, path)
+    raw, body = _split_at_end(text, fence.end(), path)
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):
