@@ -145,9 +145,8 @@ class _Searching:
         for score, address in ranked:
             if score < last:
                 break
-            doc = searcher.doc(address)
-            path = orjson.loads(doc.get_first("payload"))["doc_path"]
-            tied.append((score, path, (doc.get_first("prose") or b"").decode()))
+            doc = searcher.doc(address)  # the stored path is the payload's doc_path
+            tied.append((score, doc.get_first("path"), (doc.get_first("prose") or b"").decode()))
         tied.sort(key=lambda d: (-d[0], d[1]))
         docs = [(score, prose) for score, _, prose in tied[: ranking.feedback_docs]]
         extra = feedback_terms(
