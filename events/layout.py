@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidUserId, NotInVault
-from .fsio import is_real_dir
+from .fsio import is_real_dir, read_vault_file
 
 __all__ = [
     "DocRef",
@@ -145,6 +145,15 @@ class Layout:
             return []
         found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and is_real_dir(p)]
         return sorted(found, key=lambda p: turn_number(p.name))
+
+    def turn_counter(self, user: str) -> int | None:
+        """The allocation counter of `user` (`turns/.counter`, the next turn number to try):
+        a hint, None when it is missing, unreadable or not plainly a file of the vault."""
+        try:
+            data, _ = read_vault_file(self.root, f"users/{validate_user_id(user)}/turns/.counter", limit=64)
+            return int(data.strip())
+        except (OSError, ValueError, NotInVault):
+            return None
 
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
         """Up to `count` live turn folders numbered below `before`, newest first.

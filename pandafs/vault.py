@@ -195,9 +195,8 @@ class Vault:
         turns.mkdir(parents=True, exist_ok=True)
         counter = turns / ".counter"
         with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
-            try:
-                number = int(counter.read_text().strip())
-            except (FileNotFoundError, ValueError):
+            number = self.layout.turn_counter(user)
+            if number is None:
                 number = self._highest_turn(user) + 1
             stubs = self._stubs_dir(user)
             names: list[str] = []

@@ -95,10 +95,7 @@ class Ledger:
     def _numbers_after(self, mark: int) -> Iterator[int]:
         """Turn numbers above `mark` that have a folder, in order."""
         turns = self.vault.layout.turns_dir(self.user)
-        try:
-            counter = int((turns / ".counter").read_text().strip())
-        except (FileNotFoundError, ValueError):
-            counter = None
+        counter = self.vault.layout.turn_counter(self.user)
         if counter is None or counter - mark > 100_000:
             for path in self.vault.layout.turn_dirs(self.user):
                 number = turn_number(path.name)

@@ -26,11 +26,10 @@ ADOPT_PROBE_MISSES = 16
 
 def highest_turn(vault: Vault, user: str) -> int:
     """A number every turn of `user` allocated from now on will exceed."""
+    counter = vault.layout.turn_counter(user)
+    if counter is not None:
+        return max(0, counter - 1)
     turns = vault.layout.turns_dir(user)
-    try:
-        return max(0, int((turns / ".counter").read_text().strip()) - 1)
-    except (FileNotFoundError, ValueError):
-        pass
     highest = 0
     try:
         for entry in os.scandir(turns):

@@ -100,9 +100,10 @@ class _TurnReading:
     def _highest(self, user: str, upto: int) -> int:
         """The highest turn number allocated to `user` (counter hint, then probing)."""
         turns = self.vault.layout.turns_dir(user)
-        try:
-            high = int((turns / ".counter").read_text().strip()) - 1
-        except (OSError, ValueError):
+        counter = self.vault.layout.turn_counter(user)
+        if counter is not None:
+            high = counter - 1
+        else:
             high = 0
             for directory in (turns, self.vault.layout.archive / "stubs" / user):
                 if directory.is_dir():

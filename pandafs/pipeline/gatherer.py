@@ -74,7 +74,7 @@ def _visit_candidates(ctx: TurnContext, terms: list[str]) -> list[Candidate]:
     if not terms:
         return []
     out = []
-    for visit in find_visits(ctx.vault.layout.users_dir, ctx.user, terms, limit=4):
+    for visit in find_visits(ctx.vault.layout, ctx.user, terms, limit=4):
         rel = visit.rel_path
         parts = rel.split("/")
         if len(parts) < 6:

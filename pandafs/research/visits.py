@@ -24,7 +24,16 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from events import atomic_write, format_ts, render_document, turn_name, turn_number, validate_user_id
+from events import (
+    Layout,
+    NotInVault,
+    atomic_write,
+    format_ts,
+    is_real_dir,
+    read_vault_file,
+    render_document,
+    turn_name,
+)
 from events.layout import TURN_DIR_RE
 
 from .extract import Extraction
@@ -48,6 +57,8 @@ SLUG_CHARS = 80
 HASH_CHARS = 10
 PAGE_TEXT_CHARS = 200_000
 RECENT_TURNS = 20
+MANIFEST_BYTES = 1 << 20
+"""A manifest longer than this is not a visit record we wrote: it is skipped."""
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -181,9 +192,11 @@ def write_visit(
     return record
 
 
-def _read_manifest(folder: Path) -> VisitRecord | None:
+def _read_manifest(root: Path, rel: str) -> VisitRecord | None:
+    """The visit whose folder is `root/rel`, read only if its manifest is plainly a file
+    under `root` (no link on the way)."""
     try:
-        data = orjson.loads((folder / MANIFEST).read_bytes())
+        data = orjson.loads(read_vault_file(root, f"{rel}/{MANIFEST}", limit=MANIFEST_BYTES)[0])
         return VisitRecord(
             visit_id=data["visit_id"],
             url=data["url"],
@@ -192,19 +205,27 @@ def _read_manifest(folder: Path) -> VisitRecord | None:
             page_type=data.get("page_type", "page"),
             extracted_data=dict(data.get("extracted_data") or {}),
             extraction_quality=float(data.get("extraction_quality", 0.0)),
-            path=folder,
+            path=root / rel,
             title=data.get("title") or "",
         )
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+    except (OSError, NotInVault, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
-def load_visits(turn_dir: Path) -> list[VisitRecord]:
-    """Every readable visit record of a turn, oldest first (unreadable ones are skipped)."""
-    cache = turn_dir / CACHE_DIR
-    if not cache.is_dir():
+def load_visits(turn_dir: Path, *, root: Path | None = None) -> list[VisitRecord]:
+    """Every readable visit record of a turn, oldest first (unreadable ones are skipped).
+
+    Nothing behind a link is read: not a linked cache or visit folder, not a linked
+    manifest, and with `root` (the vault) not a link anywhere between it and the turn.
+    """
+    root = root or turn_dir
+    prefix = turn_dir.relative_to(root).as_posix()
+    cache = f"{CACHE_DIR}" if prefix == "." else f"{prefix}/{CACHE_DIR}"
+    if not is_real_dir(root / cache):
         return []
-    records = [r for d in cache.iterdir() if d.is_dir() and (r := _read_manifest(d)) is not None]
+    with os.scandir(root / cache) as entries:
+        names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    records = [r for name in names if (r := _read_manifest(root, f"{cache}/{name}")) is not None]
     return sorted(records, key=lambda r: (r.visited_at, r.url))
 
 
@@ -230,33 +251,8 @@ def _haystack(record: VisitRecord) -> set[str]:
     return _words(" ".join(values))
 
 
-def _recent_turns(turns: Path, count: int) -> list[tuple[int, Path]]:
-    """The `count` newest turn folders, newest first, without listing a huge folder.
-
-    The allocation counter (`turns/.counter`, the next number) is a hint: probing down
-    from it costs `count` stats however many turns there are.  Without it, list.
-    """
-    try:
-        upper = int((turns / ".counter").read_text().strip())
-    except (FileNotFoundError, ValueError):
-        numbered = [
-            (turn_number(entry.name), Path(entry.path))
-            for entry in _scandir(turns)
-            if TURN_DIR_RE.fullmatch(entry.name) and entry.is_dir()
-        ]
-        return sorted(numbered, reverse=True)[: max(0, count)]
-    found: list[tuple[int, Path]] = []
-    number = upper - 1
-    while number > 0 and len(found) < count and upper - number <= count * 10 + 50:
-        path = turns / turn_name(number)
-        if path.is_dir():
-            found.append((number, path))
-        number -= 1
-    return found
-
-
 def find_visits(
-    vault_users_dir: Path,
+    layout: Layout,
     user: str,
     url_or_terms: str | list[str],
     *,
@@ -272,10 +268,13 @@ def find_visits(
     words match when at least `min_match` of them appear in the title or URL.  Each
     URL is returned once, from its most recent visit.
     """
-    turns = vault_users_dir / validate_user_id(user) / "turns"
-    if not turns.is_dir():
-        return []
-    numbered = _recent_turns(turns, recent_turns)
+    counter = layout.turn_counter(user)
+    if counter is not None:  # probing down from the counter costs `recent_turns` stats, whatever the size
+        turn_dirs = layout.recent_turn_dirs(
+            user, turn_name(counter), recent_turns, probe=recent_turns * 10 + 50
+        )
+    else:
+        turn_dirs = layout.turn_dirs(user)[::-1][: max(0, recent_turns)]
 
     query = url_or_terms if isinstance(url_or_terms, str) else " ".join(url_or_terms)
     is_url = isinstance(url_or_terms, str) and bool(re.match(r"https?://", query.strip(), re.I))
@@ -285,8 +284,8 @@ def find_visits(
         return []
 
     scored: list[tuple[float, datetime, VisitRecord]] = []
-    for _, turn_dir in numbered[: max(0, recent_turns)]:
-        for record in load_visits(turn_dir):
+    for turn_dir in turn_dirs[: max(0, recent_turns)]:
+        for record in load_visits(turn_dir, root=layout.root):
             if is_url:
                 if wanted_url in (_comparable(record.url), _comparable(record.final_url)):
                     scored.append((1.0, record.visited_at, record))
@@ -306,8 +305,3 @@ def find_visits(
         if len(found) >= limit:
             break
     return found
-
-
-def _scandir(path: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(path) as entries:
-        return list(entries)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from pandafs.research import (
     url_slug,
 )
 from pandafs.research.fetch import CHUNK_BYTES
+from pandafs.research.visits import CACHE_DIR
 from tests.support.web_fixtures import ARTICLE, LISTING, MICRODATA, WebFixtures
 
 NOW = datetime(2026, 11, 21, 22, 0, tzinfo=UTC)
@@ -477,11 +479,10 @@ def test_follow_up_reuses_visit_records_without_requests(web: WebFixtures, layou
     layout.turn_dir("alice", "turn_000002").mkdir(parents=True)  # a later turn, no research
     before = web.snapshot()
 
-    users = layout.users_dir
-    by_url = find_visits(users, "alice", web.url("/product/microdata") + "/")
-    by_words = find_visits(users, "alice", "is that Lenovo LOQ still in stock?")
-    by_list = find_visits(users, "alice", ["asus", "tuf"])
-    redirected = find_visits(users, "alice", web.url("/product/og").replace("http://", "HTTP://"))
+    by_url = find_visits(layout, "alice", web.url("/product/microdata") + "/")
+    by_words = find_visits(layout, "alice", "is that Lenovo LOQ still in stock?")
+    by_list = find_visits(layout, "alice", ["asus", "tuf"])
+    redirected = find_visits(layout, "alice", web.url("/product/og").replace("http://", "HTTP://"))
 
     assert web.snapshot() == before  # answered from disk: no new request
     assert [v.visit_id for v in by_url] == [first.visits[0].visit_id]
@@ -489,15 +490,15 @@ def test_follow_up_reuses_visit_records_without_requests(web: WebFixtures, layou
     assert by_words[0].extracted_data["availability"] == "In stock"
     assert [v.title for v in by_list] == ["ASUS TUF Gaming A15"]
     assert [v.title for v in redirected] == ["ASUS TUF Gaming A15"]
-    assert find_visits(users, "alice", "dishwasher reviews") == []
-    assert find_visits(users, "bob", "Lenovo") == []
-    assert find_visits(users, "alice", "Lenovo", recent_turns=1) == []  # only turn 2 scanned
+    assert find_visits(layout, "alice", "dishwasher reviews") == []
+    assert find_visits(layout, "bob", "Lenovo") == []
+    assert find_visits(layout, "alice", "Lenovo", recent_turns=1) == []  # only turn 2 scanned
 
 
 def test_find_visits_returns_the_newest_visit_of_a_url(web: WebFixtures, layout: Layout) -> None:
     run_tool(web, layout, turn="turn_000001")
     second = run_tool(web, layout, turn="turn_000003")
-    found = find_visits(layout.users_dir, "alice", web.url("/product/microdata"))
+    found = find_visits(layout, "alice", web.url("/product/microdata"))
     assert [v.visit_id for v in found] == [second.visits[0].visit_id]
     assert "turn_000003" in found[0].rel_path
 
@@ -514,3 +515,36 @@ def test_url_slug_is_stable_safe_and_short() -> None:
     assert url_slug("http://example.com/a") != url_slug("http://example.com/A")
     odd = url_slug("http://[::1]:8080/../x")
     assert ".." not in odd and "/" not in odd and not odd.startswith(".")
+
+
+def test_find_visits_never_follows_a_link(web: WebFixtures, layout: Layout, tmp_path: Path) -> None:
+    """A link in alice's turns — to bob's turn, to a folder outside the vault, or a linked
+    cache, visit folder or manifest inside her own turn — brings no visit back."""
+    bob = layout.turn_dir("bob", "turn_000001")
+    with ResearchTool(make_config(web)) as tool:
+        tool.run(
+            "cheap gaming laptop price", bob, user="bob", topic="electronics.laptop", keywords=[], now=NOW
+        )
+    outside = tmp_path / "outside"
+    shutil.copytree(bob, outside)
+    turns = layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    (turns / "turn_000001").symlink_to(bob, target_is_directory=True)
+    (turns / "turn_000002").symlink_to(outside, target_is_directory=True)
+    own = turns / "turn_000003"
+    (own / CACHE_DIR).mkdir(parents=True)
+    visit = next((bob / CACHE_DIR).iterdir())
+    (own / CACHE_DIR / "linked-visit").symlink_to(visit, target_is_directory=True)
+    (own / CACHE_DIR / "real-visit").mkdir()
+    (own / CACHE_DIR / "real-visit" / "manifest.json").symlink_to(visit / "manifest.json")
+    fourth = turns / "turn_000004"
+    fourth.mkdir()
+    (fourth / CACHE_DIR).symlink_to(bob / CACHE_DIR, target_is_directory=True)
+    (turns / ".counter").write_text("5")
+
+    assert find_visits(layout, "bob", "Lenovo")  # bob's own visits are found
+    assert find_visits(layout, "alice", "Lenovo") == []
+    assert find_visits(layout, "alice", web.url("/product/microdata")) == []
+    (turns / ".counter").unlink()  # the listing path too
+    assert find_visits(layout, "alice", "Lenovo") == []
+    assert load_visits(own) == [] and load_visits(fourth) == []

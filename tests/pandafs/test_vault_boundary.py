@@ -312,3 +312,16 @@ def test_the_learning_engine_never_reads_a_linked_document(vault: Vault, tmp_pat
         assert engine.doc_info("alice/memories/out") is None  # its counters would be written over the link
         real = engine.doc_info("alice/memories/real")
         assert real is not None and "kiwis" in real.body
+
+
+def test_a_linked_turn_counter_is_not_read(vault: Vault, tmp_path: Path) -> None:
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    (turns / ".counter").write_text("7")
+    assert vault.layout.turn_counter("alice") == 7
+    (turns / ".counter").unlink()
+    (tmp_path / "counter").write_text("41")
+    (turns / ".counter").symlink_to(tmp_path / "counter")
+    assert vault.layout.turn_counter("alice") is None
+    assert vault.allocate_turns("alice") == ["turn_000001"]  # the hint outside was ignored
+    assert not (turns / ".counter").is_symlink() and (tmp_path / "counter").read_text() == "41"
