@@ -1,0 +1,189 @@
+"""Boundary audit (audit5): places that still read or write through a symbolic link planted
+inside the vault.  Each test fails on main's code and is marked xfail(strict) until fixed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pandafs.vault import Vault
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+SECRET = "purplemoose"
+
+
+def _visit(turn_dir: Path, availability: str) -> Path:
+    from pandafs.research.extract import Extraction
+    from pandafs.research.fetch import FetchResult
+    from pandafs.research.visits import write_visit
+
+    url = "http://shop.example/product/lenovo-loq"
+    fetched = FetchResult(url, url, 200, "text/html", "<html></html>", 10, False, 1.0)
+    extraction = Extraction(
+        title="Lenovo LOQ 15 laptop",
+        text="A gaming laptop.",
+        fields={"title": "Lenovo LOQ 15 laptop", "availability": availability},
+        items=1,
+        fields_present=["title", "availability"],
+        confidence=0.9,
+        page_type="product",
+    )
+    return write_visit(turn_dir, fetched, extraction, NOW).path
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: pipeline/sources.visit_text reads manifest/extracted_data with read_bytes"
+)
+def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """alice's own visit folder (real manifest) whose extracted_data.json links to bob's:
+    the fields of bob's visit must not reach alice's context or answer."""
+    from pandafs.pipeline.sources import visit_text
+
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "bob").code == 0
+    bob_visit = _visit(vault.layout.turn_dir("bob", "turn_000001"), f"In stock, still held for {SECRET}")
+    own = _visit(vault.layout.turn_dir("alice", "turn_000001"), "In stock")
+    (own / "extracted_data.json").unlink()
+    (own / "extracted_data.json").symlink_to(bob_visit / "extracted_data.json")
+    leaked = SECRET in visit_text(own / "page_content.md")
+    got = cli(
+        "--root", vault.root, "ask", "is that Lenovo LOQ laptop still in stock?", "--user", "alice", "--json"
+    )
+    assert got.code == 0, got.err
+    context = (vault.root / got.json["context_path"]).read_text()
+    assert SECRET not in context and SECRET not in got.json["answer"]
+    assert not leaked
+
+
+# --- writes through a link -------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="boundary: fsio.held_lock follows a linked lock file and truncates its target",
+)
+@pytest.mark.parametrize("lock", ["users/alice/turns/.alloc.lock", "users/alice/.memory.lock"])
+def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli, lock: str) -> None:  # noqa: ANN001
+    """A lock file planted as a link (to a file outside the vault): taking the lock must
+    not truncate and overwrite the file behind it with our pid."""
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    link = vault.root / lock
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice", "--type", "preference")
+    vault.allocate_turns("alice")
+    assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: memory/store.publish appends sharing.jsonl without O_NOFOLLOW"
+)
+def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    config = vault.layout.config_file
+    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    (vault.root / "observability").mkdir(exist_ok=True)
+    (vault.root / "observability" / "sharing.jsonl").symlink_to(outside)
+    cli("--root", vault.root, "save", "the ridge path is dry", "--user", "carol", "--scope", "global")
+    assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: archive/_policy.record_expansion appends without O_NOFOLLOW"
+)
+def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from pandafs.archive import archive_turns, expand_turn
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+
+    source = tmp_path / "bob.jsonl"
+    old = (NOW - timedelta(days=90)).isoformat()
+    source.write_bytes(
+        orjson.dumps({"user": "bob", "timestamp": old, "query": "my axolotl tank", "response": "ok"}) + b"\n"
+    )
+    memory = Memory(vault)
+    import_turns(vault, source, after_batch=memory.index_docs)
+    assert archive_turns(vault, now=NOW).archived == 1
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    (vault.layout.archive / "expansions.jsonl").unlink(missing_ok=True)
+    (vault.layout.archive / "expansions.jsonl").symlink_to(outside)
+    expand_turn(vault, "bob/turn_000001", now=NOW)  # what bob's retrieve of his archived turn does
+    assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(strict=True, reason="boundary: memory/store writes into a linked memories/ or user folder")
+@pytest.mark.parametrize("kind", ["memory", "preference"])
+def test_a_save_never_writes_into_a_linked_folder(vault: Vault, tmp_path: Path, cli, kind: str) -> None:  # noqa: ANN001
+    """alice's memories folder (or her whole user folder) is a link out of the vault:
+    the saved document must not land outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    linked = vault.layout.memories_dir("alice") if kind == "memory" else vault.layout.user_dir("alice")
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    linked.symlink_to(outside, target_is_directory=True)
+    cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice", "--type", kind)
+    assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+# --- reads through a link --------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="boundary: stats.vault_stats open()s every .md, links included")
+def test_stats_never_opens_a_linked_document(vault: Vault, tmp_path: Path) -> None:
+    """`stats` opens every .md with open(): a link out of the vault is read (its frontmatter
+    counted), a dangling link crashes it, a link to a fifo would hang it."""
+    from pandafs.stats import vault_stats
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\ncontent_types: [outsidesecret]\n---\nsecret\n")
+    memories = vault.layout.memories_dir("alice")
+    memories.mkdir(parents=True)
+    (memories / "leak.md").symlink_to(outside)
+    (memories / "dangling.md").symlink_to(tmp_path / "missing.md")
+    data = vault_stats(vault)
+    assert "outsidesecret" not in data["content_types"]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: vault.allocate_turns makes turn folders inside a linked turns/ folder"
+)
+def test_an_ask_never_writes_its_turn_into_a_linked_turns_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    vault.layout.user_dir("alice").mkdir(parents=True)
+    vault.layout.turns_dir("alice").symlink_to(outside, target_is_directory=True)
+    cli("--root", vault.root, "ask", f"my locker code is {SECRET}", "--user", "alice")
+    assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: the inbox writes the answer into a linked outbox/{user} folder"
+)
+def test_an_inbox_answer_never_goes_through_a_linked_outbox_folder(vault: Vault, tmp_path: Path) -> None:
+    """outbox/alice is a link to outbox/bob: alice's answer must not land in bob's outbox."""
+    import os
+    import time
+
+    from pandafs.inbox import Inbox
+
+    (vault.root / "outbox" / "bob").mkdir(parents=True)
+    (vault.root / "outbox" / "alice").symlink_to(vault.root / "outbox" / "bob", target_is_directory=True)
+    query = vault.root / "inbox" / "alice" / "pin.md"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text(f"my locker code is {SECRET}, what is it?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    with Inbox(vault, settle_s=0.2, adopt_after_s=0.0) as box:
+        box.process_pending()
+    assert sorted(p.name for p in (vault.root / "outbox" / "bob").iterdir()) == []
