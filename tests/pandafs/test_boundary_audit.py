@@ -224,3 +224,20 @@ def test_the_archive_sweep_never_deletes_through_a_linked_staging_folder(
     (vault.layout.turns_dir("alice") / ".archive-restore").symlink_to(outside, target_is_directory=True)
     archive_turns(vault, now=NOW)
     assert (outside / "turn_000001.job1" / "precious.txt").is_file()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: learning/api.trends reads observability/daily/*.json by read_bytes"
+)
+def test_trends_never_read_a_linked_daily_rollup(vault: Vault, tmp_path: Path) -> None:
+    """A day without activity whose rollup file is a link out of the vault: the linked
+    JSON must not come back in `stats --since`."""
+    from pandafs.learning.api import trends
+
+    outside = tmp_path / "credentials.json"
+    outside.write_bytes(orjson.dumps({"date": "2026-11-20", "token": SECRET}))
+    daily = vault.layout.observability / "daily"
+    daily.mkdir(parents=True, exist_ok=True)
+    (daily / "2026-11-20.json").symlink_to(outside)
+    data = trends(vault, since="2026-11-19", now=NOW)
+    assert SECRET not in orjson.dumps(data).decode()
