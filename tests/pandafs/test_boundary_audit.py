@@ -241,3 +241,31 @@ def test_trends_never_read_a_linked_daily_rollup(vault: Vault, tmp_path: Path) -
     (daily / "2026-11-20.json").symlink_to(outside)
     data = trends(vault, since="2026-11-19", now=NOW)
     assert SECRET not in orjson.dumps(data).decode()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: importer/ledger appends turns/.external_ids.jsonl with open('ab')"
+)
+def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path) -> None:
+    from pandafs.importer import import_turns
+
+    source = tmp_path / "bob.jsonl"
+    source.write_bytes(
+        orjson.dumps(
+            {
+                "user": "bob",
+                "external_id": "ext-1",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "query": "q",
+                "response": "a",
+            }
+        )
+        + b"\n"
+    )
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    vault.layout.turns_dir("bob").mkdir(parents=True)
+    (vault.layout.turns_dir("bob") / ".external_ids.jsonl").symlink_to(outside)
+    import_turns(vault, source)
+    assert outside.read_bytes() == before
