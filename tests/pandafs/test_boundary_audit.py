@@ -269,3 +269,20 @@ def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path
     (vault.layout.turns_dir("bob") / ".external_ids.jsonl").symlink_to(outside)
     import_turns(vault, source)
     assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: events/log.repair_torn_tail appends events.jsonl.torn with open('ab')"
+)
+def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    got = cli("--root", vault.root, "ask", "hello there", "--user", "alice", "--json")
+    assert got.code == 0, got.err
+    folder = (vault.root / got.json["context_path"]).parent
+    with open(folder / "events.jsonl", "ab") as log:
+        log.write(b'{"torn": ')  # a writer killed mid-line
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    (folder / "events.jsonl.torn").symlink_to(outside)
+    cli("--root", vault.root, "verify", "--repair")
+    assert outside.read_bytes() == before
