@@ -286,3 +286,18 @@ def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, 
     (folder / "events.jsonl.torn").symlink_to(outside)
     cli("--root", vault.root, "verify", "--repair")
     assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: indexers/state._append_state appends state.jsonl with open('ab')"
+)
+def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    assert cli("--root", vault.root, "save", "bob likes coffee", "--user", "bob").code == 0
+    state = vault.layout.indexes / "fulltext" / "state.jsonl"
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a file outside the vault that must not change\n")
+    before = outside.read_bytes()
+    state.unlink()
+    state.symlink_to(outside)
+    cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice")
+    assert outside.read_bytes() == before
