@@ -301,3 +301,37 @@ def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_
     state.symlink_to(outside)
     cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice")
     assert outside.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: archive writes stubs into a linked archive/stubs/{user} folder"
+)
+def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault, tmp_path: Path) -> None:
+    """archive/stubs/alice is a link to archive/stubs/bob: alice's archived turn must not
+    become a stub in bob's folder (which search and retrieve then give to bob)."""
+    from datetime import timedelta
+
+    from pandafs.archive import archive_turns
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+
+    source = tmp_path / "alice.jsonl"
+    old = (NOW - timedelta(days=90)).isoformat()
+    source.write_bytes(
+        orjson.dumps(
+            {"user": "alice", "timestamp": old, "query": f"my axolotl is {SECRET}", "response": "ok"}
+        )
+        + b"\n"
+    )
+    memory = Memory(vault)
+    import_turns(vault, source, after_batch=memory.index_docs)
+    stubs = vault.layout.archive / "stubs"
+    (stubs / "bob").mkdir(parents=True)
+    (stubs / "alice").symlink_to(stubs / "bob", target_is_directory=True)
+    try:
+        archive_turns(vault, now=NOW)
+    except Exception:  # noqa: BLE001 - refusing is fine; writing into bob's folder is not
+        pass
+    memory.reconcile()
+    assert memory.search(SECRET, user="bob", now=NOW) == []
+    assert sorted(p.name for p in (stubs / "bob").iterdir()) == []
