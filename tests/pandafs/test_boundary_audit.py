@@ -335,3 +335,29 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
     memory.reconcile()
     assert memory.search(SECRET, user="bob", now=NOW) == []
     assert sorted(p.name for p in (stubs / "bob").iterdir()) == []
+
+
+@pytest.mark.xfail(
+    strict=True, reason="boundary: prune moves an expired document into a linked archive/expired"
+)
+def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+    """archive/expired is a link into bob's memories: alice's expired memory must not
+    become a document of bob's."""
+    from pandafs.memory import Memory
+
+    memories = vault.layout.memories_dir("alice")
+    memories.mkdir(parents=True)
+    (memories / "pin.md").write_text(
+        f"---\nscope: new\nexpires_at: 2026-01-01T00:00:00Z\n---\nalice's locker code is {SECRET}\n"
+    )
+    bob = vault.layout.memories_dir("bob")
+    bob.mkdir(parents=True)
+    vault.layout.archive.mkdir(parents=True, exist_ok=True)
+    (vault.layout.archive / "expired").symlink_to(bob, target_is_directory=True)
+    cli("--root", vault.root, "prune", "--expired", "--now", NOW.isoformat())
+    moved = bob / "users/alice/memories/pin.md"
+    if moved.is_file():  # what bob now retrieves as his own document
+        assert (
+            SECRET not in Memory(vault).retrieve("bob/memories/users/alice/memories/pin", user="bob").content
+        )
+    assert sorted(p.name for p in bob.rglob("*")) == []
