@@ -63,10 +63,10 @@ class NotInVault(EventsError):
 
     is_bad_input = True
 
-    def __init__(self, rel: str, reason: str) -> None:
+    def __init__(self, rel: str, reason: str, *, action: str = "read") -> None:
         self.rel = rel
         self.reason = reason
-        super().__init__(f"{rel}: {reason}; not read")
+        super().__init__(f"{rel}: {reason}; not {action}")
 
 
 class EventLogError(EventsError):

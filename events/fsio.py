@@ -12,6 +12,13 @@ is (`/proc/self/fd`, else `realpath`): a symlink, a symlinked folder on the way,
 path leaving the root, or anything but a regular file raises `NotInVault`.  The
 check is on the file actually opened, so swapping a folder for a link between a
 check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
+
+Writes stay inside too: a writer puts nothing in a folder before `vault_folder` has
+checked it from the vault root down (every part a real folder, made when missing), and
+appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`); a
+link planted in the vault raises `NotInVault` instead of carrying the write outside
+it or into another user's folder.  `atomic_write` replaces a linked file's link, never
+its target.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from .errors import NotInVault
 
 __all__ = [
     "TMP_PREFIX",
+    "append_file",
     "atomic_write",
     "fsync_dir",
     "held_lock",
@@ -39,6 +47,7 @@ __all__ = [
     "read_vault_file",
     "swap_in",
     "sync_all",
+    "vault_folder",
 ]
 
 TMP_PREFIX = ".pfs-"
@@ -74,6 +83,66 @@ def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_pa
         fsync_dir(path.parent)
 
 
+def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
+    """`folder`, a folder under `root`, checked from `root` down before anything is
+    written in it: every part must be a real folder (not a link, not a file); a missing
+    part is made when `create` (else `FileNotFoundError`).  Raises `NotInVault` otherwise."""
+    base, folder = Path(root), Path(folder)
+    try:
+        parts = folder.relative_to(base).parts
+    except ValueError:
+        raise NotInVault(str(folder), "is not inside the vault", action="written") from None
+    path = base
+    for part in parts:
+        path = path / part
+        if part in (".", ".."):
+            raise NotInVault(str(folder), "is not a plain vault path", action="written")
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            if not create:
+                raise
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                pass
+            mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):
+            why = "is a symbolic link" if stat.S_ISLNK(mode) else "is not a folder"
+            raise NotInVault(path.relative_to(base).as_posix(), why, action="written")
+    return folder
+
+
+def _open_no_link(path: Path, flags: int) -> int:
+    """`os.open` of a regular file that is not a link (`NotInVault` otherwise)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotInVault(str(path), "is a symbolic link", action="written") from None
+        if exc.errno == errno.ENXIO:  # a fifo with no reader
+            raise NotInVault(str(path), "is not a regular file", action="written") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotInVault(str(path), "is not a regular file", action="written")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def append_file(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Append `data` to `path` (created if missing), never through a link; fsynced when `durable`."""
+    fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a rename or a new entry in `directory` survive a power cut."""
     fd = os.open(directory, os.O_RDONLY)
@@ -107,9 +176,10 @@ def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exce
 
     `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.
     A killed holder's lock is released by the kernel, so a stale file never blocks.
+    A lock file that is a link is refused (`NotInVault`): taking the lock writes the file.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
     try:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:

@@ -7,6 +7,7 @@ archive for where stubs go.  User ids are validated here, before any path is bui
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -175,11 +176,18 @@ class Layout:
     def relative(self, path: Path) -> str:
         """Vault-relative POSIX path (the form used in JSON output and the index).
 
-        A path that resolves outside the vault (through a symlink) raises `NotInVault`."""
+        The path as spelled under the root, not where a link inside the vault leads:
+        `outbox/alice` stays alice's even when it is a link to bob's folder (writers then
+        refuse the link).  Only a path spelled through another name of the root itself
+        is resolved.  A path outside the vault raises `NotInVault`."""
         try:
-            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+            rel = PurePosixPath(os.path.abspath(path)).relative_to(os.path.abspath(self.root))
         except ValueError:
-            raise NotInVault(str(path), "resolves outside the vault") from None
+            try:
+                rel = PurePosixPath(path.resolve().relative_to(self.root.resolve()))
+            except ValueError:
+                raise NotInVault(str(path), "resolves outside the vault") from None
+        return rel.as_posix()
 
 
 @dataclass(frozen=True)

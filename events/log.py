@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
+from .fsio import append_file
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
 
@@ -181,10 +182,7 @@ def repair_torn_tail(path: Path) -> int:
     if log.torn_tail is None:
         return 0
     torn_path = path.with_name(path.name + TORN_SUFFIX)
-    with open(torn_path, "ab") as out:
-        out.write(log.torn_tail + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
+    append_file(torn_path, log.torn_tail + b"\n")
     size = path.stat().st_size
     keep = size - len(log.torn_tail)
     with open(path, "r+b") as handle:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from events.fsio import atomic_write
+from events.fsio import append_file, atomic_write
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,7 @@ class _StateLog:
         lines = [
             orjson.dumps({"p": p, "d": 1}) if e is None else _state_line(p, e) for p, e in changes.items()
         ]
-        with open(path, "ab") as handle:
-            handle.write(b"\n".join(lines) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_file(path, b"\n".join(lines) + b"\n")
 
     def state(self) -> dict[str, StateEntry]:
         """What has been indexed: path → (checksum, mtime, size), folded from the state log.

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from events import classify, validate_user_id
+from events import NotInVault, classify, read_vault_file, validate_user_id
 from events.errors import EventsError
 from indexers.errors import IndexingError
 
@@ -267,8 +267,9 @@ def build_server(vault: Vault, user: str) -> Any:
     def read_document(path: str) -> str:
         with lock:
             try:
-                return visible_path(vault, user, path).read_text(encoding="utf-8")
-            except (BadInput, UnicodeDecodeError, OSError) as exc:
+                rel = vault.rel(visible_path(vault, user, path))
+                return read_vault_file(vault.root, rel)[0].decode("utf-8")  # no link, even one made since
+            except (BadInput, NotInVault, UnicodeDecodeError, OSError) as exc:
                 raise ResourceError(str(exc)) from None
 
     return server

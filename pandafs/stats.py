@@ -6,8 +6,8 @@ import os
 from collections import Counter
 from typing import Any
 
-from events import classify, parse_document
-from events.errors import FrontmatterError
+from events import classify, parse_document, read_vault_file
+from events.errors import FrontmatterError, NotInVault
 
 from .vault import Vault
 
@@ -28,12 +28,16 @@ def vault_stats(vault: Vault) -> dict[str, Any]:
             if not name.endswith(".md"):
                 continue
             path = os.path.join(dirpath, name)
-            ref = classify(os.path.relpath(path, vault.root).replace(os.sep, "/"))
+            rel = os.path.relpath(path, vault.root).replace(os.sep, "/")
+            ref = classify(rel)
             if ref is None:
                 continue
             try:
-                with open(path, encoding="utf-8") as handle:
-                    meta = parse_document(handle.read(), path).frontmatter
+                data, _ = read_vault_file(vault.root, rel)
+            except (OSError, NotInVault):  # a link or a vanished file: not a document of the vault
+                continue
+            try:
+                meta = parse_document(data.decode("utf-8"), path).frontmatter
             except (FrontmatterError, UnicodeDecodeError):
                 broken += 1
                 continue

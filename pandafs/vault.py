@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
-from events.fsio import fsync_dir, held_lock
+from events.fsio import fsync_dir, held_lock, vault_folder
 from events.layout import TURN_DIR_RE
 
 from .config import Config, load_config, render_default_config
@@ -148,14 +148,20 @@ class Vault:
 
         Every writer of preferences.md, facts.md, memories/ (save, Phase 8's commit, the
         learning engine's counters and scope changes, prune) holds it and re-reads the file
-        under it, so no acknowledged line is overwritten by a stale copy.
+        under it, so no acknowledged line is overwritten by a stale copy.  The owner's
+        folder and `memories/` are checked first: a link there is refused (`NotInVault`),
+        so no writer under this lock puts a document outside the vault or in another
+        user's folder.
         """
         if owner is None:
             path, what = self.layout.indexes / "global-memory.lock", "the global memory"
         else:
             validate_user_id(owner)
             path, what = self.layout.user_dir(owner) / ".memory.lock", f"the memory of {owner}"
-        path.parent.mkdir(parents=True, exist_ok=True)
+            memories = self.layout.memories_dir(owner)
+            if os.path.lexists(memories):
+                vault_folder(self.root, memories, create=False)
+        vault_folder(self.root, path.parent)
         with file_lock(path, wait_s=wait_s, what=what):
             yield
 
@@ -191,8 +197,7 @@ class Vault:
         """Under the allocation lock, walk up from the counter hint and keep the first
         `count` numbers `take` accepts, skipping archived ones; move the counter past them."""
         validate_user_id(user)
-        turns = self.layout.turns_dir(user)
-        turns.mkdir(parents=True, exist_ok=True)
+        turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
         with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
             number = self.layout.turn_counter(user)
@@ -216,7 +221,7 @@ class Vault:
         `allocate_turns` take it meanwhile); the names not placed are returned.
         The folder entries are made durable with one fsync of the turns folder.
         """
-        turns = self.layout.turns_dir(user)
+        turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
         with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
             stubs = self._stubs_dir(user)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
+from events.fsio import vault_folder
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
@@ -216,6 +217,8 @@ def _archive_batch(
                 f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
             )
     stubs: dict[TurnKey, int] = {}
+    for user in {files.key[0] for _, files in plan}:  # a linked stub folder is refused before any write
+        vault_folder(vault.root, stub_file(vault, (user, "turn_000001")).parent)
     for _, files in plan:
         text = render_stub(
             files, archived_at=archived_at, batch=batch, archive_file=parts[files.month]

@@ -13,6 +13,7 @@ import orjson
 
 from events import format_ts, parse_document, turn_number, validate_user_id
 from events.errors import FrontmatterError
+from events.fsio import append_file, vault_folder
 from indexers.archive import folder_signature
 
 from ..turns import EVENTS_FILE
@@ -75,15 +76,8 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
 
 def record_expansion(vault: Vault, doc_id: str, when: datetime) -> None:
     """Append one expansion of an archived turn to `archive/expansions.jsonl` (fsynced)."""
-    path = vault.layout.archive / EXPANSIONS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = orjson.dumps({"id": doc_id, "ts": format_ts(as_utc(when))}) + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    path = vault_folder(vault.root, vault.layout.archive) / EXPANSIONS_FILE
+    append_file(path, orjson.dumps({"id": doc_id, "ts": format_ts(as_utc(when))}) + b"\n")
 
 
 def expansion_counts(

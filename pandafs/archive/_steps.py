@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from events import atomic_write, sync_all, turn_number
+from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
 from events.fsio import fsync_dir
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
@@ -266,9 +266,11 @@ def leftovers(vault: Vault) -> list[tuple[str, TurnKey, Path]]:
     for user in vault.layout.users():
         for kind, name in (("trash", TRASH_DIR), ("staging", STAGING_DIR)):
             directory = vault.layout.turns_dir(user) / name
-            if not directory.is_dir():
-                continue
+            if not (is_real_dir(vault.layout.turns_dir(user)) and is_real_dir(directory)):
+                continue  # a linked folder is not ours to empty or move from
             for path in sorted(directory.iterdir()):
+                if not is_real_dir(path):
+                    continue
                 turn = path.name.split(".", 1)[0]
                 try:
                     turn_number(turn)

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from events import turn_name, turn_number
+from events.fsio import append_file
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault
@@ -82,8 +83,7 @@ class Ledger:
         if not entries:
             return
         data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
-        with open(self.path, "ab") as handle:
-            handle.write((b"\n" if self._torn else b"") + data)
+        append_file(self.path, (b"\n" if self._torn else b"") + data, durable=False)
         self._torn = False
 
     def mark_indexed(self, upto: int) -> None:

@@ -181,7 +181,7 @@ class ClaimFolders:
             planned = getattr(plan, field_name)
             assert planned is not None
             dest = self.root / planned
-            if link_no_replace(src, dest):
+            if link_no_replace(self.root, src, dest):
                 return plan
             fresh = free_name(
                 dest.parent,

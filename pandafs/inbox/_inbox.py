@@ -326,7 +326,7 @@ class Inbox(ClaimFolders, TurnStarts):
             atomic_write(error_tmp, render_error(plan))
             self._checkpoint("error_written")
         if done is None:
-            done = publish_explanation(error_tmp, base, plan.claim)
+            done = publish_explanation(self.root, error_tmp, base, plan.claim)
             error_tmp.unlink(missing_ok=True)
         self._cleanup(claim)
         return InboxResult(

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from events.fsio import fsync_dir
+from events.fsio import fsync_dir, vault_folder
 
 
 def rejected_name(name: str) -> str:
@@ -34,14 +34,15 @@ def free_name(
         n += 1
 
 
-def link_no_replace(src: Path, dest: Path) -> bool:
+def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     """Make `dest` name the file `src` names; False if `dest` is another file already.
 
     A hard link never replaces an existing name, so nothing is ever overwritten.  On a
     filesystem without hard links we fall back to check-then-rename (we hold the inbox
-    lock; only a person could race us there).
+    lock; only a person could race us there).  `dest`'s folder is checked from `root`
+    down (`vault_folder`): a linked folder is refused.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    vault_folder(root, dest.parent)
     try:
         os.link(src, dest)
     except FileExistsError:

@@ -54,9 +54,9 @@ def explained(base: Path, claim: str) -> Path | None:
             return path
 
 
-def publish_explanation(src: Path, base: Path, claim: str) -> Path:
+def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:
     for path in _explanations(base):
-        if link_no_replace(src, path) or _names_claim(path, claim):
+        if link_no_replace(root, src, path) or _names_claim(path, claim):
             return path
     raise AssertionError("unreachable")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from events import EventWriter, read_log, repair_torn_tail, turn_name
+from events import EventWriter, is_real_dir, read_log, repair_torn_tail, turn_name
 from events.errors import LogBusyError
 from events.layout import TURN_DIR_RE
 from events.schema import TornTailRepaired, TurnStarted
@@ -81,7 +81,7 @@ class TurnStarts:
             name = turn_name(number)
             folder = turns / name
             number += 1
-            if not folder.is_dir():
+            if not is_real_dir(folder):  # a linked folder is nobody's turn to adopt
                 misses += 1
                 continue
             misses = 0

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from events import Payload, TurnView
+from events import NotInVault, Payload, TurnView, read_vault_file
 from events.clock import utcnow
 from events.schema import PhaseFailed
 
@@ -147,9 +147,10 @@ def trends(
                     scope[kind] = scope.get(kind, 0) + n
     days = []
     for day in days_between(since, until):
+        rel = daily_path(engine.daily_dir, day).relative_to(vault.root).as_posix()
         try:
-            days.append(orjson.loads(daily_path(engine.daily_dir, day).read_bytes()))
-        except FileNotFoundError:
+            days.append(orjson.loads(read_vault_file(vault.root, rel)[0]))
+        except (FileNotFoundError, NotInVault):  # a link is not read: the day counts as quiet
             days.append(empty_rollup(day))
     return {
         "since": since.isoformat(),

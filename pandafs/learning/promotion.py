@@ -25,7 +25,7 @@ from typing import Any
 from events import classify, format_ts, parse_document, read_vault_file
 from events.clock import utcnow
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import fsync_dir
+from events.fsio import fsync_dir, vault_folder
 from indexers.sync import scan_documents
 
 from ..memory import Memory
@@ -194,7 +194,7 @@ def prune_expired(
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
                 engine.record_decisions([_with_reason(decision, reason)], now)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            vault_folder(vault.root, target.parent)  # archive/expired/…: never through a link
             with vault.memory_lock(info.owner):
                 os.rename(vault.root / info.rel, target)
                 fsync_dir(target.parent)

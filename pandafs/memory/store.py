@@ -14,7 +14,6 @@ at scope `user` and never expires.  Other memories are one file each under
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from events.errors import NotInVault
-from events.fsio import atomic_write, read_vault_file
+from events.fsio import append_file, atomic_write, read_vault_file, vault_folder
 from events.stamps import format_ts
 
 from ..errors import BadInput
@@ -253,14 +252,8 @@ def publish(
             return SavedDoc(doc_id, rel, created=False)
         record = {"ts": format_ts(now), "act": "publish", "by": by, "doc_id": doc_id, "doc_path": rel}
         log = vault.root / SHARING_LOG
-        log.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, orjson.dumps(record) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        append_file(vault_folder(vault.root, log.parent) / log.name, orjson.dumps(record) + b"\n")
+        vault_folder(vault.root, path.parent)
         atomic_write(path, render_document(meta, body))
     return SavedDoc(doc_id, rel)
 

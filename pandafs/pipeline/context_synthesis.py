@@ -75,7 +75,7 @@ def _load_tier_item(ctx: TurnContext, candidate: Candidate, item: dict[str, Any]
 
 def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
     if candidate.kind == "visit":
-        text = visit_text(ctx.vault.root / candidate.doc_path)
+        text = visit_text(ctx.vault.root, candidate.doc_path)
         return (
             LoadedDoc(
                 doc_id=candidate.doc_id,

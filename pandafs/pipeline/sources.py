@@ -10,9 +10,10 @@ from pathlib import Path
 
 import orjson
 
-from events import split_sections
+from events import NotInVault, read_vault_file, split_sections
 
 from ..errors import BadInput
+from ..research.visits import MANIFEST_BYTES
 from .context import TurnContext
 
 __all__ = ["age_days", "plain_text", "source_text", "turn_text", "visit_text"]
@@ -40,7 +41,7 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
     """The text of a document as the pipeline reads it (a turn: its question and answer;
     a visit record: the fields extracted from the page)."""
     if kind == "visit":
-        return visit_text(ctx.vault.root / doc_path)
+        return visit_text(ctx.vault.root, doc_path)
     try:
         content = ctx.read(doc_path).content
     except BadInput:
@@ -48,11 +49,16 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
     return turn_text(content) if kind == "turn" else content
 
 
-def visit_text(page: Path) -> str:
+def visit_text(root: Path, page: str) -> str:
+    """The fields of the visit whose page is `page` (vault-relative); "" when its files are
+    missing, unreadable, or not plainly files of the vault (a link is not read)."""
+    folder = page.rpartition("/")[0]
     try:
-        manifest = orjson.loads((page.parent / "manifest.json").read_bytes())
-        data = orjson.loads((page.parent / "extracted_data.json").read_bytes())
-    except (FileNotFoundError, orjson.JSONDecodeError):
+        manifest = orjson.loads(read_vault_file(root, f"{folder}/manifest.json", limit=MANIFEST_BYTES)[0])
+        data = orjson.loads(read_vault_file(root, f"{folder}/extracted_data.json", limit=MANIFEST_BYTES)[0])
+    except (OSError, NotInVault, orjson.JSONDecodeError):
+        return ""
+    if not isinstance(manifest, dict):
         return ""
     fields = data.get("extracted_data", data) if isinstance(data, dict) else {}
     lines = [f"{fields.get('title') or manifest.get('title', '')}."]

@@ -111,7 +111,7 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
 
 def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: str) -> list[Fact]:
     if kind == "visit":
-        return [Fact(s, "document", n, doc_id) for s in _sentences(visit_text(ctx.vault.root / doc_path))]
+        return [Fact(s, "document", n, doc_id) for s in _sentences(visit_text(ctx.vault.root, doc_path))]
     try:
         doc = ctx.read(doc_path)
     except BadInput:

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from events.errors import NotInVault
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -34,9 +35,6 @@ def _visit(turn_dir: Path, availability: str) -> Path:
     return write_visit(turn_dir, fetched, extraction, NOW).path
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: pipeline/sources.visit_text reads manifest/extracted_data with read_bytes"
-)
 def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
     """alice's own visit folder (real manifest) whose extracted_data.json links to bob's:
     the fields of bob's visit must not reach alice's context or answer."""
@@ -48,7 +46,7 @@ def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: 
     own = _visit(vault.layout.turn_dir("alice", "turn_000001"), "In stock")
     (own / "extracted_data.json").unlink()
     (own / "extracted_data.json").symlink_to(bob_visit / "extracted_data.json")
-    leaked = SECRET in visit_text(own / "page_content.md")
+    leaked = SECRET in visit_text(vault.root, vault.rel(own / "page_content.md"))
     got = cli(
         "--root", vault.root, "ask", "is that Lenovo LOQ laptop still in stock?", "--user", "alice", "--json"
     )
@@ -61,10 +59,6 @@ def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: 
 # --- writes through a link -------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="boundary: fsio.held_lock follows a linked lock file and truncates its target",
-)
 @pytest.mark.parametrize("lock", ["users/alice/turns/.alloc.lock", "users/alice/.memory.lock"])
 def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli, lock: str) -> None:  # noqa: ANN001
     """A lock file planted as a link (to a file outside the vault): taking the lock must
@@ -75,14 +69,17 @@ def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli
     link = vault.root / lock
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(outside)
-    cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice", "--type", "preference")
-    vault.allocate_turns("alice")
+    got = cli(
+        "--root", vault.root, "save", "alice likes green tea", "--user", "alice", "--type", "preference"
+    )
+    refused = got.code == 2 and "is a symbolic link; not written" in got.err
+    assert refused == lock.endswith(".memory.lock"), got.err
+    if lock.endswith(".alloc.lock"):
+        with pytest.raises(NotInVault):
+            vault.allocate_turns("alice")
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: memory/store.publish appends sharing.jsonl without O_NOFOLLOW"
-)
 def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
     outside = tmp_path / "precious.txt"
     outside.write_text("a file outside the vault that must not change\n")
@@ -95,9 +92,6 @@ def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: 
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: archive/_policy.record_expansion appends without O_NOFOLLOW"
-)
 def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path) -> None:
     from datetime import timedelta
 
@@ -118,11 +112,11 @@ def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_pat
     before = outside.read_bytes()
     (vault.layout.archive / "expansions.jsonl").unlink(missing_ok=True)
     (vault.layout.archive / "expansions.jsonl").symlink_to(outside)
-    expand_turn(vault, "bob/turn_000001", now=NOW)  # what bob's retrieve of his archived turn does
+    with pytest.raises(NotInVault):  # what bob's retrieve of his archived turn does
+        expand_turn(vault, "bob/turn_000001", now=NOW)
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="boundary: memory/store writes into a linked memories/ or user folder")
 @pytest.mark.parametrize("kind", ["memory", "preference"])
 def test_a_save_never_writes_into_a_linked_folder(vault: Vault, tmp_path: Path, cli, kind: str) -> None:  # noqa: ANN001
     """alice's memories folder (or her whole user folder) is a link out of the vault:
@@ -139,7 +133,6 @@ def test_a_save_never_writes_into_a_linked_folder(vault: Vault, tmp_path: Path, 
 # --- reads through a link --------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="boundary: stats.vault_stats open()s every .md, links included")
 def test_stats_never_opens_a_linked_document(vault: Vault, tmp_path: Path) -> None:
     """`stats` opens every .md with open(): a link out of the vault is read (its frontmatter
     counted), a dangling link crashes it, a link to a fifo would hang it."""
@@ -155,9 +148,6 @@ def test_stats_never_opens_a_linked_document(vault: Vault, tmp_path: Path) -> No
     assert "outsidesecret" not in data["content_types"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: vault.allocate_turns makes turn folders inside a linked turns/ folder"
-)
 def test_an_ask_never_writes_its_turn_into_a_linked_turns_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -167,9 +157,6 @@ def test_an_ask_never_writes_its_turn_into_a_linked_turns_folder(vault: Vault, t
     assert sorted(p.name for p in outside.rglob("*")) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: the inbox writes the answer into a linked outbox/{user} folder"
-)
 def test_an_inbox_answer_never_goes_through_a_linked_outbox_folder(vault: Vault, tmp_path: Path) -> None:
     """outbox/alice is a link to outbox/bob: alice's answer must not land in bob's outbox."""
     import os
@@ -189,7 +176,6 @@ def test_an_inbox_answer_never_goes_through_a_linked_outbox_folder(vault: Vault,
     assert sorted(p.name for p in (vault.root / "outbox" / "bob").iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="boundary: archive leftovers() enters a linked .archive-trash folder")
 def test_the_archive_sweep_never_moves_another_users_turn_through_a_linked_trash(vault: Vault, cli) -> None:  # noqa: ANN001
     """alice's `turns/.archive-trash` is a link to bob's turns folder: the archive's
     recovery sweep must not rename bob's turn folder into alice's turns."""
@@ -207,9 +193,6 @@ def test_the_archive_sweep_never_moves_another_users_turn_through_a_linked_trash
     assert not vault.layout.turn_dir("alice", bob_turn.name).exists()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: archive leftovers() enters a linked .archive-restore folder"
-)
 def test_the_archive_sweep_never_deletes_through_a_linked_staging_folder(
     vault: Vault,
     tmp_path: Path,
@@ -226,9 +209,6 @@ def test_the_archive_sweep_never_deletes_through_a_linked_staging_folder(
     assert (outside / "turn_000001.job1" / "precious.txt").is_file()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: learning/api.trends reads observability/daily/*.json by read_bytes"
-)
 def test_trends_never_read_a_linked_daily_rollup(vault: Vault, tmp_path: Path) -> None:
     """A day without activity whose rollup file is a link out of the vault: the linked
     JSON must not come back in `stats --since`."""
@@ -243,9 +223,6 @@ def test_trends_never_read_a_linked_daily_rollup(vault: Vault, tmp_path: Path) -
     assert SECRET not in orjson.dumps(data).decode()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: importer/ledger appends turns/.external_ids.jsonl with open('ab')"
-)
 def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path) -> None:
     from pandafs.importer import import_turns
 
@@ -267,13 +244,11 @@ def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path
     before = outside.read_bytes()
     vault.layout.turns_dir("bob").mkdir(parents=True)
     (vault.layout.turns_dir("bob") / ".external_ids.jsonl").symlink_to(outside)
-    import_turns(vault, source)
+    with pytest.raises(NotInVault):
+        import_turns(vault, source)
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: events/log.repair_torn_tail appends events.jsonl.torn with open('ab')"
-)
 def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
     got = cli("--root", vault.root, "ask", "hello there", "--user", "alice", "--json")
     assert got.code == 0, got.err
@@ -288,9 +263,6 @@ def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, 
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: indexers/state._append_state appends state.jsonl with open('ab')"
-)
 def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
     assert cli("--root", vault.root, "save", "bob likes coffee", "--user", "bob").code == 0
     state = vault.layout.indexes / "fulltext" / "state.jsonl"
@@ -303,9 +275,6 @@ def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_
     assert outside.read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: archive writes stubs into a linked archive/stubs/{user} folder"
-)
 def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault, tmp_path: Path) -> None:
     """archive/stubs/alice is a link to archive/stubs/bob: alice's archived turn must not
     become a stub in bob's folder (which search and retrieve then give to bob)."""
@@ -337,9 +306,6 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
     assert sorted(p.name for p in (stubs / "bob").iterdir()) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="boundary: prune moves an expired document into a linked archive/expired"
-)
 def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vault, cli) -> None:  # noqa: ANN001
     """archive/expired is a link into bob's memories: alice's expired memory must not
     become a document of bob's."""
