@@ -273,11 +273,18 @@ class _Scorer:
         if r.episode_cap > 0:
             ranked = self._cap_episodes(ranked, r.episode_cap)
         starts = {ep: created[keys[0]] for ep, keys in members.items()}
-        return [(scores[k], created[k], self.address[k], self._label(k, starts)) for k in ranked]
+        labels: dict[_Ep | None, str | None] = {}  # one per episode: hundreds of hits share one
+        out = []
+        for k in ranked:
+            ep = self.episode_of[k]
+            if ep not in labels:
+                labels[ep] = self._label(ep, starts)
+            out.append((scores[k], created[k], self.address[k], labels[ep]))
+        return out
 
-    def _label(self, key: _Key, starts: dict[_Ep, int]) -> str | None:
+    @staticmethod
+    def _label(ep: _Ep | None, starts: dict[_Ep, int]) -> str | None:
         """How a hit names its episode: the session id, else `gap:` and the run's first time."""
-        ep = self.episode_of[key]
         if ep is None or ep[0] == SESSION_EP:
             return None  # the session id is in the hit's meta; filled in by the caller
         start = starts.get(ep, ep[2])
