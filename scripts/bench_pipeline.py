@@ -15,7 +15,8 @@ the phases (their `phase_metrics`), then the orchestrator's own steps
 re-folding the view, projecting the files, the index commit), and `unaccounted`, the
 rest of the wall time of `ask`.  CPU time (all threads of the process) is printed too:
 on a shared machine it moves far less than wall time.  The floor beside it is the same number of fsynced
-appends and one tantivy-free atomic file write per phase, measured in the same run.
+appends and one tantivy-free atomic file write per phase, measured in the same run, and
+beside it raw tantivy's cost of one upsert committed and visible (`RawIndex`).
 Prints a table and one JSON line.
 """
 
@@ -31,6 +32,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import orjson
+import tantivy
 
 from pandafs.importer import import_turns
 from pandafs.llm.offline import OfflineBackend
@@ -104,10 +106,38 @@ def floor_ms(folder: Path, appends: int) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+class RawIndex:
+    """Raw tantivy beside the pipeline: one small document upserted, committed (the writer
+    opened for it, merges waited for) and visible to a reloaded searcher, per turn.  The
+    index commit of a turn cannot cost less than this (a new segment's files and its
+    meta, each fdatasynced by tantivy)."""
+
+    def __init__(self, folder: Path) -> None:
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("path", stored=True, tokenizer_name="raw")
+        builder.add_text_field("body", stored=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(builder.build(), path=str(folder))
+        self.n = 0
+
+    def upsert_ms(self) -> float:
+        started = time.perf_counter()
+        writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+        writer.delete_documents_by_term("path", "turn")
+        writer.add_document(tantivy.Document(path="turn", body=f"an answer about the laptop {self.n}"))
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+        self.n += 1
+        return (time.perf_counter() - started) * 1000
+
+
 def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
     times: list[float] = []
     cpus: list[float] = []
     floors: list[float] = []
+    raw_commits: list[float] = []
+    raw = RawIndex(scratch / "raw-tantivy")
     rows: dict[str, list[float]] = {}
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
         pipeline.ask("warm up", user="bench")
@@ -123,6 +153,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
             for name, ms in parts.items():
                 rows.setdefault(name, []).append(ms)
             floors.append(floor_ms(scratch / f"floor{i}", len(result.phase_ms) + 1))
+            raw_commits.append(raw.upsert_ms())
     times.sort()
     mean = statistics.fmean(times)
     breakdown = {
@@ -141,6 +172,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
         "turn_cpu_p50_ms": round(statistics.median(cpus), 2),
         "floor_p50_ms": round(floor, 2),
         "ratio_to_floor": round(statistics.median(times) / floor, 2),
+        "raw_commit_p50_ms": round(statistics.median(raw_commits), 2),
         "accounted_share": round(1.0 - breakdown["unaccounted"]["share"], 3),
         "breakdown": breakdown,
     }
@@ -174,7 +206,8 @@ def main() -> None:
             f"{size:>7} prior turns: turn p50 {row['turn_p50_ms']} ms, p95 {row['turn_p95_ms']} ms, "
             f"mean {row['turn_mean_ms']} ms, CPU p50 {row['turn_cpu_p50_ms']} ms; "
             f"floor (fsynced appends + one atomic write) "
-            f"{row['floor_p50_ms']} ms, ratio {row['ratio_to_floor']}; setup {row['setup_s']} s"
+            f"{row['floor_p50_ms']} ms, ratio {row['ratio_to_floor']}; raw tantivy upsert + commit "
+            f"{row['raw_commit_p50_ms']} ms; setup {row['setup_s']} s"
         )
         print(f"{'':>9}{'where':<26}{'p50 ms':>9}{'mean ms':>9}{'share':>8}")
         for name, cell in row["breakdown"].items():
