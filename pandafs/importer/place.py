@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.clock import utcnow
+from events.fsio import vault_folder
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE
@@ -111,8 +112,7 @@ class Placer:
         return batch
 
     def _stage_user(self, user: str, lines: list[ImportLine]) -> list[_Staged]:
-        staging = self.vault.layout.turns_dir(user) / STAGING_DIR
-        staging.mkdir(exist_ok=True)
+        staging = vault_folder(self.vault.root, self.vault.layout.turns_dir(user) / STAGING_DIR)
         names = self.vault.reserve_turns(user, len(lines))
         staged: list[_Staged] = []
         clock = time.perf_counter

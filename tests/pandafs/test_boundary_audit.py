@@ -1,5 +1,7 @@
-"""Boundary audit (audit5): places that still read or write through a symbolic link planted
-inside the vault.  Each test fails on main's code and is marked xfail(strict) until fixed."""
+"""The boundary audit of 2026-11-23: a link planted inside the vault (a lock file, a log,
+a user's folder, memories/, turns/, its staging, outbox/alice, archive/stubs/alice,
+archive/expired, a visit's files, a daily rollup) never carries a write or a read across
+the boundary; each case was a real leak before the fix."""
 
 from __future__ import annotations
 
@@ -327,3 +329,20 @@ def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vau
             SECRET not in Memory(vault).retrieve("bob/memories/users/alice/memories/pin", user="bob").content
         )
     assert sorted(p.name for p in bob.rglob("*")) == []
+
+
+def test_an_import_never_stages_in_a_linked_staging_folder(vault: Vault, tmp_path: Path) -> None:
+    """bob's `turns/.staging` is a link out of the vault: the import refuses it before
+    writing a turn there, and nothing lands outside."""
+    from pandafs.importer import import_turns
+
+    source = tmp_path / "bob.jsonl"
+    line = {"user": "bob", "timestamp": "2026-01-01T00:00:00Z", "query": f"q {SECRET}", "response": "a"}
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    vault.layout.turns_dir("bob").mkdir(parents=True)
+    (vault.layout.turns_dir("bob") / ".staging").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotInVault):
+        import_turns(vault, source)
+    assert sorted(p.name for p in outside.rglob("*")) == []
