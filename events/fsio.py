@@ -39,6 +39,7 @@ __all__ = [
     "TMP_PREFIX",
     "append_file",
     "atomic_write",
+    "check_folders",
     "fsync_dir",
     "held_lock",
     "is_real_dir",
@@ -111,6 +112,13 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
             why = "is a symbolic link" if stat.S_ISLNK(mode) else "is not a folder"
             raise NotInVault(path.relative_to(base).as_posix(), why, action="written")
     return folder
+
+
+def check_folders(root: Path | str, *folders: Path) -> None:
+    """Each of `folders` that exists is checked as `vault_folder` checks it (none is made)."""
+    for folder in folders:
+        if os.path.lexists(folder):
+            vault_folder(root, folder, create=False)
 
 
 def _open_no_link(path: Path, flags: int) -> int:

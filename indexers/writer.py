@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import tantivy
 
-from events.fsio import atomic_write, held_lock, swap_in
+from events.fsio import atomic_write, check_folders, held_lock, swap_in, vault_folder
 
 from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible, IndexingError
@@ -144,7 +144,7 @@ class _Writing:
             shutil.rmtree(old, ignore_errors=True)
 
     def _create(self, directory: Path) -> tantivy.Index:
-        (directory / "tantivy").mkdir(parents=True, exist_ok=True)
+        vault_folder(self.indexes_dir.parent, directory / "tantivy")
         index = tantivy.Index(self._schema, path=str(directory / "tantivy"))
         atomic_write(directory / "schema.json", orjson.dumps({"schema_version": SCHEMA_VERSION}))
         return index
@@ -179,6 +179,8 @@ class _Writing:
                 "try again when it finishes"
             )
 
+        vault_folder(self.indexes_dir.parent, self.indexes_dir)  # the vault's own `indexes/`, not a link
+        check_folders(self.indexes_dir.parent, self.dir)
         with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy):
             yield
 

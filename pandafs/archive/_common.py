@@ -16,7 +16,7 @@ import orjson
 from events import atomic_write, classify, turn_number, validate_user_id
 from events.clock import utcnow
 from events.errors import InvalidUserId
-from events.fsio import fsync_dir
+from events.fsio import check_folders, fsync_dir, vault_folder
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput
@@ -125,7 +125,10 @@ def store_of(vault: Vault) -> ArchiveStore:
 
 @contextmanager
 def archive_lock(vault: Vault) -> Iterator[None]:
-    """Exclusive lock of the archive: one batch, restore or repair at a time."""
+    """Exclusive lock of the archive: one batch, restore or repair at a time.  Its folders
+    are checked first: a linked `archive/`, `turns/`, `stubs/` or `expired/` is refused."""
+    archive = vault_folder(vault.root, vault.layout.archive)
+    check_folders(vault.root, *(archive / name for name in ("turns", "stubs", "expired")))
     with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive"):
         yield
 
@@ -165,7 +168,7 @@ def journal_dir(vault: Vault) -> Path:
 
 
 def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
-    path = journal_dir(vault) / f"{name}.json"
+    path = vault_folder(vault.root, journal_dir(vault)) / f"{name}.json"
     atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
     return path
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from events import atomic_write, classify, sync_all
+from events.fsio import vault_folder
 from events.layout import USER_ID_RE
 
 from ..links import relink
@@ -40,7 +41,8 @@ def mark_relink(vault: Vault, users: Iterable[str]) -> None:
     """Record that these users' links must be brought in step (before anything moves)."""
     wanted = set(users) | set(pending_relink(vault))
     if wanted:
-        atomic_write(_pending(vault), ("\n".join(sorted(wanted)) + "\n").encode(), make_parents=True)
+        vault_folder(vault.root, _pending(vault).parent)  # archive/.journal: never through a link
+        atomic_write(_pending(vault), ("\n".join(sorted(wanted)) + "\n").encode())
 
 
 def pending_relink(vault: Vault) -> list[str]:

@@ -41,6 +41,7 @@ from typing import Any
 
 from events import turn_name, turn_number
 from events.errors import EventsError
+from events.fsio import check_folders, vault_folder
 from events.schema import ScopeChanged
 from indexers.documents import IndexDoc
 
@@ -123,7 +124,8 @@ class Learning(_Deciding):
 
     @contextmanager
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:
-        lock = self.vault.layout.indexes / LOCK_NAME
+        lock = vault_folder(self.vault.root, self.vault.layout.indexes) / LOCK_NAME
+        check_folders(self.vault.root, self.dir, self.catalog.dir, self.daily_dir)  # no linked folder
         with file_lock(lock, wait_s=wait_s, what="the learning state"):
             try:
                 self.state, self.counts = load_state(self.dir, self.cfg.trust_prior_weight)

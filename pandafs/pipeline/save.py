@@ -22,6 +22,7 @@ from events import (
     render_document,
     wikilink,
 )
+from events.fsio import vault_folder
 from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
 
 from ..learning import after_save
@@ -108,6 +109,7 @@ def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime
         f"- **When:** {format_ts(now)}\n\n"
         f"## What to do\n\n{advice}\n"
     )
+    vault_folder(ctx.vault.root, ctx.vault.root / rel.rpartition("/")[0])
     atomic_write(ctx.vault.root / rel, render_document(meta, body))
     return rel
 

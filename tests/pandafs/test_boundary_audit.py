@@ -346,3 +346,27 @@ def test_an_import_never_stages_in_a_linked_staging_folder(vault: Vault, tmp_pat
     with pytest.raises(NotInVault):
         import_turns(vault, source)
     assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+@pytest.mark.parametrize("folder", ["indexes", "observability", "observability/interventions", "archive"])
+def test_no_derived_file_is_written_through_a_linked_vault_folder(
+    vault: Vault,
+    tmp_path: Path,
+    cli,  # noqa: ANN001
+    folder: str,
+) -> None:
+    """The index, the learning state, the catalog, a failed turn's intervention note and the
+    archive hold users' words: a linked folder of the vault's own is refused, not written."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = vault.root / folder
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    path.symlink_to(outside, target_is_directory=True)
+    ask = cli("--root", vault.root, "ask", f"what is my locker code {SECRET}?", "--user", "alice")
+    archive = cli("--root", vault.root, "archive", "--age-days", "0")
+    assert "is a symbolic link; not written" in ask.err + archive.err
+    assert sorted(p.name for p in outside.rglob("*")) == []
