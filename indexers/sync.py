@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from events import classify, is_real_dir
+from events.layout import DocRef
 
 from .documents import IndexDoc, Skipped, load_index_doc, parse_index_doc, read_document
 from .fulltext import FullTextIndex
@@ -71,9 +72,14 @@ class SyncReport:
 
 
 def scan_documents(
-    root: Path, under: str | None = None, *, refused: list[Skipped] | None = None
+    root: Path,
+    under: str | None = None,
+    *,
+    refused: list[Skipped] | None = None,
+    refs: dict[str, DocRef] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """Every document path (vault-relative) with its (mtime_ns, size).
+    """Every document path (vault-relative) with its (mtime_ns, size); each one's
+    `classify` result goes to `refs`, if given (a rebuild need not classify it again).
 
     Symbolic links are never documents and linked folders are never entered; each one
     met (any file or folder, pointing anywhere) goes to `refused` with its reason.
@@ -118,7 +124,8 @@ def scan_documents(
             if not name.endswith(".md"):
                 continue
             rel = rel_dir + name
-            if classify(rel) is None:
+            ref = classify(rel)
+            if ref is None:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -129,6 +136,8 @@ def scan_documents(
                     refused.append(Skipped(rel, "is not a regular file", refused=True))
                 continue
             found[rel] = (st.st_mtime_ns, st.st_size)
+            if refs is not None:
+                refs[rel] = ref
     return found
 
 
@@ -196,12 +205,13 @@ def _fill(
     report: SyncReport,
     max_bytes: int,
     progress: Progress | None,
+    refs: dict[str, DocRef],
 ) -> None:
     """`_apply` for a fresh index (nothing known yet), timing each stage of the work."""
     clock = time.perf_counter
     read = parse = add = 0.0
     for rel in paths:
-        ref = classify(rel)
+        ref = refs.get(rel) or classify(rel)
         if ref is None:
             continue
         t0 = clock()
@@ -310,7 +320,8 @@ def rebuild(
             with index.batch() as batch:
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:
-        files = scan_documents(root, refused=report.skipped)
+        refs: dict[str, DocRef] = {}
+        files = scan_documents(root, refused=report.skipped, refs=refs)
         report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
             on_total(len(files))
@@ -339,7 +350,7 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built, report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            _fill(batch, root, sorted(files), report, max_bytes, progress)
+            _fill(batch, root, sorted(files), report, max_bytes, progress, refs)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()

@@ -78,8 +78,13 @@ class _TurnReading:
         if turns is None:  # a string per user: a rebuild asks for every turn of the vault
             turns = self._turns_dirs[user] = os.fspath(self.vault.layout.turns_dir(user))
         folder = f"{turns}/{name}"
-        if os.path.isdir(folder):
-            if not os.path.exists(f"{folder}/metadata.json"):
+        try:  # one stat for a completed live turn (its metadata.json is there, so its folder is)
+            os.stat(f"{folder}/metadata.json")
+            live, complete = True, True
+        except OSError:
+            live, complete = os.path.isdir(folder), False
+        if live:
+            if not complete:
                 return "pending"
             events = read_events(Path(folder, EVENTS_FILE))
             view = project_turn(events)
