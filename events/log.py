@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
 from .fsio import append_file
@@ -181,7 +182,23 @@ def read_events(path: Path, *, allow_torn: bool = True) -> list[Event]:
         raise problem
     if log.torn_tail is not None and not allow_torn:
         raise TornTailError(path, "ends in a torn line; run `pandafs verify --repair`")
-    return [parse_event(record) for record in log.records]
+    return typed_events(path, log.records)
+
+
+def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:
+    """`records` as typed events; one that does not match its type's schema (a hand edit
+    whose chain was re-hashed) is an `EventLogError` naming it, as a broken chain is."""
+    events = []
+    for number, record in enumerate(records):
+        try:
+            events.append(parse_event(record))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            kind = record.get("type", "?")
+            message = f"event {number} ({kind}) does not match its schema: {where}: {first['msg']}"
+            raise EventLogError(path, message) from None
+    return events
 
 
 def repair_torn_tail(path: Path) -> int:

@@ -43,7 +43,6 @@ from events import (
     check_chain,
     classify,
     parse_document,
-    parse_event,
     project_turn,
     read_log,
     read_vault_file,
@@ -52,6 +51,7 @@ from events import (
 )
 from events.errors import EventsError
 from events.layout import effective_scope
+from events.log import typed_events
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.sync import scan_documents
@@ -137,8 +137,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             )
             return
     try:
-        events = [parse_event(r) for r in log.records]
-        view = project_turn(events)
+        view = project_turn(typed_events(ref.events_path, log.records))
     except (EventsError, ValueError) as exc:
         report.problems.append(Problem(rel, "unreadable", str(exc).splitlines()[0]))
         return

@@ -14,13 +14,13 @@ from events import (
     TurnView,
     check_chain,
     parse_document,
-    parse_event,
     project_turn,
     read_events,
     turn_name,
 )
 from events.errors import EventsError
 from events.layout import TURN_DIR_RE
+from events.log import typed_events
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 
@@ -40,7 +40,7 @@ def events_from_bytes(data: bytes, where: str) -> list[Event]:
     problem = check_chain(log)
     if problem is not None:
         raise problem
-    return [parse_event(r) for r in log.records]
+    return typed_events(Path(where), log.records)
 
 
 class _TurnReading:

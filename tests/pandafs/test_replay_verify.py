@@ -108,3 +108,31 @@ def test_verify_repair_lists_what_a_vault_wide_check_repaired(cli, vault: Vault)
     assert ("users/alice/memory.events.jsonl", "torn_tail") in {
         (p["path"], p["kind"]) for p in fixed.json["repaired"]
     }
+
+
+def test_an_event_of_the_wrong_type_under_a_valid_chain_is_named_not_a_crash(cli, vault: Vault) -> None:  # noqa: ANN001
+    """A hand edit that re-hashes the chain but gives a field the wrong type (a float
+    made a word): rebuild finishes and verify names the turn, neither exits with a traceback."""
+    from events.log import event_hash
+
+    got = cli("--root", vault.root, "ask", "I prefer window seats", "--user", "alice", "--json")
+    assert got.code == 0, got.err
+    log = (vault.root / got.json["context_path"]).parent / "events.jsonl"
+    records = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    edited = next(r for r in records if isinstance(r["data"].get("confidence"), float))
+    edited["data"]["confidence"] = "very"
+    prev = records[0]["prev"]
+    for record in records:  # re-hash from the edit on: the chain itself stays valid
+        record["prev"] = prev
+        record["hash"] = event_hash(record)
+        prev = record["hash"]
+    log.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+
+    rebuilt = cli("--root", vault.root, "rebuild", "--json")
+    assert rebuilt.code == 0, rebuilt.err  # was exit 1 with pydantic's many-line error
+    checked = cli("--root", vault.root, "verify", "--json")
+    assert "Traceback" not in checked.err, checked.err
+    problems = {(p["path"], p["kind"]) for p in checked.json["problems"]}
+    assert (vault.rel(log), "unreadable") in problems
+    detail = next(p["message"] for p in checked.json["problems"] if p["path"] == vault.rel(log))
+    assert "does not match its schema" in detail and "confidence" in detail
