@@ -139,7 +139,9 @@ def _open_no_link(path: Path, flags: int) -> int:
 
 
 def append_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Append `data` to `path` (created if missing), never through a link; fsynced when `durable`."""
+    """Append `data` to `path` (created if missing), never through a link; fsynced when
+    `durable` (and, for a file this call created, its folder's entry too)."""
+    created = durable and not os.path.lexists(path)
     fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         view = memoryview(data)
@@ -149,6 +151,8 @@ def append_file(path: Path, data: bytes, *, durable: bool = True) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+    if created:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:
