@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
-from events.fsio import fsync_dir, held_lock, vault_folder
+from events.fsio import check_folders, fsync_dir, held_lock, vault_folder
 from events.layout import TURN_DIR_RE
 
 from .config import Config, load_config, render_default_config
@@ -158,9 +158,7 @@ class Vault:
         else:
             validate_user_id(owner)
             path, what = self.layout.user_dir(owner) / ".memory.lock", f"the memory of {owner}"
-            memories = self.layout.memories_dir(owner)
-            if os.path.lexists(memories):
-                vault_folder(self.root, memories, create=False)
+            check_folders(self.root, self.layout.memories_dir(owner))
         vault_folder(self.root, path.parent)
         with file_lock(path, wait_s=wait_s, what=what):
             yield
