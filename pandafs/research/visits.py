@@ -220,7 +220,7 @@ def load_visits(turn_dir: Path, *, root: Path | None = None) -> list[VisitRecord
     """
     root = root or turn_dir
     prefix = turn_dir.relative_to(root).as_posix()
-    cache = f"{CACHE_DIR}" if prefix == "." else f"{prefix}/{CACHE_DIR}"
+    cache = CACHE_DIR if prefix == "." else f"{prefix}/{CACHE_DIR}"
     if not is_real_dir(root / cache):
         return []
     with os.scandir(root / cache) as entries:
