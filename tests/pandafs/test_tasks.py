@@ -24,3 +24,14 @@ def test_each_task_prompt_has_one_example_that_validates(name: str) -> None:
 def test_output_schemas_have_no_refs_for_grammar_converters(name: str) -> None:
     schema = json.dumps(inline_schema(TASKS[name].output))
     assert "$ref" not in schema and "$defs" not in schema
+
+
+def test_the_offline_rules_stem_words_as_the_index_does() -> None:
+    """A word and its -s / -es form meet, as they do in search ("likes" ~ "like", "prices" ~
+    "price"): the light stemmer used before cut "likes" to "lik" and "like" to "like"."""
+    from indexers.words import stem as index_stem
+    from pandafs.llm.offline.text import stem, stems_overlap
+
+    assert stems_overlap(["like", "tea"], "alice likes tea") == 2
+    assert stems_overlap(["price", "place"], "the prices of both places") == 2
+    assert all(stem(w) == index_stem(w) for w in ("running", "visited", "laptops", "Lenovo"))

@@ -1,7 +1,7 @@
 """Reading memory text the way the offline rules need it: sentences, word stems, names.
 
 Markdown is read as sentences (headings, tables, code and YAML skipped, links reduced
-to their labels); words compare by a light English stem; names are capitalised runs
+to their labels); words compare by the index's English stem; names are capitalised runs
 ("Lenovo LOQ 15").  The patterns every rule shares (prices, numbers, URLs) live here.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from indexers.words import stem as index_stem
 
 # Sentence ends, but not after an honorific or a common Latin abbreviation ("Dr. Berg").
 _SENTENCE = re.compile(
@@ -82,11 +84,8 @@ def _sentences(text: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    word = word.lower()
-    for suffix in ("ings", "ing", "ies", "es", "ed", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+    """The index's own stem (`en_stem`), so "likes" and "like" meet, as they do in search."""
+    return index_stem(word) or word.lower()
 
 
 @lru_cache(maxsize=8192)
