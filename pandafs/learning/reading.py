@@ -13,6 +13,7 @@ from events import (
     LogRead,
     TurnView,
     check_chain,
+    is_real_dir,
     parse_document,
     project_turn,
     read_events,
@@ -78,12 +79,9 @@ class _TurnReading:
         if turns is None:  # a string per user: a rebuild asks for every turn of the vault
             turns = self._turns_dirs[user] = os.fspath(self.vault.layout.turns_dir(user))
         folder = f"{turns}/{name}"
-        try:  # one stat for a completed live turn (its metadata.json is there, so its folder is)
-            os.stat(f"{folder}/metadata.json")
-            live, complete = True, True
-        except OSError:
-            live, complete = os.path.isdir(folder), False
+        live = is_real_dir(folder)  # a linked folder is not a turn of this user (nor read)
         if live:
+            complete = os.path.exists(f"{folder}/metadata.json")
             if not complete:
                 return "pending"
             events = read_events(Path(folder, EVENTS_FILE))

@@ -370,3 +370,21 @@ def test_no_derived_file_is_written_through_a_linked_vault_folder(
     archive = cli("--root", vault.root, "archive", "--age-days", "0")
     assert "is a symbolic link; not written" in ask.err + archive.err
     assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+def test_the_learning_fold_never_reads_a_linked_turn_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+    """alice's turns/turn_000002 is a link to bob's turn: a rebuild's learning fold counts
+    bob's turn once (as bob's), never as one of alice's."""
+    import pyarrow.parquet as pq
+
+    assert cli("--root", vault.root, "ask", f"my locker code is {SECRET} 7781", "--user", "bob").code == 0
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    bob_turn = vault.layout.turn_dir("bob", "turn_000001")
+    (vault.layout.turns_dir("alice") / "turn_000002").symlink_to(bob_turn, target_is_directory=True)
+    assert cli("--root", vault.root, "rebuild").code == 0
+    rows = [
+        (row["user"], row["turn"])
+        for part in sorted((vault.layout.observability / "catalog").glob("*/*.parquet"))
+        for row in pq.read_table(part, columns=["user", "turn"]).to_pylist()
+    ]
+    assert sorted(rows) == [("alice", "turn_000001"), ("bob", "turn_000001")]
