@@ -12,7 +12,7 @@ from typing import Literal
 
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
-from events.fsio import fsync_dir
+from events.fsio import fsync_dir, vault_folder
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -46,7 +46,7 @@ class ClaimFolders:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.processing.mkdir(parents=True, exist_ok=True)
+        vault_folder(self.root, self.processing)  # claims move queries here: never through a link
         with file_lock(self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox"):
             yield
 

@@ -388,3 +388,25 @@ def test_the_learning_fold_never_reads_a_linked_turn_folder(vault: Vault, cli) -
         for row in pq.read_table(part, columns=["user", "turn"]).to_pylist()
     ]
     assert sorted(rows) == [("alice", "turn_000001"), ("bob", "turn_000001")]
+
+
+def test_the_inbox_never_claims_a_query_into_a_linked_processing_folder(vault: Vault, tmp_path: Path) -> None:
+    """`inbox/.processing` is a link out of the vault: the query is not moved there (it
+    stays in the inbox, untouched) and nothing is written outside."""
+    import os
+    import time
+
+    from pandafs.inbox import Inbox
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    query = vault.root / "inbox" / "alice" / "pin.md"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text(f"my locker code is {SECRET}, what is it?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    (vault.root / "inbox" / ".processing").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotInVault), Inbox(vault, settle_s=0.2, adopt_after_s=0.0) as box:
+        box.process_pending()
+    assert query.read_text() == f"my locker code is {SECRET}, what is it?\n"
+    assert sorted(p.name for p in outside.rglob("*")) == []
