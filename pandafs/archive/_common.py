@@ -96,11 +96,13 @@ def turn_folder(vault: Vault, key: TurnKey) -> Path:
 
 
 def trash_folder(vault: Vault, key: TurnKey, batch: str) -> Path:
-    return vault.layout.turns_dir(key[0]) / TRASH_DIR / f"{key[1]}.{batch}"
+    """Where a turn folder waits while its batch is archived (its folder made, never a link)."""
+    return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / TRASH_DIR) / f"{key[1]}.{batch}"
 
 
 def staging_folder(vault: Vault, key: TurnKey, job: str) -> Path:
-    return vault.layout.turns_dir(key[0]) / STAGING_DIR / f"{key[1]}.{job}"
+    """Where a restored turn folder is built (its folder made, never a link)."""
+    return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / STAGING_DIR) / f"{key[1]}.{job}"
 
 
 def stub_relpath(key: TurnKey) -> str:

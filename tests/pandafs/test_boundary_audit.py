@@ -410,3 +410,26 @@ def test_the_inbox_never_claims_a_query_into_a_linked_processing_folder(vault: V
         box.process_pending()
     assert query.read_text() == f"my locker code is {SECRET}, what is it?\n"
     assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+def test_archiving_never_moves_a_turn_into_a_linked_trash_folder(vault: Vault, tmp_path: Path) -> None:
+    """alice's `turns/.archive-trash` is a link out of the vault: her old turn is not moved
+    there while its batch is archived; it stays live and nothing lands outside."""
+    from datetime import timedelta
+
+    from pandafs.archive import archive_turns
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+
+    source = tmp_path / "alice.jsonl"
+    old = (NOW - timedelta(days=90)).isoformat()
+    line = {"user": "alice", "timestamp": old, "query": f"my axolotl is {SECRET}", "response": "ok"}
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    import_turns(vault, source, after_batch=Memory(vault).index_docs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault.layout.turns_dir("alice") / ".archive-trash").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotInVault):
+        archive_turns(vault, now=NOW)
+    assert (vault.layout.turn_dir("alice", "turn_000001") / "context.md").is_file()
+    assert sorted(p.name for p in outside.rglob("*")) == []
