@@ -28,6 +28,7 @@ from events import (
     turn_number,
     validate_user_id,
 )
+from events.errors import NotInVault
 from events.fsio import TMP_PREFIX
 
 from .errors import BadInput
@@ -106,10 +107,10 @@ def project(
         view = load_view(ref)
     for name, data in (files or render_turn(view)).items():
         path = ref.path / name
-        try:
-            if same_projection(name, path.read_bytes(), data):
+        try:  # a linked file is not read: the write below replaces the link
+            if same_projection(name, read_vault_file(ref.path, name)[0], data):
                 continue  # unchanged, or only its turn links moved, or an older metadata.json
-        except FileNotFoundError:
+        except (FileNotFoundError, NotInVault):
             pass
         atomic_write(path, data, durable=durable)
     return view
@@ -159,9 +160,12 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
         path = ref.path / name
         rel = vault.rel(path)
         try:
-            on_disk = path.read_bytes()
+            on_disk = read_vault_file(ref.path, name)[0]
         except FileNotFoundError:
             found.append(Drift(rel, "missing", "projected file is missing"))
+            continue
+        except NotInVault as exc:  # not read: re-projecting puts the file in the link's place
+            found.append(Drift(rel, "modified", exc.reason))
             continue
         if not same_projection(name, on_disk, data):
             found.append(Drift(rel, "modified", "differs from the projection of events.jsonl"))

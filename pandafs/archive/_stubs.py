@@ -12,7 +12,8 @@ import orjson
 from pydantic import ValidationError
 
 from events import DocumentMetadata, classify, parse_document, render_document, split_sections
-from events.errors import FrontmatterError
+from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_file
 from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
 
@@ -180,8 +181,8 @@ def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
     path = vault.layout.archive_stub(user, turn)
     rel = stub_relpath((user, turn))
     try:
-        front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
-    except FrontmatterError as exc:
+        front = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel).frontmatter
+    except (FrontmatterError, NotInVault) as exc:  # a linked stub is not read
         raise ArchiveError(str(exc)) from None
     except UnicodeDecodeError:
         raise ArchiveError(f"{rel}: not UTF-8 text") from None

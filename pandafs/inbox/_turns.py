@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 
 from events import EventWriter, is_real_dir, read_log, repair_torn_tail, turn_name
-from events.errors import LogBusyError
+from events.errors import LogBusyError, NotInVault
+from events.fsio import read_vault_file
 from events.layout import TURN_DIR_RE
 from events.schema import TornTailRepaired, TurnStarted
 
@@ -43,8 +44,9 @@ def highest_turn(vault: Vault, user: str) -> int:
 
 def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
     try:
-        meta = orjson.loads((vault.layout.turn_dir(user, turn) / "metadata.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        rel = vault.rel(vault.layout.turn_dir(user, turn) / "metadata.json")
+        meta = orjson.loads(read_vault_file(vault.root, rel)[0])
+    except (OSError, NotInVault, orjson.JSONDecodeError):
         return None
     value = meta.get("outcome")
     return value if isinstance(value, str) else None

@@ -17,6 +17,7 @@ from events import (
     parse_document,
     project_turn,
     read_events,
+    read_vault_file,
     turn_name,
 )
 from events.errors import EventsError
@@ -59,7 +60,8 @@ class _TurnReading:
     def _archived_events(self, user: str, turn: str) -> list[Event] | None:
         """Events of an archived turn, read from its Parquet part (None if unreadable)."""
         try:
-            front = parse_document(self._stub(user, turn).read_text(encoding="utf-8")).frontmatter
+            rel = self._stub(user, turn).relative_to(self.vault.root).as_posix()
+            front = parse_document(read_vault_file(self.vault.root, rel)[0].decode("utf-8")).frontmatter
             part = str(front.get("archive_file") or "")
             if part not in self._archive_parts:  # keep one part: archived turns come in runs
                 store = ArchiveStore(self.vault.layout.archive / "turns")

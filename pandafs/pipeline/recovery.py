@@ -19,8 +19,8 @@ from pathlib import Path
 
 import orjson
 
-from events import EventWriter, read_events
-from events.errors import EventsError, LogBusyError
+from events import EventWriter, read_events, read_vault_file
+from events.errors import EventsError, LogBusyError, NotInVault
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
 from ..turns import TurnRef, is_abandoned, remove_abandoned
@@ -43,8 +43,8 @@ def _needs_look(folder: Path) -> bool:
     if not (folder / "events.jsonl").is_file():
         return False
     try:
-        outcome = orjson.loads((folder / "metadata.json").read_bytes()).get("outcome")
-    except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
+        outcome = orjson.loads(read_vault_file(folder, "metadata.json")[0]).get("outcome")
+    except (FileNotFoundError, NotInVault, orjson.JSONDecodeError, AttributeError):
         return True
     return outcome in (None, "INCOMPLETE")
 

@@ -433,3 +433,32 @@ def test_archiving_never_moves_a_turn_into_a_linked_trash_folder(vault: Vault, t
         archive_turns(vault, now=NOW)
     assert (vault.layout.turn_dir("alice", "turn_000001") / "context.md").is_file()
     assert sorted(p.name for p in outside.rglob("*")) == []
+
+
+def test_a_linked_projection_is_replaced_not_read(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """A turn's context.md swapped for a link (even to a file with the very same bytes,
+    outside the vault): replay does not read through it; it writes the file in its place."""
+    from pandafs.turns import replay
+
+    got = cli("--root", vault.root, "ask", "hello there", "--user", "alice", "--json")
+    assert got.code == 0, got.err
+    context = vault.root / got.json["context_path"]
+    outside = tmp_path / "copy.md"
+    outside.write_bytes(context.read_bytes())
+    context.unlink()
+    context.symlink_to(outside)
+    replay(vault)
+    assert not context.is_symlink() and context.read_bytes() == outside.read_bytes()
+
+
+def test_a_linked_archive_stub_is_not_read(vault: Vault, tmp_path: Path) -> None:
+    from indexers.errors import ArchiveError
+    from pandafs.archive._stubs import read_stub
+
+    outside = tmp_path / "stub.md"
+    outside.write_text("---\narchive_file: archive/turns/month=2026-01/part-1.parquet\n---\nx\n")
+    stub = vault.layout.archive_stub("alice", "turn_000001")
+    stub.parent.mkdir(parents=True)
+    stub.symlink_to(outside)
+    with pytest.raises(ArchiveError, match="symbolic link"):
+        read_stub(vault, "alice", "turn_000001")
