@@ -35,3 +35,14 @@ def test_the_offline_rules_stem_words_as_the_index_does() -> None:
     assert stems_overlap(["like", "tea"], "alice likes tea") == 2
     assert stems_overlap(["price", "place"], "the prices of both places") == 2
     assert all(stem(w) == index_stem(w) for w in ("running", "visited", "laptops", "Lenovo"))
+
+
+def test_a_statement_saved_under_ones_own_name_answers_a_question_about_oneself(vault, cli) -> None:  # noqa: ANN001
+    """alice saved "alice likes tea": "do I like tea?" is answered from it; the same words in
+    erin's memories are about somebody else and answer nothing of erin's."""
+    for user in ("alice", "erin"):
+        assert cli("--root", vault.root, "save", "alice likes tea", "--user", user).code == 0
+    own = cli("--root", vault.root, "ask", "Do I like tea?", "--user", "alice", "--json")
+    other = cli("--root", vault.root, "ask", "Do I like tea?", "--user", "erin", "--json")
+    assert own.json["outcome"] == "APPROVE" and "likes tea" in own.json["answer"], own.json
+    assert other.json["outcome"] != "APPROVE" and "likes tea" not in other.json["answer"], other.json

@@ -43,6 +43,20 @@ def end_of_day(day: str) -> datetime | None:
         return None
 
 
+_OWN_DOCS = ("memories", "preferences", "facts")
+
+
+def _own_slot(fact: Fact) -> Slot | None:
+    """A statement a user saved about themselves under their own user id ("alice likes tea"
+    in alice's memories) has the slot of "likes tea"; a name in anyone else's document, or
+    another name, is someone else."""
+    owner, _, rest = fact.doc_id.partition("/")
+    if fact.origin != "memory" or rest.split("/", 1)[0] not in _OWN_DOCS:
+        return None
+    head, _, said = fact.text.partition(" ")
+    return slot_of(said) if said and head.lower() == owner.lower() else None
+
+
 def settle(facts: list[Fact], query: str) -> list[Fact]:
     """Drop non-facts and repeats, and let the newest of disagreeing statements win."""
     asked = norm(query)
@@ -53,7 +67,7 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
         if not key or text.endswith("?") or is_non_answer(text) or key == asked:
             continue
         fact.text = CITE.sub("", text).strip()
-        fact.slot = slot_of(fact.text)
+        fact.slot = slot_of(fact.text) or _own_slot(fact)
         if key not in kept or fact.rank() < kept[key].rank():
             kept[key] = fact
     out = sorted(kept.values(), key=lambda f: (-(f.when.timestamp() if f.when else 0.0), -f.seq, f.rank()))
