@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from events.fsio import append_file, atomic_write
+from events.fsio import append_file, atomic_write, open_vault_file
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _fold_state(state: dict[str, StateEntry], raw: bytes) -> None:
 
 
 class _StateLog:
-    """The state-log part of `FullTextIndex` (a mixin: `state_path`, `_lock` are its)."""
+    """The state-log part of `FullTextIndex` (a mixin: `state_path`, `indexes_dir`, `_lock` are its)."""
 
     def _append_state(self, path: Path, changes: dict[str, StateEntry | None]) -> None:
         if not changes:
@@ -72,7 +72,8 @@ class _StateLog:
             cache = (st.st_ino, 0, {})
         ino, offset, state = cache
         if st.st_size > offset:
-            with open(path, "rb") as handle:
+            root = self.indexes_dir.parent  # the vault: the log is read only if no link leads to it
+            with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
                 handle.seek(offset)
                 chunk = handle.read(st.st_size - offset)
             end = chunk.rfind(b"\n") + 1  # a torn last line is left for the next call

@@ -160,6 +160,7 @@ class _Writing:
                     self._create(self.dir)
         ino = os.stat(self.dir).st_ino
         if self._index is None or ino != self._ino:
+            check_folders(self.indexes_dir.parent, self.indexes_dir, self.dir)  # never read through a link
             info = orjson.loads((self.dir / "schema.json").read_bytes())
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(

@@ -61,7 +61,7 @@ from .assembly import open_memory
 from .checks import Checker, Problem
 from .memory import Memory
 from .turns import TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
-from .vault import Vault
+from .vault import OWN_DIRS, Vault
 
 __all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "verify_vault"]
 
@@ -193,6 +193,12 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     refused: list[Skipped] = []
     files = scan_documents(vault.root, refused=refused)
     problems = [Problem(s.path, "symlink", s.reason) for s in refused]
+    named = {p.path for p in problems}
+    problems += [  # the vault's own folders: every writer refuses them, so say so here
+        Problem(name, "symlink", "is a symbolic link: nothing is read or written through it")
+        for name in OWN_DIRS
+        if name not in named and os.path.islink(vault.root / name)
+    ]
     if not memory.index.exists():
         if files:
             problems.append(

@@ -370,6 +370,11 @@ def test_no_derived_file_is_written_through_a_linked_vault_folder(
     archive = cli("--root", vault.root, "archive", "--age-days", "0")
     assert "is a symbolic link; not written" in ask.err + archive.err
     assert sorted(p.name for p in outside.rglob("*")) == []
+    checked = cli("--root", vault.root, "verify", "--json")
+    assert checked.code == 1 and "Traceback" not in checked.err, checked.err
+    assert {"path": folder, "kind": "symlink"} in [
+        {"path": p["path"], "kind": p["kind"]} for p in checked.json["problems"]
+    ]
 
 
 def test_the_learning_fold_never_reads_a_linked_turn_folder(vault: Vault, cli) -> None:  # noqa: ANN001
