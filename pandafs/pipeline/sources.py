@@ -8,12 +8,10 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-import orjson
-
-from events import NotInVault, read_vault_file, split_sections
+from events import format_ts, split_sections
 
 from ..errors import BadInput
-from ..research.visits import MANIFEST_BYTES
+from ..research.visits import read_visit
 from .context import TurnContext
 
 __all__ = ["age_days", "plain_text", "source_text", "turn_text", "visit_text"]
@@ -50,24 +48,17 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
 
 
 def visit_text(root: Path, page: str) -> str:
-    """The fields of the visit whose page is `page` (vault-relative); "" when its files are
-    missing, unreadable, or not plainly files of the vault (a link is not read)."""
-    folder = page.rpartition("/")[0]
-    try:
-        manifest = orjson.loads(read_vault_file(root, f"{folder}/manifest.json", limit=MANIFEST_BYTES)[0])
-        data = orjson.loads(read_vault_file(root, f"{folder}/extracted_data.json", limit=MANIFEST_BYTES)[0])
-    except (OSError, NotInVault, orjson.JSONDecodeError):
+    """The fields of the visit whose page is `page` (vault-relative), from its manifest;
+    "" when that is missing, unreadable, or not plainly a file of the vault."""
+    record = read_visit(root, page.rpartition("/")[0])
+    if record is None:
         return ""
-    if not isinstance(manifest, dict):
-        return ""
-    fields = data.get("extracted_data", data) if isinstance(data, dict) else {}
-    lines = [f"{fields.get('title') or manifest.get('title', '')}."]
+    fields = record.extracted_data
+    lines = [f"{fields.get('title') or record.title}."]
     for key in ("price", "availability", "description"):
         if fields.get(key):
             lines.append(f"{key.capitalize()}: {fields[key]}.")
-    lines.append(
-        f"Visited {manifest.get('visited_at', '')} at {manifest.get('final_url') or manifest.get('url')}."
-    )
+    lines.append(f"Visited {format_ts(record.visited_at)} at {record.final_url}.")
     return "\n".join(lines)
 
 

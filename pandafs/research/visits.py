@@ -44,6 +44,7 @@ __all__ = [
     "VisitRecord",
     "find_visits",
     "load_visits",
+    "read_visit",
     "url_slug",
     "write_visit",
 ]
@@ -192,9 +193,9 @@ def write_visit(
     return record
 
 
-def _read_manifest(root: Path, rel: str) -> VisitRecord | None:
-    """The visit whose folder is `root/rel`, read only if its manifest is plainly a file
-    under `root` (no link on the way)."""
+def read_visit(root: Path, rel: str) -> VisitRecord | None:
+    """The visit whose folder is `root/rel` (None if its manifest is missing or unreadable),
+    read only if the manifest is plainly a file under `root` (no link on the way)."""
     try:
         data = orjson.loads(read_vault_file(root, f"{rel}/{MANIFEST}", limit=MANIFEST_BYTES)[0])
         return VisitRecord(
@@ -225,7 +226,7 @@ def load_visits(turn_dir: Path, *, root: Path | None = None) -> list[VisitRecord
         return []
     with os.scandir(root / cache) as entries:
         names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-    records = [r for name in names if (r := _read_manifest(root, f"{cache}/{name}")) is not None]
+    records = [r for name in names if (r := read_visit(root, f"{cache}/{name}")) is not None]
     return sorted(records, key=lambda r: (r.visited_at, r.url))
 
 
