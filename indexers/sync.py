@@ -207,13 +207,12 @@ def _fill(
     progress: Progress | None,
     refs: dict[str, DocRef],
 ) -> None:
-    """`_apply` for a fresh index (nothing known yet), timing each stage of the work."""
+    """`_apply` for a fresh index (nothing known yet), timing each stage of the work;
+    `refs` holds each path's `classify` result from the walk that found it."""
     clock = time.perf_counter
     read = parse = add = 0.0
     for rel in paths:
-        ref = refs.get(rel) or classify(rel)
-        if ref is None:
-            continue
+        ref = refs[rel]
         t0 = clock()
         loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = read_document(
             root, rel, max_bytes=max_bytes
