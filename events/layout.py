@@ -128,8 +128,12 @@ class Layout:
     def memories_dir(self, user: str) -> Path:
         return self.user_dir(user) / "memories"
 
+    def stubs_dir(self, user: str) -> Path:
+        """The folder of `user`'s archive stubs (`archive/stubs/{user}`)."""
+        return self.archive / "stubs" / validate_user_id(user)
+
     def archive_stub(self, user: str, turn: str) -> Path:
-        return self.archive / "stubs" / validate_user_id(user) / f"{turn}.md"
+        return self.stubs_dir(user) / f"{turn}.md"
 
     def users(self) -> list[str]:
         """Every valid user folder, sorted.  Folders with invalid names, and symlinks, are ignored."""

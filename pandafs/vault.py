@@ -248,14 +248,14 @@ class Vault:
 
     def _stubs_dir(self, user: str) -> str | None:
         """The folder of `user`'s archive stubs if it exists (checked once per batch, not per name)."""
-        stubs = self.layout.archive_stub(user, "x").parent
+        stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
 
     def _highest_turn(self, user: str) -> int:
         """Largest turn number ever used by `user` (live, archived, or being built)."""
         highest = 0
         turns = self.layout.turns_dir(user)
-        for directory in (turns, turns / STAGING_DIR, self.layout.archive / "stubs" / user):
+        for directory in (turns, turns / STAGING_DIR, self.layout.stubs_dir(user)):
             if not directory.is_dir():
                 continue
             for entry in os.scandir(directory):

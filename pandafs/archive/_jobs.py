@@ -218,7 +218,7 @@ def _archive_batch(
             )
     stubs: dict[TurnKey, int] = {}
     for user in {files.key[0] for _, files in plan}:  # a linked stub folder is refused before any write
-        vault_folder(vault.root, stub_file(vault, (user, "turn_000001")).parent)
+        vault_folder(vault.root, vault.layout.stubs_dir(user))
     for _, files in plan:
         text = render_stub(
             files, archived_at=archived_at, batch=batch, archive_file=parts[files.month]

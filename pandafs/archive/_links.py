@@ -137,7 +137,7 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
                         rewrite(path)
         for path in _markdown(root / "outbox" / user):
             rewrite(path)
-        for path in _markdown(vault.layout.archive / "stubs" / user):
+        for path in _markdown(vault.layout.stubs_dir(user)):
             rewrite(path)
         for path in _markdown(root / "observability" / "interventions"):
             if f"-{user}-" in path.name:

@@ -110,7 +110,7 @@ class _TurnReading:
             high = counter - 1
         else:
             high = 0
-            for directory in (turns, self.vault.layout.archive / "stubs" / user):
+            for directory in (turns, self.vault.layout.stubs_dir(user)):
                 if directory.is_dir():
                     for entry in os.scandir(directory):
                         match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
@@ -123,7 +123,7 @@ class _TurnReading:
 
     def _all_numbers(self, user: str) -> list[int]:
         found: set[int] = set()
-        for directory in (self.vault.layout.turns_dir(user), self.vault.layout.archive / "stubs" / user):
+        for directory in (self.vault.layout.turns_dir(user), self.vault.layout.stubs_dir(user)):
             if directory.is_dir():
                 for entry in os.scandir(directory):
                     match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))

@@ -335,7 +335,7 @@ class Memory:
             validate_user_id(user)
             if (
                 not self.vault.layout.user_dir(user).is_dir()
-                and not (self.vault.layout.archive / "stubs" / user).is_dir()
+                and not self.vault.layout.stubs_dir(user).is_dir()
             ):
                 raise BadInput(f"no user {user!r} in {self.vault.root}")
         cfg = self.vault.config.index
