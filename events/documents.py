@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .doctypes import CONTENT_TYPES, SAVE_TYPES, TOPIC_RE
 from .errors import FrontmatterError
 from .stamps import format_ts
-from .yaml_subset import _FM_KEY, _FM_STR, _FM_WORDS, _NotFast, fast_frontmatter
+from .yaml_subset import fast_dump, fast_frontmatter
 
 __all__ = [
     "CONTENT_TYPES",
@@ -289,66 +289,17 @@ _Dumper.add_representer(datetime, _represent_datetime)
 _Dumper.add_representer(date, _represent_date)
 
 
-def _fast_scalar(value: Any) -> str:
-    """PyYAML's own spelling of a simple scalar, or `_NotFast` if we are not sure of it."""
-    if value is True or value is False:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if type(value) is int:
-        return str(value)
-    if type(value) is float:
-        text = repr(value)
-        if "e" in text or "n" in text:  # exponents, inf and nan: PyYAML spells them its way
-            raise _NotFast
-        return text
-    if type(value) is datetime:
-        return format_ts(value)
-    if type(value) is str:
-        if (
-            len(value) < 5000
-            and value not in _FM_WORDS
-            and _FM_STR.fullmatch(value)
-            and value[-1] != " "
-            and value.isprintable()
-            and "  " not in value  # PyYAML may break a long plain scalar at double spaces
-        ):
-            return value
-        if len(value) < 5000 and value.isprintable() and "\n" not in value:
-            # one-line strings PyYAML would quote: let it spell that one scalar
-            text = yaml.dump(value, Dumper=_Dumper, allow_unicode=True, width=10_000)
-            if text.startswith(("'", '"')) and text.endswith("\n") and text.count("\n") == 1:
-                return text[:-1]
-    raise _NotFast
+def _quoted(value: str) -> str | None:
+    """PyYAML's spelling of a one-line string it would quote, or None if that is not one line."""
+    text = yaml.dump(value, Dumper=_Dumper, allow_unicode=True, width=10_000)
+    if text.startswith(("'", '"')) and text.endswith("\n") and text.count("\n") == 1:
+        return text[:-1]
+    return None
 
 
 def _fast_dump(data: dict[str, Any]) -> str | None:
     """What `yaml.dump` writes for the simple shapes we write ourselves, or None."""
-    lines: list[str] = []
-    try:
-        for key, value in data.items():
-            if type(key) is not str or not _FM_KEY.fullmatch(key + ":") or key in _FM_WORDS:
-                return None
-            if type(value) is list:
-                if not value:
-                    return None
-                lines.append(f"{key}:")
-                lines += [f"- {_fast_scalar(item)}" for item in value]
-            elif type(value) is dict:
-                if not value:
-                    return None
-                lines.append(f"{key}:")
-                for inner, item in value.items():
-                    if type(inner) is not str or not _FM_KEY.fullmatch(inner + ":") or inner in _FM_WORDS:
-                        return None
-                    if type(item) in (list, dict):
-                        return None
-                    lines.append(f"  {inner}: {_fast_scalar(item)}")
-            else:
-                lines.append(f"{key}: {_fast_scalar(value)}")
-    except _NotFast:
-        return None
-    return "\n".join(lines) + "\n"
+    return fast_dump(data, _quoted)
 
 
 def dump_frontmatter(data: dict[str, Any]) -> str:

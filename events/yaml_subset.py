@@ -1,19 +1,22 @@
-"""Reading the YAML subset PandaFS itself writes, without PyYAML.
+"""Reading and writing the YAML subset PandaFS itself writes, without PyYAML.
 
 A rebuild reads every document's frontmatter; PyYAML spends ~190 µs constructing
 Python objects for a typical one.  `fast_frontmatter` parses the restricted shapes our
-dumper emits and returns None for anything else, so PyYAML decides every case it is
-not sure of.  `events.documents` uses it (and these patterns, to write that subset).
+dumper emits and `fast_dump` writes them, each returning None for anything else, so
+PyYAML decides every case they are not sure of (`events.documents` falls back to it).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["fast_frontmatter"]
+from .stamps import format_ts
+
+__all__ = ["fast_dump", "fast_frontmatter"]
 
 # The shapes: `key: scalar`, `key:` + block list of scalars, `key:` + one level of
 # `  key: scalar`.  Not: quotes other than one-line single quotes, flow style, comments,
@@ -116,3 +119,67 @@ def fast_frontmatter(raw: str) -> dict[str, Any] | None:
     except _NotFast:
         return None
     return out
+
+
+def _dump_scalar(value: Any, quote: Callable[[str], str | None]) -> str:
+    """PyYAML's own spelling of a simple scalar, or `_NotFast` if we are not sure of it."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        text = repr(value)
+        if "e" in text or "n" in text:  # exponents, inf and nan: PyYAML spells them its way
+            raise _NotFast
+        return text
+    if type(value) is datetime:
+        return format_ts(value)
+    if type(value) is str:
+        if (
+            len(value) < 5000
+            and value not in _FM_WORDS
+            and _FM_STR.fullmatch(value)
+            and value[-1] != " "
+            and value.isprintable()
+            and "  " not in value  # PyYAML may break a long plain scalar at double spaces
+        ):
+            return value
+        if len(value) < 5000 and value.isprintable() and "\n" not in value:
+            quoted = quote(value)  # one-line strings PyYAML would quote: it spells that one scalar
+            if quoted is not None:
+                return quoted
+    raise _NotFast
+
+
+def _plain_key(key: Any) -> bool:
+    return type(key) is str and _FM_KEY.fullmatch(key + ":") is not None and key not in _FM_WORDS
+
+
+def fast_dump(data: dict[str, Any], quote: Callable[[str], str | None]) -> str | None:
+    """What `yaml.dump` writes for the simple shapes we write ourselves, or None; `quote`
+    is PyYAML's spelling of a one-line string it would quote (None: not one line)."""
+    lines: list[str] = []
+    try:
+        for key, value in data.items():
+            if not _plain_key(key):
+                return None
+            if type(value) is list:
+                if not value:
+                    return None
+                lines.append(f"{key}:")
+                lines += [f"- {_dump_scalar(item, quote)}" for item in value]
+            elif type(value) is dict:
+                if not value:
+                    return None
+                lines.append(f"{key}:")
+                for inner, item in value.items():
+                    if not _plain_key(inner) or type(item) in (list, dict):
+                        return None
+                    lines.append(f"  {inner}: {_dump_scalar(item, quote)}")
+            else:
+                lines.append(f"{key}: {_dump_scalar(value, quote)}")
+    except _NotFast:
+        return None
+    return "\n".join(lines) + "\n"
