@@ -109,7 +109,7 @@ def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime
         f"- **When:** {format_ts(now)}\n\n"
         f"## What to do\n\n{advice}\n"
     )
-    vault_folder(ctx.vault.root, ctx.vault.root / rel.rpartition("/")[0])
+    vault_folder(ctx.vault.root, ctx.vault.layout.observability / "interventions")
     atomic_write(ctx.vault.root / rel, render_document(meta, body))
     return rel
 
