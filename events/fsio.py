@@ -138,7 +138,7 @@ def _open_no_link(path: Path, flags: int) -> int:
     return fd
 
 
-def append_file(path: Path, data: bytes, *, durable: bool = True) -> None:
+def append_file(path: Path, data: bytes | bytearray, *, durable: bool = True) -> None:
     """Append `data` to `path` (created if missing), never through a link; fsynced when
     `durable` (and, for a file this call created, its folder's entry too)."""
     created = durable and not os.path.lexists(path)
