@@ -24,7 +24,6 @@ from typing import Any
 import orjson
 
 from events import classify, is_real_dir
-from events.layout import DocRef
 
 from .documents import IndexDoc, Skipped, load_index_doc, parse_index_doc, read_document
 from .fulltext import FullTextIndex
@@ -76,10 +75,8 @@ def scan_documents(
     under: str | None = None,
     *,
     refused: list[Skipped] | None = None,
-    refs: dict[str, DocRef] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """Every document path (vault-relative) with its (mtime_ns, size); each one's
-    `classify` result goes to `refs`, if given (a rebuild need not classify it again).
+    """Every document path (vault-relative) with its (mtime_ns, size).
 
     Symbolic links are never documents and linked folders are never entered; each one
     met (any file or folder, pointing anywhere) goes to `refused` with its reason.
@@ -124,8 +121,7 @@ def scan_documents(
             if not name.endswith(".md"):
                 continue
             rel = rel_dir + name
-            ref = classify(rel)
-            if ref is None:
+            if classify(rel) is None:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -136,8 +132,6 @@ def scan_documents(
                     refused.append(Skipped(rel, "is not a regular file", refused=True))
                 continue
             found[rel] = (st.st_mtime_ns, st.st_size)
-            if refs is not None:
-                refs[rel] = ref
     return found
 
 
@@ -205,21 +199,18 @@ def _fill(
     report: SyncReport,
     max_bytes: int,
     progress: Progress | None,
-    refs: dict[str, DocRef],
 ) -> None:
-    """`_apply` for a fresh index (nothing known yet), timing each stage of the work;
-    `refs` holds each path's `classify` result from the walk that found it."""
+    """`_apply` for a fresh index (nothing known yet), timing each stage of the work."""
     clock = time.perf_counter
     read = parse = add = 0.0
     for rel in paths:
-        ref = refs[rel]
         t0 = clock()
         loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = read_document(
             root, rel, max_bytes=max_bytes
         )
         t1 = clock()
         if isinstance(loaded, tuple):
-            loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=ref)
+            loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=classify(rel))
         t2 = clock()
         if loaded is not None:
             record_loaded(batch, root, loaded, report)
@@ -319,11 +310,10 @@ def rebuild(
             with index.batch() as batch:
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:
-        refs: dict[str, DocRef] = {}
-        files = scan_documents(root, refused=report.skipped, refs=refs)
+        paths = sorted(scan_documents(root, refused=report.skipped))  # paths only: held all along
         report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
-            on_total(len(files))
+            on_total(len(paths))
         live_log = index.state_path
         mark = live_log.stat().st_size if live_log.exists() else 0
 
@@ -349,7 +339,7 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built, report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            _fill(batch, root, sorted(files), report, max_bytes, progress, refs)
+            _fill(batch, root, paths, report, max_bytes, progress)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()

@@ -26,6 +26,10 @@ from .state import StateEntry
 
 CatchUp = Callable[[Callable[[], Any], dict[str, StateEntry]], None]
 
+SPILL_EVERY = 10_000
+"""A fresh index's batch writes its state lines every this many changes (not all at the
+end): a rebuild then holds no per-document state, whatever the vault's size."""
+
 
 class IndexBatch:
     """Upserts and deletes by path, committed together when the batch closes."""
@@ -38,6 +42,7 @@ class IndexBatch:
         *,
         redoable: bool = True,
         fresh: bool = False,
+        spill: Callable[[dict[str, StateEntry | None]], None] | None = None,
     ) -> None:
         self._writer = writer
         self._schema = schema
@@ -46,6 +51,9 @@ class IndexBatch:
         # so an upsert is a plain add: no delete-by-term per document
         self._fresh = fresh
         self.changes: dict[str, StateEntry | None] = {}
+        # where `changes` go before the commit, SPILL_EVERY at a time: only for an index
+        # no one reads yet (a rebuild's), whose state may name what is not committed
+        self._spill = spill
         # kept so a failed commit can be redone; a fresh index (rebuild) has nothing to
         # fail on and must not hold every document of the vault in memory
         self._ops: list[tuple[str, Any]] | None = [] if redoable else None
@@ -72,17 +80,23 @@ class IndexBatch:
         for op, arg in self._ops:
             self._apply(op, arg)
 
+    def _changed(self, path: str, entry: StateEntry | None) -> None:
+        self.changes[path] = entry
+        if self._spill is not None and len(self.changes) >= SPILL_EVERY:
+            self._spill(self.changes)
+            self.changes = {}
+
     def upsert(self, doc: IndexDoc) -> None:
         if doc.trust is None and self._trust_of is not None:
             trust = self._trust_of(doc.doc_id)  # derived trust of a document that has none in its file
             if trust is not None:
                 doc = replace(doc, trust=trust)
         self._do("upsert", doc)
-        self.changes[doc.path] = StateEntry(doc.checksum, doc.mtime_ns, doc.size)
+        self._changed(doc.path, StateEntry(doc.checksum, doc.mtime_ns, doc.size))
 
     def delete(self, path: str) -> None:
         self._do("delete", path)
-        self.changes[path] = None
+        self._changed(path, None)
 
     def delete_where(self, field_name: str, value: str) -> None:
         """Delete every document whose raw `field_name` equals `value` (e.g. owner)."""
@@ -90,7 +104,7 @@ class IndexBatch:
 
     def touch(self, path: str, entry: StateEntry) -> None:
         """Record a new mtime for a file whose content (checksum) did not change."""
-        self.changes[path] = entry
+        self._changed(path, entry)
 
 
 class _Busy(Exception):
@@ -196,7 +210,9 @@ class _Writing:
         self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
     ) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
-        batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=not redoable)
+        fresh = not redoable  # a new index, no one reads it before the swap
+        spill = (lambda changes: self._append_state(state_path, changes)) if fresh else None
+        batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=fresh, spill=spill)
         try:
             yield batch
         except BaseException:

@@ -244,6 +244,24 @@ def test_rebuild_after_deleting_indexes_gives_identical_results(corpus: Memory, 
     assert [fresh.search(q, user="alice", now=NOW, limit=20) for q in queries] == before
 
 
+def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
+    corpus: Memory, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild's batch writes its state lines every SPILL_EVERY changes (so it holds none
+    of them for a big vault): with pieces of two, every document is still known, and a
+    reconcile afterwards finds nothing to redo."""
+    import indexers.writer
+
+    monkeypatch.setattr(indexers.writer, "SPILL_EVERY", 2)
+    before = dict(corpus.index.state())
+    shutil.rmtree(vault.layout.indexes)
+    report = corpus.rebuild()
+    assert report.indexed == len(before) == 7
+    assert dict(corpus.index.state()) == before
+    assert len(corpus.index.state_path.read_bytes().splitlines()) == 7
+    assert corpus.reconcile().unchanged == 7
+
+
 def test_rebuild_one_user(corpus: Memory, vault: Vault) -> None:
     (vault.root / "users/alice/memories/laptop.md").unlink()
     report = corpus.rebuild(user="alice")
