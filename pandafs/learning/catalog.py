@@ -10,8 +10,10 @@ The month is the month of the turn's `created_at` (UTC).  Every sync of the lear
 fold appends the rows of the turns it folded as one small delta file per month (a
 write of a few ms, TECH-NOTES "Parquet").  Compaction is tiered so a big month is not
 rewritten every few turns: more than `COMPACT_AFTER` deltas are merged into one new
-part; more than `MERGE_PARTS_AFTER` parts are merged into one.  `rebuild` writes the whole catalog again from
-the turn folders (and the archive) into a new folder and swaps it in.
+part; more than `MERGE_PARTS_AFTER` parts are merged into one.  A rebuild (`CatalogRebuild`)
+writes the whole catalog again from the turn folders (and the archive) into a new folder
+and swaps it in; it holds at most `SPILL_ROWS` rows, writing the rest out as chunks of
+their months, merged into each month's one part at the end.
 
 Rows are unique by (user, turn) except after a crash between writing a compacted file
 and removing what it replaced; `read_rows` (and compaction) keep the last copy, and a
@@ -52,14 +54,16 @@ __all__ = [
     "MERGE_PARTS_AFTER",
     "PHASES",
     "Catalog",
+    "CatalogRebuild",
     "TurnRow",
-    "rows_by_day",
     "turn_row",
     "turn_row_values",
 ]
 
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
+SPILL_ROWS = 20_000
+"""Rows a rebuild holds in memory before writing them out (~1 KB each as Python values)."""
 PHASES = (
     "query_analyzer",
     "reflection",
@@ -218,18 +222,13 @@ row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*_NAMES)
 ROW_DATE = CATALOG_SCHEMA.names.index("date")
 _ROW_ORDER = operator.itemgetter(*(CATALOG_SCHEMA.names.index(n) for n in ("user", "turn_number")))
 _ROW_CREATED = CATALOG_SCHEMA.names.index("created_at")
-_READ_ORDER = operator.itemgetter(
-    *(CATALOG_SCHEMA.names.index(n) for n in ("created_at", "user", "turn_number"))
-)
 
 
-def rows_by_day(values: Iterable[RowValues]) -> dict[date, list[dict[str, Any]]]:
-    """Rows as `Catalog.read_rows` gives them (dicts, in its order), by day: a rebuild's
-    rollups from the rows it just wrote, without reading the catalog back."""
-    by_day: dict[date, list[dict[str, Any]]] = {}
-    for row in sorted(values, key=_READ_ORDER):
-        by_day.setdefault(row[ROW_DATE], []).append(dict(zip(_NAMES, row, strict=True)))
-    return by_day
+_PART_ORDER = [("user", "ascending"), ("turn_number", "ascending")]  # `_ROW_ORDER`, in arrow
+
+
+def _read_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    return row["created_at"], row["user"], row["turn_number"]
 
 
 def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:
@@ -302,18 +301,27 @@ class Catalog:
             path.unlink(missing_ok=True)
 
     @staticmethod
-    def _read_files(paths: Iterable[Path], day: date | None = None) -> list[dict[str, Any]]:
-        latest: dict[tuple[str, str], dict[str, Any]] = {}
+    def _read_table(paths: Iterable[Path]) -> pa.Table:
+        """The rows of `paths`, read in order, one per (user, turn): the later copy wins."""
+        tables = []
         for path in paths:
             try:
-                table = pq.ParquetFile(path).read()  # ~1 ms; the dataset API costs ~8 ms a file
+                tables.append(pq.ParquetFile(path).read())  # ~1 ms; the dataset API costs ~8 ms a file
             except FileNotFoundError:
                 continue  # compacted away meanwhile; its rows are in the newer part
-            if day is not None:
-                table = table.filter(pc.equal(table["date"], pa.scalar(day, pa.date32())))
-            for row in table.to_pylist():
-                latest[(row["user"], row["turn"])] = row
-        return list(latest.values())
+        if not tables:
+            return CATALOG_SCHEMA.empty_table()
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        if len(tables) > 1:
+            keys = zip(table["user"].to_pylist(), table["turn"].to_pylist(), strict=True)
+            last = {key: i for i, key in enumerate(keys)}
+            if len(last) < table.num_rows:
+                table = table.take(sorted(last.values()))
+        return table
+
+    @classmethod
+    def _read_files(cls, paths: Iterable[Path], day: date | None = None) -> list[dict[str, Any]]:
+        return _day_rows(cls._read_table(paths), day)
 
     def read_rows(
         self, *, months: Iterable[str] | None = None, day: date | None = None
@@ -325,18 +333,67 @@ class Catalog:
         rows: list[dict[str, Any]] = []
         for month in chosen:
             rows += self._read_files(self.files(month), day)
-        return sorted(rows, key=lambda r: (r["created_at"], r["user"], r["turn_number"]))
+        return sorted(rows, key=_read_order)
 
-    def rebuild(self, rows: Iterable[TurnRow | RowValues]) -> list[str]:
-        """Replace the whole catalog by `rows` (one part file per month).  Months written."""
-        by_month: dict[str, list[TurnRow | RowValues]] = {}
-        for row in rows:
-            created = row[_ROW_CREATED] if isinstance(row, tuple) else row.created_at
-            by_month.setdefault(created.strftime("%Y-%m"), []).append(row)
-        new = self.dir.with_name(self.dir.name + ".new")
-        shutil.rmtree(new, ignore_errors=True)
-        new.mkdir(parents=True)
-        for month, items in sorted(by_month.items()):
-            _write(_table(items), new / f"month={month}" / f"part-{time.time_ns():020d}.parquet")
-        swap_in(new, self.dir)
-        return sorted(by_month)
+    def days_of(self, month: str) -> Callable[[date], list[dict[str, Any]]]:
+        """The rows of one day of `month`, as `read_rows(day=…)` gives them, the month's
+        files read once (a rollup of every day of a month converts each row once)."""
+        table = self._read_table(self.files(month))
+        return lambda day: sorted(_day_rows(table, day), key=_read_order)
+
+
+def _day_rows(table: pa.Table, day: date | None) -> list[dict[str, Any]]:
+    if day is not None:
+        table = table.filter(pc.equal(table["date"], pa.scalar(day, pa.date32())))
+    return table.to_pylist()
+
+
+def _by_month(rows: Iterable[RowValues]) -> dict[str, list[RowValues]]:
+    by_month: dict[str, list[RowValues]] = {}
+    for row in rows:
+        by_month.setdefault(row[_ROW_CREATED].strftime("%Y-%m"), []).append(row)
+    return by_month
+
+
+class CatalogRebuild:
+    """The whole catalog written anew (a rebuild): `add` each turn's row values, in any
+    order; `finish` swaps the new folder in.  At most `SPILL_ROWS` rows are held: the rest
+    go out as chunks of their months, and each month's chunks become its one part, sorted
+    by (user, turn number), as `_table` sorts a month held whole."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.dir = catalog.dir
+        self.new = catalog.dir.with_name(catalog.dir.name + ".new")
+        shutil.rmtree(self.new, ignore_errors=True)
+        self.new.mkdir(parents=True)
+        self.days: set[date] = set()
+        self._rows: list[RowValues] = []
+        self._chunks = 0
+
+    def add(self, row: RowValues) -> None:
+        self._rows.append(row)
+        self.days.add(row[ROW_DATE])
+        if len(self._rows) >= SPILL_ROWS:
+            self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
+            self._chunks += 1
+            self._rows = []
+
+    def _write(self, months: dict[str, list[RowValues]], name: str) -> None:
+        for month, items in sorted(months.items()):
+            _write(_table(items), self.new / f"month={month}" / f"{name}.parquet")
+
+    def finish(self) -> list[str]:
+        """Every month's part written, the new catalog in place.  Months written."""
+        if not self._chunks:  # all of it in memory: each month's part at once
+            self._write(_by_month(self._rows), f"part-{time.time_ns():020d}")
+        else:
+            self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
+            for folder in sorted(self.new.iterdir()):
+                chunks = sorted(folder.glob("chunk-*.parquet"))
+                table = Catalog._read_table(chunks).sort_by(_PART_ORDER)
+                _write(table, folder / f"part-{time.time_ns():020d}.parquet")
+                for chunk in chunks:
+                    chunk.unlink()
+        self._rows = []
+        swap_in(self.new, self.dir)
+        return sorted(p.name.removeprefix("month=") for p in self.dir.glob("month=*"))

@@ -33,7 +33,7 @@ written at once, named dirty so the next sync re-derives them from the events.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -47,7 +47,7 @@ from indexers.documents import IndexDoc
 
 from ..memory import Memory
 from ..vault import Vault, file_lock
-from .catalog import ROW_DATE, Catalog, TurnRow, rows_by_day, turn_row, turn_row_values
+from .catalog import Catalog, CatalogRebuild, TurnRow, turn_row, turn_row_values
 from .decisions import _Deciding
 from .maintenance import read_changes
 from .rollups import rollup, write_rollups
@@ -152,18 +152,17 @@ class Learning(_Deciding):
     # --- the fold ----------------------------------------------------------------------
 
     def _fold_users(
-        self, projection: Projection, report: SyncReport, full: bool
-    ) -> tuple[set[str], list[Any]]:
-        """Fold every user's new turns; their catalog rows (a full fold keeps only each
-        row's values, `catalog.RowValues`: it holds every turn of the vault)."""
+        self, projection: Projection, report: SyncReport, rows: Callable[[Any], None], full: bool
+    ) -> set[str]:
+        """Fold every user's new turns, handing each one's catalog row to `rows` (a full
+        fold gives only the row's values, `catalog.RowValues`, for a `CatalogRebuild`)."""
         changed: set[str] = set()
-        rows: list[Any] = []
         for user in self.vault.layout.users():
             changed |= self._fold_user(user, projection, report, rows, full)
-        return changed, rows
+        return changed
 
     def _fold_user(
-        self, user: str, projection: Projection, report: SyncReport, rows: list[Any], full: bool
+        self, user: str, projection: Projection, report: SyncReport, rows: Callable[[Any], None], full: bool
     ) -> set[str]:
         """Fold `user`'s turns that are complete and not folded yet; advance the cursor."""
         cursor = Cursor() if full else self.state.users.get(user, Cursor())
@@ -204,7 +203,7 @@ class Learning(_Deciding):
             fact = turn_facts(view, events)
             changed |= projection.fold_turn(fact, target, folded)
             seen[fact.turn] = fact
-            rows.append(turn_row_values(view, events) if full else turn_row(view, events))
+            rows(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1
         self.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
@@ -240,7 +239,8 @@ class Learning(_Deciding):
         report = SyncReport()
         try:  # a torn shard shows up when it is first read, always before anything is written
             projection = self.projection()
-            changed, rows = self._fold_users(projection, report, full=False)
+            rows: list[TurnRow] = []
+            changed = self._fold_users(projection, report, rows.append, full=False)
             more, days = self._fold_logs(projection, report, full=False)
             days |= {r.date.isoformat() for r in rows}
             self._keep(projection)
@@ -272,20 +272,19 @@ class Learning(_Deciding):
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
         self.counts = CounterStore(self.dir / "counts", {}, fresh=True)
         projection = self.projection()
-        changed, rows = self._fold_users(projection, report, full=True)
+        catalog = CatalogRebuild(self.catalog) if write else None
+        add = catalog.add if catalog is not None else lambda row: None
+        changed = self._fold_users(projection, report, add, full=True)
         more, _ = self._fold_logs(projection, report, full=True)
         self._keep(projection)
         folded = time.perf_counter()
         report.stages["learning fold"] = folded - started
-        if write:
-            self.catalog.rebuild(rows)
-            report.catalog_months = self.catalog.months()
+        if catalog is not None:
+            report.catalog_months = catalog.finish()
             catalogued = time.perf_counter()
             report.stages["catalog"] = catalogued - folded
-            days = {r[ROW_DATE].isoformat() for r in rows} | set(self.state.scope_days)
-            written = rows_by_day(rows)  # the rollups' rows, without reading the catalog back
-            del rows
-            self._commit(report, changed | more, [], days, projection, written=written)
+            days = {d.isoformat() for d in catalog.days} | set(self.state.scope_days)
+            self._commit(report, changed | more, [], days, projection)
             report.stages["rollups and materialise"] = time.perf_counter() - catalogued
         self.stale = None
         report.seconds = time.perf_counter() - started
@@ -299,16 +298,14 @@ class Learning(_Deciding):
         days: set[str],
         projection: Projection,
         rollups: bool = True,
-        written: dict[date, list[dict[str, Any]]] | None = None,
     ) -> None:
-        """Steps 2-5 of a sync (see the module docstring).  `written`: every catalog row
-        by day, when the caller has them (a rebuild), so the rollups need not read them."""
+        """Steps 2-5 of a sync (see the module docstring)."""
         plans, overlay = self._plan(sorted(docs), projection)
         if rows:
             report.catalog_months = self.catalog.append(rows)
         days |= set(self.state.rollup_days)
         if rollups:
-            report.rollup_days = self._write_rollups(days, written)
+            report.rollup_days = self._write_rollups(days)
             days = set()
         self.state.rollup_days = sorted(days)
         self.state.dirty = sorted(plans)
@@ -317,23 +314,16 @@ class Learning(_Deciding):
         self.state.dirty = []
         write_state_file(self.dir, self.state)
 
-    def _write_rollups(
-        self, days: set[str], written: dict[date, list[dict[str, Any]]] | None = None
-    ) -> list[str]:
+    def _write_rollups(self, days: set[str]) -> list[str]:
         made = []
         months: dict[str, list[str]] = {}
         for day in sorted(days):
             months.setdefault(day[:7], []).append(day)
-        for month, month_days in months.items():  # each month's catalog is read once
-            by_day: dict[date, list[dict[str, Any]]] = {}
-            if written is not None:
-                by_day = written
-            else:
-                for row in self.catalog.read_rows(months=[month]):
-                    by_day.setdefault(row["date"], []).append(row)
+        for month, month_days in months.items():
+            rows_of = self.catalog.days_of(month)  # each month's catalog is read once
             for day in month_days:
                 when = date.fromisoformat(day)
-                rows = by_day.get(when, [])
+                rows = rows_of(when)
                 scope = self.state.scope_days.get(day, {})
                 if rows or any(scope.values()):
                     made.append(rollup(when, rows, scope))

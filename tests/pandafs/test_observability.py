@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from events import format_ts
 from pandafs.learning import Catalog, percentile, rebuild, sync
-from pandafs.learning.catalog import COMPACT_AFTER, TurnRow
+from pandafs.learning.catalog import COMPACT_AFTER, CatalogRebuild, TurnRow, row_values
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.openai_compat import Usage
 from pandafs.pipeline import Pipeline
@@ -164,6 +164,31 @@ def test_the_catalog_is_one_row_per_turn_queryable_by_duckdb_and_rebuildable(wee
     assert len(catalog.files("2026-01")) == 1  # one compacted part per month after a rebuild
 
 
+def test_a_rebuild_holding_few_rows_writes_the_same_catalog_and_rollups(
+    week: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild holds at most SPILL_ROWS rows and writes the rest as chunks of their
+    months: with chunks of five rows, it leaves the catalog, its one sorted part per
+    month and the rollups of a rebuild that held every row."""
+    import pyarrow.parquet as pq
+
+    import pandafs.learning.catalog
+
+    rebuild(week)
+    catalog = Catalog(week.root / "observability" / "catalog")
+    rows = catalog.read_rows()
+    daily = {p.name: p.read_bytes() for p in (week.root / "observability/daily").iterdir()}
+    assert len(rows) > 2 * 5 and len(rows) % 5
+    monkeypatch.setattr(pandafs.learning.catalog, "SPILL_ROWS", 5)  # two chunks and the rest
+    rebuild(week)
+    assert catalog.read_rows() == rows
+    assert {p.name: p.read_bytes() for p in (week.root / "observability/daily").iterdir()} == daily
+    (part,) = catalog.files("2026-01")
+    assert part.name.startswith("part-")
+    keys = [(r["user"], r["turn_number"]) for r in pq.read_table(part).to_pylist()]
+    assert keys == sorted(keys) and len(keys) == len(rows)
+
+
 def _row(n: int, quality: float = 0.5) -> TurnRow:
     when = datetime(2026, 2, 1, tzinfo=UTC) + timedelta(minutes=n)
     zeros = {f"ms_{p}": None for p in ("query_analyzer", "reflection", "context_gatherer", "planner")}
@@ -217,6 +242,25 @@ def test_small_files_are_compacted_and_a_row_written_twice_counts_once(tmp_path:
     assert [f.name.split("-")[0] for f in catalog.files("2026-02")] == ["part", "part", "delta"]
     catalog.compact("2026-02")
     assert len(catalog.files("2026-02")) == 1 and len(catalog.read_rows()) == 2 * COMPACT_AFTER + 2
+
+
+def test_a_rebuilt_catalog_sorts_each_months_rows_whatever_order_they_came_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    import pandafs.learning.catalog
+
+    monkeypatch.setattr(pandafs.learning.catalog, "SPILL_ROWS", 4)
+    catalog = Catalog(tmp_path / "catalog")
+    build = CatalogRebuild(catalog)
+    numbers = [7, 3, 11, 1, 9, 2, 10, 5, 4, 8, 6]
+    for n in numbers:
+        build.add(row_values(_row(n)))
+    assert build.finish() == ["2026-02"]
+    (part,) = catalog.files("2026-02")
+    assert [r["turn_number"] for r in pq.read_table(part).to_pylist()] == sorted(numbers)
+    assert [r["turn_number"] for r in catalog.read_rows()] == sorted(numbers)
 
 
 def test_percentile_interpolates_like_duckdb() -> None:
