@@ -317,7 +317,7 @@ def rebuild(
         live_log = index.state_path
         mark = live_log.stat().st_size if live_log.exists() else 0
 
-        def catch_up(open_batch: Callable[[], Any], built: dict[str, StateEntry]) -> None:
+        def catch_up(open_batch: Callable[[], Any], built: Callable[[], dict[str, StateEntry]]) -> None:
             """Redo on the new index what other writers did to the live one meanwhile.
 
             Their changes are the lines the live state log gained since the rebuild
@@ -336,7 +336,7 @@ def rebuild(
                     continue
             if paths:
                 with open_batch() as batch:
-                    _apply(batch, root, sorted(paths), built, report, max_bytes, None)
+                    _apply(batch, root, sorted(paths), built(), report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
             _fill(batch, root, paths, report, max_bytes, progress)

@@ -24,7 +24,7 @@ from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
-CatchUp = Callable[[Callable[[], Any], dict[str, StateEntry]], None]
+CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], None]
 
 SPILL_EVERY = 10_000
 """A fresh index's batch writes its state lines every this many changes (not all at the
@@ -248,8 +248,9 @@ class _Writing:
         """Build a fresh index beside the live one and swap it in when the block ends.
 
         The live index keeps serving searches and other writers meanwhile.  Just before
-        the swap, under the writer lock, `catch_up(open_batch, state)` may bring the new
-        index up to date with files that changed while it was being built.
+        the swap, under the writer lock, `catch_up(open_batch, built)` may bring the new
+        index up to date with files that changed while it was being built (`built()`
+        reads the new index's state: only then, it holds an entry per document).
         """
         import shutil  # not at module level: a search never removes a folder
 
@@ -262,7 +263,7 @@ class _Writing:
                 yield batch
             with self._lock():
                 if catch_up is not None:
-                    catch_up(lambda: self._batch_on(index, state_path), self._read_state(state_path))
+                    catch_up(lambda: self._batch_on(index, state_path), lambda: self._read_state(state_path))
                 (new / "complete").write_bytes(b"")
                 swap_in(new, self.dir)
         except BaseException:

@@ -262,6 +262,23 @@ def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
     assert corpus.reconcile().unchanged == 7
 
 
+def test_a_memory_saved_while_the_index_is_rebuilt_is_in_the_rebuilt_index(
+    corpus: Memory, vault: Vault
+) -> None:
+    """Another writer saves while a rebuild is filling its new index (the live one keeps
+    taking writes): the rebuild redoes that write on the new index before swapping it in."""
+    other = Memory(vault)  # a second writer, with its own index handle, as another process has
+    saved: list[str] = []
+
+    def save_once(_: int) -> None:
+        if not saved:
+            saved.append(other.save("Quokka sightings on Rottnest", user="alice", topic="travel").doc_id)
+
+    corpus.rebuild(progress=save_once)
+    assert ids(Memory(vault).search("quokka", user="alice", now=NOW)) == saved
+    assert saved[0].startswith("alice/")
+
+
 def test_rebuild_one_user(corpus: Memory, vault: Vault) -> None:
     (vault.root / "users/alice/memories/laptop.md").unlink()
     report = corpus.rebuild(user="alice")
