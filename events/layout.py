@@ -20,6 +20,7 @@ __all__ = [
     "DocRef",
     "Layout",
     "SHAREABLE_KINDS",
+    "STAGING_DIR",
     "TURN_DIR_RE",
     "candidate_paths",
     "classify",
@@ -31,6 +32,8 @@ __all__ = [
 
 USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
+STAGING_DIR = ".staging"
+"""Under `users/{u}/turns/`: where bulk writers build turn folders before placing them."""
 
 # Folders under the vault root that never hold indexable documents.
 SHAREABLE_KINDS = frozenset({"research"})
@@ -159,6 +162,30 @@ class Layout:
             return int(data.strip())
         except (OSError, ValueError, NotInVault):
             return None
+
+    def turn_numbers(self, user: str, *, staged: bool = False) -> set[int]:
+        """Every turn number `user` holds on disk: live folders, archive stubs and, with
+        `staged`, the folders an import is still building (a scan: costs one listing each)."""
+        turns = self.turns_dir(user)
+        folders = [turns, turns / STAGING_DIR] if staged else [turns]
+        found: set[int] = set()
+        for directory in [*folders, self.stubs_dir(user)]:
+            if not directory.is_dir():
+                continue
+            for entry in os.scandir(directory):
+                match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
+                if match:
+                    found.add(int(match.group(1)))
+        return found
+
+    def highest_turn(self, user: str) -> int:
+        """The highest turn number allocated to `user` (0 for none): one below the counter
+        hint, or without one the highest number live, archived or staged (what allocation
+        starts above, so every turn allocated from now on exceeds it)."""
+        counter = self.turn_counter(user)
+        if counter is not None:
+            return counter - 1
+        return max(self.turn_numbers(user, staged=True), default=0)
 
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
         """Up to `count` live turn folders numbered below `before`, newest first.

@@ -19,15 +19,12 @@ import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
 from events.fsio import check_folders, fsync_dir, held_lock, vault_folder
-from events.layout import TURN_DIR_RE
+from events.layout import STAGING_DIR
 
 from .config import Config, load_config, render_default_config
 from .errors import Busy, NoVault
 
 __all__ = ["STAGING_DIR", "Vault", "file_lock"]
-
-# Under `users/{u}/turns/`: where bulk writers build turn folders before placing them.
-STAGING_DIR = ".staging"
 
 VAULT_DIRS = (
     "inbox",
@@ -212,9 +209,7 @@ class Vault:
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
         with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
-            number = self.layout.turn_counter(user)
-            if number is None:
-                number = self._highest_turn(user) + 1
+            number = self.layout.highest_turn(user) + 1
             stubs = self._stubs_dir(user)
             names: list[str] = []
             while len(names) < count:
@@ -250,16 +245,3 @@ class Vault:
         """The folder of `user`'s archive stubs if it exists (checked once per batch, not per name)."""
         stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
-
-    def _highest_turn(self, user: str) -> int:
-        """Largest turn number ever used by `user` (live, archived, or being built)."""
-        highest = 0
-        turns = self.layout.turns_dir(user)
-        for directory in (turns, turns / STAGING_DIR, self.layout.stubs_dir(user)):
-            if not directory.is_dir():
-                continue
-            for entry in os.scandir(directory):
-                match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
-                if match:
-                    highest = max(highest, int(match.group(1)))
-        return highest

@@ -3,7 +3,6 @@ the empty folder a dead run allocated, or allocate a new one."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,6 @@ import orjson
 from events import EventWriter, is_real_dir, read_log, repair_torn_tail, turn_name
 from events.errors import LogBusyError, NotInVault
 from events.fsio import read_vault_file
-from events.layout import TURN_DIR_RE
 from events.schema import TornTailRepaired, TurnStarted
 
 from ..pipeline import Pipeline
@@ -27,19 +25,7 @@ ADOPT_PROBE_MISSES = 16
 
 def highest_turn(vault: Vault, user: str) -> int:
     """A number every turn of `user` allocated from now on will exceed."""
-    counter = vault.layout.turn_counter(user)
-    if counter is not None:
-        return max(0, counter - 1)
-    turns = vault.layout.turns_dir(user)
-    highest = 0
-    try:
-        for entry in os.scandir(turns):
-            match = TURN_DIR_RE.fullmatch(entry.name)
-            if match:
-                highest = max(highest, int(match.group(1)))
-    except FileNotFoundError:
-        pass
-    return highest
+    return max(0, vault.layout.highest_turn(user))
 
 
 def outcome_of(vault: Vault, user: str, turn: str) -> str | None:

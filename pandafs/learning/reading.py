@@ -21,7 +21,6 @@ from events import (
     turn_name,
 )
 from events.errors import EventsError
-from events.layout import TURN_DIR_RE
 from events.log import typed_events
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
@@ -103,30 +102,16 @@ class _TurnReading:
         return (view, events) if view.is_complete else "pending"
 
     def _highest(self, user: str, upto: int) -> int:
-        """The highest turn number allocated to `user` (counter hint, then probing)."""
+        """The highest turn of `user` to fold up to.  Not `Layout.highest_turn`: never below
+        `upto`, it probes on past the counter (written without fsync, a crash can leave it
+        behind placed folders), and its scan leaves out staged folders (not turns yet)."""
         turns = self.vault.layout.turns_dir(user)
         counter = self.vault.layout.turn_counter(user)
-        if counter is not None:
-            high = counter - 1
-        else:
-            high = 0
-            for directory in (turns, self.vault.layout.stubs_dir(user)):
-                if directory.is_dir():
-                    for entry in os.scandir(directory):
-                        match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
-                        if match:
-                            high = max(high, int(match.group(1)))
+        high = counter - 1 if counter is not None else max(self.vault.layout.turn_numbers(user), default=0)
         high = max(high, upto)
         while (turns / turn_name(high + 1)).is_dir() or self._stub(user, turn_name(high + 1)).exists():
             high += 1
         return high
 
     def _all_numbers(self, user: str) -> list[int]:
-        found: set[int] = set()
-        for directory in (self.vault.layout.turns_dir(user), self.vault.layout.stubs_dir(user)):
-            if directory.is_dir():
-                for entry in os.scandir(directory):
-                    match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
-                    if match:
-                        found.add(int(match.group(1)))
-        return sorted(found)
+        return sorted(self.vault.layout.turn_numbers(user))
