@@ -14,7 +14,7 @@ timestamps, plain scalars; `tags` and `aliases` are ordinary list properties.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -331,18 +331,39 @@ def render_document(frontmatter: dict[str, Any] | DocumentMetadata, body: str) -
     return f"---\n{dump_frontmatter(frontmatter)}---\n{body}"
 
 
-_SECTION = re.compile(r"^## (\d)\. .*$", re.MULTILINE)
+def _section_spans(body: str, start: int = 0) -> Iterator[tuple[int, int, int]]:
+    """(number, start, end) of the text under each `## N. ` heading line of a context.md
+    body, in order; a section runs to the next such heading (an answer's own `## `
+    headings stay in it).  `str.find`, not a regex: the tiers read hundreds per turn."""
+    previous: tuple[int, int] | None = None
+    at = start
+    while True:
+        if body.startswith("## ", at) and body[at + 3 : at + 4].isdecimal() and body.startswith(". ", at + 4):
+            if previous is not None:
+                yield (*previous, at)
+            line_end = body.find("\n", at)
+            previous = (int(body[at + 3]), len(body) if line_end < 0 else line_end)
+        found = body.find("\n## ", at)
+        if found < 0:
+            break
+        at = found + 1
+    if previous is not None:
+        yield (*previous, len(body))
 
 
-def split_sections(body: str) -> dict[int, str]:
-    """Map section number (0-6) to its text (heading excluded) for a context.md body."""
-    matches = list(_SECTION.finditer(body))
-    sections: dict[int, str] = {}
-    for index, match in enumerate(matches):
-        end = matches[index + 1].start() if index + 1 < len(matches) else len(body)
-        sections[int(match.group(1))] = body[match.end() : end].strip("\n")
-    return sections
+def split_sections(body: str, *, start: int = 0, numbers: Container[int] | None = None) -> dict[int, str]:
+    """Map section number (0-6) to its text (heading excluded) for a context.md body:
+    the one reader of the sections `render` writes.
+
+    `start` skips a prefix (a whole context.md's frontmatter) without copying it;
+    `numbers` keeps only those sections (the others are not sliced out).
+    """
+    return {
+        number: body[begin:end].strip("\n")
+        for number, begin, end in _section_spans(body, start)
+        if numbers is None or number in numbers
+    }
 
 
 def get_section(body: str, number: int) -> str | None:
-    return split_sections(body).get(number)
+    return split_sections(body, numbers=(number,)).get(number)

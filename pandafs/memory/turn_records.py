@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from events import NotInVault, read_vault_file, turn_name, turn_number, validate_user_id
+from events import NotInVault, read_vault_file, split_sections, turn_name, turn_number, validate_user_id
 
 from ..vault import Vault
 
@@ -172,10 +172,11 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         return None
     front_text = text[3 : end + 1]
     front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(front_text)}
-    asked = _section_text(text, end, "0")
+    sections = split_sections(text, start=end + 4, numbers=(0, 5))
+    asked = sections.get(0, "")
     label = _S0_LABEL.search(asked)
     query = (asked[: label.start()] if label else asked).strip()
-    answer = _section_text(text, end, "5").strip()
+    answer = sections.get(5, "").strip()
     return TurnRecord(
         user=user,
         turn=turn,
@@ -185,18 +186,6 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         body="" if answer == "_(no response)_" else answer,
         identity="identity:" in front_text and bool(_IDENTITY_META.search(front_text)),
     )
-
-
-def _section_text(text: str, start: int, number: str) -> str:
-    """The text under `## {number}. …` (heading excluded), "" if the section is absent."""
-    at = text.find(f"\n## {number}. ", start)
-    if at < 0:
-        return ""
-    begin = text.find("\n", at + 1)
-    if begin < 0:
-        return ""
-    stop = text.find("\n## ", begin)
-    return text[begin : stop if stop >= 0 else len(text)].strip("\n")
 
 
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:

@@ -79,3 +79,13 @@ def test_the_record_cache_sees_a_hand_edit_and_never_follows_a_swapped_in_link(
     context.unlink()
     context.symlink_to(other)
     assert live_turn(vault, "alice", "turn_000001", cache) is None
+
+
+def test_an_answer_with_its_own_headings_reaches_the_tiers_whole(vault: Vault, cli, tmp_path: Path) -> None:  # noqa: ANN001
+    answer = "Tulips like sandy soil.\n\n## When to plant\n\nIn autumn.\n\n### Depth\n\nThree bulbs deep."
+    source = tmp_path / "turns.jsonl"
+    line = {"user": "alice", "timestamp": "2026-03-01T10:00:00Z", "query": QUERY, "response": answer}
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    assert cli("--root", vault.root, "import-turns", str(source)).code == 0
+    record = live_turn(vault, "alice", "turn_000001")
+    assert record is not None and (record.query, record.body) == (QUERY, answer)
