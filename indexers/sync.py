@@ -25,7 +25,7 @@ import orjson
 
 from events import classify, is_real_dir
 
-from .documents import IndexDoc, Skipped, load_index_doc, parse_index_doc, read_document
+from .documents import IndexDoc, Skipped, parse_index_doc, read_document
 from .fulltext import FullTextIndex
 from .state import StateEntry
 from .writer import IndexBatch
@@ -172,54 +172,42 @@ def _apply(
     report: SyncReport,
     max_bytes: int,
     progress: Progress | None,
+    fresh: bool = False,
 ) -> None:
-    for rel in paths:
-        loaded = load_index_doc(root, rel, max_bytes=max_bytes)
-        if isinstance(loaded, IndexDoc):
-            known = state.get(rel)
-            if known is not None and known.checksum == loaded.checksum:
-                batch.touch(rel, StateEntry(loaded.checksum, loaded.mtime_ns, loaded.size))
-                report.unchanged += 1
-            else:
-                record_loaded(batch, root, loaded, report)
-        elif isinstance(loaded, Skipped):
-            record_loaded(batch, root, loaded, report)
-        else:
-            if rel in state or classify(rel) is not None:
-                batch.delete(rel)
-                report.deleted += rel in state
-        if progress is not None:
-            progress(1)
+    """Index, re-stamp (same checksum as `state` records) or delete each of `paths`.
 
-
-def _fill(
-    batch: IndexBatch,
-    root: Path,
-    paths: list[str],
-    report: SyncReport,
-    max_bytes: int,
-    progress: Progress | None,
-) -> None:
-    """`_apply` for a fresh index (nothing known yet), timing each stage of the work."""
+    `fresh` is a rebuild's new index: nothing in it to delete, and the seconds of the
+    read, parse and index-add stages go to `report.stages`.
+    """
     clock = time.perf_counter
     read = parse = add = 0.0
     for rel in paths:
+        ref = classify(rel)
         t0 = clock()
-        loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = read_document(
-            root, rel, max_bytes=max_bytes
+        loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = (
+            None if ref is None else read_document(root, rel, max_bytes=max_bytes)
         )
         t1 = clock()
         if isinstance(loaded, tuple):
-            loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=classify(rel))
+            loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=ref)
         t2 = clock()
-        if loaded is not None:
+        known = state.get(rel)
+        if loaded is None:
+            if known is not None or (ref is not None and not fresh):
+                batch.delete(rel)
+                report.deleted += known is not None
+        elif isinstance(loaded, IndexDoc) and known is not None and known.checksum == loaded.checksum:
+            batch.touch(rel, StateEntry(loaded.checksum, loaded.mtime_ns, loaded.size))
+            report.unchanged += 1
+        else:
             record_loaded(batch, root, loaded, report)
         read += t1 - t0
         parse += t2 - t1
         add += clock() - t2
         if progress is not None:
             progress(1)
-    report.stages.update({"read": read, "parse": parse, "index add": add})
+    if fresh:
+        report.stages.update({"read": read, "parse": parse, "index add": add})
 
 
 def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_bytes: int) -> SyncReport:
@@ -339,7 +327,7 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built(), report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            _fill(batch, root, paths, report, max_bytes, progress)
+            _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()
