@@ -186,6 +186,9 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
         for p in found
         if p.kind == "index_stale" and p.path not in skipped
     ]
+    # Checked again in full, not only the reconciled paths: the document count spans the
+    # whole index, reconcile leaves an unchanged entry alone (one skipped when indexed but
+    # readable now), and files may change while it runs.
     return repaired + _index_problems(vault, memory)
 
 
@@ -317,7 +320,10 @@ def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Pro
 
     Under `--repair` the check first runs without repairing, so a repair a checker makes
     silently (the archive's recovery, a torn maintenance log moved aside) is still listed:
-    what it saw before and no longer sees afterwards was repaired by it."""
+    what it saw before and no longer sees afterwards was repaired by it.  The second run
+    is the one that repairs (and says what remains), so neither can go: the first is the
+    only witness of a silent repair, and of an index_stale path that reconcile found
+    unreadable (afterwards named as `skipped`, so listed here as repaired)."""
     if not repair:
         return list(checker(vault, False)), []
     before = list(checker(vault, False))
