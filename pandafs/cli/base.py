@@ -17,7 +17,7 @@ import click
 
 from events.errors import InvalidUserId
 
-from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP
+from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -39,19 +39,8 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from `COMMANDS`, without importing any command module."""
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = []
-        for name in names:
-            loaded = self.commands.get(name)
-            if loaded is not None:
-                rows.append((name, loaded.get_short_help_str(limit)))
-            else:
-                rows.append((name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)))
         with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            formatter.write_dl(command_rows(formatter.width))
 
 
 class App:

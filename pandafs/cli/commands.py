@@ -2,7 +2,8 @@
 
 `base` builds the click group from these; `print_top_help` prints the same page
 without importing click (or any command), laid out as click's `HelpFormatter` does —
-tests/test_architecture.py compares the two at several terminal widths.
+tests/test_architecture.py compares the two at several terminal widths.  Both list
+the commands with `command_rows`, the one place their one-liners are cut.
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["COMMANDS", "DESCRIPTION", "ROOT_DEFAULT", "ROOT_ENV", "ROOT_HELP", "print_top_help"]
+__all__ = [
+    "COMMANDS",
+    "DESCRIPTION",
+    "ROOT_DEFAULT",
+    "ROOT_ENV",
+    "ROOT_HELP",
+    "command_rows",
+    "print_top_help",
+]
 
 DESCRIPTION = "PandaFS: the file-first, event-sourced memory of a local assistant."
 ROOT_DEFAULT = "./panda-system-docs"
@@ -113,11 +122,17 @@ def top_help(columns: int) -> str:
     lines = _wrap("[OPTIONS] COMMAND [ARGS]...", width, "Usage: pandafs ", " " * len("Usage: pandafs "))
     lines += ["", *_wrap(DESCRIPTION, width, "  ", "  ")]
     lines += ["", "Options:", *_definitions(list(_OPTIONS), width)]
+    lines += ["", "Commands:", *_definitions(command_rows(width), width)]
+    return "\n".join(lines)
+
+
+def command_rows(width: int) -> list[tuple[str, str]]:
+    """The `Commands:` rows of `pandafs --help` for a page `width` wide: each command and
+    its one-liner, cut as click cuts a short help.  Both writers of the page use it
+    (`top_help` and click's, `base.LazyGroup`)."""
     names = sorted(COMMANDS)
     limit = width - 6 - max(len(name) for name in names)
-    commands = [(name, _short(COMMANDS[name][1], limit)) for name in names]
-    lines += ["", "Commands:", *_definitions(commands, width)]
-    return "\n".join(lines)
+    return [(name, _short(COMMANDS[name][1], limit)) for name in names]
 
 
 def print_top_help() -> None:
