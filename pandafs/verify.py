@@ -180,15 +180,17 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     if not repair or not any(p.kind == "index_stale" for p in found):
         return found
     report = memory.reconcile()
-    skipped = {s.path for s in report.skipped}
+    # reconcile re-reads a file only when its mtime or size moved: one skipped when it was
+    # indexed and readable now (the size limit raised since) is re-read by name
+    again = memory.index_paths([p.path for p in found if p.kind == "index_stale"], force=True)
+    skipped = {s.path for s in report.skipped} | {s.path for s in again.skipped}
     repaired = [
         Problem(p.path, p.kind, f"{p.message}: reconciled", repaired=True)
         for p in found
         if p.kind == "index_stale" and p.path not in skipped
     ]
     # Checked again in full, not only the reconciled paths: the document count spans the
-    # whole index, reconcile leaves an unchanged entry alone (one skipped when indexed but
-    # readable now), and files may change while it runs.
+    # whole index, and files may change while it runs.
     return repaired + _index_problems(vault, memory)
 
 

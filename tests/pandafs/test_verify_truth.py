@@ -50,6 +50,31 @@ def test_verify_names_each_skipped_file_with_its_reason_before_and_after_repair(
     assert all(path in human.out for path in bad)
 
 
+def test_repair_indexes_a_file_skipped_as_too_large_once_the_limit_allows_it(vault: Vault, cli) -> None:  # noqa: ANN001
+    memories = vault.layout.memories_dir("alice")
+    memories.mkdir(parents=True)
+    (memories / "long.md").write_text("zanzibar spice notes " * 400)  # 8.4 KB
+    config = vault.root / "pandafs.toml"
+    limit = "max_file_bytes = 5000000"
+    assert limit in config.read_text()
+    config.write_text(config.read_text().replace(limit, "max_file_bytes = 4000"))
+    cli("--root", vault.root, "rebuild")
+    assert (
+        _problems(cli("--root", vault.root, "verify", "--json"))["users/alice/memories/long.md"][0]
+        == "skipped"
+    )
+
+    config.write_text(config.read_text().replace("max_file_bytes = 4000", limit))
+    before = _problems(cli("--root", vault.root, "verify", "--json"))
+    assert before == {"users/alice/memories/long.md": ("index_stale", "skipped when indexed, readable now")}
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert repaired.code == 0 and _problems(repaired) == {}, repaired.out
+    assert [p["path"] for p in repaired.json["repaired"]] == ["users/alice/memories/long.md"]
+    assert [h["doc_id"] for h in Memory(vault).search("zanzibar", user="alice", now=NOW)] == [
+        "alice/memories/long"
+    ]
+
+
 def test_verify_names_unindexed_and_gone_files_and_repair_lists_each(vault: Vault, cli) -> None:  # noqa: ANN001
     cli("--root", vault.root, "save", "kiwis are fuzzy", "--user", "alice")
     assert cli("--root", vault.root, "verify").code == 0
