@@ -44,6 +44,7 @@ __all__ = [
     "held_lock",
     "is_real_dir",
     "is_temp_name",
+    "lock_is_held",
     "open_vault_file",
     "read_vault_file",
     "swap_in",
@@ -212,6 +213,21 @@ def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exce
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def lock_is_held(path: Path) -> bool:
+    """True while another holder has `path` locked (by `held_lock`); nothing is written."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:  # missing (never taken), or a link no writer would take either
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's own lock, if it got one
+    return False
 
 
 # --- reading inside the vault -----------------------------------------------------------

@@ -85,6 +85,11 @@ class Layout:
         return self.root / "users"
 
     @property
+    def import_lock(self) -> Path:
+        """Held by `import-turns` for its whole run (one import at a time per vault)."""
+        return self.users_dir / ".import.lock"
+
+    @property
     def inbox(self) -> Path:
         return self.root / "inbox"
 

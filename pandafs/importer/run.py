@@ -27,9 +27,7 @@ from .ledger import Ledger
 from .lines import ImportLine, chunks, parse_line
 from .place import Batch, Placer
 
-__all__ = ["IMPORT_LOCK", "ImportReport", "import_turns"]
-
-IMPORT_LOCK = ".import.lock"  # under users/: one import at a time per vault
+__all__ = ["ImportReport", "import_turns"]
 
 
 @dataclass
@@ -178,7 +176,7 @@ def import_turns(
     except OSError as exc:
         raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
     vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
-    with handle, file_lock(vault.layout.users_dir / IMPORT_LOCK, what="import"):
+    with handle, file_lock(vault.layout.import_lock, what="import"):
         importer = _Importer(vault, report, after_batch, progress, keep_turns)
         failed = True
         try:

@@ -41,7 +41,7 @@ from typing import Any
 
 from events import turn_name, turn_number
 from events.errors import EventsError
-from events.fsio import check_folders, vault_folder
+from events.fsio import check_folders, lock_is_held, vault_folder
 from events.schema import ScopeChanged
 from indexers.documents import IndexDoc
 
@@ -190,6 +190,11 @@ class Learning(_Deciding):
         for number in numbers:
             try:
                 loaded = self.load_turn(user, number)
+                if loaded is None and not full:  # a number the counter passed, with no turn
+                    if lock_is_held(self.vault.layout.import_lock):
+                        loaded = "pending"  # reserved by the import under way, placed later
+                    else:  # looked at again: an import places its turns before it lets go
+                        loaded = self.load_turn(user, number)
             except (EventsError, OSError, ValueError) as exc:
                 report.problems.append(f"{user}/{turn_name(number)}: {str(exc).splitlines()[0]}")
                 pending.append(number)

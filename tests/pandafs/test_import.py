@@ -94,3 +94,42 @@ def test_ten_thousand_lines(vault: Vault, tmp_path: Path) -> None:
     data = report.as_json()
     assert data["turns_per_s"] > 0 and data["seconds"] > 0
     assert len(vault.layout.turn_dirs("alice")) == 10_000
+
+
+def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(vault: Vault) -> None:
+    """An import reserves numbers, then places the turns it built in staging.  A learning
+    sync in between (a Save's, say) must not take the reserved numbers for missing turns:
+    the turn placed afterwards is folded by the next sync (its catalog row is there)."""
+    from datetime import UTC, datetime
+
+    from pandafs.importer.lines import ImportLine
+    from pandafs.importer.render import turn_files
+    from pandafs.learning import Catalog, sync
+    from pandafs.vault import STAGING_DIR, file_lock
+
+    when = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    sync(vault)  # the learning state exists: later syncs fold only what is new
+    with file_lock(vault.layout.import_lock):  # the import's own lock, held for its whole run
+        (name,) = vault.reserve_turns("alice", 1)
+        assert sync(vault).turns == 0
+        line = ImportLine(user="alice", timestamp=when, query="which quince jam?", response="the tart one")
+        log, files, _, _ = turn_files("alice", name, line, ts=when)
+        staged = vault.layout.turns_dir("alice") / STAGING_DIR / name
+        staged.mkdir(parents=True)
+        (staged / "events.jsonl").write_bytes(log)
+        for file, data in files.items():
+            (staged / file).write_bytes(data)
+        assert vault.place_turns("alice", [(name, staged)]) == []
+    assert sync(vault).turns == 1
+    assert [r["turn"] for r in Catalog(vault.root / "observability" / "catalog").read_rows()] == [name]
+
+
+def test_a_number_a_killed_import_reserved_is_not_waited_for(vault: Vault) -> None:
+    from pandafs.learning import sync
+    from pandafs.learning.engine import Learning
+
+    sync(vault)
+    vault.reserve_turns("alice", 2)  # the import died before placing them: no one holds its lock
+    assert sync(vault).turns == 0
+    with Learning(vault).open() as engine:
+        assert engine.state.users["alice"].upto == 2 and engine.state.users["alice"].pending == []
