@@ -13,11 +13,16 @@ import os
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SHIFT_ENV", "clock_shift", "utcnow"]
+__all__ = ["SHIFT_ENV", "TIME_RANGE", "clock_shift", "out_of_range", "utcnow"]
 
 SHIFT_ENV = "PANDAFS_CLOCK_SHIFT"
 _SHIFT = re.compile(r"^\s*([+-]?\d+)\s*([dhms])\s*$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+TIME_RANGE = (datetime(1900, 1, 1, tzinfo=UTC), datetime(9000, 12, 31, 23, 59, 59, tzinfo=UTC))
+"""The times PandaFS takes from outside (a `--now`, a batch line's `now`, an expiry):
+windows, TTLs and time words ("next year") are added to them, so they stay far from
+`datetime`'s own limits."""
 
 
 def clock_shift(text: str | None = None) -> timedelta:
@@ -38,3 +43,12 @@ def clock_shift(text: str | None = None) -> timedelta:
 def utcnow() -> datetime:
     """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT."""
     return datetime.now(UTC) + clock_shift()
+
+
+def out_of_range(moment: datetime) -> str | None:
+    """Why `moment` (naive = UTC) is outside `TIME_RANGE`, or None when it is inside."""
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    low, high = TIME_RANGE
+    if low <= aware <= high:
+        return None
+    return f"{moment.isoformat()} is out of range ({low.year}–{high.year})"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from events.clock import out_of_range
 from events.errors import InvalidUserId
 
 from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
@@ -94,9 +95,6 @@ def cli(ctx: click.Context, root: Path) -> None:
     ctx.obj = App(root)
 
 
-MIN_NOW, MAX_NOW = datetime(1900, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
-
-
 def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
     """`--now ISO` (a naive time is UTC)."""
     if value is None:
@@ -105,8 +103,9 @@ def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise click.BadParameter(f"not an ISO-8601 time: {value!r}") from None
-    if not MIN_NOW.year <= parsed.year <= MAX_NOW.year:  # windows and TTLs are added to it
-        raise click.BadParameter(f"{value!r} is out of range ({MIN_NOW.year}–{MAX_NOW.year})")
+    problem = out_of_range(parsed)
+    if problem is not None:
+        raise click.BadParameter(problem)
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 

@@ -2,10 +2,11 @@
 
 `setting(…)` declares a key (default, description, bounds, choices, old names);
 `_Section` subclasses collect them, check every value on construction (an int where
-a float is wanted becomes a float, `Literal` choices, `ge`/`le`/`gt`, no unknown
+a float is wanted becomes a float, finite, `Literal` choices, `ge`/`le`/`gt`, no unknown
 keys) and keep `model_validate` / `model_dump`, the names their callers knew.
 """
 
+import math
 import typing
 from collections.abc import Callable
 from typing import Any, Literal
@@ -94,6 +95,8 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
             raise ConfigError(where, "Input should be a valid dictionary (a table)")
         return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):  # TOML has nan and inf; no setting means either
+            raise ConfigError(where, "Input should be a finite number")
         return float(value)
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)

@@ -177,7 +177,9 @@ class ArchiveConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    new_ttl_hours: float = setting(24.0, description="'new' documents expire after this unless promoted")
+    new_ttl_hours: float = setting(
+        24.0, gt=0, le=1_000_000, description="'new' documents expire after this unless promoted"
+    )
     user_trust: float = setting(0.5, description="new → user: trust at least")
     user_usage: int = setting(3, description="new → user: usage at least")
     user_age_hours: float = setting(1.0, description="new → user: age at least")

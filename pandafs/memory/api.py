@@ -11,14 +11,15 @@ reads an archived turn's original).  `pandafs.assembly.open_memory` hands over b
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from events.clock import utcnow
+from events.clock import TIME_RANGE, out_of_range, utcnow
 from events.doctypes import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
@@ -39,6 +40,15 @@ __all__ = ["Memory", "Retrieved", "SCOPES"]
 def _aware(ts: datetime) -> datetime:
     """A date without a zone is UTC (as every timestamp of the vault)."""
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+def _check_ttl(hours: float, now: datetime, name: str) -> None:
+    """A TTL is a positive, finite number of hours whose expiry stays in `TIME_RANGE`."""
+    if not (math.isfinite(hours) and hours > 0):
+        raise BadInput(f"{name} must be a positive number of hours, not {hours!r}")
+    latest = (TIME_RANGE[1] - _aware(now)) / timedelta(hours=1)
+    if hours > latest:
+        raise BadInput(f"{name} {hours:g} is too long: a memory must expire by {TIME_RANGE[1].year}")
 
 
 class Memory:
@@ -87,6 +97,8 @@ class Memory:
             raise BadInput("min_quality must be between 0 and 1")
         if after is not None and before is not None and _aware(after) >= _aware(before):
             raise BadInput("after must be earlier than before")
+        if now is not None and (problem := out_of_range(now)) is not None:
+            raise BadInput(f"now: {problem}")
         request = SearchRequest(
             query=query,
             user=user,
@@ -138,6 +150,11 @@ class Memory:
         if not TOPIC_RE.fullmatch(topic):
             raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
         now = now or utcnow()
+        if ttl_hours is None:
+            ttl_hours = self.vault.config.memory.new_ttl_hours
+            _check_ttl(ttl_hours, now, "[memory] new_ttl_hours")
+        else:
+            _check_ttl(ttl_hours, now, "ttl_hours")
         words = [k.strip() for k in keywords if k.strip()]
         if scope == "global":
             self._check_publisher(user, doc_type)
@@ -163,7 +180,6 @@ class Memory:
                 keywords=words,
             )
         else:
-            ttl = ttl_hours if ttl_hours is not None else self.vault.config.memory.new_ttl_hours
             saved = write_memory(
                 self.vault,
                 user,
@@ -172,7 +188,7 @@ class Memory:
                 topic=topic,
                 keywords=words,
                 scope=scope,
-                ttl_hours=ttl,
+                ttl_hours=ttl_hours,
                 title=title,
                 source_turn=source_turn,
                 now=now,

@@ -30,6 +30,9 @@ def _load(tmp_path: Path, text: str) -> Config:
         ("[llm.roles.mind]\nbogus = 1\n", "llm.roles.mind.bogus: Extra inputs are not permitted"),
         ("[topics]\n'a.b' = [1]\n", "topics.a.b.0: Input should be a valid string"),
         ("search = 3\n", "search: Input should be a table"),
+        ("[memory]\nnew_ttl_hours = nan\n", "memory.new_ttl_hours: Input should be a finite number"),
+        ("[search]\nquality_weight = inf\n", "search.quality_weight: Input should be a finite number"),
+        ("[memory]\nnew_ttl_hours = -5.0\n", "memory.new_ttl_hours: Input should be greater than 0"),
         ("[search\n", "not valid TOML"),
     ],
 )

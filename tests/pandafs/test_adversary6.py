@@ -1,0 +1,72 @@
+"""Hostile input found by the sixth adversarial pass (each case failed before its fix).
+
+Every refusal is one line on stderr, exit 2, no traceback, and leaves the vault as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pandafs.vault import Vault
+
+
+def _digest(root: Path) -> dict[str, str]:
+    """Every file of the vault (indexes and observability included) with its sha256."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock")
+    }
+
+
+def _refused(got, code: int = 2) -> None:  # noqa: ANN001 - the cli fixture's result
+    assert got.code == code, (got.out, got.err)
+    assert got.err.count("\n") == 1 and got.err.startswith("error:"), got.err
+    assert "Traceback" not in got.err and "internal error" not in got.err, got.err
+
+
+@pytest.mark.parametrize("ttl", ["nan", "inf", "1e309", "1e12", "1e300"])
+def test_save_refuses_a_ttl_that_is_not_a_finite_number_of_hours(cli, vault: Vault, ttl: str) -> None:
+    assert cli("--root", vault.root, "save", "seed", "--user", "alice").code == 0
+    before = _digest(vault.root)
+    _refused(cli("--root", vault.root, "save", "tea at five", "--user", "alice", "--ttl-hours", ttl))
+    assert _digest(vault.root) == before
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5.0"])
+def test_save_refuses_a_config_ttl_that_is_not_a_positive_finite_number(
+    cli, vault: Vault, value: str
+) -> None:
+    config = vault.layout.config_file
+    config.write_text(config.read_text().replace("new_ttl_hours = 24.0", f"new_ttl_hours = {value}", 1))
+    assert f"new_ttl_hours = {value}" in config.read_text()
+    before = _digest(vault.root)
+    got = cli("--root", vault.root, "save", "tea at five", "--user", "alice")
+    _refused(got)
+    assert "new_ttl_hours" in got.err
+    assert _digest(vault.root) == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"query": "what did we discuss yesterday", "now": "0001-01-01"},
+        {"query": "what did we plan for next year", "now": "9999-12-31T23:59:59"},
+    ],
+)
+def test_batch_search_refuses_a_now_out_of_range_on_its_line_only(
+    cli, vault: Vault, tmp_path: Path, line: dict[str, str]
+) -> None:
+    assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(orjson.dumps(line) + b"\n" + orjson.dumps({"query": "hamster"}) + b"\n")
+    got = cli("--root", vault.root, "search", "--batch", batch, "--json")
+    _refused(got, code=1)
+    first, second = (orjson.loads(x) for x in got.out.splitlines())
+    assert "out of range" in first["error"]
+    assert [hit["doc_path"].split("/")[2] for hit in second] == ["memories"]
+
