@@ -46,8 +46,10 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
     Re-importing the same external_id for the same user adds nothing.
     """
     vault = app.vault()
-    with source.open("rb") as handle:
-        lines = sum(1 for line in handle if line.strip())
+    lines = 0  # a pipe (`<(zcat …)`) can be read once: the import reads it, the bar has no length
+    if source.is_file():
+        with source.open("rb") as handle:
+            lines = sum(1 for line in handle if line.strip())
     memory = open_memory(vault)
     with progress_bar(lines, "importing", quiet=as_json) as advance:
         report = import_turns(

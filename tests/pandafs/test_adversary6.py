@@ -6,6 +6,8 @@ Every refusal is one line on stderr, exit 2, no traceback, and leaves the vault 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from pathlib import Path
 
 import orjson
@@ -70,3 +72,29 @@ def test_batch_search_refuses_a_now_out_of_range_on_its_line_only(
     assert "out of range" in first["error"]
     assert [hit["doc_path"].split("/")[2] for hit in second] == ["memories"]
 
+
+def test_import_turns_from_a_pipe_imports_every_line(cli, vault: Vault) -> None:
+    """`pandafs import-turns <(zcat turns.jsonl.gz)`: the lines can be read only once."""
+    lines = b"".join(
+        orjson.dumps(
+            {"user": "alice", "timestamp": f"2024-01-0{i}T09:00:00Z", "query": f"q{i}", "response": "r"}
+        )
+        + b"\n"
+        for i in range(1, 4)
+    )
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(lines)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        got = cli("--root", vault.root, "import-turns", f"/dev/fd/{read_end}", "--json")
+    finally:
+        writer.join(timeout=5)
+        os.close(read_end)
+    assert got.code == 0, got.err
+    assert got.json["imported"] == 3
+    assert len(vault.layout.turn_dirs("alice")) == 3
