@@ -21,6 +21,19 @@ class EntryError(ValueError):
     """One conversation (or transcript line) cannot be read; the others go on."""
 
 
+SHAPE_ERRORS = (EntryError, AttributeError, KeyError, TypeError)
+"""What reading one entry of an export raises when its JSON is not the shape the format
+has (a list where an id belongs, text where an object does): that entry fails, the
+others go on — as `EntryError` says, without a check written for every field."""
+
+
+def shape_error(exc: Exception) -> str:
+    """The failure message of an entry that raised one of `SHAPE_ERRORS`."""
+    if isinstance(exc, EntryError):
+        return str(exc)
+    return f"not in the shape of the export ({type(exc).__name__}: {exc})"
+
+
 @dataclass
 class Conversion:
     """What a reader made of an export: import lines (with a label each) and failures."""

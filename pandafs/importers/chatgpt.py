@@ -8,6 +8,7 @@ from typing import Any
 
 from ._common import (
     NO_TEXT,
+    SHAPE_ERRORS,
     Conversion,
     EntryError,
     Pair,
@@ -16,6 +17,7 @@ from ._common import (
     emit,
     iso_time,
     nonblank,
+    shape_error,
 )
 
 
@@ -106,8 +108,8 @@ def read_chatgpt(path: Path, user: str) -> Conversion:
         out.conversations += 1
         try:
             pairs = _chatgpt_pairs(_chatgpt_path(conv))
-        except EntryError as exc:
-            out.fail(label, str(exc))
+        except SHAPE_ERRORS as exc:
+            out.fail(label, shape_error(exc))
             continue
         info = {
             "title": nonblank(conv.get("title")),

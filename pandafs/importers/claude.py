@@ -8,6 +8,7 @@ from typing import Any
 
 from ._common import (
     NO_TEXT,
+    SHAPE_ERRORS,
     Conversion,
     EntryError,
     Pair,
@@ -16,6 +17,7 @@ from ._common import (
     emit,
     iso_time,
     nonblank,
+    shape_error,
 )
 
 
@@ -60,6 +62,28 @@ def _claude_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
     return path[::-1]
 
 
+def _claude_pairs(messages: list[dict[str, Any]]) -> list[Pair]:
+    pairs: list[Pair] = []
+    for message in messages:
+        sender = message.get("sender")
+        if sender in ("human", "user"):
+            pair = Pair(nonblank(message.get("uuid")), iso_time(message.get("created_at")), "")
+            pair.query = _claude_blocks(message, pair) or NO_TEXT
+            files = [
+                f.get("file_name")
+                for f in [*(message.get("attachments") or []), *(message.get("files") or [])]
+                if isinstance(f, dict) and isinstance(f.get("file_name"), str)
+            ]
+            if files:
+                pair.extra["attachments"] = files
+            pairs.append(pair)
+        elif sender == "assistant" and pairs:
+            text = _claude_blocks(message, pairs[-1])
+            if text:
+                pairs[-1].answers.append(text)
+    return pairs
+
+
 def read_claude(path: Path, user: str) -> Conversion:
     out = Conversion()
     for index, conv in conversations(path, "claude.ai", out):
@@ -67,28 +91,10 @@ def read_claude(path: Path, user: str) -> Conversion:
         label = conversation_label(index, conv.get("name"), conv_id)
         out.conversations += 1
         try:
-            messages = _claude_path(conv)
-        except EntryError as exc:
-            out.fail(label, str(exc))
+            pairs = _claude_pairs(_claude_path(conv))
+        except SHAPE_ERRORS as exc:
+            out.fail(label, shape_error(exc))
             continue
-        pairs: list[Pair] = []
-        for message in messages:
-            sender = message.get("sender")
-            if sender in ("human", "user"):
-                pair = Pair(nonblank(message.get("uuid")), iso_time(message.get("created_at")), "")
-                pair.query = _claude_blocks(message, pair) or NO_TEXT
-                files = [
-                    f.get("file_name")
-                    for f in [*(message.get("attachments") or []), *(message.get("files") or [])]
-                    if isinstance(f, dict) and isinstance(f.get("file_name"), str)
-                ]
-                if files:
-                    pair.extra["attachments"] = files
-                pairs.append(pair)
-            elif sender == "assistant" and pairs:
-                text = _claude_blocks(message, pairs[-1])
-                if text:
-                    pairs[-1].answers.append(text)
         info = {
             "title": nonblank(conv.get("name")),
             "created_at": iso_time(conv.get("created_at")),

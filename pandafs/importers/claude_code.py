@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..errors import BadInput
-from ._common import Conversion, EntryError, Pair, emit, iso_time, nonblank
+from ._common import SHAPE_ERRORS, Conversion, EntryError, Pair, emit, iso_time, nonblank, shape_error
 
 _COMMAND_PREFIXES = ("<command-", "<local-command-", "Caveat: The messages below were generated")
 
@@ -142,8 +142,8 @@ def _read_transcript(file: Path, user: str, out: Conversion) -> None:
                 model = record["message"].get("model")
                 if isinstance(model, str) and not model.startswith("<"):
                     pairs[-1].extra["model"] = model
-        except EntryError as exc:
-            out.fail(f"{label} line {record['_line']}", str(exc))
+        except SHAPE_ERRORS as exc:
+            out.fail(f"{label} line {record['_line']}", shape_error(exc))
     times = [t for t in (iso_time(r.get("timestamp")) for r in chain) if t]
     info = {
         "title": title or (pairs[0].query.splitlines()[0][:80] if pairs else None),

@@ -123,6 +123,58 @@ def test_malformed_claude_names_bad_entries(cli, vault: Vault, tmp_path: Path) -
     ]
 
 
+@pytest.mark.parametrize(
+    ("fmt", "broken"),
+    [
+        ("chatgpt", {"id": "c-noid", "mapping": {"n1": {"message": {"create_time": 1}, "children": []}}}),
+        ("chatgpt", {"id": "c-list", "current_node": ["n1"], "mapping": {"n1": {"id": "n1"}}}),
+        (
+            "chatgpt",
+            {
+                "id": "c-times",
+                "mapping": {"a": {"id": "a", "message": {"create_time": "x"}}, "b": {"id": "b"}},
+            },
+        ),
+        (
+            "chatgpt",
+            {
+                "id": "c-text",
+                "current_node": "n1",
+                "mapping": {"n1": {"message": {"author": {"role": "user"}, "content": "hi"}}},
+            },
+        ),
+        (
+            "claude",
+            {
+                "uuid": "c-leaf",
+                "current_leaf_message_uuid": [1],
+                "chat_messages": [{"parent_message_uuid": "m0"}],
+            },
+        ),
+        ("claude", {"uuid": "c-parent", "chat_messages": [{"uuid": "m1", "parent_message_uuid": {"a": 1}}]}),
+        (
+            "claude",
+            {
+                "uuid": "c-files",
+                "chat_messages": [{"uuid": "m1", "sender": "human", "text": "hi", "files": 5}],
+            },
+        ),
+    ],
+)
+def test_an_entry_of_an_unexpected_shape_is_named_and_the_rest_import(
+    cli, vault: Vault, tmp_path: Path, fmt: str, broken: dict
+) -> None:
+    data = json.loads(SOURCES[fmt].read_text())
+    data.append(broken)
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps(data))
+    result = cli("--root", vault.root, "import", fmt, source, "--user", "alice", "--json")
+    assert result.code == 1 and "internal error" not in result.err, result.err
+    assert result.json["imported"] == EXPECTED[fmt][1]
+    [failure] = result.json["failed"]
+    assert failure["entry"].startswith(f"conversation {len(data)}") and failure["error"]
+
+
 def test_malformed_claude_code_lines_are_named(cli, vault: Vault, tmp_path: Path) -> None:
     folder = tmp_path / "projects"
     shutil.copytree(SOURCES["claude-code"], folder)
