@@ -143,6 +143,10 @@ class Layout:
     def archive_stub(self, user: str, turn: str) -> Path:
         return self.stubs_dir(user) / f"{turn}.md"
 
+    def has_user(self, user: str) -> bool:
+        """Whether the vault holds anything of `user`: their folder or their archive stubs."""
+        return is_real_dir(self.user_dir(user)) or is_real_dir(self.stubs_dir(user))
+
     def users(self) -> list[str]:
         """Every valid user folder, sorted.  Folders with invalid names, and symlinks, are ignored."""
         if not is_real_dir(self.users_dir):

@@ -26,7 +26,6 @@ from events import (
     read_vault_file,
     render_turn,
     turn_number,
-    validate_user_id,
 )
 from events.errors import NotInVault
 from events.fsio import TMP_PREFIX
@@ -76,7 +75,8 @@ def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
         users = vault.layout.users()
     else:
         user, _, turn = target.partition("/")
-        validate_user_id(user)
+        if not vault.layout.has_user(user):  # a mistyped user is not "0 turns: ok"
+            raise BadInput(f"no user {user!r} in {vault.root}")
         if turn:
             try:
                 turn_number(turn)

@@ -348,11 +348,7 @@ class Memory:
         on_total: Callable[[int], None] | None = None,
     ) -> SyncReport:
         if user is not None:
-            validate_user_id(user)
-            if (
-                not self.vault.layout.user_dir(user).is_dir()
-                and not self.vault.layout.stubs_dir(user).is_dir()
-            ):
+            if not self.vault.layout.has_user(user):
                 raise BadInput(f"no user {user!r} in {self.vault.root}")
         cfg = self.vault.config.index
         return rebuild(

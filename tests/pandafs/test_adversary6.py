@@ -98,3 +98,16 @@ def test_import_turns_from_a_pipe_imports_every_line(cli, vault: Vault) -> None:
     assert got.code == 0, got.err
     assert got.json["imported"] == 3
     assert len(vault.layout.turn_dirs("alice")) == 3
+
+
+@pytest.mark.parametrize("args", [("verify", "alcie"), ("replay", "alcie", "--check"), ("replay", "alcie")])
+def test_verify_and_replay_of_a_user_with_nothing_in_the_vault_is_refused(
+    cli, vault: Vault, args: tuple[str, ...]
+) -> None:
+    """A mistyped user was 'verified 0 turns: ok' — a check that checked nothing said all is well."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    before = _digest(vault.root)
+    got = cli("--root", vault.root, *args)
+    _refused(got)
+    assert "no user 'alcie'" in got.err
+    assert _digest(vault.root) == before
