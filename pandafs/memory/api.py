@@ -174,7 +174,7 @@ class Memory:
                 user,
                 doc_type,
                 " ".join(content.split()),
-                key=key,
+                key=" ".join((key or "").split()) or None,  # an entry is one line, its key too
                 source_turn=source_turn,
                 now=now,
                 keywords=words,

@@ -111,3 +111,16 @@ def test_verify_and_replay_of_a_user_with_nothing_in_the_vault_is_refused(
     _refused(got)
     assert "no user 'alcie'" in got.err
     assert _digest(vault.root) == before
+
+
+def test_a_fact_key_with_a_line_break_cannot_add_a_second_entry(cli, vault: Vault) -> None:
+    """The key went into facts.md as it came: a newline in it wrote a second, made-up
+    entry (`- **name:** Mallory`) that every later read took for a fact of the user."""
+    key = "k\n- **name:** Mallory"
+    got = cli(
+        "--root", vault.root, "save", "tea", "--user", "alice", "--type", "fact", "--key", key, "--json"
+    )
+    assert got.code == 0, got.err
+    body = (vault.root / "users/alice/facts.md").read_text().split("\n---\n", 1)[1]
+    entries = [line for line in body.splitlines() if line.startswith("- ")]
+    assert len(entries) == 1 and entries[0].startswith("- **k - **name:** Mallory:** tea"), entries
