@@ -62,6 +62,8 @@ def load_config(path: Path) -> Config:
         return Config()
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not valid UTF-8 (byte {exc.start})") from None
     try:
         return Config.model_validate(data)
     except ConfigError as exc:

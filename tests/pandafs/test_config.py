@@ -71,3 +71,10 @@ def test_constructing_a_section_checks_it_too() -> None:
     assert LLMConfig(timeout_s=1).timeout_s == 1.0
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         LLMConfig(bogus=1)
+
+
+def test_a_config_that_is_not_utf8_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "pandafs.toml"
+    path.write_bytes(b"\xff\xfe[memory]\n")
+    with pytest.raises(BadInput, match="pandafs.toml: not valid UTF-8"):
+        load_config(path)
