@@ -115,9 +115,12 @@ def append_entry(
             rel = f"users/{user}/{filename}"
             try:  # a link (to another user's file, or out of the vault) is never read or merged
                 data, _ = read_vault_file(vault.root, rel)
+                text = data.decode("utf-8")
             except NotInVault as exc:
                 raise BadInput(f"cannot save to {exc}") from None
-            parsed = parse_document(data.decode("utf-8"), rel)
+            except UnicodeDecodeError:  # an editor's doing: the user fixes it, nothing is lost
+                raise BadInput(f"cannot save to {rel}: it is not UTF-8 text") from None
+            parsed = parse_document(text, rel)
             front, body = dict(parsed.frontmatter), parsed.body
         else:
             meta = DocumentMetadata(

@@ -124,3 +124,17 @@ def test_a_fact_key_with_a_line_break_cannot_add_a_second_entry(cli, vault: Vaul
     body = (vault.root / "users/alice/facts.md").read_text().split("\n---\n", 1)[1]
     entries = [line for line in body.splitlines() if line.startswith("- ")]
     assert len(entries) == 1 and entries[0].startswith("- **k - **name:** Mallory:** tea"), entries
+
+
+@pytest.mark.parametrize("kind", ["fact", "preference"])
+def test_saving_into_a_list_that_is_not_utf8_is_refused_and_keeps_the_file(
+    cli, vault: Vault, kind: str
+) -> None:
+    assert cli("--root", vault.root, "save", "tea", "--user", "alice", "--type", kind).code == 0
+    path = vault.root / "users/alice" / f"{kind}s.md"
+    path.write_bytes(b"\xff\xfe broken by an editor")
+    before = _digest(vault.root)
+    got = cli("--root", vault.root, "save", "coffee", "--user", "alice", "--type", kind)
+    _refused(got)
+    assert "not UTF-8" in got.err
+    assert _digest(vault.root) == before
