@@ -33,9 +33,11 @@ from events import (
     read_log,
     render_turn,
     repair_torn_tail,
+    turn_name,
     validate_user_id,
 )
 from events.clock import utcnow
+from events.fsio import is_real_dir
 from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 from indexers.documents import IndexDoc, index_doc_from_parts
@@ -229,8 +231,14 @@ class Pipeline:
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         begun = time.perf_counter()
+        # a turn an earlier process left open, closed before this one's folder exists: a
+        # kill while closing it must not leave the new folder empty (an empty folder is
+        # left alone for EMPTY_GRACE_S, as it may be a live allocation)
+        newest = self.vault.layout.highest_turn(user)  # and past it: a crash may leave the counter behind
+        while is_real_dir(self.vault.layout.turn_dir(user, turn_name(newest + 1))):
+            newest += 1
+        recover_recent(self, user, before=turn_name(newest + 1))
         turn = self.vault.allocate_turns(user)[0]
-        recover_recent(self, user, before=turn)  # a turn an earlier process left open
         return self._drive(
             user,
             turn,
