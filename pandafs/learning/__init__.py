@@ -18,27 +18,28 @@ from typing import TYPE_CHECKING
 from events.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .api import after_save, parse_since, rebuild, sync, trends
-    from .catalog import CATALOG_SCHEMA, Catalog, TurnRow, turn_row
+    from .api import CHECKS, after_save, parse_since, rebuild, sync, trends
+    from .catalog import Catalog
     from .engine import Learning, SyncReport
-    from .maintenance import CHECKS, check_learning, log_path
+    from .maintenance import check_learning, log_path
     from .policy import PROMOTABLE_KINDS, DocState, ScopeDecision, decide, decide_steps
     from .promotion import PromotionReport, PruneReport, promote, prune_expired
     from .rollups import percentile, rollup
+    from .rows import CATALOG_SCHEMA, TurnRow, turn_row
     from .trust import Counts, Projection, ScopeRecord, TurnFacts, fold_all, trust_of, turn_facts, verdict
 
 # Loaded on first use (`events.lazy`): search reads trust through `state` alone.
 _EXPORTS = {
-    "CHECKS": ".maintenance",
+    "CHECKS": ".api",
     "after_save": ".api",
     "parse_since": ".api",
     "rebuild": ".api",
     "sync": ".api",
     "trends": ".api",
-    "CATALOG_SCHEMA": ".catalog",
+    "CATALOG_SCHEMA": ".rows",
     "Catalog": ".catalog",
-    "TurnRow": ".catalog",
-    "turn_row": ".catalog",
+    "TurnRow": ".rows",
+    "turn_row": ".rows",
     "Learning": ".engine",
     "SyncReport": ".engine",
     "check_learning": ".maintenance",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
@@ -13,10 +14,13 @@ from events import NotInVault, Payload, TurnView, read_vault_file
 from events.clock import utcnow
 from events.schema import PhaseFailed
 
-from ..errors import BadInput
+from ..checks import Problem
+from ..errors import BadInput, ProblemFound
 from ..memory import Memory
 from ..vault import Vault
+from .catalog import Catalog
 from .engine import Learning, SyncReport
+from .maintenance import check_learning
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
 
@@ -32,7 +36,17 @@ class SavingTurn(Protocol):
     def now(self) -> datetime: ...
 
 
-__all__ = ["INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "parse_since", "rebuild", "sync", "trends"]
+__all__ = [
+    "CHECKS",
+    "INDEX_QUEUE",
+    "SAVE_WAIT_S",
+    "after_save",
+    "check_catalog",
+    "parse_since",
+    "rebuild",
+    "sync",
+    "trends",
+]
 
 SAVE_WAIT_S = 10.0
 INDEX_QUEUE = "learning_index_queue"
@@ -158,3 +172,24 @@ def trends(
         "daily": days,
         "totals": summarize(rows, scope),
     }
+
+
+def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
+    """Every part of the turn catalog reads as one (kind `unreadable`): `stats`, `promote`
+    and `prune` read them.  `--repair` rebuilds the learning state, catalog included."""
+    catalog = Catalog.of(vault)
+    problems = []
+    for month in catalog.months():
+        for path in catalog.files(month):
+            try:
+                Catalog.read_table([path])
+            except ProblemFound as exc:
+                problems.append(Problem(vault.rel(path), "unreadable", str(exc).split(": ", 1)[1]))
+    if problems and repair:
+        rebuild(vault)
+        return [replace(p, message=f"{p.message}: catalog rebuilt", repaired=True) for p in problems]
+    return problems
+
+
+CHECKS = (check_learning, check_catalog)
+"""What verify runs for the learning loop (`pandafs.checks`)."""

@@ -22,8 +22,8 @@ DuckDB query that must be exact even then can do the same:
     SELECT * FROM read_parquet('observability/catalog/*/*.parquet', hive_partitioning=true)
     QUALIFY row_number() OVER (PARTITION BY "user", turn ORDER BY filename DESC) = 1
 
-The schema is derived from `TurnRow`; times are UTC, latencies in milliseconds.  A
-phase that did not run in a turn has a null latency.
+The schema is derived from `TurnRow` (`pandafs.learning.rows`); times are UTC, latencies
+in milliseconds.  A phase that did not run in a turn has a null latency.
 """
 
 from __future__ import annotations
@@ -32,198 +32,30 @@ import operator
 import os
 import shutil
 import time
-import types
-import typing
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict
 
-from events import Event, TurnView, turn_number
 from events.fsio import TMP_PREFIX, swap_in
-from events.schema import PhaseFailed, ScopeChanged
 
-__all__ = [
-    "CATALOG_SCHEMA",
-    "COMPACT_AFTER",
-    "MERGE_PARTS_AFTER",
-    "PHASES",
-    "Catalog",
-    "CatalogRebuild",
-    "TurnRow",
-    "turn_row",
-    "turn_row_values",
-]
+from ..errors import ProblemFound
+from ..vault import Vault
+from .rows import CATALOG_SCHEMA, RowValues, TurnRow, row_values
+
+__all__ = ["COMPACT_AFTER", "MERGE_PARTS_AFTER", "SPILL_ROWS", "Catalog", "CatalogRebuild"]
 
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
 SPILL_ROWS = 20_000
 """Rows a rebuild holds in memory before writing them out (~1 KB each as Python values)."""
-PHASES = (
-    "query_analyzer",
-    "reflection",
-    "context_gatherer",
-    "planner",
-    "executor",
-    "coordinator",
-    "synthesis",
-    "validation",
-    "save",
-)
-
-
-class TurnRow(BaseModel):
-    """One row of the catalog: what a turn was about, how it went, what it cost."""
-
-    model_config = ConfigDict(frozen=True)
-
-    user: str
-    turn: str
-    turn_number: int
-    created_at: datetime
-    date: date
-    source: str
-    topic: str
-    query_type: str | None
-    outcome: str
-    validation: str | None
-    quality: float
-    attempts: int
-    revisions: int
-    ms_total: float
-    ms_query_analyzer: float | None
-    ms_reflection: float | None
-    ms_context_gatherer: float | None
-    ms_planner: float | None
-    ms_executor: float | None
-    ms_coordinator: float | None
-    ms_synthesis: float | None
-    ms_validation: float | None
-    ms_save: float | None
-    llm_calls: int
-    tokens_in: int
-    tokens_out: int
-    tool_calls: int
-    tool_errors: int
-    tools: list[str]
-    sources_used: int
-    memory_committed: int
-    scope_changes: int
-    failures: int
-    feedback_on: str | None
-    feedback_status: str | None
-    has_research: bool
-
-
-_ARROW: dict[Any, pa.DataType] = {
-    str: pa.string(),
-    int: pa.int64(),
-    float: pa.float64(),
-    bool: pa.bool_(),
-    datetime: pa.timestamp("us", tz="UTC"),
-    date: pa.date32(),
-    list[str]: pa.list_(pa.string()),
-}
-
-
-def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    fields = []
-    for name, info in model.model_fields.items():
-        annotation, nullable = info.annotation, False
-        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation, nullable = args[0], True
-        fields.append(pa.field(name, _ARROW[annotation], nullable=nullable))
-    return pa.schema(fields)
-
-
-CATALOG_SCHEMA = _arrow_schema(TurnRow)
-
-
-def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
-    """The catalog fields of a completed turn (a pure function of its events)."""
-    created = view.occurred_at.astimezone(UTC)
-    analysis, completed = view.analysis, view.completed
-    validations = [a.validation for a in view.attempts if a.validation is not None]
-    llm_calls = tokens_in = tokens_out = scope_changes = failures = 0
-    for event in events:
-        data = event.data
-        metrics = getattr(data, "metrics", None)
-        if metrics is not None:
-            llm_calls += metrics.llm_calls
-            tokens_in += metrics.tokens_in
-            tokens_out += metrics.tokens_out
-        if isinstance(data, ScopeChanged):
-            scope_changes += 1
-        elif isinstance(data, PhaseFailed):
-            failures += 1
-    tools = view.tool_calls()
-    feedback = view.feedback[-1] if view.feedback else None
-    fields: dict[str, Any] = {
-        "user": view.user,
-        "turn": view.turn,
-        "turn_number": turn_number(view.turn),
-        "created_at": created,
-        "date": created.date(),
-        "source": view.started.source,
-        "topic": analysis.primary_topic if analysis else "conversation",
-        "query_type": analysis.query_type if analysis else (completed.query_type if completed else None),
-        "outcome": view.outcome or "INCOMPLETE",
-        "validation": validations[-1].decision if validations else None,
-        "quality": float(completed.quality) if completed else 0.5,
-        "attempts": len(view.attempts),
-        "revisions": max(0, len(validations) - 1),
-        "ms_total": float(round(sum(view.phase_ms.values()), 3)),
-    }
-    for phase in PHASES:
-        ms = view.phase_ms.get(phase)
-        fields[f"ms_{phase}"] = None if ms is None else float(ms)
-    fields.update(
-        llm_calls=llm_calls,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        tool_calls=len(tools),
-        tool_errors=sum(1 for t in tools if not t.ok),
-        tools=[t.tool for t in tools],
-        sources_used=len(view.used.doc_ids) if view.used else 0,
-        memory_committed=len(view.committed),
-        scope_changes=scope_changes,
-        failures=failures,
-        feedback_on=feedback.target_turn if feedback else None,
-        feedback_status=feedback.status if feedback else None,
-        has_research=bool(completed.has_research) if completed else False,
-    )
-    return fields
-
-
-def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
-    """The catalog row of a completed turn (a pure function of its events)."""
-    return TurnRow(**_row_fields(view, events))
-
-
-def turn_row_values(view: TurnView, events: Sequence[Event]) -> RowValues:
-    """`row_values(turn_row(view, events))` without building the model (a rebuild makes
-    one per turn of the vault; the fields are typed already, from the events)."""
-    fields = _row_fields(view, events)
-    return tuple(fields[name] for name in _NAMES)
-
-
-RowValues = tuple[Any, ...]
-"""A row's values in `CATALOG_SCHEMA` order: what a rebuild keeps of every turn's row
-(a `TurnRow` model costs several times the memory of its values)."""
-
-_NAMES = tuple(CATALOG_SCHEMA.names)
-row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*_NAMES)
 ROW_DATE = CATALOG_SCHEMA.names.index("date")
 _ROW_ORDER = operator.itemgetter(*(CATALOG_SCHEMA.names.index(n) for n in ("user", "turn_number")))
 _ROW_CREATED = CATALOG_SCHEMA.names.index("created_at")
-
-
 _PART_ORDER = [("user", "ascending"), ("turn_number", "ascending")]  # `_ROW_ORDER`, in arrow
 
 
@@ -253,6 +85,11 @@ class Catalog:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
+
+    @classmethod
+    def of(cls, vault: Vault) -> Catalog:
+        """The catalog of `vault`: `observability/catalog/`."""
+        return cls(vault.layout.observability / "catalog")
 
     def month_dir(self, month: str) -> Path:
         return self.dir / f"month={month}"
@@ -301,7 +138,7 @@ class Catalog:
             path.unlink(missing_ok=True)
 
     @staticmethod
-    def _read_table(paths: Iterable[Path]) -> pa.Table:
+    def read_table(paths: Iterable[Path]) -> pa.Table:
         """The rows of `paths`, read in order, one per (user, turn): the later copy wins."""
         tables = []
         for path in paths:
@@ -309,6 +146,10 @@ class Catalog:
                 tables.append(pq.ParquetFile(path).read())  # ~1 ms; the dataset API costs ~8 ms a file
             except FileNotFoundError:
                 continue  # compacted away meanwhile; its rows are in the newer part
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise ProblemFound(f"{unreadable(path, exc)}; run `pandafs rebuild`") from None
+            if not tables[-1].schema.equals(CATALOG_SCHEMA):
+                raise ProblemFound(f"{unreadable(path, 'other columns')}; run `pandafs rebuild`")
         if not tables:
             return CATALOG_SCHEMA.empty_table()
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
@@ -321,7 +162,7 @@ class Catalog:
 
     @classmethod
     def _read_files(cls, paths: Iterable[Path], day: date | None = None) -> list[dict[str, Any]]:
-        return _day_rows(cls._read_table(paths), day)
+        return _day_rows(cls.read_table(paths), day)
 
     def read_rows(
         self, *, months: Iterable[str] | None = None, day: date | None = None
@@ -338,8 +179,14 @@ class Catalog:
     def days_of(self, month: str) -> Callable[[date], list[dict[str, Any]]]:
         """The rows of one day of `month`, as `read_rows(day=…)` gives them, the month's
         files read once (a rollup of every day of a month converts each row once)."""
-        table = self._read_table(self.files(month))
+        table = self.read_table(self.files(month))
         return lambda day: sorted(_day_rows(table, day), key=_read_order)
+
+
+def unreadable(path: Path, why: object) -> str:
+    """What is wrong with a catalog part, named by its vault-relative path (parts live at
+    `observability/catalog/month=…/`)."""
+    return f"{path.relative_to(path.parents[3]).as_posix()}: not a readable catalog part ({why})"
 
 
 def _day_rows(table: pa.Table, day: date | None) -> list[dict[str, Any]]:
@@ -390,7 +237,7 @@ class CatalogRebuild:
             self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
             for folder in sorted(self.new.iterdir()):
                 chunks = sorted(folder.glob("chunk-*.parquet"))
-                table = Catalog._read_table(chunks).sort_by(_PART_ORDER)
+                table = Catalog.read_table(chunks).sort_by(_PART_ORDER)
                 _write(table, folder / f"part-{time.time_ns():020d}.parquet")
                 for chunk in chunks:
                     chunk.unlink()

@@ -47,10 +47,11 @@ from indexers.documents import IndexDoc
 
 from ..memory import Memory
 from ..vault import Vault, file_lock
-from .catalog import Catalog, CatalogRebuild, TurnRow, turn_row, turn_row_values
+from .catalog import Catalog, CatalogRebuild
 from .decisions import _Deciding
 from .maintenance import read_changes
 from .rollups import rollup, write_rollups
+from .rows import TurnRow, turn_row, turn_row_values
 from .state import (
     CounterStore,
     Cursor,
@@ -107,7 +108,7 @@ class Learning(_Deciding):
         self.memory = memory or memory_with_trust(vault)
         self.cfg = vault.config.memory
         self.dir = vault.layout.indexes / "learning"
-        self.catalog = Catalog(vault.layout.observability / "catalog")
+        self.catalog = Catalog.of(vault)
         self.daily_dir = vault.layout.observability / "daily"
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
         self.counts = CounterStore(self.dir / "counts", {}, fresh=True)

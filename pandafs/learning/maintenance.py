@@ -25,7 +25,14 @@ from events.schema import ScopeChanged
 from ..checks import Problem
 from ..vault import Vault
 
-__all__ = ["LOG_NAME", "LOG_TURN", "append_changes", "check_learning", "log_path", "read_changes"]
+__all__ = [
+    "LOG_NAME",
+    "LOG_TURN",
+    "append_changes",
+    "check_learning",
+    "log_path",
+    "read_changes",
+]
 
 LOG_NAME = "memory.events.jsonl"
 LOG_TURN = "memory"
@@ -96,7 +103,3 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
                 )
                 break
     return problems
-
-
-CHECKS = (check_learning,)
-"""What verify runs for the learning loop (`pandafs.checks`)."""

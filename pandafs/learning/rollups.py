@@ -36,7 +36,7 @@ import orjson
 
 from events import atomic_write
 
-from .catalog import PHASES
+from .rows import PHASES
 
 __all__ = [
     "daily_path",

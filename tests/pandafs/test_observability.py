@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from events import format_ts
 from pandafs.learning import Catalog, percentile, rebuild, sync
-from pandafs.learning.catalog import COMPACT_AFTER, CatalogRebuild, TurnRow, row_values
+from pandafs.learning.catalog import COMPACT_AFTER, CatalogRebuild
+from pandafs.learning.rows import TurnRow, row_values
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.openai_compat import Usage
 from pandafs.pipeline import Pipeline
@@ -272,3 +273,25 @@ def test_percentile_interpolates_like_duckdb() -> None:
         ).fetchone()
         assert percentile(values, q) == pytest.approx(expected, abs=1e-3)
     assert percentile([42.0], 0.95) == 42.0
+
+
+def test_a_damaged_catalog_part_is_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+    with Pipeline(vault) as pipeline:
+        pipeline.ask("I prefer green tea", user="alice")
+    sync(vault)
+    (part,) = [p for month in Catalog.of(vault).months() for p in Catalog.of(vault).files(month)]
+    rel = part.relative_to(vault.root).as_posix()
+    part.write_bytes(part.read_bytes()[:40])  # a torn copy, as a full disk or a bad sync leaves
+
+    stats = cli("--root", vault.root, "stats", "--since", "3650d")
+    assert stats.code == 1 and stats.err.strip().count("\n") == 0 and "Traceback" not in stats.err
+    assert f"{rel}: not a readable catalog part" in stats.err and "pandafs rebuild" in stats.err
+    verdict = cli("--root", vault.root, "verify", "--json")
+    assert verdict.code == 1 and [(p["path"], p["kind"]) for p in verdict.json["problems"]] == [
+        (rel, "unreadable")
+    ]
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert repaired.code == 0, repaired.out
+    assert [p["path"] for p in repaired.json["repaired"]] == [rel]
+    assert [r["user"] for r in Catalog.of(vault).read_rows()] == ["alice"]
+    assert cli("--root", vault.root, "stats", "--since", "3650d").code == 0

@@ -1,0 +1,188 @@
+"""A catalog row: what one completed turn was about, how it went, what it cost.
+
+`TurnRow` is the row (one per turn); `CATALOG_SCHEMA`, the Arrow schema of the
+catalog's Parquet files, is derived from it.  `turn_row` / `turn_row_values` read a
+row from a turn's events (a pure function of them); `pandafs.learning.catalog` stores
+the rows.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+import typing
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from events import Event, TurnView, turn_number
+from events.schema import PhaseFailed, ScopeChanged
+
+__all__ = [
+    "CATALOG_SCHEMA",
+    "PHASES",
+    "RowValues",
+    "TurnRow",
+    "row_values",
+    "turn_row",
+    "turn_row_values",
+]
+
+PHASES = (
+    "query_analyzer",
+    "reflection",
+    "context_gatherer",
+    "planner",
+    "executor",
+    "coordinator",
+    "synthesis",
+    "validation",
+    "save",
+)
+
+
+class TurnRow(BaseModel):
+    """One row of the catalog: what a turn was about, how it went, what it cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    turn: str
+    turn_number: int
+    created_at: datetime
+    date: date
+    source: str
+    topic: str
+    query_type: str | None
+    outcome: str
+    validation: str | None
+    quality: float
+    attempts: int
+    revisions: int
+    ms_total: float
+    ms_query_analyzer: float | None
+    ms_reflection: float | None
+    ms_context_gatherer: float | None
+    ms_planner: float | None
+    ms_executor: float | None
+    ms_coordinator: float | None
+    ms_synthesis: float | None
+    ms_validation: float | None
+    ms_save: float | None
+    llm_calls: int
+    tokens_in: int
+    tokens_out: int
+    tool_calls: int
+    tool_errors: int
+    tools: list[str]
+    sources_used: int
+    memory_committed: int
+    scope_changes: int
+    failures: int
+    feedback_on: str | None
+    feedback_status: str | None
+    has_research: bool
+
+
+_ARROW: dict[Any, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+    datetime: pa.timestamp("us", tz="UTC"),
+    date: pa.date32(),
+    list[str]: pa.list_(pa.string()),
+}
+
+
+def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    fields = []
+    for name, info in model.model_fields.items():
+        annotation, nullable = info.annotation, False
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation, nullable = args[0], True
+        fields.append(pa.field(name, _ARROW[annotation], nullable=nullable))
+    return pa.schema(fields)
+
+
+CATALOG_SCHEMA = _arrow_schema(TurnRow)
+
+
+def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
+    """The catalog fields of a completed turn (a pure function of its events)."""
+    created = view.occurred_at.astimezone(UTC)
+    analysis, completed = view.analysis, view.completed
+    validations = [a.validation for a in view.attempts if a.validation is not None]
+    llm_calls = tokens_in = tokens_out = scope_changes = failures = 0
+    for event in events:
+        data = event.data
+        metrics = getattr(data, "metrics", None)
+        if metrics is not None:
+            llm_calls += metrics.llm_calls
+            tokens_in += metrics.tokens_in
+            tokens_out += metrics.tokens_out
+        if isinstance(data, ScopeChanged):
+            scope_changes += 1
+        elif isinstance(data, PhaseFailed):
+            failures += 1
+    tools = view.tool_calls()
+    feedback = view.feedback[-1] if view.feedback else None
+    fields: dict[str, Any] = {
+        "user": view.user,
+        "turn": view.turn,
+        "turn_number": turn_number(view.turn),
+        "created_at": created,
+        "date": created.date(),
+        "source": view.started.source,
+        "topic": analysis.primary_topic if analysis else "conversation",
+        "query_type": analysis.query_type if analysis else (completed.query_type if completed else None),
+        "outcome": view.outcome or "INCOMPLETE",
+        "validation": validations[-1].decision if validations else None,
+        "quality": float(completed.quality) if completed else 0.5,
+        "attempts": len(view.attempts),
+        "revisions": max(0, len(validations) - 1),
+        "ms_total": float(round(sum(view.phase_ms.values()), 3)),
+    }
+    for phase in PHASES:
+        ms = view.phase_ms.get(phase)
+        fields[f"ms_{phase}"] = None if ms is None else float(ms)
+    fields.update(
+        llm_calls=llm_calls,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        tool_calls=len(tools),
+        tool_errors=sum(1 for t in tools if not t.ok),
+        tools=[t.tool for t in tools],
+        sources_used=len(view.used.doc_ids) if view.used else 0,
+        memory_committed=len(view.committed),
+        scope_changes=scope_changes,
+        failures=failures,
+        feedback_on=feedback.target_turn if feedback else None,
+        feedback_status=feedback.status if feedback else None,
+        has_research=bool(completed.has_research) if completed else False,
+    )
+    return fields
+
+
+def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
+    """The catalog row of a completed turn (a pure function of its events)."""
+    return TurnRow(**_row_fields(view, events))
+
+
+def turn_row_values(view: TurnView, events: Sequence[Event]) -> RowValues:
+    """`row_values(turn_row(view, events))` without building the model (a rebuild makes
+    one per turn of the vault; the fields are typed already, from the events)."""
+    fields = _row_fields(view, events)
+    return tuple(fields[name] for name in _NAMES)
+
+
+RowValues = tuple[Any, ...]
+"""A row's values in `CATALOG_SCHEMA` order: what a rebuild keeps of every turn's row
+(a `TurnRow` model costs several times the memory of its values)."""
+
+_NAMES = tuple(CATALOG_SCHEMA.names)
+row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*_NAMES)
