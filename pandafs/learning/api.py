@@ -15,10 +15,10 @@ from events.clock import utcnow
 from events.schema import PhaseFailed
 
 from ..checks import Problem
-from ..errors import BadInput, ProblemFound
+from ..errors import BadInput
 from ..memory import Memory
 from ..vault import Vault
-from .catalog import Catalog
+from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
 from .rollups import daily_path, days_between, empty_rollup, summarize
@@ -183,8 +183,10 @@ def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
         for path in catalog.files(month):
             try:
                 Catalog.read_table([path])
-            except ProblemFound as exc:
-                problems.append(Problem(vault.rel(path), "unreadable", str(exc).split(": ", 1)[1]))
+            except UnreadablePart as exc:
+                problems.append(
+                    Problem(vault.rel(path), "unreadable", f"not a readable catalog part ({exc.why})")
+                )
     if problems and repair:
         rebuild(vault)
         return [replace(p, message=f"{p.message}: catalog rebuilt", repaired=True) for p in problems]

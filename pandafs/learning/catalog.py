@@ -47,7 +47,7 @@ from ..errors import ProblemFound
 from ..vault import Vault
 from .rows import CATALOG_SCHEMA, RowValues, TurnRow, row_values
 
-__all__ = ["COMPACT_AFTER", "MERGE_PARTS_AFTER", "SPILL_ROWS", "Catalog", "CatalogRebuild"]
+__all__ = ["COMPACT_AFTER", "MERGE_PARTS_AFTER", "SPILL_ROWS", "Catalog", "CatalogRebuild", "UnreadablePart"]
 
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
@@ -78,6 +78,15 @@ def _write(table: pa.Table, path: Path) -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp, compression="zstd", row_group_size=4096)
     os.replace(tmp, path)
+
+
+class UnreadablePart(ProblemFound):
+    """A catalog part that does not read as one (`stats`, `promote`, `prune` stop on it)."""
+
+    def __init__(self, path: Path, why: object) -> None:
+        self.path, self.why = path, str(why)
+        rel = path.relative_to(path.parents[3]).as_posix()  # parts live at observability/catalog/month=…/
+        super().__init__(f"{rel}: not a readable catalog part ({why}); run `pandafs rebuild`")
 
 
 class Catalog:
@@ -147,9 +156,9 @@ class Catalog:
             except FileNotFoundError:
                 continue  # compacted away meanwhile; its rows are in the newer part
             except (pa.ArrowInvalid, OSError) as exc:
-                raise ProblemFound(f"{unreadable(path, exc)}; run `pandafs rebuild`") from None
+                raise UnreadablePart(path, exc) from None
             if not tables[-1].schema.equals(CATALOG_SCHEMA):
-                raise ProblemFound(f"{unreadable(path, 'other columns')}; run `pandafs rebuild`")
+                raise UnreadablePart(path, "other columns")
         if not tables:
             return CATALOG_SCHEMA.empty_table()
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
@@ -181,12 +190,6 @@ class Catalog:
         files read once (a rollup of every day of a month converts each row once)."""
         table = self.read_table(self.files(month))
         return lambda day: sorted(_day_rows(table, day), key=_read_order)
-
-
-def unreadable(path: Path, why: object) -> str:
-    """What is wrong with a catalog part, named by its vault-relative path (parts live at
-    `observability/catalog/month=…/`)."""
-    return f"{path.relative_to(path.parents[3]).as_posix()}: not a readable catalog part ({why})"
 
 
 def _day_rows(table: pa.Table, day: date | None) -> list[dict[str, Any]]:
