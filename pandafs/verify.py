@@ -8,7 +8,9 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                `--repair` removes it once it is 30 s old)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
-  unreadable   a file that cannot be parsed at all (or a log that is a symlink)
+  unreadable   a file that cannot be parsed at all (or a log that is a symlink), or a
+               part of the turn catalog that does not read as one (`--repair`
+               rebuilds the learning state)
   cut_tail     the log holds fewer events than its projection recorded: its end was
                cut (a hash chain cannot see that); `replay` refuses to rewrite it
   interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
