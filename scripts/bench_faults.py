@@ -240,6 +240,33 @@ def half_written(folder: Path) -> str | None:
     return None
 
 
+def log_events(folder: Path) -> int:
+    """Lines in a turn folder's events.jsonl (0 if it has none)."""
+    try:
+        return (folder / "events.jsonl").read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def is_complete_log(folder: Path) -> bool:
+    """The turn's log ends with its turn_completed event."""
+    try:
+        lines = (folder / "events.jsonl").read_bytes().splitlines()
+    except FileNotFoundError:
+        return False
+    return bool(lines) and b'"type":"turn_completed"' in lines[-1]
+
+
+def age_past(folder: Path, seconds: float) -> None:
+    """Wait until `folder` was last changed `seconds` ago."""
+    try:
+        left = seconds - (time.time() - folder.stat().st_mtime)
+    except FileNotFoundError:
+        return
+    if left > 0:
+        time.sleep(left + 0.05)
+
+
 def init_vault(runner: Runner, root: Path) -> None:
     """A fresh vault, made in this process (what `pandafs init` does, one start-up less)."""
     from pandafs.vault import Vault
@@ -375,6 +402,9 @@ def _account_imported(runner: Runner, tally: Tally, root: Path, rows: list[dict[
 def campaign_ask(work: Path, trials: int, rng: random.Random) -> Tally:
     """Kill `ask` mid-turn; the next `ask` (odd trials) or `verify --repair` (even) must
     leave no INCOMPLETE, empty or half-written turn, and the chain intact."""
+    from pandafs.pipeline.recovery import EMPTY_GRACE_S
+    from pandafs.turns import ABANDONED_AFTER_S
+
     tally = Tally()
     runner = Runner(tally, work)
     root = work / "vault"
@@ -403,9 +433,17 @@ def campaign_ask(work: Path, trials: int, rng: random.Random) -> Tally:
         newest = turn_dirs(root)[-1:]
         if newest and half_written(newest[0]):
             unfinished += 1
+            if not log_events(newest[0]):  # killed before its first event: an allocation that
+                # the next ask and verify tell from a live one by its age alone (see is_abandoned)
+                age_past(newest[0], ABANDONED_AFTER_S if tally.trials % 2 == 0 else EMPTY_GRACE_S)
         if tally.trials % 2:
             done = runner.run("--root", root, "ask", f"I prefer cages number {attempts}", "--user", "alice")
             how = "the next ask"
+            if any(half_written(f) and is_complete_log(f) for f in turn_dirs(root)):
+                # killed after its last event, before its files: the next ask leaves it (its
+                # writer may be projecting it now); verify --repair re-projects it (`missing`)
+                done = runner.run("--root", root, "verify", "--repair", "--json")
+                how = "the next ask and verify --repair"
         else:
             done = runner.run("--root", root, "verify", "--repair", "--json")
             how = "verify --repair"
