@@ -42,6 +42,15 @@ def _aware(ts: datetime) -> datetime:
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
+def _unchanged(root: Path, doc: IndexDoc) -> bool:
+    """The file of `doc` is still the one it was read from (same mtime and size)."""
+    try:
+        st = os.lstat(root / doc.path)
+    except FileNotFoundError:
+        return False
+    return (st.st_mtime_ns, st.st_size) == (doc.mtime_ns, doc.size)
+
+
 def _check_ttl(hours: float, now: datetime, name: str) -> None:
     """A TTL is a positive, finite number of hours whose expiry stays in `TIME_RANGE`."""
     if not (math.isfinite(hours) and hours > 0):
@@ -324,11 +333,19 @@ class Memory:
 
     def index_docs(self, docs: Iterable[IndexDoc | Skipped], paths: Iterable[str] = ()) -> None:
         """Index documents a writer has just rendered (no re-read of the files), and
-        `paths` read from disk, in one batch (one commit)."""
+        `paths` read from disk, in one batch (one commit).
+
+        A rendered document whose file changed since it was read (another writer saved
+        and indexed a newer version meanwhile) is read again under the index lock: the
+        older copy must not replace the newer one in the index."""
+        again = list(paths)
         with self.index.batch() as batch:
             for doc in docs:
-                record_loaded(batch, self.vault.root, doc)
-            upsert_paths(batch, self.vault.root, paths, max_bytes=self.vault.config.index.max_file_bytes)
+                if isinstance(doc, IndexDoc) and not _unchanged(self.vault.root, doc):
+                    again.append(doc.path)
+                else:
+                    record_loaded(batch, self.vault.root, doc)
+            upsert_paths(batch, self.vault.root, again, max_bytes=self.vault.config.index.max_file_bytes)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
         cfg = self.vault.config.index

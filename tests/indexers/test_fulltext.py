@@ -417,3 +417,20 @@ def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
         kept = [line for line in body.split("\n") if not line.startswith(_NOT_PROSE)]
         flat = " ".join(" ".join(kept).split())
         assert prose_of(body) == (flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + "\x1f")
+
+
+def test_a_document_read_before_another_writer_changed_it_does_not_replace_the_newer_one(
+    vault: Vault, memory: Memory
+) -> None:
+    """A writer hands over documents it read earlier (a Save's trust updates, committed with
+    its turn): if another writer changed and indexed the file meanwhile, the older copy is
+    read again under the index lock instead of replacing the newer one."""
+    from indexers.documents import load_index_doc
+
+    memory.save("I prefer window seats", user="alice", doc_type="preference")
+    path = vault.rel(vault.layout.preferences("alice"))
+    early = load_index_doc(vault.root, path, max_bytes=vault.config.index.max_file_bytes)
+    Memory(vault).save("I prefer oat milk", user="alice", doc_type="preference")  # another writer
+    memory.index_docs([early])
+    assert ids(memory.search("oat milk", user="alice", now=NOW)) == ["alice/preferences"]
+    assert memory.reconcile().unchanged == memory.index.count()
