@@ -196,6 +196,21 @@ class Layout:
             return counter - 1
         return max(self.turn_numbers(user, staged=True), default=0)
 
+    def newest_turn(self, user: str, at_least: int = 0) -> int:
+        """The highest turn number `user` holds (0 for none), never below `at_least`: the
+        counter hint (without one, a scan of live folders and stubs), then probed upward,
+        since the counter is written without fsync and a crash can leave it behind placed
+        folders (`highest_turn` is where allocation starts; this is what is there)."""
+        counter = self.turn_counter(user)
+        high = counter - 1 if counter is not None else max(self.turn_numbers(user), default=0)
+        high = max(high, at_least)
+        while (
+            is_real_dir(self.turn_dir(user, turn_name(high + 1)))
+            or self.archive_stub(user, turn_name(high + 1)).exists()
+        ):
+            high += 1
+        return high
+
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
         """Up to `count` live turn folders numbered below `before`, newest first.
 

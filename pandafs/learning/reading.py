@@ -102,16 +102,8 @@ class _TurnReading:
         return (view, events) if view.is_complete else "pending"
 
     def _highest(self, user: str, upto: int) -> int:
-        """The highest turn of `user` to fold up to.  Not `Layout.highest_turn`: never below
-        `upto`, it probes on past the counter (written without fsync, a crash can leave it
-        behind placed folders), and its scan leaves out staged folders (not turns yet)."""
-        turns = self.vault.layout.turns_dir(user)
-        counter = self.vault.layout.turn_counter(user)
-        high = counter - 1 if counter is not None else max(self.vault.layout.turn_numbers(user), default=0)
-        high = max(high, upto)
-        while (turns / turn_name(high + 1)).is_dir() or self._stub(user, turn_name(high + 1)).exists():
-            high += 1
-        return high
+        """The highest turn of `user` to fold up to (`Layout.newest_turn`, never below `upto`)."""
+        return self.vault.layout.newest_turn(user, upto)
 
     def _all_numbers(self, user: str) -> list[int]:
         return sorted(self.vault.layout.turn_numbers(user))

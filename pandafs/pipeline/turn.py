@@ -37,7 +37,6 @@ from events import (
     validate_user_id,
 )
 from events.clock import utcnow
-from events.fsio import is_real_dir
 from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 from indexers.documents import IndexDoc, index_doc_from_parts
@@ -234,10 +233,7 @@ class Pipeline:
         # a turn an earlier process left open, closed before this one's folder exists: a
         # kill while closing it must not leave the new folder empty (an empty folder is
         # left alone for EMPTY_GRACE_S, as it may be a live allocation)
-        newest = self.vault.layout.highest_turn(user)  # and past it: a crash may leave the counter behind
-        while is_real_dir(self.vault.layout.turn_dir(user, turn_name(newest + 1))):
-            newest += 1
-        recover_recent(self, user, before=turn_name(newest + 1))
+        recover_recent(self, user, before=turn_name(self.vault.layout.newest_turn(user) + 1))
         turn = self.vault.allocate_turns(user)[0]
         return self._drive(
             user,
