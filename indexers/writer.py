@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,29 @@ CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], Non
 SPILL_EVERY = 10_000
 """A fresh index's batch writes its state lines every this many changes (not all at the
 end): a rebuild then holds no per-document state, whatever the vault's size."""
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes  # only writers get here: a search never loads it
+
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]  # the loaded libc's
+    except (OSError, AttributeError, TypeError):
+        return None  # not glibc: nothing to do
+
+
+def release_freed_memory() -> None:
+    """Hand back to the system the memory tantivy's threads (and ours) have freed.
+
+    glibc keeps what another thread freed in that thread's arena, so a process that
+    indexed keeps its high-water mark: after a 100k-document rebuild, 118 MiB anonymous
+    resident with 35 MiB in use (measured with `malloc_trim(0)`, which costs ~0.1 ms),
+    and the learning fold that follows it stacked its own peak on top; an import grew by
+    ~8 MiB per 1,000 turns.  Called after every commit and every rebuild spill."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class IndexBatch:
@@ -211,7 +235,7 @@ class _Writing:
     ) -> Iterator[IndexBatch]:
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
-        spill = (lambda changes: self._append_state(state_path, changes)) if fresh else None
+        spill = self._spiller(state_path) if fresh else None
         batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=fresh, spill=spill)
         try:
             yield batch
@@ -235,6 +259,14 @@ class _Writing:
             writer.commit()
         writer.wait_merging_threads()
         self._append_state(state_path, batch.changes)
+        release_freed_memory()
+
+    def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
+        def spill(changes: dict[str, StateEntry | None]) -> None:
+            self._append_state(state_path, changes)
+            release_freed_memory()
+
+        return spill
 
     @contextmanager
     def batch(self) -> Iterator[IndexBatch]:

@@ -14,6 +14,12 @@ by round so a busy machine slows both alike:
   reliability) beside a raw script doing the in-process raw loop: seconds and peak
   memory of each process.
 
+Every timed run starts from the same page-cache state (`--cache`): `warm` (the default)
+reads every file of the vault once, untimed, just before it, so each side costs what its
+own code does; `cold` drops the kernel's caches before it (root only), so each side also
+reads the disk.  Without either, whichever ran first paid the disk for both: at 100k our
+rebuild ran first and read cold files while the raw loop after it found them cached.
+
 Each is also given in CPU seconds (process time; children's user + system time), which a
 machine busy with other work does not inflate the way it inflates wall time.  Peak memory
 is the largest resident size of any one process and, sampled every 10 ms, the largest sum
@@ -110,6 +116,23 @@ def build(folder: Path, turns: int) -> Path:
     return vault.root
 
 
+def settle(root: Path, cache: str) -> None:
+    """Put the page cache in the same state before each timed run (module docstring)."""
+    if cache == "cold":
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("3\n")
+        return
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    while handle.read(1 << 20):
+                        pass
+            except OSError:
+                pass
+
+
 def child_peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
@@ -166,11 +189,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--vault", type=Path, help="build the vault here once and reuse it")
     parser.add_argument(
+        "--cache",
+        choices=("warm", "cold"),
+        default="warm",
+        help="page cache before each timed run: every file read once (warm) or dropped (cold, root only)",
+    )
+    parser.add_argument(
         "--no-bytecode-cache",
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE if set: every `pandafs` run compiles PandaFS from source",
     )
     args = parser.parse_args()
+    if args.cache == "cold" and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        parser.exit(2, "bench_rebuild: --cache cold needs to write /proc/sys/vm/drop_caches (root)\n")
     from pandafs.memory import Memory
     from pandafs.vault import Vault
 
@@ -204,15 +235,18 @@ def main() -> None:
             subprocess.run([sys.executable, "-c", warm], check=True, env=env)  # fills the cache once
         vault = Vault.open(root)
         for _ in range(args.rounds):
+            settle(root, args.cache)
             start, cpu = time.perf_counter(), time.process_time()
             report = Memory(vault).rebuild()
             rows["ours_in"].append(report.indexed / (time.perf_counter() - start))
             rows["ours_in_cpu"].append(report.indexed / (time.process_time() - cpu))
+            settle(root, args.cache)
             start, cpu = time.perf_counter(), time.process_time()
             count = raw_index(str(root), str(base / "raw-index"))  # type: ignore[operator]
             rows["raw_in"].append(count / (time.perf_counter() - start))
             rows["raw_in_cpu"].append(count / (time.process_time() - cpu))
             command = [*pandafs, "--root", str(root), "rebuild", "--json"]
+            settle(root, args.cache)
             seconds, peak, cpu, peak_sum, out = run_child(command, env)
             rows["ours_whole"].append(seconds)
             rows["ours_whole_cpu"].append(cpu)
@@ -221,6 +255,7 @@ def main() -> None:
             for stage, value in orjson.loads(out).get("stages", {}).items():
                 stages.setdefault(stage, []).append(value)
             raw_command = [sys.executable, str(raw_script), str(root), str(base / "raw-index2")]
+            settle(root, args.cache)
             seconds, peak, cpu, peak_sum, _ = run_child(raw_command, env)
             rows["raw_whole"].append(seconds)
             rows["raw_whole_cpu"].append(cpu)
@@ -257,6 +292,7 @@ def main() -> None:
         f"{'peak memory, process tree (sum of Pss), MiB':44} {max(peaks['ours_sum']):>12.0f} "
         f"{max(peaks['raw_sum']):>12.0f}"
     )
+    print(f"page cache {args.cache} before each timed run")
     print(f"bytecode {'compiled from source every run' if env.get('PYTHONDONTWRITEBYTECODE') else 'cached'}")
     stage_s = {k: statistics.median(v) for k, v in stages.items()}
     if stage_s:
@@ -287,6 +323,7 @@ def main() -> None:
         "peak_one_process_mib": round(max(peaks["ours"])),
         "peak_tree_sum_mib": round(max(peaks["ours_sum"])),
         "raw_peak_mib": round(max(peaks["raw"])),
+        "cache": args.cache,
         "bytecode_cached": not env.get("PYTHONDONTWRITEBYTECODE"),
         "stages_s": {k: round(v, 2) for k, v in stage_s.items()},
         "meets": meets,
