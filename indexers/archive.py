@@ -31,10 +31,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
+from events.errors import NotInVault
 from events.fsio import TMP_PREFIX, fsync_dir
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
+from .parquet import read_parquet
 from .turn_folder import (
     FileEntry,
     TurnFiles,
@@ -120,8 +122,9 @@ class PartContents:
 class ArchiveStore:
     """The part files under `archive/turns/` of one vault."""
 
-    def __init__(self, directory: Path, *, zstd_level: int = 3) -> None:
+    def __init__(self, directory: Path, *, zstd_level: int = 3, root: Path | None = None) -> None:
         self.dir = directory
+        self.root = root or directory  # nothing is read through a link below it
         self.zstd_level = zstd_level
 
     # --- naming -------------------------------------------------------------------
@@ -238,9 +241,11 @@ class ArchiveStore:
 
     def _read(self, path: Path, **kwargs: Any) -> pa.Table:
         try:
-            return pq.read_table(path, partitioning=None, **kwargs)
+            return read_parquet(self.root, path, **kwargs)
         except FileNotFoundError:
             raise
+        except NotInVault as exc:
+            raise ArchiveError(f"{path}: {exc.reason}; not read") from None
         except (OSError, pa.ArrowException) as exc:
             raise ArchiveError(f"{path}: unreadable Parquet file ({exc})") from exc
 

@@ -122,7 +122,9 @@ def fsync_dirs(paths: Iterable[Path]) -> None:
 
 
 def store_of(vault: Vault) -> ArchiveStore:
-    return ArchiveStore(vault.layout.archive / "turns", zstd_level=vault.config.archive.zstd_level)
+    return ArchiveStore(
+        vault.layout.archive / "turns", zstd_level=vault.config.archive.zstd_level, root=vault.root
+    )
 
 
 @contextmanager

@@ -182,7 +182,7 @@ def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
     for month in catalog.months():
         for path in catalog.files(month):
             try:
-                Catalog.read_table([path])
+                catalog.read_table([path])
             except UnreadablePart as exc:
                 problems.append(
                     Problem(vault.rel(path), "unreadable", f"not a readable catalog part ({exc.why})")

@@ -63,7 +63,7 @@ class _TurnReading:
             front = parse_document(read_vault_file(self.vault.root, rel)[0].decode("utf-8")).frontmatter
             part = str(front.get("archive_file") or "")
             if part not in self._archive_parts:  # keep one part: archived turns come in runs
-                store = ArchiveStore(self.vault.layout.archive / "turns")
+                store = ArchiveStore(self.vault.layout.archive / "turns", root=self.vault.root)
                 self._archive_parts = {part: store.read_part(self.vault.root / part)}
             files = self._archive_parts[part].intact((user, turn))
             data = files.file(EVENTS_FILE) if files is not None else None

@@ -33,6 +33,7 @@ from events.clock import utcnow
 from events.errors import EventsError, FrontmatterError, NotInVault
 from events.fsio import is_real_dir, read_vault_file
 from events.schema import ExtractionRecorded
+from indexers.parquet import read_parquet
 
 from ..vault import Vault, file_lock
 
@@ -125,12 +126,12 @@ class ReliabilityTable:
 
     def load(self) -> dict[str, DomainStats]:
         try:
-            mtime = self.path.stat().st_mtime_ns
+            mtime = self.path.lstat().st_mtime_ns
         except FileNotFoundError:
             return {}
         if self._cache is not None and self._cache[0] == mtime:
             return self._cache[1]
-        rows = pq.read_table(self.path).to_pylist()
+        rows = read_parquet(self.vault.root, self.path).to_pylist()  # a link: NotInVault
         stats = {}
         for row in rows:
             row.pop("reliability", None)

@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from events.errors import NotInVault
 from pandafs.archive import archive_turns
 from pandafs.errors import BadInput
 from pandafs.importer import import_turns
@@ -325,3 +326,62 @@ def test_a_linked_turn_counter_is_not_read(vault: Vault, tmp_path: Path) -> None
     assert vault.layout.turn_counter("alice") is None
     assert vault.allocate_turns("alice") == ["turn_000001"]  # the hint outside was ignored
     assert not (turns / ".counter").is_symlink() and (tmp_path / "counter").read_text() == "41"
+
+
+def _other_vault(tmp_path: Path) -> Vault:
+    """Another vault, outside ours: mallory's archived turn, her catalog and reliability table."""
+    from pandafs import learning
+
+    other, _ = Vault.init(tmp_path / "other")
+    source = tmp_path / "mallory.jsonl"
+    old = (NOW - timedelta(days=90)).isoformat()
+    line = {"user": "mallory", "timestamp": old, "query": "the vault key is okapi", "response": "noted"}
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    import_turns(other, source, after_batch=Memory(other).index_docs)
+    learning.sync(other)
+    assert archive_turns(other, now=NOW).archived == 1
+    return other
+
+
+def test_no_parquet_file_is_read_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """The catalog, the archive and the reliability table are Parquet files pyarrow opened
+    by path, following links: `stats` counted mallory's turns from a catalog part linked
+    in from outside the vault, and verify said ok."""
+    from indexers.errors import ArchiveError
+    from pandafs.archive._common import store_of
+    from pandafs.research.reliability import TABLE, ReliabilityTable
+
+    other = _other_vault(tmp_path)
+    part = next((other.layout.observability / "catalog").glob("month=*/part-*.parquet"))
+    outside = part.read_bytes()
+    cli("--root", vault.root, "ask", "what do I keep in the shed", "--user", "alice")
+    month = vault.layout.observability / "catalog" / part.parent.name
+    month.mkdir(parents=True, exist_ok=True)
+    link = month / "part-00000000000000000001.parquet"
+    link.symlink_to(part)
+
+    got = cli("--root", vault.root, "stats", "--since", "365d", "--now", NOW.isoformat(), "--json")
+    assert got.code == 1 and "mallory" not in got.out + got.err, got.out[-300:]
+    assert got.err.count("\n") == 1 and "symbolic link" in got.err and "Traceback" not in got.err
+    found = cli("--root", vault.root, "verify")
+    assert found.code == 1 and f"unreadable {vault.rel(link)}" in found.out, found.out
+    assert cli("--root", vault.root, "verify", "--repair").code == 0
+    assert not link.exists() and part.read_bytes() == outside
+    got = cli("--root", vault.root, "stats", "--since", "365d", "--now", NOW.isoformat(), "--json")
+    assert got.code == 0 and "mallory" not in got.out
+
+    archived = next((other.layout.archive / "turns").glob("month=*/part-*.parquet"))
+    store = store_of(vault)
+    planted = store.part_path(archived.parent.name.removeprefix("month="), "1")
+    planted.parent.mkdir(parents=True)
+    planted.symlink_to(archived)
+    claimed = vault.root / "archive" / ".." / ".." / "other" / archived.relative_to(other.root)
+    for path in (planted, claimed, archived):  # a link, a stub's `archive_file` with `..`, an outside path
+        with pytest.raises(ArchiveError, match="not read|not inside"):
+            store.read_turn(path, "mallory", "turn_000001")
+
+    table = vault.layout.indexes / TABLE
+    (tmp_path / "outside.parquet").write_bytes(part.read_bytes())
+    table.symlink_to(tmp_path / "outside.parquet")
+    with pytest.raises(NotInVault):
+        ReliabilityTable(vault).load()
