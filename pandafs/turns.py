@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,10 +47,6 @@ __all__ = [
 ]
 
 EVENTS_FILE = "events.jsonl"
-
-# An empty turn folder younger than this may be a live `ask` about to write its first
-# event (the inbox waits 5 s before adopting one); older ones are abandoned.
-ABANDONED_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -102,10 +97,13 @@ def project(
 ) -> TurnView:
     """Write the turn's projected files from its events; unchanged files are left alone.
 
-    `files` is `render_turn(view)` when the caller rendered them already."""
+    `files` is `render_turn(view)` when the caller rendered them already.  metadata.json
+    is written last, so one that records how the turn ended says every other projected
+    file was written (recovery's cheap test for a turn left unprojected)."""
     if view is None:
         view = load_view(ref)
-    for name, data in (files or render_turn(view)).items():
+    rendered = files or render_turn(view)
+    for name, data in sorted(rendered.items(), key=lambda item: item[0] == "metadata.json"):
         path = ref.path / name
         try:  # a linked file is not read: the write below replaces the link
             if same_projection(name, read_vault_file(ref.path, name)[0], data):
@@ -227,8 +225,9 @@ def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> R
 
 
 def is_abandoned(ref: TurnRef) -> bool:
-    """A turn folder whose writer died before its first event: nothing in it, or only
-    an empty `events.jsonl` and our temporary files."""
+    """A turn folder that holds no event: nothing in it, or only an empty `events.jsonl`
+    and our temporary files.  Its writer may be dead or about to write its first event:
+    `remove_abandoned` tells which by the folder's lock."""
     try:
         entries = list(os.scandir(ref.path))
     except FileNotFoundError:
@@ -242,28 +241,29 @@ def is_abandoned(ref: TurnRef) -> bool:
     return True
 
 
-def remove_abandoned(ref: TurnRef, min_age_s: float = ABANDONED_AFTER_S) -> bool:
-    """Remove an abandoned turn folder, unless it is young enough to be a live writer's
-    (`ask` allocates the folder a moment before its first event)."""
-    try:
-        age = time.time() - ref.path.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if age < min_age_s or not is_abandoned(ref):
-        return False
-    for entry in os.scandir(ref.path):
-        if entry.name == EVENTS_FILE:
-            if not _unlink_unheld_empty_log(entry.path):
-                return False  # a late writer took it up meanwhile: its log stays
-        elif entry.name.startswith(TMP_PREFIX):
-            os.unlink(entry.path)
-        else:
+def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
+    """Remove an abandoned turn folder whose writer is dead, at once, whatever its age.
+
+    A live allocator holds the folder's lock from its `mkdir` until its turn ends
+    (`Vault.new_turn`); the kernel releases it when the process dies.  So a folder
+    this process can lock (`Vault.held_turn`) and that holds no event is an allocation
+    whose writer died, and one it cannot lock is left to its live writer."""
+    with vault.held_turn(ref.user, ref.turn) as held:
+        if not held or not is_abandoned(ref):
             return False
-    try:
-        ref.path.rmdir()
-    except OSError:
-        return False  # a writer arrived meanwhile: leave it
-    return True
+        for entry in os.scandir(ref.path):
+            if entry.name == EVENTS_FILE:
+                if not _unlink_unheld_empty_log(entry.path):
+                    return False  # a writer took it up meanwhile: its log stays
+            elif entry.name.startswith(TMP_PREFIX):
+                os.unlink(entry.path)
+            else:
+                return False
+        try:
+            ref.path.rmdir()
+        except OSError:
+            return False  # a writer arrived meanwhile: leave it
+        return True
 
 
 def _unlink_unheld_empty_log(path: str) -> bool:

@@ -5,10 +5,18 @@ Turn numbers are per user and never reused.  `allocate_turns` takes an exclusive
 `users/{u}/turns/.counter`, and claims each number with `mkdir` (atomic), skipping
 numbers whose folder or archive stub exists — so two processes never get the same
 number, and a lost or stale counter only costs a few extra `stat` calls.
+
+A turn folder that holds no event yet is live exactly while a process holds a `flock`
+on the folder itself: `new_turn` makes and locks it under the allocation lock and holds
+it while the turn runs, and the kernel releases it when that process dies.  So whoever
+wants to remove or adopt an eventless folder takes the same two locks (`held_turn`):
+it never sees a folder between its `mkdir` and its lock, never takes a live one, and
+never waits on the folder's age to tell a dead allocation from a live one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +33,8 @@ from .config import Config, load_config, render_default_config
 from .errors import Busy, NoVault
 
 __all__ = ["STAGING_DIR", "Vault", "file_lock"]
+
+ALLOC_LOCK = ".alloc.lock"
 
 VAULT_DIRS = (
     "inbox",
@@ -192,6 +202,50 @@ class Vault:
 
         return self._claim_numbers(user, count, made)
 
+    @contextmanager
+    def new_turn(self, user: str) -> Iterator[str]:
+        """Claim one new turn folder for `user` and hold it while the block runs.
+
+        The folder is made and locked in one step under the allocation lock, so it is
+        never seen unheld while its process lives; `allocate_turns` leaves its folders
+        unheld (what a process that died before its first event leaves behind)."""
+        turns = self.layout.turns_dir(user)
+        held: list[int] = []
+
+        def made(name: str) -> bool:
+            try:
+                os.mkdir(turns / name)
+            except FileExistsError:
+                return False
+            fd = _lock_folder(turns / name)
+            if fd is None:  # nobody locks a folder without the allocation lock we hold
+                raise Busy(f"turn folder {user}/{name} was locked as it was made")
+            held.append(fd)
+            return True
+
+        try:
+            [name] = self._claim_numbers(user, 1, made)
+            yield name
+        finally:
+            for fd in held:
+                os.close(fd)  # closing releases the lock
+
+    @contextmanager
+    def held_turn(self, user: str, turn: str) -> Iterator[bool]:
+        """Hold `turn`'s folder if no live process does: yields whether it is held now.
+
+        The folder's lock is taken under the allocation lock, so a folder between its
+        `mkdir` and its lock in `new_turn` is never mistaken for a dead one.  False
+        also when the folder is gone."""
+        turns = vault_folder(self.root, self.layout.turns_dir(user))
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
+            fd = _lock_folder(turns / turn)
+        try:
+            yield fd is not None
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     def reserve_turns(self, user: str, count: int) -> list[str]:
         """Reserve `count` turn numbers for folders built elsewhere and placed later.
 
@@ -208,7 +262,7 @@ class Vault:
         validate_user_id(user)
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
-        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
             number = self.layout.highest_turn(user) + 1
             stubs = self._stubs_dir(user)
             names: list[str] = []
@@ -230,7 +284,7 @@ class Vault:
         """
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
-        with file_lock(turns / ".alloc.lock", what=f"turn allocation for {user}"):
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
             stubs = self._stubs_dir(user)
             for name, source in staged:
                 target = f"{turns}/{name}"
@@ -245,3 +299,18 @@ class Vault:
         """The folder of `user`'s archive stubs if it exists (checked once per batch, not per name)."""
         stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
+
+
+def _lock_folder(path: Path) -> int | None:
+    """An open descriptor of the folder `path` holding its exclusive `flock`, or None if
+    another process holds it (or the folder is gone, or is a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd

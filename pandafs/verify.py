@@ -4,8 +4,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   chain        an event line was changed, reordered or deleted (names file and seq)
   torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
   misplaced    events name another user or turn than their folder
-  empty_turn   a turn folder with no events (an allocation whose writer died;
-               `--repair` removes it once it is 30 s old)
+  empty_turn   a turn folder with no events whose allocator died (`--repair` removes
+               it at once; one a live process holds is its turn, not a problem)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
   unreadable   a file that cannot be parsed at all (or a log that is a symlink), or a
@@ -96,10 +96,12 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         return
     if is_abandoned(ref):
         empty = Problem(vault.rel(ref.path), "empty_turn", "turn folder holds no events")
-        if repair and remove_abandoned(ref):
+        if repair and remove_abandoned(vault, ref):
             report.repaired.append(Problem(empty.path, empty.kind, "removed the empty turn folder"))
-        else:
-            report.problems.append(empty)
+            return
+        with vault.held_turn(ref.user, ref.turn) as held:
+            if held and is_abandoned(ref):  # not a live allocation about to write its first event
+                report.problems.append(empty)
         return
     if not ref.events_path.exists():  # an empty folder is `is_abandoned` above
         report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))

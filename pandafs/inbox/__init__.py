@@ -37,7 +37,9 @@ Obsidian and from the watcher:
 So the turn itself (its `turn_started.inbox_file`) records which file it came from,
 and a restart finds it rather than allocating another; the one window without such
 a record — a turn folder allocated but still empty — is closed by adopting that
-folder.  Only one process works on the inbox at a time (`inbox/.processing/.lock`,
+folder once no process holds it (its allocator holds its lock until the first event,
+and the kernel releases it when that process dies; `Vault.new_turn`).
+Only one process works on the inbox at a time (`inbox/.processing/.lock`,
 held per file), so any claim folder found while holding the lock is an orphan.
 
 Waiting files: a file is claimed only once it has not been written for `settle_s`

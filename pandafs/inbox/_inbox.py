@@ -40,7 +40,6 @@ class Inbox(ClaimFolders, TurnStarts):
         pipeline: Pipeline | None = None,
         settle_s: float = 1.0,
         empty_grace_s: float = 30.0,
-        adopt_after_s: float = 5.0,
         lock_wait_s: float = 30.0,
         log: Log | None = None,
     ) -> None:
@@ -53,7 +52,6 @@ class Inbox(ClaimFolders, TurnStarts):
         self._owns_pipeline = pipeline is None
         self.settle_s = settle_s
         self.empty_grace_s = empty_grace_s
-        self.adopt_after_s = adopt_after_s
         self.lock_wait_s = lock_wait_s
         self._log = log or (lambda line: None)
         self._seen: dict[str, tuple[int, int, int, float]] = {}

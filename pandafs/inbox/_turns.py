@@ -3,7 +3,6 @@ the empty folder a dead run allocated, or allocate a new one."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,7 +41,6 @@ class TurnStarts:
     """The steps of `Inbox` that start a claim's turn (a mixin: `Inbox` holds the state)."""
 
     vault: Vault
-    adopt_after_s: float
     _log: Callable[[str], None]
 
     pipeline: Pipeline
@@ -98,18 +96,14 @@ class TurnStarts:
                 continue
             if mtime < planned_ns:
                 continue
-            age = time.time() - mtime / 1e9
-            if age < self.adopt_after_s:  # maybe a live `ask` or import about to write
-                time.sleep(self.adopt_after_s - age)
-                if read_log(folder / EVENTS_FILE).records:
-                    continue
-            if self._begin(user, turn, plan, query):
-                self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
-                return turn
-        turn = self.vault.allocate_turns(user)[0]
-        self._checkpoint("allocated")
-        if not self._begin(user, turn, plan, query):
-            raise Stuck(f"{user}/{turn} was taken by another writer")
+            with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
+                if held and self._begin(user, turn, plan, query):
+                    self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
+                    return turn
+        with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
+            self._checkpoint("allocated")
+            if not self._begin(user, turn, plan, query):
+                raise Stuck(f"{user}/{turn} was taken by another writer")
         return turn
 
     def _begin(self, user: str, turn: str, plan: ClaimPlan, query: str) -> bool:

@@ -1,23 +1,40 @@
 """Turns whose process died, vault-wide: verify's `interrupted` check and watch's upkeep
-job that closes them (`recovery` holds how one turn is found and closed)."""
+job that closes them and re-projects the complete ones left unprojected (`recovery`
+holds how one turn is found, closed and re-projected)."""
 
 from __future__ import annotations
 
+from events.errors import EventsError
+
 from ..checks import Problem
 from ..vault import Vault
-from .recovery import close_interrupted, find_interrupted
+from .recovery import close_interrupted, find_interrupted, find_unprojected, reproject
 from .turn import Pipeline
 
 __all__ = ["CHECKS", "check_interrupted", "close_all_interrupted"]
 
 
 def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
-    """verify's check: every turn left open by a process that died (`--repair` closes it)."""
+    """verify's check: every turn left open by a process that died (`--repair` closes it).
+
+    With `repair`, a complete turn whose process died before projecting it is also
+    re-projected and indexed (listed as a repaired `missing`; without `repair` verify's
+    own turn checks name its missing files)."""
     problems: list[Problem] = []
     pipeline = None
     try:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
+                if repair and find_unprojected(folder):
+                    pipeline = pipeline or Pipeline(vault)
+                    try:
+                        what = reproject(pipeline, user, folder.name)
+                    except EventsError:
+                        continue  # a damaged log: verify's chain report names it
+                    if what is not None:
+                        rel = vault.rel(folder / "metadata.json")
+                        problems.append(Problem(rel, "missing", what, repaired=True))
+                    continue
                 if not find_interrupted(folder):
                     continue
                 rel = vault.rel(folder / "events.jsonl")

@@ -1,16 +1,28 @@
-"""Interrupted turns: a turn whose process died before `turn_completed` gets closed.
+"""Turns whose process died: closed, re-projected or removed as soon as anyone looks.
 
-A turn is interrupted when its log has events but no `turn_completed` and no process
-holds it (a running turn keeps its log's `flock` from start to end).  Turns started
-from the inbox are left to `watch`, which resumes them and answers their file exactly
-once.  Any other interrupted turn is closed: a `phase_failed` event (`Interrupted`),
-then Save ends it as FAIL with an intervention note — the user sees why, and the trust
-fold learns nothing from an answer nobody validated.  (A turn whose events are complete
-but whose projections are missing is not interrupted: its writer may be projecting it
-right now; verify's `missing` check re-projects it.)
+Whether a turn's process lives is told by a lock the kernel releases when it dies,
+never by the turn's age:
 
-Who looks: `ask` checks the user's latest turns before it starts a new one; `watch`'s
-upkeep and `verify --repair` check every turn (`interrupted.check_interrupted`).
+- A running turn holds its log's `flock` from its first event until its projections are
+  written and indexed (`Pipeline._drive`).  A turn whose log has events but no
+  `turn_completed` and that nobody holds is interrupted: a `phase_failed` event
+  (`Interrupted`), then Save ends it as FAIL with an intervention note — the user sees
+  why, and the trust fold learns nothing from an answer nobody validated.  Turns
+  started from the inbox are left to `watch`, which resumes them and answers their file
+  exactly once.
+- A turn whose log ends in `turn_completed` but whose projections are missing (its
+  metadata.json, written last, after the index commit, does not say how it ended) and
+  that nobody holds died while projecting or indexing it: it is re-projected and
+  indexed by `Pipeline.resume`, the same code that finishes any turn, so the user's
+  last answer is in search and in the next turn's context at once.
+- A turn folder with no event yet is held by its allocator (`Vault.new_turn`) until its
+  turn ends: one nobody holds was left by a process that died before its first event,
+  and is removed (`turns.remove_abandoned`); one a live process holds is never removed,
+  however old.
+
+Who looks: `ask` checks the user's latest turns before it starts a new one
+(`recover_recent`); `watch`'s upkeep and `verify --repair` check every turn
+(`interrupted.check_interrupted`; verify's own turn checks remove dead allocations).
 """
 
 from __future__ import annotations
@@ -19,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from events import EventWriter, read_events, read_vault_file
+from events import Event, EventWriter, read_events, read_vault_file
 from events.errors import EventsError, LogBusyError, NotInVault
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
@@ -27,15 +39,16 @@ from ..turns import TurnRef, is_abandoned, remove_abandoned
 
 __all__ = [
     "INTERRUPTED",
+    "REPROJECTED",
     "close_interrupted",
     "find_interrupted",
+    "find_unprojected",
     "recover_recent",
+    "reproject",
 ]
 
 INTERRUPTED = "Interrupted"
-EMPTY_GRACE_S = 2.0
-"""An eventless turn folder at least this old is an allocation whose `ask` died before
-its first event (a live one writes it within milliseconds): the next ask removes it."""
+REPROJECTED = "re-projected and indexed the turn its process left unprojected"
 
 
 def _needs_look(folder: Path) -> bool:
@@ -49,18 +62,24 @@ def _needs_look(folder: Path) -> bool:
     return outcome in (None, "INCOMPLETE")
 
 
+def _events(folder: Path) -> list[Event] | None:
+    """The turn's events if the cheap test says it may need recovery (None: it does not,
+    or its log is damaged, which is verify's chain/torn-tail report, not ours)."""
+    if not _needs_look(folder):
+        return None
+    try:
+        return read_events(folder / "events.jsonl")
+    except EventsError:
+        return None
+
+
 def find_interrupted(folder: Path) -> bool:
     """Whether the turn in `folder` was left open by a process that died.
 
     False for complete turns, turns from the inbox (watch's to finish) and turns a live
     process holds.
     """
-    if not _needs_look(folder):
-        return False
-    try:
-        events = read_events(folder / "events.jsonl")
-    except EventsError:
-        return False  # a damaged log is verify's chain/torn-tail report, not ours
+    events = _events(folder)
     if not events or any(isinstance(e.data, TurnCompleted) for e in events):
         return False
     first = events[0].data
@@ -72,6 +91,27 @@ def find_interrupted(folder: Path) -> bool:
     except (LogBusyError, EventsError):
         return False  # a live turn
     return True
+
+
+def find_unprojected(folder: Path) -> bool:
+    """Whether the turn in `folder` ended (`turn_completed`) but was not all projected
+    and indexed (its metadata.json, written last, does not say how it ended).  Its
+    writer may still be at it: `reproject` takes the log's lock first, which a live
+    writer holds until it is done."""
+    events = _events(folder)
+    return bool(events) and any(isinstance(e.data, TurnCompleted) for e in events)
+
+
+def reproject(pipeline, user: str, turn: str) -> str | None:  # noqa: ANN001
+    """Project and index a complete turn whose process died before it could; what was
+    done (None: nothing was needed, or its live writer is still at it)."""
+    if not find_unprojected(pipeline.vault.layout.turn_dir(user, turn)):
+        return None
+    try:
+        pipeline.resume(user, turn)  # nothing left to run: it writes the projections and indexes
+    except LogBusyError:
+        return None
+    return REPROJECTED
 
 
 def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001
@@ -95,18 +135,20 @@ def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:
 
 
 def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:  # noqa: ANN001
-    """Close the user's latest interrupted turns (numbered below `before`): `ask` calls it."""
+    """Recover the user's latest turns (numbered below `before`) whose process died:
+    `ask` calls it, so a kill at any point is undone by the very next ask."""
     done = []
     for folder in pipeline.vault.layout.recent_turn_dirs(user, before, count):
         ref = TurnRef(user, folder.name, folder)
-        if is_abandoned(ref):  # killed between allocating the folder and its first event
-            if remove_abandoned(ref, EMPTY_GRACE_S):  # younger: maybe a live ask's; left, not waited on
+        if is_abandoned(ref):  # no event yet: removed if its allocator died, else left
+            if remove_abandoned(pipeline.vault, ref):
                 done.append(f"{user}/{folder.name}")
             continue
         try:
-            closed = close_interrupted(pipeline, user, folder.name, by="the next ask")
+            what = close_interrupted(pipeline, user, folder.name, by="the next ask")
+            what = what or reproject(pipeline, user, folder.name)
         except EventsError:
             continue  # a damaged turn is verify's to report; it must not stop this ask
-        if closed is not None:
+        if what is not None:
             done.append(f"{user}/{folder.name}")
     return done

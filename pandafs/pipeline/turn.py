@@ -9,9 +9,11 @@ becomes a `phase_failed` event and the turn goes straight to Save, which ends it
 with a clear FAIL answer and an intervention note.
 
 When the turn is complete its projections (context.md, metadata.json, …) are
-written and it is indexed at once, so the next turn and `pandafs search` see it.
-Projections are written without fsync: the fsynced events are the record and
-`pandafs verify --repair` re-projects anything a crash lost.
+written and it is indexed at once, so the next turn and `pandafs search` see it; the
+log's lock is held until then, so a turn killed before its projections is known dead
+and the next `ask` re-projects it (`recovery`).  Projections are written without fsync:
+the fsynced events are the record and `pandafs verify --repair` re-projects anything a
+power cut lost.
 """
 
 from __future__ import annotations
@@ -230,23 +232,22 @@ class Pipeline:
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         begun = time.perf_counter()
-        # a turn an earlier process left open, closed before this one's folder exists: a
-        # kill while closing it must not leave the new folder empty (an empty folder is
-        # left alone for EMPTY_GRACE_S, as it may be a live allocation)
+        # turns an earlier process left open or unprojected, recovered before this one's
+        # folder exists: a kill while recovering them leaves no new folder behind
         recover_recent(self, user, before=turn_name(self.vault.layout.newest_turn(user) + 1))
-        turn = self.vault.allocate_turns(user)[0]
-        return self._drive(
-            user,
-            turn,
-            started=begun,
-            start=TurnStarted(
-                query=query,
-                source=source,
-                occurred_at=occurred_at or self.clock(),
-                inbox_file=inbox_file,  # type: ignore[arg-type]
-                backend=self.backend.name,
-            ),
-        )
+        with self.vault.new_turn(user) as turn:  # held until the turn ends: never taken for dead
+            return self._drive(
+                user,
+                turn,
+                started=begun,
+                start=TurnStarted(
+                    query=query,
+                    source=source,
+                    occurred_at=occurred_at or self.clock(),
+                    inbox_file=inbox_file,  # type: ignore[arg-type]
+                    backend=self.backend.name,
+                ),
+            )
 
     def resume(self, user: str, turn: str) -> TurnResult:
         """Finish a turn whose process died: repair a torn tail, then continue where it stopped."""
@@ -318,7 +319,9 @@ class Pipeline:
                 view = project_turn(events)
                 steps["append"] += folded - appended
                 steps["fold"] += time.perf_counter() - folded
-        self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])), steps)
+            # projected while the log is still held: a complete turn that nobody holds and
+            # whose projections are missing is certainly dead (recovery re-projects it)
+            self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])), steps)
         context = ref.path / "context.md"
         return TurnResult(
             user=user,
@@ -335,10 +338,15 @@ class Pipeline:
     def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc], steps: dict[str, float]) -> None:
         """Write the projections and index, in one commit, the turn, its research document,
         the memory it committed, the site notes it changed and the documents whose trust
-        or scope Save updated (`queued`)."""
+        or scope Save updated (`queued`).
+
+        metadata.json is written last, after the index commit: one that says how the turn
+        ended means it was projected and indexed, and recovery re-runs this for a turn
+        whose process died before (`recovery.find_unprojected`)."""
         begun = time.perf_counter()
         front, body = context_parts(view)
         files = render_turn(view, parts=(front, body))
+        last = {"metadata.json": files.pop("metadata.json")}
         project(ref, view, durable=False, files=files)
         context = ref.path / "context.md"
         doc = index_doc_from_parts(
@@ -355,5 +363,7 @@ class Pipeline:
             paths.append(self.vault.rel(ref.path / "research.md"))
         indexed = time.perf_counter()
         self.memory.index_docs([doc, *queued], paths)
-        steps["project"] += indexed - begun
-        steps["index"] += time.perf_counter() - indexed
+        committed = time.perf_counter()
+        project(ref, view, durable=False, files=last)
+        steps["project"] += indexed - begun + time.perf_counter() - committed
+        steps["index"] += committed - indexed

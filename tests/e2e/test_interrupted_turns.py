@@ -20,6 +20,7 @@ from events import EventWriter, read_events
 from events.clock import utcnow
 from events.schema import PhaseFailed, TurnStarted
 from pandafs.pipeline import Pipeline
+from pandafs.pipeline.interrupted import close_all_interrupted
 from pandafs.pipeline.recovery import recover_recent
 from pandafs.vault import Vault
 from tests.support.openai_stub import OpenAIStub, StubReply
@@ -124,8 +125,104 @@ def test_a_folder_whose_ask_died_before_its_first_event_is_removed_by_the_next_a
 
 
 def test_a_young_eventless_folder_is_left_to_its_ask_not_waited_on(vault: Vault) -> None:
-    [turn] = vault.allocate_turns("alice")  # a concurrent ask, a moment before its first event
-    folder = vault.layout.turn_dir("alice", turn)
+    with vault.new_turn("alice") as turn:  # a concurrent ask, a moment before its first event
+        folder = vault.layout.turn_dir("alice", turn)
+        with Pipeline(vault) as pipeline:
+            assert recover_recent(pipeline, "alice", before="turn_000002") == []
+        assert folder.is_dir()  # still its writer's
+
+
+# A real `ask` process that stops at a chosen point: it SIGKILLs itself where the named
+# Pipeline method would start (`die`), or says so on stdout and waits there (`hold`).
+STOP_AT = """
+import os, signal, sys
+from pandafs.pipeline.turn import Pipeline
+from pandafs.vault import Vault
+
+root, method, how, query = sys.argv[1:]
+
+def stop(*args, **kwargs):
+    if how == "hold":
+        print("holding", flush=True)
+        sys.stdin.read()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+setattr(Pipeline, method, stop)
+with Pipeline(Vault.open(root)) as pipeline:
+    pipeline.ask(query, user="alice")
+"""
+
+
+def _ask_stopping_at(vault: Vault, method: str, how: str, query: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", STOP_AT, str(vault.root), method, how, query],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _killed_at(vault: Vault, method: str, query: str) -> None:
+    proc = _ask_stopping_at(vault, method, "die", query)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_a_turn_killed_before_its_projections_is_projected_by_the_very_next_ask(vault: Vault) -> None:
+    _killed_at(vault, "_finish", "Which zeppelin museum is worth a visit?")
+    folder = vault.layout.turn_dir("alice", "turn_000001")
+    assert read_events(folder / "events.jsonl")[-1].type == "turn_completed"
+    assert not (folder / "context.md").exists() and not (folder / "metadata.json").exists()
+
+    nxt = run_pandafs("--root", vault.root, "ask", "I prefer window seats", "--user", "alice", "--json")
+    assert nxt.code == 0, nxt.err
+    assert (folder / "context.md").is_file() and _outcome(vault, "turn_000001") not in (None, "INCOMPLETE")
+    found = run_pandafs("--root", vault.root, "search", "zeppelin museum", "--user", "alice", "--json")
+    assert found.code == 0, found.err
+    assert "alice/turn_000001" in {hit["doc_id"] for hit in found.json}
+    assert run_pandafs("--root", vault.root, "verify", "--json").code == 0
+
+
+def test_watch_upkeep_projects_a_turn_killed_before_its_projections(vault: Vault) -> None:
+    _killed_at(vault, "_finish", "Which zeppelin museum is worth a visit?")
+    rel = "users/alice/turns/turn_000001/metadata.json"
+    assert close_all_interrupted(vault) == {"closed": [rel], "open": []}
+    assert _outcome(vault, "turn_000001") not in (None, "INCOMPLETE")
     with Pipeline(vault) as pipeline:
-        assert recover_recent(pipeline, "alice", before="turn_000002") == []
-    assert folder.is_dir()  # still its writer's; verify or a later ask removes it once old
+        hits = pipeline.memory.search("zeppelin museum", user="alice")
+    assert "alice/turn_000001" in {hit["doc_id"] for hit in hits}
+
+
+def test_a_folder_killed_before_its_first_event_is_removed_by_the_very_next_ask(vault: Vault) -> None:
+    _killed_at(vault, "_drive", "What laptop should I buy?")
+    folder = vault.layout.turn_dir("alice", "turn_000001")
+    assert folder.is_dir() and not (folder / "events.jsonl").exists()
+
+    nxt = run_pandafs("--root", vault.root, "ask", "I prefer window seats", "--user", "alice", "--json")
+    assert nxt.code == 0, nxt.err
+    assert not folder.exists() and nxt.json["turn_id"] != "turn_000001"
+    assert run_pandafs("--root", vault.root, "verify", "--json").code == 0
+
+
+def test_a_folder_a_live_allocator_holds_is_never_removed_however_old(vault: Vault) -> None:
+    proc = _ask_stopping_at(vault, "_drive", "hold", "What laptop should I buy?")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+        folder = vault.layout.turn_dir("alice", "turn_000001")
+        old = time.time() - 3600
+        os.utime(folder, (old, old))
+
+        nxt = run_pandafs("--root", vault.root, "ask", "I prefer window seats", "--user", "alice", "--json")
+        assert nxt.code == 0, nxt.err
+        assert folder.is_dir()
+        repaired = run_pandafs("--root", vault.root, "verify", "--repair", "--json")
+        assert folder.is_dir(), repaired.json["repaired"]
+        assert repaired.code == 0, repaired.json["problems"]  # a live allocation is no problem
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    repaired = run_pandafs("--root", vault.root, "verify", "--repair", "--json")  # its writer is dead now
+    assert repaired.code == 0, repaired.json["problems"]
+    assert not folder.exists()

@@ -173,7 +173,7 @@ def test_an_inbox_answer_never_goes_through_a_linked_outbox_folder(vault: Vault,
     query.write_text(f"my locker code is {SECRET}, what is it?\n")
     past = time.time() - 10
     os.utime(query, (past, past))
-    with Inbox(vault, settle_s=0.2, adopt_after_s=0.0) as box:
+    with Inbox(vault, settle_s=0.2) as box:
         box.process_pending()
     assert sorted(p.name for p in (vault.root / "outbox" / "bob").iterdir()) == []
 
@@ -411,7 +411,7 @@ def test_the_inbox_never_claims_a_query_into_a_linked_processing_folder(vault: V
     past = time.time() - 10
     os.utime(query, (past, past))
     (vault.root / "inbox" / ".processing").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(NotInVault), Inbox(vault, settle_s=0.2, adopt_after_s=0.0) as box:
+    with pytest.raises(NotInVault), Inbox(vault, settle_s=0.2) as box:
         box.process_pending()
     assert query.read_text() == f"my locker code is {SECRET}, what is it?\n"
     assert sorted(p.name for p in outside.rglob("*")) == []

@@ -69,7 +69,7 @@ def assert_clean(vault: Vault) -> None:
 
 @pytest.fixture
 def inbox(vault: Vault):
-    with Inbox(vault, settle_s=0.2, adopt_after_s=0.0) as box:
+    with Inbox(vault, settle_s=0.2) as box:
         yield box
 
 
@@ -268,7 +268,7 @@ def test_dying_at_any_step_still_gives_exactly_one_turn(
     run_dying(vault, monkeypatch, step)
     assert not (vault.root / "inbox/alice/q.md").exists()  # claimed before it died
 
-    with Inbox(vault, settle_s=0.1, adopt_after_s=0.0) as box:
+    with Inbox(vault, settle_s=0.1) as box:
         report = box.process_pending()
         assert box.process_pending().results == []
     if step == "cleaned":  # it died after the last step: nothing was left to do
@@ -333,7 +333,7 @@ def test_a_torn_turn_started_is_repaired_and_the_folder_adopted(
     run_dying(vault, monkeypatch, "allocated")
     log = vault.root / "users/me/turns/turn_000001/events.jsonl"
     log.write_bytes(b'{"v":1,"seq":0,"ts":"2026')  # died halfway through the first write
-    with Inbox(vault, settle_s=0.1, adopt_after_s=0.0) as box:
+    with Inbox(vault, settle_s=0.1) as box:
         [result] = box.process_pending().results
     assert result.status == "answered" and result.turn == "turn_000001"
     types = Counter(r["type"] for r in read_log(log).records)
@@ -349,7 +349,7 @@ def test_an_older_empty_turn_folder_is_not_taken_for_ours(
     stale.mkdir(parents=True)
     drop(vault, "inbox/q.md", "Tell me about hamsters")
     run_dying(vault, monkeypatch, "allocated")
-    with Inbox(vault, settle_s=0.1, adopt_after_s=0.0) as box:
+    with Inbox(vault, settle_s=0.1) as box:
         [result] = box.process_pending().results
     assert result.turn == "turn_000002"
     assert not any(stale.iterdir())
