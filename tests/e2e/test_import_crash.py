@@ -194,11 +194,11 @@ def test_verify_repair_clears_what_an_older_version_left(vault: Vault, tmp_path:
     _assert_each_line_once_and_indexed(vault, 30)
 
 
-def test_a_young_empty_folder_is_left_for_its_writer(vault: Vault) -> None:
-    """`ask` allocates its folder a moment before its first event: not abandoned yet."""
-    folder = vault.layout.turns_dir("alice") / "turn_000001"
-    folder.mkdir(parents=True)
-    report = run_pandafs("--root", vault.root, "verify", "--repair", "--json")
-    assert report.code == 1
-    assert [p["kind"] for p in report.json["problems"]] == ["empty_turn"]
-    assert folder.is_dir()
+def test_an_empty_folder_its_live_writer_holds_is_left_for_it(vault: Vault) -> None:
+    """`ask` holds its folder's lock from its mkdir, a moment before its first event, to
+    its end: not abandoned, and no problem either."""
+    with vault.new_turn("alice") as turn:
+        folder = vault.layout.turn_dir("alice", turn)
+        report = run_pandafs("--root", vault.root, "verify", "--repair", "--json")
+        assert report.code == 0 and report.json["problems"] == [], report.out
+        assert folder.is_dir()
