@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from events import DocumentMetadata, render_document
 from indexers.errors import IndexBusy
+from indexers.sync import scan_documents
 from pandafs.memory import Memory
 from pandafs.vault import Vault
 
@@ -260,6 +262,25 @@ def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
     assert dict(corpus.index.state()) == before
     assert len(corpus.index.state_path.read_bytes().splitlines()) == 7
     assert corpus.reconcile().unchanged == 7
+
+
+def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
+    corpus: Memory, vault: Vault
+) -> None:
+    """A rebuild's walk keeps only the paths (no stat per document, one string for all of
+    them): a fifo named like a document is still refused, the rebuild does not block on
+    it, and it indexes exactly the documents the stat-taking walk of reconcile finds."""
+    memories = vault.root / "users/alice/memories"
+    os.mkfifo(memories / "pipe.md")
+    (memories / "z-last.md").write_text("Zebra finches need a wide cage\n")
+    report = corpus.rebuild()
+    assert {s.path: s.reason for s in report.skipped} == {
+        "users/alice/memories/pipe.md": "is not a regular file"
+    }
+    assert report.indexed == report.documents == 8
+    assert sorted(corpus.index.state()) == sorted(scan_documents(vault.root))
+    assert corpus.reconcile().unchanged == 8
+    assert ids(corpus.search("zebra finches", user="alice", now=NOW)) == ["alice/memories/z-last"]
 
 
 def test_a_memory_saved_while_the_index_is_rebuilt_is_in_the_rebuilt_index(
