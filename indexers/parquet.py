@@ -6,9 +6,9 @@ there may still be a link someone put in their place.  pyarrow opens a path as t
 system does, following links, so each file is read here by `read_vault_file`: a link
 (the file or a folder on its path) or anything leading out of `root` raises
 `NotInVault`.  pyarrow then reads the bytes from memory, never calling back into
-Python: with a Python file object, two plain `verify` runs ended in SIGABRT (exit -6)
-among ~1,500 in a day's suites, not reproduced since; this reader was the one new code
-they ran.
+Python: with a Python file object, a plain `verify` ended in SIGABRT (exit -6) once in
+each of two full suite runs, not reproduced since; this reader was the one new code it
+ran.
 """
 
 from __future__ import annotations
