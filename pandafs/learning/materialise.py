@@ -245,9 +245,10 @@ class _Materialising:
         return list({d.path: d for d in queue}.values())
 
     def flush_index(self) -> None:
-        """Commit the queued index updates (one tantivy commit)."""
+        """Commit the queued index updates (one tantivy commit).
+
+        Through `Memory.index_docs`, like a turn's commit of the same queue: a document
+        another writer changed since it was read here is read again under the index lock."""
         queue = self.take_index_queue()
         if queue:
-            with self.memory.index.batch() as batch:
-                for doc in queue:
-                    batch.upsert(doc)
+            self.memory.index_docs(queue)

@@ -331,3 +331,28 @@ def test_save_updates_join_the_turns_own_index_commit(vault: Vault, clock: dict[
         if h["doc_id"] == saved.doc_id
     ]
     assert hit["trust"] == front_of(vault, saved.doc_path)["trust"]
+
+
+def test_a_learning_commit_does_not_replace_a_document_saved_after_it_was_read(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync (promote, watch's upkeep, a Save without a turn to ride on) reads the
+    documents it rewrote, then waits for the index lock: a preference saved meanwhile by
+    another process was replaced in the index by the older copy, unsearchable until a
+    reconcile.  Its commit goes through `Memory.index_docs`, which reads such a file again."""
+    memory = open_memory(vault)
+    memory.save("I prefer window seats", user="alice", doc_type="preference", now=T0)
+    monkeypatch.setattr(learning_api, "SAVE_WAIT_S", 0.05)
+    with file_lock(vault.layout.indexes / "learning.lock", what="test"):  # the turn's Save cannot fold it
+        clock["t"] = T0 + timedelta(hours=1)
+        pipeline.ask("Which seats do I prefer, window seats?", user="alice")
+    path = vault.rel(vault.layout.preferences("alice"))
+    with Learning(vault, memory).open() as engine:
+        engine.defer_index = True  # what the sync read is committed by flush_index, below
+        engine.sync()
+        assert front_of(vault, path)["usage_count"] == 1  # it rewrote the counts, read them back
+        open_memory(vault).save("I prefer oat milk", user="alice", doc_type="preference", now=T0)
+        engine.flush_index()
+    hits = open_memory(vault).search("oat milk", user="alice", now=T0)
+    assert [h["doc_id"] for h in hits] == ["alice/preferences"]
+    assert verify_vault(vault, checks=default_checks()).ok
