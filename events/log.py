@@ -202,19 +202,32 @@ def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:
 
 
 def repair_torn_tail(path: Path) -> int:
-    """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved."""
-    log = read_log(path)
-    if log.torn_tail is None:
-        return 0
-    torn_path = path.with_name(path.name + TORN_SUFFIX)
-    append_file(torn_path, log.torn_tail + b"\n")
-    size = path.stat().st_size
-    keep = size - len(log.torn_tail)
-    with open(path, "r+b") as handle:
-        handle.truncate(keep)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return len(log.torn_tail)
+    """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.
+
+    Under the log's lock (the one `EventWriter` holds), read again once it is held: a
+    line a live writer is appending looks like a torn tail from outside, and cutting it
+    would lose an event that writer is about to acknowledge.  `LogBusyError` if a writer
+    holds the log."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EventLogError(path, "is a symbolic link; not written") from None
+        raise
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LogBusyError(path, "another process is writing this turn; try again") from None
+        log = read_log(path)
+        if log.torn_tail is None:
+            return 0
+        append_file(path.with_name(path.name + TORN_SUFFIX), log.torn_tail + b"\n")
+        os.ftruncate(fd, os.fstat(fd).st_size - len(log.torn_tail))
+        os.fsync(fd)
+        return len(log.torn_tail)
+    finally:
+        os.close(fd)
 
 
 class EventWriter:

@@ -51,7 +51,7 @@ from events import (
     render_turn,
     repair_torn_tail,
 )
-from events.errors import EventsError
+from events.errors import EventsError, LogBusyError
 from events.layout import effective_scope
 from events.log import typed_events
 from events.schema import TornTailRepaired
@@ -113,7 +113,10 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         size = len(log.torn_tail)
         torn = Problem(rel, "torn_tail", f"ends in a torn line of {size} bytes{after}")
         if repair:
-            moved = repair_torn_tail(ref.events_path)
+            try:
+                moved = repair_torn_tail(ref.events_path)
+            except LogBusyError:
+                return  # a live writer is appending that line: nothing torn, nothing to check yet
             report.repaired.append(torn)
             log = read_log(ref.events_path)
             if log.records:

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from events import Event, EventWriter, check_chain, parse_event, read_log, repair_torn_tail
-from events.errors import EventsError
+from events.errors import EventsError, LogBusyError
 from events.schema import ScopeChanged
 
 from ..checks import Problem
@@ -82,7 +82,10 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
         log = read_log(path)
         if log.torn_tail is not None:
             if repair:
-                repair_torn_tail(path)
+                try:
+                    repair_torn_tail(path)
+                except LogBusyError:
+                    continue  # its writer is appending that line now
                 log = read_log(path)
             else:
                 problems.append(

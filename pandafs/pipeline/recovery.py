@@ -80,10 +80,7 @@ def find_interrupted(folder: Path) -> bool:
     process holds.
     """
     events = _events(folder)
-    if not events or any(isinstance(e.data, TurnCompleted) for e in events):
-        return False
-    first = events[0].data
-    if isinstance(first, TurnStarted) and first.source == "inbox":
+    if not events or not _left_open(events):
         return False
     try:
         with EventWriter(folder / "events.jsonl", user=events[0].user, turn=events[0].turn):
@@ -91,6 +88,14 @@ def find_interrupted(folder: Path) -> bool:
     except (LogBusyError, EventsError):
         return False  # a live turn
     return True
+
+
+def _left_open(events: list[Event]) -> bool:
+    """Events with no `turn_completed`, of a turn not started from the inbox."""
+    if not events or any(isinstance(e.data, TurnCompleted) for e in events):
+        return False
+    first = events[0].data
+    return not (isinstance(first, TurnStarted) and first.source == "inbox")
 
 
 def find_unprojected(folder: Path) -> bool:
@@ -121,6 +126,10 @@ def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:
         return None
     try:
         with EventWriter(folder / "events.jsonl", user=user, turn=turn) as writer:
+            # decided again on the log as it is under the lock: the events `find_interrupted`
+            # read may predate its writer's `turn_completed` and the end of its hold
+            if not _left_open(read_events(folder / "events.jsonl")):
+                return None
             writer.append(
                 PhaseFailed(
                     phase="system",

@@ -105,6 +105,38 @@ def test_torn_tail_is_detected_and_moved_aside(tmp_path: Path) -> None:
     assert (tmp_path / "events.jsonl.torn").read_bytes() == b'{"v":1,"seq":5,"ts":"2026-\n'
 
 
+HOLD_LOG = """
+import fcntl, sys, time
+with open(sys.argv[1], "ab") as log:
+    fcntl.flock(log, fcntl.LOCK_EX)
+    log.write(sys.argv[2].encode()); log.flush()  # a line half-appended, as a writer does
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_line_a_live_writer_is_appending_is_not_cut_as_torn(tmp_path: Path) -> None:
+    """From outside, the line a live writer is appending looks like a torn tail:
+    `repair_torn_tail` read and cut it without the log's lock, losing an event its
+    writer was about to acknowledge.  It takes the lock, and a held log is left whole."""
+    path = tmp_path / "events.jsonl"
+    _write_turn(path)
+    partial = '{"v":1,"seq":5,"ts":"2026-'
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOG, str(path), partial], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        before = path.read_bytes()
+        with pytest.raises(LogBusyError):
+            repair_torn_tail(path)
+        assert path.read_bytes() == before and not (tmp_path / "events.jsonl.torn").exists()
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert repair_torn_tail(path) == len(partial)  # its writer is gone: now it is torn
+
+
 def test_second_writer_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     with EventWriter(path, user="alice", turn="turn_000001") as writer:
