@@ -343,11 +343,11 @@ def campaign_import(work: Path, trials: int, rng: random.Random) -> Tally:
         elif done.code == 0:
             new_file()  # this file is fully imported: the next kills hit a fresh one
         else:
-            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
     for path, _ in files:
         done = runner.run("--root", root, "import-turns", path, "--json")
         if done.code != 0:
-            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[:800]}")
     _account_imported(runner, tally, root, [row for _, rows in files for row in rows])
     return tally
 
@@ -431,7 +431,7 @@ def campaign_ask(work: Path, trials: int, rng: random.Random) -> Tally:
                 unfinished["mid-turn"] += 1
         done = runner.run("--root", root, "ask", f"I prefer cages number {attempts}", "--user", "alice")
         if done.code != 0:
-            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
         for folder in turn_dirs(root):
             why = half_written(folder)
             key = str(folder.relative_to(root))
@@ -441,7 +441,7 @@ def campaign_ask(work: Path, trials: int, rng: random.Random) -> Tally:
         if tally.trials % 2 == 0:
             done = runner.run("--root", root, "verify", "--repair", "--json")
             if done.code not in (0, 1):
-                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
             elif left := [p for p in done.json["repaired"] if p["path"].startswith("users/")]:
                 tally.add("corrupted", f"verify --repair after the next ask still repaired {left[:2]}")
     kills = ", ".join(f"{n} {where}" for where, n in sorted(unfinished.items())) or "none"
@@ -494,10 +494,10 @@ def campaign_archive(work: Path, trials: int, rng: random.Random) -> Tally:
                 tally.trials += 1
                 break
             if done.code != 0:
-                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
         done = runner.run("--root", root, *args)
         if done.code != 0:
-            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[:800]}")
 
     archive_args = ("archive", "--age-days", "30", "--now", NOW, "--batch-size", "8", "--json")
     cycles = 0
@@ -578,7 +578,7 @@ def campaign_watch(work: Path, trials: int, rng: random.Random) -> Tally:
             if killed:
                 tally.trials += 1
             elif done.code != 0:
-                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+                tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
     finally:
         stop.set()
         thread.join()
@@ -586,7 +586,7 @@ def campaign_watch(work: Path, trials: int, rng: random.Random) -> Tally:
         pending = [p for p in inbox.iterdir() if p.is_file()]
         done = runner.run("--root", root, "watch", "--once", "--no-upkeep", "-q", "--json")
         if done.code != 0:
-            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:800]}")
         if not pending and not [p for p in inbox.iterdir() if p.is_file()]:
             break
     _account_inbox(tally, root, dropped)
@@ -701,7 +701,7 @@ def campaign_rebuild(work: Path, trials: int, rng: random.Random, odd_queries: b
             continue  # the next kill hits a vault whose last rebuild died too
         done = runner.run("--root", root, "rebuild", "--json")
         if done.code != 0:
-            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"re-run {done.line()} exit {done.code}: {done.err.strip()[:800]}")
         rerun = _ids(batch_search(runner, root, queries, "rerun"))
         if rerun != clean:
             tally.add("corrupted", f"kill {kills}: search after re-running rebuild differs")
@@ -755,7 +755,7 @@ def campaign_concurrency(work: Path, trials: int, rng: random.Random) -> Tally:
     for kind in kinds:
         done = outputs[kind]
         if done.code != 0:
-            tally.add("wrong_exit", f"writer {kind} exit {done.code}: {done.err.strip()[-200:]}")
+            tally.add("wrong_exit", f"writer {kind} exit {done.code}: {done.err.strip()[:800]}")
         doc = "facts.md" if kind == "fact" else "preferences.md"
         text = _memory_text(root / "users" / "alice" / doc)
         for word in done.out.split():

@@ -39,6 +39,8 @@ def _clean(tally) -> None:  # noqa: ANN001 - the script's Tally
     """Zero in every failure column; the notes say what went wrong."""
     assert tally.trials > 0
     failures = {c: getattr(tally, c) for c in faults.COLUMNS if getattr(tally, c)}
+    if failures:  # whole, in the captured output: the assertion's own message is cut short
+        print("\n".join(tally.notes))
     assert failures == {}, tally.notes
 
 
