@@ -5,10 +5,10 @@ reliability table are Parquet files that the vault's writers made; what a reader
 there may still be a link someone put in their place.  pyarrow opens a path as the
 system does, following links, so each file is read here by `read_vault_file`: a link
 (the file or a folder on its path) or anything leading out of `root` raises
-`NotInVault`.  pyarrow then reads the bytes from memory, never calling back into
-Python: with a Python file object, a plain `verify` ended in SIGABRT (exit -6) once in
-each of two full suite runs, not reproduced since; this reader was the one new code it
-ran.
+`NotInVault`.  pyarrow then reads the bytes from memory, on the calling thread
+(`use_threads=False`): with its thread pool, a short process that had read a part could
+die at exit in C++ ("terminate called without an active exception", SIGABRT, exit -6):
+a plain `verify` of a 3-turn vault did in 4 of ~120 runs, two at a time.
 """
 
 from __future__ import annotations
@@ -42,5 +42,5 @@ def read_parquet(
         raise NotInVault(str(path), "is not inside the vault") from None
     data = pa.BufferReader(read_vault_file(root, rel)[0])
     if filters is None:
-        return pq.ParquetFile(data).read(columns=columns)
-    return pq.read_table(data, columns=columns, filters=filters, partitioning=None)
+        return pq.ParquetFile(data).read(columns=columns, use_threads=False)
+    return pq.read_table(data, columns=columns, filters=filters, partitioning=None, use_threads=False)
