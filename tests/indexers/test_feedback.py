@@ -65,3 +65,27 @@ def test_feedback_words_weigh_what_rm3_interpolation_says() -> None:
     assert abs(sum(words.values()) - sum(g.weight for g in plan.groups)) < 1e-9
     assert feedback_terms([(2.0, prose)], plan.groups, terms=3, weight=0.25) != words
     assert feedback_terms([], plan.groups, terms=3, weight=0.5) == {}
+
+
+def test_a_documents_terms_are_counted_as_the_index_analyses_the_whole_text() -> None:
+    """Counted chunk by chunk (the fast path), the terms, counts, order and length equal
+    those of `en_stem` over the whole text: punctuation inside chunks, Unicode letters,
+    digits, case folding, over-long tokens and the non-space white space str.split knows."""
+    from collections import Counter
+
+    from indexers.feedback import MIN_LENGTH, _stop_stems, _term_counts
+    from indexers.words import _analyzer
+
+    texts = [
+        "Don't-stop_now: the 3rd banjo's strings (42nd try) — naïve CAFÉ İstanbul straße",
+        "ΣΊΣΥΦΟΣ Ⅻ ½ ²³ ٣٤ ٣word a\u0301b c\u200bd x\u00a0y a\u2028b c\u3000d e\x1cf " + "z" * 45,
+        "Tuned the banjo, tuned it again; tuning banjos\ttakes\npatience... patience!",
+    ]
+    for text in texts:
+        stems = _analyzer().analyze(text)
+        whole = tuple(
+            (t, n)
+            for t, n in Counter(stems).items()
+            if len(t) >= MIN_LENGTH and t not in _stop_stems() and not t.isdigit()
+        )
+        assert _term_counts(text) == (whole, len(stems)), text
