@@ -243,6 +243,7 @@ class EventWriter:
         self._fd: int | None = None
         self._seq = 0
         self._prev = GENESIS
+        self._records: list[dict[str, Any]] = []
         self.written: list[Event] = []
 
     def __enter__(self) -> EventWriter:
@@ -283,6 +284,12 @@ class EventWriter:
         self._fd = fd
         self._seq = len(log.records)
         self._prev = log.last_hash
+        self._records = log.records
+
+    def history(self) -> list[Event]:
+        """The events the log held when this writer opened it, as read under its lock
+        (its chain checked there): what a writer decides on, with no second read."""
+        return typed_events(self.path, self._records)
 
     @property
     def next_seq(self) -> int:

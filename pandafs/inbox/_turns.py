@@ -126,6 +126,8 @@ class TurnStarts:
                     return False
                 moved = repair_torn_tail(path) if log.torn_tail is not None else 0
                 with EventWriter(path, user=user, turn=turn) as writer:
+                    if writer.next_seq:  # decided again under the lock: another writer started it
+                        return False
                     writer.append(started)
                     if moved:
                         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))

@@ -8,10 +8,15 @@ from events.errors import EventsError
 
 from ..checks import Problem
 from ..vault import Vault
-from .recovery import close_interrupted, find_interrupted, find_unprojected, reproject
+from .recovery import OPEN, UNPROJECTED, find_interrupted, recover, turn_state
 from .turn import Pipeline
 
 __all__ = ["CHECKS", "check_interrupted", "close_all_interrupted"]
+
+EVENTS = "events.jsonl"
+REPAIRED = {OPEN: ("interrupted", EVENTS), UNPROJECTED: ("missing", "metadata.json")}
+"""How a repaired turn is reported, by its `turn_state`: the problem and the file it names."""
+NEVER_ENDED = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
 
 
 def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
@@ -19,33 +24,28 @@ def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
 
     With `repair`, a complete turn whose process died before projecting it is also
     re-projected and indexed (listed as a repaired `missing`; without `repair` verify's
-    own turn checks name its missing files)."""
+    own turn checks name its missing files).  Each turn's files are read once here; a
+    repair decides again under the turn's lock (`recovery.recover`)."""
     problems: list[Problem] = []
     pipeline = None
     try:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
-                if repair and find_unprojected(folder):
-                    pipeline = pipeline or Pipeline(vault)
-                    try:
-                        what = reproject(pipeline, user, folder.name)
-                    except EventsError:
-                        continue  # a damaged log: verify's chain report names it
-                    if what is not None:
-                        rel = vault.rel(folder / "metadata.json")
-                        problems.append(Problem(rel, "missing", what, repaired=True))
+                if not repair:
+                    if find_interrupted(folder):
+                        problems.append(Problem(vault.rel(folder / EVENTS), "interrupted", NEVER_ENDED))
                     continue
-                if not find_interrupted(folder):
+                state = turn_state(folder)
+                if state is None:
                     continue
-                rel = vault.rel(folder / "events.jsonl")
-                message = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
-                if repair:
-                    pipeline = pipeline or Pipeline(vault)
-                    what = close_interrupted(pipeline, user, folder.name, by="verify --repair")
-                    if what is not None:
-                        problems.append(Problem(rel, "interrupted", what, repaired=True))
-                        continue
-                problems.append(Problem(rel, "interrupted", message))
+                pipeline = pipeline or Pipeline(vault)
+                try:
+                    what = recover(pipeline, user, folder.name, by="verify --repair", state=state)
+                except EventsError:
+                    continue  # a damaged log: verify's chain report names it
+                if what is not None:  # else a live process holds it, or it ended meanwhile
+                    kind, name = REPAIRED[state]
+                    problems.append(Problem(vault.rel(folder / name), kind, what, repaired=True))
     finally:
         if pipeline is not None:
             pipeline.close()

@@ -33,22 +33,26 @@ import orjson
 
 from events import Event, EventWriter, read_events, read_vault_file
 from events.errors import EventsError, LogBusyError, NotInVault
+from events.fsio import lock_is_held
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
 from ..turns import TurnRef, is_abandoned, remove_abandoned
 
 __all__ = [
     "INTERRUPTED",
+    "OPEN",
     "REPROJECTED",
-    "close_interrupted",
+    "UNPROJECTED",
     "find_interrupted",
-    "find_unprojected",
+    "recover",
     "recover_recent",
-    "reproject",
+    "turn_state",
 ]
 
 INTERRUPTED = "Interrupted"
 REPROJECTED = "re-projected and indexed the turn its process left unprojected"
+OPEN, UNPROJECTED = "open", "unprojected"
+"""What `turn_state` says of a turn that may need recovery (None: it does not)."""
 
 
 def _needs_look(folder: Path) -> bool:
@@ -62,34 +66,6 @@ def _needs_look(folder: Path) -> bool:
     return outcome in (None, "INCOMPLETE")
 
 
-def _events(folder: Path) -> list[Event] | None:
-    """The turn's events if the cheap test says it may need recovery (None: it does not,
-    or its log is damaged, which is verify's chain/torn-tail report, not ours)."""
-    if not _needs_look(folder):
-        return None
-    try:
-        return read_events(folder / "events.jsonl")
-    except EventsError:
-        return None
-
-
-def find_interrupted(folder: Path) -> bool:
-    """Whether the turn in `folder` was left open by a process that died.
-
-    False for complete turns, turns from the inbox (watch's to finish) and turns a live
-    process holds.
-    """
-    events = _events(folder)
-    if not events or not _left_open(events):
-        return False
-    try:
-        with EventWriter(folder / "events.jsonl", user=events[0].user, turn=events[0].turn):
-            pass
-    except (LogBusyError, EventsError):
-        return False  # a live turn
-    return True
-
-
 def _left_open(events: list[Event]) -> bool:
     """Events with no `turn_completed`, of a turn not started from the inbox."""
     if not events or any(isinstance(e.data, TurnCompleted) for e in events):
@@ -98,48 +74,64 @@ def _left_open(events: list[Event]) -> bool:
     return not (isinstance(first, TurnStarted) and first.source == "inbox")
 
 
-def find_unprojected(folder: Path) -> bool:
-    """Whether the turn in `folder` ended (`turn_completed`) but was not all projected
-    and indexed (its metadata.json, written last, does not say how it ended).  Its
-    writer may still be at it: `reproject` takes the log's lock first, which a live
-    writer holds until it is done."""
-    events = _events(folder)
-    return bool(events) and any(isinstance(e.data, TurnCompleted) for e in events)
+def turn_state(folder: Path) -> str | None:
+    """Which recovery the turn in `folder` may need, from one read of its files: `OPEN`
+    (events, no `turn_completed`, not started from the inbox), `UNPROJECTED` (it ended,
+    but its metadata.json, written last, does not say so), else None (nothing to do; a
+    damaged log is verify's chain or torn-tail report, not ours).
 
-
-def reproject(pipeline, user: str, turn: str) -> str | None:  # noqa: ANN001
-    """Project and index a complete turn whose process died before it could; what was
-    done (None: nothing was needed, or its live writer is still at it)."""
-    if not find_unprojected(pipeline.vault.layout.turn_dir(user, turn)):
+    Only a pre-filter: whether its process lives is the log's lock, and what is done is
+    decided again on the log as it reads under that lock (`recover`)."""
+    if not _needs_look(folder):
         return None
     try:
-        pipeline.resume(user, turn)  # nothing left to run: it writes the projections and indexes
+        events = read_events(folder / "events.jsonl")
+    except EventsError:
+        return None
+    if any(isinstance(e.data, TurnCompleted) for e in events):
+        return UNPROJECTED
+    return OPEN if _left_open(events) else None
+
+
+def find_interrupted(folder: Path) -> bool:
+    """Whether the turn in `folder` was left open by a process that died (for a report:
+    nothing is written).  False for complete turns, turns from the inbox (watch's to
+    finish) and turns a live process holds."""
+    return turn_state(folder) == OPEN and not lock_is_held(folder / "events.jsonl")
+
+
+def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:  # noqa: ANN001
+    """Close (as FAIL) or re-project one turn whose process died; what was done (None:
+    nothing was needed, or a live process holds it).  `state`: `turn_state` of the
+    turn, if the caller has just read it."""
+    state = state or turn_state(pipeline.vault.layout.turn_dir(user, turn))
+    try:
+        if state == OPEN:
+            return _close(pipeline, user, turn, by=by)
+        if state == UNPROJECTED:  # nothing left to run: resume writes the projections and indexes
+            pipeline.resume(user, turn)
+            return REPROJECTED
     except LogBusyError:
-        return None
-    return REPROJECTED
+        return None  # a live writer, or another recoverer took it up meanwhile: it is theirs
+    return None
 
 
-def close_interrupted(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001
-    """Close one interrupted turn; what was done (None: nothing was needed or possible)."""
-    folder = pipeline.vault.layout.turn_dir(user, turn)
-    if not find_interrupted(folder):
-        return None
-    try:
-        with EventWriter(folder / "events.jsonl", user=user, turn=turn) as writer:
-            # decided again on the log as it is under the lock: the events `find_interrupted`
-            # read may predate its writer's `turn_completed` and the end of its hold
-            if not _left_open(read_events(folder / "events.jsonl")):
-                return None
-            writer.append(
-                PhaseFailed(
-                    phase="system",
-                    error_type=INTERRUPTED,
-                    message=f"the process running this turn stopped before it ended; closed by {by}",
-                )
+def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001
+    """Append `Interrupted` under the log's lock if the log, as it reads there, is still
+    open (the events `turn_state` read may predate its writer's `turn_completed` and the
+    end of its hold), then let Save end the turn."""
+    path = pipeline.vault.layout.turn_dir(user, turn) / "events.jsonl"
+    with EventWriter(path, user=user, turn=turn) as writer:
+        if not _left_open(writer.history()):
+            return None
+        writer.append(
+            PhaseFailed(
+                phase="system",
+                error_type=INTERRUPTED,
+                message=f"the process running this turn stopped before it ended; closed by {by}",
             )
-        pipeline.resume(user, turn)
-    except LogBusyError:
-        return None  # another process took it up meanwhile (a resumer): it is theirs
+        )
+    pipeline.resume(user, turn)
     return "closed as FAIL"
 
 
@@ -154,8 +146,7 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
                 done.append(f"{user}/{folder.name}")
             continue
         try:
-            what = close_interrupted(pipeline, user, folder.name, by="the next ask")
-            what = what or reproject(pipeline, user, folder.name)
+            what = recover(pipeline, user, folder.name, by="the next ask")
         except EventsError:
             continue  # a damaged turn is verify's to report; it must not stop this ask
         if what is not None:

@@ -31,7 +31,6 @@ from events import (
     Payload,
     TurnView,
     project_turn,
-    read_events,
     read_log,
     render_turn,
     repair_torn_tail,
@@ -275,7 +274,7 @@ class Pipeline:
         )
         max_attempts = self.vault.config.pipeline.max_revisions + 1
         with EventWriter(path, user=user, turn=turn, new=start is not None) as writer:
-            events: list[Event] = list(read_events(path)) if start is None else []
+            events: list[Event] = writer.history()  # read under the lock as it opened (none if new)
             if start is not None:
                 events.append(writer.append(start))
             elif not events:
@@ -342,7 +341,7 @@ class Pipeline:
 
         metadata.json is written last, after the index commit: one that says how the turn
         ended means it was projected and indexed, and recovery re-runs this for a turn
-        whose process died before (`recovery.find_unprojected`)."""
+        whose process died before (`recovery.turn_state` says `UNPROJECTED`)."""
         begun = time.perf_counter()
         front, body = context_parts(view)
         files = render_turn(view, parts=(front, body))

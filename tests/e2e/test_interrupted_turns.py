@@ -108,6 +108,8 @@ def test_a_turn_a_live_process_holds_is_left_alone(vault: Vault) -> None:
         writer.append(TurnStarted(query="still thinking", occurred_at=utcnow()))
         with Pipeline(vault) as pipeline:
             assert recover_recent(pipeline, "alice", before="turn_000002") == []
+        assert close_all_interrupted(vault) == {"closed": [], "open": []}  # verify --repair's pass
+        assert not _interrupted(vault, turn)
     with Pipeline(vault) as pipeline:
         assert recover_recent(pipeline, "alice", before="turn_000002") == ["alice/turn_000001"]
     assert _interrupted(vault, turn)
