@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 __all__ = ["TimeHint", "resolve_time"]
 
@@ -46,40 +47,62 @@ UNIT_DAYS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple|few|several)"
 _UNIT = r"(day|week|month|year)s?"
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-TIME_PATTERNS = [
-    ("ago", re.compile(rf"\b(?:about |around |roughly )?(?:a )?{_NUM} (?:of )?{_UNIT} ago\b")),
-    ("past", re.compile(rf"\b(?:in |over |during )?the (?:last|past) {_NUM} {_UNIT}\b")),
-    ("last_unit", re.compile(r"\b(?:last|past|previous) (day|week|weekend|month|year)\b")),
-    ("this_unit", re.compile(r"\bthis (week|weekend|month|year)\b")),
-    ("yesterday", re.compile(r"\byesterday\b")),
-    ("today", re.compile(r"\b(?:today|tonight|this morning|this afternoon|this evening)\b")),
-    (
-        "date",
-        re.compile(
-            rf"\b(?:on |in |during |since )?({_MONTH})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b"
-            r"(?:,? (\d{4}))?"
+TRIGGERS = frozenset(
+    {"ago", "last", "past", "previous", "this", "yesterday", "today", "tonight", "first"}
+    | {"earliest", "initially", "originally", "recently", "recent", "lately", "other", "now"}
+    | set(MONTHS)
+    | set(WEEKDAYS)
+)
+"""Words at least one of which every time expression holds as a whole word (a month or
+weekday name, "ago", "last", …; a year is a number, and "mid" may prefix a month):
+a query without any is left as it is without compiling or running the patterns."""
+_WORD = re.compile(r"\w+")
+
+
+@cache
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """The expressions, compiled when a query first may hold one (~10 ms of start-up
+    for a `pandafs search` that has none)."""
+    return [
+        ("ago", re.compile(rf"\b(?:about |around |roughly )?(?:a )?{_NUM} (?:of )?{_UNIT} ago\b")),
+        ("past", re.compile(rf"\b(?:in |over |during )?the (?:last|past) {_NUM} {_UNIT}\b")),
+        ("last_unit", re.compile(r"\b(?:last|past|previous) (day|week|weekend|month|year)\b")),
+        ("this_unit", re.compile(r"\bthis (week|weekend|month|year)\b")),
+        ("yesterday", re.compile(r"\byesterday\b")),
+        ("today", re.compile(r"\b(?:today|tonight|this morning|this afternoon|this evening)\b")),
+        (
+            "date",
+            re.compile(
+                rf"\b(?:on |in |during |since )?({_MONTH})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b"
+                r"(?:,? (\d{4}))?"
+            ),
         ),
-    ),
-    (
-        "month",
-        re.compile(
-            rf"\b(?:in |during |since |back in )?(?:early |late |mid-?)?({_MONTH})\b" r"(?:,? (\d{4}))?"
+        (
+            "month",
+            re.compile(
+                rf"\b(?:in |during |since |back in )?(?:early |late |mid-?)?({_MONTH})\b" r"(?:,? (\d{4}))?"
+            ),
         ),
-    ),
-    (
-        "weekday",
-        re.compile(r"\b(?:last |on |this past )?" rf"({'|'.join(WEEKDAYS)})\b"),
-    ),
-    (
-        "first",
-        re.compile(
-            r"\b(?:the |my )?(?:very )?first (?:time|ever)\b"
-            r"|\b(?:earliest|initially|originally|at first)\b"
+        (
+            "weekday",
+            re.compile(r"\b(?:last |on |this past )?" rf"({'|'.join(WEEKDAYS)})\b"),
         ),
-    ),
-    ("recent", re.compile(r"\b(?:recently|recent|lately|the other day|just now|the last time)\b")),
-    ("iso", re.compile(r"\b(?:on |since )?(\d{4})-(\d{2})-(\d{2})\b")),
-]
+        (
+            "first",
+            re.compile(
+                r"\b(?:the |my )?(?:very )?first (?:time|ever)\b"
+                r"|\b(?:earliest|initially|originally|at first)\b"
+            ),
+        ),
+        ("recent", re.compile(r"\b(?:recently|recent|lately|the other day|just now|the last time)\b")),
+        ("iso", re.compile(r"\b(?:on |since )?(\d{4})-(\d{2})-(\d{2})\b")),
+    ]
+
+
+def _may_hold_time(lowered: str) -> bool:
+    """False only if no pattern of `_patterns` can match `lowered` (see `TRIGGERS`)."""
+    words = set(_WORD.findall(lowered))
+    return not words.isdisjoint(TRIGGERS) or any(w.isdigit() or w.startswith("mid") for w in words)
 
 
 @dataclass(frozen=True)
@@ -121,7 +144,9 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
         if before is None or hi < before:
             before = hi
 
-    for kind, pattern in TIME_PATTERNS:
+    if not _may_hold_time(lowered):
+        return lowered, TimeHint()
+    for kind, pattern in _patterns():
         for m in list(pattern.finditer(lowered)):
             if (
                 kind == "month"

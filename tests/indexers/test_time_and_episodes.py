@@ -89,6 +89,67 @@ def externals(hits: list[dict]) -> list[str]:
     return [h["external_id"] for h in hits]
 
 
+def test_a_query_the_quick_test_passes_over_holds_no_time_expression() -> None:
+    """`resolve_time` skips its patterns when no trigger word is in the query: that must
+    never skip one that matches.  Seeded strings of near misses (glued, prefixed and
+    suffixed trigger words, numbers and dates in every shape) and every expression
+    word; for each the quick test lets through nothing a pattern would match."""
+    import random
+
+    from indexers.time_words import MONTHS, TRIGGERS, WEEKDAYS, _may_hold_time, _patterns
+
+    words = sorted(TRIGGERS) + ["a", "the", "in", "on", "since", "of", "early", "late", "mid", "mid-", "back"]
+    words += [
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "weekend",
+        "month",
+        "year",
+        "time",
+        "ever",
+        "just",
+        "very",
+        "my",
+    ]
+    words += ["2024", "05", "3rd", "12", "2024-05-01", "1999-12-31", "two", "couple", "several", "5th,"]
+    near = [w + x for w in [*MONTHS, *WEEKDAYS, "ago", "last", "first", "now"] for x in ("x", "_", "s", "ly")]
+    near += ["x" + w for w in [*MONTHS, "ago", "last", "now"]] + [f"mid{m}" for m in MONTHS]
+    near += ["lastly", "thisx", "agony", "nowhere", "mayday", "marching", "sundays", "années", "maý"]
+    rng = random.Random(20261124)
+    queries = [f"{x} {y}" for x in words + near for y in words + near]  # every pair
+    queries += [" ".join(rng.choice(words + near) for _ in range(rng.randint(3, 6))) for _ in range(5000)]
+    skipped = 0
+    for query in queries:
+        lowered = query.lower()
+        if not _may_hold_time(lowered):
+            skipped += 1
+            matched = [kind for kind, pattern in _patterns() if pattern.search(lowered)]
+            assert not matched, (query, matched)
+    assert skipped > 1000  # the test exercised the quick path
+    examples = {  # one of each kind: the quick test lets each through
+        "ago": "about two weeks ago",
+        "past": "over the past 3 months",
+        "last_unit": "previous year",
+        "this_unit": "this weekend",
+        "yesterday": "yesterday",
+        "today": "this morning",
+        "date": "on june 5th, 2024",
+        "month": "midjune",
+        "weekday": "sunday",
+        "first": "at first",
+        "recent": "the other day",
+        "iso": "since 2024-05-01",
+    }
+    for kind, pattern in _patterns():
+        assert pattern.search(examples[kind]) and _may_hold_time(examples[kind]), kind
+    for phrase in ("tonight", "just now", "originally", "the first time", "last time"):
+        assert _may_hold_time(phrase), phrase
+    assert resolve_time("hamsters and laptops", NOW) == ("hamsters and laptops", resolve_time("", NOW)[1])
+    assert resolve_time("plans for midjune", NOW)[1].after is not None  # "mid" glued to a month
+
+
 def test_time_words_in_the_question_pick_the_dated_turn(dated: Memory) -> None:
     def top(query: str) -> str:
         return externals(dated.search(query, user="alice", now=NOW))[0]
