@@ -9,9 +9,13 @@ use, so a search that indexes nothing and retrieves nothing loads neither.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from .memory import Expansion, Memory, TrustLookup
+from .memory import Memory
 from .vault import Vault
+
+if TYPE_CHECKING:
+    from .memory import Expansion, TrustLookup
 
 __all__ = ["open_memory"]
 

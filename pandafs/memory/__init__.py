@@ -1,6 +1,7 @@
 """Memory: the unified search, save and retrieve API over a vault.
 
-`SearchArgs` (a pydantic model) is imported from `.args` when first used, so
+What only saving, retrieving or the memory tool needs (`.store`, `.retrieved`, and
+`SearchArgs`, a pydantic model, from `.args`) is imported when first used, so
 `pandafs search` never builds it.
 """
 
@@ -9,11 +10,11 @@ from typing import TYPE_CHECKING
 from events.lazy import lazy_exports
 
 from .api import SCOPES, Memory
-from .retrieved import ArchiveSource, Expansion, Retrieved, TrustLookup
-from .store import Entry, SavedDoc, parse_entries
 
 if TYPE_CHECKING:
     from .args import SearchArgs
+    from .retrieved import ArchiveSource, Expansion, Retrieved, TrustLookup
+    from .store import Entry, SavedDoc, parse_entries
 
 __all__ = [
     "SCOPES",
@@ -28,4 +29,12 @@ __all__ = [
     "TrustLookup",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), {"SearchArgs": ".args"})
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "SearchArgs": ".args",
+        **dict.fromkeys(("ArchiveSource", "Expansion", "Retrieved", "TrustLookup"), ".retrieved"),
+        **dict.fromkeys(("Entry", "SavedDoc", "parse_entries"), ".store"),
+    },
+)

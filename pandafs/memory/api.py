@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events.clock import TIME_RANGE, out_of_range, utcnow
 from events.doctypes import SAVE_TYPES, TOPIC_RE
@@ -27,14 +27,17 @@ from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex
 from indexers.request import SCOPES, Ranking, SearchRequest
-from indexers.sync import SyncReport, index_paths, rebuild, reconcile, record_loaded, upsert_paths
 
 from ..errors import BadInput
 from ..vault import Vault
-from .retrieved import ArchiveSource, Retrieved, TrustLookup, jsonable
-from .store import SavedDoc, append_entry, publish, write_memory
 
-__all__ = ["Memory", "Retrieved", "SCOPES"]
+if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
+    from indexers.sync import SyncReport
+
+    from .retrieved import ArchiveSource, Retrieved, TrustLookup
+    from .store import SavedDoc
+
+__all__ = ["Memory", "SCOPES"]
 
 
 def _aware(ts: datetime) -> datetime:
@@ -165,6 +168,8 @@ class Memory:
         else:
             _check_ttl(ttl_hours, now, "ttl_hours")
         words = [k.strip() for k in keywords if k.strip()]
+        from .store import append_entry, publish, write_memory
+
         if scope == "global":
             self._check_publisher(user, doc_type)
             saved = publish(
@@ -284,6 +289,8 @@ class Memory:
             return self._retrieve_archived(ref.doc_id, user, now)
         from events.documents import parse_document  # YAML and the metadata schema: not for a search
 
+        from .retrieved import Retrieved, jsonable
+
         try:
             data, _ = read_vault_file(self.vault.root, rel)
             parsed = parse_document(data.decode("utf-8"), rel)
@@ -297,6 +304,8 @@ class Memory:
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
 
     def _retrieve_archived(self, doc_id: str, user: str | None, now: datetime | None) -> Retrieved:
+        from .retrieved import Retrieved, jsonable
+
         assert self.archive is not None
         try:
             expanded = self.archive(doc_id, now)
@@ -320,9 +329,11 @@ class Memory:
     # --- index upkeep -----------------------------------------------------------------
 
     def index_paths(self, paths: Iterable[str | Path], *, force: bool = False) -> SyncReport:
+        from indexers import sync
+
         rels = [self.vault.rel(p) if isinstance(p, Path) else p for p in paths]
         cfg = self.vault.config.index
-        return index_paths(
+        return sync.index_paths(
             self.index,
             self.vault.root,
             rels,
@@ -338,18 +349,22 @@ class Memory:
         A rendered document whose file changed since it was read (another writer saved
         and indexed a newer version meanwhile) is read again under the index lock: the
         older copy must not replace the newer one in the index."""
+        from indexers import sync
+
         again = list(paths)
         with self.index.batch() as batch:
             for doc in docs:
                 if isinstance(doc, IndexDoc) and not _unchanged(self.vault.root, doc):
                     again.append(doc.path)
                 else:
-                    record_loaded(batch, self.vault.root, doc)
-            upsert_paths(batch, self.vault.root, again, max_bytes=self.vault.config.index.max_file_bytes)
+                    sync.record_loaded(batch, self.vault.root, doc)
+            sync.upsert_paths(batch, self.vault.root, again, max_bytes=self.vault.config.index.max_file_bytes)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
+        from indexers import sync
+
         cfg = self.vault.config.index
-        return reconcile(
+        return sync.reconcile(
             self.index,
             self.vault.root,
             max_bytes=cfg.max_file_bytes,
@@ -367,8 +382,10 @@ class Memory:
         if user is not None:
             if not self.vault.layout.has_user(user):
                 raise BadInput(f"no user {user!r} in {self.vault.root}")
+        from indexers import sync
+
         cfg = self.vault.config.index
-        return rebuild(
+        return sync.rebuild(
             self.index,
             self.vault.root,
             max_bytes=cfg.max_file_bytes,
