@@ -128,7 +128,13 @@ def read_log(path: Path) -> LogRead:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), fd) from None
     finally:
         os.close(fd)
-    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return parse_log(path, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+
+def parse_log(path: Path, raw: bytes) -> LogRead:
+    """A log's bytes (read from `path`, or held in memory: an archived turn's) as records,
+    without judging the chain."""
+    result = LogRead(path)
     body, sep, tail = raw.rpartition(b"\n")
     if not sep:
         body, tail = b"", raw
@@ -176,13 +182,17 @@ def read_events(path: Path, *, allow_torn: bool = True) -> list[Event]:
     A torn tail is ignored when `allow_torn` (the complete events before it are
     valid history), otherwise it raises `TornTailError`.
     """
-    log = read_log(path)
+    return events_of(read_log(path), allow_torn=allow_torn)
+
+
+def events_of(log: LogRead, *, allow_torn: bool = True) -> list[Event]:
+    """`read_events` of a log already read (`read_log`, `parse_log`)."""
     problem = check_chain(log)
     if problem is not None:
         raise problem
     if log.torn_tail is not None and not allow_torn:
-        raise TornTailError(path, "ends in a torn line; run `pandafs verify --repair`")
-    return typed_events(path, log.records)
+        raise TornTailError(log.path, "ends in a torn line; run `pandafs verify --repair`")
+    return typed_events(log.path, log.records)
 
 
 def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:

@@ -10,9 +10,7 @@ import orjson
 
 from events import (
     Event,
-    LogRead,
     TurnView,
-    check_chain,
     is_real_dir,
     parse_document,
     project_turn,
@@ -21,27 +19,13 @@ from events import (
     turn_name,
 )
 from events.errors import EventsError
-from events.log import typed_events
+from events.log import events_of, parse_log
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 
 from ..vault import Vault
 
 EVENTS_FILE = "events.jsonl"
-
-
-def events_from_bytes(data: bytes, where: str) -> list[Event]:
-    """Typed events of a log held in memory (an archived turn's events.jsonl)."""
-    log = LogRead(Path(where))
-    body = data[: data.rfind(b"\n") + 1] if b"\n" in data else b""
-    for line in body.splitlines():
-        record = orjson.loads(line)
-        log.records.append(record)
-        log.lines.append(line)
-    problem = check_chain(log)
-    if problem is not None:
-        raise problem
-    return typed_events(Path(where), log.records)
 
 
 class _TurnReading:
@@ -69,7 +53,7 @@ class _TurnReading:
             data = files.file(EVENTS_FILE) if files is not None else None
             if data is None:
                 return None
-            return events_from_bytes(data, f"{part}#{user}/{turn}/{EVENTS_FILE}")
+            return events_of(parse_log(Path(f"{part}#{user}/{turn}/{EVENTS_FILE}"), data))
         except (OSError, EventsError, ArchiveError, ValueError, orjson.JSONDecodeError):
             return None
 
