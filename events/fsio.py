@@ -38,6 +38,7 @@ from .errors import NotInVault
 __all__ = [
     "TMP_PREFIX",
     "append_file",
+    "atomic_file",
     "atomic_write",
     "check_folders",
     "fsync_dir",
@@ -60,19 +61,56 @@ def is_temp_name(name: str) -> bool:
     return name.startswith((TMP_PREFIX, ".#")) or name.endswith((".tmp", ".swp", ".swx", "~", ".part"))
 
 
+def _create_temp(path: Path) -> tuple[Path, int]:
+    """A new temporary file beside `path` (a name `is_temp_name` knows) and its descriptor.
+
+    Created exclusively and never through a link: its name is predictable (the writer's
+    pid), so whoever can write in the folder could plant a link there to a file outside
+    the vault, which an ordinary open would truncate and fill.  What is found at the name
+    (such a link, or what a crashed writer of the same pid left) is removed, not followed."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return tmp, os.open(tmp, flags, 0o644)
+    except FileExistsError:
+        os.unlink(tmp)
+        return tmp, os.open(tmp, flags, 0o644)
+
+
 def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_parents: bool = True) -> None:
     """Replace `path` with `data` atomically; create parent folders as needed."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp, fd = _create_temp(path)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)
+
+
+@contextmanager
+def atomic_file(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
+    which would otherwise open a path themselves, following links): `path` is replaced
+    when the block ends without an error, and the file is removed if it raises."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp, fd = _create_temp(path)
+    try:
+        with os.fdopen(os.dup(fd), "wb") as handle:  # the writer may close its own copy
+            yield handle
         if durable:
             os.fsync(fd)
     except BaseException:

@@ -20,7 +20,6 @@ part file is rewritten the same way when rows are dropped (after a restore).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, fsync_dir
+from events.fsio import TMP_PREFIX, atomic_file, fsync_dir
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
@@ -199,19 +198,8 @@ class ArchiveStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         if new_dir:
             fsync_dir(path.parent.parent)
-        tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
-        try:
-            self._write_table(table, tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        fsync_dir(path.parent)
+        with atomic_file(path) as out:
+            self._write_table(table, out)
 
     def drop_turns(self, path: Path, turns: Iterable[TurnKey]) -> int:
         """Rewrite `path` without the rows of these turns (delete it if none is left)."""

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq  # writing; reading goes through read_parquet
 
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, swap_in
+from events.fsio import atomic_file, swap_in
 from indexers.parquet import read_parquet
 
 from ..errors import ProblemFound
@@ -76,10 +76,8 @@ def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:
 
 
 def _write(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp, compression="zstd", row_group_size=4096)
-    os.replace(tmp, path)
+    with atomic_file(path, durable=False) as out:  # derived: `rebuild` makes it again
+        pq.write_table(table, out, compression="zstd", row_group_size=4096)
 
 
 class UnreadablePart(ProblemFound):

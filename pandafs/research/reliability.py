@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
 from events.clock import utcnow
 from events.errors import EventsError, FrontmatterError, NotInVault
-from events.fsio import is_real_dir, read_vault_file
+from events.fsio import atomic_file, is_real_dir, read_vault_file
 from events.schema import ExtractionRecorded
 from indexers.parquet import read_parquet
 
@@ -145,10 +145,8 @@ class ReliabilityTable:
 
     def _write(self, stats: dict[str, DomainStats]) -> None:
         table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=SCHEMA)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{TABLE}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        tmp.replace(self.path)
+        with atomic_file(self.path, durable=False) as out:  # derived from the events: rebuilt from them
+            pq.write_table(table, out, compression="zstd")
         self._cache = None
 
     def apply(self, turn: str, events: list[ExtractionRecorded], now: datetime | None = None) -> list[str]:
