@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONTENT_TYPES", "SAVE_TYPES", "TOPIC_RE"]
+__all__ = ["CONTENT_TYPES", "SAVE_TYPES", "SESSION_KEYS", "TOPIC_RE"]
 
 CONTENT_TYPES = (
     "context",
@@ -33,3 +33,6 @@ SAVE_TYPES = tuple(t for t in CONTENT_TYPES if t not in ("context", "interventio
 
 TOPIC_RE = re.compile(r"[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9][a-z0-9_-]*){0,15}")
 """A hierarchical topic: dot-separated lowercase segments, e.g. `electronics.laptop`."""
+
+SESSION_KEYS = ("session", "session_id", "conversation", "conversation_id")
+"""Keys of a turn's `meta` naming the conversation it belongs to (the first one set wins)."""

@@ -22,6 +22,7 @@ __all__ = [
     "SHAREABLE_KINDS",
     "STAGING_DIR",
     "TURN_DIR_RE",
+    "TURN_KINDS",
     "candidate_paths",
     "classify",
     "effective_scope",
@@ -36,6 +37,8 @@ STAGING_DIR = ".staging"
 """Under `users/{u}/turns/`: where bulk writers build turn folders before placing them."""
 
 # Folders under the vault root that never hold indexable documents.
+TURN_KINDS = frozenset({"turn", "archived_turn"})
+"""The kinds `classify` gives a turn's context.md: live, or its archive stub."""
 SHAREABLE_KINDS = frozenset({"research"})
 """Documents under `users/{u}/` that may be seen by every user once their scope is
 `global`: what PandaFS inferred about the world (a turn's research.md).  Everything else

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from events.doctypes import SESSION_KEYS
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
-from events.layout import DocRef, classify, effective_scope
+from events.layout import TURN_KINDS, DocRef, classify, effective_scope
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -43,9 +44,7 @@ DEFAULT_TYPES = {
     "site": ["site_pattern"],
     "note": ["note"],
 }
-TURN_KINDS = frozenset({"turn", "archived_turn"})
 DEFAULT_MAX_BYTES = 5_000_000  # the default of [index] max_file_bytes
-SESSION_KEYS = ("session", "session_id", "conversation", "conversation_id")
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import orjson
 import tantivy
@@ -18,8 +19,10 @@ from tantivy import Facet
 
 from events import format_ts
 
-from .documents import IndexDoc
 from .snippets import prose_of
+
+if TYPE_CHECKING:  # a search builds no IndexDoc
+    from .documents import IndexDoc
 
 SCHEMA_VERSION = 4
 """4: the stored `prose` a snippet is cut from (searches no longer read hits' files)."""

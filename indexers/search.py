@@ -20,8 +20,9 @@ import tantivy
 from tantivy import FieldType, Occur, Query
 
 from events.clock import utcnow
+from events.doctypes import SESSION_KEYS
+from events.layout import TURN_KINDS
 
-from .documents import SESSION_KEYS, TURN_KINDS
 from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import any_of, search_filters
 from .query import QueryPlan, TermGroup, plan_query

@@ -13,17 +13,19 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import tantivy
 
 from events.fsio import atomic_write, check_folders, held_lock, swap_in, vault_folder
 
-from .documents import IndexDoc
 from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
+
+if TYPE_CHECKING:  # a search builds no IndexDoc
+    from .documents import IndexDoc
 
 CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], None]
 

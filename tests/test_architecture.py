@@ -238,6 +238,7 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
         "watchdog",
         "hashlib",  # OpenSSL: only where something is hashed (indexing, save)
         "indexers.sync",  # the index's writers
+        "indexers.documents",  # reading a document for the index
         "pandafs.memory.store",  # saving
         "pandafs.memory.retrieved",  # retrieving
     ]

@@ -24,7 +24,6 @@ from events.doctypes import SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
-from indexers.documents import IndexDoc, Skipped
 from indexers.fulltext import FullTextIndex
 from indexers.request import SCOPES, Ranking, SearchRequest
 
@@ -32,6 +31,7 @@ from ..errors import BadInput
 from ..vault import Vault
 
 if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
+    from indexers.documents import IndexDoc, Skipped
     from indexers.sync import SyncReport
 
     from .retrieved import ArchiveSource, Retrieved, TrustLookup
@@ -350,6 +350,7 @@ class Memory:
         and indexed a newer version meanwhile) is read again under the index lock: the
         older copy must not replace the newer one in the index."""
         from indexers import sync
+        from indexers.documents import IndexDoc
 
         again = list(paths)
         with self.index.batch() as batch:

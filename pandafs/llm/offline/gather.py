@@ -3,10 +3,10 @@ extract the sentences that do (irrelevant preferences and facts are omitted)."""
 
 from __future__ import annotations
 
+from events.layout import TURN_KINDS
+
 from ...tasks import schemas as t
 from .text import sentences, stems_overlap
-
-_TURN_KINDS = frozenset({"turn", "archived_turn"})
 
 
 def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
@@ -15,11 +15,11 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
     # short memory outscores it, and the memory must not fall under the threshold for it.
     top: dict[bool, float] = {}
     for c in data.candidates:
-        top[c.kind in _TURN_KINDS] = max(top.get(c.kind in _TURN_KINDS, 0.0), c.score)
+        top[c.kind in TURN_KINDS] = max(top.get(c.kind in TURN_KINDS, 0.0), c.score)
     picks: list[t.Pick] = []
     for c in data.candidates:
         overlap = stems_overlap(keywords, f"{c.title} {c.snippet}")
-        norm = c.score / (top.get(c.kind in _TURN_KINDS) or 1.0)
+        norm = c.score / (top.get(c.kind in TURN_KINDS) or 1.0)
         if c.tier == "reference":
             picks.append(t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn"))
             continue
