@@ -12,6 +12,8 @@ is (`/proc/self/fd`, else `realpath`): a symlink, a symlinked folder on the way,
 path leaving the root, or anything but a regular file raises `NotInVault`.  The
 check is on the file actually opened, so swapping a folder for a link between a
 check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
+`read_vault_bytes` is the same read for PandaFS's own small files (metadata, caches,
+journals, markers), where a file that cannot be read safely counts as one not there.
 
 Writes stay inside too: a writer puts nothing in a folder before `vault_folder` has
 checked it from the vault root down (every part a real folder, made when missing), and
@@ -47,6 +49,7 @@ __all__ = [
     "is_temp_name",
     "lock_is_held",
     "open_vault_file",
+    "read_vault_bytes",
     "read_vault_file",
     "swap_in",
     "sync_all",
@@ -361,3 +364,14 @@ def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> 
     finally:
         os.close(fd)
     return b"".join(chunks), st
+
+
+def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:
+    """The bytes of `path`, a file under `root`, read as `read_vault_file` reads; None
+    when it is not there or is refused (a link, a linked folder on its way, not a
+    regular file): a file PandaFS keeps for itself that a link replaced counts as
+    missing, never as the link's target.  Other `OSError`s are raised."""
+    try:
+        return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
+    except (FileNotFoundError, NotInVault):
+        return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -46,6 +46,12 @@ def _fold_state(state: dict[str, StateEntry], raw: bytes) -> None:
 class _StateLog:
     """The state-log part of `FullTextIndex` (a mixin: `state_path`, `indexes_dir`, `_lock` are its)."""
 
+    def open_log(self, path: Path) -> BinaryIO:
+        """A state log (this index's, or a rebuild's beside it), opened as every vault file
+        is: a link to it, or to a folder on its way, raises `NotInVault`."""
+        root = self.indexes_dir.parent  # the vault
+        return open_vault_file(root, path.relative_to(root).as_posix())
+
     def _append_state(self, path: Path, changes: dict[str, StateEntry | None]) -> None:
         if not changes:
             return
@@ -75,8 +81,7 @@ class _StateLog:
             cache = (st.st_ino, 0, {})
         ino, offset, state = cache
         if st.st_size > offset:
-            root = self.indexes_dir.parent  # the vault: the log is read only if no link leads to it
-            with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
+            with self.open_log(path) as handle:
                 handle.seek(offset)
                 chunk = handle.read(st.st_size - offset)
             end = chunk.rfind(b"\n") + 1  # a torn last line is left for the next call
@@ -85,11 +90,11 @@ class _StateLog:
         self._state_cache = (ino, offset, state)
         return state
 
-    @staticmethod
-    def _read_state(path: Path) -> dict[str, StateEntry]:
+    def _read_state(self, path: Path) -> dict[str, StateEntry]:
         state: dict[str, StateEntry] = {}
         try:
-            _fold_state(state, path.read_bytes())
+            with self.open_log(path) as handle:
+                _fold_state(state, handle.read())
         except FileNotFoundError:
             pass
         return state

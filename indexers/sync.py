@@ -348,7 +348,7 @@ def rebuild(
             """
             if not live_log.exists() or live_log.stat().st_size <= mark:
                 return
-            with open(live_log, "rb") as handle:
+            with index.open_log(live_log) as handle:  # never through a link
                 handle.seek(mark)
                 added = handle.read()
             paths = set()

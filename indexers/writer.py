@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import tantivy
 
-from events.fsio import atomic_write, check_folders, held_lock, swap_in, vault_folder
+from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 
 from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .schema import SCHEMA_VERSION, _to_document
@@ -201,7 +201,8 @@ class _Writing:
         ino = os.stat(self.dir).st_ino
         if self._index is None or ino != self._ino:
             check_folders(self.indexes_dir.parent, self.indexes_dir, self.dir)  # never read through a link
-            info = orjson.loads((self.dir / "schema.json").read_bytes())
+            schema = (self.dir / "schema.json").relative_to(self.indexes_dir.parent).as_posix()
+            info = orjson.loads(read_vault_file(self.indexes_dir.parent, schema)[0])
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(
                     f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"

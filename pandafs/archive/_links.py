@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from events import atomic_write, classify, sync_all
-from events.fsio import vault_folder
+from events.fsio import is_real_dir, read_vault_bytes, vault_folder
 from events.layout import USER_ID_RE
 
 from ..links import relink
@@ -46,11 +46,11 @@ def mark_relink(vault: Vault, users: Iterable[str]) -> None:
 
 
 def pending_relink(vault: Vault) -> list[str]:
-    try:
-        text = _pending(vault).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """The users recorded by `mark_relink` (none if the record is missing or a link)."""
+    data = read_vault_bytes(vault.root, _pending(vault))
+    if data is None:
         return []
-    return [u for u in text.split() if USER_ID_RE.fullmatch(u)]
+    return [u for u in data.decode("utf-8").split() if USER_ID_RE.fullmatch(u)]
 
 
 def finish_relink(vault: Vault, memory: Memory) -> list[str]:
@@ -68,8 +68,9 @@ def finish_relink(vault: Vault, memory: Memory) -> list[str]:
 
 
 def _markdown(base: Path) -> Iterator[Path]:
-    """Markdown files under `base`, not in hidden folders, no symlink followed or read."""
-    if not base.is_dir() or base.is_symlink():
+    """Markdown files under `base`, not in hidden folders, no symlink followed (nor read:
+    `fixed_text` reads each through `read_vault_bytes`, a file swapped for a link since)."""
+    if not is_real_dir(base):
         return
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -98,9 +99,11 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
 
     def fixed_text(path: Path) -> str | None:
         """The file's text with its turn links fixed, or None when nothing changes."""
-        try:
-            data = path.read_bytes()
+        try:  # a link (made since the walk saw a file) is not read, so never copied in
+            data = read_vault_bytes(vault.root, path)
         except OSError:
+            return None
+        if data is None:
             return None
         if b"[[users/" not in data and b"[[archive/stubs/" not in data:
             return None

@@ -13,7 +13,7 @@ import orjson
 
 from events import format_ts, parse_document, turn_number, validate_user_id
 from events.errors import FrontmatterError
-from events.fsio import append_file, vault_folder
+from events.fsio import append_file, read_vault_bytes, vault_folder
 from indexers.archive import folder_signature
 
 from ..turns import EVENTS_FILE
@@ -21,17 +21,22 @@ from ..vault import Vault
 from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, parse_ts, stub_file
 
 
-def turn_created_at(folder: Path) -> datetime | None:
-    """`created_at` of a turn from metadata.json (fast), else from context.md's frontmatter."""
+def turn_created_at(vault: Vault, folder: Path) -> datetime | None:
+    """`created_at` of a turn from metadata.json (fast), else from context.md's frontmatter
+    (a file that is a link is not read: as if it were missing)."""
     try:
-        data = orjson.loads((folder / "metadata.json").read_bytes())
+        raw = read_vault_bytes(vault.root, folder / "metadata.json")
+        data = orjson.loads(raw) if raw is not None else None
         if isinstance(data, dict) and (found := parse_ts(data.get("created_at"))):
             return found
     except (OSError, orjson.JSONDecodeError):
         pass
     try:
-        text = (folder / "context.md").read_text(encoding="utf-8")
-        return parse_ts(parse_document(text, folder / "context.md").frontmatter.get("created_at"))
+        raw = read_vault_bytes(vault.root, folder / "context.md")
+        if raw is None:
+            return None
+        front = parse_document(raw.decode("utf-8"), folder / "context.md").frontmatter
+        return parse_ts(front.get("created_at"))
     except (OSError, UnicodeDecodeError, FrontmatterError):
         return None
 
@@ -49,10 +54,12 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
     for folder in vault.layout.turn_dirs(user):
         log = folder / EVENTS_FILE
         try:
-            if os.stat(log).st_mtime_ns < since_ns:
+            if os.lstat(log).st_mtime_ns < since_ns:
                 continue
-            raw = log.read_bytes()
+            raw = read_vault_bytes(vault.root, log)
         except OSError:
+            continue
+        if raw is None:  # gone, or a link: no uses read through it
             continue
         if USED_MARK not in raw:
             continue
@@ -90,9 +97,8 @@ def expansion_counts(
     since = as_utc(since)
     until = as_utc(until) if until is not None else datetime.max.replace(tzinfo=UTC)
     counts: Counter[str] = Counter()
-    try:
-        raw = (vault.layout.archive / EXPANSIONS_FILE).read_bytes()
-    except FileNotFoundError:
+    raw = read_vault_bytes(vault.root, vault.layout.archive / EXPANSIONS_FILE)
+    if raw is None:  # none recorded (a link there is not ours: nothing read through it)
         return counts
     needle = orjson.dumps(doc_id) if doc_id is not None else b""
     for line in raw.splitlines():
@@ -104,15 +110,6 @@ def expansion_counts(
             continue
         ts = parse_ts(entry.get("ts")) if isinstance(entry, dict) else None
         if ts is not None and since <= ts <= until and doc_id in (None, entry.get("id")):
-            counts[str(entry.get("id"))] += 1
-    return counts
-    for line in raw.splitlines():
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        ts = parse_ts(entry.get("ts")) if isinstance(entry, dict) else None
-        if ts is not None and since <= ts <= until:
             counts[str(entry.get("id"))] += 1
     return counts
 
@@ -175,7 +172,7 @@ def find_candidates(
         for folder in vault.layout.turn_dirs(name):
             key = (name, folder.name)
             doc_id = f"{name}/{folder.name}"
-            created = turn_created_at(folder)
+            created = turn_created_at(vault, folder)
             if created is None:
                 skipped.append({"doc_id": doc_id, "reason": "no created_at (metadata.json)"})
                 continue

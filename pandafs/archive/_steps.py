@@ -13,7 +13,8 @@ import orjson
 
 from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
-from events.fsio import fsync_dir
+from events.errors import NotInVault
+from events.fsio import fsync_dir, read_vault_file
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
@@ -165,10 +166,12 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
     memory = memory or memory_with_trust(vault)
     notes: list[str] = []
     for journal in pending_journals(vault):
-        try:
-            data = orjson.loads(journal.read_bytes())
+        try:  # a link is not our journal: never followed, so never acted on
+            data = orjson.loads(read_vault_file(vault.root, vault.rel(journal))[0])
         except orjson.JSONDecodeError as exc:
             raise ArchiveError(f"{vault.rel(journal)}: unreadable journal ({exc})") from None
+        except NotInVault as exc:
+            raise ArchiveError(f"{vault.rel(journal)}: unreadable journal ({exc.reason})") from None
         if data.get("op") == "archive":
             touched = _recover_archive(vault, data, notes)
         else:

@@ -19,6 +19,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from events.errors import NotInVault
+from events.fsio import read_vault_file
+
 from ..errors import BadInput
 from .checked import ConfigError, _Section
 from .sections import (
@@ -56,10 +59,16 @@ __all__ = [
 
 
 def load_config(path: Path) -> Config:
+    """The settings in `path` (a vault's `pandafs.toml`), or the defaults if it is missing.
+
+    Read as every vault file is: a link there (to another vault's config, or one
+    outside any vault) is refused with `BadInput`, never followed nor taken for absent."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_vault_file(path.parent, path.name)[0].decode("utf-8"))
     except FileNotFoundError:
         return Config()
+    except NotInVault as exc:
+        raise BadInput(f"{path}: {exc.reason}; not read (put the file itself there)") from None
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
-from events.fsio import fsync_dir, vault_folder
+from events.fsio import fsync_dir, read_vault_bytes, vault_folder
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -101,10 +101,8 @@ class ClaimFolders:
         return None
 
     def _read_plan(self, claim: Path) -> ClaimPlan | None:
-        try:
-            return ClaimPlan.model_validate_json((claim / PLAN).read_bytes())
-        except FileNotFoundError:
-            return None
+        data = read_vault_bytes(self.root, claim / PLAN)  # a link is not a plan of ours
+        return None if data is None else ClaimPlan.model_validate_json(data)
 
     def _write_plan(self, claim: Path, plan: ClaimPlan) -> None:
         atomic_write(claim / PLAN, plan.model_dump_json(indent=1, exclude_none=True))

@@ -319,7 +319,7 @@ class Inbox(ClaimFolders, TurnStarts):
         assert plan.rejected is not None
         error_tmp = claim / ERROR
         base = self.root / plan.rejected
-        done = explained(base, plan.claim)
+        done = explained(self.root, base, plan.claim)
         if done is None and not error_tmp.exists():
             atomic_write(error_tmp, render_error(plan))
             self._checkpoint("error_written")
@@ -348,7 +348,7 @@ class Inbox(ClaimFolders, TurnStarts):
         published = (
             turn is not None
             and not answer_tmp.exists()
-            and answer_turn(self.root / plan.answer) == f"{user}/{turn}"
+            and answer_turn(self.root, self.root / plan.answer) == f"{user}/{turn}"
         )
         if not published:
             if turn is None:

@@ -10,29 +10,34 @@ from typing import Any
 from events import parse_document, render_document
 from events.clock import utcnow
 from events.errors import FrontmatterError
+from events.fsio import read_vault_bytes
 
 from ..pipeline import TurnResult
 from ._claims import ClaimPlan
 from ._moves import link_no_replace
 
+_HEAD_CHARS = 4096  # frontmatter is looked for in the first characters only
 
-def _front(path: Path) -> dict[str, Any]:
+
+def _front(root: Path, path: Path) -> dict[str, Any]:
+    """The frontmatter in the head of `path` ({} if it has none, is missing, or is a link:
+    a link is never ours, whatever its target says)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            head = handle.read(4096)
+        data = read_vault_bytes(root, path, limit=4 * _HEAD_CHARS)
+        head = (data or b"").decode("utf-8", errors="replace")[:_HEAD_CHARS]
         return parse_document(head if "\n---" in head[3:] else "", path).frontmatter
     except (OSError, FrontmatterError):
         return {}
 
 
-def answer_turn(path: Path) -> str | None:
+def answer_turn(root: Path, path: Path) -> str | None:
     """The `doc_id` an answer file in the outbox names, if it is one of ours."""
-    value = _front(path).get("doc_id")
+    value = _front(root, path).get("doc_id")
     return value if isinstance(value, str) else None
 
 
-def _names_claim(path: Path, claim: str) -> bool:
-    return _front(path).get("claim") == claim
+def _names_claim(root: Path, path: Path, claim: str) -> bool:
+    return _front(root, path).get("claim") == claim
 
 
 def _explanations(base: Path) -> Iterator[Path]:
@@ -45,18 +50,18 @@ def _explanations(base: Path) -> Iterator[Path]:
         n += 1
 
 
-def explained(base: Path, claim: str) -> Path | None:
+def explained(root: Path, base: Path, claim: str) -> Path | None:
     """The explanation of this claim, if it is already published."""
     for path in _explanations(base):
         if not path.exists():
             return None
-        if _names_claim(path, claim):
+        if _names_claim(root, path, claim):
             return path
 
 
 def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:
     for path in _explanations(base):
-        if link_no_replace(root, src, path) or _names_claim(path, claim):
+        if link_no_replace(root, src, path) or _names_claim(root, path, claim):
             return path
     raise AssertionError("unreachable")
 

@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from events import NotInVault, Payload, TurnView, read_vault_file
+from events import Payload, TurnView
 from events.clock import utcnow
+from events.fsio import read_vault_bytes
 from events.schema import PhaseFailed
 
 from ..checks import Problem
@@ -161,11 +162,8 @@ def trends(
                     scope[kind] = scope.get(kind, 0) + n
     days = []
     for day in days_between(since, until):
-        rel = daily_path(engine.daily_dir, day).relative_to(vault.root).as_posix()
-        try:
-            days.append(orjson.loads(read_vault_file(vault.root, rel)[0]))
-        except (FileNotFoundError, NotInVault):  # a link is not read: the day counts as quiet
-            days.append(empty_rollup(day))
+        data = read_vault_bytes(vault.root, daily_path(engine.daily_dir, day))
+        days.append(orjson.loads(data) if data is not None else empty_rollup(day))  # a link: quiet
     return {
         "since": since.isoformat(),
         "until": until.isoformat(),

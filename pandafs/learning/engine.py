@@ -111,7 +111,7 @@ class Learning(_Deciding):
         self.catalog = Catalog.of(vault)
         self.daily_dir = vault.layout.observability / "daily"
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-        self.counts = CounterStore(self.dir / "counts", {}, fresh=True)
+        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
         self.stale: str | None = None
         self.defer_index = False  # Save: collect index updates, commit them once
         self._index_queue: list[IndexDoc] = []
@@ -129,11 +129,11 @@ class Learning(_Deciding):
         check_folders(self.vault.root, self.dir, self.catalog.dir, self.daily_dir)  # no linked folder
         with file_lock(lock, wait_s=wait_s, what="the learning state"):
             try:
-                self.state, self.counts = load_state(self.dir, self.cfg.trust_prior_weight)
+                self.state, self.counts = load_state(self.dir, self.cfg.trust_prior_weight, self.vault.root)
                 self.stale = None
             except StaleCache as exc:
                 self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-                self.counts = CounterStore(self.dir / "counts", {}, fresh=True)
+                self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
                 self.stale = str(exc)
             yield self
 
@@ -276,7 +276,7 @@ class Learning(_Deciding):
         started = time.perf_counter()
         report = SyncReport(full=True)
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-        self.counts = CounterStore(self.dir / "counts", {}, fresh=True)
+        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
         projection = self.projection()
         catalog = CatalogRebuild(self.catalog) if write else None
         add = catalog.add if catalog is not None else lambda row: None
@@ -333,4 +333,4 @@ class Learning(_Deciding):
                 scope = self.state.scope_days.get(day, {})
                 if rows or any(scope.values()):
                     made.append(rollup(when, rows, scope))
-        return [p.stem for p in write_rollups(self.daily_dir, made)]
+        return [p.stem for p in write_rollups(self.daily_dir, made, self.vault.root)]

@@ -20,6 +20,7 @@ from events import (
     render_document,
 )
 from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_bytes
 from indexers.documents import IndexDoc, load_index_doc
 
 from ..config import MemoryConfig
@@ -135,11 +136,15 @@ class _Materialising:
         return DocInfo(doc_id, rel, kind, owner, front, parsed.body, scope, created, quality)
 
     def _turn_quality(self, rel: str) -> float:
+        """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
+        0.5 when that file is missing, unreadable or a link (never followed)."""
         path = self.vault.root / rel
         try:
             if path.name == "context.md":
-                return float(orjson.loads((path.parent / "metadata.json").read_bytes())["quality"])
-            front = parse_document(path.read_text(encoding="utf-8"), rel).frontmatter
+                data = read_vault_bytes(self.vault.root, path.parent / "metadata.json")
+                return 0.5 if data is None else float(orjson.loads(data)["quality"])
+            data = read_vault_bytes(self.vault.root, path)
+            front = {} if data is None else parse_document(data.decode("utf-8"), rel).frontmatter
             return float(front.get("quality", 0.5))
         except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
             return 0.5

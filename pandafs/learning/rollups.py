@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from events import atomic_write
+from events.fsio import read_vault_bytes
 
 from .rows import PHASES
 
@@ -127,17 +128,15 @@ def daily_path(directory: Path, day: date) -> Path:
     return directory / f"{day.isoformat()}.json"
 
 
-def write_rollups(directory: Path, rollups: Iterable[dict[str, Any]]) -> list[Path]:
-    """Write each rollup whose bytes differ from its file; the files written."""
+def write_rollups(directory: Path, rollups: Iterable[dict[str, Any]], root: Path | None = None) -> list[Path]:
+    """Write each rollup whose bytes differ from its file; the files written.  A file
+    that is a link is not read (nothing below `root` is): it is replaced, never its target."""
     written: list[Path] = []
     for data in rollups:
         path = directory / f"{data['date']}.json"
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
-        try:
-            if path.read_bytes() == payload:
-                continue
-        except FileNotFoundError:
-            pass
+        if read_vault_bytes(root or directory, path) == payload:
+            continue
         atomic_write(path, payload, durable=False)
         written.append(path)
     return written

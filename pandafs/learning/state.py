@@ -35,6 +35,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
+from events.fsio import read_vault_bytes
 
 from ..memory import Memory
 from ..vault import Vault
@@ -91,9 +92,12 @@ class LearningState(BaseModel):
 class CounterStore(MutableMapping[str, Counts]):
     """Per-document counters in hash shards, loaded lazily, written when dirty."""
 
-    def __init__(self, directory: Path, shard_gens: dict[str, int], *, fresh: bool = False) -> None:
+    def __init__(
+        self, directory: Path, shard_gens: dict[str, int], *, fresh: bool = False, root: Path | None = None
+    ) -> None:
         """`fresh`: start empty and ignore the shards on disk (a full recompute)."""
         self.dir = directory
+        self.root = root or directory  # nothing is read through a link below it
         self.expected = shard_gens
         self.fresh = fresh
         self._shards: dict[str, dict[str, list[Any]]] = {}
@@ -105,9 +109,8 @@ class CounterStore(MutableMapping[str, Counts]):
         if name not in self._shards:
             path = self.dir / f"{name}.json"
             try:
-                data = orjson.loads(path.read_bytes())
-            except FileNotFoundError:
-                data = {"gen": 0, "docs": {}}
+                raw = read_vault_bytes(self.root, path)  # a link: as if missing
+                data = {"gen": 0, "docs": {}} if raw is None else orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise StaleCache(f"{path}: unreadable ({exc})") from None
             if data.get("gen", 0) != self.expected.get(name, 0):
@@ -177,20 +180,24 @@ class CounterStore(MutableMapping[str, Counts]):
         return gens
 
 
-def load_state(directory: Path, prior_weight: float) -> tuple[LearningState, CounterStore]:
-    """The cached state, or raise `StaleCache` when there is none we can use."""
+def load_state(
+    directory: Path, prior_weight: float, root: Path | None = None
+) -> tuple[LearningState, CounterStore]:
+    """The cached state, or raise `StaleCache` when there is none we can use (nothing
+    below `root` is read through a link)."""
     path = directory / "state.json"
+    raw = read_vault_bytes(root or directory, path)
+    if raw is None:
+        raise StaleCache("no learning cache yet")
     try:
-        state = LearningState.model_validate(orjson.loads(path.read_bytes()))
-    except FileNotFoundError:
-        raise StaleCache("no learning cache yet") from None
+        state = LearningState.model_validate(orjson.loads(raw))
     except (orjson.JSONDecodeError, ValidationError) as exc:
         raise StaleCache(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
     if state.version != CACHE_VERSION:
         raise StaleCache(f"{path}: cache version {state.version}, this PandaFS writes {CACHE_VERSION}")
     if state.prior_weight != prior_weight:
         raise StaleCache("[memory] trust_prior_weight changed")
-    return state, CounterStore(directory / "counts", state.shard_gens)
+    return state, CounterStore(directory / "counts", state.shard_gens, root=root)
 
 
 def save_state(directory: Path, state: LearningState, counts: CounterStore) -> None:
@@ -217,8 +224,9 @@ class TrustReader:
     (the next learning sync or rebuild puts the value back).
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, root: Path | None = None) -> None:
         self.dir = directory
+        self.root = root or directory  # nothing is read through a link below it
         self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
         self._cache: dict[str, tuple[int, dict[str, list[Any]]]] = {}
 
@@ -226,14 +234,16 @@ class TrustReader:
         name = shard_of(doc_id)
         path = f"{self._prefix}{name}.json"
         try:
-            mtime = os.stat(path).st_mtime_ns
+            mtime = os.lstat(path).st_mtime_ns
         except FileNotFoundError:
             return None
         cached = self._cache.get(name)
         if cached is None or cached[0] != mtime:
             try:
-                with open(path, "rb") as handle:
-                    docs = orjson.loads(handle.read()).get("docs", {})
+                raw = read_vault_bytes(self.root, path)  # a link: no trust read through it
+                if raw is None:
+                    return None
+                docs = orjson.loads(raw).get("docs", {})
             except (orjson.JSONDecodeError, OSError):
                 return None
             cached = (mtime, docs)
@@ -244,7 +254,7 @@ class TrustReader:
 
 def trust_lookup(vault: Vault) -> TrustReader:
     """The trust the learning loop derived, handed to `Memory(trust=…)` for the indexer."""
-    return TrustReader(vault.layout.indexes / "learning" / "counts")
+    return TrustReader(vault.layout.indexes / "learning" / "counts", vault.root)
 
 
 def memory_with_trust(vault: Vault) -> Memory:

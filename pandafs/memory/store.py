@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import orjson
 
@@ -259,7 +258,3 @@ def publish(
         vault_folder(vault.root, path.parent)
         atomic_write(path, render_document(meta, body))
     return SavedDoc(doc_id, rel)
-
-
-def read_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ import orjson
 
 from events import atomic_write, format_ts
 from events.clock import utcnow
+from events.fsio import read_vault_bytes
 
 from ..errors import Busy
 from ..vault import Vault, file_lock
@@ -134,9 +135,10 @@ class Upkeep:
         return self.interval_s > 0 and bool(self.jobs)
 
     def state(self) -> dict[str, dict[str, Any]]:
+        raw = read_vault_bytes(self.vault.root, self.path)  # a link counts as none
         try:
-            data = orjson.loads(self.path.read_bytes())
-        except (FileNotFoundError, orjson.JSONDecodeError):
+            data = orjson.loads(raw) if raw is not None else None
+        except orjson.JSONDecodeError:
             return {}
         jobs = data.get("jobs") if isinstance(data, dict) else None
         return jobs if isinstance(jobs, dict) else {}
