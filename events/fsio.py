@@ -86,34 +86,28 @@ def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_pa
         data = data.encode("utf-8")
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
-    tmp, fd = _create_temp(path)
-    try:
+    with _replacing(path, durable) as fd:
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    if durable:
-        fsync_dir(path.parent)
+            view = view[os.write(fd, view) :]
 
 
 @contextmanager
 def atomic_file(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
-    which would otherwise open a path themselves, following links): `path` is replaced
-    when the block ends without an error, and the file is removed if it raises."""
+    which would otherwise open a path themselves, following links)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    with _replacing(path, durable) as fd, os.fdopen(os.dup(fd), "wb") as handle:
+        yield handle  # (closed before the fsync; the writer may close its copy itself)
+
+
+@contextmanager
+def _replacing(path: Path, durable: bool) -> Iterator[int]:
+    """A new temporary file beside `path` (`_create_temp`) that replaces `path` when the
+    block ends without an error, fsynced first when `durable`; removed if it raises."""
     tmp, fd = _create_temp(path)
     try:
-        with os.fdopen(os.dup(fd), "wb") as handle:  # the writer may close its own copy
-            yield handle
+        yield fd
         if durable:
             os.fsync(fd)
     except BaseException:

@@ -15,20 +15,20 @@ from events.fsio import atomic_file, atomic_write
 SECRET = "purplemoose"
 
 
-def _plant(folder: Path, name: str, outside: Path) -> Path:
-    """A link at the temporary name the next write of `name` from this process uses."""
-    link = folder / f".pfs-{name}.{os.getpid()}.tmp"
-    os.symlink(outside, link)
-    return link
-
-
-def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.txt"
+def _planted(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """(target, outside file holding the secret, link to it at the temporary name the
+    next write of the target from this process uses)."""
+    outside = tmp_path / "outside"
     outside.write_text(SECRET)
     vault = tmp_path / "vault"
     vault.mkdir()
-    target = vault / "preferences.md"
-    link = _plant(vault, target.name, outside)
+    link = vault / f".pfs-{name}.{os.getpid()}.tmp"
+    os.symlink(outside, link)
+    return vault / name, outside, link
+
+
+def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path: Path) -> None:
+    target, outside, link = _planted(tmp_path, "preferences.md")
 
     atomic_write(target, b"- oat milk\n")
 
@@ -38,12 +38,7 @@ def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path: Path) -
 
 
 def test_a_parquet_writer_never_writes_through_a_link_at_the_temporary_name(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.parquet"
-    outside.write_text(SECRET)
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    target = vault / "part.parquet"
-    _plant(vault, target.name, outside)
+    target, outside, _ = _planted(tmp_path, "part.parquet")
 
     with atomic_file(target) as out:
         pq.write_table(pa.table({"n": [1, 2, 3]}), out)
