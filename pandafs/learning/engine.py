@@ -171,6 +171,8 @@ class Learning(_Deciding):
         if full:
             numbers = self._all_numbers(user)
             high = max(numbers, default=0)
+            if lock_is_held(self.vault.layout.import_lock):  # it may hold numbers below `high`
+                numbers = list(range(1, high + 1))  # not placed yet: pending, below
         else:
             high = self._highest(user, cursor.upto)
             numbers = sorted(old_pending | set(range(cursor.upto + 1, high + 1)))
@@ -191,7 +193,7 @@ class Learning(_Deciding):
         for number in numbers:
             try:
                 loaded = self.load_turn(user, number)
-                if loaded is None and not full:  # a number the counter passed, with no turn
+                if loaded is None:  # a number the counter passed, with no turn
                     if lock_is_held(self.vault.layout.import_lock):
                         loaded = "pending"  # reserved by the import under way, placed later
                     else:  # looked at again: an import places its turns before it lets go

@@ -96,32 +96,55 @@ def test_ten_thousand_lines(vault: Vault, tmp_path: Path) -> None:
     assert len(vault.layout.turn_dirs("alice")) == 10_000
 
 
-def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(vault: Vault) -> None:
-    """An import reserves numbers, then places the turns it built in staging.  A learning
-    sync in between (a Save's, say) must not take the reserved numbers for missing turns:
-    the turn placed afterwards is folded by the next sync (its catalog row is there)."""
+def _place_imported(vault: Vault, name: str, query: str) -> None:
+    """Build turn `name` of alice in staging and place it, as an import does."""
     from datetime import UTC, datetime
 
     from pandafs.importer.lines import ImportLine
     from pandafs.importer.render import turn_files
-    from pandafs.learning import Catalog, sync
-    from pandafs.vault import STAGING_DIR, file_lock
+    from pandafs.vault import STAGING_DIR
 
     when = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    line = ImportLine(user="alice", timestamp=when, query=query, response="the tart one")
+    log, files, _, _ = turn_files("alice", name, line, ts=when)
+    staged = vault.layout.turns_dir("alice") / STAGING_DIR / name
+    staged.mkdir(parents=True)
+    (staged / "events.jsonl").write_bytes(log)
+    for file, data in files.items():
+        (staged / file).write_bytes(data)
+    assert vault.place_turns("alice", [(name, staged)]) == []
+
+
+def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(vault: Vault) -> None:
+    """An import reserves numbers, then places the turns it built in staging.  A learning
+    sync in between (a Save's, say) must not take the reserved numbers for missing turns:
+    the turn placed afterwards is folded by the next sync (its catalog row is there)."""
+    from pandafs.learning import Catalog, sync
+    from pandafs.vault import file_lock
+
     sync(vault)  # the learning state exists: later syncs fold only what is new
     with file_lock(vault.layout.import_lock):  # the import's own lock, held for its whole run
         (name,) = vault.reserve_turns("alice", 1)
         assert sync(vault).turns == 0
-        line = ImportLine(user="alice", timestamp=when, query="which quince jam?", response="the tart one")
-        log, files, _, _ = turn_files("alice", name, line, ts=when)
-        staged = vault.layout.turns_dir("alice") / STAGING_DIR / name
-        staged.mkdir(parents=True)
-        (staged / "events.jsonl").write_bytes(log)
-        for file, data in files.items():
-            (staged / file).write_bytes(data)
-        assert vault.place_turns("alice", [(name, staged)]) == []
+        _place_imported(vault, name, "which quince jam?")
     assert sync(vault).turns == 1
     assert [r["turn"] for r in Catalog(vault.root / "observability" / "catalog").read_rows()] == [name]
+
+
+def test_a_turn_an_import_places_after_a_rebuild_passed_its_number_is_still_folded(vault: Vault) -> None:
+    """The same for a full rebuild of the learning fold: a number an import holds below a
+    turn already placed (another writer's, numbered after it) is not taken for a gap."""
+    from pandafs.learning import Catalog, rebuild, sync
+    from pandafs.vault import file_lock
+
+    with file_lock(vault.layout.import_lock):
+        first, second = vault.reserve_turns("alice", 2)
+        _place_imported(vault, second, "which plum jam?")  # placed first: the other is still staging
+        assert rebuild(vault).turns == 1
+        _place_imported(vault, first, "which quince jam?")
+    assert sync(vault).turns == 1
+    rows = Catalog(vault.root / "observability" / "catalog").read_rows()
+    assert sorted(r["turn"] for r in rows) == [first, second]
 
 
 def test_a_number_a_killed_import_reserved_is_not_waited_for(vault: Vault) -> None:
