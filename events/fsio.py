@@ -20,7 +20,10 @@ checked it from the vault root down (every part a real folder, made when missing
 appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`); a
 link planted in the vault raises `NotInVault` instead of carrying the write outside
 it or into another user's folder.  `atomic_write` replaces a linked file's link, never
-its target.
+its target.  A writer that passes `root` (`atomic_write`, `atomic_file`, `append_file`)
+gets the readers' after-open check too: the file just opened must sit at
+`root/<its path>`, so a folder swapped for a link after `vault_folder` checked it
+gains nothing (the write is refused before a byte of it is written).
 """
 
 from __future__ import annotations
@@ -80,32 +83,55 @@ def _create_temp(path: Path) -> tuple[Path, int]:
         return tmp, os.open(tmp, flags, 0o644)
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_parents: bool = True) -> None:
-    """Replace `path` with `data` atomically; create parent folders as needed."""
+def atomic_write(
+    path: Path,
+    data: bytes | str,
+    *,
+    durable: bool = True,
+    make_parents: bool = True,
+    root: Path | str | None = None,
+) -> None:
+    """Replace `path` with `data` atomically; create parent folders as needed.
+
+    With `root` (the vault root, `path` under it) the temporary file is checked right
+    after it is opened, before a byte is written (`_check_opened`); missing parents are
+    then made by `vault_folder`, never through a link."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with _replacing(path, durable) as fd:
+        _make_parents(path, root)
+    with _replacing(path, durable, root) as fd:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
 
 
 @contextmanager
-def atomic_file(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = None) -> Iterator[BinaryIO]:
     """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
     which would otherwise open a path themselves, following links)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _replacing(path, durable) as fd, os.fdopen(os.dup(fd), "wb") as handle:
+    _make_parents(path, root)
+    with _replacing(path, durable, root) as fd, os.fdopen(os.dup(fd), "wb") as handle:
         yield handle  # (closed before the fsync; the writer may close its copy itself)
 
 
+def _make_parents(path: Path, root: Path | str | None) -> None:
+    """Inside a `root`, a missing folder is made from the root down, never through a link
+    (one that is there is left to the after-open check)."""
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not os.path.lexists(path.parent):
+        vault_folder(root, path.parent)
+
+
 @contextmanager
-def _replacing(path: Path, durable: bool) -> Iterator[int]:
+def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
     """A new temporary file beside `path` (`_create_temp`) that replaces `path` when the
-    block ends without an error, fsynced first when `durable`; removed if it raises."""
+    block ends without an error, fsynced first when `durable`; removed if it raises.
+    With `root`, the temporary file must sit where it was asked for (`_check_opened`)."""
     tmp, fd = _create_temp(path)
+    if root is not None:
+        _check_opened(fd, tmp, root, created=True, target=path)
     try:
         yield fd
         if durable:
@@ -118,6 +144,45 @@ def _replacing(path: Path, durable: bool) -> Iterator[int]:
     os.replace(tmp, path)
     if durable:
         fsync_dir(path.parent)
+
+
+def _check_opened(
+    fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None
+) -> None:
+    """The writers' after-open check, the one `_open_fd` makes for readers: the file
+    the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
+    swapped for a link after `vault_folder` checked it (a check-then-use race) lands
+    the open elsewhere: then `fd` is closed, the file is removed when this open
+    `created` it (never a file found there), and `NotInVault` is raised naming `target`
+    (the file being written, when `path` is its temporary file), before a byte is
+    written.  Costs one readlink."""
+    base = os.fspath(root)
+    opened = _where_opened(fd, os.fspath(path))
+    if _inside(opened, base, _rel(path, base)):
+        return
+    try:
+        if created:
+            _remove_opened(fd, opened)
+    finally:
+        os.close(fd)
+    why = "a folder on its path is a symbolic link or leaves the vault"
+    raise NotInVault(_rel(target or path, base), why, action="written")
+
+
+def _rel(path: Path, base: str) -> str:
+    full, head = os.fspath(path), base.rstrip("/") + "/"
+    return full[len(head) :] if full.startswith(head) else full  # not under it: refused
+
+
+def _remove_opened(fd: int, opened: str) -> None:
+    """Remove the file open as `fd`, named by its real path `opened`, if that name is
+    still that file (a path through the link could by now name another one)."""
+    try:
+        here, there = os.fstat(fd), os.lstat(opened)
+    except OSError:
+        return
+    if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+        os.unlink(opened)
 
 
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
@@ -174,11 +239,20 @@ def _open_no_link(path: Path, flags: int) -> int:
     return fd
 
 
-def append_file(path: Path, data: bytes | bytearray, *, durable: bool = True) -> None:
+def append_file(
+    path: Path, data: bytes | bytearray, *, durable: bool = True, root: Path | str | None = None
+) -> None:
     """Append `data` to `path` (created if missing), never through a link; fsynced when
-    `durable` (and, for a file this call created, its folder's entry too)."""
-    created = durable and not os.path.lexists(path)
-    fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    `durable` (and, for a file this call created, its folder's entry too).  With `root`
+    the opened file is checked before a byte is appended (`_check_opened`; a file this
+    call created where it should not be is removed again, an existing one is left)."""
+    if root is None:
+        created = durable and not os.path.lexists(path)
+        fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    else:
+        fd, created = _open_append(path)
+        _check_opened(fd, path, root, created=created)
+        created = created and durable
     try:
         view = memoryview(data)
         while view:
@@ -189,6 +263,20 @@ def append_file(path: Path, data: bytes | bytearray, *, durable: bool = True) ->
         os.close(fd)
     if created:
         fsync_dir(path.parent)
+
+
+def _open_append(path: Path) -> tuple[int, bool]:
+    """`path` opened for appending, and whether this open created it (known exactly, so
+    only a file of our own making is ever removed by `_check_opened`)."""
+    while True:
+        try:
+            return _open_no_link(path, os.O_WRONLY | os.O_APPEND), False
+        except FileNotFoundError:
+            pass
+        try:
+            return _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL), True
+        except FileExistsError:
+            pass  # made meanwhile by another writer: append to it
 
 
 def fsync_dir(directory: Path) -> None:
