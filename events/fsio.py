@@ -46,6 +46,7 @@ __all__ = [
     "atomic_file",
     "atomic_write",
     "check_folders",
+    "check_made",
     "fsync_dir",
     "held_lock",
     "is_real_dir",
@@ -167,6 +168,16 @@ def _check_opened(
         os.close(fd)
     why = "a folder on its path is a symbolic link or leaves the vault"
     raise NotInVault(_rel(target or path, base), why, action="written")
+
+
+def check_made(root: Path | str, path: Path) -> None:
+    """A name this writer has just made at `path` (a hard link), checked as `root=`
+    writes are checked: when a folder on its way was swapped for a link after
+    `vault_folder` checked it, the name (now outside the vault, or in another user's
+    folder) is removed again and `NotInVault` is raised."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    _check_opened(fd, path, root, created=True)
+    os.close(fd)
 
 
 def _rel(path: Path, base: str) -> str:

@@ -10,6 +10,7 @@ no temporary file is left there, and the write is refused with `NotInVault`.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 import events.fsio as fsio
 from events.errors import NotInVault
+from pandafs.inbox import Inbox
 from pandafs.memory import Memory
 from pandafs.turns import TurnRef, project
 from pandafs.vault import Vault
@@ -120,3 +122,34 @@ def test_turn_projection_never_lands_in_a_swapped_turn_folder(
     with pytest.raises(NotInVault, match="context.md: a folder on its path is a symbolic link"):
         project(TurnRef("alice", turn.name, turn))
     _untouched(outside, "context.md")
+
+
+def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+    import pandafs.inbox._moves as moves
+
+    outbox = vault.root / "outbox" / "alice"
+    outside = _outside(tmp_path, "notes.md")
+    real = moves.vault_folder
+
+    def checked_then_swapped(root: Path, folder: Path, **kw: object) -> Path:
+        got = real(root, folder, **kw)
+        if Path(folder) == outbox and not outbox.is_symlink():
+            outbox.rename(outbox.with_name("alice.moved"))
+            outbox.symlink_to(outside, target_is_directory=True)
+        return got
+
+    monkeypatch.setattr(moves, "vault_folder", checked_then_swapped)
+    query = vault.root / "inbox" / "alice" / "q.txt"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text("How often should I feed my hamster?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    with Inbox(vault, settle_s=0.2) as box:
+        report = box.process_pending()
+    [result] = report.results
+    assert result.status == "failed" and "outbox/alice/q.md: a folder on its path" in str(result.message)
+    _untouched(outside, "notes.md")
+    assert not (vault.root / "outbox" / "alice.moved" / "q.md").exists()  # retried later, whole
