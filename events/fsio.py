@@ -47,6 +47,7 @@ __all__ = [
     "atomic_write",
     "check_folders",
     "check_made",
+    "check_opened",
     "fsync_dir",
     "held_lock",
     "is_real_dir",
@@ -95,7 +96,7 @@ def atomic_write(
     """Replace `path` with `data` atomically; create parent folders as needed.
 
     With `root` (the vault root, `path` under it) the temporary file is checked right
-    after it is opened, before a byte is written (`_check_opened`); missing parents are
+    after it is opened, before a byte is written (`check_opened`); missing parents are
     then made by `vault_folder`, never through a link."""
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -129,10 +130,10 @@ def _make_parents(path: Path, root: Path | str | None) -> None:
 def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
     """A new temporary file beside `path` (`_create_temp`) that replaces `path` when the
     block ends without an error, fsynced first when `durable`; removed if it raises.
-    With `root`, the temporary file must sit where it was asked for (`_check_opened`)."""
+    With `root`, the temporary file must sit where it was asked for (`check_opened`)."""
     tmp, fd = _create_temp(path)
     if root is not None:
-        _check_opened(fd, tmp, root, created=True, target=path)
+        check_opened(fd, tmp, root, created=True, target=path)
     try:
         yield fd
         if durable:
@@ -147,9 +148,7 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
         fsync_dir(path.parent)
 
 
-def _check_opened(
-    fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None
-) -> None:
+def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None) -> None:
     """The writers' after-open check, the one `_open_fd` makes for readers: the file
     the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
     swapped for a link after `vault_folder` checked it (a check-then-use race) lands
@@ -176,7 +175,7 @@ def check_made(root: Path | str, path: Path) -> None:
     `vault_folder` checked it, the name (now outside the vault, or in another user's
     folder) is removed again and `NotInVault` is raised."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    _check_opened(fd, path, root, created=True)
+    check_opened(fd, path, root, created=True)
     os.close(fd)
 
 
@@ -255,14 +254,14 @@ def append_file(
 ) -> None:
     """Append `data` to `path` (created if missing), never through a link; fsynced when
     `durable` (and, for a file this call created, its folder's entry too).  With `root`
-    the opened file is checked before a byte is appended (`_check_opened`; a file this
+    the opened file is checked before a byte is appended (`check_opened`; a file this
     call created where it should not be is removed again, an existing one is left)."""
     if root is None:
         created = durable and not os.path.lexists(path)
         fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     else:
         fd, created = _open_append(path)
-        _check_opened(fd, path, root, created=created)
+        check_opened(fd, path, root, created=created)
         created = created and durable
     try:
         view = memoryview(data)
@@ -278,7 +277,7 @@ def append_file(
 
 def _open_append(path: Path) -> tuple[int, bool]:
     """`path` opened for appending, and whether this open created it (known exactly, so
-    only a file of our own making is ever removed by `_check_opened`)."""
+    only a file of our own making is ever removed by `check_opened`)."""
     while True:
         try:
             return _open_no_link(path, os.O_WRONLY | os.O_APPEND), False

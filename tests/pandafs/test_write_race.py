@@ -153,3 +153,26 @@ def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
     assert result.status == "failed" and "outbox/alice/q.md: a folder on its path" in str(result.message)
     _untouched(outside, "notes.md")
     assert not (vault.root / "outbox" / "alice.moved" / "q.md").exists()  # retried later, whole
+
+
+def test_turn_events_never_land_in_a_swapped_turn_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """The turn's folder is made, then swapped for a link just before its log is opened."""
+    from pandafs.pipeline import turn as turn_module
+
+    outside = _outside(tmp_path, "notes.md")
+
+    class SwappedBeforeOpen(turn_module.EventWriter):
+        def open(self) -> None:
+            folder = self.path.parent
+            if not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+            super().open()
+
+    monkeypatch.setattr(turn_module, "EventWriter", SwappedBeforeOpen)
+    got = cli("--root", vault.root, "ask", "hello there", "--user", "alice")
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err
+    assert "events.jsonl: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "notes.md")
