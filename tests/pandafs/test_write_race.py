@@ -176,3 +176,18 @@ def test_turn_events_never_land_in_a_swapped_turn_folder(
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err
     assert "events.jsonl: a folder on its path is a symbolic link" in got.err
     _untouched(outside, "notes.md")
+
+
+def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pandafs.importer.ledger import LEDGER, Ledger
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    ledger = Ledger(vault, "alice")
+    outside = _outside(tmp_path, "notes.md")
+    _swap_when(monkeypatch, "_open_no_link", turns, outside, LEDGER)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        ledger.append([{"e": "chat-1", "t": "turn_000001"}])
+    _untouched(outside, "notes.md")
