@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
+from .opened import check_opened, is_inside, where_opened
 
 __all__ = [
     "TMP_PREFIX",
@@ -46,8 +47,6 @@ __all__ = [
     "atomic_file",
     "atomic_write",
     "check_folders",
-    "check_made",
-    "check_opened",
     "fsync_dir",
     "held_lock",
     "is_real_dir",
@@ -146,53 +145,6 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
     os.replace(tmp, path)
     if durable:
         fsync_dir(path.parent)
-
-
-def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None) -> None:
-    """The writers' after-open check, the one `_open_fd` makes for readers: the file
-    the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
-    swapped for a link after `vault_folder` checked it (a check-then-use race) lands
-    the open elsewhere: then `fd` is closed, the file is removed when this open
-    `created` it (never a file found there), and `NotInVault` is raised naming `target`
-    (the file being written, when `path` is its temporary file), before a byte is
-    written.  Costs one readlink."""
-    base = os.fspath(root)
-    opened = _where_opened(fd, os.fspath(path))
-    if _inside(opened, base, _rel(path, base)):
-        return
-    try:
-        if created:
-            _remove_opened(fd, opened)
-    finally:
-        os.close(fd)
-    why = "a folder on its path is a symbolic link or leaves the vault"
-    raise NotInVault(_rel(target or path, base), why, action="written")
-
-
-def check_made(root: Path | str, path: Path) -> None:
-    """A name this writer has just made at `path` (a hard link), checked as `root=`
-    writes are checked: when a folder on its way was swapped for a link after
-    `vault_folder` checked it, the name (now outside the vault, or in another user's
-    folder) is removed again and `NotInVault` is raised."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    check_opened(fd, path, root, created=True)
-    os.close(fd)
-
-
-def _rel(path: Path, base: str) -> str:
-    full, head = os.fspath(path), base.rstrip("/") + "/"
-    return full[len(head) :] if full.startswith(head) else full  # not under it: refused
-
-
-def _remove_opened(fd: int, opened: str) -> None:
-    """Remove the file open as `fd`, named by its real path `opened`, if that name is
-    still that file (a path through the link could by now name another one)."""
-    try:
-        here, there = os.fstat(fd), os.lstat(opened)
-    except OSError:
-        return
-    if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
-        os.unlink(opened)
 
 
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
@@ -365,9 +317,6 @@ def lock_is_held(path: Path) -> bool:
 
 # --- reading inside the vault -----------------------------------------------------------
 
-_PROC_FD = "/proc/self/fd"
-_HAS_PROC_FD = os.path.isdir(_PROC_FD)
-
 
 def is_real_dir(path: Path | str) -> bool:
     """A folder that is not a symbolic link (walks never enter a linked folder)."""
@@ -375,30 +324,6 @@ def is_real_dir(path: Path | str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _where_opened(fd: int, full: str) -> str:
-    if _HAS_PROC_FD:
-        try:
-            return os.readlink(f"{_PROC_FD}/{fd}")
-        except OSError:
-            pass
-    return os.path.realpath(full)
-
-
-def _inside(opened: str, root: str, rel: str) -> bool:
-    """True if the file the kernel opened is `root/rel` itself: its real path ends in
-    `/rel` and what comes before is the root folder (same device and inode)."""
-    if not opened.endswith("/" + rel):
-        return False
-    head = opened[: -len(rel) - 1] or "/"
-    if head == root:
-        return True
-    try:
-        a, b = os.stat(head), os.stat(root)
-    except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
@@ -417,7 +342,7 @@ def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotInVault(rel, "is not a regular file")
-        if not _inside(_where_opened(fd, full), base, rel):
+        if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
         return fd, st
     except BaseException:

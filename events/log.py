@@ -28,7 +28,8 @@ import orjson
 from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
-from .fsio import append_file, check_opened, vault_folder
+from .fsio import append_file, vault_folder
+from .opened import check_opened
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
 

@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from events.fsio import check_made, fsync_dir, vault_folder
+from events.fsio import fsync_dir, vault_folder
+from events.opened import check_made
 
 
 def rejected_name(name: str) -> str:
