@@ -20,7 +20,10 @@ checked it from the vault root down (every part a real folder, made when missing
 appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`); a
 link planted in the vault raises `NotInVault` instead of carrying the write outside
 it or into another user's folder.  `atomic_write` replaces a linked file's link, never
-its target.
+its target.  A writer that passes `root` (`atomic_write`, `atomic_file`, `append_file`)
+gets the readers' after-open check too: the file just opened must sit at
+`root/<its path>`, so a folder swapped for a link after `vault_folder` checked it
+gains nothing (the write is refused before a byte of it is written).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
+from .opened import check_opened, is_inside, where_opened
 
 __all__ = [
     "TMP_PREFIX",
@@ -80,32 +84,55 @@ def _create_temp(path: Path) -> tuple[Path, int]:
         return tmp, os.open(tmp, flags, 0o644)
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, make_parents: bool = True) -> None:
-    """Replace `path` with `data` atomically; create parent folders as needed."""
+def atomic_write(
+    path: Path,
+    data: bytes | str,
+    *,
+    durable: bool = True,
+    make_parents: bool = True,
+    root: Path | str | None = None,
+) -> None:
+    """Replace `path` with `data` atomically; create parent folders as needed.
+
+    With `root` (the vault root, `path` under it) the temporary file is checked right
+    after it is opened, before a byte is written (`check_opened`); missing parents are
+    then made by `vault_folder`, never through a link."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with _replacing(path, durable) as fd:
+        _make_parents(path, root)
+    with _replacing(path, durable, root) as fd:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
 
 
 @contextmanager
-def atomic_file(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = None) -> Iterator[BinaryIO]:
     """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
     which would otherwise open a path themselves, following links)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _replacing(path, durable) as fd, os.fdopen(os.dup(fd), "wb") as handle:
+    _make_parents(path, root)
+    with _replacing(path, durable, root) as fd, os.fdopen(os.dup(fd), "wb") as handle:
         yield handle  # (closed before the fsync; the writer may close its copy itself)
 
 
+def _make_parents(path: Path, root: Path | str | None) -> None:
+    """Inside a `root`, a missing folder is made from the root down, never through a link
+    (one that is there is left to the after-open check)."""
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not os.path.lexists(path.parent):
+        vault_folder(root, path.parent)
+
+
 @contextmanager
-def _replacing(path: Path, durable: bool) -> Iterator[int]:
+def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
     """A new temporary file beside `path` (`_create_temp`) that replaces `path` when the
-    block ends without an error, fsynced first when `durable`; removed if it raises."""
+    block ends without an error, fsynced first when `durable`; removed if it raises.
+    With `root`, the temporary file must sit where it was asked for (`check_opened`)."""
     tmp, fd = _create_temp(path)
+    if root is not None:
+        check_opened(fd, tmp, root, created=True, target=path)
     try:
         yield fd
         if durable:
@@ -174,11 +201,20 @@ def _open_no_link(path: Path, flags: int) -> int:
     return fd
 
 
-def append_file(path: Path, data: bytes | bytearray, *, durable: bool = True) -> None:
+def append_file(
+    path: Path, data: bytes | bytearray, *, durable: bool = True, root: Path | str | None = None
+) -> None:
     """Append `data` to `path` (created if missing), never through a link; fsynced when
-    `durable` (and, for a file this call created, its folder's entry too)."""
-    created = durable and not os.path.lexists(path)
-    fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    `durable` (and, for a file this call created, its folder's entry too).  With `root`
+    the opened file is checked before a byte is appended (`check_opened`; a file this
+    call created where it should not be is removed again, an existing one is left)."""
+    if root is None:
+        created = durable and not os.path.lexists(path)
+        fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    else:
+        fd, created = _open_append(path)
+        check_opened(fd, path, root, created=created)
+        created = created and durable
     try:
         view = memoryview(data)
         while view:
@@ -189,6 +225,20 @@ def append_file(path: Path, data: bytes | bytearray, *, durable: bool = True) ->
         os.close(fd)
     if created:
         fsync_dir(path.parent)
+
+
+def _open_append(path: Path) -> tuple[int, bool]:
+    """`path` opened for appending, and whether this open created it (known exactly, so
+    only a file of our own making is ever removed by `check_opened`)."""
+    while True:
+        try:
+            return _open_no_link(path, os.O_WRONLY | os.O_APPEND), False
+        except FileNotFoundError:
+            pass
+        try:
+            return _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL), True
+        except FileExistsError:
+            pass  # made meanwhile by another writer: append to it
 
 
 def fsync_dir(directory: Path) -> None:
@@ -267,9 +317,6 @@ def lock_is_held(path: Path) -> bool:
 
 # --- reading inside the vault -----------------------------------------------------------
 
-_PROC_FD = "/proc/self/fd"
-_HAS_PROC_FD = os.path.isdir(_PROC_FD)
-
 
 def is_real_dir(path: Path | str) -> bool:
     """A folder that is not a symbolic link (walks never enter a linked folder)."""
@@ -277,30 +324,6 @@ def is_real_dir(path: Path | str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _where_opened(fd: int, full: str) -> str:
-    if _HAS_PROC_FD:
-        try:
-            return os.readlink(f"{_PROC_FD}/{fd}")
-        except OSError:
-            pass
-    return os.path.realpath(full)
-
-
-def _inside(opened: str, root: str, rel: str) -> bool:
-    """True if the file the kernel opened is `root/rel` itself: its real path ends in
-    `/rel` and what comes before is the root folder (same device and inode)."""
-    if not opened.endswith("/" + rel):
-        return False
-    head = opened[: -len(rel) - 1] or "/"
-    if head == root:
-        return True
-    try:
-        a, b = os.stat(head), os.stat(root)
-    except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
@@ -319,7 +342,7 @@ def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotInVault(rel, "is not a regular file")
-        if not _inside(_where_opened(fd, full), base, rel):
+        if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
         return fd, st
     except BaseException:

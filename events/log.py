@@ -28,7 +28,8 @@ import orjson
 from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
-from .fsio import append_file
+from .fsio import append_file, vault_folder
+from .opened import check_opened
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
 
@@ -243,10 +244,22 @@ def repair_torn_tail(path: Path) -> int:
 class EventWriter:
     """Exclusive appender for one turn's log.  Use as a context manager."""
 
-    def __init__(self, path: Path, *, user: str, turn: str, durable: bool = True, new: bool = False) -> None:
-        """`new=True` creates the log and fails if it exists (skips reading it back)."""
+    def __init__(
+        self,
+        path: Path,
+        *,
+        user: str,
+        turn: str,
+        durable: bool = True,
+        new: bool = False,
+        root: Path | None = None,
+    ) -> None:
+        """`new=True` creates the log and fails if it exists (skips reading it back).
+        With `root` (the vault root) the opened log must sit at `root/<its path>`
+        (`check_opened`): a turn folder swapped for a link gets no event."""
         self.path = path
         self.new = new
+        self.root = root
         self.user = user
         self.turn = turn
         self.durable = durable
@@ -265,14 +278,18 @@ class EventWriter:
 
     def open(self) -> None:
         if not self.new:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if self.new else 0)
+            if self.root is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            else:
+                vault_folder(self.root, self.path.parent)
         try:
-            fd = os.open(self.path, flags, 0o644)
+            fd, created = self._open_log()
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # never append to another turn's log through a link
                 raise EventLogError(self.path, "is a symbolic link; not written") from None
             raise
+        if self.root is not None:
+            check_opened(fd, self.path, self.root, created=created)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -295,6 +312,23 @@ class EventWriter:
         self._seq = len(log.records)
         self._prev = log.last_hash
         self._records = log.records
+
+    def _open_log(self) -> tuple[int, bool]:
+        """The log's descriptor, and whether this open created it (exactly, with `root`:
+        only a file of our own making is removed by `check_opened`)."""
+        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+        if self.new or self.root is None:
+            extra = os.O_CREAT | (os.O_EXCL if self.new else 0)
+            return os.open(self.path, flags | extra, 0o644), self.new
+        while True:
+            try:
+                return os.open(self.path, flags), False
+            except FileNotFoundError:
+                pass
+            try:
+                return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+            except FileExistsError:
+                pass  # made meanwhile: open it
 
     def history(self) -> list[Event]:
         """The events the log held when this writer opened it, as read under its lock

@@ -63,6 +63,11 @@ class TurnRef:
     def events_path(self) -> Path:
         return self.path / EVENTS_FILE
 
+    @property
+    def vault_root(self) -> Path:
+        """The vault the turn is in (its folder is `users/{user}/turns/{turn}` there)."""
+        return self.path.parents[3]
+
 
 def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
     """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`."""
@@ -110,7 +115,7 @@ def project(
                 continue  # unchanged, or only its turn links moved, or an older metadata.json
         except (FileNotFoundError, NotInVault):
             pass
-        atomic_write(path, data, durable=durable)
+        atomic_write(path, data, durable=durable, root=ref.vault_root)
     return view
 
 

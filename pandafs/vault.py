@@ -271,7 +271,7 @@ class Vault:
                 number += 1
                 if not (stubs and os.path.lexists(f"{stubs}/{name}.md")) and take(name):
                     names.append(name)
-            atomic_write(counter, str(number), durable=False)
+            atomic_write(counter, str(number), durable=False, root=self.root)
         return names
 
     def place_turns(self, user: str, staged: list[tuple[str, Path]]) -> list[str]:

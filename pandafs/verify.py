@@ -171,7 +171,7 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
     """Record the repair in the turn's own log so its history says what happened."""
     from events import EventWriter
 
-    with EventWriter(ref.events_path, user=ref.user, turn=ref.turn) as writer:
+    with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=ref.vault_root) as writer:
         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
 
 

@@ -143,7 +143,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     assert rows is not None
                     batch = Path(rel).stem.removeprefix("part-")
                     text = render_stub(rows, archived_at=utcnow(), batch=batch, archive_file=rel)
-                    atomic_write(stub, text)
+                    atomic_write(stub, text, root=vault.root)
                     infos[key] = StubInfo(*key, stub, rel, None, batch)
                     touched.append(stub_relpath(key))
                     continue

@@ -223,7 +223,7 @@ def _archive_batch(
         text = render_stub(
             files, archived_at=archived_at, batch=batch, archive_file=parts[files.month]
         ).encode("utf-8")
-        atomic_write(stub_file(vault, files.key), text, durable=False)
+        atomic_write(stub_file(vault, files.key), text, durable=False, root=vault.root)
         stubs[files.key] = len(text)
     sync_all()
     touched: list[str] = []

@@ -117,7 +117,7 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
     def rewrite(path: Path) -> None:
         fixed = fixed_text(path)
         if fixed is not None:
-            atomic_write(path, fixed.encode("utf-8"), durable=False)  # one sync for the pass
+            atomic_write(path, fixed.encode("utf-8"), durable=False, root=vault.root)  # one sync for the pass
             changed.append(vault.rel(path))
 
     root = vault.root

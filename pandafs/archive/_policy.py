@@ -84,7 +84,7 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
 def record_expansion(vault: Vault, doc_id: str, when: datetime) -> None:
     """Append one expansion of an archived turn to `archive/expansions.jsonl` (fsynced)."""
     path = vault_folder(vault.root, vault.layout.archive) / EXPANSIONS_FILE
-    append_file(path, orjson.dumps({"id": doc_id, "ts": format_ts(as_utc(when))}) + b"\n")
+    append_file(path, orjson.dumps({"id": doc_id, "ts": format_ts(as_utc(when))}) + b"\n", root=vault.root)
 
 
 def expansion_counts(

@@ -234,7 +234,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                 continue
             if not stub_here:
                 text = render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month])
-                atomic_write(stub, text)
+                atomic_write(stub, text, root=vault.root)
             trash.parent.mkdir(parents=True, exist_ok=True)
             if trash.exists():
                 shutil.rmtree(trash)
@@ -247,6 +247,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
             atomic_write(
                 stub,
                 render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month]),
+                root=vault.root,
             )
         if trash.exists():
             moved.append(trash)

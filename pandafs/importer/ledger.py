@@ -83,7 +83,7 @@ class Ledger:
         if not entries:
             return
         data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
-        append_file(self.path, (b"\n" if self._torn else b"") + data, durable=False)
+        append_file(self.path, (b"\n" if self._torn else b"") + data, durable=False, root=self.vault.root)
         self._torn = False
 
     def mark_indexed(self, upto: int) -> None:

@@ -321,7 +321,7 @@ class Inbox(ClaimFolders, TurnStarts):
         base = self.root / plan.rejected
         done = explained(self.root, base, plan.claim)
         if done is None and not error_tmp.exists():
-            atomic_write(error_tmp, render_error(plan))
+            atomic_write(error_tmp, render_error(plan), root=self.root)
             self._checkpoint("error_written")
         if done is None:
             done = publish_explanation(self.root, error_tmp, base, plan.claim)
@@ -356,7 +356,11 @@ class Inbox(ClaimFolders, TurnStarts):
             result = self.pipeline.resume(user, turn)
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
-                atomic_write(answer_tmp, render_answer(plan, result, self._read_query(plan, query_path)))
+                atomic_write(
+                    answer_tmp,
+                    render_answer(plan, result, self._read_query(plan, query_path)),
+                    root=self.root,
+                )
             plan = self._publish_planned(claim, plan, answer_tmp, "answer")
             answer_tmp.unlink(missing_ok=True)
             self._checkpoint("answer_published")

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from events.fsio import fsync_dir, vault_folder
+from events.opened import check_made
 
 
 def rejected_name(name: str) -> str:
@@ -40,7 +41,8 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     A hard link never replaces an existing name, so nothing is ever overwritten.  On a
     filesystem without hard links we fall back to check-then-rename (we hold the inbox
     lock; only a person could race us there).  `dest`'s folder is checked from `root`
-    down (`vault_folder`): a linked folder is refused.
+    down (`vault_folder`): a linked folder is refused, and so is one swapped for a link
+    after that check (`check_made` removes the new name again).
     """
     vault_folder(root, dest.parent)
     try:
@@ -53,6 +55,7 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
         os.rename(src, dest)
         fsync_dir(dest.parent)
         return True
+    check_made(root, dest)
     fsync_dir(dest.parent)
     return True
 

@@ -118,14 +118,14 @@ class TurnStarts:
         )
         try:
             if not path.exists():
-                with EventWriter(path, user=user, turn=turn, new=True) as writer:
+                with EventWriter(path, user=user, turn=turn, new=True, root=self.vault.root) as writer:
                     writer.append(started)
             else:
                 log = read_log(path)
                 if log.records:
                     return False
                 moved = repair_torn_tail(path) if log.torn_tail is not None else 0
-                with EventWriter(path, user=user, turn=turn) as writer:
+                with EventWriter(path, user=user, turn=turn, root=self.vault.root) as writer:
                     if writer.next_seq:  # decided again under the lock: another writer started it
                         return False
                     writer.append(started)

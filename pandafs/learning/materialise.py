@@ -228,7 +228,7 @@ class _Materialising:
                 front = self._target_front(info, target)
                 if front == info.front:
                     continue
-                atomic_write(self.vault.root / rel, render_document(front, info.body))
+                atomic_write(self.vault.root / rel, render_document(front, info.body), root=self.vault.root)
             written.append(rel)
         max_bytes = self.vault.config.index.max_file_bytes
         for rel in written:

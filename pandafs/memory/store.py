@@ -153,7 +153,7 @@ def append_entry(
         if merged:
             front["keywords"] = merged
         front["updated_at"] = now
-        atomic_write(path, render_document(front, body))
+        atomic_write(path, render_document(front, body), root=vault.root)
     return SavedDoc(doc_id, vault.rel(path))
 
 
@@ -204,7 +204,7 @@ def write_memory(
     with vault.memory_lock(user):
         if path.exists():
             return SavedDoc(doc_id, vault.rel(path), created=False)
-        atomic_write(path, render_document(meta, body))
+        atomic_write(path, render_document(meta, body), root=vault.root)
     return SavedDoc(doc_id, vault.rel(path))
 
 
@@ -254,7 +254,8 @@ def publish(
             return SavedDoc(doc_id, rel, created=False)
         record = {"ts": format_ts(now), "act": "publish", "by": by, "doc_id": doc_id, "doc_path": rel}
         log = vault.root / SHARING_LOG
-        append_file(vault_folder(vault.root, log.parent) / log.name, orjson.dumps(record) + b"\n")
-        vault_folder(vault.root, path.parent)
-        atomic_write(path, render_document(meta, body))
+        append_file(
+            vault_folder(vault.root, log.parent) / log.name, orjson.dumps(record) + b"\n", root=vault.root
+        )
+        atomic_write(path, render_document(meta, body), root=vault.root)
     return SavedDoc(doc_id, rel)

@@ -121,7 +121,7 @@ def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: A
     open (the events `turn_state` read may predate its writer's `turn_completed` and the
     end of its hold), then let Save end the turn."""
     path = pipeline.vault.layout.turn_dir(user, turn) / "events.jsonl"
-    with EventWriter(path, user=user, turn=turn) as writer:
+    with EventWriter(path, user=user, turn=turn, root=pipeline.vault.root) as writer:
         if not _left_open(writer.history()):
             return None
         writer.append(

@@ -110,7 +110,7 @@ def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime
         f"## What to do\n\n{advice}\n"
     )
     vault_folder(ctx.vault.root, ctx.vault.layout.observability / "interventions")
-    atomic_write(ctx.vault.root / rel, render_document(meta, body))
+    atomic_write(ctx.vault.root / rel, render_document(meta, body), root=ctx.vault.root)
     return rel
 
 

@@ -163,7 +163,15 @@ def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
     analysis = ctx.extras.get("analysis")
     topic = getattr(analysis, "primary_topic", "general")
     keywords = list(getattr(analysis, "keywords", []))
-    result = tool.run(args.query, ctx.turn_dir, user=ctx.user, topic=topic, keywords=keywords, now=ctx.now())
+    result = tool.run(
+        args.query,
+        ctx.turn_dir,
+        user=ctx.user,
+        topic=topic,
+        keywords=keywords,
+        now=ctx.now(),
+        root=ctx.vault.root,
+    )
     if not result.available:
         return ToolOutcome(False, "internet_research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]

@@ -273,7 +273,7 @@ class Pipeline:
             extras={**self.extras, INDEX_QUEUE: []},
         )
         max_attempts = self.vault.config.pipeline.max_revisions + 1
-        with EventWriter(path, user=user, turn=turn, new=start is not None) as writer:
+        with EventWriter(path, user=user, turn=turn, new=start is not None, root=self.vault.root) as writer:
             events: list[Event] = writer.history()  # read under the lock as it opened (none if new)
             if start is not None:
                 events.append(writer.append(start))

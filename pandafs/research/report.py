@@ -29,8 +29,11 @@ def write_markdown(
     topic: str,
     keywords: list[str],
     now: datetime,
+    *,
+    root: Path | None = None,
 ) -> Path:
-    """research.md: frontmatter (`DocumentMetadata`), summary, findings table, sources."""
+    """research.md: frontmatter (`DocumentMetadata`), summary, findings table, sources
+    (`root`: the vault root, for the writers' after-open check)."""
     content_types = ["research"]
     if any(v.page_type in ("product", "listing") for v in result.visits):
         content_types.append("vendor_info")
@@ -50,7 +53,7 @@ def write_markdown(
         sources=sorted({v.domain for v in result.visits}),
     )
     path = turn_dir / RESEARCH_MD
-    atomic_write(path, render_document(metadata, _body(result)))
+    atomic_write(path, render_document(metadata, _body(result)), root=root)
     return path
 
 
@@ -62,6 +65,8 @@ def write_json(
     topic: str,
     keywords: list[str],
     now: datetime,
+    *,
+    root: Path | None = None,
 ) -> Path:
     """research.json: everything the call saw, with the seed 003 §3.5 keys."""
     data = {
@@ -104,7 +109,7 @@ def write_json(
         "skipped_domains": result.skipped_domains,
     }
     path = turn_dir / RESEARCH_JSON
-    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
     return path
 
 

@@ -102,8 +102,10 @@ class ResearchTool:
         keywords: list[str],
         now: datetime,
         required_fields: Sequence[str] | None = None,
+        root: Path | None = None,
     ) -> ResearchResult:
-        """Research `query` for `user` and write the results into `turn_dir`."""
+        """Research `query` for `user` and write the results into `turn_dir` (inside the
+        vault `root`, when given: each write is checked where it lands)."""
         if not self.available:
             return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
         validate_user_id(user)
@@ -115,7 +117,7 @@ class ResearchTool:
             result = ResearchResult(
                 available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
             )
-            result.research_json = write_json(turn_dir, result, [], user, topic, keywords, now)
+            result.research_json = write_json(turn_dir, result, [], user, topic, keywords, now, root=root)
             return result
 
         candidates, skipped = self._rank(hits)
@@ -139,7 +141,7 @@ class ResearchTool:
                     )
                 )
                 continue
-            visit = write_visit(turn_dir, fetched, extraction, now)
+            visit = write_visit(turn_dir, fetched, extraction, now, root=root)
             result.visits.append(visit)
             success = all(name in extraction.fields for name in required) and (
                 extraction.items > 0 or len(extraction.text) >= MIN_TEXT_CHARS
@@ -160,8 +162,8 @@ class ResearchTool:
         good = [o.confidence for o in result.outcomes if o.success]
         result.quality = round(sum(good) / len(good), 3) if good else 0.0
         result.summary = summary(hits, chosen, result)
-        result.research_md = write_markdown(turn_dir, result, user, topic, keywords, now)
-        result.research_json = write_json(turn_dir, result, candidates, user, topic, keywords, now)
+        result.research_md = write_markdown(turn_dir, result, user, topic, keywords, now, root=root)
+        result.research_json = write_json(turn_dir, result, candidates, user, topic, keywords, now, root=root)
         return result
 
     def _rank(self, hits: list[SearchHit]) -> tuple[list[Candidate], list[str]]:

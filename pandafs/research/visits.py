@@ -133,9 +133,15 @@ def _json(data: Any) -> bytes:
 
 
 def write_visit(
-    turn_dir: Path, fetch_result: FetchResult, extraction: Extraction, visited_at: datetime
+    turn_dir: Path,
+    fetch_result: FetchResult,
+    extraction: Extraction,
+    visited_at: datetime,
+    *,
+    root: Path | None = None,
 ) -> VisitRecord:
-    """Write the three files of one visit (atomically) and return its record."""
+    """Write the three files of one visit (atomically, checked under `root` when given)
+    and return its record."""
     url = fetch_result.url
     folder = turn_dir / CACHE_DIR / url_slug(url)
     record = VisitRecord(
@@ -187,9 +193,9 @@ def write_visit(
     else:
         heading = extraction.title or fetch_result.final_url
         body = f"# {heading}\n\n{source}\n\n{text}\n"
-    atomic_write(folder / PAGE, render_document({k: v for k, v in front.items() if v}, body))
-    atomic_write(folder / EXTRACTED, _json(seed_record))
-    atomic_write(folder / MANIFEST, _json(manifest))
+    atomic_write(folder / PAGE, render_document({k: v for k, v in front.items() if v}, body), root=root)
+    atomic_write(folder / EXTRACTED, _json(seed_record), root=root)
+    atomic_write(folder / MANIFEST, _json(manifest), root=root)
     return record
 
 

@@ -1,0 +1,93 @@
+"""Where an open really landed: the one after-open check of the vault boundary.
+
+A folder checked from the vault root down (`events.fsio.vault_folder`) can be swapped
+for a symbolic link before the file in it is opened by path.  So readers and writers
+check the file they actually opened: its real path (`/proc/self/fd`, else `realpath`)
+must be `root/<rel>`.  Readers refuse what fails (`events.fsio.read_vault_file`);
+writers refuse it before a byte is written and remove what their own open made there
+(`check_opened`, and `check_made` for a name made by a hard link).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import NotInVault
+
+__all__ = ["check_made", "check_opened", "is_inside", "where_opened"]
+
+_PROC_FD = "/proc/self/fd"
+_HAS_PROC_FD = os.path.isdir(_PROC_FD)
+
+
+def where_opened(fd: int, full: str) -> str:
+    """The real path of the file open as `fd` (opened by the name `full`)."""
+    if _HAS_PROC_FD:
+        try:
+            return os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError:
+            pass
+    return os.path.realpath(full)
+
+
+def is_inside(opened: str, root: str, rel: str) -> bool:
+    """True if the file the kernel opened is `root/rel` itself: its real path ends in
+    `/rel` and what comes before is the root folder (same device and inode)."""
+    if not opened.endswith("/" + rel):
+        return False
+    head = opened[: -len(rel) - 1] or "/"
+    if head == root:
+        return True
+    try:
+        a, b = os.stat(head), os.stat(root)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None) -> None:
+    """The writers' after-open check, the one `events.fsio` makes for readers: the file
+    the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
+    swapped for a link after `vault_folder` checked it (a check-then-use race) lands
+    the open elsewhere: then `fd` is closed, the file is removed when this open
+    `created` it (never a file found there), and `NotInVault` is raised naming `target`
+    (the file being written, when `path` is its temporary file), before a byte is
+    written.  Costs one readlink."""
+    base = os.fspath(root)
+    opened = where_opened(fd, os.fspath(path))
+    if is_inside(opened, base, _rel(path, base)):
+        return
+    try:
+        if created:
+            _remove_opened(fd, opened)
+    finally:
+        os.close(fd)
+    why = "a folder on its path is a symbolic link or leaves the vault"
+    raise NotInVault(_rel(target or path, base), why, action="written")
+
+
+def check_made(root: Path | str, path: Path) -> None:
+    """A name this writer has just made at `path` (a hard link), checked as `root=`
+    writes are checked: when a folder on its way was swapped for a link after
+    `vault_folder` checked it, the name (now outside the vault, or in another user's
+    folder) is removed again and `NotInVault` is raised."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    check_opened(fd, path, root, created=True)
+    os.close(fd)
+
+
+def _rel(path: Path, base: str) -> str:
+    full, head = os.fspath(path), base.rstrip("/") + "/"
+    return full[len(head) :] if full.startswith(head) else full  # not under it: refused
+
+
+def _remove_opened(fd: int, opened: str) -> None:
+    """Remove the file open as `fd`, named by its real path `opened`, if that name is
+    still that file (a path through the link could by now name another one)."""
+    try:
+        here, there = os.fstat(fd), os.lstat(opened)
+    except OSError:
+        return
+    if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+        os.unlink(opened)

@@ -1,0 +1,193 @@
+"""A folder swapped for a link between a writer's folder check and its open (a
+check-then-use race) carries no write out of the user's folder.
+
+A real race is not deterministic, so the swap is made at the exact point: right after
+the writer's folder check, as the file is opened (the real open is then called).  Each
+test asserts on real files: the outside folder gains no file, its file keeps its bytes,
+no temporary file is left there, and the write is refused with `NotInVault`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import events.fsio as fsio
+from events.errors import NotInVault
+from pandafs.inbox import Inbox
+from pandafs.memory import Memory
+from pandafs.turns import TurnRef, project
+from pandafs.vault import Vault
+
+OUTSIDE_BYTES = b"# not the vault's\n\nkept as it is\n"
+
+
+def _outside(tmp_path: Path, name: str) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / name).write_bytes(OUTSIDE_BYTES)
+    return outside
+
+
+def _swap_when(monkeypatch: pytest.MonkeyPatch, hook: str, folder: Path, outside: Path, name: str) -> None:
+    """Wrap `events.fsio.<hook>`: the first time it opens `name` in `folder`, move the
+    folder away and put a link to `outside` in its place, then call the real one."""
+    real: Callable = getattr(fsio, hook)
+
+    def swapped(path: Path, *args: object) -> object:
+        if path.parent == folder and (path.name == name or path.name.startswith(f"{fsio.TMP_PREFIX}{name}.")):
+            if not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+        return real(path, *args)
+
+    monkeypatch.setattr(fsio, hook, swapped)
+
+
+def _untouched(outside: Path, name: str) -> None:
+    assert sorted(os.listdir(outside)) == [name]  # no new file, no temporary file
+    assert (outside / name).read_bytes() == OUTSIDE_BYTES
+
+
+def test_saved_preference_never_lands_in_a_folder_swapped_for_a_link(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Memory(vault)
+    memory.save("likes green tea", user="alice", doc_type="preference", index=False)
+    outside = _outside(tmp_path, "preferences.md")
+    _swap_when(monkeypatch, "_create_temp", vault.layout.user_dir("alice"), outside, "preferences.md")
+    with pytest.raises(NotInVault, match="preferences.md: a folder on its path is a symbolic link"):
+        memory.save("prefers window seats", user="alice", doc_type="preference", index=False)
+    _untouched(outside, "preferences.md")
+    kept = (vault.layout.users_dir / "alice.moved" / "preferences.md").read_text()
+    assert "green tea" in kept and "window seats" not in kept
+
+
+def test_cli_save_refuses_the_race_in_one_line(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    assert cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice").code == 0
+    outside = _outside(tmp_path, "facts.md")
+    _swap_when(monkeypatch, "_create_temp", vault.layout.user_dir("alice"), outside, "facts.md")
+    got = cli("--root", vault.root, "save", "born in Lyon", "--user", "alice", "--type", "fact")
+    assert got.code == 2 and got.out == ""
+    assert got.err.count("\n") == 1 and "Traceback" not in got.err
+    assert "a folder on its path is a symbolic link or leaves the vault" in got.err
+    _untouched(outside, "facts.md")
+
+
+def test_sharing_log_append_never_lands_outside(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    config = vault.layout.config_file
+    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    tip = "The quarry trail floods after rain; take the ridge path."
+    assert cli("--root", vault.root, "save", tip, "--user", "carol", "--scope", "global").code == 0
+    folder = vault.root / "observability"
+    outside = _outside(tmp_path, "sharing.jsonl")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, "sharing.jsonl")
+    got = cli("--root", vault.root, "save", "Ferry leaves at six.", "--user", "carol", "--scope", "global")
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err
+    assert "sharing.jsonl: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "sharing.jsonl")
+    assert len((vault.root / "observability.moved" / "sharing.jsonl").read_bytes().splitlines()) == 1
+    assert not any("Ferry" in p.read_text() for p in (vault.layout.knowledge / "published").iterdir())
+
+
+def test_sharing_log_append_creates_nothing_outside(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log the outside folder does not have is not left there, not even empty."""
+    folder = vault.root / "observability"
+    folder.mkdir(exist_ok=True)
+    outside = _outside(tmp_path, "other.txt")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, "new.jsonl")
+    with pytest.raises(NotInVault):
+        fsio.append_file(folder / "new.jsonl", b"{}\n", root=vault.root)
+    _untouched(outside, "other.txt")
+
+
+def test_turn_projection_never_lands_in_a_swapped_turn_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    [turn] = [p for p in vault.layout.turns_dir("alice").iterdir() if p.name.startswith("turn_")]
+    (turn / "context.md").unlink()
+    outside = _outside(tmp_path, "context.md")
+    _swap_when(monkeypatch, "_create_temp", turn, outside, "context.md")
+    with pytest.raises(NotInVault, match="context.md: a folder on its path is a symbolic link"):
+        project(TurnRef("alice", turn.name, turn))
+    _untouched(outside, "context.md")
+
+
+def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+    import pandafs.inbox._moves as moves
+
+    outbox = vault.root / "outbox" / "alice"
+    outside = _outside(tmp_path, "notes.md")
+    real = moves.vault_folder
+
+    def checked_then_swapped(root: Path, folder: Path, **kw: object) -> Path:
+        got = real(root, folder, **kw)
+        if Path(folder) == outbox and not outbox.is_symlink():
+            outbox.rename(outbox.with_name("alice.moved"))
+            outbox.symlink_to(outside, target_is_directory=True)
+        return got
+
+    monkeypatch.setattr(moves, "vault_folder", checked_then_swapped)
+    query = vault.root / "inbox" / "alice" / "q.txt"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text("How often should I feed my hamster?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    with Inbox(vault, settle_s=0.2) as box:
+        report = box.process_pending()
+    [result] = report.results
+    assert result.status == "failed" and "outbox/alice/q.md: a folder on its path" in str(result.message)
+    _untouched(outside, "notes.md")
+    assert not (vault.root / "outbox" / "alice.moved" / "q.md").exists()  # retried later, whole
+
+
+def test_turn_events_never_land_in_a_swapped_turn_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """The turn's folder is made, then swapped for a link just before its log is opened."""
+    from pandafs.pipeline import turn as turn_module
+
+    outside = _outside(tmp_path, "notes.md")
+
+    class SwappedBeforeOpen(turn_module.EventWriter):
+        def open(self) -> None:
+            folder = self.path.parent
+            if not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+            super().open()
+
+    monkeypatch.setattr(turn_module, "EventWriter", SwappedBeforeOpen)
+    got = cli("--root", vault.root, "ask", "hello there", "--user", "alice")
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err
+    assert "events.jsonl: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "notes.md")
+
+
+def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pandafs.importer.ledger import LEDGER, Ledger
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    ledger = Ledger(vault, "alice")
+    outside = _outside(tmp_path, "notes.md")
+    _swap_when(monkeypatch, "_open_no_link", turns, outside, LEDGER)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        ledger.append([{"e": "chat-1", "t": "turn_000001"}])
+    _untouched(outside, "notes.md")
