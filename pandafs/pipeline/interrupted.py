@@ -32,10 +32,10 @@ def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
                 if not repair:
-                    if find_interrupted(folder):
+                    if find_interrupted(vault.root, folder):
                         problems.append(Problem(vault.rel(folder / EVENTS), "interrupted", NEVER_ENDED))
                     continue
-                state = turn_state(folder)
+                state = turn_state(vault.root, folder)
                 if state is None:
                     continue
                 pipeline = pipeline or Pipeline(vault)

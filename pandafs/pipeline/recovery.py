@@ -27,13 +27,15 @@ Who looks: `ask` checks the user's latest turns before it starts a new one
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
 
-from events import Event, EventWriter, read_events, read_vault_file
+from events import Event, EventWriter, read_vault_file
 from events.errors import EventsError, LogBusyError, NotInVault
 from events.fsio import lock_is_held
+from events.log import events_of, parse_log
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
 from ..turns import TurnRef, is_abandoned, remove_abandoned
@@ -55,12 +57,13 @@ OPEN, UNPROJECTED = "open", "unprojected"
 """What `turn_state` says of a turn that may need recovery (None: it does not)."""
 
 
-def _needs_look(folder: Path) -> bool:
-    """Cheap first test: a log, and no metadata saying the turn ended."""
-    if not (folder / "events.jsonl").is_file():
+def _needs_look(root: Path, rel: str) -> bool:
+    """Cheap first test: a log, and no metadata saying the turn ended (read from the
+    vault `root` down: a turn folder swapped for a link is not followed)."""
+    if not os.path.isfile(f"{root}/{rel}/events.jsonl"):
         return False
     try:
-        outcome = orjson.loads(read_vault_file(folder, "metadata.json")[0]).get("outcome")
+        outcome = orjson.loads(read_vault_file(root, f"{rel}/metadata.json")[0]).get("outcome")
     except (FileNotFoundError, NotInVault, orjson.JSONDecodeError, AttributeError):
         return True
     return outcome in (None, "INCOMPLETE")
@@ -74,7 +77,7 @@ def _left_open(events: list[Event]) -> bool:
     return not (isinstance(first, TurnStarted) and first.source == "inbox")
 
 
-def turn_state(folder: Path) -> str | None:
+def turn_state(root: Path, folder: Path) -> str | None:
     """Which recovery the turn in `folder` may need, from one read of its files: `OPEN`
     (events, no `turn_completed`, not started from the inbox), `UNPROJECTED` (it ended,
     but its metadata.json, written last, does not say so), else None (nothing to do; a
@@ -82,29 +85,31 @@ def turn_state(folder: Path) -> str | None:
 
     Only a pre-filter: whether its process lives is the log's lock, and what is done is
     decided again on the log as it reads under that lock (`recover`)."""
-    if not _needs_look(folder):
+    rel = folder.relative_to(root).as_posix()
+    if not _needs_look(root, rel):
         return None
     try:
-        events = read_events(folder / "events.jsonl")
-    except EventsError:
+        data, _ = read_vault_file(root, f"{rel}/events.jsonl")
+        events = events_of(parse_log(folder / "events.jsonl", data))
+    except (EventsError, OSError):  # NotInVault is an EventsError
         return None
     if any(isinstance(e.data, TurnCompleted) for e in events):
         return UNPROJECTED
     return OPEN if _left_open(events) else None
 
 
-def find_interrupted(folder: Path) -> bool:
+def find_interrupted(root: Path, folder: Path) -> bool:
     """Whether the turn in `folder` was left open by a process that died (for a report:
     nothing is written).  False for complete turns, turns from the inbox (watch's to
     finish) and turns a live process holds."""
-    return turn_state(folder) == OPEN and not lock_is_held(folder / "events.jsonl")
+    return turn_state(root, folder) == OPEN and not lock_is_held(folder / "events.jsonl")
 
 
 def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:  # noqa: ANN001
     """Close (as FAIL) or re-project one turn whose process died; what was done (None:
     nothing was needed, or a live process holds it).  `state`: `turn_state` of the
     turn, if the caller has just read it."""
-    state = state or turn_state(pipeline.vault.layout.turn_dir(user, turn))
+    state = state or turn_state(pipeline.vault.root, pipeline.vault.layout.turn_dir(user, turn))
     try:
         if state == OPEN:
             return _close(pipeline, user, turn, by=by)

@@ -228,3 +228,25 @@ def test_a_folder_a_live_allocator_holds_is_never_removed_however_old(vault: Vau
     repaired = run_pandafs("--root", vault.root, "verify", "--repair", "--json")  # its writer is dead now
     assert repaired.code == 0, repaired.json["problems"]
     assert not folder.exists()
+
+
+def test_a_turn_folder_swapped_for_a_link_is_not_recovered_through_it(vault: Vault) -> None:
+    """Recovery reads a turn from the vault root down: alice's turn folder replaced by a
+    link to bob's open turn is not read, closed or resumed through the link (the walks
+    skip linked folders; this is the moment after they looked)."""
+    from pandafs.pipeline.recovery import recover, turn_state
+
+    [bobs] = vault.allocate_turns("bob")
+    log = vault.layout.turn_dir("bob", bobs) / "events.jsonl"
+    with EventWriter(log, user="bob", turn=bobs, new=True) as writer:
+        writer.append(TurnStarted(query="bob's secret plan", occurred_at=utcnow()))
+    before = log.read_bytes()
+    alices = vault.layout.turn_dir("alice", "turn_000001")
+    alices.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(vault.layout.turn_dir("bob", bobs), alices)
+
+    assert turn_state(vault.root, vault.layout.turn_dir("bob", bobs)) == "open"  # the real one
+    assert turn_state(vault.root, alices) is None
+    with Pipeline(vault) as pipeline:
+        assert recover(pipeline, "alice", "turn_000001", by="a test") is None
+    assert log.read_bytes() == before
