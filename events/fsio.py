@@ -52,6 +52,8 @@ __all__ = [
     "is_real_dir",
     "is_temp_name",
     "lock_is_held",
+    "make_folders_for",
+    "open_created",
     "open_vault_file",
     "read_vault_bytes",
     "read_vault_file",
@@ -100,7 +102,7 @@ def atomic_write(
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
-        _make_parents(path, root)
+        make_folders_for(path, root)
     with _replacing(path, durable, root) as fd:
         view = memoryview(data)
         while view:
@@ -111,14 +113,14 @@ def atomic_write(
 def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = None) -> Iterator[BinaryIO]:
     """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
     which would otherwise open a path themselves, following links)."""
-    _make_parents(path, root)
+    make_folders_for(path, root)
     with _replacing(path, durable, root) as fd, os.fdopen(os.dup(fd), "wb") as handle:
         yield handle  # (closed before the fsync; the writer may close its copy itself)
 
 
-def _make_parents(path: Path, root: Path | str | None) -> None:
-    """Inside a `root`, a missing folder is made from the root down, never through a link
-    (one that is there is left to the after-open check)."""
+def make_folders_for(path: Path, root: Path | str | None) -> None:
+    """The folders `path` goes in, made if missing; inside a `root`, from the root down,
+    never through a link (one that is there is left to the after-open check)."""
     if root is None:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not os.path.lexists(path.parent):
@@ -212,7 +214,7 @@ def append_file(
         created = durable and not os.path.lexists(path)
         fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     else:
-        fd, created = _open_append(path)
+        fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
         check_opened(fd, path, root, created=created)
         created = created and durable
     try:
@@ -227,18 +229,22 @@ def append_file(
         fsync_dir(path.parent)
 
 
-def _open_append(path: Path) -> tuple[int, bool]:
-    """`path` opened for appending, and whether this open created it (known exactly, so
-    only a file of our own making is ever removed by `check_opened`)."""
+def open_created(
+    path: Path, flags: int, opener: Callable[[Path, int], int] | None = None
+) -> tuple[int, bool]:
+    """`path` opened with `flags` (`opener`: `_open_no_link` by default, never through a
+    link), made if missing, and whether this open made it: known exactly, so
+    `check_opened` only ever removes a file of our own making."""
+    opener = opener or _open_no_link
     while True:
         try:
-            return _open_no_link(path, os.O_WRONLY | os.O_APPEND), False
+            return opener(path, flags), False
         except FileNotFoundError:
             pass
         try:
-            return _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL), True
+            return opener(path, flags | os.O_CREAT | os.O_EXCL), True
         except FileExistsError:
-            pass  # made meanwhile by another writer: append to it
+            pass  # made meanwhile by another writer: open that one
 
 
 def fsync_dir(directory: Path) -> None:

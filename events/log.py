@@ -28,7 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
-from .fsio import append_file, vault_folder
+from .fsio import append_file, make_folders_for, open_created
 from .opened import check_opened
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
@@ -130,6 +130,15 @@ def read_log(path: Path) -> LogRead:
     finally:
         os.close(fd)
     return parse_log(path, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+
+def _read_fd(fd: int) -> bytes:
+    """Everything in the open file `fd`, from its start (its offset is left alone)."""
+    chunks, at = [], 0
+    while chunk := os.pread(fd, 1 << 16, at):
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
 
 
 def parse_log(path: Path, raw: bytes) -> LogRead:
@@ -278,10 +287,7 @@ class EventWriter:
 
     def open(self) -> None:
         if not self.new:
-            if self.root is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            else:
-                vault_folder(self.root, self.path.parent)
+            make_folders_for(self.path, self.root)
         try:
             fd, created = self._open_log()
         except OSError as exc:
@@ -298,8 +304,8 @@ class EventWriter:
         if self.new:
             self._fd, self._seq, self._prev = fd, 0, GENESIS
             return
-        try:
-            log = read_log(self.path)
+        try:  # the file just opened (and checked), not the path again
+            log = parse_log(self.path, _read_fd(fd))
             problem = check_chain(log)
             if problem is not None:
                 raise problem
@@ -314,21 +320,12 @@ class EventWriter:
         self._records = log.records
 
     def _open_log(self) -> tuple[int, bool]:
-        """The log's descriptor, and whether this open created it (exactly, with `root`:
-        only a file of our own making is removed by `check_opened`)."""
-        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
-        if self.new or self.root is None:
-            extra = os.O_CREAT | (os.O_EXCL if self.new else 0)
-            return os.open(self.path, flags | extra, 0o644), self.new
-        while True:
-            try:
-                return os.open(self.path, flags), False
-            except FileNotFoundError:
-                pass
-            try:
-                return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
-            except FileExistsError:
-                pass  # made meanwhile: open it
+        """The log's descriptor (read and append: the history is read from it), and
+        whether this open created it."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        if self.new:
+            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+        return open_created(self.path, flags, lambda path, how: os.open(path, how, 0o644))
 
     def history(self) -> list[Event]:
         """The events the log held when this writer opened it, as read under its lock

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import orjson
 
-from events import Event, EventWriter, read_vault_file
-from events.errors import EventsError, LogBusyError, NotInVault
-from events.fsio import lock_is_held
+from events import Event, EventWriter
+from events.errors import EventsError, LogBusyError
+from events.fsio import lock_is_held, read_vault_bytes
 from events.log import events_of, parse_log
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
@@ -62,9 +62,10 @@ def _needs_look(root: Path, rel: str) -> bool:
     vault `root` down: a turn folder swapped for a link is not followed)."""
     if not os.path.isfile(f"{root}/{rel}/events.jsonl"):
         return False
+    data = read_vault_bytes(root, f"{root}/{rel}/metadata.json")
     try:
-        outcome = orjson.loads(read_vault_file(root, f"{rel}/metadata.json")[0]).get("outcome")
-    except (FileNotFoundError, NotInVault, orjson.JSONDecodeError, AttributeError):
+        outcome = orjson.loads(data).get("outcome") if data is not None else None
+    except (orjson.JSONDecodeError, AttributeError):
         return True
     return outcome in (None, "INCOMPLETE")
 
@@ -89,9 +90,9 @@ def turn_state(root: Path, folder: Path) -> str | None:
     if not _needs_look(root, rel):
         return None
     try:
-        data, _ = read_vault_file(root, f"{rel}/events.jsonl")
+        data = read_vault_bytes(root, folder / "events.jsonl") or b""
         events = events_of(parse_log(folder / "events.jsonl", data))
-    except (EventsError, OSError):  # NotInVault is an EventsError
+    except (EventsError, OSError):
         return None
     if any(isinstance(e.data, TurnCompleted) for e in events):
         return UNPROJECTED
