@@ -6,14 +6,17 @@ Layout (hive-style month partitions, so DuckDB and pyarrow see a `month` column)
                                                               (user, turn_number)
     observability/catalog/month=YYYY-MM/delta-{ns}-{pid}.parquet   rows of one sync
 
-The month is the month of the turn's `created_at` (UTC).  Every sync of the learning
+The month is the month of the turn's `created_at` (UTC).  A sync of the learning
 fold appends the rows of the turns it folded as one small delta file per month (a
-write of a few ms, TECH-NOTES "Parquet").  Compaction is tiered so a big month is not
-rewritten every few turns: more than `COMPACT_AFTER` deltas are merged into one new
-part; more than `MERGE_PARTS_AFTER` parts are merged into one.  A rebuild (`CatalogRebuild`)
-writes the whole catalog again from the turn folders (and the archive) into a new folder
-and swaps it in; it holds at most `SPILL_ROWS` rows, writing the rest out as chunks of
-their months, merged into each month's one part at the end.
+write of a few ms, TECH-NOTES "Parquet"); Save's sync lets them wait in the learning
+cache until `CATALOG_BATCH` have gathered or another sync (`stats`, `promote`,
+`prune`, `learning sync`) writes them, so the catalog is not a file per turn.
+Compaction is tiered so a big month is not rewritten every few turns: more than
+`COMPACT_AFTER` deltas are merged into one new part; more than `MERGE_PARTS_AFTER`
+parts are merged into one.  A rebuild (`CatalogRebuild`) writes the whole catalog
+again from the turn folders (and the archive) into a new folder and swaps it in; it
+holds at most `SPILL_ROWS` rows, writing the rest out as chunks of their months,
+merged into each month's one part at the end.
 
 Rows are unique by (user, turn) except after a crash between writing a compacted file
 and removing what it replaced; `read_rows` (and compaction) keep the last copy, and a
@@ -49,8 +52,18 @@ from ..errors import ProblemFound
 from ..vault import Vault
 from .rows import CATALOG_SCHEMA, RowValues, TurnRow, row_values
 
-__all__ = ["COMPACT_AFTER", "MERGE_PARTS_AFTER", "SPILL_ROWS", "Catalog", "CatalogRebuild", "UnreadablePart"]
+__all__ = [
+    "CATALOG_BATCH",
+    "COMPACT_AFTER",
+    "MERGE_PARTS_AFTER",
+    "SPILL_ROWS",
+    "Catalog",
+    "CatalogRebuild",
+    "UnreadablePart",
+]
 
+CATALOG_BATCH = 32
+"""Rows Save lets wait in the learning cache before it writes them as a delta itself."""
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
 SPILL_ROWS = 20_000

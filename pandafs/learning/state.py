@@ -81,6 +81,10 @@ class LearningState(BaseModel):
     scope_days: dict[str, dict[str, int]] = Field(default_factory=dict)
     dirty: list[str] = Field(default_factory=list)
     rollup_days: list[str] = Field(default_factory=list)
+    catalog_rows: list[dict[str, Any]] = Field(default_factory=list)
+    """Catalog rows Save folded and has not written yet (`TurnRow`s as JSON values): the
+    next sync that writes rollups writes them first, or Save once there are
+    `CATALOG_BATCH` of them."""
 
     def scope_records(self) -> dict[str, ScopeRecord]:
         return {doc: ScopeRecord(**data) for doc, data in self.scope.items()}

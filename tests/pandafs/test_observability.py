@@ -295,3 +295,35 @@ def test_a_damaged_catalog_part_is_named_by_verify_and_rebuilt_by_repair(vault: 
     assert [p["path"] for p in repaired.json["repaired"]] == [rel]
     assert [r["user"] for r in Catalog.of(vault).read_rows()] == ["alice"]
     assert cli("--root", vault.root, "stats", "--since", "3650d").code == 0
+
+
+def test_saves_rows_wait_in_the_cache_until_a_batch_or_the_next_sync_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Save does not write a Parquet file per turn: the rows it folds wait in the learning
+    cache; `stats` (any sync that writes rollups) writes them, and so does Save once
+    `CATALOG_BATCH` have gathered.  What it writes is what a rebuild writes."""
+    import pandafs.learning.engine
+
+    monkeypatch.setattr(pandafs.learning.engine, "CATALOG_BATCH", 4)
+    vault, _ = Vault.init(tmp_path / "vault")
+    catalog = Catalog(vault.root / "observability" / "catalog")
+    state = vault.root / "indexes" / "learning" / "state.json"
+    clock = {"t": START}
+
+    def ask(n: int) -> None:
+        with Pipeline(vault, backend=OfflineBackend(), clock=lambda: clock["t"]) as pipeline:
+            for _ in range(n):
+                clock["t"] += timedelta(hours=1)
+                pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
+
+    ask(4)  # each Save folds the turns before its own: three rows, under the batch
+    assert catalog.months() == [] and len(orjson.loads(state.read_bytes())["catalog_rows"]) == 3
+    sync(vault)
+    assert [r["turn_number"] for r in catalog.read_rows()] == [1, 2, 3, 4]
+    ask(5)  # Saves of turns 6-9 fold turns 5-8: the fourth row makes a batch
+    assert len(catalog.files("2026-01")) == 2 and orjson.loads(state.read_bytes())["catalog_rows"] == []
+    written = catalog.read_rows()
+    assert [r["turn_number"] for r in written] == list(range(1, 9))
+    rebuild(vault)
+    assert catalog.read_rows()[:8] == written
