@@ -1,7 +1,10 @@
 """`pandafs rebuild`: every derived artefact, recomputed from the files and events.
 
-1. the full-text index (built beside the live one and swapped in);
-2. usage, trust and scope, the turn catalog and the daily rollups (from turn events);
+1. usage, trust and scope, the turn catalog and the daily rollups (from turn events),
+   written into the documents' frontmatter and the trust shards;
+2. the full-text index (built beside the live one and swapped in), reading those: each
+   document is indexed once, with its trust (folded after the index, every turn whose
+   trust changed was indexed a second time, and left a deleted copy that BM25 counts);
 3. the per-domain source reliability table and its site notes (from extraction events).
 
 `--user U` rebuilds only that user's index entries (trust comes from the learning
@@ -31,12 +34,12 @@ def rebuild_all(
     on_total: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     memory = open_memory(vault)
+    seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
+    folded = learning.rebuild(vault, memory=memory, extractions=seen, index=False) if user is None else None
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
     stages = dict(index.stages)
-    if user is None:
-        seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
-        folded = learning.rebuild(vault, memory=memory, extractions=seen)
+    if folded is not None:
         stages.update(folded.stages)
         result["learning"] = folded.as_json()
         started = time.perf_counter()

@@ -64,13 +64,17 @@ def rebuild(
     *,
     memory: Memory | None = None,
     extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None,
+    index: bool = True,
 ) -> SyncReport:
     """Recompute usage, trust, scope, the turn catalog and the rollups from the events.
 
     `extractions`, if given, is filled with each live turn's extraction events as the
-    fold reads them (see `ReliabilityTable.rebuild`)."""
+    fold reads them (see `ReliabilityTable.rebuild`).  `index=False`: the caller rebuilds
+    the index next (it reads the documents written here and the turns' trust from the
+    shards), so nothing is re-indexed now."""
     with Learning(vault, memory).open() as engine:
         engine.extractions = extractions
+        engine.write_index = index
         return engine.rebuild()
 
 

@@ -116,6 +116,7 @@ class Learning(_Deciding):
         self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
         self.stale: str | None = None
         self.defer_index = False  # Save: collect index updates, commit them once
+        self.write_index = True  # False: the index is rebuilt after this, from the files
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
         self._turns_dirs: dict[str, str] = {}

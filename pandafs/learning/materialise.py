@@ -95,6 +95,7 @@ class _Materialising:
     state: LearningState
     counts: CounterStore
     defer_index: bool
+    write_index: bool
     _index_queue: list[IndexDoc]
 
     def locate(self, doc_id: str) -> tuple[str, str, str | None] | None:
@@ -198,9 +199,13 @@ class _Materialising:
                     continue
                 trust = trust_of(target.counts, self._turn_quality(info.rel), w)
                 if self.counts.trust(doc_id) != trust:
-                    overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
-                    if preview is None:
-                        self.counts.set_trust(doc_id, trust)
+                    if preview is not None:
+                        overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
+                        continue
+                    self.counts.set_trust(doc_id, trust)
+                    # Save's preview may have indexed this value already
+                    if self.write_index and self._indexed_trust(doc_id) != trust:
+                        overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
             if preview is None and target.counts is not None:
@@ -208,6 +213,16 @@ class _Materialising:
             if front != info.front:
                 plans[doc_id] = (info.rel, target)
         return plans, overlay
+
+    def _indexed_trust(self, doc_id: str) -> float | None:
+        """The trust the index holds for `doc_id` (None: none, or not indexed).
+
+        Save's preview indexed the trust each document it used will have once its turn
+        is folded; the fold that follows, a Save later, finds the same value there and
+        re-indexes nothing (it used to read, parse and upsert each again, with one more
+        deletion file per segment for the index commit to fsync)."""
+        payload = self.memory.index.lookup(doc_id)
+        return None if payload is None else payload.get("trust")
 
     def _apply(
         self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float]]
@@ -230,6 +245,8 @@ class _Materialising:
                     continue
                 atomic_write(self.vault.root / rel, render_document(front, info.body), root=self.vault.root)
             written.append(rel)
+        if not self.write_index:  # the index is rebuilt next, from these files and the trust shards
+            return sorted(written), 0
         max_bytes = self.vault.config.index.max_file_bytes
         for rel in written:
             loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)

@@ -37,3 +37,17 @@ def test_rebuild_after_deleting_indexes_restores_results_and_trust(cli, vault: V
     assert [[h["doc_id"] for h in hits] for hits in after] == [[h["doc_id"] for h in hits] for hits in before]
     assert {h["doc_id"]: h["trust"] for hits in after for h in hits} == trusted
     assert cli("--root", vault.root, "verify").code == 0
+
+
+def test_a_rebuild_indexes_each_document_once_with_its_trust(cli, vault: Vault) -> None:
+    """The learning fold runs before the index is built, so each turn goes in once with
+    the trust the fold gave it: no second copy whose deletion BM25 would still count."""
+    with Pipeline(vault, backend=OfflineBackend()) as pipeline:
+        for _ in range(4):
+            pipeline.ask("What does my hamster Biscuit like to eat?", user="alice")
+    assert cli("--root", vault.root, "rebuild", "--json").code == 0
+    memory = Memory(vault)
+    hits = memory.search("hamster", user="alice", limit=20)
+    assert any(h["trust"] is not None for h in hits)
+    searcher = memory.index.searcher()
+    assert searcher.doc_freq("body", "hamster") == len(hits) == searcher.num_docs

@@ -356,3 +356,27 @@ def test_a_learning_commit_does_not_replace_a_document_saved_after_it_was_read(
     hits = open_memory(vault).search("oat milk", user="alice", now=T0)
     assert [h["doc_id"] for h in hits] == ["alice/preferences"]
     assert verify_vault(vault, checks=default_checks()).ok
+
+
+def test_the_fold_after_saves_preview_re_indexes_no_trust_the_index_already_holds(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    """Save's preview indexes the trust each turn it used will have; the sync that folds
+    that turn a Save later finds the value in the index and re-indexes nothing (it used
+    to upsert every one of them a second time, identical)."""
+    for i in range(4):
+        clock["t"] = T0 + timedelta(hours=i)
+        pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
+    memory = open_memory(vault)
+    used = memory.search("Lenovo laptop RTX", user="alice")
+    assert sum(1 for h in used if h["doc_id"].startswith("alice/turn_") and h["trust"] is not None) >= 2
+    report = sync(vault)  # folds turn 4, whose Save previewed the trust of what it used
+    assert report.turns == 1 and report.index_updates == 0
+
+    def trusts() -> dict[str, float | None]:
+        return {h["doc_id"]: h["trust"] for h in open_memory(vault).search("Lenovo laptop RTX", user="alice")}
+
+    after = trusts()
+    assert after == {h["doc_id"]: h["trust"] for h in used}
+    rebuild(vault)  # the same trust, from the events alone
+    assert trusts() == after
