@@ -191,3 +191,52 @@ def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         ledger.append([{"e": "chat-1", "t": "turn_000001"}])
     _untouched(outside, "notes.md")
+
+
+def _swap_at_fsync(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: Path, name: str) -> None:
+    """Swap `folder` for a link to `outside` while the temporary file of `name` is being
+    fsynced: after the writer's checks passed and its bytes were written, before the
+    rename (`os.fsync` is wrapped; the real one is then called)."""
+    from events.opened import where_opened
+
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.basename(where_opened(fd, "")).startswith(f"{fsio.TMP_PREFIX}{name}."):
+            if not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_second_swap_before_the_rename_lands_nothing_outside_and_leaves_no_temp(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename and the folder's fsync go to the folder that was checked, not to the
+    path again: before, a folder swapped after the check made the rename fail with a raw
+    `FileNotFoundError` and left the temporary file behind in the real folder."""
+    folder = vault.layout.user_dir("alice")
+    folder.mkdir(parents=True)
+    (folder / "facts.md").write_bytes(b"old\n")
+    outside = _outside(tmp_path, "facts.md")
+    _swap_at_fsync(monkeypatch, folder, outside, "facts.md")
+    fsio.atomic_write(folder / "facts.md", b"new\n", root=vault.root)
+    _untouched(outside, "facts.md")
+    moved = folder.with_name("alice.moved")
+    assert sorted(os.listdir(moved)) == ["facts.md"] and (moved / "facts.md").read_bytes() == b"new\n"
+
+
+def test_cli_save_with_a_second_swap_saves_in_the_folder_checked_and_leaves_no_temp(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    assert cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice").code == 0
+    outside = _outside(tmp_path, "facts.md")
+    _swap_at_fsync(monkeypatch, vault.layout.user_dir("alice"), outside, "facts.md")
+    got = cli("--root", vault.root, "save", "born in Lyon", "--user", "alice", "--type", "fact")
+    assert got.code == 0 and got.err == "", got  # saved, in the folder checked (moved since)
+    _untouched(outside, "facts.md")
+    moved = vault.layout.users_dir / "alice.moved"
+    assert not [p for p in moved.rglob("*") if fsio.is_temp_name(p.name)]
+    assert "born in Lyon" in (moved / "facts.md").read_text()
