@@ -9,6 +9,7 @@ no temporary file is left there, and the write is refused with `NotInVault`.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable
@@ -124,24 +125,28 @@ def test_turn_projection_never_lands_in_a_swapped_turn_folder(
     _untouched(outside, "context.md")
 
 
-def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
-    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+def _swap_after_outbox_check(monkeypatch: pytest.MonkeyPatch, outbox: Path, outside: Path) -> None:
+    """Swap `outbox` for a link to `outside` right after `_moves` checked it (`vault_folder`)."""
     import pandafs.inbox._moves as moves
 
-    outbox = vault.root / "outbox" / "alice"
-    outside = _outside(tmp_path, "notes.md")
     real = moves.vault_folder
 
     def checked_then_swapped(root: Path, folder: Path, **kw: object) -> Path:
         got = real(root, folder, **kw)
         if Path(folder) == outbox and not outbox.is_symlink():
-            outbox.rename(outbox.with_name("alice.moved"))
+            outbox.rename(outbox.with_name(outbox.name + ".moved"))
             outbox.symlink_to(outside, target_is_directory=True)
         return got
 
     monkeypatch.setattr(moves, "vault_folder", checked_then_swapped)
+
+
+def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+    outside = _outside(tmp_path, "notes.md")
+    _swap_after_outbox_check(monkeypatch, vault.root / "outbox" / "alice", outside)
     query = vault.root / "inbox" / "alice" / "q.txt"
     query.parent.mkdir(parents=True, exist_ok=True)
     query.write_text("How often should I feed my hamster?\n")
@@ -153,6 +158,48 @@ def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
     assert result.status == "failed" and "outbox/alice/q.md: a folder on its path" in str(result.message)
     _untouched(outside, "notes.md")
     assert not (vault.root / "outbox" / "alice.moved" / "q.md").exists()  # retried later, whole
+
+
+def test_the_rename_fallback_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a filesystem without hard links (`os.link` fails) the answer is renamed into
+    place instead.  That rename went by path with no check: a folder swapped after the
+    check took the answer out of the vault.  Now it is refused and the file stays put."""
+    from pandafs.inbox._moves import link_no_replace
+
+    outside = _outside(tmp_path, "notes.md")
+    _swap_after_outbox_check(monkeypatch, vault.root / "outbox" / "alice", outside)
+
+    def no_hard_links(*args: object, **kw: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    answer = vault.root / "inbox" / "alice" / "q.md"
+    answer.parent.mkdir(parents=True)
+    answer.write_bytes(b"Twice a day.\n")
+    with pytest.raises(NotInVault, match="outbox/alice/q.md: a folder on its path"):
+        link_no_replace(vault.root, answer, vault.root / "outbox" / "alice" / "q.md")
+    _untouched(outside, "notes.md")
+    assert answer.read_bytes() == b"Twice a day.\n"
+
+
+def test_the_rename_fallback_still_names_the_file_and_never_replaces_one(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pandafs.inbox._moves import link_no_replace
+
+    def no_hard_links(*args: object, **kw: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    outbox = vault.root / "outbox" / "alice"
+    first, second = vault.root / "a.md", vault.root / "b.md"
+    first.write_bytes(b"first\n")
+    second.write_bytes(b"second\n")
+    assert link_no_replace(vault.root, first, outbox / "q.md")
+    assert not link_no_replace(vault.root, second, outbox / "q.md")
+    assert (outbox / "q.md").read_bytes() == b"first\n" and second.read_bytes() == b"second\n"
 
 
 def test_turn_events_never_land_in_a_swapped_turn_folder(
