@@ -223,3 +223,26 @@ def test_the_ledger_never_learns_ids_from_a_linked_turn_folder(vault: Vault, tmp
     ledger = Ledger(vault, "alice")
     assert ledger.recover() == [] and SECRET not in ledger.ids
     _no_secret_in(vault.root)
+
+
+def test_a_turn_log_linked_to_a_fifo_never_blocks_the_relink(vault: Vault, tmp_path: Path) -> None:
+    """Relinking locks each turn's log before rewriting its files, and opened the log by
+    path without `O_NOFOLLOW` (nor `O_NONBLOCK`): a log linked to a fifo outside the vault
+    hung the archive for good.  Now a linked log is left alone, and so is its turn."""
+    import os
+    import subprocess
+
+    _import(vault, tmp_path, ("an old question", 40), ("a young question", 5))
+    young = vault.layout.turn_dir("alice", "turn_000002")
+    note = young / "notes.md"
+    note.write_text("see [[users/alice/turns/turn_000001/context|turn 1]]\n")
+    fifo = tmp_path / "outside" / "fifo"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    _link(young / "events.jsonl", fifo)
+    try:
+        got = run_pandafs("--root", vault.root, "archive", "--json", "--now", NOW.isoformat(), timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the archive blocked on a log linked to a fifo")
+    assert got.code == 0 and [t["doc_id"] for t in got.json["turns"]] == ["alice/turn_000001"], got.err
+    assert (young / "events.jsonl").is_symlink() and "turn_000001/context" in note.read_text()
