@@ -185,7 +185,7 @@ def journal_dir(vault: Vault) -> Path:
 
 def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
     path = vault_folder(vault.root, journal_dir(vault)) / f"{name}.json"
-    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2), root=vault.root)
     return path
 
 

@@ -287,3 +287,20 @@ def test_cli_save_with_a_second_swap_saves_in_the_folder_checked_and_leaves_no_t
     moved = vault.layout.users_dir / "alice.moved"
     assert not [p for p in moved.rglob("*") if fsio.is_temp_name(p.name)]
     assert "born in Lyon" in (moved / "facts.md").read_text()
+
+
+def test_learning_state_never_lands_in_a_swapped_indexes_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """PandaFS's own files (here the learning cache under `indexes/`) are written with
+    the vault root too, so their folder swapped for a link gets no file either."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    now = ("--now", "2026-11-21T12:00:00+00:00")
+    assert cli("--root", vault.root, "promote", *now).code == 0
+    folder = vault.layout.indexes / "learning"
+    outside = _outside(tmp_path, "state.json")
+    _swap_when(monkeypatch, "_create_temp", folder, outside, "state.json")
+    got = cli("--root", vault.root, "promote", "--full", *now)
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
+    assert "state.json: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "state.json")
