@@ -16,14 +16,13 @@ check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
 journals, markers), where a file that cannot be read safely counts as one not there.
 
 Writes stay inside too: a writer puts nothing in a folder before `vault_folder` has
-checked it from the vault root down (every part a real folder, made when missing), and
-appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`); a
-link planted in the vault raises `NotInVault` instead of carrying the write outside
-it or into another user's folder.  `atomic_write` replaces a linked file's link, never
-its target.  A writer that passes `root` (`atomic_write`, `atomic_file`, `append_file`)
-gets the readers' after-open check too: the file just opened must sit at
-`root/<its path>`, so a folder swapped for a link after `vault_folder` checked it
-gains nothing (the write is refused before a byte of it is written).
+checked it from the vault root down (every part a real folder, made when missing);
+appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`), and
+`atomic_write` replaces a linked file's link, never its target: a link planted in the
+vault raises `NotInVault` instead of carrying the write out of it or into another user's
+folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`) a writer also gets the
+readers' after-open check, on the file it appends to or on the folder it makes, renames
+and fsyncs in (`open_folder`), so a folder swapped for a link after the check gains nothing.
 """
 
 from __future__ import annotations
@@ -34,12 +33,12 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import check_opened, is_inside, where_opened
+from .opened import check_opened, is_inside, open_folder, where_opened
 
 __all__ = [
     "TMP_PREFIX",
@@ -70,20 +69,21 @@ def is_temp_name(name: str) -> bool:
     return name.startswith((TMP_PREFIX, ".#")) or name.endswith((".tmp", ".swp", ".swx", "~", ".part"))
 
 
-def _create_temp(path: Path) -> tuple[Path, int]:
-    """A new temporary file beside `path` (a name `is_temp_name` knows) and its descriptor.
-
-    Created exclusively and never through a link: its name is predictable (the writer's
-    pid), so whoever can write in the folder could plant a link there to a file outside
-    the vault, which an ordinary open would truncate and fill.  What is found at the name
-    (such a link, or what a crashed writer of the same pid left) is removed, not followed."""
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp")
+def _create_temp(path: Path, root: Path | str | None = None) -> tuple[int, str, int]:
+    """A new temporary file beside `path`: its folder's descriptor (checked with `root`),
+    name and descriptor.  Made exclusively, never through a link: its name is predictable
+    (the pid), and a link planted there to a file outside the vault is removed, not filled."""
+    folder = open_folder(path.parent, root, target=path)
+    tmp = f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        return tmp, os.open(tmp, flags, 0o644)
-    except FileExistsError:
-        os.unlink(tmp)
-        return tmp, os.open(tmp, flags, 0o644)
+        with suppress(FileExistsError):
+            return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
+        os.unlink(tmp, dir_fd=folder)
+        return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
+    except BaseException:
+        os.close(folder)
+        raise
 
 
 def atomic_write(
@@ -96,9 +96,8 @@ def atomic_write(
 ) -> None:
     """Replace `path` with `data` atomically; create parent folders as needed.
 
-    With `root` (the vault root, `path` under it) the temporary file is checked right
-    after it is opened, before a byte is written (`check_opened`); missing parents are
-    then made by `vault_folder`, never through a link."""
+    With `root` (the vault root, `path` under it) missing parents are made by `vault_folder`,
+    and the folder is checked once opened, before anything is made in it (`open_folder`)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
@@ -129,24 +128,25 @@ def make_folders_for(path: Path, root: Path | str | None) -> None:
 
 @contextmanager
 def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
-    """A new temporary file beside `path` (`_create_temp`) that replaces `path` when the
-    block ends without an error, fsynced first when `durable`; removed if it raises.
-    With `root`, the temporary file must sit where it was asked for (`check_opened`)."""
-    tmp, fd = _create_temp(path)
-    if root is not None:
-        check_opened(fd, tmp, root, created=True, target=path)
+    """A new temporary file beside `path` (`_create_temp`) that replaces it when the block
+    ends without an error (fsynced first if `durable`), else removed; all in one folder fd."""
+    folder, tmp, fd = _create_temp(path, root)
     try:
-        yield fd
+        try:
+            yield fd
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
         if durable:
-            os.fsync(fd)
+            os.fsync(folder)
     except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=folder)  # (gone once renamed)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
-    if durable:
-        fsync_dir(path.parent)
+    finally:
+        os.close(folder)
 
 
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
@@ -249,7 +249,7 @@ def open_created(
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename or a new entry in `directory` survive a power cut."""
-    fd = os.open(directory, os.O_RDONLY)
+    fd = open_folder(directory)
     try:
         os.fsync(fd)
     finally:

@@ -5,7 +5,8 @@ for a symbolic link before the file in it is opened by path.  So readers and wri
 check the file they actually opened: its real path (`/proc/self/fd`, else `realpath`)
 must be `root/<rel>`.  Readers refuse what fails (`events.fsio.read_vault_file`);
 writers refuse it before a byte is written and remove what their own open made there
-(`check_opened`, and `check_made` for a name made by a hard link).
+(`check_opened`, `check_made` for a name made by a hard link, `open_folder` for the
+folder an atomic write makes, renames and fsyncs in).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from .errors import NotInVault
 
-__all__ = ["check_made", "check_opened", "is_inside", "where_opened"]
+__all__ = ["check_made", "check_opened", "is_inside", "open_folder", "where_opened"]
 
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC_FD = os.path.isdir(_PROC_FD)
@@ -33,10 +34,11 @@ def where_opened(fd: int, full: str) -> str:
 
 def is_inside(opened: str, root: str, rel: str) -> bool:
     """True if the file the kernel opened is `root/rel` itself: its real path ends in
-    `/rel` and what comes before is the root folder (same device and inode)."""
-    if not opened.endswith("/" + rel):
+    `/rel` and what comes before is the root folder (same device and inode).  An empty
+    `rel` is the root folder itself."""
+    if rel and not opened.endswith("/" + rel):
         return False
-    head = opened[: -len(rel) - 1] or "/"
+    head = (opened[: -len(rel) - 1] or "/") if rel else opened
     if head == root:
         return True
     try:
@@ -77,8 +79,21 @@ def check_made(root: Path | str, path: Path) -> None:
     os.close(fd)
 
 
+def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:
+    """A descriptor of `folder`, to create, rename and fsync in by `dir_fd`.  With `root`
+    it is checked as `check_opened` checks a file (it must be `root/<its path>`; else
+    `NotInVault` naming `target`), so what goes through it stays in the folder checked,
+    whatever is swapped for a link on its path later."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    if root is not None:
+        check_opened(fd, folder, root, created=False, target=target)
+    return fd
+
+
 def _rel(path: Path, base: str) -> str:
-    full, head = os.fspath(path), base.rstrip("/") + "/"
+    full, head = os.fspath(path).rstrip("/"), base.rstrip("/") + "/"
+    if full + "/" == head:
+        return ""  # the root folder itself
     return full[len(head) :] if full.startswith(head) else full  # not under it: refused
 
 

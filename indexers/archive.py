@@ -198,7 +198,7 @@ class ArchiveStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         if new_dir:
             fsync_dir(path.parent.parent)
-        with atomic_file(path) as out:
+        with atomic_file(path, root=self.root) as out:
             self._write_table(table, out)
 
     def drop_turns(self, path: Path, turns: Iterable[TurnKey]) -> int:

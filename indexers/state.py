@@ -61,7 +61,7 @@ class _StateLog:
         for p, e in changes.items():
             lines += orjson.dumps({"p": p, "d": 1}) if e is None else _state_line(p, e)
             lines += b"\n"
-        append_file(path, lines)
+        append_file(path, lines, root=self.indexes_dir.parent)
 
     def state(self) -> dict[str, StateEntry]:
         """What has been indexed: path → (checksum, mtime, size), folded from the state log.
@@ -111,5 +111,5 @@ class _StateLog:
             if not force and size < max(1_000_000, 4 * 120 * len(state)):
                 return False
             data = b"".join(_state_line(p, e) + b"\n" for p, e in sorted(state.items()))
-            atomic_write(self.state_path, data)
+            atomic_write(self.state_path, data, root=self.indexes_dir.parent)
             return True

@@ -186,7 +186,11 @@ class _Writing:
     def _create(self, directory: Path) -> tantivy.Index:
         vault_folder(self.indexes_dir.parent, directory / "tantivy")
         index = tantivy.Index(self._schema, path=str(directory / "tantivy"))
-        atomic_write(directory / "schema.json", orjson.dumps({"schema_version": SCHEMA_VERSION}))
+        atomic_write(
+            directory / "schema.json",
+            orjson.dumps({"schema_version": SCHEMA_VERSION}),
+            root=self.indexes_dir.parent,
+        )
         return index
 
     def _open(self) -> tantivy.Index:

@@ -150,7 +150,7 @@ class Vault:
         }
         for path, data in files.items():
             if not path.exists():
-                atomic_write(path, data)
+                atomic_write(path, data, root=vault.root)
                 created.append(vault.layout.relative(path))
         return vault, created
 

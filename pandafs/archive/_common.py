@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -141,14 +143,24 @@ def archive_lock(vault: Vault) -> Iterator[None]:
 def log_held(folder: Path) -> Iterator[bool]:
     """Hold the turn's event-log lock (the one `EventWriter` takes) while we move it.
 
-    Yields False when a writer has the log open: that turn is not archived now.
+    Yields False when a writer has the log open: that turn is not archived now.  Also
+    False for a link (or anything but a regular file) at the log's name: it is opened
+    never through a link and without blocking (a fifo), and such a turn is left alone.
     """
     try:
-        fd = os.open(folder / EVENTS_FILE, os.O_RDONLY)
+        fd = os.open(folder / EVENTS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         yield True
         return
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        yield False
+        return
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            yield False
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -173,7 +185,7 @@ def journal_dir(vault: Vault) -> Path:
 
 def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
     path = vault_folder(vault.root, journal_dir(vault)) / f"{name}.json"
-    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2), root=vault.root)
     return path
 
 

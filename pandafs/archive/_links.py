@@ -42,7 +42,7 @@ def mark_relink(vault: Vault, users: Iterable[str]) -> None:
     wanted = set(users) | set(pending_relink(vault))
     if wanted:
         vault_folder(vault.root, _pending(vault).parent)  # archive/.journal: never through a link
-        atomic_write(_pending(vault), ("\n".join(sorted(wanted)) + "\n").encode())
+        atomic_write(_pending(vault), ("\n".join(sorted(wanted)) + "\n").encode(), root=vault.root)
 
 
 def pending_relink(vault: Vault) -> list[str]:

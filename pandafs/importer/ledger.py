@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from events import turn_name, turn_number
-from events.fsio import append_file
+from events.errors import NotInVault
+from events.fsio import append_file, open_vault_file
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault
@@ -25,12 +27,13 @@ __all__ = ["LEDGER", "Ledger"]
 LEDGER = ".external_ids.jsonl"
 
 
-def _first_record(path: str) -> dict[str, Any] | None:
-    """The first event of a log (a turn's `turn_started`), reading one line only."""
+def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
+    """The first event of a log (a turn's `turn_started`), reading one line only; None
+    when it is not there or not plainly a file of the vault (a linked turn folder)."""
     try:
-        with open(path, "rb") as handle:
+        with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
             line = handle.readline()
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, NotInVault):
         return None
     if not line.endswith(b"\n"):
         return None
@@ -52,8 +55,8 @@ class Ledger:
         self.scanned = 0
         indexed: int | None = None
         torn = False
-        try:
-            handle = open(self.path, "rb")
+        try:  # a linked ledger is refused (`NotInVault`), never read through
+            handle = open_vault_file(vault.root, self.path.relative_to(vault.root).as_posix())
         except FileNotFoundError:
             handle = None
         if handle is not None:
@@ -120,7 +123,7 @@ class Ledger:
         newest = self.scanned
         for number in self._numbers_after(min(self.scanned, self.indexed)):
             name = turn_name(number)
-            first = _first_record(f"{turns}/{name}/{EVENTS_FILE}")
+            first = _first_record(self.vault.root, turns / name / EVENTS_FILE)
             if first is None or first.get("type") != "turn_started":
                 continue  # empty or torn: not a placed turn (`verify --repair` names it)
             data = first.get("data") or {}

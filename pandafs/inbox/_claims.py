@@ -105,7 +105,7 @@ class ClaimFolders:
         return None if data is None else ClaimPlan.model_validate_json(data)
 
     def _write_plan(self, claim: Path, plan: ClaimPlan) -> None:
-        atomic_write(claim / PLAN, plan.model_dump_json(indent=1, exclude_none=True))
+        atomic_write(claim / PLAN, plan.model_dump_json(indent=1, exclude_none=True), root=self.root)
 
     def _plan(self, claim: Path, query_path: Path) -> ClaimPlan:
         claimed = query_path.relative_to(claim / QUERY_DIR).as_posix()

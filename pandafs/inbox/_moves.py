@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from events.fsio import fsync_dir, vault_folder
-from events.opened import check_made
+from events.opened import check_made, open_folder
 
 
 def rejected_name(name: str) -> str:
@@ -42,7 +42,8 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     filesystem without hard links we fall back to check-then-rename (we hold the inbox
     lock; only a person could race us there).  `dest`'s folder is checked from `root`
     down (`vault_folder`): a linked folder is refused, and so is one swapped for a link
-    after that check (`check_made` removes the new name again).
+    after that check (`check_made` removes the new name again; the rename goes into the
+    folder descriptor `open_folder` checked, so `src` keeps its name when refused).
     """
     vault_folder(root, dest.parent)
     try:
@@ -50,14 +51,27 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     except FileExistsError:
         return os.path.samefile(src, dest)
     except OSError:
-        if dest.exists():
-            return os.path.samefile(src, dest)
-        os.rename(src, dest)
-        fsync_dir(dest.parent)
-        return True
+        return _rename_no_replace(root, src, dest)
     check_made(root, dest)
     fsync_dir(dest.parent)
     return True
+
+
+def _rename_no_replace(root: Path, src: Path, dest: Path) -> bool:
+    """`link_no_replace` on a filesystem without hard links: rename `src` to `dest`
+    unless that name is taken (then: True if it is `src`'s file)."""
+    folder = open_folder(dest.parent, root, target=dest)
+    try:
+        try:
+            there = os.stat(dest.name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            os.rename(src, dest.name, dst_dir_fd=folder)
+            os.fsync(folder)
+            return True
+        here = os.stat(src)
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    finally:
+        os.close(folder)
 
 
 def remove_empty_tree(top: Path) -> str | None:

@@ -99,7 +99,7 @@ class _Deciding(_Materialising, _TurnReading):
         plans, overlay = self._plan(sorted(targets), projection, preview=targets)
         if plans:
             self.state.dirty = sorted(set(self.state.dirty) | set(plans))
-            write_state_file(self.dir, self.state)
+            write_state_file(self.dir, self.state, self.vault.root)
         if plans or overlay:
             self._apply(plans, overlay)
         return changes

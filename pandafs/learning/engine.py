@@ -327,7 +327,7 @@ class Learning(_Deciding):
         save_state(self.dir, self.state, self.counts)
         report.documents, report.index_updates = self._apply(plans, overlay)
         self.state.dirty = []
-        write_state_file(self.dir, self.state)
+        write_state_file(self.dir, self.state, self.vault.root)
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []

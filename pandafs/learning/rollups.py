@@ -137,7 +137,7 @@ def write_rollups(directory: Path, rollups: Iterable[dict[str, Any]], root: Path
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
         if read_vault_bytes(root or directory, path) == payload:
             continue
-        atomic_write(path, payload, durable=False)
+        atomic_write(path, payload, durable=False, root=root)
         written.append(path)
     return written
 

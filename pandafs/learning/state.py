@@ -97,11 +97,12 @@ class CounterStore(MutableMapping[str, Counts]):
     """Per-document counters in hash shards, loaded lazily, written when dirty."""
 
     def __init__(
-        self, directory: Path, shard_gens: dict[str, int], *, fresh: bool = False, root: Path | None = None
+        self, directory: Path, shard_gens: dict[str, int], *, root: Path, fresh: bool = False
     ) -> None:
-        """`fresh`: start empty and ignore the shards on disk (a full recompute)."""
+        """`fresh`: start empty and ignore the shards on disk (a full recompute).  `root`,
+        the vault: nothing below it is read through a link, nor written through one."""
         self.dir = directory
-        self.root = root or directory  # nothing is read through a link below it
+        self.root = root
         self.expected = shard_gens
         self.fresh = fresh
         self._shards: dict[str, dict[str, list[Any]]] = {}
@@ -177,6 +178,7 @@ class CounterStore(MutableMapping[str, Counts]):
                 self.dir / f"{name}.json",
                 orjson.dumps({"gen": generation, "docs": docs}),
                 durable=False,
+                root=self.root,
             )
             gens[name] = generation
         self._dirty.clear()
@@ -184,13 +186,11 @@ class CounterStore(MutableMapping[str, Counts]):
         return gens
 
 
-def load_state(
-    directory: Path, prior_weight: float, root: Path | None = None
-) -> tuple[LearningState, CounterStore]:
+def load_state(directory: Path, prior_weight: float, root: Path) -> tuple[LearningState, CounterStore]:
     """The cached state, or raise `StaleCache` when there is none we can use (nothing
     below `root` is read through a link)."""
     path = directory / "state.json"
-    raw = read_vault_bytes(root or directory, path)
+    raw = read_vault_bytes(root, path)
     if raw is None:
         raise StaleCache("no learning cache yet")
     try:
@@ -208,14 +208,15 @@ def save_state(directory: Path, state: LearningState, counts: CounterStore) -> N
     """Shards first, then state.json naming their generation (see the module docstring)."""
     state.generation += 1
     state.shard_gens = counts.flush(state.generation)
-    write_state_file(directory, state)
+    write_state_file(directory, state, counts.root)
 
 
-def write_state_file(directory: Path, state: LearningState) -> None:
+def write_state_file(directory: Path, state: LearningState, root: Path) -> None:
     atomic_write(
         directory / "state.json",
         orjson.dumps(state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
         durable=False,
+        root=root,
     )
 
 

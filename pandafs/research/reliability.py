@@ -145,7 +145,8 @@ class ReliabilityTable:
 
     def _write(self, stats: dict[str, DomainStats]) -> None:
         table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=SCHEMA)
-        with atomic_file(self.path, durable=False) as out:  # derived from the events: rebuilt from them
+        # derived from the events: rebuilt from them
+        with atomic_file(self.path, durable=False, root=self.vault.root) as out:
             pq.write_table(table, out, compression="zstd")
         self._cache = None
 
@@ -261,5 +262,5 @@ def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str
         ]
     text = render_document(meta, "\n".join(body))
     if old != text:
-        atomic_write(path, text)
+        atomic_write(path, text, root=vault.root)
     return rel

@@ -238,4 +238,5 @@ class Upkeep:
             "summary": result.summary,
             "seconds": round(result.seconds, 3),
         }
-        atomic_write(self.path, orjson.dumps({"jobs": state}, option=orjson.OPT_INDENT_2))
+        data = orjson.dumps({"jobs": state}, option=orjson.OPT_INDENT_2)
+        atomic_write(self.path, data, root=self.vault.root)

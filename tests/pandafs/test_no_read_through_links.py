@@ -1,6 +1,6 @@
 """No file of the vault is read through a link: the config, a turn's metadata.json read
 for its quality or its age, the archive's expansions log, a file relinked after an
-archive.  Each was read by path (following links) before the fix; each test plants a
+archive, the import ledger.  Each was read by path (following links) before the fix; each test plants a
 link to a file outside the vault holding a recognisable secret and runs the real code."""
 
 from __future__ import annotations
@@ -186,3 +186,63 @@ def test_relinking_after_an_archive_never_copies_a_linked_file_in(
     assert report.archived == 1 and swapped == [note]
     assert note.is_symlink() and target.read_bytes() == data
     _no_secret_in(vault.root)
+
+
+def test_a_linked_import_ledger_is_refused_not_read(vault: Vault, tmp_path: Path) -> None:
+    """The import ledger was read with plain `open()`: one linked to a file outside the
+    vault made its ids count as imported, so the real line was skipped as a repeat."""
+    from events.errors import NotInVault
+    from pandafs.importer.ledger import LEDGER, Ledger
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    target, data = _outside(tmp_path, "ids.jsonl", orjson.dumps({"e": SECRET, "t": "turn_000001"}) + b"\n")
+    _link(turns / LEDGER, target)
+    with pytest.raises(NotInVault, match="is a symbolic link"):
+        Ledger(vault, "alice")
+    row = {"user": "alice", "external_id": SECRET, "timestamp": NOW.isoformat(), "query": "q"}
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(orjson.dumps({**row, "response": "r"}) + b"\n")
+    got = run_pandafs("--root", vault.root, "import-turns", source)
+    assert got.code == 2 and "Traceback" not in got.err, (got.out, got.err)
+    assert f"{LEDGER}: is a symbolic link" in got.err.splitlines()[-1]
+    assert vault.layout.turn_dirs("alice") == [] and target.read_bytes() == data
+
+
+def test_the_ledger_never_learns_ids_from_a_linked_turn_folder(vault: Vault, tmp_path: Path) -> None:
+    """Catching up, the ledger read each newer turn's first event by path: a turn folder
+    linked to one outside the vault gave it an external id (then skipped as imported)."""
+    from pandafs.importer.ledger import Ledger
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True)
+    (turns / ".counter").write_text("3\n")
+    started = {"type": "turn_started", "data": {"external_id": SECRET, "source": "chat"}}
+    log, _ = _outside(tmp_path, "events.jsonl", orjson.dumps(started) + b"\n")
+    (turns / "turn_000001").symlink_to(log.parent, target_is_directory=True)
+    ledger = Ledger(vault, "alice")
+    assert ledger.recover() == [] and SECRET not in ledger.ids
+    _no_secret_in(vault.root)
+
+
+def test_a_turn_log_linked_to_a_fifo_never_blocks_the_relink(vault: Vault, tmp_path: Path) -> None:
+    """Relinking locks each turn's log before rewriting its files, and opened the log by
+    path without `O_NOFOLLOW` (nor `O_NONBLOCK`): a log linked to a fifo outside the vault
+    hung the archive for good.  Now a linked log is left alone, and so is its turn."""
+    import os
+    import subprocess
+
+    _import(vault, tmp_path, ("an old question", 40), ("a young question", 5))
+    young = vault.layout.turn_dir("alice", "turn_000002")
+    note = young / "notes.md"
+    note.write_text("see [[users/alice/turns/turn_000001/context|turn 1]]\n")
+    fifo = tmp_path / "outside" / "fifo"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    _link(young / "events.jsonl", fifo)
+    try:
+        got = run_pandafs("--root", vault.root, "archive", "--json", "--now", NOW.isoformat(), timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the archive blocked on a log linked to a fifo")
+    assert got.code == 0 and [t["doc_id"] for t in got.json["turns"]] == ["alice/turn_000001"], got.err
+    assert (young / "events.jsonl").is_symlink() and "turn_000001/context" in note.read_text()

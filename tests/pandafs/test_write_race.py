@@ -9,6 +9,7 @@ no temporary file is left there, and the write is refused with `NotInVault`.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable
@@ -124,24 +125,28 @@ def test_turn_projection_never_lands_in_a_swapped_turn_folder(
     _untouched(outside, "context.md")
 
 
-def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
-    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+def _swap_after_outbox_check(monkeypatch: pytest.MonkeyPatch, outbox: Path, outside: Path) -> None:
+    """Swap `outbox` for a link to `outside` right after `_moves` checked it (`vault_folder`)."""
     import pandafs.inbox._moves as moves
 
-    outbox = vault.root / "outbox" / "alice"
-    outside = _outside(tmp_path, "notes.md")
     real = moves.vault_folder
 
     def checked_then_swapped(root: Path, folder: Path, **kw: object) -> Path:
         got = real(root, folder, **kw)
         if Path(folder) == outbox and not outbox.is_symlink():
-            outbox.rename(outbox.with_name("alice.moved"))
+            outbox.rename(outbox.with_name(outbox.name + ".moved"))
             outbox.symlink_to(outside, target_is_directory=True)
         return got
 
     monkeypatch.setattr(moves, "vault_folder", checked_then_swapped)
+
+
+def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is published into `outbox/alice/` by a hard link, after the folder check."""
+    outside = _outside(tmp_path, "notes.md")
+    _swap_after_outbox_check(monkeypatch, vault.root / "outbox" / "alice", outside)
     query = vault.root / "inbox" / "alice" / "q.txt"
     query.parent.mkdir(parents=True, exist_ok=True)
     query.write_text("How often should I feed my hamster?\n")
@@ -153,6 +158,48 @@ def test_outbox_answer_never_lands_in_a_swapped_outbox_folder(
     assert result.status == "failed" and "outbox/alice/q.md: a folder on its path" in str(result.message)
     _untouched(outside, "notes.md")
     assert not (vault.root / "outbox" / "alice.moved" / "q.md").exists()  # retried later, whole
+
+
+def test_the_rename_fallback_never_lands_in_a_swapped_outbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a filesystem without hard links (`os.link` fails) the answer is renamed into
+    place instead.  That rename went by path with no check: a folder swapped after the
+    check took the answer out of the vault.  Now it is refused and the file stays put."""
+    from pandafs.inbox._moves import link_no_replace
+
+    outside = _outside(tmp_path, "notes.md")
+    _swap_after_outbox_check(monkeypatch, vault.root / "outbox" / "alice", outside)
+
+    def no_hard_links(*args: object, **kw: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    answer = vault.root / "inbox" / "alice" / "q.md"
+    answer.parent.mkdir(parents=True)
+    answer.write_bytes(b"Twice a day.\n")
+    with pytest.raises(NotInVault, match="outbox/alice/q.md: a folder on its path"):
+        link_no_replace(vault.root, answer, vault.root / "outbox" / "alice" / "q.md")
+    _untouched(outside, "notes.md")
+    assert answer.read_bytes() == b"Twice a day.\n"
+
+
+def test_the_rename_fallback_still_names_the_file_and_never_replaces_one(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pandafs.inbox._moves import link_no_replace
+
+    def no_hard_links(*args: object, **kw: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    outbox = vault.root / "outbox" / "alice"
+    first, second = vault.root / "a.md", vault.root / "b.md"
+    first.write_bytes(b"first\n")
+    second.write_bytes(b"second\n")
+    assert link_no_replace(vault.root, first, outbox / "q.md")
+    assert not link_no_replace(vault.root, second, outbox / "q.md")
+    assert (outbox / "q.md").read_bytes() == b"first\n" and second.read_bytes() == b"second\n"
 
 
 def test_turn_events_never_land_in_a_swapped_turn_folder(
@@ -191,3 +238,69 @@ def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         ledger.append([{"e": "chat-1", "t": "turn_000001"}])
     _untouched(outside, "notes.md")
+
+
+def _swap_at_fsync(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: Path, name: str) -> None:
+    """Swap `folder` for a link to `outside` while the temporary file of `name` is being
+    fsynced: after the writer's checks passed and its bytes were written, before the
+    rename (`os.fsync` is wrapped; the real one is then called)."""
+    from events.opened import where_opened
+
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.basename(where_opened(fd, "")).startswith(f"{fsio.TMP_PREFIX}{name}."):
+            if not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_second_swap_before_the_rename_lands_nothing_outside_and_leaves_no_temp(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename and the folder's fsync go to the folder that was checked, not to the
+    path again: before, a folder swapped after the check made the rename fail with a raw
+    `FileNotFoundError` and left the temporary file behind in the real folder."""
+    folder = vault.layout.user_dir("alice")
+    folder.mkdir(parents=True)
+    (folder / "facts.md").write_bytes(b"old\n")
+    outside = _outside(tmp_path, "facts.md")
+    _swap_at_fsync(monkeypatch, folder, outside, "facts.md")
+    fsio.atomic_write(folder / "facts.md", b"new\n", root=vault.root)
+    _untouched(outside, "facts.md")
+    moved = folder.with_name("alice.moved")
+    assert sorted(os.listdir(moved)) == ["facts.md"] and (moved / "facts.md").read_bytes() == b"new\n"
+
+
+def test_cli_save_with_a_second_swap_saves_in_the_folder_checked_and_leaves_no_temp(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    assert cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice").code == 0
+    outside = _outside(tmp_path, "facts.md")
+    _swap_at_fsync(monkeypatch, vault.layout.user_dir("alice"), outside, "facts.md")
+    got = cli("--root", vault.root, "save", "born in Lyon", "--user", "alice", "--type", "fact")
+    assert got.code == 0 and got.err == "", got  # saved, in the folder checked (moved since)
+    _untouched(outside, "facts.md")
+    moved = vault.layout.users_dir / "alice.moved"
+    assert not [p for p in moved.rglob("*") if fsio.is_temp_name(p.name)]
+    assert "born in Lyon" in (moved / "facts.md").read_text()
+
+
+def test_learning_state_never_lands_in_a_swapped_indexes_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """PandaFS's own files (here the learning cache under `indexes/`) are written with
+    the vault root too, so their folder swapped for a link gets no file either."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    now = ("--now", "2026-11-21T12:00:00+00:00")
+    assert cli("--root", vault.root, "promote", *now).code == 0
+    folder = vault.layout.indexes / "learning"
+    outside = _outside(tmp_path, "state.json")
+    _swap_when(monkeypatch, "_create_temp", folder, outside, "state.json")
+    got = cli("--root", vault.root, "promote", "--full", *now)
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
+    assert "state.json: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "state.json")
