@@ -1,3 +1,3 @@
-from pandafs.cli import main
+from pandafs.cli import program
 
-main()
+program()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .base import cli
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "program"]
 
 TOP_HELP = (["--help"], ["-h"])
 
@@ -71,11 +71,19 @@ def main(argv: list[str] | None = None) -> None:
             raise
         echo_err(f"error: internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)")
         sys.exit(1)
-    finally:
-        # The command has run.  Exiting, the interpreter would walk every object of
-        # every module once more looking for cycles (~8 ms of `pandafs search`, twice
-        # that on a busy machine: scripts/bench_startup.py); frozen, they are skipped
-        # and still freed, and atexit handlers still run.  Nothing we write waits for a
-        # collector: each file is closed and fsynced by the code that wrote it.
-        gc.freeze()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def program() -> None:
+    """The `pandafs` program (and `python -m pandafs`): `main`, then the process ends.
+
+    Exiting, the interpreter would walk every object of every module once more looking
+    for cycles (~8 ms of `pandafs search`, twice that on a busy machine:
+    scripts/bench_startup.py).  Frozen, they are skipped, and still freed; atexit
+    handlers still run, and no file of ours waits for a collector (each is closed and
+    fsynced by the code that wrote it).  Only here, where the process ends: a caller of
+    `main` in its own process (the tests) keeps its collector."""
+    try:
+        main()
+    finally:
+        gc.freeze()
