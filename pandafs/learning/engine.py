@@ -10,9 +10,9 @@ One `sync`, under `indexes/learning.lock`:
      maintenance logs — `trust.Projection`;
   2. append the folded turns' catalog rows and rewrite the rollups of their days
      (Save's sync leaves both to the next other sync: reading a month of the catalog
-     costs more than a turn should, and a Parquet file per turn ~5 ms and a file; its
-     rows wait in the cache, `LearningState.catalog_rows`, and Save writes them itself
-     once there are `CATALOG_BATCH`);
+     costs more than a turn should, and so would a Parquet file per turn, ~5 ms and one
+     more file each; the rows wait in the cache, `LearningState.catalog_rows`, and Save
+     writes them itself once there are `CATALOG_BATCH`);
   3. save the cache (`state`), naming the documents about to be written as dirty;
   4. write the changed values into each document's frontmatter — usage_count,
      validation_count, validation_success, trust, and scope after a scope change —
