@@ -326,8 +326,9 @@ class Learning(_Deciding):
         self.state.dirty = sorted(plans)
         save_state(self.dir, self.state, self.counts)
         report.documents, report.index_updates = self._apply(plans, overlay)
-        self.state.dirty = []
-        write_state_file(self.dir, self.state, self.vault.root)
+        if plans:  # else the cache just saved names nothing dirty already
+            self.state.dirty = []
+            write_state_file(self.dir, self.state, self.vault.root)
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []
