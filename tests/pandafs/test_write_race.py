@@ -304,3 +304,26 @@ def test_learning_state_never_lands_in_a_swapped_indexes_folder(
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
     assert "state.json: a folder on its path is a symbolic link" in got.err
     _untouched(outside, "state.json")
+
+
+def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """`verify --repair` appends a torn tail to `events.jsonl.torn`: that append went by
+    path with no after-open check, so a turn folder swapped for a link as it opened the
+    file carried the torn bytes out of the vault.  Now it is refused and the log is left
+    uncut, for a later repair."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    [turn] = [p for p in vault.layout.turns_dir("alice").iterdir() if p.name.startswith("turn_")]
+    torn = b'{"v":1,"seq":9,"ts":"2026-'
+    with open(turn / "events.jsonl", "ab") as log:
+        log.write(torn)
+    outside = _outside(tmp_path, "events.jsonl.torn")
+    _swap_when(monkeypatch, "_open_no_link", turn, outside, "events.jsonl.torn")
+    got = cli("--root", vault.root, "verify", "--repair")
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
+    assert "events.jsonl.torn: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "events.jsonl.torn")
+    moved = turn.with_name(turn.name + ".moved")
+    assert (moved / "events.jsonl").read_bytes().endswith(torn)
+    assert not (moved / "events.jsonl.torn").exists()
