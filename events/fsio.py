@@ -275,15 +275,27 @@ def sync_all() -> None:
 
 
 @contextmanager
-def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exception]) -> Iterator[None]:
+def held_lock(
+    path: Path,
+    *,
+    wait_s: float | None,
+    on_busy: Callable[[str], Exception],
+    root: Path | str | None = None,
+) -> Iterator[None]:
     """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
 
     `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.
     A killed holder's lock is released by the kernel, so a stale file never blocks.
     A lock file that is a link is refused (`NotInVault`): taking the lock writes the file.
+    With `root` the opened lock file gets the writers' after-open check (`check_opened`;
+    a lock file this open made where it should not be is removed again).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
+    make_folders_for(path, root)
+    if root is None:
+        fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
+    else:
+        fd, created = open_created(path, os.O_RDWR)
+        check_opened(fd, path, root, created=created)
     try:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:

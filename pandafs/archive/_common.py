@@ -135,7 +135,7 @@ def archive_lock(vault: Vault) -> Iterator[None]:
     are checked first: a linked `archive/`, `turns/`, `stubs/` or `expired/` is refused."""
     archive = vault_folder(vault.root, vault.layout.archive)
     check_folders(vault.root, *(archive / name for name in ("turns", "stubs", "expired")))
-    with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive"):
+    with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive", root=vault.root):
         yield
 
 

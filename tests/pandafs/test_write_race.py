@@ -327,3 +327,36 @@ def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
     moved = turn.with_name(turn.name + ".moved")
     assert (moved / "events.jsonl").read_bytes().endswith(torn)
     assert not (moved / "events.jsonl.torn").exists()
+
+
+def test_memory_lock_file_never_lands_in_a_swapped_user_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory lock's file was opened with no after-open check: the user's folder
+    swapped for a link after its check got the lock file (and the holder's pid) made
+    outside the vault.  Now the open is checked and the file it made is removed."""
+    memory = Memory(vault)
+    memory.save("likes green tea", user="alice", doc_type="preference", index=False)
+    folder = vault.layout.user_dir("alice")
+    (folder / ".memory.lock").unlink()
+    outside = _outside(tmp_path, "preferences.md")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, ".memory.lock")
+    with pytest.raises(NotInVault, match=r"alice/\.memory\.lock: a folder on its path is a symbolic link"):
+        memory.save("prefers window seats", user="alice", doc_type="preference", index=False)
+    _untouched(outside, "preferences.md")
+    assert "window seats" not in (vault.layout.users_dir / "alice.moved" / "preferences.md").read_text()
+
+
+def test_an_existing_lock_file_outside_is_refused_and_kept(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file found through the swapped folder is not this open's: it is left as is."""
+    folder = vault.root / "indexes"
+    outside = _outside(tmp_path, "x.lock")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, "x.lock")
+    with (
+        pytest.raises(NotInVault),
+        fsio.held_lock(folder / "x.lock", wait_s=0.0, on_busy=RuntimeError, root=vault.root),
+    ):
+        pass
+    _untouched(outside, "x.lock")
