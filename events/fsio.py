@@ -209,24 +209,33 @@ def append_file(
     """Append `data` to `path` (created if missing), never through a link; fsynced when
     `durable` (and, for a file this call created, its folder's entry too).  With `root`
     the opened file is checked before a byte is appended (`check_opened`; a file this
-    call created where it should not be is removed again, an existing one is left)."""
-    if root is None:
-        created = durable and not os.path.lexists(path)
-        fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    else:
-        fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
-        check_opened(fd, path, root, created=created)
-        created = created and durable
+    call created where it should not be is removed again, an existing one is left), and
+    a durable append fsyncs the folder it opened and checked first (`open_folder`), not
+    the path again: a folder swapped after the append is no error once the data is in."""
+    folder = None if root is None or not durable else open_folder(path.parent, root, target=path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
+        if root is None:
+            created = durable and not os.path.lexists(path)
+            fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        else:
+            fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
+            check_opened(fd, path, root, created=created)
+            created = created and durable
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created and folder is not None:
+            os.fsync(folder)
+        elif created:
+            fsync_dir(path.parent)
     finally:
-        os.close(fd)
-    if created:
-        fsync_dir(path.parent)
+        if folder is not None:
+            os.close(folder)
 
 
 def open_created(

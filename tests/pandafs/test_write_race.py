@@ -360,3 +360,26 @@ def test_an_existing_lock_file_outside_is_refused_and_kept(
     ):
         pass
     _untouched(outside, "x.lock")
+
+
+def test_a_new_log_whose_folder_moves_after_the_append_is_kept_without_an_error(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A durable append that made its file fsyncs the folder's entry too.  That fsync
+    went by path again after the bytes were written: the folder moved away by then made
+    the append fail with a raw `FileNotFoundError` (through a link, the wrong folder was
+    fsynced).  Now the folder checked before the open is the one fsynced."""
+    from events.opened import where_opened
+
+    folder = vault.root / "observability"
+    folder.mkdir(exist_ok=True)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.basename(where_opened(fd, "")) == "new.jsonl" and folder.exists():
+            folder.rename(folder.with_name("observability.moved"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    fsio.append_file(folder / "new.jsonl", b"{}\n", root=vault.root)
+    assert (vault.root / "observability.moved" / "new.jsonl").read_bytes() == b"{}\n"
