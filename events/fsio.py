@@ -20,9 +20,10 @@ checked it from the vault root down (every part a real folder, made when missing
 appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`), and
 `atomic_write` replaces a linked file's link, never its target: a link planted in the
 vault raises `NotInVault` instead of carrying the write out of it or into another user's
-folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`) a writer also gets the
-readers' after-open check, on the file it appends to or on the folder it makes, renames
-and fsyncs in (`open_folder`), so a folder swapped for a link after the check gains nothing.
+folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`, `held_lock`) a writer
+also gets the readers' after-open check, on the file it appends to or locks or on the
+folder it makes, renames and fsyncs in (`open_folder`), so a folder swapped for a link
+after the check gains nothing.
 """
 
 from __future__ import annotations
