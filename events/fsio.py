@@ -1,4 +1,4 @@
-"""Durable file writes, and the one safe way to read a file of the vault.
+"""Durable file writes, kept inside the vault.
 
 Writes: every file PandaFS rewrites goes through `atomic_write`.  A reader (a person
 in Obsidian, the watcher, another process) sees either the old bytes or the new
@@ -6,23 +6,18 @@ bytes, never a half-written file: we write a temporary file in the same director
 fsync it, and `os.replace` it over the target.  Bulk jobs pass `durable=False` and
 call `sync_all()` once per batch instead of fsyncing each file.
 
-Reads: the vault is the boundary.  `open_vault_file` / `read_vault_file` open a
-vault-relative path with `O_NOFOLLOW` and then check where the opened file really
-is (`/proc/self/fd`, else `realpath`): a symlink, a symlinked folder on the way, a
-path leaving the root, or anything but a regular file raises `NotInVault`.  The
-check is on the file actually opened, so swapping a folder for a link between a
-check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
-`read_vault_bytes` is the same read for PandaFS's own small files (metadata, caches,
-journals, markers), where a file that cannot be read safely counts as one not there.
+Reads: the one safe way to read a file of the vault is in `events.vaultread`
+(`open_vault_file`, `read_vault_file`, `read_vault_bytes`, `is_real_dir`), named here too.
 
 Writes stay inside too: a writer puts nothing in a folder before `vault_folder` has
 checked it from the vault root down (every part a real folder, made when missing);
 appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`), and
 `atomic_write` replaces a linked file's link, never its target: a link planted in the
 vault raises `NotInVault` instead of carrying the write out of it or into another user's
-folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`) a writer also gets the
-readers' after-open check, on the file it appends to or on the folder it makes, renames
-and fsyncs in (`open_folder`), so a folder swapped for a link after the check gains nothing.
+folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`, `held_lock`) a writer
+also gets the readers' after-open check, on the file it appends to or locks or on the
+folder it makes, renames and fsyncs in (`open_folder`), so a folder swapped for a link
+after the check gains nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +33,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import check_opened, is_inside, open_folder, where_opened
+from .opened import check_opened, open_folder
+from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
     "TMP_PREFIX",
@@ -209,24 +205,33 @@ def append_file(
     """Append `data` to `path` (created if missing), never through a link; fsynced when
     `durable` (and, for a file this call created, its folder's entry too).  With `root`
     the opened file is checked before a byte is appended (`check_opened`; a file this
-    call created where it should not be is removed again, an existing one is left)."""
-    if root is None:
-        created = durable and not os.path.lexists(path)
-        fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    else:
-        fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
-        check_opened(fd, path, root, created=created)
-        created = created and durable
+    call created where it should not be is removed again, an existing one is left), and
+    a durable append fsyncs the folder it opened and checked first (`open_folder`), not
+    the path again: a folder swapped after the append is no error once the data is in."""
+    folder = None if root is None or not durable else open_folder(path.parent, root, target=path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
+        if root is None:
+            created = durable and not os.path.lexists(path)
+            fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        else:
+            fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
+            check_opened(fd, path, root, created=created)
+            created = created and durable
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created and folder is not None:
+            os.fsync(folder)
+        elif created:
+            fsync_dir(path.parent)
     finally:
-        os.close(fd)
-    if created:
-        fsync_dir(path.parent)
+        if folder is not None:
+            os.close(folder)
 
 
 def open_created(
@@ -275,15 +280,27 @@ def sync_all() -> None:
 
 
 @contextmanager
-def held_lock(path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exception]) -> Iterator[None]:
+def held_lock(
+    path: Path,
+    *,
+    wait_s: float | None,
+    on_busy: Callable[[str], Exception],
+    root: Path | str | None = None,
+) -> Iterator[None]:
     """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
 
     `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.
     A killed holder's lock is released by the kernel, so a stale file never blocks.
     A lock file that is a link is refused (`NotInVault`): taking the lock writes the file.
+    With `root` the opened lock file gets the writers' after-open check (`check_opened`;
+    a lock file this open made where it should not be is removed again).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
+    make_folders_for(path, root)
+    if root is None:
+        fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
+    else:
+        fd, created = open_created(path, os.O_RDWR)
+        check_opened(fd, path, root, created=created)
     try:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:
@@ -319,82 +336,3 @@ def lock_is_held(path: Path) -> bool:
     finally:
         os.close(fd)  # releases the probe's own lock, if it got one
     return False
-
-
-# --- reading inside the vault -----------------------------------------------------------
-
-
-def is_real_dir(path: Path | str) -> bool:
-    """A folder that is not a symbolic link (walks never enter a linked folder)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
-    parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise NotInVault(rel, "not a plain vault-relative path")
-    base = os.fspath(root)
-    full = os.path.join(base, rel)
-    try:
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotInVault(rel, "is a symbolic link") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotInVault(rel, "is not a regular file")
-        if not is_inside(where_opened(fd, full), base, rel):
-            raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
-        return fd, st
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
-    """Open `root/rel` for reading, refusing what is not plainly a file of the vault.
-
-    Raises `NotInVault` for a symlink (the file or any folder on its path), a path that
-    is absolute, holds `..` or resolves outside `root`, or something other than a
-    regular file (a fifo would block); `FileNotFoundError` if it is not there.
-    """
-    fd, _ = _open_fd(root, rel)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
-    """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
-    with the checks of `open_vault_file`."""
-    fd, st = _open_fd(root, rel)
-    try:
-        want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
-        chunks = []
-        while want > 0:
-            chunk = os.read(fd, min(want, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            want -= len(chunk)
-        if limit is None and not want:  # the file grew while we read it: read the rest
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks), st
-
-
-def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:
-    """The bytes of `path`, a file under `root`, read as `read_vault_file` reads; None
-    when it is not there or is refused (a link, a linked folder on its way, not a
-    regular file): a file PandaFS keeps for itself that a link replaced counts as
-    missing, never as the link's target.  Other `OSError`s are raised."""
-    try:
-        return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
-    except (FileNotFoundError, NotInVault):
-        return None

@@ -221,19 +221,23 @@ def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:
     return events
 
 
-def repair_torn_tail(path: Path) -> int:
+def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.
 
     Under the log's lock (the one `EventWriter` holds), read again once it is held: a
     line a live writer is appending looks like a torn tail from outside, and cutting it
     would lose an event that writer is about to acknowledge.  `LogBusyError` if a writer
-    holds the log."""
+    holds the log.  With `root` (the vault root) the log and the `.torn` file get the
+    writers' after-open check (`check_opened`): a turn folder swapped for a link gets
+    neither the cut nor the torn bytes."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise EventLogError(path, "is a symbolic link; not written") from None
         raise
+    if root is not None:
+        check_opened(fd, path, root, created=False)  # (closes fd when it refuses)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -242,7 +246,7 @@ def repair_torn_tail(path: Path) -> int:
         log = read_log(path)
         if log.torn_tail is None:
             return 0
-        append_file(path.with_name(path.name + TORN_SUFFIX), log.torn_tail + b"\n")
+        append_file(path.with_name(path.name + TORN_SUFFIX), log.torn_tail + b"\n", root=root)
         os.ftruncate(fd, os.fstat(fd).st_size - len(log.torn_tail))
         os.fsync(fd)
         return len(log.torn_tail)

@@ -3,7 +3,7 @@
 A folder checked from the vault root down (`events.fsio.vault_folder`) can be swapped
 for a symbolic link before the file in it is opened by path.  So readers and writers
 check the file they actually opened: its real path (`/proc/self/fd`, else `realpath`)
-must be `root/<rel>`.  Readers refuse what fails (`events.fsio.read_vault_file`);
+must be `root/<rel>`.  Readers refuse what fails (`events.vaultread.read_vault_file`);
 writers refuse it before a byte is written and remove what their own open made there
 (`check_opened`, `check_made` for a name made by a hard link, `open_folder` for the
 folder an atomic write makes, renames and fsyncs in).

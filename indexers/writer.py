@@ -171,7 +171,7 @@ class _Writing:
             return
         if not locked:
             try:
-                with held_lock(self.lock_path, wait_s=0.0, on_busy=_Busy):
+                with held_lock(self.lock_path, wait_s=0.0, on_busy=_Busy, root=self.indexes_dir.parent):
                     self._recover_swap(locked=True)
             except _Busy:
                 pass  # a writer holds the index: the swap is its own, in progress
@@ -227,7 +227,7 @@ class _Writing:
 
         vault_folder(self.indexes_dir.parent, self.indexes_dir)  # the vault's own `indexes/`, not a link
         check_folders(self.indexes_dir.parent, self.dir)
-        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy):
+        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy, root=self.indexes_dir.parent):
             yield
 
     def _tantivy_writer(self, index: tantivy.Index) -> Any:

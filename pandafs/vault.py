@@ -100,13 +100,16 @@ Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs
 
 
 @contextmanager
-def file_lock(path: Path, *, wait_s: float | None = None, what: str = "lock") -> Iterator[None]:
-    """Exclusive lock on `path`; after `wait_s` (None: forever) raise `Busy` naming the holder."""
+def file_lock(
+    path: Path, *, wait_s: float | None = None, what: str = "lock", root: Path | None = None
+) -> Iterator[None]:
+    """Exclusive lock on `path`; after `wait_s` (None: forever) raise `Busy` naming the holder.
+    With `root` (the vault root) the lock file is checked once opened (`held_lock`)."""
 
     def busy(holder: str) -> Exception:
         return Busy(f"{what} is busy, held by pid {holder}; try again when it finishes")
 
-    with held_lock(path, wait_s=wait_s, on_busy=busy):
+    with held_lock(path, wait_s=wait_s, on_busy=busy, root=root):
         yield
 
 
@@ -181,7 +184,7 @@ class Vault:
             path, what = self.layout.user_dir(owner) / ".memory.lock", f"the memory of {owner}"
             check_folders(self.root, self.layout.memories_dir(owner))
         vault_folder(self.root, path.parent)
-        with file_lock(path, wait_s=wait_s, what=what):
+        with file_lock(path, wait_s=wait_s, what=what, root=self.root):
             yield
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
@@ -238,7 +241,7 @@ class Vault:
         `mkdir` and its lock in `new_turn` is never mistaken for a dead one.  False
         also when the folder is gone."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
-        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             fd = _lock_folder(turns / turn)
         try:
             yield fd is not None
@@ -262,7 +265,7 @@ class Vault:
         validate_user_id(user)
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
-        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             number = self.layout.highest_turn(user) + 1
             stubs = self._stubs_dir(user)
             names: list[str] = []
@@ -284,7 +287,7 @@ class Vault:
         """
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
-        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}"):
+        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             stubs = self._stubs_dir(user)
             for name, source in staged:
                 target = f"{turns}/{name}"

@@ -114,7 +114,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         torn = Problem(rel, "torn_tail", f"ends in a torn line of {size} bytes{after}")
         if repair:
             try:
-                moved = repair_torn_tail(ref.events_path)
+                moved = repair_torn_tail(ref.events_path, root=vault.root)
             except LogBusyError:
                 return  # a live writer is appending that line: nothing torn, nothing to check yet
             report.repaired.append(torn)

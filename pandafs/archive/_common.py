@@ -135,38 +135,38 @@ def archive_lock(vault: Vault) -> Iterator[None]:
     are checked first: a linked `archive/`, `turns/`, `stubs/` or `expired/` is refused."""
     archive = vault_folder(vault.root, vault.layout.archive)
     check_folders(vault.root, *(archive / name for name in ("turns", "stubs", "expired")))
-    with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive"):
+    with file_lock(vault.layout.archive / LOCK_FILE, wait_s=LOCK_WAIT_S, what="the archive", root=vault.root):
         yield
 
 
 @contextmanager
-def log_held(folder: Path) -> Iterator[bool]:
+def log_held(folder: Path) -> Iterator[str | None]:
     """Hold the turn's event-log lock (the one `EventWriter` takes) while we move it.
 
-    Yields False when a writer has the log open: that turn is not archived now.  Also
-    False for a link (or anything but a regular file) at the log's name: it is opened
-    never through a link and without blocking (a fifo), and such a turn is left alone.
+    Yields None once it is held, else why the turn is not archived now: a writer has the
+    log open, or a link (or anything but a regular file) is at the log's name (it is
+    opened never through a link and without blocking, a fifo), and such a turn is left alone.
     """
     try:
         fd = os.open(folder / EVENTS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        yield True
+        yield None
         return
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        yield False
+        yield f"its {EVENTS_FILE} is a symbolic link"
         return
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            yield False
+            yield f"its {EVENTS_FILE} is not a regular file"
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
+            yield "a writer has its log open"
             return
-        yield True
+        yield None
     finally:
         os.close(fd)
 

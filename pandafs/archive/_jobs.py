@@ -234,11 +234,11 @@ def _archive_batch(
     for candidate, files in plan:
         folder = candidate.path
         stub = stub_file(vault, files.key)
-        with log_held(folder) as held:
-            if not held or folder_signature(folder) != files.signature():
+        with log_held(folder) as refused:
+            if refused or folder_signature(folder) != files.signature():
                 stub.unlink()
                 dropped.setdefault(files.month, set()).add(files.key)
-                why = "changed while being archived" if held else "a writer has its log open"
+                why = refused or "changed while being archived"
                 report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
                 continue
             target = trash_folder(vault, files.key, batch)

@@ -130,8 +130,8 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
                     continue
                 stale = [path for path in _markdown(folder) if fixed_text(path) is not None]
                 if stale:  # read again under the turn's log lock: a writer may have just projected
-                    with log_held(folder) as held:
-                        for path in stale if held else ():
+                    with log_held(folder) as refused:
+                        for path in () if refused else stale:
                             rewrite(path)
         if home.is_dir() and not home.is_symlink():
             with vault.memory_lock(user):

@@ -176,7 +176,7 @@ def import_turns(
     except OSError as exc:
         raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
     vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
-    with handle, file_lock(vault.layout.import_lock, what="import"):
+    with handle, file_lock(vault.layout.import_lock, what="import", root=vault.root):
         importer = _Importer(vault, report, after_batch, progress, keep_turns)
         failed = True
         try:

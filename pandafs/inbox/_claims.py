@@ -47,7 +47,9 @@ class ClaimFolders:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         vault_folder(self.root, self.processing)  # claims move queries here: never through a link
-        with file_lock(self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox"):
+        with file_lock(
+            self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox", root=self.root
+        ):
             yield
 
     def has_claims(self) -> bool:

@@ -124,7 +124,7 @@ class TurnStarts:
                 log = read_log(path)
                 if log.records:
                     return False
-                moved = repair_torn_tail(path) if log.torn_tail is not None else 0
+                moved = repair_torn_tail(path, root=self.vault.root) if log.torn_tail is not None else 0
                 with EventWriter(path, user=user, turn=turn, root=self.vault.root) as writer:
                     if writer.next_seq:  # decided again under the lock: another writer started it
                         return False

@@ -130,7 +130,7 @@ class Learning(_Deciding):
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:
         lock = vault_folder(self.vault.root, self.vault.layout.indexes) / LOCK_NAME
         check_folders(self.vault.root, self.dir, self.catalog.dir, self.daily_dir)  # no linked folder
-        with file_lock(lock, wait_s=wait_s, what="the learning state"):
+        with file_lock(lock, wait_s=wait_s, what="the learning state", root=self.vault.root):
             try:
                 self.state, self.counts = load_state(self.dir, self.cfg.trust_prior_weight, self.vault.root)
                 self.stale = None

@@ -83,7 +83,7 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
         if log.torn_tail is not None:
             if repair:
                 try:
-                    repair_torn_tail(path)
+                    repair_torn_tail(path, root=vault.root)
                 except LogBusyError:
                     continue  # its writer is appending that line now
                 log = read_log(path)

@@ -262,7 +262,7 @@ class Pipeline:
         path = ref.events_path
         moved = 0
         if start is None and read_log(path).torn_tail is not None:
-            moved = repair_torn_tail(path)
+            moved = repair_torn_tail(path, root=self.vault.root)
         ctx = TurnContext(
             vault=self.vault,
             memory=self.memory,

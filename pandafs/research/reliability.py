@@ -155,7 +155,11 @@ class ReliabilityTable:
         if not events:
             return []
         when = format_ts(now or utcnow())
-        with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
+        with file_lock(
+            self.vault.layout.indexes / "source_reliability.lock",
+            what="reliability table",
+            root=self.vault.root,
+        ):
             stats = {
                 d: DomainStats(
                     **{**s.__dict__, "turns": list(s.turns), "worked_fields": list(s.worked_fields)}
@@ -195,7 +199,11 @@ class ReliabilityTable:
                 found = (view.extractions, view.occurred_at) if view.extractions else None
             if found is not None:
                 _fold(stats, ref.doc_id, found[0], format_ts(found[1]))
-        with file_lock(self.vault.layout.indexes / "source_reliability.lock", what="reliability table"):
+        with file_lock(
+            self.vault.layout.indexes / "source_reliability.lock",
+            what="reliability table",
+            root=self.vault.root,
+        ):
             self._write(stats)
             for row in stats.values():
                 write_site_note(self.vault, row, now)

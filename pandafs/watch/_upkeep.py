@@ -192,7 +192,9 @@ class Upkeep:
         if not force and not self.due(now):
             return []
         try:
-            with file_lock(self.path.with_name(".upkeep.lock"), wait_s=0.0, what="upkeep"):
+            with file_lock(
+                self.path.with_name(".upkeep.lock"), wait_s=0.0, what="upkeep", root=self.vault.root
+            ):
                 jobs = list(self.jobs) if force else self.due(now)
                 return [self._run(job, now) for job in jobs]
         except Busy as exc:

@@ -22,6 +22,7 @@ from events import (
     read_log,
     repair_torn_tail,
 )
+from events.errors import NotInVault
 from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted, UnknownEvent
 
 NOW = datetime(2026, 11, 21, 22, 0, tzinfo=UTC)
@@ -180,6 +181,7 @@ import time
 from pathlib import Path
 from events import EventWriter
 from events.clock import utcnow
+from events.errors import NotInVault
 from events.schema import ResponseSynthesized, TurnStarted
 path = Path(sys.argv[1])
 with EventWriter(path, user="alice", turn="turn_000001", durable=False) as writer:
@@ -236,3 +238,21 @@ def test_a_log_is_never_read_or_appended_through_a_symlink(tmp_path: Path) -> No
     with pytest.raises(EventLogError, match="symbolic link"):
         EventWriter(link, user="alice", turn="turn_000001").open()
     assert real.read_bytes() == before
+
+
+def test_repair_with_a_root_cuts_no_log_outside_it(tmp_path: Path) -> None:
+    """With the vault root, the log opened for the cut is checked too: a turn folder that
+    is a link to a folder outside has that folder's log left whole and no `.torn` file."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _write_turn(outside / "events.jsonl")
+    with open(outside / "events.jsonl", "ab") as handle:
+        handle.write(b'{"v":1,"seq":5,"ts":"2026-')
+    before = (outside / "events.jsonl").read_bytes()
+    root = tmp_path / "vault"
+    (root / "turns").mkdir(parents=True)
+    (root / "turns" / "turn_000001").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        repair_torn_tail(root / "turns" / "turn_000001" / "events.jsonl", root=root)
+    assert (outside / "events.jsonl").read_bytes() == before
+    assert sorted(os.listdir(outside)) == ["events.jsonl"]

@@ -478,6 +478,33 @@ def test_a_turn_whose_log_is_open_for_writing_stays_live(vault: Vault, tmp_path:
     assert archive_turns(vault, now=NOW).archived == 1
 
 
+def test_a_turn_whose_log_became_a_link_stays_live_for_that_reason(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log swapped for a link between the plan and the move is never read through and
+    the turn stays live, as before; the report said "a writer has its log open", which
+    sent the user looking for a process that was not there.  It names the link now."""
+    _import(vault, tmp_path, [_turn("alice", 80, "kayak", 1), _turn("alice", 80, "bonsai", 2)])
+    folder = vault.layout.turn_dir("alice", "turn_000002")
+    copy = tmp_path / "events-copy.jsonl"
+    copy.write_bytes((folder / "events.jsonl").read_bytes())
+    real = archive_jobs.log_held
+
+    def linked_then_held(path: Path):  # noqa: ANN202
+        if path == folder and not (path / "events.jsonl").is_symlink():
+            (path / "events.jsonl").unlink()
+            (path / "events.jsonl").symlink_to(copy)
+        return real(path)
+
+    monkeypatch.setattr(archive_jobs, "log_held", linked_then_held)
+    report = archive_turns(vault, now=NOW)
+    assert report.archived == 1 and _stub_ids(vault) == {"alice/turn_000001"}
+    assert report.skipped == [
+        {"doc_id": "alice/turn_000002", "reason": "its events.jsonl is a symbolic link; stays live"}
+    ]
+    assert (folder / "events.jsonl").is_symlink() and copy.read_bytes()
+
+
 def test_a_copy_that_does_not_read_back_removes_nothing(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -304,3 +304,82 @@ def test_learning_state_never_lands_in_a_swapped_indexes_folder(
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
     assert "state.json: a folder on its path is a symbolic link" in got.err
     _untouched(outside, "state.json")
+
+
+def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:  # noqa: ANN001
+    """`verify --repair` appends a torn tail to `events.jsonl.torn`: that append went by
+    path with no after-open check, so a turn folder swapped for a link as it opened the
+    file carried the torn bytes out of the vault.  Now it is refused and the log is left
+    uncut, for a later repair."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    [turn] = [p for p in vault.layout.turns_dir("alice").iterdir() if p.name.startswith("turn_")]
+    torn = b'{"v":1,"seq":9,"ts":"2026-'
+    with open(turn / "events.jsonl", "ab") as log:
+        log.write(torn)
+    outside = _outside(tmp_path, "events.jsonl.torn")
+    _swap_when(monkeypatch, "_open_no_link", turn, outside, "events.jsonl.torn")
+    got = cli("--root", vault.root, "verify", "--repair")
+    assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
+    assert "events.jsonl.torn: a folder on its path is a symbolic link" in got.err
+    _untouched(outside, "events.jsonl.torn")
+    moved = turn.with_name(turn.name + ".moved")
+    assert (moved / "events.jsonl").read_bytes().endswith(torn)
+    assert not (moved / "events.jsonl.torn").exists()
+
+
+def test_memory_lock_file_never_lands_in_a_swapped_user_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory lock's file was opened with no after-open check: the user's folder
+    swapped for a link after its check got the lock file (and the holder's pid) made
+    outside the vault.  Now the open is checked and the file it made is removed."""
+    memory = Memory(vault)
+    memory.save("likes green tea", user="alice", doc_type="preference", index=False)
+    folder = vault.layout.user_dir("alice")
+    (folder / ".memory.lock").unlink()
+    outside = _outside(tmp_path, "preferences.md")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, ".memory.lock")
+    with pytest.raises(NotInVault, match=r"alice/\.memory\.lock: a folder on its path is a symbolic link"):
+        memory.save("prefers window seats", user="alice", doc_type="preference", index=False)
+    _untouched(outside, "preferences.md")
+    assert "window seats" not in (vault.layout.users_dir / "alice.moved" / "preferences.md").read_text()
+
+
+def test_an_existing_lock_file_outside_is_refused_and_kept(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file found through the swapped folder is not this open's: it is left as is."""
+    folder = vault.root / "indexes"
+    outside = _outside(tmp_path, "x.lock")
+    _swap_when(monkeypatch, "_open_no_link", folder, outside, "x.lock")
+    with (
+        pytest.raises(NotInVault),
+        fsio.held_lock(folder / "x.lock", wait_s=0.0, on_busy=RuntimeError, root=vault.root),
+    ):
+        pass
+    _untouched(outside, "x.lock")
+
+
+def test_a_new_log_whose_folder_moves_after_the_append_is_kept_without_an_error(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A durable append that made its file fsyncs the folder's entry too.  That fsync
+    went by path again after the bytes were written: the folder moved away by then made
+    the append fail with a raw `FileNotFoundError` (through a link, the wrong folder was
+    fsynced).  Now the folder checked before the open is the one fsynced."""
+    from events.opened import where_opened
+
+    folder = vault.root / "observability"
+    folder.mkdir(exist_ok=True)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.basename(where_opened(fd, "")) == "new.jsonl" and folder.exists():
+            folder.rename(folder.with_name("observability.moved"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    fsio.append_file(folder / "new.jsonl", b"{}\n", root=vault.root)
+    assert (vault.root / "observability.moved" / "new.jsonl").read_bytes() == b"{}\n"

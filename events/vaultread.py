@@ -1,0 +1,101 @@
+"""The one safe way to read a file of the vault.
+
+The vault is the boundary.  `open_vault_file` / `read_vault_file` open a
+vault-relative path with `O_NOFOLLOW` and then check where the opened file really
+is (`/proc/self/fd`, else `realpath`): a symlink, a symlinked folder on the way, a
+path leaving the root, or anything but a regular file raises `NotInVault`.  The
+check is on the file actually opened, so swapping a folder for a link between a
+check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
+`read_vault_bytes` is the same read for PandaFS's own small files (metadata, caches,
+journals, markers), where a file that cannot be read safely counts as one not there.
+(Split from `events.fsio`, which still names them, when that module outgrew one job.)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import NotInVault
+from .opened import is_inside, where_opened
+
+__all__ = ["is_real_dir", "open_vault_file", "read_vault_bytes", "read_vault_file"]
+
+
+def is_real_dir(path: Path | str) -> bool:
+    """A folder that is not a symbolic link (walks never enter a linked folder)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise NotInVault(rel, "not a plain vault-relative path")
+    base = os.fspath(root)
+    full = os.path.join(base, rel)
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotInVault(rel, "is a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotInVault(rel, "is not a regular file")
+        if not is_inside(where_opened(fd, full), base, rel):
+            raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
+    """Open `root/rel` for reading, refusing what is not plainly a file of the vault.
+
+    Raises `NotInVault` for a symlink (the file or any folder on its path), a path that
+    is absolute, holds `..` or resolves outside `root`, or something other than a
+    regular file (a fifo would block); `FileNotFoundError` if it is not there.
+    """
+    fd, _ = _open_fd(root, rel)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
+    with the checks of `open_vault_file`."""
+    fd, st = _open_fd(root, rel)
+    try:
+        want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
+        chunks = []
+        while want > 0:
+            chunk = os.read(fd, min(want, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            want -= len(chunk)
+        if limit is None and not want:  # the file grew while we read it: read the rest
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks), st
+
+
+def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:
+    """The bytes of `path`, a file under `root`, read as `read_vault_file` reads; None
+    when it is not there or is refused (a link, a linked folder on its way, not a
+    regular file): a file PandaFS keeps for itself that a link replaced counts as
+    missing, never as the link's target.  Other `OSError`s are raised."""
+    try:
+        return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
+    except (FileNotFoundError, NotInVault):
+        return None
