@@ -32,10 +32,17 @@ def rebuild_all(
     user: str | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    stage: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
+    """Rebuild it all (see the module docstring); `progress` / `on_total` follow the
+    indexing, `stage` is told what runs before it (the fold has no count to show)."""
     memory = open_memory(vault)
     seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
-    folded = learning.rebuild(vault, memory=memory, extractions=seen, index=False) if user is None else None
+    folded = None
+    if user is None:
+        if stage is not None:
+            stage("recomputing trust, scope and the turn catalog from every turn's events")
+        folded = learning.rebuild(vault, memory=memory, extractions=seen, index=False)
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
     stages = dict(index.stages)

@@ -178,7 +178,13 @@ def rebuild(app: App, user: str | None, as_json: bool) -> None:
     from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding
 
     with lazy_progress("indexing", quiet=as_json) as bar:
-        data = rebuild_all(app.vault(), user=user, progress=bar.advance, on_total=bar.start)
+        data = rebuild_all(
+            app.vault(),
+            user=user,
+            progress=bar.advance,
+            on_total=bar.start,
+            stage=None if as_json else echo_err,
+        )
 
     def human() -> None:
         click.echo(

@@ -51,3 +51,15 @@ def test_a_rebuild_indexes_each_document_once_with_its_trust(cli, vault: Vault) 
     assert any(h["trust"] is not None for h in hits)
     searcher = memory.index.searcher()
     assert searcher.doc_freq("body", "hamster") == len(hits) == searcher.num_docs
+
+
+def test_rebuild_says_what_runs_before_the_indexing_bar(cli, vault: Vault) -> None:
+    """The learning fold runs first and has no count to show: a person is told what it is
+    (on stderr); `--json` keeps stderr quiet."""
+    with Pipeline(vault, backend=OfflineBackend()) as pipeline:
+        pipeline.ask("What does my hamster Biscuit like to eat?", user="alice")
+    plain = cli("--root", vault.root, "rebuild")
+    assert plain.code == 0 and "recomputing trust, scope and the turn catalog" in plain.err
+    assert "trust and scope recomputed from 1 turns" in plain.out
+    quiet = cli("--root", vault.root, "rebuild", "--json")
+    assert quiet.code == 0 and quiet.err == ""
