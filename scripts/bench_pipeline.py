@@ -29,6 +29,7 @@ import statistics
 import tempfile
 import time
 from contextlib import nullcontext
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -55,6 +56,22 @@ QUERIES = [
 ]
 
 
+HISTORY_START = datetime(2023, 1, 1, 9, 0, tzinfo=UTC)
+
+
+def history_time(i: int) -> str:
+    """When line `i` of the prior history happened.  Each of the ten users talks in
+    sessions of five turns two minutes apart, two sessions a day (09:00 and 15:00), one
+    day after another: a person's pace.  (Until 2026-11-24 the month and the user both
+    came from `i % 10`, so each user's turns fell in one month, ~357 of them at one
+    identical minute per day at 100k: time-gap episodes of hundreds of turns, which the
+    search expands whole.)"""
+    n = i // 10  # the user's own turn number
+    day, session, step = n // 10, n % 10 // 5, n % 5
+    when = HISTORY_START + timedelta(days=day, hours=6 * session, minutes=2 * step)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def build(folder: Path, prior: int) -> Vault:
     vault, _ = Vault.init(folder / "vault")
     rng = random.Random(7)
@@ -67,7 +84,7 @@ def build(folder: Path, prior: int) -> Vault:
                     {
                         "user": f"user{i % 10}" if i % 10 else "bench",
                         "external_id": f"h{i}",
-                        "timestamp": f"2026-{1 + i % 10:02d}-{1 + i % 28:02d}T12:00:00Z",
+                        "timestamp": history_time(i),
                         "query": f"question {i} about my {topic} and {rng.choice(TOPICS)}",
                         "response": f"an answer about the {topic}, number {i}, with some detail. " * 4,
                     }
