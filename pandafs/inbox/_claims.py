@@ -13,6 +13,7 @@ from typing import Literal
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
 from events.fsio import fsync_dir, read_vault_bytes, vault_folder
+from events.opened import open_folder
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -26,6 +27,7 @@ PLAN = "plan.json"
 ANSWER = "answer.md"
 ERROR = "error.md"
 QUERY_DIR = "query"
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Log = Callable[[str], None]
 
@@ -75,17 +77,30 @@ class ClaimFolders:
         return f"{time.time_ns():020d}-{os.getpid()}-{self._claims}"
 
     def _claim(self, rel: str) -> Path | None:
-        """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it)."""
+        """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
+
+        The claim's folders are made, and the file renamed into them, through descriptors
+        from `inbox/.processing/` opened and checked from the vault root (`open_folder`):
+        whoever can write `inbox/` can rename `.processing`, and one swapped for a link
+        after the lock was taken would otherwise receive another user's query."""
         inner = rel.removeprefix("inbox/")
-        claim = self.processing / self._new_claim_id()
-        target = claim / QUERY_DIR / inner
-        target.parent.mkdir(parents=True)
+        claim_id = self._new_claim_id()
+        claim = self.processing / claim_id
+        *folders, name = [claim_id, QUERY_DIR, *inner.split("/")]
+        fd = open_folder(self.processing, self.root, target=claim / QUERY_DIR / inner)
         try:
-            os.rename(self.root / rel, target)
-        except FileNotFoundError:
-            remove_empty_tree(claim)
-            return None
-        fsync_dir(target.parent)
+            for folder in folders:  # each made here, fresh: no one else writes in .processing
+                os.mkdir(folder, dir_fd=fd)
+                parent, fd = fd, os.open(folder, _FOLDER_FLAGS, dir_fd=fd)
+                os.close(parent)
+            try:
+                os.rename(self.root / rel, name, dst_dir_fd=fd)
+            except FileNotFoundError:
+                remove_empty_tree(claim)
+                return None
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         fsync_dir((self.root / rel).parent)
         self._checkpoint("claimed")
         return claim

@@ -383,3 +383,34 @@ def test_a_new_log_whose_folder_moves_after_the_append_is_kept_without_an_error(
     monkeypatch.setattr(os, "fsync", fsync)
     fsio.append_file(folder / "new.jsonl", b"{}\n", root=vault.root)
     assert (vault.root / "observability.moved" / "new.jsonl").read_bytes() == b"{}\n"
+
+
+def test_a_claim_never_moves_a_query_into_a_swapped_processing_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can write `inbox/` can rename `inbox/.processing`.  Swapped for a link
+    after the inbox lock was taken (its folder checked), the claim made its folders and
+    renamed bob's query through the link: out of the vault, to wherever it pointed."""
+    from pandafs.inbox._claims import ClaimFolders
+
+    processing = vault.root / "inbox" / ".processing"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = ClaimFolders._new_claim_id
+
+    def swapped_then_named(self: ClaimFolders) -> str:
+        if not processing.is_symlink():
+            processing.rename(processing.with_name(".processing.moved"))
+            processing.symlink_to(outside, target_is_directory=True)
+        return real(self)
+
+    query = vault.root / "inbox" / "bob" / "q.txt"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text("What did I say about my savings?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    with Inbox(vault, settle_s=0.2) as box, pytest.raises(NotInVault, match="a folder on its path"):
+        box.process_pending()  # refused, as a linked .processing found by the lock is
+    assert list(outside.rglob("*")) == []  # no claim folder, no query out there
+    assert query.read_text() == "What did I say about my savings?\n"  # left where bob put it
