@@ -107,8 +107,7 @@ class Catalog:
 
     def __init__(self, directory: Path, root: Path | None = None) -> None:
         self.dir = directory
-        self.root = root or directory  # nothing is read through a link below it
-        self.vault_root = root  # nor written through one (None: a bare folder, in tests)
+        self.root = root  # the vault: nothing below it is read or written through a link
 
     @classmethod
     def of(cls, vault: Vault) -> Catalog:
@@ -139,7 +138,7 @@ class Catalog:
             by_month.setdefault(row.created_at.strftime("%Y-%m"), []).append(row)
         for month, items in sorted(by_month.items()):
             name = f"delta-{time.time_ns():020d}-{os.getpid()}.parquet"
-            _write(_table(items), self.month_dir(month) / name, self.vault_root)
+            _write(_table(items), self.month_dir(month) / name, self.root)
             folder = self.month_dir(month)
             if len(list(folder.glob("delta-*.parquet"))) > COMPACT_AFTER:
                 self.compact(month, deltas_only=len(list(folder.glob("part-*.parquet"))) < MERGE_PARTS_AFTER)
@@ -157,7 +156,7 @@ class Catalog:
         _write(
             pa.Table.from_pylist(rows, schema=CATALOG_SCHEMA),
             self.month_dir(month) / f"part-{time.time_ns():020d}.parquet",
-            self.vault_root,
+            self.root,
         )
         for path in inputs:
             path.unlink(missing_ok=True)
@@ -167,7 +166,7 @@ class Catalog:
         tables = []
         for path in paths:
             try:
-                tables.append(read_parquet(self.root, path))
+                tables.append(read_parquet(self.root or self.dir, path))
             except FileNotFoundError:
                 continue  # compacted away meanwhile; its rows are in the newer part
             except NotInVault as exc:
@@ -230,7 +229,7 @@ class CatalogRebuild:
     def __init__(self, catalog: Catalog) -> None:
         self.dir = catalog.dir
         self.new = catalog.dir.with_name(catalog.dir.name + ".new")
-        self.vault_root = catalog.vault_root
+        self.root = catalog.root
         self._chunk_reader = Catalog(self.new)  # the chunks it has just written there
         shutil.rmtree(self.new, ignore_errors=True)
         self.new.mkdir(parents=True)
@@ -248,7 +247,7 @@ class CatalogRebuild:
 
     def _write(self, months: dict[str, list[RowValues]], name: str) -> None:
         for month, items in sorted(months.items()):
-            _write(_table(items), self.new / f"month={month}" / f"{name}.parquet", self.vault_root)
+            _write(_table(items), self.new / f"month={month}" / f"{name}.parquet", self.root)
 
     def finish(self) -> list[str]:
         """Every month's part written, the new catalog in place.  Months written."""
@@ -259,7 +258,7 @@ class CatalogRebuild:
             for folder in sorted(self.new.iterdir()):
                 chunks = sorted(folder.glob("chunk-*.parquet"))
                 table = self._chunk_reader.read_table(chunks).sort_by(_PART_ORDER)
-                _write(table, folder / f"part-{time.time_ns():020d}.parquet", self.vault_root)
+                _write(table, folder / f"part-{time.time_ns():020d}.parquet", self.root)
                 for chunk in chunks:
                     chunk.unlink()
         self._rows = []
