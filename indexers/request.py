@@ -27,6 +27,7 @@ class Ranking:
     episode_weight: float = 0.2
     expand_episodes: int = 8
     episode_gap_minutes: float = 30.0
+    episode_reach: int = 32
     latest_weight: float = 1.0
     latest_band: float = 0.4
     episode_cap: int = 3

@@ -26,7 +26,7 @@ from events.layout import TURN_KINDS
 from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import any_of, search_filters
 from .query import QueryPlan, TermGroup, plan_query
-from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
+from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _Ep, _idf, _Scorer
 from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of
@@ -256,35 +256,16 @@ class _Searching:
         episodes = scorer.top_episodes(ranking.expand_episodes)
         if not episodes:
             return
-        schema = self._schema
-        parts: list[Query] = []
-        sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
-        if sessions:
-            parts.append(any_of(self._schema, "episode", sessions))
         span = int(ranking.episode_gap_minutes * 60 * GAP_SPAN)
-        for _, owner_h, centre in (ep for ep in episodes if ep[0] == GAP_EP):
-            parts.append(
-                Query.boolean_query(
-                    [
-                        (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h))),
-                        (Occur.Must, Query.term_query(schema, "episode", 0)),
-                        (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
-                        (
-                            Occur.Must,
-                            Query.range_query(
-                                schema, "created", FieldType.Integer, centre - span, centre + span
-                            ),
-                        ),
-                    ]
-                )
-            )
-        within = Query.const_score_query(
-            parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
-        )
+        gaps = [(ep[1], ep[2] - span, ep[2] + span) for ep in episodes if ep[0] == GAP_EP]
+        within = self._episodes_query(scorer, episodes, gaps)
         members = searcher.search(
             Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
         ).hits
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
+        if scorer.spans:  # the runs as cut (`episode_reach`): fewer turns to score per group
+            gaps = [(ep[1], lo, hi) for ep, (lo, hi) in sorted(scorer.spans.items())]
+            within = self._episodes_query(scorer, episodes, gaps)
         for stem, query in groups.items():
             found = searcher.search(
                 Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
@@ -292,6 +273,31 @@ class _Searching:
                 count=False,
             ).hits
             scorer.set_term_scores(stem, found)
+
+    def _episodes_query(
+        self, scorer: _Scorer, episodes: list[_Ep], gaps: list[tuple[int, int, int]]
+    ) -> Query:
+        """The turns of `episodes`' sessions and, per (owner hash, first, last time) of
+        `gaps`, that owner's session-less turns created in that span (constant score)."""
+        schema = self._schema
+        parts: list[Query] = []
+        sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
+        if sessions:
+            parts.append(any_of(schema, "episode", sessions))
+        for owner_h, lo, hi in gaps:
+            parts.append(
+                Query.boolean_query(
+                    [
+                        (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h))),
+                        (Occur.Must, Query.term_query(schema, "episode", 0)),
+                        (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
+                        (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi)),
+                    ]
+                )
+            )
+        return Query.const_score_query(
+            parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
+        )
 
     def _page(
         self,

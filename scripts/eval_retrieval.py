@@ -1,7 +1,8 @@
 """Score `pandafs search` on real and generated conversations, beside plain BM25 baselines.
 
     python scripts/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
-        [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--search KEY=VALUE]...
+        [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
+        [--search KEY=VALUE]...
 
 Two sets, one procedure:
 
@@ -32,6 +33,12 @@ k sessions), recall_any@k, recall_all@10, NDCG@k (binary relevance) and MRR; at 
 level (questions with labelled evidence turns) turn_any@k, turn_all@k and turn_mrr.
 A hit list is turned into a session ranking by its hits' `meta.session`, distinct, in
 rank order.
+
+`--gap-episodes` imports the turns without their session id (it is kept in
+`meta.source_session`, which no search reads): episodes then come from the time-gap
+rule, as for the pipeline's own turns, which carry no session.  LongMemEval's sessions
+of one day start at the same minute, so a day becomes one run of overlapping turns:
+the worst case of that rule on real text.
 
 Output: a table per set, then, last, one JSON line `{"benchmark": "retrieval", ...}`.
 With `--json` only that line is printed.  Exit 0 on success, 1 when a pandafs step
@@ -208,7 +215,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def load_ours(folder: Path, limit: int | None = None) -> Dataset:
     """Our generated set: the import lines as they are; evidence sessions from evidence turns."""
     lines = _read_jsonl(folder / "conversations.jsonl")
-    session_of = {line["external_id"]: line["meta"]["session"] for line in lines}
+    session_of = {line["external_id"]: line_session(line) for line in lines}
     last: dict[str, str] = {}
     for line in lines:
         last[line["user"]] = max(last.get(line["user"], ""), line["timestamp"])
@@ -240,11 +247,30 @@ def hit_turn(hit: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+SOURCE_SESSION = "source_session"
+"""Where `--gap-episodes` keeps a line's session id: not a session key (`events.doctypes`)."""
+
+
+def line_session(line: dict[str, Any]) -> str:
+    """The session of an import line, with or without `--gap-episodes`."""
+    meta = line["meta"]
+    return meta["session"] if "session" in meta else meta[SOURCE_SESSION]
+
+
+def without_sessions(dataset: Dataset) -> Dataset:
+    """The same set with each line's session id moved out of the keys a search reads."""
+    lines = [{**line, "meta": {SOURCE_SESSION: line_session(line)}} for line in dataset.lines]
+    return Dataset(dataset.name, lines, dataset.questions)
+
+
 def hit_session(hit: dict[str, Any]) -> str | None:
-    """The session a hit belongs to: `meta.session`, else its episode, else None."""
+    """The session a hit belongs to: `meta.session` (or `meta.source_session`), else its
+    episode, else None."""
     meta = hit.get("meta")
-    if isinstance(meta, dict) and isinstance(meta.get("session"), str):
-        return meta["session"]
+    if isinstance(meta, dict):
+        for key in ("session", SOURCE_SESSION):
+            if isinstance(meta.get(key), str):
+                return meta[key]
     episode = hit.get("episode")
     return episode if isinstance(episode, str) else None
 
@@ -361,9 +387,9 @@ def _baseline_rankings(dataset: Dataset) -> dict[str, list[tuple[list[str], list
         if q.user not in cache:
             sessions: dict[str, list[dict[str, Any]]] = {}
             for line in by_user.get(q.user, []):
-                sessions.setdefault(line["meta"]["session"], []).append(line)
+                sessions.setdefault(line_session(line), []).append(line)
             text = {ln["external_id"]: f"{ln['query']}\n{ln['response']}" for ln in by_user.get(q.user, [])}
-            session_of = {ln["external_id"]: ln["meta"]["session"] for ln in by_user.get(q.user, [])}
+            session_of = {ln["external_id"]: line_session(ln) for ln in by_user.get(q.user, [])}
             windows = []
             for turns in sessions.values():
                 for i, ln in enumerate(turns):
@@ -569,6 +595,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, metavar="DIR", help="build the vaults here and keep them")
     parser.add_argument("--pandafs", metavar="CMD", help="command that runs pandafs")
     parser.add_argument(
+        "--gap-episodes",
+        action="store_true",
+        help="import without session ids: episodes by the time-gap rule",
+    )
+    parser.add_argument(
         "--search", action="append", default=[], metavar="KEY=VALUE", help="a [search] setting"
     )
     args = parser.parse_args(argv)
@@ -587,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     verbose = not args.json
     work = Path(tempfile.mkdtemp(prefix="pandafs-eval-"))
     report: dict[str, Any] = {"benchmark": "retrieval", "k": args.k, "search": options, "sets": {}}
+    report["gap_episodes"] = args.gap_episodes
     try:
         for name in names:
             if name == "longmemeval":
@@ -598,6 +630,8 @@ def main(argv: list[str] | None = None) -> int:
                     _progress(verbose, f"generating our set into {data} ...")
                     _generate(data)
                 dataset = load_ours(data, args.limit)
+            if args.gap_episodes:
+                dataset = without_sessions(dataset)
             base = args.keep.resolve() if args.keep else work
             vault = base / f"vault-{name}"
             vault.parent.mkdir(parents=True, exist_ok=True)

@@ -88,6 +88,11 @@ class SearchConfig(_Section):
     episode_gap_minutes: float = setting(
         30.0, description="a longer silence starts a new episode (turns without a session id)"
     )
+    episode_reach: int = setting(
+        32,
+        ge=0,
+        description="a longer run of turns is scored within this many turns of a stage-1 hit (0 = all)",
+    )
     latest_weight: float = setting(
         1.0,
         description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
