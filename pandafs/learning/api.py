@@ -95,7 +95,7 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
         with Learning(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
             engine.defer_index = True
             try:
-                engine.sync(rollups=False)
+                engine.sync(rollups=False, users=[view.user])
                 try:
                     return list(engine.on_turn(view, pending, ctx.now()))
                 except StaleCache:  # a torn shard of a document this turn used

@@ -380,3 +380,32 @@ def test_the_fold_after_saves_preview_re_indexes_no_trust_the_index_already_hold
     assert after == {h["doc_id"]: h["trust"] for h in used}
     rebuild(vault)  # the same trust, from the events alone
     assert trusts() == after
+
+
+def test_a_save_folds_only_its_own_users_turns_and_a_sync_the_rest(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    """Save's fold visits the saving user only (it visited every user's counter and log,
+    ~0.25 ms each per turn); another user's turns wait for their own Save or the next
+    full sync, which folds each once and agrees with a rebuild."""
+    memory = open_memory(vault)
+    for user in ("alice", "bob"):
+        memory.save(HAMSTER, user=user, topic="pet.hamster", keywords=["hamster"], now=T0)
+    bobs = memory.save(HAMSTER, user="bob", topic="pet.hamster", keywords=["hamster"], now=T0)
+    pipeline.ask("What does my hamster Biscuit like to eat?", user="bob")
+    clock["t"] = T0 + timedelta(hours=1)
+    pipeline.ask("Does my hamster Biscuit like seeds?", user="alice")
+    clock["t"] = T0 + timedelta(hours=2)
+    pipeline.ask("Where does a hamster hide seeds?", user="alice")
+    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    assert state["users"] == {  # a Save's own turn is still running when it folds: pending
+        "alice": {"upto": 2, "pending": [2]},
+        "bob": {"upto": 1, "pending": [1]},  # finished since, but alice's Saves never looked
+    }
+    assert sync(vault).turns == 2  # bob's turn and alice's second
+    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    assert state["users"] == {"alice": {"upto": 2, "pending": []}, "bob": {"upto": 1, "pending": []}}
+    incremental = snapshot(vault)
+    assert incremental["counts"][bobs.doc_id][0].usage == 1  # bob's turn, folded by the sync
+    rebuild(vault)
+    assert snapshot(vault) == incremental
