@@ -22,6 +22,7 @@ from ..vault import Vault
 from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
+from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
 
@@ -74,7 +75,7 @@ def rebuild(
     shards), so nothing is re-indexed now."""
     with Learning(vault, memory).open() as engine:
         engine.extractions = extractions
-        engine.write_index = index
+        engine.index_mode = COMMIT_INDEX if index else SKIP_INDEX
         return engine.rebuild()
 
 
@@ -93,7 +94,7 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
     queue = ctx.extras.get(INDEX_QUEUE)
     try:
         with Learning(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
-            engine.defer_index = True
+            engine.index_mode = QUEUE_INDEX
             try:
                 engine.sync(rollups=False, users=[view.user])
                 try:

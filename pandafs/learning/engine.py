@@ -52,6 +52,7 @@ from ..vault import Vault, file_lock
 from .catalog import CATALOG_BATCH, Catalog, CatalogRebuild
 from .decisions import _Deciding
 from .maintenance import read_changes
+from .materialise import COMMIT_INDEX, IndexMode
 from .rollups import rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values
 from .state import (
@@ -115,8 +116,7 @@ class Learning(_Deciding):
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
         self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
         self.stale: str | None = None
-        self.defer_index = False  # Save: collect index updates, commit them once
-        self.write_index = True  # False: the index is rebuilt after this, from the files
+        self.index_mode: IndexMode = COMMIT_INDEX
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
         self._turns_dirs: dict[str, str] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -86,6 +86,15 @@ def _put(front: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return dict(items)
 
 
+IndexMode = Literal["commit", "queue", "skip"]
+COMMIT_INDEX: IndexMode = "commit"
+"""A sync's index updates are committed at its end (one tantivy commit)."""
+QUEUE_INDEX: IndexMode = "queue"
+"""Collected for the caller (Save: they join the turn's own commit, `take_index_queue`)."""
+SKIP_INDEX: IndexMode = "skip"
+"""None: the index is rebuilt next, from the files and the trust shards (`rebuild_all`)."""
+
+
 class _Materialising:
     """The documents part of `Learning` (a mixin: its attributes are set by `Learning.__init__`)."""
 
@@ -94,8 +103,7 @@ class _Materialising:
     cfg: MemoryConfig
     state: LearningState
     counts: CounterStore
-    defer_index: bool
-    write_index: bool
+    index_mode: IndexMode
     _index_queue: list[IndexDoc]
 
     def locate(self, doc_id: str) -> tuple[str, str, str | None] | None:
@@ -204,7 +212,7 @@ class _Materialising:
                         continue
                     self.counts.set_trust(doc_id, trust)
                     # Save's preview may have indexed this value already
-                    if self.write_index and self._indexed_trust(doc_id) != trust:
+                    if self.index_mode != SKIP_INDEX and self._indexed_trust(doc_id) != trust:
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
@@ -245,7 +253,7 @@ class _Materialising:
                     continue
                 atomic_write(self.vault.root / rel, render_document(front, info.body), root=self.vault.root)
             written.append(rel)
-        if not self.write_index:  # the index is rebuilt next, from these files and the trust shards
+        if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the trust shards
             return sorted(written), 0
         max_bytes = self.vault.config.index.max_file_bytes
         for rel in written:
@@ -257,7 +265,7 @@ class _Materialising:
             if isinstance(loaded, IndexDoc):
                 self._index_queue.append(replace(loaded, trust=trust))
         count = len(self._index_queue)
-        if not self.defer_index:
+        if self.index_mode == COMMIT_INDEX:
             self.flush_index()
         return sorted(written), count
 
