@@ -32,9 +32,10 @@ second round's documents are the candidates.  Stage 2 takes the
 turn t of those episodes (time order; t−1, t+1 its neighbours in that episode).  An
 episode is one conversation: the turns imported with the same session id
 (`meta.session`), else a run of one user's turns with no silence longer than
-`episode_gap_minutes` (30, the usual web-analytics session timeout); of a run longer
-than 2·`episode_reach` + 1 turns, only those within `episode_reach` turns of the best
-stage-1 hit at each time the first stage found the run at are scored:
+`episode_gap_minutes` (30, the usual web-analytics session timeout); of an episode
+longer than 2·`episode_reach` + 1 turns, only those within `episode_reach` turns of its
+anchors are scored (a run's: the best stage-1 hit at each time the first stage found
+it at; a session's: its best stage-1 hit):
 
     window(t) = Σ_g max( c_g(t), β·c_g(t−1), β·c_g(t+1) )     [β = neighbour_weight]
     ep(E)     = Σ_g max{ c_g(u) : u in E }                     [the episode as one bag]
@@ -128,8 +129,8 @@ class _Scorer:
 
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
-        run longer than a conversation keeps only the turns near its anchors (see
-        `_beyond_reach`); `spans` then says which times the second stage scores."""
+        run or session longer than a conversation keeps only the turns near its anchors
+        (see `_beyond_reach`); `spans` then says which times the second stage scores."""
         self._place(addresses)
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
@@ -154,6 +155,7 @@ class _Scorer:
                         run = []
                     if key is not None:
                         run.append(key)
+        cut.update(self._sessions_beyond_reach(wanted))
         for key in list(self.address):
             if key not in self.base and (key in cut or self.episode_of[key] not in wanted):
                 del self.address[key]  # outside the chosen runs, or another user's same session
@@ -164,6 +166,22 @@ class _Scorer:
             if ep is not None and ep[0] == GAP_EP and ep in wanted:
                 lo, hi = self.spans.get(ep, (self.created[key], self.created[key]))
                 self.spans[ep] = (min(lo, self.created[key]), max(hi, self.created[key]))
+
+    def _sessions_beyond_reach(self, wanted: set[_Ep]) -> list[_Key]:
+        """`_beyond_reach` of each long session, anchored at its best stage-1 hit (an
+        exported chat can hold one conversation of hundreds of turns)."""
+        sessions: dict[_Ep, list[_Key]] = {}
+        for key in self.address:
+            ep = self.episode_of[key]
+            if ep is not None and ep[0] == SESSION_EP and ep in wanted:
+                sessions.setdefault(ep, []).append(key)
+        cut: list[_Key] = []
+        for keys in sessions.values():
+            hits = [k for k in keys if k in self.base]
+            if len(keys) > 2 * self.ranking.episode_reach + 1 and hits:
+                keys.sort(key=lambda k: (self.created[k], k))
+                cut += self._beyond_reach(keys, {min(hits, key=lambda k: (-self.base[k], k))})
+        return cut
 
     def _anchors(self, centres: set[tuple[int, int]]) -> set[_Key]:
         """The best stage-1 hit at each (owner hash, time) the top gap episodes were found at."""

@@ -8,7 +8,9 @@ are spread in time decides how many turns one search scores:
 
 - `sessions`: five turns two minutes apart, two sessions a day (a person's pace);
 - `chatty`: one turn every two minutes, around the clock (the gap rule never cuts);
-- `burst`: every turn at the same second (an import whose lines share a timestamp).
+- `burst`: every turn at the same second (an import whose lines share a timestamp);
+- `long-sessions`: sessions of 500 turns two minutes apart, each with its session id
+  (an exported chat whose conversations run long).
 
 One user, `--turns` imported turns per shape, the same eight questions.  Each shape is
 searched with the configured `episode_reach` (the run scored near its best hits) and,
@@ -48,7 +50,8 @@ QUESTIONS = [
 ]
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-SHAPES = ("sessions", "chatty", "burst")
+SHAPES = ("sessions", "chatty", "burst", "long-sessions")
+LONG = 500
 
 
 def when(shape: str, i: int) -> datetime:
@@ -56,6 +59,8 @@ def when(shape: str, i: int) -> datetime:
         return START
     if shape == "chatty":
         return START + timedelta(minutes=2 * i)
+    if shape == "long-sessions":
+        return START + timedelta(days=i // LONG, minutes=2 * (i % LONG))
     return START + timedelta(days=i // 10, hours=6 * (i % 10 // 5), minutes=2 * (i % 5))
 
 
@@ -76,6 +81,8 @@ def build(folder: Path, shape: str, turns: int) -> Memory:
                     "query": f"question {i} about my {topic} and {rng.choice(TOPICS)}",
                     "response": f"an answer about the {topic}, number {i}, with some detail. " * 4,
                 }
+                if shape == "long-sessions":
+                    line["meta"] = {"session": f"s{i // LONG}"}
                 out.write(orjson.dumps(line) + b"\n")
         memory = Memory(vault)
         import_turns(vault, source, after_batch=memory.index_docs)

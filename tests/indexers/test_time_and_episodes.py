@@ -203,22 +203,30 @@ def test_an_answer_next_door_is_found_within_an_episode_not_across_one(vault: Va
     assert "a" in found and "x" not in found
 
 
-def test_a_long_run_is_scored_near_its_best_turns_and_still_named_by_its_first(
-    vault: Vault, tmp_path: Path
+@pytest.mark.parametrize("session", [None, "chat-1"])
+def test_a_long_episode_is_scored_near_its_best_turns_and_keeps_its_name(
+    vault: Vault, tmp_path: Path, session: str | None
 ) -> None:
-    """A run of back-to-back turns longer than a conversation (2·`episode_reach` + 1) is
-    scored only within `episode_reach` turns of its best stage-1 hits: the reply next
-    door still inherits from the question, and every hit still names the run by its
-    first turn, though that turn was left out."""
+    """A run of back-to-back turns (or one session) longer than a conversation
+    (2·`episode_reach` + 1) is scored only within `episode_reach` turns of its best
+    stage-1 hits: the reply next door still inherits from the question, and every hit
+    still names the episode as before: a run by its first turn, though that turn was
+    left out; a session by its id."""
     lines = [
-        _turn(f"t{i:02d}", f"2026-09-01T09:{i:02d}:00Z", f"small talk number {i} about the weather")
+        _turn(
+            f"t{i:02d}",
+            f"2026-09-01T09:{i:02d}:00Z",
+            f"small talk number {i} about the weather",
+            session=session,
+        )
         for i in range(40)
     ]
-    lines[30] = _turn("q", "2026-09-01T09:30:00Z", "what should we name the new kayak?")
-    lines[31] = _turn("a", "2026-09-01T09:31:00Z", "Driftwood, definitely")
+    lines[30] = _turn("q", "2026-09-01T09:30:00Z", "what should we name the new kayak?", session=session)
+    lines[31] = _turn("a", "2026-09-01T09:31:00Z", "Driftwood, definitely", session=session)
     memory = _import(vault, tmp_path, lines)
-    for reach in (3, 0):  # 0: the whole run, as before the reach existed
+    name = session or "gap:2026-09-01T09:00:00Z"
+    for reach in (3, 0):  # 0: the whole episode, as before the reach existed
         memory.ranking = replace(memory.ranking, episode_reach=reach)
         hits = {h["external_id"]: h for h in memory.search("kayak name", user="alice", now=NOW)}
         assert list(hits)[:2] == ["q", "a"], reach
-        assert hits["q"]["episode"] == hits["a"]["episode"] == "gap:2026-09-01T09:00:00Z", reach
+        assert hits["q"]["episode"] == hits["a"]["episode"] == name, reach
