@@ -5,10 +5,9 @@ for a symbolic link before the file in it is opened by path.  So readers and wri
 check the file they actually opened: its real path (`/proc/self/fd`, else `realpath`)
 must be `root/<rel>`.  Readers refuse what fails (`events.vaultread.read_vault_file`);
 writers refuse it before a byte is written and remove what their own open made there
-(`check_opened`, `check_made` for a name made by a hard link, `open_folder` for the
-folder an atomic write makes, renames and fsyncs in).  Renames and folder fsyncs between
-vault folders go through `checked_folders` (`rename_in_vault`, `fsync_folder` for one),
-never by path.
+(`check_opened`, and `open_folder` for the folder an atomic write makes, renames and
+fsyncs in).  Links, renames and folder fsyncs between vault folders go through
+`checked_folders` (`rename_in_vault`, `fsync_folder` for one), never by path.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from .errors import NotInVault
 
 __all__ = [
     "CheckedFolders",
-    "check_made",
     "check_opened",
     "checked_folders",
     "fsync_folder",
@@ -81,16 +79,6 @@ def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target
         os.close(fd)
     why = "a folder on its path is a symbolic link or leaves the vault"
     raise NotInVault(_rel(target or path, base), why, action="written")
-
-
-def check_made(root: Path | str, path: Path) -> None:
-    """A name this writer has just made at `path` (a hard link), checked as `root=`
-    writes are checked: when a folder on its way was swapped for a link after
-    `vault_folder` checked it, the name (now outside the vault, or in another user's
-    folder) is removed again and `NotInVault` is raised."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    check_opened(fd, path, root, created=True)
-    os.close(fd)
 
 
 def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:

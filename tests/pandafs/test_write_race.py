@@ -417,6 +417,37 @@ def test_a_claim_never_moves_a_query_into_a_swapped_processing_folder(
     assert query.read_text() == "What did I say about my savings?\n"  # left where bob put it
 
 
+def test_a_claim_never_takes_a_file_from_outside_through_a_swapped_inbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob can write `inbox/bob/`, so he can swap it for a link after the scan found his
+    query.  The claim renamed the file by path: it took the link target's file of that
+    name (from wherever the link pointed, out of the vault) and answered it as his."""
+    from pandafs.inbox._claims import ClaimFolders
+
+    bob = vault.root / "inbox" / "bob"
+    outside = _outside(tmp_path, "q.txt")
+    real = ClaimFolders._new_claim_id
+
+    def swapped_then_named(self: ClaimFolders) -> str:
+        if not bob.is_symlink():
+            bob.rename(bob.with_name("bob.moved"))
+            bob.symlink_to(outside, target_is_directory=True)
+        return real(self)
+
+    query = bob / "q.txt"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text("What did I say about my savings?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    with Inbox(vault, settle_s=0.2) as box, pytest.raises(NotInVault, match="bob/q.txt: a folder on its"):
+        box.process_pending()
+    _untouched(outside, "q.txt")
+    assert (bob.with_name("bob.moved") / "q.txt").read_text() == "What did I say about my savings?\n"
+    assert [p for p in (vault.root / "inbox" / ".processing").rglob("*") if p.name != ".lock"] == []
+
+
 @pytest.mark.parametrize("swapped", ["archive/expired/users/alice/memories", "users/alice/memories"])
 def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
