@@ -96,9 +96,10 @@ class CheckedFolders:
     """Vault folders opened through `open_folder` (each once, checked from the vault root),
     to rename between and fsync by descriptor: a folder swapped for a link after it was
     opened gains nothing, and one swapped before is refused (`NotInVault`) before anything
-    moves.  Made by `checked_folders`, which fsyncs and closes them."""
+    moves.  Made by `checked_folders`, which fsyncs and closes them.  (`root` None: a bare
+    folder outside any vault, in tests; nothing is checked.)"""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str | None) -> None:
         self.root = root
         self._fds: dict[Path, int] = {}
 
@@ -127,7 +128,7 @@ class CheckedFolders:
 
 
 @contextmanager
-def checked_folders(root: Path | str, *, durable: bool = True) -> Iterator[CheckedFolders]:
+def checked_folders(root: Path | str | None, *, durable: bool = True) -> Iterator[CheckedFolders]:
     """A block of renames and entries in vault folders (`CheckedFolders`); each folder it
     opened is fsynced when the block ends without an error (if `durable`), and closed."""
     folders = CheckedFolders(root)
