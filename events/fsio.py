@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import check_opened, open_folder
+from .opened import CheckedFolders, check_opened, checked_folders, open_folder
 from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
@@ -65,21 +65,18 @@ def is_temp_name(name: str) -> bool:
     return name.startswith((TMP_PREFIX, ".#")) or name.endswith((".tmp", ".swp", ".swx", "~", ".part"))
 
 
-def _create_temp(path: Path, root: Path | str | None = None) -> tuple[int, str, int]:
-    """A new temporary file beside `path`: its folder's descriptor (checked with `root`),
-    name and descriptor.  Made exclusively, never through a link: its name is predictable
-    (the pid), and a link planted there to a file outside the vault is removed, not filled."""
-    folder = open_folder(path.parent, root, target=path)
+def _create_temp(path: Path, folders: CheckedFolders) -> tuple[int, str, int]:
+    """A new temporary file beside `path`: its folder's descriptor (opened by `folders`,
+    checked with their root), name and descriptor.  Made exclusively, never through a link:
+    its name is predictable (the pid), and a link planted there to a file outside the vault
+    is removed, not filled."""
+    folder = folders.fd(path.parent, target=path)
     tmp = f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        with suppress(FileExistsError):
-            return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
-        os.unlink(tmp, dir_fd=folder)
+    with suppress(FileExistsError):
         return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
-    except BaseException:
-        os.close(folder)
-        raise
+    os.unlink(tmp, dir_fd=folder)
+    return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
 
 
 def atomic_write(
@@ -125,24 +122,22 @@ def make_folders_for(path: Path, root: Path | str | None) -> None:
 @contextmanager
 def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
     """A new temporary file beside `path` (`_create_temp`) that replaces it when the block
-    ends without an error (fsynced first if `durable`), else removed; all in one folder fd."""
-    folder, tmp, fd = _create_temp(path, root)
-    try:
+    ends without an error (fsynced first if `durable`, its folder after), else removed;
+    all in one folder descriptor (`checked_folders`)."""
+    with checked_folders(root, durable=durable) as folders:
+        folder, tmp, fd = _create_temp(path, folders)
         try:
-            yield fd
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
-        if durable:
-            os.fsync(folder)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=folder)  # (gone once renamed)
-        raise
-    finally:
-        os.close(folder)
+            try:
+                yield fd
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)  # (gone once renamed)
+            raise
 
 
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:

@@ -5,18 +5,30 @@ for a symbolic link before the file in it is opened by path.  So readers and wri
 check the file they actually opened: its real path (`/proc/self/fd`, else `realpath`)
 must be `root/<rel>`.  Readers refuse what fails (`events.vaultread.read_vault_file`);
 writers refuse it before a byte is written and remove what their own open made there
-(`check_opened`, `check_made` for a name made by a hard link, `open_folder` for the
-folder an atomic write makes, renames and fsyncs in).
+(`check_opened`, and `open_folder` for the folder an atomic write makes, renames and
+fsyncs in).  Links, renames and folder fsyncs between vault folders go through
+`checked_folders` (`rename_in_vault`, `fsync_folder` for one), never by path.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import NotInVault
 
-__all__ = ["check_made", "check_opened", "is_inside", "open_folder", "where_opened"]
+__all__ = [
+    "CheckedFolders",
+    "check_opened",
+    "checked_folders",
+    "fsync_folder",
+    "is_inside",
+    "open_folder",
+    "rename_in_vault",
+    "where_opened",
+]
 
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC_FD = os.path.isdir(_PROC_FD)
@@ -69,16 +81,6 @@ def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target
     raise NotInVault(_rel(target or path, base), why, action="written")
 
 
-def check_made(root: Path | str, path: Path) -> None:
-    """A name this writer has just made at `path` (a hard link), checked as `root=`
-    writes are checked: when a folder on its way was swapped for a link after
-    `vault_folder` checked it, the name (now outside the vault, or in another user's
-    folder) is removed again and `NotInVault` is raised."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    check_opened(fd, path, root, created=True)
-    os.close(fd)
-
-
 def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:
     """A descriptor of `folder`, to create, rename and fsync in by `dir_fd`.  With `root`
     it is checked as `check_opened` checks a file (it must be `root/<its path>`; else
@@ -88,6 +90,69 @@ def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | 
     if root is not None:
         check_opened(fd, folder, root, created=False, target=target)
     return fd
+
+
+class CheckedFolders:
+    """Vault folders opened through `open_folder` (each once, checked from the vault root),
+    to rename between and fsync by descriptor: a folder swapped for a link after it was
+    opened gains nothing, and one swapped before is refused (`NotInVault`) before anything
+    moves.  Made by `checked_folders`, which fsyncs and closes them.  (`root` None: a bare
+    folder outside any vault, in tests; nothing is checked.)"""
+
+    def __init__(self, root: Path | str | None) -> None:
+        self.root = root
+        self._fds: dict[Path, int] = {}
+
+    def fd(self, folder: Path, *, target: Path | None = None) -> int:
+        """The descriptor of `folder`, opened and checked the first time it is asked for
+        (a refusal names `target`, the file being moved, if given)."""
+        if folder not in self._fds:
+            self._fds[folder] = open_folder(folder, self.root, target=target)
+        return self._fds[folder]
+
+    def rename(self, src: Path, dest: Path) -> None:
+        """`os.rename(src, dest)` (replacing `dest` as it does), both names taken in
+        their checked folders."""
+        src_fd = self.fd(src.parent, target=src)
+        dst_fd = self.fd(dest.parent, target=dest)
+        os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+    def fsync(self) -> None:
+        """Make every rename and new entry in these folders survive a power cut."""
+        for fd in self._fds.values():
+            os.fsync(fd)
+
+    def close(self) -> None:
+        while self._fds:
+            os.close(self._fds.popitem()[1])
+
+
+@contextmanager
+def checked_folders(root: Path | str | None, *, durable: bool = True) -> Iterator[CheckedFolders]:
+    """A block of renames and entries in vault folders (`CheckedFolders`); each folder it
+    opened is fsynced when the block ends without an error (if `durable`), and closed."""
+    folders = CheckedFolders(root)
+    try:
+        yield folders
+        if durable:
+            folders.fsync()
+    finally:
+        folders.close()
+
+
+def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
+    """Rename `src` to `dest` (both in the vault `root`) through their folders opened and
+    checked from the root, then fsync both: refused (`NotInVault`) with nothing moved
+    when a folder on either path is a link or leaves the vault."""
+    with checked_folders(root) as folders:
+        folders.rename(src, dest)
+
+
+def fsync_folder(folder: Path, root: Path | str) -> None:
+    """`fsync_dir` of a vault folder, opened and checked from `root`: a folder swapped for
+    a link is refused (`NotInVault`), not the link's target synced in its place."""
+    with checked_folders(root) as folders:
+        folders.fd(folder)
 
 
 def _rel(path: Path, base: str) -> str:

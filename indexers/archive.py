@@ -20,7 +20,9 @@ part file is rewritten the same way when rows are dropped (after a restore).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +33,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, atomic_file, fsync_dir
+from events.fsio import TMP_PREFIX, atomic_file
+from events.opened import checked_folders, fsync_folder
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
@@ -197,7 +200,7 @@ class ArchiveStore:
         new_dir = not path.parent.is_dir()
         path.parent.mkdir(parents=True, exist_ok=True)
         if new_dir:
-            fsync_dir(path.parent.parent)
+            fsync_folder(path.parent.parent, self.root)
         with atomic_file(path, root=self.root) as out:
             self._write_table(table, out)
 
@@ -214,13 +217,11 @@ class ArchiveStore:
         dropped = keep.count(False)
         if not dropped:
             return 0
-        if dropped == len(keep):
-            path.unlink()
-            fsync_dir(path.parent)
-            try:
-                path.parent.rmdir()
-            except OSError:
-                pass
+        if dropped == len(keep):  # the file, then its folder if empty: in the folders checked
+            with checked_folders(self.root) as folders:
+                os.unlink(path.name, dir_fd=folders.fd(path.parent, target=path))
+            with checked_folders(self.root, durable=False) as folders, suppress(OSError):
+                os.rmdir(path.parent.name, dir_fd=folders.fd(path.parent.parent))
             return dropped
         self._write_atomic(table.filter(pa.array(keep, pa.bool_())), path)
         return dropped

@@ -26,8 +26,9 @@ from pathlib import Path
 import orjson
 
 from events import Layout, atomic_write, turn_name, validate_user_id
-from events.fsio import check_folders, fsync_dir, held_lock, vault_folder
+from events.fsio import check_folders, held_lock, vault_folder
 from events.layout import STAGING_DIR
+from events.opened import checked_folders
 
 from .config import Config, load_config, render_default_config
 from .errors import Busy, NoVault
@@ -283,19 +284,22 @@ class Vault:
         A reader sees a turn folder whole or not at all.  Under the allocation lock
         a name is placed only if nothing holds it (a lost counter may have let
         `allocate_turns` take it meanwhile); the names not placed are returned.
-        The folder entries are made durable with one fsync of the turns folder.
+        The renames go between the staging and turns folders as opened and checked from
+        the vault root (`checked_folders`), and are made durable with one fsync of each.
         """
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
-        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
+        with (
+            checked_folders(self.root) as moved,  # fsynced once the lock is released
+            file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root),
+        ):
             stubs = self._stubs_dir(user)
             for name, source in staged:
-                target = f"{turns}/{name}"
+                target = turns / name
                 if os.path.lexists(target) or (stubs and os.path.lexists(f"{stubs}/{name}.md")):
                     taken.append(name)
                     continue
-                os.rename(source, target)
-        fsync_dir(turns)
+                moved.rename(source, target)
         return taken
 
     def _stubs_dir(self, user: str) -> str | None:

@@ -8,7 +8,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ import orjson
 from events import atomic_write, classify, turn_number, validate_user_id
 from events.clock import utcnow
 from events.errors import InvalidUserId
-from events.fsio import check_folders, fsync_dir, vault_folder
+from events.fsio import check_folders, vault_folder
+from events.opened import checked_folders
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput
@@ -117,12 +118,6 @@ def document_paths(key: TurnKey, names: Iterable[str]) -> list[str]:
     return [f"{base}/{name}" for name in names if classify(f"{base}/{name}") is not None]
 
 
-def fsync_dirs(paths: Iterable[Path]) -> None:
-    for path in sorted(set(paths)):
-        if path.is_dir():
-            fsync_dir(path)
-
-
 def store_of(vault: Vault) -> ArchiveStore:
     return ArchiveStore(
         vault.layout.archive / "turns", zstd_level=vault.config.archive.zstd_level, root=vault.root
@@ -189,9 +184,10 @@ def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def drop_journal(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    fsync_dir(path.parent)
+def drop_journal(vault: Vault, path: Path) -> None:
+    """Remove a finished job's journal, in its folder as checked from the vault root."""
+    with checked_folders(vault.root) as folders, suppress(FileNotFoundError):
+        os.unlink(path.name, dir_fd=folders.fd(path.parent, target=path))
 
 
 def pending_journals(vault: Vault) -> list[Path]:

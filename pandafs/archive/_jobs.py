@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections import Counter
@@ -14,6 +13,7 @@ from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
 from events.fsio import vault_folder
+from events.opened import checked_folders
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
@@ -29,7 +29,6 @@ from ._common import (
     chunked,
     document_paths,
     drop_journal,
-    fsync_dirs,
     log_held,
     new_id,
     parse_turn_id,
@@ -212,7 +211,7 @@ def _archive_batch(
         if contents.bad_rows or contents.duplicate_rows or found != expected:
             for part in written.values():
                 part.unlink(missing_ok=True)
-            drop_journal(journal)
+            drop_journal(vault, journal)
             raise ArchiveError(
                 f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
             )
@@ -227,36 +226,33 @@ def _archive_batch(
         stubs[files.key] = len(text)
     sync_all()
     touched: list[str] = []
-    dirs: set[Path] = set()
     trash: list[Path] = []
     dropped: dict[str, set[TurnKey]] = {}
     done: list[tuple[Candidate, TurnFiles]] = []
-    for candidate, files in plan:
-        folder = candidate.path
-        stub = stub_file(vault, files.key)
-        with log_held(folder) as refused:
-            if refused or folder_signature(folder) != files.signature():
-                stub.unlink()
-                dropped.setdefault(files.month, set()).add(files.key)
-                why = refused or "changed while being archived"
-                report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
-                continue
-            target = trash_folder(vault, files.key, batch)
-            if target.parent not in dirs:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(folder, target)
-        dirs.update({folder.parent, target.parent, stub.parent})
-        trash.append(target)
-        done.append((candidate, files))
-        touched.append(stub_relpath(files.key))
-        touched += document_paths(files.key, (f.path for f in files.files))
-    fsync_dirs(dirs)
+    with checked_folders(vault.root) as moved:  # each folder fsynced once, at the end
+        for candidate, files in plan:
+            folder = candidate.path
+            stub = stub_file(vault, files.key)
+            with log_held(folder) as refused:
+                if refused or folder_signature(folder) != files.signature():
+                    stub.unlink()
+                    dropped.setdefault(files.month, set()).add(files.key)
+                    why = refused or "changed while being archived"
+                    report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
+                    continue
+                target = trash_folder(vault, files.key, batch)
+                moved.rename(folder, target)
+            moved.fd(stub.parent)
+            trash.append(target)
+            done.append((candidate, files))
+            touched.append(stub_relpath(files.key))
+            touched += document_paths(files.key, (f.path for f in files.files))
     for path in trash:
         shutil.rmtree(path)
     for month, keys in dropped.items():
         store.drop_turns(written[month], keys)
     reindex(vault, memory, touched)
-    drop_journal(journal)
+    drop_journal(vault, journal)
     for path in written.values():
         if path.exists():
             report.parquet_bytes += path.stat().st_size
@@ -313,7 +309,7 @@ def restore_turns(
                 journal = write_journal(vault, f"restore-{job}", data)
                 touched = restore_entries(vault, items, job, report)
                 reindex(vault, memory, touched)
-                drop_journal(journal)
+                drop_journal(vault, journal)
                 if progress is not None:
                     progress(len(chunk))
         finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -14,7 +13,8 @@ import orjson
 from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
 from events.errors import NotInVault
-from events.fsio import fsync_dir, read_vault_file
+from events.fsio import read_vault_file
+from events.opened import checked_folders, rename_in_vault
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
@@ -28,7 +28,6 @@ from ._common import (
     TurnKey,
     document_paths,
     drop_journal,
-    fsync_dirs,
     parse_ts,
     pending_journals,
     reindex,
@@ -128,26 +127,22 @@ def restore_entries(
             staged.append((key, staging, rows, part_rel))
     if staged:
         sync_all()
-    dirs: set[Path] = set()
-    for key, staging, rows, part_rel in staged:
-        folder = turn_folder(vault, key)
-        os.rename(staging, folder)
-        dirs.update({folder.parent, staging.parent})
-        finished.setdefault(part_rel, []).append(key)
-        restored.append(rows)
-    fsync_dirs(dirs)
-    stub_dirs: set[Path] = set()
-    for keys in finished.values():
-        for key in keys:
-            stub = stub_file(vault, key)
-            if stub.exists():
-                stub.unlink()
-                stub_dirs.add(stub.parent)
-            touched.append(stub_relpath(key))
-            folder = turn_folder(vault, key)
-            names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
-            touched += document_paths(key, names)
-    fsync_dirs(stub_dirs)
+    with checked_folders(vault.root) as moved:
+        for key, staging, rows, part_rel in staged:
+            moved.rename(staging, turn_folder(vault, key))
+            finished.setdefault(part_rel, []).append(key)
+            restored.append(rows)
+    with checked_folders(vault.root) as stub_dirs:  # once every restored folder is durable
+        for keys in finished.values():
+            for key in keys:
+                stub = stub_file(vault, key)
+                if stub.exists():
+                    stub_dirs.fd(stub.parent)
+                    stub.unlink()
+                touched.append(stub_relpath(key))
+                folder = turn_folder(vault, key)
+                names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+                touched += document_paths(key, names)
     for part_rel, keys in finished.items():
         store.drop_turns(vault.root / part_rel, keys)
     if report is not None:
@@ -180,7 +175,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
             notes += [f"{d}: finished restoring" for d in before.turns]
             notes += [f"{f['doc_id']}: {f['error']}" for f in before.failed]
         reindex(vault, memory, touched)
-        drop_journal(journal)
+        drop_journal(vault, journal)
     store_of(vault).clean_temp()
     notes += _sweep_leftovers(vault)
     notes += [f"{rel}: links brought in step" for rel in finish_relink(vault, memory)]
@@ -199,63 +194,60 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
     keep: dict[str, set[TurnKey]] = {m: set() for m in parts}
     touched: list[str] = []
     moved: list[Path] = []
-    dirs: set[Path] = set()
-    for entry in data["turns"]:
-        key: TurnKey = (entry["user"], entry["turn"])
-        month = entry["month"]
-        doc_id = "/".join(key)
-        folder, stub = turn_folder(vault, key), stub_file(vault, key)
-        trash = trash_folder(vault, key, batch)
-        rows = contents[month].intact(key) if month in contents else None
-        info = stub_or_none(vault, key)
-        stub_here = info is not None and info.archive_file == parts[month]
-        live = folder.is_dir()
-        if rows is None:
-            if stub_here and not live:
-                # verified once (the stub exists), damaged since: touch no copy of it
-                keep[month].add(key)
-                notes.append(f"{doc_id}: archived copy damaged; left for `pandafs verify`")
-                continue
-            if stub_here:
-                stub.unlink()
-                touched.append(stub_relpath(key))
-            notes.append(f"{doc_id}: stays live (batch {batch} had not copied it)")
-            continue
-        if live:
-            try:
-                current = collect_turn_files(folder, *key, rows.created_at).checksums()
-            except ArchiveError:
-                current = None
-            if current != rows.checksums() or (info is not None and not stub_here):
+    with checked_folders(vault.root) as renames:  # each folder fsynced once, at the end
+        for entry in data["turns"]:
+            key: TurnKey = (entry["user"], entry["turn"])
+            month = entry["month"]
+            doc_id = "/".join(key)
+            folder, stub = turn_folder(vault, key), stub_file(vault, key)
+            trash = trash_folder(vault, key, batch)
+            rows = contents[month].intact(key) if month in contents else None
+            info = stub_or_none(vault, key)
+            stub_here = info is not None and info.archive_file == parts[month]
+            live = folder.is_dir()
+            if rows is None:
+                if stub_here and not live:
+                    # verified once (the stub exists), damaged since: touch no copy of it
+                    keep[month].add(key)
+                    notes.append(f"{doc_id}: archived copy damaged; left for `pandafs verify`")
+                    continue
                 if stub_here:
                     stub.unlink()
                     touched.append(stub_relpath(key))
-                notes.append(f"{doc_id}: stays live (changed after batch {batch} copied it)")
+                notes.append(f"{doc_id}: stays live (batch {batch} had not copied it)")
                 continue
-            if not stub_here:
-                text = render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month])
-                atomic_write(stub, text, root=vault.root)
-            trash.parent.mkdir(parents=True, exist_ok=True)
+            if live:
+                try:
+                    current = collect_turn_files(folder, *key, rows.created_at).checksums()
+                except ArchiveError:
+                    current = None
+                if current != rows.checksums() or (info is not None and not stub_here):
+                    if stub_here:
+                        stub.unlink()
+                        touched.append(stub_relpath(key))
+                    notes.append(f"{doc_id}: stays live (changed after batch {batch} copied it)")
+                    continue
+                if not stub_here:
+                    text = render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month])
+                    atomic_write(stub, text, root=vault.root)
+                if trash.exists():
+                    shutil.rmtree(trash)
+                renames.rename(folder, trash)
+            elif not stub_here:
+                if info is not None or stub.exists():
+                    notes.append(f"{doc_id}: has another stub; rows of batch {batch} dropped")
+                    continue
+                atomic_write(
+                    stub,
+                    render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month]),
+                    root=vault.root,
+                )
             if trash.exists():
-                shutil.rmtree(trash)
-            os.rename(folder, trash)
-            dirs.update({folder.parent, trash.parent})
-        elif not stub_here:
-            if info is not None or stub.exists():
-                notes.append(f"{doc_id}: has another stub; rows of batch {batch} dropped")
-                continue
-            atomic_write(
-                stub,
-                render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month]),
-                root=vault.root,
-            )
-        if trash.exists():
-            moved.append(trash)
-        keep[month].add(key)
-        touched.append(stub_relpath(key))
-        touched += document_paths(key, (f.path for f in rows.files))
-        notes.append(f"{doc_id}: finished archiving (batch {batch})")
-    fsync_dirs(dirs)
+                moved.append(trash)
+            keep[month].add(key)
+            touched.append(stub_relpath(key))
+            touched += document_paths(key, (f.path for f in rows.files))
+            notes.append(f"{doc_id}: finished archiving (batch {batch})")
     for path in moved:
         shutil.rmtree(path)
     for month, rel in parts.items():
@@ -307,8 +299,7 @@ def _sweep_leftovers(vault: Vault) -> list[str]:
                 shutil.rmtree(path)
                 notes.append(f"{doc_id}: removed the trash of its archived folder")
             elif not folder.exists() and not stub_file(vault, key).exists():
-                os.rename(path, folder)
-                fsync_dir(folder.parent)
+                rename_in_vault(vault.root, path, folder)
                 notes.append(f"{doc_id}: put back from the trash (it was not archived)")
         elif folder.exists() or _archived_intact(vault, key):
             shutil.rmtree(path)

@@ -12,8 +12,8 @@ from typing import Literal
 
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
-from events.fsio import fsync_dir, read_vault_bytes, vault_folder
-from events.opened import open_folder
+from events.fsio import read_vault_bytes, vault_folder
+from events.opened import checked_folders
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -80,28 +80,33 @@ class ClaimFolders:
         """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
 
         The claim's folders are made, and the file renamed into them, through descriptors
-        from `inbox/.processing/` opened and checked from the vault root (`open_folder`):
-        whoever can write `inbox/` can rename `.processing`, and one swapped for a link
-        after the lock was taken would otherwise receive another user's query."""
+        of its own folder and of `inbox/.processing/` opened and checked from the vault
+        root (`checked_folders`): whoever can write `inbox/` can rename `.processing` or
+        their own folder, and one swapped for a link after the lock was taken would
+        otherwise receive another user's query, or hand over a file from outside."""
         inner = rel.removeprefix("inbox/")
         claim_id = self._new_claim_id()
         claim = self.processing / claim_id
         *folders, name = [claim_id, QUERY_DIR, *inner.split("/")]
-        fd = open_folder(self.processing, self.root, target=claim / QUERY_DIR / inner)
+        src = self.root / rel
         try:
-            for folder in folders:  # each made here, fresh: no one else writes in .processing
-                os.mkdir(folder, dir_fd=fd)
-                parent, fd = fd, os.open(folder, _FOLDER_FLAGS, dir_fd=fd)
-                os.close(parent)
-            try:
-                os.rename(self.root / rel, name, dst_dir_fd=fd)
-            except FileNotFoundError:
-                remove_empty_tree(claim)
-                return None
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_dir((self.root / rel).parent)
+            with checked_folders(self.root) as checked:
+                src_fd = checked.fd(src.parent, target=src)
+                fd = top = checked.fd(self.processing, target=claim / QUERY_DIR / inner)
+                try:
+                    for folder in folders:  # each made here, fresh: no one else writes in .processing
+                        os.mkdir(folder, dir_fd=fd)
+                        parent, fd = fd, os.open(folder, _FOLDER_FLAGS, dir_fd=fd)
+                        if parent != top:
+                            os.close(parent)
+                    os.rename(src.name, name, src_dir_fd=src_fd, dst_dir_fd=fd)
+                    os.fsync(fd)
+                finally:
+                    if fd != top:
+                        os.close(fd)
+        except FileNotFoundError:  # the file (or its folder) is gone
+            remove_empty_tree(claim)
+            return None
         self._checkpoint("claimed")
         return claim
 

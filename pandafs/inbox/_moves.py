@@ -7,8 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from events.fsio import fsync_dir, vault_folder
-from events.opened import check_made, open_folder
+from events.fsio import vault_folder
+from events.opened import CheckedFolders, checked_folders
 
 
 def rejected_name(name: str) -> str:
@@ -41,37 +41,39 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     A hard link never replaces an existing name, so nothing is ever overwritten.  On a
     filesystem without hard links we fall back to check-then-rename (we hold the inbox
     lock; only a person could race us there).  `dest`'s folder is checked from `root`
-    down (`vault_folder`): a linked folder is refused, and so is one swapped for a link
-    after that check (`check_made` removes the new name again; the rename goes into the
-    folder descriptor `open_folder` checked, so `src` keeps its name when refused).
+    down (`vault_folder`, made if missing); the link or rename then goes between both
+    folders as opened and checked from `root` (`checked_folders`, which fsyncs them): one
+    swapped for a link after that check is refused, and `src` keeps its name.
     """
     vault_folder(root, dest.parent)
-    try:
-        os.link(src, dest)
-    except FileExistsError:
-        return os.path.samefile(src, dest)
-    except OSError:
-        return _rename_no_replace(root, src, dest)
-    check_made(root, dest)
-    fsync_dir(dest.parent)
-    return True
+    with checked_folders(root) as folders:
+        src_fd = folders.fd(src.parent, target=src)
+        dest_fd = folders.fd(dest.parent, target=dest)
+        try:
+            os.link(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
+        except FileExistsError:
+            return _same_file(src_fd, src.name, dest_fd, dest.name)
+        except OSError:
+            return _rename_no_replace(folders, src, dest)
+        return True
 
 
-def _rename_no_replace(root: Path, src: Path, dest: Path) -> bool:
+def _rename_no_replace(folders: CheckedFolders, src: Path, dest: Path) -> bool:
     """`link_no_replace` on a filesystem without hard links: rename `src` to `dest`
     unless that name is taken (then: True if it is `src`'s file)."""
-    folder = open_folder(dest.parent, root, target=dest)
+    dest_fd = folders.fd(dest.parent, target=dest)
     try:
-        try:
-            there = os.stat(dest.name, dir_fd=folder, follow_symlinks=False)
-        except FileNotFoundError:
-            os.rename(src, dest.name, dst_dir_fd=folder)
-            os.fsync(folder)
-            return True
-        here = os.stat(src)
-        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
-    finally:
-        os.close(folder)
+        there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        folders.rename(src, dest)
+        return True
+    here = os.stat(src.name, dir_fd=folders.fd(src.parent, target=src))
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _same_file(src_fd: int, src: str, dest_fd: int, dest: str) -> bool:
+    here, there = os.stat(src, dir_fd=src_fd), os.stat(dest, dir_fd=dest_fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def remove_empty_tree(top: Path) -> str | None:

@@ -16,7 +16,6 @@ event.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +24,8 @@ from typing import Any
 from events import classify, format_ts, parse_document, read_vault_file
 from events.clock import utcnow
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import fsync_dir, vault_folder
+from events.fsio import vault_folder
+from events.opened import rename_in_vault
 from indexers.sync import scan_documents
 
 from ..memory import Memory
@@ -194,11 +194,9 @@ def prune_expired(
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
                 engine.record_decisions([_with_reason(decision, reason)], now)
-            vault_folder(vault.root, target.parent)  # archive/expired/…: never through a link
-            with vault.memory_lock(info.owner):
-                os.rename(vault.root / info.rel, target)
-                fsync_dir(target.parent)
-                fsync_dir((vault.root / info.rel).parent)
+            vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
+            with vault.memory_lock(info.owner):  # both folders checked again as opened
+                rename_in_vault(vault.root, vault.root / info.rel, target)
         if moves and not dry_run:
             with memory.index.batch() as batch:
                 for info, _, _ in moves:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from events.errors import NotInVault
 from indexers import archive as archive_module
 from indexers.archive import (
     ARCHIVE_SCHEMA,
@@ -176,3 +177,29 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
     (folder / "link.md").symlink_to(folder / "context.md")
     with pytest.raises(ArchiveError, match="not a regular file"):
         _collect(folder)
+
+
+def test_dropping_the_last_rows_never_deletes_through_a_swapped_month_folder(
+    store: ArchiveStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The part left empty is deleted.  That went by path after the part was read: its
+    month folder swapped for a link in between, the file of that name out there went
+    instead.  Now the name is removed in the folder as opened and checked from the root."""
+    folder = _turn_folder(tmp_path / "live", "alice", "turn_000001", "hello")
+    [part] = store.write_parts([_collect(folder)], batch="b1", archived_at=ARCHIVED_AT).values()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / part.name).write_bytes(b"not the archive's\n")
+    real_read = ArchiveStore._read
+
+    def read_then_swapped(self: ArchiveStore, path: Path) -> pa.Table:
+        table = real_read(self, path)
+        part.parent.rename(part.parent.with_name(part.parent.name + ".moved"))
+        part.parent.symlink_to(outside, target_is_directory=True)
+        return table
+
+    monkeypatch.setattr(ArchiveStore, "_read", read_then_swapped)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link or leaves the vault"):
+        store.drop_turns(part, [("alice", "turn_000001")])
+    assert (outside / part.name).read_bytes() == b"not the archive's\n"
+    assert (part.parent.with_name(part.parent.name + ".moved") / part.name).is_file()

@@ -530,3 +530,45 @@ def test_stubs_are_stamped_with_the_jobs_now(vault: Vault, tmp_path: Path) -> No
     assert archive_turns(vault, now=NOW).archived == 1
     stub = parse_document((vault.layout.archive / "stubs" / "alice" / "turn_000001.md").read_text())
     assert stub.frontmatter["archived_at"] == NOW
+
+
+def test_a_batch_never_moves_a_turn_folder_through_a_swapped_trash_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch moves each turn folder aside into `turns/.trash/` before removing it.  The
+    move went by path after `.trash` was checked: swapped for a link in between, it took
+    alice's turn folder out of the vault (and the removal that follows reached through the
+    link).  Now both folders are opened and checked from the vault root: refused, the turn
+    stays live."""
+    import shutil
+
+    from events.errors import NotInVault
+    from pandafs.archive._common import TRASH_DIR
+
+    _import(vault, tmp_path, [_turn("alice", 90, "hamster chat")])
+    turns = vault.layout.turns_dir("alice")
+    trash = turns / TRASH_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_bytes(b"not the vault's\n")
+    real_trash_folder, real_rmtree = archive_jobs.trash_folder, shutil.rmtree
+    removed: list[str] = []
+
+    def checked_then_swapped(*args: object) -> Path:
+        got = real_trash_folder(*args)
+        if not trash.is_symlink():
+            trash.rename(trash.with_name(TRASH_DIR + ".moved"))
+            trash.symlink_to(outside, target_is_directory=True)
+        return got
+
+    def rmtree(path: Path, *args: object, **kw: object) -> None:
+        removed.append(os.path.realpath(path))
+        real_rmtree(path, *args, **kw)
+
+    monkeypatch.setattr(archive_jobs, "trash_folder", checked_then_swapped)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link or leaves the vault"):
+        archive_turns(vault, now=NOW)
+    assert sorted(os.listdir(outside)) == ["keep.md"]
+    assert not [p for p in removed if p.startswith(str(outside))]  # nothing removed out there
+    assert (turns / "turn_000001" / "events.jsonl").is_file()  # still live, in its folder

@@ -13,6 +13,7 @@ import errno
 import os
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -414,3 +415,73 @@ def test_a_claim_never_moves_a_query_into_a_swapped_processing_folder(
         box.process_pending()  # refused, as a linked .processing found by the lock is
     assert list(outside.rglob("*")) == []  # no claim folder, no query out there
     assert query.read_text() == "What did I say about my savings?\n"  # left where bob put it
+
+
+def test_a_claim_never_takes_a_file_from_outside_through_a_swapped_inbox_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob can write `inbox/bob/`, so he can swap it for a link after the scan found his
+    query.  The claim renamed the file by path: it took the link target's file of that
+    name (from wherever the link pointed, out of the vault) and answered it as his."""
+    from pandafs.inbox._claims import ClaimFolders
+
+    bob = vault.root / "inbox" / "bob"
+    outside = _outside(tmp_path, "q.txt")
+    real = ClaimFolders._new_claim_id
+
+    def swapped_then_named(self: ClaimFolders) -> str:
+        if not bob.is_symlink():
+            bob.rename(bob.with_name("bob.moved"))
+            bob.symlink_to(outside, target_is_directory=True)
+        return real(self)
+
+    query = bob / "q.txt"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text("What did I say about my savings?\n")
+    past = time.time() - 10
+    os.utime(query, (past, past))
+    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    with Inbox(vault, settle_s=0.2) as box, pytest.raises(NotInVault, match="bob/q.txt: a folder on its"):
+        box.process_pending()
+    _untouched(outside, "q.txt")
+    assert (bob.with_name("bob.moved") / "q.txt").read_text() == "What did I say about my savings?\n"
+    assert [p for p in (vault.root / "inbox" / ".processing").rglob("*") if p.name != ".lock"] == []
+
+
+@pytest.mark.parametrize("swapped", ["archive/expired/users/alice/memories", "users/alice/memories"])
+def test_expiry_never_moves_a_memory_through_a_swapped_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """`prune --expired` moves a user's memory into `archive/expired/`.  The rename went
+    by path after the target folder was checked: swapped for a link under the memory lock,
+    the archive folder took alice's memory out of the vault, and her memory folder handed
+    a file from outside into the archive.  Now both folders are opened and checked from
+    the vault root and the rename goes through them: refused, nothing moves."""
+    from contextlib import contextmanager
+
+    from pandafs.learning import prune_expired
+    from tests.support.learning import T0
+
+    saved = Memory(vault).save("Book the dentist for Tuesday.", user="alice", keywords=["dentist"], now=T0)
+    name = Path(saved.doc_path).name
+    folder = vault.root / swapped
+    outside = _outside(tmp_path, name)
+    expired_folder = vault.root / "archive" / "expired" / "users" / "alice" / "memories"
+    real = Vault.memory_lock
+
+    @contextmanager
+    def locked_then_swapped(self: Vault, owner: str | None, **kw: object):  # noqa: ANN202
+        with real(self, owner, **kw):  # the owner's folders checked; the expiry's target made
+            if expired_folder.is_dir() and not folder.is_symlink():
+                folder.rename(folder.with_name(folder.name + ".moved"))
+                folder.symlink_to(outside, target_is_directory=True)
+            yield
+
+    monkeypatch.setattr(Vault, "memory_lock", locked_then_swapped)
+    with pytest.raises(NotInVault, match=f"{name}: a folder on its path is a symbolic link or leaves"):
+        prune_expired(vault, now=T0 + timedelta(hours=25))
+    _untouched(outside, name)
+    kept = "memories.moved" if swapped.startswith("users") else "memories"
+    memories = vault.root / "users" / "alice" / kept
+    assert "Book the dentist" in (memories / name).read_text()  # still where alice's memory was
+    assert [p for p in (vault.root / "archive" / "expired").rglob("*") if p.is_file()] == []
