@@ -65,7 +65,6 @@ document, and a rebuild gives the same results.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any
 
@@ -163,7 +162,7 @@ class _Scorer:
         self.spans = {}
         for key in self.address:
             ep = self.episode_of[key]
-            if ep is not None and ep[0] == GAP_EP and ep in wanted:
+            if ep is not None and ep in wanted:
                 lo, hi = self.spans.get(ep, (self.created[key], self.created[key]))
                 self.spans[ep] = (min(lo, self.created[key]), max(hi, self.created[key]))
 
@@ -203,13 +202,12 @@ class _Scorer:
         reach = self.ranking.episode_reach
         if reach <= 0 or len(run) <= 2 * reach + 1:
             return []
-        near = [i for i, key in enumerate(run) if key in anchors]
-
-        def close(i: int) -> bool:
-            j = bisect_left(near, i)
-            return (j < len(near) and near[j] - i <= reach) or (j > 0 and i - near[j - 1] <= reach)
-
-        return [key for i, key in enumerate(run) if not close(i)]
+        cut: list[_Key] = []
+        start = 0  # the first position not yet kept or cut
+        for i in (i for i, key in enumerate(run) if key in anchors):
+            cut += run[start : max(start, i - reach)]
+            start = max(start, i + reach + 1)
+        return cut + run[start:]
 
     def _place(self, addresses: list[Any]) -> list[_Key]:
         """Record where each document sits in time (created, episode); its key."""

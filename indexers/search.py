@@ -11,6 +11,7 @@ rebuild swapped the folder.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -26,7 +27,7 @@ from events.layout import TURN_KINDS
 from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import any_of, search_filters
 from .query import QueryPlan, TermGroup, plan_query
-from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _Ep, _idf, _Scorer
+from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
 from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of
@@ -257,15 +258,20 @@ class _Searching:
         if not episodes:
             return
         span = int(ranking.episode_gap_minutes * 60 * GAP_SPAN)
+        sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
         gaps = [(ep[1], ep[2] - span, ep[2] + span) for ep in episodes if ep[0] == GAP_EP]
-        within = self._episodes_query(scorer, episodes, gaps)
+        within = self._episodes_query(scorer, gaps, sessions=sessions)
         members = searcher.search(
             Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
         ).hits
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
-        if scorer.spans:  # the runs as cut (`episode_reach`): fewer turns to score per group
-            gaps = [(ep[1], lo, hi) for ep, (lo, hi) in sorted(scorer.spans.items())]
-            within = self._episodes_query(scorer, episodes, gaps)
+        if scorer.spans:  # the episodes as cut (`episode_reach`): fewer turns to score per group
+            kept = sorted(scorer.spans.items())
+            within = self._episodes_query(
+                scorer,
+                [(ep[1], lo, hi) for ep, (lo, hi) in kept if ep[0] == GAP_EP],
+                session_spans=[(ep[2], lo, hi) for ep, (lo, hi) in kept if ep[0] == SESSION_EP],
+            )
         for stem, query in groups.items():
             found = searcher.search(
                 Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
@@ -275,15 +281,28 @@ class _Searching:
             scorer.set_term_scores(stem, found)
 
     def _episodes_query(
-        self, scorer: _Scorer, episodes: list[_Ep], gaps: list[tuple[int, int, int]]
+        self,
+        scorer: _Scorer,
+        gaps: list[tuple[int, int, int]],
+        *,
+        sessions: Sequence[int] = (),
+        session_spans: Sequence[tuple[int, int, int]] = (),
     ) -> Query:
-        """The turns of `episodes`' sessions and, per (owner hash, first, last time) of
-        `gaps`, that owner's session-less turns created in that span (constant score)."""
+        """Turns of the second stage (constant score): per (owner hash, first, last time)
+        of `gaps`, that owner's session-less turns created in that span; the turns of
+        `sessions` (episode hashes); per (episode hash, first, last time) of
+        `session_spans`, the turns of that session created in that span."""
         schema = self._schema
+
+        def created(lo: int, hi: int) -> tuple[Occur, Query]:
+            return (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi))
+
         parts: list[Query] = []
-        sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
         if sessions:
             parts.append(any_of(schema, "episode", sessions))
+        for episode, lo, hi in session_spans:
+            session = Query.term_query(schema, "episode", episode)
+            parts.append(Query.boolean_query([(Occur.Must, session), created(lo, hi)]))
         for owner_h, lo, hi in gaps:
             parts.append(
                 Query.boolean_query(
@@ -291,7 +310,7 @@ class _Searching:
                         (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h))),
                         (Occur.Must, Query.term_query(schema, "episode", 0)),
                         (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
-                        (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi)),
+                        created(lo, hi),
                     ]
                 )
             )
