@@ -386,31 +386,41 @@ def test_a_new_log_whose_folder_moves_after_the_append_is_kept_without_an_error(
     assert (vault.root / "observability.moved" / "new.jsonl").read_bytes() == b"{}\n"
 
 
+def _settled_query(path: Path) -> Path:
+    """A query file in an inbox folder, old enough for the inbox to take it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("What did I say about my savings?\n")
+    past = time.time() - 10
+    os.utime(path, (past, past))
+    return path
+
+
+def _swap_when_claiming(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: Path) -> None:
+    """`folder` swapped for a link to `outside` as a claim names itself: after the inbox
+    lock was taken and the scan found the query."""
+    from pandafs.inbox._claims import ClaimFolders
+
+    real = ClaimFolders._new_claim_id
+
+    def swapped_then_named(self: ClaimFolders) -> str:
+        if not folder.is_symlink():
+            folder.rename(folder.with_name(folder.name + ".moved"))
+            folder.symlink_to(outside, target_is_directory=True)
+        return real(self)
+
+    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+
+
 def test_a_claim_never_moves_a_query_into_a_swapped_processing_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whoever can write `inbox/` can rename `inbox/.processing`.  Swapped for a link
     after the inbox lock was taken (its folder checked), the claim made its folders and
     renamed bob's query through the link: out of the vault, to wherever it pointed."""
-    from pandafs.inbox._claims import ClaimFolders
-
-    processing = vault.root / "inbox" / ".processing"
     outside = tmp_path / "outside"
     outside.mkdir()
-    real = ClaimFolders._new_claim_id
-
-    def swapped_then_named(self: ClaimFolders) -> str:
-        if not processing.is_symlink():
-            processing.rename(processing.with_name(".processing.moved"))
-            processing.symlink_to(outside, target_is_directory=True)
-        return real(self)
-
-    query = vault.root / "inbox" / "bob" / "q.txt"
-    query.parent.mkdir(parents=True, exist_ok=True)
-    query.write_text("What did I say about my savings?\n")
-    past = time.time() - 10
-    os.utime(query, (past, past))
-    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    query = _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+    _swap_when_claiming(monkeypatch, vault.root / "inbox" / ".processing", outside)
     with Inbox(vault, settle_s=0.2) as box, pytest.raises(NotInVault, match="a folder on its path"):
         box.process_pending()  # refused, as a linked .processing found by the lock is
     assert list(outside.rglob("*")) == []  # no claim folder, no query out there
@@ -423,24 +433,10 @@ def test_a_claim_never_takes_a_file_from_outside_through_a_swapped_inbox_folder(
     """Bob can write `inbox/bob/`, so he can swap it for a link after the scan found his
     query.  The claim renamed the file by path: it took the link target's file of that
     name (from wherever the link pointed, out of the vault) and answered it as his."""
-    from pandafs.inbox._claims import ClaimFolders
-
     bob = vault.root / "inbox" / "bob"
     outside = _outside(tmp_path, "q.txt")
-    real = ClaimFolders._new_claim_id
-
-    def swapped_then_named(self: ClaimFolders) -> str:
-        if not bob.is_symlink():
-            bob.rename(bob.with_name("bob.moved"))
-            bob.symlink_to(outside, target_is_directory=True)
-        return real(self)
-
-    query = bob / "q.txt"
-    query.parent.mkdir(parents=True, exist_ok=True)
-    query.write_text("What did I say about my savings?\n")
-    past = time.time() - 10
-    os.utime(query, (past, past))
-    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    _settled_query(bob / "q.txt")
+    _swap_when_claiming(monkeypatch, bob, outside)
     with Inbox(vault, settle_s=0.2) as box, pytest.raises(NotInVault, match="bob/q.txt: a folder on its"):
         box.process_pending()
     _untouched(outside, "q.txt")
