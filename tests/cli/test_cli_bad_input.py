@@ -37,6 +37,7 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
         ("save", "my bank pin hint", "--user", "bob", "--scope", "global"),
         ("save", "likes tea", "--user", "bob", "--type", "preference", "--scope", "global"),
         ("rebuild", "--user", "nobody"),
+        ("import",),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, args: tuple[str, ...]) -> None:
