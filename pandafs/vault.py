@@ -30,7 +30,7 @@ from events.fsio import check_folders, fsync_dir, held_lock, vault_folder
 from events.layout import STAGING_DIR
 
 from .config import Config, load_config, render_default_config
-from .errors import Busy, NoVault
+from .errors import BadInput, Busy, NoVault
 
 __all__ = ["STAGING_DIR", "Vault", "file_lock"]
 
@@ -165,6 +165,13 @@ class Vault:
 
     def rel(self, path: Path) -> str:
         return self.layout.relative(path)
+
+    def require_user(self, user: str) -> str:
+        """`user`, if the vault holds anything of theirs (a folder or archive stubs): a
+        mistyped user given to select work is refused, not reported as "0 turns: ok"."""
+        if not self.layout.has_user(validate_user_id(user)):
+            raise BadInput(f"no user {user!r} in {self.root}")
+        return user
 
     @contextmanager
     def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:

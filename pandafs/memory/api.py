@@ -381,8 +381,7 @@ class Memory:
         on_total: Callable[[int], None] | None = None,
     ) -> SyncReport:
         if user is not None:
-            if not self.vault.layout.has_user(user):
-                raise BadInput(f"no user {user!r} in {self.vault.root}")
+            self.vault.require_user(user)
         from indexers import sync
 
         cfg = self.vault.config.index

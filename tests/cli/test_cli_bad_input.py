@@ -37,6 +37,8 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
         ("save", "my bank pin hint", "--user", "bob", "--scope", "global"),
         ("save", "likes tea", "--user", "bob", "--type", "preference", "--scope", "global"),
         ("rebuild", "--user", "nobody"),
+        ("archive", "--user", "nobody"),
+        ("archive", "--user", "nobody", "--dry-run"),
         ("import",),
     ],
 )
