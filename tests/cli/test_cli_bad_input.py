@@ -39,6 +39,7 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
         ("rebuild", "--user", "nobody"),
         ("archive", "--user", "nobody"),
         ("archive", "--user", "nobody", "--dry-run"),
+        ("search", "seed", "--topic", "Bad Topic!"),
         ("import",),
     ],
 )
@@ -49,6 +50,18 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, arg
     assert got.code == 2, (got.out, got.err)
     assert got.err.count("\n") == 1 and got.err.startswith("error:") and "Traceback" not in got.err
     assert _tree(vault.root) == before
+
+
+def test_a_batch_line_out_of_the_time_range_is_refused_like_the_option(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    assert cli("--root", vault.root, "search", "x", "--after", "0001-01-01").code == 2
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"query": "hamster", "after": "0001-01-01"}\n{"query": "hamster", "topic": "A B"}\n')
+    got = cli("--root", vault.root, "search", "--batch", batch, "--json")
+    assert got.code == 1 and "2 line(s)" in got.err
+    first, second = (orjson.loads(x) for x in got.out.splitlines())
+    assert "out of range" in first["error"] and "bad topic" in second["error"]
 
 
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
