@@ -52,6 +52,25 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, arg
     assert _tree(vault.root) == before
 
 
+def _turn_line(timestamp: str) -> bytes:
+    line = {"user": "alice", "timestamp": timestamp, "query": "my hamster is called Bob", "response": "ok"}
+    return orjson.dumps(line) + b"\n"
+
+
+@pytest.mark.parametrize("timestamp", ["0001-01-01T00:00:00", "9999-12-31T23:59:59"])
+def test_an_import_line_out_of_the_time_range_fails_and_imports_nothing(
+    cli, vault: Vault, tmp_path: Path, timestamp: str
+) -> None:
+    """The range every other outside time is held to (--now, a batch line's now)."""
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(_turn_line(timestamp))
+    before = _tree(vault.root)
+    got = cli("--root", vault.root, "import-turns", source, "--json")
+    assert got.code == 1 and got.json["imported"] == 0, got.out
+    assert "out of range" in got.json["failed"][0]["error"]
+    assert _tree(vault.root) == before
+
+
 def test_a_batch_line_out_of_the_time_range_is_refused_like_the_option(
     cli, vault: Vault, tmp_path: Path
 ) -> None:
