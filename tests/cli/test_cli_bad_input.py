@@ -71,6 +71,35 @@ def test_an_import_line_out_of_the_time_range_fails_and_imports_nothing(
     assert _tree(vault.root) == before
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("age_days = 30\n", "age_days = -30\n"),  # archived every turn, even one from the future
+        ("batch_size = 500", "batch_size = 0"),
+        ("zstd_level = 3", "zstd_level = 99"),
+        ("max_bytes = 1000000", "max_bytes = -1"),
+        ("freshness_half_life_days = 30.0", "freshness_half_life_days = 0.0"),
+        ("publishers = []", 'publishers = ["../x"]'),
+        ('default_user = "me"', 'default_user = "Me Myself"'),
+        ('"travel" = [', '"Travel Plans" = ['),
+    ],
+)
+def test_a_bad_value_in_pandafs_toml_is_refused_before_anything_moves(
+    cli, vault: Vault, tmp_path: Path, old: str, new: str
+) -> None:
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(_turn_line("2026-01-05T10:00:00"))
+    assert cli("--root", vault.root, "import-turns", source).code == 0
+    config = vault.layout.config_file
+    assert old in config.read_text()
+    config.write_text(config.read_text().replace(old, new, 1))
+    before = _tree(vault.root)
+    got = cli("--root", vault.root, "archive", "--now", "2026-02-01")
+    assert got.code == 2, (got.out, got.err)
+    assert got.err.count("\n") == 1 and "pandafs.toml" in got.err and "Traceback" not in got.err
+    assert _tree(vault.root) == before
+
+
 def test_a_batch_line_out_of_the_time_range_is_refused_like_the_option(
     cli, vault: Vault, tmp_path: Path
 ) -> None:
