@@ -112,6 +112,16 @@ def test_a_batch_line_out_of_the_time_range_is_refused_like_the_option(
     assert "out of range" in first["error"] and "bad topic" in second["error"]
 
 
+def test_a_query_or_a_filter_beside_batch_is_refused_not_ignored(cli, vault: Vault, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"query": "hamster"}\n')
+    for extra in (("seed",), ("--user", "bob"), ("--topic", "pet"), ("--limit", "3"), ("--include-expired",)):
+        got = cli("--root", vault.root, "search", "--batch", batch, *extra, "--json")
+        assert got.code == 2 and got.out == "", (extra, got.out)
+        assert got.err.count("\n") == 1 and ("QUERY" if extra == ("seed",) else extra[0]) in got.err
+    assert cli("--root", vault.root, "search", "--json", "--batch", batch).code == 0
+
+
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
     assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
     got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
