@@ -136,6 +136,9 @@ class Vault:
     def init(cls, root: Path | str) -> tuple[Vault, list[str]]:
         """Create the layout, config, `.obsidian/` and home note; keep what exists."""
         vault = cls(Path(root))
+        outer = next((p for p in vault.root.parents if Layout(p).config_file.is_file()), None)
+        if outer is not None:  # its files would be the outer vault's documents (a user's, in users/)
+            raise BadInput(f"{vault.root} is inside the vault at {outer}: a vault cannot hold another")
         created: list[str] = []
         vault.root.mkdir(parents=True, exist_ok=True)
         for name in VAULT_DIRS:

@@ -122,6 +122,16 @@ def test_a_query_or_a_filter_beside_batch_is_refused_not_ignored(cli, vault: Vau
     assert cli("--root", vault.root, "search", "--json", "--batch", batch).code == 0
 
 
+def test_init_inside_a_vault_is_refused(cli, vault: Vault) -> None:
+    """A vault in users/alice would be alice's documents (its pandafs.toml and Home.md)."""
+    assert cli("--root", vault.root, "save", "seed", "--user", "alice").code == 0
+    before = _tree(vault.root)
+    for inner in (vault.root / "users" / "alice", vault.root / "knowledge" / "notes"):
+        got = cli("--root", inner, "init")
+        assert got.code == 2 and got.err.count("\n") == 1 and "inside the vault" in got.err, got.err
+    assert _tree(vault.root) == before and not (vault.root / "knowledge" / "notes").exists()
+
+
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
     assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
     got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
