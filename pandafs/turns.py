@@ -75,8 +75,7 @@ def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
         users = vault.layout.users()
     else:
         user, _, turn = target.partition("/")
-        if not vault.layout.has_user(user):  # a mistyped user is not "0 turns: ok"
-            raise BadInput(f"no user {user!r} in {vault.root}")
+        vault.require_user(user)
         if turn:
             try:
                 turn_number(turn)

@@ -31,7 +31,7 @@ from events.layout import STAGING_DIR
 from events.opened import checked_folders
 
 from .config import Config, load_config, render_default_config
-from .errors import Busy, NoVault
+from .errors import BadInput, Busy, NoVault
 
 __all__ = ["STAGING_DIR", "Vault", "file_lock"]
 
@@ -137,6 +137,9 @@ class Vault:
     def init(cls, root: Path | str) -> tuple[Vault, list[str]]:
         """Create the layout, config, `.obsidian/` and home note; keep what exists."""
         vault = cls(Path(root))
+        outer = next((p for p in vault.root.parents if Layout(p).config_file.is_file()), None)
+        if outer is not None:  # its files would be the outer vault's documents (a user's, in users/)
+            raise BadInput(f"{vault.root} is inside the vault at {outer}: a vault cannot hold another")
         created: list[str] = []
         vault.root.mkdir(parents=True, exist_ok=True)
         for name in VAULT_DIRS:
@@ -166,6 +169,13 @@ class Vault:
 
     def rel(self, path: Path) -> str:
         return self.layout.relative(path)
+
+    def require_user(self, user: str) -> str:
+        """`user`, if the vault holds anything of theirs (a folder or archive stubs): a
+        mistyped user given to select work is refused, not reported as "0 turns: ok"."""
+        if not self.layout.has_user(validate_user_id(user)):
+            raise BadInput(f"no user {user!r} in {self.root}")
+        return user
 
     @contextmanager
     def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:

@@ -103,6 +103,8 @@ def archive_turns(
     report = ArchiveReport(dry_run=dry_run)
     if age_days is not None and age_days < 0:
         raise BadInput("--age-days must be 0 or more")
+    if user is not None:
+        vault.require_user(user)
     batch_size = batch_size or vault.config.archive.batch_size
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from .base import cli
@@ -52,25 +52,28 @@ def main(argv: list[str] | None = None) -> None:
     from ..output import echo_err
     from .base import cli
 
+    def fail(message: str, code: int) -> NoReturn:
+        """The one line an error is, however its message was laid out (click lists a
+        missing choice argument's choices one per line; a value may hold a newline)."""
+        echo_err(" ".join(f"error: {message}".split()))
+        sys.exit(code)
+
     try:
         code = cli.main(args=argv, prog_name="pandafs", standalone_mode=False)
     except click.exceptions.Abort:
         echo_err("aborted")
         sys.exit(130)
     except click.ClickException as exc:
-        echo_err(f"error: {exc.format_message()}")
-        sys.exit(2 if isinstance(exc, click.UsageError | click.BadParameter) else exc.exit_code)
+        usage = isinstance(exc, click.UsageError | click.BadParameter)
+        fail(exc.format_message(), 2 if usage else exc.exit_code)
     except (PandaError, EventsError, IndexingError) as exc:
-        echo_err(f"error: {exc}")
-        sys.exit(exit_code_for(exc))
+        fail(str(exc), exit_code_for(exc))
     except OSError as exc:
-        echo_err(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-        sys.exit(1)
+        fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
     except Exception as exc:  # a bug of ours: still one line, never a traceback to the user
         if os.environ.get("PANDAFS_DEBUG"):
             raise
-        echo_err(f"error: internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)")
-        sys.exit(1)
+        fail(f"internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)", 1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from events.clock import utcnow
 from events.doctypes import CONTENT_TYPES
@@ -14,6 +15,19 @@ from ..errors import ProblemFound
 from ..memory import SCOPES
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, parse_now, pass_app, user_option
+
+
+def _nothing_beside_batch(ctx: click.Context) -> None:
+    """`--batch` takes each query and its filters from the file's lines: a query or a
+    filter given beside it would be ignored, silently, so it is refused."""
+    given = [
+        param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+        for param in ctx.command.params
+        if param.name not in ("batch", "as_json")
+        and ctx.get_parameter_source(param.name or "") not in (None, ParameterSource.DEFAULT)
+    ]
+    if given:
+        raise click.UsageError(f"--batch takes each query and filter from its lines; drop {', '.join(given)}")
 
 
 @cli.command()
@@ -55,6 +69,8 @@ def search(
     as_json: bool,
 ) -> None:
     """Unified search over every document (natural language or keywords)."""
+    if batch is not None:
+        _nothing_beside_batch(click.get_current_context())
     memory = app.memory()
     if batch is not None:
         from .batch import batch_search  # pydantic: only for --batch

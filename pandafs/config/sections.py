@@ -2,14 +2,28 @@
 
 from typing import Literal
 
-from .checked import _Section, setting
+from events.doctypes import TOPIC_RE
+from events.errors import InvalidUserId
+from events.layout import validate_user_id
+
+from .checked import ConfigError, _Section, setting
+
+
+def _check_users(where: str, users: list[str]) -> None:
+    """Every name in a list of users is a user id: a typo would match nobody, silently."""
+    for user in users:
+        try:
+            validate_user_id(user)
+        except InvalidUserId as exc:
+            raise ConfigError(where, str(exc)) from None
+
 
 # No `from __future__ import annotations` here: the checks read the annotations as types.
 
 
 class RoleConfig(_Section):
     model: str = setting("", description="model name for this role ('' = llm.model)")
-    temperature: float = setting(0.5, description="sampling temperature")
+    temperature: float = setting(0.5, ge=0, le=2, description="sampling temperature")
 
 
 def _roles() -> dict[str, RoleConfig]:
@@ -28,9 +42,9 @@ class LLMConfig(_Section):
     base_url: str = setting("http://127.0.0.1:8000/v1", description="OpenAI-compatible API base URL")
     api_key_env: str = setting("OPENAI_API_KEY", description="environment variable holding the API key")
     model: str = setting("qwen3", description="default model name")
-    timeout_s: float = setting(60.0, description="per-request timeout in seconds")
-    max_retries: int = setting(3, description="retries on 429 / 5xx / connection errors")
-    backoff_s: float = setting(0.5, description="first retry delay; doubles each retry")
+    timeout_s: float = setting(60.0, gt=0, description="per-request timeout in seconds")
+    max_retries: int = setting(3, ge=0, description="retries on 429 / 5xx / connection errors")
+    backoff_s: float = setting(0.5, ge=0, description="first retry delay; doubles each retry")
     structured_output: Literal["json_schema", "json_object", "none"] = setting(
         "json_schema",
         description="response_format sent for JSON replies: 'json_schema' (vLLM, Ollama >= 0.5, "
@@ -43,50 +57,54 @@ class LLMConfig(_Section):
 
 
 class PipelineConfig(_Section):
-    max_revisions: int = setting(2, description="RETRY / REVISE loops before the turn fails")
-    context_tokens: int = setting(2000, description="cap of §2 Gathered Context, in tokens")
-    executor_max_steps: int = setting(6, description="tool calls the executor may make per attempt")
-    tool_tokens: int = setting(1500, description="cap of the tool results (§4) Synthesis reads, in tokens")
-    relevance_threshold: float = setting(
-        0.15, description="min normalised search score for a document to enter §2"
+    max_revisions: int = setting(2, ge=0, description="RETRY / REVISE loops before the turn fails")
+    context_tokens: int = setting(2000, ge=0, description="cap of §2 Gathered Context, in tokens")
+    executor_max_steps: int = setting(6, ge=0, description="tool calls the executor may make per attempt")
+    tool_tokens: int = setting(
+        1500, ge=0, description="cap of the tool results (§4) Synthesis reads, in tokens"
     )
-    max_sources: int = setting(6, description="documents the context gatherer cites at most")
+    relevance_threshold: float = setting(
+        0.15, ge=0, le=1, description="min normalised search score for a document to enter §2"
+    )
+    max_sources: int = setting(6, ge=0, description="documents the context gatherer cites at most")
 
 
 class SearchConfig(_Section):
     """The ranking formula of `indexers.ranking` (its module docstring shows it whole)."""
 
-    quality_weight: float = setting(0.5, description="score × (1 + w·(quality − 0.5))")
-    freshness_weight: float = setting(0.25, description="score × (1 + w·2^(−age/half_life))")
-    freshness_half_life_days: float = setting(30.0, description="age at which freshness is 1/2")
-    trust_weight: float = setting(0.2, description="score × (1 + w·(trust − 0.5)) when trust is known")
-    topic_boost: float = setting(0.5, description="bonus factor for an exact topic match")
-    title_boost: float = setting(0.25, description="BM25 weight of the title (body = 1)")
-    keywords_boost: float = setting(1.5, description="BM25 weight of the keywords (body = 1)")
+    quality_weight: float = setting(0.5, ge=0, description="score × (1 + w·(quality − 0.5))")
+    freshness_weight: float = setting(0.25, ge=0, description="score × (1 + w·2^(−age/half_life))")
+    freshness_half_life_days: float = setting(30.0, gt=0, description="age at which freshness is 1/2")
+    trust_weight: float = setting(0.2, ge=0, description="score × (1 + w·(trust − 0.5)) when trust is known")
+    topic_boost: float = setting(0.5, ge=0, description="bonus factor for an exact topic match")
+    title_boost: float = setting(0.25, ge=0, description="BM25 weight of the title (body = 1)")
+    keywords_boost: float = setting(1.5, ge=0, description="BM25 weight of the keywords (body = 1)")
     synonym_weight: float = setting(
-        0.7, description="weight of a thesaurus synonym of a query word (0 = none)"
+        0.7, ge=0, description="weight of a thesaurus synonym of a query word (0 = none)"
     )
     prefix_weight: float = setting(
-        0.5, description="weight of another word form sharing a long prefix (0 = none)"
+        0.5, ge=0, description="weight of another word form sharing a long prefix (0 = none)"
     )
     spread_weight: float = setting(
-        0.5, description="down-weights query words found on many days: (idf_days ratio)^w"
+        0.5, ge=0, description="down-weights query words found on many days: (idf_days ratio)^w"
     )
     neighbour_weight: float = setting(
-        0.4, description="share of an adjacent turn's match a turn inherits, per query word"
+        0.4, ge=0, description="share of an adjacent turn's match a turn inherits, per query word"
     )
     episode_weight: float = setting(
         0.2,
+        ge=0,
         aliases=("episode_weight", "day_weight"),
         description="share of its episode's coverage score a turn gets",
     )
     expand_episodes: int = setting(
         8,
+        ge=0,
         aliases=("expand_episodes", "expand_days"),
         description="best episodes (conversations) whose turns are all scored (stage 2)",
     )
     episode_gap_minutes: float = setting(
-        30.0, description="a longer silence starts a new episode (turns without a session id)"
+        30.0, ge=0, description="a longer silence starts a new episode (turns without a session id)"
     )
     episode_reach: int = setting(
         32,
@@ -95,17 +113,19 @@ class SearchConfig(_Section):
     )
     latest_weight: float = setting(
         1.0,
+        ge=0,
         description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
     )
     latest_band: float = setting(
-        0.4, description="episodes within this share of the best episode compete on time"
+        0.4, ge=0, le=1, description="episodes within this share of the best episode compete on time"
     )
     episode_cap: int = setting(
         3,
+        ge=0,
         aliases=("episode_cap", "day_cap"),
         description="turns of one episode before every other hit (0 = no cap)",
     )
-    candidate_pool: int = setting(60, description="BM25 candidates of stage 1")
+    candidate_pool: int = setting(60, ge=1, description="BM25 candidates of stage 1")
     feedback_docs: int = setting(
         10, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
     )
@@ -115,7 +135,7 @@ class SearchConfig(_Section):
     )
     time_words: bool = setting(True, description='resolve "last week", "in May", "two months ago" in queries')
     time_weight: float = setting(
-        1.0, description="score × (1 + w) inside the window a query's time words name"
+        1.0, ge=0, description="score × (1 + w) inside the window a query's time words name"
     )
     stop_words: bool = setting(True, description="drop stop words from queries")
     framing: bool = setting(True, description="weigh question framing words (name, usually, like...) low")
@@ -123,10 +143,10 @@ class SearchConfig(_Section):
 
 
 class IndexConfig(_Section):
-    max_file_bytes: int = setting(5_000_000, description="larger files are skipped with a reason")
-    writer_wait_s: float = setting(30.0, description="how long a writer waits for the index lock")
-    writer_heap_mb: int = setting(128, description="tantivy writer heap")
-    batch_size: int = setting(1000, description="documents per commit in rebuild / import")
+    max_file_bytes: int = setting(5_000_000, ge=0, description="larger files are skipped with a reason")
+    writer_wait_s: float = setting(30.0, ge=0, description="how long a writer waits for the index lock")
+    writer_heap_mb: int = setting(128, ge=1, description="tantivy writer heap")
+    batch_size: int = setting(1000, ge=1, description="documents per commit in rebuild / import")
 
 
 IDENTITY_KEYS = (
@@ -158,11 +178,13 @@ class TiersConfig(_Section):
     hot_tokens: int = setting(1500, ge=0, description="hot tier budget")
     warm_tokens: int = setting(2000, ge=0, description="warm tier budget")
     cold_tokens: int = setting(900, ge=0, description="cold tier budget (identity anchors first)")
-    warm_turns: int = setting(50, description="turns considered for the warm tier")
-    recency_lambda: float = setting(0.1, description="cold recency = e^(−λ·days)")
-    sample_every: int = setting(10, description="long histories: first turn, every Nth, last 5")
-    cold_candidates: int = setting(20, description="search hits ranked for the cold tier")
-    max_sampled: int = setting(60, description="long histories: at most ~this many sampled turns (N grows)")
+    warm_turns: int = setting(50, ge=0, description="turns considered for the warm tier")
+    recency_lambda: float = setting(0.1, ge=0, description="cold recency = e^(−λ·days)")
+    sample_every: int = setting(10, ge=1, description="long histories: first turn, every Nth, last 5")
+    cold_candidates: int = setting(20, ge=0, description="search hits ranked for the cold tier")
+    max_sampled: int = setting(
+        60, ge=1, description="long histories: at most ~this many sampled turns (N grows)"
+    )
     identity_keys: list[str] = setting(
         factory=lambda: list(IDENTITY_KEYS),
         description="facts.md keys that are identity anchors (always in context); "
@@ -171,28 +193,28 @@ class TiersConfig(_Section):
 
 
 class ArchiveConfig(_Section):
-    age_days: int = setting(30, description="turns older than this may be archived")
-    force_age_days: int = setting(365, description="archived whatever their use")
-    max_recent_uses: int = setting(2, description="used/expanded more often than this stays live")
-    recent_window_days: int = setting(30, description="window for counting recent uses")
-    batch_size: int = setting(500, description="turns per Parquet file")
-    zstd_level: int = setting(3, description="Parquet zstd compression level")
-    expansions_to_restore: int = setting(3, description="expansions within the window that restore")
-    expansion_window_days: int = setting(30, description="window for counting expansions")
+    age_days: int = setting(30, ge=0, description="turns older than this may be archived")
+    force_age_days: int = setting(365, ge=0, description="archived whatever their use")
+    max_recent_uses: int = setting(2, ge=0, description="used/expanded more often than this stays live")
+    recent_window_days: int = setting(30, ge=0, description="window for counting recent uses")
+    batch_size: int = setting(500, ge=1, description="turns per Parquet file")
+    zstd_level: int = setting(3, ge=1, le=22, description="Parquet zstd compression level")
+    expansions_to_restore: int = setting(3, ge=0, description="expansions within the window that restore")
+    expansion_window_days: int = setting(30, ge=0, description="window for counting expansions")
 
 
 class MemoryConfig(_Section):
     new_ttl_hours: float = setting(
         24.0, gt=0, le=1_000_000, description="'new' documents expire after this unless promoted"
     )
-    user_trust: float = setting(0.5, description="new → user: trust at least")
-    user_usage: int = setting(3, description="new → user: usage at least")
-    user_age_hours: float = setting(1.0, description="new → user: age at least")
-    global_trust: float = setting(0.8, description="user → global: trust at least")
-    global_usage: int = setting(10, description="user → global: usage at least")
-    global_age_hours: float = setting(24.0, description="user → global: age at least")
+    user_trust: float = setting(0.5, ge=0, le=1, description="new → user: trust at least")
+    user_usage: int = setting(3, ge=0, description="new → user: usage at least")
+    user_age_hours: float = setting(1.0, ge=0, description="new → user: age at least")
+    global_trust: float = setting(0.8, ge=0, le=1, description="user → global: trust at least")
+    global_usage: int = setting(10, ge=0, description="user → global: usage at least")
+    global_age_hours: float = setting(24.0, ge=0, description="user → global: age at least")
     demotion_min_verdicts: int = setting(
-        3, description="a document is demoted only after at least this many verdicts"
+        3, ge=0, description="a document is demoted only after at least this many verdicts"
     )
     publishers: list[str] = setting(
         factory=list,
@@ -206,18 +228,25 @@ class MemoryConfig(_Section):
         "validations the document's own quality is worth",
     )
 
+    def _after_init(self) -> None:
+        _check_users("publishers", self.publishers)
+
 
 class InboxConfig(_Section):
     default_user: str = setting("me", description="user for files dropped straight into inbox/")
     allowed_users: list[str] = setting(factory=list, description="if set, only these users")
-    max_bytes: int = setting(1_000_000, description="larger query files are rejected")
+    max_bytes: int = setting(1_000_000, ge=0, description="larger query files are rejected")
+
+    def _after_init(self) -> None:
+        _check_users("default_user", [self.default_user])
+        _check_users("allowed_users", self.allowed_users)
 
 
 class WatchConfig(_Section):
-    debounce_ms: int = setting(250, description="quiet time before a batch of changes is processed")
-    max_delay_ms: int = setting(2000, description="a busy path is processed at least this often")
-    reconcile_interval_s: float = setting(300.0, description="periodic checksum reconcile scan")
-    upkeep_interval_hours: float = setting(24.0, description="archive policy + scope promotion")
+    debounce_ms: int = setting(250, ge=0, description="quiet time before a batch of changes is processed")
+    max_delay_ms: int = setting(2000, ge=0, description="a busy path is processed at least this often")
+    reconcile_interval_s: float = setting(300.0, ge=0, description="periodic checksum reconcile scan")
+    upkeep_interval_hours: float = setting(24.0, ge=0, description="archive policy + scope promotion")
 
 
 class ResearchConfig(_Section):
@@ -226,13 +255,13 @@ class ResearchConfig(_Section):
         "PandaFS-research/0.1 (+https://github.com/pandafs; local assistant)",
         description="honest User-Agent sent with every request",
     )
-    timeout_s: float = setting(10.0, description="per-request timeout")
-    max_page_bytes: int = setting(2_000_000, description="pages larger than this are cut off")
-    max_results: int = setting(5, description="pages fetched per research call")
-    per_domain_concurrency: int = setting(1, description="parallel requests per domain")
-    per_domain_interval_s: float = setting(1.0, description="minimum gap between requests to a domain")
-    max_redirects: int = setting(5, description="redirects followed per page")
-    min_reliability: float = setting(0.2, description="domains below this are skipped")
+    timeout_s: float = setting(10.0, gt=0, description="per-request timeout")
+    max_page_bytes: int = setting(2_000_000, ge=0, description="pages larger than this are cut off")
+    max_results: int = setting(5, ge=0, description="pages fetched per research call")
+    per_domain_concurrency: int = setting(1, ge=1, description="parallel requests per domain")
+    per_domain_interval_s: float = setting(1.0, ge=0, description="minimum gap between requests to a domain")
+    max_redirects: int = setting(5, ge=0, description="redirects followed per page")
+    min_reliability: float = setting(0.2, ge=0, le=1, description="domains below this are skipped")
 
 
 def _topics() -> dict[str, list[str]]:
@@ -266,3 +295,8 @@ class Config(_Section):
     topics: dict[str, list[str]] = setting(
         factory=_topics, description="topic → keywords the offline analyzer maps to it"
     )
+
+    def _after_init(self) -> None:
+        for topic in self.topics:  # a topic no document can carry would never match
+            if not TOPIC_RE.fullmatch(topic):
+                raise ConfigError(f"topics.{topic}", "use dot-separated lowercase words, e.g. pet.hamster")

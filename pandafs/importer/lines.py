@@ -10,6 +10,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from events import validate_user_id
+from events.clock import out_of_range
 from events.errors import InvalidUserId
 
 __all__ = ["ImportLine", "chunks", "parse_line"]
@@ -35,6 +36,9 @@ class ImportLine(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
+        problem = out_of_range(value)  # the range every other time PandaFS takes is held to
+        if problem is not None:
+            raise ValueError(problem)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     @field_validator("query")

@@ -11,16 +11,15 @@ reads an archived turn's original).  `pandafs.assembly.open_memory` hands over b
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from events.clock import TIME_RANGE, out_of_range, utcnow
-from events.doctypes import SAVE_TYPES, TOPIC_RE
+from events.clock import utcnow
+from events.doctypes import SAVE_TYPES
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
@@ -29,6 +28,7 @@ from indexers.request import SCOPES, Ranking, SearchRequest
 
 from ..errors import BadInput
 from ..vault import Vault
+from .inputs import check_times, check_topic, check_ttl
 
 if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
     from indexers.documents import IndexDoc, Skipped
@@ -52,15 +52,6 @@ def _unchanged(root: Path, doc: IndexDoc) -> bool:
     except FileNotFoundError:
         return False
     return (st.st_mtime_ns, st.st_size) == (doc.mtime_ns, doc.size)
-
-
-def _check_ttl(hours: float, now: datetime, name: str) -> None:
-    """A TTL is a positive, finite number of hours whose expiry stays in `TIME_RANGE`."""
-    if not (math.isfinite(hours) and hours > 0):
-        raise BadInput(f"{name} must be a positive number of hours, not {hours!r}")
-    latest = (TIME_RANGE[1] - _aware(now)) / timedelta(hours=1)
-    if hours > latest:
-        raise BadInput(f"{name} {hours:g} is too long: a memory must expire by {TIME_RANGE[1].year}")
 
 
 class Memory:
@@ -107,10 +98,11 @@ class Memory:
             raise BadInput("limit must be at least 1")
         if min_quality is not None and not 0.0 <= min_quality <= 1.0:
             raise BadInput("min_quality must be between 0 and 1")
+        if topic_filter:
+            check_topic(topic_filter)
+        check_times(after=after, before=before, now=now)
         if after is not None and before is not None and _aware(after) >= _aware(before):
             raise BadInput("after must be earlier than before")
-        if now is not None and (problem := out_of_range(now)) is not None:
-            raise BadInput(f"now: {problem}")
         request = SearchRequest(
             query=query,
             user=user,
@@ -159,14 +151,13 @@ class Memory:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
         if doc_type not in SAVE_TYPES:
             raise BadInput(f"unknown type {doc_type!r} (use one of {', '.join(SAVE_TYPES)})")
-        if not TOPIC_RE.fullmatch(topic):
-            raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
+        check_topic(topic)
         now = now or utcnow()
         if ttl_hours is None:
             ttl_hours = self.vault.config.memory.new_ttl_hours
-            _check_ttl(ttl_hours, now, "[memory] new_ttl_hours")
+            check_ttl(ttl_hours, now, "[memory] new_ttl_hours")
         else:
-            _check_ttl(ttl_hours, now, "ttl_hours")
+            check_ttl(ttl_hours, now, "ttl_hours")
         words = [k.strip() for k in keywords if k.strip()]
         from .store import append_entry, publish, write_memory
 
@@ -381,8 +372,7 @@ class Memory:
         on_total: Callable[[int], None] | None = None,
     ) -> SyncReport:
         if user is not None:
-            if not self.vault.layout.has_user(user):
-                raise BadInput(f"no user {user!r} in {self.vault.root}")
+            self.vault.require_user(user)
         from indexers import sync
 
         cfg = self.vault.config.index

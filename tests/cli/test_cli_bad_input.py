@@ -37,6 +37,10 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
         ("save", "my bank pin hint", "--user", "bob", "--scope", "global"),
         ("save", "likes tea", "--user", "bob", "--type", "preference", "--scope", "global"),
         ("rebuild", "--user", "nobody"),
+        ("archive", "--user", "nobody"),
+        ("archive", "--user", "nobody", "--dry-run"),
+        ("search", "seed", "--topic", "Bad Topic!"),
+        ("import",),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, args: tuple[str, ...]) -> None:
@@ -46,6 +50,86 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(cli, vault: Vault, arg
     assert got.code == 2, (got.out, got.err)
     assert got.err.count("\n") == 1 and got.err.startswith("error:") and "Traceback" not in got.err
     assert _tree(vault.root) == before
+
+
+def _turn_line(timestamp: str) -> bytes:
+    line = {"user": "alice", "timestamp": timestamp, "query": "my hamster is called Bob", "response": "ok"}
+    return orjson.dumps(line) + b"\n"
+
+
+@pytest.mark.parametrize("timestamp", ["0001-01-01T00:00:00", "9999-12-31T23:59:59"])
+def test_an_import_line_out_of_the_time_range_fails_and_imports_nothing(
+    cli, vault: Vault, tmp_path: Path, timestamp: str
+) -> None:
+    """The range every other outside time is held to (--now, a batch line's now)."""
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(_turn_line(timestamp))
+    before = _tree(vault.root)
+    got = cli("--root", vault.root, "import-turns", source, "--json")
+    assert got.code == 1 and got.json["imported"] == 0, got.out
+    assert "out of range" in got.json["failed"][0]["error"]
+    assert _tree(vault.root) == before
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("age_days = 30\n", "age_days = -30\n"),  # archived every turn, even one from the future
+        ("batch_size = 500", "batch_size = 0"),
+        ("zstd_level = 3", "zstd_level = 99"),
+        ("max_bytes = 1000000", "max_bytes = -1"),
+        ("freshness_half_life_days = 30.0", "freshness_half_life_days = 0.0"),
+        ("publishers = []", 'publishers = ["../x"]'),
+        ('default_user = "me"', 'default_user = "Me Myself"'),
+        ('"travel" = [', '"Travel Plans" = ['),
+    ],
+)
+def test_a_bad_value_in_pandafs_toml_is_refused_before_anything_moves(
+    cli, vault: Vault, tmp_path: Path, old: str, new: str
+) -> None:
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(_turn_line("2026-01-05T10:00:00"))
+    assert cli("--root", vault.root, "import-turns", source).code == 0
+    config = vault.layout.config_file
+    assert old in config.read_text()
+    config.write_text(config.read_text().replace(old, new, 1))
+    before = _tree(vault.root)
+    got = cli("--root", vault.root, "archive", "--now", "2026-02-01")
+    assert got.code == 2, (got.out, got.err)
+    assert got.err.count("\n") == 1 and "pandafs.toml" in got.err and "Traceback" not in got.err
+    assert _tree(vault.root) == before
+
+
+def test_a_batch_line_out_of_the_time_range_is_refused_like_the_option(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    assert cli("--root", vault.root, "search", "x", "--after", "0001-01-01").code == 2
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"query": "hamster", "after": "0001-01-01"}\n{"query": "hamster", "topic": "A B"}\n')
+    got = cli("--root", vault.root, "search", "--batch", batch, "--json")
+    assert got.code == 1 and "2 line(s)" in got.err
+    first, second = (orjson.loads(x) for x in got.out.splitlines())
+    assert "out of range" in first["error"] and "bad topic" in second["error"]
+
+
+def test_a_query_or_a_filter_beside_batch_is_refused_not_ignored(cli, vault: Vault, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"query": "hamster"}\n')
+    for extra in (("seed",), ("--user", "bob"), ("--topic", "pet"), ("--limit", "3"), ("--include-expired",)):
+        got = cli("--root", vault.root, "search", "--batch", batch, *extra, "--json")
+        assert got.code == 2 and got.out == "", (extra, got.out)
+        assert got.err.count("\n") == 1 and ("QUERY" if extra == ("seed",) else extra[0]) in got.err
+    assert cli("--root", vault.root, "search", "--json", "--batch", batch).code == 0
+
+
+def test_init_inside_a_vault_is_refused(cli, vault: Vault) -> None:
+    """A vault in users/alice would be alice's documents (its pandafs.toml and Home.md)."""
+    assert cli("--root", vault.root, "save", "seed", "--user", "alice").code == 0
+    before = _tree(vault.root)
+    for inner in (vault.root / "users" / "alice", vault.root / "knowledge" / "notes"):
+        got = cli("--root", inner, "init")
+        assert got.code == 2 and got.err.count("\n") == 1 and "inside the vault" in got.err, got.err
+    assert _tree(vault.root) == before and not (vault.root / "knowledge" / "notes").exists()
 
 
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
