@@ -248,6 +248,7 @@ class _Writing:
             yield batch
         except BaseException:
             writer.rollback()
+            writer.wait_merging_threads()  # released now, not when the traceback is freed
             raise
         try:
             writer.commit()
@@ -258,6 +259,7 @@ class _Writing:
             if "FileAlreadyExists" not in str(exc):
                 raise
             writer.rollback()
+            writer.wait_merging_threads()  # consumes it: tantivy's lock goes with it
             empty = self._tantivy_writer(index)
             empty.commit()
             empty.wait_merging_threads()

@@ -455,3 +455,27 @@ def test_a_document_read_before_another_writer_changed_it_does_not_replace_the_n
     memory.index_docs([early])
     assert ids(memory.search("oat milk", user="alice", now=NOW)) == ["alice/preferences"]
     assert memory.reconcile().unchanged == memory.index.count()
+
+
+def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vault, memory: Memory) -> None:
+    """A writer killed mid-commit can leave `{segment}.{opstamp}.del`: the next writer
+    doing the same operations reaches the same opstamp and tantivy refuses to overwrite
+    the file.  The batch then rolls back, commits an empty batch to move the opstamp on
+    and redoes its operations; the rolled-back writer still held tantivy's lock, so the
+    empty batch's writer was refused ("index is busy ... LockBusy") and so was every
+    command after it, until someone deleted the file by hand."""
+    import json
+
+    write_doc(vault, "users/alice/memories/a.md", "The wifi password is mango.")
+    write_doc(vault, "users/alice/memories/b.md", "The door code is 4242.")
+    memory.index_paths(["users/alice/memories/a.md", "users/alice/memories/b.md"])
+    folder = memory.index.tantivy_dir
+    meta = json.loads((folder / "meta.json").read_text())
+    [segment] = [s["segment_id"].replace("-", "") for s in meta["segments"]]
+    # an upsert is a delete and an add; the commit takes the next opstamp: 3 on
+    (folder / f"{segment}.{meta['opstamp'] + 3}.del").write_bytes(b"torn by a kill")
+    write_doc(vault, "users/alice/memories/a.md", "The wifi password is papaya.")
+    memory.index_paths(["users/alice/memories/a.md"])
+    assert ids(memory.search("papaya", user="alice", now=NOW)) == ["alice/memories/a"]
+    assert memory.search("mango", user="alice", now=NOW) == []
+    assert ids(memory.search("door code", user="alice", now=NOW)) == ["alice/memories/b"]
