@@ -13,7 +13,7 @@ import os
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SHIFT_ENV", "TIME_RANGE", "clock_shift", "out_of_range", "utcnow"]
+__all__ = ["SHIFT_ENV", "TIME_RANGE", "aware", "clock_shift", "out_of_range", "utcnow"]
 
 SHIFT_ENV = "PANDAFS_CLOCK_SHIFT"
 _SHIFT = re.compile(r"^\s*([+-]?\d+)\s*([dhms])\s*$")
@@ -45,10 +45,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC) + clock_shift()
 
 
+def aware(moment: datetime) -> datetime:
+    """`moment` with a zone: a naive one is UTC, as every timestamp of the vault is."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
 def out_of_range(moment: datetime) -> str | None:
     """Why `moment` (naive = UTC) is outside `TIME_RANGE`, or None when it is inside."""
-    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
     low, high = TIME_RANGE
-    if low <= aware <= high:
+    if low <= aware(moment) <= high:
         return None
     return f"{moment.isoformat()} is out of range ({low.year}–{high.year})"

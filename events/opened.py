@@ -117,6 +117,19 @@ class CheckedFolders:
         dst_fd = self.fd(dest.parent, target=dest)
         os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
+    def unlink(self, path: Path) -> None:
+        """`os.unlink(path)`, the name taken in its checked folder."""
+        os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
+
+    def make(self, folder: Path) -> int:
+        """Make `folder` in its parent (already opened here) and open it by name there,
+        never through a link: a new folder's descriptor, fsynced and closed with the rest."""
+        parent = self._fds[folder.parent]
+        os.mkdir(folder.name, dir_fd=parent)
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._fds[folder] = os.open(folder.name, flags, dir_fd=parent)
+        return self._fds[folder]
+
     def fsync(self) -> None:
         """Make every rename and new entry in these folders survive a power cut."""
         for fd in self._fds.values():

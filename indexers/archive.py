@@ -219,7 +219,7 @@ class ArchiveStore:
             return 0
         if dropped == len(keep):  # the file, then its folder if empty: in the folders checked
             with checked_folders(self.root) as folders:
-                os.unlink(path.name, dir_fd=folders.fd(path.parent, target=path))
+                folders.unlink(path)
             with checked_folders(self.root, durable=False) as folders, suppress(OSError):
                 os.rmdir(path.parent.name, dir_fd=folders.fd(path.parent.parent))
             return dropped

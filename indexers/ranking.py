@@ -131,11 +131,11 @@ class _Scorer:
         run or session longer than a conversation keeps only the turns near its anchors
         (see `_beyond_reach`); `spans` then says which times the second stage scores."""
         self._place(addresses)
+        anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
         cut: set[_Key] = set()
         if centres:
-            anchors = self._anchors(centres)
             by_owner: dict[int, list[_Key]] = {}
             for key, ep in self.episode_of.items():
                 if ep is not None and ep[0] == GAP_EP:
@@ -154,7 +154,7 @@ class _Scorer:
                         run = []
                     if key is not None:
                         run.append(key)
-        cut.update(self._sessions_beyond_reach(wanted))
+        cut.update(self._sessions_beyond_reach(wanted, anchors))
         for key in list(self.address):
             if key not in self.base and (key in cut or self.episode_of[key] not in wanted):
                 del self.address[key]  # outside the chosen runs, or another user's same session
@@ -166,42 +166,38 @@ class _Scorer:
                 lo, hi = self.spans.get(ep, (self.created[key], self.created[key]))
                 self.spans[ep] = (min(lo, self.created[key]), max(hi, self.created[key]))
 
-    def _sessions_beyond_reach(self, wanted: set[_Ep]) -> list[_Key]:
-        """`_beyond_reach` of each long session, anchored at its best stage-1 hit (an
-        exported chat can hold one conversation of hundreds of turns)."""
+    def _sessions_beyond_reach(self, wanted: set[_Ep], anchors: set[_Key]) -> list[_Key]:
+        """`_beyond_reach` of each session (an exported chat can hold one conversation of
+        hundreds of turns)."""
         sessions: dict[_Ep, list[_Key]] = {}
         for key in self.address:
             ep = self.episode_of[key]
             if ep is not None and ep[0] == SESSION_EP and ep in wanted:
                 sessions.setdefault(ep, []).append(key)
-        cut: list[_Key] = []
-        for keys in sessions.values():
-            hits = [k for k in keys if k in self.base]
-            if len(keys) > 2 * self.ranking.episode_reach + 1 and hits:
-                keys.sort(key=lambda k: (self.created[k], k))
-                cut += self._beyond_reach(keys, {min(hits, key=lambda k: (-self.base[k], k))})
-        return cut
+        return [key for keys in sessions.values() for key in self._beyond_reach(keys, anchors)]
 
-    def _anchors(self, centres: set[tuple[int, int]]) -> set[_Key]:
-        """The best stage-1 hit at each (owner hash, time) the top gap episodes were found at."""
-        at: dict[tuple[int, int], list[_Key]] = {}
+    def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
+        """The best stage-1 hit of each of `episodes` as the first stage saw them (a run's
+        turns are each their own episode until `add_members` forms the runs)."""
+        top = set(episodes)
+        at: dict[_Ep, list[_Key]] = {}
         for key in self.base:
-            ep = self.episode_of[key]
-            if ep is not None and ep[0] == GAP_EP and (ep[1], self.created[key]) in centres:
-                at.setdefault((ep[1], self.created[key]), []).append(key)
+            if self.episode_of[key] in top:
+                at.setdefault(self.episode_of[key], []).append(key)
         return {min(keys, key=lambda k: (-self.base[k], k)) for keys in at.values()}
 
     def _beyond_reach(self, run: list[_Key], anchors: set[_Key]) -> list[_Key]:
-        """The turns of a time-ordered run more than `episode_reach` turns from each of its
-        anchors.  A day of back-to-back questions, or an import whose lines share one
-        time, is one run by the gap rule, and scoring all of it made a search's cost grow
-        with the run (42 ms at 3,000 same-time turns, against 5 ms in sessions).  A run of
-        a conversation's length keeps every turn (the LongMemEval dev split's longest
-        session has 25 turns); other stage-1 hits in a cut run are still scored, without
-        their neighbours."""
+        """The turns of an episode more than `episode_reach` turns (in time order) from
+        each of its anchors.  A day of back-to-back questions, or an import whose lines
+        share one time, is one run by the gap rule, and scoring all of it made a search's
+        cost grow with the run (42 ms at 3,000 same-time turns, against 5 ms in sessions).
+        An episode of a conversation's length keeps every turn (the LongMemEval dev
+        split's longest session has 25 turns); other stage-1 hits in a cut episode are
+        still scored, without their neighbours."""
         reach = self.ranking.episode_reach
         if reach <= 0 or len(run) <= 2 * reach + 1:
             return []
+        run = sorted(run, key=lambda k: (self.created[k], k))
         cut: list[_Key] = []
         start = 0  # the first position not yet kept or cut
         for i in (i for i, key in enumerate(run) if key in anchors):

@@ -187,7 +187,7 @@ def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
 def drop_journal(vault: Vault, path: Path) -> None:
     """Remove a finished job's journal, in its folder as checked from the vault root."""
     with checked_folders(vault.root) as folders, suppress(FileNotFoundError):
-        os.unlink(path.name, dir_fd=folders.fd(path.parent, target=path))
+        folders.unlink(path)
 
 
 def pending_journals(vault: Vault) -> list[Path]:

@@ -137,8 +137,7 @@ def restore_entries(
             for key in keys:
                 stub = stub_file(vault, key)
                 if stub.exists():
-                    stub_dirs.fd(stub.parent)
-                    stub.unlink()
+                    stub_dirs.unlink(stub)
                 touched.append(stub_relpath(key))
                 folder = turn_folder(vault, key)
                 names = [p.name for p in folder.iterdir()] if folder.is_dir() else []

@@ -9,13 +9,13 @@ commands on `cli` when it is imported, as before.
 from __future__ import annotations
 
 import importlib
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from events.clock import out_of_range
+from events.clock import aware, out_of_range
 from events.errors import InvalidUserId
 
 from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
@@ -106,7 +106,7 @@ def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     problem = out_of_range(parsed)
     if problem is not None:
         raise click.BadParameter(problem)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+    return aware(parsed)
 
 
 def now_option(help: str = "Act as if it were this time (UTC if naive).") -> Any:

@@ -6,7 +6,6 @@ Its own module because the lines are checked by a pydantic model, which a single
 
 from __future__ import annotations
 
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import click
 import orjson
 from pydantic import ValidationError
 
+from events.clock import aware
 from events.errors import EventsError
 
 from ..errors import PandaError
@@ -32,7 +32,7 @@ def batch_search(memory: Memory, source: Path) -> int:
                 continue
             try:
                 line = BatchQuery.model_validate(orjson.loads(raw))
-                now = line.now.replace(tzinfo=UTC) if line.now and line.now.tzinfo is None else line.now
+                now = aware(line.now) if line.now else line.now
                 out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:
                 out = {"error": f"not valid JSON: {exc}"}

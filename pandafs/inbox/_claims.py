@@ -27,7 +27,6 @@ PLAN = "plan.json"
 ANSWER = "answer.md"
 ERROR = "error.md"
 QUERY_DIR = "query"
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Log = Callable[[str], None]
 
@@ -85,25 +84,16 @@ class ClaimFolders:
         their own folder, and one swapped for a link after the lock was taken would
         otherwise receive another user's query, or hand over a file from outside."""
         inner = rel.removeprefix("inbox/")
-        claim_id = self._new_claim_id()
-        claim = self.processing / claim_id
-        *folders, name = [claim_id, QUERY_DIR, *inner.split("/")]
+        claim = self.processing / self._new_claim_id()
+        target = claim / QUERY_DIR / inner
         src = self.root / rel
         try:
             with checked_folders(self.root) as checked:
-                src_fd = checked.fd(src.parent, target=src)
-                fd = top = checked.fd(self.processing, target=claim / QUERY_DIR / inner)
-                try:
-                    for folder in folders:  # each made here, fresh: no one else writes in .processing
-                        os.mkdir(folder, dir_fd=fd)
-                        parent, fd = fd, os.open(folder, _FOLDER_FLAGS, dir_fd=fd)
-                        if parent != top:
-                            os.close(parent)
-                    os.rename(src.name, name, src_dir_fd=src_fd, dst_dir_fd=fd)
-                    os.fsync(fd)
-                finally:
-                    if fd != top:
-                        os.close(fd)
+                checked.fd(src.parent, target=src)
+                checked.fd(self.processing, target=target)
+                for folder in reversed(target.relative_to(self.processing).parents[:-1]):
+                    checked.make(self.processing / folder)  # fresh: no one else writes in .processing
+                checked.rename(src, target)
         except FileNotFoundError:  # the file (or its folder) is gone
             remove_empty_tree(claim)
             return None

@@ -52,7 +52,7 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
         try:
             os.link(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
         except FileExistsError:
-            return _same_file(src_fd, src.name, dest_fd, dest.name)
+            return bool(_same_file(folders, src, dest))
         except OSError:
             return _rename_no_replace(folders, src, dest)
         return True
@@ -61,18 +61,21 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
 def _rename_no_replace(folders: CheckedFolders, src: Path, dest: Path) -> bool:
     """`link_no_replace` on a filesystem without hard links: rename `src` to `dest`
     unless that name is taken (then: True if it is `src`'s file)."""
-    dest_fd = folders.fd(dest.parent, target=dest)
-    try:
-        there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
-    except FileNotFoundError:
+    same = _same_file(folders, src, dest)
+    if same is None:
         folders.rename(src, dest)
         return True
-    here = os.stat(src.name, dir_fd=folders.fd(src.parent, target=src))
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    return same
 
 
-def _same_file(src_fd: int, src: str, dest_fd: int, dest: str) -> bool:
-    here, there = os.stat(src, dir_fd=src_fd), os.stat(dest, dir_fd=dest_fd)
+def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
+    """Whether `dest` is `src`'s file, both looked up in their checked folders and neither
+    followed if a link; None if `dest` is not there."""
+    try:
+        there = os.stat(dest.name, dir_fd=folders.fd(dest.parent, target=dest), follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    here = os.stat(src.name, dir_fd=folders.fd(src.parent, target=src), follow_symlinks=False)
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from events.clock import utcnow
+from events.clock import aware, utcnow
 from events.doctypes import SAVE_TYPES
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
@@ -38,11 +38,6 @@ if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves 
     from .store import SavedDoc
 
 __all__ = ["Memory", "SCOPES"]
-
-
-def _aware(ts: datetime) -> datetime:
-    """A date without a zone is UTC (as every timestamp of the vault)."""
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 def _unchanged(root: Path, doc: IndexDoc) -> bool:
@@ -101,7 +96,7 @@ class Memory:
         if topic_filter:
             check_topic(topic_filter)
         check_times(after=after, before=before, now=now)
-        if after is not None and before is not None and _aware(after) >= _aware(before):
+        if after is not None and before is not None and aware(after) >= aware(before):
             raise BadInput("after must be earlier than before")
         request = SearchRequest(
             query=query,
@@ -117,8 +112,8 @@ class Memory:
             exclude_ids=tuple(exclude_ids),
             kinds=tuple(kinds),
             snippets=snippets,
-            after=_aware(after) if after is not None else None,
-            before=_aware(before) if before is not None else None,
+            after=aware(after) if after is not None else None,
+            before=aware(before) if before is not None else None,
         )
         if not self.index.exists():  # a fresh clone or a deleted indexes/: derive it first
             self.reconcile()

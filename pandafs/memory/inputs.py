@@ -4,9 +4,9 @@ raises `BadInput` naming the value, so every door says the same thing about it."
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
-from events.clock import TIME_RANGE, out_of_range
+from events.clock import TIME_RANGE, aware, out_of_range
 from events.doctypes import TOPIC_RE
 
 from ..errors import BadInput
@@ -18,8 +18,7 @@ def check_ttl(hours: float, now: datetime, name: str) -> None:
     """A TTL is a positive, finite number of hours whose expiry stays in `TIME_RANGE`."""
     if not (math.isfinite(hours) and hours > 0):
         raise BadInput(f"{name} must be a positive number of hours, not {hours!r}")
-    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    latest = (TIME_RANGE[1] - aware) / timedelta(hours=1)
+    latest = (TIME_RANGE[1] - aware(now)) / timedelta(hours=1)
     if hours > latest:
         raise BadInput(f"{name} {hours:g} is too long: a memory must expire by {TIME_RANGE[1].year}")
 

@@ -8,9 +8,10 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from events import NotInVault, read_vault_file, split_sections, turn_name, turn_number, validate_user_id
+from events.clock import aware
 
 from ..vault import Vault
 
@@ -67,7 +68,7 @@ def _parse_ts(value: object) -> datetime | None:
             return None
     else:
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+    return aware(when)
 
 
 class RecordCache:
