@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from events.clock import aware, utcnow
-from events.doctypes import SAVE_TYPES
+from events.doctypes import ENTRY_TYPES, SAVE_TYPES
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
@@ -146,6 +146,8 @@ class Memory:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
         if doc_type not in SAVE_TYPES:
             raise BadInput(f"unknown type {doc_type!r} (use one of {', '.join(SAVE_TYPES)})")
+        if key is not None and key.split() and doc_type not in ENTRY_TYPES:
+            raise BadInput(f"a key names a preference or fact entry; a {doc_type} has none")
         check_topic(topic)
         now = now or utcnow()
         if ttl_hours is None:
@@ -168,7 +170,7 @@ class Memory:
                 title=title,
                 now=now,
             )
-        elif doc_type in ("preference", "fact"):
+        elif doc_type in ENTRY_TYPES:
             saved = append_entry(
                 self.vault,
                 user,
@@ -199,7 +201,7 @@ class Memory:
 
     def _check_publisher(self, user: str, doc_type: str) -> None:
         """Publishing is for the people the vault's config names, and never a user's lists."""
-        if doc_type in ("preference", "fact"):
+        if doc_type in ENTRY_TYPES:
             raise BadInput(f"a {doc_type} is about its user: it cannot be published to every user")
         publishers = self.vault.config.memory.publishers
         if user not in publishers:

@@ -22,6 +22,7 @@ from events import (
     render_document,
     wikilink,
 )
+from events.doctypes import ENTRY_TYPES
 from events.fsio import vault_folder
 from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
 
@@ -130,7 +131,7 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 doc_type=candidate.doc_type,
                 topic=candidate.topic,
                 keywords=candidate.keywords,
-                key=candidate.key,
+                key=candidate.key if candidate.doc_type in ENTRY_TYPES else None,  # a model's stray key
                 scope="user" if candidate.doc_type != "memory" else "new",
                 source_turn=ctx.turn,
                 now=now,

@@ -36,6 +36,8 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
         ("save", "x", "--user", "alice", "--topic", "Bad Topic!"),
         ("save", "my bank pin hint", "--user", "bob", "--scope", "global"),
         ("save", "likes tea", "--user", "bob", "--type", "preference", "--scope", "global"),
+        ("save", "a hamster named Bob", "--user", "alice", "--key", "pet_name"),
+        ("save", "laptops", "--user", "alice", "--type", "research", "--key", "laptop"),
         ("rebuild", "--user", "nobody"),
         ("archive", "--user", "nobody"),
         ("archive", "--user", "nobody", "--dry-run"),

@@ -270,3 +270,29 @@ def test_ask_and_tools_cli(cli, vault: Vault) -> None:
     assert schemas[0]["type"] == "function" and schemas[0]["function"]["parameters"]["type"] == "object"
     bad = cli("--root", vault.root, "ask", "   ", "--user", "carol")
     assert bad.code == 2 and "empty" in bad.err
+
+
+def test_a_models_key_on_a_memory_candidate_does_not_stop_its_save(vault: Vault) -> None:
+    """A key names a preference or fact entry (`save --key` on a memory is refused); a
+    model that sets one on a memory candidate gets the memory saved without it."""
+    _seed(vault)
+
+    def responder(request: dict) -> StubReply | str:
+        reply = offline_responder(request)
+        if task_of(request) != "plan" or not isinstance(reply, str):
+            return reply
+        plan = orjson.loads(reply)
+        plan["memory_candidates"] = [
+            {"doc_type": "memory", "content": "Biscuit sleeps in a cardboard castle", "key": "bed"}
+        ]
+        return orjson.dumps(plan).decode()
+
+    with OpenAIStub(responder) as stub:
+        config = LLMConfig(backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1)
+        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as pipeline:
+            result = pipeline.ask("What do you know about my hamster Biscuit?", user="alice")
+    assert result.outcome == "APPROVE"
+    events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
+    committed = [e.data for e in events if e.type == "memory_committed"]
+    assert [c.doc_path.split("/")[2] for c in committed] == ["memories"]
+    assert "cardboard castle" in (vault.root / committed[0].doc_path).read_text()
