@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import socket
 
 import click
 
@@ -18,6 +19,19 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _check_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on before the server starts (its own
+    failure is a multi-line log); the server binds the same way (SO_REUSEADDR)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise BadInput(f"cannot listen on {host}:{port}: {reason} (choose another --port)") from None
 
 
 @cli.command()
@@ -45,6 +59,8 @@ def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
         raise BadInput(f"--host {host} is not a loopback address: the HTTP transport has no authentication")
     if importlib.util.find_spec("mcp") is None:
         raise BadInput("the MCP server needs the `mcp` package: pip install 'pandafs[mcp]'")
+    if transport == "http":
+        _check_free(host, port)
     from ..mcp_server import build_server  # imports the SDK: paid only by this command
 
     server = build_server(app.vault(), user)

@@ -171,3 +171,16 @@ def test_unreachable_llm_is_a_recorded_fail_on_stderr_exit_1(vault: Vault) -> No
     )
     metadata = orjson.loads((vault.layout.turn_dir("alice", "turn_000001") / "metadata.json").read_bytes())
     assert metadata["outcome"] == "FAIL"
+
+
+def test_mcp_on_a_port_in_use_is_one_line_exit_2(vault: Vault) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        got = run_pandafs(
+            "--root", vault.root, "mcp", "--user", "alice", "--transport", "http", "--port", str(port)
+        )
+    assert got.code == 2, (got.out, got.err)
+    in_use = f"127.0.0.1:{port}: Address already in use (choose another --port)"
+    assert got.err == f"error: cannot listen on {in_use}\n"
