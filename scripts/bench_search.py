@@ -70,11 +70,15 @@ from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 TARGETS = {
-    "import_turns_per_s": 1000,
-    "rebuild_turns_per_s": 2000,
     "filtered_p50_ms": 5.0,
     "filtered_p99_ms": 20.0,
+    "filtered_p50_over_tantivy": 2.0,
+    "filtered_p50_over_tantivy_below_100k": 3.0,
+    "filtered_p99_over_tantivy": 3.0,
 }
+"""DESIGN.md §9 and issue 14: filtered p50 ≤ 5 ms and ≤ 2× raw tantivy at 100k (≤ 3× below
+100k), p99 ≤ 20 ms and ≤ 3×.  Import and rebuild speeds are printed for reference; their
+targets are ratios to a floor that `bench_import.py` and `bench_rebuild.py` measure."""
 SHAPES = ("user", "filtered", "topic")
 WARMUP = 10
 LIMIT = 10
@@ -866,11 +870,15 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     }
     result["ratios"] = ratios(result)
     filtered = pandafs["filtered"]
+    x = result["ratios"]
+    p50_ratio = TARGETS[
+        "filtered_p50_over_tantivy" if n >= 100_000 else "filtered_p50_over_tantivy_below_100k"
+    ]
     result["pass"] = {
-        "import": result["pandafs"]["import"]["turns_per_s"] >= TARGETS["import_turns_per_s"],
-        "rebuild": result["pandafs"]["rebuild"]["turns_per_s"] >= TARGETS["rebuild_turns_per_s"],
         "search_filtered": filtered["p50_ms"] <= TARGETS["filtered_p50_ms"]
-        and filtered["p99_ms"] <= TARGETS["filtered_p99_ms"],
+        and filtered["p99_ms"] <= TARGETS["filtered_p99_ms"]
+        and (x["pandafs_over_tantivy_filtered_p50"] or math.inf) <= p50_ratio
+        and (x["pandafs_over_tantivy_filtered_p99"] or math.inf) <= TARGETS["filtered_p99_over_tantivy"],
     }
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["loadavg_1m"] = {"start": load_start, "end": round(os.getloadavg()[0], 2)}
@@ -914,9 +922,9 @@ def table(r: dict[str, Any]) -> str:
 
     rows = [
         ("", "PandaFS", "raw tantivy", "SQLite FTS5", "FTS5/PandaFS", "PandaFS/tantivy"),
-        ("import turns/s (wall/cpu s), ≥ 1,000", rate(p["import"]), "", "", "", ""),
+        ("import turns/s (wall/cpu s)", rate(p["import"]), "", "", "", ""),
         (
-            "rebuild|build docs/s (wall/cpu s), ≥ 2,000",
+            "rebuild|build docs/s (wall/cpu s)",
             rate(p["rebuild"]),
             rate(t["build"]),
             rate(f["build"]),
@@ -934,7 +942,7 @@ def table(r: dict[str, Any]) -> str:
     ]
     labels = {
         "user": "search user, p50 / p99 ms",
-        "filtered": "search filtered, p50 / p99 ms (≤ 5 / 20)",
+        "filtered": "search filtered, p50 / p99 ms (≤ 5 / 20; ≤ 2×|3× / 3×)",
         "topic": "search topic, p50 / p99 ms",
     }
     for shape in SHAPES:
@@ -1039,10 +1047,7 @@ def main() -> None:
         "benchmark": "search",
         "sizes": results,
         "targets": TARGETS,
-        "pass": {
-            key: all(r["pass"][key] for r in results.values())
-            for key in ("import", "rebuild", "search_filtered")
-        },
+        "pass": {key: all(r["pass"][key] for r in results.values()) for key in ("search_filtered",)},
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "library": version,
     }
