@@ -481,3 +481,74 @@ def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     memories = vault.root / "users" / "alice" / kept
     assert "Book the dentist" in (memories / name).read_text()  # still where alice's memory was
     assert [p for p in (vault.root / "archive" / "expired").rglob("*") if p.is_file()] == []
+
+
+def _swap_claim(vault: Vault, tmp_path: Path, outside: Path) -> None:
+    """The one claim folder in `inbox/.processing/` moved out of the way (out of the
+    inbox, so it is no orphan claim) and a link to `outside` put in its place."""
+    processing = vault.root / "inbox" / ".processing"
+    claim = next(p for p in processing.iterdir() if p.name != ".lock" and not p.is_symlink())
+    claim.rename(tmp_path / "claim.moved")
+    claim.symlink_to(outside, target_is_directory=True)
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def test_clearing_a_claim_never_deletes_through_a_swapped_claim_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can write `inbox/` can reach `.processing/`.  A claim folder swapped for a
+    link once its query was filed away was cleared by path: the walk went through the link
+    and deleted `plan.json`, every temporary-looking file (`*~`, `*.tmp`...) and every
+    empty folder under the link's target, out of the vault.  Now the claim folder is
+    opened and checked from the vault root and cleared through descriptors: refused."""
+    from pandafs.inbox import Inbox as Box
+
+    outside = _outside(tmp_path, "notes.md~")
+    (outside / "plan.json").write_bytes(OUTSIDE_BYTES)
+    (outside / "deep").mkdir()
+    (outside / "deep" / "draft.tmp").write_bytes(OUTSIDE_BYTES)
+    (outside / "empty").mkdir()
+    before = _tree(outside)
+    _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+
+    def swap_once_moved(self: Box, step: str) -> None:
+        if step == "moved":
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(Box, "_checkpoint", swap_once_moved)
+    with Inbox(vault, settle_s=0.2) as box:
+        [result] = box.process_pending().results
+    assert _tree(outside) == before
+    assert (outside / "deep" / "draft.tmp").read_bytes() == OUTSIDE_BYTES
+    assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
+    assert (vault.root / "inbox" / "processed" / "q.txt").is_file()  # filed before the swap
+
+
+@pytest.mark.parametrize(("published", "planted"), [("q.txt", "query/bob/q.txt"), ("answer.md", "answer.md")])
+def test_a_published_claim_file_is_never_removed_through_a_swapped_claim_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, published: str, planted: str
+) -> None:
+    """Once the answer (or the query) is hard-linked to its public name, the claim's copy
+    is removed.  That unlink went by path: a claim folder swapped for a link just after
+    the link deleted the file of that name under the link's target (the query's name is
+    the sender's choice), out of the vault.  Now it goes through the checked folder."""
+    outside = tmp_path / "outside"
+    (outside / planted).parent.mkdir(parents=True)
+    (outside / planted).write_bytes(OUTSIDE_BYTES)
+    _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+    real_link = os.link
+
+    def link_then_swap(src: str, dst: str, **kw: object) -> None:
+        real_link(src, dst, **kw)  # type: ignore[arg-type]
+        if src == published and not (tmp_path / "claim.moved").exists():
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(os, "link", link_then_swap)
+    with Inbox(vault, settle_s=0.2) as box:
+        [result] = box.process_pending().results
+    assert (outside / planted).read_bytes() == OUTSIDE_BYTES
+    assert _tree(outside) == sorted({planted, *(p.as_posix() for p in Path(planted).parents[:-1])})
+    assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
