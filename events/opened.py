@@ -162,7 +162,7 @@ def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
 
 
 def fsync_folder(folder: Path, root: Path | str) -> None:
-    """`fsync_dir` of a vault folder, opened and checked from `root`: a folder swapped for
+    """`os.fsync` of a vault folder, opened and checked from `root`: a folder swapped for
     a link is refused (`NotInVault`), not the link's target synced in its place."""
     with checked_folders(root) as folders:
         folders.fd(folder)
