@@ -237,17 +237,18 @@ def open_created(
             pass  # made meanwhile by another writer: open that one
 
 
-def swap_in(new: Path, live: Path) -> None:
+def swap_in(new: Path, live: Path, *, root: Path | str | None) -> None:
     """Put the folder `new` where `live` is, as one rename: the live folder first moves
-    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole)."""
-    import shutil  # not at module level: a search never removes a folder
-
+    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole).
+    All by name in their folder as opened and checked from `root` (`checked_folders`,
+    fsynced): one swapped for a link moves and deletes nothing out there (`NotInVault`)."""
     old = live.with_name(live.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if live.exists():
-        os.replace(live, old)
-    os.replace(new, live)
-    shutil.rmtree(old, ignore_errors=True)
+    with checked_folders(root) as folders:
+        folders.remove_tree(old)
+        with suppress(FileNotFoundError):  # no live folder yet
+            folders.rename(live, old)
+        folders.rename(new, live)
+        folders.remove_tree(old)
 
 
 def sync_all() -> None:

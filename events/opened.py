@@ -7,7 +7,8 @@ must be `root/<rel>`.  Readers refuse what fails (`events.vaultread.read_vault_f
 writers refuse it before a byte is written and remove what their own open made there
 (`check_opened`, and `open_folder` for the folder an atomic write makes, renames and
 fsyncs in).  Links, renames and folder fsyncs between vault folders go through
-`checked_folders` (`rename_in_vault`, `fsync_folder` for one), never by path.
+`checked_folders` (`rename_in_vault`, `fsync_folder` for one; unlinks, new folders and
+whole trees removed too), never by path.
 """
 
 from __future__ import annotations
@@ -120,6 +121,18 @@ class CheckedFolders:
     def unlink(self, path: Path) -> None:
         """`os.unlink(path)`, the name taken in its checked folder."""
         os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
+
+    def remove_tree(self, folder: Path) -> None:
+        """`shutil.rmtree(folder, ignore_errors=True)`, the name taken in its checked folder
+        and the tree walked by descriptor (`rmtree`'s `dir_fd`), never through a link: a
+        link in its place is left, not its target emptied.  Nothing if its folder is gone."""
+        import shutil  # not at module level: a search never removes a folder
+
+        try:
+            parent = self.fd(folder.parent, target=folder)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(folder.name, ignore_errors=True, dir_fd=parent)
 
     def make(self, folder: Path) -> int:
         """Make `folder` in its parent (already opened here) and open it by name there,
