@@ -552,3 +552,30 @@ def test_a_published_claim_file_is_never_removed_through_a_swapped_claim_folder(
     assert (outside / planted).read_bytes() == OUTSIDE_BYTES
     assert _tree(outside) == sorted({planted, *(p.as_posix() for p in Path(planted).parents[:-1])})
     assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
+
+
+def test_scope_changes_never_land_in_a_user_folder_swapped_for_a_link(vault: Vault, tmp_path: Path) -> None:
+    """`promote` appends its scope decisions to the owner's maintenance log.  That writer
+    was opened without the vault root: no folder check, no after-open check, so with
+    `users/alice` a link the events went to the link's target (out of the vault, or into
+    another user's folder).  Now the log's writer is checked like every other."""
+    from events.schema import ScopeChanged
+    from pandafs.learning.maintenance import append_changes
+    from tests.support.learning import T0
+
+    alice = vault.root / "users" / "alice"
+    alice.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    alice.rename(alice.with_name("alice.moved"))
+    alice.symlink_to(outside, target_is_directory=True)
+    change = ScopeChanged(
+        doc_id="alice/memories/x",
+        doc_path="users/alice/memories/x.md",
+        old_scope="new",
+        new_scope="user",
+        reason="promoted",
+    )
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        append_changes(vault, "alice", [change], T0)
+    assert list(outside.iterdir()) == []
