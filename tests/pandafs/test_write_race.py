@@ -579,3 +579,35 @@ def test_scope_changes_never_land_in_a_user_folder_swapped_for_a_link(vault: Vau
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         append_changes(vault, "alice", [change], T0)
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("allocate", ["allocate_turns", "new_turn"])
+def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allocate: str
+) -> None:
+    """A turn number is claimed by making its folder, under the allocation lock.  That
+    `mkdir` went by path after the turns folder was checked: swapped for a link once the
+    lock was taken, the new turn folder was made under the link's target, out of the vault.
+    Now it is made in the turns folder as opened and checked from the vault root."""
+    from events import Layout
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = Layout.highest_turn
+
+    def locked_then_swapped(self: Layout, user: str) -> int:
+        if not turns.is_symlink():
+            turns.rename(turns.with_name("turns.moved"))
+            turns.symlink_to(outside, target_is_directory=True)
+        return real(self, user)
+
+    monkeypatch.setattr(Layout, "highest_turn", locked_then_swapped)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        if allocate == "allocate_turns":
+            vault.allocate_turns("alice")
+        else:
+            with vault.new_turn("alice"):
+                pass
+    assert list(outside.iterdir()) == []
