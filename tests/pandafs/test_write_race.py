@@ -611,3 +611,33 @@ def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
             with vault.new_turn("alice"):
                 pass
     assert list(outside.iterdir()) == []
+
+
+def test_an_abandoned_turn_folder_is_never_removed_through_a_link(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn folder whose writer died before its first event is removed: its temporary
+    files, an empty log, then the folder.  That went by path after the folder was locked
+    and judged abandoned: swapped for a link in between, the link target's `.pfs-*` files
+    and empty `events.jsonl` were deleted, out of the vault.  Now the folder is opened and
+    checked from the vault root and emptied by descriptor: refused, nothing removed."""
+    import pandafs.turns as turns_module
+
+    [turn] = vault.allocate_turns("alice")
+    folder = vault.layout.turns_dir("alice") / turn
+    outside = _outside(tmp_path, f"{fsio.TMP_PREFIX}notes.md.1.tmp")
+    (outside / "events.jsonl").write_bytes(b"")
+    real = turns_module.is_abandoned
+
+    def judged_then_swapped(ref: TurnRef) -> bool:
+        abandoned = real(ref)
+        if not folder.is_symlink():
+            folder.rename(tmp_path / "turn.moved")
+            folder.symlink_to(outside, target_is_directory=True)
+        return abandoned
+
+    monkeypatch.setattr(turns_module, "is_abandoned", judged_then_swapped)
+    ref = TurnRef("alice", turn, folder)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        turns_module.remove_abandoned(vault, ref)
+    assert sorted(os.listdir(outside)) == sorted([f"{fsio.TMP_PREFIX}notes.md.1.tmp", "events.jsonl"])
