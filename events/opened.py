@@ -122,23 +122,33 @@ class CheckedFolders:
         """`os.unlink(path)`, the name taken in its checked folder."""
         os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
 
-    def remove_tree(self, folder: Path) -> None:
-        """`shutil.rmtree(folder, ignore_errors=True)`, the name taken in its checked folder
+    def remove_tree(self, folder: Path, *, ignore_errors: bool = True) -> None:
+        """`shutil.rmtree(folder, ignore_errors=...)`, the name taken in its checked folder
         and the tree walked by descriptor (`rmtree`'s `dir_fd`), never through a link: a
-        link in its place is left, not its target emptied.  Nothing if its folder is gone."""
+        link in its place is refused (left), not its target emptied.  Ignoring errors,
+        nothing happens if its folder is gone."""
         import shutil  # not at module level: a search never removes a folder
 
         try:
             parent = self.fd(folder.parent, target=folder)
         except FileNotFoundError:
-            return
-        shutil.rmtree(folder.name, ignore_errors=True, dir_fd=parent)
+            if ignore_errors:
+                return
+            raise
+        shutil.rmtree(folder.name, ignore_errors=ignore_errors, dir_fd=parent)
 
-    def make(self, folder: Path) -> int:
+    def make(self, folder: Path, *, exist_ok: bool = False) -> int:
         """Make `folder` in its parent (already opened here) and open it by name there,
-        never through a link: a new folder's descriptor, fsynced and closed with the rest."""
+        never through a link: a new folder's descriptor, fsynced and closed with the rest.
+        With `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+        if exist_ok and folder in self._fds:
+            return self._fds[folder]
         parent = self._fds[folder.parent]
-        os.mkdir(folder.name, dir_fd=parent)
+        try:
+            os.mkdir(folder.name, dir_fd=parent)
+        except FileExistsError:
+            if not exist_ok:
+                raise
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         self._fds[folder] = os.open(folder.name, flags, dir_fd=parent)
         return self._fds[folder]

@@ -123,7 +123,7 @@ def restore_entries(
             staging = staging_folder(vault, key, job)
             if staging.exists():
                 shutil.rmtree(staging)
-            write_turn_folder(rows, staging)
+            write_turn_folder(rows, staging, root=vault.root)
             staged.append((key, staging, rows, part_rel))
     if staged:
         sync_all()
