@@ -148,8 +148,10 @@ class ArchiveStore:
     def clean_temp(self) -> int:
         """Remove temporary files of writers that died before their rename."""
         found = self.temp_files()
-        for path in found:
-            path.unlink(missing_ok=True)
+        with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
+            for path in found:
+                with suppress(FileNotFoundError):
+                    folders.unlink(path)
         return len(found)
 
     # --- writing ------------------------------------------------------------------

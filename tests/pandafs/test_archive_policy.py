@@ -605,3 +605,38 @@ def test_a_restore_never_writes_a_turn_through_a_swapped_staging_folder(
         restore_turns(vault)
     assert list(outside.rglob("*")) == []
     assert _stub_ids(vault) == {"alice/turn_000001"}  # still archived
+
+
+def test_a_batch_never_removes_its_trash_through_a_swapped_trash_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once archived, the turn folder moved into `turns/.trash/` is removed.  That rmtree
+    went by path: `.trash` swapped for a link just before (by alice, whose folder it is),
+    the folder of that name under the link's target was deleted, out of the vault.  Now
+    the removal goes by name in `.trash` as opened and checked from the vault root."""
+    import shutil
+
+    from pandafs.archive._common import TRASH_DIR
+
+    _import(vault, tmp_path, [_turn("alice", 90, "hamster chat")])
+    trash = vault.layout.turns_dir("alice") / TRASH_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_rmtree = shutil.rmtree
+    planted: list[Path] = []
+
+    def swapped_then_removed(path: str | Path, *args: object, **kw: object) -> None:
+        name = os.path.basename(path)
+        if name.startswith("turn_000001.") and not trash.is_symlink():
+            planted.append(outside / name / "keep.md")
+            trash.rename(tmp_path / "trash.moved")
+            trash.symlink_to(outside, target_is_directory=True)
+            (outside / name).mkdir()
+            (outside / name / "keep.md").write_bytes(b"not the vault's\n")
+        real_rmtree(path, *args, **kw)
+
+    monkeypatch.setattr(shutil, "rmtree", swapped_then_removed)
+    archive_turns(vault, now=NOW)
+    [keep] = planted  # the swap was staged
+    assert keep.read_bytes() == b"not the vault's\n"  # deleted through the link before
+    assert list((tmp_path / "trash.moved").iterdir()) == []  # the real trash emptied
