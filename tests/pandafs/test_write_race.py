@@ -641,3 +641,43 @@ def test_an_abandoned_turn_folder_is_never_removed_through_a_link(
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         turns_module.remove_abandoned(vault, ref)
     assert sorted(os.listdir(outside)) == sorted([f"{fsio.TMP_PREFIX}notes.md.1.tmp", "events.jsonl"])
+
+
+def test_an_imported_turn_is_never_written_through_a_swapped_staging_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import builds each turn folder in `turns/.staging/` (I/O threads) and renames
+    it into place.  The folder was made and opened by path after `.staging` was checked:
+    swapped for a link in between (alice writes her own folder), her imported turns were
+    written under the link's target, out of the vault.  Now each is made in `.staging` as
+    opened and checked from the vault root."""
+    import orjson
+
+    from pandafs.importer import import_turns
+    from pandafs.vault import STAGING_DIR
+
+    staging = vault.layout.turns_dir("alice") / STAGING_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = Vault.reserve_turns
+
+    def reserved_then_swapped(self: Vault, user: str, count: int) -> list[str]:
+        names = real(self, user, count)
+        if not staging.is_symlink():
+            staging.rename(tmp_path / "staging.moved")
+            staging.symlink_to(outside, target_is_directory=True)
+        return names
+
+    monkeypatch.setattr(Vault, "reserve_turns", reserved_then_swapped)
+    source = tmp_path / "turns.jsonl"
+    line = {
+        "user": "alice",
+        "external_id": "a-1",
+        "timestamp": "2026-10-01T10:00:00+00:00",
+        "query": "How often should I feed my hamster?",
+        "response": "Once a day.",
+    }
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        import_turns(vault, source)
+    assert list(outside.rglob("*")) == []
