@@ -145,7 +145,7 @@ class Vault:
         for name in VAULT_DIRS:
             path = vault.root / name
             if not path.is_dir():
-                path.mkdir(parents=True)
+                vault_folder(vault.root, path)  # from the root down, never through a link
                 created.append(name + "/")
         files = {
             vault.layout.config_file: render_default_config().encode(),
