@@ -14,9 +14,9 @@ checked it from the vault root down (every part a real folder, made when missing
 appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`), and
 `atomic_write` replaces a linked file's link, never its target: a link planted in the
 vault raises `NotInVault` instead of carrying the write out of it or into another user's
-folder.  With `root` (`atomic_write`, `atomic_file`, `append_file`, `held_lock`) a writer
-also gets the readers' after-open check, on the file it appends to or locks or on the
-folder it makes, renames and fsyncs in (`open_folder`), so a folder swapped for a link
+folder.  With `root` (`atomic_write`, `atomic_file`, `held_lock`; always for `append_file`)
+a writer also gets the readers' after-open check, on the file it appends to or locks or on
+the folder it makes, renames and fsyncs in (`open_folder`), so a folder swapped for a link
 after the check gains nothing.
 """
 
@@ -42,7 +42,6 @@ __all__ = [
     "atomic_file",
     "atomic_write",
     "check_folders",
-    "fsync_dir",
     "held_lock",
     "is_real_dir",
     "is_temp_name",
@@ -194,24 +193,17 @@ def _open_no_link(path: Path, flags: int) -> int:
     return fd
 
 
-def append_file(
-    path: Path, data: bytes | bytearray, *, durable: bool = True, root: Path | str | None = None
-) -> None:
-    """Append `data` to `path` (created if missing), never through a link; fsynced when
-    `durable` (and, for a file this call created, its folder's entry too).  With `root`
-    the opened file is checked before a byte is appended (`check_opened`; a file this
-    call created where it should not be is removed again, an existing one is left), and
-    a durable append fsyncs the folder it opened and checked first (`open_folder`), not
-    the path again: a folder swapped after the append is no error once the data is in."""
-    folder = None if root is None or not durable else open_folder(path.parent, root, target=path)
+def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durable: bool = True) -> None:
+    """Append `data` to `path` (created if missing) in the vault `root`, never through a
+    link; fsynced when `durable` (and, for a file this call created, its folder's entry too).
+    The opened file is checked before a byte is appended (`check_opened`; a file this call
+    created where it should not be is removed again, an existing one is left), and a
+    durable append fsyncs the folder it opened and checked first (`open_folder`), not the
+    path again: a folder swapped after the append is no error once the data is in."""
+    folder = open_folder(path.parent, root, target=path) if durable else None
     try:
-        if root is None:
-            created = durable and not os.path.lexists(path)
-            fd = _open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        else:
-            fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
-            check_opened(fd, path, root, created=created)
-            created = created and durable
+        fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
+        check_opened(fd, path, root, created=created)
         try:
             view = memoryview(data)
             while view:
@@ -222,8 +214,6 @@ def append_file(
             os.close(fd)
         if created and folder is not None:
             os.fsync(folder)
-        elif created:
-            fsync_dir(path.parent)
     finally:
         if folder is not None:
             os.close(folder)
@@ -247,26 +237,18 @@ def open_created(
             pass  # made meanwhile by another writer: open that one
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new entry in `directory` survive a power cut."""
-    fd = open_folder(directory)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def swap_in(new: Path, live: Path) -> None:
+def swap_in(new: Path, live: Path, *, root: Path | str | None) -> None:
     """Put the folder `new` where `live` is, as one rename: the live folder first moves
-    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole)."""
-    import shutil  # not at module level: a search never removes a folder
-
+    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole).
+    All by name in their folder as opened and checked from `root` (`checked_folders`,
+    fsynced): one swapped for a link moves and deletes nothing out there (`NotInVault`)."""
     old = live.with_name(live.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if live.exists():
-        os.replace(live, old)
-    os.replace(new, live)
-    shutil.rmtree(old, ignore_errors=True)
+    with checked_folders(root) as folders:
+        folders.remove_tree(old)
+        with suppress(FileNotFoundError):  # no live folder yet
+            folders.rename(live, old)
+        folders.rename(new, live)
+        folders.remove_tree(old)
 
 
 def sync_all() -> None:

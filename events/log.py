@@ -246,7 +246,8 @@ def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
         log = read_log(path)
         if log.torn_tail is None:
             return 0
-        append_file(path.with_name(path.name + TORN_SUFFIX), log.torn_tail + b"\n", root=root)
+        torn = path.with_name(path.name + TORN_SUFFIX)  # (a bare log, no vault: its folder bounds it)
+        append_file(torn, log.torn_tail + b"\n", root=path.parent if root is None else root)
         os.ftruncate(fd, os.fstat(fd).st_size - len(log.torn_tail))
         os.fsync(fd)
         return len(log.torn_tail)

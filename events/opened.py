@@ -7,7 +7,8 @@ must be `root/<rel>`.  Readers refuse what fails (`events.vaultread.read_vault_f
 writers refuse it before a byte is written and remove what their own open made there
 (`check_opened`, and `open_folder` for the folder an atomic write makes, renames and
 fsyncs in).  Links, renames and folder fsyncs between vault folders go through
-`checked_folders` (`rename_in_vault`, `fsync_folder` for one), never by path.
+`checked_folders` (`rename_in_vault`, `fsync_folder` for one; unlinks, new folders and
+whole trees removed too), never by path.
 """
 
 from __future__ import annotations
@@ -121,11 +122,33 @@ class CheckedFolders:
         """`os.unlink(path)`, the name taken in its checked folder."""
         os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
 
-    def make(self, folder: Path) -> int:
+    def remove_tree(self, folder: Path, *, ignore_errors: bool = True) -> None:
+        """`shutil.rmtree(folder, ignore_errors=...)`, the name taken in its checked folder
+        and the tree walked by descriptor (`rmtree`'s `dir_fd`), never through a link: a
+        link in its place is refused (left), not its target emptied.  Ignoring errors,
+        nothing happens if its folder is gone."""
+        import shutil  # not at module level: a search never removes a folder
+
+        try:
+            parent = self.fd(folder.parent, target=folder)
+        except FileNotFoundError:
+            if ignore_errors:
+                return
+            raise
+        shutil.rmtree(folder.name, ignore_errors=ignore_errors, dir_fd=parent)
+
+    def make(self, folder: Path, *, exist_ok: bool = False) -> int:
         """Make `folder` in its parent (already opened here) and open it by name there,
-        never through a link: a new folder's descriptor, fsynced and closed with the rest."""
+        never through a link: a new folder's descriptor, fsynced and closed with the rest.
+        With `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+        if exist_ok and folder in self._fds:
+            return self._fds[folder]
         parent = self._fds[folder.parent]
-        os.mkdir(folder.name, dir_fd=parent)
+        try:
+            os.mkdir(folder.name, dir_fd=parent)
+        except FileExistsError:
+            if not exist_ok:
+                raise
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         self._fds[folder] = os.open(folder.name, flags, dir_fd=parent)
         return self._fds[folder]
@@ -162,7 +185,7 @@ def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
 
 
 def fsync_folder(folder: Path, root: Path | str) -> None:
-    """`fsync_dir` of a vault folder, opened and checked from `root`: a folder swapped for
+    """`os.fsync` of a vault folder, opened and checked from `root`: a folder swapped for
     a link is refused (`NotInVault`), not the link's target synced in its place."""
     with checked_folders(root) as folders:
         folders.fd(folder)

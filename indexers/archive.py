@@ -33,8 +33,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, atomic_file
-from events.opened import checked_folders, fsync_folder
+from events.fsio import TMP_PREFIX, atomic_file, vault_folder
+from events.opened import checked_folders
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
@@ -148,8 +148,10 @@ class ArchiveStore:
     def clean_temp(self) -> int:
         """Remove temporary files of writers that died before their rename."""
         found = self.temp_files()
-        for path in found:
-            path.unlink(missing_ok=True)
+        with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
+            for path in found:
+                with suppress(FileNotFoundError):
+                    folders.unlink(path)
         return len(found)
 
     # --- writing ------------------------------------------------------------------
@@ -197,12 +199,25 @@ class ArchiveStore:
                 writer.write_table(table.slice(start, stop - start), row_group_size=stop - start)
 
     def _write_atomic(self, table: pa.Table, path: Path) -> None:
-        new_dir = not path.parent.is_dir()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if new_dir:
-            fsync_folder(path.parent.parent, self.root)
+        if not os.path.lexists(path.parent):
+            self._make_month(path.parent)
         with atomic_file(path, root=self.root) as out:
             self._write_table(table, out)
+
+    def _make_month(self, folder: Path) -> None:
+        """A new month folder, never made through a link: the store's folder made from the
+        vault root down if missing (`vault_folder`), the month made in it as opened and
+        checked from the root (`CheckedFolders.make`), both fsynced so the new entry
+        survives a power cut.  (A store that is its own root, as in tests and benches,
+        makes its folder as any folder outside a vault.)"""
+        if Path(self.root) == self.dir:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        else:
+            vault_folder(self.root, self.dir)
+        with checked_folders(self.root) as folders:
+            folders.fd(self.dir, target=folder)
+            with suppress(FileExistsError):  # made meanwhile by another writer
+                folders.make(folder)
 
     def drop_turns(self, path: Path, turns: Iterable[TurnKey]) -> int:
         """Rewrite `path` without the rows of these turns (delete it if none is left)."""

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from events.errors import NotInVault
-from events.fsio import read_vault_file
+from events.fsio import read_vault_file, vault_folder
+from events.opened import CheckedFolders, checked_folders
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
@@ -133,29 +134,49 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
     return TurnFiles(user, turn, created_at.astimezone(UTC), tuple(entries))
 
 
-def write_turn_folder(turn: TurnFiles, dest: Path) -> None:
+def write_turn_folder(turn: TurnFiles, dest: Path, *, root: Path | None = None) -> None:
     """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes.
 
-    Not fsynced: the caller syncs once per batch before renaming `dest` into place.
-    """
-    dest.mkdir(parents=True)
-    folders: dict[Path, FileEntry] = {}
-    for entry in turn.files:
-        target = dest / entry.path
-        if entry.is_dir:
-            target.mkdir(parents=True, exist_ok=True)
-            folders[target] = entry
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(entry.data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.chmod(target, entry.mode)
-        os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
-    for folder, entry in sorted(folders.items(), key=lambda item: -len(item[0].parts)):
-        os.chmod(folder, entry.mode)
-        os.utime(folder, ns=(entry.mtime_ns, entry.mtime_ns))
+    Never through a link: in the vault `root`, `dest`'s folder is made from the root down
+    (`vault_folder`) and opened and checked from it; `dest` and every folder below it are
+    made by name in their parent's descriptor (`CheckedFolders.make`), each file created
+    by name there and given its mode and times by descriptor.  (`root` None: a folder
+    outside any vault, in tests.)  Not fsynced: the caller syncs once per batch before
+    renaming `dest` into place."""
+    if root is None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        vault_folder(root, dest.parent)
+    with checked_folders(root, durable=False) as folders:
+        folders.fd(dest.parent, target=dest)
+        folders.make(dest)
+        made: dict[Path, FileEntry] = {}
+        for entry in turn.files:
+            target = dest / entry.path
+            if entry.is_dir:
+                _make_below(folders, dest, target)
+                made[target] = entry
+                continue
+            folder = _make_below(folders, dest, target.parent)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(target.name, flags, 0o600, dir_fd=folder)
+            try:
+                view = memoryview(entry.data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, entry.mode)
+                os.utime(fd, ns=(entry.mtime_ns, entry.mtime_ns))
+            finally:
+                os.close(fd)
+        for path, entry in sorted(made.items(), key=lambda item: -len(item[0].parts)):
+            fd = folders.fd(path)
+            os.fchmod(fd, entry.mode)
+            os.utime(fd, ns=(entry.mtime_ns, entry.mtime_ns))
+
+
+def _make_below(folders: CheckedFolders, dest: Path, folder: Path) -> int:
+    """`folder` (`dest` or a folder below it) made if missing, each part by name in its
+    parent's descriptor; its descriptor."""
+    if folder != dest:
+        _make_below(folders, dest, folder.parent)
+    return folders.make(folder, exist_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import tantivy
 
+from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
+from events.opened import checked_folders
 
 from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .schema import SCHEMA_VERSION, _to_document
@@ -189,12 +191,11 @@ class _Writing:
             except _Busy:
                 pass  # a writer holds the index: the swap is its own, in progress
             return
-        if not live and (new / "complete").exists():
-            os.replace(new, self.dir)
-        if self.dir.exists() and old.exists():
-            import shutil  # not at module level: a search never removes a folder
-
-            shutil.rmtree(old, ignore_errors=True)
+        with checked_folders(self.indexes_dir.parent) as folders:  # by name, never through a link
+            if not live and (new / "complete").exists():
+                folders.rename(new, self.dir)
+            if self.dir.exists() and old.exists():
+                folders.remove_tree(old)
 
     def _create(self, directory: Path) -> tantivy.Index:
         vault_folder(self.indexes_dir.parent, directory / "tantivy")
@@ -306,10 +307,10 @@ class _Writing:
         index up to date with files that changed while it was being built (`built()`
         reads the new index's state: only then, it holds an entry per document).
         """
-        import shutil  # not at module level: a search never removes a folder
-
+        root = self.indexes_dir.parent
         new = self.dir.with_name(self.dir.name + ".new")
-        shutil.rmtree(new, ignore_errors=True)
+        with checked_folders(root, durable=False) as folders:
+            folders.remove_tree(new)
         index = self._create(new)
         state_path = new / "state.jsonl"
         try:
@@ -318,9 +319,10 @@ class _Writing:
             with self._lock():
                 if catch_up is not None:
                     catch_up(lambda: self._batch_on(index, state_path), lambda: self._read_state(state_path))
-                (new / "complete").write_bytes(b"")
-                swap_in(new, self.dir)
+                atomic_write(new / "complete", b"", root=root)
+                swap_in(new, self.dir, root=root)
         except BaseException:
-            shutil.rmtree(new, ignore_errors=True)
+            with suppress(NotInVault), checked_folders(root, durable=False) as folders:
+                folders.remove_tree(new)  # (a link there: the first error is the one to tell)
             raise
         self._index = None

@@ -28,6 +28,7 @@ from events import (
 )
 from events.errors import NotInVault
 from events.fsio import TMP_PREFIX
+from events.opened import checked_folders
 
 from .errors import BadInput
 from .links import same_but_turn_links
@@ -252,37 +253,39 @@ def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
     (`Vault.new_turn`); the kernel releases it when the process dies.  So a folder
     this process can lock (`Vault.held_turn`) and that holds no event is an allocation
     whose writer died, and one it cannot lock is left to its live writer."""
-    with vault.held_turn(ref.user, ref.turn) as held:
+    with vault.held_turn(ref.user, ref.turn) as held, checked_folders(vault.root, durable=False) as checked:
         if not held or not is_abandoned(ref):
             return False
-        for entry in os.scandir(ref.path):
-            if entry.name == EVENTS_FILE:
-                if not _unlink_unheld_empty_log(entry.path):
-                    return False  # a writer took it up meanwhile: its log stays
-            elif entry.name.startswith(TMP_PREFIX):
-                os.unlink(entry.path)
-            else:
-                return False
+        folder = checked.fd(ref.path)  # emptied by descriptor: a folder swapped for a link is refused
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name == EVENTS_FILE:
+                    if not _unlink_unheld_empty_log(folder, entry.name):
+                        return False  # a writer took it up meanwhile: its log stays
+                elif entry.name.startswith(TMP_PREFIX):
+                    os.unlink(entry.name, dir_fd=folder)
+                else:
+                    return False
         try:
-            ref.path.rmdir()
+            os.rmdir(ref.path.name, dir_fd=checked.fd(ref.path.parent))
         except OSError:
             return False  # a writer arrived meanwhile: leave it
         return True
 
 
-def _unlink_unheld_empty_log(path: str) -> bool:
-    """Remove an events.jsonl that holds nothing and that no writer holds (`EventWriter`
-    keeps its `flock` while it lives), unlinking it under that same lock so no writer
-    can take it up in between."""
+def _unlink_unheld_empty_log(folder: int, name: str) -> bool:
+    """Remove the events.jsonl `name` in `folder` (a descriptor) that holds nothing and
+    that no writer holds (`EventWriter` keeps its `flock` while it lives), unlinking it
+    under that same lock so no writer can take it up in between."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.fstat(fd).st_size:
             return False
-        os.unlink(path)
+        os.unlink(name, dir_fd=folder)
         return True
     except OSError:
         return False

@@ -145,7 +145,7 @@ class Vault:
         for name in VAULT_DIRS:
             path = vault.root / name
             if not path.is_dir():
-                path.mkdir(parents=True)
+                vault_folder(vault.root, path)  # from the root down, never through a link
                 created.append(name + "/")
         files = {
             vault.layout.config_file: render_default_config().encode(),
@@ -205,11 +205,10 @@ class Vault:
         counter costs a few `mkdir` probes, never a reused number (folders and archive
         stubs are checked).
         """
-        turns = self.layout.turns_dir(user)
 
-        def made(name: str) -> bool:
+        def made(turns: int, name: str) -> bool:
             try:
-                os.mkdir(turns / name)
+                os.mkdir(name, dir_fd=turns)
             except FileExistsError:
                 return False
             return True
@@ -223,15 +222,14 @@ class Vault:
         The folder is made and locked in one step under the allocation lock, so it is
         never seen unheld while its process lives; `allocate_turns` leaves its folders
         unheld (what a process that died before its first event leaves behind)."""
-        turns = self.layout.turns_dir(user)
         held: list[int] = []
 
-        def made(name: str) -> bool:
+        def made(turns: int, name: str) -> bool:
             try:
-                os.mkdir(turns / name)
+                os.mkdir(name, dir_fd=turns)
             except FileExistsError:
                 return False
-            fd = _lock_folder(turns / name)
+            fd = _lock_folder(name, turns)
             if fd is None:  # nobody locks a folder without the allocation lock we hold
                 raise Busy(f"turn folder {user}/{name} was locked as it was made")
             held.append(fd)
@@ -267,23 +265,37 @@ class Vault:
         (which probes upward from it) never hands them out.  `place_turns` moves the
         finished folders in; a number nobody placed (the writer died) is simply skipped.
         """
-        turns = str(self.layout.turns_dir(user))
-        return self._claim_numbers(user, count, lambda name: not os.path.lexists(f"{turns}/{name}"))
 
-    def _claim_numbers(self, user: str, count: int, take: Callable[[str], bool]) -> list[str]:
+        def free(turns: int, name: str) -> bool:
+            try:
+                os.stat(name, dir_fd=turns, follow_symlinks=False)
+            except FileNotFoundError:
+                return True
+            return False
+
+        return self._claim_numbers(user, count, free)
+
+    def _claim_numbers(self, user: str, count: int, take: Callable[[int, str], bool]) -> list[str]:
         """Under the allocation lock, walk up from the counter hint and keep the first
-        `count` numbers `take` accepts, skipping archived ones; move the counter past them."""
+        `count` numbers `take(turns, name)` accepts, skipping archived ones; move the
+        counter past them.  `turns` is the user's turns folder as opened and checked from
+        the vault root once the lock is held (`checked_folders`): names are made and
+        probed in it by descriptor, never through a folder swapped for a link."""
         validate_user_id(user)
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
-        with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
+        with (
+            file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root),
+            checked_folders(self.root, durable=False) as checked,
+        ):
             number = self.layout.highest_turn(user) + 1
+            folder = checked.fd(turns)
             stubs = self._stubs_dir(user)
             names: list[str] = []
             while len(names) < count:
                 name = turn_name(number)
                 number += 1
-                if not (stubs and os.path.lexists(f"{stubs}/{name}.md")) and take(name):
+                if not (stubs and os.path.lexists(f"{stubs}/{name}.md")) and take(folder, name):
                     names.append(name)
             atomic_write(counter, str(number), durable=False, root=self.root)
         return names
@@ -318,11 +330,11 @@ class Vault:
         return str(stubs) if stubs.is_dir() else None
 
 
-def _lock_folder(path: Path) -> int | None:
-    """An open descriptor of the folder `path` holding its exclusive `flock`, or None if
-    another process holds it (or the folder is gone, or is a link)."""
+def _lock_folder(path: Path | str, dir_fd: int | None = None) -> int | None:
+    """An open descriptor of the folder `path` (a name in `dir_fd`, if given) holding its
+    exclusive `flock`, or None if another process holds it (or it is gone, or a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return None
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from events import atomic_write
 from events.clock import utcnow
+from events.opened import checked_folders
 from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 
@@ -114,7 +115,8 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                 except ArchiveError:
                     same = None
                 if same == rows.checksums():
-                    info.path.unlink()
+                    with checked_folders(vault.root) as stubs:  # by name, never through a link
+                        stubs.unlink(info.path)
                     store.drop_turns(vault.root / info.archive_file, [key])
                     found.turns.pop(key)
                     touched.append(stub_rel)

@@ -190,6 +190,14 @@ def drop_journal(vault: Vault, path: Path) -> None:
         folders.unlink(path)
 
 
+def remove_folder(vault: Vault, path: Path) -> None:
+    """`shutil.rmtree(path)` by its name in its folder as opened and checked from the vault
+    root, walked by descriptor: a folder on its path swapped for a link is refused
+    (`NotInVault`), its target never emptied."""
+    with checked_folders(vault.root, durable=False) as folders:
+        folders.remove_tree(path, ignore_errors=False)
+
+
 def pending_journals(vault: Vault) -> list[Path]:
     directory = journal_dir(vault)
     return sorted(directory.glob("*.json")) if directory.is_dir() else []

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -34,6 +34,7 @@ from ._common import (
     parse_turn_id,
     pending_journals,
     reindex,
+    remove_folder,
     store_of,
     stub_file,
     stub_relpath,
@@ -211,8 +212,10 @@ def _archive_batch(
         expected = {f.key: f.checksums() for _, f in plan if f.month == month}
         found = {key: files.checksums() for key, files in contents.turns.items()}
         if contents.bad_rows or contents.duplicate_rows or found != expected:
-            for part in written.values():
-                part.unlink(missing_ok=True)
+            with checked_folders(vault.root) as parts_dirs:
+                for part in written.values():
+                    with suppress(FileNotFoundError):
+                        parts_dirs.unlink(part)
             drop_journal(vault, journal)
             raise ArchiveError(
                 f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
@@ -237,7 +240,7 @@ def _archive_batch(
             stub = stub_file(vault, files.key)
             with log_held(folder) as refused:
                 if refused or folder_signature(folder) != files.signature():
-                    stub.unlink()
+                    moved.unlink(stub)
                     dropped.setdefault(files.month, set()).add(files.key)
                     why = refused or "changed while being archived"
                     report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
@@ -250,7 +253,7 @@ def _archive_batch(
             touched.append(stub_relpath(files.key))
             touched += document_paths(files.key, (f.path for f in files.files))
     for path in trash:
-        shutil.rmtree(path)
+        remove_folder(vault, path)
     for month, keys in dropped.items():
         store.drop_turns(written[month], keys)
     reindex(vault, memory, touched)

@@ -24,6 +24,7 @@ from typing import Literal
 from events import atomic_write, classify, sync_all
 from events.fsio import is_real_dir, read_vault_bytes, vault_folder
 from events.layout import USER_ID_RE
+from events.opened import checked_folders
 
 from ..links import relink
 from ..memory import Memory
@@ -62,8 +63,8 @@ def finish_relink(vault: Vault, memory: Memory) -> list[str]:
         return []
     changed = relink_users(vault, users)
     reindex(vault, memory, [rel for rel in changed if classify(rel) is not None])
-    with suppress(FileNotFoundError):
-        _pending(vault).unlink()
+    with checked_folders(vault.root) as folders, suppress(FileNotFoundError):
+        folders.unlink(_pending(vault))
     return changed
 
 

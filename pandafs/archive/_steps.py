@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from ._common import (
     parse_ts,
     pending_journals,
     reindex,
+    remove_folder,
     staging_folder,
     store_of,
     stub_file,
@@ -122,8 +122,8 @@ def restore_entries(
                 continue
             staging = staging_folder(vault, key, job)
             if staging.exists():
-                shutil.rmtree(staging)
-            write_turn_folder(rows, staging)
+                remove_folder(vault, staging)
+            write_turn_folder(rows, staging, root=vault.root)
             staged.append((key, staging, rows, part_rel))
     if staged:
         sync_all()
@@ -211,7 +211,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                     notes.append(f"{doc_id}: archived copy damaged; left for `pandafs verify`")
                     continue
                 if stub_here:
-                    stub.unlink()
+                    renames.unlink(stub)
                     touched.append(stub_relpath(key))
                 notes.append(f"{doc_id}: stays live (batch {batch} had not copied it)")
                 continue
@@ -222,7 +222,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                     current = None
                 if current != rows.checksums() or (info is not None and not stub_here):
                     if stub_here:
-                        stub.unlink()
+                        renames.unlink(stub)
                         touched.append(stub_relpath(key))
                     notes.append(f"{doc_id}: stays live (changed after batch {batch} copied it)")
                     continue
@@ -230,7 +230,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                     text = render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month])
                     atomic_write(stub, text, root=vault.root)
                 if trash.exists():
-                    shutil.rmtree(trash)
+                    renames.remove_tree(trash, ignore_errors=False)
                 renames.rename(folder, trash)
             elif not stub_here:
                 if info is not None or stub.exists():
@@ -248,7 +248,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
             touched += document_paths(key, (f.path for f in rows.files))
             notes.append(f"{doc_id}: finished archiving (batch {batch})")
     for path in moved:
-        shutil.rmtree(path)
+        remove_folder(vault, path)
     for month, rel in parts.items():
         if month in contents:
             store.drop_turns(vault.root / rel, set(contents[month].turns) - keep[month])
@@ -295,12 +295,12 @@ def _sweep_leftovers(vault: Vault) -> list[str]:
         folder = turn_folder(vault, key)
         if kind == "trash":
             if _archived_intact(vault, key):
-                shutil.rmtree(path)
+                remove_folder(vault, path)
                 notes.append(f"{doc_id}: removed the trash of its archived folder")
             elif not folder.exists() and not stub_file(vault, key).exists():
                 rename_in_vault(vault.root, path, folder)
                 notes.append(f"{doc_id}: put back from the trash (it was not archived)")
         elif folder.exists() or _archived_intact(vault, key):
-            shutil.rmtree(path)
+            remove_folder(vault, path)
             notes.append(f"{doc_id}: removed an unfinished restore copy")
     return notes

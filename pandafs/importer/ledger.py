@@ -8,7 +8,6 @@ nor leaves a turn unindexed.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import orjson
 from events import turn_name, turn_number
 from events.errors import NotInVault
 from events.fsio import append_file, open_vault_file
+from events.opened import checked_folders
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault
@@ -117,7 +117,8 @@ class Ledger:
         missing (a folder written by an older version that died mid-turn).
         """
         turns = self.vault.layout.turns_dir(self.user)
-        shutil.rmtree(turns / STAGING_DIR, ignore_errors=True)
+        with checked_folders(self.vault.root, durable=False) as folders:  # never through a link
+            folders.remove_tree(turns / STAGING_DIR)
         found: list[dict[str, Any]] = []
         to_index: list[str] = []
         newest = self.scanned

@@ -11,14 +11,15 @@ which the next import removes.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from events.clock import utcnow
 from events.fsio import vault_folder
+from events.opened import checked_folders
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE
@@ -53,29 +54,35 @@ class _Staged:
     written: Future[int]  # mtime_ns of context.md once the folder is durable
 
 
-def _write_folder(folder: str, files: list[tuple[str, bytes]]) -> int:
+def _write_folder(root: Path, folder: Path, files: list[tuple[str, bytes]]) -> int:
     """Make `folder` (must not exist) holding `files`, each file and the folder fsynced;
-    returns the first file's mtime_ns."""
-    os.mkdir(folder)
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    returns the first file's mtime_ns.  Made by name in its parent as opened and checked
+    from the vault `root` (`CheckedFolders.make`; `NotInVault` if the staging folder was
+    swapped for a link), never through a link."""
+    with checked_folders(root, durable=False) as folders:
+        folders.fd(folder.parent, target=folder)
+        return _fill(folders.make(folder), files)
+
+
+def _fill(dir_fd: int, files: list[tuple[str, bytes]]) -> int:
+    """`files` created in the new folder `dir_fd`, each and the folder fsynced; the first
+    file's mtime_ns.  (The descriptor is closed by the caller's `checked_folders`.)"""
+    fds: list[int] = []
     try:
-        fds: list[int] = []
-        try:
-            for name, data in files:
-                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
-                fds.append(fd)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            stamp = os.fstat(fds[0]).st_mtime_ns
-            for fd in fds:
-                os.fsync(fd)
-        finally:
-            for fd in fds:
-                os.close(fd)
-        os.fsync(dir_fd)
+        for name, data in files:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+            fds.append(fd)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        stamp = os.fstat(fds[0]).st_mtime_ns
+        for fd in fds:
+            os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        for fd in fds:
+            os.close(fd)
+    os.fsync(dir_fd)
     return stamp
 
 
@@ -123,7 +130,8 @@ class Placer:
             context = files.pop("context.md")
             written = self._pool.submit(
                 _write_folder,
-                f"{staging}/{name}",
+                self.vault.root,
+                staging / name,
                 [("context.md", context), (EVENTS_FILE, log), *files.items()],
             )
             staged.append(_Staged(name, line, context, front, body, written))
@@ -159,7 +167,8 @@ class Placer:
         placed: list[Placed] = []
         for item in staged:
             if item.turn in taken:
-                shutil.rmtree(staging / item.turn, ignore_errors=True)
+                with checked_folders(self.vault.root, durable=False) as folders:
+                    folders.remove_tree(staging / item.turn)
                 again.setdefault(user, []).append(item.line)
                 continue
             rel = f"users/{user}/turns/{item.turn}/context.md"

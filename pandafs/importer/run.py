@@ -12,13 +12,18 @@ is indexed, so an indexing failure stops the import as before.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from events import turn_number
+from events.errors import NotInVault
+from events.fsio import vault_folder
+from events.opened import checked_folders
 
 from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock
@@ -82,15 +87,19 @@ class _Importer:
                 self.indexer.close(failed=failed)
             finally:
                 for user in self.ledgers:
-                    try:
-                        (self.vault.layout.turns_dir(user) / STAGING_DIR).rmdir()
-                    except OSError:
-                        pass  # absent, or holds what a failed batch left: the next import clears it
+                    turns = self.vault.layout.turns_dir(user)
+                    # absent, or holds what a failed batch left (the next import clears it),
+                    # or its folder is a link (removed nowhere): left
+                    with (
+                        suppress(OSError, NotInVault),
+                        checked_folders(self.vault.root, durable=False) as folders,
+                    ):
+                        os.rmdir(STAGING_DIR, dir_fd=folders.fd(turns))
 
     def ledger(self, user: str) -> Ledger:
         ledger = self.ledgers.get(user)
         if ledger is None:
-            self.vault.layout.turns_dir(user).mkdir(parents=True, exist_ok=True)
+            vault_folder(self.vault.root, self.vault.layout.turns_dir(user))  # never through a link
             ledger = self.ledgers[user] = Ledger(self.vault, user)
             names = ledger.recover()
             self.indexer.recovered(ledger, names)

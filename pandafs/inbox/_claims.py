@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
@@ -95,7 +95,8 @@ class ClaimFolders:
                     checked.make(self.processing / folder)  # fresh: no one else writes in .processing
                 checked.rename(src, target)
         except FileNotFoundError:  # the file (or its folder) is gone
-            remove_empty_tree(claim)
+            with checked_folders(self.root, durable=False) as checked:
+                remove_empty_tree(checked, claim)
             return None
         self._checkpoint("claimed")
         return claim
@@ -203,17 +204,33 @@ class ClaimFolders:
             plan = plan.model_copy(update={field_name: self.vault.rel(fresh)})
             self._write_plan(claim, plan)
 
+    def _drop(self, path: Path) -> None:
+        """Remove `path`, a file of a claim folder (gone already is fine), by its name in
+        its folder opened and checked from the vault root: a claim folder swapped for a link
+        is refused (`NotInVault`), not the link's file of that name deleted."""
+        with checked_folders(self.root, durable=False) as checked, suppress(FileNotFoundError):
+            checked.unlink(path)
+
     def _cleanup(self, claim: Path) -> None:
-        """Remove our own bookkeeping; anything unexpected stays (and is reported)."""
-        for path in (claim / ANSWER, claim / ERROR):
-            if path.exists():
-                return  # not published yet: keep (cannot happen after a finished claim)
-        for dirpath, _, filenames in os.walk(claim):
-            for name in filenames:
-                if is_temp_name(name):
-                    os.unlink(os.path.join(dirpath, name))
-        (claim / PLAN).unlink(missing_ok=True)
-        leftover = remove_empty_tree(claim)
+        """Remove our own bookkeeping; anything unexpected stays (and is reported).
+
+        All through the claim folder opened and checked from the vault root (`NotInVault`
+        if it or `.processing` is a link) and the folders below opened by name in it,
+        never through a link: the walk deletes files by their names, and through a swapped
+        folder those would be the link target's files."""
+        with checked_folders(self.root, durable=False) as checked:
+            top = checked.fd(claim)
+            for name in (ANSWER, ERROR):
+                with suppress(FileNotFoundError):
+                    os.stat(name, dir_fd=top)
+                    return  # not published yet: keep (cannot happen after a finished claim)
+            for _, _, filenames, fd in os.fwalk(".", dir_fd=top):
+                for name in filenames:
+                    if is_temp_name(name):
+                        os.unlink(name, dir_fd=fd)
+            with suppress(FileNotFoundError):
+                os.unlink(PLAN, dir_fd=top)
+            leftover = remove_empty_tree(checked, claim)
         if leftover:
             self._log(f"left {self.vault.rel(claim)} in place: it still holds {leftover}")
         self._checkpoint("cleaned")

@@ -314,7 +314,7 @@ class Inbox(ClaimFolders, TurnStarts):
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
         if query_path is not None:
             plan = self._publish_planned(claim, plan, query_path, "rejected")
-            query_path.unlink(missing_ok=True)
+            self._drop(query_path)
             self._checkpoint("moved")
         assert plan.rejected is not None
         error_tmp = claim / ERROR
@@ -325,7 +325,7 @@ class Inbox(ClaimFolders, TurnStarts):
             self._checkpoint("error_written")
         if done is None:
             done = publish_explanation(self.root, error_tmp, base, plan.claim)
-            error_tmp.unlink(missing_ok=True)
+            self._drop(error_tmp)
         self._cleanup(claim)
         return InboxResult(
             plan.source,
@@ -362,13 +362,13 @@ class Inbox(ClaimFolders, TurnStarts):
                     root=self.root,
                 )
             plan = self._publish_planned(claim, plan, answer_tmp, "answer")
-            answer_tmp.unlink(missing_ok=True)
+            self._drop(answer_tmp)
             self._checkpoint("answer_published")
             outcome: str | None = result.outcome
         else:
             outcome = outcome_of(self.vault, user, turn) if turn else None
         plan = self._publish_planned(claim, plan, query_path, "query_file")
-        query_path.unlink(missing_ok=True)
+        self._drop(query_path)
         self._checkpoint("moved")
         self._cleanup(claim)
         return InboxResult(

@@ -79,18 +79,28 @@ def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
-def remove_empty_tree(top: Path) -> str | None:
-    """Remove `top` if it holds only empty folders; else name one file it still holds."""
-    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
+def remove_empty_tree(folders: CheckedFolders, top: Path) -> str | None:
+    """Remove `top` if it holds only empty folders; else name one file it still holds.
+
+    Walked and removed through descriptors: `top` (and the folder it is in) opened and
+    checked from the vault root by `folders` (`NotInVault` if one is a link or leaves the
+    vault), each folder below opened by name in its parent and never through a link
+    (`os.fwalk`), so no rmdir lands outside, whatever is swapped meanwhile."""
+    try:
+        top_fd = folders.fd(top)
+    except FileNotFoundError:
+        return None
+    for dirpath, dirnames, filenames, fd in os.fwalk(".", topdown=False, dir_fd=top_fd):
+        here = top / dirpath
         if filenames:
-            return os.path.join(dirpath, filenames[0])
+            return str(here / filenames[0])
         for name in dirnames:
             try:
-                os.rmdir(os.path.join(dirpath, name))
+                os.rmdir(name, dir_fd=fd)
             except OSError:
-                return os.path.join(dirpath, name)
+                return str(here / name)
     try:
-        os.rmdir(top)
+        os.rmdir(top.name, dir_fd=folders.fd(top.parent, target=top))
     except FileNotFoundError:
         pass
     except OSError:

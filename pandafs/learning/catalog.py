@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import operator
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq  # writing; reading goes through read_parquet
 
 from events.errors import NotInVault
-from events.fsio import atomic_file, swap_in
+from events.fsio import atomic_file, swap_in, vault_folder
+from events.opened import checked_folders
 from indexers.parquet import read_parquet
 
 from ..errors import ProblemFound
@@ -158,8 +159,10 @@ class Catalog:
             self.month_dir(month) / f"part-{time.time_ns():020d}.parquet",
             self.root,
         )
-        for path in inputs:
-            path.unlink(missing_ok=True)
+        with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
+            for path in inputs:
+                with suppress(FileNotFoundError):
+                    folders.unlink(path)
 
     def read_table(self, paths: Iterable[Path]) -> pa.Table:
         """The rows of `paths`, read in order, one per (user, turn): the later copy wins."""
@@ -231,8 +234,12 @@ class CatalogRebuild:
         self.new = catalog.dir.with_name(catalog.dir.name + ".new")
         self.root = catalog.root
         self._chunk_reader = Catalog(self.new)  # the chunks it has just written there
-        shutil.rmtree(self.new, ignore_errors=True)
-        self.new.mkdir(parents=True)
+        with checked_folders(self.root, durable=False) as folders:  # never through a link
+            folders.remove_tree(self.new)
+        if self.root is None:  # a catalog outside any vault (tests)
+            self.new.mkdir(parents=True)
+        else:
+            vault_folder(self.root, self.new)
         self.days: set[date] = set()
         self._rows: list[RowValues] = []
         self._chunks = 0
@@ -259,8 +266,9 @@ class CatalogRebuild:
                 chunks = sorted(folder.glob("chunk-*.parquet"))
                 table = self._chunk_reader.read_table(chunks).sort_by(_PART_ORDER)
                 _write(table, folder / f"part-{time.time_ns():020d}.parquet", self.root)
-                for chunk in chunks:
-                    chunk.unlink()
+                with checked_folders(self.root, durable=False) as folders:
+                    for chunk in chunks:
+                        folders.unlink(chunk)
         self._rows = []
-        swap_in(self.new, self.dir)
+        swap_in(self.new, self.dir, root=self.root)
         return sorted(p.name.removeprefix("month=") for p in self.dir.glob("month=*"))

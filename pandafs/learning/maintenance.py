@@ -46,7 +46,7 @@ def append_changes(vault: Vault, user: str, changes: Sequence[ScopeChanged], now
     """Append scope changes to `user`'s maintenance log in one fsynced write."""
     if not changes:
         return []
-    with EventWriter(log_path(vault, user), user=user, turn=LOG_TURN) as writer:
+    with EventWriter(log_path(vault, user), user=user, turn=LOG_TURN, root=vault.root) as writer:
         return writer.append_many(changes, ts=now)
 
 

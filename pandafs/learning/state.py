@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
 from events.fsio import read_vault_bytes
+from events.opened import checked_folders
 
 from ..memory import Memory
 from ..vault import Vault
@@ -168,7 +168,8 @@ class CounterStore(MutableMapping[str, Counts]):
 
         A fresh store replaces every shard on disk."""
         if self.fresh:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            with checked_folders(self.root, durable=False) as folders:  # never through a link
+                folders.remove_tree(self.dir)
             self.expected, self.fresh = {}, False
             self._dirty = {name for name, docs in self._shards.items() if docs}
         gens = dict(self.expected)

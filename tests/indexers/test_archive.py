@@ -203,3 +203,24 @@ def test_dropping_the_last_rows_never_deletes_through_a_swapped_month_folder(
         store.drop_turns(part, [("alice", "turn_000001")])
     assert (outside / part.name).read_bytes() == b"not the archive's\n"
     assert (part.parent.with_name(part.parent.name + ".moved") / part.name).is_file()
+
+
+@pytest.mark.parametrize("swapped", ["archive", "archive/turns"])
+def test_a_new_month_folder_is_never_made_through_a_swapped_archive_folder(
+    tmp_path: Path, swapped: str
+) -> None:
+    """A part of a new month makes its month folder first.  That was a `mkdir(parents=True)`
+    by path: with `archive/` (or `archive/turns/`) swapped for a link, the month folder was
+    made under the link's target, out of the vault, before the checked fsync refused.  Now
+    the folders are made from the vault root down and in the store's folder as opened and
+    checked from the root: refused with nothing made."""
+    root = tmp_path / "vault"
+    (root / swapped).parent.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / swapped).symlink_to(outside, target_is_directory=True)
+    store = ArchiveStore(root / "archive" / "turns", root=root)
+    folder = _turn_folder(tmp_path / "live", "alice", "turn_000001", "hello")
+    with pytest.raises(NotInVault, match="is a symbolic link"):
+        store.write_parts([_collect(folder)], batch="b1", archived_at=ARCHIVED_AT)
+    assert list(outside.rglob("*")) == []

@@ -479,3 +479,35 @@ def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vau
     assert ids(memory.search("papaya", user="alice", now=NOW)) == ["alice/memories/a"]
     assert memory.search("mango", user="alice", now=NOW) == []
     assert ids(memory.search("door code", user="alice", now=NOW)) == ["alice/memories/b"]
+
+
+def test_a_rebuild_never_swaps_folders_through_a_swapped_indexes_folder(tmp_path: Path) -> None:
+    """A rebuild marks its new folder complete and swaps it in with two renames and a
+    removal.  Those went by path after the lock's folder check: `indexes/` swapped for a
+    link meanwhile, the marker was written out there and the link target's `fulltext/`
+    was renamed aside and deleted, its `fulltext.new/` renamed in its place.  Now they go
+    through the folder opened and checked from the vault root: refused, nothing moves."""
+    from events.errors import NotInVault
+    from indexers.fulltext import FullTextIndex
+
+    indexes = tmp_path / "vault" / "indexes"
+    indexes.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    (outside / "fulltext").mkdir(parents=True)
+    (outside / "fulltext" / "keep.txt").write_text("not the vault's\n")
+    (outside / "fulltext.new").mkdir()
+    index = FullTextIndex(indexes)
+
+    def swap(open_batch: object, built: object) -> None:
+        indexes.rename(indexes.with_name("indexes.moved"))
+        indexes.symlink_to(outside, target_is_directory=True)
+
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        with index.rebuild(catch_up=swap):
+            pass
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == [
+        "fulltext",
+        "fulltext.new",
+        "fulltext/keep.txt",
+    ]
+    assert (indexes.with_name("indexes.moved") / "fulltext.new" / "schema.json").is_file()

@@ -572,3 +572,71 @@ def test_a_batch_never_moves_a_turn_folder_through_a_swapped_trash_folder(
     assert sorted(os.listdir(outside)) == ["keep.md"]
     assert not [p for p in removed if p.startswith(str(outside))]  # nothing removed out there
     assert (turns / "turn_000001" / "events.jsonl").is_file()  # still live, in its folder
+
+
+def test_a_restore_never_writes_a_turn_through_a_swapped_staging_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore rebuilds the turn folder in `turns/.staging/` before renaming it into
+    place.  That folder (and its files, modes and times) was written by path after
+    `.staging` was checked: swapped for a link in between, alice's archived turn was
+    written out of the vault, wherever the link pointed.  Now the folder is made in
+    `.staging` as opened and checked from the vault root, its files by descriptor."""
+    from events.errors import NotInVault
+    from pandafs.archive import _steps as archive_steps
+    from pandafs.archive._common import STAGING_DIR
+
+    _import(vault, tmp_path, [_turn("alice", 90, "hamster chat")])
+    assert archive_turns(vault, now=NOW).archived == 1
+    staging = vault.layout.turns_dir("alice") / STAGING_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = archive_steps.staging_folder
+
+    def checked_then_swapped(*args: object) -> Path:
+        got = real(*args)
+        if not staging.is_symlink():
+            staging.rename(staging.with_name(STAGING_DIR + ".moved"))
+            staging.symlink_to(outside, target_is_directory=True)
+        return got
+
+    monkeypatch.setattr(archive_steps, "staging_folder", checked_then_swapped)
+    with pytest.raises(NotInVault, match="is a symbolic link"):
+        restore_turns(vault)
+    assert list(outside.rglob("*")) == []
+    assert _stub_ids(vault) == {"alice/turn_000001"}  # still archived
+
+
+def test_a_batch_never_removes_its_trash_through_a_swapped_trash_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once archived, the turn folder moved into `turns/.trash/` is removed.  That rmtree
+    went by path: `.trash` swapped for a link just before (by alice, whose folder it is),
+    the folder of that name under the link's target was deleted, out of the vault.  Now
+    the removal goes by name in `.trash` as opened and checked from the vault root."""
+    import shutil
+
+    from pandafs.archive._common import TRASH_DIR
+
+    _import(vault, tmp_path, [_turn("alice", 90, "hamster chat")])
+    trash = vault.layout.turns_dir("alice") / TRASH_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_rmtree = shutil.rmtree
+    planted: list[Path] = []
+
+    def swapped_then_removed(path: str | Path, *args: object, **kw: object) -> None:
+        name = os.path.basename(path)
+        if name.startswith("turn_000001.") and not trash.is_symlink():
+            planted.append(outside / name / "keep.md")
+            trash.rename(tmp_path / "trash.moved")
+            trash.symlink_to(outside, target_is_directory=True)
+            (outside / name).mkdir()
+            (outside / name / "keep.md").write_bytes(b"not the vault's\n")
+        real_rmtree(path, *args, **kw)
+
+    monkeypatch.setattr(shutil, "rmtree", swapped_then_removed)
+    archive_turns(vault, now=NOW)
+    [keep] = planted  # the swap was staged
+    assert keep.read_bytes() == b"not the vault's\n"  # deleted through the link before
+    assert list((tmp_path / "trash.moved").iterdir()) == []  # the real trash emptied

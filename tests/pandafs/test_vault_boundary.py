@@ -385,3 +385,18 @@ def test_no_parquet_file_is_read_through_a_link(vault: Vault, tmp_path: Path, cl
     table.symlink_to(tmp_path / "outside.parquet")
     with pytest.raises(NotInVault):
         ReliabilityTable(vault).load()
+
+
+def test_init_makes_no_folder_through_a_linked_layout_folder(tmp_path: Path) -> None:
+    """`init` keeps what exists and makes the rest of the layout.  Its folders were made
+    with mkdir(parents=True) by path: with `observability` a link to a folder,
+    `observability/daily` and `.../interventions` were made under the link's target, out
+    of the vault.  Now they are made from the vault root down, never through a link."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "observability").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotInVault, match="observability: is a symbolic link"):
+        Vault.init(root)
+    assert list(outside.iterdir()) == []

@@ -481,3 +481,203 @@ def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     memories = vault.root / "users" / "alice" / kept
     assert "Book the dentist" in (memories / name).read_text()  # still where alice's memory was
     assert [p for p in (vault.root / "archive" / "expired").rglob("*") if p.is_file()] == []
+
+
+def _swap_claim(vault: Vault, tmp_path: Path, outside: Path) -> None:
+    """The one claim folder in `inbox/.processing/` moved out of the way (out of the
+    inbox, so it is no orphan claim) and a link to `outside` put in its place."""
+    processing = vault.root / "inbox" / ".processing"
+    claim = next(p for p in processing.iterdir() if p.name != ".lock" and not p.is_symlink())
+    claim.rename(tmp_path / "claim.moved")
+    claim.symlink_to(outside, target_is_directory=True)
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def test_clearing_a_claim_never_deletes_through_a_swapped_claim_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can write `inbox/` can reach `.processing/`.  A claim folder swapped for a
+    link once its query was filed away was cleared by path: the walk went through the link
+    and deleted `plan.json`, every temporary-looking file (`*~`, `*.tmp`...) and every
+    empty folder under the link's target, out of the vault.  Now the claim folder is
+    opened and checked from the vault root and cleared through descriptors: refused."""
+    from pandafs.inbox import Inbox as Box
+
+    outside = _outside(tmp_path, "notes.md~")
+    (outside / "plan.json").write_bytes(OUTSIDE_BYTES)
+    (outside / "deep").mkdir()
+    (outside / "deep" / "draft.tmp").write_bytes(OUTSIDE_BYTES)
+    (outside / "empty").mkdir()
+    before = _tree(outside)
+    _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+
+    def swap_once_moved(self: Box, step: str) -> None:
+        if step == "moved":
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(Box, "_checkpoint", swap_once_moved)
+    with Inbox(vault, settle_s=0.2) as box:
+        [result] = box.process_pending().results
+    assert _tree(outside) == before
+    assert (outside / "deep" / "draft.tmp").read_bytes() == OUTSIDE_BYTES
+    assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
+    assert (vault.root / "inbox" / "processed" / "q.txt").is_file()  # filed before the swap
+
+
+@pytest.mark.parametrize(("published", "planted"), [("q.txt", "query/bob/q.txt"), ("answer.md", "answer.md")])
+def test_a_published_claim_file_is_never_removed_through_a_swapped_claim_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, published: str, planted: str
+) -> None:
+    """Once the answer (or the query) is hard-linked to its public name, the claim's copy
+    is removed.  That unlink went by path: a claim folder swapped for a link just after
+    the link deleted the file of that name under the link's target (the query's name is
+    the sender's choice), out of the vault.  Now it goes through the checked folder."""
+    outside = tmp_path / "outside"
+    (outside / planted).parent.mkdir(parents=True)
+    (outside / planted).write_bytes(OUTSIDE_BYTES)
+    _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+    real_link = os.link
+
+    def link_then_swap(src: str, dst: str, **kw: object) -> None:
+        real_link(src, dst, **kw)  # type: ignore[arg-type]
+        if src == published and not (tmp_path / "claim.moved").exists():
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(os, "link", link_then_swap)
+    with Inbox(vault, settle_s=0.2) as box:
+        [result] = box.process_pending().results
+    assert (outside / planted).read_bytes() == OUTSIDE_BYTES
+    assert _tree(outside) == sorted({planted, *(p.as_posix() for p in Path(planted).parents[:-1])})
+    assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
+
+
+def test_scope_changes_never_land_in_a_user_folder_swapped_for_a_link(vault: Vault, tmp_path: Path) -> None:
+    """`promote` appends its scope decisions to the owner's maintenance log.  That writer
+    was opened without the vault root: no folder check, no after-open check, so with
+    `users/alice` a link the events went to the link's target (out of the vault, or into
+    another user's folder).  Now the log's writer is checked like every other."""
+    from events.schema import ScopeChanged
+    from pandafs.learning.maintenance import append_changes
+    from tests.support.learning import T0
+
+    alice = vault.root / "users" / "alice"
+    alice.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    alice.rename(alice.with_name("alice.moved"))
+    alice.symlink_to(outside, target_is_directory=True)
+    change = ScopeChanged(
+        doc_id="alice/memories/x",
+        doc_path="users/alice/memories/x.md",
+        old_scope="new",
+        new_scope="user",
+        reason="promoted",
+    )
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        append_changes(vault, "alice", [change], T0)
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("allocate", ["allocate_turns", "new_turn"])
+def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allocate: str
+) -> None:
+    """A turn number is claimed by making its folder, under the allocation lock.  That
+    `mkdir` went by path after the turns folder was checked: swapped for a link once the
+    lock was taken, the new turn folder was made under the link's target, out of the vault.
+    Now it is made in the turns folder as opened and checked from the vault root."""
+    from events import Layout
+
+    turns = vault.layout.turns_dir("alice")
+    turns.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = Layout.highest_turn
+
+    def locked_then_swapped(self: Layout, user: str) -> int:
+        if not turns.is_symlink():
+            turns.rename(turns.with_name("turns.moved"))
+            turns.symlink_to(outside, target_is_directory=True)
+        return real(self, user)
+
+    monkeypatch.setattr(Layout, "highest_turn", locked_then_swapped)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        if allocate == "allocate_turns":
+            vault.allocate_turns("alice")
+        else:
+            with vault.new_turn("alice"):
+                pass
+    assert list(outside.iterdir()) == []
+
+
+def test_an_abandoned_turn_folder_is_never_removed_through_a_link(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn folder whose writer died before its first event is removed: its temporary
+    files, an empty log, then the folder.  That went by path after the folder was locked
+    and judged abandoned: swapped for a link in between, the link target's `.pfs-*` files
+    and empty `events.jsonl` were deleted, out of the vault.  Now the folder is opened and
+    checked from the vault root and emptied by descriptor: refused, nothing removed."""
+    import pandafs.turns as turns_module
+
+    [turn] = vault.allocate_turns("alice")
+    folder = vault.layout.turns_dir("alice") / turn
+    outside = _outside(tmp_path, f"{fsio.TMP_PREFIX}notes.md.1.tmp")
+    (outside / "events.jsonl").write_bytes(b"")
+    real = turns_module.is_abandoned
+
+    def judged_then_swapped(ref: TurnRef) -> bool:
+        abandoned = real(ref)
+        if not folder.is_symlink():
+            folder.rename(tmp_path / "turn.moved")
+            folder.symlink_to(outside, target_is_directory=True)
+        return abandoned
+
+    monkeypatch.setattr(turns_module, "is_abandoned", judged_then_swapped)
+    ref = TurnRef("alice", turn, folder)
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        turns_module.remove_abandoned(vault, ref)
+    assert sorted(os.listdir(outside)) == sorted([f"{fsio.TMP_PREFIX}notes.md.1.tmp", "events.jsonl"])
+
+
+def test_an_imported_turn_is_never_written_through_a_swapped_staging_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import builds each turn folder in `turns/.staging/` (I/O threads) and renames
+    it into place.  The folder was made and opened by path after `.staging` was checked:
+    swapped for a link in between (alice writes her own folder), her imported turns were
+    written under the link's target, out of the vault.  Now each is made in `.staging` as
+    opened and checked from the vault root."""
+    import orjson
+
+    from pandafs.importer import import_turns
+    from pandafs.vault import STAGING_DIR
+
+    staging = vault.layout.turns_dir("alice") / STAGING_DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = Vault.reserve_turns
+
+    def reserved_then_swapped(self: Vault, user: str, count: int) -> list[str]:
+        names = real(self, user, count)
+        if not staging.is_symlink():
+            staging.rename(tmp_path / "staging.moved")
+            staging.symlink_to(outside, target_is_directory=True)
+        return names
+
+    monkeypatch.setattr(Vault, "reserve_turns", reserved_then_swapped)
+    source = tmp_path / "turns.jsonl"
+    line = {
+        "user": "alice",
+        "external_id": "a-1",
+        "timestamp": "2026-10-01T10:00:00+00:00",
+        "query": "How often should I feed my hamster?",
+        "response": "Once a day.",
+    }
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        import_turns(vault, source)
+    assert list(outside.rglob("*")) == []
