@@ -14,12 +14,11 @@ import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from events.clock import utcnow
 from events.fsio import vault_folder
-from events.opened import checked_folders
+from events.opened import checked_folders, open_folder
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE
@@ -52,21 +51,26 @@ class _Staged:
     front: dict[str, Any]
     body: str
     written: Future[int]  # mtime_ns of context.md once the folder is durable
+    staging_fd: int  # the staging folder as opened and checked, shared by the user's batch
 
 
-def _write_folder(root: Path, folder: Path, files: list[tuple[str, bytes]]) -> int:
-    """Make `folder` (must not exist) holding `files`, each file and the folder fsynced;
-    returns the first file's mtime_ns.  Made by name in its parent as opened and checked
-    from the vault `root` (`CheckedFolders.make`; `NotInVault` if the staging folder was
-    swapped for a link), never through a link."""
-    with checked_folders(root, durable=False) as folders:
-        folders.fd(folder.parent, target=folder)
-        return _fill(folders.make(folder), files)
+def _write_folder(staging_fd: int, name: str, files: list[tuple[str, bytes]]) -> int:
+    """Make the folder `name` (must not exist) in the staging folder `staging_fd` (opened
+    and checked from the vault root once per user and batch), holding `files`, each file
+    and the folder fsynced; returns the first file's mtime_ns.  Made and opened by name,
+    never through a link."""
+    os.mkdir(name, dir_fd=staging_fd)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    dir_fd = os.open(name, flags, dir_fd=staging_fd)
+    try:
+        return _fill(dir_fd, files)
+    finally:
+        os.close(dir_fd)
 
 
 def _fill(dir_fd: int, files: list[tuple[str, bytes]]) -> int:
     """`files` created in the new folder `dir_fd`, each and the folder fsynced; the first
-    file's mtime_ns.  (The descriptor is closed by the caller's `checked_folders`.)"""
+    file's mtime_ns."""
     fds: list[int] = []
     try:
         for name, data in files:
@@ -89,6 +93,15 @@ def _fill(dir_fd: int, files: list[tuple[str, bytes]]) -> int:
 Batch = dict[str, list[_Staged]]  # user → turns staged for them
 
 
+def _settle(batch: Batch) -> BaseException | None:
+    """Wait for every folder of `batch`, then close its staging folders' descriptors (no
+    I/O thread uses them any more); the first failure, if any."""
+    errors = [item.written.exception() for staged in batch.values() for item in staged]
+    for fd in {item.staging_fd for staged in batch.values() for item in staged}:
+        os.close(fd)
+    return next((e for e in errors if e is not None), None)
+
+
 class Placer:
     """Stage a batch of turns (rendered here, written by the I/O threads), then `place`
     it once every folder is on disk; the caller may stage the next batch meanwhile."""
@@ -103,9 +116,7 @@ class Placer:
     def close(self) -> None:
         """Wait for the I/O threads (what they were writing stays in staging)."""
         for batch in self._unplaced:
-            for staged in batch.values():
-                for item in staged:
-                    item.written.exception()
+            _settle(batch)
         self._unplaced = []
         self._pool.shutdown()
 
@@ -121,20 +132,27 @@ class Placer:
     def _stage_user(self, user: str, lines: list[ImportLine]) -> list[_Staged]:
         staging = vault_folder(self.vault.root, self.vault.layout.turns_dir(user) / STAGING_DIR)
         names = self.vault.reserve_turns(user, len(lines))
+        # opened and checked once here (NotInVault if swapped for a link), before any folder is made
+        staging_fd = open_folder(staging, self.vault.root)
         staged: list[_Staged] = []
         clock = time.perf_counter
-        for name, line in zip(names, lines, strict=True):
-            start = clock()
-            log, files, front, body = turn_files(user, name, line, ts=utcnow())
-            self.seconds["render"] += clock() - start
-            context = files.pop("context.md")
-            written = self._pool.submit(
-                _write_folder,
-                self.vault.root,
-                staging / name,
-                [("context.md", context), (EVENTS_FILE, log), *files.items()],
-            )
-            staged.append(_Staged(name, line, context, front, body, written))
+        try:
+            for name, line in zip(names, lines, strict=True):
+                start = clock()
+                log, files, front, body = turn_files(user, name, line, ts=utcnow())
+                self.seconds["render"] += clock() - start
+                context = files.pop("context.md")
+                files_in_order = [("context.md", context), (EVENTS_FILE, log), *files.items()]
+                written = self._pool.submit(_write_folder, staging_fd, name, files_in_order)
+                staged.append(_Staged(name, line, context, front, body, written, staging_fd))
+        except BaseException:
+            if staged:
+                _settle({user: staged})  # the folders written so far, then the descriptor
+            else:
+                os.close(staging_fd)
+            raise
+        if not staged:
+            os.close(staging_fd)
         return staged
 
     def place(self, batch: Batch) -> list[Placed]:
@@ -143,13 +161,10 @@ class Placer:
         placed: list[Placed] = []
         while batch:
             start = time.perf_counter()
-            failure: BaseException | None = None
-            for staged in batch.values():
-                for item in staged:
-                    failure = failure or item.written.exception()
+            self._unplaced.remove(batch)  # settled once: its descriptors are closed here
+            failure = _settle(batch)
             if failure is not None:
                 raise failure
-            self._unplaced.remove(batch)
             waited = time.perf_counter()
             self.seconds["disk wait"] += waited - start
             again: dict[str, list[ImportLine]] = {}
