@@ -22,6 +22,7 @@ from indexers.archive import (
     write_turn_folder,
 )
 from indexers.errors import ArchiveError
+from tests.support.links import moved_aside, swap_for_link
 
 ARCHIVED_AT = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -194,15 +195,14 @@ def test_dropping_the_last_rows_never_deletes_through_a_swapped_month_folder(
 
     def read_then_swapped(self: ArchiveStore, path: Path) -> pa.Table:
         table = real_read(self, path)
-        part.parent.rename(part.parent.with_name(part.parent.name + ".moved"))
-        part.parent.symlink_to(outside, target_is_directory=True)
+        swap_for_link(part.parent, outside)
         return table
 
     monkeypatch.setattr(ArchiveStore, "_read", read_then_swapped)
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link or leaves the vault"):
         store.drop_turns(part, [("alice", "turn_000001")])
     assert (outside / part.name).read_bytes() == b"not the archive's\n"
-    assert (part.parent.with_name(part.parent.name + ".moved") / part.name).is_file()
+    assert (moved_aside(part.parent) / part.name).is_file()
 
 
 @pytest.mark.parametrize("swapped", ["archive", "archive/turns"])

@@ -27,6 +27,7 @@ from pandafs.memory import Memory
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
 from tests.conftest import REPO
+from tests.support.links import swap_for_link
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 TOPICS = ["hamster", "laptop", "sourdough", "marathon", "bicycle", "telescope", "kayak"]
@@ -556,9 +557,7 @@ def test_a_batch_never_moves_a_turn_folder_through_a_swapped_trash_folder(
 
     def checked_then_swapped(*args: object) -> Path:
         got = real_trash_folder(*args)
-        if not trash.is_symlink():
-            trash.rename(trash.with_name(TRASH_DIR + ".moved"))
-            trash.symlink_to(outside, target_is_directory=True)
+        swap_for_link(trash, outside)
         return got
 
     def rmtree(path: Path, *args: object, **kw: object) -> None:
@@ -595,9 +594,7 @@ def test_a_restore_never_writes_a_turn_through_a_swapped_staging_folder(
 
     def checked_then_swapped(*args: object) -> Path:
         got = real(*args)
-        if not staging.is_symlink():
-            staging.rename(staging.with_name(STAGING_DIR + ".moved"))
-            staging.symlink_to(outside, target_is_directory=True)
+        swap_for_link(staging, outside)
         return got
 
     monkeypatch.setattr(archive_steps, "staging_folder", checked_then_swapped)

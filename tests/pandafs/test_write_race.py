@@ -24,6 +24,7 @@ from pandafs.inbox import Inbox
 from pandafs.memory import Memory
 from pandafs.turns import TurnRef, project
 from pandafs.vault import Vault
+from tests.support.links import moved_aside, swap_for_link
 
 OUTSIDE_BYTES = b"# not the vault's\n\nkept as it is\n"
 
@@ -42,9 +43,7 @@ def _swap_when(monkeypatch: pytest.MonkeyPatch, hook: str, folder: Path, outside
 
     def swapped(path: Path, *args: object) -> object:
         if path.parent == folder and (path.name == name or path.name.startswith(f"{fsio.TMP_PREFIX}{name}.")):
-            if not folder.is_symlink():
-                folder.rename(folder.with_name(folder.name + ".moved"))
-                folder.symlink_to(outside, target_is_directory=True)
+            swap_for_link(folder, outside)
         return real(path, *args)
 
     monkeypatch.setattr(fsio, hook, swapped)
@@ -134,9 +133,8 @@ def _swap_after_outbox_check(monkeypatch: pytest.MonkeyPatch, outbox: Path, outs
 
     def checked_then_swapped(root: Path, folder: Path, **kw: object) -> Path:
         got = real(root, folder, **kw)
-        if Path(folder) == outbox and not outbox.is_symlink():
-            outbox.rename(outbox.with_name(outbox.name + ".moved"))
-            outbox.symlink_to(outside, target_is_directory=True)
+        if Path(folder) == outbox:
+            swap_for_link(outbox, outside)
         return got
 
     monkeypatch.setattr(moves, "vault_folder", checked_then_swapped)
@@ -213,10 +211,7 @@ def test_turn_events_never_land_in_a_swapped_turn_folder(
 
     class SwappedBeforeOpen(turn_module.EventWriter):
         def open(self) -> None:
-            folder = self.path.parent
-            if not folder.is_symlink():
-                folder.rename(folder.with_name(folder.name + ".moved"))
-                folder.symlink_to(outside, target_is_directory=True)
+            swap_for_link(self.path.parent, outside)
             super().open()
 
     monkeypatch.setattr(turn_module, "EventWriter", SwappedBeforeOpen)
@@ -251,9 +246,7 @@ def _swap_at_fsync(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: Path,
 
     def fsync(fd: int) -> None:
         if os.path.basename(where_opened(fd, "")).startswith(f"{fsio.TMP_PREFIX}{name}."):
-            if not folder.is_symlink():
-                folder.rename(folder.with_name(folder.name + ".moved"))
-                folder.symlink_to(outside, target_is_directory=True)
+            swap_for_link(folder, outside)
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -325,7 +318,7 @@ def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
     assert "events.jsonl.torn: a folder on its path is a symbolic link" in got.err
     _untouched(outside, "events.jsonl.torn")
-    moved = turn.with_name(turn.name + ".moved")
+    moved = moved_aside(turn)
     assert (moved / "events.jsonl").read_bytes().endswith(torn)
     assert not (moved / "events.jsonl.torn").exists()
 
@@ -403,9 +396,7 @@ def _swap_when_claiming(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: 
     real = ClaimFolders._new_claim_id
 
     def swapped_then_named(self: ClaimFolders) -> str:
-        if not folder.is_symlink():
-            folder.rename(folder.with_name(folder.name + ".moved"))
-            folder.symlink_to(outside, target_is_directory=True)
+        swap_for_link(folder, outside)
         return real(self)
 
     monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
@@ -468,9 +459,8 @@ def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     @contextmanager
     def locked_then_swapped(self: Vault, owner: str | None, **kw: object):  # noqa: ANN202
         with real(self, owner, **kw):  # the owner's folders checked; the expiry's target made
-            if expired_folder.is_dir() and not folder.is_symlink():
-                folder.rename(folder.with_name(folder.name + ".moved"))
-                folder.symlink_to(outside, target_is_directory=True)
+            if expired_folder.is_dir():
+                swap_for_link(folder, outside)
             yield
 
     monkeypatch.setattr(Vault, "memory_lock", locked_then_swapped)
