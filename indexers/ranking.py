@@ -129,7 +129,8 @@ class _Scorer:
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
-        (see `_beyond_reach`); `spans` then says which times the second stage scores."""
+        (see `_beyond_reach`); `spans` then says which times the second stage scores in
+        each run and in each session it cut (a session kept whole is scored whole)."""
         self._place(addresses)
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
@@ -159,10 +160,13 @@ class _Scorer:
             if key not in self.base and (key in cut or self.episode_of[key] not in wanted):
                 del self.address[key]  # outside the chosen runs, or another user's same session
         self.expanded = wanted
+        # a session kept whole is named by its term alone: a time range beside it made
+        # every per-group search of stage 2 intersect a range query (~50 % slower)
+        narrowed = {ep for ep in wanted if ep[0] == GAP_EP} | {self.episode_of[k] for k in cut}
         self.spans = {}
         for key in self.address:
             ep = self.episode_of[key]
-            if ep is not None and ep in wanted:
+            if ep is not None and ep in narrowed:
                 lo, hi = self.spans.get(ep, (self.created[key], self.created[key]))
                 self.spans[ep] = (min(lo, self.created[key]), max(hi, self.created[key]))
 

@@ -265,11 +265,13 @@ class _Searching:
             Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
         ).hits
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
-        if scorer.spans:  # the episodes as cut (`episode_reach`): fewer turns to score per group
+        if scorer.spans:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
             kept = sorted(scorer.spans.items())
+            whole = sorted(ep[2] for ep in scorer.expanded if ep[0] == SESSION_EP and ep not in scorer.spans)
             within = self._episodes_query(
                 scorer,
                 [(ep[1], lo, hi) for ep, (lo, hi) in kept if ep[0] == GAP_EP],
+                sessions=whole,
                 session_spans=[(ep[2], lo, hi) for ep, (lo, hi) in kept if ep[0] == SESSION_EP],
             )
         for stem, query in groups.items():
