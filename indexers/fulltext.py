@@ -49,6 +49,7 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None
         self._generation: tuple[int | None, int] | None = None
         self._counts: dict[tuple[Any, ...], float] = {}
+        self._untrimmed = 0  # documents committed since freed memory was handed back
         # where documents without `trust` in their frontmatter (turns) get it from
         self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()

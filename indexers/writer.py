@@ -47,26 +47,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 TRIM_EVERY = 1_000
-"""Documents written between two hand-backs of freed memory (`release_freed_memory`)."""
+"""Documents an index writes between two hand-backs of freed memory (`release_freed_memory`).
 
-_written = [0]  # documents written since the last hand-back, in this process
+`malloc_trim(0)` walks the whole heap (~2 ms in a process that has served a few turns),
+and after a turn's one-document commit it handed back the pages tantivy's writer heap had
+just used, so the next commit faulted them all in again: the index step of a turn was
+~10 ms slower for it, and raw tantivy's own commit in the same process too."""
 
 
-def release_freed_memory(written: int = TRIM_EVERY) -> None:
-    """Hand back to the system the memory tantivy's threads (and ours) have freed, once
-    `TRIM_EVERY` documents have been written since the last time (at once by default).
+def release_freed_memory() -> None:
+    """Hand back to the system the memory tantivy's threads (and ours) have freed.
 
     glibc keeps what another thread freed in that thread's arena, so a process that
     indexed keeps its high-water mark: after a 100k-document rebuild, 118 MiB anonymous
     resident with 35 MiB in use, and the learning fold that follows it stacked its own
-    peak on top; an import grew by ~8 MiB per 1,000 turns.  `malloc_trim(0)` walks the
-    whole heap, ~2 ms in a process that has served a few turns: after every one-document
-    commit of a turn it was 2 % of the turn, for memory the next commit reuses anyway.
-    Called after every commit (a rebuild's: at once) and every rebuild spill (at once)."""
-    _written[0] += written
-    if _written[0] < TRIM_EVERY:
-        return
-    _written[0] = 0
+    peak on top; an import grew by ~8 MiB per 1,000 turns.  Called after a rebuild's
+    spills and commit, and every `TRIM_EVERY` documents any other writer commits."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
@@ -282,7 +278,10 @@ class _Writing:
             writer.commit()
         writer.wait_merging_threads()
         self._append_state(state_path, batch.changes)
-        release_freed_memory(TRIM_EVERY if fresh else len(batch.changes))
+        self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
+        if self._untrimmed >= TRIM_EVERY:
+            self._untrimmed = 0
+            release_freed_memory()
 
     def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
         def spill(changes: dict[str, StateEntry | None]) -> None:
