@@ -46,6 +46,7 @@ __all__ = [
     "is_real_dir",
     "is_temp_name",
     "lock_is_held",
+    "make_folder",
     "make_folders_for",
     "open_created",
     "open_vault_file",
@@ -110,12 +111,19 @@ def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = N
 
 
 def make_folders_for(path: Path, root: Path | str | None) -> None:
-    """The folders `path` goes in, made if missing; inside a `root`, from the root down,
-    never through a link (one that is there is left to the after-open check)."""
+    """The folders `path` goes in, made if missing (`make_folder`; one that is there is
+    left to the after-open check)."""
+    if root is None or not os.path.lexists(path.parent):
+        make_folder(path.parent, root)
+
+
+def make_folder(folder: Path, root: Path | str | None) -> None:
+    """`folder`, made if missing: inside a `root` from the root down, never through a link
+    (`vault_folder`); without one (a folder outside any vault, in tests) as any folder."""
     if root is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif not os.path.lexists(path.parent):
-        vault_folder(root, path.parent)
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        vault_folder(root, folder)
 
 
 @contextmanager

@@ -26,8 +26,11 @@ __all__ = [
     "checked_folders",
     "fsync_folder",
     "is_inside",
+    "make_folder_at",
     "open_folder",
+    "remove_tree_in_vault",
     "rename_in_vault",
+    "unlink_in_vault",
     "where_opened",
 ]
 
@@ -118,9 +121,14 @@ class CheckedFolders:
         dst_fd = self.fd(dest.parent, target=dest)
         os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
-    def unlink(self, path: Path) -> None:
-        """`os.unlink(path)`, the name taken in its checked folder."""
-        os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
+    def unlink(self, path: Path, *, missing_ok: bool = False) -> None:
+        """`os.unlink(path)`, the name taken in its checked folder (gone already is fine
+        with `missing_ok`)."""
+        try:
+            os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
 
     def remove_tree(self, folder: Path, *, ignore_errors: bool = True) -> None:
         """`shutil.rmtree(folder, ignore_errors=...)`, the name taken in its checked folder
@@ -143,14 +151,7 @@ class CheckedFolders:
         With `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
         if exist_ok and folder in self._fds:
             return self._fds[folder]
-        parent = self._fds[folder.parent]
-        try:
-            os.mkdir(folder.name, dir_fd=parent)
-        except FileExistsError:
-            if not exist_ok:
-                raise
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        self._fds[folder] = os.open(folder.name, flags, dir_fd=parent)
+        self._fds[folder] = make_folder_at(self._fds[folder.parent], folder.name, exist_ok=exist_ok)
         return self._fds[folder]
 
     def fsync(self) -> None:
@@ -176,12 +177,42 @@ def checked_folders(root: Path | str | None, *, durable: bool = True) -> Iterato
         folders.close()
 
 
+def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
+    """Make the folder `name` in the folder `parent` (a descriptor) and open it by name
+    there, never through a link: its descriptor, for the caller to close.  With
+    `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+    try:
+        os.mkdir(name, dir_fd=parent)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+
+
 def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
     """Rename `src` to `dest` (both in the vault `root`) through their folders opened and
     checked from the root, then fsync both: refused (`NotInVault`) with nothing moved
     when a folder on either path is a link or leaves the vault."""
     with checked_folders(root) as folders:
         folders.rename(src, dest)
+
+
+def unlink_in_vault(
+    root: Path | str | None, path: Path, *, missing_ok: bool = False, durable: bool = True
+) -> None:
+    """Remove the file `path` by its name in its folder as opened and checked from `root`
+    (fsynced after, if `durable`): a folder on its path swapped for a link is refused
+    (`NotInVault`), never the link target's file of that name removed."""
+    with checked_folders(root, durable=durable) as folders:
+        folders.unlink(path, missing_ok=missing_ok)
+
+
+def remove_tree_in_vault(root: Path | str | None, folder: Path, *, ignore_errors: bool = True) -> None:
+    """`shutil.rmtree(folder)` by its name in its folder as opened and checked from `root`,
+    walked by descriptor (`CheckedFolders.remove_tree`): a folder on its path swapped for a
+    link is refused (`NotInVault`), its target never emptied."""
+    with checked_folders(root, durable=False) as folders:
+        folders.remove_tree(folder, ignore_errors=ignore_errors)
 
 
 def fsync_folder(folder: Path, root: Path | str) -> None:

@@ -150,8 +150,7 @@ class ArchiveStore:
         found = self.temp_files()
         with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
             for path in found:
-                with suppress(FileNotFoundError):
-                    folders.unlink(path)
+                folders.unlink(path, missing_ok=True)
         return len(found)
 
     # --- writing ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from events.errors import NotInVault
-from events.fsio import read_vault_file, vault_folder
+from events.fsio import make_folder, read_vault_file
 from events.opened import CheckedFolders, checked_folders
 
 from .documents import sha256_bytes
@@ -138,15 +138,12 @@ def write_turn_folder(turn: TurnFiles, dest: Path, *, root: Path | None = None) 
     """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes.
 
     Never through a link: in the vault `root`, `dest`'s folder is made from the root down
-    (`vault_folder`) and opened and checked from it; `dest` and every folder below it are
+    (`make_folder`) and opened and checked from it; `dest` and every folder below it are
     made by name in their parent's descriptor (`CheckedFolders.make`), each file created
     by name there and given its mode and times by descriptor.  (`root` None: a folder
     outside any vault, in tests.)  Not fsynced: the caller syncs once per batch before
     renaming `dest` into place."""
-    if root is None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    else:
-        vault_folder(root, dest.parent)
+    make_folder(dest.parent, root)
     with checked_folders(root, durable=False) as folders:
         folders.fd(dest.parent, target=dest)
         folders.make(dest)

@@ -20,7 +20,7 @@ import tantivy
 
 from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
-from events.opened import checked_folders
+from events.opened import checked_folders, remove_tree_in_vault
 
 from .errors import IndexBusy, IndexIncompatible, IndexingError
 from .schema import SCHEMA_VERSION, _to_document
@@ -308,8 +308,7 @@ class _Writing:
         """
         root = self.indexes_dir.parent
         new = self.dir.with_name(self.dir.name + ".new")
-        with checked_folders(root, durable=False) as folders:
-            folders.remove_tree(new)
+        remove_tree_in_vault(root, new)
         index = self._create(new)
         state_path = new / "state.jsonl"
         try:
@@ -321,7 +320,7 @@ class _Writing:
                 atomic_write(new / "complete", b"", root=root)
                 swap_in(new, self.dir, root=root)
         except BaseException:
-            with suppress(NotInVault), checked_folders(root, durable=False) as folders:
-                folders.remove_tree(new)  # (a link there: the first error is the one to tell)
+            with suppress(NotInVault):  # (a link there: the first error is the one to tell)
+                remove_tree_in_vault(root, new)
             raise
         self._index = None

@@ -8,7 +8,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from events import atomic_write, classify, turn_number, validate_user_id
 from events.clock import utcnow
 from events.errors import InvalidUserId
 from events.fsio import check_folders, vault_folder
-from events.opened import checked_folders
+from events.opened import unlink_in_vault
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput
@@ -186,16 +186,7 @@ def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
 
 def drop_journal(vault: Vault, path: Path) -> None:
     """Remove a finished job's journal, in its folder as checked from the vault root."""
-    with checked_folders(vault.root) as folders, suppress(FileNotFoundError):
-        folders.unlink(path)
-
-
-def remove_folder(vault: Vault, path: Path) -> None:
-    """`shutil.rmtree(path)` by its name in its folder as opened and checked from the vault
-    root, walked by descriptor: a folder on its path swapped for a link is refused
-    (`NotInVault`), its target never emptied."""
-    with checked_folders(vault.root, durable=False) as folders:
-        folders.remove_tree(path, ignore_errors=False)
+    unlink_in_vault(vault.root, path, missing_ok=True)
 
 
 def pending_journals(vault: Vault) -> list[Path]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
 from events.fsio import vault_folder
-from events.opened import checked_folders
+from events.opened import checked_folders, remove_tree_in_vault
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
@@ -34,7 +33,6 @@ from ._common import (
     parse_turn_id,
     pending_journals,
     reindex,
-    remove_folder,
     store_of,
     stub_file,
     stub_relpath,
@@ -214,8 +212,7 @@ def _archive_batch(
         if contents.bad_rows or contents.duplicate_rows or found != expected:
             with checked_folders(vault.root) as parts_dirs:
                 for part in written.values():
-                    with suppress(FileNotFoundError):
-                        parts_dirs.unlink(part)
+                    parts_dirs.unlink(part, missing_ok=True)
             drop_journal(vault, journal)
             raise ArchiveError(
                 f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
@@ -253,7 +250,7 @@ def _archive_batch(
             touched.append(stub_relpath(files.key))
             touched += document_paths(files.key, (f.path for f in files.files))
     for path in trash:
-        remove_folder(vault, path)
+        remove_tree_in_vault(vault.root, path, ignore_errors=False)
     for month, keys in dropped.items():
         store.drop_turns(written[month], keys)
     reindex(vault, memory, touched)

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
 from pathlib import Path
 from typing import Literal
 
 from events import atomic_write, classify, sync_all
 from events.fsio import is_real_dir, read_vault_bytes, vault_folder
 from events.layout import USER_ID_RE
-from events.opened import checked_folders
+from events.opened import unlink_in_vault
 
 from ..links import relink
 from ..memory import Memory
@@ -63,8 +62,7 @@ def finish_relink(vault: Vault, memory: Memory) -> list[str]:
         return []
     changed = relink_users(vault, users)
     reindex(vault, memory, [rel for rel in changed if classify(rel) is not None])
-    with checked_folders(vault.root) as folders, suppress(FileNotFoundError):
-        folders.unlink(_pending(vault))
+    unlink_in_vault(vault.root, _pending(vault), missing_ok=True)
     return changed
 
 

@@ -13,7 +13,7 @@ from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
 from events.errors import NotInVault
 from events.fsio import read_vault_file
-from events.opened import checked_folders, rename_in_vault
+from events.opened import checked_folders, remove_tree_in_vault, rename_in_vault
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
@@ -30,7 +30,6 @@ from ._common import (
     parse_ts,
     pending_journals,
     reindex,
-    remove_folder,
     staging_folder,
     store_of,
     stub_file,
@@ -122,7 +121,7 @@ def restore_entries(
                 continue
             staging = staging_folder(vault, key, job)
             if staging.exists():
-                remove_folder(vault, staging)
+                remove_tree_in_vault(vault.root, staging, ignore_errors=False)
             write_turn_folder(rows, staging, root=vault.root)
             staged.append((key, staging, rows, part_rel))
     if staged:
@@ -248,7 +247,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
             touched += document_paths(key, (f.path for f in rows.files))
             notes.append(f"{doc_id}: finished archiving (batch {batch})")
     for path in moved:
-        remove_folder(vault, path)
+        remove_tree_in_vault(vault.root, path, ignore_errors=False)
     for month, rel in parts.items():
         if month in contents:
             store.drop_turns(vault.root / rel, set(contents[month].turns) - keep[month])
@@ -295,12 +294,12 @@ def _sweep_leftovers(vault: Vault) -> list[str]:
         folder = turn_folder(vault, key)
         if kind == "trash":
             if _archived_intact(vault, key):
-                remove_folder(vault, path)
+                remove_tree_in_vault(vault.root, path, ignore_errors=False)
                 notes.append(f"{doc_id}: removed the trash of its archived folder")
             elif not folder.exists() and not stub_file(vault, key).exists():
                 rename_in_vault(vault.root, path, folder)
                 notes.append(f"{doc_id}: put back from the trash (it was not archived)")
         elif folder.exists() or _archived_intact(vault, key):
-            remove_folder(vault, path)
+            remove_tree_in_vault(vault.root, path, ignore_errors=False)
             notes.append(f"{doc_id}: removed an unfinished restore copy")
     return notes

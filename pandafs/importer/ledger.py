@@ -17,7 +17,7 @@ import orjson
 from events import turn_name, turn_number
 from events.errors import NotInVault
 from events.fsio import append_file, open_vault_file
-from events.opened import checked_folders
+from events.opened import remove_tree_in_vault
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault
@@ -117,8 +117,7 @@ class Ledger:
         missing (a folder written by an older version that died mid-turn).
         """
         turns = self.vault.layout.turns_dir(self.user)
-        with checked_folders(self.vault.root, durable=False) as folders:  # never through a link
-            folders.remove_tree(turns / STAGING_DIR)
+        remove_tree_in_vault(self.vault.root, turns / STAGING_DIR)  # never through a link
         found: list[dict[str, Any]] = []
         to_index: list[str] = []
         newest = self.scanned

@@ -18,7 +18,7 @@ from typing import Any
 
 from events.clock import utcnow
 from events.fsio import vault_folder
-from events.opened import checked_folders, open_folder
+from events.opened import make_folder_at, open_folder, remove_tree_in_vault
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE
@@ -59,9 +59,7 @@ def _write_folder(staging_fd: int, name: str, files: list[tuple[str, bytes]]) ->
     and checked from the vault root once per user and batch), holding `files`, each file
     and the folder fsynced; returns the first file's mtime_ns.  Made and opened by name,
     never through a link."""
-    os.mkdir(name, dir_fd=staging_fd)
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    dir_fd = os.open(name, flags, dir_fd=staging_fd)
+    dir_fd = make_folder_at(staging_fd, name)
     try:
         return _fill(dir_fd, files)
     finally:
@@ -182,8 +180,7 @@ class Placer:
         placed: list[Placed] = []
         for item in staged:
             if item.turn in taken:
-                with checked_folders(self.vault.root, durable=False) as folders:
-                    folders.remove_tree(staging / item.turn)
+                remove_tree_in_vault(self.vault.root, staging / item.turn)
                 again.setdefault(user, []).append(item.line)
                 continue
             rel = f"users/{user}/turns/{item.turn}/context.md"

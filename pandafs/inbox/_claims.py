@@ -13,7 +13,7 @@ from typing import Literal
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
 from events.fsio import read_vault_bytes, vault_folder
-from events.opened import checked_folders
+from events.opened import checked_folders, unlink_in_vault
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -208,8 +208,7 @@ class ClaimFolders:
         """Remove `path`, a file of a claim folder (gone already is fine), by its name in
         its folder opened and checked from the vault root: a claim folder swapped for a link
         is refused (`NotInVault`), not the link's file of that name deleted."""
-        with checked_folders(self.root, durable=False) as checked, suppress(FileNotFoundError):
-            checked.unlink(path)
+        unlink_in_vault(self.root, path, missing_ok=True, durable=False)
 
     def _cleanup(self, claim: Path) -> None:
         """Remove our own bookkeeping; anything unexpected stays (and is reported).

@@ -35,7 +35,6 @@ import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -45,8 +44,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq  # writing; reading goes through read_parquet
 
 from events.errors import NotInVault
-from events.fsio import atomic_file, swap_in, vault_folder
-from events.opened import checked_folders
+from events.fsio import atomic_file, make_folder, swap_in
+from events.opened import checked_folders, remove_tree_in_vault
 from indexers.parquet import read_parquet
 
 from ..errors import ProblemFound
@@ -161,8 +160,7 @@ class Catalog:
         )
         with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
             for path in inputs:
-                with suppress(FileNotFoundError):
-                    folders.unlink(path)
+                folders.unlink(path, missing_ok=True)
 
     def read_table(self, paths: Iterable[Path]) -> pa.Table:
         """The rows of `paths`, read in order, one per (user, turn): the later copy wins."""
@@ -234,12 +232,8 @@ class CatalogRebuild:
         self.new = catalog.dir.with_name(catalog.dir.name + ".new")
         self.root = catalog.root
         self._chunk_reader = Catalog(self.new)  # the chunks it has just written there
-        with checked_folders(self.root, durable=False) as folders:  # never through a link
-            folders.remove_tree(self.new)
-        if self.root is None:  # a catalog outside any vault (tests)
-            self.new.mkdir(parents=True)
-        else:
-            vault_folder(self.root, self.new)
+        remove_tree_in_vault(self.root, self.new)  # never through a link
+        make_folder(self.new, self.root)
         self.days: set[date] = set()
         self._rows: list[RowValues] = []
         self._chunks = 0

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
 from events.fsio import read_vault_bytes
-from events.opened import checked_folders
+from events.opened import remove_tree_in_vault
 
 from ..memory import Memory
 from ..vault import Vault
@@ -168,8 +168,7 @@ class CounterStore(MutableMapping[str, Counts]):
 
         A fresh store replaces every shard on disk."""
         if self.fresh:
-            with checked_folders(self.root, durable=False) as folders:  # never through a link
-                folders.remove_tree(self.dir)
+            remove_tree_in_vault(self.root, self.dir)  # never through a link
             self.expected, self.fresh = {}, False
             self._dirty = {name for name, docs in self._shards.items() if docs}
         gens = dict(self.expected)
