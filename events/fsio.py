@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import CheckedFolders, check_opened, checked_folders, open_folder
+from .opened import CheckedFolders, check_opened, checked_folders, make_folder_at, open_folder
 from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
@@ -150,31 +150,50 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
     """`folder`, a folder under `root`, checked from `root` down before anything is
     written in it: every part must be a real folder (not a link, not a file); a missing
-    part is made when `create` (else `FileNotFoundError`).  Raises `NotInVault` otherwise."""
+    part is made when `create` (else `FileNotFoundError`).  Raises `NotInVault` otherwise.
+
+    The walk goes by descriptor, each part opened by name in the folder opened before it
+    and never through a link (`O_NOFOLLOW`), and a missing part is made there: a folder
+    swapped for a link during the walk cannot make a folder outside the vault."""
     base, folder = Path(root), Path(folder)
     try:
         parts = folder.relative_to(base).parts
     except ValueError:
         raise NotInVault(str(folder), "is not inside the vault", action="written") from None
-    path = base
-    for part in parts:
-        path = path / part
-        if part in (".", ".."):
-            raise NotInVault(str(folder), "is not a plain vault path", action="written")
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            if not create:
-                raise
+    if any(part in (".", "..") for part in parts):
+        raise NotInVault(str(folder), "is not a plain vault path", action="written")
+    if not parts:
+        return folder
+    fd = os.open(base, _FOLDER_FLAGS)
+    try:
+        for depth, part in enumerate(parts):
             try:
-                os.mkdir(path)
-            except FileExistsError:
-                pass
-            mode = os.lstat(path).st_mode
-        if not stat.S_ISDIR(mode):
-            why = "is a symbolic link" if stat.S_ISLNK(mode) else "is not a folder"
-            raise NotInVault(path.relative_to(base).as_posix(), why, action="written")
+                child = _open_part(fd, part, create)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                mode = os.lstat(part, dir_fd=fd).st_mode
+                why = "is a symbolic link" if stat.S_ISLNK(mode) else "is not a folder"
+                raise NotInVault(Path(*parts[: depth + 1]).as_posix(), why, action="written") from None
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
     return folder
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _open_part(parent: int, name: str, create: bool) -> int:
+    """The folder `name` in `parent` opened by name, never through a link; made there
+    first when missing and `create`."""
+    try:
+        return os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    return make_folder_at(parent, name, exist_ok=True)
 
 
 def check_folders(root: Path | str, *folders: Path) -> None:
