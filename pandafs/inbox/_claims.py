@@ -4,6 +4,7 @@ becomes, publishing it under the planned names, and clearing the folder away."""
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -104,13 +105,24 @@ class ClaimFolders:
     # -- step 2: read, validate, plan -------------------------------------------------
 
     def _claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
+        """The query file the claim holds (the planned one, else the first found), None if
+        it holds none.  Looked for through the claim's `query/` folder opened and checked
+        from the vault root and the folders below opened by name in it (`NotInVault` if
+        one is a link): through a swapped claim folder the walk would name, and `stat`,
+        the link target's files."""
         base = claim / QUERY_DIR
-        if plan is not None:
-            path = base / plan.claimed
-            return path if path.is_file() else None
-        for dirpath, _, filenames in os.walk(base):
-            for name in filenames:
-                return Path(dirpath) / name
+        with checked_folders(self.root, durable=False) as checked:
+            try:
+                if plan is not None:
+                    path = base / plan.claimed
+                    mode = os.stat(path.name, dir_fd=checked.fd(path.parent), follow_symlinks=False).st_mode
+                    return None if stat.S_ISDIR(mode) else path
+                top = checked.fd(base)
+            except FileNotFoundError:
+                return None
+            for dirpath, _, filenames, _ in os.fwalk(".", dir_fd=top):
+                for name in filenames:
+                    return base / dirpath / name
         return None
 
     def _read_plan(self, claim: Path) -> ClaimPlan | None:

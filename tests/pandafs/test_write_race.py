@@ -517,6 +517,37 @@ def test_clearing_a_claim_never_deletes_through_a_swapped_claim_folder(
     assert (vault.root / "inbox" / "processed" / "q.txt").is_file()  # filed before the swap
 
 
+def test_a_claim_never_looks_for_its_query_through_a_swapped_claim_folder(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim finds its query file by walking its `query/` folder.  The walk went by
+    path: with the claim folder swapped for a link just after the claim, it named (and
+    stat'ed) the link target's files and planned the first one as the query (the plan's
+    write was then refused, so the name got no further).  Now the folder is opened and
+    checked from the vault root: refused before anything outside is named."""
+    from pandafs.inbox import Inbox as Box
+
+    outside = tmp_path / "outside"
+    (outside / "query" / "carol").mkdir(parents=True)
+    (outside / "query" / "carol" / "private-diagnosis.txt").write_bytes(OUTSIDE_BYTES)
+    before = _tree(outside)
+    _settled_query(vault.root / "inbox" / "bob" / "q.txt")
+
+    def swap_once_claimed(self: Box, step: str) -> None:
+        if step == "claimed":
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(Box, "_checkpoint", swap_once_claimed)
+    with Inbox(vault, settle_s=0.2) as box:
+        [result] = box.process_pending().results
+        [claim] = [p for p in (vault.root / "inbox" / ".processing").iterdir() if p.is_symlink()]
+        with pytest.raises(NotInVault, match="query: a folder on its path is a symbolic link"):
+            box._claimed_file(claim, None)  # what the next retry does first
+    assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
+    assert "private-diagnosis" not in result.message
+    assert _tree(outside) == before
+
+
 @pytest.mark.parametrize(("published", "planted"), [("q.txt", "query/bob/q.txt"), ("answer.md", "answer.md")])
 def test_a_published_claim_file_is_never_removed_through_a_swapped_claim_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, published: str, planted: str
