@@ -90,7 +90,7 @@ class SearchRequest:
     now: datetime | None = None
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    snippets: bool = True
+    snippets: bool | int = True  # every hit's, none, or the first that many hits'
     after: datetime | None = field(  # created at or after
         default=None, metadata=_tool("only documents created at or after this date/time (ISO-8601)")
     )

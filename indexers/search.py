@@ -135,7 +135,8 @@ class _Searching:
             self._expand_episodes(searcher, scorer, groups, clauses, ranking)
         order = hint.order or ("latest" if plan.wants_latest else None)
         ranked = scorer.final(order)
-        return self._page(searcher, ranked, req.limit, query_terms(text) if req.snippets else None)
+        wanted = req.limit if req.snippets is True else int(req.snippets)
+        return self._page(searcher, ranked, req.limit, query_terms(text) if wanted > 0 else None, wanted)
 
     def _with_feedback(
         self, searcher: tantivy.Searcher, plan: QueryPlan, hits: list[tuple[float, Any]], ranking: Ranking
@@ -326,23 +327,21 @@ class _Searching:
         ranked: list[tuple[float, int, Any, str | None]],
         limit: int,
         terms: list[str] | None,
+        snippet_hits: int,
     ) -> list[dict[str, Any]]:
         """The first `limit` hits; each run of exact ties (score and time) is ordered by path.
 
         One stored document read per hit: its payload, and its prose when `terms` asks
-        for a snippet."""
+        for a snippet (cut for the first `snippet_hits` hits of the page only)."""
         cut = min(limit, len(ranked))
         while 0 < cut < len(ranked) and ranked[cut][:2] == ranked[cut - 1][:2]:
             cut += 1
-        rows: list[tuple[float, int, dict[str, Any], str | None, str]] = []
+        rows: list[tuple[float, int, dict[str, Any], str | None, bytes | None]] = []
         for score, created, address, label in ranked[:cut]:
             doc = searcher.doc(address)
             payload = orjson.loads(doc.get_first("payload"))
-            snippet = ""
-            if terms is not None:
-                prose = doc.get_first("prose")
-                snippet = snippet_of(prose.decode() if prose else "", terms)
-            rows.append((score, created, payload, label, snippet))
+            prose = doc.get_first("prose") if terms is not None else None
+            rows.append((score, created, payload, label, prose))
         page: list[dict[str, Any]] = []
         start = 0
         while start < len(rows):
@@ -350,7 +349,11 @@ class _Searching:
             while end < len(rows) and rows[end][:2] == rows[start][:2]:
                 end += 1
             tied = sorted(rows[start:end], key=lambda row: row[2]["doc_path"])
-            page.extend(self._hit(payload, score, label, snip) for score, _, payload, label, snip in tied)
+            for score, _, payload, label, prose in tied:
+                snippet = ""
+                if terms is not None and len(page) < snippet_hits:
+                    snippet = snippet_of(prose.decode() if prose else "", terms)
+                page.append(self._hit(payload, score, label, snippet))
             start = end
         return page[:limit]
 

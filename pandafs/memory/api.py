@@ -81,7 +81,7 @@ class Memory:
         now: datetime | None = None,
         exclude_ids: Iterable[str] = (),
         kinds: Iterable[str] = (),
-        snippets: bool = True,
+        snippets: bool | int = True,
         after: datetime | None = None,
         before: datetime | None = None,
     ) -> list[dict[str, Any]]:

@@ -153,6 +153,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         limit=max(SEARCH_LIMIT, ctx.config.tiers.cold_candidates),
         now=now,
         exclude_ids=[ctx.doc_id],
+        snippets=SEARCH_LIMIT,  # the candidates show theirs; the cold tier reads summaries
     )
     hits = found[:SEARCH_LIMIT]
     assembled = assemble_tiers(

@@ -160,6 +160,19 @@ def test_hits_carry_the_contract_fields(corpus: Memory) -> None:
     assert hit["created_at"].endswith("Z")
 
 
+def test_snippets_are_cut_for_as_many_hits_as_asked(corpus: Memory) -> None:
+    """A caller that shows only its first hits' snippets (the turn's gatherer) asks for
+    those alone: the same hits in the same order, the rest with an empty snippet."""
+    every = corpus.search("hamster", user="alice", now=NOW, limit=5)
+    first = corpus.search("hamster", user="alice", now=NOW, limit=5, snippets=1)
+    none = corpus.search("hamster", user="alice", now=NOW, limit=5, snippets=False)
+    assert len(every) >= 3
+    assert [h["doc_path"] for h in first] == [h["doc_path"] for h in every] == [h["doc_path"] for h in none]
+    assert first[0]["snippet"] == every[0]["snippet"] and "**hamster**" in first[0]["snippet"].lower()
+    assert [h["snippet"] for h in first[1:]] == [""] * (len(every) - 1) == [h["snippet"] for h in none[1:]]
+    assert all(h["snippet"] for h in every)
+
+
 def test_fresher_higher_quality_wins_a_tie(vault: Vault, memory: Memory) -> None:
     text = "Identical note about sourdough starters."
     write_doc(vault, "users/alice/memories/a.md", text, quality=0.5, created_at=NOW - timedelta(days=200))
