@@ -80,8 +80,7 @@ def _idf(n: float, total: float) -> float:
 
 
 def _in_time_order(keys: list[_Key], created: dict[_Key, int]) -> list[_Key]:
-    """`keys` sorted in place by (created, key), and returned: two sorts that compare in C
-    (the second is stable) instead of one that builds a tuple per key in Python."""
+    """`keys` sorted in place by (created, key): two sorts comparing in C, the second stable."""
     keys.sort()
     keys.sort(key=created.__getitem__)
     return keys
@@ -176,9 +175,8 @@ class _Scorer:
         for key in self.address:
             ep = episode_of[key]
             if ep is not None and ep in narrowed:
-                at = created[key]
-                span = spans.get(ep)
-                spans[ep] = (at, at) if span is None else (min(span[0], at), max(span[1], at))
+                lo, hi = spans.get(ep, (created[key], created[key]))
+                spans[ep] = (min(lo, created[key]), max(hi, created[key]))
         self.spans = spans
 
     def _sessions_beyond_reach(self, wanted: set[_Ep], anchors: set[_Key]) -> list[_Key]:
@@ -231,8 +229,7 @@ class _Scorer:
         if fresh:
             todo = [a for a, _ in fresh]
             ff = self.searcher.fast_field_values
-            names = ("created", "day", "owner_h", "episode")
-            columns = zip(*(ff(name, todo) for name in names), strict=True)
+            columns = zip(*(ff(n, todo) for n in ("created", "day", "owner_h", "episode")), strict=True)
             created, episode_of, now_s = self.created, self.episode_of, self.now_s
             for (address, key), (at, day, owner, episode) in zip(fresh, columns, strict=True):
                 known[key] = address
