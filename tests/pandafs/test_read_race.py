@@ -1,0 +1,69 @@
+"""Reads that walked, listed or opened a vault folder by path after checking it: with
+the folder swapped for a link (by someone who writes its parent: alice, in her own
+folder) in between, they named, stat'ed or read the link target's files, another
+user's or anything outside the vault, and handed them on to what a user sees.
+
+The swap is made at the exact point, around the library call that ends the check
+(as in `test_write_race`); each test asserts on what came out.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pandafs.vault import Vault
+from tests.support.links import moved_aside, swap_for_link
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+SECRET = "purplemoose"
+
+
+def _import(vault: Vault, tmp_path: Path, user: str, query: str) -> Path:
+    """One old turn of `user` (90 days before NOW), indexed; its folder."""
+    from pandafs.importer import import_turns
+    from pandafs.memory import Memory
+
+    source = tmp_path / f"{user}.jsonl"
+    old = (NOW - timedelta(days=90)).isoformat()
+    line = {"user": user, "timestamp": old, "query": query, "response": "noted"}
+    source.write_bytes(orjson.dumps(line) + b"\n")
+    import_turns(vault, source, after_batch=Memory(vault).index_docs)
+    return vault.layout.turn_dir(user, "turn_000001")
+
+
+def test_archiving_never_copies_a_turn_folder_swapped_for_a_link_into_the_archive(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive reads every file of a turn it chose.  It walked the folder by path and
+    read each file relative to the folder itself: with alice's old turn swapped for a
+    link to bob's just after it was chosen, bob's turn went into the Parquet part as
+    alice's, its summary into her stub, searchable and retrievable by her.  The folder
+    is now opened and checked from the vault root and walked by descriptor: the turn is
+    skipped (it stays live) and nothing of bob's reaches alice."""
+    import pandafs.archive._jobs as jobs
+    from pandafs.archive import archive_turns
+    from pandafs.memory import Memory
+
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "bob").mkdir()
+    alice_turn = _import(vault, tmp_path / "alice", "alice", "what did I plant in the garden")
+    bob_turn = _import(vault, tmp_path / "bob", "bob", f"my locker code is {SECRET} 7781")
+    real = jobs.mark_relink
+
+    def swap_once_chosen(*args: object) -> None:  # right after the candidates were chosen
+        swap_for_link(alice_turn, bob_turn)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jobs, "mark_relink", swap_once_chosen)
+    report = archive_turns(vault, now=NOW, user="alice")
+    assert [s["doc_id"] for s in report.skipped] == ["alice/turn_000001"]
+    assert "symbolic link" in report.skipped[0]["reason"]
+    assert report.archived == 0
+    assert not vault.layout.archive_stub("alice", "turn_000001").exists()
+    assert (bob_turn / "context.md").is_file() and (moved_aside(alice_turn) / "context.md").is_file()
+    hits = Memory(vault).search(SECRET, user="alice", now=NOW)
+    assert hits == []
