@@ -94,7 +94,7 @@ def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
 
 
 def load_view(ref: TurnRef) -> TurnView:
-    return project_turn(read_events(ref.events_path))
+    return project_turn(read_events(ref.events_path, root=ref.vault_root))
 
 
 def project(

@@ -67,3 +67,23 @@ def test_archiving_never_copies_a_turn_folder_swapped_for_a_link_into_the_archiv
     assert (bob_turn / "context.md").is_file() and (moved_aside(alice_turn) / "context.md").is_file()
     hits = Memory(vault).search(SECRET, user="alice", now=NOW)
     assert hits == []
+
+
+def test_the_learning_fold_never_reads_turns_through_a_linked_turns_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+    """alice's `turns/` is a link to bob's.  The fold found her turn numbers and read each
+    turn's events by path (`O_NOFOLLOW` guards the log's own name only), so every turn of
+    bob's was folded a second time under alice: a second catalog row (`stats --since`
+    counted it twice) and its cited documents used twice.  The log is now read with the
+    after-open check from the vault root: refused, folded once, as bob's."""
+    import pyarrow.parquet as pq
+
+    assert cli("--root", vault.root, "ask", f"my locker code is {SECRET} 7781", "--user", "bob").code == 0
+    vault.layout.user_dir("alice").mkdir(parents=True)
+    vault.layout.turns_dir("alice").symlink_to(vault.layout.turns_dir("bob"), target_is_directory=True)
+    assert cli("--root", vault.root, "rebuild").code == 0
+    rows = [
+        (row["user"], row["turn"])
+        for part in sorted((vault.layout.observability / "catalog").glob("*/*.parquet"))
+        for row in pq.read_table(part, columns=["user", "turn"]).to_pylist()
+    ]
+    assert rows == [("bob", "turn_000001")]
