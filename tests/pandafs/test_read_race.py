@@ -87,3 +87,21 @@ def test_the_learning_fold_never_reads_turns_through_a_linked_turns_folder(vault
         for row in pq.read_table(part, columns=["user", "turn"]).to_pylist()
     ]
     assert rows == [("bob", "turn_000001")]
+
+
+def test_the_mcp_listing_names_nothing_through_a_linked_user_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+    """The MCP resource listing of alice named her preferences, memories and latest turns
+    by path, checking only the last name of each for a link: with `users/alice` a link to
+    bob's folder it named bob's preferences, his memory files and his turns as alice's.
+    The folders are now opened and checked from the vault root and listed by descriptor:
+    nothing of bob's is named (the global documents still are)."""
+    from pandafs.mcp_server import _listing
+
+    assert cli("--root", vault.root, "ask", f"my locker code is {SECRET} 7781", "--user", "bob").code == 0
+    bob = vault.layout.user_dir("bob")
+    (bob / "preferences.md").write_text("# prefs\n\nquiet trains\n")
+    (bob / "memories").mkdir(exist_ok=True)
+    (bob / "memories" / "private-diagnosis.md").write_text("# note\n\nnot alice's\n")
+    (vault.root / "knowledge" / "trains.md").write_text("# Trains\n\nThey run.\n")
+    vault.layout.user_dir("alice").symlink_to(bob, target_is_directory=True)
+    assert _listing(vault, "alice") == [("knowledge/trains.md", "knowledge/trains")]
