@@ -105,3 +105,19 @@ def test_the_mcp_listing_names_nothing_through_a_linked_user_folder(vault: Vault
     (vault.root / "knowledge" / "trains.md").write_text("# Trains\n\nThey run.\n")
     vault.layout.user_dir("alice").symlink_to(bob, target_is_directory=True)
     assert _listing(vault, "alice") == [("knowledge/trains.md", "knowledge/trains")]
+
+
+def test_search_never_opens_a_linked_tantivy_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """`indexes/fulltext/tantivy` is a link to another vault's index.  The index was opened
+    by path after its parent folders (not `tantivy/` itself) were checked, so a search
+    answered from the other index: its documents, titles and snippets.  `tantivy/` is now
+    checked with them: refused, one line, exit 2, nothing of the other vault shown."""
+    other, _ = Vault.init(tmp_path / "other")
+    assert cli("--root", other.root, "ask", f"my locker code is {SECRET} 7781", "--user", "alice").code == 0
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    assert cli("--root", vault.root, "search", "hello", "--json").code == 0  # the index is there
+    live = vault.root / "indexes" / "fulltext" / "tantivy"
+    swap_for_link(live, other.root / "indexes" / "fulltext" / "tantivy")
+    found = cli("--root", vault.root, "search", SECRET, "--user", "alice", "--json")
+    assert SECRET not in found.out
+    assert found.code == 2 and "symbolic link" in found.err
