@@ -121,3 +121,53 @@ def test_search_never_opens_a_linked_tantivy_folder(vault: Vault, tmp_path: Path
     found = cli("--root", vault.root, "search", SECRET, "--user", "alice", "--json")
     assert SECRET not in found.out
     assert found.code == 2 and "symbolic link" in found.err
+
+
+def test_the_document_walk_names_nothing_through_a_folder_swapped_once_listed(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk every rebuild, reconcile and verify makes listed each folder by path: with
+    alice's `memories/` swapped for a link to bob's just after her folder was listed
+    (it was a folder then), the walk listed bob's memory files as documents of alice's
+    (their names reached rebuild's skipped list and verify's "not in the index").  Each
+    folder is now opened by name in its parent's descriptor, never through a link: the
+    swapped folder is refused and named as a link, nothing in it is."""
+    import os
+
+    from indexers.sync import scan_documents
+
+    bob = vault.layout.user_dir("bob") / "memories"
+    bob.mkdir(parents=True)
+    (bob / "private-diagnosis.md").write_text("# note\n\nnot alice's\n")
+    alice = vault.layout.user_dir("alice") / "memories"
+    alice.mkdir(parents=True)
+    (alice / "garden.md").write_text("# garden\n\ntomatoes\n")
+    real = os.scandir
+
+    class Listed(list):  # the listing as read, then the swap, as if it came just after
+        def __enter__(self) -> Listed:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    def listing_then_swap(where: object = ".") -> object:
+        with real(where) as entries:  # type: ignore[call-overload]
+            listed = Listed(entries)
+        if any(e.name == "memories" for e in listed) and "alice" in _real_path(where):
+            swap_for_link(alice, bob)
+        return listed
+
+    monkeypatch.setattr(os, "scandir", listing_then_swap)
+    refused: list = []
+    found = scan_documents(vault.root, refused=refused)
+    monkeypatch.undo()
+    assert "users/alice/memories/private-diagnosis.md" not in found
+    assert "users/bob/memories/private-diagnosis.md" in found  # bob's, as his
+    assert [s.path for s in refused] == ["users/alice/memories"]
+
+
+def _real_path(where: object) -> str:
+    import os
+
+    return os.readlink(f"/proc/self/fd/{where}") if isinstance(where, int) else os.fspath(where)  # type: ignore[arg-type]
