@@ -171,3 +171,18 @@ def _real_path(where: object) -> str:
     import os
 
     return os.readlink(f"/proc/self/fd/{where}") if isinstance(where, int) else os.fspath(where)  # type: ignore[arg-type]
+
+
+def test_turn_numbers_are_never_counted_through_a_linked_turns_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+    """alice's `turns/` is a link to bob's.  Her turn numbers were listed by path, so bob's
+    turns counted as hers: the fold went looking for each (one problem per turn of
+    bob's in rebuild's report, so how many he has) and her next number started above
+    his.  A linked folder now holds no turn of hers."""
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "bob").code == 0
+    assert cli("--root", vault.root, "ask", "hello again", "--user", "bob").code == 0
+    vault.layout.user_dir("alice").mkdir(parents=True)
+    vault.layout.turns_dir("alice").symlink_to(vault.layout.turns_dir("bob"), target_is_directory=True)
+    assert vault.layout.turn_numbers("alice", staged=True) == set()
+    assert vault.layout.highest_turn("alice") == 0
+    rebuilt = cli("--root", vault.root, "rebuild", "--json")
+    assert rebuilt.code == 0 and rebuilt.json["learning"]["problems"] == []
