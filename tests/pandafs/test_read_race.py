@@ -186,3 +186,34 @@ def test_turn_numbers_are_never_counted_through_a_linked_turns_folder(vault: Vau
     assert vault.layout.highest_turn("alice") == 0
     rebuilt = cli("--root", vault.root, "rebuild", "--json")
     assert rebuilt.code == 0 and rebuilt.json["learning"]["problems"] == []
+
+
+def test_replay_never_compares_through_a_turn_folder_swapped_for_a_link(
+    vault: Vault,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # noqa: ANN001
+) -> None:
+    """`replay --check` reads each projected file to compare it with its events.  It read
+    them relative to the turn folder itself, so with alice's turn swapped for a link (here
+    to a copy outside the vault) once its events were read, the files out there were
+    read and, being the same, reported as no drift.  They are now read from the vault
+    root: refused, and reported as drift."""
+    import shutil
+
+    import pandafs.turns as turns
+
+    assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
+    folder = vault.layout.turn_dir("alice", "turn_000001")
+    outside = tmp_path / "copy"
+    shutil.copytree(folder, outside)
+    real = turns.cut_tail_of
+
+    def swap_once_read(*args: object) -> object:  # the events were read: swap before the files are
+        swap_for_link(folder, outside)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(turns, "cut_tail_of", swap_once_read)
+    report = turns.replay(vault, "alice/turn_000001", check=True)
+    assert {d.kind for d in report.drift} == {"modified"}
+    assert all("symbolic link" in d.message for d in report.drift)
