@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import InvalidUserId, NotInVault
 from .fsio import is_real_dir, read_vault_file
+from .vaultread import open_vault_folder
 
 __all__ = [
     "DocRef",
@@ -177,17 +178,25 @@ class Layout:
 
     def turn_numbers(self, user: str, *, staged: bool = False) -> set[int]:
         """Every turn number `user` holds on disk: live folders, archive stubs and, with
-        `staged`, the folders an import is still building (a scan: costs one listing each)."""
+        `staged`, the folders an import is still building (a scan: costs one listing each).
+        A folder that is a link, or under one, holds none: its target's names are not
+        `user`'s turns (the learning fold and allocation count from these)."""
         turns = self.turns_dir(user)
         folders = [turns, turns / STAGING_DIR] if staged else [turns]
         found: set[int] = set()
         for directory in [*folders, self.stubs_dir(user)]:
-            if not directory.is_dir():
+            try:  # listed by descriptor as checked from the root: a linked folder holds none
+                fd = open_vault_folder(self.root, directory.relative_to(self.root).as_posix())
+            except (OSError, NotInVault):
                 continue
-            for entry in os.scandir(directory):
-                match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
-                if match:
-                    found.add(int(match.group(1)))
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
+                        if match:
+                            found.add(int(match.group(1)))
+            finally:
+                os.close(fd)
         return found
 
     def highest_turn(self, user: str) -> int:

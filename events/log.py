@@ -110,8 +110,13 @@ class LogRead:
         return self.records[-1]["hash"] if self.records else GENESIS
 
 
-def read_log(path: Path) -> LogRead:
-    """Read `path` without judging the chain; a missing file reads as empty."""
+def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
+    """Read `path` without judging the chain; a missing file reads as empty.
+
+    With `root` (the vault root) the log opened must be `root/<its path>` (the readers'
+    after-open check, `events.opened.check_opened`): `O_NOFOLLOW` guards only the log's own
+    name, so a turn folder or `turns/` that is (or was swapped for) a link would read
+    another user's log as this one; `NotInVault` instead.  Costs one readlink."""
     result = LogRead(path)
     try:  # a log is never read through a symlink (it could be another user's turn)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -121,6 +126,8 @@ def read_log(path: Path) -> LogRead:
         if exc.errno == errno.ELOOP:
             raise EventLogError(path, "is a symbolic link; not read") from None
         raise
+    if root is not None:
+        check_opened(fd, path, root, created=False, action="read")  # (closes fd when it refuses)
     try:  # os.read: a file object around the descriptor cost as much again as the reading
         chunks = []
         while chunk := os.read(fd, 1 << 16):
@@ -186,13 +193,13 @@ def check_chain(log: LogRead) -> ChainError | None:
     return None
 
 
-def read_events(path: Path, *, allow_torn: bool = True) -> list[Event]:
+def read_events(path: Path, *, allow_torn: bool = True, root: Path | str | None = None) -> list[Event]:
     """Typed events of a log whose chain is intact; raises on a broken chain.
 
     A torn tail is ignored when `allow_torn` (the complete events before it are
-    valid history), otherwise it raises `TornTailError`.
+    valid history), otherwise it raises `TornTailError`.  `root`: as for `read_log`.
     """
-    return events_of(read_log(path), allow_torn=allow_torn)
+    return events_of(read_log(path, root=root), allow_torn=allow_torn)
 
 
 def events_of(log: LogRead, *, allow_torn: bool = True) -> list[Event]:
@@ -243,7 +250,7 @@ def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise LogBusyError(path, "another process is writing this turn; try again") from None
-        log = read_log(path)
+        log = read_log(path, root=root)
         if log.torn_tail is None:
             return 0
         torn = path.with_name(path.name + TORN_SUFFIX)  # (a bare log, no vault: its folder bounds it)

@@ -64,14 +64,23 @@ def is_inside(opened: str, root: str, rel: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target: Path | None = None) -> None:
+def check_opened(
+    fd: int,
+    path: Path,
+    root: Path | str,
+    *,
+    created: bool,
+    target: Path | None = None,
+    action: str = "written",
+) -> None:
     """The writers' after-open check, the one `events.fsio` makes for readers: the file
     the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
     swapped for a link after `vault_folder` checked it (a check-then-use race) lands
     the open elsewhere: then `fd` is closed, the file is removed when this open
     `created` it (never a file found there), and `NotInVault` is raised naming `target`
     (the file being written, when `path` is its temporary file), before a byte is
-    written.  Costs one readlink."""
+    written (a reader that opened by path itself, as `events.log.read_log`, passes
+    `action="read"`).  Costs one readlink."""
     base = os.fspath(root)
     opened = where_opened(fd, os.fspath(path))
     if is_inside(opened, base, _rel(path, base)):
@@ -82,7 +91,7 @@ def check_opened(fd: int, path: Path, root: Path | str, *, created: bool, target
     finally:
         os.close(fd)
     why = "a folder on its path is a symbolic link or leaves the vault"
-    raise NotInVault(_rel(target or path, base), why, action="written")
+    raise NotInVault(_rel(target or path, base), why, action=action)
 
 
 def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:

@@ -8,6 +8,9 @@ check is on the file actually opened, so swapping a folder for a link between a
 check and the read gains nothing.  Walks skip symlinked folders (`is_real_dir`).
 `read_vault_bytes` is the same read for PandaFS's own small files (metadata, caches,
 journals, markers), where a file that cannot be read safely counts as one not there.
+`open_vault_folder` is the same open for a folder that is walked or listed: by its
+descriptor (`os.fwalk`, `dir_fd`), so a folder swapped for a link after it was opened
+names nothing of the link's target, and one swapped before is refused.
 (Split from `events.fsio`, which still names them, when that module outgrew one job.)
 """
 
@@ -22,7 +25,7 @@ from typing import BinaryIO
 from .errors import NotInVault
 from .opened import is_inside, where_opened
 
-__all__ = ["is_real_dir", "open_vault_file", "read_vault_bytes", "read_vault_file"]
+__all__ = ["is_real_dir", "open_vault_file", "open_vault_folder", "read_vault_bytes", "read_vault_file"]
 
 
 def is_real_dir(path: Path | str) -> bool:
@@ -33,21 +36,22 @@ def is_real_dir(path: Path | str) -> bool:
         return False
 
 
-def _open_fd(root: Path | str, rel: str) -> tuple[int, os.stat_result]:
+def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, os.stat_result]:
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise NotInVault(rel, "not a plain vault-relative path")
     base = os.fspath(root)
     full = os.path.join(base, rel)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
     try:
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(full, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno == errno.ELOOP or (folder and exc.errno == errno.ENOTDIR and os.path.islink(full)):
             raise NotInVault(rel, "is a symbolic link") from None
         raise
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not folder and not stat.S_ISREG(st.st_mode):
             raise NotInVault(rel, "is not a regular file")
         if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
@@ -67,6 +71,15 @@ def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
     fd, _ = _open_fd(root, rel)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def open_vault_folder(root: Path | str, rel: str) -> int:
+    """A descriptor of the folder `root/rel`, to walk and list by (`os.fwalk(dir_fd=)`,
+    `os.scandir(fd)`, `dir_fd=`) and for the caller to close, with the checks of
+    `open_vault_file`: `NotInVault` for a link (the folder or one on its path) or a
+    path leaving `root`; `FileNotFoundError` / `NotADirectoryError` if it is not there
+    or not a folder."""
+    return _open_fd(root, rel, folder=True)[0]
 
 
 def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:

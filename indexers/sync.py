@@ -8,7 +8,7 @@ files changed meanwhile, and swaps it in.  Skipped files (broken frontmatter, bi
 too large, symlinks) are reported with their reason and never rewritten.
 
 Walks never enter a symlinked folder and never list a symlinked file as a document:
-`scan_documents` hands such links to its `refused` list (verify names them).
+`scan_documents` (`indexers.walk`) hands such links to its `refused` list (verify names them).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from typing import Any
 
 import orjson
 
-from events import classify, is_real_dir
+from events import classify
 
 from .documents import IndexDoc, Skipped, parse_index_doc, read_document
 from .fulltext import FullTextIndex
 from .state import StateEntry
+from .walk import scan_documents, walk_documents
 from .writer import IndexBatch
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
     "scan_documents",
     "upsert_paths",
 ]
-
-SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
 Progress = Callable[[int], None]
 
@@ -67,87 +66,6 @@ class SyncReport:
             "docs_per_s": round(rate, 1),
             "stages": {k: round(v, 3) for k, v in self.stages.items()},
         }
-
-
-def scan_documents(
-    root: Path,
-    under: str | None = None,
-    *,
-    refused: list[Skipped] | None = None,
-) -> dict[str, tuple[int, int]]:
-    """Every document path (vault-relative) with its (mtime_ns, size).
-
-    Symbolic links are never documents and linked folders are never entered; each one
-    met (any file or folder, pointing anywhere) goes to `refused` with its reason.
-    `os.scandir` tells links and folders apart from the directory listing itself, so
-    only documents cost a stat.
-    """
-    found: dict[str, tuple[int, int]] = {}
-    for rel, entry in walk_documents(root, under, refused=refused):
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        found[rel] = (st.st_mtime_ns, st.st_size)
-    return found
-
-
-def walk_documents(
-    root: Path,
-    under: str | None = None,
-    *,
-    refused: list[Skipped] | None = None,
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Each document of the vault (or of the folder `under`): its vault-relative path
-    and directory entry, read from the listings alone (`scan_documents`' rules).  A
-    rebuild keeps only the paths: no stat, nothing else per document held."""
-    if under:
-        parts = under.split("/")
-        if any(p in ("", ".", "..") for p in parts):
-            return
-        for depth in range(1, len(parts) + 1):  # a linked folder on the way: not ours to walk
-            step = root.joinpath(*parts[:depth])
-            if step.is_symlink():
-                if refused is not None:
-                    refused.append(Skipped("/".join(parts[:depth]), _LINK_REASON, refused=True))
-                return
-        if not is_real_dir(root.joinpath(*parts)):
-            return
-        stack = [(os.path.join(root, *parts), under + "/")]
-    else:
-        stack = [(os.fspath(root), "")]
-    while stack:
-        folder, rel_dir = stack.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        top = not rel_dir
-        for entry in entries:
-            name = entry.name
-            if name[0] == "." or (top and name in SKIP_TOP):
-                continue
-            if entry.is_symlink():  # d_type only: no system call
-                if refused is not None:
-                    refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, rel_dir + name + "/"))
-                continue
-            if not name.endswith(".md"):
-                continue
-            rel = rel_dir + name
-            if classify(rel) is None:
-                continue
-            if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
-                if refused is not None and os.path.lexists(entry.path):  # (not just removed)
-                    refused.append(Skipped(rel, "is not a regular file", refused=True))
-                continue
-            yield rel, entry
-
-
-_LINK_REASON = "is a symbolic link (never followed)"
 
 
 def record_loaded(

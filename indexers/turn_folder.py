@@ -12,6 +12,7 @@ from pathlib import Path
 from events.errors import NotInVault
 from events.fsio import make_folder, read_vault_file
 from events.opened import CheckedFolders, checked_folders
+from events.vaultread import open_vault_folder
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
@@ -82,33 +83,61 @@ class TurnFiles:
         return None
 
 
-def _walk(folder: Path) -> list[tuple[str, os.stat_result, Path]]:
-    """(relative path, lstat, absolute path) of every file and empty folder, sorted."""
-    found: list[tuple[str, os.stat_result, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        base = Path(dirpath)
-        rel_dir = base.relative_to(folder).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        if prefix and not dirnames and not filenames:
-            found.append((prefix, os.lstat(base), base))
-        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
-            path = base / name
-            found.append((prefix + name, os.lstat(path), path))
+def _walk(folder: Path, root: Path | None) -> list[tuple[str, os.stat_result]]:
+    """(path relative to `folder`, lstat) of every file and empty folder, sorted.
+
+    Walked by descriptor (`os.fwalk`) from `folder` as opened and checked from the vault
+    `root` (`open_vault_folder`: `NotInVault` if it, or a folder on its way, is a link),
+    each name stat'ed in its folder's descriptor: a turn folder swapped for a link after
+    it was chosen names nothing of the link's target.  (`root` None: `folder` is a bare
+    folder outside any vault, in tests.)"""
+    try:
+        if root is None:
+            top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            top = open_vault_folder(root, folder.relative_to(root).as_posix())
+    except (FileNotFoundError, NotADirectoryError):  # gone (or never a folder): nothing in it
+        return []
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
+            dirnames.sort()
+            rel_dir = os.path.normpath(dirpath)
+            prefix = "" if rel_dir == "." else rel_dir + "/"
+            if prefix and not dirnames and not filenames:
+                found.append((prefix, os.fstat(fd)))
+            for name in sorted(filenames) + dirnames:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if name in filenames or stat.S_ISLNK(st.st_mode):  # a linked folder: never entered
+                    found.append((prefix + name, st))
+    finally:
+        os.close(top)
     found.sort(key=lambda item: item[0])
     return found
 
 
-def folder_signature(folder: Path) -> dict[str, tuple[int, int]]:
-    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime))."""
-    return {rel: (0 if rel.endswith("/") else st.st_size, st.st_mtime_ns) for rel, st, _ in _walk(folder)}
+def folder_signature(folder: Path, root: Path | None = None) -> dict[str, tuple[int, int]]:
+    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime)),
+    walked as `collect_turn_files` walks it; none for a folder that is a link or under
+    one (refused: nothing of the link's target is named)."""
+    try:
+        found = _walk(folder, root)
+    except NotInVault:
+        return {}
+    return {rel: (0 if rel.endswith("/") else st.st_size, st.st_mtime_ns) for rel, st in found}
 
 
-def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime) -> TurnFiles:
-    """Read every file of a turn folder; refuses symlinks and special files."""
+def collect_turn_files(
+    folder: Path, user: str, turn: str, created_at: datetime, *, root: Path | None = None
+) -> TurnFiles:
+    """Read every file of a turn folder of the vault `root`; refuses symlinks and special
+    files, and a folder that is a link or under one (`ArchiveError`): listed by descriptor
+    from the folder as checked from `root`, each file read through `read_vault_file` from
+    `root`.  (`root` None: `folder` is a bare folder outside any vault, in tests.)"""
+    base, under = (folder, "") if root is None else (root, folder.relative_to(root).as_posix() + "/")
     entries: list[FileEntry] = []
     try:
-        for rel, st, path in _walk(folder):
+        for rel, st in _walk(folder, root):
             if rel.endswith("/"):
                 entries.append(
                     FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(b""))
@@ -116,12 +145,9 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
                 continue
             if not stat.S_ISREG(st.st_mode):
                 raise ArchiveError(f"{folder}: {rel} is not a regular file (symlink or special)")
-            for _ in range(3):
-                try:  # what is opened is checked, not what was listed: a file swapped
-                    data, st = read_vault_file(folder, rel)  # for a link since is refused
-                except NotInVault as exc:
-                    raise ArchiveError(f"{folder}: {exc}") from None
-                after = os.lstat(path)
+            for _ in range(3):  # what is opened is checked, not what was listed: a file
+                data, st = read_vault_file(base, under + rel)  # swapped for a link since is refused
+                after = os.lstat(folder / rel)
                 if (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, len(data), st.st_mtime_ns):
                     break  # else written while we read it: read again
             else:
@@ -129,6 +155,8 @@ def collect_turn_files(folder: Path, user: str, turn: str, created_at: datetime)
             entries.append(FileEntry(rel, data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(data)))
     except FileNotFoundError as exc:
         raise ArchiveError(f"{folder}: changed while it was read ({exc.filename})") from None
+    except NotInVault as exc:
+        raise ArchiveError(f"{folder}: {exc}") from None
     if not entries:
         raise ArchiveError(f"{folder}: empty turn folder")
     return TurnFiles(user, turn, created_at.astimezone(UTC), tuple(entries))

@@ -214,9 +214,10 @@ class _Writing:
                     self._create(self.dir)
         ino = os.stat(self.dir).st_ino
         if self._index is None or ino != self._ino:
-            check_folders(self.indexes_dir.parent, self.indexes_dir, self.dir)  # never read through a link
+            root = self.indexes_dir.parent  # tantivy opens its folder by path: none of them a link
+            check_folders(root, self.indexes_dir, self.dir, self.tantivy_dir)
             schema = (self.dir / "schema.json").relative_to(self.indexes_dir.parent).as_posix()
-            info = orjson.loads(read_vault_file(self.indexes_dir.parent, schema)[0])
+            info = orjson.loads(read_vault_file(root, schema)[0])
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(
                     f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from events import NotInVault, classify, read_vault_file, validate_user_id
 from events.errors import EventsError
+from events.vaultread import open_vault_folder
 from indexers.errors import IndexingError
 
 from .assembly import open_memory
@@ -85,29 +86,63 @@ def visible_path(vault: Vault, user: str, rel: str) -> Path:
 
 
 def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
-    """(vault-relative path, name) of the documents the resource listing names."""
+    """(vault-relative path, name) of the documents the resource listing names.  Each
+    folder is opened and checked from the vault root and listed by descriptor
+    (`open_vault_folder`, `os.fwalk`): a folder that is a link, or under one (say
+    `users/{user}` itself), names nothing, and one swapped for a link after it was
+    opened names nothing of the link's target."""
     found: list[tuple[str, str]] = []
-    home = vault.layout.root / "users" / user
+    home = f"users/{user}"
     for name in ("preferences.md", "facts.md"):
-        if (home / name).is_file() and not (home / name).is_symlink():
-            found.append((f"users/{user}/{name}", f"{user}/{name[:-3]}"))
-    for base in (home / "memories", vault.root / "knowledge", vault.root / "site_knowledge"):
-        if not base.is_dir() or base.is_symlink():
-            continue
-        for dirpath, dirnames, filenames in os.walk(base):  # os.walk never follows symlinks
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for filename in sorted(filenames):
-                path = Path(dirpath) / filename
-                if path.is_symlink():
-                    continue
-                rel = PurePosixPath(path.relative_to(vault.root)).as_posix()
-                ref = classify(rel)
-                if ref is not None:
-                    found.append((rel, ref.doc_id))
+        if _plain_files(vault.root, home, [name]):
+            found.append((f"{home}/{name}", f"{user}/{name[:-3]}"))
+    for base in (f"{home}/memories", "knowledge", "site_knowledge"):
+        for rel in _documents_under(vault.root, base):
+            ref = classify(rel)
+            if ref is not None:
+                found.append((rel, ref.doc_id))
     turns = sorted(vault.layout.turn_dirs(user), key=lambda p: p.name)[-LATEST_TURNS:]
     for folder in reversed(turns):
-        if (folder / "context.md").is_file():
-            found.append((f"users/{user}/turns/{folder.name}/context.md", f"{user}/{folder.name}"))
+        rel = f"{home}/turns/{folder.name}"
+        if _plain_files(vault.root, rel, ["context.md"]):
+            found.append((f"{rel}/context.md", f"{user}/{folder.name}"))
+    return found
+
+
+def _plain_files(root: Path, folder: str, names: list[str]) -> list[str]:
+    """Which of `names` are regular files (not links) in the vault folder `folder`."""
+    try:
+        fd = open_vault_folder(root, folder)
+    except (OSError, NotInVault):
+        return []
+    try:
+        return [n for n in names if _is_file_at(fd, n)]
+    finally:
+        os.close(fd)
+
+
+def _is_file_at(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _documents_under(root: Path, base: str) -> list[str]:
+    """Vault-relative paths of the files under the vault folder `base`, in walk order,
+    not in hidden folders, no link followed or named."""
+    try:
+        top = open_vault_folder(root, base)
+    except (OSError, NotInVault):
+        return []
+    found: list[str] = []
+    try:
+        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            folder = base if dirpath == "." else f"{base}/{dirpath.removeprefix('./')}"
+            found += [f"{folder}/{name}" for name in sorted(filenames) if _is_file_at(fd, name)]
+    finally:
+        os.close(top)
     return found
 
 

@@ -94,7 +94,7 @@ def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
 
 
 def load_view(ref: TurnRef) -> TurnView:
-    return project_turn(read_events(ref.events_path))
+    return project_turn(read_events(ref.events_path, root=ref.vault_root))
 
 
 def project(
@@ -108,14 +108,16 @@ def project(
     if view is None:
         view = load_view(ref)
     rendered = files or render_turn(view)
+    root = ref.vault_root
+    folder = ref.path.relative_to(root).as_posix()
     for name, data in sorted(rendered.items(), key=lambda item: item[0] == "metadata.json"):
         path = ref.path / name
-        try:  # a linked file is not read: the write below replaces the link
-            if same_projection(name, read_vault_file(ref.path, name)[0], data):
+        try:  # a linked file (or turn folder) is not read: the write below refuses or replaces it
+            if same_projection(name, read_vault_file(root, f"{folder}/{name}")[0], data):
                 continue  # unchanged, or only its turn links moved, or an older metadata.json
         except (FileNotFoundError, NotInVault):
             pass
-        atomic_write(path, data, durable=durable, root=ref.vault_root)
+        atomic_write(path, data, durable=durable, root=root)
     return view
 
 
@@ -163,7 +165,7 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
         path = ref.path / name
         rel = vault.rel(path)
         try:
-            on_disk = read_vault_file(ref.path, name)[0]
+            on_disk = read_vault_file(vault.root, rel)[0]
         except FileNotFoundError:
             found.append(Drift(rel, "missing", "projected file is missing"))
             continue

@@ -106,7 +106,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     if not ref.events_path.exists():  # an empty folder is `is_abandoned` above
         report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
         return
-    log = read_log(ref.events_path)
+    log = read_log(ref.events_path, root=vault.root)
     noted = False
     if log.torn_tail is not None:
         after = f" after seq {len(log.records) - 1}" if log.records else " before any event"
@@ -118,10 +118,10 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             except LogBusyError:
                 return  # a live writer is appending that line: nothing torn, nothing to check yet
             report.repaired.append(torn)
-            log = read_log(ref.events_path)
+            log = read_log(ref.events_path, root=vault.root)
             if log.records:
                 _note_repair(ref, moved)
-                log = read_log(ref.events_path)
+                log = read_log(ref.events_path, root=vault.root)
                 noted = True
         else:
             report.problems.append(torn)

@@ -111,7 +111,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
             rows = found.intact(key)
             if repair and rows is not None:
                 try:
-                    same = collect_turn_files(folder, *key, rows.created_at).checksums()
+                    same = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
                 except ArchiveError:
                     same = None
                 if same == rows.checksums():
@@ -177,7 +177,7 @@ def _orphan_action(
     folder, stub = turn_folder(vault, key), stub_file(vault, key)
     if folder.is_dir():
         try:
-            same = collect_turn_files(folder, *key, rows.created_at).checksums()
+            same = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
         except ArchiveError:
             return None
         return "drop" if same == rows.checksums() else None

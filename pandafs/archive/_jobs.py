@@ -141,7 +141,9 @@ def archive_turns(
 
 def _collect(vault: Vault, candidate: Candidate, report: ArchiveReport) -> TurnFiles | None:
     try:
-        return collect_turn_files(candidate.path, candidate.user, candidate.turn, candidate.created_at)
+        return collect_turn_files(
+            candidate.path, candidate.user, candidate.turn, candidate.created_at, root=vault.root
+        )
     except ArchiveError as exc:
         report.skipped.append({"doc_id": candidate.doc_id, "reason": str(exc)})
         return None
@@ -236,7 +238,7 @@ def _archive_batch(
             folder = candidate.path
             stub = stub_file(vault, files.key)
             with log_held(folder) as refused:
-                if refused or folder_signature(folder) != files.signature():
+                if refused or folder_signature(folder, vault.root) != files.signature():
                     moved.unlink(stub)
                     dropped.setdefault(files.month, set()).add(files.key)
                     why = refused or "changed while being archived"

@@ -146,8 +146,8 @@ class Candidate:
         }
 
 
-def _folder_bytes(folder: Path) -> int:
-    return sum(size for size, _ in folder_signature(folder).values())
+def _folder_bytes(folder: Path, root: Path) -> int:
+    return sum(size for size, _ in folder_signature(folder, root).values())
 
 
 def find_candidates(
@@ -197,7 +197,9 @@ def find_candidates(
                 kept.append(Candidate(name, folder.name, folder, created, age, count, reason, 0))
                 continue
             eligible.append(
-                Candidate(name, folder.name, folder, created, age, count, reason, _folder_bytes(folder))
+                Candidate(
+                    name, folder.name, folder, created, age, count, reason, _folder_bytes(folder, vault.root)
+                )
             )
     eligible.sort(key=lambda c: (c.created_at.strftime("%Y-%m"), c.user, turn_number(c.turn)))
     return eligible, kept, skipped

@@ -111,7 +111,9 @@ def restore_entries(
                 continue
             if live:
                 try:
-                    current = collect_turn_files(turn_folder(vault, key), *key, rows.created_at)
+                    current = collect_turn_files(
+                        turn_folder(vault, key), *key, rows.created_at, root=vault.root
+                    )
                 except ArchiveError:
                     current = None
                 if current is None or current.checksums() != rows.checksums():
@@ -216,7 +218,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                 continue
             if live:
                 try:
-                    current = collect_turn_files(folder, *key, rows.created_at).checksums()
+                    current = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
                 except ArchiveError:
                     current = None
                 if current != rows.checksums() or (info is not None and not stub_here):

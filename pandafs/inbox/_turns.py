@@ -71,7 +71,7 @@ class TurnStarts:
                 misses += 1
                 continue
             misses = 0
-            log = read_log(folder / EVENTS_FILE)
+            log = read_log(folder / EVENTS_FILE, root=self.vault.root)
             if log.records:
                 first = log.records[0]
                 data = first.get("data") or {}
@@ -121,7 +121,7 @@ class TurnStarts:
                 with EventWriter(path, user=user, turn=turn, new=True, root=self.vault.root) as writer:
                     writer.append(started)
             else:
-                log = read_log(path)
+                log = read_log(path, root=self.vault.root)
                 if log.records:
                     return False
                 moved = repair_torn_tail(path, root=self.vault.root) if log.torn_tail is not None else 0

@@ -57,7 +57,7 @@ def read_changes(vault: Vault, user: str, start: int = 0) -> tuple[list[Event], 
     tail is left for `verify --repair`.
     """
     path = log_path(vault, user)
-    log = read_log(path)
+    log = read_log(path, root=vault.root)
     problem = check_chain(log)
     records = log.records
     if problem is not None:
@@ -79,14 +79,14 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
         if not path.exists():
             continue
         rel = vault.rel(path)
-        log = read_log(path)
+        log = read_log(path, root=vault.root)
         if log.torn_tail is not None:
             if repair:
                 try:
                     repair_torn_tail(path, root=vault.root)
                 except LogBusyError:
                     continue  # its writer is appending that line now
-                log = read_log(path)
+                log = read_log(path, root=vault.root)
             else:
                 problems.append(
                     Problem(rel, "torn_tail", f"ends in a torn line of {len(log.torn_tail)} bytes")

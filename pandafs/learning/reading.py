@@ -69,7 +69,7 @@ class _TurnReading:
             complete = os.path.exists(f"{folder}/metadata.json")
             if not complete:
                 return "pending"
-            events = read_events(Path(folder, EVENTS_FILE))
+            events = read_events(Path(folder, EVENTS_FILE), root=self.vault.root)
             view = project_turn(events)
             if self.extractions is not None:
                 extracted = (view.extractions, view.occurred_at) if view.extractions else None

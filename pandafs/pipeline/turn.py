@@ -261,7 +261,7 @@ class Pipeline:
         ref = TurnRef(user, turn, self.vault.layout.turn_dir(user, turn))
         path = ref.events_path
         moved = 0
-        if start is None and read_log(path).torn_tail is not None:
+        if start is None and read_log(path, root=self.vault.root).torn_tail is not None:
             moved = repair_torn_tail(path, root=self.vault.root)
         ctx = TurnContext(
             vault=self.vault,
