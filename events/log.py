@@ -18,6 +18,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -119,13 +120,18 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     another user's log as this one; `NotInVault` instead.  Costs one readlink."""
     result = LogRead(path)
     try:  # a log is never read through a symlink (it could be another user's turn)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return result
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise EventLogError(path, "is a symbolic link; not read") from None
         raise
+    mode = os.fstat(fd).st_mode  # a fifo or device there would block the read for good
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        os.close(fd)
+        raise EventLogError(path, "is not a regular file; not read")
+    os.set_blocking(fd, True)
     if root is not None:
         check_opened(fd, path, root, created=False, action="read")  # (closes fd when it refuses)
     try:  # os.read: a file object around the descriptor cost as much again as the reading

@@ -51,7 +51,7 @@ from events import (
     render_turn,
     repair_torn_tail,
 )
-from events.errors import EventsError, LogBusyError
+from events.errors import EventLogError, EventsError, LogBusyError
 from events.layout import effective_scope
 from events.log import typed_events
 from events.schema import TornTailRepaired
@@ -106,7 +106,11 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     if not ref.events_path.exists():  # an empty folder is `is_abandoned` above
         report.problems.append(Problem(rel, "missing", "turn folder has files but no events"))
         return
-    log = read_log(ref.events_path, root=vault.root)
+    try:
+        log = read_log(ref.events_path, root=vault.root)
+    except EventLogError as exc:  # a fifo or device: never read (it would block)
+        report.problems.append(Problem(rel, "unreadable", str(exc).removeprefix(f"{ref.events_path}: ")))
+        return
     noted = False
     if log.torn_tail is not None:
         after = f" after seq {len(log.records) - 1}" if log.records else " before any event"

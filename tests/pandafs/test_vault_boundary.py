@@ -16,6 +16,7 @@ from pandafs.errors import BadInput
 from pandafs.importer import import_turns
 from pandafs.memory import Memory
 from pandafs.vault import Vault
+from tests.conftest import run_pandafs
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PASSWD = "root:x:0:0:root:/root:/bin/bash\n"
@@ -285,6 +286,24 @@ def test_verify_names_a_link_inside_a_turn_folder(vault: Vault, tmp_path: Path, 
     assert [(p["path"], p["kind"]) for p in got.json["problems"]] == [
         ("users/bob/turns/turn_000001/toolresults.md", "symlink")
     ]
+
+
+def test_verify_names_a_fifo_for_an_event_log_and_does_not_hang(vault: Vault, tmp_path: Path) -> None:
+    """A fifo where a turn's `events.jsonl` should be: every reader of the log opened it
+    and blocked on the read until a writer came, so `verify` (and replay, the learning
+    fold) hung for good.  It is refused as not a regular file and named by path."""
+    source = tmp_path / "t.jsonl"
+    source.write_bytes(
+        orjson.dumps({"user": "bob", "timestamp": "2026-01-01T00:00:00Z", "query": "q", "response": "a"})
+    )
+    assert run_pandafs("--root", vault.root, "import-turns", source).code == 0
+    log = vault.layout.turn_dir("bob", "turn_000001") / "events.jsonl"
+    log.unlink()
+    os.mkfifo(log)
+    got = run_pandafs("--root", vault.root, "verify", "--json", timeout=60)
+    assert got.code == 1 and "Traceback" not in got.err, got.err
+    problems = [(p["path"], p["message"]) for p in orjson.loads(got.out)["problems"]]
+    assert ("users/bob/turns/turn_000001/events.jsonl", "is not a regular file; not read") in problems
 
 
 def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
