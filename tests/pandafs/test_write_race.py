@@ -482,6 +482,19 @@ def _swap_claim(vault: Vault, tmp_path: Path, outside: Path) -> None:
     claim.symlink_to(outside, target_is_directory=True)
 
 
+def _swap_claim_at(
+    monkeypatch: pytest.MonkeyPatch, step: str, vault: Vault, tmp_path: Path, outside: Path
+) -> None:
+    """`_swap_claim` as the inbox reaches its checkpoint `step`."""
+    from pandafs.inbox import Inbox as Box
+
+    def swap_at_step(self: Box, reached: str) -> None:
+        if reached == step:
+            _swap_claim(vault, tmp_path, outside)
+
+    monkeypatch.setattr(Box, "_checkpoint", swap_at_step)
+
+
 def _tree(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
@@ -494,7 +507,6 @@ def test_clearing_a_claim_never_deletes_through_a_swapped_claim_folder(
     and deleted `plan.json`, every temporary-looking file (`*~`, `*.tmp`...) and every
     empty folder under the link's target, out of the vault.  Now the claim folder is
     opened and checked from the vault root and cleared through descriptors: refused."""
-    from pandafs.inbox import Inbox as Box
 
     outside = _outside(tmp_path, "notes.md~")
     (outside / "plan.json").write_bytes(OUTSIDE_BYTES)
@@ -504,11 +516,7 @@ def test_clearing_a_claim_never_deletes_through_a_swapped_claim_folder(
     before = _tree(outside)
     _settled_query(vault.root / "inbox" / "bob" / "q.txt")
 
-    def swap_once_moved(self: Box, step: str) -> None:
-        if step == "moved":
-            _swap_claim(vault, tmp_path, outside)
-
-    monkeypatch.setattr(Box, "_checkpoint", swap_once_moved)
+    _swap_claim_at(monkeypatch, "moved", vault, tmp_path, outside)
     with Inbox(vault, settle_s=0.2) as box:
         [result] = box.process_pending().results
     assert _tree(outside) == before
@@ -525,7 +533,6 @@ def test_a_claim_never_looks_for_its_query_through_a_swapped_claim_folder(
     stat'ed) the link target's files and planned the first one as the query (the plan's
     write was then refused, so the name got no further).  Now the folder is opened and
     checked from the vault root: refused before anything outside is named."""
-    from pandafs.inbox import Inbox as Box
 
     outside = tmp_path / "outside"
     (outside / "query" / "carol").mkdir(parents=True)
@@ -533,11 +540,7 @@ def test_a_claim_never_looks_for_its_query_through_a_swapped_claim_folder(
     before = _tree(outside)
     _settled_query(vault.root / "inbox" / "bob" / "q.txt")
 
-    def swap_once_claimed(self: Box, step: str) -> None:
-        if step == "claimed":
-            _swap_claim(vault, tmp_path, outside)
-
-    monkeypatch.setattr(Box, "_checkpoint", swap_once_claimed)
+    _swap_claim_at(monkeypatch, "claimed", vault, tmp_path, outside)
     with Inbox(vault, settle_s=0.2) as box:
         [result] = box.process_pending().results
         [claim] = [p for p in (vault.root / "inbox" / ".processing").iterdir() if p.is_symlink()]
