@@ -91,6 +91,7 @@ class _Searching:
         for doc_id in req.exclude_ids:
             clauses.append((Occur.MustNot, Query.term_query(self._schema, "doc_id", doc_id)))
         pool = max(ranking.candidate_pool, req.limit * 3)
+        loaded: dict[tuple[int, int], Any] = {}  # stored documents read, for RM3 and the page
         text, hint = resolve_time(req.query, now) if ranking.time_words else (req.query, TimeHint())
         plan = plan_query(text, synonym_weight=ranking.synonym_weight, lexicon=ranking.lexicon())
         window = None
@@ -105,7 +106,7 @@ class _Searching:
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
-                plan = self._with_feedback(searcher, plan, hits, ranking)
+                plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
                     groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback)}
                 asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
@@ -136,10 +137,16 @@ class _Searching:
         order = hint.order or ("latest" if plan.wants_latest else None)
         ranked = scorer.final(order)
         wanted = req.limit if req.snippets is True else int(req.snippets)
-        return self._page(searcher, ranked, req.limit, query_terms(text) if wanted > 0 else None, wanted)
+        terms = query_terms(text) if wanted > 0 else None
+        return self._page(searcher, ranked, req.limit, terms, wanted, loaded)
 
     def _with_feedback(
-        self, searcher: tantivy.Searcher, plan: QueryPlan, hits: list[tuple[float, Any]], ranking: Ranking
+        self,
+        searcher: tantivy.Searcher,
+        plan: QueryPlan,
+        hits: list[tuple[float, Any]],
+        ranking: Ranking,
+        loaded: dict[tuple[int, int], Any],
     ) -> QueryPlan:
         """The plan with RM3's feedback words of the first round's best documents (`indexers.feedback`)."""
         ranked = sorted(hits, key=lambda h: -h[0])
@@ -148,7 +155,7 @@ class _Searching:
         for score, address in ranked:
             if score < last:
                 break
-            doc = searcher.doc(address)  # the stored path is the payload's doc_path
+            doc = _stored(searcher, address, loaded)  # the stored path is the payload's doc_path
             tied.append((score, doc.get_first("path"), (doc.get_first("prose") or b"").decode()))
         tied.sort(key=lambda d: (-d[0], d[1]))
         docs = [(score, prose) for score, _, prose in tied[: ranking.feedback_docs]]
@@ -328,6 +335,7 @@ class _Searching:
         limit: int,
         terms: list[str] | None,
         snippet_hits: int,
+        loaded: dict[tuple[int, int], Any],
     ) -> list[dict[str, Any]]:
         """The first `limit` hits; each run of exact ties (score and time) is ordered by path.
 
@@ -338,7 +346,7 @@ class _Searching:
             cut += 1
         rows: list[tuple[float, int, dict[str, Any], str | None, bytes | None]] = []
         for score, created, address, label in ranked[:cut]:
-            doc = searcher.doc(address)
+            doc = _stored(searcher, address, loaded)
             payload = orjson.loads(doc.get_first("payload"))
             prose = doc.get_first("prose") if terms is not None else None
             rows.append((score, created, payload, label, prose))
@@ -369,3 +377,13 @@ class _Searching:
         payload["episode"] = episode
         payload["snippet"] = snippet
         return payload
+
+
+def _stored(searcher: tantivy.Searcher, address: Any, loaded: dict[tuple[int, int], Any]) -> Any:
+    """The stored document at `address`, read once per search: RM3's feedback documents
+    are mostly among the hits of the page (each read decompresses a block of the store)."""
+    key = (address.segment_ord, address.doc)
+    doc = loaded.get(key)
+    if doc is None:
+        doc = loaded[key] = searcher.doc(address)
+    return doc
