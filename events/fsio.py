@@ -147,6 +147,9 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
             raise
 
 
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
     """`folder`, a folder under `root`, checked from `root` down before anything is
     written in it: every part must be a real folder (not a link, not a file); a missing
@@ -180,9 +183,6 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
     finally:
         os.close(fd)
     return folder
-
-
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def _open_part(parent: int, name: str, create: bool) -> int:

@@ -79,13 +79,6 @@ def _idf(n: float, total: float) -> float:
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
 
 
-def _in_time_order(keys: list[_Key], created: dict[_Key, int]) -> list[_Key]:
-    """`keys` sorted in place by (created, key): two sorts comparing in C, the second stable."""
-    keys.sort()
-    keys.sort(key=created.__getitem__)
-    return keys
-
-
 _Key = tuple[int, int]  # a document's (segment, doc id) within one searcher
 _Ep = tuple[int, int, int]
 """An episode: (SESSION_EP, owner hash, session hash) for turns imported with a session id;
@@ -94,6 +87,13 @@ second stage knows the run, a turn is its own run, keyed by its own time)."""
 SESSION_EP, GAP_EP = 1, 2
 GAP_SPAN = 12
 """The second stage looks this many gaps either side of a turn for the rest of its run."""
+
+
+def _in_time_order(keys: list[_Key], created: dict[_Key, int]) -> list[_Key]:
+    """`keys` sorted in place by (created, key): two sorts comparing in C, the second stable."""
+    keys.sort()
+    keys.sort(key=created.__getitem__)
+    return keys
 
 
 class _Scorer:
