@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -160,12 +161,27 @@ class Layout:
         )
 
     def turn_dirs(self, user: str) -> list[Path]:
-        """Live turn folders of `user`, oldest first (symlinked folders are not turns)."""
+        """Live turn folders of `user`, oldest first (symlinked folders are not turns, and
+        a `turns/` that is a link, or under one, holds none: `_names_in`)."""
         turns = self.turns_dir(user)
-        if not is_real_dir(turns):
+        names = self._names_in(
+            turns, lambda e: TURN_DIR_RE.fullmatch(e.name) is not None and e.is_dir(follow_symlinks=False)
+        )
+        return [turns / name for name in sorted(names, key=turn_number)]
+
+    def _names_in(self, folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
+        """The names in `folder` that `keep` takes, listed by the folder's descriptor as
+        opened and checked from the root (`open_vault_folder`): a folder that is a link,
+        or under one, or missing, lists nothing of a link's target."""
+        try:
+            fd = open_vault_folder(self.root, folder.relative_to(self.root).as_posix())
+        except (OSError, NotInVault):
             return []
-        found = [p for p in turns.iterdir() if TURN_DIR_RE.fullmatch(p.name) and is_real_dir(p)]
-        return sorted(found, key=lambda p: turn_number(p.name))
+        try:
+            with os.scandir(fd) as entries:
+                return [entry.name for entry in entries if keep(entry)]
+        finally:
+            os.close(fd)
 
     def turn_counter(self, user: str) -> int | None:
         """The allocation counter of `user` (`turns/.counter`, the next turn number to try):
@@ -185,18 +201,10 @@ class Layout:
         folders = [turns, turns / STAGING_DIR] if staged else [turns]
         found: set[int] = set()
         for directory in [*folders, self.stubs_dir(user)]:
-            try:  # listed by descriptor as checked from the root: a linked folder holds none
-                fd = open_vault_folder(self.root, directory.relative_to(self.root).as_posix())
-            except (OSError, NotInVault):
-                continue
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        match = TURN_DIR_RE.fullmatch(entry.name.removesuffix(".md"))
-                        if match:
-                            found.add(int(match.group(1)))
-            finally:
-                os.close(fd)
+            for name in self._names_in(directory, lambda _: True):
+                match = TURN_DIR_RE.fullmatch(name.removesuffix(".md"))
+                if match:
+                    found.add(int(match.group(1)))
         return found
 
     def highest_turn(self, user: str) -> int:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from events import InvalidUserId, classify, validate_user_id
+from events.layout import Layout
 
 
 @pytest.mark.parametrize("bad", ["../x", "Alice", "a/b", "", "a" * 200, "a\x00b", "-x", ".x", " a"])
@@ -56,3 +59,19 @@ def test_classify(path: str, doc_id: str, kind: str, user: str | None) -> None:
 )
 def test_not_documents(path: str) -> None:
     assert classify(path) is None
+
+
+def test_a_linked_user_folder_lists_none_of_its_targets_turns(tmp_path: Path) -> None:
+    """`turn_dirs` listed `users/alice/turns` by path, checking only that `turns/` itself
+    was no link: with `users/alice` a link to bob's folder, bob's turn folders were listed
+    as alice's (replay and verify of alice's turns then named them).  Listed by descriptor
+    from the folder as opened and checked from the root, a linked folder lists nothing."""
+    layout = Layout(tmp_path)
+    for name in ("turn_000002", "turn_000010", "turn_000001"):
+        (tmp_path / "users" / "bob" / "turns" / name).mkdir(parents=True)
+    (tmp_path / "users" / "bob" / "turns" / "turn_000003").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "users" / "alice").symlink_to(tmp_path / "users" / "bob", target_is_directory=True)
+    assert [p.name for p in layout.turn_dirs("bob")] == ["turn_000001", "turn_000002", "turn_000010"]
+    assert layout.turn_dirs("alice") == []
+    assert layout.turn_numbers("alice") == set()
+    assert layout.turn_dirs("carol") == []
