@@ -29,7 +29,8 @@ documents, weighed by RM3's relevance model (`indexers.feedback`; Lavrenko & Cro
 c_rm3(d) = Σ_e w_e · BM25_e(d) · F(d) over the body (no spread scaling), and the
 second round's documents are the candidates.  Stage 2 takes the
 `expand_episodes` *episodes* whose best stage-1 turn scores highest and scores every
-turn t of those episodes (time order; t−1, t+1 its neighbours in that episode).  An
+turn t of those episodes (time order, same-time turns by turn number; t−1, t+1 its
+neighbours in that episode).  An
 episode is one conversation: the turns imported with the same session id
 (`meta.session`), else a run of one user's turns with no silence longer than
 `episode_gap_minutes` (30, the usual web-analytics session timeout); of an episode
@@ -71,29 +72,13 @@ from typing import Any
 import orjson
 import tantivy
 
+from .episodes import GAP_EP, SESSION_EP, _Ep, _Key, beyond_reach, in_time_order
 from .request import Ranking, SearchRequest
 from .schema import GLOBAL_OWNER, _epoch, _h64, _parent
 
 
 def _idf(n: float, total: float) -> float:
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-
-
-_Key = tuple[int, int]  # a document's (segment, doc id) within one searcher
-_Ep = tuple[int, int, int]
-"""An episode: (SESSION_EP, owner hash, session hash) for turns imported with a session id;
-(GAP_EP, owner hash, first turn's time) for a run of turns with no long gap (before the
-second stage knows the run, a turn is its own run, keyed by its own time)."""
-SESSION_EP, GAP_EP = 1, 2
-GAP_SPAN = 12
-"""The second stage looks this many gaps either side of a turn for the rest of its run."""
-
-
-def _in_time_order(keys: list[_Key], created: dict[_Key, int]) -> list[_Key]:
-    """`keys` sorted in place by (created, key): two sorts comparing in C, the second stable."""
-    keys.sort()
-    keys.sort(key=created.__getitem__)
-    return keys
 
 
 class _Scorer:
@@ -116,6 +101,7 @@ class _Scorer:
         self.window = window
         self.address: dict[_Key, Any] = {}
         self.created: dict[_Key, int] = {}
+        self.turn: dict[_Key, int] = {}  # the turn number: the order of same-time turns
         self.episode_of: dict[_Key, _Ep | None] = {}
         self.factor: dict[_Key, float] = {}
         self.base: dict[_Key, float] = {}
@@ -136,7 +122,7 @@ class _Scorer:
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
-        (see `_beyond_reach`); `spans` then says which times the second stage scores in
+        (see `episodes.beyond_reach`); `spans` then says which times the second stage scores in
         each run and in each session it cut (a session kept whole is scored whole)."""
         self._place(addresses)
         anchors = self._anchors(episodes)  # before the runs re-key their turns
@@ -150,7 +136,7 @@ class _Scorer:
                 if ep is not None and ep[0] == GAP_EP:
                     by_owner.setdefault(ep[1], []).append(key)
             for owner_h, keys in by_owner.items():
-                _in_time_order(keys, created)
+                in_time_order(keys, created, self.turn)
                 start = 0
                 for end in range(1, len(keys) + 1):
                     if end < len(keys) and created[keys[end]] - created[keys[end - 1]] <= gap_s:
@@ -162,7 +148,7 @@ class _Scorer:
                         wanted.add(ep)
                         for k in run:
                             episode_of[k] = ep
-                        cut.update(self._beyond_reach(run, anchors, ordered=True))
+                        cut.update(beyond_reach(run, anchors, self.ranking.episode_reach))
         cut.update(self._sessions_beyond_reach(wanted, anchors))
         base = self.base
         for key in [k for k in self.address if k not in base and (k in cut or episode_of[k] not in wanted)]:
@@ -180,7 +166,7 @@ class _Scorer:
         self.spans = spans
 
     def _sessions_beyond_reach(self, wanted: set[_Ep], anchors: set[_Key]) -> list[_Key]:
-        """`_beyond_reach` of each session (an exported chat can hold one conversation of
+        """`episodes.beyond_reach` of each session (an exported chat can hold one conversation of
         hundreds of turns)."""
         if not any(ep[0] == SESSION_EP for ep in wanted):
             return []
@@ -189,7 +175,12 @@ class _Scorer:
             ep = self.episode_of[key]
             if ep is not None and ep[0] == SESSION_EP and ep in wanted:
                 sessions.setdefault(ep, []).append(key)
-        return [key for keys in sessions.values() for key in self._beyond_reach(keys, anchors)]
+        reach, created, turn = self.ranking.episode_reach, self.created, self.turn
+        return [
+            key
+            for keys in sessions.values()
+            for key in beyond_reach(in_time_order(keys, created, turn), anchors, reach)
+        ]
 
     def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
         """The best stage-1 hit of each of `episodes` as the first stage saw them (a run's
@@ -199,27 +190,8 @@ class _Scorer:
         for key in self.base:
             if self.episode_of[key] in top:
                 at.setdefault(self.episode_of[key], []).append(key)
-        return {min(keys, key=lambda k: (-self.base[k], k)) for keys in at.values()}
-
-    def _beyond_reach(self, run: list[_Key], anchors: set[_Key], *, ordered: bool = False) -> list[_Key]:
-        """The turns of an episode more than `episode_reach` turns (in time order) from
-        each of its anchors.  A day of back-to-back questions, or an import whose lines
-        share one time, is one run by the gap rule, and scoring all of it made a search's
-        cost grow with the run (42 ms at 3,000 same-time turns, against 5 ms in sessions).
-        An episode of a conversation's length keeps every turn (the LongMemEval dev
-        split's longest session has 25 turns); other stage-1 hits in a cut episode are
-        still scored, without their neighbours.  (`ordered`: `run` is in time order already.)"""
-        reach = self.ranking.episode_reach
-        if reach <= 0 or len(run) <= 2 * reach + 1:
-            return []
-        if not ordered:
-            run = _in_time_order(list(run), self.created)
-        cut: list[_Key] = []
-        start = 0  # the first position not yet kept or cut
-        for i in (i for i, key in enumerate(run) if key in anchors):
-            cut += run[start : max(start, i - reach)]
-            start = max(start, i + reach + 1)
-        return cut + run[start:]
+        base, turn = self.base, self.turn
+        return {min(keys, key=lambda k: (-base[k], turn[k], k)) for keys in at.values()}
 
     def _place(self, addresses: list[Any]) -> list[_Key]:
         """Record where each document sits in time (created, episode); its key."""
@@ -229,12 +201,14 @@ class _Scorer:
         if fresh:
             todo = [a for a, _ in fresh]
             ff = self.searcher.fast_field_values
-            columns = zip(*(ff(n, todo) for n in ("created", "day", "owner_h", "episode")), strict=True)
-            created, episode_of, now_s = self.created, self.episode_of, self.now_s
-            for (address, key), (at, day, owner, episode) in zip(fresh, columns, strict=True):
+            names = ("created", "turn", "day", "owner_h", "episode")
+            columns = zip(*(ff(n, todo) for n in names), strict=True)
+            created, turns, episode_of, now_s = self.created, self.turn, self.episode_of, self.now_s
+            for (address, key), (at, turn, day, owner, episode) in zip(fresh, columns, strict=True):
                 known[key] = address
                 at = now_s if at is None else at
                 created[key] = at
+                turns[key] = turn or 0
                 if day is None or day < 0:
                     episode_of[key] = None  # not a turn
                 elif episode:
@@ -315,7 +289,7 @@ class _Scorer:
         empty: dict[str, float] = {}
         ep_score: dict[_Ep, float] = {}
         for ep, keys in members.items():
-            _in_time_order(keys, created)
+            in_time_order(keys, created, self.turn)
             cover: dict[str, float] = {}
             for key in keys:
                 for stem, value in terms.get(key, empty).items():

@@ -18,14 +18,16 @@ import tantivy
 from tantivy import Facet
 
 from events import format_ts
+from events.layout import TURN_DIR_RE
 
 from .snippets import prose_of
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
     from .documents import IndexDoc
 
-SCHEMA_VERSION = 4
-"""4: the stored `prose` a snippet is cut from (searches no longer read hits' files)."""
+SCHEMA_VERSION = 5
+"""4: the stored `prose` a snippet is cut from (searches no longer read hits' files);
+5: `turn`, the turn number, which orders same-time turns (`indexers.episodes`)."""
 GLOBAL_OWNER = "_global"
 NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
@@ -48,6 +50,15 @@ def _parent(topic: str) -> str:
     return topic.rsplit(".", 1)[0] if "." in topic else ""
 
 
+def _turn_number(path: str) -> int:
+    """The number of the turn at `path` (its folder's or archive stub's name), else 0."""
+    for part in reversed(path.split("/")):
+        match = TURN_DIR_RE.fullmatch(part.removesuffix(".md"))
+        if match:
+            return int(match.group(1))
+    return 0
+
+
 def _epoch(ts: datetime) -> int:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
@@ -67,6 +78,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_integer_field("expires", fast=True, indexed=True)
     sb.add_integer_field("day", fast=True, indexed=True)
     sb.add_unsigned_field("episode", fast=True, indexed=True)
+    sb.add_unsigned_field("turn", fast=True, indexed=True)
     sb.add_unsigned_field("unit", fast=True, indexed=False)
     sb.add_unsigned_field("owner_h", fast=True, indexed=False)
     sb.add_unsigned_field("topic_h", fast=True, indexed=False)
@@ -103,6 +115,7 @@ def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
         "expires": NEVER if doc.expires_at is None else _epoch(doc.expires_at),
         "day": created // 86400 if doc.is_turn else -1,
         "episode": episode,
+        "turn": _turn_number(doc.path) if doc.is_turn else 0,
         # what `spread` counts: conversations (the session, else the calendar day)
         "unit": episode or (_h64(f"{doc.user}\x00{created // 86400}") if doc.is_turn else 0),
         "owner_h": _h64(doc.user or GLOBAL_OWNER),

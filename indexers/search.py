@@ -24,10 +24,11 @@ from events.clock import utcnow
 from events.doctypes import SESSION_KEYS
 from events.layout import TURN_KINDS
 
+from .episodes import GAP_EP, GAP_SPAN, SESSION_EP
 from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import any_of, search_filters
 from .query import QueryPlan, TermGroup, plan_query
-from .ranking import GAP_EP, GAP_SPAN, SESSION_EP, _idf, _Scorer
+from .ranking import _idf, _Scorer
 from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of

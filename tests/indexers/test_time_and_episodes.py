@@ -230,3 +230,28 @@ def test_a_long_episode_is_scored_near_its_best_turns_and_keeps_its_name(
         hits = {h["external_id"]: h for h in memory.search("kayak name", user="alice", now=NOW)}
         assert list(hits)[:2] == ["q", "a"], reach
         assert hits["q"]["episode"] == hits["a"]["episode"] == name, reach
+
+
+def test_same_time_turns_keep_their_conversation_order_when_one_is_reindexed(
+    vault: Vault, tmp_path: Path
+) -> None:
+    """Turns imported with one time (a session's date) are in the order the vault
+    numbered them, whatever order the index holds them in: a turn re-indexed (its
+    frontmatter updated, as the learning fold does to a turn it cites) moves to the end
+    of the index, and its neighbours were then decided by that position."""
+    when = "2026-09-01T10:00:00Z"
+    memory = _import(
+        vault,
+        tmp_path,
+        [
+            _turn("q", when, "what should we name the new kayak?", session="s"),
+            _turn("a", when, "Driftwood, definitely", session="s"),
+            _turn("z", when, "Bluebell, definitely", session="s"),
+        ],
+    )
+    before = externals(memory.search("kayak name", user="alice", now=NOW))
+    question = next(h for h in memory.search("kayak", user="alice", now=NOW) if h["external_id"] == "q")
+    memory.index_paths([question["doc_path"]], force=True)
+    after = externals(memory.search("kayak name", user="alice", now=NOW))
+    assert before == after
+    assert "a" in after and "z" not in after
