@@ -107,7 +107,8 @@ class _Scorer:
         self.base: dict[_Key, float] = {}
         self.terms: dict[_Key, dict[str, float]] = {}
         self.expanded: set[_Ep] = set()
-        self.spans: dict[_Ep, tuple[int, int]] = {}
+        self.narrowed: set[_Ep] = set()
+        self.kept_turns: dict[int, list[int]] = {}
         self._owners: dict[int, str] = {}
 
     def add_hits(self, hits: list[tuple[float, Any]]) -> None:
@@ -122,8 +123,9 @@ class _Scorer:
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
-        (see `episodes.beyond_reach`); `spans` then says which times the second stage scores in
-        each run and in each session it cut (a session kept whole is scored whole)."""
+        (see `episodes.beyond_reach`); `narrowed` then names the runs and the sessions it
+        cut, and `kept_turns` the turn numbers the second stage scores in them, per owner
+        hash (a session kept whole is scored whole, by its term)."""
         self._place(addresses)
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
@@ -155,15 +157,15 @@ class _Scorer:
             del self.address[key]  # outside the chosen runs, or another user's same session
         self.expanded = wanted
         # a session kept whole is named by its term alone: a time range beside it made
-        # every per-group search of stage 2 intersect a range query (~50 % slower)
+        # every per-group search of stage 2 intersect a range query (~50 % slower); the
+        # rest by turn number, which a range of times cannot do in a same-time burst
         narrowed = {ep for ep in wanted if ep[0] == GAP_EP} | {episode_of[k] for k in cut}
-        spans: dict[_Ep, tuple[int, int]] = {}
+        kept: dict[int, list[int]] = {}
         for key in self.address:
             ep = episode_of[key]
             if ep is not None and ep in narrowed:
-                lo, hi = spans.get(ep, (created[key], created[key]))
-                spans[ep] = (min(lo, created[key]), max(hi, created[key]))
-        self.spans = spans
+                kept.setdefault(ep[1], []).append(self.turn[key])
+        self.narrowed, self.kept_turns = narrowed, kept
 
     def _sessions_beyond_reach(self, wanted: set[_Ep], anchors: set[_Key]) -> list[_Key]:
         """`episodes.beyond_reach` of each session (an exported chat can hold one conversation of

@@ -274,15 +274,11 @@ class _Searching:
             Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
         ).hits
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
-        if scorer.spans:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
-            kept = sorted(scorer.spans.items())
-            whole = sorted(ep[2] for ep in scorer.expanded if ep[0] == SESSION_EP and ep not in scorer.spans)
-            within = self._episodes_query(
-                scorer,
-                [(ep[1], lo, hi) for ep, (lo, hi) in kept if ep[0] == GAP_EP],
-                sessions=whole,
-                session_spans=[(ep[2], lo, hi) for ep, (lo, hi) in kept if ep[0] == SESSION_EP],
+        if scorer.kept_turns:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
+            whole = sorted(
+                ep[2] for ep in scorer.expanded if ep[0] == SESSION_EP and ep not in scorer.narrowed
             )
+            within = self._episodes_query(scorer, [], sessions=whole, kept_turns=scorer.kept_turns)
         for stem, query in groups.items():
             found = searcher.search(
                 Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
@@ -297,31 +293,30 @@ class _Searching:
         gaps: list[tuple[int, int, int]],
         *,
         sessions: Sequence[int] = (),
-        session_spans: Sequence[tuple[int, int, int]] = (),
+        kept_turns: dict[int, list[int]] | None = None,
     ) -> Query:
         """Turns of the second stage (constant score): per (owner hash, first, last time)
         of `gaps`, that owner's session-less turns created in that span; the turns of
-        `sessions` (episode hashes); per (episode hash, first, last time) of
-        `session_spans`, the turns of that session created in that span."""
+        `sessions` (episode hashes); per owner hash of `kept_turns`, that owner's turns
+        of those numbers (a number is one turn of one user)."""
         schema = self._schema
 
-        def created(lo: int, hi: int) -> tuple[Occur, Query]:
-            return (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi))
+        def owner(owner_h: int) -> tuple[Occur, Query]:
+            return (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h)))
 
         parts: list[Query] = []
         if sessions:
             parts.append(any_of(schema, "episode", sessions))
-        for episode, lo, hi in session_spans:
-            session = Query.term_query(schema, "episode", episode)
-            parts.append(Query.boolean_query([(Occur.Must, session), created(lo, hi)]))
+        for owner_h, numbers in sorted((kept_turns or {}).items()):
+            parts.append(Query.boolean_query([owner(owner_h), (Occur.Must, any_of(schema, "turn", numbers))]))
         for owner_h, lo, hi in gaps:
             parts.append(
                 Query.boolean_query(
                     [
-                        (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h))),
+                        owner(owner_h),
                         (Occur.Must, Query.term_query(schema, "episode", 0)),
                         (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
-                        created(lo, hi),
+                        (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi)),
                     ]
                 )
             )
