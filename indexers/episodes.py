@@ -30,19 +30,36 @@ def in_time_order(keys: list[_Key], created: dict[_Key, int], turn: dict[_Key, i
     return keys
 
 
-def beyond_reach(run: list[_Key], anchors: set[_Key], reach: int) -> list[_Key]:
-    """The turns of an episode (`run`, in time order) more than `reach` turns from each of
-    its anchors.  A day of back-to-back questions, or an import whose lines share one
-    time, is one run by the gap rule, and scoring all of it made a search's cost grow
-    with the run (42 ms at 3,000 same-time turns, against 5 ms in sessions).  An episode
-    of a conversation's length keeps every turn (the LongMemEval dev split's longest
-    session has 25 turns); other stage-1 hits in a cut episode are still scored, without
-    their neighbours."""
-    if reach <= 0 or len(run) <= 2 * reach + 1:
-        return []
-    cut: list[_Key] = []
-    start = 0  # the first position not yet kept or cut
-    for i in (i for i, key in enumerate(run) if key in anchors):
-        cut += run[start : max(start, i - reach)]
-        start = max(start, i + reach + 1)
-    return cut + run[start:]
+def reach_slices(size: int, anchors: list[int], reach: int) -> list[tuple[int, int]]:
+    """The slices of an episode of `size` turns (in time order) within `reach` turns of
+    its anchors (their positions, ascending).  A day of back-to-back questions, or an
+    import whose lines share one time, is one run by the gap rule, and scoring all of it
+    made a search's cost grow with the run (42 ms at 3,000 same-time turns, against 5 ms
+    in sessions).  An episode of a conversation's length keeps every turn (the
+    LongMemEval dev split's longest session has 25 turns): `[(0, size)]`."""
+    if reach <= 0 or size <= 2 * reach + 1:
+        return [(0, size)]
+    slices: list[tuple[int, int]] = []
+    for i in anchors:
+        lo, hi = max(0, i - reach), min(size, i + reach + 1)
+        if slices and lo <= slices[-1][1]:
+            slices[-1] = (slices[-1][0], hi)
+        else:
+            slices.append((lo, hi))
+    return slices
+
+
+def cap_episodes(ranked: list[_Key], episode_of: dict[_Key, _Ep | None], cap: int) -> list[_Key]:
+    """At most `cap` turns of one episode ahead of every other hit: more episodes in a page."""
+    seen: dict[_Ep, int] = {}
+    first: list[_Key] = []
+    later: list[_Key] = []
+    for key in ranked:
+        ep = episode_of[key]
+        if ep is not None:
+            seen[ep] = seen.get(ep, 0) + 1
+            if seen[ep] > cap:
+                later.append(key)
+                continue
+        first.append(key)
+    return first + later

@@ -66,19 +66,24 @@ document, and a rebuild gives the same results.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import tantivy
 
-from .episodes import GAP_EP, SESSION_EP, _Ep, _Key, beyond_reach, in_time_order
+from .episodes import GAP_EP, SESSION_EP, _Ep, _Key, cap_episodes, in_time_order, reach_slices
 from .request import Ranking, SearchRequest
 from .schema import GLOBAL_OWNER, _epoch, _h64, _parent
 
 
 def _idf(n: float, total: float) -> float:
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+
+
+_Row = tuple[int, int, _Key, Any]
+"""A stage-2 member: (created, turn number, key, its address if not placed yet)."""
 
 
 class _Scorer:
@@ -123,66 +128,96 @@ class _Scorer:
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
-        (see `episodes.beyond_reach`); `narrowed` then names the runs and the sessions it
+        (see `episodes.reach_slices`); `narrowed` then names the runs and the sessions it
         cut, and `kept_turns` the turn numbers the second stage scores in them, per owner
-        hash (a session kept whole is scored whole, by its term)."""
-        self._place(addresses)
+        hash (a session kept whole is scored whole, by its term).  The members are read
+        as fast-field columns and only those kept are placed: a run of 3,000 same-time
+        turns keeps ~120, and placing every one was half of such a search."""
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
-        episode_of, created = self.episode_of, self.created
-        cut: set[_Key] = set()
-        if centres:
-            by_owner: dict[int, list[_Key]] = {}
-            for key, ep in episode_of.items():
-                if ep is not None and ep[0] == GAP_EP:
-                    by_owner.setdefault(ep[1], []).append(key)
-            for owner_h, keys in by_owner.items():
-                in_time_order(keys, created, self.turn)
-                start = 0
-                for end in range(1, len(keys) + 1):
-                    if end < len(keys) and created[keys[end]] - created[keys[end - 1]] <= gap_s:
-                        continue
-                    run = keys[start:end]  # one run: no gap longer than `gap_s` inside
-                    start = end
-                    if any((owner_h, created[k]) in centres for k in run):
-                        ep = (GAP_EP, owner_h, created[run[0]])
-                        wanted.add(ep)
-                        for k in run:
-                            episode_of[k] = ep
-                        cut.update(beyond_reach(run, anchors, self.ranking.episode_reach))
-        cut.update(self._sessions_beyond_reach(wanted, anchors))
-        base = self.base
-        for key in [k for k in self.address if k not in base and (k in cut or episode_of[k] not in wanted)]:
-            del self.address[key]  # outside the chosen runs, or another user's same session
+        runs, sessions = self._member_rows(addresses, wanted, bool(centres))
+        narrowed: set[_Ep] = set()
+        for owner_h, rows in runs.items():
+            rows.sort()  # time order: (created, turn number, key)
+            times = [row[0] for row in rows]
+            mine = {at for owner, at in centres if owner == owner_h}
+            ends = [i for i in range(1, len(times)) if times[i] - times[i - 1] > gap_s]
+            for lo, hi in zip([0, *ends], [*ends, len(rows)], strict=True):
+                if mine.isdisjoint(times[lo:hi]):  # one run: no gap longer than `gap_s` inside
+                    continue
+                ep = (GAP_EP, owner_h, times[lo])
+                wanted.add(ep)
+                narrowed.add(ep)
+                self._keep(rows[lo:hi], ep, anchors)
+        for ep, rows in sessions.items():
+            rows.sort()
+            if self._keep(rows, ep, anchors):
+                narrowed.add(ep)
         self.expanded = wanted
         # a session kept whole is named by its term alone: a time range beside it made
         # every per-group search of stage 2 intersect a range query (~50 % slower); the
         # rest by turn number, which a range of times cannot do in a same-time burst
-        narrowed = {ep for ep in wanted if ep[0] == GAP_EP} | {episode_of[k] for k in cut}
         kept: dict[int, list[int]] = {}
         for key in self.address:
-            ep = episode_of[key]
+            ep = self.episode_of[key]
             if ep is not None and ep in narrowed:
                 kept.setdefault(ep[1], []).append(self.turn[key])
         self.narrowed, self.kept_turns = narrowed, kept
 
-    def _sessions_beyond_reach(self, wanted: set[_Ep], anchors: set[_Key]) -> list[_Key]:
-        """`episodes.beyond_reach` of each session (an exported chat can hold one conversation of
-        hundreds of turns)."""
-        if not any(ep[0] == SESSION_EP for ep in wanted):
-            return []
-        sessions: dict[_Ep, list[_Key]] = {}
-        for key in self.address:
-            ep = self.episode_of[key]
-            if ep is not None and ep[0] == SESSION_EP and ep in wanted:
-                sessions.setdefault(ep, []).append(key)
-        reach, created, turn = self.ranking.episode_reach, self.created, self.turn
-        return [
-            key
-            for keys in sessions.values()
-            for key in beyond_reach(in_time_order(keys, created, turn), anchors, reach)
-        ]
+    def _member_rows(
+        self, addresses: list[Any], sessions: set[_Ep], gaps: bool
+    ) -> tuple[dict[int, list[_Row]], dict[_Ep, list[_Row]]]:
+        """(created, turn number, key, address) of each turn of `sessions` and, with `gaps`,
+        of each session-less turn, per owner hash and per session: the stage-2 members
+        not placed yet (address given) and the stage-1 hits (address None)."""
+        runs: dict[int, list[_Row]] = {}
+        by_session: dict[_Ep, list[_Row]] = {ep: [] for ep in sessions}
+        created, turn = self.created, self.turn
+        for key, ep in self.episode_of.items():
+            if ep is None:
+                continue
+            row = (created[key], turn[key], key, None)
+            if ep[0] == GAP_EP:
+                if gaps:
+                    runs.setdefault(ep[1], []).append(row)
+            elif ep in by_session:
+                by_session[ep].append(row)
+        ff = self.searcher.fast_field_values
+        names = ("created", "turn", "owner_h", "episode")
+        columns = zip(*(ff(n, addresses) for n in names), strict=True)
+        known, now_s = self.address, self.now_s
+        for address, (at, number, owner, episode) in zip(addresses, columns, strict=True):
+            key = (address.segment_ord, address.doc)
+            if key in known:
+                continue
+            row = (now_s if at is None else at, number or 0, key, address)
+            if episode:
+                rows = by_session.get((SESSION_EP, owner, episode))
+                if rows is not None:  # else another user's session of the same id
+                    rows.append(row)
+            elif gaps:
+                runs.setdefault(owner, []).append(row)
+        return runs, by_session
+
+    def _keep(self, rows: list[_Row], ep: _Ep, anchors: set[_Key]) -> bool:
+        """Place the turns of episode `ep` (its `rows`, in time order) within reach of its
+        anchors (`episodes.reach_slices`); a stage-1 hit stays, as a turn of `ep`, within
+        reach or not (scored without its neighbours).  Whether any turn was left out."""
+        at = []
+        for key in anchors:
+            i = bisect_left(rows, (self.created[key], self.turn[key], key))
+            if i < len(rows) and rows[i][2] == key:
+                at.append(i)
+        slices = reach_slices(len(rows), sorted(at), self.ranking.episode_reach)
+        address, created, turn, episode_of = self.address, self.created, self.turn, self.episode_of
+        for key in [row[2] for row in rows if row[3] is None]:
+            episode_of[key] = ep
+        for lo, hi in slices:
+            for at_s, number, key, found in rows[lo:hi]:
+                if found is not None:
+                    address[key], created[key], turn[key], episode_of[key] = found, at_s, number, ep
+        return slices != [(0, len(rows))]
 
     def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
         """The best stage-1 hit of each of `episodes` as the first stage saw them (a run's
@@ -319,7 +354,7 @@ class _Scorer:
             self._prefer_order(scores, members, ep_score, order == "earliest")
         ranked = sorted(scores, key=lambda k: (-scores[k], -created[k], k))
         if r.episode_cap > 0:
-            ranked = self._cap_episodes(ranked, r.episode_cap)
+            ranked = cap_episodes(ranked, self.episode_of, r.episode_cap)
         labels: dict[_Ep | None, str | None] = {}  # one per episode: hundreds of hits share one
         out = []
         for k in ranked:
@@ -336,21 +371,6 @@ class _Scorer:
         if ep is None or ep[0] == SESSION_EP:
             return None  # the session id is in the hit's meta; filled in by the caller
         return "gap:" + datetime.fromtimestamp(ep[2], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    def _cap_episodes(self, ranked: list[_Key], cap: int) -> list[_Key]:
-        """At most `cap` turns of one episode ahead of every other hit: more episodes in a page."""
-        seen: dict[_Ep, int] = {}
-        first: list[_Key] = []
-        later: list[_Key] = []
-        for key in ranked:
-            ep = self.episode_of[key]
-            if ep is not None:
-                seen[ep] = seen.get(ep, 0) + 1
-                if seen[ep] > cap:
-                    later.append(key)
-                    continue
-            first.append(key)
-        return first + later
 
     def _prefer_order(
         self,

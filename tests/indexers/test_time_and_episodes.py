@@ -255,3 +255,13 @@ def test_same_time_turns_keep_their_conversation_order_when_one_is_reindexed(
     after = externals(memory.search("kayak name", user="alice", now=NOW))
     assert before == after
     assert "a" in after and "z" not in after
+
+
+def test_reach_slices_keep_the_turns_near_each_anchor_and_a_short_episode_whole() -> None:
+    from indexers.episodes import reach_slices
+
+    assert reach_slices(7, [3], 3) == [(0, 7)]  # a conversation's length: whole
+    assert reach_slices(100, [10, 14, 60], 3) == [(7, 18), (57, 64)]  # near windows merge
+    assert reach_slices(100, [0, 99], 3) == [(0, 4), (96, 100)]  # clipped at the ends
+    assert reach_slices(100, [], 3) == []  # no anchor in it: nothing kept
+    assert reach_slices(100, [50], 0) == [(0, 100)]  # reach 0: the whole episode
