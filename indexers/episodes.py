@@ -11,6 +11,13 @@ segment merge can change: which turns were a hit's neighbours, and which were wi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import tantivy
+from tantivy import FieldType, Occur, Query
+
+from .filters import any_of
+
 _Key = tuple[int, int]  # a document's (segment, doc id) within one searcher
 _Ep = tuple[int, int, int]
 """An episode: (SESSION_EP, owner hash, session hash) for turns imported with a session id;
@@ -63,3 +70,48 @@ def cap_episodes(ranked: list[_Key], episode_of: dict[_Key, _Ep | None], cap: in
                 continue
         first.append(key)
     return first + later
+
+
+def episodes_query(
+    schema: tantivy.Schema,
+    owner_name: Callable[[int], str],
+    gaps: list[tuple[int, int, int]],
+    *,
+    sessions: Sequence[int] = (),
+    session_spans: Sequence[tuple[int, int, int]] = (),
+    kept_turns: dict[int, list[int]] | None = None,
+) -> Query:
+    """Turns of the second stage (constant score): per (owner hash, first, last time)
+    of `gaps`, that owner's session-less turns created in that span; the turns of
+    `sessions` (episode hashes); per (episode hash, first, last time) of
+    `session_spans`, the turns of that session created in that span; per owner hash
+    of `kept_turns`, that owner's turns of those numbers (a number is one user's turn).
+    `owner_name` gives the owner term of an owner hash."""
+
+    def owner(owner_h: int) -> tuple[Occur, Query]:
+        return (Occur.Must, Query.term_query(schema, "owner", owner_name(owner_h)))
+
+    def created(lo: int, hi: int) -> tuple[Occur, Query]:
+        return (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi))
+
+    parts: list[Query] = []
+    if sessions:
+        parts.append(any_of(schema, "episode", sessions))
+    for episode, lo, hi in session_spans:
+        parts.append(
+            Query.boolean_query([(Occur.Must, Query.term_query(schema, "episode", episode)), created(lo, hi)])
+        )
+    for owner_h, numbers in sorted((kept_turns or {}).items()):
+        if numbers:
+            parts.append(Query.boolean_query([owner(owner_h), (Occur.Must, any_of(schema, "turn", numbers))]))
+    for owner_h, lo, hi in gaps:
+        session_less = Query.term_query(schema, "episode", 0)
+        turns = Query.range_query(schema, "day", FieldType.Integer, 0, None)
+        parts.append(
+            Query.boolean_query(
+                [owner(owner_h), (Occur.Must, session_less), (Occur.Must, turns), created(lo, hi)]
+            )
+        )
+    return Query.const_score_query(
+        parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
+    )

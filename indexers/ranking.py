@@ -66,7 +66,7 @@ document, and a rebuild gives the same results.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime
 from typing import Any
 
@@ -112,8 +112,9 @@ class _Scorer:
         self.base: dict[_Key, float] = {}
         self.terms: dict[_Key, dict[str, float]] = {}
         self.expanded: set[_Ep] = set()
-        self.narrowed: set[_Ep] = set()
-        self.kept_turns: dict[int, list[int]] = {}
+        self.narrowed: set[_Ep] = set()  # the runs, and the sessions cut: scored by the two below
+        self.spans: list[tuple[_Ep, int, int]] = []  # (episode, first, last time) of a kept slice
+        self.kept_turns: dict[int, list[int]] = {}  # per owner hash, turn numbers kept
         self._owners: dict[int, str] = {}
 
     def add_hits(self, hits: list[tuple[float, Any]]) -> None:
@@ -129,15 +130,14 @@ class _Scorer:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
         (see `episodes.reach_slices`); `narrowed` then names the runs and the sessions it
-        cut, and `kept_turns` the turn numbers the second stage scores in them, per owner
-        hash (a session kept whole is scored whole, by its term).  The members are read
+        cut, and `spans` and `kept_turns` the turns the second stage scores in them (a
+        session kept whole is scored whole, by its term).  The members are read
         as fast-field columns and only those kept are placed: a run of 3,000 same-time
         turns keeps ~120, and placing every one was half of such a search."""
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
         runs, sessions = self._member_rows(addresses, wanted, bool(centres))
-        narrowed: set[_Ep] = set()
         for owner_h, rows in runs.items():
             rows.sort()  # time order: (created, turn number, key)
             times = [row[0] for row in rows]
@@ -148,22 +148,11 @@ class _Scorer:
                     continue
                 ep = (GAP_EP, owner_h, times[lo])
                 wanted.add(ep)
-                narrowed.add(ep)
                 self._keep(rows[lo:hi], ep, anchors)
         for ep, rows in sessions.items():
             rows.sort()
-            if self._keep(rows, ep, anchors):
-                narrowed.add(ep)
+            self._keep(rows, ep, anchors)
         self.expanded = wanted
-        # a session kept whole is named by its term alone: a time range beside it made
-        # every per-group search of stage 2 intersect a range query (~50 % slower); the
-        # rest by turn number, which a range of times cannot do in a same-time burst
-        kept: dict[int, list[int]] = {}
-        for key in self.address:
-            ep = self.episode_of[key]
-            if ep is not None and ep in narrowed:
-                kept.setdefault(ep[1], []).append(self.turn[key])
-        self.narrowed, self.kept_turns = narrowed, kept
 
     def _member_rows(
         self, addresses: list[Any], sessions: set[_Ep], gaps: bool
@@ -200,10 +189,13 @@ class _Scorer:
                 runs.setdefault(owner, []).append(row)
         return runs, by_session
 
-    def _keep(self, rows: list[_Row], ep: _Ep, anchors: set[_Key]) -> bool:
+    def _keep(self, rows: list[_Row], ep: _Ep, anchors: set[_Key]) -> None:
         """Place the turns of episode `ep` (its `rows`, in time order) within reach of its
         anchors (`episodes.reach_slices`); a stage-1 hit stays, as a turn of `ep`, within
-        reach or not (scored without its neighbours).  Whether any turn was left out."""
+        reach or not (scored without its neighbours).  A run, or a session cut, is
+        `narrowed`: its kept slices are scored by their times, or, when same-time turns
+        left out would more than double a slice's range, by their turn numbers (a time
+        range beside a session kept whole made each per-group search ~50 % slower)."""
         at = []
         for key in anchors:
             i = bisect_left(rows, (self.created[key], self.turn[key], key))
@@ -211,13 +203,25 @@ class _Scorer:
                 at.append(i)
         slices = reach_slices(len(rows), sorted(at), self.ranking.episode_reach)
         address, created, turn, episode_of = self.address, self.created, self.turn, self.episode_of
-        for key in [row[2] for row in rows if row[3] is None]:
-            episode_of[key] = ep
+        hits = [i for i, row in enumerate(rows) if row[3] is None]
+        for i in hits:
+            episode_of[rows[i][2]] = ep
         for lo, hi in slices:
             for at_s, number, key, found in rows[lo:hi]:
                 if found is not None:
                     address[key], created[key], turn[key], episode_of[key] = found, at_s, number, ep
-        return slices != [(0, len(rows))]
+        if ep[0] == SESSION_EP and slices == [(0, len(rows))]:
+            return
+        self.narrowed.add(ep)
+        times = [row[0] for row in rows]
+        numbers = self.kept_turns.setdefault(ep[1], [])
+        for lo, hi in slices:
+            first, last = times[lo], times[hi - 1]
+            if bisect_right(times, last) - bisect_left(times, first) <= 2 * (hi - lo):
+                self.spans.append((ep, first, last))
+            else:
+                numbers.extend(row[1] for row in rows[lo:hi])
+        numbers.extend(rows[i][1] for i in hits if not any(lo <= i < hi for lo, hi in slices))
 
     def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
         """The best stage-1 hit of each of `episodes` as the first stage saw them (a run's

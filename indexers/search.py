@@ -11,7 +11,6 @@ rebuild swapped the folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -24,9 +23,9 @@ from events.clock import utcnow
 from events.doctypes import SESSION_KEYS
 from events.layout import TURN_KINDS
 
-from .episodes import GAP_EP, GAP_SPAN, SESSION_EP
+from .episodes import GAP_EP, GAP_SPAN, SESSION_EP, episodes_query
 from .feedback import FEEDBACK_GROUP, feedback_terms
-from .filters import any_of, search_filters
+from .filters import search_filters
 from .query import QueryPlan, TermGroup, plan_query
 from .ranking import _idf, _Scorer
 from .request import Ranking, SearchRequest
@@ -269,16 +268,23 @@ class _Searching:
         span = int(ranking.episode_gap_minutes * 60 * GAP_SPAN)
         sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
         gaps = [(ep[1], ep[2] - span, ep[2] + span) for ep in episodes if ep[0] == GAP_EP]
-        within = self._episodes_query(scorer, gaps, sessions=sessions)
+        within = episodes_query(self._schema, scorer.owner_name, gaps, sessions=sessions)
         members = searcher.search(
             Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
         ).hits
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
-        if scorer.kept_turns:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
+        if scorer.narrowed:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
             whole = sorted(
                 ep[2] for ep in scorer.expanded if ep[0] == SESSION_EP and ep not in scorer.narrowed
             )
-            within = self._episodes_query(scorer, [], sessions=whole, kept_turns=scorer.kept_turns)
+            within = episodes_query(
+                self._schema,
+                scorer.owner_name,
+                [(ep[1], lo, hi) for ep, lo, hi in scorer.spans if ep[0] == GAP_EP],
+                sessions=whole,
+                session_spans=[(ep[2], lo, hi) for ep, lo, hi in scorer.spans if ep[0] == SESSION_EP],
+                kept_turns=scorer.kept_turns,
+            )
         for stem, query in groups.items():
             found = searcher.search(
                 Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
@@ -286,43 +292,6 @@ class _Searching:
                 count=False,
             ).hits
             scorer.set_term_scores(stem, found)
-
-    def _episodes_query(
-        self,
-        scorer: _Scorer,
-        gaps: list[tuple[int, int, int]],
-        *,
-        sessions: Sequence[int] = (),
-        kept_turns: dict[int, list[int]] | None = None,
-    ) -> Query:
-        """Turns of the second stage (constant score): per (owner hash, first, last time)
-        of `gaps`, that owner's session-less turns created in that span; the turns of
-        `sessions` (episode hashes); per owner hash of `kept_turns`, that owner's turns
-        of those numbers (a number is one turn of one user)."""
-        schema = self._schema
-
-        def owner(owner_h: int) -> tuple[Occur, Query]:
-            return (Occur.Must, Query.term_query(schema, "owner", scorer.owner_name(owner_h)))
-
-        parts: list[Query] = []
-        if sessions:
-            parts.append(any_of(schema, "episode", sessions))
-        for owner_h, numbers in sorted((kept_turns or {}).items()):
-            parts.append(Query.boolean_query([owner(owner_h), (Occur.Must, any_of(schema, "turn", numbers))]))
-        for owner_h, lo, hi in gaps:
-            parts.append(
-                Query.boolean_query(
-                    [
-                        owner(owner_h),
-                        (Occur.Must, Query.term_query(schema, "episode", 0)),
-                        (Occur.Must, Query.range_query(schema, "day", FieldType.Integer, 0, None)),
-                        (Occur.Must, Query.range_query(schema, "created", FieldType.Integer, lo, hi)),
-                    ]
-                )
-            )
-        return Query.const_score_query(
-            parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
-        )
 
     def _page(
         self,
