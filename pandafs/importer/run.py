@@ -184,17 +184,18 @@ def import_turns(
         handle = source.open("rb")
     except OSError as exc:
         raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
-    vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
-    with handle, file_lock(vault.layout.import_lock, what="import", root=vault.root):
-        importer = _Importer(vault, report, after_batch, progress, keep_turns)
-        failed = True
-        try:
-            for chunk in chunks(handle, batch_size):
-                importer.run_chunk(chunk)
-            importer.finish()
-            failed = False
-        finally:
-            importer.close(failed=failed)
-            report.stages = importer.stages()
+    with handle:  # closed on every way out: the users folder failing to be made too
+        vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
+        with file_lock(vault.layout.import_lock, what="import", root=vault.root):
+            importer = _Importer(vault, report, after_batch, progress, keep_turns)
+            failed = True
+            try:
+                for chunk in chunks(handle, batch_size):
+                    importer.run_chunk(chunk)
+                importer.finish()
+                failed = False
+            finally:
+                importer.close(failed=failed)
+                report.stages = importer.stages()
     report.seconds = time.perf_counter() - started
     return report
