@@ -26,6 +26,13 @@ second stage knows the run, a turn is its own run, keyed by its own time)."""
 SESSION_EP, GAP_EP = 1, 2
 GAP_SPAN = 12
 """The second stage looks this many gaps either side of a turn for the rest of its run."""
+BY_NUMBER = 128
+"""A kept slice of an episode of up to this many turns is scored by turn number (one term
+query each), a longer one by its time range.  Measured on the bench_pipeline vault at
+100k documents, a per-group search with a time range beside its terms took ~1.6 ms, by
+number ~0.15 ms; a range also covers same-time turns left out.  But 3,000 numbers cost
+more than their range (`bench_episodes.py`, the whole-run column: episode_reach = 0).
+An `episode_reach` of 32 keeps slices of at most 65 turns."""
 
 
 def in_time_order(keys: list[_Key], created: dict[_Key, int], turn: dict[_Key, int]) -> list[_Key]:
@@ -115,3 +122,31 @@ def episodes_query(
     return Query.const_score_query(
         parts[0] if len(parts) == 1 else Query.boolean_query([(Occur.Should, q) for q in parts]), 0.0
     )
+
+
+def prefer_order(
+    scores: dict[_Key, float],
+    members: dict[_Ep, list[_Key]],
+    ep_score: dict[_Ep, float],
+    created: dict[_Key, int],
+    band_share: float,
+    weight: float,
+    earliest: bool,
+) -> None:
+    """Among episodes scoring within `band_share` of the best, the later (or earlier) the
+    better: each turn's score times 1 + `weight` · its episode's place between the first
+    and the last start (`members` in time order)."""
+    best = max(ep_score.values())
+    band = [e for e, s in ep_score.items() if s > 0 and s >= band_share * best]
+    if not band:
+        return
+    when = {e: created[members[e][0]] for e in band}
+    first, last = min(when.values()), max(when.values())
+    if last == first:
+        return
+    for ep in band:
+        share = (when[ep] - first) / (last - first)
+        boost = 1.0 + weight * ((1.0 - share) if earliest else share)
+        for key in members[ep]:
+            if key in scores:
+                scores[key] *= boost

@@ -66,14 +66,24 @@ document, and a rebuild gives the same results.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import tantivy
 
-from .episodes import GAP_EP, SESSION_EP, _Ep, _Key, cap_episodes, in_time_order, reach_slices
+from .episodes import (
+    BY_NUMBER,
+    GAP_EP,
+    SESSION_EP,
+    _Ep,
+    _Key,
+    cap_episodes,
+    in_time_order,
+    prefer_order,
+    reach_slices,
+)
 from .request import Ranking, SearchRequest
 from .schema import GLOBAL_OWNER, _epoch, _h64, _parent
 
@@ -82,8 +92,8 @@ def _idf(n: float, total: float) -> float:
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
 
 
-_Row = tuple[int, int, _Key, Any]
-"""A stage-2 member: (created, turn number, key, its address if not placed yet)."""
+_Row = tuple[int, int, int, int, Any]  # flat: a search builds thousands (see `add_members`)
+"""A stage-2 member: (created, turn number, segment, doc id, its address if not placed yet)."""
 
 
 class _Scorer:
@@ -133,7 +143,9 @@ class _Scorer:
         cut, and `spans` and `kept_turns` the turns the second stage scores in them (a
         session kept whole is scored whole, by its term).  The members are read
         as fast-field columns and only those kept are placed: a run of 3,000 same-time
-        turns keeps ~120, and placing every one was half of such a search."""
+        turns keeps ~120, and placing every one was half of such a search; each is one
+        flat tuple (nested ones doubled the garbage collector's work, whose full passes
+        made a long-session search's slowest 1 %)."""
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}
@@ -157,7 +169,7 @@ class _Scorer:
     def _member_rows(
         self, addresses: list[Any], sessions: set[_Ep], gaps: bool
     ) -> tuple[dict[int, list[_Row]], dict[_Ep, list[_Row]]]:
-        """(created, turn number, key, address) of each turn of `sessions` and, with `gaps`,
+        """(created, turn number, segment, doc id, address) of each turn of `sessions` and, with `gaps`,
         of each session-less turn, per owner hash and per session: the stage-2 members
         not placed yet (address given) and the stage-1 hits (address None)."""
         runs: dict[int, list[_Row]] = {}
@@ -166,7 +178,7 @@ class _Scorer:
         for key, ep in self.episode_of.items():
             if ep is None:
                 continue
-            row = (created[key], turn[key], key, None)
+            row = (created[key], turn[key], key[0], key[1], None)
             if ep[0] == GAP_EP:
                 if gaps:
                     runs.setdefault(ep[1], []).append(row)
@@ -175,12 +187,15 @@ class _Scorer:
         ff = self.searcher.fast_field_values
         names = ("created", "turn", "owner_h", "episode")
         columns = zip(*(ff(n, addresses) for n in names), strict=True)
-        known, now_s = self.address, self.now_s
+        known: dict[int, set[int]] = {}  # stage-1 docs per segment: no key tuple per member
+        for segment, doc in self.address:
+            known.setdefault(segment, set()).add(doc)
+        none: set[int] = set()
         for address, (at, number, owner, episode) in zip(addresses, columns, strict=True):
-            key = (address.segment_ord, address.doc)
-            if key in known:
+            segment, doc = address.segment_ord, address.doc
+            if doc in known.get(segment, none):
                 continue
-            row = (now_s if at is None else at, number or 0, key, address)
+            row = (self.now_s if at is None else at, number or 0, segment, doc, address)
             if episode:
                 rows = by_session.get((SESSION_EP, owner, episode))
                 if rows is not None:  # else another user's session of the same id
@@ -193,22 +208,22 @@ class _Scorer:
         """Place the turns of episode `ep` (its `rows`, in time order) within reach of its
         anchors (`episodes.reach_slices`); a stage-1 hit stays, as a turn of `ep`, within
         reach or not (scored without its neighbours).  A run, or a session cut, is
-        `narrowed`: its kept slices are scored by their times, or, when same-time turns
-        left out would more than double a slice's range, by their turn numbers (a time
-        range beside a session kept whole made each per-group search ~50 % slower)."""
+        `narrowed`: its kept slices are scored by their turn numbers, or, longer than
+        `BY_NUMBER`, by their time range (see there)."""
         at = []
         for key in anchors:
-            i = bisect_left(rows, (self.created[key], self.turn[key], key))
-            if i < len(rows) and rows[i][2] == key:
+            i = bisect_left(rows, (self.created[key], self.turn[key], *key))
+            if i < len(rows) and (rows[i][2], rows[i][3]) == key:
                 at.append(i)
         slices = reach_slices(len(rows), sorted(at), self.ranking.episode_reach)
         address, created, turn, episode_of = self.address, self.created, self.turn, self.episode_of
-        hits = [i for i, row in enumerate(rows) if row[3] is None]
+        hits = [i for i, row in enumerate(rows) if row[4] is None]
         for i in hits:
-            episode_of[rows[i][2]] = ep
+            episode_of[rows[i][2], rows[i][3]] = ep
         for lo, hi in slices:
-            for at_s, number, key, found in rows[lo:hi]:
+            for at_s, number, segment, doc, found in rows[lo:hi]:
                 if found is not None:
+                    key = (segment, doc)
                     address[key], created[key], turn[key], episode_of[key] = found, at_s, number, ep
         if ep[0] == SESSION_EP and slices == [(0, len(rows))]:
             return
@@ -216,11 +231,10 @@ class _Scorer:
         times = [row[0] for row in rows]
         numbers = self.kept_turns.setdefault(ep[1], [])
         for lo, hi in slices:
-            first, last = times[lo], times[hi - 1]
-            if bisect_right(times, last) - bisect_left(times, first) <= 2 * (hi - lo):
-                self.spans.append((ep, first, last))
-            else:
+            if hi - lo <= BY_NUMBER:
                 numbers.extend(row[1] for row in rows[lo:hi])
+            else:
+                self.spans.append((ep, times[lo], times[hi - 1]))
         numbers.extend(rows[i][1] for i in hits if not any(lo <= i < hi for lo, hi in slices))
 
     def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
@@ -355,7 +369,9 @@ class _Scorer:
                 if score > 0:
                     scores[key] = score + bonus
         if order is not None and r.latest_weight and ep_score:
-            self._prefer_order(scores, members, ep_score, order == "earliest")
+            prefer_order(
+                scores, members, ep_score, self.created, r.latest_band, r.latest_weight, order == "earliest"
+            )
         ranked = sorted(scores, key=lambda k: (-scores[k], -created[k], k))
         if r.episode_cap > 0:
             ranked = cap_episodes(ranked, self.episode_of, r.episode_cap)
@@ -375,26 +391,3 @@ class _Scorer:
         if ep is None or ep[0] == SESSION_EP:
             return None  # the session id is in the hit's meta; filled in by the caller
         return "gap:" + datetime.fromtimestamp(ep[2], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    def _prefer_order(
-        self,
-        scores: dict[_Key, float],
-        members: dict[_Ep, list[_Key]],
-        ep_score: dict[_Ep, float],
-        earliest: bool,
-    ) -> None:
-        """Among episodes scoring within `latest_band` of the best, the later (or earlier) the better."""
-        best = max(ep_score.values())
-        band = [e for e, s in ep_score.items() if s > 0 and s >= self.ranking.latest_band * best]
-        if not band:
-            return
-        when = {e: self.created[members[e][0]] for e in band}
-        first, last = min(when.values()), max(when.values())
-        if last == first:
-            return
-        for ep in band:
-            share = (when[ep] - first) / (last - first)
-            boost = 1.0 + self.ranking.latest_weight * ((1.0 - share) if earliest else share)
-            for key in members[ep]:
-                if key in scores:
-                    scores[key] *= boost
