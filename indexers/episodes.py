@@ -5,8 +5,9 @@ Turns of one conversation often share one time: an import whose lines carry only
 session's date, a burst of same-second questions.  Their order within that time is
 their turn number (the order the conversation had, as the vault numbered it); before
 the index held it (schema 5), ties fell to the document's address in the index, which a
-segment merge can change: which turns were a hit's neighbours, and which were within
-`episode_reach`, could change after a merge.
+re-index moves to the end (the learning fold re-indexes each turn it cites) and a
+segment merge can reorder: which turns were a hit's neighbours, and which were within
+`episode_reach`, changed after a citation.
 """
 
 from __future__ import annotations
