@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import CheckedFolders, check_opened, checked_folders, make_folder_at, open_folder
+from .opened import FOLDER_FLAGS, CheckedFolders, check_opened, checked_folders, make_folder_at, open_folder
 from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
@@ -147,9 +147,6 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
             raise
 
 
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-
-
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
     """`folder`, a folder under `root`, checked from `root` down before anything is
     written in it: every part must be a real folder (not a link, not a file); a missing
@@ -167,7 +164,7 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
         raise NotInVault(str(folder), "is not a plain vault path", action="written")
     if not parts:
         return folder
-    fd = os.open(base, _FOLDER_FLAGS)
+    fd = os.open(base, FOLDER_FLAGS)
     try:
         for depth, part in enumerate(parts):
             try:
@@ -189,7 +186,7 @@ def _open_part(parent: int, name: str, create: bool) -> int:
     """The folder `name` in `parent` opened by name, never through a link; made there
     first when missing and `create`."""
     try:
-        return os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
     except FileNotFoundError:
         if not create:
             raise

@@ -21,18 +21,24 @@ from pathlib import Path
 from .errors import NotInVault
 
 __all__ = [
+    "FOLDER_FLAGS",
     "CheckedFolders",
     "check_opened",
     "checked_folders",
     "fsync_folder",
     "is_inside",
     "make_folder_at",
+    "mode_at",
     "open_folder",
     "remove_tree_in_vault",
     "rename_in_vault",
     "unlink_in_vault",
     "where_opened",
 ]
+
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""How a folder is opened to be walked or written in by descriptor (add `O_NOFOLLOW` for
+one opened by name in its parent)."""
 
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC_FD = os.path.isdir(_PROC_FD)
@@ -99,7 +105,7 @@ def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | 
     it is checked as `check_opened` checks a file (it must be `root/<its path>`; else
     `NotInVault` naming `target`), so what goes through it stays in the folder checked,
     whatever is swapped for a link on its path later."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(folder, FOLDER_FLAGS)
     if root is not None:
         check_opened(fd, folder, root, created=False, target=target)
     return fd
@@ -195,7 +201,16 @@ def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
     except FileExistsError:
         if not exist_ok:
             raise
-    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+
+
+def mode_at(fd: int, name: str) -> int | None:
+    """The mode of `name` in the folder open as `fd`, not following a link (`st_mode` of
+    an lstat by name there); None if it cannot be stat'ed (gone since it was listed)."""
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except OSError:
+        return None
 
 
 def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:

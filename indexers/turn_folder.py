@@ -11,7 +11,7 @@ from pathlib import Path
 
 from events.errors import NotInVault
 from events.fsio import make_folder, read_vault_file
-from events.opened import CheckedFolders, checked_folders
+from events.opened import FOLDER_FLAGS, CheckedFolders, checked_folders
 from events.vaultread import open_vault_folder
 
 from .documents import sha256_bytes
@@ -93,7 +93,7 @@ def _walk(folder: Path, root: Path | None) -> list[tuple[str, os.stat_result]]:
     folder outside any vault, in tests.)"""
     try:
         if root is None:
-            top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            top = os.open(folder, FOLDER_FLAGS)
         else:
             top = open_vault_folder(root, folder.relative_to(root).as_posix())
     except (FileNotFoundError, NotADirectoryError):  # gone (or never a folder): nothing in it

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
+from events.opened import FOLDER_FLAGS, mode_at
 from events.vaultread import open_vault_folder
 
 from .documents import Skipped
@@ -80,14 +81,11 @@ def walk_documents(
             return
         prefix = under + "/"
     else:
-        top, prefix = os.open(root, _FOLDER), ""
+        top, prefix = os.open(root, FOLDER_FLAGS), ""
     try:
         yield from _walk_folder(top, prefix, refused)
     finally:
         os.close(top)
-
-
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def _walk_folder(
@@ -115,17 +113,17 @@ def _walk_folder(
         if classify(rel) is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
-            if refused is not None and _lexists(name, fd):  # (not just removed)
+            if refused is not None and mode_at(fd, name) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
         yield rel, entry
     for name in folders:
         try:
-            sub = os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+            sub = os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
         except FileNotFoundError:
             continue  # removed since it was listed
         except OSError as exc:  # ELOOP / ENOTDIR: a link (or a file) in its place since
-            if _is_link(name, fd):
+            if stat.S_ISLNK(mode_at(fd, name) or 0):
                 if refused is not None:
                     refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
             elif not isinstance(exc, NotADirectoryError):
@@ -135,21 +133,6 @@ def _walk_folder(
             yield from _walk_folder(sub, rel_dir + name + "/", refused)
         finally:
             os.close(sub)
-
-
-def _lexists(name: str, fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:
-        return False
-    return True
-
-
-def _is_link(name: str, fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 _LINK_REASON = "is a symbolic link (never followed)"

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from events import NotInVault, classify, read_vault_file, validate_user_id
 from events.errors import EventsError
+from events.opened import mode_at
 from events.vaultread import open_vault_folder
 from indexers.errors import IndexingError
 
@@ -122,10 +123,7 @@ def _plain_files(root: Path, folder: str, names: list[str]) -> list[str]:
 
 
 def _is_file_at(fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
+    return stat.S_ISREG(mode_at(fd, name) or 0)
 
 
 def _documents_under(root: Path, base: str) -> list[str]:
