@@ -228,13 +228,12 @@ class _Scorer:
         if ep[0] == SESSION_EP and slices == [(0, len(rows))]:
             return
         self.narrowed.add(ep)
-        times = [row[0] for row in rows]
         numbers = self.kept_turns.setdefault(ep[1], [])
         for lo, hi in slices:
             if hi - lo <= BY_NUMBER:
                 numbers.extend(row[1] for row in rows[lo:hi])
             else:
-                self.spans.append((ep, times[lo], times[hi - 1]))
+                self.spans.append((ep, rows[lo][0], rows[hi - 1][0]))
         numbers.extend(rows[i][1] for i in hits if not any(lo <= i < hi for lo, hi in slices))
 
     def _anchors(self, episodes: list[_Ep]) -> set[_Key]:
