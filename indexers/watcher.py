@@ -137,7 +137,12 @@ class VaultWatcher:
         if not os.path.isdir(self._watched):
             raise WatcherError(f"cannot watch {self._watched}: not a folder")
         events_r, events_w = os.pipe()
-        control_r, control_w = os.pipe()
+        try:
+            control_r, control_w = os.pipe()
+        except BaseException:  # out of descriptors (EMFILE): the first pipe goes too
+            os.close(events_r)
+            os.close(events_w)
+            raise
         boot = (
             "import sys; sys.path[:] = sys.argv[4:]; "
             f"from {child_main.__module__} import child_main; "

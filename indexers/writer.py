@@ -144,6 +144,16 @@ class IndexBatch:
         self._changed(path, entry)
 
 
+def _give_up(writer: Any) -> None:
+    """Drop what `writer` holds uncommitted and release it now, not when a traceback that
+    names it is freed; a writer tantivy already consumed (a commit that failed half-way,
+    a rollback that did) has nothing left to give up."""
+    with suppress(ValueError, RuntimeError):
+        writer.rollback()
+    with suppress(ValueError, RuntimeError):
+        writer.wait_merging_threads()
+
+
 class _Busy(Exception):
     """The index lock is held by someone else."""
 
@@ -258,31 +268,40 @@ class _Writing:
         try:
             yield batch
         except BaseException:
-            writer.rollback()
-            writer.wait_merging_threads()  # released now, not when the traceback is freed
+            _give_up(writer)
             raise
-        try:
-            writer.commit()
-        except ValueError as exc:
-            # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
-            # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
-            # empty commit moves the opstamp on (tantivy's GC then removes the file).
-            if "FileAlreadyExists" not in str(exc):
-                raise
-            writer.rollback()
-            writer.wait_merging_threads()  # consumes it: tantivy's lock goes with it
-            empty = self._tantivy_writer(index)
-            empty.commit()
-            empty.wait_merging_threads()
-            writer = self._tantivy_writer(index)
-            batch.redo_on(writer)
-            writer.commit()
+        writer = self._commit(index, writer, batch)
         writer.wait_merging_threads()
         self._append_state(state_path, batch.changes)
         self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
         if self._untrimmed >= TRIM_EVERY:
             self._untrimmed = 0
             release_freed_memory()
+
+    def _commit(self, index: tantivy.Index, writer: Any, batch: IndexBatch) -> Any:
+        """Commit `batch` (on `writer`); the writer that committed it.  A commit that
+        fails gives up its writer before the error goes on (tantivy's lock and threads go
+        with it, not when the traceback is freed): the next batch is not refused as busy."""
+        try:
+            try:
+                writer.commit()
+            except ValueError as exc:
+                # A writer killed mid-commit left `{segment}.{opstamp}.del`; redoing the same
+                # operations reaches the same opstamp and tantivy refuses to overwrite it.  An
+                # empty commit moves the opstamp on (tantivy's GC then removes the file).
+                if "FileAlreadyExists" not in str(exc):
+                    raise
+                _give_up(writer)
+                writer = empty = self._tantivy_writer(index)
+                empty.commit()
+                empty.wait_merging_threads()
+                writer = self._tantivy_writer(index)
+                batch.redo_on(writer)
+                writer.commit()
+        except BaseException:
+            _give_up(writer)
+            raise
+        return writer
 
     def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
         def spill(changes: dict[str, StateEntry | None]) -> None:

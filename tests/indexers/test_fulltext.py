@@ -494,6 +494,46 @@ def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vau
     assert ids(memory.search("door code", user="alice", now=NOW)) == ["alice/memories/b"]
 
 
+FAILED_COMMIT = """
+import resource, signal, sys
+from datetime import UTC, datetime
+from pathlib import Path
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+memory, now = Memory(Vault(Path(sys.argv[1]))), datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+memory.index_paths(["users/alice/memories/a.md"])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+try:
+    memory.index_paths(["users/alice/memories/b.md"])
+except ValueError as exc:
+    kept = exc  # held, as a caller that logs or reports its errors holds it
+    print("commit failed:", "File too large" in str(exc))
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+memory.index_paths(["users/alice/memories/b.md"])
+print(*(h["doc_id"] for w in ("papaya", "mango") for h in memory.search(w, user="alice", now=now)))
+"""
+
+
+def test_a_commit_that_fails_gives_its_writer_up_before_the_error_goes_on(vault: Vault) -> None:
+    """A commit that fails (here a segment file past the file-size limit, as a full disk
+    would) releases tantivy's writer lock at once.  Before, the failed writer lived as
+    long as its error did, and a long-lived process that kept the error (the watcher
+    logging it) had every later batch refused as busy."""
+    write_doc(vault, "users/alice/memories/a.md", "The wifi password is mango.")
+    words = " ".join(f"w{i}" for i in range(40_000))  # ~250 KB of terms: segments past 20 KB
+    write_doc(vault, "users/alice/memories/b.md", f"The door code is papaya. {words}")
+    done = subprocess.run(
+        [sys.executable, "-c", FAILED_COMMIT, str(vault.root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    expected = ["commit failed: True", "alice/memories/b alice/memories/a"]
+    assert done.stdout.splitlines() == expected, done.stderr
+
+
 def test_a_rebuild_never_swaps_folders_through_a_swapped_indexes_folder(tmp_path: Path) -> None:
     """A rebuild marks its new folder complete and swaps it in with two renames and a
     removal.  Those went by path after the lock's folder check: `indexes/` swapped for a

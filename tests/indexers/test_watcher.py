@@ -318,6 +318,44 @@ def test_start_fails_clearly_without_a_folder(tmp_path: Path) -> None:
         VaultWatcher(tmp_path / "missing").start()
 
 
+OUT_OF_DESCRIPTORS = """
+import os, resource, sys
+from pathlib import Path
+from indexers.watcher import VaultWatcher
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+os.close(held.pop())
+os.close(held.pop())  # room for one pipe, not two
+try:
+    VaultWatcher(Path(sys.argv[1])).start()
+except OSError as exc:
+    print("start:", exc.strerror)
+os.close(os.pipe()[0])  # the first pipe was given back
+print("ok")
+"""
+
+
+def test_start_out_of_descriptors_gives_back_what_it_opened(root: Path) -> None:
+    """A watcher that cannot open its second pipe closes its first: in a long-lived
+    process at its descriptor limit, each retry of `start` must not take two more."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", OUT_OF_DESCRIPTORS, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.splitlines() == ["start: Too many open files", "ok"], done.stderr
+
+
 def test_the_watcher_imports_events_only() -> None:
     import indexers.watcher as module
 
