@@ -7,7 +7,9 @@ Writers hold `fulltext.lock` only for one batch; a second writer waits up to
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -22,7 +24,7 @@ from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 from events.opened import checked_folders, remove_tree_in_vault
 
-from .errors import IndexBusy, IndexIncompatible, IndexingError
+from .errors import IndexBusy, IndexIncompatible, IndexingError, IndexWriteError
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
@@ -142,6 +144,17 @@ class IndexBatch:
     def touch(self, path: str, entry: StateEntry) -> None:
         """Record a new mtime for a file whose content (checksum) did not change."""
         self._changed(path, entry)
+
+
+def _write_error(message: str) -> IndexWriteError:
+    """The `IndexWriteError` of tantivy's "An IO error occurred: '… (os error N)'"."""
+    found = re.search(r"os error (\d+)", message)
+    code = int(found.group(1)) if found else errno.EIO
+    return IndexWriteError(
+        code,
+        f"the index could not be written ({os.strerror(code)}): nothing of this batch is indexed; "
+        "the files keep it, and the next reconcile or `pandafs watch` indexes it",
+    )
 
 
 def _give_up(writer: Any) -> None:
@@ -298,8 +311,10 @@ class _Writing:
                 writer = self._tantivy_writer(index)
                 batch.redo_on(writer)
                 writer.commit()
-        except BaseException:
+        except BaseException as exc:
             _give_up(writer)
+            if isinstance(exc, ValueError) and "An IO error occurred" in str(exc):
+                raise _write_error(str(exc)) from exc
             raise
         return writer
 
