@@ -34,7 +34,7 @@ SEED = int(os.environ.get("PANDAFS_WATCH_SEED", time.time_ns() % 1_000_000))
 class WatchProcess:
     """`python -m pandafs --root ROOT watch ARGS` with its stderr lines collected."""
 
-    def __init__(self, root: Path, *args: str) -> None:
+    def __init__(self, root: Path, *args: str, file_size_limit: int | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pandafs", "--root", str(root), "watch", *args],
             stdout=subprocess.PIPE,
@@ -42,6 +42,7 @@ class WatchProcess:
             text=True,
             cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=None if file_size_limit is None else lambda: _limit_file_size(file_size_limit),
         )
         self.lines: list[str] = []
         self._cond = threading.Condition()
@@ -93,6 +94,14 @@ class WatchProcess:
     def ensure_dead(self) -> None:
         if self.proc.poll() is None:
             self.kill()
+
+
+def _limit_file_size(limit: int) -> None:
+    """In the child: a write past `limit` bytes fails (EFBIG), as on a full disk."""
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "") -> float:
@@ -170,6 +179,24 @@ def test_search_follows_creates_edits_saves_renames_and_deletes(vault: Vault) ->
     assert any(" stopped; status: queue" in line for line in watch.lines)
     assert any("status: queue" in line for line in watch.lines)
     assert out.startswith("inbox: 0 answered")
+
+
+def test_a_commit_the_disk_refuses_is_retried_and_watch_goes_on(vault: Vault) -> None:
+    """A commit that cannot be written (a file-size limit here, a full disk in life) is
+    logged and retried; it ended `pandafs watch` with an internal error (tantivy's
+    ValueError was not among the errors the loop retries)."""
+    watch = WatchProcess(vault.root, file_size_limit=100_000)
+    try:
+        watch.wait_for("reconciled")
+        words = " ".join(f"w{i}" for i in range(150_000))  # its segment: past the limit
+        drop(vault.root, "knowledge/big.md", f"# Big\n{words}\n")
+        watch.wait_for("indexing failed, will retry")
+        assert watch.proc.poll() is None, watch.lines[-5:]
+        code, _ = watch.stop()
+    finally:
+        watch.ensure_dead()
+    assert code == 0, watch.lines[-10:]
+    assert any("the index could not be written (File too large)" in line for line in watch.lines)
 
 
 def test_a_burst_of_5000_files_all_ends_up_indexed(vault: Vault) -> None:
