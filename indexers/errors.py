@@ -3,14 +3,29 @@
 IndexingError            root
 ├── IndexBusy            another writer holds the index lock past the wait limit
 ├── IndexIncompatible    the index on disk was built with another schema: rebuild it
-├── IndexWriteError      the disk refused a commit (full, a size limit, an I/O error); also
-│                        an `OSError`, which every long-lived loop retries later
+├── IndexDamaged         a file of the index is corrupt or missing: rebuild it
+├── IndexIOError         the disk refused a read or a commit (full, a size limit, an I/O
+│                        error); also an `OSError`, which every long-lived loop retries
 └── ArchiveError         the Parquet archive is missing or does not match its checksums
+
+tantivy reports all but the first two as `ValueError`; `tantivy_error` says which.
 """
 
 from __future__ import annotations
 
-__all__ = ["ArchiveError", "IndexBusy", "IndexIncompatible", "IndexWriteError", "IndexingError"]
+import errno
+import os
+import re
+
+__all__ = [
+    "ArchiveError",
+    "IndexBusy",
+    "IndexDamaged",
+    "IndexIOError",
+    "IndexIncompatible",
+    "IndexingError",
+    "tantivy_error",
+]
 
 
 class IndexingError(Exception):
@@ -25,10 +40,15 @@ class IndexIncompatible(IndexingError):
     pass
 
 
-class IndexWriteError(IndexingError, OSError):
-    """A commit the disk refused: nothing of its batch is in the index, the files keep
-    everything, and the next reconcile (or the watcher's retry) indexes them.  Raised
-    for tantivy's I/O errors, which it reports as `ValueError`; `errno` is the system's."""
+class IndexDamaged(IndexingError):
+    """The index cannot be read: a file of it is corrupt or missing.  The documents are
+    untouched; `pandafs rebuild` (or `verify --repair`) makes the index anew from them."""
+
+
+class IndexIOError(IndexingError, OSError):
+    """A read or commit of the index the disk refused: nothing of a refused commit's
+    batch is in the index, the files keep everything, and the next reconcile (or the
+    watcher's retry) indexes them.  `errno` is the system's."""
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()
@@ -36,3 +56,21 @@ class IndexWriteError(IndexingError, OSError):
 
 class ArchiveError(IndexingError):
     pass
+
+
+def tantivy_error(exc: ValueError, where: str, *, writing: bool) -> IndexingError:
+    """What tantivy's `ValueError` from opening, reading or committing the index at
+    `where` is: the disk's refusal ("An IO error occurred: '… (os error N)'") or
+    damage (a corrupt or missing file)."""
+    text = str(exc)
+    if "An IO error occurred" in text:
+        found = re.search(r"os error (\d+)", text)
+        code = int(found.group(1)) if found else errno.EIO
+        if writing:
+            return IndexIOError(
+                code,
+                f"the index could not be written ({os.strerror(code)}): nothing of this batch is "
+                "indexed; the files keep it, and the next reconcile or `pandafs watch` indexes it",
+            )
+        return IndexIOError(code, f"the index {where} could not be read ({os.strerror(code)})")
+    return IndexDamaged(f"the index {where} cannot be read ({text}); run `pandafs rebuild`")

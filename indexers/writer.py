@@ -7,9 +7,7 @@ Writers hold `fulltext.lock` only for one batch; a second writer waits up to
 
 from __future__ import annotations
 
-import errno
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -24,7 +22,7 @@ from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 from events.opened import checked_folders, remove_tree_in_vault
 
-from .errors import IndexBusy, IndexIncompatible, IndexingError, IndexWriteError
+from .errors import IndexBusy, IndexIncompatible, IndexingError, tantivy_error
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
@@ -146,17 +144,6 @@ class IndexBatch:
         self._changed(path, entry)
 
 
-def _write_error(message: str) -> IndexWriteError:
-    """The `IndexWriteError` of tantivy's "An IO error occurred: '… (os error N)'"."""
-    found = re.search(r"os error (\d+)", message)
-    code = int(found.group(1)) if found else errno.EIO
-    return IndexWriteError(
-        code,
-        f"the index could not be written ({os.strerror(code)}): nothing of this batch is indexed; "
-        "the files keep it, and the next reconcile or `pandafs watch` indexes it",
-    )
-
-
 def _give_up(writer: Any) -> None:
     """Drop what `writer` holds uncommitted and release it now, not when a traceback that
     names it is freed; a writer tantivy already consumed (a commit that failed half-way,
@@ -245,9 +232,16 @@ class _Writing:
                 raise IndexIncompatible(
                     f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"
                 )
-            self._index = tantivy.Index.open(str(self.tantivy_dir))
+            try:
+                self._index = tantivy.Index.open(str(self.tantivy_dir))
+            except ValueError as exc:  # a corrupt or missing file of it, or the disk's refusal
+                raise tantivy_error(exc, self._where(), writing=False) from exc
             self._ino = ino
         return self._index
+
+    def _where(self) -> str:
+        """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
+        return self.dir.relative_to(self.indexes_dir.parent).as_posix()
 
     # --- writing ------------------------------------------------------------------
 
@@ -314,7 +308,7 @@ class _Writing:
         except BaseException as exc:
             _give_up(writer)
             if isinstance(exc, ValueError) and "An IO error occurred" in str(exc):
-                raise _write_error(str(exc)) from exc
+                raise tantivy_error(exc, self._where(), writing=True) from exc
             raise
         return writer
 

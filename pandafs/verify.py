@@ -21,6 +21,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                binary, too large, unreadable): not in search until it is fixed
   index_stale  one per path: a document not in the index, changed since it was
                indexed, or indexed but gone (`--repair` reconciles and lists each)
+  index_damaged  a file of the index is corrupt or missing, so it cannot be read
+               (`--repair` rebuilds it from the documents)
   scope_claim  `scope: global` on a user's document that cannot be shared (it stays theirs)
   id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
   archive_*    cold storage (stubs, Parquet rows, checksums): see
@@ -56,6 +58,7 @@ from events.layout import effective_scope
 from events.log import typed_events
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
+from indexers.errors import IndexDamaged
 from indexers.sync import scan_documents
 
 from . import archive, learning, pipeline
@@ -188,6 +191,15 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     """
     memory = open_memory(vault)
     found = _index_problems(vault, memory)
+    if repair and any(p.kind == "index_damaged" for p in found):
+        memory.rebuild()  # built beside the damaged one from the documents, then swapped in
+        advice = "; run `pandafs rebuild`"  # done: not to be advised in the repair's line
+        rebuilt = [
+            Problem(p.path, p.kind, f"{p.message.removesuffix(advice)}: rebuilt", repaired=True)
+            for p in found
+            if p.kind == "index_damaged"
+        ]
+        return rebuilt + _index_problems(vault, memory)
     if not repair or not any(p.kind == "index_stale" for p in found):
         return found
     report = memory.reconcile()
@@ -240,7 +252,10 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
             indexed += 1
     for path in sorted(p for p in state if p not in files):
         problems.append(Problem(path, "index_stale", "indexed but the file is gone"))
-    held = memory.index.count()
+    try:
+        held = memory.index.count()
+    except IndexDamaged as exc:
+        return [*problems, Problem(vault.rel(memory.index.dir), "index_damaged", str(exc))]
     if not problems and held != indexed:
         problems.append(
             Problem(

@@ -506,7 +506,7 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails wi
 resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
 try:
     memory.index_paths(["users/alice/memories/b.md"])
-except OSError as exc:  # what every long-lived loop retries (IndexWriteError)
+except OSError as exc:  # what every long-lived loop retries (IndexIOError)
     kept = exc  # held, as a caller that logs or reports its errors holds it
     print("commit failed:", exc.errno == errno.EFBIG, type(exc).__name__, "|", exc)
 resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
@@ -533,7 +533,7 @@ def test_a_commit_that_fails_gives_its_writer_up_before_the_error_goes_on(vault:
         cwd=REPO,
     )
     failed, found = done.stdout.splitlines()
-    assert failed.startswith("commit failed: True IndexWriteError | the index could not be written"), failed
+    assert failed.startswith("commit failed: True IndexIOError | the index could not be written"), failed
     assert found == "alice/memories/b alice/memories/a", done.stderr
 
 

@@ -187,3 +187,30 @@ def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> Non
     records = [orjson.loads(line) for line in (turn / "events.jsonl").read_bytes().splitlines()]
     assert meta["events"] == len(records) and meta["last_hash"] == records[-1]["hash"]
     assert cli("--root", vault.root, "verify").code == 0
+
+
+def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+    """A corrupt or missing file of the index was an "internal error ValueError" from
+    every command that searched, and from verify itself.  Now search says the index
+    cannot be read and to rebuild it, verify names it, and `--repair` rebuilds it."""
+    cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
+    tantivy = vault.root / "indexes" / "fulltext" / "tantivy"
+    for damage in ("meta.json", ".store"):
+        if damage == "meta.json":
+            (tantivy / "meta.json").write_text("garbage\n")
+        else:
+            for store in tantivy.glob("*.store"):
+                store.unlink()
+        found = cli("--root", vault.root, "search", "tulips", "--user", "alice")
+        assert found.code == 1
+        assert found.err.startswith("error: the index indexes/fulltext cannot be read ("), found.err
+        assert found.err.rstrip().endswith("run `pandafs rebuild`") and found.err.count("\n") == 1
+        named = cli("--root", vault.root, "verify", "--json")
+        assert named.code == 1
+        assert _problems(named)["indexes/fulltext"][0] == "index_damaged"
+        repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+        assert repaired.code == 0, repaired.out
+        [rebuilt] = repaired.json["repaired"]
+        assert (rebuilt["kind"], rebuilt["message"][-9:]) == ("index_damaged", ": rebuilt")
+        hits = cli("--root", vault.root, "search", "tulips", "--user", "alice", "--json").json
+        assert [h["doc_id"].split("/")[0] for h in hits] == ["alice"], hits
