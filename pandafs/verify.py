@@ -5,7 +5,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
   misplaced    events name another user or turn than their folder
   empty_turn   a turn folder with no events whose allocator died (`--repair` removes
-               it at once; one a live process holds is its turn, not a problem)
+               it at once; one a live process holds is its turn, not a problem); a
+               warning when its only line was torn and moved aside (kept, not removed)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
   unreadable   a file that cannot be parsed at all (or a log that is a symlink), or a
@@ -38,6 +39,7 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,7 +57,7 @@ from events import (
 )
 from events.errors import EventLogError, EventsError, LogBusyError
 from events.layout import effective_scope
-from events.log import typed_events
+from events.log import TORN_SUFFIX, typed_events
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import IndexDamaged
@@ -137,7 +139,15 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
         report.problems.append(Problem(rel, "chain", str(problem).removeprefix(f"{rel}: ")))
         return
     if not log.records:
-        if log.torn_tail is None:
+        if log.torn_tail is not None:
+            return
+        torn = ref.events_path.name + TORN_SUFFIX
+        if _is_plain_file(ref.path / torn):  # its only line was torn, then moved aside by
+            # a repair: a turn that never began, whose bytes are kept; not a problem `--repair`
+            # could ever clear, so a warning, and verify is clean again
+            why = f"no event: its only line was torn and is kept in {torn}"
+            report.warnings.append(Problem(rel, "empty_turn", why))
+        else:
             report.problems.append(Problem(rel, "empty_turn", "events.jsonl holds no events"))
         return
     for record in log.records:
@@ -180,6 +190,14 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
     with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=ref.vault_root) as writer:
         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+
+
+def _is_plain_file(path: Path) -> bool:
+    """A regular file, not a link to one."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:

@@ -214,3 +214,20 @@ def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repai
         assert (rebuilt["kind"], rebuilt["message"][-9:]) == ("index_damaged", ": rebuilt")
         hits = cli("--root", vault.root, "search", "tulips", "--user", "alice", "--json").json
         assert [h["doc_id"].split("/")[0] for h in hits] == ["alice"], hits
+
+
+def test_a_turn_whose_only_line_was_torn_is_clean_after_one_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+    """A process killed (or refused by a full disk) while writing a turn's first event
+    leaves a log of one torn line.  `--repair` moves it aside; the folder then held an
+    empty log and the torn bytes, an `empty_turn` problem no repair could clear, so
+    verify failed for good.  Now it is a warning naming the kept bytes."""
+    turn = vault.root / "users" / "alice" / "turns" / "turn_000001"
+    turn.mkdir(parents=True)
+    (turn / "events.jsonl").write_bytes(b'{"seq":0,"type":"turn_started","user":"ali')
+    first = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert [p["kind"] for p in first.json["repaired"]] == ["torn_tail"], first.out
+    again = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert again.code == 0, again.out
+    [warning] = again.json["warnings"]
+    assert (warning["path"], warning["kind"]) == ("users/alice/turns/turn_000001/events.jsonl", "empty_turn")
+    assert (turn / "events.jsonl.torn").read_bytes() == b'{"seq":0,"type":"turn_started","user":"ali\n'
