@@ -22,7 +22,7 @@ from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 from events.opened import checked_folders, remove_tree_in_vault
 
-from .errors import IndexBusy, IndexIncompatible, IndexingError, tantivy_error
+from .errors import IndexBusy, IndexDamaged, IndexIncompatible, IndexingError, tantivy_error
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
@@ -227,7 +227,15 @@ class _Writing:
             root = self.indexes_dir.parent  # tantivy opens its folder by path: none of them a link
             check_folders(root, self.indexes_dir, self.dir, self.tantivy_dir)
             schema = (self.dir / "schema.json").relative_to(self.indexes_dir.parent).as_posix()
-            info = orjson.loads(read_vault_file(root, schema)[0])
+            try:
+                info = orjson.loads(read_vault_file(root, schema)[0])
+            except orjson.JSONDecodeError:
+                info = None
+            if not isinstance(info, dict):
+                raise IndexDamaged(
+                    f"the index {self._where()} cannot be read ({schema} is not a JSON object); "
+                    "run `pandafs rebuild`"
+                )
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(
                     f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"

@@ -195,9 +195,9 @@ def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repai
     cannot be read and to rebuild it, verify names it, and `--repair` rebuilds it."""
     cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
     tantivy = vault.root / "indexes" / "fulltext" / "tantivy"
-    for damage in ("meta.json", ".store"):
-        if damage == "meta.json":
-            (tantivy / "meta.json").write_text("garbage\n")
+    for damage in ("meta.json", "schema.json", ".store"):
+        if damage.endswith(".json"):
+            (tantivy / damage if damage == "meta.json" else tantivy.parent / damage).write_text("garbage\n")
         else:
             for store in tantivy.glob("*.store"):
                 store.unlink()
