@@ -38,6 +38,7 @@ from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vaul
 
 __all__ = [
     "TMP_PREFIX",
+    "append_all",
     "append_file",
     "atomic_file",
     "atomic_write",
@@ -229,11 +230,7 @@ def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durabl
         fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
         check_opened(fd, path, root, created=created)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if durable:
-                os.fsync(fd)
+            append_all(fd, data, durable=durable)
         finally:
             os.close(fd)
         if created and folder is not None:
@@ -241,6 +238,35 @@ def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durabl
     finally:
         if folder is not None:
             os.close(folder)
+
+
+def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
+    """Write all of `data` at the end of `fd` (opened `O_APPEND`), fsynced when `durable`.
+
+    An append the disk refuses (full, a size limit, an I/O error), or an interrupt, is
+    cut back: what this call wrote is truncated away when it is one run at the file's
+    end (no other writer appended after or between its writes), so no partial line is
+    left for the next append to glue onto (one line broken mid-file, and an event log's
+    chain with it), and no whole line stays that was never acknowledged."""
+    view, start, end = memoryview(data), -1, -1
+    try:
+        while view:
+            count = os.write(fd, view)
+            at = os.lseek(fd, 0, os.SEEK_CUR)
+            if start < 0:
+                start = at - count
+            elif at - count != end:
+                start = -2  # another writer appended between two of ours: not one run
+            end = at
+            view = view[count:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        if start >= 0:
+            with suppress(OSError):
+                if os.fstat(fd).st_size == end:
+                    os.ftruncate(fd, start)
+        raise
 
 
 def open_created(

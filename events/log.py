@@ -29,7 +29,7 @@ import orjson
 from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
-from .fsio import append_file, make_folders_for, open_created
+from .fsio import append_all, append_file, make_folders_for, open_created
 from .opened import check_opened
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
@@ -364,11 +364,7 @@ class EventWriter:
         data, records = encode_events(
             self.user, self.turn, payloads, ts=ts or utcnow(), seq=self._seq, prev=self._prev
         )
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        if self.durable:
-            os.fsync(self._fd)
+        append_all(self._fd, data, durable=self.durable)  # (refused: cut back, no torn line left)
         if records:
             self._seq, self._prev = records[-1]["seq"] + 1, records[-1]["hash"]
         events = [parse_event(r) for r in records]

@@ -175,6 +175,50 @@ def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
     assert check_chain(read_log(path)) is None
 
 
+REFUSED_APPEND = """
+import resource, signal, sys
+from pathlib import Path
+from events import EventWriter
+from events.fsio import append_file
+from events.schema import ResponseSynthesized
+path = Path(sys.argv[1])
+def limited(append):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+    try:
+        append()
+    except OSError as exc:
+        print("refused:", exc.strerror)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+with EventWriter(path, user="alice", turn="turn_000001") as writer:
+    limited(lambda: writer.append(ResponseSynthesized(answer="x" * 20_000)))
+    writer.append(ResponseSynthesized(attempt=9, answer="after"))
+other = path.with_name("other.jsonl")
+append_file(other, b"one\\n", root=path.parent)
+limited(lambda: append_file(other, b"y" * 20_000 + b"\\n", root=path.parent))
+append_file(other, b"two\\n", root=path.parent)
+"""
+
+
+def test_an_append_the_disk_refuses_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    """A write cut short (a full disk; a size limit here) is cut back to where the
+    append began, and the next append goes on the chain.  Before, the bytes written so
+    far stayed, and the next event was glued onto them: one line that is not JSON in
+    the middle of the log, a broken chain no repair could mend."""
+    path = tmp_path / "events.jsonl"
+    _write_turn(path, answers=1)
+    before = path.read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSED_APPEND, str(path)], capture_output=True, text=True, cwd=os.getcwd()
+    )
+    assert done.stdout.splitlines() == ["refused: File too large"] * 2, done.stderr
+    log = read_log(path)
+    assert log.torn_tail is None and check_chain(log) is None
+    assert path.read_bytes().startswith(before)
+    assert [e.data.answer for e in read_events(path)[3:]] == ["after"]
+    assert (tmp_path / "other.jsonl").read_bytes() == b"one\ntwo\n"  # any append: `append_file` too
+
+
 CHILD = """
 import sys
 import time
