@@ -281,12 +281,17 @@ class _Writing:
         spill = self._spiller(state_path) if fresh else None
         batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=fresh, spill=spill)
         try:
-            yield batch
-        except BaseException:
+            yield batch  # (an add can fail too: tantivy writes a segment when its heap fills)
+        except BaseException as exc:
             _give_up(writer)
+            self._raise_io_error(exc)
             raise
         writer = self._commit(index, writer, batch)
-        writer.wait_merging_threads()
+        try:
+            writer.wait_merging_threads()
+        except ValueError as exc:
+            self._raise_io_error(exc)
+            raise
         self._append_state(state_path, batch.changes)
         self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
         if self._untrimmed >= TRIM_EVERY:
@@ -315,10 +320,14 @@ class _Writing:
                 writer.commit()
         except BaseException as exc:
             _give_up(writer)
-            if isinstance(exc, ValueError) and "An IO error occurred" in str(exc):
-                raise tantivy_error(exc, self._where(), writing=True) from exc
+            self._raise_io_error(exc)
             raise
         return writer
+
+    def _raise_io_error(self, exc: BaseException) -> None:
+        """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one."""
+        if isinstance(exc, ValueError) and str(exc).startswith("An IO error occurred"):
+            raise tantivy_error(exc, self._where(), writing=True) from exc
 
     def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
         def spill(changes: dict[str, StateEntry | None]) -> None:
