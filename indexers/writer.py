@@ -22,7 +22,7 @@ from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 from events.opened import checked_folders, remove_tree_in_vault
 
-from .errors import IndexBusy, IndexDamaged, IndexIncompatible, IndexingError, tantivy_error
+from .errors import IndexBusy, IndexDamaged, IndexIncompatible, IndexingError, IndexIOError, tantivy_error
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
@@ -325,9 +325,12 @@ class _Writing:
         return writer
 
     def _raise_io_error(self, exc: BaseException) -> None:
-        """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one."""
-        if isinstance(exc, ValueError) and str(exc).startswith("An IO error occurred"):
-            raise tantivy_error(exc, self._where(), writing=True) from exc
+        """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one (any
+        other error is ours, or tantivy's refusal of what we asked: it goes on as it is)."""
+        if isinstance(exc, ValueError):
+            error = tantivy_error(exc, self._where(), writing=True)
+            if isinstance(error, IndexIOError):
+                raise error from exc
 
     def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
         def spill(changes: dict[str, StateEntry | None]) -> None:
