@@ -58,11 +58,13 @@ class ArchiveError(IndexingError):
     pass
 
 
-def tantivy_error(exc: ValueError, where: str, *, writing: bool) -> IndexingError:
+def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> IndexingError:
     """What tantivy's `ValueError` from opening, reading or committing the index at
-    `where` is: the disk's refusal ("An IO error occurred: '… (os error N)'") or
-    damage (a corrupt or missing file)."""
-    text = str(exc)
+    `where` (vault-relative) is: the disk's refusal ("An IO error occurred: '… (os error
+    N)'") or damage (a corrupt or missing file).  Paths in tantivy's text are made
+    relative to the vault `root`: the message may go to an MCP client, which is told
+    nothing of where the vault is."""
+    text = str(exc).replace(root.rstrip("/") + "/", "")
     if "An IO error occurred" in text:
         found = re.search(r"os error (\d+)", text)
         code = int(found.group(1)) if found else errno.EIO

@@ -24,7 +24,6 @@ from events.doctypes import SESSION_KEYS
 from events.layout import TURN_KINDS
 
 from .episodes import GAP_EP, GAP_SPAN, SESSION_EP, episodes_query
-from .errors import tantivy_error
 from .feedback import FEEDBACK_GROUP, feedback_terms
 from .filters import search_filters
 from .query import QueryPlan, TermGroup, plan_query
@@ -62,7 +61,7 @@ class _Searching:
                 self._counts.clear()
             return index.searcher()
         except ValueError as exc:  # a segment file corrupt or gone, or the disk's refusal
-            raise tantivy_error(exc, self._where(), writing=False) from exc
+            raise self._tantivy_error(exc, writing=False) from exc
 
     def _count_days(self, searcher: tantivy.Searcher, key: tuple[Any, ...], query: Query) -> float:
         """Distinct conversations (sessions, else days) matching `query`, cached until the index changes."""

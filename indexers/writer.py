@@ -243,13 +243,17 @@ class _Writing:
             try:
                 self._index = tantivy.Index.open(str(self.tantivy_dir))
             except ValueError as exc:  # a corrupt or missing file of it, or the disk's refusal
-                raise tantivy_error(exc, self._where(), writing=False) from exc
+                raise self._tantivy_error(exc, writing=False) from exc
             self._ino = ino
         return self._index
 
     def _where(self) -> str:
         """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
         return self.dir.relative_to(self.indexes_dir.parent).as_posix()
+
+    def _tantivy_error(self, exc: ValueError, *, writing: bool) -> IndexingError:
+        """`tantivy_error` for this index."""
+        return tantivy_error(exc, self._where(), writing=writing, root=str(self.indexes_dir.parent))
 
     # --- writing ------------------------------------------------------------------
 
@@ -328,7 +332,7 @@ class _Writing:
         """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one (any
         other error is ours, or tantivy's refusal of what we asked: it goes on as it is)."""
         if isinstance(exc, ValueError):
-            error = tantivy_error(exc, self._where(), writing=True)
+            error = self._tantivy_error(exc, writing=True)
             if isinstance(error, IndexIOError):
                 raise error from exc
 

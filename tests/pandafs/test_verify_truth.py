@@ -205,6 +205,7 @@ def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repai
         assert found.code == 1
         assert found.err.startswith("error: the index indexes/fulltext cannot be read ("), found.err
         assert found.err.rstrip().endswith("run `pandafs rebuild`") and found.err.count("\n") == 1
+        assert str(vault.root) not in found.err  # (an MCP client is told nothing of where the vault is)
         named = cli("--root", vault.root, "verify", "--json")
         assert named.code == 1
         assert _problems(named)["indexes/fulltext"][0] == "index_damaged"
