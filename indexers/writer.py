@@ -238,7 +238,7 @@ class _Writing:
                 )
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(
-                    f"{self.dir} was built by another PandaFS version; run `pandafs rebuild`"
+                    f"the index {self._where()} was built by another PandaFS version; run `pandafs rebuild`"
                 )
             try:
                 self._index = tantivy.Index.open(str(self.tantivy_dir))

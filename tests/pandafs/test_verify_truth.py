@@ -232,3 +232,14 @@ def test_a_turn_whose_only_line_was_torn_is_clean_after_one_repair(vault: Vault,
     [warning] = again.json["warnings"]
     assert (warning["path"], warning["kind"]) == ("users/alice/turns/turn_000001/events.jsonl", "empty_turn")
     assert (turn / "events.jsonl.torn").read_bytes() == b'{"seq":0,"type":"turn_started","user":"ali\n'
+
+
+def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault, cli) -> None:  # noqa: ANN001
+    """The one line that asks for a rebuild after an upgrade names the index as the vault
+    does: it held the vault's absolute path, which the MCP server passes to its client."""
+    cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
+    (vault.root / "indexes" / "fulltext" / "schema.json").write_text('{"schema_version": 4}')
+    found = cli("--root", vault.root, "search", "tulips", "--user", "alice")
+    assert found.code == 1
+    expected = "error: the index indexes/fulltext was built by another PandaFS version; run `pandafs rebuild`"
+    assert found.err.strip() == expected
