@@ -46,6 +46,7 @@ __all__ = [
     "read_events",
     "read_log",
     "repair_torn_tail",
+    "torn_path",
 ]
 
 GENESIS = "0" * 64
@@ -234,6 +235,11 @@ def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:
     return events
 
 
+def torn_path(path: Path) -> Path:
+    """Where `repair_torn_tail` keeps the torn tails it cuts from the log `path`."""
+    return path.with_name(path.name + TORN_SUFFIX)
+
+
 def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.
 
@@ -259,7 +265,7 @@ def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
         log = read_log(path, root=root)
         if log.torn_tail is None:
             return 0
-        torn = path.with_name(path.name + TORN_SUFFIX)  # (a bare log, no vault: its folder bounds it)
+        torn = torn_path(path)  # (a bare log, no vault: its folder bounds it)
         append_file(torn, log.torn_tail + b"\n", root=path.parent if root is None else root)
         os.ftruncate(fd, os.fstat(fd).st_size - len(log.torn_tail))
         os.fsync(fd)

@@ -25,13 +25,28 @@ from typing import BinaryIO
 from .errors import NotInVault
 from .opened import is_inside, where_opened
 
-__all__ = ["is_real_dir", "open_vault_file", "open_vault_folder", "read_vault_bytes", "read_vault_file"]
+__all__ = [
+    "is_real_dir",
+    "is_real_file",
+    "open_vault_file",
+    "open_vault_folder",
+    "read_vault_bytes",
+    "read_vault_file",
+]
 
 
 def is_real_dir(path: Path | str) -> bool:
     """A folder that is not a symbolic link (walks never enter a linked folder)."""
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_real_file(path: Path | str) -> bool:
+    """A regular file that is not a symbolic link (nor a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 

@@ -18,7 +18,7 @@ import tantivy
 from tantivy import Facet
 
 from events import format_ts
-from events.layout import TURN_DIR_RE
+from events.layout import turn_number
 
 from .snippets import prose_of
 
@@ -48,15 +48,6 @@ def _facet(topic: str) -> Facet:
 
 def _parent(topic: str) -> str:
     return topic.rsplit(".", 1)[0] if "." in topic else ""
-
-
-def _turn_number(path: str) -> int:
-    """The number of the turn at `path` (its folder's or archive stub's name), else 0."""
-    for part in reversed(path.split("/")):
-        match = TURN_DIR_RE.fullmatch(part.removesuffix(".md"))
-        if match:
-            return int(match.group(1))
-    return 0
 
 
 def _epoch(ts: datetime) -> int:
@@ -115,7 +106,7 @@ def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
         "expires": NEVER if doc.expires_at is None else _epoch(doc.expires_at),
         "day": created // 86400 if doc.is_turn else -1,
         "episode": episode,
-        "turn": _turn_number(doc.path) if doc.is_turn else 0,
+        "turn": turn_number(doc.doc_id.rpartition("/")[2]) if doc.is_turn else 0,  # (`{user}/{turn}`)
         # what `spread` counts: conversations (the session, else the calendar day)
         "unit": episode or (_h64(f"{doc.user}\x00{created // 86400}") if doc.is_turn else 0),
         "owner_h": _h64(doc.user or GLOBAL_OWNER),

@@ -39,7 +39,6 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,8 +56,9 @@ from events import (
 )
 from events.errors import EventLogError, EventsError, LogBusyError
 from events.layout import effective_scope
-from events.log import TORN_SUFFIX, typed_events
+from events.log import torn_path, typed_events
 from events.schema import TornTailRepaired
+from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import IndexDamaged
 from indexers.sync import scan_documents
@@ -141,11 +141,11 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     if not log.records:
         if log.torn_tail is not None:
             return
-        torn = ref.events_path.name + TORN_SUFFIX
-        if _is_plain_file(ref.path / torn):  # its only line was torn, then moved aside by
+        torn = torn_path(ref.events_path)
+        if is_real_file(torn):  # its only line was torn, then moved aside by
             # a repair: a turn that never began, whose bytes are kept; not a problem `--repair`
             # could ever clear, so a warning, and verify is clean again
-            why = f"no event: its only line was torn and is kept in {torn}"
+            why = f"no event: its only line was torn and is kept in {torn.name}"
             report.warnings.append(Problem(rel, "empty_turn", why))
         else:
             report.problems.append(Problem(rel, "empty_turn", "events.jsonl holds no events"))
@@ -190,14 +190,6 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
     with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=ref.vault_root) as writer:
         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
-
-
-def _is_plain_file(path: Path) -> bool:
-    """A regular file, not a link to one."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:

@@ -25,6 +25,7 @@ from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs
+from tests.support.faults import limit_file_size
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ class WatchProcess:
             text=True,
             cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=None if file_size_limit is None else lambda: _limit_file_size(file_size_limit),
+            preexec_fn=None if file_size_limit is None else lambda: limit_file_size(file_size_limit),
         )
         self.lines: list[str] = []
         self._cond = threading.Condition()
@@ -94,14 +95,6 @@ class WatchProcess:
     def ensure_dead(self) -> None:
         if self.proc.poll() is None:
             self.kill()
-
-
-def _limit_file_size(limit: int) -> None:
-    """In the child: a write past `limit` bytes fails (EFBIG), as on a full disk."""
-    import resource
-
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "") -> float:

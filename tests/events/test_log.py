@@ -176,20 +176,19 @@ def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
 
 
 REFUSED_APPEND = """
-import resource, signal, sys
+import sys
 from pathlib import Path
 from events import EventWriter
 from events.fsio import append_file
 from events.schema import ResponseSynthesized
+from tests.support.faults import writes_refused_past
 path = Path(sys.argv[1])
 def limited(append):
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
-    try:
-        append()
-    except OSError as exc:
-        print("refused:", exc.strerror)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    with writes_refused_past(4096):
+        try:
+            append()
+        except OSError as exc:
+            print("refused:", exc.strerror)
 with EventWriter(path, user="alice", turn="turn_000001") as writer:
     limited(lambda: writer.append(ResponseSynthesized(answer="x" * 20_000)))
     writer.append(ResponseSynthesized(attempt=9, answer="after"))

@@ -495,21 +495,20 @@ def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vau
 
 
 FAILED_COMMIT = """
-import errno, resource, signal, sys
+import errno, sys
 from datetime import UTC, datetime
 from pathlib import Path
 from pandafs.memory import Memory
 from pandafs.vault import Vault
+from tests.support.faults import writes_refused_past
 memory, now = Memory(Vault(Path(sys.argv[1]))), datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 memory.index_paths(["users/alice/memories/a.md"])
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
-resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
-try:
-    memory.index_paths(["users/alice/memories/b.md"])
-except OSError as exc:  # what every long-lived loop retries (IndexIOError)
-    kept = exc  # held, as a caller that logs or reports its errors holds it
-    print("commit failed:", exc.errno == errno.EFBIG, type(exc).__name__, "|", exc)
-resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+with writes_refused_past(20_000):
+    try:
+        memory.index_paths(["users/alice/memories/b.md"])
+    except OSError as exc:  # what every long-lived loop retries (IndexIOError)
+        kept = exc  # held, as a caller that logs or reports its errors holds it
+        print("commit failed:", exc.errno == errno.EFBIG, type(exc).__name__, "|", exc)
 memory.index_paths(["users/alice/memories/b.md"])
 print(*(h["doc_id"] for w in ("papaya", "mango") for h in memory.search(w, user="alice", now=now)))
 """
