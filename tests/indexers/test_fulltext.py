@@ -280,9 +280,10 @@ def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
 def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
     corpus: Memory, vault: Vault
 ) -> None:
-    """A rebuild's walk keeps only the paths (no stat per document, one string for all of
-    them): a fifo named like a document is still refused, the rebuild does not block on
-    it, and it indexes exactly the documents the stat-taking walk of reconcile finds."""
+    """A rebuild reads each document as its walk meets it (no stat from the listing, no
+    list of paths held): a fifo named like a document is still refused, the rebuild does
+    not block on it, and it indexes exactly the documents the stat-taking walk of
+    reconcile finds."""
     memories = vault.root / "users/alice/memories"
     os.mkfifo(memories / "pipe.md")
     (memories / "z-last.md").write_text("Zebra finches need a wide cage\n")
@@ -294,6 +295,20 @@ def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
     assert sorted(corpus.index.state()) == sorted(scan_documents(vault.root))
     assert corpus.reconcile().unchanged == 8
     assert ids(corpus.search("zebra finches", user="alice", now=NOW)) == ["alice/memories/z-last"]
+
+
+def test_a_rebuild_tells_its_progress_bar_how_many_documents_to_expect(corpus: Memory, vault: Vault) -> None:
+    """A rebuild reads each document as the walk meets it, so it counts none first: the
+    bar's length is what the live index holds, or, with no index to ask (deleted, as a
+    user does to start over), one walk of the listings; every document advances it once."""
+    totals: list[int] = []
+    steps: list[int] = []
+    corpus.rebuild(on_total=totals.append, progress=steps.append)
+    shutil.rmtree(vault.root / "indexes")
+    (vault.root / "users/alice/memories/z-last.md").write_text("Zebra finches need a wide cage\n")
+    Memory(vault).rebuild(on_total=totals.append, progress=steps.append)
+    assert totals == [7, 8]
+    assert sum(steps) == 15
 
 
 def test_a_memory_saved_while_the_index_is_rebuilt_is_in_the_rebuilt_index(

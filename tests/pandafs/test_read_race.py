@@ -167,6 +167,58 @@ def test_the_document_walk_names_nothing_through_a_folder_swapped_once_listed(
     assert [s.path for s in refused] == ["users/alice/memories"]
 
 
+def test_a_rebuild_reads_each_document_in_the_folder_it_listed_and_never_through_a_link(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild reads each document by name in the descriptor of the folder the walk
+    listed it in (no path walk from the root, no look at where the kernel opened it).
+    With alice's note swapped for a link to bob's private note, and her `memories/`
+    folder swapped for a link to bob's, both just after the listing, the rebuild still
+    reads only what is alice's: the linked note is refused and named, the folder's other
+    note is read from her own folder (the one listed), and nothing of bob's is hers."""
+    import os
+
+    from pandafs.memory import Memory
+
+    bob = vault.layout.user_dir("bob") / "memories"
+    bob.mkdir(parents=True)
+    (bob / "garden.md").write_text(f"# bob's\n\nmy locker code is {SECRET}\n")
+    (bob / "tools.md").write_text(f"# bob's tools\n\nspare key under {SECRET}\n")
+    alice = vault.layout.user_dir("alice") / "memories"
+    alice.mkdir(parents=True)
+    (alice / "garden.md").write_text("# garden\n\ntomatoes\n")
+    (alice / "tools.md").write_text("# tools\n\na rake and a hoe\n")
+    real = os.scandir
+
+    class Listed(list):  # the listing as read, then the swaps, as if they came just after
+        def __enter__(self) -> Listed:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    def listing_then_swap(where: object = ".") -> object:
+        with real(where) as entries:  # type: ignore[call-overload]
+            listed = Listed(entries)
+        if _real_path(where).endswith("/users/alice/memories"):
+            (alice / "garden.md").unlink()
+            (alice / "garden.md").symlink_to(bob / "garden.md")
+            swap_for_link(alice, bob)
+        return listed
+
+    monkeypatch.setattr(os, "scandir", listing_then_swap)
+    report = Memory(vault).rebuild()
+    monkeypatch.undo()
+    assert {s.path: s.reason for s in report.skipped} == {
+        "users/alice/memories/garden.md": "is a symbolic link"
+    }
+    memory = Memory(vault)
+    assert [h["doc_id"] for h in memory.search("rake", user="alice", now=NOW)] == ["alice/memories/tools"]
+    assert memory.search(SECRET, user="alice", now=NOW) == []
+    found = {h["doc_id"] for h in memory.search(SECRET, user="bob", now=NOW)}
+    assert found == {"bob/memories/garden", "bob/memories/tools"}
+
+
 def _real_path(where: object) -> str:
     import os
 
