@@ -20,7 +20,7 @@ from typing import Any
 
 from . import learning
 from .assembly import open_memory
-from .research.reliability import ReliabilityTable
+from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
 
 __all__ = ["rebuild_all"]
@@ -37,7 +37,7 @@ def rebuild_all(
     """Rebuild it all (see the module docstring); `progress` / `on_total` follow the
     indexing, `stage` is told what runs before it (the fold has no count to show)."""
     memory = open_memory(vault)
-    seen: dict[str, Any] = {}  # each events.jsonl is read once, by the learning fold
+    seen = TurnsRead()  # each events.jsonl is read once, by the learning fold
     folded = None
     if user is None:
         if stage is not None:

@@ -61,7 +61,7 @@ import os, sys, time, shutil
 from pathlib import Path
 import tantivy
 
-def raw_index(root: str, out: str) -> int:
+def raw_index(root: str, out: str, heap_mb: int) -> int:
     """Index every turn's context.md: path, title (its first heading) and body."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -70,7 +70,7 @@ def raw_index(root: str, out: str) -> int:
     sb.add_text_field("title", tokenizer_name="en_stem")
     sb.add_text_field("body", tokenizer_name="en_stem")
     index = tantivy.Index(sb.build(), path=out)
-    writer = index.writer(heap_size=128_000_000, num_threads=1)
+    writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=1)
     count = 0
     for user in sorted(os.listdir(os.path.join(root, "users"))):
         turns = os.path.join(root, "users", user, "turns")
@@ -97,7 +97,7 @@ def raw_index(root: str, out: str) -> int:
 
 if __name__ == "__main__":
     start = time.perf_counter()
-    n = raw_index(sys.argv[1], sys.argv[2])
+    n = raw_index(sys.argv[1], sys.argv[2], int(sys.argv[3]))
     print(n, time.perf_counter() - start)
 '''
 
@@ -234,6 +234,7 @@ def main() -> None:
             )
             subprocess.run([sys.executable, "-c", warm], check=True, env=env)  # fills the cache once
         vault = Vault.open(root)
+        heap_mb = vault.config.index.writer_heap_mb  # the raw loop's too: same heap as ours
         for _ in range(args.rounds):
             settle(root, args.cache)
             start, cpu = time.perf_counter(), time.process_time()
@@ -242,7 +243,7 @@ def main() -> None:
             rows["ours_in_cpu"].append(report.indexed / (time.process_time() - cpu))
             settle(root, args.cache)
             start, cpu = time.perf_counter(), time.process_time()
-            count = raw_index(str(root), str(base / "raw-index"))  # type: ignore[operator]
+            count = raw_index(str(root), str(base / "raw-index"), heap_mb)  # type: ignore[operator]
             rows["raw_in"].append(count / (time.perf_counter() - start))
             rows["raw_in_cpu"].append(count / (time.process_time() - cpu))
             command = [*pandafs, "--root", str(root), "rebuild", "--json"]
@@ -254,7 +255,7 @@ def main() -> None:
             peaks["ours_sum"].append(peak_sum)
             for stage, value in orjson.loads(out).get("stages", {}).items():
                 stages.setdefault(stage, []).append(value)
-            raw_command = [sys.executable, str(raw_script), str(root), str(base / "raw-index2")]
+            raw_command = [sys.executable, str(raw_script), str(root), str(base / "raw-index2"), str(heap_mb)]
             settle(root, args.cache)
             seconds, peak, cpu, peak_sum, _ = run_child(raw_command, env)
             rows["raw_whole"].append(seconds)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -22,6 +22,9 @@ from ..vault import Vault
 from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
+
+if TYPE_CHECKING:  # the reliability table's module loads pyarrow
+    from ..research.reliability import TurnsRead
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
@@ -64,7 +67,7 @@ def rebuild(
     vault: Vault,
     *,
     memory: Memory | None = None,
-    extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None,
+    extractions: TurnsRead | None = None,
     index: bool = True,
 ) -> SyncReport:
     """Recompute usage, trust, scope, the turn catalog and the rollups from the events.

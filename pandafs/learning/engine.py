@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Any
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from events import turn_name, turn_number
 from events.errors import EventsError
@@ -66,6 +66,9 @@ from .state import (
     write_state_file,
 )
 from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
+
+if TYPE_CHECKING:  # the reliability table's module loads pyarrow
+    from ..research.reliability import TurnsRead
 
 __all__ = ["Learning", "SyncReport"]
 
@@ -120,9 +123,9 @@ class Learning(_Deciding):
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
         self._turns_dirs: dict[str, str] = {}
-        # When a dict (rebuild): each live turn's extractions as the fold reads it, so the
+        # When given (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
-        self.extractions: dict[str, tuple[tuple[Any, ...], datetime] | None] | None = None
+        self.extractions: TurnsRead | None = None
 
     # --- opening ----------------------------------------------------------------------
 

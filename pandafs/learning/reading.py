@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,6 +25,9 @@ from indexers.errors import ArchiveError
 
 from ..vault import Vault
 
+if TYPE_CHECKING:  # the reliability table's module loads pyarrow
+    from ..research.reliability import TurnsRead
+
 EVENTS_FILE = "events.jsonl"
 
 
@@ -33,7 +36,7 @@ class _TurnReading:
     and `_turns_dirs` are set by `Learning.__init__`)."""
 
     vault: Vault
-    extractions: dict[str, tuple[tuple[Any, ...], Any] | None] | None
+    extractions: TurnsRead | None
     _archive_parts: dict[str, Any]
     _turns_dirs: dict[str, str]
 
@@ -72,8 +75,9 @@ class _TurnReading:
             events = read_events(Path(folder, EVENTS_FILE), root=self.vault.root)
             view = project_turn(events)
             if self.extractions is not None:
-                extracted = (view.extractions, view.occurred_at) if view.extractions else None
-                self.extractions[f"{user}/{name}"] = extracted
+                self.extractions.add(
+                    user, name, (view.extractions, view.occurred_at) if view.extractions else None
+                )
             return (view, events) if view.is_complete else "pending"
         elif self._stub(user, name).exists():
             found = self._archived_events(user, name)

@@ -357,7 +357,8 @@ class Pipeline:
             max_bytes=self.vault.config.index.max_file_bytes,
         )
         paths = [c.doc_path for c in view.committed]
-        paths += self.reliability.apply(ref.doc_id, list(view.extractions), self.clock())
+        # the turn's own time, as a rebuild folds it from the events (not the clock at Save)
+        paths += self.reliability.apply(ref.doc_id, list(view.extractions), view.occurred_at)
         if (ref.path / "research.md").exists():
             paths.append(self.vault.rel(ref.path / "research.md"))
         indexed = time.perf_counter()

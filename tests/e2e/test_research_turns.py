@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
@@ -110,3 +111,50 @@ def test_research_unavailable_without_search_url(vault: Vault, query: str) -> No
     assert not [e for e in events if e.type == "tool_executed" and e.data.tool == "internet_research"]
     plans = [e.data for e in events if e.type == "plan_created"]
     assert all(r.tool != "internet_research" for p in plans for r in p.tool_requests)
+
+
+def test_a_rebuild_makes_the_reliability_table_again_from_what_the_fold_read(vault: Vault) -> None:
+    """`pandafs rebuild` reads each turn's events once, in the learning fold, and builds the
+    reliability table from what the fold kept: the extractions of the turns that have some,
+    and one bit for each turn read.  Deleted, the table comes back as the turns made it,
+    times included: a turn folds in at its own time live too (it took the clock at Save,
+    which no rebuild can know)."""
+    from pandafs.rebuild import rebuild_all
+
+    with WebFixtures() as web:
+        vault = configure(vault, web)
+        with Pipeline(vault, backend=OfflineBackend()) as pipeline:
+            pipeline.ask("What is the price of a Lenovo LOQ 15 gaming laptop?", user="alice")
+            pipeline.ask("Thanks, that is all for today", user="alice")
+            pipeline.ask("What is the price of a Lenovo LOQ 15 gaming laptop?", user="bob")
+    table = vault.layout.indexes / "source_reliability.parquet"
+    before = sorted(pq.read_table(table).to_pylist(), key=lambda r: r["domain"])
+    assert {r["domain"] for r in before} == {"127.0.0.1", "localhost"}
+    table.unlink()
+    rebuild_all(vault)
+    assert sorted(pq.read_table(table).to_pylist(), key=lambda r: r["domain"]) == before
+
+
+def test_what_the_fold_read_is_told_apart_turn_by_turn_and_user_by_user() -> None:
+    from pandafs.research.reliability import TurnsRead
+
+    read = TurnsRead()
+    when = datetime(2026, 11, 21, tzinfo=UTC)
+    read.add("alice", "turn_000007", None)
+    read.add("alice", "turn_000008", ((), when))
+    read.add("bob", "turn_001000", None)
+    assert [read.has_read("alice", f"turn_{n:06d}") for n in (6, 7, 8, 9, 1000)] == [
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert [read.has_read("bob", f"turn_{n:06d}") for n in (7, 999, 1000, 1001)] == [
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert not read.has_read("carol", "turn_000007")
+    assert read.found == {"alice/turn_000008": ((), when)}
