@@ -63,3 +63,55 @@ def test_rebuild_says_what_runs_before_the_indexing_bar(cli, vault: Vault) -> No
     assert "trust and scope recomputed from 1 turns" in plain.out
     quiet = cli("--root", vault.root, "rebuild", "--json")
     assert quiet.code == 0 and quiet.err == ""
+
+
+def test_every_derived_artefact_comes_back_the_same_after_deleting_indexes(cli, vault: Vault) -> None:
+    """Whatever a live turn derives, a rebuild derives alike from the files and events: the
+    catalog and rollups (`stats --since`), the reliability table and its site notes, the
+    learning counts, the documents' frontmatter and what each search finds with its trust.
+    (It found a turn folded into the reliability table at the clock's time at Save and at
+    the turn's own time in a rebuild.)"""
+    import orjson
+    import pyarrow.parquet as pq
+
+    from tests.support.web_fixtures import WebFixtures, configure
+
+    def derived() -> dict[str, object]:
+        stats = cli("--root", vault.root, "stats", "--since", "30d", "--now", "2026-12-01T00:00:00", "--json")
+        assert stats.code == 0, stats.err  # (first: it folds the turns the last Save left to the next)
+        memory = Memory(vault)
+        counts = vault.layout.indexes / "learning" / "counts"
+        return {
+            "stats": stats.json,
+            "reliability": sorted(
+                pq.read_table(vault.layout.indexes / "source_reliability.parquet").to_pylist(),
+                key=lambda row: row["domain"],
+            ),
+            "site notes": {p.name: p.read_text() for p in (vault.root / "site_knowledge").glob("*.md")},
+            "counts": {p.name: orjson.loads(p.read_bytes())["docs"] for p in counts.glob("*.json")},
+            "documents": {
+                str(p.relative_to(vault.root)): p.read_text() for p in vault.root.rglob("users/*/**/*.md")
+            },
+            "hits": [
+                [(h["doc_id"], h["trust"]) for h in memory.search(q, user=user, limit=20)]
+                for user in ("alice", "bob")
+                for q in (*QUERIES, "Lenovo LOQ price", "metric units", "laptop")
+            ],
+        }
+
+    with WebFixtures() as web:
+        vault = configure(vault, web)
+        Memory(vault).save(
+            "Biscuit the Syrian hamster loves sunflower seeds.", user="alice", topic="pet.hamster"
+        )
+        with Pipeline(vault, backend=OfflineBackend()) as pipeline:
+            pipeline.ask("What is the price of a Lenovo LOQ 15 gaming laptop?", user="alice")
+            pipeline.ask("What does my hamster Biscuit like to eat?", user="alice")
+            pipeline.ask("I prefer answers in metric units", user="alice")
+            pipeline.ask("What does my hamster Biscuit like to eat?", user="alice")
+            pipeline.ask("What is the price of a Lenovo LOQ 15 gaming laptop?", user="bob")
+    before = derived()
+    assert before["reliability"] and before["site notes"] and before["counts"]
+    shutil.rmtree(vault.layout.indexes)
+    assert cli("--root", vault.root, "rebuild", "--json").code == 0
+    assert derived() == before

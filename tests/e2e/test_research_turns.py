@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
@@ -14,17 +13,7 @@ from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
-from tests.support.web_fixtures import WebFixtures
-
-
-def configure(vault: Vault, web: WebFixtures, *, revisions: int = 2) -> Vault:
-    text = vault.layout.config_file.read_text()
-    text = re.sub(r"(?m)^max_revisions = 2$", f"max_revisions = {revisions}", text)
-    text = re.sub(r'(?m)^search_url = ""$', f'search_url = "{web.search_url}"', text)
-    text = re.sub(r"(?m)^per_domain_interval_s = .*$", "per_domain_interval_s = 0.0", text)
-    text = re.sub(r"(?m)^timeout_s = 10.0$", "timeout_s = 2.0", text)
-    vault.layout.config_file.write_text(text)
-    return Vault.open(vault.root)
+from tests.support.web_fixtures import WebFixtures, configure
 
 
 def test_research_turn_then_follow_up_from_visit_records(vault: Vault) -> None:
