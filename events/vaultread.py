@@ -32,7 +32,6 @@ __all__ = [
     "open_vault_folder",
     "read_vault_bytes",
     "read_vault_file",
-    "read_vault_file_at",
 ]
 
 
@@ -52,17 +51,13 @@ def is_real_file(path: Path | str) -> bool:
         return False
 
 
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-"""How a vault file is opened: never through a link, never blocking on a fifo."""
-
-
 def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, os.stat_result]:
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise NotInVault(rel, "not a plain vault-relative path")
     base = os.fspath(root)
     full = os.path.join(base, rel)
-    flags = _FILE_FLAGS | (os.O_DIRECTORY if folder else 0)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
     try:
         fd = os.open(full, flags)
     except OSError as exc:
@@ -106,35 +101,6 @@ def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> 
     """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
     with the checks of `open_vault_file`."""
     fd, st = _open_fd(root, rel)
-    return _read_and_close(fd, st, limit), st
-
-
-def read_vault_file_at(
-    folder: int, name: str, rel: str, *, limit: int | None = None
-) -> tuple[bytes, os.stat_result]:
-    """`read_vault_file` of the file `name` (vault path `rel`) in a folder already opened
-    and checked from the root (`open_vault_folder`, or by name in such a folder's
-    descriptor: the document walk's).  Only the file itself is left to check, so it
-    costs no path walk from the root and no look at where the kernel opened it: a walk
-    reading what it lists (a rebuild) spent a third of its reading there."""
-    try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=folder)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotInVault(rel, "is a symbolic link") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotInVault(rel, "is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return _read_and_close(fd, st, limit), st
-
-
-def _read_and_close(fd: int, st: os.stat_result, limit: int | None) -> bytes:
-    """The bytes of the open file `fd` (stat `st`; see `read_vault_file`), then close it."""
     try:
         want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
         chunks = []
@@ -149,7 +115,7 @@ def _read_and_close(fd: int, st: os.stat_result, limit: int | None) -> bytes:
                 chunks.append(chunk)
     finally:
         os.close(fd)
-    return b"".join(chunks)
+    return b"".join(chunks), st
 
 
 def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:

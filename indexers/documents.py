@@ -18,8 +18,8 @@ from typing import Any
 
 from events.doctypes import SESSION_KEYS
 from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_file
 from events.layout import TURN_KINDS, DocRef, classify, effective_scope
-from events.vaultread import read_vault_file, read_vault_file_at
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -159,16 +159,11 @@ def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | S
 
 
 def read_document(
-    root: Path, rel_path: str, *, max_bytes: int, folder: int | None = None
+    root: Path, rel_path: str, *, max_bytes: int
 ) -> tuple[bytes, os.stat_result] | Skipped | None:
-    """The bytes and stat of a document (through the vault's safe reader), or why not.
-    `folder`: the descriptor of its folder, opened and checked from the root (the
-    document walk's), to read it by name there."""
+    """The bytes and stat of a document (through the vault's safe reader), or why not."""
     try:
-        if folder is None:
-            data, stat = read_vault_file(root, rel_path, limit=max_bytes)
-        else:
-            data, stat = read_vault_file_at(folder, rel_path.rpartition("/")[2], rel_path, limit=max_bytes)
+        data, stat = read_vault_file(root, rel_path, limit=max_bytes)
     except FileNotFoundError:
         return None
     except NotInVault as exc:

@@ -14,33 +14,17 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from events import classify
 from events.errors import NotInVault
-from events.layout import DocRef
 from events.opened import FOLDER_FLAGS, mode_at
 from events.vaultread import open_vault_folder
 
 from .documents import Skipped
 
-__all__ = ["SKIP_TOP", "Walked", "scan_documents", "walk_documents"]
+__all__ = ["SKIP_TOP", "scan_documents", "walk_documents"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
-
-
-class Walked(NamedTuple):
-    """A document met by the walk: its vault-relative path and identity, its directory
-    entry, and the descriptor of the folder it is in (open while the walk is there)."""
-
-    rel: str
-    ref: DocRef
-    entry: os.DirEntry[str]
-    folder: int
-
-
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
 
 
 def scan_documents(
@@ -57,12 +41,12 @@ def scan_documents(
     only documents cost a stat.
     """
     found: dict[str, tuple[int, int]] = {}
-    for walked in walk_documents(root, under, refused=refused):
+    for rel, entry in walk_documents(root, under, refused=refused):
         try:
-            st = walked.entry.stat(follow_symlinks=False)
+            st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        found[walked.rel] = (st.st_mtime_ns, st.st_size)
+        found[rel] = (st.st_mtime_ns, st.st_size)
     return found
 
 
@@ -71,17 +55,16 @@ def walk_documents(
     under: str | None = None,
     *,
     refused: list[Skipped] | None = None,
-) -> Iterator[Walked]:
-    """Each document of the vault (or of the folder `under`), found from the listings
-    alone (`scan_documents`' rules), in path order folder by folder (a folder's files,
-    then its folders).
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Each document of the vault (or of the folder `under`): its vault-relative path
+    and directory entry, read from the listings alone (`scan_documents`' rules).  A
+    rebuild keeps only the paths: no stat, nothing else per document held.
 
     Walked by descriptor: `under` opened and checked from the root (`open_vault_folder`),
     each folder below opened by name in its parent's descriptor, never through a link,
     and listed by its own: a folder swapped for a link after its parent was listed is
-    refused (named as a link), nothing in it named.  A document's `entry` and `folder`
-    are good only until the walk moves on (its folder's descriptor is closed once
-    walked): read it then (`read_vault_file_at`), and a rebuild holds no list of paths."""
+    refused (named as a link), nothing in it named.  An entry is good for `stat` only
+    while the walk is on (its folder's descriptor is closed once walked)."""
     if under:
         parts = under.split("/")
         if any(p in ("", ".", "..") for p in parts):
@@ -105,10 +88,12 @@ def walk_documents(
         os.close(top)
 
 
-def _walk_folder(fd: int, rel_dir: str, refused: list[Skipped] | None) -> Iterator[Walked]:
+def _walk_folder(
+    fd: int, rel_dir: str, refused: list[Skipped] | None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """`walk_documents` below the folder open as `fd` (vault-relative `rel_dir`)."""
     with os.scandir(fd) as listing:
-        entries = sorted(listing, key=_name)
+        entries = list(listing)
     top = not rel_dir
     folders: list[str] = []
     for entry in entries:
@@ -125,14 +110,13 @@ def _walk_folder(fd: int, rel_dir: str, refused: list[Skipped] | None) -> Iterat
         if not name.endswith(".md"):
             continue
         rel = rel_dir + name
-        ref = classify(rel)
-        if ref is None:
+        if classify(rel) is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
             if refused is not None and mode_at(fd, name) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
-        yield Walked(rel, ref, entry, fd)
+        yield rel, entry
     for name in folders:
         try:
             sub = os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)

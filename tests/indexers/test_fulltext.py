@@ -280,10 +280,9 @@ def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
 def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
     corpus: Memory, vault: Vault
 ) -> None:
-    """A rebuild reads each document as its walk meets it (no stat from the listing, no
-    list of paths held): a fifo named like a document is still refused, the rebuild does
-    not block on it, and it indexes exactly the documents the stat-taking walk of
-    reconcile finds."""
+    """A rebuild's walk keeps only the paths (no stat per document, one string for all of
+    them): a fifo named like a document is still refused, the rebuild does not block on
+    it, and it indexes exactly the documents the stat-taking walk of reconcile finds."""
     memories = vault.root / "users/alice/memories"
     os.mkfifo(memories / "pipe.md")
     (memories / "z-last.md").write_text("Zebra finches need a wide cage\n")
@@ -298,9 +297,8 @@ def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
 
 
 def test_a_rebuild_tells_its_progress_bar_how_many_documents_to_expect(corpus: Memory, vault: Vault) -> None:
-    """A rebuild reads each document as the walk meets it, so it counts none first: the
-    bar's length is what the live index holds, or, with no index to ask (deleted, as a
-    user does to start over), one walk of the listings; every document advances it once."""
+    """The bar's length is the number of documents the rebuild's walk found, with an
+    index or without one (deleted, as a user does to start over); each advances it once."""
     totals: list[int] = []
     steps: list[int] = []
     corpus.rebuild(on_total=totals.append, progress=steps.append)
