@@ -9,6 +9,7 @@ The swap is made at the exact point, around the library call that ends the check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -132,7 +133,6 @@ def test_the_document_walk_names_nothing_through_a_folder_swapped_once_listed(
     (their names reached rebuild's skipped list and verify's "not in the index").  Each
     folder is now opened by name in its parent's descriptor, never through a link: the
     swapped folder is refused and named as a link, nothing in it is."""
-    import os
 
     from indexers.sync import scan_documents
 
@@ -142,23 +142,11 @@ def test_the_document_walk_names_nothing_through_a_folder_swapped_once_listed(
     alice = vault.layout.user_dir("alice") / "memories"
     alice.mkdir(parents=True)
     (alice / "garden.md").write_text("# garden\n\ntomatoes\n")
-    real = os.scandir
-
-    class Listed(list):  # the listing as read, then the swap, as if it came just after
-        def __enter__(self) -> Listed:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-    def listing_then_swap(where: object = ".") -> object:
-        with real(where) as entries:  # type: ignore[call-overload]
-            listed = Listed(entries)
-        if any(e.name == "memories" for e in listed) and "alice" in _real_path(where):
-            swap_for_link(alice, bob)
-        return listed
-
-    monkeypatch.setattr(os, "scandir", listing_then_swap)
+    _after_listing(
+        monkeypatch,
+        lambda where, listed: any(e.name == "memories" for e in listed) and "alice" in _real_path(where),
+        lambda: swap_for_link(alice, bob),
+    )
     refused: list = []
     found = scan_documents(vault.root, refused=refused)
     monkeypatch.undo()
@@ -174,7 +162,6 @@ def test_a_rebuild_never_reads_a_document_through_a_link_swapped_in_once_listed(
     swapped for a link to bob's private note, and her `memories/` folder swapped for a
     link to bob's, both just after the listing, nothing of bob's becomes alice's: each
     read refuses what a link leads to (and names it), and bob's notes stay his."""
-    import os
 
     from pandafs.memory import Memory
 
@@ -186,25 +173,13 @@ def test_a_rebuild_never_reads_a_document_through_a_link_swapped_in_once_listed(
     alice.mkdir(parents=True)
     (alice / "garden.md").write_text("# garden\n\ntomatoes\n")
     (alice / "tools.md").write_text("# tools\n\na rake and a hoe\n")
-    real = os.scandir
 
-    class Listed(list):  # the listing as read, then the swaps, as if they came just after
-        def __enter__(self) -> Listed:
-            return self
+    def swaps() -> None:
+        (alice / "garden.md").unlink()
+        (alice / "garden.md").symlink_to(bob / "garden.md")
+        swap_for_link(alice, bob)
 
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-    def listing_then_swap(where: object = ".") -> object:
-        with real(where) as entries:  # type: ignore[call-overload]
-            listed = Listed(entries)
-        if _real_path(where).endswith("/users/alice/memories"):
-            (alice / "garden.md").unlink()
-            (alice / "garden.md").symlink_to(bob / "garden.md")
-            swap_for_link(alice, bob)
-        return listed
-
-    monkeypatch.setattr(os, "scandir", listing_then_swap)
+    _after_listing(monkeypatch, lambda where, _: _real_path(where).endswith("/users/alice/memories"), swaps)
     report = Memory(vault).rebuild()
     monkeypatch.undo()
     refused = {s.path for s in report.skipped}
@@ -214,6 +189,32 @@ def test_a_rebuild_never_reads_a_document_through_a_link_swapped_in_once_listed(
     assert memory.search(SECRET, user="alice", now=NOW) == []
     found = {h["doc_id"] for h in memory.search(SECRET, user="bob", now=NOW)}
     assert found == {"bob/memories/garden", "bob/memories/tools"}
+
+
+def _after_listing(
+    monkeypatch: pytest.MonkeyPatch, when: Callable[[object, list], bool], swap: Callable[[], None]
+) -> None:
+    """Make `swap()` happen just after a folder is listed (`os.scandir`), when
+    `when(where, listing)` says it is the one: the listing is the one read before."""
+    import os
+
+    real = os.scandir
+
+    class Listed(list):
+        def __enter__(self) -> Listed:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    def listing_then_swap(where: object = ".") -> object:
+        with real(where) as entries:  # type: ignore[call-overload]
+            listed = Listed(entries)
+        if when(where, listed):
+            swap()
+        return listed
+
+    monkeypatch.setattr(os, "scandir", listing_then_swap)
 
 
 def _real_path(where: object) -> str:
