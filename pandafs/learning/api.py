@@ -22,12 +22,12 @@ from ..vault import Vault
 from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
-
-if TYPE_CHECKING:  # the reliability table's module loads pyarrow
-    from ..research.reliability import TurnsRead
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
+
+if TYPE_CHECKING:  # the reliability table's module loads pyarrow
+    from ..research.reliability import TurnsRead
 
 
 class SavingTurn(Protocol):
