@@ -24,8 +24,12 @@ __all__ = [
     "IndexIOError",
     "IndexIncompatible",
     "IndexingError",
+    "REBUILD",
     "tantivy_error",
 ]
+
+REBUILD = "run `pandafs rebuild`"
+"""What every message of an index that must be made anew ends with (after "; ")."""
 
 
 class IndexingError(Exception):
@@ -75,4 +79,4 @@ def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> I
                 "indexed; the files keep it, and the next reconcile or `pandafs watch` indexes it",
             )
         return IndexIOError(code, f"the index {where} could not be read ({os.strerror(code)})")
-    return IndexDamaged(f"the index {where} cannot be read ({text}); run `pandafs rebuild`")
+    return IndexDamaged(f"the index {where} cannot be read ({text}); {REBUILD}")

@@ -22,7 +22,15 @@ from events.errors import NotInVault
 from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
 from events.opened import checked_folders, remove_tree_in_vault
 
-from .errors import IndexBusy, IndexDamaged, IndexIncompatible, IndexingError, IndexIOError, tantivy_error
+from .errors import (
+    REBUILD,
+    IndexBusy,
+    IndexDamaged,
+    IndexIncompatible,
+    IndexingError,
+    IndexIOError,
+    tantivy_error,
+)
 from .schema import SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
@@ -233,12 +241,11 @@ class _Writing:
                 info = None
             if not isinstance(info, dict):
                 raise IndexDamaged(
-                    f"the index {self._where()} cannot be read ({schema} is not a JSON object); "
-                    "run `pandafs rebuild`"
+                    f"the index {self._where()} cannot be read ({schema} is not a JSON object); {REBUILD}"
                 )
             if info.get("schema_version") != SCHEMA_VERSION:
                 raise IndexIncompatible(
-                    f"the index {self._where()} was built by another PandaFS version; run `pandafs rebuild`"
+                    f"the index {self._where()} was built by another PandaFS version; {REBUILD}"
                 )
             try:
                 self._index = tantivy.Index.open(str(self.tantivy_dir))

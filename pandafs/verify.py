@@ -60,7 +60,7 @@ from events.log import torn_path, typed_events
 from events.schema import TornTailRepaired
 from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
-from indexers.errors import IndexDamaged
+from indexers.errors import REBUILD, IndexDamaged
 from indexers.sync import scan_documents
 
 from . import archive, learning, pipeline
@@ -203,9 +203,8 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     found = _index_problems(vault, memory)
     if repair and any(p.kind == "index_damaged" for p in found):
         memory.rebuild()  # built beside the damaged one from the documents, then swapped in
-        advice = "; run `pandafs rebuild`"  # done: not to be advised in the repair's line
-        rebuilt = [
-            Problem(p.path, p.kind, f"{p.message.removesuffix(advice)}: rebuilt", repaired=True)
+        rebuilt = [  # the advice to rebuild is done: not in the repair's line
+            Problem(p.path, p.kind, f"{p.message.removesuffix('; ' + REBUILD)}: rebuilt", repaired=True)
             for p in found
             if p.kind == "index_damaged"
         ]
@@ -271,8 +270,7 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
             Problem(
                 "indexes/fulltext",
                 "index_stale",
-                f"the index holds {held} documents but {indexed} are recorded as indexed; "
-                "run `pandafs rebuild`",
+                f"the index holds {held} documents but {indexed} are recorded as indexed; {REBUILD}",
             )
         )
     return problems
