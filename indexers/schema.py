@@ -25,9 +25,14 @@ from .snippets import prose_of
 if TYPE_CHECKING:  # a search builds no IndexDoc
     from .documents import IndexDoc
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """4: the stored `prose` a snippet is cut from (searches no longer read hits' files);
-5: `turn`, the turn number, which orders same-time turns (`indexers.episodes`)."""
+5: `turn`, the turn number, which orders same-time turns (`indexers.episodes`);
+6: text fields keep term frequencies but no word positions: no query reads them (there
+is no phrase query), and they were half of the index's bytes."""
+READABLE_VERSIONS = frozenset({5, SCHEMA_VERSION})
+"""Versions this code opens: a version-5 index differs only by the positions it keeps,
+which no query reads, so it serves on until the next rebuild makes it version 6."""
 GLOBAL_OWNER = "_global"
 NEVER = 2**62
 TEXT_FIELDS = ["title", "keywords", "body"]
@@ -61,7 +66,7 @@ def build_schema() -> tantivy.Schema:
     for name in ("path", "doc_id", "owner", "scope", "ctype", "kind", "external_id"):
         sb.add_text_field(name, stored=name == "path", tokenizer_name="raw", index_option="basic")
     for name in TEXT_FIELDS:
-        sb.add_text_field(name, stored=False, tokenizer_name="en_stem")
+        sb.add_text_field(name, stored=False, tokenizer_name="en_stem", index_option="freq")
     sb.add_facet_field("topic")
     sb.add_float_field("quality", fast=True, indexed=True)
     sb.add_float_field("trust", fast=True, indexed=False)

@@ -31,7 +31,7 @@ from .errors import (
     IndexIOError,
     tantivy_error,
 )
-from .schema import SCHEMA_VERSION, _to_document
+from .schema import READABLE_VERSIONS, SCHEMA_VERSION, _to_document
 from .state import StateEntry
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
@@ -243,7 +243,7 @@ class _Writing:
                 raise IndexDamaged(
                     f"the index {self._where()} cannot be read ({schema} is not a JSON object); {REBUILD}"
                 )
-            if info.get("schema_version") != SCHEMA_VERSION:
+            if info.get("schema_version") not in READABLE_VERSIONS:
                 raise IndexIncompatible(
                     f"the index {self._where()} was built by another PandaFS version; {REBUILD}"
                 )

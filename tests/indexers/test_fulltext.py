@@ -7,9 +7,11 @@ import shutil
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from events import DocumentMetadata, render_document
@@ -257,6 +259,39 @@ def test_rebuild_after_deleting_indexes_gives_identical_results(corpus: Memory, 
     assert after == before
     fresh = Memory(vault)  # another process opening the rebuilt index
     assert [fresh.search(q, user="alice", now=NOW, limit=20) for q in queries] == before
+
+
+def test_the_index_keeps_word_frequencies_but_no_positions(vault: Vault, memory: Memory) -> None:
+    """No query reads where a word stands (there is no phrase query); the positions were
+    half of the index's bytes.  The frequencies BM25 scores by are kept: of two documents
+    of one length, the one that says the word more often ranks first."""
+    garden = " ".join(f"bed{i} row{i % 7}" for i in range(300))  # positions, were they kept
+    prose = f"Tulips want a cold winter before they flower in spring. {garden}. I planted "
+    write_doc(vault, "users/alice/memories/often.md", prose + "tulips, more tulips, tulips by the door.")
+    write_doc(vault, "users/alice/memories/once.md", prose + "roses, more roses, lilies by the door.")
+    memory.reconcile()
+    memory.ranking = replace(memory.ranking, feedback_docs=0)  # BM25's own order: no RM3 round
+    hits = memory.search("tulips", user="alice", now=NOW)
+    assert ids(hits) == ["alice/memories/often", "alice/memories/once"]
+    folder = vault.layout.indexes / "fulltext" / "tantivy"
+    positions = sum(p.stat().st_size for p in folder.glob("*.pos"))
+    postings = sum(p.stat().st_size for p in folder.glob("*.idx"))
+    assert positions <= 256 * len(list(folder.glob("*.pos"))) < postings, (positions, postings)
+
+
+def test_an_index_of_version_5_serves_until_a_rebuild_makes_it_6(corpus: Memory, vault: Vault) -> None:
+    """Version 6 only stopped keeping word positions: an upgrade does not make anyone
+    rebuild before their next search or save (version 4 still must: see test_verify_truth)."""
+    schema = vault.layout.indexes / "fulltext" / "schema.json"
+    before = corpus.search("hamster care", user="alice", now=NOW)
+    schema.write_text('{"schema_version": 5}')
+    opened = Memory(vault)  # another process, after the upgrade
+    assert opened.search("hamster care", user="alice", now=NOW) == before
+    write_doc(vault, "users/alice/memories/roborovski.md", "Roborovski hamster: the smallest.")
+    opened.reconcile()
+    assert "alice/memories/roborovski" in ids(opened.search("roborovski", user="alice", now=NOW))
+    opened.rebuild()
+    assert orjson.loads(schema.read_bytes()) == {"schema_version": 6}
 
 
 def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
