@@ -1,7 +1,7 @@
 """Source reliability: per-domain extraction outcomes folded into one global table.
 
 Every page the research tool tries becomes an `extraction_recorded` event in the
-turn that tried it.  `ReliabilityTable.apply(turn, events)` folds a turn's outcomes
+turn that tried it.  `ReliabilityTable.apply(turn, events, at)` folds a turn's outcomes
 into `indexes/source_reliability.parquet` (one row per domain; idempotent — a turn
 is applied once, its id is kept in the row), `rebuild(vault)` recomputes the table
 from every turn's events alone, and the research tool ranks and skips domains by
@@ -151,12 +151,13 @@ class ReliabilityTable:
             pq.write_table(table, out, compression="zstd")
         self._cache = None
 
-    def apply(self, turn: str, events: list[ExtractionRecorded], now: datetime | None = None) -> list[str]:
-        """Fold one turn's outcomes in (once); returns the site notes it rewrote.  `now`:
-        the turn's time (`TurnView.occurred_at`), which `rebuild` folds it at too."""
+    def apply(self, turn: str, events: list[ExtractionRecorded], at: datetime) -> list[str]:
+        """Fold one turn's outcomes in (once); returns the site notes it rewrote.  `at`:
+        the turn's time (`TurnView.occurred_at`), which `rebuild` folds it at too (never
+        the clock at Save: a rebuild could not reproduce that)."""
         if not events:
             return []
-        when = format_ts(now or utcnow())
+        when = format_ts(at)
         with file_lock(
             self.vault.layout.indexes / "source_reliability.lock",
             what="reliability table",
@@ -174,7 +175,7 @@ class ReliabilityTable:
             self._write(stats)
             # the notes project the table: written under its lock, or a slower turn's
             # older numbers could overwrite a newer turn's note
-            return [write_site_note(self.vault, stats[d], now) for d in sorted(changed)]
+            return [write_site_note(self.vault, stats[d], at) for d in sorted(changed)]
 
     def rebuild(
         self, *, now: datetime | None = None, known: TurnsRead | None = None
@@ -188,7 +189,7 @@ class ReliabilityTable:
         stats: dict[str, DomainStats] = {}
         for ref in iter_turns(self.vault):
             if known is not None and known.has_read(ref.user, ref.turn):
-                found = known.found.get(ref.doc_id)
+                found = known.extracted(ref.user, ref.turn)
             else:
                 try:
                     view = load_view(ref)
@@ -233,6 +234,10 @@ class TurnsRead:
         bits[number >> 3] |= 1 << (number & 7)
         if extracted is not None:
             self.found[f"{user}/{turn}"] = extracted
+
+    def extracted(self, user: str, turn: str) -> Extracted | None:
+        """What the fold found in `user`'s turn `turn` (None: no extractions, or not read)."""
+        return self.found.get(f"{user}/{turn}")
 
     def has_read(self, user: str, turn: str) -> bool:
         bits = self._read.get(user)

@@ -23,7 +23,7 @@ def _event(success: bool) -> ExtractionRecorded:
 def _apply_turns(root: str, writer: int) -> None:
     table = ReliabilityTable(Vault.open(Path(root)))
     for n in range(TURNS):
-        table.apply(f"u{writer}/turn_{n:04d}", [_event(n % 3 != 0)], now=NOW)
+        table.apply(f"u{writer}/turn_{n:04d}", [_event(n % 3 != 0)], at=NOW)
 
 
 def _note_front(vault: Vault) -> dict[str, object]:
@@ -54,7 +54,7 @@ def test_a_linked_note_is_neither_read_nor_written_through(vault: Vault, tmp_pat
     note = vault.root / "site_knowledge" / "shop.example.md"
     note.parent.mkdir(parents=True, exist_ok=True)
     note.symlink_to(outside)
-    ReliabilityTable(vault).apply("alice/turn_0001", [_event(True)], now=NOW)
+    ReliabilityTable(vault).apply("alice/turn_0001", [_event(True)], at=NOW)
     assert outside.read_bytes() == before
     assert note.is_symlink()
     leaked = [
@@ -72,6 +72,6 @@ def test_a_linked_site_knowledge_folder_gets_no_note(vault: Vault, tmp_path: Pat
     if folder.exists():
         folder.rmdir()
     folder.symlink_to(elsewhere, target_is_directory=True)
-    ReliabilityTable(vault).apply("alice/turn_0001", [_event(True)], now=NOW)
+    ReliabilityTable(vault).apply("alice/turn_0001", [_event(True)], at=NOW)
     assert list(elsewhere.iterdir()) == []
     assert ReliabilityTable(vault).load()["shop.example"].attempts == 1
