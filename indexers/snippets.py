@@ -23,19 +23,23 @@ _NOT_PROSE = ("#", "```", "_meta", "|---", "  type:")
 """How the lines a snippet skips begin: headings, code fences, `_meta` blocks, table rules."""
 
 
-_ASCII_SPACES = ("\t", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", "  ")
+_ASCII_SPACES = ("\t", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
 def _folded(text: str) -> bool:
-    """`text` already equals `" ".join(text.split())`: ASCII with single spaces between
-    words and no other white space.  Checking is a few scans of the bytes; splitting a
-    turn into its words and joining them again was most of `prose_of`'s time."""
-    return (
-        text.isascii()
-        and text[:1] != " "
-        and text[-1:] != " "
-        and not any(space in text for space in _ASCII_SPACES)
-    )
+    """`text` already equals `" ".join(text.split())`: single spaces between words and
+    no other white space.  Checking is a few scans of the text; splitting a turn into
+    its words and joining them again was most of `prose_of`'s time.
+
+    Beyond ASCII, `str.isprintable` is the scan: every white space `str.split` splits
+    at but the space itself is a control character or a separator, which are not
+    printable.  (Until 2026-11-24 only ASCII text took the scan: every turn we write
+    holds an em dash, and most real chat text a curly quote.)"""
+    if text[:1] == " " or text[-1:] == " " or "  " in text:
+        return False
+    if text.isascii():  # (a flag of the string: no scan)
+        return not any(space in text for space in _ASCII_SPACES)
+    return text.isprintable()
 
 
 def prose_of(body: str) -> str:
@@ -61,10 +65,11 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
     )
     if not stems:
         return flat[:SNIPPET_CHARS]
-    if flat.isascii():  # then lower() keeps every offset: find on the lowered copy
-        haystack = flat.lower()
-        matches = _find_words(haystack, stems)
-    else:
+    folded = tuple(stem.casefold() for stem in stems)
+    haystack = flat.casefold()  # case-blind as the pattern is: "ΟΔΟΣ" holds "οδοσ"
+    if len(haystack) == len(flat):  # each character folded to one: offsets kept, find on the copy
+        matches = _find_words(haystack, folded)
+    else:  # a character that folds to two ("ß", "İ"): the offsets move
         pattern = _snippet_pattern(stems, True)
         matches = [m.span() for m in pattern.finditer(flat)]
     if not matches:
@@ -85,7 +90,7 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
             continue
         m_end = rest_of_word(flat, m_end).end()  # the whole word (ASCII matches end with the stem)
         if m_end > end:  # cut by the window: still bold only if a whole stem is left
-            if not any(flat[m_start:end].lower().startswith(stem) for stem in stems):
+            if not flat[m_start:end].casefold().startswith(folded):
                 continue
             m_end = end
         pieces += [flat[last:m_start], "**", flat[m_start:m_end], "**"]

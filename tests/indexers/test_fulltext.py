@@ -489,7 +489,11 @@ def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
         "\x1f",
         "\u00a0",
         "\u2003",
+        "\u2028",
+        "\x85",
+        "\u200d",  # a zero-width joiner: not printable, not white space
         "é",
+        "—",
         "\n",
         "\n\n",
         "# h\n",
@@ -499,6 +503,54 @@ def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
         kept = [line for line in body.split("\n") if not line.startswith(_NOT_PROSE)]
         flat = " ".join(" ".join(kept).split())
         assert prose_of(body) == (flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + "\x1f")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_snippet_words_are_found_alike_in_any_script(seed: int) -> None:
+    """Snippets find the query's words with `str.find` on the case-folded prose whenever
+    folding keeps its length (not only in ASCII: every turn holds an em dash, real chat
+    text curly quotes); the words found are the ones the case-blind word-boundary
+    pattern finds, in every script, and each one bolded begins with a query word."""
+    import random
+    import re
+
+    from indexers.snippets import _find_words, _snippet_pattern, snippet_of
+
+    rng = random.Random(seed)
+    words = [
+        "Café",
+        "café",
+        "cafés",
+        "naïve",
+        "NAÏVE",
+        "ΟΔΟΣ",
+        "οδοσ",
+        "οδος",
+        "hamster",
+        "Hamsters",
+        "x_hamster",
+        "2hamster",
+        "über",
+        "Über—alles",
+        "l’hamster",
+        "«café»",
+        "日本語",
+        "東京",
+        "ſtem",
+    ]
+    stems = ("café", "naïv", "οδοσ", "hamster", "über", "日本", "stem")
+    pattern = _snippet_pattern(tuple(sorted(stems, key=len, reverse=True)), True)
+    for _ in range(100):
+        prose = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 40)))
+        folded = prose.casefold()
+        assert len(folded) == len(prose)
+        expected = [m.start() for m in pattern.finditer(prose)]
+        assert [start for start, _ in _find_words(folded, stems)] == expected
+        for word in re.findall(r"\*\*(.+?)\*\*", snippet_of(prose, stems)):  # (words over 4 letters lose 2)
+            assert word.casefold().startswith(tuple(s[: max(4, len(s) - 2)].casefold() for s in stems)), word
+    # a character that folds to two moves the offsets: the pattern finds the words there
+    assert snippet_of("Die Straße — the hamster café", ["hamster"]) == "Die Straße — the **hamster** café"
+    assert snippet_of("İstanbul: HAMSTERS", ["hamster"]) == "İstanbul: **HAMSTERS**"
 
 
 def test_a_document_read_before_another_writer_changed_it_does_not_replace_the_newer_one(
