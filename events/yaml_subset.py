@@ -24,7 +24,15 @@ __all__ = ["fast_dump", "fast_frontmatter"]
 # tests/events/test_documents.py checks it against PyYAML on generated documents.
 
 _FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
-_FM_STR = re.compile(r"[^\W\d_][^:#\t]*")  # starts with a letter: never a number, date or bool
+_FM_STR = re.compile(r"(?:[^\W\d_]|[^\x00-\x7f\s]|\()(?:[^:#\t]|:(?=\S))*")
+"""A string that starts with a letter, "(" or any other character beyond ASCII ("¿", "“"):
+never a number, date or bool; a colon only before a non-space ("7:15", "text:…": ": "
+would start a mapping), no "#" (" #" starts a comment)."""
+_FM_DIGIT_STR = re.compile(r"(?!0[xXbBoO])[0-9](?:[^:#.\t]*[^\W\d_][^:#.\t]*|[^:#\t]*[^\W\d_eE][^:#\t]*)")
+"""A string that starts with a digit ("8a70ec05_2-t000", "426e7403_3", a real chat
+export's session ids; "15 ways to…"): with a letter (other than e, an exponent, if it
+holds a "."), no colon and no 0x / 0b / 0o prefix, none of YAML 1.1's int, float or
+timestamp patterns matches it."""
 _FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 _FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
@@ -55,9 +63,11 @@ def _fm_scalar(value: str) -> Any:
         if match:
             y, mo, d, h, mi, sec, us = map(int, match.groups())
             return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
-    if value in _FM_WORDS or not _FM_STR.fullmatch(value) or value[-1] == " " or not value.isprintable():
+    if value in _FM_WORDS or value[-1] == " " or not value.isprintable():
         raise _NotFast
-    return value
+    if _FM_STR.fullmatch(value) or _FM_DIGIT_STR.fullmatch(value):
+        return value
+    raise _NotFast
 
 
 _OPEN = object()
