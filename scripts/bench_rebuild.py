@@ -1,10 +1,14 @@
 """Full rebuild beside raw tantivy (DESIGN.md §9: in-process ≥ 0.6× raw tantivy's rate;
 whole process ≤ 2× a raw script; ≤ 300 MiB).
 
-    .venv/bin/python scripts/bench_rebuild.py [--turns 10000] [--rounds 2] [--vault DIR]
+    .venv/bin/python scripts/bench_rebuild.py [--turns 10000 | --real] [--rounds 2] [--vault DIR]
 
 Builds a vault of `--turns` imported turns (setup, not timed; `--vault DIR` reuses
-the vault built there by an earlier run, or builds it there and keeps it), then, alternated round
+the vault built there by an earlier run, or builds it there and keeps it), or with
+`--real` of the 24,820 turns of real chat in LongMemEval's dev set
+(`../shared/data/longmemeval-dev`, imported as `eval_retrieval.py` imports it: its ids,
+titles and text are nobody's here, and showed what the generated turns did not, a third
+of their frontmatters read by PyYAML), then, alternated round
 by round so a busy machine slows both alike:
 
 * **in-process**: `Memory(vault).rebuild()` (the index only) beside a raw tantivy loop
@@ -102,8 +106,9 @@ if __name__ == "__main__":
 '''
 
 
-def build(folder: Path, turns: int) -> Path:
+def build(folder: Path, turns: int, real: bool = False) -> Path:
     from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
+    from eval_retrieval import DEFAULT_LME, load_longmemeval
 
     from pandafs.importer import import_turns
     from pandafs.memory import Memory
@@ -111,7 +116,12 @@ def build(folder: Path, turns: int) -> Path:
 
     vault, _ = Vault.init(folder / "vault")
     source = folder / "turns.jsonl"
-    write_source(source, turns, 2400)
+    if real:
+        with open(source, "wb") as handle:
+            for line in load_longmemeval(DEFAULT_LME).lines:
+                handle.write(orjson.dumps(line) + b"\n")
+    else:
+        write_source(source, turns, 2400)
     import_turns(vault, source, after_batch=Memory(vault).index_docs)
     return vault.root
 
@@ -186,6 +196,7 @@ def run_child(command: list[str], env: dict[str, str]) -> tuple[float, float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--real", action="store_true", help="LongMemEval's dev set (real chat) for the turns")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--vault", type=Path, help="build the vault here once and reuse it")
     parser.add_argument(
@@ -220,9 +231,9 @@ def main() -> None:
             root = args.vault / "vault"
         elif args.vault is not None:
             args.vault.mkdir(parents=True, exist_ok=True)
-            root = build(args.vault, args.turns)
+            root = build(args.vault, args.turns, args.real)
         else:
-            root = build(base, args.turns)
+            root = build(base, args.turns, args.real)
         raw_script = base / "raw_tantivy.py"
         raw_script.write_text(RAW)
         env = dict(os.environ)
@@ -268,7 +279,8 @@ def main() -> None:
     in_ratio = med["ours_in"] / med["raw_in"]
     whole_ratio = med["ours_whole"] / med["raw_whole"]
     peak = max(peaks["ours"] + peaks["ours_sum"])  # the larger: the target is on what the rebuild holds
-    print(f"{args.turns:,} turns ({documents:,} documents); {args.rounds} rounds, medians")
+    source = "real chat (LongMemEval dev)" if args.real else "generated"
+    print(f"{documents:,} documents, {source} turns; {args.rounds} rounds, medians")
     print(f"{'':44} {'PandaFS':>12} {'raw tantivy':>12} {'ratio':>8}")
     print(
         f"{'in-process indexing, docs/s':44} {med['ours_in']:>12,.0f} "
@@ -310,7 +322,8 @@ def main() -> None:
     )
     result = {
         "benchmark": "rebuild",
-        "turns": args.turns,
+        "turns": documents,
+        "source": "longmemeval-dev" if args.real else "generated",
         "rounds": args.rounds,
         "in_process_docs_per_s": round(med["ours_in"]),
         "raw_docs_per_s": round(med["raw_in"]),
