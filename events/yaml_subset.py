@@ -28,11 +28,23 @@ _FM_STR = re.compile(r"(?:[^\W\d_]|[^\x00-\x7f\s]|\()(?:[^:#\t]|:(?=\S))*")
 """A string that starts with a letter, "(" or any other character beyond ASCII ("¿", "“"):
 never a number, date or bool; a colon only before a non-space ("7:15", "text:…": ": "
 would start a mapping), no "#" (" #" starts a comment)."""
-_FM_DIGIT_STR = re.compile(r"(?!0[xXbBoO])[0-9](?:[^:#.\t]*[^\W\d_][^:#.\t]*|[^:#\t]*[^\W\d_eE][^:#\t]*)")
-"""A string that starts with a digit ("8a70ec05_2-t000", "426e7403_3", a real chat
-export's session ids; "15 ways to…"): with a letter (other than e, an exponent, if it
-holds a "."), no colon and no 0x / 0b / 0o prefix, none of YAML 1.1's int, float or
-timestamp patterns matches it."""
+_FM_DIGITS_ON = re.compile(r"[0-9][^:#\t]*")
+_FM_LETTER = re.compile(r"[^\W\d_]")
+_FM_NOT_EXPONENT = re.compile(r"[^\W\d_eE]")
+_RADIX_PREFIXES = frozenset({"0x", "0X", "0b", "0B", "0o", "0O"})
+
+
+def _digit_string(value: str) -> bool:
+    """A plain value that starts with a digit but is a string ("8a70ec05_2-t000",
+    "426e7403_3", a real chat export's session ids; "15 ways to…"): it holds a letter
+    (other than e, an exponent, if it holds a "."), no colon and no 0x / 0b / 0o prefix,
+    so none of YAML 1.1's int, float or timestamp patterns matches it.  Three linear
+    scans: one pattern saying all this backtracked, quadratic in the line's length."""
+    if value[:2] in _RADIX_PREFIXES or not _FM_DIGITS_ON.fullmatch(value):
+        return False
+    return (_FM_NOT_EXPONENT if "." in value else _FM_LETTER).search(value) is not None
+
+
 _FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 _FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
@@ -65,7 +77,7 @@ def _fm_scalar(value: str) -> Any:
             return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
     if value in _FM_WORDS or value[-1] == " " or not value.isprintable():
         raise _NotFast
-    if _FM_STR.fullmatch(value) or _FM_DIGIT_STR.fullmatch(value):
+    if _FM_STR.fullmatch(value) or _digit_string(value):
         return value
     raise _NotFast
 
@@ -150,7 +162,7 @@ def _dump_scalar(value: Any, quote: Callable[[str], str | None]) -> str:
         if (
             len(value) < 5000
             and value not in _FM_WORDS
-            and _FM_STR.fullmatch(value)
+            and (_FM_STR.fullmatch(value) or _digit_string(value))
             and value[-1] != " "
             and value.isprintable()
             and "  " not in value  # PyYAML may break a long plain scalar at double spaces
