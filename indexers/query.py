@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .words import _WORD, FRAME_WORDS, SEARCH_STOP_WORDS, _lexicon, stem
+from .words import FRAME_WORDS, SEARCH_STOP_WORDS, _lexicon, stem, words_of
 
 __all__ = ["Lexicon", "QueryPlan", "TermGroup", "plan_query"]
 
@@ -85,11 +85,11 @@ def plan_query(
     """
     lowered = text.lower().replace("’", "'")
     lowered, cues = RECENCY_CUES.subn(" ", lowered)
-    words = [w for w in _WORD.findall(lowered) if w != "s"]
+    words = [w for w in words_of(lowered) if w != "s"]
     stop = SEARCH_STOP_WORDS if lexicon.stop_words else frozenset()
     kept = [w for w in words if w not in stop and (len(w) > 1 or w.isdigit())]
     if not kept:
-        kept = [w for w in _WORD.findall(text.lower()) if len(w) > 1]
+        kept = [w for w in words_of(text) if len(w) > 1]
     irregular, synonyms = _lexicon()
     groups: dict[str, TermGroup] = {}
     for word in kept:

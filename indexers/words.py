@@ -55,7 +55,6 @@ FRAME_WORDS = frozenset(
 )
 """Question framing: kept, at `FRAME_WEIGHT`, since it is rarely what the answer says."""
 
-_WORD = re.compile(r"[0-9A-Za-zÀ-ÖØ-öø-ÿ]+")
 
 # Past forms of common irregular verbs (base, past, participle...), matched both ways.
 IRREGULAR = """
@@ -191,6 +190,27 @@ def _analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+@lru_cache(maxsize=1)
+def _splitter() -> tantivy.TextAnalyzer:
+    """`en_stem` before its stemmer: the words the index keeps, lower-cased."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .build()
+    )
+
+
+def words_of(text: str) -> list[str]:
+    """The words of `text` as the index splits them (runs of letters and digits, in any
+    script), lower-cased, before stemming.
+
+    Until 2026-11-24 a query's words were found by a pattern of Latin-1 letters: a
+    question in Russian, Greek or Japanese had no words at all (nothing searched for),
+    and "Łódź" or "Hindi" in Devanagari was cut where the index kept one word."""
+    return _splitter().analyze(text)
+
+
 def stem(word: str) -> str:
     """The term `en_stem` indexes for `word` ("" for none)."""
     tokens = _analyzer().analyze(word)
@@ -222,6 +242,6 @@ def _frozen(related: dict[str, set[str]]) -> dict[str, frozenset[str]]:
 
 def query_terms(text: str) -> list[str]:
     """Lower-cased content words of a natural-language query (no operators, no stop words)."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = words_of(text)
     kept = [w for w in words if w not in STOP_WORDS and not (len(w) == 1 and not w.isdigit())]
     return kept or [w for w in words if len(w) > 1]

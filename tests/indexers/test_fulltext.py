@@ -505,6 +505,35 @@ def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
         assert prose_of(body) == (flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + "\x1f")
 
 
+def test_a_question_in_any_script_finds_the_note_that_says_it(vault: Vault, memory: Memory) -> None:
+    """A query's words are split as the index splits a document's (`words.words_of`):
+    until 2026-11-24 only Latin-1 letters made words, so a question in Russian, Greek or
+    Japanese had none (nothing was searched for) and "Łodzi" became "odzi"."""
+    notes = {
+        "ru": "Мой хомяк любит морковку и спит днём.",
+        "el": "Το ταξίδι στην Αθήνα ήταν υπέροχο.",
+        "pl": "Wycieczka do Łodzi była w maju.",
+        "ja": "東京 旅行 の 計画",
+        "hi": "मुझे हिन्दी सीखना है",
+        "en": "My hamster loves carrots and sleeps all day.",
+    }
+    for name, text in notes.items():
+        write_doc(vault, f"users/alice/memories/{name}.md", text)
+    memory.index_paths([f"users/alice/memories/{name}.md" for name in notes])
+    asked = {
+        "ru": "Что любит мой хомяк?",
+        "el": "Πώς ήταν η Αθήνα;",
+        "pl": "Kiedy była wycieczka do Łodzi?",
+        "ja": "東京",
+        "hi": "हिन्दी",
+    }
+    for name, question in asked.items():
+        hits = memory.search(question, user="alice", now=NOW)
+        assert ids(hits)[:1] == [f"alice/memories/{name}"], (question, ids(hits))
+        assert "**" in hits[0]["snippet"]  # the question's word is found in the snippet too
+    assert memory.search("хомяк", user="bob", now=NOW) == []  # and still only alice's
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_snippet_words_are_found_alike_in_any_script(seed: int) -> None:
     """Snippets find the query's words with `str.find` on the case-folded prose whenever
