@@ -75,8 +75,15 @@ def parse_entries(body: str) -> list[Entry]:
     return entries
 
 
+_STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$€£.])+")
+
+
 def _norm(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9$€£.]+", text.lower()))
+    """A statement as `append_entry` compares it: its words (letters and digits of any
+    script, currency signs, dots), case-folded.  Until 2026-11-24 only a-z and 0-9 made
+    words: every statement in Russian or Greek was "" and so "the same" as any other,
+    and its save was acknowledged but not written."""
+    return " ".join(_STATEMENT_WORD.findall(text.casefold()))
 
 
 def slug(text: str, limit: int = 6) -> str:

@@ -53,6 +53,25 @@ def test_hand_edited_preferences_keep_their_lines(memory: Memory, vault: Vault) 
     assert values == ["Vegetarian", "I hate early meetings", "window seats"]
 
 
+def test_statements_in_any_script_are_each_kept(memory: Memory, vault: Vault) -> None:
+    """A save is skipped only for a statement already there.  Until 2026-11-24 statements
+    were compared by their a-z words: one in Russian or Greek had none, so the second such
+    preference was acknowledged and never written (and "3 кота" was "3 собаки")."""
+    said = [
+        "Я люблю зелёный чай",
+        "Я не пью кофе",
+        "У меня 3 кота",
+        "У меня 3 собаки",
+        "Μου αρέσει η θάλασσα",
+    ]
+    for text in said:
+        assert memory.save(text, user="alice", doc_type="preference", now=NOW, index=False).created
+    again = memory.save("я ЛЮБЛЮ зелёный чай", user="alice", doc_type="preference", now=NOW, index=False)
+    assert not again.created  # the same statement (case aside): not written twice
+    body = parse_document((vault.root / "users/alice/preferences.md").read_text()).body
+    assert [e.value for e in parse_entries(body)] == said
+
+
 def test_concurrent_saves_lose_nothing(memory: Memory, vault: Vault) -> None:
     def save(i: int) -> None:
         Memory(vault).save(f"fact number {i}", user="alice", doc_type="fact", now=NOW, index=False)
