@@ -46,3 +46,21 @@ def test_a_statement_saved_under_ones_own_name_answers_a_question_about_oneself(
     other = cli("--root", vault.root, "ask", "Do I like tea?", "--user", "erin", "--json")
     assert own.json["outcome"] == "APPROVE" and "likes tea" in own.json["answer"], own.json
     assert other.json["outcome"] != "APPROVE" and "likes tea" not in other.json["answer"], other.json
+
+
+def test_facts_in_any_script_reach_the_answer() -> None:
+    """Statements are keyed by their words for settling repeats and disagreements; until
+    2026-11-24 only a-z and 0-9 made words, so a fact in Russian or Greek had no key and
+    was dropped before the answer was written."""
+    from pandafs.tasks.grounding.facts import Fact, settle
+
+    facts = [
+        Fact("Я люблю зелёный чай", "memory", 1, "alice/preferences"),
+        Fact("Μου αρέσει η θάλασσα", "memory", 2, "alice/preferences"),
+        Fact("я люблю зелёный чай", "answer", 3, "alice/turn_000001"),  # a repeat of the first
+    ]
+    kept = settle(facts, "Что я люблю?")
+    assert sorted((f.text, f.origin) for f in kept) == [
+        ("Μου αρέσει η θάλασσα", "memory"),
+        ("Я люблю зелёный чай", "memory"),
+    ]

@@ -134,7 +134,13 @@ CITE = re.compile(r"\s*(?:\[\d+\]|\((?:memory|internet)[_.]\w+\))")
 SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 
+_KEY_WORD = re.compile(r"(?:[^\W_]|[$€£])+")
+
+
 @lru_cache(maxsize=65536)
 def norm(text: str) -> str:
+    """A statement's key: its words (letters and digits of any script, currency signs),
+    lower-cased.  Until 2026-11-24 only a-z and 0-9 made words: a fact in Russian or
+    Greek had the key "" and `facts.settle` dropped it from the context."""
     plain = SAID_NOTE.sub("", CITE.sub("", text))
-    return " ".join(re.findall(r"[a-z0-9$€£]+", statement_form(plain).lower()))
+    return " ".join(_KEY_WORD.findall(statement_form(plain).lower()))
