@@ -178,27 +178,27 @@ vehicle: car bike motorbike scooter van
 """
 
 
-@lru_cache(maxsize=1)
-def _analyzer() -> tantivy.TextAnalyzer:
-    """The analyzer of tantivy's `en_stem` (simple tokenizer, lower case, English stemmer)."""
-    return (
+def _en_stem(*, stemmed: bool) -> tantivy.TextAnalyzer:
+    """tantivy's `en_stem`: simple tokenizer, long tokens removed, lower case, and (when
+    `stemmed`) the English stemmer."""
+    builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
     )
+    return (builder.filter(tantivy.Filter.stemmer("english")) if stemmed else builder).build()
+
+
+@lru_cache(maxsize=1)
+def _analyzer() -> tantivy.TextAnalyzer:
+    """The analyzer of tantivy's `en_stem`: the terms the index keeps."""
+    return _en_stem(stemmed=True)
 
 
 @lru_cache(maxsize=1)
 def _splitter() -> tantivy.TextAnalyzer:
     """`en_stem` before its stemmer: the words the index keeps, lower-cased."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .build()
-    )
+    return _en_stem(stemmed=False)
 
 
 def words_of(text: str) -> list[str]:
