@@ -14,9 +14,12 @@ at scope `user` and never expires.  Other memories are one file each under
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import orjson
 
@@ -92,6 +95,31 @@ def slug(text: str, limit: int = 6) -> str:
     words = re.findall(r"[a-z0-9]+", text.lower())[:limit] or ["memory"]
     digest = hashlib.sha1(text.encode()).hexdigest()[:6]
     return "-".join(words)[:60] + "-" + digest
+
+
+def _name_for(vault: Vault, folder: Path, name: str, content: str) -> tuple[str, bool]:
+    """The file name `content` is saved under in `folder`, and whether that file holds it
+    already (then nothing is written).
+
+    `name` (from `slug`) unless a file there holds another text: then `name-2`, `name-3`…
+    `slug` names a text by its first words and 24 bits of its hash; until 2026-11-24 a
+    second text with the same name (the same six first words — "the user mentioned that
+    they…" — or none a-z at all, as a memory in Russian, and 24 bits alike: ~3 % of
+    1,000 such memories) was reported "already saved" and never written.  Called under
+    the memory lock."""
+    wanted = f"\n\n{content.strip()}\n"
+    for number in itertools.count(1):
+        candidate = name if number == 1 else f"{name}-{number}"
+        path = folder / f"{candidate}.md"
+        if not os.path.lexists(path):
+            return candidate, False
+        try:  # never through a link; unreadable or not UTF-8: not this text
+            held = read_vault_file(vault.root, vault.rel(path))[0].decode("utf-8")
+        except (OSError, NotInVault, UnicodeDecodeError):
+            continue
+        if wanted in held:
+            return candidate, True
+    raise AssertionError("unreachable")
 
 
 def append_entry(
@@ -179,38 +207,40 @@ def write_memory(
     now: datetime,
     quality: float = 0.6,
 ) -> SavedDoc:
-    """One memory document under users/{user}/memories/ (same content → same file)."""
+    """One memory document under users/{user}/memories/ (the same content saved again:
+    the same file, nothing written)."""
     from events.documents import (  # YAML, pydantic: when writing
         DocumentMetadata,
         render_document,
         wikilink,
     )
 
-    name = slug(f"{doc_type} {content}")
-    path = vault.layout.memories_dir(user) / f"{name}.md"
-    doc_id = f"{user}/memories/{name}"
-    expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
-    extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
-    meta = DocumentMetadata(
-        id=doc_id,
-        user=user,
-        title=title or " ".join(content.split()[:10]),
-        primary_topic=topic,
-        keywords=keywords,
-        content_types=[doc_type],
-        scope=scope,  # type: ignore[arg-type]
-        quality=quality,
-        created_at=now,
-        expires_at=expires,
-        tags=["pandafs/memory"],
-        **extra,
-    )
-    body = f"# {meta.title}\n\n{content.strip()}\n"
-    if source_turn:
-        body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
+    folder = vault.layout.memories_dir(user)
     with vault.memory_lock(user):
-        if path.exists():
+        name, held = _name_for(vault, folder, slug(f"{doc_type} {content}"), content)
+        path = folder / f"{name}.md"
+        doc_id = f"{user}/memories/{name}"
+        if held:
             return SavedDoc(doc_id, vault.rel(path), created=False)
+        expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
+        extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
+        meta = DocumentMetadata(
+            id=doc_id,
+            user=user,
+            title=title or " ".join(content.split()[:10]),
+            primary_topic=topic,
+            keywords=keywords,
+            content_types=[doc_type],
+            scope=scope,  # type: ignore[arg-type]
+            quality=quality,
+            created_at=now,
+            expires_at=expires,
+            tags=["pandafs/memory"],
+            **extra,
+        )
+        body = f"# {meta.title}\n\n{content.strip()}\n"
+        if source_turn:
+            body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
         atomic_write(path, render_document(meta, body), root=vault.root)
     return SavedDoc(doc_id, vault.rel(path))
 
@@ -238,27 +268,28 @@ def publish(
         render_document,
     )
 
-    name = slug(f"{doc_type} {content}")
-    path = vault.layout.knowledge / "published" / f"{name}.md"
-    rel = vault.rel(path) if path.parent.exists() else f"knowledge/published/{name}.md"
-    doc_id = rel[: -len(".md")]
-    meta = DocumentMetadata(
-        id=doc_id,
-        title=title or " ".join(content.split()[:10]),
-        primary_topic=topic,
-        keywords=keywords,
-        content_types=[doc_type],
-        scope="global",
-        quality=0.6,
-        created_at=now,
-        tags=["pandafs/published"],
-        published_by=by,
-        published_at=now,
-    )
-    body = f"# {meta.title}\n\n{content.strip()}\n\n_Published by {by} on {now.date().isoformat()}._\n"
+    folder = vault.layout.knowledge / "published"
     with vault.memory_lock(None):
-        if path.exists():
+        name, held = _name_for(vault, folder, slug(f"{doc_type} {content}"), content)
+        path = folder / f"{name}.md"
+        rel = f"knowledge/published/{name}.md"
+        doc_id = rel[: -len(".md")]
+        if held:
             return SavedDoc(doc_id, rel, created=False)
+        meta = DocumentMetadata(
+            id=doc_id,
+            title=title or " ".join(content.split()[:10]),
+            primary_topic=topic,
+            keywords=keywords,
+            content_types=[doc_type],
+            scope="global",
+            quality=0.6,
+            created_at=now,
+            tags=["pandafs/published"],
+            published_by=by,
+            published_at=now,
+        )
+        body = f"# {meta.title}\n\n{content.strip()}\n\n_Published by {by} on {now.date().isoformat()}._\n"
         record = {"ts": format_ts(now), "act": "publish", "by": by, "doc_id": doc_id, "doc_path": rel}
         log = vault.root / SHARING_LOG
         append_file(
