@@ -1,7 +1,11 @@
 """Bulk import beside the raw filesystem (DESIGN.md §9: ≥ 0.5× the raw filesystem's
 rate for the same files; bounded memory).
 
-    .venv/bin/python scripts/bench_import.py [--turns 10000] [--rounds 2] [--text 2400]
+    .venv/bin/python scripts/bench_import.py [--turns 10000] [--rounds 2] [--text 2400] [--real]
+
+`--real` imports LongMemEval's dev set instead (../shared/data/longmemeval-dev: 24,820
+turns of real chat, as `eval_retrieval.py` reads them; `--turns` and `--text` are then
+its own).
 
 Each round, alternated so a busy machine slows both alike:
 
@@ -35,6 +39,17 @@ import orjson
 TARGET_RATIO = 0.5
 FSYNC_THREADS = 4  # as pandafs.importer
 BATCH = 1000  # as [index] batch_size
+
+
+def write_real_source(path: Path) -> int:
+    """LongMemEval's dev set as an import file (`eval_retrieval.load_longmemeval`); its lines."""
+    from eval_retrieval import DEFAULT_LME, load_longmemeval  # scripts/ is on sys.path
+
+    lines = load_longmemeval(DEFAULT_LME).lines
+    with open(path, "wb") as out:
+        for line in lines:
+            out.write(orjson.dumps(line) + b"\n")
+    return len(lines)
 
 
 def write_source(path: Path, turns: int, text: int) -> None:
@@ -139,6 +154,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--text", type=int, default=2400, help="bytes of query + response per line")
+    parser.add_argument("--real", action="store_true", help="LongMemEval's dev set (real chat) as the file")
     args = parser.parse_args()
     rows: dict[str, list[float]] = {"pandafs": [], "floor": [], "no_fsync": []}
     peaks: list[float] = []
@@ -146,7 +162,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
         base = Path(tmp)
         source = base / "turns.jsonl"
-        write_source(source, args.turns, args.text)
+        if args.real:
+            args.turns = write_real_source(source)
+        else:
+            write_source(source, args.turns, args.text)
         input_mib = source.stat().st_size / 2**20
         shape: list[tuple[str, list[tuple[str, int]]]] = []
         for round_no in range(args.rounds):
@@ -166,9 +185,8 @@ def main() -> None:
                 shutil.rmtree(target)
     med = {name: statistics.median(values) for name, values in rows.items()}
     ratio = med["pandafs"] / med["floor"]
-    print(
-        f"{args.turns:,} turns of ~{args.text} B text ({input_mib:.0f} MiB in); {args.rounds} rounds, medians"
-    )
+    what = "real chat (LongMemEval dev)" if args.real else f"~{args.text} B text"
+    print(f"{args.turns:,} turns of {what} ({input_mib:.0f} MiB in); {args.rounds} rounds, medians")
     print(f"{'':44} {'turns/s':>9} {'× floor':>8}")
     print(f"{'PandaFS import-turns (whole process, indexed)':44} {med['pandafs']:>9,.0f} {ratio:>7.2f}×")
     print(f"{'raw filesystem, same files, same fsyncs':44} {med['floor']:>9,.0f} {1:>7.2f}×")
@@ -186,6 +204,7 @@ def main() -> None:
     result_json = {
         "benchmark": "import",
         "turns": args.turns,
+        "source": "longmemeval-dev" if args.real else "generated",
         "rounds": args.rounds,
         "pandafs_turns_per_s": round(med["pandafs"]),
         "floor_turns_per_s": round(med["floor"]),

@@ -107,8 +107,7 @@ if __name__ == "__main__":
 
 
 def build(folder: Path, turns: int, real: bool = False) -> Path:
-    from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
-    from eval_retrieval import DEFAULT_LME, load_longmemeval
+    from bench_import import write_real_source, write_source  # scripts/ is on sys.path
 
     from pandafs.importer import import_turns
     from pandafs.memory import Memory
@@ -117,9 +116,7 @@ def build(folder: Path, turns: int, real: bool = False) -> Path:
     vault, _ = Vault.init(folder / "vault")
     source = folder / "turns.jsonl"
     if real:
-        with open(source, "wb") as handle:
-            for line in load_longmemeval(DEFAULT_LME).lines:
-                handle.write(orjson.dumps(line) + b"\n")
+        write_real_source(source)
     else:
         write_source(source, turns, 2400)
     import_turns(vault, source, after_batch=Memory(vault).index_docs)
