@@ -280,8 +280,12 @@ class _Writing:
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
         try:
             return index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
-        except ValueError as exc:  # tantivy's own lock: a writer we do not know about
-            raise IndexBusy(f"index is busy ({exc}); try again") from exc
+        except ValueError as exc:
+            if "LockBusy" in str(exc):  # tantivy's own lock: a writer we do not know about
+                raise IndexBusy(f"index is busy ({exc}); try again") from exc
+            # damage (a corrupt meta.json…) or the disk: until 2026-11-24 "busy" too, so
+            # `watch` retried a damaged index every second for good
+            raise self._tantivy_error(exc, writing=True) from exc
 
     @contextmanager
     def _batch_on(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from events import classify
 from events.layout import NOT_DOCUMENTS
 from indexers.changes import ChangeBatch
-from indexers.errors import IndexBusy
+from indexers.errors import REBUILD, IndexBusy, IndexDamaged
 from indexers.sync import SyncReport
 from indexers.watcher import VaultWatcher, WatcherError
 
@@ -32,6 +32,8 @@ IDLE_WAIT_S = 0.25
 """Longest the loop blocks, so a stop request is seen quickly."""
 INDEX_RETRY_S = 1.0
 ERROR_RETRY_S = 10.0
+REBUILD_AGAIN_S = 600.0
+"""Damaged again this soon after a rebuild: the disk is failing, the watch ends with it."""
 WATCHER_RESTARTS = 3
 
 
@@ -75,6 +77,7 @@ class Watch:
         self._full = False
         self._first_seen: float | None = None
         self._index_retry_at = 0.0
+        self._rebuilt_at = -math.inf
         self._queue: deque[str] = deque()
         self._inbox_dirty = True
         self._inbox_wake: float | None = None
@@ -223,6 +226,9 @@ class Watch:
                 report.deleted += more.deleted
                 report.unchanged += more.unchanged
                 report.skipped += more.skipped
+        except IndexDamaged as exc:
+            self._rebuild_damaged(exc)
+            return
         except (IndexBusy, Busy, OSError) as exc:  # a schema mismatch (IndexIncompatible) ends the watch
             self._paths |= paths
             self._dirs |= dirs
@@ -248,6 +254,9 @@ class Watch:
         self._first_seen = None
         try:
             report = self.memory.reconcile()
+        except IndexDamaged as exc:
+            self._rebuild_damaged(exc)
+            return
         except (IndexBusy, Busy, OSError) as exc:
             self._full = True
             busy = isinstance(exc, IndexBusy | Busy)
@@ -264,6 +273,27 @@ class Watch:
                 f"reconciled {report.documents} documents: {report.indexed} indexed, "
                 f"{report.deleted} removed, {report.unchanged} unchanged in {report.seconds:.2f} s"
             )
+
+    def _rebuild_damaged(self, exc: IndexDamaged) -> None:
+        """Make a damaged index anew from the documents, as `verify --repair` does (it is
+        derived: nothing is lost).  Until 2026-11-24 the watch took the damage for a busy
+        index and retried every second for good, saying "index is busy"."""
+        if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
+            raise exc
+        self._log(f"{str(exc).removesuffix('; ' + REBUILD)}; rebuilding it from the documents")
+        self._paths.clear()
+        self._dirs.clear()
+        self._first_seen = None
+        try:
+            report = self.memory.rebuild()  # built beside the damaged one, then swapped in
+        except (IndexBusy, Busy, OSError) as busy:
+            self._full = True
+            self._index_retry_at = time.monotonic() + INDEX_RETRY_S
+            self._log(f"rebuild could not start, will retry: {busy}")
+            return
+        self._rebuilt_at = time.monotonic()
+        self._full = False
+        self._log(f"rebuilt the index: {report.indexed} documents in {report.seconds:.2f} s")
 
     def _log_skips(self, report: SyncReport) -> None:
         for skipped in report.skipped:

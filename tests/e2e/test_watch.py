@@ -192,6 +192,30 @@ def test_a_commit_the_disk_refuses_is_retried_and_watch_goes_on(vault: Vault) ->
     assert any("the index could not be written (File too large)" in line for line in watch.lines)
 
 
+def test_a_damaged_index_is_rebuilt_from_the_documents_and_watch_goes_on(vault: Vault) -> None:
+    """A corrupt meta.json made every index write fail as "index is busy", and the watch
+    retried it every second for good; now it names the damage, rebuilds the index from the
+    documents (derived: nothing is lost) and goes on indexing."""
+    drop(vault.root, "knowledge/tulips.md", "# Tulips\ntulips need cold winters\n")
+    watch = WatchProcess(vault.root)
+    try:
+        watch.wait_for("reconciled")
+        (vault.root / "indexes/fulltext/tantivy/meta.json").write_text("garbage\n")
+        drop(vault.root, "knowledge/roses.md", "# Roses\nroses like the sun\n")
+        watch.wait_for("rebuilt the index")
+        drop(vault.root, "knowledge/lilies.md", "# Lilies\nlilies like shade\n")
+        memory = Memory(vault)
+        wait_until(lambda: len(memory.search("tulips roses lilies", limit=5)) == 3, what="all three found")
+        assert watch.proc.poll() is None and watch.count("index is busy") == 0, watch.lines[-5:]
+        code, _ = watch.stop()
+    finally:
+        watch.ensure_dead()
+    assert code == 0, watch.lines[-10:]
+    assert any(
+        "cannot be read" in line and "rebuilding it from the documents" in line for line in watch.lines
+    )
+
+
 def test_a_burst_of_5000_files_all_ends_up_indexed(vault: Vault) -> None:
     memory = Memory(vault)
     watch = WatchProcess(vault.root)
