@@ -87,6 +87,13 @@ class WatchProcess:
         self._close()
         return self.proc.returncode, out
 
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        """The exit code of a watch that ends by itself, its output read to the end."""
+        code = self.proc.wait(timeout)
+        self._reader.join(10)
+        self._close()
+        return code
+
     def _close(self) -> None:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
@@ -214,6 +221,25 @@ def test_a_damaged_index_is_rebuilt_from_the_documents_and_watch_goes_on(vault: 
     assert any(
         "cannot be read" in line and "rebuilding it from the documents" in line for line in watch.lines
     )
+
+
+def test_an_index_damaged_again_soon_after_its_rebuild_ends_the_watch_with_the_error(vault: Vault) -> None:
+    """Damage that comes back right after a rebuild is the disk failing, not the index:
+    the watch does not rebuild in a loop; it ends with the one-line error."""
+    watch = WatchProcess(vault.root)
+    try:
+        watch.wait_for("reconciled")
+        meta = vault.root / "indexes/fulltext/tantivy/meta.json"
+        meta.write_text("garbage\n")
+        drop(vault.root, "knowledge/roses.md", "# Roses\nroses like the sun\n")
+        watch.wait_for("rebuilt the index")
+        meta.write_text("garbage\n")
+        drop(vault.root, "knowledge/lilies.md", "# Lilies\nlilies like shade\n")
+        assert watch.wait_exit() == 1
+    finally:
+        watch.ensure_dead()
+    assert watch.count("rebuilt the index") == 1
+    assert watch.lines[-1].startswith("error: the index indexes/fulltext cannot be read ("), watch.lines[-3:]
 
 
 def test_a_burst_of_5000_files_all_ends_up_indexed(vault: Vault) -> None:
