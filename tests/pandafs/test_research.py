@@ -405,6 +405,19 @@ def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, 
     assert "RTX 4050" in page.body
 
 
+def test_a_follow_up_in_russian_reuses_the_page_it_visited(web: WebFixtures, layout: Layout) -> None:
+    """Visit records are matched by the words of their titles; until 2026-11-24 only a-z
+    made words, so a follow-up in Russian had none and fetched the page again."""
+    web.results = [
+        {"url": "{base}/product/ru", "title": "Игровой ноутбук", "content": "", "engine": "fixture"}
+    ]
+    first = run_tool(web, layout, query="игровой ноутбук цена")
+    assert [o.error for o in first.outcomes] == [None] and len(first.visits) == 1
+    found = find_visits(layout, "alice", "Игровой ноутбук?")
+    assert [v.visit_id for v in found] == [first.visits[0].visit_id]
+    assert find_visits(layout, "alice", "стиральная машина") == []
+
+
 def test_failed_pages_become_outcomes_not_exceptions(web: WebFixtures, layout: Layout) -> None:
     web.results = [
         {"url": "{base}/missing", "title": "gone", "content": ""},

@@ -130,12 +130,18 @@ and you will type on it every day for years.</p>
 
 SLOW = "<html><head><title>Slow</title></head><body><h1>Finally</h1></body></html>"
 
+RUSSIAN = """<!doctype html>
+<html><head><title>Игровой ноутбук Lenovo LOQ 15 | МагазинА</title></head>
+<body><h1>Игровой ноутбук Lenovo LOQ 15</h1><p>Цена: 64 990 ₽. В наличии.</p></body></html>
+"""
+
 PAGES: dict[str, str] = {
     "/product/microdata": MICRODATA,
     "/product/og": OPEN_GRAPH,
     "/product/plain": PLAIN,
     "/listing": LISTING,
     "/article": ARTICLE,
+    "/product/ru": RUSSIAN,
 }
 
 REDIRECTS = {
