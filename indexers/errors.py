@@ -26,10 +26,16 @@ __all__ = [
     "IndexingError",
     "REBUILD",
     "tantivy_error",
+    "without_advice",
 ]
 
 REBUILD = "run `pandafs rebuild`"
 """What every message of an index that must be made anew ends with (after "; ")."""
+
+
+def without_advice(message: str) -> str:
+    """`message` less its closing advice to rebuild: said by whoever just rebuilt."""
+    return message.removesuffix("; " + REBUILD)
 
 
 class IndexingError(Exception):

@@ -56,13 +56,17 @@ def prose_of(body: str) -> str:
     return flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + CUT
 
 
+def snippet_stem(term: str) -> str:
+    """What of a query term a snippet looks for: a word over 4 letters less its last 2
+    (at least 4 kept), so "hamsters" finds "hamster"."""
+    return term[: max(4, len(term) - 2)]
+
+
 def snippet_of(prose: str, terms: Iterable[str]) -> str:
     """A ~220-character window of `prose` (from `prose_of`) around the query terms, terms in **bold**."""
     cut = prose.endswith(CUT)
     flat = prose[:-1] if cut else prose
-    stems = tuple(
-        sorted({t[: max(4, len(t) - 2)] if len(t) > 4 else t for t in terms}, key=len, reverse=True)
-    )
+    stems = tuple(sorted({snippet_stem(t) for t in terms}, key=len, reverse=True))
     if not stems:
         return flat[:SNIPPET_CHARS]
     folded = tuple(stem.casefold() for stem in stems)

@@ -60,7 +60,7 @@ from events.log import torn_path, typed_events
 from events.schema import TornTailRepaired
 from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
-from indexers.errors import REBUILD, IndexDamaged
+from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import scan_documents
 
 from . import archive, learning, pipeline
@@ -204,7 +204,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     if repair and any(p.kind == "index_damaged" for p in found):
         memory.rebuild()  # built beside the damaged one from the documents, then swapped in
         rebuilt = [  # the advice to rebuild is done: not in the repair's line
-            Problem(p.path, p.kind, f"{p.message.removesuffix('; ' + REBUILD)}: rebuilt", repaired=True)
+            Problem(p.path, p.kind, f"{without_advice(p.message)}: rebuilt", repaired=True)
             for p in found
             if p.kind == "index_damaged"
         ]

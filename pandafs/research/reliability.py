@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
-from events.clock import utcnow
 from events.errors import EventsError, FrontmatterError, NotInVault
 from events.fsio import atomic_file, is_real_dir, read_vault_file
 from events.layout import turn_number
@@ -177,13 +176,12 @@ class ReliabilityTable:
             # older numbers could overwrite a newer turn's note
             return [write_site_note(self.vault, stats[d], at) for d in sorted(changed)]
 
-    def rebuild(
-        self, *, now: datetime | None = None, known: TurnsRead | None = None
-    ) -> dict[str, DomainStats]:
+    def rebuild(self, *, known: TurnsRead | None = None) -> dict[str, DomainStats]:
         """Recompute the table from every live turn's events alone.
 
         `known` holds what the learning fold already read of the turns it folded, so a
-        rebuild reads each event log once; other turns are read here."""
+        rebuild reads each event log once; other turns are read here.  A note written
+        anew is dated by its domain's latest outcome (until 2026-11-24: by the clock)."""
         from ..turns import iter_turns, load_view
 
         stats: dict[str, DomainStats] = {}
@@ -205,7 +203,8 @@ class ReliabilityTable:
         ):
             self._write(stats)
             for row in stats.values():
-                write_site_note(self.vault, row, now)
+                latest = max(t for t in (row.last_success, row.last_failure) if t is not None)
+                write_site_note(self.vault, row, datetime.fromisoformat(latest))
         return stats
 
 
@@ -245,12 +244,13 @@ class TurnsRead:
         return bits is not None and number >> 3 < len(bits) and bool(bits[number >> 3] & 1 << (number & 7))
 
 
-def write_site_note(vault: Vault, row: DomainStats, now: datetime | None) -> str:
+def write_site_note(vault: Vault, row: DomainStats, at: datetime) -> str:
     """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change.
-    Call with the reliability table's lock held (the note projects the table)."""
+    `at`: when a new note is created (an outcome's time, never the clock).  Call with
+    the reliability table's lock held (the note projects the table)."""
     path = vault.layout.site_knowledge / f"{row.domain}.md"
     rel = f"site_knowledge/{row.domain}.md"
-    created = now or utcnow()
+    created: Any = at
     extra: dict[str, Any] = {}
     try:
         old: str | None = read_vault_file(vault.root, rel)[0].decode("utf-8")

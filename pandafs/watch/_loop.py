@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from events import classify
 from events.layout import NOT_DOCUMENTS
 from indexers.changes import ChangeBatch
-from indexers.errors import REBUILD, IndexBusy, IndexDamaged
+from indexers.errors import IndexBusy, IndexDamaged, without_advice
 from indexers.sync import SyncReport
 from indexers.watcher import VaultWatcher, WatcherError
 
@@ -280,7 +280,7 @@ class Watch:
         index and retried every second for good, saying "index is busy"."""
         if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
             raise exc
-        self._log(f"{str(exc).removesuffix('; ' + REBUILD)}; rebuilding it from the documents")
+        self._log(f"{without_advice(str(exc))}; rebuilding it from the documents")
         self._paths.clear()
         self._dirs.clear()
         self._first_seen = None
