@@ -11,7 +11,8 @@ state log (`state`), writing and rebuilding (`writer`), searching (`search`, wit
 `filters`, `ranking` — the ranking formula is that module's docstring — and
 `snippets`), and what a search asks for (`request`).
 
-Writers hold `fulltext.lock` only for one batch; a second writer waits up to
+Writers hold `fulltext.lock` only for one batch (and its commit's merges,
+which end on their own thread: `settling`); a second writer waits up to
 `wait_s` and then gets `IndexBusy` naming the holder's pid.  Readers never wait:
 every search reloads the reader (≈50 µs) and reopens the index if a rebuild swapped
 the folder.
@@ -27,6 +28,7 @@ import tantivy
 
 from .schema import build_schema
 from .search import _Searching
+from .settling import MergesInFlight
 from .state import StateEntry, _StateLog
 from .writer import _Writing
 
@@ -50,6 +52,7 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         self._generation: tuple[int | None, int] | None = None
         self._counts: dict[tuple[Any, ...], float] = {}
         self._untrimmed = 0  # documents committed since freed memory was handed back
+        self._merges = MergesInFlight()  # the last commit's, ended on their own thread
         # where documents without `trust` in their frontmatter (turns) get it from
         self.trust_of: Callable[[str], float | None] | None = None
         self._schema = build_schema()

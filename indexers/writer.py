@@ -1,6 +1,7 @@
 """Writing the full-text index: its folder, the writer lock, batches, rebuild and swap.
 
-Writers hold `fulltext.lock` only for one batch; a second writer waits up to
+Writers hold `fulltext.lock` only for one batch (and its commit's merges,
+which end on their own thread: `settling`); a second writer waits up to
 `wait_s` and then gets `IndexBusy` naming the holder's pid.  A rebuild builds
 `fulltext.new/` beside the live index and swaps it in when complete.
 """
@@ -9,9 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from .errors import (
     tantivy_error,
 )
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, _to_document
+from .settling import TRIM_EVERY, release_freed_memory
 from .state import StateEntry
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
@@ -42,38 +43,6 @@ CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], Non
 SPILL_EVERY = 10_000
 """A fresh index's batch writes its state lines every this many changes (not all at the
 end): a rebuild then holds no per-document state, whatever the vault's size."""
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    import ctypes  # only writers get here: a search never loads it
-
-    try:
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]  # the loaded libc's
-    except (OSError, AttributeError, TypeError):
-        return None  # not glibc: nothing to do
-
-
-TRIM_EVERY = 1_000
-"""Documents an index writes between two hand-backs of freed memory (`release_freed_memory`).
-
-`malloc_trim(0)` walks the whole heap (~2 ms in a process that has served a few turns),
-and after a turn's one-document commit it handed back the pages tantivy's writer heap had
-just used, so the next commit faulted them all in again: the index step of a turn was
-~10 ms slower for it, and raw tantivy's own commit in the same process too."""
-
-
-def release_freed_memory() -> None:
-    """Hand back to the system the memory tantivy's threads (and ours) have freed.
-
-    glibc keeps what another thread freed in that thread's arena, so a process that
-    indexed keeps its high-water mark: after a 100k-document rebuild, 118 MiB anonymous
-    resident with 35 MiB in use, and the learning fold that follows it stacked its own
-    peak on top; an import grew by ~8 MiB per 1,000 turns.  Called after a rebuild's
-    spills and commit, and every `TRIM_EVERY` documents any other writer commits."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 class IndexBatch:
@@ -272,6 +241,11 @@ class _Writing:
                 "try again when it finishes"
             )
 
+        try:
+            self._merges.settle()  # this process's last commit holds the lock until its merges end
+        except ValueError as exc:
+            self._raise_io_error(exc)
+            raise
         vault_folder(self.indexes_dir.parent, self.indexes_dir)  # the vault's own `indexes/`, not a link
         check_folders(self.indexes_dir.parent, self.dir)
         with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy, root=self.indexes_dir.parent):
@@ -289,8 +263,16 @@ class _Writing:
 
     @contextmanager
     def _batch_on(
-        self, index: tantivy.Index, state_path: Path, *, redoable: bool = True
+        self,
+        index: tantivy.Index,
+        state_path: Path,
+        *,
+        redoable: bool = True,
+        committed: list[Any] | None = None,
     ) -> Iterator[IndexBatch]:
+        """One batch on `index`, committed when the block ends.  With `committed`, the
+        committed writer goes there for the caller to wait for its merges (`settling`);
+        without, they are waited for here."""
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
         spill = self._spiller(state_path) if fresh else None
@@ -302,11 +284,14 @@ class _Writing:
             self._raise_io_error(exc)
             raise
         writer = self._commit(index, writer, batch)
-        try:
-            writer.wait_merging_threads()
-        except ValueError as exc:
-            self._raise_io_error(exc)
-            raise
+        if committed is not None:
+            committed.append(writer)
+        else:
+            try:
+                writer.wait_merging_threads()
+            except ValueError as exc:
+                self._raise_io_error(exc)
+                raise
         self._append_state(state_path, batch.changes)
         self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
         if self._untrimmed >= TRIM_EVERY:
@@ -356,10 +341,19 @@ class _Writing:
 
     @contextmanager
     def batch(self) -> Iterator[IndexBatch]:
-        """Hold the writer lock for one batch of upserts/deletes, then commit."""
+        """Hold the writer lock for one batch of upserts/deletes, then commit.  The merges
+        the commit started end on a thread that holds the lock until then (`settling`)."""
         self._open()
-        with self._lock(), self._batch_on(self._open(), self.state_path) as batch:
-            yield batch
+        committed: list[Any] = []
+        held = ExitStack()
+        held.enter_context(self._lock())
+        try:
+            with self._batch_on(self._open(), self.state_path, committed=committed) as batch:
+                yield batch
+        finally:
+            if committed:
+                self._merges.hand_over(committed[0], held.pop_all().close)
+            held.close()
 
     @contextmanager
     def rebuild(self, catch_up: CatchUp | None = None) -> Iterator[IndexBatch]:

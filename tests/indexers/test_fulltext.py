@@ -695,3 +695,68 @@ def test_a_rebuild_never_swaps_folders_through_a_swapped_indexes_folder(tmp_path
         "fulltext/keep.txt",
     ]
     assert (indexes.with_name("indexes.moved") / "fulltext.new" / "schema.json").is_file()
+
+
+class _SlowMerges:
+    """Stands in for tantivy's writer after a commit: its merges end when `done` is set."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.done = threading.Event()
+        self.error = error
+
+    def wait_merging_threads(self) -> None:
+        assert self.done.wait(10)
+        if self.error is not None:
+            raise self.error
+
+
+def test_merges_end_on_their_own_thread_which_releases_the_lock_after_them() -> None:
+    from indexers.settling import MergesInFlight
+
+    merges, writer, released = MergesInFlight(), _SlowMerges(), threading.Event()
+    merges.hand_over(writer, released.set)  # returns while the merges still run
+    assert not released.wait(0.05)  # the lock stays held until they end
+    writer.done.set()
+    merges.settle()
+    assert released.is_set()
+    failing = _SlowMerges(ValueError("merge: disk full"))
+    merges.hand_over(failing, released.clear)
+    failing.done.set()
+    with pytest.raises(ValueError, match="disk full"):  # told to the next writer of this process
+        merges.settle()
+    assert not released.is_set()  # the lock went anyway
+    merges.settle()  # told once
+
+
+MANY_COMMITS = """
+import sys
+from pathlib import Path
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+memory = Memory(Vault(Path(sys.argv[1])))
+for i in range(int(sys.argv[2])):
+    memory.index_paths([f"users/alice/memories/n{i}.md"])
+"""
+
+
+def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> None:
+    """Tantivy merges small segments (here eight one-document commits) on its own threads.
+    A batch no longer waits for them; they still end (on the thread `indexers.settling`
+    starts), so the merged segment replaces the small ones, nothing committed is lost and
+    the lock is free afterwards.  A batch that let its writer go without waiting left the
+    eight segments: tantivy drops a merge whose writer is dropped."""
+    from events.fsio import lock_is_held
+
+    for i in range(12):
+        write_doc(vault, f"users/alice/memories/n{i}.md", f"zebra note number {i}")
+    subprocess.run(
+        [sys.executable, "-c", MANY_COMMITS, str(vault.root), "12"], check=True, cwd=REPO, timeout=120
+    )
+    memory = Memory(vault)
+    meta = orjson.loads((memory.index.tantivy_dir / "meta.json").read_bytes())
+    assert len(meta["segments"]) < 8, meta["segments"]
+    assert not lock_is_held(memory.index.lock_path)
+    assert len(memory.search("zebra", user="alice", limit=20, now=NOW)) == 12
+    write_doc(vault, "users/alice/memories/n0.md", "zebra note rewritten")
+    memory.index_paths(["users/alice/memories/n0.md"])  # the next writer is not refused as busy
+    assert len(memory.search("rewritten", user="alice", now=NOW)) == 1
