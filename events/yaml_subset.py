@@ -34,6 +34,12 @@ _FM_NOT_EXPONENT = re.compile(r"[^\W\d_eE]")
 _RADIX_PREFIXES = frozenset({"0x", "0X", "0b", "0B", "0o", "0O"})
 
 
+def _plain_string(value: str) -> bool:
+    """`value` reads back as this string when written plain (no quotes): the one rule
+    of the reader (`_fm_scalar`) and the writer (`_dump_scalar`) alike."""
+    return _FM_STR.fullmatch(value) is not None or _digit_string(value)
+
+
 def _digit_string(value: str) -> bool:
     """A plain value that starts with a digit but is a string ("8a70ec05_2-t000",
     "426e7403_3", a real chat export's session ids; "15 ways to…"): it holds a letter
@@ -77,7 +83,7 @@ def _fm_scalar(value: str) -> Any:
             return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
     if value in _FM_WORDS or value[-1] == " " or not value.isprintable():
         raise _NotFast
-    if _FM_STR.fullmatch(value) or _digit_string(value):
+    if _plain_string(value):
         return value
     raise _NotFast
 
@@ -162,7 +168,7 @@ def _dump_scalar(value: Any, quote: Callable[[str], str | None]) -> str:
         if (
             len(value) < 5000
             and value not in _FM_WORDS
-            and (_FM_STR.fullmatch(value) or _digit_string(value))
+            and _plain_string(value)
             and value[-1] != " "
             and value.isprintable()
             and "  " not in value  # PyYAML may break a long plain scalar at double spaces

@@ -54,6 +54,13 @@ class SyncReport:
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds per stage of a full rebuild (walk, read, parse, index add, commit)."""
 
+    def add(self, other: SyncReport) -> None:
+        """Count `other`'s documents in too (two passes reported as one)."""
+        self.indexed += other.indexed
+        self.deleted += other.deleted
+        self.unchanged += other.unchanged
+        self.skipped += other.skipped
+
     def as_json(self) -> dict[str, Any]:
         rate = self.indexed / self.seconds if self.seconds else 0.0
         return {

@@ -221,11 +221,7 @@ class Watch:
                 report = reconcile_dirs(self.memory, dirs)
                 paths = {p for p in paths if not any(p.startswith(d + "/") for d in dirs)}
             if paths:
-                more = self.memory.index_paths(sorted(paths))
-                report.indexed += more.indexed
-                report.deleted += more.deleted
-                report.unchanged += more.unchanged
-                report.skipped += more.skipped
+                report.add(self.memory.index_paths(sorted(paths)))
         except IndexDamaged as exc:
             self._rebuild_damaged(exc)
             return
@@ -233,9 +229,7 @@ class Watch:
             self._paths |= paths
             self._dirs |= dirs
             self._first_seen = first
-            busy = isinstance(exc, IndexBusy | Busy)
-            self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
-            self._log(f"{'index busy' if busy else 'indexing failed'}, will retry: {exc}")
+            self._retry_later(exc, "indexing failed")
             return
         self.report.add_sync(report)
         self._log_skips(report)
@@ -259,9 +253,7 @@ class Watch:
             return
         except (IndexBusy, Busy, OSError) as exc:
             self._full = True
-            busy = isinstance(exc, IndexBusy | Busy)
-            self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
-            self._log(f"{'index busy' if busy else 'reconcile failed'}, will retry: {exc}")
+            self._retry_later(exc, "reconcile failed")
             return
         self.report.reconciles += 1
         self.report.add_sync(report)
@@ -274,10 +266,15 @@ class Watch:
                 f"{report.deleted} removed, {report.unchanged} unchanged in {report.seconds:.2f} s"
             )
 
+    def _retry_later(self, exc: Exception, failed: str) -> None:
+        """Index work failed with `exc`: try again soon if the index was busy, else later."""
+        busy = isinstance(exc, IndexBusy | Busy)
+        self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
+        self._log(f"{'index busy' if busy else failed}, will retry: {exc}")
+
     def _rebuild_damaged(self, exc: IndexDamaged) -> None:
-        """Make a damaged index anew from the documents, as `verify --repair` does (it is
-        derived: nothing is lost).  Until 2026-11-24 the watch took the damage for a busy
-        index and retried every second for good, saying "index is busy"."""
+        """Make a damaged index anew from the documents (derived: nothing is lost), as `verify
+        --repair` does.  Until 2026-11-24 the watch retried it every second as "index is busy"."""
         if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
             raise exc
         self._log(f"{without_advice(str(exc))}; rebuilding it from the documents")
