@@ -252,8 +252,19 @@ class _Writing:
             yield
 
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
+        """A writer of `index` whose first operation is a no-op delete.
+
+        Tantivy stamps a new writer's first operation with the opstamp of the last
+        commit.  A merge started before this writer's commit (≥ 8 committed segments: a
+        writer killed before its merges ended left them) counts that operation as already
+        applied to a segment whose deletes were written at that opstamp, and skips it: the
+        delete of a path's old version in that segment was lost, leaving two versions
+        indexed (seen 2026-11-25: a restored turn's stub stayed searchable).  The no-op
+        takes that opstamp; every operation of the batch comes after it."""
         try:
-            return index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
+            writer = index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
+            writer.delete_documents_by_term("path", "")  # no document has an empty path
+            return writer
         except ValueError as exc:
             if "LockBusy" in str(exc):  # tantivy's own lock: a writer we do not know about
                 raise IndexBusy(f"index is busy ({exc}); try again") from exc

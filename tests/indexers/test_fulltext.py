@@ -760,3 +760,69 @@ def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> No
     write_doc(vault, "users/alice/memories/n0.md", "zebra note rewritten")
     memory.index_paths(["users/alice/memories/n0.md"])  # the next writer is not refused as busy
     assert len(memory.search("rewritten", user="alice", now=NOW)) == 1
+
+
+INDEX_PATHS = """
+import sys
+from pathlib import Path
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+Memory(Vault(Path(sys.argv[1]))).index_paths(sys.argv[2:])
+"""
+
+KILLED_BEFORE_ITS_MERGE = """
+import os, signal, sys
+from pathlib import Path
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+memory = Memory(Vault(Path(sys.argv[1])))
+for i in range(7):  # seven segments of three documents
+    memory.index_paths([f"users/alice/memories/{x}{i}.md" for x in "kmn"])
+Path(sys.argv[1], "users/alice/memories/n3.md").write_text(sys.argv[2])
+# the 8th segment; n3's old version is deleted in the 3rd at this commit's opstamp
+memory.index_paths(["users/alice/memories/n3.md", "users/alice/memories/n7.md"])
+os.kill(os.getpid(), signal.SIGKILL)  # before the merge of the eight ends
+"""
+
+
+def _left_unmerged(memory: Memory) -> bool:
+    """Eight committed segments, one with deletes written at the last commit's opstamp:
+    what a writer killed after its commit, before the merge it started ended, leaves."""
+    meta = orjson.loads((memory.index.tantivy_dir / "meta.json").read_bytes())
+    deleted_at = [s["deletes"]["opstamp"] for s in meta["segments"] if s["deletes"]]
+    return len(meta["segments"]) >= 8 and meta["opstamp"] in deleted_at
+
+
+def test_the_first_delete_after_a_writer_was_killed_before_its_merge_is_not_lost(vault: Vault) -> None:
+    """A writer killed before its merge ended leaves eight segments; the next writer's
+    commit starts their merge.  Tantivy stamped that writer's first operation with the
+    last commit's opstamp, and the merge skipped it in a segment whose deletes carry that
+    opstamp: a path's old version stayed beside the new one (2026-11-25: a restored
+    turn's stub stayed in the index).  Each writer's first operation is now a no-op."""
+    for _ in range(5):  # the child's kill must come before its merge ends (~ms)
+        shutil.rmtree(vault.root / "indexes", ignore_errors=True)
+        for i in range(8):
+            write_doc(vault, f"users/alice/memories/n{i}.md", f"zebra note number {i}")
+            write_doc(vault, f"users/alice/memories/m{i}.md", f"zebra memo number {i} walrus")
+            write_doc(vault, f"users/alice/memories/k{i}.md", f"zebra keepsake number {i}")
+        again = render_document(DocumentMetadata(id="x", created_at=NOW), "zebra note three again")
+        child = subprocess.run(
+            [sys.executable, "-c", KILLED_BEFORE_ITS_MERGE, str(vault.root), again], cwd=REPO, timeout=120
+        )
+        assert child.returncode == -9
+        memory = Memory(vault)
+        if _left_unmerged(memory):
+            break
+    else:
+        pytest.fail("the child's merge ended before its kill, five times")
+    # m3 shares its segment with n3's deleted old version: its deletes carry that opstamp
+    write_doc(vault, "users/alice/memories/m3.md", "zebra memo three rewritten")
+    # its first operation deletes m3's old version; the process ends when the merge has
+    subprocess.run(
+        [sys.executable, "-c", INDEX_PATHS, str(vault.root), "users/alice/memories/m3.md"],
+        check=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert memory.index.count() == 22  # k0–k6, m0–m6, n0–n7
+    assert "alice/memories/m3" not in ids(memory.search("walrus", user="alice", limit=20, now=NOW))
