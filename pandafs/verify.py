@@ -21,7 +21,9 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   skipped      a document the indexer skips, with the reason (broken frontmatter,
                binary, too large, unreadable): not in search until it is fixed
   index_stale  one per path: a document not in the index, changed since it was
-               indexed, or indexed but gone (`--repair` reconciles and lists each)
+               indexed, or indexed but gone (`--repair` reconciles and lists each);
+               at `indexes/fulltext`: the index is missing, or holds documents its
+               state does not name (`--repair` rebuilds it)
   index_damaged  a file of the index is corrupt or missing, so it cannot be read
                (`--repair` rebuilds it from the documents)
   scope_claim  `scope: global` on a user's document that cannot be shared (it stays theirs)
@@ -197,16 +199,21 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     reason it is not; nothing gone lingers; every symlink among the documents is named.
 
     `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
-    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.
+    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.  Until
+    2026-11-25 it listed a document count the state does not match as "reconciled",
+    which no reconcile changes: now that index is rebuilt.
     """
     memory = open_memory(vault)
     found = _index_problems(vault, memory)
-    if repair and any(p.kind == "index_damaged" for p in found):
-        memory.rebuild()  # built beside the damaged one from the documents, then swapped in
+    # a damaged index, or one that holds documents its state does not name (no path
+    # to reconcile them by), is rebuilt beside itself from the documents and swapped in
+    whole = vault.rel(memory.index.dir)
+    to_rebuild = [p for p in found if p.kind == "index_damaged" or p.path == whole]
+    if repair and to_rebuild:
+        memory.rebuild()
         rebuilt = [  # the advice to rebuild is done: not in the repair's line
             Problem(p.path, p.kind, f"{without_advice(p.message)}: rebuilt", repaired=True)
-            for p in found
-            if p.kind == "index_damaged"
+            for p in to_rebuild
         ]
         return rebuilt + _index_problems(vault, memory)
     if not repair or not any(p.kind == "index_stale" for p in found):

@@ -243,3 +243,30 @@ def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault
     assert found.code == 1
     expected = "error: the index indexes/fulltext was built by another PandaFS version; run `pandafs rebuild`"
     assert found.err.strip() == expected
+
+
+def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+    """A document in tantivy that the index's state does not record (a delete tantivy
+    lost, 2026-11-25) cannot be reconciled by path.  `--repair` listed it as
+    "reconciled" and left it; verify failed again.  Now the index is rebuilt."""
+    import tantivy
+
+    cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
+    index = Memory(vault).index
+    writer = tantivy.Index.open(str(index.tantivy_dir)).writer(heap_size=15_000_000, num_threads=1)
+    writer.add_document(tantivy.Document(path="users/alice/memories/gone.md", body="tulips"))
+    writer.commit()
+    writer.wait_merging_threads()
+    named = cli("--root", vault.root, "verify", "--json")
+    assert named.code == 1
+    kind, message = _problems(named)["indexes/fulltext"]
+    assert kind == "index_stale" and "holds 2 documents but 1 are recorded" in message, message
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert repaired.code == 0, repaired.out
+    [rebuilt] = repaired.json["repaired"]
+    assert (rebuilt["path"], rebuilt["kind"], rebuilt["message"][-9:]) == (
+        "indexes/fulltext",
+        "index_stale",
+        ": rebuilt",
+    )
+    assert cli("--root", vault.root, "verify").code == 0
