@@ -199,38 +199,41 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     reason it is not; nothing gone lingers; every symlink among the documents is named.
 
     `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
-    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.  Until
-    2026-11-25 it listed a document count the state does not match as "reconciled",
-    which no reconcile changes: now that index is rebuilt.
+    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.  An index
+    that is damaged, missing, or holds documents its state does not name (no path to
+    reconcile them by) is rebuilt from the documents; until 2026-11-25 that last one was
+    listed as "reconciled" and left as it was.
     """
     memory = open_memory(vault)
     found = _index_problems(vault, memory)
-    # a damaged index, or one that holds documents its state does not name (no path
-    # to reconcile them by), is rebuilt beside itself from the documents and swapped in
+    if not repair:
+        return found
+    repaired: list[Problem] = []
     whole = vault.rel(memory.index.dir)
+    stale = [p for p in found if p.kind == "index_stale" and p.path != whole]
+    if stale and not any(p.kind == "index_damaged" for p in found):
+        report = memory.reconcile()
+        # reconcile re-reads a file only when its mtime or size moved: one skipped when it
+        # was indexed and readable now (the size limit raised since) is re-read by name
+        again = memory.index_paths([p.path for p in stale], force=True)
+        skipped = {s.path for s in report.skipped} | {s.path for s in again.skipped}
+        repaired += [
+            Problem(p.path, p.kind, f"{p.message}: reconciled", repaired=True)
+            for p in stale
+            if p.path not in skipped
+        ]
+        # checked again in full, not only the reconciled paths: the document count spans
+        # the whole index, and files may change while it runs
+        found = _index_problems(vault, memory)
     to_rebuild = [p for p in found if p.kind == "index_damaged" or p.path == whole]
-    if repair and to_rebuild:
-        memory.rebuild()
-        rebuilt = [  # the advice to rebuild is done: not in the repair's line
+    if to_rebuild:
+        memory.rebuild()  # beside the live index, then swapped in
+        repaired += [  # the advice to rebuild is done: not in the repair's line
             Problem(p.path, p.kind, f"{without_advice(p.message)}: rebuilt", repaired=True)
             for p in to_rebuild
         ]
-        return rebuilt + _index_problems(vault, memory)
-    if not repair or not any(p.kind == "index_stale" for p in found):
-        return found
-    report = memory.reconcile()
-    # reconcile re-reads a file only when its mtime or size moved: one skipped when it was
-    # indexed and readable now (the size limit raised since) is re-read by name
-    again = memory.index_paths([p.path for p in found if p.kind == "index_stale"], force=True)
-    skipped = {s.path for s in report.skipped} | {s.path for s in again.skipped}
-    repaired = [
-        Problem(p.path, p.kind, f"{p.message}: reconciled", repaired=True)
-        for p in found
-        if p.kind == "index_stale" and p.path not in skipped
-    ]
-    # Checked again in full, not only the reconciled paths: the document count spans the
-    # whole index, and files may change while it runs.
-    return repaired + _index_problems(vault, memory)
+        found = _index_problems(vault, memory)
+    return repaired + found
 
 
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:

@@ -270,3 +270,13 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
         ": rebuilt",
     )
     assert cli("--root", vault.root, "verify").code == 0
+    # with a changed document beside it, the count shows only once that is reconciled:
+    # one `--repair` does both
+    writer = tantivy.Index.open(str(index.tantivy_dir)).writer(heap_size=15_000_000, num_threads=1)
+    writer.add_document(tantivy.Document(path="users/alice/memories/gone.md", body="tulips"))
+    writer.commit()
+    writer.wait_merging_threads()
+    (vault.root / "users" / "alice" / "memories" / "roses.md").write_text("Roses want sun.\n")
+    both = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert both.code == 0, both.out
+    assert [p["message"].rsplit(": ", 1)[1] for p in both.json["repaired"]] == ["reconciled", "rebuilt"]
