@@ -209,7 +209,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     if not repair:
         return found
     repaired: list[Problem] = []
-    whole = vault.rel(memory.index.dir)
+    whole = _index_itself(vault, memory)
     stale = [p for p in found if p.kind == "index_stale" and p.path != whole]
     if stale and not any(p.kind == "index_damaged" for p in found):
         report = memory.reconcile()
@@ -236,6 +236,11 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     return repaired + found
 
 
+def _index_itself(vault: Vault, memory: Memory) -> str:
+    """The path a problem of the index as a whole is named by (`indexes/fulltext`)."""
+    return vault.rel(memory.index.dir)
+
+
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     refused: list[Skipped] = []
     files = scan_documents(vault.root, refused=refused)
@@ -246,11 +251,10 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
         for name in OWN_DIRS
         if name not in named and os.path.islink(vault.root / name)
     ]
+    whole = _index_itself(vault, memory)
     if not memory.index.exists():
         if files:
-            problems.append(
-                Problem("indexes/fulltext", "index_stale", f"index is missing ({len(files)} documents)")
-            )
+            problems.append(Problem(whole, "index_stale", f"index is missing ({len(files)} documents)"))
         return problems
     state = memory.index.state()
     max_bytes = vault.config.index.max_file_bytes
@@ -274,11 +278,11 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     try:
         held = memory.index.count()
     except IndexDamaged as exc:
-        return [*problems, Problem(vault.rel(memory.index.dir), "index_damaged", str(exc))]
+        return [*problems, Problem(whole, "index_damaged", str(exc))]
     if not problems and held != indexed:
         problems.append(
             Problem(
-                "indexes/fulltext",
+                whole,
                 "index_stale",
                 f"the index holds {held} documents but {indexed} are recorded as indexed; {REBUILD}",
             )

@@ -728,14 +728,14 @@ def test_merges_end_on_their_own_thread_which_releases_the_lock_after_them() -> 
     merges.settle()  # told once
 
 
-MANY_COMMITS = """
+EACH_IN_ITS_BATCH = """
 import sys
 from pathlib import Path
 from pandafs.memory import Memory
 from pandafs.vault import Vault
 memory = Memory(Vault(Path(sys.argv[1])))
-for i in range(int(sys.argv[2])):
-    memory.index_paths([f"users/alice/memories/n{i}.md"])
+for rel in sys.argv[2:]:
+    memory.index_paths([rel])
 """
 
 
@@ -749,8 +749,9 @@ def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> No
 
     for i in range(12):
         write_doc(vault, f"users/alice/memories/n{i}.md", f"zebra note number {i}")
+    notes = [f"users/alice/memories/n{i}.md" for i in range(12)]
     subprocess.run(
-        [sys.executable, "-c", MANY_COMMITS, str(vault.root), "12"], check=True, cwd=REPO, timeout=120
+        [sys.executable, "-c", EACH_IN_ITS_BATCH, str(vault.root), *notes], check=True, cwd=REPO, timeout=120
     )
     memory = Memory(vault)
     meta = orjson.loads((memory.index.tantivy_dir / "meta.json").read_bytes())
@@ -761,14 +762,6 @@ def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> No
     memory.index_paths(["users/alice/memories/n0.md"])  # the next writer is not refused as busy
     assert len(memory.search("rewritten", user="alice", now=NOW)) == 1
 
-
-INDEX_PATHS = """
-import sys
-from pathlib import Path
-from pandafs.memory import Memory
-from pandafs.vault import Vault
-Memory(Vault(Path(sys.argv[1]))).index_paths(sys.argv[2:])
-"""
 
 KILLED_BEFORE_ITS_MERGE = """
 import os, signal, sys
@@ -819,7 +812,7 @@ def test_the_first_delete_after_a_writer_was_killed_before_its_merge_is_not_lost
     write_doc(vault, "users/alice/memories/m3.md", "zebra memo three rewritten")
     # its first operation deletes m3's old version; the process ends when the merge has
     subprocess.run(
-        [sys.executable, "-c", INDEX_PATHS, str(vault.root), "users/alice/memories/m3.md"],
+        [sys.executable, "-c", EACH_IN_ITS_BATCH, str(vault.root), "users/alice/memories/m3.md"],
         check=True,
         cwd=REPO,
         timeout=120,
