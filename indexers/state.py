@@ -44,7 +44,8 @@ def _fold_state(state: dict[str, StateEntry], raw: bytes) -> None:
 
 
 class _StateLog:
-    """The state-log part of `FullTextIndex` (a mixin: `state_path`, `indexes_dir`, `_lock` are its)."""
+    """The state-log part of `FullTextIndex` (a mixin: `state_path`, `indexes_dir`, `_lock`, `_open`,
+    `count` are its)."""
 
     def open_log(self, path: Path) -> BinaryIO:
         """A state log (this index's, or a rebuild's beside it), opened as every vault file
@@ -89,6 +90,17 @@ class _StateLog:
             offset += end
         self._state_cache = (ino, offset, state)
         return state
+
+    def counts(self) -> tuple[int, int]:
+        """(documents tantivy holds, documents the state records as indexed), read under the
+        writer lock so that no commit falls between the two.  They differ when tantivy kept
+        a document no path of the state names (a delete it lost: `writer._tantivy_writer`),
+        which no reconcile can find, or after a writer died between its commit and its state
+        line, which the next reconcile mends."""
+        self._open()  # (made under the lock if missing: before taking it here)
+        with self._lock():
+            recorded = sum(1 for entry in self.state().values() if not entry.skipped)
+            return self.count(), recorded
 
     def _read_state(self, path: Path) -> dict[str, StateEntry]:
         state: dict[str, StateEntry] = {}

@@ -43,6 +43,14 @@ __all__ = [
 Progress = Callable[[int], None]
 
 
+def count_mismatch(held: int, recorded: int) -> str | None:
+    """The problem when tantivy holds another number of documents than the state records
+    as indexed (`FullTextIndex.counts`), or None."""
+    if held == recorded:
+        return None
+    return f"the index holds {held} documents but {recorded} are recorded as indexed"
+
+
 @dataclass
 class SyncReport:
     indexed: int = 0
@@ -53,6 +61,14 @@ class SyncReport:
     documents: int = 0
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds per stage of a full rebuild (walk, read, parse, index add, commit)."""
+    recorded: int | None = None
+    """Documents the state records as indexed, counted with `documents` under the writer
+    lock by a full reconcile (None: not counted); after one, the two are equal unless
+    tantivy holds documents no path names, which only a rebuild removes."""
+
+    def out_of_step(self) -> str | None:
+        """What a full reconcile's counts say is wrong with the index (None: in step, or not counted)."""
+        return None if self.recorded is None else count_mismatch(self.documents, self.recorded)
 
     def add(self, other: SyncReport) -> None:
         """Count `other`'s documents in too (two passes reported as one)."""
@@ -204,7 +220,7 @@ def reconcile(
         with index.batch() as batch:
             _apply(batch, root, chunk, state, report, max_bytes, progress)
     index.compact_state()  # the state log only grows; reconcile is the periodic moment to fold it
-    report.documents = index.count()
+    report.documents, report.recorded = index.counts()
     report.seconds = time.perf_counter() - started
     return report
 

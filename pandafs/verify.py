@@ -63,7 +63,7 @@ from events.schema import TornTailRepaired
 from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import REBUILD, IndexDamaged, without_advice
-from indexers.sync import scan_documents
+from indexers.sync import count_mismatch, scan_documents
 
 from . import archive, learning, pipeline
 from .assembly import open_memory
@@ -258,7 +258,6 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
         return problems
     state = memory.index.state()
     max_bytes = vault.config.index.max_file_bytes
-    indexed = 0
     for path, (mtime, size) in sorted(files.items()):
         entry = state.get(path)
         if entry is None:
@@ -271,22 +270,14 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
                 problems.append(Problem(path, "skipped", f"not indexed: {loaded.reason}"))
             elif isinstance(loaded, IndexDoc):
                 problems.append(Problem(path, "index_stale", "skipped when indexed, readable now"))
-        else:
-            indexed += 1
     for path in sorted(p for p in state if p not in files):
         problems.append(Problem(path, "index_stale", "indexed but the file is gone"))
     try:
-        held = memory.index.count()
+        mismatch = count_mismatch(*memory.index.counts())  # under the writer lock: no commit between
     except IndexDamaged as exc:
         return [*problems, Problem(whole, "index_damaged", str(exc))]
-    if not problems and held != indexed:
-        problems.append(
-            Problem(
-                whole,
-                "index_stale",
-                f"the index holds {held} documents but {indexed} are recorded as indexed; {REBUILD}",
-            )
-        )
+    if not problems and mismatch is not None:
+        problems.append(Problem(whole, "index_stale", f"{mismatch}; {REBUILD}"))
     return problems
 
 

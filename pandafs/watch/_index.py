@@ -1,8 +1,9 @@
-"""The index side of the watch: which paths the loop never needs, and reconciling only
-the folders that changed."""
+"""The index side of the watch: which paths the loop never needs, reconciling only the
+folders that changed, and how its log lines name files."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 
@@ -43,3 +44,17 @@ def reconcile_dirs(memory: Memory, dirs: Iterable[str]) -> SyncReport:
     report.unchanged += unchanged
     report.seconds = time.perf_counter() - started
     return report
+
+
+def brief_paths(paths: Iterable[str], limit: int = 3) -> str:
+    """The first `limit` paths, sorted, and how many more (for a log line)."""
+    items = sorted(paths)
+    shown = ", ".join(items[:limit])
+    return shown + (f" +{len(items) - limit} more" if len(items) > limit else "")
+
+
+def mtime_of(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0

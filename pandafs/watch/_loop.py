@@ -4,11 +4,9 @@ file a step, periodic reconciles and upkeep, and a status line."""
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
 
 from events import classify
 from events.layout import NOT_DOCUMENTS
@@ -22,7 +20,7 @@ from ..errors import Busy
 from ..inbox import Inbox, InboxResult, is_query_candidate
 from ..memory import Memory
 from ..vault import Vault
-from ._index import reconcile_dirs, watch_ignore
+from ._index import brief_paths, mtime_of, reconcile_dirs, watch_ignore
 from ._report import WatchReport
 from ._upkeep import Log, Upkeep
 
@@ -33,14 +31,9 @@ IDLE_WAIT_S = 0.25
 INDEX_RETRY_S = 1.0
 ERROR_RETRY_S = 10.0
 REBUILD_AGAIN_S = 600.0
-"""Damaged again this soon after a rebuild: the disk is failing, the watch ends with it."""
+"""Damaged again this soon after a rebuild: the disk is failing, the watch ends with it
+(out of step again: logged, not rebuilt)."""
 WATCHER_RESTARTS = 3
-
-
-def _brief(paths: Iterable[str], limit: int = 3) -> str:
-    items = sorted(paths)
-    shown = ", ".join(items[:limit])
-    return shown + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
 class Watch:
@@ -223,7 +216,7 @@ class Watch:
             if paths:
                 report.add(self.memory.index_paths(sorted(paths)))
         except IndexDamaged as exc:
-            self._rebuild_damaged(exc)
+            self._rebuild(without_advice(str(exc)), damage=exc)
             return
         except (IndexBusy, Busy, OSError) as exc:  # a schema mismatch (IndexIncompatible) ends the watch
             self._paths |= paths
@@ -238,7 +231,7 @@ class Watch:
             since = f", {time.monotonic() - first:.2f} s after the change" if first else ""
             self._log(
                 f"indexed {report.indexed}, removed {report.deleted} "
-                f"({_brief(paths | dirs)}) in {took:.2f} s{since}"
+                f"({brief_paths(paths | dirs)}) in {took:.2f} s{since}"
             )
 
     def _reconcile(self, *, full: bool) -> None:
@@ -249,7 +242,7 @@ class Watch:
         try:
             report = self.memory.reconcile()
         except IndexDamaged as exc:
-            self._rebuild_damaged(exc)
+            self._rebuild(without_advice(str(exc)), damage=exc)
             return
         except (IndexBusy, Busy, OSError) as exc:
             self._full = True
@@ -265,6 +258,9 @@ class Watch:
                 f"reconciled {report.documents} documents: {report.indexed} indexed, "
                 f"{report.deleted} removed, {report.unchanged} unchanged in {report.seconds:.2f} s"
             )
+        mismatch = report.out_of_step()
+        if mismatch is not None:
+            self._rebuild(mismatch)
 
     def _retry_later(self, exc: Exception, failed: str) -> None:
         """Index work failed with `exc`: try again soon if the index was busy, else later."""
@@ -272,12 +268,22 @@ class Watch:
         self._index_retry_at = time.monotonic() + (INDEX_RETRY_S if busy else ERROR_RETRY_S)
         self._log(f"{'index busy' if busy else failed}, will retry: {exc}")
 
-    def _rebuild_damaged(self, exc: IndexDamaged) -> None:
-        """Make a damaged index anew from the documents (derived: nothing is lost), as `verify
-        --repair` does.  Until 2026-11-24 the watch retried it every second as "index is busy"."""
+    def _rebuild(self, why: str, *, damage: IndexDamaged | None = None) -> None:
+        """Make the index anew from the documents (derived: nothing is lost), as `verify
+        --repair` does: when it is damaged (`damage`; until 2026-11-24 retried every second
+        as "index is busy"), or when after a full reconcile it holds documents its state does
+        not record, which no path names for a reconcile to remove (a delete tantivy lost:
+        an unpublished document stayed searchable; until 2026-11-25 only `verify` saw it).
+        At most once per `REBUILD_AGAIN_S`: damage back sooner is the disk failing (raised:
+        the watch ends); a count is logged and left to `verify --repair`."""
         if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
-            raise exc
-        self._log(f"{without_advice(str(exc))}; rebuilding it from the documents")
+            if damage is not None:
+                raise damage
+            self._log(
+                f"{why}; rebuilt less than {REBUILD_AGAIN_S:g} s ago, left to `pandafs verify --repair`"
+            )
+            return
+        self._log(f"{why}; rebuilding it from the documents")
         self._paths.clear()
         self._dirs.clear()
         self._first_seen = None
@@ -294,7 +300,7 @@ class Watch:
 
     def _log_skips(self, report: SyncReport) -> None:
         for skipped in report.skipped:
-            key = (skipped.reason, str(_mtime_of(self.vault.root / skipped.path)))
+            key = (skipped.reason, str(mtime_of(self.vault.root / skipped.path)))
             if self._skips_reported.get(skipped.path) != key:
                 self._skips_reported[skipped.path] = key
                 self._log(f"not indexed {skipped.path}: {skipped.reason}")
@@ -388,10 +394,3 @@ class Watch:
         if settled or (busy and elapsed >= self.status_every_s) or elapsed >= 30 * self.status_every_s:
             self._last_status = now
             self._log(self.status_line())
-
-
-def _mtime_of(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0

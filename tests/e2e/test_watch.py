@@ -242,6 +242,28 @@ def test_an_index_damaged_again_soon_after_its_rebuild_ends_the_watch_with_the_e
     assert watch.lines[-1].startswith("error: the index indexes/fulltext cannot be read ("), watch.lines[-3:]
 
 
+def test_a_document_whose_delete_tantivy_lost_is_gone_after_the_watch_reconciles(vault: Vault) -> None:
+    """A delete tantivy lost (2026-11-25) left a removed document searchable with a state
+    that no longer names it: no reconcile can remove it by path, and until then only
+    `verify` saw it.  The watch's full reconcile now counts, and rebuilds the index."""
+    root = vault.root
+    drop(root, "knowledge/tulips.md", "# Tulips\ntulips need cold winters\n")
+    drop(root, "knowledge/roses.md", "# Roses\nroses like the sun\n")
+    memory = Memory(vault)
+    memory.reconcile()
+    (root / "knowledge/tulips.md").unlink()  # deleted: the state says so, tantivy still holds it
+    with memory.index.state_path.open("ab") as log:
+        log.write(orjson.dumps({"p": "knowledge/tulips.md", "d": 1}) + b"\n")
+    assert [h["doc_path"] for h in memory.search("tulips", limit=5)] == ["knowledge/tulips.md"]
+
+    once = run_pandafs("--root", root, "watch", "--once", "--json", "--no-upkeep")
+    assert once.code == 0, once.err
+    assert "the index holds 2 documents but 1 are recorded as indexed; rebuilding it" in once.err, once.err
+    assert memory.search("tulips", limit=5) == []
+    assert [h["doc_path"] for h in memory.search("roses", limit=5)] == ["knowledge/roses.md"]
+    assert run_pandafs("--root", root, "verify").code == 0
+
+
 def test_a_burst_of_5000_files_all_ends_up_indexed(vault: Vault) -> None:
     memory = Memory(vault)
     watch = WatchProcess(vault.root)

@@ -11,6 +11,7 @@ import orjson
 
 from pandafs.memory import Memory
 from pandafs.vault import Vault
+from tests.support.orphans import add_orphan
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -245,23 +246,13 @@ def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault
     assert found.err.strip() == expected
 
 
-def _add_orphan(index) -> None:  # noqa: ANN001
-    """A document in tantivy whose path the index's state does not name."""
-    import tantivy
-
-    writer = tantivy.Index.open(str(index.tantivy_dir)).writer(heap_size=15_000_000, num_threads=1)
-    writer.add_document(tantivy.Document(path="users/alice/memories/gone.md", body="tulips"))
-    writer.commit()
-    writer.wait_merging_threads()
-
-
 def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
     """A document in tantivy that the index's state does not record (a delete tantivy
     lost, 2026-11-25) cannot be reconciled by path.  `--repair` listed it as
     "reconciled" and left it; verify failed again.  Now the index is rebuilt."""
     cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
     index = Memory(vault).index
-    _add_orphan(index)
+    add_orphan(index.tantivy_dir, "users/alice/memories/gone.md", "tulips")
     named = cli("--root", vault.root, "verify", "--json")
     assert named.code == 1
     kind, message = _problems(named)["indexes/fulltext"]
@@ -277,7 +268,7 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
     assert cli("--root", vault.root, "verify").code == 0
     # with a changed document beside it, the count shows only once that is reconciled:
     # one `--repair` does both
-    _add_orphan(index)
+    add_orphan(index.tantivy_dir, "users/alice/memories/gone.md", "tulips")
     (vault.root / "users" / "alice" / "memories" / "roses.md").write_text("Roses want sun.\n")
     both = cli("--root", vault.root, "verify", "--repair", "--json")
     assert both.code == 0, both.out
