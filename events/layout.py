@@ -28,12 +28,18 @@ __all__ = [
     "candidate_paths",
     "classify",
     "effective_scope",
+    "is_user_id",
     "turn_name",
     "turn_number",
     "validate_user_id",
 ]
 
 USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+RESERVED_USER_IDS = frozenset({"knowledge", "site"})
+"""What the ids of global documents begin with (`knowledge/x`, `site/example.com`): a
+user of that name would give a private document a global one's id (`users/knowledge/
+facts.md` and `knowledge/facts.md`, both `knowledge/facts`), and until 2026-11-25 the
+id decided whether another user might read it."""
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
 STAGING_DIR = ".staging"
 """Under `users/{u}/turns/`: where bulk writers build turn folders before placing them."""
@@ -61,7 +67,14 @@ def validate_user_id(user: object) -> str:
         raise InvalidUserId(user, f"{len(user)} characters long (at most 64)")
     if not USER_ID_RE.fullmatch(user):
         raise InvalidUserId(user, "contains characters that are not allowed")
+    if user in RESERVED_USER_IDS:
+        raise InvalidUserId(user, "is reserved: the ids of global documents begin with it")
     return user
+
+
+def is_user_id(name: str) -> bool:
+    """`name` is a valid user id (`validate_user_id` without the reason)."""
+    return USER_ID_RE.fullmatch(name) is not None and name not in RESERVED_USER_IDS
 
 
 def turn_name(number: int) -> str:
@@ -156,9 +169,7 @@ class Layout:
         """Every valid user folder, sorted.  Folders with invalid names, and symlinks, are ignored."""
         if not is_real_dir(self.users_dir):
             return []
-        return sorted(
-            p.name for p in self.users_dir.iterdir() if USER_ID_RE.fullmatch(p.name) and is_real_dir(p)
-        )
+        return sorted(p.name for p in self.users_dir.iterdir() if is_user_id(p.name) and is_real_dir(p))
 
     def turn_dirs(self, user: str) -> list[Path]:
         """Live turn folders of `user`, oldest first (symlinked folders are not turns, and
@@ -281,7 +292,9 @@ def classify(rel_path: str) -> DocRef | None:
 
     Document ids are derived from paths (never from frontmatter) so they are unique
     and stable: `alice/turn_000001`, `alice/preferences`, `alice/memories/x`,
-    `knowledge/x`, `site/example.com`.  An archive stub keeps the id of its turn.
+    `knowledge/x`, `site/example.com`.  An archive stub keeps the id of its turn; no
+    other two paths share an id (`candidate_paths` is the inverse): a user may not be
+    named `knowledge` or `site`, and a note named like a turn folder is not a document.
     """
     if not rel_path.endswith(".md"):
         return None
@@ -296,7 +309,7 @@ def classify(rel_path: str) -> DocRef | None:
         return None
     stem = rel_path[: -len(".md")]
     head = parts[0]
-    if head == "users" and len(parts) >= 3 and USER_ID_RE.fullmatch(parts[1]):
+    if head == "users" and len(parts) >= 3 and is_user_id(parts[1]):
         user = parts[1]
         rest = parts[2:]
         if len(rest) == 3 and rest[0] == "turns" and TURN_DIR_RE.fullmatch(rest[1]):
@@ -313,6 +326,8 @@ def classify(rel_path: str) -> DocRef | None:
             return DocRef(f"{user}/facts", "facts", user)
         if rest[0] == "memories":
             return DocRef(f"{user}/{'/'.join(rest)[:-3]}", "memory", user)
+        if TURN_DIR_RE.fullmatch(rest[0].removesuffix(".md")):
+            return None  # a note named like a turn would take its id (`u/turn_000001`, `…/research`)
         return DocRef(f"{user}/{'/'.join(rest)[:-3]}", "note", user)
     if head == "knowledge" and len(parts) >= 2:
         return DocRef(stem, "knowledge", None)
@@ -320,7 +335,7 @@ def classify(rel_path: str) -> DocRef | None:
         return DocRef(f"site/{parts[1][:-3]}", "site", None)
     if head == "archive" and len(parts) == 4 and parts[1] == "stubs":
         user, name = parts[2], parts[3][:-3]
-        if USER_ID_RE.fullmatch(user) and TURN_DIR_RE.fullmatch(name):
+        if is_user_id(user) and TURN_DIR_RE.fullmatch(name):
             return DocRef(f"{user}/{name}", "archived_turn", user, name)
         return None
     return None
@@ -354,7 +369,7 @@ def candidate_paths(doc_id: str) -> list[str]:
         return [doc_id + ".md"]
     if head == "site" and len(parts) == 2:
         return [f"site_knowledge/{parts[1]}.md"]
-    if not USER_ID_RE.fullmatch(head) or len(parts) < 2:
+    if not is_user_id(head) or len(parts) < 2:
         return []
     rest = parts[1:]
     if TURN_DIR_RE.fullmatch(rest[0]):

@@ -14,6 +14,7 @@ whole trees removed too), never by path.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,16 @@ def is_inside(opened: str, root: str, rel: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+HARD_LINK = "has other names (a hard link): one may be outside the vault or another user's"
+"""Why a file with more than one name is neither written nor read as a document."""
+
+
+def _has_other_names(fd: int) -> bool:
+    """A regular file with more than one name (a folder always has: its `..` entries)."""
+    st = os.fstat(fd)
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
 def check_opened(
     fd: int,
     path: Path,
@@ -86,11 +97,18 @@ def check_opened(
     `created` it (never a file found there), and `NotInVault` is raised naming `target`
     (the file being written, when `path` is its temporary file), before a byte is
     written (a reader that opened by path itself, as `events.log.read_log`, passes
-    `action="read"`).  Costs one readlink."""
+    `action="read"`).  A file found there (not `created`) that has other names (a hard
+    link) is refused too when written: its other name may be outside the vault, and a
+    lock's pid or an appended line would land there (seen 2026-11-25: the sharing log
+    hard-linked to a file outside took the publish record).  Costs one readlink (and an
+    fstat for a found file written)."""
     base = os.fspath(root)
     opened = where_opened(fd, os.fspath(path))
     if is_inside(opened, base, _rel(path, base)):
-        return
+        if created or action != "written" or not _has_other_names(fd):
+            return
+        os.close(fd)
+        raise NotInVault(_rel(target or path, base), HARD_LINK, action=action)
     try:
         if created:
             _remove_opened(fd, opened)

@@ -74,10 +74,15 @@ class _Searching:
     def count(self) -> int:
         return self.searcher().num_docs
 
-    def lookup(self, doc_id: str) -> dict[str, Any] | None:
-        """Stored payload of the document with this id (None if not indexed)."""
+    def lookup(self, path: str) -> dict[str, Any] | None:
+        """Stored payload of the document at this vault-relative path (None if not indexed).
+
+        By path, the one key the index holds once (its state's): until 2026-11-25 this took
+        an id, and two documents could share one (a user named `knowledge`: `users/knowledge/
+        facts.md` and the global `knowledge/facts.md` were both `knowledge/facts`), so a
+        user's private document was read as the global one."""
         searcher = self.searcher()
-        result = searcher.search(Query.term_query(self._schema, "doc_id", doc_id), 1)
+        result = searcher.search(Query.term_query(self._schema, "path", path), 1)
         for _, address in result.hits:
             return orjson.loads(searcher.doc(address).get_first("payload"))
         return None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
-from events.opened import FOLDER_FLAGS, mode_at
+from events.opened import FOLDER_FLAGS, HARD_LINK, mode_at
 from events.vaultread import open_vault_folder
 
 from .documents import Skipped
@@ -36,7 +36,8 @@ def scan_documents(
     """Every document path (vault-relative) with its (mtime_ns, size).
 
     Symbolic links are never documents and linked folders are never entered; each one
-    met (any file or folder, pointing anywhere) goes to `refused` with its reason.
+    met (any file or folder, pointing anywhere) goes to `refused` with its reason, and so
+    does a file with other names (a hard link: `events.opened.HARD_LINK`).
     `os.scandir` tells links and folders apart from the directory listing itself, so
     only documents cost a stat.
     """
@@ -45,6 +46,10 @@ def scan_documents(
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
+            continue
+        if st.st_nlink > 1:  # read by no one (`events.vaultread`): named, as a link is
+            if refused is not None:
+                refused.append(Skipped(rel, HARD_LINK, refused=True))
             continue
         found[rel] = (st.st_mtime_ns, st.st_size)
     return found

@@ -18,6 +18,7 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                inbox turns are `watch`'s to resume)
   symlink      a symbolic link (file or folder) among the documents: never followed,
                never indexed
+  hard_link    a document with other names (a hard link): never read, indexed or written
   skipped      a document the indexer skips, with the reason (broken frontmatter,
                binary, too large, unreadable): not in search until it is fixed
   index_stale  one per path: a document not in the index, changed since it was
@@ -42,11 +43,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from events import (
+    EventWriter,
     check_chain,
     classify,
     parse_document,
@@ -59,6 +62,7 @@ from events import (
 from events.errors import EventLogError, EventsError, LogBusyError
 from events.layout import effective_scope
 from events.log import torn_path, typed_events
+from events.opened import HARD_LINK
 from events.schema import TornTailRepaired
 from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
@@ -69,7 +73,7 @@ from . import archive, learning, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
 from .memory import Memory
-from .turns import TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
+from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import OWN_DIRS, Vault
 
 __all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "verify_vault"]
@@ -177,19 +181,37 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     if cut is not None:
         report.problems.append(Problem(cut.path, "cut_tail", cut.message))
         return  # its projection holds more than the log: re-projecting would lose it
-    for drift in drift_of(vault, ref, view):
-        problem = Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
-        if repair and drift.kind == "missing":
-            project(ref, view)
-            report.repaired.append(problem)
-        else:
-            report.problems.append(problem)
+    drifts = drift_of(vault, ref, view)
+    if not any(d.kind == "missing" for d in drifts):
+        report.problems += [_drift_problem(d) for d in drifts]
+        return
+    with ExitStack() as held:
+        try:  # the log's writer lock: a turn being written holds it until its files are projected
+            writer = held.enter_context(
+                EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=vault.root)
+            )
+        except LogBusyError:
+            return  # a live process is writing the turn: its files come at its end
+        except EventsError:  # (a torn tail left unrepaired: named above) as first read
+            report.problems += [_drift_problem(d) for d in drifts]
+            return
+        # read again under the lock: the turn may have ended since, its files written from a
+        # longer log (until 2026-11-25 `--repair` projected the log as first read over them)
+        view = project_turn(writer.history())
+        for drift in drift_of(vault, ref, view):
+            if repair and drift.kind == "missing":
+                project(ref, view)
+                report.repaired.append(_drift_problem(drift))
+            else:
+                report.problems.append(_drift_problem(drift))
+
+
+def _drift_problem(drift: Drift) -> Problem:
+    return Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
 
 
 def _note_repair(ref: TurnRef, moved: int) -> None:
     """Record the repair in the turn's own log so its history says what happened."""
-    from events import EventWriter
-
     with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=ref.vault_root) as writer:
         writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
 
@@ -244,7 +266,9 @@ def _index_itself(vault: Vault, memory: Memory) -> str:
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     refused: list[Skipped] = []
     files = scan_documents(vault.root, refused=refused)
-    problems = [Problem(s.path, "symlink", s.reason) for s in refused]
+    problems = [
+        Problem(s.path, "hard_link" if s.reason == HARD_LINK else "symlink", s.reason) for s in refused
+    ]
     named = {p.path for p in problems}
     problems += [  # the vault's own folders: every writer refuses them, so say so here
         Problem(name, "symlink", "is a symbolic link: nothing is read or written through it")

@@ -22,7 +22,7 @@ from typing import Literal
 
 from events import atomic_write, classify, sync_all
 from events.fsio import is_real_dir, read_vault_bytes, vault_folder
-from events.layout import USER_ID_RE
+from events.layout import is_user_id
 from events.opened import unlink_in_vault
 
 from ..links import relink
@@ -50,7 +50,7 @@ def pending_relink(vault: Vault) -> list[str]:
     data = read_vault_bytes(vault.root, _pending(vault))
     if data is None:
         return []
-    return [u for u in data.decode("utf-8").split() if USER_ID_RE.fullmatch(u)]
+    return [u for u in data.decode("utf-8").split() if is_user_id(u)]
 
 
 def finish_relink(vault: Vault, memory: Memory) -> list[str]:

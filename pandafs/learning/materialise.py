@@ -212,7 +212,7 @@ class _Materialising:
                         continue
                     self.counts.set_trust(doc_id, trust)
                     # Save's preview may have indexed this value already
-                    if self.index_mode != SKIP_INDEX and self._indexed_trust(doc_id) != trust:
+                    if self.index_mode != SKIP_INDEX and self._indexed_trust(info.rel) != trust:
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
@@ -222,14 +222,14 @@ class _Materialising:
                 plans[doc_id] = (info.rel, target)
         return plans, overlay
 
-    def _indexed_trust(self, doc_id: str) -> float | None:
-        """The trust the index holds for `doc_id` (None: none, or not indexed).
+    def _indexed_trust(self, rel: str) -> float | None:
+        """The trust the index holds for the document at `rel` (None: none, or not indexed).
 
         Save's preview indexed the trust each document it used will have once its turn
         is folded; the fold that follows, a Save later, finds the same value there and
         re-indexes nothing (it used to read, parse and upsert each again, with one more
         deletion file per segment for the index commit to fsync)."""
-        payload = self.memory.index.lookup(doc_id)
+        payload = self.memory.index.lookup(rel)
         return None if payload is None else payload.get("trust")
 
     def _apply(

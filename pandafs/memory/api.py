@@ -235,7 +235,7 @@ class Memory:
             found = classify(rel)
             if found is None:
                 continue
-            if user is not None and not self.visible_to(user, found):
+            if user is not None and not self.visible_to(user, found, rel):
                 raise missing
             try:
                 st = os.lstat(self.vault.root / rel)
@@ -247,16 +247,16 @@ class Memory:
                 return rel
         raise missing
 
-    def visible_to(self, user: str, ref: DocRef) -> bool:
-        """May `user` read this document?  Ownership comes from the path: their own
-        (`users/{user}/…`, their archive stubs) and global areas (`knowledge/`,
+    def visible_to(self, user: str, ref: DocRef, rel: str) -> bool:
+        """May `user` read the document `ref` at `rel`?  Ownership comes from the path:
+        their own (`users/{user}/…`, their archive stubs) and global areas (`knowledge/`,
         `site_knowledge/`); another user's document only if the index holds it as
         `global` (what search shows them too).  Never from the file's frontmatter."""
         if ref.user is None or ref.user == user:
             return True
         if not self.index.exists():
             return False
-        indexed = self.index.lookup(ref.doc_id)
+        indexed = self.index.lookup(rel)
         return indexed is not None and indexed.get("scope") == "global"
 
     def retrieve(self, id_or_path: str, *, user: str | None = None, now: datetime | None = None) -> Retrieved:

@@ -5,10 +5,12 @@ from pathlib import Path
 import pytest
 
 from events import InvalidUserId, classify, validate_user_id
-from events.layout import Layout
+from events.layout import Layout, candidate_paths
 
 
-@pytest.mark.parametrize("bad", ["../x", "Alice", "a/b", "", "a" * 200, "a\x00b", "-x", ".x", " a"])
+@pytest.mark.parametrize(
+    "bad", ["../x", "Alice", "a/b", "", "a" * 200, "a\x00b", "-x", ".x", " a", "knowledge", "site"]
+)
 def test_bad_user_ids_are_refused(bad: str) -> None:
     with pytest.raises(InvalidUserId):
         validate_user_id(bad)
@@ -55,10 +57,47 @@ def test_classify(path: str, doc_id: str, kind: str, user: str | None) -> None:
         "Home.md",
         "users/alice/turns/turn_000001/events.jsonl",
         "knowledge/.hidden.md",
+        "users/knowledge/facts.md",
+        "users/site/preferences.md",
+        "archive/stubs/knowledge/turn_000001.md",
+        "users/alice/turn_000001.md",
+        "users/alice/turn_000001/research.md",
     ],
 )
 def test_not_documents(path: str) -> None:
     assert classify(path) is None
+
+
+def test_no_two_documents_share_an_id_but_a_turn_and_its_archive_stub() -> None:
+    """Ids decide what a document is to the index, the learning counts and `retrieve`:
+    until 2026-11-25 a user named `knowledge` had `users/knowledge/facts.md` under the id
+    of the global `knowledge/facts.md`, and another user could read it as that one; a
+    note `users/alice/turn_000001.md` took the id of alice's first turn.  Every path of
+    every shape, spelled with every name that could collide, has an id of its own, and is
+    found again from it (`candidate_paths`)."""
+    names = ["alice", "knowledge", "site", "turns", "memories", "turn_000001", "facts", "preferences"]
+    paths = {"knowledge/facts.md", "site_knowledge/preferences.md", "knowledge/alice/facts.md"}
+    for user in names:
+        paths |= {f"users/{user}/turns/turn_000001/context.md", f"users/{user}/turns/turn_000001/research.md"}
+        paths |= {f"archive/stubs/{user}/turn_000001.md", f"knowledge/{user}.md", f"site_knowledge/{user}.md"}
+        for a in names:
+            paths |= {f"users/{user}/{a}.md", f"knowledge/{user}/{a}.md"}
+            paths |= {f"users/{user}/{a}/{b}.md" for b in [*names, "research", "context"]}
+    owners: dict[str, set[str]] = {}
+    for path in sorted(paths):
+        ref = classify(path)
+        if ref is not None:
+            owners.setdefault(ref.doc_id, set()).add(path)
+            assert path in candidate_paths(ref.doc_id), (path, ref.doc_id)
+    shared = {doc_id: found for doc_id, found in owners.items() if len(found) > 1}
+    assert shared == {
+        f"{user}/turn_000001": {
+            f"users/{user}/turns/turn_000001/context.md",
+            f"archive/stubs/{user}/turn_000001.md",
+        }
+        for user in names
+        if user not in ("knowledge", "site")
+    }
 
 
 def test_a_linked_user_folder_lists_none_of_its_targets_turns(tmp_path: Path) -> None:

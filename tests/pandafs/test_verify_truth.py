@@ -273,3 +273,57 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
     both = cli("--root", vault.root, "verify", "--repair", "--json")
     assert both.code == 0, both.out
     assert [p["message"].rsplit(": ", 1)[1] for p in both.json["repaired"]] == ["reconciled", "rebuilt"]
+
+
+HOLD_LOG = """
+import sys
+from pathlib import Path
+from events import EventWriter
+path, user, turn, root = sys.argv[1:]
+with EventWriter(Path(path), user=user, turn=turn, root=Path(root)):
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+def test_repair_leaves_a_turn_being_written_alone_and_projects_it_once_it_is_not(vault: Vault, cli) -> None:  # noqa: ANN001
+    """A turn whose process is still writing it has no context.md or metadata.json yet:
+    `verify` named them `missing` and `--repair` projected the log as it first read it,
+    without the log's lock, over the files the turn then wrote at its end (seen 2026-11-25:
+    a turn that ended APPROVE left `INCOMPLETE`, drifted, past any repair).  A turn whose
+    log's writer lock is held is now left alone; once free it is read again under the lock."""
+    import subprocess
+    import sys
+
+    from pandafs.pipeline import Pipeline
+    from tests.conftest import REPO
+
+    with Pipeline(vault) as pipeline:
+        result = pipeline.ask("which tulips like cold winters?", user="alice")
+    turn = vault.layout.turn_dir("alice", result.turn)
+    for name in ("context.md", "metadata.json"):
+        (turn / name).unlink()  # as while its process runs
+    held = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOG, str(turn / "events.jsonl"), "alice", result.turn, str(vault.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert held.stdout is not None and held.stdout.readline().strip() == "held"
+        for args in (("verify", "--json"), ("verify", "--repair", "--json")):
+            live = cli("--root", vault.root, *args)
+            turn_kinds = [
+                p["kind"] for p in live.json["problems"] + live.json["repaired"] if "index" not in p["kind"]
+            ]
+            assert turn_kinds == [], live.out  # (the index is told the files went: not the turn's problem)
+        assert not (turn / "context.md").exists() and not (turn / "metadata.json").exists()
+    finally:
+        held.communicate("")
+    named = _problems(cli("--root", vault.root, "verify", "--json"))
+    assert named[vault.rel(turn / "context.md")][0] == "missing", named
+    repaired = cli("--root", vault.root, "verify", "--repair", "--json")
+    assert {p["path"] for p in repaired.json["repaired"]} >= {vault.rel(turn / "context.md")}, repaired.out
+    assert cli("--root", vault.root, "verify").code == 0
+    assert "outcome: APPROVE" in (turn / "context.md").read_text() or result.outcome != "APPROVE"
