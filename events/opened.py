@@ -75,9 +75,10 @@ HARD_LINK = "has other names (a hard link): one may be outside the vault or anot
 """Why a file with more than one name is neither written nor read as a document."""
 
 
-def _has_other_names(fd: int) -> bool:
-    """A regular file with more than one name (a folder always has: its `..` entries)."""
-    st = os.fstat(fd)
+def has_other_names(st: os.stat_result) -> bool:
+    """A regular file with more than one name (`HARD_LINK`; a folder always has: its `..`
+    entries): the one test of the writers here, the document reader (`events.vaultread`)
+    and the walk (`indexers.walk`)."""
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
@@ -105,7 +106,7 @@ def check_opened(
     base = os.fspath(root)
     opened = where_opened(fd, os.fspath(path))
     if is_inside(opened, base, _rel(path, base)):
-        if created or action != "written" or not _has_other_names(fd):
+        if created or action != "written" or not has_other_names(os.fstat(fd)):
             return
         os.close(fd)
         raise NotInVault(_rel(target or path, base), HARD_LINK, action=action)

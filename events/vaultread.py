@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotInVault
-from .opened import HARD_LINK, is_inside, where_opened
+from .opened import HARD_LINK, has_other_names, is_inside, where_opened
 
 __all__ = [
     "is_real_dir",
@@ -68,7 +68,7 @@ def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, 
         st = os.fstat(fd)
         if not folder and not stat.S_ISREG(st.st_mode):
             raise NotInVault(rel, "is not a regular file")
-        if not folder and st.st_nlink > 1 and _is_document(rel):
+        if not folder and has_other_names(st) and _is_document(rel):
             raise NotInVault(rel, HARD_LINK)
         if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")

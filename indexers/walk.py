@@ -17,7 +17,7 @@ from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
-from events.opened import FOLDER_FLAGS, HARD_LINK, mode_at
+from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at
 from events.vaultread import open_vault_folder
 
 from .documents import Skipped
@@ -47,7 +47,7 @@ def scan_documents(
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        if st.st_nlink > 1:  # read by no one (`events.vaultread`): named, as a link is
+        if has_other_names(st):  # read by no one (`events.vaultread`): named, as a link is
             if refused is not None:
                 refused.append(Skipped(rel, HARD_LINK, refused=True))
             continue
