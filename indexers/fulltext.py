@@ -20,12 +20,12 @@ the folder.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
+from .learned import Learned
 from .schema import build_schema
 from .search import _Searching
 from .settling import MergesInFlight
@@ -53,8 +53,8 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         self._counts: dict[tuple[Any, ...], float] = {}
         self._untrimmed = 0  # documents committed since freed memory was handed back
         self._merges = MergesInFlight()  # the last commit's, ended on their own thread
-        # where documents without `trust` in their frontmatter (turns) get it from
-        self.trust_of: Callable[[str], float | None] | None = None
+        # what the learning loop derived and recorded: trust of turns, sharing of research
+        self.learned = Learned()
         self._schema = build_schema()
 
     # --- layout -------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,7 @@ from .errors import (
     IndexIOError,
     tantivy_error,
 )
+from .learned import Learned
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, _to_document
 from .settling import TRIM_EVERY, release_freed_memory
 from .state import StateEntry
@@ -52,7 +52,7 @@ class IndexBatch:
         self,
         writer: Any,
         schema: tantivy.Schema,
-        trust_of: Callable[[str], float | None] | None = None,
+        learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
         *,
         redoable: bool = True,
         fresh: bool = False,
@@ -60,7 +60,7 @@ class IndexBatch:
     ) -> None:
         self._writer = writer
         self._schema = schema
-        self._trust_of = trust_of
+        self._learned = learned
         # an empty index (a rebuild's first batch) holds no older version of any path,
         # so an upsert is a plain add: no delete-by-term per document
         self._fresh = fresh
@@ -101,10 +101,7 @@ class IndexBatch:
             self.changes = {}
 
     def upsert(self, doc: IndexDoc) -> None:
-        if doc.trust is None and self._trust_of is not None:
-            trust = self._trust_of(doc.doc_id)  # derived trust of a document that has none in its file
-            if trust is not None:
-                doc = replace(doc, trust=trust)
+        doc = self._learned.apply(doc)
         self._do("upsert", doc)
         self._changed(doc.path, StateEntry(doc.checksum, doc.mtime_ns, doc.size))
 
@@ -287,7 +284,7 @@ class _Writing:
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
         spill = self._spiller(state_path) if fresh else None
-        batch = IndexBatch(writer, self._schema, self.trust_of, redoable=redoable, fresh=fresh, spill=spill)
+        batch = IndexBatch(writer, self._schema, self.learned, redoable=redoable, fresh=fresh, spill=spill)
         try:
             yield batch  # (an add can fail too: tantivy writes a segment when its heap fills)
         except BaseException as exc:

@@ -1,8 +1,8 @@
 """Builds the `Memory` everything above the learning loop and the archive uses.
 
 The memory layer knows nothing of either: this is where they are handed to it — the
-learning loop's derived trust (read when a document is indexed) and the archive's
-originals of archived turns (read when one is retrieved).  Each is loaded on first
+learning loop's derived trust and recorded sharing (read when a document is indexed)
+and the archive's originals of archived turns (read when one is retrieved).  Each is loaded on first
 use, so a search that indexes nothing and retrieves nothing loads neither.
 """
 
@@ -11,11 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from indexers.learned import Learned
+
 from .memory import Memory
 from .vault import Vault
 
 if TYPE_CHECKING:
-    from .memory import Expansion, TrustLookup
+    from .memory import Expansion
 
 __all__ = ["open_memory"]
 
@@ -28,18 +30,20 @@ def open_memory(vault: Vault) -> Memory:
 
         return expand_turn(vault, doc_id, now=now)
 
-    return Memory(vault, trust=_lazy_trust(vault), archive=archive)
+    return Memory(vault, learned=_lazy_learned(vault), archive=archive)
 
 
-def _lazy_trust(vault: Vault) -> TrustLookup:
-    reader: TrustLookup | None = None
+def _lazy_learned(vault: Vault) -> Learned:
+    """`learning.state.learned_of`, its readers made when the indexer first asks."""
+    made: list[Learned] = []
 
-    def trust(doc_id: str) -> float | None:
-        nonlocal reader
-        if reader is None:
-            from .learning.state import trust_lookup
+    def learned() -> Learned:
+        if not made:
+            from .learning.state import learned_of
 
-            reader = trust_lookup(vault)
-        return reader(doc_id)
+            made.append(learned_of(vault))
+        return made[0]
 
-    return trust
+    return Learned(
+        trust=lambda doc_id: learned().trust(doc_id), shared=lambda doc_id: learned().shared(doc_id)
+    )

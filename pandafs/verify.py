@@ -27,10 +27,11 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                state does not name (`--repair` rebuilds it)
   index_damaged  a file of the index is corrupt or missing, so it cannot be read
                (`--repair` rebuilds it from the documents)
-  scope_claim  `scope: global` on a user's document that cannot be shared (it stays theirs)
+  scope_claim  `scope: global` on a user's document that cannot be shared, or on
+               research no recorded promotion shared (it stays theirs)
+  unrecorded_share  a document in `knowledge/published/` no publish record names
   id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
-  archive_*    cold storage (stubs, Parquet rows, checksums): see
-               `pandafs.archive.check_archive` for each kind
+  archive_*    cold storage (stubs, Parquet rows, checksums): `pandafs.archive.check_archive`
   The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
   any turn) are checked like a turn's log: chain, torn_tail, misplaced.
 
@@ -73,6 +74,7 @@ from . import archive, learning, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
 from .memory import Memory
+from .memory.store import check_published
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import OWN_DIRS, Vault
 
@@ -340,18 +342,12 @@ def check_claims(vault: Vault, repair: bool) -> list[Problem]:
                         )
                     )
                 if front.get("id") not in (None, ref.doc_id):
-                    problems.append(
-                        Problem(
-                            rel,
-                            "id_claim",
-                            f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from "
-                            "paths: rename the file to change it)",
-                        )
-                    )
+                    why = f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from paths: "
+                    problems.append(Problem(rel, "id_claim", why + "rename the file to change it)"))
     return problems
 
 
-CHECKS: tuple[Checker, ...] = (check_index, check_claims)
+CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 
 def default_checks() -> list[Checker]:

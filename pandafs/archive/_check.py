@@ -12,7 +12,7 @@ from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 
 from ..checks import Problem
-from ..learning.state import memory_with_trust
+from ..learning.state import learned_memory
 from ..vault import Vault
 from ._common import (
     TurnKey,
@@ -49,7 +49,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
     """
     if not vault.layout.archive.is_dir():
         return []
-    memory = memory_with_trust(vault)
+    memory = learned_memory(vault)
     store = store_of(vault)
     problems: list[Problem] = []
     with archive_lock(vault) if repair else nullcontext():

@@ -17,7 +17,7 @@ from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
 from ..errors import BadInput
-from ..learning.state import memory_with_trust
+from ..learning.state import learned_memory
 from ..memory import Expansion, Memory
 from ..vault import Vault
 from ._common import (
@@ -108,7 +108,7 @@ def archive_turns(
     if batch_size < 1:
         raise BadInput("batch size must be at least 1")
     now = as_utc(now)  # the one time of this job: the policy's cut-off and every stub's archived_at
-    memory = memory_with_trust(vault)
+    memory = learned_memory(vault)
     if not dry_run and (pending_journals(vault) or leftovers(vault) or pending_relink(vault)):
         with archive_lock(vault):
             report.recovered += recover(vault, memory)
@@ -281,7 +281,7 @@ def restore_turns(
     """Put archived turns back as byte-identical folders (`ids=None`: every archived turn)."""
     started = time.perf_counter()
     report = RestoreReport()
-    memory = memory_with_trust(vault)
+    memory = learned_memory(vault)
     batch_size = batch_size or vault.config.archive.batch_size
     wanted = None if ids is None else unique(parse_turn_id(i) for i in ids)
     with archive_lock(vault):

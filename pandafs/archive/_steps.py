@@ -17,7 +17,7 @@ from events.opened import checked_folders, remove_tree_in_vault, rename_in_vault
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
-from ..learning.state import memory_with_trust
+from ..learning.state import learned_memory
 from ..memory import Memory
 from ..vault import Vault
 from ._common import (
@@ -158,7 +158,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
     Call with the archive lock held.  Idempotent: a recovery that is itself killed is
     finished by the next one.
     """
-    memory = memory or memory_with_trust(vault)
+    memory = memory or learned_memory(vault)
     notes: list[str] = []
     for journal in pending_journals(vault):
         try:  # a link is not our journal: never followed, so never acted on

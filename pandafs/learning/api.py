@@ -23,6 +23,7 @@ from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
+from .promotion import check_shared
 from .rollups import daily_path, days_between, empty_rollup, summarize
 from .state import StaleCache
 
@@ -199,5 +200,5 @@ def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
     return problems
 
 
-CHECKS = (check_learning, check_catalog)
+CHECKS = (check_learning, check_catalog, check_shared)
 """What verify runs for the learning loop (`pandafs.checks`)."""

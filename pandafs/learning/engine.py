@@ -60,8 +60,8 @@ from .state import (
     Cursor,
     LearningState,
     StaleCache,
+    learned_memory,
     load_state,
-    memory_with_trust,
     save_state,
     write_state_file,
 )
@@ -111,7 +111,7 @@ class Learning(_Deciding):
 
     def __init__(self, vault: Vault, memory: Memory | None = None) -> None:
         self.vault = vault
-        self.memory = memory or memory_with_trust(vault)
+        self.memory = memory or learned_memory(vault)
         self.cfg = vault.config.memory
         self.dir = vault.layout.indexes / "learning"
         self.catalog = Catalog.of(vault)

@@ -188,10 +188,11 @@ class _Materialising:
 
     def _plan(
         self, docs: Sequence[str], projection: Projection, preview: dict[str, _Target] | None = None
-    ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float]]]:
-        """Files to rewrite ({doc: (rel, target)}) and turn trust for the index ({doc: (rel, t)})."""
+    ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float | None]]]:
+        """Files to rewrite ({doc: (rel, target)}) and what to index again as it is, with
+        a turn's trust ({doc: (rel, trust or None)})."""
         plans: dict[str, tuple[str, _Target]] = {}
-        overlay: dict[str, tuple[str, float]] = {}
+        overlay: dict[str, tuple[str, float | None]] = {}
         w = self.cfg.trust_prior_weight
         for doc_id in docs:
             info = self.doc_info(doc_id, projection)
@@ -212,7 +213,7 @@ class _Materialising:
                         continue
                     self.counts.set_trust(doc_id, trust)
                     # Save's preview may have indexed this value already
-                    if self.index_mode != SKIP_INDEX and self._indexed_trust(info.rel) != trust:
+                    if self.index_mode != SKIP_INDEX and self._indexed(info.rel).get("trust") != trust:
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
@@ -220,20 +221,34 @@ class _Materialising:
                 self.counts.set_trust(doc_id, front.get("trust"))
             if front != info.front:
                 plans[doc_id] = (info.rel, target)
+            elif preview is None and self._shared_now(info, projection.scope.get(doc_id)):
+                overlay[doc_id] = (info.rel, None)
         return plans, overlay
 
-    def _indexed_trust(self, rel: str) -> float | None:
-        """The trust the index holds for the document at `rel` (None: none, or not indexed).
+    def _shared_now(self, info: DocInfo, record: ScopeRecord | None) -> bool:
+        """Has the change just folded made `info` global while the index holds it as its
+        owner's?  Save's preview writes a promoted file before the turn's events exist,
+        so the indexer (`indexers.learned.Learned`) found no record and kept it private;
+        once the event is folded, the same file is indexed again."""
+        return (
+            record is not None
+            and record.new == "global"
+            and info.owner is not None
+            and self.index_mode != SKIP_INDEX
+            and self._indexed(info.rel).get("scope") != "global"
+        )
+
+    def _indexed(self, rel: str) -> dict[str, Any]:
+        """What the index holds for the document at `rel` (empty: not indexed).
 
         Save's preview indexed the trust each document it used will have once its turn
         is folded; the fold that follows, a Save later, finds the same value there and
         re-indexes nothing (it used to read, parse and upsert each again, with one more
         deletion file per segment for the index commit to fsync)."""
-        payload = self.memory.index.lookup(rel)
-        return None if payload is None else payload.get("trust")
+        return self.memory.index.lookup(rel) or {}
 
     def _apply(
-        self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float]]
+        self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float | None]]
     ) -> tuple[list[str], int]:
         """Write the planned files, then index them and the turns' new trust in one batch.
 
@@ -263,7 +278,7 @@ class _Materialising:
         for rel, trust in overlay.values():
             loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
             if isinstance(loaded, IndexDoc):
-                self._index_queue.append(replace(loaded, trust=trust))
+                self._index_queue.append(loaded if trust is None else replace(loaded, trust=trust))
         count = len(self._index_queue)
         if self.index_mode == COMMIT_INDEX:
             self.flush_index()

@@ -28,15 +28,16 @@ from events.fsio import vault_folder
 from events.opened import rename_in_vault
 from indexers.sync import scan_documents
 
+from ..checks import Problem
 from ..memory import Memory
 from ..vault import Vault
 from .engine import Learning, SyncReport
 from .materialise import DocInfo, _utc
 from .policy import ScopeDecision, decide_steps, promotable
-from .state import memory_with_trust
+from .state import learned_memory
 from .trust import Counts
 
-__all__ = ["PromotionReport", "PruneReport", "expired_path", "promote", "prune_expired"]
+__all__ = ["PromotionReport", "PruneReport", "check_shared", "expired_path", "promote", "prune_expired"]
 
 EXPIRED_DIR = "expired"
 
@@ -147,7 +148,7 @@ def prune_expired(
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
     now = now or utcnow()
     report = PruneReport(now, dry_run)
-    memory = memory or memory_with_trust(vault)
+    memory = memory or learned_memory(vault)
     with Learning(vault, memory).open() as engine:
         engine.sync_checked(write=not dry_run)
         projection = engine.projection()
@@ -207,3 +208,37 @@ def prune_expired(
 
 def _with_reason(decision: ScopeDecision, reason: str) -> ScopeDecision:
     return ScopeDecision(**{**decision.__dict__, "reason": reason})
+
+
+def check_shared(vault: Vault, repair: bool) -> list[Problem]:
+    """Research that says `scope: global` with no recorded promotion behind it (kind
+    `scope_claim`): indexed as its owner's (`indexers.learned.Learned`), since sharing is
+    a recorded act.  `--repair` changes nothing: the claim is the person's to take back."""
+    claims: list[tuple[str, str]] = []
+    for user in vault.layout.users():
+        for rel in scan_documents(vault.root, f"users/{user}/turns"):
+            ref = classify(rel)
+            if ref is None or ref.kind != "research":
+                continue
+            try:
+                data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
+                front = parse_document(data.decode("utf-8"), rel).frontmatter
+            except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
+                continue  # named by the index check
+            if front.get("scope") == "global":
+                claims.append((ref.doc_id, rel))
+    if not claims:
+        return []
+    with Learning(vault).open() as engine:
+        engine.sync(write=False)
+        shared = {d for d, r in engine.state.scope_records().items() if r.new == "global"}
+    return [
+        Problem(
+            rel,
+            "scope_claim",
+            "says `scope: global`, but no promotion of it is recorded: searched as "
+            f"{doc_id.partition('/')[0]}'s only (research is shared by `pandafs promote`)",
+        )
+        for doc_id, rel in claims
+        if doc_id not in shared
+    ]

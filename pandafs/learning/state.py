@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from events import atomic_write
 from events.fsio import read_vault_bytes
 from events.opened import remove_tree_in_vault
+from indexers.learned import Learned
 
 from ..memory import Memory
 from ..vault import Vault
@@ -46,6 +47,7 @@ __all__ = [
     "CounterStore",
     "Cursor",
     "LearningState",
+    "SharedReader",
     "StaleCache",
     "TrustReader",
     "shard_of",
@@ -257,12 +259,48 @@ class TrustReader:
         return row[3] if row else None
 
 
-def trust_lookup(vault: Vault) -> TrustReader:
-    """The trust the learning loop derived, handed to `Memory(trust=…)` for the indexer."""
-    return TrustReader(vault.layout.indexes / "learning" / "counts", vault.root)
+class SharedReader:
+    """Read-only sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the
+    fold recorded that a scope change made the document `global` (`state.json`'s
+    `scope`, re-read when its mtime changes; asked only for a user's document that
+    claims `global`, so rarely).  No cache, or an unreadable one: nothing is shared
+    until the next sync (which re-indexes what it records as shared: `materialise`)."""
+
+    def __init__(self, path: Path, root: Path) -> None:
+        self.path = path
+        self.root = root
+        self._cache: tuple[int, frozenset[str]] | None = None
+
+    def __call__(self, doc_id: str) -> bool:
+        try:
+            mtime = os.lstat(self.path).st_mtime_ns
+        except FileNotFoundError:
+            return False
+        if self._cache is None or self._cache[0] != mtime:
+            shared: frozenset[str] = frozenset()
+            try:
+                raw = read_vault_bytes(self.root, self.path)  # a link: nothing read through it
+                scope = orjson.loads(raw).get("scope", {}) if raw is not None else {}
+                shared = frozenset(
+                    d for d, r in scope.items() if isinstance(r, dict) and r.get("new") == "global"
+                )
+            except (orjson.JSONDecodeError, OSError, AttributeError):
+                pass
+            self._cache = (mtime, shared)
+        return doc_id in self._cache[1]
 
 
-def memory_with_trust(vault: Vault) -> Memory:
-    """Memory that indexes with the learning loop's trust: what the loop itself and the
-    archive re-index through (the front doors use `pandafs.assembly.open_memory`)."""
-    return Memory(vault, trust=trust_lookup(vault))
+def learned_of(vault: Vault) -> Learned:
+    """What the indexer takes from the learning loop (`Memory(learned=…)`)."""
+    directory = vault.layout.indexes / "learning"
+    return Learned(
+        trust=TrustReader(directory / "counts", vault.root),
+        shared=SharedReader(directory / "state.json", vault.root),
+    )
+
+
+def learned_memory(vault: Vault) -> Memory:
+    """Memory that indexes with what the learning loop derived and recorded: what the
+    loop itself and the archive re-index through (the front doors use
+    `pandafs.assembly.open_memory`)."""
+    return Memory(vault, learned=learned_of(vault))

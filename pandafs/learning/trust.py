@@ -256,7 +256,12 @@ class Projection:
         return changed
 
     def fold_scope(self, record: ScopeRecord) -> set[str]:
-        """Fold one scope change (the latest by decision time wins); counts it per day."""
+        """Fold one scope change (the latest by decision time wins); counts it per day.
+
+        Only its owner's logs change a document's scope: a change another user's log
+        names is not folded (a promotion is recorded where the owner's turns are)."""
+        if record.doc_id.partition("/")[0] != record.log.partition("/")[0]:
+            return set()
         current = self.scope.get(record.doc_id)
         if current is not None and current.key == record.key:
             return set()

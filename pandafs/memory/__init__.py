@@ -13,7 +13,7 @@ from .api import SCOPES, Memory
 
 if TYPE_CHECKING:
     from .args import SearchArgs
-    from .retrieved import ArchiveSource, Expansion, Retrieved, TrustLookup
+    from .retrieved import ArchiveSource, Expansion, Retrieved
     from .store import Entry, SavedDoc, parse_entries
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "SearchArgs",
     "SavedDoc",
     "parse_entries",
-    "TrustLookup",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -34,7 +33,7 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "SearchArgs": ".args",
-        **dict.fromkeys(("ArchiveSource", "Expansion", "Retrieved", "TrustLookup"), ".retrieved"),
+        **dict.fromkeys(("ArchiveSource", "Expansion", "Retrieved"), ".retrieved"),
         **dict.fromkeys(("Entry", "SavedDoc", "parse_entries"), ".store"),
     },
 )

@@ -5,8 +5,9 @@ tantivy index (`indexers.fulltext`); save writes markdown and indexes it at once
 retrieve reads the file (or, for an archived turn, its original from the archive).
 
 Memory knows nothing of the learning loop or the archive: what it needs from them is
-handed to it (`trust`, a document's derived trust for the indexer; `archive`, what
-reads an archived turn's original).  `pandafs.assembly.open_memory` hands over both.
+handed to it (`learned`, what the indexer takes from the learning loop: turns' derived
+trust and which research was shared by a recorded promotion; `archive`, what reads an
+archived turn's original).  `pandafs.assembly.open_memory` hands over both.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from .inputs import check_times, check_topic, check_ttl
 
 if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
     from indexers.documents import IndexDoc, Skipped
+    from indexers.learned import Learned
     from indexers.sync import SyncReport
 
-    from .retrieved import ArchiveSource, Retrieved, TrustLookup
+    from .retrieved import ArchiveSource, Retrieved
     from .store import SavedDoc
 
 __all__ = ["Memory", "SCOPES"]
@@ -53,7 +55,7 @@ class Memory:
     """Search, save and retrieve documents of one vault."""
 
     def __init__(
-        self, vault: Vault, *, trust: TrustLookup | None = None, archive: ArchiveSource | None = None
+        self, vault: Vault, *, learned: Learned | None = None, archive: ArchiveSource | None = None
     ) -> None:
         self.vault = vault
         self.archive = archive
@@ -62,7 +64,8 @@ class Memory:
             vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
         )
         self.ranking = Ranking(**cfg.search.model_dump())
-        self.index.trust_of = trust
+        if learned is not None:
+            self.index.learned = learned
 
     # --- search ---------------------------------------------------------------------
 

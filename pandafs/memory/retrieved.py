@@ -1,9 +1,9 @@
 """What `Memory.retrieve` returns, and what the layers above hand memory to read with.
 
 `Retrieved` is one document as a caller sees it; `Expansion` is an archived turn's
-original as an archive source returns it (`ArchiveSource`); `TrustLookup` is the
-learning loop's derived trust the indexer asks for.  Memory defines these shapes and
-never imports who fills them (`pandafs.assembly` wires them).
+original as an archive source returns it (`ArchiveSource`).  Memory defines these
+shapes (and the indexer `indexers.learned.Learned`) and never imports who fills them
+(`pandafs.assembly` wires them).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-__all__ = ["ArchiveSource", "Expansion", "Retrieved", "TrustLookup", "jsonable"]
+__all__ = ["ArchiveSource", "Expansion", "Retrieved", "jsonable"]
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,6 @@ class Expansion:
     expansions: int
     restored: bool
 
-
-TrustLookup = Callable[[str], "float | None"]
-"""`trust(doc_id)`: the derived trust of a document whose file carries none (or None)."""
 
 ArchiveSource = Callable[[str, "datetime | None"], Expansion]
 """`archive(doc_id, now)`: an archived turn's original; FileNotFoundError once restored."""

@@ -14,6 +14,7 @@ at scope `user` and never expires.  Other memories are one file each under
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -27,10 +28,20 @@ from events.errors import NotInVault
 from events.fsio import append_file, atomic_write, read_vault_file, vault_folder
 from events.stamps import format_ts
 
+from ..checks import Problem
 from ..errors import BadInput
 from ..vault import Vault
 
-__all__ = ["Entry", "SavedDoc", "append_entry", "parse_entries", "publish", "write_memory", "slug"]
+__all__ = [
+    "Entry",
+    "SavedDoc",
+    "append_entry",
+    "check_published",
+    "parse_entries",
+    "publish",
+    "write_memory",
+    "slug",
+]
 
 SHARING_LOG = "observability/sharing.jsonl"
 
@@ -297,3 +308,34 @@ def publish(
         )
         atomic_write(path, render_document(meta, body), root=vault.root)
     return SavedDoc(doc_id, rel)
+
+
+def check_published(vault: Vault, repair: bool) -> list[Problem]:
+    """Documents in `knowledge/published/` that no `publish` record names (kind
+    `unrecorded_share`): everyone can read them, but no one is on record as having
+    shared them — a file moved or copied there by hand.  `--repair` changes nothing:
+    move it back, or publish it with `pandafs save --scope global`."""
+    from indexers.sync import scan_documents
+
+    found = scan_documents(vault.root, "knowledge/published")
+    if not found:
+        return []
+    recorded: set[str] = set()
+    try:
+        data, _ = read_vault_file(vault.root, SHARING_LOG)
+    except FileNotFoundError:
+        data = b""
+    except (OSError, NotInVault) as exc:
+        return [Problem(SHARING_LOG, "unreadable", f"cannot be read ({exc.__class__.__name__})")]
+    for line in data.splitlines():
+        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+            record = orjson.loads(line)
+            if record.get("act") == "publish":
+                recorded.add(str(record.get("doc_path")))
+    return [
+        Problem(
+            rel, "unrecorded_share", f"is global, but {SHARING_LOG} has no record of anyone publishing it"
+        )
+        for rel in sorted(found)
+        if rel not in recorded
+    ]

@@ -75,7 +75,7 @@ def test_a_linked_config_is_one_line_exit_2_not_followed(vault: Vault, tmp_path:
 def test_turn_trust_never_comes_from_a_linked_metadata_json(vault: Vault, tmp_path: Path) -> None:
     """The learning loop took a turn's quality for its trust from metadata.json by path:
     one linked to a file outside the vault set the trust the index ranks by."""
-    from pandafs.learning.state import trust_lookup
+    from pandafs.learning.state import learned_of
 
     _import(vault, tmp_path, ("which laptop do I like", 3), ("and which bag", 2))
     with EventWriter(
@@ -89,7 +89,7 @@ def test_turn_trust_never_comes_from_a_linked_metadata_json(vault: Vault, tmp_pa
     def trust() -> float | None:
         got = run_pandafs("--root", vault.root, "promote", "--full", "--now", NOW.isoformat(), "--json")
         assert got.code == 0 and SECRET not in got.out + got.err, got.err
-        return trust_lookup(vault)("alice/turn_000001")
+        return learned_of(vault).trust("alice/turn_000001")
 
     metadata.unlink()
     missing = trust()  # what a turn without a readable metadata.json gets
@@ -103,7 +103,7 @@ def test_the_learning_cache_is_never_read_through_a_link(vault: Vault, tmp_path:
     """state.json and the counter shards (whose trust the indexer gives turns) were read by
     path: a shard linked to a file outside the vault set a turn's trust, and a linked
     state.json was taken for the cache.  Now each reads as missing and is recomputed."""
-    from pandafs.learning.state import shard_of, trust_lookup
+    from pandafs.learning.state import learned_of, shard_of
 
     _import(vault, tmp_path, ("which laptop do I like", 3))
     doc = "alice/turn_000001"
@@ -113,12 +113,12 @@ def test_the_learning_cache_is_never_read_through_a_link(vault: Vault, tmp_path:
         tmp_path, "shard.json", orjson.dumps({"gen": 0, "docs": {doc: [9, 9, 9, 0.123]}})
     )
     _link(cache / "counts" / f"{shard_of(doc)}.json", shard)
-    assert trust_lookup(vault)(doc) is None
+    assert learned_of(vault).trust(doc) is None
     state, state_data = _outside(tmp_path, "state.json", orjson.dumps({"note": SECRET}))
     _link(cache / "state.json", state)
     got = run_pandafs("--root", vault.root, "promote", "--now", NOW.isoformat(), "--json")
     assert got.code == 0 and SECRET not in got.out + got.err, got.err
-    assert not (cache / "state.json").is_symlink() and trust_lookup(vault)(doc) != 0.123
+    assert not (cache / "state.json").is_symlink() and learned_of(vault).trust(doc) != 0.123
     assert shard.read_bytes() == shard_data and state.read_bytes() == state_data
     _no_secret_in(vault.root)
 

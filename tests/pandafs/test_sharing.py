@@ -1,17 +1,23 @@
 """Sharing is an explicit, recorded act; ownership comes from the path (DESIGN §5).
 
-A user's memories never go global by promotion, a hand-written `scope: global` under
-`users/{u}/` stays that user's (and verify names it), and only a configured publisher
-can put a document before every user — into `knowledge/published/`, with a record.
+A user's memories never go global by promotion, research only by a promotion recorded
+in its owner's events, a hand-written `scope: global` under `users/{u}/` stays that
+user's (and verify names it), and only a configured publisher can put a document
+before every user — into `knowledge/published/`, with a record.
 """
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 
 import orjson
 
 from events import render_document
+from events.schema import ScopeChanged
+from pandafs.assembly import open_memory
+from pandafs.learning import sync
+from pandafs.learning.maintenance import append_changes
 from pandafs.memory import Memory
 from pandafs.vault import Vault
 
@@ -45,12 +51,46 @@ def test_a_hand_written_global_scope_under_users_stays_the_users(cli, vault: Vau
     }
 
 
-def test_research_under_users_may_be_global(vault: Vault) -> None:
-    rel = "users/bob/turns/turn_000001/research.md"
+def _promote(vault: Vault, log_owner: str, doc_id: str, rel: str) -> None:
+    """Record a promotion to global in `log_owner`'s maintenance log, as `promote` does."""
+    change = ScopeChanged(
+        doc_id=doc_id, doc_path=rel, old_scope="user", new_scope="global", reason="promoted", usage_count=10
+    )
+    append_changes(vault, log_owner, [change], NOW)
+
+
+def test_research_is_global_only_once_its_promotion_is_recorded(cli, vault: Vault) -> None:
+    # promotion writes `scope: global` into the file; the file alone shares nothing
+    rel, doc = "users/bob/turns/turn_000001/research.md", "bob/turn_000001/research"
+    assert cli("--root", vault.root, "ask", "good morning", "--user", "bob").code == 0
     _write(vault, rel, {"scope": "global", "content_types": ["research"]}, "The zephyrine kettle costs $40.")
-    memory = Memory(vault)
+    memory = open_memory(vault)
     memory.reconcile()
-    assert _ids(memory, "zephyrine kettle", "alice") == ["bob/turn_000001/research"]
+    assert _ids(memory, "zephyrine kettle", "alice") == []
+    assert _ids(memory, "zephyrine kettle", "bob") == [doc]
+    refused = cli("--root", vault.root, "retrieve", rel, "--user", "alice")
+    assert refused.code != 0 and "zephyrine" not in refused.out
+    got = cli("--root", vault.root, "verify", "--json")
+    assert got.code == 1
+    assert {(p["path"], p["kind"]) for p in got.json["problems"]} == {(rel, "scope_claim")}
+
+    # another user's log cannot share it
+    _promote(vault, "alice", doc, rel)
+    sync(vault, memory=open_memory(vault))
+    assert _ids(open_memory(vault), "zephyrine kettle", "alice") == []
+
+    # its owner's recorded promotion does: the fold indexes the unchanged file again
+    _promote(vault, "bob", doc, rel)
+    sync(vault, memory=open_memory(vault))
+    assert _ids(open_memory(vault), "zephyrine kettle", "alice") == [doc]
+    shown = cli("--root", vault.root, "retrieve", rel, "--user", "alice")
+    assert shown.code == 0 and "zephyrine" in shown.out
+    assert cli("--root", vault.root, "verify").code == 0
+
+    # and a rebuild from nothing (no learning cache, no index) gives the same
+    shutil.rmtree(vault.layout.indexes)
+    assert cli("--root", vault.root, "rebuild").code == 0
+    assert _ids(open_memory(vault), "zephyrine kettle", "alice") == [doc]
 
 
 def test_only_a_publisher_publishes_and_the_act_is_recorded(cli, vault: Vault) -> None:
@@ -86,3 +126,23 @@ def test_a_hand_written_id_is_named_by_verify(cli, vault: Vault) -> None:
     }
     memory = Memory(vault)
     assert _ids(memory, "hiking boots", "alice") == ["alice/memories/boots"]
+
+
+def test_a_file_moved_into_published_by_hand_is_named_by_verify(cli, vault: Vault) -> None:
+    saved = cli("--root", vault.root, "save", SECRET, "--user", "bob", "--json")
+    assert saved.code == 0, saved.err
+    moved = vault.layout.knowledge / "published" / "pin.md"
+    moved.parent.mkdir(parents=True)
+    (vault.root / saved.json["doc_path"]).rename(moved)
+    got = cli("--root", vault.root, "verify", "--json")
+    assert got.code == 1
+    assert ("knowledge/published/pin.md", "unrecorded_share") in {
+        (p["path"], p["kind"]) for p in got.json["problems"]
+    }
+    # what a publisher publishes is on record, and verify says nothing of it
+    moved.unlink()
+    config = vault.layout.config_file
+    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    assert cli("--root", vault.root, "save", "Ridge path tip", "--user", "carol", "--scope", "global").code == 0
+    assert cli("--root", vault.root, "verify", "--repair").code == 0  # bob's moved memory left the index
+    assert cli("--root", vault.root, "verify").code == 0
