@@ -262,21 +262,22 @@ class TrustReader:
 class SharedReader:
     """Read-only sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the
     fold recorded that a scope change made the document `global` (`state.json`'s
-    `scope`, re-read when its mtime changes; asked only for a user's document that
+    `scope`, re-read when the file is replaced; asked only for a user's document that
     claims `global`, so rarely).  No cache, or an unreadable one: nothing is shared
     until the next sync (which re-indexes what it records as shared: `materialise`)."""
 
     def __init__(self, path: Path, root: Path) -> None:
         self.path = path
         self.root = root
-        self._cache: tuple[int, frozenset[str]] | None = None
+        self._cache: tuple[tuple[int, int, int], frozenset[str]] | None = None
 
     def __call__(self, doc_id: str) -> bool:
         try:
-            mtime = os.lstat(self.path).st_mtime_ns
+            st = os.lstat(self.path)
         except FileNotFoundError:
             return False
-        if self._cache is None or self._cache[0] != mtime:
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # replaced whole: a new inode each time
+        if self._cache is None or self._cache[0] != key:
             shared: frozenset[str] = frozenset()
             try:
                 raw = read_vault_bytes(self.root, self.path)  # a link: nothing read through it
@@ -286,7 +287,7 @@ class SharedReader:
                 )
             except (orjson.JSONDecodeError, OSError, AttributeError):
                 pass
-            self._cache = (mtime, shared)
+            self._cache = (key, shared)
         return doc_id in self._cache[1]
 
 

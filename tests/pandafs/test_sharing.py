@@ -143,6 +143,8 @@ def test_a_file_moved_into_published_by_hand_is_named_by_verify(cli, vault: Vaul
     moved.unlink()
     config = vault.layout.config_file
     config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
-    assert cli("--root", vault.root, "save", "Ridge path tip", "--user", "carol", "--scope", "global").code == 0
+    assert (
+        cli("--root", vault.root, "save", "Ridge path tip", "--user", "carol", "--scope", "global").code == 0
+    )
     assert cli("--root", vault.root, "verify", "--repair").code == 0  # bob's moved memory left the index
     assert cli("--root", vault.root, "verify").code == 0
