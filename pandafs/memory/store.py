@@ -24,6 +24,7 @@ from pathlib import Path
 
 import orjson
 
+from events.clock import aware
 from events.errors import NotInVault
 from events.fsio import append_file, atomic_write, read_vault_file, vault_folder
 from events.stamps import format_ts
@@ -70,6 +71,7 @@ class SavedDoc:
     doc_id: str
     doc_path: str
     created: bool = True
+    renewed: bool = False  # held already, but expired: its expiry is the new save's
 
 
 def parse_entries(body: str) -> list[Entry]:
@@ -231,9 +233,10 @@ def write_memory(
         name, held = _name_for(vault, folder, slug(f"{doc_type} {content}"), content)
         path = folder / f"{name}.md"
         doc_id = f"{user}/memories/{name}"
-        if held:
-            return SavedDoc(doc_id, vault.rel(path), created=False)
         expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
+        if held:
+            renewed = _renew_expired(vault, vault.rel(path), scope, expires, now)
+            return SavedDoc(doc_id, vault.rel(path), created=False, renewed=renewed)
         extra = {"source_turn": f"{user}/{source_turn}"} if source_turn else {}
         meta = DocumentMetadata(
             id=doc_id,
@@ -254,6 +257,34 @@ def write_memory(
             body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
         atomic_write(path, render_document(meta, body), root=vault.root)
     return SavedDoc(doc_id, vault.rel(path))
+
+
+def _renew_expired(vault: Vault, rel: str, scope: str, expires: datetime | None, now: datetime) -> bool:
+    """Saving again a memory whose `expires_at` has passed keeps it: its scope and expiry
+    become the new save's (it was acknowledged as saved, yet stayed hidden and went to
+    the archive at the next `prune --expired`).  One that has not expired is left as it
+    is: its usage may have promoted it since.  Called under the memory lock."""
+    from pydantic import ValidationError
+
+    from events.documents import DocumentMetadata, parse_document, render_document
+    from events.errors import FrontmatterError
+
+    try:  # a file its person broke since: theirs to mend, left as it is
+        parsed = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel)
+        meta, _extra = DocumentMetadata.fields_of(dict(parsed.frontmatter))
+    except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError, ValidationError):
+        return False
+    if meta["scope"] != "new" or meta["expires_at"] is None or aware(meta["expires_at"]) > now:
+        return False
+    front = dict(parsed.frontmatter)
+    front["scope"] = scope
+    if expires is None:
+        front.pop("expires_at", None)
+    else:
+        front["expires_at"] = expires
+    front["updated_at"] = now
+    atomic_write(vault.root / rel, render_document(front, parsed.body), root=vault.root)
+    return True
 
 
 def publish(

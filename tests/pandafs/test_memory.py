@@ -121,6 +121,37 @@ def test_memory_document_is_new_with_ttl(memory: Memory, vault: Vault) -> None:
     assert memory.search("sunflower", user="alice", now=later) == []
 
 
+def test_saving_an_expired_memory_again_keeps_it(cli, memory: Memory, vault: Vault) -> None:
+    text = "parked the car on level 3, zebra floor"
+    first = memory.save(text, user="kim", ttl_hours=1, now=NOW)
+    later = NOW + timedelta(hours=2)
+    assert memory.search("zebra floor", user="kim", now=later) == []  # expired
+
+    kept = memory.save(text, user="kim", ttl_hours=48, now=NOW + timedelta(minutes=30))
+    assert (kept.doc_path, kept.created, kept.renewed) == (
+        first.doc_path,
+        False,
+        False,
+    )  # not expired: as it is
+
+    again = memory.save(text, user="kim", ttl_hours=48, now=later)
+    assert (again.doc_path, again.created, again.renewed) == (first.doc_path, False, True)
+    meta = parse_document((vault.root / first.doc_path).read_text()).frontmatter
+    assert (meta["scope"], meta["expires_at"]) == ("new", later + timedelta(hours=48))
+    assert [h["doc_id"] for h in memory.search("zebra floor", user="kim", now=later)] == [first.doc_id]
+    pruned = cli(
+        "--root", vault.root, "prune", "--expired", "--now", (later + timedelta(hours=1)).isoformat()
+    )
+    assert pruned.code == 0, pruned.err
+    assert (vault.root / first.doc_path).is_file()
+
+    # saved again as the user's own: it no longer expires
+    mine = memory.save(text, user="kim", scope="user", now=later + timedelta(days=3))
+    assert mine.renewed and mine.doc_path == first.doc_path
+    meta = parse_document((vault.root / first.doc_path).read_text()).frontmatter
+    assert meta["scope"] == "user" and meta.get("expires_at") is None
+
+
 def test_retrieve_by_id_and_path(memory: Memory) -> None:
     saved = memory.save("Paris in spring", user="alice", doc_type="memory", ttl_hours=5, now=NOW)
     by_id = memory.retrieve(saved.doc_id)
