@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "ChangedMeanwhile",
     "ChainError",
     "EventLogError",
     "EventsError",
@@ -91,3 +92,15 @@ class LogBusyError(EventLogError):
 
 class ProjectionError(EventsError):
     pass
+
+
+class ChangedMeanwhile(EventsError):
+    """A file changed between being read and being replaced by what was made from it (a
+    person's editor takes no lock of ours): nothing was written over their change."""
+
+    def __init__(self, path: Path | str, attempts: int = 1) -> None:
+        self.path = str(path)
+        tries = f" {attempts} times" if attempts > 1 else ""
+        super().__init__(
+            f"{path} changed{tries} while it was being rewritten; nothing was written (try again)"
+        )

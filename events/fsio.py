@@ -32,17 +32,20 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import NotInVault
+from .errors import ChangedMeanwhile, NotInVault
 from .opened import FOLDER_FLAGS, CheckedFolders, check_opened, checked_folders, make_folder_at, open_folder
 from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
+    "ABSENT",
     "TMP_PREFIX",
+    "FileKey",
     "append_all",
     "append_file",
     "atomic_file",
     "atomic_write",
     "check_folders",
+    "file_key",
     "held_lock",
     "is_real_dir",
     "is_temp_name",
@@ -80,6 +83,17 @@ def _create_temp(path: Path, folders: CheckedFolders) -> tuple[int, str, int]:
     return folder, tmp, os.open(tmp, flags, 0o644, dir_fd=folder)
 
 
+FileKey = tuple[int, int, int]
+"""(inode, size, mtime) of a file as read: `atomic_write(unchanged=…)` compares it."""
+
+ABSENT: FileKey = (0, 0, 0)
+"""The key of a file that was not there when read."""
+
+
+def file_key(st: os.stat_result) -> FileKey:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def atomic_write(
     path: Path,
     data: bytes | str,
@@ -87,16 +101,20 @@ def atomic_write(
     durable: bool = True,
     make_parents: bool = True,
     root: Path | str | None = None,
+    unchanged: FileKey | None = None,
 ) -> None:
     """Replace `path` with `data` atomically; create parent folders as needed.
 
     With `root` (the vault root, `path` under it) missing parents are made by `vault_folder`,
-    and the folder is checked once opened, before anything is made in it (`open_folder`)."""
+    and the folder is checked once opened, before anything is made in it (`open_folder`).
+    With `unchanged` (the `file_key` of the file `data` was made from, or `ABSENT`), the
+    file is compared with it just before the replace, after the fsync, and
+    `ChangedMeanwhile` raised instead if it changed (`events.rewrite`)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
         make_folders_for(path, root)
-    with _replacing(path, durable, root) as fd:
+    with _replacing(path, durable, root, unchanged) as fd:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -128,7 +146,9 @@ def make_folder(folder: Path, root: Path | str | None) -> None:
 
 
 @contextmanager
-def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Iterator[int]:
+def _replacing(
+    path: Path, durable: bool, root: Path | str | None = None, unchanged: FileKey | None = None
+) -> Iterator[int]:
     """A new temporary file beside `path` (`_create_temp`) that replaces it when the block
     ends without an error (fsynced first if `durable`, its folder after), else removed;
     all in one folder descriptor (`checked_folders`)."""
@@ -141,6 +161,13 @@ def _replacing(path: Path, durable: bool, root: Path | str | None = None) -> Ite
                     os.fsync(fd)
             finally:
                 os.close(fd)
+            if unchanged is not None:
+                try:
+                    now = file_key(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
+                except FileNotFoundError:
+                    now = ABSENT
+                if now != unchanged:
+                    raise ChangedMeanwhile(path)
             os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with suppress(FileNotFoundError):

@@ -3,6 +3,7 @@ and into the index (turns and site notes: the index only)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -12,7 +13,6 @@ import orjson
 
 from events import (
     DocumentMetadata,
-    atomic_write,
     candidate_paths,
     classify,
     parse_document,
@@ -21,6 +21,7 @@ from events import (
 )
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_bytes
+from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
 
 from ..config import MemoryConfig
@@ -126,10 +127,23 @@ class _Materialising:
             return DocInfo(doc_id, rel, kind, owner, {}, "", "user", datetime.min.replace(tzinfo=UTC), 0.5)
         try:  # never through a symlink: its counters are written back over this path
             data, st = read_vault_file(self.vault.root, rel)
-            parsed = parse_document(data.decode("utf-8"), rel)
-            stat_time = datetime.fromtimestamp(st.st_mtime, UTC)
-        except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
+        except (OSError, NotInVault):
             return None
+        return self._info_of(doc_id, rel, data, st, projection)
+
+    def _info_of(
+        self, doc_id: str, rel: str, data: bytes, st: os.stat_result, projection: Projection | None = None
+    ) -> DocInfo | None:
+        """`doc_info` of the bytes read from `rel` (None: not a document it can change)."""
+        ref = classify(rel)
+        if ref is None:
+            return None
+        kind, owner = ref.kind, ref.user
+        try:
+            parsed = parse_document(data.decode("utf-8"), rel)
+        except (UnicodeDecodeError, FrontmatterError):
+            return None
+        stat_time = datetime.fromtimestamp(st.st_mtime, UTC)
         front = dict(parsed.frontmatter)
         created = _utc(front.get("created_at")) or stat_time
         try:
@@ -247,6 +261,20 @@ class _Materialising:
         deletion file per segment for the index commit to fsync)."""
         return self.memory.index.lookup(rel) or {}
 
+    def _rewrite(self, doc_id: str, rel: str, target: _Target) -> bool:
+        """Write `target` into the file at `rel` as it is now; False: nothing to change."""
+
+        def change(data: bytes | None, st: os.stat_result | None) -> tuple[bytes | None, bool]:
+            info = None if data is None or st is None else self._info_of(doc_id, rel, data, st)
+            if info is None:
+                return None, False
+            front = self._target_front(info, target)
+            if front == info.front:
+                return None, False
+            return render_document(front, info.body).encode("utf-8"), True
+
+        return rewrite_file(self.vault.root, rel, change)
+
     def _apply(
         self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float | None]]
     ) -> tuple[list[str], int]:
@@ -254,19 +282,16 @@ class _Materialising:
 
         Each file is re-read under its owner's memory lock and only the learning keys and
         scope are changed on what it says *now*: a line a concurrent save added since the
-        plan was made is kept (the plan's copy of the file is never written back).
+        plan was made is kept (the plan's copy of the file is never written back), and so
+        is a person's edit that lands while it is rewritten (`events.rewrite`).
         """
         written: list[str] = []
         for doc_id, (rel, target) in plans.items():
             ref = classify(rel)
             with self.vault.memory_lock(ref.user if ref else None):
-                info = self.doc_info(doc_id)
-                if info is None or info.rel != rel:
+                found = self.locate(doc_id)
+                if found is None or found[0] != rel or not self._rewrite(doc_id, rel, target):
                     continue
-                front = self._target_front(info, target)
-                if front == info.front:
-                    continue
-                atomic_write(self.vault.root / rel, render_document(front, info.body), root=self.vault.root)
             written.append(rel)
         if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the trust shards
             return sorted(written), 0

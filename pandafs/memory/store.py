@@ -27,6 +27,7 @@ import orjson
 from events.clock import aware
 from events.errors import NotInVault
 from events.fsio import append_file, atomic_write, read_vault_file, vault_folder
+from events.rewrite import rewrite_file
 from events.stamps import format_ts
 
 from ..checks import Problem
@@ -155,19 +156,15 @@ def append_entry(
     )
 
     filename, heading, topic = KIND_FILES[kind]
-    path = vault.layout.user_dir(user) / filename
+    rel = f"users/{user}/{filename}"
     doc_id = f"{user}/{filename[:-3]}"
-    with vault.memory_lock(user):
-        if path.exists() or path.is_symlink():
-            rel = f"users/{user}/{filename}"
-            try:  # a link (to another user's file, or out of the vault) is never read or merged
-                data, _ = read_vault_file(vault.root, rel)
-                text = data.decode("utf-8")
-            except NotInVault as exc:
-                raise BadInput(f"cannot save to {exc}") from None
+
+    def change(data: bytes | None, _st: os.stat_result | None) -> tuple[bytes | None, bool]:
+        if data is not None:
+            try:
+                parsed = parse_document(data.decode("utf-8"), rel)
             except UnicodeDecodeError:  # an editor's doing: the user fixes it, nothing is lost
                 raise BadInput(f"cannot save to {rel}: it is not UTF-8 text") from None
-            parsed = parse_document(text, rel)
             front, body = dict(parsed.frontmatter), parsed.body
         else:
             meta = DocumentMetadata(
@@ -187,7 +184,7 @@ def append_entry(
             if _norm(entry.text) == wanted or (
                 key and entry.key == key and _norm(entry.value) == _norm(value)
             ):
-                return SavedDoc(doc_id, vault.rel(path), created=False)
+                return None, False
         if source_turn:
             link = wikilink(f"users/{user}/turns/{source_turn}/context.md", source_turn)
             note = f"from {link}, {now.date().isoformat()}"
@@ -201,8 +198,11 @@ def append_entry(
         if merged:
             front["keywords"] = merged
         front["updated_at"] = now
-        atomic_write(path, render_document(front, body), root=vault.root)
-    return SavedDoc(doc_id, vault.rel(path))
+        return render_document(front, body).encode("utf-8"), True
+
+    with vault.memory_lock(user):  # a link (to another user's file, or out): NotInVault
+        created = rewrite_file(vault.root, rel, change)
+    return SavedDoc(doc_id, rel, created=created)
 
 
 def write_memory(
@@ -269,22 +269,29 @@ def _renew_expired(vault: Vault, rel: str, scope: str, expires: datetime | None,
     from events.documents import DocumentMetadata, parse_document, render_document
     from events.errors import FrontmatterError
 
-    try:  # a file its person broke since: theirs to mend, left as it is
-        parsed = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel)
-        meta, _extra = DocumentMetadata.fields_of(dict(parsed.frontmatter))
-    except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError, ValidationError):
+    def change(data: bytes | None, _st: os.stat_result | None) -> tuple[bytes | None, bool]:
+        if data is None:  # removed since: the next save writes it anew
+            return None, False
+        try:  # a file its person broke since: theirs to mend, left as it is
+            parsed = parse_document(data.decode("utf-8"), rel)
+            meta, _extra = DocumentMetadata.fields_of(dict(parsed.frontmatter))
+        except (UnicodeDecodeError, FrontmatterError, ValidationError):
+            return None, False
+        if meta["scope"] != "new" or meta["expires_at"] is None or aware(meta["expires_at"]) > now:
+            return None, False
+        front = dict(parsed.frontmatter)
+        front["scope"] = scope
+        if expires is None:
+            front.pop("expires_at", None)
+        else:
+            front["expires_at"] = expires
+        front["updated_at"] = now
+        return render_document(front, parsed.body).encode("utf-8"), True
+
+    try:
+        return rewrite_file(vault.root, rel, change)
+    except NotInVault:  # a link: never read, never written through
         return False
-    if meta["scope"] != "new" or meta["expires_at"] is None or aware(meta["expires_at"]) > now:
-        return False
-    front = dict(parsed.frontmatter)
-    front["scope"] = scope
-    if expires is None:
-        front.pop("expires_at", None)
-    else:
-        front["expires_at"] = expires
-    front["updated_at"] = now
-    atomic_write(vault.root / rel, render_document(front, parsed.body), root=vault.root)
-    return True
 
 
 def publish(

@@ -90,6 +90,7 @@ def test_tools_search_save_retrieve_ask_over_stdio(two_users: Vault) -> None:
         "doc_id": "alice/facts",
         "doc_path": "users/alice/facts.md",
         "created": True,
+        "renewed": False,
     }
     assert out["again"].structured_content["created"] is False  # the same statement adds nothing
     facts = (two_users.root / "users/alice/facts.md").read_text()
