@@ -31,6 +31,7 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                research no recorded promotion shared (it stays theirs)
   unrecorded_share  a document in `knowledge/published/` no publish record names
   id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
+  not_a_user   a folder under users/ whose name is no user id (`knowledge`, `site`, …)
   archive_*    cold storage (stubs, Parquet rows, checksums): `pandafs.archive.check_archive`
   The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
   any turn) are checked like a turn's log: chain, torn_tail, misplaced.
@@ -46,22 +47,17 @@ import os
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from events import (
     EventWriter,
     check_chain,
-    classify,
-    parse_document,
     project_turn,
     read_log,
-    read_vault_file,
     render_turn,
     repair_torn_tail,
 )
 from events.errors import EventLogError, EventsError, LogBusyError
-from events.layout import effective_scope
 from events.log import torn_path, typed_events
 from events.opened import HARD_LINK
 from events.schema import TornTailRepaired
@@ -73,6 +69,7 @@ from indexers.sync import count_mismatch, scan_documents
 from . import archive, learning, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
+from .claims import check_claims
 from .memory import Memory
 from .memory.store import check_published
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
@@ -304,46 +301,6 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
         return [*problems, Problem(whole, "index_damaged", str(exc))]
     if not problems and mismatch is not None:
         problems.append(Problem(whole, "index_stale", f"{mismatch}; {REBUILD}"))
-    return problems
-
-
-def check_claims(vault: Vault, repair: bool) -> list[Problem]:
-    """Frontmatter that claims what only the path decides: `scope: global` on a document
-    of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
-    `id:` other than the path's (ignored: ids come from paths).  Turn folders are written
-    by PandaFS and checked against their events instead; `--repair` changes nothing here,
-    since the file is the person's to edit."""
-    problems: list[Problem] = []
-    roots = [vault.layout.knowledge]
-    users = vault.root / "users"
-    if users.is_dir():
-        roots += [e for e in sorted(users.iterdir()) if e.is_dir() and not e.is_symlink()]
-    for top in roots:
-        for dirpath, dirnames, filenames in os.walk(top):  # never into a linked folder
-            dirnames[:] = sorted(d for d in dirnames if d != "turns" and not d.startswith("."))
-            for name in sorted(filenames):
-                rel = vault.rel(Path(dirpath)) + "/" + name
-                ref = classify(rel)
-                if ref is None:
-                    continue
-                try:
-                    data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
-                    front = parse_document(data.decode("utf-8"), rel).frontmatter
-                except (OSError, UnicodeDecodeError, EventsError):
-                    continue  # links, unreadable and skipped files are named by the index check
-                claimed = front.get("scope")
-                if claimed == "global" and effective_scope(ref, claimed) != "global":
-                    problems.append(
-                        Problem(
-                            rel,
-                            "scope_claim",
-                            "says `scope: global`, but what a user keeps under users/ stays theirs "
-                            "(searched as theirs); publish it with `pandafs save --scope global`",
-                        )
-                    )
-                if front.get("id") not in (None, ref.doc_id):
-                    why = f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from paths: "
-                    problems.append(Problem(rel, "id_claim", why + "rename the file to change it)"))
     return problems
 
 

@@ -46,6 +46,10 @@ def test_a_user_may_not_be_named_like_the_global_documents_ids(vault: Vault, cli
         cli("--root", vault.root, "retrieve", "knowledge/facts", "--user", "alice").out.count("Water is wet")
         == 1
     )
+    checked = cli("--root", vault.root, "verify", "--json")  # named, so the person can move it
+    assert checked.code == 1 and [(p["path"], p["kind"]) for p in checked.json["problems"]] == [
+        ("users/knowledge", "not_a_user")
+    ]
 
 
 def test_another_users_document_is_judged_by_its_own_path_not_its_id(vault: Vault) -> None:

@@ -1,0 +1,64 @@
+"""`verify`'s check of what files claim that only their path decides (`check_claims`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from events import classify, parse_document, read_vault_file
+from events.errors import EventsError
+from events.layout import effective_scope, is_user_id
+
+from .checks import Problem
+from .vault import Vault
+
+__all__ = ["NOT_A_USER", "check_claims"]
+
+
+NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or served"
+
+
+def check_claims(vault: Vault, repair: bool) -> list[Problem]:
+    """Frontmatter that claims what only the path decides: `scope: global` on a document
+    of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
+    `id:` other than the path's (ignored: ids come from paths), a folder under users/ that is
+    no user's (`not_a_user`: nothing in it is read).  Turn folders are written
+    by PandaFS and checked against their events instead; `--repair` changes nothing here,
+    since the file is the person's to edit."""
+    problems: list[Problem] = []
+    roots = [vault.layout.knowledge]
+    for e in sorted(vault.layout.users_dir.iterdir()) if vault.layout.users_dir.is_dir() else []:
+        if e.is_dir() and not e.is_symlink() and not e.name.startswith("."):
+            if is_user_id(e.name):
+                roots.append(e)
+            else:  # reserved (`knowledge`, `site`) or no user id: nothing in it is read
+                problems.append(
+                    Problem(f"users/{e.name}", "not_a_user", "is no user's folder: " + NOT_A_USER)
+                )
+    for top in roots:
+        for dirpath, dirnames, filenames in os.walk(top):  # never into a linked folder
+            dirnames[:] = sorted(d for d in dirnames if d != "turns" and not d.startswith("."))
+            for name in sorted(filenames):
+                rel = vault.rel(Path(dirpath)) + "/" + name
+                ref = classify(rel)
+                if ref is None:
+                    continue
+                try:
+                    data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
+                    front = parse_document(data.decode("utf-8"), rel).frontmatter
+                except (OSError, UnicodeDecodeError, EventsError):
+                    continue  # links, unreadable and skipped files are named by the index check
+                claimed = front.get("scope")
+                if claimed == "global" and effective_scope(ref, claimed) != "global":
+                    problems.append(
+                        Problem(
+                            rel,
+                            "scope_claim",
+                            "says `scope: global`, but what a user keeps under users/ stays theirs "
+                            "(searched as theirs); publish it with `pandafs save --scope global`",
+                        )
+                    )
+                if front.get("id") not in (None, ref.doc_id):
+                    why = f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from paths: "
+                    problems.append(Problem(rel, "id_claim", why + "rename the file to change it)"))
+    return problems
