@@ -114,12 +114,22 @@ def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None
     try:
         if state == OPEN:
             return _close(pipeline, user, turn, by=by)
-        if state == UNPROJECTED:  # nothing left to run: resume writes the projections and indexes
-            pipeline.resume(user, turn)
+        if state == UNPROJECTED and _still_unprojected(pipeline.vault, user, turn):
+            pipeline.resume(user, turn)  # nothing left to run: it writes the projections and indexes
             return REPROJECTED
     except LogBusyError:
         return None  # a live writer, or another recoverer took it up meanwhile: it is theirs
     return None
+
+
+def _still_unprojected(vault, user: str, turn: str) -> bool:  # noqa: ANN001
+    """Is the turn still unprojected as its log's lock is taken?  `turn_state` may have
+    read it while its live process was between `turn_completed` and its metadata.json:
+    once that process lets go, the files are written (until 2026-11-25 such a turn was
+    projected and indexed a second time, and reported as a repaired `missing`)."""
+    folder = vault.layout.turn_dir(user, turn)
+    with EventWriter(folder / "events.jsonl", user=user, turn=turn, root=vault.root):
+        return _needs_look(vault.root, vault.rel(folder))
 
 
 def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001

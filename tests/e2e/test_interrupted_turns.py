@@ -21,7 +21,7 @@ from events.clock import utcnow
 from events.schema import PhaseFailed, TurnStarted
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.interrupted import close_all_interrupted
-from pandafs.pipeline.recovery import recover_recent
+from pandafs.pipeline.recovery import REPROJECTED, UNPROJECTED, recover, recover_recent, turn_state
 from pandafs.vault import Vault
 from tests.support.openai_stub import OpenAIStub, StubReply
 
@@ -113,6 +113,26 @@ def test_a_turn_a_live_process_holds_is_left_alone(vault: Vault) -> None:
     with Pipeline(vault) as pipeline:
         assert recover_recent(pipeline, "alice", before="turn_000002") == ["alice/turn_000001"]
     assert _interrupted(vault, turn)
+
+
+def test_a_turn_seen_unprojected_while_it_was_finishing_is_not_projected_again(vault: Vault) -> None:
+    """`turn_state` can read a live turn between its `turn_completed` and its metadata.json
+    (written last, under the log's lock); once that turn lets go its files are there, and
+    recovery must not project and index it a second time nor report it as repaired."""
+    with Pipeline(vault) as pipeline:
+        turn = pipeline.ask("what is a quokka?", user="alice").turn
+        folder = vault.layout.turn_dir("alice", turn)
+        written = (folder / "metadata.json").read_bytes()
+        (folder / "metadata.json").unlink()  # as it is before the live turn's last write
+        state = turn_state(vault.root, folder)
+        assert state == UNPROJECTED
+        (folder / "metadata.json").write_bytes(written)  # the live turn ends and lets go
+        before = os.stat(folder / "metadata.json").st_mtime_ns
+        assert recover(pipeline, "alice", turn, by="a test", state=state) is None
+        assert os.stat(folder / "metadata.json").st_mtime_ns == before
+        (folder / "metadata.json").unlink()  # a turn whose process really died there
+        assert recover(pipeline, "alice", turn, by="a test", state=state) == REPROJECTED
+        assert (folder / "metadata.json").read_bytes() == written
 
 
 def test_a_folder_whose_ask_died_before_its_first_event_is_removed_by_the_next_ask(vault: Vault) -> None:
