@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .vault import Vault
 
-__all__ = ["Checker", "Problem"]
+__all__ = ["Checker", "Problem", "frontmatter_of"]
 
 
 @dataclass(frozen=True)
@@ -31,3 +31,17 @@ class Problem:
 
 
 Checker = Callable[["Vault", bool], Iterable[Problem]]
+
+
+def frontmatter_of(vault: Vault, rel: str) -> dict[str, Any] | None:
+    """The frontmatter of the document at `rel` as a check reads it, or None when it
+    cannot be read as one (a link, not UTF-8, too large, broken YAML): the index check
+    names each of those with its reason, so a claims check passes over them."""
+    from events import parse_document, read_vault_file
+    from events.errors import EventsError
+
+    try:
+        data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
+        return dict(parse_document(data.decode("utf-8"), rel).frontmatter)
+    except (OSError, UnicodeDecodeError, EventsError):
+        return None

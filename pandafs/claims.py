@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from events import classify, parse_document, read_vault_file
-from events.errors import EventsError
+from events import classify
 from events.layout import effective_scope, is_user_id
 
-from .checks import Problem
+from .checks import Problem, frontmatter_of
 from .vault import Vault
 
 __all__ = ["NOT_A_USER", "check_claims"]
@@ -43,11 +42,9 @@ def check_claims(vault: Vault, repair: bool) -> list[Problem]:
                 ref = classify(rel)
                 if ref is None:
                     continue
-                try:
-                    data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
-                    front = parse_document(data.decode("utf-8"), rel).frontmatter
-                except (OSError, UnicodeDecodeError, EventsError):
-                    continue  # links, unreadable and skipped files are named by the index check
+                front = frontmatter_of(vault, rel)
+                if front is None:
+                    continue
                 claimed = front.get("scope")
                 if claimed == "global" and effective_scope(ref, claimed) != "global":
                     problems.append(

@@ -29,7 +29,7 @@ from events.fsio import vault_folder
 from events.opened import rename_in_vault
 from indexers.sync import scan_documents
 
-from ..checks import Problem
+from ..checks import Problem, frontmatter_of
 from ..memory import Memory
 from ..vault import Vault
 from .engine import Learning, SyncReport
@@ -224,12 +224,8 @@ def check_shared(vault: Vault, repair: bool) -> list[Problem]:
             ref = classify(rel)
             if ref is None:
                 continue
-            try:
-                data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)
-                front = parse_document(data.decode("utf-8"), rel).frontmatter
-            except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
-                continue  # named by the index check
-            if front.get("scope") == "global":
+            front = frontmatter_of(vault, rel)
+            if front is not None and front.get("scope") == "global":
                 claims.append((ref.doc_id, rel))
     if not claims:
         return []
