@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
-from events.fsio import read_vault_bytes
+from events.fsio import FileKey, file_key, read_vault_bytes
 from events.opened import remove_tree_in_vault
 from indexers.learned import Learned
 
@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 CACHE_VERSION = 1
+
+T = TypeVar("T")
 
 
 class StaleCache(Exception):
@@ -222,73 +224,72 @@ def write_state_file(directory: Path, state: LearningState, root: Path) -> None:
     )
 
 
+class _ReadWhenReplaced(Generic[T]):
+    """What `parse` makes of a JSON file of the cache, read again only when the file was
+    replaced: its writers replace it whole (`atomic_write`), so (inode, size, mtime)
+    tells a new version even from one written within the same mtime tick, which the
+    mtime alone did not.  `empty` when it is missing, a link (nothing is read through
+    one) or unreadable: the next learning sync or rebuild writes it again."""
+
+    def __init__(self, root: Path, parse: Callable[[Any], T], empty: T) -> None:
+        self.root = root
+        self.parse = parse
+        self.empty = empty
+        self._cache: dict[str, tuple[FileKey, T]] = {}
+
+    def get(self, path: str) -> T:
+        try:
+            key = file_key(os.lstat(path))
+        except FileNotFoundError:
+            return self.empty
+        cached = self._cache.get(path)
+        if cached is None or cached[0] != key:
+            try:
+                raw = read_vault_bytes(self.root, path)
+                value = self.empty if raw is None else self.parse(orjson.loads(raw))
+            except (orjson.JSONDecodeError, OSError, AttributeError, TypeError):
+                value = self.empty
+            cached = (key, value)
+            self._cache[path] = cached
+        return cached[1]
+
+
 class TrustReader:
     """Read-only trust lookup for the indexer: `reader(doc_id) -> trust | None`.
 
     Turns keep their trust in the index only (never in their context.md), so whenever a
-    turn is (re-)indexed — rebuild, reconcile, the watcher — its trust comes from here.
-    Shards are re-read when their mtime changes; a missing or torn shard gives None
-    (the next learning sync or rebuild puts the value back).
+    turn is (re-)indexed — rebuild, reconcile, the watcher — its trust comes from here,
+    its shard read again when it was replaced (`_ReadWhenReplaced`).
     """
 
     def __init__(self, directory: Path, root: Path | None = None) -> None:
-        self.dir = directory
-        self.root = root or directory  # nothing is read through a link below it
         self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
-        self._cache: dict[str, tuple[int, dict[str, list[Any]]]] = {}
+        self._shards = _ReadWhenReplaced(root or directory, lambda data: dict(data.get("docs", {})), {})
 
     def __call__(self, doc_id: str) -> float | None:
-        name = shard_of(doc_id)
-        path = f"{self._prefix}{name}.json"
-        try:
-            mtime = os.lstat(path).st_mtime_ns
-        except FileNotFoundError:
-            return None
-        cached = self._cache.get(name)
-        if cached is None or cached[0] != mtime:
-            try:
-                raw = read_vault_bytes(self.root, path)  # a link: no trust read through it
-                if raw is None:
-                    return None
-                docs = orjson.loads(raw).get("docs", {})
-            except (orjson.JSONDecodeError, OSError):
-                return None
-            cached = (mtime, docs)
-            self._cache[name] = cached
-        row = cached[1].get(doc_id)
+        row = self._shards.get(f"{self._prefix}{shard_of(doc_id)}.json").get(doc_id)
         return row[3] if row else None
+
+
+def _shared_in(state: Any) -> frozenset[str]:
+    return frozenset(
+        d for d, r in state.get("scope", {}).items() if isinstance(r, dict) and r.get("new") == "global"
+    )
 
 
 class SharedReader:
     """Read-only sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the
     fold recorded that a scope change made the document `global` (`state.json`'s
-    `scope`, re-read when the file is replaced; asked only for a user's document that
+    `scope`, read again when it was replaced; asked only for a user's document that
     claims `global`, so rarely).  No cache, or an unreadable one: nothing is shared
     until the next sync (which re-indexes what it records as shared: `materialise`)."""
 
     def __init__(self, path: Path, root: Path) -> None:
-        self.path = path
-        self.root = root
-        self._cache: tuple[tuple[int, int, int], frozenset[str]] | None = None
+        self.path = os.fspath(path)
+        self._state = _ReadWhenReplaced(root, _shared_in, frozenset())
 
     def __call__(self, doc_id: str) -> bool:
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return False
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # replaced whole: a new inode each time
-        if self._cache is None or self._cache[0] != key:
-            shared: frozenset[str] = frozenset()
-            try:
-                raw = read_vault_bytes(self.root, self.path)  # a link: nothing read through it
-                scope = orjson.loads(raw).get("scope", {}) if raw is not None else {}
-                shared = frozenset(
-                    d for d, r in scope.items() if isinstance(r, dict) and r.get("new") == "global"
-                )
-            except (orjson.JSONDecodeError, OSError, AttributeError):
-                pass
-            self._cache = (key, shared)
-        return doc_id in self._cache[1]
+        return doc_id in self._state.get(self.path)
 
 
 def learned_of(vault: Vault) -> Learned:
