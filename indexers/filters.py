@@ -29,15 +29,21 @@ def any_of(schema: tantivy.Schema, field_name: str, values: Iterable[Any]) -> Qu
     return Query.boolean_query([(Occur.Should, t) for t in terms])
 
 
+def visible_to(schema: tantivy.Schema, user: str) -> Query:
+    """What `user` may see: their own documents and the global ones."""
+    return Query.boolean_query(
+        [
+            (Occur.Should, any_of(schema, "owner", [user, GLOBAL_OWNER])),
+            (Occur.Should, Query.term_query(schema, "scope", "global")),
+        ]
+    )
+
+
 def search_filters(schema: tantivy.Schema, req: SearchRequest, now: datetime) -> list[Query]:
     """Constant-score clauses a hit must match: visibility, topic, types, scope, quality, expiry, dates."""
     filters: list[Query] = []
     if req.user is not None:
-        visible = [
-            (Occur.Should, any_of(schema, "owner", [req.user, GLOBAL_OWNER])),
-            (Occur.Should, Query.term_query(schema, "scope", "global")),
-        ]
-        filters.append(Query.boolean_query(visible))
+        filters.append(visible_to(schema, req.user))
     if req.topic_filter:
         filters.append(Query.term_query(schema, "topic", _facet(req.topic_filter)))
     if req.content_types:

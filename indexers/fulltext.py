@@ -30,6 +30,7 @@ from .schema import build_schema
 from .search import _Searching
 from .settling import MergesInFlight
 from .state import StateEntry, _StateLog
+from .visible_idf import VisibleIdf
 from .writer import _Writing
 
 __all__ = ["FullTextIndex"]
@@ -51,6 +52,7 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None
         self._generation: tuple[int | None, int] | None = None
         self._counts: dict[tuple[Any, ...], float] = {}
+        self._visible_idf = VisibleIdf()  # per user, the idf of what they may see
         self._untrimmed = 0  # documents committed since freed memory was handed back
         self._merges = MergesInFlight()  # the last commit's, ended on their own thread
         # what the learning loop derived and recorded: trust of turns, sharing of research

@@ -12,7 +12,8 @@ topic · time factor:
 
     c_g(d) = spread_g · w_g · max( BM25_stem(d), max_v w_v · BM25_v(d) ) · F(d)
              BM25_stem over title (×title_boost), keywords (×keywords_boost), body (×1);
-             BM25_v over the body
+             BM25_v over the body; with a user, each term's idf is over what the
+             user may see (`indexers.visible_idf`), not every user's documents
     F(d)   = (1 + wq·(quality − ½)) · (1 + wf·2^(−age_days / half_life))
              · (1 + wt·(trust − ½))   [when trust is known]
              · (1 + wtopic·m)          [m = 1 exact topic, ½ parent or child]

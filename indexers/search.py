@@ -25,13 +25,14 @@ from events.layout import TURN_KINDS
 
 from .episodes import GAP_EP, GAP_SPAN, SESSION_EP, episodes_query
 from .feedback import FEEDBACK_GROUP, feedback_terms
-from .filters import search_filters
+from .filters import search_filters, visible_to
 from .query import QueryPlan, TermGroup, plan_query
 from .ranking import _idf, _Scorer
 from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of
 from .time_words import TimeHint, resolve_time
+from .visible_idf import Scale, unscaled
 from .words import query_terms
 
 PREFIX_MIN = 6
@@ -109,14 +110,18 @@ class _Searching:
                 _epoch(hint.before) if hint.before is not None else NEVER,
             )
         if plan.groups:
-            groups = self._group_queries(searcher, plan, req, filters, ranking, now)
+            scale = unscaled  # no user: the whole index is what the search may see
+            if req.user is not None:
+                visible = visible_to(self._schema, req.user)
+                scale = self._visible_idf.scale(searcher, self._schema, self._generation, req.user, visible)
+            groups = self._group_queries(searcher, plan, req, filters, ranking, now, scale)
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
-                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback)}
+                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback, scale)}
                 asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
                 text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
                 text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
@@ -180,8 +185,10 @@ class _Searching:
         filters: list[Query],
         ranking: Ranking,
         now: datetime,
+        scale: Scale,
     ) -> dict[str, Query]:
-        """One query per term group, weighted by how few of the user's days use it.
+        """One query per term group, weighted by how few of the user's days use it;
+        each term's idf is over what the user may see (`scale`: `indexers.visible_idf`).
 
         A word said on most of a user's days (their own name in greetings, "work",
         "today") is a poor guide to *which* conversation answers: its weight is scaled
@@ -207,7 +214,7 @@ class _Searching:
             days = self._count_days(searcher, (*scope_key, None), visible)
         out: dict[str, Query] = {}
         for group in plan.groups:
-            query = self._term_group_query(searcher, group, ranking)
+            query = self._term_group_query(searcher, group, ranking, scale)
             weight = group.weight
             if days > 1 and visible is not None:
                 word = Query.term_query(self._schema, "body", group.stem)
@@ -221,29 +228,32 @@ class _Searching:
                     weight *= ratio**ranking.spread_weight
             out[group.stem] = Query.boost_query(query, weight)
         if plan.feedback:
-            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback)
+            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback, scale)
         return out
 
-    def _feedback_query(self, feedback: dict[str, float]) -> Query:
+    def _term(self, field: str, term: str, weight: float, scale: Scale) -> Query:
+        """One term query of a search, weighted, its idf the user's."""
+        return Query.boost_query(Query.term_query(self._schema, field, term), weight * scale(field, term))
+
+    def _feedback_query(self, feedback: dict[str, float], scale: Scale) -> Query:
         """RM3's words: one weighted query, body only, no spread scaling."""
         return Query.boolean_query(
             [
-                (Occur.Should, Query.boost_query(Query.term_query(self._schema, "body", term), weight))
+                (Occur.Should, self._term("body", term, weight, scale))
                 for term, weight in sorted(feedback.items())
             ]
         )
 
-    def _term_group_query(self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking) -> Query:
+    def _term_group_query(
+        self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking, scale: Scale
+    ) -> Query:
         """The best of the stem (every text field) and its down-weighted variants (body)."""
         boosts = ranking.field_boosts()
 
         def fields(term: str, weight: float) -> Query:
             return Query.boolean_query(
                 [
-                    (
-                        Occur.Should,
-                        Query.boost_query(Query.term_query(self._schema, name, term), boost * weight),
-                    )
+                    (Occur.Should, self._term(name, term, boost * weight, scale))
                     for name, boost in boosts.items()
                 ]
             )
@@ -256,8 +266,7 @@ class _Searching:
                     variants[term] = ranking.prefix_weight
         parts = [fields(group.stem, 1.0)]
         parts += [  # variants in the body only: a third of the postings to read
-            Query.boost_query(Query.term_query(self._schema, "body", term), weight)
-            for term, weight in sorted(variants.items())
+            self._term("body", term, weight, scale) for term, weight in sorted(variants.items())
         ]
         return parts[0] if len(parts) == 1 else Query.disjunction_max_query(parts)
 

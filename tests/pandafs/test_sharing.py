@@ -12,6 +12,7 @@ import shutil
 from datetime import UTC, datetime
 
 import orjson
+import pytest
 
 from events import render_document
 from events.schema import ScopeChanged
@@ -148,3 +149,44 @@ def test_a_file_moved_into_published_by_hand_is_named_by_verify(cli, vault: Vaul
     )
     assert cli("--root", vault.root, "verify", "--repair").code == 0  # bob's moved memory left the index
     assert cli("--root", vault.root, "verify").code == 0
+
+
+def _scores_beside_bob(tmp_path, bob_has_word: int, *, published: bool = False) -> list[tuple[str, float]]:
+    """alice's hits for "herpes prescriptions" in a vault where `bob_has_word` of bob's four
+    private notes name the word (the others another), and bob changed one note twice."""
+    vault, _ = Vault.init(tmp_path / f"vault{bob_has_word}{published}")
+    config = vault.layout.config_file
+    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    vault = Vault.open(vault.root)
+    memory = Memory(vault)
+    for i in range(4):
+        word = "herpes" if i < bob_has_word else "sunburn"
+        memory.save(f"bob private {i}: my {word} prescription refill", user="bob", scope="user", now=NOW)
+    for text in ("bob's herpes prescriptions, draft", "bob's sunburn lotion, final"):  # a version deleted
+        memory.save(text, user="bob", doc_type="fact", key="draft", now=NOW)
+    memory.save("probe: herpes prescriptions and refills", user="alice", scope="user", now=NOW)
+    memory.save("the pharmacy filled my herpes prescription", user="alice", scope="user", now=NOW)
+    memory.save("a prescription for reading glasses", user="alice", scope="user", now=NOW)
+    if published:
+        memory.save("herpes: what the pharmacy says", user="carol", scope="global", now=NOW)
+    return [(h["doc_id"], h["score"]) for h in memory.search("herpes prescriptions", user="alice", now=NOW)]
+
+
+def test_a_score_says_nothing_of_another_users_documents(tmp_path) -> None:
+    """Audit F4: tantivy's BM25 counts a word over every user's documents, so alice's
+    score for her own note went 6.86 → 5.27 → 3.44 as bob saved 0, 1, 3 private notes
+    holding the word.  Each term's idf is now over what alice may see: her scores are
+    the same whatever bob wrote (his words also reach the prefix
+    variants of her query words, and his deleted versions tantivy's counts) but for
+    tantivy's float32 rounding, while a
+    document published to everyone is hers to see and does count."""
+    alone = _scores_beside_bob(tmp_path, 0)
+    assert len(alone) == 3 and all(doc_id.startswith("alice/") for doc_id, _ in alone)
+    for bob_has_word in (1, 4):
+        beside = _scores_beside_bob(tmp_path, bob_has_word)
+        assert [d for d, _ in beside] == [d for d, _ in alone]
+        # tantivy's float32 arithmetic rounds its own idf: ~1e-7 of a score (before: ~0.3)
+        assert [s for _, s in beside] == pytest.approx([s for _, s in alone], rel=1e-5)
+    shared = _scores_beside_bob(tmp_path, 4, published=True)
+    mine = [s for d, s in shared if d.startswith("alice/")]
+    assert mine != pytest.approx([s for _, s in alone], rel=1e-2)
