@@ -18,10 +18,11 @@ field length (how much everyone wrote, not which words), and float32 rounding in
 tantivy's arithmetic (~1e-7 of the score).
 
 A count over the user's documents costs ~0.1–0.3 ms per term at 100k documents, so n_v
-is kept per (user, field, term) while tantivy's n for the term is unchanged: a document
-added with the word (or re-indexed with it: a scope change) moves n, and so does a merge
-that drops deleted versions.  A visible document that lost the word keeps counting until
-then: the user's own idf, a little low for a while; nothing of another user.
+is kept per (user, field, term) while tantivy's n for the term and its count of deleted
+versions are unchanged: whatever changes the user's count moves one of them (a document
+added with the word moves n; one deleted, or re-indexed without it or with another scope,
+leaves a deleted version), so a kept count is always the count now, and when it is counted
+again says nothing either.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class VisibleIdf:
     """The counts behind `scale`, kept for one index across searches."""
 
     def __init__(self) -> None:
-        self._terms: dict[tuple[Any, ...], tuple[int, int]] = {}  # → (tantivy's n, n_v)
-        self._totals: dict[tuple[Any, ...], tuple[float, int]] = {}  # → (tantivy's N, N_v)
+        self._terms: dict[tuple[Any, ...], tuple[tuple[int, int], int]] = {}  # → ((n, deleted), n_v)
+        self._totals: dict[tuple[Any, ...], tuple[float, int, int]] = {}  # → (N, deleted, N_v)
 
     def scale(
         self, searcher: tantivy.Searcher, schema: tantivy.Schema, generation: Any, user: str, visible: Query
@@ -63,7 +64,7 @@ class VisibleIdf:
             if len(self._totals) > 64:
                 self._totals.clear()
             totals = self._totals[(generation, user)] = _totals(searcher, visible)
-        total, seen = totals
+        total, deleted, seen = totals
         if not seen:  # nothing to see: no term query matches anything the user may see
             return unscaled
         if len(self._terms) > MAX_KEPT:
@@ -79,10 +80,10 @@ class VisibleIdf:
                 return 1.0  # nothing has it: the query matches nothing
             key = (generation[0], user, field, term)
             kept = self._terms.get(key)
-            if kept is None or kept[0] != n:
+            if kept is None or kept[0] != (n, deleted):
                 word = Query.const_score_query(Query.term_query(schema, field, term), 0.0)
                 kept = self._terms[key] = (
-                    n,
+                    (n, deleted),
                     _count(searcher, Query.boolean_query([(Occur.Must, word), only])),
                 )
             value = scales[(field, term)] = _idf(kept[1], seen) / _idf(n, total)
@@ -95,18 +96,19 @@ def _count(searcher: tantivy.Searcher, query: Query) -> int:
     return searcher.search(query, 1, count=True).count
 
 
-def _totals(searcher: tantivy.Searcher, visible: Query) -> tuple[float, int]:
+def _totals(searcher: tantivy.Searcher, visible: Query) -> tuple[float, int, int]:
     """(N as tantivy's BM25 counts it: every segment's documents, deleted ones too; the
-    documents the user may see), N read from the explanation of one of those documents'
-    score (its term queries' idf name it).  (0, 0) when the user may see nothing."""
+    deleted ones; the documents the user may see), N read from the explanation of one of
+    those documents' score (its term queries' idf name it).  (0, 0, 0) when the user may
+    see nothing."""
     found = searcher.search(visible, 1, count=True)
     if not found.hits:
-        return 0.0, 0
+        return 0.0, 0, 0
     explained = orjson.loads(visible.explain(searcher, found.hits[0][1]).to_json())
     total = _detail(explained, "N, total number of docs")
     if total is None:
         raise RuntimeError("tantivy's score explanation no longer names N; the idf cannot be made per user")
-    return total, found.count
+    return total, int(total) - searcher.num_docs, found.count
 
 
 def _detail(node: dict[str, Any], description: str) -> float | None:

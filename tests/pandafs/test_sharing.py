@@ -190,3 +190,23 @@ def test_a_score_says_nothing_of_another_users_documents(tmp_path) -> None:
     shared = _scores_beside_bob(tmp_path, 4, published=True)
     mine = [s for d, s in shared if d.startswith("alice/")]
     assert mine != pytest.approx([s for _, s in alone], rel=1e-2)
+
+
+def test_a_kept_word_count_follows_the_users_own_edits(vault: Vault) -> None:
+    """The per-user counts are kept between searches; alice's note losing the word by a
+    hand edit (tantivy's count of the word stays until a merge drops the old version) is
+    seen by the next search of the same process as by a fresh one, not only once someone
+    else's document with the word moves tantivy's count."""
+    memory = Memory(vault)
+    diary = memory.save("my herpes diary", user="alice", scope="user", now=NOW, index=False)
+    memory.save("my herpes prescription", user="alice", scope="user", now=NOW, index=False)
+    memory.save("herpes and the pharmacy", user="alice", scope="user", now=NOW, index=False)
+    memory.reconcile()  # one segment: the diary's old version stays counted in it
+    memory.search("herpes", user="alice", now=NOW)  # counts kept
+    path = vault.root / diary.doc_path
+    path.write_text(path.read_text().replace("herpes", "sunburn"))
+    memory.reconcile()
+    kept = memory.search("herpes", user="alice", now=NOW)
+    fresh = Memory(Vault.open(vault.root)).search("herpes", user="alice", now=NOW)
+    assert len(kept) == 2
+    assert [(h["doc_id"], h["score"]) for h in kept] == [(h["doc_id"], h["score"]) for h in fresh]
