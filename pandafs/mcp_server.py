@@ -266,12 +266,7 @@ def build_server(vault: Vault, user: str) -> Any:
             ttl_hours=ttl_hours,
             key=key,
         )
-        return {
-            "doc_id": saved.doc_id,
-            "doc_path": saved.doc_path,
-            "created": saved.created,
-            "renewed": saved.renewed,
-        }
+        return saved.as_json()
 
     @server.tool(
         annotations=ToolAnnotations(

@@ -177,12 +177,7 @@ def save(
         ttl_hours=ttl_hours,
         key=key,
     )
-    data = {
-        "doc_id": saved.doc_id,
-        "doc_path": saved.doc_path,
-        "created": saved.created,
-        "renewed": saved.renewed,
-    }
+    data = saved.as_json()
     verb = "saved" if saved.created else "renewed (it had expired)" if saved.renewed else "already saved"
     emit(data, as_json, lambda: click.echo(f"{verb} {saved.doc_id} ({saved.doc_path})"))
 

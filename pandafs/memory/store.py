@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -73,6 +73,10 @@ class SavedDoc:
     doc_path: str
     created: bool = True
     renewed: bool = False  # held already, but expired: its expiry is the new save's
+
+    def as_json(self) -> dict[str, object]:
+        """What every door that saves answers with (CLI `save --json`, MCP's save tool)."""
+        return asdict(self)
 
 
 def parse_entries(body: str) -> list[Entry]:
