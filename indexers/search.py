@@ -32,7 +32,7 @@ from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of
 from .time_words import TimeHint, resolve_time
-from .visible_idf import Scale, unscaled
+from .visible_idf import EVERYTHING, Sight
 from .words import query_terms
 
 PREFIX_MIN = 6
@@ -110,18 +110,18 @@ class _Searching:
                 _epoch(hint.before) if hint.before is not None else NEVER,
             )
         if plan.groups:
-            scale = unscaled  # no user: the whole index is what the search may see
+            sight = EVERYTHING  # no user: the whole index is what the search may see
             if req.user is not None:
                 visible = visible_to(self._schema, req.user)
-                scale = self._visible_idf.scale(searcher, self._schema, self._generation, req.user, visible)
-            groups = self._group_queries(searcher, plan, req, filters, ranking, now, scale)
+                sight = self._visible_idf.sight(searcher, self._schema, self._generation, req.user, visible)
+            groups = self._group_queries(searcher, plan, req, filters, ranking, now, sight)
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
-                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback, scale)}
+                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback, sight)}
                 asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
                 text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
                 text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
@@ -185,10 +185,10 @@ class _Searching:
         filters: list[Query],
         ranking: Ranking,
         now: datetime,
-        scale: Scale,
+        sight: Sight,
     ) -> dict[str, Query]:
         """One query per term group, weighted by how few of the user's days use it;
-        each term's idf is over what the user may see (`scale`: `indexers.visible_idf`).
+        each term's idf is over what the user may see (`sight`: `indexers.visible_idf`).
 
         A word said on most of a user's days (their own name in greetings, "work",
         "today") is a poor guide to *which* conversation answers: its weight is scaled
@@ -214,7 +214,7 @@ class _Searching:
             days = self._count_days(searcher, (*scope_key, None), visible)
         out: dict[str, Query] = {}
         for group in plan.groups:
-            query = self._term_group_query(searcher, group, ranking, scale)
+            query = self._term_group_query(searcher, group, ranking, sight)
             weight = group.weight
             if days > 1 and visible is not None:
                 word = Query.term_query(self._schema, "body", group.stem)
@@ -228,32 +228,36 @@ class _Searching:
                     weight *= ratio**ranking.spread_weight
             out[group.stem] = Query.boost_query(query, weight)
         if plan.feedback:
-            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback, scale)
+            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback, sight)
         return out
 
-    def _term(self, field: str, term: str, weight: float, scale: Scale) -> Query:
+    def _term(self, field: str, term: str, weight: float, sight: Sight) -> Query:
         """One term query of a search, weighted, its idf the user's."""
-        return Query.boost_query(Query.term_query(self._schema, field, term), weight * scale(field, term))
+        return Query.boost_query(
+            Query.term_query(self._schema, field, term), weight * sight.scale(field, term)
+        )
 
-    def _feedback_query(self, feedback: dict[str, float], scale: Scale) -> Query:
+    def _feedback_query(self, feedback: dict[str, float], sight: Sight) -> Query:
         """RM3's words: one weighted query, body only, no spread scaling."""
         return Query.boolean_query(
             [
-                (Occur.Should, self._term("body", term, weight, scale))
+                (Occur.Should, self._term("body", term, weight, sight))
                 for term, weight in sorted(feedback.items())
             ]
         )
 
     def _term_group_query(
-        self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking, scale: Scale
+        self, searcher: tantivy.Searcher, group: TermGroup, ranking: Ranking, sight: Sight
     ) -> Query:
-        """The best of the stem (every text field) and its down-weighted variants (body)."""
+        """The best of the stem (every text field) and its down-weighted variants (body):
+        the stem's word forms are the commonest index terms sharing its prefix among the
+        documents the search may see (`sight.within`), never another user's words."""
         boosts = ranking.field_boosts()
 
         def fields(term: str, weight: float) -> Query:
             return Query.boolean_query(
                 [
-                    (Occur.Should, self._term(name, term, boost * weight, scale))
+                    (Occur.Should, self._term(name, term, boost * weight, sight))
                     for name, boost in boosts.items()
                 ]
             )
@@ -261,12 +265,13 @@ class _Searching:
         variants = dict(group.variants)
         if ranking.word_forms and ranking.prefix_weight > 0 and len(group.stem) >= PREFIX_MIN:
             prefix = group.stem[:-1]
-            for term, _ in searcher.terms_with_prefix("body", prefix, limit=PREFIX_TERMS):
+            forms = searcher.terms_with_prefix("body", prefix, filter_query=sight.within, limit=PREFIX_TERMS)
+            for term, _ in forms:
                 if term != group.stem and variants.get(term, 0.0) < ranking.prefix_weight:
                     variants[term] = ranking.prefix_weight
         parts = [fields(group.stem, 1.0)]
         parts += [  # variants in the body only: a third of the postings to read
-            self._term("body", term, weight, scale) for term, weight in sorted(variants.items())
+            self._term("body", term, weight, sight) for term, weight in sorted(variants.items())
         ]
         return parts[0] if len(parts) == 1 else Query.disjunction_max_query(parts)
 

@@ -23,12 +23,19 @@ versions are unchanged: whatever changes the user's count moves one of them (a d
 added with the word moves n; one deleted, or re-indexed without it or with another scope,
 leaves a deleted version), so a kept count is always the count now, and when it is counted
 again says nothing either.
+
+The same holds for which of the index's words a search reads at all: a query stem's
+word forms are the index terms sharing its prefix (`indexers.search`), at most a few,
+the commonest first; taken over every user's documents, another user's words could push
+this user's own forms out of that list and so change their score (2 of 332 LongMemEval
+query stems, 2026-11-26).  So a user's `Sight` also names what they may see
+(`within`), and the forms are counted over that alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import tantivy
@@ -48,6 +55,18 @@ def unscaled(field: str, term: str) -> float:
     return 1.0
 
 
+class Sight(NamedTuple):
+    """What one search's statistics are counted over: each term's idf boost (`scale`)
+    and the documents it may see (`within`; None: the whole index, no user)."""
+
+    scale: Scale
+    within: Query | None
+
+
+EVERYTHING = Sight(unscaled, None)
+"""A search without a user (the operator's): every document, tantivy's own idf."""
+
+
 class VisibleIdf:
     """The counts behind `scale`, kept for one index across searches."""
 
@@ -55,10 +74,11 @@ class VisibleIdf:
         self._terms: dict[tuple[Any, ...], tuple[tuple[int, int], int]] = {}  # → ((n, deleted), n_v)
         self._totals: dict[tuple[Any, ...], tuple[float, int, int]] = {}  # → (N, deleted, N_v)
 
-    def scale(
+    def sight(
         self, searcher: tantivy.Searcher, schema: tantivy.Schema, generation: Any, user: str, visible: Query
-    ) -> Scale:
-        """The boost per (field, term) for `user`'s search on `searcher` (of reader `generation`)."""
+    ) -> Sight:
+        """`user`'s sight on `searcher` (of reader `generation`): `visible`, and the boost
+        per (field, term) that makes each term's idf theirs."""
         totals = self._totals.get((generation, user))
         if totals is None:
             if len(self._totals) > 64:
@@ -66,7 +86,7 @@ class VisibleIdf:
             totals = self._totals[(generation, user)] = _totals(searcher, visible)
         total, deleted, seen = totals
         if not seen:  # nothing to see: no term query matches anything the user may see
-            return unscaled
+            return Sight(unscaled, visible)
         if len(self._terms) > MAX_KEPT:
             self._terms.clear()
         scales: dict[tuple[str, str], float] = {}
@@ -89,7 +109,7 @@ class VisibleIdf:
             value = scales[(field, term)] = _idf(kept[1], seen) / _idf(n, total)
             return value
 
-        return scale
+        return Sight(scale, visible)
 
 
 def _count(searcher: tantivy.Searcher, query: Query) -> int:

@@ -192,6 +192,30 @@ def test_a_score_says_nothing_of_another_users_documents(tmp_path) -> None:
     assert mine != pytest.approx([s for _, s in alone], rel=1e-2)
 
 
+def _word_forms_beside_bob(tmp_path, bob_words: int) -> list[tuple[str, float]]:
+    """alice's hits for "allergies": one note says it, one says only "allergen" (a form
+    sharing its prefix), while bob's two private notes hold twelve words, `bob_words` of
+    them with that prefix (as many words either way: tantivy's average length is kept)."""
+    memory = Memory(Vault.init(tmp_path / f"forms{bob_words}")[0])
+    words = " ".join(f"{'allergx' if i < bob_words else 'sunburnx'}{chr(97 + i)}" for i in range(12))
+    for i in range(2):
+        memory.save(f"bob private {i}: {words}", user="bob", scope="user", now=NOW)
+    memory.save("my allergies in spring", user="alice", scope="user", now=NOW)
+    memory.save("the allergen in the pollen", user="alice", scope="user", now=NOW)
+    return [(h["doc_id"], h["score"]) for h in memory.search("allergies", user="alice", now=NOW)]
+
+
+def test_another_users_words_do_not_choose_a_users_word_forms(tmp_path) -> None:
+    """A query stem's forms are the commonest index terms sharing its prefix, a few at
+    most; counted over every user's documents, bob's words pushed alice's own "allergen"
+    out of that list, and her note holding it out of her hits."""
+    alone = _word_forms_beside_bob(tmp_path, 0)
+    assert len(alone) == 2
+    beside = _word_forms_beside_bob(tmp_path, 12)
+    assert [d for d, _ in beside] == [d for d, _ in alone]
+    assert [s for _, s in beside] == pytest.approx([s for _, s in alone], rel=1e-5)
+
+
 def test_a_kept_word_count_follows_the_users_own_edits(vault: Vault) -> None:
     """The per-user counts are kept between searches; alice's note losing the word by a
     hand edit (tantivy's count of the word stays until a merge drops the old version) is
