@@ -264,6 +264,27 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
 
 
+def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
+    """`pandafs rebuild` reads the research tool's reliability table, not the web: the
+    research package loads its exports on first use, so neither httpx nor the page
+    reader is imported (they were ~45 ms of every rebuild's start)."""
+    web = ["httpx", "urllib.request", "pandafs.research.fetch", "pandafs.research.extract"]
+    probe = (
+        "import sys\n"
+        "from pandafs.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {web!r} if m in sys.modules], file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "--root", str(vault.root), "rebuild", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+
+
 @pytest.mark.parametrize("columns", ["", "20", "60", "80", "100", "200"])
 def test_top_help_without_click_is_clicks_page(columns: str) -> None:
     """`pandafs --help` is printed without click (`commands.print_top_help`): the page must

@@ -8,35 +8,35 @@ visits.py    visit records in turn_N/webpage_cache/{url_slug}/, find_visits for 
 tool.py      ResearchTool.run: search, rank by reliability, fetch, extract, record
 result.py    ExtractionOutcome per page, finding rows, ResearchResult
 report.py    research.md and research.json in the turn folder
+
+Exports load on first use (`events.lazy`): a rebuild reads the reliability table
+(`research.reliability`) and needs neither httpx nor the page reader.
 """
 
-from .extract import Extraction, extract_page
-from .fetch import FetchResult, PoliteFetcher, ResearchError, SearchFailed, SearchHit, domain_of
-from .prices import format_price, parse_amount
-from .result import ExtractionOutcome, ResearchResult
-from .tool import DEFAULT_RELIABILITY, NOT_CONFIGURED, ResearchTool, required_fields_for
-from .visits import VisitRecord, find_visits, load_visits, url_slug, write_visit
+from events.lazy import lazy_exports
 
-__all__ = [
-    "DEFAULT_RELIABILITY",
-    "NOT_CONFIGURED",
-    "Extraction",
-    "ExtractionOutcome",
-    "FetchResult",
-    "PoliteFetcher",
-    "ResearchError",
-    "ResearchResult",
-    "ResearchTool",
-    "SearchFailed",
-    "SearchHit",
-    "VisitRecord",
-    "domain_of",
-    "extract_page",
-    "find_visits",
-    "format_price",
-    "load_visits",
-    "parse_amount",
-    "required_fields_for",
-    "url_slug",
-    "write_visit",
-]
+_EXPORTS = {
+    "Extraction": ".extract",
+    "extract_page": ".extract",
+    "FetchResult": ".fetch",
+    "PoliteFetcher": ".fetch",
+    "ResearchError": ".fetch",
+    "SearchFailed": ".fetch",
+    "SearchHit": ".fetch",
+    "domain_of": ".fetch",
+    "format_price": ".prices",
+    "parse_amount": ".prices",
+    "ExtractionOutcome": ".result",
+    "ResearchResult": ".result",
+    "DEFAULT_RELIABILITY": ".tool",
+    "NOT_CONFIGURED": ".tool",
+    "ResearchTool": ".tool",
+    "required_fields_for": ".tool",
+    "VisitRecord": ".visits",
+    "find_visits": ".visits",
+    "load_visits": ".visits",
+    "url_slug": ".visits",
+    "write_visit": ".visits",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
