@@ -28,7 +28,7 @@ The same holds for which of the index's words a search reads at all: a query ste
 word forms are the index terms sharing its prefix (`indexers.search`), at most a few,
 the commonest first; taken over every user's documents, another user's words could push
 this user's own forms out of that list and so change their score (2 of 332 LongMemEval
-query stems, 2026-11-26).  So a user's `Sight` also names what they may see
+query stems, 2026-11-25).  So a user's `Sight` also names what they may see
 (`within`), and the forms are counted over that alone.
 """
 

@@ -248,20 +248,24 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
         heavy += ["pandafs.cli.memory", "pandafs.memory", "pandafs.config", "tantivy"]
         heavy += ["events.layout", "orjson"]
         heavy += ["click", "pandafs.cli.base", "events", "indexers"]  # printed by `commands.print_top_help`
+    root = [] if args == ["--help"] else ["--root", str(vault.root)]
+    assert _imported_by([*root, *args], heavy) == []
+
+
+def _imported_by(args: list[str], modules: list[str]) -> list[str]:
+    """Which of `modules` a `pandafs ARGS` process has imported by its end."""
     probe = (
         "import sys\n"
         "from pandafs.cli import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        f"print([m for m in {heavy!r} if m in sys.modules], file=sys.stderr)"
+        f"print([m for m in {modules!r} if m in sys.modules], file=sys.stderr)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", probe, *([] if args == ["--help"] else ["--root", str(vault.root)]), *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=REPO, timeout=60
     )
-    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+    last = proc.stderr.strip().splitlines()[-1:] or [""]
+    assert last[0].startswith("["), proc.stderr
+    return ast.literal_eval(last[0])
 
 
 def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
@@ -269,20 +273,7 @@ def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
     research package loads its exports on first use, so neither httpx nor the page
     reader is imported (they were ~45 ms of every rebuild's start)."""
     web = ["httpx", "urllib.request", "pandafs.research.fetch", "pandafs.research.extract"]
-    probe = (
-        "import sys\n"
-        "from pandafs.cli import main\n"
-        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        f"print([m for m in {web!r} if m in sys.modules], file=sys.stderr)"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe, "--root", str(vault.root), "rebuild", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
-    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+    assert _imported_by(["--root", str(vault.root), "rebuild", "--json"], web) == []
 
 
 @pytest.mark.parametrize("columns", ["", "20", "60", "80", "100", "200"])
