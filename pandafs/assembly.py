@@ -8,6 +8,7 @@ use, so a search that indexes nothing and retrieves nothing loads neither.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -35,14 +36,12 @@ def open_memory(vault: Vault) -> Memory:
 
 def _lazy_learned(vault: Vault) -> Learned:
     """`learning.state.learned_of`, its readers made when the indexer first asks."""
-    made: list[Learned] = []
 
+    @functools.cache
     def learned() -> Learned:
-        if not made:
-            from .learning.state import learned_of
+        from .learning.state import learned_of
 
-            made.append(learned_of(vault))
-        return made[0]
+        return learned_of(vault)
 
     return Learned(
         trust=lambda doc_id: learned().trust(doc_id), shared=lambda doc_id: learned().shared(doc_id)

@@ -28,7 +28,7 @@ from ..config import MemoryConfig
 from ..memory import Memory
 from ..vault import Vault
 from .state import CounterStore, LearningState
-from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, trust_of
+from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
@@ -246,7 +246,7 @@ class _Materialising:
         once the event is folded, the same file is indexed again."""
         return (
             record is not None
-            and record.new == "global"
+            and shares(record)
             and info.owner is not None
             and self.index_mode != SKIP_INDEX
             and self._indexed(info.rel).get("scope") != "global"

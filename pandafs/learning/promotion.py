@@ -36,7 +36,7 @@ from .engine import Learning, SyncReport
 from .materialise import DocInfo, _utc
 from .policy import ScopeDecision, decide_steps, promotable
 from .state import learned_memory
-from .trust import Counts
+from .trust import Counts, shares
 
 __all__ = ["PromotionReport", "PruneReport", "check_shared", "expired_path", "promote", "prune_expired"]
 
@@ -231,7 +231,7 @@ def check_shared(vault: Vault, repair: bool) -> list[Problem]:
         return []
     with Learning(vault).open() as engine:
         engine.sync(write=False)
-        shared = {d for d, r in engine.state.scope_records().items() if r.new == "global"}
+        shared = {d for d, r in engine.state.scope.items() if shares(r)}
     return [
         Problem(
             rel,

@@ -40,7 +40,7 @@ from indexers.learned import Learned
 
 from ..memory import Memory
 from ..vault import Vault
-from .trust import Counts, ScopeRecord
+from .trust import Counts, ScopeRecord, shares
 
 __all__ = [
     "CACHE_VERSION",
@@ -272,9 +272,7 @@ class TrustReader:
 
 
 def _shared_in(state: Any) -> frozenset[str]:
-    return frozenset(
-        d for d, r in state.get("scope", {}).items() if isinstance(r, dict) and r.get("new") == "global"
-    )
+    return frozenset(d for d, r in state.get("scope", {}).items() if isinstance(r, dict) and shares(r))
 
 
 class SharedReader:

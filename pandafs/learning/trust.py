@@ -40,10 +40,10 @@ the latest change per document, ordered by when they were decided: for a turn, i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from events import format_ts, turn_name, turn_number
 
@@ -102,6 +102,14 @@ def change_kind(old: str, new: str) -> str:
     if new not in SCOPE_RANK:
         return "expired"
     return "promoted" if SCOPE_RANK[new] > SCOPE_RANK.get(old, -1) else "demoted"
+
+
+def shares(record: ScopeRecord | Mapping[str, Any]) -> bool:
+    """Whether a recorded scope change made its document global: sharing a user's
+    document is this record and nothing else (the indexer, promotion's check and the
+    fold each ask here; `record` is a `ScopeRecord` or its dict in `state.json`)."""
+    new = record.get("new") if isinstance(record, Mapping) else record.new
+    return new == "global"
 
 
 @dataclass(frozen=True)
