@@ -33,16 +33,26 @@ def rebuild_all(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     stage: Callable[[str], None] | None = None,
+    fold_progress: Callable[[int], None] | None = None,
+    on_fold_total: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Rebuild it all (see the module docstring); `progress` / `on_total` follow the
-    indexing, `stage` is told what runs before it (the fold has no count to show)."""
+    indexing, `fold_progress` / `on_fold_total` the turns the learning fold reads before
+    it, `stage` is told what begins."""
     memory = open_memory(vault)
     seen = TurnsRead()  # each events.jsonl is read once, by the learning fold
     folded = None
     if user is None:
         if stage is not None:
             stage("recomputing trust, scope and the turn catalog from every turn's events")
-        folded = learning.rebuild(vault, memory=memory, extractions=seen, index=False)
+        folded = learning.rebuild(
+            vault,
+            memory=memory,
+            extractions=seen,
+            index=False,
+            progress=fold_progress,
+            on_total=on_fold_total,
+        )
     index = memory.rebuild(user=user, progress=progress, on_total=on_total)
     result: dict[str, Any] = index.as_json()
     stages = dict(index.stages)

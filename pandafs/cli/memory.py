@@ -193,13 +193,23 @@ def rebuild(app: App, user: str | None, as_json: bool) -> None:
     """
     from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding
 
-    with lazy_progress("indexing", quiet=as_json) as bar:
+    with (
+        lazy_progress("reading turns", quiet=as_json) as folding,
+        lazy_progress("indexing", quiet=as_json) as bar,
+    ):
+
+        def indexing(total: int) -> None:
+            folding.close()  # one bar at a time: the fold's ends where the indexing's starts
+            bar.start(total)
+
         data = rebuild_all(
             app.vault(),
             user=user,
             progress=bar.advance,
-            on_total=bar.start,
+            on_total=indexing,
             stage=None if as_json else echo_err,
+            fold_progress=folding.advance,
+            on_fold_total=folding.start,
         )
 
     def human() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -70,15 +70,19 @@ def rebuild(
     memory: Memory | None = None,
     extractions: TurnsRead | None = None,
     index: bool = True,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> SyncReport:
     """Recompute usage, trust, scope, the turn catalog and the rollups from the events.
 
     `extractions`, if given, is filled with each live turn's extraction events as the
     fold reads them (see `ReliabilityTable.rebuild`).  `index=False`: the caller rebuilds
     the index next (it reads the documents written here and the turns' trust from the
-    shards), so nothing is re-indexed now."""
+    shards), so nothing is re-indexed now.  `on_total` is told how many turns the fold
+    reads, `progress` how many more it has read, as for `Memory.rebuild`."""
     with Learning(vault, memory).open() as engine:
         engine.extractions = extractions
+        engine.on_total, engine.progress = on_total, progress
         engine.index_mode = COMMIT_INDEX if index else SKIP_INDEX
         return engine.rebuild()
 

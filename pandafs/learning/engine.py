@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the reliability table's module loads pyarrow
 __all__ = ["Learning", "SyncReport"]
 
 LOCK_NAME = "learning.lock"
+PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
 
 
 @dataclass
@@ -126,6 +127,10 @@ class Learning(_Deciding):
         # When given (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
         self.extractions: TurnsRead | None = None
+        # When given (rebuild): told how many turns the fold will read, then each
+        # `PROGRESS_EVERY` read, as the indexer tells the documents it indexes.
+        self.on_total: Callable[[int], None] | None = None
+        self.progress: Callable[[int], None] | None = None
 
     # --- opening ----------------------------------------------------------------------
 
@@ -168,20 +173,33 @@ class Learning(_Deciding):
     ) -> set[str]:
         """Fold every user's new turns (or those of `users`), handing each one's catalog row
         to `rows` (a full fold gives only the row's values, `catalog.RowValues`, for a
-        `CatalogRebuild`)."""
+        `CatalogRebuild`, and lists every user's turns first: its total goes to `on_total`)."""
+        listed: dict[str, list[int] | None] = {
+            user: self._all_numbers(user) if full else None
+            for user in (self.vault.layout.users() if users is None else users)
+        }
+        if full and self.on_total is not None:
+            self.on_total(sum(len(numbers or ()) for numbers in listed.values()))
         changed: set[str] = set()
-        for user in self.vault.layout.users() if users is None else users:
-            changed |= self._fold_user(user, projection, report, rows, full)
+        for user, numbers in listed.items():
+            changed |= self._fold_user(user, projection, report, rows, numbers)
         return changed
 
     def _fold_user(
-        self, user: str, projection: Projection, report: SyncReport, rows: Callable[[Any], None], full: bool
+        self,
+        user: str,
+        projection: Projection,
+        report: SyncReport,
+        rows: Callable[[Any], None],
+        listed: list[int] | None,
     ) -> set[str]:
-        """Fold `user`'s turns that are complete and not folded yet; advance the cursor."""
+        """Fold `user`'s turns that are complete and not folded yet; advance the cursor.
+        `listed`: a full fold's list of the user's turns (None: fold what is new)."""
+        full = listed is not None
         cursor = Cursor() if full else self.state.users.get(user, Cursor())
         old_pending = set(cursor.pending)
-        if full:
-            numbers = self._all_numbers(user)
+        if listed is not None:
+            numbers = listed
             high = max(numbers, default=0)
             if lock_is_held(self.vault.layout.import_lock):  # it may hold numbers below `high`
                 numbers = list(range(1, high + 1))  # not placed yet: pending, below
@@ -202,7 +220,10 @@ class Learning(_Deciding):
             loaded = self.load_turn(user, turn_number(turn))
             return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
-        for number in numbers:
+        tick = self.progress if full else None
+        for at, number in enumerate(numbers, 1):
+            if tick is not None and at % PROGRESS_EVERY == 0:
+                tick(PROGRESS_EVERY)
             try:
                 loaded = self.load_turn(user, number)
                 if loaded is None:  # a number the counter passed, with no turn
@@ -226,6 +247,8 @@ class Learning(_Deciding):
             rows(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1
+        if tick is not None and len(numbers) % PROGRESS_EVERY:
+            tick(len(numbers) % PROGRESS_EVERY)
         self.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
         return changed
 

@@ -25,9 +25,11 @@ from pandafs.learning import (
     verdict,
 )
 from pandafs.learning import api as learning_api
+from pandafs.learning import engine as engine_module
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
+from pandafs.rebuild import rebuild_all
 from pandafs.turns import replay
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import default_checks, verify_vault
@@ -194,6 +196,34 @@ def test_incremental_sync_and_full_recompute_agree(
     assert {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]} == mtimes
     assert replay(vault, check=True).drift == []
     assert verify_vault(vault, checks=default_checks()).ok
+
+
+def test_a_rebuild_counts_the_turns_its_fold_reads_for_the_progress_bar(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold lists every user's turns first, says how many, then reports them read in
+    steps of `PROGRESS_EVERY` (2 here) and each user's remainder; then the indexing its own."""
+    for i, (user, query) in enumerate(
+        [("alice", "hi"), ("bob", "hello"), ("alice", "and"), ("bob", "so"), ("alice", "ok")]
+    ):
+        clock["t"] = T0 + timedelta(hours=i)
+        pipeline.ask(query, user=user)
+    monkeypatch.setattr(engine_module, "PROGRESS_EVERY", 2)
+    fold_totals: list[int] = []
+    fold_steps: list[int] = []
+    index_totals: list[int] = []
+    index_steps: list[int] = []
+    result = rebuild_all(
+        vault,
+        fold_progress=fold_steps.append,
+        on_fold_total=fold_totals.append,
+        progress=index_steps.append,
+        on_total=index_totals.append,
+    )
+    assert result["learning"]["turns"] == 5
+    assert fold_totals == [5]
+    assert fold_steps == [2, 1, 2]  # alice's three turns, then bob's two
+    assert index_totals == [result["documents"]] and sum(index_steps) == result["documents"]
 
 
 def test_materialising_keeps_unknown_keys_and_writes_only_on_change(
