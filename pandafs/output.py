@@ -36,8 +36,10 @@ def echo_err(message: str) -> None:
 
 @contextmanager
 def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
-    """Yield an `advance(n)` callable drawing a bar on stderr (nothing when `quiet`)."""
-    if quiet or total == 0:
+    """Yield an `advance(n)` callable drawing a bar on stderr: only when it is a terminal,
+    as `git` does (piped or captured, a bar is noise and the only line of an error after
+    it would no longer be the only line), and not when `quiet`."""
+    if quiet or total == 0 or not sys.stderr.isatty():
         yield lambda n: None
         return
     with click.progressbar(length=total, label=label, file=sys.stderr) as bar:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,8 +70,14 @@ class TurnRef:
         return self.path.parents[3]
 
 
-def iter_turns(vault: Vault, target: str | None = None) -> Iterator[TurnRef]:
-    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`."""
+def iter_turns(
+    vault: Vault, target: str | None = None, *, on_total: Callable[[int], None] | None = None
+) -> Iterator[TurnRef]:
+    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`.
+    `on_total` (a progress bar's) is told how many first: they are counted by a listing
+    of their own, cheap beside whatever the caller does with each."""
+    if on_total is not None:
+        on_total(sum(1 for _ in iter_turns(vault, target)))
     if target is None:
         users = vault.layout.users()
     else:
@@ -209,26 +215,40 @@ def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
     return None
 
 
-def replay(vault: Vault, target: str | None = None, *, check: bool = False) -> ReplayReport:
-    """Re-project turns from their events (`check=True`: report drift only)."""
+def replay(
+    vault: Vault,
+    target: str | None = None,
+    *,
+    check: bool = False,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ReplayReport:
+    """Re-project turns from their events (`check=True`: report drift only); `on_total`
+    and `progress` follow the turns, as for `verify_vault`."""
     report = ReplayReport()
-    for ref in iter_turns(vault, target):
+    for ref in iter_turns(vault, target, on_total=on_total):
         report.checked += 1
-        try:
-            view = load_view(ref)
-        except (EventsError, FileNotFoundError) as exc:
-            report.errors.append(Drift(vault.rel(ref.events_path), "unreadable", str(exc)))
-            continue
-        cut = cut_tail_of(vault, ref, view)
-        if cut is not None:  # never overwrite the only record of the lost events
-            report.errors.append(cut)
-            continue
-        drift = drift_of(vault, ref, view)
-        report.drift.extend(drift)
-        if not check and drift:
-            project(ref, view)
-            report.rewritten.extend(d.path for d in drift)
+        _replay_turn(vault, ref, check, report)
+        if progress is not None:
+            progress(1)
     return report
+
+
+def _replay_turn(vault: Vault, ref: TurnRef, check: bool, report: ReplayReport) -> None:
+    try:
+        view = load_view(ref)
+    except (EventsError, FileNotFoundError) as exc:
+        report.errors.append(Drift(vault.rel(ref.events_path), "unreadable", str(exc)))
+        return
+    cut = cut_tail_of(vault, ref, view)
+    if cut is not None:  # never overwrite the only record of the lost events
+        report.errors.append(cut)
+        return
+    drift = drift_of(vault, ref, view)
+    report.drift.extend(drift)
+    if not check and drift:
+        project(ref, view)
+        report.rewritten.extend(d.path for d in drift)
 
 
 def is_abandoned(ref: TurnRef) -> bool:

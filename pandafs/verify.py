@@ -319,9 +319,12 @@ def verify_vault(
     target: str | None = None,
     checks: Iterable[Checker] = (),
     progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> VerifyReport:
+    """Check every live turn of `target` (a user, a turn, or all), then run `checks`;
+    `on_total` is told how many turns there are (`iter_turns`), `progress` each checked."""
     report = VerifyReport()
-    for ref in iter_turns(vault, target):
+    for ref in iter_turns(vault, target, on_total=on_total):
         report.checked_turns += 1
         _verify_turn(vault, ref, repair, report)
         if progress is not None:

@@ -12,7 +12,7 @@ import click
 from ..assembly import open_memory
 from ..importer import import_turns
 from ..learning import trends
-from ..output import emit, json_option, progress_bar
+from ..output import emit, json_option, lazy_progress, progress_bar
 from ..stats import vault_stats
 from ..turns import replay as replay_turns
 from ..vault import Vault
@@ -82,7 +82,8 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 @pass_app
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     """Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN)."""
-    report = replay_turns(app.vault(), target, check=check)
+    with lazy_progress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
+        report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
     data: dict[str, Any] = {
         "checked": report.checked,
         "drift": [d.__dict__ for d in report.drift],
@@ -112,9 +113,15 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
 def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
     """Check hash chains, torn tails and projections (TARGET: user or user/turn)."""
     vault = app.vault()
-    report = verify_vault(
-        vault, repair=repair, target=target, checks=default_checks() if target is None else ()
-    )
+    with lazy_progress("verifying turns", quiet=as_json) as bar:
+        report = verify_vault(
+            vault,
+            repair=repair,
+            target=target,
+            checks=default_checks() if target is None else (),
+            progress=bar.advance,
+            on_total=bar.start,
+        )
 
     def human() -> None:
         for p in report.repaired:

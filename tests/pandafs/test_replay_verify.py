@@ -45,6 +45,26 @@ def test_check_reports_hand_edit_and_changes_nothing(vault: Vault, tmp_path: Pat
     assert verify_vault(vault).problems[0].kind == "drift"
 
 
+def test_verify_and_replay_tell_their_progress_bars_how_many_turns_to_expect(
+    vault: Vault, tmp_path: Path
+) -> None:
+    """Counted before the first is checked (the whole vault, or one user's), each one
+    checked advances it once."""
+    _import(vault, tmp_path, n=3)
+    for target, expected in ((None, 6), ("bob", 3)):
+        totals: list[int] = []
+        steps: list[int] = []
+        report = verify_vault(vault, target=target, on_total=totals.append, progress=steps.append)
+        assert report.ok and report.checked_turns == expected
+        assert totals == [expected] and steps == [1] * expected
+        totals, steps = [], []
+        assert (
+            replay(vault, target, check=True, on_total=totals.append, progress=steps.append).checked
+            == expected
+        )
+        assert totals == [expected] and steps == [1] * expected
+
+
 def test_verify_clean_then_names_tampered_seq(vault: Vault, tmp_path: Path) -> None:
     _import(vault, tmp_path)
     assert verify_vault(vault).ok
