@@ -159,8 +159,9 @@ def _apply(
         add += clock() - t2
         if progress is not None:
             progress(1)
-    if fresh:
-        report.stages.update({"read": read, "parse": parse, "index add": add})
+    if fresh:  # (added up: a rebuild may index its paths in two passes)
+        for name, seconds in (("read", read), ("parse", parse), ("index add", add)):
+            report.stages[name] = report.stages.get(name, 0.0) + seconds
 
 
 def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_bytes: int) -> SyncReport:
@@ -248,6 +249,15 @@ class _Packed:
             start = end + 1
 
 
+def _unless(held: Callable[[str], bool], paths: Iterable[str], later: list[str]) -> Iterator[str]:
+    """The paths `held` says no to; the others go to `later`."""
+    for path in paths:
+        if held(path):
+            later.append(path)
+        else:
+            yield path
+
+
 def rebuild(
     index: FullTextIndex,
     root: Path,
@@ -257,8 +267,15 @@ def rebuild(
     user: str | None = None,
     progress: Progress | None = None,
     on_total: Callable[[int], None] | None = None,
+    held: Callable[[str], bool] | None = None,
+    barrier: Callable[[], None] | None = None,
 ) -> SyncReport:
-    """Recreate the index from the files (all of it, or one user's documents)."""
+    """Recreate the index from the files (all of it, or one user's documents).
+
+    With `barrier`, a whole rebuild indexes the paths `held` says no to, then calls
+    `barrier()` (what it waits for may still be writing the others, or what they are
+    indexed with), then indexes the rest; an exception from it leaves the live index as
+    it was.  The seconds it waits are the stage `waiting`."""
     started = time.perf_counter()
     report = SyncReport()
     if user is not None:
@@ -303,7 +320,15 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built(), report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
+            if barrier is None or held is None:
+                _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
+            else:
+                later: list[str] = []
+                _apply(batch, root, _unless(held, paths, later), {}, report, max_bytes, progress, fresh=True)
+                waited = time.perf_counter()
+                barrier()
+                report.stages["waiting"] = time.perf_counter() - waited
+                _apply(batch, root, later, {}, report, max_bytes, progress, fresh=True)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()

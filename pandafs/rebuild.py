@@ -7,6 +7,16 @@
    trust changed was indexed a second time, and left a deleted copy that BM25 counts);
 3. the per-domain source reliability table and its site notes (from extraction events).
 
+**Beside each other.**  The fold (1 and 3) reads every turn's events and the indexing
+every document, each on one core: when the learning cache is there, the fold runs in a
+forked process while this one indexes the turns, taking their trust from the cache.
+Then it waits for the fold, indexes the other documents (which the fold may have
+rewritten) and checks that every turn's trust it indexed is what the fold recomputed.
+If one is not (a cache out of step with the events), that index is dropped before it is
+swapped in and the turns are indexed again from the fold's trust, as one after the
+other would have: the index is the same either way.  Without a cache, or where there is
+no `fork`, the fold runs first.
+
 `--user U` rebuilds only that user's index entries (trust comes from the learning
 cache, so turns keep theirs).  Delete `indexes/` and run this: the results are the
 same as before.
@@ -14,53 +24,213 @@ same as before.
 
 from __future__ import annotations
 
+import os
+import pickle
+import signal
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
+
+from events import classify
+from events.layout import TURN_KINDS
+from indexers.learned import Learned
 
 from . import learning
 from .assembly import open_memory
+from .learning.state import learned_of
+from .memory import Memory
 from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
 
 __all__ = ["rebuild_all"]
+
+Progress = Callable[[int], None]
 
 
 def rebuild_all(
     vault: Vault,
     *,
     user: str | None = None,
-    progress: Callable[[int], None] | None = None,
-    on_total: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
+    on_total: Progress | None = None,
     stage: Callable[[str], None] | None = None,
-    fold_progress: Callable[[int], None] | None = None,
-    on_fold_total: Callable[[int], None] | None = None,
+    fold_progress: Progress | None = None,
+    on_fold_total: Progress | None = None,
+    beside: bool | None = None,
 ) -> dict[str, Any]:
     """Rebuild it all (see the module docstring); `progress` / `on_total` follow the
-    indexing, `fold_progress` / `on_fold_total` the turns the learning fold reads before
-    it, `stage` is told what begins."""
+    indexing, `fold_progress` / `on_fold_total` the turns the learning fold reads when it
+    runs first, `stage` is told what begins.  `beside`: run the fold beside the indexing
+    (None: when the learning cache is there and this system forks)."""
     memory = open_memory(vault)
-    seen = TurnsRead()  # each events.jsonl is read once, by the learning fold
-    folded = None
-    if user is None:
+    if user is not None:
+        index = memory.rebuild(user=user, progress=progress, on_total=on_total)
+        return _result(index.as_json(), dict(index.stages))
+    if beside is None:
+        beside = hasattr(os, "fork") and _cache_is_there(vault)
+    if beside:
         if stage is not None:
-            stage("recomputing trust, scope and the turn catalog from every turn's events")
-        folded = learning.rebuild(
-            vault,
-            memory=memory,
-            extractions=seen,
-            index=False,
-            progress=fold_progress,
-            on_total=on_fold_total,
-        )
-    index = memory.rebuild(user=user, progress=progress, on_total=on_total)
-    result: dict[str, Any] = index.as_json()
-    stages = dict(index.stages)
+            stage(
+                "recomputing trust, scope and the turn catalog from every turn's events, beside the indexing"
+            )
+        try:
+            return _beside(vault, memory, progress, on_total)
+        except _TrustMoved as moved:
+            if stage is not None:
+                stage(
+                    "the learning cache was out of step: indexing the turns again with the recomputed trust"
+                )
+            index = memory.rebuild(progress=progress, on_total=on_total)
+            return _result(index.as_json(), dict(index.stages), moved.folded)
+    if stage is not None:
+        stage("recomputing trust, scope and the turn catalog from every turn's events")
+    folded = _fold(vault, memory, fold_progress, on_fold_total)
+    index = memory.rebuild(progress=progress, on_total=on_total)
+    return _result(index.as_json(), dict(index.stages), folded)
+
+
+def _result(
+    result: dict[str, Any], stages: dict[str, float], folded: dict[str, Any] | None = None
+) -> dict[str, Any]:
     if folded is not None:
-        stages.update(folded.stages)
-        result["learning"] = folded.as_json()
-        started = time.perf_counter()
-        result["reliability"] = {"domains": len(ReliabilityTable(vault).rebuild(known=seen))}
-        stages["research/site rebuild"] = time.perf_counter() - started
+        stages.update(folded["stages"])
+        result["learning"] = folded["learning"]
+        result["reliability"] = folded["reliability"]
     result["stages"] = {k: round(v, 3) for k, v in stages.items()}
     return result
+
+
+def _fold(
+    vault: Vault, memory: Memory, progress: Progress | None = None, on_total: Progress | None = None
+) -> dict[str, Any]:
+    """Steps 1 and 3: the learning fold, then the reliability table from the extraction
+    events it read (each events.jsonl is read once)."""
+    seen = TurnsRead()
+    folded = learning.rebuild(
+        vault, memory=memory, extractions=seen, index=False, progress=progress, on_total=on_total
+    )
+    started = time.perf_counter()
+    domains = len(ReliabilityTable(vault).rebuild(known=seen))
+    stages = {**folded.stages, "research/site rebuild": time.perf_counter() - started}
+    return {"learning": folded.as_json(), "reliability": {"domains": domains}, "stages": stages}
+
+
+def _cache_is_there(vault: Vault) -> bool:
+    """Whether the learning cache a rebuild beside the fold takes the turns' trust from
+    is there (after `rm -r indexes/` it is not, and every turn would be indexed twice)."""
+    return (vault.layout.indexes / "learning" / "state.json").is_file()
+
+
+class _TrustMoved(Exception):
+    """A turn was indexed with a trust the fold did not recompute (`folded`: its result)."""
+
+    def __init__(self, folded: dict[str, Any]) -> None:
+        super().__init__("a turn's trust moved")
+        self.folded = folded
+
+
+def _is_turn(path: str) -> bool:
+    ref = classify(path)
+    return ref is not None and ref.kind in TURN_KINDS
+
+
+def _beside(
+    vault: Vault, memory: Memory, progress: Progress | None, on_total: Progress | None
+) -> dict[str, Any]:
+    """The fold in a forked process, the turns indexed meanwhile (module docstring)."""
+    wait = _fork(lambda: _fold(vault, memory))
+    folded: dict[str, Any] | None = None
+    waited = False
+    given = memory.index.learned
+    used: dict[str, float | None] = {}
+
+    def trust(doc_id: str) -> float | None:
+        used[doc_id] = value = given.trust(doc_id) if given.trust is not None else None
+        return value
+
+    def barrier() -> None:
+        nonlocal folded, waited
+        waited = True
+        folded = wait()  # the other documents are indexed next, with what it wrote
+        now = learned_of(vault).trust  # a reader of its own: nothing read before the fold ended
+        if any(now(doc_id) != value for doc_id, value in used.items()):
+            raise _TrustMoved(folded)
+
+    memory.index.learned = Learned(trust=trust, shared=given.shared)
+    try:
+        index = memory.rebuild(
+            progress=progress, on_total=on_total, held=lambda p: not _is_turn(p), barrier=barrier
+        )
+    finally:
+        memory.index.learned = given
+        if not waited:  # the indexing failed first: the fold still ends on its own
+            with suppress(Exception):  # the indexing's error is the one to tell
+                wait()
+    return _result(index.as_json(), dict(index.stages), folded)
+
+
+def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """Run `work` in a forked process now; the returned `wait()` gives its result, or
+    raises the exception it ended with.  The process dies with this one (a SIGKILLed
+    rebuild leaves no fold running on its own; the fold is safe to kill, as ever)."""
+    parent = os.getpid()
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the parent's code
+        os.close(reading)
+        status = 1
+        try:
+            _die_with(parent)
+            payload = pickle.dumps((True, work()))
+            status = 0
+        except BaseException as exc:  # noqa: BLE001 - told to the parent, which raises it
+            payload = _pickled_error(exc)
+        try:
+            with os.fdopen(writing, "wb") as out:
+                out.write(payload)
+        finally:
+            os._exit(status)
+    os.close(writing)
+
+    def wait() -> dict[str, Any]:
+        with os.fdopen(reading, "rb") as source:
+            data = source.read()
+        os.waitpid(pid, 0)
+        if not data:
+            raise RuntimeError("the learning fold's process ended without a result")
+        ok, value = pickle.loads(data)
+        if not ok:
+            raise _raised(*value)
+        return value  # type: ignore[no-any-return]
+
+    return wait
+
+
+def _pickled_error(exc: BaseException) -> bytes:
+    """`exc` for the parent to raise as this process would have: its class, arguments
+    and attributes (an exception whose `__init__` takes other arguments than it keeps
+    in `args` would not come back from a plain pickle)."""
+    try:
+        return pickle.dumps((False, (type(exc), exc.args, dict(vars(exc)))))
+    except Exception:  # noqa: BLE001 - an attribute that does not pickle
+        return pickle.dumps((False, (RuntimeError, (f"{type(exc).__name__}: {exc}",), {})))
+
+
+def _raised(kind: type[BaseException], args: tuple[Any, ...], attributes: dict[str, Any]) -> BaseException:
+    error = kind.__new__(kind)
+    BaseException.__init__(error, *args)
+    vars(error).update(attributes)
+    return error
+
+
+def _die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (elsewhere: nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before that was asked
+        os._exit(1)

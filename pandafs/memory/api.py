@@ -370,7 +370,11 @@ class Memory:
         user: str | None = None,
         progress: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        held: Callable[[str], bool] | None = None,
+        barrier: Callable[[], None] | None = None,
     ) -> SyncReport:
+        """The index rebuilt from the files (`indexers.sync.rebuild`: `held` and `barrier`
+        split a whole rebuild in two passes)."""
         if user is not None:
             self.vault.require_user(user)
         from indexers import sync
@@ -384,4 +388,6 @@ class Memory:
             user=user,
             progress=progress,
             on_total=on_total,
+            held=held,
+            barrier=barrier,
         )

@@ -215,6 +215,7 @@ def test_a_rebuild_counts_the_turns_its_fold_reads_for_the_progress_bar(
     index_steps: list[int] = []
     result = rebuild_all(
         vault,
+        beside=False,  # beside the indexing (`tests/pandafs/test_rebuild_beside.py`) it has no bar
         fold_progress=fold_steps.append,
         on_fold_total=fold_totals.append,
         progress=index_steps.append,
