@@ -38,7 +38,7 @@ from indexers.learned import Learned
 
 from . import learning
 from .assembly import open_memory
-from .learning.state import learned_of
+from .learning.state import trust_reader
 from .memory import Memory
 from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
@@ -139,25 +139,20 @@ def _beside(
     vault: Vault, memory: Memory, progress: Progress | None, on_total: Progress | None
 ) -> dict[str, Any]:
     """The fold in a forked process, the turns indexed meanwhile (module docstring)."""
+    cached = trust_reader(vault).table()  # read before the fork: the fold rewrites it
     wait = _fork(lambda: _fold(vault, memory))
     folded: dict[str, Any] | None = None
     waited = False
-    given = memory.index.learned
-    used: dict[str, float | None] = {}
-
-    def trust(doc_id: str) -> float | None:
-        used[doc_id] = value = given.trust(doc_id) if given.trust is not None else None
-        return value
 
     def barrier() -> None:
         nonlocal folded, waited
         waited = True
         folded = wait()  # the other documents are indexed next, with what it wrote
-        now = learned_of(vault).trust  # a reader of its own: nothing read before the fold ended
-        if any(now(doc_id) != value for doc_id, value in used.items()):
+        if trust_reader(vault).table() != cached:
             raise _TrustMoved(folded)
 
-    memory.index.learned = Learned(trust=trust, shared=given.shared)
+    given = memory.index.learned
+    memory.index.learned = Learned(trust=cached.get, shared=given.shared)
     try:
         index = memory.rebuild(
             progress=progress, on_total=on_total, held=lambda p: not _is_turn(p), barrier=barrier

@@ -270,6 +270,20 @@ class TrustReader:
         row = self._shards.get(f"{self._prefix}{shard_of(doc_id)}.json").get(doc_id)
         return row[3] if row else None
 
+    def table(self) -> dict[str, float]:
+        """Every document's trust the shards hold, read now (a rebuild indexes turns from
+        it while the fold rewrites them, and compares it with what the fold wrote)."""
+        try:
+            names = sorted(n for n in os.listdir(self._prefix) if len(n) == 7 and n.endswith(".json"))
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        return {
+            doc_id: row[3]
+            for name in names
+            for doc_id, row in self._shards.get(self._prefix + name).items()
+            if isinstance(row, list) and len(row) > 3 and row[3] is not None
+        }
+
 
 def _shared_in(state: Any) -> frozenset[str]:
     return frozenset(d for d, r in state.get("scope", {}).items() if isinstance(r, dict) and shares(r))
@@ -290,12 +304,15 @@ class SharedReader:
         return doc_id in self._state.get(self.path)
 
 
+def trust_reader(vault: Vault) -> TrustReader:
+    return TrustReader(vault.layout.indexes / "learning" / "counts", vault.root)
+
+
 def learned_of(vault: Vault) -> Learned:
     """What the indexer takes from the learning loop (`Memory(learned=…)`)."""
-    directory = vault.layout.indexes / "learning"
     return Learned(
-        trust=TrustReader(directory / "counts", vault.root),
-        shared=SharedReader(directory / "state.json", vault.root),
+        trust=trust_reader(vault),
+        shared=SharedReader(vault.layout.indexes / "learning" / "state.json", vault.root),
     )
 
 
