@@ -9,13 +9,13 @@
 
 **Beside each other.**  The fold (1 and 3) reads every turn's events and the indexing
 every document, each on one core: when the learning cache is there, the fold runs in a
-forked process while this one indexes the turns, taking their trust from the cache.
-Then it waits for the fold, indexes the other documents (which the fold may have
-rewritten) and checks that every turn's trust it indexed is what the fold recomputed.
-If one is not (a cache out of step with the events), that index is dropped before it is
-swapped in and the turns are indexed again from the fold's trust, as one after the
-other would have: the index is the same either way.  Without a cache, or where there is
-no `fork`, the fold runs first.
+forked process while this one indexes the turns, taking their trust from the cache's
+trust table, read before the fork.  Then it waits for the fold, indexes the other
+documents (which the fold may have rewritten) and compares that table with the one the
+fold wrote.  If they differ (a cache out of step with the events), that index is
+dropped before it is swapped in and every document is indexed again with the fold's
+trust, as fold-first would have: the index is the same either way.  Without a cache
+(after `rm -r indexes/`), or where there is no `fork`, the fold runs first.
 
 `--user U` rebuilds only that user's index entries (trust comes from the learning
 cache, so turns keep theirs).  Delete `indexes/` and run this: the results are the
