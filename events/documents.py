@@ -180,28 +180,31 @@ _DEFAULTS = {
 }
 
 
+_UNSET = {name: _DEFAULTS.get(name) for name in _PLAIN}
+"""Every field in declared order, each its default (None for a required one, set below)."""
+_LIST_DEFAULTS = tuple(name for name, default in _DEFAULTS.items() if type(default) is list)
+
+
 def _plain_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """`DocumentMetadata.fields_of(data)` if validation would keep each value as it is,
-    else None."""
-    if any(name not in data for name in _REQUIRED):
-        return None
-    fields: dict[str, Any] = {}
-    for name, plain in _PLAIN.items():
-        if name in data:
-            value = data[name]
-            if not plain(value):
-                return None
-            fields[name] = list(value) if type(value) is list else value
-        else:
-            default = _DEFAULTS[name]
-            fields[name] = [] if type(default) is list else default
+    else None.  One pass over `data` (a rebuild calls this for every document)."""
+    fields = _UNSET.copy()
+    for name in _LIST_DEFAULTS:
+        fields[name] = []  # a list of its own: the caller may change it
     extra: dict[str, Any] = {}
+    required = 0
     for key, value in data.items():
-        if key not in _PLAIN:
+        plain = _PLAIN.get(key)
+        if plain is None:
             if type(key) is not str or key.startswith("_"):
                 return None  # keys pydantic may treat its own way
             extra[key] = value
-    return fields, extra
+        elif not plain(value):
+            return None
+        else:
+            fields[key] = list(value) if type(value) is list else value
+            required += key in _REQUIRED
+    return (fields, extra) if required == len(_REQUIRED) else None
 
 
 class ParsedDocument(BaseModel):

@@ -11,8 +11,10 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,12 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TYPES",
     "IndexDoc",
+    "Loaded",
     "Skipped",
     "index_doc_from_parts",
     "load_index_doc",
     "parse_index_doc",
+    "read_checked",
     "read_document",
     "sha256_bytes",
 ]
@@ -158,12 +162,20 @@ def load_index_doc(root: Path, rel_path: str, *, max_bytes: int) -> IndexDoc | S
     return parse_index_doc(rel_path, *read, max_bytes=max_bytes, ref=ref)
 
 
-def read_document(
-    root: Path, rel_path: str, *, max_bytes: int
-) -> tuple[bytes, os.stat_result] | Skipped | None:
+Loaded = tuple[bytes, os.stat_result] | Skipped | None
+"""A document's bytes and stat, or why it is not read (None: it is not there)."""
+
+
+def read_document(root: Path, rel_path: str, *, max_bytes: int) -> Loaded:
     """The bytes and stat of a document (through the vault's safe reader), or why not."""
+    return read_checked(rel_path, partial(read_vault_file, root, rel_path), max_bytes)
+
+
+def read_checked(rel_path: str, read: Callable[..., tuple[bytes, os.stat_result]], max_bytes: int) -> Loaded:
+    """What `read(limit=max_bytes)` (a safe reader of `events.vaultread`) gives for the
+    document at `rel_path`: its bytes and stat, or why it is not read."""
     try:
-        data, stat = read_vault_file(root, rel_path, limit=max_bytes)
+        data, stat = read(limit=max_bytes)
     except FileNotFoundError:
         return None
     except NotInVault as exc:

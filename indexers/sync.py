@@ -23,11 +23,12 @@ from typing import Any
 import orjson
 
 from events import classify
+from events.layout import DocRef
 
-from .documents import IndexDoc, Skipped, parse_index_doc, read_document
+from .documents import IndexDoc, Loaded, Skipped, parse_index_doc, read_document
 from .fulltext import FullTextIndex
 from .state import StateEntry
-from .walk import scan_documents, walk_documents
+from .walk import read_turn_folders, scan_documents, walk_documents
 from .writer import IndexBatch
 
 __all__ = [
@@ -120,26 +121,35 @@ def record_loaded(
 def _apply(
     batch: IndexBatch,
     root: Path,
-    paths: Iterable[str],
+    paths: Iterable[str | tuple[str, DocRef, Loaded]],
     state: dict[str, StateEntry],
     report: SyncReport,
     max_bytes: int,
     progress: Progress | None,
     fresh: bool = False,
 ) -> None:
-    """Index, re-stamp (same checksum as `state` records) or delete each of `paths`.
+    """Index, re-stamp (same checksum as `state` records) or delete each of `paths`
+    (a path, read here, or a path and what a walk read of it: `read_turn_folders`).
 
     `fresh` is a rebuild's new index: nothing in it to delete, and the seconds of the
-    read, parse and index-add stages go to `report.stages`.
+    read, parse and index-add stages go to `report.stages` (a walk that reads gives
+    its time, listing and reading, to `read`).
     """
     clock = time.perf_counter
     read = parse = add = 0.0
-    for rel in paths:
-        ref = classify(rel)
+    items = iter(paths)
+    while True:
         t0 = clock()
-        loaded: IndexDoc | Skipped | tuple[bytes, os.stat_result] | None = (
-            None if ref is None else read_document(root, rel, max_bytes=max_bytes)
-        )
+        item = next(items, None)
+        if item is None:
+            break
+        loaded: IndexDoc | Loaded
+        if isinstance(item, str):
+            rel = item
+            ref = classify(rel)
+            loaded = None if ref is None else read_document(root, rel, max_bytes=max_bytes)
+        else:
+            rel, ref, loaded = item
         t1 = clock()
         if isinstance(loaded, tuple):
             loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=ref)
@@ -291,10 +301,29 @@ def rebuild(
             with index.batch() as batch:
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:
-        paths = _Packed(sorted(rel for rel, _ in walk_documents(root, refused=report.skipped)))
+        # the turn folders are listed, not walked: their documents are read as they are
+        # walked (`read_turn_folders`), the others by path; the progress counts each turn
+        # folder as one step and each other document as one
+        folders: list[str] = []
+        others = sorted(rel for rel, _ in walk_documents(root, refused=report.skipped, turn_folders=folders))
+        paths = _Packed(others)
+        turns = _Packed(folders)
+        del folders, others
         report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
-            on_total(len(paths))
+            on_total(len(paths) + len(turns))
+
+        def turn_documents(later: list[str] | None = None) -> Iterator[tuple[str, DocRef, Loaded]]:
+            """The turn folders' documents, those `held` says yes to left for `later`."""
+            found = read_turn_folders(
+                root, turns, refused=report.skipped, max_bytes=max_bytes, progress=progress
+            )
+            for rel, ref, loaded in found:
+                if later is not None and held is not None and held(rel):
+                    later.append(rel)  # read again after the barrier: it may be rewritten
+                else:
+                    yield rel, ref, loaded
+
         live_log = index.state_path
         mark = live_log.stat().st_size if live_log.exists() else 0
 
@@ -321,14 +350,18 @@ def rebuild(
 
         with index.rebuild(catch_up) as batch:
             if barrier is None or held is None:
+                _apply(batch, root, turn_documents(), {}, report, max_bytes, None, fresh=True)
                 _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
             else:
                 later: list[str] = []
+                _apply(batch, root, turn_documents(later), {}, report, max_bytes, None, fresh=True)
+                held_in_turns = len(later)
                 _apply(batch, root, _unless(held, paths, later), {}, report, max_bytes, progress, fresh=True)
                 waited = time.perf_counter()
                 barrier()
                 report.stages["waiting"] = time.perf_counter() - waited
-                _apply(batch, root, later, {}, report, max_bytes, progress, fresh=True)
+                _apply(batch, root, later[:held_in_turns], {}, report, max_bytes, None, fresh=True)
+                _apply(batch, root, later[held_in_turns:], {}, report, max_bytes, progress, fresh=True)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()

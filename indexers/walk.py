@@ -6,23 +6,31 @@ goes to the caller's `refused` list (verify names them).  The walk goes by descr
 each folder opened by name in its parent's and never through a link, so a folder
 swapped for one after its parent was listed names nothing of the link's target.
 (Split from `indexers.sync` when the walk went by descriptor.)
+
+A rebuild reads every document, so its walk reads them too (`read_turn_folders`): each
+turn folder opened by name in its user's `turns/` folder, each document read by name in
+its folder's descriptor (`events.vaultread.read_in_folder`), where a walk that listed
+paths, then read each by its path from the root, resolved every path twice and asked the
+kernel where each file landed (~1 s of a 100k-turn rebuild).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
+from events.layout import TURN_DIR_RE, DocRef
 from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at
-from events.vaultread import open_vault_folder
+from events.vaultread import open_vault_folder, read_in_folder
 
-from .documents import Skipped
+from .documents import Loaded, Skipped, read_checked
 
-__all__ = ["SKIP_TOP", "scan_documents", "walk_documents"]
+__all__ = ["SKIP_TOP", "read_turn_folders", "scan_documents", "walk_documents"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -60,10 +68,12 @@ def walk_documents(
     under: str | None = None,
     *,
     refused: list[Skipped] | None = None,
+    turn_folders: list[str] | None = None,
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Each document of the vault (or of the folder `under`): its vault-relative path
-    and directory entry, read from the listings alone (`scan_documents`' rules).  A
-    rebuild keeps only the paths: no stat, nothing else per document held.
+    and directory entry, read from the listings alone (`scan_documents`' rules).  With
+    `turn_folders`, the turn folders (`users/{u}/turns/turn_NNNNNN`) are not entered but
+    listed there, for `read_turn_folders`.
 
     Walked by descriptor: `under` opened and checked from the root (`open_vault_folder`),
     each folder below opened by name in its parent's descriptor, never through a link,
@@ -88,15 +98,91 @@ def walk_documents(
     else:
         top, prefix = os.open(root, FOLDER_FLAGS), ""
     try:
-        yield from _walk_folder(top, prefix, refused)
+        for rel, entry, _, _ in _walk_folder(top, prefix, refused, turn_folders):
+            yield rel, entry
     finally:
         os.close(top)
 
 
+def read_turn_folders(
+    root: Path,
+    folders: Iterable[str],
+    *,
+    refused: list[Skipped],
+    max_bytes: int,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[str, DocRef, Loaded]]:
+    """Each document in the turn `folders` (`walk_documents(turn_folders=)`, in order):
+    its path, what it is, and what `indexers.documents.read_checked` makes of its bytes; `progress`
+    is told of each folder done.  Each user's `turns/` folder is opened and checked from
+    the root, each turn folder by name in it (a link there since the listing is refused,
+    as the walk refuses one), and each document read by name in its folder's descriptor."""
+    parent_rel, parent = "", -1
+    try:
+        for folder in folders:
+            head, _, name = folder.rpartition("/")
+            if head != parent_rel:
+                if parent >= 0:
+                    os.close(parent)
+                parent_rel, parent = head, _open_checked(root, head)
+            if parent >= 0:
+                yield from _read_turn_folder(parent, name, folder, refused, max_bytes)
+            if progress is not None:
+                progress(1)
+    finally:
+        if parent >= 0:
+            os.close(parent)
+
+
+def _open_checked(root: Path, rel: str) -> int:
+    """`open_vault_folder(root, rel)`, or -1 when it is gone or a link since it was listed."""
+    try:
+        return open_vault_folder(root, rel)
+    except (FileNotFoundError, NotADirectoryError, NotInVault):
+        return -1
+
+
+def _read_turn_folder(
+    parent: int, name: str, folder: str, refused: list[Skipped], max_bytes: int
+) -> Iterator[tuple[str, DocRef, Loaded]]:
+    """`read_turn_folders` of the one folder `name` in the folder open as `parent`."""
+    sub = _open_sub(parent, name, folder + "/", refused)
+    if sub is None:
+        return
+    try:
+        for rel, entry, fd, ref in _walk_folder(sub, folder + "/", refused):
+            yield rel, ref, read_checked(rel, partial(read_in_folder, fd, entry.name, rel), max_bytes)
+    finally:
+        os.close(sub)
+
+
+def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped] | None) -> int | None:
+    """The folder `name` in the folder open as `fd`, opened by name and never through a
+    link (None: gone since it was listed, or a link in its place since: refused)."""
+    try:
+        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    except FileNotFoundError:
+        return None  # removed since it was listed
+    except OSError as exc:  # ELOOP / ENOTDIR: a link (or a file) in its place since
+        if stat.S_ISLNK(mode_at(fd, name) or 0):
+            if refused is not None:
+                refused.append(Skipped(rel_dir.rstrip("/"), _LINK_REASON, refused=True))
+        elif not isinstance(exc, NotADirectoryError):
+            raise
+        return None
+
+
+def _is_turns_folder(rel_dir: str) -> bool:
+    """`rel_dir` is a user's `users/{u}/turns/` (its turn folders are listed, not walked)."""
+    return rel_dir.startswith("users/") and rel_dir.endswith("/turns/") and rel_dir.count("/") == 3
+
+
 def _walk_folder(
-    fd: int, rel_dir: str, refused: list[Skipped] | None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """`walk_documents` below the folder open as `fd` (vault-relative `rel_dir`)."""
+    fd: int, rel_dir: str, refused: list[Skipped] | None, turn_folders: list[str] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str], int, DocRef]]:
+    """`walk_documents` below the folder open as `fd` (vault-relative `rel_dir`), each
+    document with the descriptor of its folder (open while the walk waits at it) and
+    what it is."""
     with os.scandir(fd) as listing:
         entries = list(listing)
     top = not rel_dir
@@ -115,27 +201,23 @@ def _walk_folder(
         if not name.endswith(".md"):
             continue
         rel = rel_dir + name
-        if classify(rel) is None:
+        ref = classify(rel)
+        if ref is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
             if refused is not None and mode_at(fd, name) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
-        yield rel, entry
+        yield rel, entry, fd, ref
+    if turn_folders is not None and _is_turns_folder(rel_dir):
+        turn_folders += (rel_dir + name for name in sorted(folders) if TURN_DIR_RE.fullmatch(name))
+        folders = [name for name in folders if not TURN_DIR_RE.fullmatch(name)]
     for name in folders:
-        try:
-            sub = os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-        except FileNotFoundError:
-            continue  # removed since it was listed
-        except OSError as exc:  # ELOOP / ENOTDIR: a link (or a file) in its place since
-            if stat.S_ISLNK(mode_at(fd, name) or 0):
-                if refused is not None:
-                    refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
-            elif not isinstance(exc, NotADirectoryError):
-                raise
+        sub = _open_sub(fd, name, rel_dir + name + "/", refused)
+        if sub is None:
             continue
         try:
-            yield from _walk_folder(sub, rel_dir + name + "/", refused)
+            yield from _walk_folder(sub, rel_dir + name + "/", refused, turn_folders)
         finally:
             os.close(sub)
 

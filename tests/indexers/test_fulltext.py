@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from events import DocumentMetadata, render_document
+from events.opened import HARD_LINK
 from indexers.errors import IndexBusy
 from indexers.sync import scan_documents
 from pandafs.memory import Memory
@@ -329,6 +330,43 @@ def test_a_rebuild_walks_names_alone_and_refuses_what_is_not_a_plain_file(
     assert sorted(corpus.index.state()) == sorted(scan_documents(vault.root))
     assert corpus.reconcile().unchanged == 8
     assert ids(corpus.search("zebra finches", user="alice", now=NOW)) == ["alice/memories/z-last"]
+
+
+def test_a_rebuild_reads_turn_folders_by_descriptor_and_refuses_what_is_not_theirs(
+    corpus: Memory, vault: Vault, tmp_path: Path
+) -> None:
+    """A rebuild reads each turn folder's documents by name in the folder's descriptor
+    (`indexers.walk.read_turn_folders`), not by path from the root: what it indexes and
+    refuses is what the path reader would.  A context.md that is a symbolic link, a turn
+    folder that is one, and a context.md with another name (a hard link) are refused and
+    named; a turn's research.md is indexed beside its context.md; the progress bar counts
+    each turn folder once."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "context.md").write_text("---\nid: x\n---\nplatypus secret\n")
+    turns = vault.root / "users/alice/turns"
+    write_doc(vault, "users/alice/turns/turn_000001/context.md", "Quokka photos from the trip.")
+    write_doc(vault, "users/alice/turns/turn_000001/research.md", "Quokka habitats, researched.")
+    (turns / "turn_000002").mkdir()
+    (turns / "turn_000002/context.md").symlink_to(outside / "context.md")
+    (turns / "turn_000003").symlink_to(outside, target_is_directory=True)
+    (turns / "turn_000004").mkdir()
+    os.link(outside / "context.md", turns / "turn_000004/context.md")
+    totals: list[int] = []
+    steps: list[int] = []
+    report = corpus.rebuild(on_total=totals.append, progress=steps.append)
+    assert {s.path: s.reason for s in report.skipped} == {
+        "users/alice/turns/turn_000002/context.md": "is a symbolic link (never followed)",
+        "users/alice/turns/turn_000003": "is a symbolic link (never followed)",
+        "users/alice/turns/turn_000004/context.md": HARD_LINK,
+    }
+    assert report.indexed == report.documents == 9
+    assert totals == [7 + 3] and sum(steps) == 10  # three turn folders (the link is not one)
+    assert set(ids(corpus.search("quokka", user="alice", now=NOW))) == {
+        "alice/turn_000001",
+        "alice/turn_000001/research",
+    }
+    assert corpus.search("platypus", now=NOW) == []
 
 
 def test_a_rebuild_tells_its_progress_bar_how_many_documents_to_expect(corpus: Memory, vault: Vault) -> None:
