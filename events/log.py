@@ -377,9 +377,11 @@ class EventWriter:
         self.written.extend(events)
         return events
 
-    def sync(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+    def keep_lock(self) -> int:
+        """A descriptor (a duplicate) that keeps the log's lock until the caller closes it."""
+        if self._fd is None:
+            raise EventLogError(self.path, "writer is not open")
+        return os.dup(self._fd)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -7,7 +7,8 @@ Layout under `indexes/`:
     fulltext.new/        a rebuild in progress (swapped in when complete)
 
 The class is thin; its jobs live in their own modules: the schema (`schema`), the
-state log (`state`), writing and rebuilding (`writer`), searching (`search`, with
+state log (`state`), writing and rebuilding (`writer`, and `behind` for a batch
+committed after its caller moved on), searching (`search`, with
 `filters`, `ranking` — the ranking formula is that module's docstring — and
 `snippets`), and what a search asks for (`request`).
 
@@ -25,6 +26,7 @@ from typing import Any
 
 import tantivy
 
+from .behind import WrittenBehind, _WritingBehind
 from .learned import Learned
 from .schema import build_schema
 from .search import _Searching
@@ -36,7 +38,7 @@ from .writer import _Writing
 __all__ = ["FullTextIndex"]
 
 
-class FullTextIndex(_Writing, _StateLog, _Searching):
+class FullTextIndex(_Writing, _WritingBehind, _StateLog, _Searching):
     """One vault's full-text index.  Cheap to construct; opens tantivy lazily."""
 
     def __init__(
@@ -55,6 +57,7 @@ class FullTextIndex(_Writing, _StateLog, _Searching):
         self._visible_idf = VisibleIdf()  # per user, the idf of what they may see
         self._untrimmed = 0  # documents committed since freed memory was handed back
         self._merges = MergesInFlight()  # the last commit's, ended on their own thread
+        self._behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
         # what the learning loop derived and recorded: trust of turns, sharing of research
         self.learned = Learned()
         self._schema = build_schema()

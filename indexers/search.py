@@ -50,6 +50,7 @@ class _Searching:
     """The reading part of `FullTextIndex` (a mixin: its attributes are set there)."""
 
     def searcher(self) -> tantivy.Searcher:
+        self._behind.settle()  # what this process wrote behind is searched once it has ended
         index = self._open()
         try:
             generation = (self._ino, os.stat(self.tantivy_dir / "meta.json").st_mtime_ns)

@@ -45,7 +45,7 @@ def _fold_state(state: dict[str, StateEntry], raw: bytes) -> None:
 
 class _StateLog:
     """The state-log part of `FullTextIndex` (a mixin: `state_path`, `indexes_dir`, `_lock`, `_open`,
-    `count` are its)."""
+    `count` and `_behind` are its)."""
 
     def open_log(self, path: Path) -> BinaryIO:
         """A state log (this index's, or a rebuild's beside it), opened as every vault file
@@ -71,6 +71,7 @@ class _StateLog:
         appended since the last call are read (a 100k-document log is read once).
         Callers must not modify the returned mapping.
         """
+        self._behind.settle()  # (at once on the job's own thread)
         path = self.state_path
         try:
             st = os.stat(path)

@@ -39,6 +39,7 @@ __all__ = [
     "record_loaded",
     "scan_documents",
     "upsert_paths",
+    "upsert_rendered",
 ]
 
 Progress = Callable[[int], None]
@@ -179,6 +180,32 @@ def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_byt
     report = SyncReport()
     _apply(batch, root, paths, {}, report, max_bytes, None)
     return report
+
+
+def upsert_rendered(
+    batch: IndexBatch, *, root: Path, docs: list[IndexDoc | Skipped], paths: list[str], max_bytes: int
+) -> None:
+    """Index documents a writer has just rendered (no re-read of the files), and `paths`
+    read from disk, inside a batch the caller holds.  A rendered document whose file
+    changed since it was read (another writer saved and indexed a newer version
+    meanwhile) is read again under the index lock: the older copy must not replace the
+    newer one in the index."""
+    again = list(paths)
+    for doc in docs:
+        if isinstance(doc, IndexDoc) and not _unchanged(root, doc):
+            again.append(doc.path)
+        else:
+            record_loaded(batch, root, doc)
+    upsert_paths(batch, root, again, max_bytes=max_bytes)
+
+
+def _unchanged(root: Path, doc: IndexDoc) -> bool:
+    """The file of `doc` is still the one it was read from (same mtime and size)."""
+    try:
+        st = os.lstat(root / doc.path)
+    except FileNotFoundError:
+        return False
+    return (st.st_mtime_ns, st.st_size) == (doc.mtime_ns, doc.size)
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:

@@ -138,6 +138,7 @@ class _Writing:
     # --- opening ------------------------------------------------------------------
 
     def exists(self, *, locked: bool = False) -> bool:
+        self._behind.settle()  # what this process wrote behind is there once it has ended
         if self._index is not None and self._same_folder():  # one stat on every search
             return True
         self._recover_swap(locked=locked)
@@ -238,6 +239,7 @@ class _Writing:
                 "try again when it finishes"
             )
 
+        self._behind.settle()  # (at once on the job's own thread: it is taking this lock)
         try:
             self._merges.settle()  # this process's last commit holds the lock until its merges end
         except ValueError as exc:

@@ -35,6 +35,7 @@ from .links import same_but_turn_links
 from .vault import Vault
 
 __all__ = [
+    "INDEXING",
     "Drift",
     "ReplayReport",
     "TurnRef",
@@ -48,6 +49,11 @@ __all__ = [
 ]
 
 EVENTS_FILE = "events.jsonl"
+INDEXING = ".indexing"
+"""Marks a turn whose index batch is written behind its answer (`pipeline.turn`): made
+before its metadata.json, removed once the batch is committed.  One that no live process
+holds (the log's lock) was left by a process that died before the commit landed:
+recovery indexes the turn again (`pipeline.recovery`)."""
 
 
 @dataclass(frozen=True)

@@ -279,9 +279,10 @@ class Inbox(ClaimFolders, TurnStarts):
             plan = self._plan(claim, query_path)
         if plan.decision == "reject":
             return self._reject(claim, plan, query_path, recovered)
-        if query_path is None:  # answered and moved: only the cleanup was left
+        if query_path is None:  # answered and moved: the index commit and the cleanup were left
+            result = self._answered_earlier(plan, recovered)
             self._cleanup(claim)
-            return self._answered_earlier(plan, recovered)
+            return result
         return self._answer(claim, plan, query_path, recovered)
 
     def _answered_earlier(self, plan: ClaimPlan, recovered: bool) -> InboxResult:
@@ -297,6 +298,7 @@ class Inbox(ClaimFolders, TurnStarts):
             )
         found = self._find_turn(plan)
         turn = found if isinstance(found, str) else None
+        self._index_again(plan.user, turn)
         return InboxResult(
             plan.source,
             "answered",
@@ -353,7 +355,7 @@ class Inbox(ClaimFolders, TurnStarts):
         if not published:
             if turn is None:
                 turn = self._start(plan, query_path, found)
-            result = self.pipeline.resume(user, turn)
+            result = self.pipeline.resume(user, turn, behind=True)  # its index commit lands meanwhile
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
                 atomic_write(
@@ -367,9 +369,13 @@ class Inbox(ClaimFolders, TurnStarts):
             outcome: str | None = result.outcome
         else:
             outcome = outcome_of(self.vault, user, turn) if turn else None
+            self._index_again(user, turn)
         plan = self._publish_planned(claim, plan, query_path, "query_file")
         self._drop(query_path)
         self._checkpoint("moved")
+        self._settle_index(
+            user, turn
+        )  # before the claim goes: a kill meanwhile leaves it, and its next run indexes
         self._cleanup(claim)
         return InboxResult(
             plan.source,

@@ -1,5 +1,6 @@
 """Starting each claim's turn exactly once: find the turn a plan already started, adopt
-the empty folder a dead run allocated, or allocate a new one."""
+the empty folder a dead run allocated, or allocate a new one; and, once it is answered,
+its index commit (written behind the answer) landed once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from events.fsio import read_vault_file
 from events.schema import TornTailRepaired, TurnStarted
 
 from ..pipeline import Pipeline
+from ..pipeline.recovery import recover
 from ..turns import EVENTS_FILE
 from ..vault import Vault
 from ._parse import Rejection, validate_query
@@ -135,3 +137,18 @@ class TurnStarts:
             return False
         self._checkpoint("started")
         return True
+
+    def _index_again(self, user: str, turn: str | None) -> None:
+        """Index an answered turn whose index commit, written behind its answer, died
+        with the run that answered it (still marked `.indexing`: `recovery.UNINDEXED`)."""
+        if turn is not None:
+            recover(self.pipeline, user, turn, by="watch")
+
+    def _settle_index(self, user: str, turn: str | None) -> None:
+        """Wait for the index commit written behind the answer; one that failed is said
+        in the log, not raised: the query is answered, and its turn, still marked
+        `.indexing`, is indexed again by watch's upkeep (`interrupted`)."""
+        try:
+            self.pipeline.settle()
+        except Exception as exc:  # noqa: BLE001 - any failure of the commit is logged the same way
+            self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")

@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +41,6 @@ if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves 
     from .store import SavedDoc
 
 __all__ = ["Memory", "SCOPES"]
-
-
-def _unchanged(root: Path, doc: IndexDoc) -> bool:
-    """The file of `doc` is still the one it was read from (same mtime and size)."""
-    try:
-        st = os.lstat(root / doc.path)
-    except FileNotFoundError:
-        return False
-    return (st.st_mtime_ns, st.st_size) == (doc.mtime_ns, doc.size)
 
 
 class Memory:
@@ -333,24 +325,31 @@ class Memory:
             force=force,
         )
 
-    def index_docs(self, docs: Iterable[IndexDoc | Skipped], paths: Iterable[str] = ()) -> None:
+    def index_docs(
+        self,
+        docs: Iterable[IndexDoc | Skipped],
+        paths: Iterable[str] = (),
+        *,
+        then: Callable[[BaseException | None], None] | None = None,
+    ) -> None:
         """Index documents a writer has just rendered (no re-read of the files), and
-        `paths` read from disk, in one batch (one commit).
-
-        A rendered document whose file changed since it was read (another writer saved
-        and indexed a newer version meanwhile) is read again under the index lock: the
-        older copy must not replace the newer one in the index."""
+        `paths` read from disk, in one batch (one commit: `sync.upsert_rendered`).  With
+        `then`, the batch is written behind (`indexers.behind`): this returns at once,
+        and `then(error)` is called on the batch's thread when it has ended."""
         from indexers import sync
-        from indexers.documents import IndexDoc
 
-        again = list(paths)
+        fill = partial(
+            sync.upsert_rendered,
+            root=self.vault.root,
+            docs=list(docs),
+            paths=list(paths),
+            max_bytes=self.vault.config.index.max_file_bytes,
+        )
+        if then is not None:
+            self.index.batch_behind(fill, then)
+            return
         with self.index.batch() as batch:
-            for doc in docs:
-                if isinstance(doc, IndexDoc) and not _unchanged(self.vault.root, doc):
-                    again.append(doc.path)
-                else:
-                    sync.record_loaded(batch, self.vault.root, doc)
-            sync.upsert_paths(batch, self.vault.root, again, max_bytes=self.vault.config.index.max_file_bytes)
+            fill(batch)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
         from indexers import sync

@@ -7,16 +7,24 @@ from __future__ import annotations
 from events.errors import EventsError
 
 from ..checks import Problem
+from ..turns import INDEXING
 from ..vault import Vault
-from .recovery import OPEN, UNPROJECTED, find_interrupted, recover, turn_state
+from .recovery import OPEN, UNINDEXED, UNPROJECTED, find_interrupted, recover, turn_state
 from .turn import Pipeline
 
 __all__ = ["CHECKS", "check_interrupted", "close_all_interrupted"]
 
 EVENTS = "events.jsonl"
-REPAIRED = {OPEN: ("interrupted", EVENTS), UNPROJECTED: ("missing", "metadata.json")}
+REPAIRED = {
+    OPEN: ("interrupted", EVENTS),
+    UNPROJECTED: ("missing", "metadata.json"),
+    UNINDEXED: ("unindexed", INDEXING),
+}
 """How a repaired turn is reported, by its `turn_state`: the problem and the file it names."""
 NEVER_ENDED = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
+NEVER_INDEXED = (
+    "the turn's index commit never landed (its process died after the answer); `verify --repair` indexes it"
+)
 
 
 def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
@@ -32,8 +40,11 @@ def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
                 if not repair:
-                    if find_interrupted(vault.root, folder):
+                    found = find_interrupted(vault.root, folder)
+                    if found == OPEN:
                         problems.append(Problem(vault.rel(folder / EVENTS), "interrupted", NEVER_ENDED))
+                    elif found == UNINDEXED:
+                        problems.append(Problem(vault.rel(folder / INDEXING), "unindexed", NEVER_INDEXED))
                     continue
                 state = turn_state(vault.root, folder)
                 if state is None:

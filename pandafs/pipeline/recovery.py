@@ -11,10 +11,11 @@ never by the turn's age:
   started from the inbox are left to `watch`, which resumes them and answers their file
   exactly once.
 - A turn whose log ends in `turn_completed` but whose projections are missing (its
-  metadata.json, written last, after the index commit, does not say how it ended) and
-  that nobody holds died while projecting or indexing it: it is re-projected and
-  indexed by `Pipeline.resume`, the same code that finishes any turn, so the user's
-  last answer is in search and in the next turn's context at once.
+  metadata.json, written last, does not say how it ended) and that nobody holds died
+  while projecting or indexing it: it is re-projected and indexed by `Pipeline.resume`,
+  the same code that finishes any turn, so the user's last answer is in search and in
+  the next turn's context at once.  So is one still marked `.indexing` (`UNINDEXED`):
+  its process died before the batch written behind its answer was committed.
 - A turn folder with no event yet is held by its allocator (`Vault.new_turn`) until its
   turn ends: one nobody holds was left by a process that died before its first event,
   and is removed (`turns.remove_abandoned`); one a live process holds is never removed,
@@ -38,12 +39,14 @@ from events.fsio import lock_is_held, read_vault_bytes
 from events.log import events_of, parse_log
 from events.schema import PhaseFailed, TurnCompleted, TurnStarted
 
-from ..turns import TurnRef, is_abandoned, remove_abandoned
+from ..turns import INDEXING, TurnRef, is_abandoned, remove_abandoned
 
 __all__ = [
     "INTERRUPTED",
     "OPEN",
+    "REINDEXED",
     "REPROJECTED",
+    "UNINDEXED",
     "UNPROJECTED",
     "find_interrupted",
     "recover",
@@ -53,21 +56,28 @@ __all__ = [
 
 INTERRUPTED = "Interrupted"
 REPROJECTED = "re-projected and indexed the turn its process left unprojected"
-OPEN, UNPROJECTED = "open", "unprojected"
+REINDEXED = "indexed the turn its process left before its index commit landed"
+OPEN, UNPROJECTED, UNINDEXED = "open", "unprojected", "unindexed"
 """What `turn_state` says of a turn that may need recovery (None: it does not)."""
 
 
 def _needs_look(root: Path, rel: str) -> bool:
-    """Cheap first test: a log, and no metadata saying the turn ended (read from the
-    vault `root` down: a turn folder swapped for a link is not followed)."""
+    """Cheap first test: a log, and no metadata saying the turn ended, or an `.indexing`
+    mark (read from the vault `root` down: a turn folder swapped for a link is not
+    followed)."""
     if not os.path.isfile(f"{root}/{rel}/events.jsonl"):
         return False
+    return os.path.lexists(f"{root}/{rel}/{INDEXING}") or not _said_ended(root, rel)
+
+
+def _said_ended(root: Path, rel: str) -> bool:
+    """The turn's metadata.json says how it ended."""
     data = read_vault_bytes(root, f"{root}/{rel}/metadata.json")
     try:
         outcome = orjson.loads(data).get("outcome") if data is not None else None
     except (orjson.JSONDecodeError, AttributeError):
-        return True
-    return outcome in (None, "INCOMPLETE")
+        return False
+    return outcome not in (None, "INCOMPLETE")
 
 
 def _left_open(events: list[Event]) -> bool:
@@ -81,8 +91,9 @@ def _left_open(events: list[Event]) -> bool:
 def turn_state(root: Path, folder: Path) -> str | None:
     """Which recovery the turn in `folder` may need, from one read of its files: `OPEN`
     (events, no `turn_completed`, not started from the inbox), `UNPROJECTED` (it ended,
-    but its metadata.json, written last, does not say so), else None (nothing to do; a
-    damaged log is verify's chain or torn-tail report, not ours).
+    but its metadata.json, written last, does not say so), `UNINDEXED` (it ended and was
+    projected, but it is still marked `.indexing`), else None (nothing to do; a damaged
+    log is verify's chain or torn-tail report, not ours).
 
     Only a pre-filter: whether its process lives is the log's lock, and what is done is
     decided again on the log as it reads under that lock (`recover`)."""
@@ -95,15 +106,19 @@ def turn_state(root: Path, folder: Path) -> str | None:
     except (EventsError, OSError):
         return None
     if any(isinstance(e.data, TurnCompleted) for e in events):
-        return UNPROJECTED
+        return UNINDEXED if _said_ended(root, rel) else UNPROJECTED  # (then it is marked)
     return OPEN if _left_open(events) else None
 
 
-def find_interrupted(root: Path, folder: Path) -> bool:
-    """Whether the turn in `folder` was left open by a process that died (for a report:
-    nothing is written).  False for complete turns, turns from the inbox (watch's to
+def find_interrupted(root: Path, folder: Path) -> str | None:
+    """`OPEN` for a turn in `folder` left open by a process that died, `UNINDEXED` for
+    one it left before the index commit written behind its answer landed (for a report:
+    nothing is written); None for other turns, turns from the inbox left open (watch's to
     finish) and turns a live process holds."""
-    return turn_state(root, folder) == OPEN and not lock_is_held(folder / "events.jsonl")
+    state = turn_state(root, folder)
+    if state in (OPEN, UNINDEXED) and not lock_is_held(folder / "events.jsonl"):
+        return state
+    return None
 
 
 def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:  # noqa: ANN001
@@ -114,9 +129,9 @@ def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None
     try:
         if state == OPEN:
             return _close(pipeline, user, turn, by=by)
-        if state == UNPROJECTED and _still_unprojected(pipeline.vault, user, turn):
+        if state in (UNPROJECTED, UNINDEXED) and _still_unprojected(pipeline.vault, user, turn):
             pipeline.resume(user, turn)  # nothing left to run: it writes the projections and indexes
-            return REPROJECTED
+            return REPROJECTED if state == UNPROJECTED else REINDEXED
     except LogBusyError:
         return None  # a live writer, or another recoverer took it up meanwhile: it is theirs
     return None

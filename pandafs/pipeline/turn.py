@@ -9,16 +9,15 @@ becomes a `phase_failed` event and the turn goes straight to Save, which ends it
 with a clear FAIL answer and an intervention note.
 
 When the turn is complete its projections (context.md, metadata.json, …) are
-written and it is indexed at once, so the next turn and `pandafs search` see it; the
-log's lock is held until then, so a turn killed before its projections is known dead
-and the next `ask` re-projects it (`recovery`).  Projections are written without fsync:
-the fsynced events are the record and `pandafs verify --repair` re-projects anything a
-power cut lost.
+written and it is indexed, so the next turn and `pandafs search` see it; the log's lock
+is held until then, so a turn killed before its projections is known dead and the next
+`ask` re-projects it (`recovery`).  A new turn's index batch is written behind its
+answer (`finish`).  Projections are written without fsync: the fsynced events are the
+record and `pandafs verify --repair` re-projects anything a power cut lost.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,15 +31,12 @@ from events import (
     TurnView,
     project_turn,
     read_log,
-    render_turn,
     repair_torn_tail,
     turn_name,
     validate_user_id,
 )
 from events.clock import utcnow
-from events.render import context_parts
 from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
-from indexers.documents import IndexDoc, index_doc_from_parts
 
 from ..assembly import open_memory
 from ..errors import BadInput
@@ -49,10 +45,11 @@ from ..llm.base import Backend, make_backend
 from ..memory import Memory
 from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
-from ..turns import TurnRef, project
+from ..turns import TurnRef
 from ..vault import Vault
 from . import analyzer, context_synthesis, executor, gatherer, planner, reflection, save, synthesis
 from .context import RECORD_CACHE, TurnContext
+from .finish import Finisher
 from .recovery import recover_recent
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
@@ -73,7 +70,8 @@ class TurnResult:
     """Where the turn's time went outside its phases: `start` (allocation, recovery of an
     earlier turn), `append` (event writes and their fsyncs), `fold` (re-projecting the
     view after each phase), `project` (rendering and writing the projected files),
-    `index` (the turn's index commit).  Benchmarks read it; nothing else depends on it."""
+    `index` (the turn's index commit, or for a new turn handing its batch over: the
+    commit itself is `Pipeline.behind_ms`).  Benchmarks read it; nothing else depends on it."""
     failure: str | None = None
     """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
     recorded as FAIL and the command that ran it reports an error.  An honest "I don't
@@ -205,9 +203,23 @@ class Pipeline:
             RECORD_CACHE: RecordCache(),  # past turns the tiers parsed, for the next turns
             **(extras or {}),
         }
+        self.finisher = Finisher(vault, self.memory, self.reliability)
+
+    @property
+    def behind_ms(self) -> list[float]:
+        """How long each index batch written behind an answer took to commit (benchmarks)."""
+        return self.finisher.behind_ms
+
+    def settle(self) -> None:
+        """Wait until the last turn's index batch, written behind its answer, has ended;
+        raise what one ended with since the last call (`finish.Finisher.settle`)."""
+        self.finisher.settle()
 
     def close(self) -> None:
-        self.backend.close()
+        try:
+            self.settle()
+        finally:
+            self.backend.close()
 
     def __enter__(self) -> Pipeline:
         return self
@@ -239,6 +251,7 @@ class Pipeline:
                 user,
                 turn,
                 started=begun,
+                behind=True,
                 start=TurnStarted(
                     query=query,
                     source=source,
@@ -248,12 +261,20 @@ class Pipeline:
                 ),
             )
 
-    def resume(self, user: str, turn: str) -> TurnResult:
-        """Finish a turn whose process died: repair a torn tail, then continue where it stopped."""
-        return self._drive(validate_user_id(user), turn, start=None)
+    def resume(self, user: str, turn: str, *, behind: bool = False) -> TurnResult:
+        """Finish a turn whose process died (or one the inbox started): repair a torn
+        tail, then continue where it stopped.  `behind`: write its index batch behind
+        the answer, as `ask` does (recovery indexes before it returns)."""
+        return self._drive(validate_user_id(user), turn, start=None, behind=behind)
 
     def _drive(
-        self, user: str, turn: str, *, start: TurnStarted | None, started: float | None = None
+        self,
+        user: str,
+        turn: str,
+        *,
+        start: TurnStarted | None,
+        behind: bool,
+        started: float | None = None,
     ) -> TurnResult:
         entered = time.perf_counter()
         started = started or entered
@@ -320,7 +341,8 @@ class Pipeline:
                 steps["fold"] += time.perf_counter() - folded
             # projected while the log is still held: a complete turn that nobody holds and
             # whose projections are missing is certainly dead (recovery re-projects it)
-            self._finish(ref, view, list(ctx.extras.get(INDEX_QUEUE, [])), steps)
+            queued = list(ctx.extras.get(INDEX_QUEUE, []))
+            self.finisher.finish(ref, view, queued, steps, writer if behind else None)
         context = ref.path / "context.md"
         return TurnResult(
             user=user,
@@ -333,37 +355,3 @@ class Pipeline:
             steps_ms={k: round(v * 1000.0, 3) for k, v in steps.items()},
             failure=_failure(view.failures),
         )
-
-    def _finish(self, ref: TurnRef, view: TurnView, queued: list[IndexDoc], steps: dict[str, float]) -> None:
-        """Write the projections and index, in one commit, the turn, its research document,
-        the memory it committed, the site notes it changed and the documents whose trust
-        or scope Save updated (`queued`).
-
-        metadata.json is written last, after the index commit: one that says how the turn
-        ended means it was projected and indexed, and recovery re-runs this for a turn
-        whose process died before (`recovery.turn_state` says `UNPROJECTED`)."""
-        begun = time.perf_counter()
-        front, body = context_parts(view)
-        files = render_turn(view, parts=(front, body))
-        last = {"metadata.json": files.pop("metadata.json")}
-        project(ref, view, durable=False, files=files)
-        context = ref.path / "context.md"
-        doc = index_doc_from_parts(
-            self.vault.rel(context),
-            files["context.md"],
-            front,
-            body,
-            os.stat(context).st_mtime_ns,
-            max_bytes=self.vault.config.index.max_file_bytes,
-        )
-        paths = [c.doc_path for c in view.committed]
-        # the turn's own time, as a rebuild folds it from the events (not the clock at Save)
-        paths += self.reliability.apply(ref.doc_id, list(view.extractions), view.occurred_at)
-        if (ref.path / "research.md").exists():
-            paths.append(self.vault.rel(ref.path / "research.md"))
-        indexed = time.perf_counter()
-        self.memory.index_docs([doc, *queued], paths)
-        committed = time.perf_counter()
-        project(ref, view, durable=False, files=last)
-        steps["project"] += indexed - begun + time.perf_counter() - committed
-        steps["index"] += committed - indexed

@@ -121,6 +121,7 @@ def test_a_turn_seen_unprojected_while_it_was_finishing_is_not_projected_again(v
     recovery must not project and index it a second time nor report it as repaired."""
     with Pipeline(vault) as pipeline:
         turn = pipeline.ask("what is a quokka?", user="alice").turn
+        pipeline.settle()  # its index commit, written behind the answer, has landed
         folder = vault.layout.turn_dir("alice", turn)
         written = (folder / "metadata.json").read_bytes()
         (folder / "metadata.json").unlink()  # as it is before the live turn's last write
@@ -158,10 +159,12 @@ def test_a_young_eventless_folder_is_left_to_its_ask_not_waited_on(vault: Vault)
 # Pipeline method would start (`die`), or says so on stdout and waits there (`hold`).
 STOP_AT = """
 import os, signal, sys
+from pandafs.pipeline.finish import Finisher
 from pandafs.pipeline.turn import Pipeline
 from pandafs.vault import Vault
 
 root, method, how, query = sys.argv[1:]
+owner, _, method = method.rpartition(".")
 
 def stop(*args, **kwargs):
     if how == "hold":
@@ -169,7 +172,7 @@ def stop(*args, **kwargs):
         sys.stdin.read()
     os.kill(os.getpid(), signal.SIGKILL)
 
-setattr(Pipeline, method, stop)
+setattr(Finisher if owner == "Finisher" else Pipeline, method, stop)
 with Pipeline(Vault.open(root)) as pipeline:
     pipeline.ask(query, user="alice")
 """
@@ -193,7 +196,7 @@ def _killed_at(vault: Vault, method: str, query: str) -> None:
 
 
 def test_a_turn_killed_before_its_projections_is_projected_by_the_very_next_ask(vault: Vault) -> None:
-    _killed_at(vault, "_finish", "Which zeppelin museum is worth a visit?")
+    _killed_at(vault, "Finisher.finish", "Which zeppelin museum is worth a visit?")
     folder = vault.layout.turn_dir("alice", "turn_000001")
     assert read_events(folder / "events.jsonl")[-1].type == "turn_completed"
     assert not (folder / "context.md").exists() and not (folder / "metadata.json").exists()
@@ -208,7 +211,7 @@ def test_a_turn_killed_before_its_projections_is_projected_by_the_very_next_ask(
 
 
 def test_watch_upkeep_projects_a_turn_killed_before_its_projections(vault: Vault) -> None:
-    _killed_at(vault, "_finish", "Which zeppelin museum is worth a visit?")
+    _killed_at(vault, "Finisher.finish", "Which zeppelin museum is worth a visit?")
     rel = "users/alice/turns/turn_000001/metadata.json"
     assert close_all_interrupted(vault) == {"closed": [rel], "open": []}
     assert _outcome(vault, "turn_000001") not in (None, "INCOMPLETE")

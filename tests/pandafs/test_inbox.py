@@ -369,7 +369,7 @@ def test_a_claim_that_keeps_failing_stays_and_is_retried_later(
 ) -> None:
     drop(vault, "inbox/q.md", "hello?")
 
-    def broken(self, user, turn):  # noqa: ANN001, ANN202
+    def broken(self, user, turn, **_):  # noqa: ANN001, ANN003, ANN202
         raise RuntimeError("backend exploded")
 
     with monkeypatch.context() as patch:

@@ -1,0 +1,128 @@
+"""The end of a turn: its projections and its index batch, which for a new turn is
+written behind its answer.
+
+`ask` returns once the turn's events are fsynced and its files written; its index
+commit (a new segment and its meta, each fdatasynced by tantivy: 8-12 ms at 100k
+documents, a third of a turn) lands meanwhile on a thread of its own
+(`indexers.behind`).  Until it has, the turn keeps its log's lock and is marked by its
+`.indexing` file (`turns.INDEXING`): every read of the index in this process waits for
+the commit, and a process killed before it lands leaves the mark, which the next `ask`,
+`watch` or `verify --repair` finds (`recovery.UNINDEXED`) and indexes again.  An error
+the commit ended with is kept for `settle` (the `ask` command settles before it prints).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import partial
+from pathlib import Path
+
+from events import EventWriter, TurnView, render_turn
+from events.fsio import atomic_write
+from events.opened import unlink_in_vault
+from events.render import context_parts
+from indexers.documents import IndexDoc, index_doc_from_parts
+
+from ..memory import Memory
+from ..research.reliability import ReliabilityTable
+from ..turns import INDEXING, TurnRef, project
+from ..vault import Vault
+
+__all__ = ["Finisher"]
+
+
+class Finisher:
+    """Writes complete turns' projections and index batches for one `Pipeline`."""
+
+    def __init__(self, vault: Vault, memory: Memory, reliability: ReliabilityTable) -> None:
+        self.vault = vault
+        self.memory = memory
+        self.reliability = reliability
+        self.behind_ms: list[float] = []
+        """How long each batch written behind an answer took, handed over to committed."""
+        self._errors: list[BaseException] = []
+
+    def settle(self) -> None:
+        """Wait until the last batch written behind has ended; raise what one ended with
+        since the last call (its turn keeps its `.indexing` mark, so the next `ask` or
+        `verify --repair` indexes it again)."""
+        self.memory.index.settle_behind()
+        errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
+
+    def finish(
+        self,
+        ref: TurnRef,
+        view: TurnView,
+        queued: list[IndexDoc],
+        steps: dict[str, float],
+        writer: EventWriter | None = None,
+    ) -> None:
+        """Write the projections and index, in one commit, the turn, its research document,
+        the memory it committed, the site notes it changed and the documents whose trust
+        or scope Save updated (`queued`).
+
+        metadata.json is written last: one that says how the turn ended means it was
+        projected, and recovery re-runs this for a turn whose process died before
+        (`recovery.turn_state` says `UNPROJECTED`).  Without `writer` it is written after
+        the index commit.  With it, the batch is written behind (module docstring): the
+        turn is marked `.indexing` before its metadata.json, the log's lock is kept
+        (`writer.keep_lock`) and both are let go when the commit has landed
+        (`_indexed`); a mark nobody holds is `recovery`'s `UNINDEXED`."""
+        begun = time.perf_counter()
+        front, body = context_parts(view)
+        files = render_turn(view, parts=(front, body))
+        last = {"metadata.json": files.pop("metadata.json")}
+        project(ref, view, durable=False, files=files)
+        context = ref.path / "context.md"
+        doc = index_doc_from_parts(
+            self.vault.rel(context),
+            files["context.md"],
+            front,
+            body,
+            os.stat(context).st_mtime_ns,
+            max_bytes=self.vault.config.index.max_file_bytes,
+        )
+        paths = [c.doc_path for c in view.committed]
+        # the turn's own time, as a rebuild folds it from the events (not the clock at Save)
+        paths += self.reliability.apply(ref.doc_id, list(view.extractions), view.occurred_at)
+        if (ref.path / "research.md").exists():
+            paths.append(self.vault.rel(ref.path / "research.md"))
+        mark = ref.path / INDEXING
+        if writer is None:
+            indexed = time.perf_counter()
+            self.memory.index_docs([doc, *queued], paths)
+            index_s = time.perf_counter() - indexed
+            if os.path.lexists(mark):  # a dead run's, whose batch was written behind
+                unlink_in_vault(self.vault.root, mark, missing_ok=True, durable=False)
+            project(ref, view, durable=False, files=last)
+        else:
+            atomic_write(mark, b"", durable=False, root=self.vault.root)
+            project(ref, view, durable=False, files=last)
+            indexed = time.perf_counter()
+            lock = writer.keep_lock()
+            try:
+                done = partial(self._indexed, mark, lock, indexed)
+                self.memory.index_docs([doc, *queued], paths, then=done)
+            except BaseException:
+                os.close(lock)
+                raise
+            index_s = time.perf_counter() - indexed
+        steps["project"] += time.perf_counter() - begun - index_s
+        steps["index"] += index_s
+
+    def _indexed(self, mark: Path, lock: int, began: float, error: BaseException | None) -> None:
+        """A turn's batch written behind has ended (on its thread): unmark the turn if it
+        was committed, let go of the turn's log, keep an error for `settle`."""
+        try:
+            if error is None:
+                unlink_in_vault(self.vault.root, mark, missing_ok=True, durable=False)
+                self.behind_ms.append((time.perf_counter() - began) * 1000.0)
+        except BaseException as exc:  # the mark stays: the turn is indexed again, harmlessly
+            error = error or exc
+        finally:
+            os.close(lock)
+        if error is not None:
+            self._errors.append(error)
