@@ -17,11 +17,17 @@ on a true 1k history).
 Where the time goes, per turn (p50 of each row, and the mean share of the turn):
 the phases (their `phase_metrics`), then the orchestrator's own steps
 (`TurnResult.steps_ms`: allocation and recovery, event appends with their fsyncs,
-re-folding the view, projecting the files, the index commit), and `unaccounted`, the
-rest of the wall time of `ask`.  CPU time (all threads of the process) is printed too:
-on a shared machine it moves far less than wall time.  The floor beside it is the same number of fsynced
-appends and one tantivy-free atomic file write per phase, measured in the same run, and
-beside it raw tantivy's cost of one upsert committed and visible (`RawIndex`).
+re-folding the view, projecting the files, handing the index batch over), and
+`unaccounted`, the rest of the wall time of `ask`.  A turn's index commit is written
+behind its answer (`pipeline.finish`): after each `ask` the bench waits for it
+(`Pipeline.settle`) before it measures the floors, so they run on a quiet disk and the
+next turn starts with nothing in flight, as a person's next question does; the commit's
+own time (`behind commit`) and the answer's time plus that wait (`until indexed`: what a
+turn cost before the commit was written behind) are printed beside the turn's.  CPU
+time (all threads of the process) is printed too: on a shared machine it moves far less
+than wall time.  The floor beside it is the same number of fsynced appends and one
+tantivy-free atomic file write per phase, measured in the same run, and beside it raw
+tantivy's cost of one upsert committed and visible (`RawIndex`).
 Prints a table and one JSON line.
 """
 
@@ -160,6 +166,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
     cpus: list[float] = []
     floors: list[float] = []
     raw_commits: list[float] = []
+    indexed: list[float] = []
     raw = RawIndex(scratch / "raw-tantivy")
     rows: dict[str, list[float]] = {}
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
@@ -170,6 +177,8 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
             total = (time.perf_counter() - started) * 1000
             times.append(total)
             cpus.append((time.process_time() - cpu) * 1000)
+            pipeline.settle()  # the commit written behind the answer
+            indexed.append((time.perf_counter() - started) * 1000)
             parts = {f"phase {k}": v for k, v in result.phase_ms.items()}
             parts |= {f"step {k}": v for k, v in result.steps_ms.items()}
             parts["unaccounted"] = max(0.0, total - sum(parts.values()))
@@ -177,6 +186,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
                 rows.setdefault(name, []).append(ms)
             floors.append(floor_ms(scratch / f"floor{i}", len(result.phase_ms) + 1))
             raw_commits.append(raw.upsert_ms())
+    behind = pipeline.behind_ms[1:]  # (the warm-up turn's first)
     times.sort()
     mean = statistics.fmean(times)
     breakdown = {
@@ -193,6 +203,8 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
         "turn_p95_ms": round(times[int(len(times) * 0.95) - 1], 2),
         "turn_mean_ms": round(mean, 2),
         "turn_cpu_p50_ms": round(statistics.median(cpus), 2),
+        "until_indexed_p50_ms": round(statistics.median(indexed), 2),
+        "behind_commit_p50_ms": round(statistics.median(behind), 2) if behind else None,
         "floor_p50_ms": round(floor, 2),
         "ratio_to_floor": round(statistics.median(times) / floor, 2),
         "raw_commit_p50_ms": round(statistics.median(raw_commits), 2),
@@ -236,7 +248,8 @@ def main() -> None:
         row = results[str(size)]
         print(
             f"{size:>7} prior turns: turn p50 {row['turn_p50_ms']} ms, p95 {row['turn_p95_ms']} ms, "
-            f"mean {row['turn_mean_ms']} ms, CPU p50 {row['turn_cpu_p50_ms']} ms; "
+            f"mean {row['turn_mean_ms']} ms, CPU p50 {row['turn_cpu_p50_ms']} ms; until indexed p50 "
+            f"{row['until_indexed_p50_ms']} ms (behind commit p50 {row['behind_commit_p50_ms']} ms); "
             f"floor (fsynced appends + one atomic write) "
             f"{row['floor_p50_ms']} ms, ratio {row['ratio_to_floor']}; raw tantivy upsert + commit "
             f"{row['raw_commit_p50_ms']} ms; setup {row['setup_s']} s, copy {row['copy_s']} s"
