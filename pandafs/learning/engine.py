@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from events import turn_name, turn_number
+from events.collector import collector_paused
 from events.errors import EventsError
 from events.fsio import check_folders, lock_is_held, vault_folder
 from events.schema import ScopeChanged
@@ -124,6 +125,7 @@ class Learning(_Deciding):
         self._index_queue: list[IndexDoc] = []
         self._archive_parts: dict[str, Any] = {}
         self._turns_dirs: dict[str, str] = {}
+        self._turns_fds: dict[str, int] = {}  # while a full fold reads a user's turns (`turns_open`)
         # When given (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
         self.extractions: TurnsRead | None = None
@@ -182,7 +184,8 @@ class Learning(_Deciding):
             self.on_total(sum(len(numbers or ()) for numbers in listed.values()))
         changed: set[str] = set()
         for user, numbers in listed.items():
-            changed |= self._fold_user(user, projection, report, rows, numbers)
+            with self.turns_open(user) if full else nullcontext():
+                changed |= self._fold_user(user, projection, report, rows, numbers)
         return changed
 
     def _fold_user(
@@ -320,6 +323,10 @@ class Learning(_Deciding):
 
     def rebuild(self, *, write: bool = True) -> SyncReport:
         """Recompute everything from the events: counters, scope, catalog, rollups."""
+        with collector_paused():  # what it keeps of every turn holds no cycle (events.collector)
+            return self._rebuild(write)
+
+    def _rebuild(self, write: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(full=True)
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)

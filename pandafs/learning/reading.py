@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +21,10 @@ from events import (
     read_vault_file,
     turn_name,
 )
-from events.errors import EventsError
+from events.errors import EventLogError, EventsError, NotInVault
 from events.log import events_of, parse_log
+from events.opened import FOLDER_FLAGS
+from events.vaultread import open_vault_folder, read_in_folder
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 
@@ -32,13 +37,14 @@ EVENTS_FILE = "events.jsonl"
 
 
 class _TurnReading:
-    """The turn-reading part of `Learning` (a mixin: `vault`, `extractions`, `_archive_parts`
-    and `_turns_dirs` are set by `Learning.__init__`)."""
+    """The turn-reading part of `Learning` (a mixin: `vault`, `extractions`, `_archive_parts`,
+    `_turns_dirs` and `_turns_fds` are set by `Learning.__init__`)."""
 
     vault: Vault
     extractions: TurnsRead | None
     _archive_parts: dict[str, Any]
     _turns_dirs: dict[str, str]
+    _turns_fds: dict[str, int]
 
     def _stub(self, user: str, turn: str) -> Path:
         return self.vault.layout.archive_stub(user, turn)
@@ -60,6 +66,25 @@ class _TurnReading:
         except (OSError, EventsError, ArchiveError, ValueError, orjson.JSONDecodeError):
             return None
 
+    @contextmanager
+    def turns_open(self, user: str) -> Iterator[None]:
+        """Read `user`'s live turns by descriptor while the block runs (a fold of all of
+        them): their `turns/` folder opened and checked once from the vault root, each
+        turn folder opened by name in it (never through a link) and its files read by
+        name there (`events.vaultread.read_in_folder`), where a read by path resolved
+        every path and asked the kernel where each log landed."""
+        try:
+            fd = open_vault_folder(self.vault.root, f"users/{user}/turns")
+        except (OSError, NotInVault):  # none yet, or a link: each turn is read by path, as ever
+            yield
+            return
+        self._turns_fds[user] = fd
+        try:
+            yield
+        finally:
+            del self._turns_fds[user]
+            os.close(fd)
+
     def load_turn(self, user: str, number: int) -> tuple[TurnView, list[Event]] | str | None:
         """(view, events) of a completed turn; "pending" if not complete; None if absent."""
         name = turn_name(number)
@@ -67,12 +92,15 @@ class _TurnReading:
         if turns is None:  # a string per user: a rebuild asks for every turn of the vault
             turns = self._turns_dirs[user] = os.fspath(self.vault.layout.turns_dir(user))
         folder = f"{turns}/{name}"
-        live = is_real_dir(folder)  # a linked folder is not a turn of this user (nor read)
-        if live:
-            complete = os.path.exists(f"{folder}/metadata.json")
-            if not complete:
-                return "pending"
-            events = read_events(Path(folder, EVENTS_FILE), root=self.vault.root)
+        opened = self._turns_fds.get(user)
+        if opened is not None:
+            live = _live_events(opened, f"users/{user}/turns/{name}", Path(folder, EVENTS_FILE))
+        else:
+            live = _live_by_path(folder, self.vault)
+        if live is not None:
+            if isinstance(live, str):
+                return live
+            events = live
             view = project_turn(events)
             if self.extractions is not None:
                 self.extractions.add(
@@ -95,3 +123,44 @@ class _TurnReading:
 
     def _all_numbers(self, user: str) -> list[int]:
         return sorted(self.vault.layout.turn_numbers(user))
+
+
+Live = list[Event] | str | None
+"""A live turn's events, "pending" (no metadata.json says it ended), or None (no live folder)."""
+
+
+def _live_by_path(folder: str, vault: Vault) -> Live:
+    """`Live` of the turn folder at the path `folder` (a linked folder is not a turn of
+    this user, nor read)."""
+    if not is_real_dir(folder):
+        return None
+    if not os.path.exists(f"{folder}/metadata.json"):
+        return "pending"
+    return read_events(Path(folder, EVENTS_FILE), root=vault.root)
+
+
+def _live_events(turns: int, rel: str, path: Path) -> Live:
+    """`_live_by_path` of the turn folder `rel` (vault-relative; its log at `path`, for
+    messages), by name in its `turns/` folder open as `turns`, as that reads it: a log
+    that is a link, or not a regular file, is an `EventLogError`; a missing one reads as
+    empty."""
+    try:
+        fd = os.open(rel.rpartition("/")[2], FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=turns)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None  # not there, a file, or a link: no live turn folder
+        raise
+    try:
+        try:
+            os.stat("metadata.json", dir_fd=fd)  # (as os.path.exists: through a link to it)
+        except OSError:
+            return "pending"
+        try:
+            data, _ = read_in_folder(fd, EVENTS_FILE, f"{rel}/{EVENTS_FILE}")
+        except FileNotFoundError:
+            data = b""
+        except NotInVault as exc:
+            raise EventLogError(path, f"{exc.reason}; not read") from None
+    finally:
+        os.close(fd)
+    return events_of(parse_log(path, data))

@@ -246,3 +246,31 @@ def test_a_turn_log_linked_to_a_fifo_never_blocks_the_relink(vault: Vault, tmp_p
         pytest.fail("the archive blocked on a log linked to a fifo")
     assert got.code == 0 and [t["doc_id"] for t in got.json["turns"]] == ["alice/turn_000001"], got.err
     assert (young / "events.jsonl").is_symlink() and "turn_000001/context" in note.read_text()
+
+
+def test_a_full_fold_reads_no_turn_through_a_linked_folder_or_log(vault: Vault, tmp_path: Path) -> None:
+    """A full fold reads each turn by name in its user's `turns/` folder (`turns_open`):
+    a turn folder that is a link to bob's turn is no turn of alice's, and a log that is a
+    link to one outside the vault is named as a problem and not read, as when each turn
+    was read by its path."""
+    from pandafs import learning
+
+    _import(vault, tmp_path, ("which laptop do I like", 3), ("and which bag", 2), ("and shoes", 1))
+    bob = tmp_path / "bob-turn"
+    bob.mkdir()
+    log = vault.layout.turn_dir("alice", "turn_000002") / "events.jsonl"
+    target, _ = _outside(tmp_path, "events.jsonl", log.read_bytes().replace(b"which bag", SECRET.encode()))
+    for name in ("events.jsonl", "metadata.json", "context.md"):  # a whole turn, elsewhere
+        (bob / name).write_bytes((vault.layout.turn_dir("alice", "turn_000003") / name).read_bytes())
+    third = vault.layout.turn_dir("alice", "turn_000003")
+    for child in third.iterdir():
+        child.unlink()
+    third.rmdir()
+    third.symlink_to(bob, target_is_directory=True)
+    _link(log, target)
+    report = learning.rebuild(vault)
+    assert report.turns == 1  # turn 1 only: turn 2's log is a link, turn 3's folder one
+    [problem] = report.problems
+    assert problem.startswith("alice/turn_000002: ") and "symbolic link" in problem
+    assert SECRET not in problem
+    _no_secret_in(vault.root)
