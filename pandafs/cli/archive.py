@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 
 import click
 
 from ..archive import ArchiveReport, archive_turns, restore_turns
+from ..errors import ProblemFound
 from ..output import emit, json_option, lazy_progress
 from .base import App, cli, now_option, pass_app, user_option
 
@@ -99,4 +99,4 @@ def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | N
 
     emit(report.as_json(), as_json, human)
     if report.failed:
-        sys.exit(1)
+        raise ProblemFound(f"{len(report.failed)} turn(s) failed to restore")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from ..assembly import open_memory
+from ..errors import ProblemFound
 from ..importers import FORMATS, import_history
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, pass_app, user_option
@@ -55,4 +55,4 @@ def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None
 
     emit(report.as_json(), as_json, human)
     if report.failed:
-        sys.exit(1)
+        raise ProblemFound(f"{len(report.failed)} entries of {path.name} failed to import")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import click
 
 from ..assembly import open_memory
+from ..errors import ProblemFound
 from ..importer import import_turns
 from ..learning import trends
 from ..output import emit, json_option, lazy_progress, progress_bar
@@ -72,7 +72,7 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 
     emit(report.as_json(), as_json, human)
     if report.failed:
-        sys.exit(1)
+        raise ProblemFound(f"{len(report.failed)} line(s) of {source.name} failed to import")
 
 
 @cli.command()
@@ -101,8 +101,10 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
         click.echo(f"checked {report.checked} turns; {verb} {count} files")
 
     emit(data, as_json, human)
-    if report.errors or (check and report.drift):
-        sys.exit(1)
+    if report.errors:
+        raise ProblemFound(f"{len(report.errors)} turn(s) could not be replayed")
+    if check and report.drift:
+        raise ProblemFound(f"drift in {len(report.drift)} file(s)")
 
 
 @cli.command()
@@ -135,7 +137,7 @@ def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
 
     emit(report.as_json(), as_json, human)
     if not report.ok:
-        sys.exit(1)
+        raise ProblemFound(f"{len(report.problems)} problem(s) found")
 
 
 @cli.command()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ import click
 
 from events.clock import utcnow
 
+from ..errors import ProblemFound
 from ..output import echo_err, emit, json_option
 from ..watch import Upkeep, Watch, WatchReport
 from .base import App, cli, pass_app
@@ -80,4 +80,4 @@ def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> 
         runner.close()
     emit(report.as_json(), as_json, lambda: click.echo(_summary(report)))
     if once and not report.ok:
-        sys.exit(1)
+        raise ProblemFound("the run did not go cleanly: failed or rejected files, problems or upkeep errors")

@@ -152,6 +152,23 @@ def test_batch_search_with_a_failed_line_exits_1(cli, vault: Vault, tmp_path: Pa
     assert cli("--root", vault.root, "search", "--batch", batch, "--json").code == 0
 
 
+def test_every_reported_problem_is_one_line_on_stderr_exit_1(vault: Vault, tmp_path: Path) -> None:
+    """A command that reports a problem (lines that failed to import, damage verify found,
+    drift) says so in one line on stderr with exit 1, whether stdout is the report or
+    JSON.  Progress bars draw on a terminal only, so piped, these said nothing there."""
+    source = tmp_path / "turns.jsonl"
+    source.write_bytes(_turn_line("2026-01-01T00:00:00Z") + b"not json\n")
+    for extra in ((), ("--json",)):
+        got = run_pandafs("--root", vault.root, "import-turns", source, *extra)
+        assert got.code == 1 and got.err.count("\n") == 1, (extra, got.err)
+        assert "1 line(s) of turns.jsonl failed to import" in got.err
+    context = next((vault.root / "users").glob("*/turns/turn_*/context.md"))
+    context.write_text(context.read_text() + "\nedited by hand\n")
+    for args in (("verify",), ("replay", "--check"), ("verify", "--json")):
+        got = run_pandafs("--root", vault.root, *args)
+        assert got.code == 1 and got.err.count("\n") == 1 and "error: " in got.err, (args, got.err)
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
