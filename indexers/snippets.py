@@ -23,19 +23,22 @@ _NOT_PROSE = ("#", "```", "_meta", "|---", "  type:")
 """How the lines a snippet skips begin: headings, code fences, `_meta` blocks, table rules."""
 
 
+_ASCII_SPACES = ("\t", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
 def _folded(text: str) -> bool:
     """`text` already equals `" ".join(text.split())`: single spaces between words and
-    no other white space (False too for text holding another unprintable character,
-    which the caller then folds the long way, to the same text).  Checking is a few
-    scans of the text; splitting a turn into its words and joining them again was most
-    of `prose_of`'s time.
+    no other white space.  Checking is a few scans of the text; splitting a turn into
+    its words and joining them again was most of `prose_of`'s time.
 
-    `str.isprintable` is the scan: every white space `str.split` splits at but the space
-    itself is a control character or a separator, which are not printable.  (It was for
-    text beyond ASCII only until 2026-11-27, ASCII text being scanned once for each of
-    its eight white spaces other than the space.)"""
+    Beyond ASCII, `str.isprintable` is the scan: every white space `str.split` splits
+    at but the space itself is a control character or a separator, which are not
+    printable.  (Until 2026-11-24 only ASCII text took the scan: every turn we write
+    holds an em dash, and most real chat text a curly quote.)"""
     if text[:1] == " " or text[-1:] == " " or "  " in text:
         return False
+    if text.isascii():  # (a flag of the string: no scan)
+        return not any(space in text for space in _ASCII_SPACES)
     return text.isprintable()
 
 
