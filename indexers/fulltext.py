@@ -14,9 +14,9 @@ committed after its caller moved on), searching (`search`, with
 
 Writers hold `fulltext.lock` only for one batch (and its commit's merges,
 which end on their own thread: `settling`); a second writer waits up to
-`wait_s` and then gets `IndexBusy` naming the holder's pid.  Readers never wait:
-every search reloads the reader (≈50 µs) and reopens the index if a rebuild swapped
-the folder.
+`wait_s` and then gets `IndexBusy` naming the holder's pid.  Readers wait for no
+writer but a batch their own process writes behind (`behind`): every search reloads
+the reader (≈50 µs) and reopens the index if a rebuild swapped the folder.
 """
 
 from __future__ import annotations

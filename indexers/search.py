@@ -4,8 +4,9 @@ Stage 1 builds one query per term group of the plan (`indexers.query`), weighted
 how spread the word is over the user's conversations, and takes the candidate pool;
 stage 2 fetches every turn of the best episodes.  `indexers.ranking` does the
 arithmetic (its docstring has the formula); the hits get a snippet each.  Readers
-never wait: every search reloads the reader (≈50 µs) and reopens the index if a
-rebuild swapped the folder.
+wait for no writer but a batch their own process writes behind (`indexers.behind`):
+every search reloads the reader (≈50 µs) and reopens the index if a rebuild swapped
+the folder.
 """
 
 from __future__ import annotations
