@@ -373,9 +373,9 @@ class Inbox(ClaimFolders, TurnStarts):
         plan = self._publish_planned(claim, plan, query_path, "query_file")
         self._drop(query_path)
         self._checkpoint("moved")
-        self._settle_index(
-            user, turn
-        )  # before the claim goes: a kill meanwhile leaves it, and its next run indexes
+        # the index commit, before the claim goes: a kill meanwhile leaves the claim, whose
+        # next run indexes the turn again (`_index_again`)
+        self._settle_index(user, turn)
         self._cleanup(claim)
         return InboxResult(
             plan.source,
