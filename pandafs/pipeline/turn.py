@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -224,8 +225,12 @@ class Pipeline:
     def __enter__(self) -> Pipeline:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is None:
+            self.close()
+            return
+        with suppress(Exception):  # the error in flight is the one to tell (a failed commit's
+            self.close()  # turn keeps its mark: the next ask indexes it)
 
     def ask(
         self,
