@@ -13,6 +13,7 @@ whole trees removed too), never by path.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ __all__ = [
     "is_inside",
     "make_folder_at",
     "mode_at",
+    "open_folder_at",
     "open_folder",
     "remove_tree_in_vault",
     "rename_in_vault",
@@ -221,6 +223,20 @@ def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
         if not exist_ok:
             raise
     return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+
+
+def open_folder_at(fd: int, name: str) -> int | None:
+    """A descriptor of the folder `name` in the folder open as `fd`, opened by name and
+    never through a link (`O_NOFOLLOW`); None when it is not there, is a file, or is a
+    link (gone since it was listed, or swapped meanwhile: `mode_at` tells a link)."""
+    try:
+        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
 
 
 def mode_at(fd: int, name: str) -> int | None:

@@ -10,8 +10,7 @@ Every read and write of the index in this process waits for the job in flight fi
 (`FullTextIndex.settle_behind`), through whichever `FullTextIndex` of that folder (one
 `WrittenBehind` per folder and process: `of`), so this process never reads the index
 without what it wrote.  Other processes see the commit when it lands, as they see any
-writer's.  The
-thread is not a daemon: the interpreter waits for it at exit.  A job's outcome (None, or
+writer's.  The thread is not a daemon: the interpreter waits for it at exit.  A job's outcome (None, or
 the error it ended with) goes to the job's own `then`, on its thread: what was handed
 over (a turn's lock, its marker file) is the job's to release, whatever happened; an
 error is the caller's to report, since whoever settles later (a search) did not ask for
@@ -79,12 +78,6 @@ class WrittenBehind:
         thread.join()
         if self._thread is thread:
             self._thread = None
-
-    @property
-    def pending(self) -> bool:
-        """A job is in flight."""
-        thread = self._thread
-        return thread is not None and thread.is_alive()
 
 
 class _WritingBehind:

@@ -380,15 +380,15 @@ def rebuild(
                 _apply(batch, root, turn_documents(), {}, report, max_bytes, None, fresh=True)
                 _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
             else:
+                later_in_turns: list[str] = []  # (their folders were counted: no progress step)
                 later: list[str] = []
-                _apply(batch, root, turn_documents(later), {}, report, max_bytes, None, fresh=True)
-                held_in_turns = len(later)
+                _apply(batch, root, turn_documents(later_in_turns), {}, report, max_bytes, None, fresh=True)
                 _apply(batch, root, _unless(held, paths, later), {}, report, max_bytes, progress, fresh=True)
                 waited = time.perf_counter()
                 barrier()
                 report.stages["waiting"] = time.perf_counter() - waited
-                _apply(batch, root, later[:held_in_turns], {}, report, max_bytes, None, fresh=True)
-                _apply(batch, root, later[held_in_turns:], {}, report, max_bytes, progress, fresh=True)
+                _apply(batch, root, later_in_turns, {}, report, max_bytes, None, fresh=True)
+                _apply(batch, root, later, {}, report, max_bytes, progress, fresh=True)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
     report.documents = index.count()

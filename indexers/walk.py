@@ -25,7 +25,7 @@ from pathlib import Path
 from events import classify
 from events.errors import NotInVault
 from events.layout import TURN_DIR_RE, DocRef
-from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at
+from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at, open_folder_at
 from events.vaultread import open_vault_folder, read_in_folder
 
 from .documents import Loaded, Skipped, read_checked
@@ -113,8 +113,8 @@ def read_turn_folders(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[str, DocRef, Loaded]]:
     """Each document in the turn `folders` (`walk_documents(turn_folders=)`, in order):
-    its path, what it is, and what `indexers.documents.read_checked` makes of its bytes; `progress`
-    is told of each folder done.  Each user's `turns/` folder is opened and checked from
+    its path, what it is, and what `indexers.documents.read_checked` makes of its bytes;
+    `progress` is told of each folder done.  Each user's `turns/` folder is opened and checked from
     the root, each turn folder by name in it (a link there since the listing is refused,
     as the walk refuses one), and each document read by name in its folder's descriptor."""
     parent_rel, parent = "", -1
@@ -157,19 +157,11 @@ def _read_turn_folder(
 
 
 def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped] | None) -> int | None:
-    """The folder `name` in the folder open as `fd`, opened by name and never through a
-    link (None: gone since it was listed, or a link in its place since: refused)."""
-    try:
-        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-    except FileNotFoundError:
-        return None  # removed since it was listed
-    except OSError as exc:  # ELOOP / ENOTDIR: a link (or a file) in its place since
-        if stat.S_ISLNK(mode_at(fd, name) or 0):
-            if refused is not None:
-                refused.append(Skipped(rel_dir.rstrip("/"), _LINK_REASON, refused=True))
-        elif not isinstance(exc, NotADirectoryError):
-            raise
-        return None
+    """`open_folder_at(fd, name)`; a link in its place since it was listed is refused."""
+    sub = open_folder_at(fd, name)
+    if sub is None and refused is not None and stat.S_ISLNK(mode_at(fd, name) or 0):
+        refused.append(Skipped(rel_dir.rstrip("/"), _LINK_REASON, refused=True))
+    return sub
 
 
 def _is_turns_folder(rel_dir: str) -> bool:

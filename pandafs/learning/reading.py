@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from events import (
 )
 from events.errors import EventLogError, EventsError, NotInVault
 from events.log import events_of, parse_log
-from events.opened import FOLDER_FLAGS
+from events.opened import open_folder_at
 from events.vaultread import open_vault_folder, read_in_folder
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
@@ -144,12 +143,9 @@ def _live_events(turns: int, rel: str, path: Path) -> Live:
     messages), by name in its `turns/` folder open as `turns`, as that reads it: a log
     that is a link, or not a regular file, is an `EventLogError`; a missing one reads as
     empty."""
-    try:
-        fd = os.open(rel.rpartition("/")[2], FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=turns)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            return None  # not there, a file, or a link: no live turn folder
-        raise
+    fd = open_folder_at(turns, rel.rpartition("/")[2])
+    if fd is None:
+        return None  # not there, a file, or a link: no live turn folder
     try:
         try:
             os.stat("metadata.json", dir_fd=fd)  # (as os.path.exists: through a link to it)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from functools import partial
 from pathlib import Path
 
@@ -31,6 +32,9 @@ from ..vault import Vault
 
 __all__ = ["Finisher"]
 
+BEHIND_KEPT = 1024
+"""Commit times kept (a `watch` or MCP process runs turns for days)."""
+
 
 class Finisher:
     """Writes complete turns' projections and index batches for one `Pipeline`."""
@@ -39,8 +43,9 @@ class Finisher:
         self.vault = vault
         self.memory = memory
         self.reliability = reliability
-        self.behind_ms: list[float] = []
-        """How long each batch written behind an answer took, handed over to committed."""
+        self.behind_ms: deque[float] = deque(maxlen=BEHIND_KEPT)
+        """How long each of the last batches written behind an answer took, handed over to
+        committed (benchmarks read it)."""
         self._errors: list[BaseException] = []
 
     def settle(self) -> None:

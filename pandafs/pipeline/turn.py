@@ -19,7 +19,7 @@ record and `pandafs verify --repair` re-projects anything a power cut lost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -207,7 +207,7 @@ class Pipeline:
         self.finisher = Finisher(vault, self.memory, self.reliability)
 
     @property
-    def behind_ms(self) -> list[float]:
+    def behind_ms(self) -> Sequence[float]:
         """How long each index batch written behind an answer took to commit (benchmarks)."""
         return self.finisher.behind_ms
 
