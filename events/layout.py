@@ -24,6 +24,7 @@ __all__ = [
     "SHAREABLE_KINDS",
     "STAGING_DIR",
     "TURN_DIR_RE",
+    "TURN_DOCUMENTS",
     "TURN_KINDS",
     "candidate_paths",
     "classify",
@@ -47,6 +48,8 @@ STAGING_DIR = ".staging"
 # Folders under the vault root that never hold indexable documents.
 TURN_KINDS = frozenset({"turn", "archived_turn"})
 """The kinds `classify` gives a turn's context.md: live, or its archive stub."""
+TURN_DOCUMENTS = ("context.md", "research.md")
+"""The documents a turn folder can hold (`classify`: nothing else in it is one)."""
 SHAREABLE_KINDS = frozenset({"research"})
 """Documents under `users/{u}/` that may be seen by every user once their scope is
 `global`: what PandaFS inferred about the world (a turn's research.md).  Everything else
@@ -313,9 +316,9 @@ def classify(rel_path: str) -> DocRef | None:
         user = parts[1]
         rest = parts[2:]
         if len(rest) == 3 and rest[0] == "turns" and TURN_DIR_RE.fullmatch(rest[1]):
-            if rest[2] == "context.md":
+            if rest[2] == TURN_DOCUMENTS[0]:
                 return DocRef(f"{user}/{rest[1]}", "turn", user, rest[1])
-            if rest[2] == "research.md":
+            if rest[2] == TURN_DOCUMENTS[1]:
                 return DocRef(f"{user}/{rest[1]}/research", "research", user, rest[1])
             return None
         if rest[0] == "turns":

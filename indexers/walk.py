@@ -24,7 +24,7 @@ from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
-from events.layout import TURN_DIR_RE, DocRef
+from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef
 from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at, open_folder_at
 from events.vaultread import open_vault_folder, read_in_folder
 
@@ -150,8 +150,21 @@ def _read_turn_folder(
     if sub is None:
         return
     try:
-        for rel, entry, fd, ref in _walk_folder(sub, folder + "/", refused):
-            yield rel, ref, read_checked(rel, partial(read_in_folder, fd, entry.name, rel), max_bytes)
+        # each opened by name, not listed: at 100k turns a listing per folder cost 3 µs a
+        # turn (18.5 → 15.1 µs read per turn), more than the failed open of a missing one
+        for doc in TURN_DOCUMENTS:
+            rel = f"{folder}/{doc}"
+            loaded = read_checked(rel, partial(read_in_folder, sub, doc, rel), max_bytes)
+            if isinstance(loaded, Skipped) and loaded.refused:  # as the walk names it, or skips it
+                mode = mode_at(sub, doc) or 0
+                if stat.S_ISDIR(mode):
+                    continue
+                if stat.S_ISLNK(mode):
+                    loaded = Skipped(rel, _LINK_REASON, refused=True)
+            if loaded is not None:
+                ref = classify(rel)
+                assert ref is not None  # (a turn folder's name matched `TURN_DIR_RE`)
+                yield rel, ref, loaded
     finally:
         os.close(sub)
 

@@ -124,9 +124,11 @@ def build(folder: Path, turns: int, real: bool = False) -> Path:
 
 
 def settle(root: Path, cache: str) -> None:
-    """Put the page cache in the same state before each timed run (module docstring)."""
+    """Put the page cache in the same state before each timed run (module docstring),
+    with nothing dirty in it: the index the run before wrote is on disk first, so its
+    writeback does not land in the next run's time."""
+    os.sync()
     if cache == "cold":
-        os.sync()
         with open("/proc/sys/vm/drop_caches", "w") as handle:
             handle.write("3\n")
         return

@@ -338,9 +338,10 @@ def test_a_rebuild_reads_turn_folders_by_descriptor_and_refuses_what_is_not_thei
     """A rebuild reads each turn folder's documents by name in the folder's descriptor
     (`indexers.walk.read_turn_folders`), not by path from the root: what it indexes and
     refuses is what the path reader would.  A context.md that is a symbolic link, a turn
-    folder that is one, and a context.md with another name (a hard link) are refused and
-    named; a turn's research.md is indexed beside its context.md; the progress bar counts
-    each turn folder once."""
+    folder that is one, a context.md with another name (a hard link) and one that is a
+    fifo are refused and named; a folder named research.md is no document; a turn's
+    research.md is indexed beside its context.md; the progress bar counts each turn
+    folder once."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "context.md").write_text("---\nid: x\n---\nplatypus secret\n")
@@ -352,6 +353,8 @@ def test_a_rebuild_reads_turn_folders_by_descriptor_and_refuses_what_is_not_thei
     (turns / "turn_000003").symlink_to(outside, target_is_directory=True)
     (turns / "turn_000004").mkdir()
     os.link(outside / "context.md", turns / "turn_000004/context.md")
+    (turns / "turn_000005/research.md").mkdir(parents=True)  # a folder: no document, nothing said
+    os.mkfifo(turns / "turn_000005/context.md")
     totals: list[int] = []
     steps: list[int] = []
     report = corpus.rebuild(on_total=totals.append, progress=steps.append)
@@ -359,9 +362,10 @@ def test_a_rebuild_reads_turn_folders_by_descriptor_and_refuses_what_is_not_thei
         "users/alice/turns/turn_000002/context.md": "is a symbolic link (never followed)",
         "users/alice/turns/turn_000003": "is a symbolic link (never followed)",
         "users/alice/turns/turn_000004/context.md": HARD_LINK,
+        "users/alice/turns/turn_000005/context.md": "is not a regular file",
     }
     assert report.indexed == report.documents == 9
-    assert totals == [7 + 3] and sum(steps) == 10  # three turn folders (the link is not one)
+    assert totals == [7 + 4] and sum(steps) == 11  # four turn folders (the link is not one)
     assert set(ids(corpus.search("quokka", user="alice", now=NOW))) == {
         "alice/turn_000001",
         "alice/turn_000001/research",
