@@ -1,16 +1,18 @@
 """A whole rebuild runs the learning fold in a forked process beside the indexing
 (`pandafs.rebuild`): the index it swaps in is the one a fold-first rebuild makes, whether
-the learning cache it took the turns' trust from was in step with the events or not, and
-a fold that fails leaves the live index as it was."""
+the learning cache it took the turns' trust from was in step with the events, out of
+step, or not there at all, and a fold that fails leaves the live index as it was."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pandafs.importer import import_turns
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
@@ -82,6 +84,49 @@ def test_a_cache_out_of_step_with_the_events_is_caught_and_the_turns_indexed_aga
     assert any("out of step" in line for line in said)
     assert _answers(vault) == expected
     assert orjson.loads(shard.read_bytes())["docs"][turn["doc_id"]][3] == turn["trust"]
+
+
+def _imported(vault: Vault) -> None:
+    """Turns that earned no trust: imported, never used nor judged."""
+    source = vault.root.parent / "lines.jsonl"
+    lines = [
+        {"user": user, "timestamp": (T0 + timedelta(hours=n)).isoformat(), "query": q, "response": "Noted."}
+        for n, (user, q) in enumerate(
+            [("alice", "my hamster Biscuit eats sunflower seeds"), ("bob", "hamsters come from Syria")] * 3
+        )
+    ]
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    assert import_turns(vault, source).imported == len(lines)
+
+
+def test_without_a_cache_turns_that_earned_no_trust_are_indexed_once_beside_the_fold(vault: Vault) -> None:
+    """An import leaves no learning cache, nor does `rm -r indexes/`: the turns are indexed
+    beside the fold with no trust, which is what the fold finds, so nothing is indexed
+    twice and the index is the fold-first one."""
+    _imported(vault)
+    rebuild_all(vault, beside=False)
+    first = rebuild_all(vault, beside=False)  # the second of two: rollups already written
+    expected = _answers(vault)
+    assert expected[0] and all(h["trust"] is None for hits in expected for h in hits)
+    shutil.rmtree(vault.layout.indexes)
+
+    said: list[str] = []
+    beside = rebuild_all(vault, stage=said.append)
+    assert "waiting" in beside["stages"] and len(said) == 1 and "beside" in said[0]
+    assert _answers(vault) == expected
+    assert _learning(beside) == _learning(first)
+
+
+def test_without_a_cache_turns_that_earned_trust_are_indexed_again_with_it(vault: Vault) -> None:
+    _history(vault)
+    rebuild_all(vault, beside=False)
+    expected = _answers(vault)
+    shutil.rmtree(vault.layout.indexes)
+
+    said: list[str] = []
+    rebuild_all(vault, stage=said.append)
+    assert any("not there" in line for line in said), said
+    assert _answers(vault) == expected
 
 
 def test_a_fold_that_fails_leaves_the_live_index_and_says_why_in_one_line(
