@@ -19,6 +19,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from events import Event, TurnView, turn_number
+from events.projection import metrics_of
 from events.schema import PhaseFailed, ScopeChanged
 
 __all__ = [
@@ -120,7 +121,7 @@ def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
     llm_calls = tokens_in = tokens_out = scope_changes = failures = 0
     for event in events:
         data = event.data
-        metrics = getattr(data, "metrics", None)
+        metrics = metrics_of(data)
         if metrics is not None:
             llm_calls += metrics.llm_calls
             tokens_in += metrics.tokens_in
