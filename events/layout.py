@@ -175,13 +175,18 @@ class Layout:
         return sorted(p.name for p in self.users_dir.iterdir() if is_user_id(p.name) and is_real_dir(p))
 
     def turn_dirs(self, user: str) -> list[Path]:
-        """Live turn folders of `user`, oldest first (symlinked folders are not turns, and
-        a `turns/` that is a link, or under one, holds none: `_names_in`)."""
+        """Live turn folders of `user`, oldest first (`turn_names`)."""
         turns = self.turns_dir(user)
+        return [turns / name for name in self.turn_names(user)]
+
+    def turn_names(self, user: str) -> list[str]:
+        """The names of `user`'s live turn folders, oldest first (symlinked folders are not
+        turns, and a `turns/` that is a link, or under one, holds none: `_names_in`)."""
         names = self._names_in(
-            turns, lambda e: TURN_DIR_RE.fullmatch(e.name) is not None and e.is_dir(follow_symlinks=False)
+            self.turns_dir(user),
+            lambda e: TURN_DIR_RE.fullmatch(e.name) is not None and e.is_dir(follow_symlinks=False),
         )
-        return [turns / name for name in sorted(names, key=turn_number)]
+        return sorted(names, key=turn_number)
 
     def _names_in(self, folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
         """The names in `folder` that `keep` takes, listed by the folder's descriptor as

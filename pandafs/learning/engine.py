@@ -54,7 +54,7 @@ from .catalog import CATALOG_BATCH, Catalog, CatalogRebuild
 from .decisions import _Deciding
 from .maintenance import read_changes
 from .materialise import COMMIT_INDEX, IndexMode
-from .rollups import rollup, write_rollups
+from .rollups import ROW_FIELDS, rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values
 from .state import (
     CounterStore,
@@ -384,7 +384,7 @@ class Learning(_Deciding):
         for day in sorted(days):
             months.setdefault(day[:7], []).append(day)
         for month, month_days in months.items():
-            rows_of = self.catalog.days_of(month)  # each month's catalog is read once
+            rows_of = self.catalog.days_of(month, ROW_FIELDS)  # each month's catalog is read once
             for day in month_days:
                 when = date.fromisoformat(day)
                 rows = rows_of(when)

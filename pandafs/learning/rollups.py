@@ -40,6 +40,7 @@ from events.fsio import read_vault_bytes
 from .rows import PHASES
 
 __all__ = [
+    "ROW_FIELDS",
     "daily_path",
     "days_between",
     "empty_rollup",
@@ -74,6 +75,14 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
 
 def _count(rows: Iterable[dict[str, Any]], key: str) -> dict[str, int]:
     return dict(sorted(Counter(str(r[key]) for r in rows if r[key] is not None).items()))
+
+
+ROW_FIELDS = (
+    "user", "source", "outcome", "query_type", "validation", "quality", "revisions", "failures",
+    "ms_total", *(f"ms_{p}" for p in PHASES), "tokens_in", "tokens_out", "llm_calls",
+    "tool_calls", "tool_errors", "tools", "sources_used", "memory_committed", "feedback_status",
+)  # fmt: skip
+"""The catalog fields `summarize` reads (a rollup converts only these of each row)."""
 
 
 def summarize(rows: Sequence[dict[str, Any]], scope_changes: dict[str, int]) -> dict[str, Any]:
