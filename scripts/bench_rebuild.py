@@ -28,7 +28,8 @@ Each is also given in CPU seconds (process time; children's user + system time),
 machine busy with other work does not inflate the way it inflates wall time.  Peak memory
 is the largest resident size of any one process and, sampled every 10 ms, the largest sum
 over the process and any children of their proportional resident sizes (a page two
-share counts once).
+share counts once), in a second run of each whole process: the sampling's own CPU
+is not in the timed run.
 
 The children run as an installed program does, from cached bytecode (a private
 PYTHONPYCACHEPREFIX, warmed once, as `bench_startup.py` does): our machines set
@@ -164,12 +165,14 @@ def tree_rss(pid):
             pass
     return total
 
+sample = sys.argv[1] == "sample"
 with tempfile.TemporaryFile() as out:
     start = time.perf_counter()
-    proc = subprocess.Popen(sys.argv[1:], stdout=out, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(sys.argv[2:], stdout=out, stderr=subprocess.PIPE)
     peak_sum = 0
     while proc.poll() is None:
-        peak_sum = max(peak_sum, tree_rss(proc.pid))
+        if sample:
+            peak_sum = max(peak_sum, tree_rss(proc.pid))
         time.sleep(0.01)
     seconds = time.perf_counter() - start
     err = proc.stderr.read()
@@ -183,13 +186,22 @@ with tempfile.TemporaryFile() as out:
 
 def run_child(command: list[str], env: dict[str, str]) -> tuple[float, float, float, float, str]:
     """Wall seconds, peak MiB (largest process), CPU seconds, peak MiB (sum over the
-    process tree, sampled) and stdout of one child process (a fresh probe each time)."""
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, *command], check=True, capture_output=True, text=True, env=env
-    )
-    first, _, rest = out.stdout.partition("\n")
-    seconds, peak, cpu, peak_sum = first.split()
+    process tree, sampled) and stdout of `command`, run twice (a fresh probe each time):
+    timed, then again for the sampled peak.  Reading every process's `smaps_rollup`
+    each 10 ms took ~3 CPU seconds of a 100k rebuild's 13.7: on two cores both busy,
+    time taken from the rebuild measured (~1.4 s of its wall time), and little from
+    the raw script, which leaves half a core idle (until 2026-11-28 one run did both)."""
+    timed = _probe("time", command, env)
+    first, _, rest = timed.partition("\n")
+    seconds, peak, cpu, _ = first.split()
+    peak_sum = _probe("sample", command, env).partition("\n")[0].split()[3]
     return float(seconds), float(peak), float(cpu), float(peak_sum), rest
+
+
+def _probe(mode: str, command: list[str], env: dict[str, str]) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, mode, *command], check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 def main() -> None:
