@@ -99,9 +99,10 @@ def encode_events(
 
 @dataclass
 class LogRead:
-    """What is on disk: complete records (with their exact line bytes) and any torn tail."""
+    """What is on disk: complete records (with their exact line bytes) and any torn tail.
+    `path` names it in errors (a string where the reader has no `Path` to hand)."""
 
-    path: Path
+    path: Path | str
     records: list[dict[str, Any]] = field(default_factory=list)
     lines: list[bytes] = field(default_factory=list)
     bad_line: tuple[int, str] | None = None  # (0-based line index, why) of the first bad line
@@ -155,7 +156,7 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_log(path: Path, raw: bytes) -> LogRead:
+def parse_log(path: Path | str, raw: bytes) -> LogRead:
     """A log's bytes (read from `path`, or held in memory: an archived turn's) as records,
     without judging the chain."""
     result = LogRead(path)
@@ -219,7 +220,7 @@ def events_of(log: LogRead, *, allow_torn: bool = True) -> list[Event]:
     return typed_events(log.path, log.records)
 
 
-def typed_events(path: Path, records: list[dict[str, Any]]) -> list[Event]:
+def typed_events(path: Path | str, records: list[dict[str, Any]]) -> list[Event]:
     """`records` as typed events; one that does not match its type's schema (a hand edit
     whose chain was re-hashed) is an `EventLogError` naming it, as a broken chain is."""
     events = []

@@ -154,12 +154,17 @@ def _read_open(fd: int, st: os.stat_result, limit: int | None) -> bytes:
     try:
         want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
         chunks = []
+        got = 0
         while want > 0:
-            chunk = os.read(fd, min(want, 1 << 20))
+            asked = min(want, 1 << 20)
+            chunk = os.read(fd, asked)
             if not chunk:
                 break
             chunks.append(chunk)
             want -= len(chunk)
+            got += len(chunk)
+            if len(chunk) < asked and got >= st.st_size:
+                break  # short at its stat'ed size: the end, without a read to say so
         if limit is None and not want:  # the file grew while we read it: read the rest
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)

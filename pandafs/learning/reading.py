@@ -93,7 +93,7 @@ class _TurnReading:
         folder = f"{turns}/{name}"
         opened = self._turns_fds.get(user)
         if opened is not None:
-            live = _live_events(opened, f"users/{user}/turns/{name}", Path(folder, EVENTS_FILE))
+            live = _live_events(opened, f"users/{user}/turns/{name}", f"{folder}/{EVENTS_FILE}")
         else:
             live = _live_by_path(folder, self.vault)
         if live is not None:
@@ -138,18 +138,16 @@ def _live_by_path(folder: str, vault: Vault) -> Live:
     return read_events(Path(folder, EVENTS_FILE), root=vault.root)
 
 
-def _live_events(turns: int, rel: str, path: Path) -> Live:
+def _live_events(turns: int, rel: str, path: str) -> Live:
     """`_live_by_path` of the turn folder `rel` (vault-relative; its log at `path`, for
-    messages), by name in its `turns/` folder open as `turns`, as that reads it: a log
-    that is a link, or not a regular file, is an `EventLogError`; a missing one reads as
-    empty."""
+    messages: a string, where a `Path` per turn cost 2 µs of a rebuild's fold), by name
+    in its `turns/` folder open as `turns`, as that reads it: a log that is a link, or
+    not a regular file, is an `EventLogError`; a missing one reads as empty."""
     fd = open_folder_at(turns, rel.rpartition("/")[2])
     if fd is None:
         return None  # not there, a file, or a link: no live turn folder
     try:
-        try:
-            os.stat("metadata.json", dir_fd=fd)  # (as os.path.exists: through a link to it)
-        except OSError:
+        if not os.access("metadata.json", os.F_OK, dir_fd=fd):  # (as os.path.exists: through a link)
             return "pending"
         try:
             data, _ = read_in_folder(fd, EVENTS_FILE, f"{rel}/{EVENTS_FILE}")
