@@ -227,6 +227,23 @@ def test_a_rebuild_counts_the_turns_its_fold_reads_for_the_progress_bar(
     assert index_totals == [result["documents"]] and sum(index_steps) == result["documents"]
 
 
+def test_a_full_fold_leaves_a_turn_without_its_metadata_pending_until_it_has_one(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    """A turn's metadata.json says it ended: a rebuild's fold (reading by descriptor)
+    folds no turn without one, keeps it pending, and the next sync folds it once."""
+    for i, query in enumerate(["hi", "hello", "ok"]):
+        clock["t"] = T0 + timedelta(hours=i)
+        pipeline.ask(query, user="alice")
+    metadata = vault.layout.turn_dir("alice", "turn_000002") / "metadata.json"
+    held = metadata.read_bytes()
+    metadata.unlink()
+    assert rebuild_all(vault, beside=False)["learning"]["turns"] == 2
+    metadata.write_bytes(held)
+    assert learning_api.sync(vault).turns == 1
+    assert learning_api.sync(vault).turns == 0
+
+
 def test_materialising_keeps_unknown_keys_and_writes_only_on_change(
     vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
 ) -> None:
