@@ -75,6 +75,10 @@ __all__ = ["Learning", "SyncReport"]
 
 LOCK_NAME = "learning.lock"
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
+SEEN_TURNS = 4096
+"""Folded turns whose facts a fold keeps for the feedback of the turns after them; a
+turn judged from further back is read again (`load_turn`: the same facts).  Keeping
+every one held ~40 MiB at 75k turns of one user, beside the indexing."""
 
 
 @dataclass
@@ -209,7 +213,7 @@ class Learning(_Deciding):
         else:
             high = self._highest(user, cursor.upto)
             numbers = sorted(old_pending | set(range(cursor.upto + 1, high + 1)))
-        seen: dict[str, TurnFacts] = {}
+        seen: dict[str, TurnFacts] = {}  # the last `SEEN_TURNS` folded, for their feedback
         done: set[int] = set()
         pending: list[int] = []
         changed: set[str] = set()
@@ -247,6 +251,8 @@ class Learning(_Deciding):
             fact = turn_facts(view, events)
             changed |= projection.fold_turn(fact, target, folded)
             seen[fact.turn] = fact
+            if len(seen) > SEEN_TURNS:  # the oldest goes: feedback names a recent turn, or is read again
+                del seen[next(iter(seen))]
             rows(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1

@@ -154,9 +154,16 @@ def snapshot(vault: Vault) -> dict[str, dict]:
     return {"counts": counts, "feedback": feedback, "files": files}
 
 
+@pytest.mark.parametrize("seen_turns", [None, 0])
 def test_incremental_sync_and_full_recompute_agree(
-    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+    vault: Vault,
+    pipeline: Pipeline,
+    clock: dict[str, datetime],
+    monkeypatch: pytest.MonkeyPatch,
+    seen_turns: int | None,
 ) -> None:
+    """With `seen_turns` 0 the full fold keeps no turn's facts: each turn that feedback
+    judges is read again from its log (`engine.SEEN_TURNS`), to the same counts."""
     memory = open_memory(vault)
     saved = memory.save(HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     fact = memory.save("My hamster is called Biscuit", user="alice", doc_type="fact", now=T0)
@@ -190,6 +197,8 @@ def test_incremental_sync_and_full_recompute_agree(
     assert front["trust"] == trust_of(c, 0.6, 2.0) == counts[saved.doc_id][1]
     mtimes = {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]}
 
+    if seen_turns is not None:
+        monkeypatch.setattr(engine_module, "SEEN_TURNS", seen_turns)
     report = rebuild(vault)
     assert report.full and report.turns == 5
     assert snapshot(vault) == incremental
