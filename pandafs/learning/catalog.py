@@ -75,12 +75,8 @@ _ROW_CREATED = CATALOG_SCHEMA.names.index("created_at")
 _PART_ORDER = [("user", "ascending"), ("turn_number", "ascending")]  # `_ROW_ORDER`, in arrow
 
 
-def _read_order(row: dict[str, Any]) -> tuple[Any, ...]:
-    return row["created_at"], row["user"], row["turn_number"]
-
-
 _READ_ORDER = [("created_at", "ascending"), ("user", "ascending"), ("turn_number", "ascending")]
-"""`_read_order`, in arrow (a UTF-8 string's bytes sort as its code points do)."""
+"""The order rows are read in (a UTF-8 string's bytes sort in arrow as its code points do)."""
 
 
 def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:
@@ -157,9 +153,8 @@ class Catalog:
             inputs = [p for p in inputs if p.name.startswith("delta-")]
         if len(inputs) <= 1:
             return
-        rows = sorted(self._read_files(inputs), key=lambda r: (r["user"], r["turn_number"]))
         _write(
-            pa.Table.from_pylist(rows, schema=CATALOG_SCHEMA),
+            self.read_table(inputs).sort_by(_PART_ORDER),
             self.month_dir(month) / f"part-{time.time_ns():020d}.parquet",
             self.root,
         )
@@ -191,9 +186,6 @@ class Catalog:
                 table = table.take(sorted(last.values()))
         return table
 
-    def _read_files(self, paths: Iterable[Path], day: date | None = None) -> list[dict[str, Any]]:
-        return _day_rows(self.read_table(paths), day)
-
     def read_rows(
         self, *, months: Iterable[str] | None = None, day: date | None = None
     ) -> list[dict[str, Any]]:
@@ -201,32 +193,29 @@ class Catalog:
         if day is not None:
             months = [day.strftime("%Y-%m")]
         chosen = self.months() if months is None else sorted(set(months))
-        rows: list[dict[str, Any]] = []
-        for month in chosen:
-            rows += self._read_files(self.files(month), day)
-        return sorted(rows, key=_read_order)
+        tables = [self.read_table(self.files(month)) for month in chosen]
+        return _day_rows(pa.concat_tables(tables) if tables else CATALOG_SCHEMA.empty_table(), day)
 
     def days_of(
         self, month: str, columns: Sequence[str] | None = None
     ) -> Callable[[date], list[dict[str, Any]]]:
-        """The rows of one day of `month`, as `read_rows(day=…)` gives them (in their
-        order, sorted by arrow: `_READ_ORDER`), the month's files read once (a rollup of
-        every day of a month converts each row once); with `columns`, only those (a
-        rollup reads 27 of the 36: a rebuild's rollups converted each turn's timestamps
-        to datetimes for nothing, a third of their time)."""
-        table = self.read_table(self.files(month)).sort_by(_READ_ORDER)
-
-        def rows_of(day: date) -> list[dict[str, Any]]:
-            found = table.filter(pc.equal(table["date"], pa.scalar(day, pa.date32())))
-            return (found if columns is None else found.select(list(columns))).to_pylist()
-
-        return rows_of
+        """The rows of one day of `month`, as `read_rows(day=…)` gives them, the month's
+        files read once (a rollup of every day of a month converts each row once); with
+        `columns`, only those (a rollup reads 27 of the 36: a rebuild's rollups converted
+        each turn's timestamps to datetimes for nothing, a third of their time)."""
+        table = self.read_table(self.files(month))
+        return lambda day: _day_rows(table, day, columns)
 
 
-def _day_rows(table: pa.Table, day: date | None) -> list[dict[str, Any]]:
+def _day_rows(
+    table: pa.Table, day: date | None, columns: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of `table` (of `day` only, when given) in read order (`_READ_ORDER`), as
+    dicts of every column or of `columns`."""
     if day is not None:
         table = table.filter(pc.equal(table["date"], pa.scalar(day, pa.date32())))
-    return table.to_pylist()
+    table = table.sort_by(_READ_ORDER)
+    return (table if columns is None else table.select(list(columns))).to_pylist()
 
 
 def _by_month(rows: Iterable[RowValues]) -> dict[str, list[RowValues]]:
