@@ -123,12 +123,13 @@ class _Searching:
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
-                    groups = {**groups, FEEDBACK_GROUP: self._feedback_query(plan.feedback, sight)}
-                asked = Query.const_score_query(text_query, 0.0)  # re-weighs; never widens the hits
-                text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
-                text_query = Query.boolean_query([(Occur.Must, asked), (Occur.Should, text_query)])
-                query = Query.boolean_query([(Occur.Must, text_query), *clauses])
-                hits = searcher.search(query, pool, count=False).hits
+                    words = self._feedback_query(plan.feedback, sight)
+                    groups = {**groups, FEEDBACK_GROUP: words}
+                    # the question's words must match (the added words re-weigh, never widen
+                    # the hits); their postings are read once, as in the first round
+                    text_query = Query.boolean_query([(Occur.Must, text_query), (Occur.Should, words)])
+                    query = Query.boolean_query([(Occur.Must, text_query), *clauses])
+                    hits = searcher.search(query, pool, count=False).hits
             if window is not None:  # the window's own best, which a wide history may bury
                 lo, hi = window
                 in_window = Query.range_query(
