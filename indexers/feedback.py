@@ -84,7 +84,7 @@ def _term_counts(prose: str) -> tuple[dict[str, int], int]:
     tuple of (term, tf) pairs it replaced was ~160 tracked objects per document.  An
     evicted entry freed as many old ones, so the young generation's count stayed low
     while its list grew to 20–30k pairs, and each collection that finally came took
-    4–15 ms inside one search (the 10k benchmark's p99, 2026-11-28).
+    4–21 ms inside one search (the 10k benchmark's p99, 2026-11-28).
 
     Counted per white-space chunk, each chunk analysed once: `en_stem`'s tokenizer splits
     at every character that is not a letter or digit (white space among them) and its

@@ -230,8 +230,6 @@ class _Searching:
                     ratio = _idf(min(spread, days), days) / _idf(1.0, days)
                     weight *= ratio**ranking.spread_weight
             out[group.stem] = Query.boost_query(query, weight)
-        if plan.feedback:
-            out[FEEDBACK_GROUP] = self._feedback_query(plan.feedback, sight)
         return out
 
     def _term(self, field: str, term: str, weight: float, sight: Sight) -> Query:

@@ -43,7 +43,7 @@ from indexers.learned import Learned
 
 from . import learning
 from .assembly import open_memory
-from .learning.state import trust_reader
+from .learning.state import cache_is_there, trust_reader
 from .memory import Memory
 from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
@@ -140,7 +140,7 @@ def _beside(
 ) -> dict[str, Any]:
     """The fold in a forked process, the turns indexed meanwhile (module docstring)."""
     cached = trust_reader(vault).table()  # read before the fork: the fold rewrites it
-    was_there = (vault.layout.indexes / "learning" / "state.json").is_file()
+    was_there = cache_is_there(vault)
     wait = _fork(lambda: _fold(vault, memory))
     folded: dict[str, Any] | None = None
     waited = False

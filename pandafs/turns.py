@@ -12,6 +12,7 @@ import fcntl
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import orjson
@@ -58,9 +59,17 @@ recovery indexes the turn again (`pipeline.recovery`)."""
 
 @dataclass(frozen=True)
 class TurnRef:
+    """One live turn: its user, its folder's name, and the user's `turns/` folder it is in."""
+
     user: str
     turn: str
-    path: Path
+    turns: Path
+
+    @cached_property
+    def path(self) -> Path:
+        """The turn's folder, made when first asked for: a walk over every turn that reads
+        few of them (a rebuild's reliability table) built a `Path` for each, 0.5 s of 100k."""
+        return self.turns / self.turn
 
     @property
     def doc_id(self) -> str:
@@ -97,12 +106,13 @@ def iter_turns(
             path = vault.layout.turn_dir(user, turn)
             if not path.is_dir():
                 raise BadInput(f"no live turn {target} in {vault.root}")
-            yield TurnRef(user, turn, path)
+            yield TurnRef(user, turn, path.parent)
             return
         users = [user]
     for user in users:
-        for path in vault.layout.turn_dirs(user):
-            yield TurnRef(user, path.name, path)
+        turns = vault.layout.turns_dir(user)
+        for name in vault.layout.turn_names(user):
+            yield TurnRef(user, name, turns)
 
 
 def load_view(ref: TurnRef) -> TurnView:

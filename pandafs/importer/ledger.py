@@ -134,7 +134,7 @@ class Ledger:
                     self.ids.add(external)
                     found.append({"e": external, "t": name})
             if number > self.indexed and data.get("source") == "import":
-                ref = TurnRef(self.user, name, turns / name)
+                ref = TurnRef(self.user, name, turns)
                 if not all((ref.path / f).exists() for f in ("context.md", "metadata.json")):
                     project(ref)
                 to_index.append(name)

@@ -62,6 +62,7 @@ from .state import (
     LearningState,
     StaleCache,
     learned_memory,
+    learning_dir,
     load_state,
     save_state,
     write_state_file,
@@ -76,9 +77,8 @@ __all__ = ["Learning", "SyncReport"]
 LOCK_NAME = "learning.lock"
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
 SEEN_TURNS = 4096
-"""Folded turns whose facts a fold keeps for the feedback of the turns after them; a
-turn judged from further back is read again (`load_turn`: the same facts).  Keeping
-every one held ~40 MiB at 75k turns of one user, beside the indexing."""
+"""Folded turns whose facts a fold keeps for the feedback of later turns; one judged from
+further back is read again (`load_turn`: the same facts).  All of them held ~40 MiB at 75k."""
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Learning(_Deciding):
         self.vault = vault
         self.memory = memory or learned_memory(vault)
         self.cfg = vault.config.memory
-        self.dir = vault.layout.indexes / "learning"
+        self.dir = learning_dir(vault)
         self.catalog = Catalog.of(vault)
         self.daily_dir = vault.layout.observability / "daily"
         self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)

@@ -190,10 +190,25 @@ class CounterStore(MutableMapping[str, Counts]):
         return gens
 
 
+STATE_FILE = "state.json"
+"""The cache's state file in its folder (module docstring)."""
+
+
+def learning_dir(vault: Vault) -> Path:
+    """The learning cache's folder, `indexes/learning/`."""
+    return vault.layout.indexes / "learning"
+
+
+def cache_is_there(vault: Vault) -> bool:
+    """Whether the learning cache has a state file (after `rm -r indexes/`, or in a vault
+    only imported into, it has none)."""
+    return (learning_dir(vault) / STATE_FILE).is_file()
+
+
 def load_state(directory: Path, prior_weight: float, root: Path) -> tuple[LearningState, CounterStore]:
     """The cached state, or raise `StaleCache` when there is none we can use (nothing
     below `root` is read through a link)."""
-    path = directory / "state.json"
+    path = directory / STATE_FILE
     raw = read_vault_bytes(root, path)
     if raw is None:
         raise StaleCache("no learning cache yet")
@@ -217,7 +232,7 @@ def save_state(directory: Path, state: LearningState, counts: CounterStore) -> N
 
 def write_state_file(directory: Path, state: LearningState, root: Path) -> None:
     atomic_write(
-        directory / "state.json",
+        directory / STATE_FILE,
         orjson.dumps(state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
         durable=False,
         root=root,
@@ -305,14 +320,14 @@ class SharedReader:
 
 
 def trust_reader(vault: Vault) -> TrustReader:
-    return TrustReader(vault.layout.indexes / "learning" / "counts", vault.root)
+    return TrustReader(learning_dir(vault) / "counts", vault.root)
 
 
 def learned_of(vault: Vault) -> Learned:
     """What the indexer takes from the learning loop (`Memory(learned=…)`)."""
     return Learned(
         trust=trust_reader(vault),
-        shared=SharedReader(vault.layout.indexes / "learning" / "state.json", vault.root),
+        shared=SharedReader(learning_dir(vault) / STATE_FILE, vault.root),
     )
 
 

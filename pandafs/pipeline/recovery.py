@@ -171,7 +171,7 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
     `ask` calls it, so a kill at any point is undone by the very next ask."""
     done = []
     for folder in pipeline.vault.layout.recent_turn_dirs(user, before, count):
-        ref = TurnRef(user, folder.name, folder)
+        ref = TurnRef(user, folder.name, folder.parent)
         if is_abandoned(ref):  # no event yet: removed if its allocator died, else left
             if remove_abandoned(pipeline.vault, ref):
                 done.append(f"{user}/{folder.name}")

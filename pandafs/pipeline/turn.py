@@ -284,7 +284,7 @@ class Pipeline:
         entered = time.perf_counter()
         started = started or entered
         steps = {"start": entered - started, "append": 0.0, "fold": 0.0, "project": 0.0, "index": 0.0}
-        ref = TurnRef(user, turn, self.vault.layout.turn_dir(user, turn))
+        ref = TurnRef(user, turn, self.vault.layout.turns_dir(user))
         path = ref.events_path
         moved = 0
         if start is None and read_log(path, root=self.vault.root).torn_tail is not None:

@@ -121,7 +121,7 @@ def test_turn_projection_never_lands_in_a_swapped_turn_folder(
     outside = _outside(tmp_path, "context.md")
     _swap_when(monkeypatch, "_create_temp", turn, outside, "context.md")
     with pytest.raises(NotInVault, match="context.md: a folder on its path is a symbolic link"):
-        project(TurnRef("alice", turn.name, turn))
+        project(TurnRef("alice", turn.name, turn.parent))
     _untouched(outside, "context.md")
 
 
@@ -661,7 +661,7 @@ def test_an_abandoned_turn_folder_is_never_removed_through_a_link(
         return abandoned
 
     monkeypatch.setattr(turns_module, "is_abandoned", judged_then_swapped)
-    ref = TurnRef("alice", turn, folder)
+    ref = TurnRef("alice", turn, folder.parent)
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         turns_module.remove_abandoned(vault, ref)
     assert sorted(os.listdir(outside)) == sorted([f"{fsio.TMP_PREFIX}notes.md.1.tmp", "events.jsonl"])
