@@ -5,7 +5,7 @@ its threads freed.
 threads; `wait_merging_threads()` returns when they end (and releases the GIL meanwhile).
 A batch used to wait for them before it returned, so every commit that started one paid
 for the whole merge: at 100k turns a turn's index step waited 0.1 ms at the median but
-5.6 ms on average (the waits timed inside `scripts/bench_pipeline.py`'s turns).  Now a
+5.6 ms on average (the waits timed inside `benchmarks/bench_pipeline.py`'s turns).  Now a
 live-index batch hands its committed writer, and the writer lock it holds, to
 `MergesInFlight`: one thread waits for the merges, then releases the lock.  What the batch
 wrote is durable and visible when it returns, as before; merges only rewrite segments of

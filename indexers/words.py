@@ -3,7 +3,7 @@
 `query_terms` gives the content words of a text; `indexers.query` plans a search
 from the same resources.  Where each resource comes from, and its switch
 (`[search]` in pandafs.toml; the effect of each, on and off, is measured by
-`scripts/eval_retrieval.py --search`):
+`benchmarks/eval_retrieval.py --search`):
 
 - stop words (`stop_words`): the NLTK English stop-word list (itself from the
   Snowball project), plus question verbs ("tell", "remember") and fillers;

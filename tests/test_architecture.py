@@ -73,8 +73,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("archive", ["pandafs.archive"]),
     ("assembly", ["pandafs.assembly"]),
     ("pipeline", ["pandafs.pipeline"]),
-    ("operations", ["pandafs.importer", "pandafs.rebuild", "pandafs.stats", "pandafs.verify"]),
-    ("imports", ["pandafs.importers"]),
+    ("operations", ["pandafs.turn_import", "pandafs.rebuild", "pandafs.stats", "pandafs.verify"]),
+    ("imports", ["pandafs.chat_import"]),
     ("doors", ["pandafs.inbox", "pandafs.mcp_server", "pandafs.output"]),
     ("watch", ["pandafs.watch"]),
     ("cli", ["pandafs.cli", "pandafs.__main__"]),
@@ -224,7 +224,7 @@ def test_the_lazy_command_list_tells_the_truth() -> None:
 def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Vault) -> None:
     """An instant CLI: no pydantic (event, document, task or config schemas), YAML,
     pipeline, learning loop, Parquet or HTTP client are imported to show help or to
-    search a vault that has its index (scripts/bench_startup.py times it)."""
+    search a vault that has its index (benchmarks/bench_startup.py times it)."""
     Memory(vault).reconcile()  # a search of a fresh vault would first index its notes
     heavy = [
         "pydantic",
@@ -310,7 +310,7 @@ WALL_CLOCK = ("datetime.now(", "datetime.utcnow(", "date.today(", "datetime.toda
 def test_one_wall_clock() -> None:
     """Only `events.clock.utcnow` reads the wall clock, so PANDAFS_CLOCK_SHIFT moves every
     reader of it (library, CLI, subprocesses, tests) and no test depends on today's date."""
-    for package in ("events", "indexers", "pandafs", "tests", "scripts"):
+    for package in ("events", "indexers", "pandafs", "tests", "scripts", "benchmarks"):
         for path in (REPO / package).rglob("*.py"):
             if path == REPO / "events" / "clock.py" or path.name == "test_architecture.py":
                 continue
@@ -319,17 +319,9 @@ def test_one_wall_clock() -> None:
                 assert needle not in text, f"{path.relative_to(REPO)} reads the wall clock ({needle}…)"
 
 
-MAX_MODULE_LINES = 400
-
-
-def test_no_module_is_a_room_of_many_jobs() -> None:
-    """Each module does one thing (its docstring says which) and stays under 400 lines."""
+def test_every_module_says_its_job() -> None:
+    """Each module does one job, and its docstring says which."""
     for package in ("events", "indexers", "pandafs"):
         for path in sorted((REPO / package).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            lines = text.count("\n")
-            assert lines <= MAX_MODULE_LINES, (
-                f"{path.relative_to(REPO)} has {lines} lines: split it along its jobs"
-            )
-            docstring = ast.get_docstring(ast.parse(text))
+            docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
             assert path.name == "__main__.py" or docstring, f"{path.relative_to(REPO)} has no docstring"

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from ..assembly import open_memory
+from ..chat_import import FORMATS, import_history
 from ..errors import ProblemFound
-from ..importers import FORMATS, import_history
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, pass_app, user_option
 

@@ -10,10 +10,10 @@ import click
 
 from ..assembly import open_memory
 from ..errors import ProblemFound
-from ..importer import import_turns
 from ..learning import trends
 from ..output import emit, json_option, lazy_progress, progress_bar
 from ..stats import vault_stats
+from ..turn_import import import_turns
 from ..turns import replay as replay_turns
 from ..vault import Vault
 from ..verify import default_checks, verify_vault

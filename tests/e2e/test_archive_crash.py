@@ -23,8 +23,8 @@ import orjson
 import pytest
 
 from indexers.archive import ArchiveStore
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs
 

@@ -1,4 +1,4 @@
-"""`scripts/bench_search.py` on a tiny corpus: it runs, and its last line is the contract.
+"""`benchmarks/bench_search.py` on a tiny corpus: it runs, and its last line is the contract.
 
 The numbers themselves are not checked (DESIGN §9: benchmarks measure, tests do not
 time); only that every engine answered every shape, and that the two minimal
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_search.py"
+SCRIPT = ROOT / "benchmarks" / "bench_search.py"
 
 
 def test_bench_search_prints_a_table_then_one_json_line(tmp_path: Path) -> None:

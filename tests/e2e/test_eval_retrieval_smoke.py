@@ -1,7 +1,7 @@
 """The retrieval benchmark: generator invariants, metric arithmetic, one tiny real run.
 
 The generator and metric tests need nothing but the standard library.  The end-to-end
-test runs `scripts/eval_retrieval.py` against the real CLI and is skipped while
+test runs `benchmarks/eval_retrieval.py` against the real CLI and is skipped while
 `pandafs search` does not exist yet.
 """
 
@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "benchmarks" / "retrieval" / "make_dataset.py"
-RUNNER = ROOT / "scripts" / "eval_retrieval.py"
+RUNNER = ROOT / "benchmarks" / "eval_retrieval.py"
 USER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 STOPWORDS = set(
     "what which when where does did with from that this have their about these those "
@@ -331,7 +331,7 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     )
 
     switches = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "eval_switches.py"), *args[:6]],
+        [sys.executable, str(ROOT / "benchmarks" / "eval_switches.py"), *args[:6]],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,4 +1,4 @@
-"""A small version of every fault campaign of `scripts/bench_faults.py` (issue 10).
+"""A small version of every fault campaign of `benchmarks/bench_faults.py` (issue 10).
 
 Each test runs one campaign's function (the script is loaded by path) against real
 `pandafs` processes in a temporary vault, with a few trials, and asserts that nothing was
@@ -17,7 +17,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_faults.py"
+SCRIPT = ROOT / "benchmarks" / "bench_faults.py"
 SEED = 20261123
 
 pytestmark = pytest.mark.slow

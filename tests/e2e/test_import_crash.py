@@ -26,8 +26,8 @@ import orjson
 import pytest
 
 from events import read_events
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs
 

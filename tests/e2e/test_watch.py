@@ -171,7 +171,7 @@ def test_search_follows_creates_edits_saves_renames_and_deletes(vault: Vault) ->
 
         (vault.root / "knowledge" / "animals").rename(vault.root / "knowledge" / "zoo")
         print(f"edit → visible: {[round(s, 3) for s in latencies]}")
-        assert max(latencies) < 5.0  # the 1 s p99 target is measured by scripts/bench_watch.py
+        assert max(latencies) < 5.0  # the 1 s p99 target is measured by benchmarks/bench_watch.py
         code, out = watch.stop()
     finally:
         watch.ensure_dead()

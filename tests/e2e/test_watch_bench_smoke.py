@@ -1,4 +1,4 @@
-"""`scripts/bench_watch.py` on a tiny vault: it runs, and its last line is the contract.
+"""`benchmarks/bench_watch.py` on a tiny vault: it runs, and its last line is the contract.
 
 The numbers are not checked (DESIGN §9: benchmarks measure, tests do not time).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_watch.py"
+SCRIPT = ROOT / "benchmarks" / "bench_watch.py"
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from indexers.time_words import resolve_time
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)  # a Tuesday

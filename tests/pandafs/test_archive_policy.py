@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,11 +20,10 @@ from indexers.errors import ArchiveError
 from pandafs.archive import _jobs as archive_jobs
 from pandafs.archive import archive_turns, find_candidates, key_claims, recent_uses, restore_turns
 from pandafs.assembly import open_memory
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
-from tests.conftest import REPO
 from tests.support.links import swap_for_link
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -313,18 +310,6 @@ def test_restore_cli_and_turn_numbers_are_never_reused(
     assert cli("--root", vault.root, "restore", "--all", "--json").json["restored"] == 6
     assert _stub_ids(vault) == set() and len(_folders(vault)) == 7
     assert _verify(vault) == []
-
-
-def test_archive_old_turns_script_is_the_same_job(vault: Vault, tmp_path: Path) -> None:
-    _import(vault, tmp_path, [_turn("alice", 45, "kayak trip", 1), _turn("alice", 3, "new", 2)])
-    script = [sys.executable, str(REPO / "scripts" / "archive_old_turns.py")]
-    args = ["--root", str(vault.root), "--age-days", "30", "--now", NOW.isoformat(), "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    dry = subprocess.run([*script, *args, "--dry-run"], capture_output=True, env=env, check=True)
-    assert orjson.loads(dry.stdout)["eligible"] == 1 and not _stub_ids(vault)
-    real = subprocess.run([*script, *args], capture_output=True, env=env, check=True)
-    assert orjson.loads(real.stdout)["archived"] == 1
-    assert _stub_ids(vault) == {"alice/turn_000001"}
 
 
 # --- interrupted batches and verify ---------------------------------------------------

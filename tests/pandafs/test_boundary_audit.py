@@ -98,8 +98,8 @@ def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_pat
     from datetime import timedelta
 
     from pandafs.archive import archive_turns, expand_turn
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / "bob.jsonl"
     old = (NOW - timedelta(days=90)).isoformat()
@@ -226,7 +226,7 @@ def test_trends_never_read_a_linked_daily_rollup(vault: Vault, tmp_path: Path) -
 
 
 def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path) -> None:
-    from pandafs.importer import import_turns
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / "bob.jsonl"
     source.write_bytes(
@@ -283,8 +283,8 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
     from datetime import timedelta
 
     from pandafs.archive import archive_turns
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / "alice.jsonl"
     old = (NOW - timedelta(days=90)).isoformat()
@@ -334,7 +334,7 @@ def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vau
 def test_an_import_never_stages_in_a_linked_staging_folder(vault: Vault, tmp_path: Path) -> None:
     """bob's `turns/.staging` is a link out of the vault: the import refuses it before
     writing a turn there, and nothing lands outside."""
-    from pandafs.importer import import_turns
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / "bob.jsonl"
     line = {"user": "bob", "timestamp": "2026-01-01T00:00:00Z", "query": f"q {SECRET}", "response": "a"}
@@ -423,8 +423,8 @@ def test_archiving_never_moves_a_turn_into_a_linked_trash_folder(vault: Vault, t
     from datetime import timedelta
 
     from pandafs.archive import archive_turns
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / "alice.jsonl"
     old = (NOW - timedelta(days=90)).isoformat()

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from events import parse_document, read_events
-from pandafs.importer import import_turns
+from pandafs.turn_import import import_turns
 from pandafs.turns import iter_turns
 from pandafs.vault import Vault
 
@@ -100,8 +100,8 @@ def _place_imported(vault: Vault, name: str, query: str) -> None:
     """Build turn `name` of alice in staging and place it, as an import does."""
     from datetime import UTC, datetime
 
-    from pandafs.importer.lines import ImportLine
-    from pandafs.importer.render import turn_files
+    from pandafs.turn_import.lines import ImportLine
+    from pandafs.turn_import.render import turn_files
     from pandafs.vault import STAGING_DIR
 
     when = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

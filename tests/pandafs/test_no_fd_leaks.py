@@ -30,12 +30,12 @@ from indexers.walk import scan_documents, walk_documents
 from pandafs.archive import expand_turn, restore_turns
 from pandafs.archive._common import log_held
 from pandafs.errors import PandaError
-from pandafs.importer.run import import_turns
 from pandafs.inbox import Inbox
 from pandafs.learning.maintenance import read_changes
 from pandafs.mcp_server import _listing
 from pandafs.memory import Memory
 from pandafs.research.visits import load_visits
+from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
 from pandafs.verify import verify_vault
 from pandafs.watch import Upkeep, Watch, reconcile_dirs

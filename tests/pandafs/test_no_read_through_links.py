@@ -192,7 +192,7 @@ def test_a_linked_import_ledger_is_refused_not_read(vault: Vault, tmp_path: Path
     """The import ledger was read with plain `open()`: one linked to a file outside the
     vault made its ids count as imported, so the real line was skipped as a repeat."""
     from events.errors import NotInVault
-    from pandafs.importer.ledger import LEDGER, Ledger
+    from pandafs.turn_import.ledger import LEDGER, Ledger
 
     turns = vault.layout.turns_dir("alice")
     turns.mkdir(parents=True)
@@ -212,7 +212,7 @@ def test_a_linked_import_ledger_is_refused_not_read(vault: Vault, tmp_path: Path
 def test_the_ledger_never_learns_ids_from_a_linked_turn_folder(vault: Vault, tmp_path: Path) -> None:
     """Catching up, the ledger read each newer turn's first event by path: a turn folder
     linked to one outside the vault gave it an external id (then skipped as imported)."""
-    from pandafs.importer.ledger import Ledger
+    from pandafs.turn_import.ledger import Ledger
 
     turns = vault.layout.turns_dir("alice")
     turns.mkdir(parents=True)

@@ -25,8 +25,8 @@ SECRET = "purplemoose"
 
 def _import(vault: Vault, tmp_path: Path, user: str, query: str) -> Path:
     """One old turn of `user` (90 days before NOW), indexed; its folder."""
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
 
     source = tmp_path / f"{user}.jsonl"
     old = (NOW - timedelta(days=90)).isoformat()

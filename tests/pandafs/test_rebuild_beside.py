@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from pandafs.importer import import_turns
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.support.learning import T0
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.importer import import_turns
+from pandafs.turn_import import import_turns
 from pandafs.turns import iter_turns, replay
 from pandafs.vault import Vault
 from pandafs.verify import verify_vault

@@ -14,7 +14,6 @@ import pytest
 
 from events import read_events, turn_name, turn_number
 from pandafs.config import TiersConfig
-from pandafs.importer import import_turns
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
 from pandafs.memory.anchors import identity_anchors
@@ -24,6 +23,7 @@ from pandafs.memory.tiers import assemble_tiers, item_text
 from pandafs.memory.turn_records import live_turn
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 NOW = datetime(2027, 1, 1, tzinfo=UTC)

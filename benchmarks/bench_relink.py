@@ -1,6 +1,6 @@
 """Benchmark the link pass that archive and restore run (pandafs/links.py, archive/_links.py).
 
-    .venv/bin/python scripts/bench_relink.py [--turns 5000]
+    .venv/bin/python benchmarks/bench_relink.py [--turns 5000]
 
 Imports N turns for one user (every tenth answer links an earlier turn, and facts.md
 links them too), archives the older half, then times, on that vault: the link pass
@@ -23,9 +23,9 @@ import orjson
 
 from pandafs.archive import archive_turns
 from pandafs.archive._links import relink_users
-from pandafs.importer import import_turns
 from pandafs.links import relink
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

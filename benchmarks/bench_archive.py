@@ -1,6 +1,6 @@
 """Benchmark cold storage (DESIGN.md §9: archive ≤ 30 % of the turn folders it replaces).
 
-    .venv/bin/python scripts/bench_archive.py [--turns 5000] [--batch-size 500] [--expansions 300]
+    .venv/bin/python benchmarks/bench_archive.py [--turns 5000] [--batch-size 500] [--expansions 300]
 
 Imports N turns dated 2025 (so all are old), indexes them, archives them, expands a
 sample of archived turns with `Memory.retrieve` (one expansion each, so none is
@@ -25,8 +25,8 @@ import orjson
 
 from indexers.archive import ArchiveStore
 from pandafs.archive import archive_turns, read_stub, restore_turns
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 Each reader turns one export format into the lines `import-turns` takes
 (`{"user", "external_id", "timestamp", "query", "response", "meta"}`, one per
-question-and-answer pair) and `import_history` hands them to `importer.import_turns`,
+question-and-answer pair) and `import_history` hands them to `turn_import.import_turns`,
 so numbering, events, the ledger that makes re-import add nothing, batching and
 indexing are exactly those of `pandafs import-turns`.
 

@@ -1,7 +1,7 @@
 """Bulk import beside the raw filesystem (DESIGN.md §9: ≥ 0.5× the raw filesystem's
 rate for the same files; bounded memory).
 
-    .venv/bin/python scripts/bench_import.py [--turns 10000] [--rounds 2] [--text 2400] [--real]
+    .venv/bin/python benchmarks/bench_import.py [--turns 10000] [--rounds 2] [--text 2400] [--real]
 
 `--real` imports LongMemEval's dev set instead (../shared/data/longmemeval-dev: 24,820
 turns of real chat, as `eval_retrieval.py` reads them; `--turns` and `--text` are then
@@ -37,7 +37,7 @@ from pathlib import Path
 import orjson
 
 TARGET_RATIO = 0.5
-FSYNC_THREADS = 4  # as pandafs.importer
+FSYNC_THREADS = 4  # as pandafs.turn_import
 BATCH = 1000  # as [index] batch_size
 
 

@@ -1,6 +1,6 @@
 """Benchmark unified search, import and rebuild against raw tantivy and SQLite FTS5.
 
-    .venv/bin/python scripts/bench_search.py [--sizes 10000,100000] [--queries 300]
+    .venv/bin/python benchmarks/bench_search.py [--sizes 10000,100000] [--queries 300]
         [--seed 7] [--out DIR] [--keep] [--profile]
 
 For each corpus size N (DESIGN.md §9):
@@ -65,8 +65,8 @@ import tantivy
 from tantivy import Facet, FieldType, Occur, Query
 
 from indexers.words import query_terms
-from pandafs.importer import import_turns
 from pandafs.memory.api import Memory
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 TARGETS = {

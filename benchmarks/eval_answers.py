@@ -1,6 +1,6 @@
 """Score the answers of whole turns on scripted multi-turn dialogues (issue 12).
 
-    python scripts/eval_answers.py [--dialogues 150] [--seed 1] [--heldout 2] [--json]
+    python benchmarks/eval_answers.py [--dialogues 150] [--seed 1] [--heldout 2] [--json]
 
 Each dialogue is generated from a seed: one user, a few turns a person might say
 (facts, preferences, updates, plans, filler), then a question, all run through

@@ -1,6 +1,6 @@
 """Benchmark tier assembly (DESIGN.md §9: hot < 1 ms, warm < 50 ms, cold < 200 ms).
 
-    .venv/bin/python scripts/bench_tiers.py [--sizes 100,1000,10000] [--queries 60]
+    .venv/bin/python benchmarks/bench_tiers.py [--sizes 100,1000,10000] [--queries 60]
                                             [--archive-share 0.5] [--keep DIR]
 
 For each size, one user gets that many imported turns (spread over two years,
@@ -28,9 +28,9 @@ from typing import Any
 import orjson
 
 from events import turn_name
-from pandafs.importer import import_turns
 from pandafs.memory import Memory
 from pandafs.memory.tiers import assemble_tiers
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 TARGETS_MS = {"hot": 1.0, "warm": 50.0, "cold": 200.0}

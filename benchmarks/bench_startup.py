@@ -1,7 +1,7 @@
 """Start-up of the CLI, whole process (DESIGN.md §9: `pandafs search` and `pandafs --help`
 ≤ 150 ms and ≤ 6× `python -c pass`).
 
-    .venv/bin/python scripts/bench_startup.py [--runs 15] [--turns 2000]
+    .venv/bin/python benchmarks/bench_startup.py [--runs 15] [--turns 2000]
 
 Builds a vault of `--turns` imported turns, then runs, alternated round by round so a
 busy machine slows every row alike: `python -c pass` (the floor), a raw script that
@@ -52,8 +52,8 @@ def _pandafs(cli: str | None = None) -> list[str]:
 def _build(folder: Path, turns: int) -> Path:
     from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
 
-    from pandafs.importer import import_turns
     from pandafs.memory import Memory
+    from pandafs.turn_import import import_turns
     from pandafs.vault import Vault
 
     vault, _ = Vault.init(folder / "vault")

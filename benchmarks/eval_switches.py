@@ -1,8 +1,8 @@
 """Each lexical resource of the ranking switched off alone, on both evaluation sets.
 
-    python scripts/eval_switches.py [--keep DIR] [--lme DIR] [--data DIR] [--limit N]
+    python benchmarks/eval_switches.py [--keep DIR] [--lme DIR] [--data DIR] [--limit N]
 
-The sets, vaults and metric are `scripts/eval_retrieval.py`'s (recall_all@5 at session
+The sets, vaults and metric are `benchmarks/eval_retrieval.py`'s (recall_all@5 at session
 level, abstention questions apart): each set is imported once with `import-turns`
 (or reused from `--keep DIR`, the folder `eval_retrieval.py --keep DIR` fills), then
 every question is searched in process with `Memory.search`, as `search --batch` does,

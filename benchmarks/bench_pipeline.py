@@ -1,6 +1,6 @@
 """Benchmark the turn pipeline's overhead with the offline backend (DESIGN.md §9: ≤ 30 ms).
 
-    .venv/bin/python scripts/bench_pipeline.py [--sizes 1000,100000] [--turns 60] [--keep DIR] [--users 10]
+    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 1000,100000] [--turns 60] [--keep DIR] [--users 10]
 
 For each size, a vault gets that many prior turns (bulk import, indexed), then
 `--turns` real turns run through `Pipeline.ask` for one user (the prior turns are spread
@@ -47,10 +47,10 @@ from pathlib import Path
 import orjson
 import tantivy
 
-from pandafs.importer import import_turns
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory import Memory
 from pandafs.pipeline import Pipeline
+from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
 TOPICS = ["laptop", "hamster", "marathon", "recipe", "travel", "budget", "garden", "camera"]

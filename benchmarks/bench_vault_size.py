@@ -1,6 +1,6 @@
 """Measure what a turn costs on disk beside the text it holds (DESIGN.md §9: ≤ 3×).
 
-    .venv/bin/python scripts/bench_vault_size.py [--imported 300] [--asked 20] [--text 2100]
+    .venv/bin/python benchmarks/bench_vault_size.py [--imported 300] [--asked 20] [--text 2100]
 
 A fresh vault gets `--imported` turns from `import-turns` (about `--text` bytes of
 query + response each, the lines `bench_import` writes) and `--asked` turns run by
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_import import write_source  # noqa: E402
 
 from events import project_turn, read_events  # noqa: E402
-from pandafs.importer import import_turns  # noqa: E402
 from pandafs.llm.offline import OfflineBackend  # noqa: E402
 from pandafs.memory import Memory  # noqa: E402
 from pandafs.pipeline import Pipeline  # noqa: E402
+from pandafs.turn_import import import_turns  # noqa: E402
 from pandafs.vault import Vault  # noqa: E402
 
 QUERIES = [

@@ -1,5 +1,5 @@
 """Importing a chat history: the reader for its format converts the export, then
-`importer.import_turns` does the rest, exactly as for `pandafs import-turns`."""
+`turn_import.import_turns` does the rest, exactly as for `pandafs import-turns`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import orjson
 from indexers.documents import IndexDoc, Skipped
 
 from ..errors import BadInput
-from ..importer import import_turns
+from ..turn_import import import_turns
 from ..vault import Vault
 from ._common import Conversion
 from .chatgpt import read_chatgpt

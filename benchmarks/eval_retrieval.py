@@ -1,6 +1,6 @@
 """Score `pandafs search` on real and generated conversations, beside plain BM25 baselines.
 
-    python scripts/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
+    python benchmarks/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
         [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
         [--search KEY=VALUE]...
 
