@@ -547,16 +547,16 @@ def tantivy_calls(memory: Memory, queries: list[BenchQuery]) -> dict[str, float]
     """Tantivy searches and counts per `filtered` query; counts as for fresh words (the
     count cache emptied before each query: a warm cache hides them)."""
     tally = {"search": 0, "cardinality": 0}
-    index = memory.index
-    original = index.searcher
-    index.searcher = lambda: _Counting(original(), tally)  # type: ignore[method-assign]
+    reader = memory.index.reader
+    original = reader.searcher
+    reader.searcher = lambda: _Counting(original(), tally)  # type: ignore[method-assign]
     run = pandafs_search(memory, "filtered")
     try:
         for q in queries:
-            index._counts.clear()
+            reader._counts.clear()
             run(q)
     finally:
-        del index.searcher
+        del reader.searcher
     per = max(len(queries), 1)
     return {
         "searches_per_query": round(tally["search"] / per, 2),

@@ -7,7 +7,7 @@ that batch to `WrittenBehind` and returns the answer while it commits.
 
 One job at a time per index folder, in order: a new one first waits for the one before.
 Every read and write of the index in this process waits for the job in flight first
-(`FullTextIndex.settle_behind`), through whichever `FullTextIndex` of that folder (one
+(`FullTextIndex.settle_behind`), through whichever `IndexFolder` of that folder (one
 `WrittenBehind` per folder and process: `of`), so this process never reads the index
 without what it wrote.  Other processes see the commit when it lands, as they see any
 writer's.  The thread is not a daemon: the interpreter waits for it at exit.  A job's outcome (None, or
@@ -24,14 +24,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
-
-from .errors import IndexingError
-
-if TYPE_CHECKING:
-    from .writer import IndexBatch
+from typing import ClassVar
 
 __all__ = ["WrittenBehind"]
 
@@ -78,29 +72,3 @@ class WrittenBehind:
         thread.join()
         if self._thread is thread:
             self._thread = None
-
-
-class _WritingBehind:
-    """The write-behind part of `FullTextIndex` (a mixin: `_behind` and `batch` are its)."""
-
-    _behind: WrittenBehind
-
-    def batch_behind(
-        self, fill: Callable[[IndexBatch], None], then: Callable[[BaseException | None], None]
-    ) -> None:
-        """`fill` a batch and commit it on a thread of its own, then `then(error)` there;
-        returns at once.  Every later read or write of this index in this process waits
-        for it first (`settle_behind`).  The thread also reloads the reader after the
-        commit (~1.2 ms at 100k documents), which the next search would have done."""
-
-        def job() -> None:
-            with self.batch() as batch:  # type: ignore[attr-defined]
-                fill(batch)
-            with suppress(IndexingError):  # the next search says what is wrong, as it would have
-                self.searcher()  # type: ignore[attr-defined]  # reloaded here, not by the next search
-
-        self._behind.start(job, then)
-
-    def settle_behind(self) -> None:
-        """Wait until the batch written behind, if one is in flight, has ended."""
-        self._behind.settle()

@@ -1,73 +1,122 @@
 """The tantivy full-text index over every document of a vault: one class, `FullTextIndex`.
 
-Layout under `indexes/`:
+It holds its parts, each a class that owns its state: the folder (`folder`: layout,
+writer lock, the tantivy index opened from it), the state log (`state`: which files are
+indexed, at which checksum), the writer (`writer`: batches, rebuild and swap) and the
+reader (`search`, with `filters`, `ranking` — the ranking formula is that module's
+docstring — and `snippets`).  What a search asks for is `request`.
 
-    fulltext/            the live index: tantivy/ (segments), state.jsonl, schema.json
-    fulltext.lock        writer lock (flock; holds the writer's pid)
-    fulltext.new/        a rebuild in progress (swapped in when complete)
-
-The class is thin; its jobs live in their own modules: the schema (`schema`), the
-state log (`state`), writing and rebuilding (`writer`, and `behind` for a batch
-committed after its caller moved on), searching (`search`, with
-`filters`, `ranking` — the ranking formula is that module's docstring — and
-`snippets`), and what a search asks for (`request`).
-
-Writers hold `fulltext.lock` only for one batch (and its commit's merges,
-which end on their own thread: `settling`); a second writer waits up to
-`wait_s` and then gets `IndexBusy` naming the holder's pid.  Readers wait for no
-writer but a batch their own process writes behind (`behind`): every search reloads
-the reader (≈50 µs) and reopens the index if a rebuild swapped the folder.
+Readers wait for no writer but a batch their own process writes behind (`behind`): every
+search reloads the reader and reopens the index if a rebuild swapped the folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from .behind import WrittenBehind, _WritingBehind
+from .errors import IndexingError
+from .folder import IndexFolder
 from .learned import Learned
-from .schema import build_schema
-from .search import _Searching
-from .settling import MergesInFlight
-from .state import StateEntry, _StateLog
-from .visible_idf import VisibleIdf
-from .writer import _Writing
+from .request import Ranking, SearchRequest
+from .search import IndexReader
+from .state import StateEntry, StateLog
+from .writer import CatchUp, IndexBatch, IndexWriter
 
 __all__ = ["FullTextIndex"]
 
 
-class FullTextIndex(_Writing, _WritingBehind, _StateLog, _Searching):
-    """One vault's full-text index.  Cheap to construct; opens tantivy lazily."""
+class FullTextIndex:
+    """One vault's full-text index: a folder, its state log, a writer and a reader.
+    Cheap to construct; opens tantivy lazily."""
 
-    def __init__(
-        self, indexes_dir: Path, *, wait_s: float = 30.0, heap_mb: int = 128, name: str = "fulltext"
+    def __init__(self, folder: IndexFolder, log: StateLog, writer: IndexWriter, reader: IndexReader) -> None:
+        self.folder = folder
+        self.log = log
+        self.writer = writer
+        self.reader = reader
+
+    @classmethod
+    def at(
+        cls,
+        indexes_dir: Path,
+        *,
+        wait_s: float = 30.0,
+        heap_mb: int = 128,
+        name: str = "fulltext",
+        learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
+    ) -> FullTextIndex:
+        """The index named `name` under a vault's `indexes/` folder."""
+        folder = IndexFolder(indexes_dir, name=name, wait_s=wait_s)
+        log = StateLog(folder)
+        writer = IndexWriter(folder, log, heap_mb=heap_mb, learned=learned)
+        return cls(folder, log, writer, IndexReader(folder))
+
+    # --- reading --------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.folder.exists()
+
+    def searcher(self) -> tantivy.Searcher:
+        return self.reader.searcher()
+
+    def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
+        return self.reader.search(req, ranking)
+
+    def lookup(self, path: str) -> dict[str, Any] | None:
+        return self.reader.lookup(path)
+
+    def count(self) -> int:
+        return self.reader.count()
+
+    def state(self) -> dict[str, StateEntry]:
+        return self.log.state()
+
+    def paths(self) -> list[str]:
+        return sorted(self.log.state())
+
+    def counts(self) -> tuple[int, int]:
+        """(documents tantivy holds, documents the state records as indexed), read under the
+        writer lock so that no commit falls between the two.  They differ when tantivy kept
+        a document no path of the state names (a delete it lost: `IndexWriter._tantivy_writer`),
+        which no reconcile can find, or after a writer died between its commit and its state
+        line, which the next reconcile mends."""
+        self.folder.open()  # (made under the lock if missing: before taking it here)
+        with self.folder.lock():
+            recorded = sum(1 for entry in self.log.state().values() if not entry.skipped)
+            return self.reader.count(), recorded
+
+    # --- writing --------------------------------------------------------------------
+
+    def batch(self) -> AbstractContextManager[IndexBatch]:
+        return self.writer.batch()
+
+    def rebuild(self, catch_up: CatchUp | None = None) -> AbstractContextManager[IndexBatch]:
+        return self.writer.rebuild(catch_up)
+
+    def compact_state(self, *, force: bool = False) -> bool:
+        return self.log.compact(force=force)
+
+    def batch_behind(
+        self, fill: Callable[[IndexBatch], None], then: Callable[[BaseException | None], None]
     ) -> None:
-        self.indexes_dir = indexes_dir
-        self.dir = indexes_dir / name
-        self.lock_path = indexes_dir / f"{name}.lock"
-        self.wait_s = wait_s
-        self.heap_mb = heap_mb
-        self._index: tantivy.Index | None = None
-        self._ino: int | None = None
-        self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None
-        self._generation: tuple[int | None, int] | None = None
-        self._counts: dict[tuple[Any, ...], float] = {}
-        self._visible_idf = VisibleIdf()  # per user, the idf of what they may see
-        self._untrimmed = 0  # documents committed since freed memory was handed back
-        self._merges = MergesInFlight()  # the last commit's, ended on their own thread
-        self._behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
-        # what the learning loop derived and recorded: trust of turns, sharing of research
-        self.learned = Learned()
-        self._schema = build_schema()
+        """`fill` a batch and commit it on a thread of its own, then `then(error)` there;
+        returns at once.  Every later read or write of this index in this process waits
+        for it first (`settle_behind`).  The thread also reloads the reader after the
+        commit, which the next search would have done."""
 
-    # --- layout -------------------------------------------------------------------
+        def job() -> None:
+            with self.writer.batch() as batch:
+                fill(batch)
+            with suppress(IndexingError):  # the next search says what is wrong, as it would have
+                self.reader.searcher()  # reloaded here, not by the next search
 
-    @property
-    def tantivy_dir(self) -> Path:
-        return self.dir / "tantivy"
+        self.folder.behind.start(job, then)
 
-    @property
-    def state_path(self) -> Path:
-        return self.dir / "state.jsonl"
+    def settle_behind(self) -> None:
+        """Wait until the batch written behind, if one is in flight, has ended."""
+        self.folder.behind.settle()

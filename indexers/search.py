@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import tantivy
@@ -33,8 +33,11 @@ from .request import Ranking, SearchRequest
 from .schema import NEVER, _epoch
 from .snippets import snippet_of
 from .time_words import TimeHint, resolve_time
-from .visible_idf import EVERYTHING, Sight
+from .visible_idf import EVERYTHING, Sight, VisibleIdf
 from .words import query_terms
+
+if TYPE_CHECKING:
+    from .folder import IndexFolder
 
 PREFIX_MIN = 6
 """Query stems at least this long also match index terms sharing all but their last
@@ -47,16 +50,25 @@ EXPAND_LIMIT = 4096
 """Turns fetched at most for the expanded days of one query."""
 
 
-class _Searching:
-    """The reading part of `FullTextIndex` (a mixin: its attributes are set there)."""
+class IndexReader:
+    """Searches one index folder: the reader reloaded after each commit, and what it
+    caches until the next (conversations counted per word, each user's idf)."""
+
+    def __init__(self, folder: IndexFolder) -> None:
+        self.folder = folder
+        self._schema = folder.schema
+        self._generation: tuple[int | None, int] | None = None  # (folder inode, meta.json mtime)
+        self._counts: dict[tuple[Any, ...], float] = {}
+        self._visible_idf = VisibleIdf()  # per user, the idf of what they may see
 
     def searcher(self) -> tantivy.Searcher:
-        self._behind.settle()  # what this process wrote behind is searched once it has ended
-        index = self._open()
+        folder = self.folder
+        folder.behind.settle()  # what this process wrote behind is searched once it has ended
+        index = folder.open()
         try:
-            generation = (self._ino, os.stat(self.tantivy_dir / "meta.json").st_mtime_ns)
+            generation = (folder.ino, os.stat(folder.tantivy_dir / "meta.json").st_mtime_ns)
         except FileNotFoundError:
-            generation = (self._ino, 0)
+            generation = (folder.ino, 0)
         try:
             if generation != self._generation:  # a commit (or a swap) since the last search
                 index.reload()
@@ -64,7 +76,7 @@ class _Searching:
                 self._counts.clear()
             return index.searcher()
         except ValueError as exc:  # a segment file corrupt or gone, or the disk's refusal
-            raise self._tantivy_error(exc, writing=False) from exc
+            raise folder.tantivy_error(exc, writing=False) from exc
 
     def _count_days(self, searcher: tantivy.Searcher, key: tuple[Any, ...], query: Query) -> float:
         """Distinct conversations (sessions, else days) matching `query`, cached until the index changes."""
@@ -80,18 +92,14 @@ class _Searching:
     def lookup(self, path: str) -> dict[str, Any] | None:
         """Stored payload of the document at this vault-relative path (None if not indexed).
 
-        By path, the one key the index holds once (its state's): until 2026-11-25 this took
-        an id, and two documents could share one (a user named `knowledge`: `users/knowledge/
-        facts.md` and the global `knowledge/facts.md` were both `knowledge/facts`), so a
-        user's private document was read as the global one."""
+        By path, the one key the index holds once (its state's), not by id: two documents
+        can share one (a user named `knowledge`: `users/knowledge/facts.md` and the global
+        `knowledge/facts.md` are both `knowledge/facts`)."""
         searcher = self.searcher()
         result = searcher.search(Query.term_query(self._schema, "path", path), 1)
         for _, address in result.hits:
             return orjson.loads(searcher.doc(address).get_first("payload"))
         return None
-
-    def paths(self) -> list[str]:
-        return sorted(self.state())
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
         """Hits for `req`, best first, each a dict (see module docstring for the score)."""

@@ -351,7 +351,7 @@ def rebuild(
                 else:
                     yield rel, ref, loaded
 
-        live_log = index.state_path
+        live_log = index.folder.state_path
         mark = live_log.stat().st_size if live_log.exists() else 0
 
         def catch_up(open_batch: Callable[[], Any], built: Callable[[], dict[str, StateEntry]]) -> None:
@@ -362,7 +362,7 @@ def rebuild(
             """
             if not live_log.exists() or live_log.stat().st_size <= mark:
                 return
-            with index.open_log(live_log) as handle:  # never through a link
+            with index.log.open_log(live_log) as handle:  # never through a link
                 handle.seek(mark)
                 added = handle.read()
             paths = set()

@@ -1,42 +1,33 @@
-"""Writing the full-text index: its folder, the writer lock, batches, rebuild and swap.
+"""Writing the full-text index: batches on the live index, rebuild and swap.
 
-Writers hold `fulltext.lock` only for one batch (and its commit's merges,
-which end on their own thread: `settling`); a second writer waits up to
-`wait_s` and then gets `IndexBusy` naming the holder's pid.  A rebuild builds
-`fulltext.new/` beside the live index and swaps it in when complete.
+A batch holds the folder's writer lock (`indexers.folder`) and commits when it closes;
+its state lines follow the commit.  A rebuild builds `fulltext.new/` beside the live
+index and swaps it in when complete.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import tantivy
 
 from events.errors import NotInVault
-from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
-from events.opened import checked_folders, remove_tree_in_vault
+from events.fsio import atomic_write, swap_in
+from events.opened import remove_tree_in_vault
 
-from .errors import (
-    REBUILD,
-    IndexBusy,
-    IndexDamaged,
-    IndexIncompatible,
-    IndexingError,
-    IndexIOError,
-    tantivy_error,
-)
+from .errors import IndexBusy, IndexingError
 from .learned import Learned
-from .schema import READABLE_VERSIONS, SCHEMA_VERSION, _to_document
+from .schema import _to_document
 from .settling import TRIM_EVERY, release_freed_memory
 from .state import StateEntry
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
     from .documents import IndexDoc
+    from .folder import IndexFolder
+    from .state import StateLog
 
 CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], None]
 
@@ -128,127 +119,23 @@ def _give_up(writer: Any) -> None:
         writer.wait_merging_threads()
 
 
-class _Busy(Exception):
-    """The index lock is held by someone else."""
+class IndexWriter:
+    """Writes one index folder: batches on the live index, and rebuilds beside it."""
 
-
-class _Writing:
-    """The opening and writing part of `FullTextIndex` (a mixin: its attributes are set there)."""
-
-    # --- opening ------------------------------------------------------------------
-
-    def exists(self, *, locked: bool = False) -> bool:
-        self._behind.settle()  # what this process wrote behind is there once it has ended
-        if self._index is not None and self._same_folder():  # one stat on every search
-            return True
-        self._recover_swap(locked=locked)
-        return (self.dir / "schema.json").is_file()
-
-    def _same_folder(self) -> bool:
-        """The live folder is still the one this object opened (no rebuild swapped it
-        since; a swap's leftovers were cleared when it was opened)."""
-        try:
-            return os.stat(self.dir).st_ino == self._ino
-        except FileNotFoundError:
-            return False
-
-    def _recover_swap(self, *, locked: bool = False) -> None:
-        """Finish a rebuild swap interrupted between its two renames (a killed rebuild).
-
-        Only under the index lock: a rebuild swaps holding it, so a swap seen half done
-        while the lock is held is in progress and not ours to finish (a search that
-        finished it made the rebuild's own rename fail)."""
-        new, old = (
-            self.dir.with_name(self.dir.name + ".new"),
-            self.dir.with_name(self.dir.name + ".old"),
-        )
-        live = self.dir.exists()
-        if not ((not live and (new / "complete").exists()) or (live and old.exists())):
-            return
-        if not locked:
-            try:
-                with held_lock(self.lock_path, wait_s=0.0, on_busy=_Busy, root=self.indexes_dir.parent):
-                    self._recover_swap(locked=True)
-            except _Busy:
-                pass  # a writer holds the index: the swap is its own, in progress
-            return
-        with checked_folders(self.indexes_dir.parent) as folders:  # by name, never through a link
-            if not live and (new / "complete").exists():
-                folders.rename(new, self.dir)
-            if self.dir.exists() and old.exists():
-                folders.remove_tree(old)
-
-    def _create(self, directory: Path) -> tantivy.Index:
-        vault_folder(self.indexes_dir.parent, directory / "tantivy")
-        index = tantivy.Index(self._schema, path=str(directory / "tantivy"))
-        atomic_write(
-            directory / "schema.json",
-            orjson.dumps({"schema_version": SCHEMA_VERSION}),
-            root=self.indexes_dir.parent,
-        )
-        return index
-
-    def _open(self) -> tantivy.Index:
-        """The live tantivy index, reopened if a rebuild replaced the folder."""
-        if self._index is not None and self._same_folder():
-            return self._index
-        if not self.exists():
-            self.indexes_dir.mkdir(parents=True, exist_ok=True)
-            with self._lock():
-                if not self.exists(locked=True):
-                    self._create(self.dir)
-        ino = os.stat(self.dir).st_ino
-        if self._index is None or ino != self._ino:
-            root = self.indexes_dir.parent  # tantivy opens its folder by path: none of them a link
-            check_folders(root, self.indexes_dir, self.dir, self.tantivy_dir)
-            schema = (self.dir / "schema.json").relative_to(self.indexes_dir.parent).as_posix()
-            try:
-                info = orjson.loads(read_vault_file(root, schema)[0])
-            except orjson.JSONDecodeError:
-                info = None
-            if not isinstance(info, dict):
-                raise IndexDamaged(
-                    f"the index {self._where()} cannot be read ({schema} is not a JSON object); {REBUILD}"
-                )
-            if info.get("schema_version") not in READABLE_VERSIONS:
-                raise IndexIncompatible(
-                    f"the index {self._where()} was built by another PandaFS version; {REBUILD}"
-                )
-            try:
-                self._index = tantivy.Index.open(str(self.tantivy_dir))
-            except ValueError as exc:  # a corrupt or missing file of it, or the disk's refusal
-                raise self._tantivy_error(exc, writing=False) from exc
-            self._ino = ino
-        return self._index
-
-    def _where(self) -> str:
-        """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
-        return self.dir.relative_to(self.indexes_dir.parent).as_posix()
-
-    def _tantivy_error(self, exc: ValueError, *, writing: bool) -> IndexingError:
-        """`tantivy_error` for this index."""
-        return tantivy_error(exc, self._where(), writing=writing, root=str(self.indexes_dir.parent))
-
-    # --- writing ------------------------------------------------------------------
-
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
-        def busy(holder: str) -> Exception:
-            return IndexBusy(
-                f"index is busy, held by pid {holder} for more than {self.wait_s:g} s; "
-                "try again when it finishes"
-            )
-
-        self._behind.settle()  # (at once on the job's own thread: it is taking this lock)
-        try:
-            self._merges.settle()  # this process's last commit holds the lock until its merges end
-        except ValueError as exc:
-            self._raise_io_error(exc)
-            raise
-        vault_folder(self.indexes_dir.parent, self.indexes_dir)  # the vault's own `indexes/`, not a link
-        check_folders(self.indexes_dir.parent, self.dir)
-        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy, root=self.indexes_dir.parent):
-            yield
+    def __init__(
+        self,
+        folder: IndexFolder,
+        log: StateLog,
+        *,
+        heap_mb: int = 128,
+        learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
+    ) -> None:
+        self.folder = folder
+        self.log = log
+        self.heap_mb = heap_mb
+        # what the learning loop derived and recorded: trust of turns, sharing of research
+        self.learned = learned
+        self._untrimmed = 0  # documents committed since freed memory was handed back
 
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
         """A writer of `index` whose first operation is a no-op delete.
@@ -258,8 +145,8 @@ class _Writing:
         writer killed before its merges ended left them) counts that operation as already
         applied to a segment whose deletes were written at that opstamp, and skips it: the
         delete of a path's old version in that segment was lost, leaving two versions
-        indexed (seen 2026-11-25: a restored turn's stub stayed searchable).  The no-op
-        takes that opstamp; every operation of the batch comes after it."""
+        indexed (a restored turn's stub stayed searchable).  The no-op takes that opstamp;
+        every operation of the batch comes after it."""
         try:
             writer = index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
             writer.delete_documents_by_term("path", "")  # no document has an empty path
@@ -267,9 +154,9 @@ class _Writing:
         except ValueError as exc:
             if "LockBusy" in str(exc):  # tantivy's own lock: a writer we do not know about
                 raise IndexBusy(f"index is busy ({exc}); try again") from exc
-            # damage (a corrupt meta.json…) or the disk: until 2026-11-24 "busy" too, so
-            # `watch` retried a damaged index every second for good
-            raise self._tantivy_error(exc, writing=True) from exc
+            # damage (a corrupt meta.json…) or the disk: not "busy", or `watch` would
+            # retry a damaged index every second for good
+            raise self.folder.tantivy_error(exc, writing=True) from exc
 
     @contextmanager
     def _batch_on(
@@ -286,12 +173,13 @@ class _Writing:
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
         spill = self._spiller(state_path) if fresh else None
-        batch = IndexBatch(writer, self._schema, self.learned, redoable=redoable, fresh=fresh, spill=spill)
+        schema = self.folder.schema
+        batch = IndexBatch(writer, schema, self.learned, redoable=redoable, fresh=fresh, spill=spill)
         try:
             yield batch  # (an add can fail too: tantivy writes a segment when its heap fills)
         except BaseException as exc:
             _give_up(writer)
-            self._raise_io_error(exc)
+            self.folder.raise_io_error(exc)
             raise
         writer = self._commit(index, writer, batch)
         if committed is not None:
@@ -300,9 +188,9 @@ class _Writing:
             try:
                 writer.wait_merging_threads()
             except ValueError as exc:
-                self._raise_io_error(exc)
+                self.folder.raise_io_error(exc)
                 raise
-        self._append_state(state_path, batch.changes)
+        self.log.append(state_path, batch.changes)
         self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
         if self._untrimmed >= TRIM_EVERY:
             self._untrimmed = 0
@@ -330,21 +218,13 @@ class _Writing:
                 writer.commit()
         except BaseException as exc:
             _give_up(writer)
-            self._raise_io_error(exc)
+            self.folder.raise_io_error(exc)
             raise
         return writer
 
-    def _raise_io_error(self, exc: BaseException) -> None:
-        """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one (any
-        other error is ours, or tantivy's refusal of what we asked: it goes on as it is)."""
-        if isinstance(exc, ValueError):
-            error = self._tantivy_error(exc, writing=True)
-            if isinstance(error, IndexIOError):
-                raise error from exc
-
     def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
         def spill(changes: dict[str, StateEntry | None]) -> None:
-            self._append_state(state_path, changes)
+            self.log.append(state_path, changes)
             release_freed_memory()
 
         return spill
@@ -353,16 +233,17 @@ class _Writing:
     def batch(self) -> Iterator[IndexBatch]:
         """Hold the writer lock for one batch of upserts/deletes, then commit.  The merges
         the commit started end on a thread that holds the lock until then (`settling`)."""
-        self._open()
+        folder = self.folder
+        folder.open()
         committed: list[Any] = []
         held = ExitStack()
-        held.enter_context(self._lock())
+        held.enter_context(folder.lock())
         try:
-            with self._batch_on(self._open(), self.state_path, committed=committed) as batch:
+            with self._batch_on(folder.open(), folder.state_path, committed=committed) as batch:
                 yield batch
         finally:
             if committed:
-                self._merges.hand_over(committed[0], held.pop_all().close)
+                folder.merges.hand_over(committed[0], held.pop_all().close)
             held.close()
 
     @contextmanager
@@ -374,21 +255,22 @@ class _Writing:
         index up to date with files that changed while it was being built (`built()`
         reads the new index's state: only then, it holds an entry per document).
         """
-        root = self.indexes_dir.parent
-        new = self.dir.with_name(self.dir.name + ".new")
+        folder = self.folder
+        root = folder.root
+        new = folder.dir.with_name(folder.dir.name + ".new")
         remove_tree_in_vault(root, new)
-        index = self._create(new)
+        index = folder.create(new)
         state_path = new / "state.jsonl"
         try:
             with self._batch_on(index, state_path, redoable=False) as batch:
                 yield batch
-            with self._lock():
+            with folder.lock():
                 if catch_up is not None:
-                    catch_up(lambda: self._batch_on(index, state_path), lambda: self._read_state(state_path))
+                    catch_up(lambda: self._batch_on(index, state_path), lambda: self.log.read(state_path))
                 atomic_write(new / "complete", b"", root=root)
-                swap_in(new, self.dir, root=root)
+                swap_in(new, folder.dir, root=root)
         except BaseException:
             with suppress(NotInVault):  # (a link there: the first error is the one to tell)
                 remove_tree_in_vault(root, new)
             raise
-        self._index = None
+        folder.forget()

@@ -152,14 +152,14 @@ def _beside(
         if trust_reader(vault).table() != cached:
             raise _TrustMoved(folded, was_there)
 
-    given = memory.index.learned
-    memory.index.learned = Learned(trust=cached.get, shared=given.shared)
+    given = memory.index.writer.learned
+    memory.index.writer.learned = Learned(trust=cached.get, shared=given.shared)
     try:
         index = memory.rebuild(
             progress=progress, on_total=on_total, held=lambda p: not _is_turn(p), barrier=barrier
         )
     finally:
-        memory.index.learned = given
+        memory.index.writer.learned = given
         if not waited:  # the indexing failed first: the fold still ends on its own
             with suppress(Exception):  # the indexing's error is the one to tell
                 wait()

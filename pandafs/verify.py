@@ -259,7 +259,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
 
 def _index_itself(vault: Vault, memory: Memory) -> str:
     """The path a problem of the index as a whole is named by (`indexes/fulltext`)."""
-    return vault.rel(memory.index.dir)
+    return vault.rel(memory.index.folder.dir)
 
 
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:

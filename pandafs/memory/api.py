@@ -26,6 +26,7 @@ from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.fulltext import FullTextIndex
+from indexers.learned import Learned
 from indexers.request import SCOPES, Ranking, SearchRequest
 
 from ..errors import BadInput
@@ -34,7 +35,6 @@ from .inputs import check_times, check_topic, check_ttl
 
 if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
     from indexers.documents import IndexDoc, Skipped
-    from indexers.learned import Learned
     from indexers.sync import SyncReport
 
     from .retrieved import ArchiveSource, Retrieved
@@ -52,12 +52,13 @@ class Memory:
         self.vault = vault
         self.archive = archive
         cfg = vault.config
-        self.index = FullTextIndex(
-            vault.layout.indexes, wait_s=cfg.index.writer_wait_s, heap_mb=cfg.index.writer_heap_mb
+        self.index = FullTextIndex.at(
+            vault.layout.indexes,
+            wait_s=cfg.index.writer_wait_s,
+            heap_mb=cfg.index.writer_heap_mb,
+            learned=learned or Learned(),
         )
         self.ranking = Ranking(**cfg.search.model_dump())
-        if learned is not None:
-            self.index.learned = learned
 
     # --- search ---------------------------------------------------------------------
 

@@ -252,7 +252,7 @@ def test_a_document_whose_delete_tantivy_lost_is_gone_after_the_watch_reconciles
     memory = Memory(vault)
     memory.reconcile()
     (root / "knowledge/tulips.md").unlink()  # deleted: the state says so, tantivy still holds it
-    with memory.index.state_path.open("ab") as log:
+    with memory.index.folder.state_path.open("ab") as log:
         log.write(orjson.dumps({"p": "knowledge/tulips.md", "d": 1}) + b"\n")
     assert [h["doc_path"] for h in memory.search("tulips", limit=5)] == ["knowledge/tulips.md"]
 

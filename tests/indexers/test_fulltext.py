@@ -309,7 +309,7 @@ def test_a_rebuild_that_writes_its_state_in_pieces_keeps_every_entry(
     report = corpus.rebuild()
     assert report.indexed == len(before) == 7
     assert dict(corpus.index.state()) == before
-    assert len(corpus.index.state_path.read_bytes().splitlines()) == 7
+    assert len(corpus.index.folder.state_path.read_bytes().splitlines()) == 7
     assert corpus.reconcile().unchanged == 7
 
 
@@ -431,11 +431,11 @@ def test_second_writer_waits_then_names_the_holder(vault: Vault, memory: Memory)
         cwd=REPO,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
-    memory.index.wait_s = 0.3
+    memory.index.folder.wait_s = 0.3
     with pytest.raises(IndexBusy, match=f"held by pid {proc.pid}"), memory.index.batch():
         pass
     assert memory.search("anything", user="alice", now=NOW) == []  # readers never wait
-    memory.index.wait_s = 10
+    memory.index.folder.wait_s = 10
     with memory.index.batch():
         pass  # waited for the holder to finish
     proc.wait()
@@ -486,10 +486,10 @@ def test_state_log_compaction_keeps_what_was_indexed(vault: Vault, memory: Memor
         write_doc(vault, "users/alice/memories/n.md", f"note version {i} about quinces")
         memory.index_paths(["users/alice/memories/n.md"])
     before = dict(memory.index.state())
-    lines = memory.index.state_path.read_bytes().count(b"\n")
+    lines = memory.index.folder.state_path.read_bytes().count(b"\n")
     assert memory.index.compact_state() is False  # small logs are left alone
     assert memory.index.compact_state(force=True) is True
-    assert memory.index.state_path.read_bytes().count(b"\n") == 1 < lines
+    assert memory.index.folder.state_path.read_bytes().count(b"\n") == 1 < lines
     assert dict(Memory(vault).index.state()) == before == dict(memory.index.state())
     assert path.exists() and memory.reconcile().indexed == 0
 
@@ -498,13 +498,13 @@ def test_a_half_done_swap_is_finished_only_by_whoever_holds_the_index_lock(corpu
     from events.fsio import held_lock
 
     corpus.rebuild()
-    live = corpus.index.dir
+    live = corpus.index.folder.dir
     new, old = live.with_name(live.name + ".new"), live.with_name(live.name + ".old")
     live.rename(old)  # a rebuild between its two renames: live aside, the new one complete
     shutil.copytree(old, new)
     (new / "complete").write_bytes(b"")
     reader = Memory(corpus.vault)
-    with held_lock(corpus.index.lock_path, wait_s=None, on_busy=RuntimeError):
+    with held_lock(corpus.index.folder.lock_path, wait_s=None, on_busy=RuntimeError):
         assert not reader.index.exists()  # the swap is in progress: a reader does not finish it
         assert new.exists() and old.exists() and not live.exists()
     assert reader.index.exists()  # the rebuild was killed there: the next reader finishes it
@@ -653,7 +653,7 @@ def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vau
     write_doc(vault, "users/alice/memories/a.md", "The wifi password is mango.")
     write_doc(vault, "users/alice/memories/b.md", "The door code is 4242.")
     memory.index_paths(["users/alice/memories/a.md", "users/alice/memories/b.md"])
-    folder = memory.index.tantivy_dir
+    folder = memory.index.folder.tantivy_dir
     meta = json.loads((folder / "meta.json").read_text())
     [segment] = [s["segment_id"].replace("-", "") for s in meta["segments"]]
     # an upsert is a delete and an add; the commit takes the next opstamp: 3 on
@@ -722,7 +722,7 @@ def test_a_rebuild_never_swaps_folders_through_a_swapped_indexes_folder(tmp_path
     (outside / "fulltext").mkdir(parents=True)
     (outside / "fulltext" / "keep.txt").write_text("not the vault's\n")
     (outside / "fulltext.new").mkdir()
-    index = FullTextIndex(indexes)
+    index = FullTextIndex.at(indexes)
 
     def swap(open_batch: object, built: object) -> None:
         indexes.rename(indexes.with_name("indexes.moved"))
@@ -796,9 +796,9 @@ def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> No
         [sys.executable, "-c", EACH_IN_ITS_BATCH, str(vault.root), *notes], check=True, cwd=REPO, timeout=120
     )
     memory = Memory(vault)
-    meta = orjson.loads((memory.index.tantivy_dir / "meta.json").read_bytes())
+    meta = orjson.loads((memory.index.folder.tantivy_dir / "meta.json").read_bytes())
     assert len(meta["segments"]) < 8, meta["segments"]
-    assert not lock_is_held(memory.index.lock_path)
+    assert not lock_is_held(memory.index.folder.lock_path)
     assert len(memory.search("zebra", user="alice", limit=20, now=NOW)) == 12
     write_doc(vault, "users/alice/memories/n0.md", "zebra note rewritten")
     memory.index_paths(["users/alice/memories/n0.md"])  # the next writer is not refused as busy
@@ -823,7 +823,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # before the merge of the eight ends
 def _left_unmerged(memory: Memory) -> bool:
     """Eight committed segments, one with deletes written at the last commit's opstamp:
     what a writer killed after its commit, before the merge it started ended, leaves."""
-    meta = orjson.loads((memory.index.tantivy_dir / "meta.json").read_bytes())
+    meta = orjson.loads((memory.index.folder.tantivy_dir / "meta.json").read_bytes())
     deleted_at = [s["deletes"]["opstamp"] for s in meta["segments"] if s["deletes"]]
     return len(meta["segments"]) >= 8 and meta["opstamp"] in deleted_at
 

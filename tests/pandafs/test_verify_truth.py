@@ -252,7 +252,7 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
     "reconciled" and left it; verify failed again.  Now the index is rebuilt."""
     cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
     index = Memory(vault).index
-    add_orphan(index.tantivy_dir, "users/alice/memories/gone.md", "tulips")
+    add_orphan(index.folder.tantivy_dir, "users/alice/memories/gone.md", "tulips")
     named = cli("--root", vault.root, "verify", "--json")
     assert named.code == 1
     kind, message = _problems(named)["indexes/fulltext"]
@@ -268,7 +268,7 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
     assert cli("--root", vault.root, "verify").code == 0
     # with a changed document beside it, the count shows only once that is reconciled:
     # one `--repair` does both
-    add_orphan(index.tantivy_dir, "users/alice/memories/gone.md", "tulips")
+    add_orphan(index.folder.tantivy_dir, "users/alice/memories/gone.md", "tulips")
     (vault.root / "users" / "alice" / "memories" / "roses.md").write_text("Roses want sun.\n")
     both = cli("--root", vault.root, "verify", "--repair", "--json")
     assert both.code == 0, both.out

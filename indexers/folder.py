@@ -1,0 +1,196 @@
+"""The full-text index's folder: its layout, its writer lock, and the tantivy index it holds.
+
+Layout under `indexes/`:
+
+    fulltext/            the live index: tantivy/ (segments), state.jsonl, schema.json
+    fulltext.lock        writer lock (flock; holds the writer's pid)
+    fulltext.new/        a rebuild in progress (swapped in when complete)
+
+Writers hold `fulltext.lock` only for one batch (and its commit's merges, which end on
+their own thread: `settling`); a second writer waits up to `wait_s` and then gets
+`IndexBusy` naming the holder's pid.  Whoever opens the index reopens it when a rebuild
+swapped the folder, and finishes a swap a killed rebuild left half done.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+import tantivy
+
+from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, vault_folder
+from events.opened import checked_folders
+
+from .behind import WrittenBehind
+from .errors import (
+    REBUILD,
+    IndexBusy,
+    IndexDamaged,
+    IndexIncompatible,
+    IndexingError,
+    IndexIOError,
+    tantivy_error,
+)
+from .schema import READABLE_VERSIONS, SCHEMA_VERSION, build_schema
+from .settling import MergesInFlight
+
+__all__ = ["IndexFolder"]
+
+
+class _Busy(Exception):
+    """The index lock is held by someone else."""
+
+
+class IndexFolder:
+    """One index folder of a vault and the tantivy index opened from it (lazily)."""
+
+    def __init__(self, indexes_dir: Path, *, name: str = "fulltext", wait_s: float = 30.0) -> None:
+        self.indexes_dir = indexes_dir
+        self.root = indexes_dir.parent  # the vault
+        self.dir = indexes_dir / name
+        self.lock_path = indexes_dir / f"{name}.lock"
+        self.wait_s = wait_s
+        self.schema = build_schema()
+        self.index: tantivy.Index | None = None
+        self.ino: int | None = None  # the inode of the folder `index` was opened from
+        self.merges = MergesInFlight()  # the last commit's, ended on their own thread
+        self.behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
+
+    @property
+    def tantivy_dir(self) -> Path:
+        return self.dir / "tantivy"
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / "state.jsonl"
+
+    def where(self) -> str:
+        """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
+        return self.dir.relative_to(self.root).as_posix()
+
+    def tantivy_error(self, exc: ValueError, *, writing: bool) -> IndexingError:
+        """`tantivy_error` for this index."""
+        return tantivy_error(exc, self.where(), writing=writing, root=str(self.root))
+
+    # --- opening ------------------------------------------------------------------
+
+    def exists(self, *, locked: bool = False) -> bool:
+        self.behind.settle()  # what this process wrote behind is there once it has ended
+        if self.index is not None and self._same_folder():  # one stat on every search
+            return True
+        self._recover_swap(locked=locked)
+        return (self.dir / "schema.json").is_file()
+
+    def _same_folder(self) -> bool:
+        """The live folder is still the one this object opened (no rebuild swapped it
+        since; a swap's leftovers were cleared when it was opened)."""
+        try:
+            return os.stat(self.dir).st_ino == self.ino
+        except FileNotFoundError:
+            return False
+
+    def _recover_swap(self, *, locked: bool = False) -> None:
+        """Finish a rebuild swap interrupted between its two renames (a killed rebuild).
+
+        Only under the index lock: a rebuild swaps holding it, so a swap seen half done
+        while the lock is held is in progress and not ours to finish (a search that
+        finished it made the rebuild's own rename fail)."""
+        new, old = (
+            self.dir.with_name(self.dir.name + ".new"),
+            self.dir.with_name(self.dir.name + ".old"),
+        )
+        live = self.dir.exists()
+        if not ((not live and (new / "complete").exists()) or (live and old.exists())):
+            return
+        if not locked:
+            try:
+                with held_lock(self.lock_path, wait_s=0.0, on_busy=_Busy, root=self.root):
+                    self._recover_swap(locked=True)
+            except _Busy:
+                pass  # a writer holds the index: the swap is its own, in progress
+            return
+        with checked_folders(self.root) as folders:  # by name, never through a link
+            if not live and (new / "complete").exists():
+                folders.rename(new, self.dir)
+            if self.dir.exists() and old.exists():
+                folders.remove_tree(old)
+
+    def create(self, directory: Path) -> tantivy.Index:
+        """A new, empty index in `directory` (the live folder, or a rebuild's beside it)."""
+        vault_folder(self.root, directory / "tantivy")
+        index = tantivy.Index(self.schema, path=str(directory / "tantivy"))
+        version = orjson.dumps({"schema_version": SCHEMA_VERSION})
+        atomic_write(directory / "schema.json", version, root=self.root)
+        return index
+
+    def open(self) -> tantivy.Index:
+        """The live tantivy index, reopened if a rebuild replaced the folder."""
+        if self.index is not None and self._same_folder():
+            return self.index
+        if not self.exists():
+            self.indexes_dir.mkdir(parents=True, exist_ok=True)
+            with self.lock():
+                if not self.exists(locked=True):
+                    self.create(self.dir)
+        ino = os.stat(self.dir).st_ino
+        if self.index is None or ino != self.ino:
+            # tantivy opens its folder by path: none of them a link
+            check_folders(self.root, self.indexes_dir, self.dir, self.tantivy_dir)
+            schema = (self.dir / "schema.json").relative_to(self.root).as_posix()
+            try:
+                info = orjson.loads(read_vault_file(self.root, schema)[0])
+            except orjson.JSONDecodeError:
+                info = None
+            if not isinstance(info, dict):
+                raise IndexDamaged(
+                    f"the index {self.where()} cannot be read ({schema} is not a JSON object); {REBUILD}"
+                )
+            if info.get("schema_version") not in READABLE_VERSIONS:
+                raise IndexIncompatible(
+                    f"the index {self.where()} was built by another PandaFS version; {REBUILD}"
+                )
+            try:
+                self.index = tantivy.Index.open(str(self.tantivy_dir))
+            except ValueError as exc:  # a corrupt or missing file of it, or the disk's refusal
+                raise self.tantivy_error(exc, writing=False) from exc
+            self.ino = ino
+        return self.index
+
+    def forget(self) -> None:
+        """Drop the opened index: the next `open` opens the folder anew (after a swap)."""
+        self.index = None
+
+    # --- the writer lock ------------------------------------------------------------
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the writer lock, after this process's own writing has ended."""
+
+        def busy(holder: str) -> Exception:
+            return IndexBusy(
+                f"index is busy, held by pid {holder} for more than {self.wait_s:g} s; "
+                "try again when it finishes"
+            )
+
+        self.behind.settle()  # (at once on the job's own thread: it is taking this lock)
+        try:
+            self.merges.settle()  # this process's last commit holds the lock until its merges end
+        except ValueError as exc:
+            self.raise_io_error(exc)
+            raise
+        vault_folder(self.root, self.indexes_dir)  # the vault's own `indexes/`, not a link
+        check_folders(self.root, self.dir)
+        with held_lock(self.lock_path, wait_s=self.wait_s, on_busy=busy, root=self.root):
+            yield
+
+    def raise_io_error(self, exc: BaseException) -> None:
+        """Raise the `IndexIOError` of tantivy's I/O failure `exc`, if it is one (any
+        other error is ours, or tantivy's refusal of what we asked: it goes on as it is)."""
+        if isinstance(exc, ValueError):
+            error = self.tantivy_error(exc, writing=True)
+            if isinstance(error, IndexIOError):
+                raise error from exc
