@@ -2,7 +2,8 @@
 
 trust.py        usage and trust: a pure fold over turn events (the formula is there)
 policy.py       scope promotion / demotion rules and their thresholds
-engine.py       the incremental fold (sync / rebuild) and its cache under indexes/learning/
+engine.py       the incremental fold (sync / rebuild), composed of the parts below
+state.py        its cache under indexes/learning/, and what the indexer reads of it
 reading.py      a turn's events for the fold: its live folder or its archived part
 materialise.py  writing usage / trust / scope into documents and the index
 decisions.py    running the scope policy: at Save (on_turn) and for `pandafs promote`

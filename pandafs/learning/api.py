@@ -60,7 +60,7 @@ INDEX_QUEUE = "learning_index_queue"
 
 def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
     """Fold every turn completed since the last sync; materialise what changed."""
-    with Learning(vault, memory).open() as engine:
+    with Learning.of(vault, memory).open() as engine:
         return engine.sync()
 
 
@@ -80,10 +80,10 @@ def rebuild(
     the index next (it reads the documents written here and the turns' trust from the
     shards), so nothing is re-indexed now.  `on_total` is told how many turns the fold
     reads, `progress` how many more it has read, as for `Memory.rebuild`."""
-    with Learning(vault, memory).open() as engine:
-        engine.extractions = extractions
+    with Learning.of(vault, memory).open() as engine:
+        engine.reader.extractions = extractions
         engine.on_total, engine.progress = on_total, progress
-        engine.index_mode = COMMIT_INDEX if index else SKIP_INDEX
+        engine.documents.index_mode = COMMIT_INDEX if index else SKIP_INDEX
         return engine.rebuild()
 
 
@@ -101,20 +101,20 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
     """
     queue = ctx.extras.get(INDEX_QUEUE)
     try:
-        with Learning(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
-            engine.index_mode = QUEUE_INDEX
+        with Learning.of(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
+            engine.documents.index_mode = QUEUE_INDEX
             try:
                 engine.sync(rollups=False, users=[view.user])
                 try:
-                    return list(engine.on_turn(view, pending, ctx.now()))
+                    return list(engine.policy.on_turn(view, pending, ctx.now()))
                 except StaleCache:  # a torn shard of a document this turn used
                     engine.rebuild()
-                    return list(engine.on_turn(view, pending, ctx.now()))
+                    return list(engine.policy.on_turn(view, pending, ctx.now()))
             finally:
                 if isinstance(queue, list):
-                    queue.extend(engine.take_index_queue())
+                    queue.extend(engine.documents.take_index_queue())
                 else:
-                    engine.flush_index()
+                    engine.documents.flush_index()
     except Exception as exc:  # recorded in the turn's log; the turn itself stands
         message = str(exc).splitlines()[0][:500] if str(exc) else repr(exc)
         return [PhaseFailed(phase="learning", error_type=type(exc).__name__, message=message)]
@@ -164,12 +164,12 @@ def trends(
         raise BadInput(f"the window ends ({until}) before it starts ({since})")
     if (until - since).days >= MAX_WINDOW_DAYS:
         raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
-    with Learning(vault, memory).open() as engine:
+    with Learning.of(vault, memory).open() as engine:
         engine.sync_checked()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
         scope: dict[str, int] = {}
-        for day, counts in engine.state.scope_days.items():
+        for day, counts in engine.cache.state.scope_days.items():
             if since.isoformat() <= day <= until.isoformat():
                 for kind, n in counts.items():
                     scope[kind] = scope.get(kind, 0) + n

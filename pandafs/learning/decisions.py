@@ -3,29 +3,37 @@ what one turn used, at its Save (`on_turn`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from events import Event, TurnView, turn_number
 from events.schema import DocumentsUsed, ScopeChanged, TurnCompleted
 
+from ..vault import Vault
 from .maintenance import append_changes
-from .materialise import DocInfo, _Materialising, _Target, _utc
+from .materialise import DocInfo, Materialiser, _Target, _utc
 from .policy import DocState, ScopeDecision, decide_steps, promotable
-from .reading import _TurnReading
-from .state import Cursor, write_state_file
-from .trust import Counts, Projection, TurnFacts, trust_of, turn_facts
+from .reading import TurnReader
+from .state import Cursor, LearningCache
+from .trust import Counts, TurnFacts, trust_of, turn_facts
+
+__all__ = ["ScopePolicy"]
 
 
-class _Deciding(_Materialising, _TurnReading):
-    """The policy part of `Learning` (a mixin over the reading and materialising parts;
-    `dir` and `projection` are `Learning`'s)."""
+class ScopePolicy:
+    """Runs the scope policy over one vault's documents, on the fold's cache: reads turns
+    with `reader`, sees and writes documents with `documents`."""
 
-    dir: Path
-    projection: Callable[[], Projection]
+    def __init__(
+        self, vault: Vault, cache: LearningCache, reader: TurnReader, documents: Materialiser
+    ) -> None:
+        self.vault = vault
+        self.cfg = vault.config.memory
+        self.cache = cache
+        self.reader = reader
+        self.documents = documents
 
     def doc_state(self, info: DocInfo, counts: Counts, now: datetime) -> DocState:
         return DocState(
@@ -43,18 +51,18 @@ class _Deciding(_Materialising, _TurnReading):
     def decide_all(self, now: datetime) -> list[ScopeDecision]:
         """What the policy does now to every promotable document that has been used."""
         decisions: list[ScopeDecision] = []
-        projection = self.projection()
-        for doc_id in sorted(self.counts):
+        projection = self.cache.projection()
+        for doc_id in sorted(self.cache.counts):
             owner, _, rest = doc_id.partition("/")
             if not rest.startswith("memories/") and not rest.endswith("/research"):
                 continue
-            info = self.doc_info(doc_id, projection)
+            info = self.documents.doc_info(doc_id, projection)
             if info is None or not promotable(info.kind, info.owner):
                 continue
             record = projection.scope.get(doc_id)
             if record is not None and _utc(record.at) and now < _utc(record.at):  # type: ignore[operator]
                 continue  # decided after `now`: nothing to decide in its past
-            decisions += decide_steps(self.doc_state(info, self.counts[doc_id], now), self.cfg)
+            decisions += decide_steps(self.doc_state(info, self.cache.counts[doc_id], now), self.cfg)
         return decisions
 
     def record_decisions(self, decisions: Sequence[ScopeDecision], now: datetime) -> list[Event]:
@@ -72,36 +80,36 @@ class _Deciding(_Materialising, _TurnReading):
         """Run the policy for what this turn used (its events not yet written); write the
         documents at once and return the scope changes as events of the turn."""
         facts = _pending_facts(view, pending)
-        projection = self.projection()
-        cursor = self.state.users.get(view.user, Cursor())
+        projection = self.cache.projection()
+        cursor = self.cache.state.users.get(view.user, Cursor())
 
         def folded(_user: str, number: int) -> bool:
             return number <= cursor.upto and number not in cursor.pending
 
         def target(user: str, turn: str) -> TurnFacts | None:
-            loaded = self.load_turn(user, turn_number(turn))
+            loaded = self.reader.load_turn(user, turn_number(turn))
             return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
         preview = projection.preview(facts, target, folded)
         changes: list[ScopeChanged] = []
         targets: dict[str, _Target] = {}
         for doc_id, counts in preview.items():
-            info = self.doc_info(doc_id, projection)
+            info = self.documents.doc_info(doc_id, projection)
             if info is None:
                 continue
-            scope = self._scope_target(info, projection.scope.get(doc_id))
+            scope = self.documents.scope_target(info, projection.scope.get(doc_id))
             if doc_id in facts.used and promotable(info.kind, info.owner):
                 steps = decide_steps(self.doc_state(info, counts, now), self.cfg)
                 changes += [_event(step) for step in steps]
                 if steps:  # dated like the fold will date it: when the turn happened
                     scope = (steps[-1].new_scope, facts.occurred_at)
             targets[doc_id] = _Target(counts, scope)
-        plans, overlay = self._plan(sorted(targets), projection, preview=targets)
+        plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets)
         if plans:
-            self.state.dirty = sorted(set(self.state.dirty) | set(plans))
-            write_state_file(self.dir, self.state, self.vault.root)
+            self.cache.state.dirty = sorted(set(self.cache.state.dirty) | set(plans))
+            self.cache.write_state_file()
         if plans or overlay:
-            self._apply(plans, overlay)
+            self.documents.apply(plans, overlay)
         return changes
 
 

@@ -1,7 +1,8 @@
 """The learning engine: one `sync` (or `rebuild`) folding turn events into usage and
 trust, the turn catalog and the daily rollups, under the cache in `indexes/learning/`.
-Its parts live beside it: `reading` (a turn's events), `materialise` (step 4, below)
-and `decisions` (the policy run at Save and by `pandafs promote`).
+Its parts live beside it: `state` (the cache), `reading` (a turn's events),
+`materialise` (step 4, below) and `decisions` (the policy run at Save and by
+`pandafs promote`).
 
 One `sync`, under `indexes/learning.lock`:
 
@@ -39,38 +40,25 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from events import turn_name, turn_number
 from events.collector import collector_paused
 from events.errors import EventsError
 from events.fsio import check_folders, lock_is_held, vault_folder
 from events.schema import ScopeChanged
-from indexers.documents import IndexDoc
 
 from ..memory import Memory
 from ..vault import Vault, file_lock
 from .catalog import CATALOG_BATCH, Catalog, CatalogRebuild
-from .decisions import _Deciding
+from .decisions import ScopePolicy
 from .maintenance import read_changes
-from .materialise import COMMIT_INDEX, IndexMode
+from .materialise import Materialiser
+from .reading import TurnReader
 from .rollups import ROW_FIELDS, rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values
-from .state import (
-    CounterStore,
-    Cursor,
-    LearningState,
-    StaleCache,
-    learned_memory,
-    learning_dir,
-    load_state,
-    save_state,
-    write_state_file,
-)
+from .state import Cursor, LearningCache, StaleCache, learned_memory, learning_dir
 from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
-
-if TYPE_CHECKING:  # the reliability table's module loads pyarrow
-    from ..research.reliability import TurnsRead
 
 __all__ = ["Learning", "SyncReport"]
 
@@ -108,64 +96,57 @@ class SyncReport:
         }
 
 
-class Learning(_Deciding):
-    """The learning fold of one vault.  Use `with Learning(vault).open() as engine:`.
+class Learning:
+    """The learning fold of one vault.  Use `with Learning.of(vault).open() as engine:`.
 
-    Reading turns (`reading`), writing documents (`materialise`) and running the policy
-    (`decisions`) are its parts, one module each; the fold, the cache and `sync` /
-    `rebuild` are here."""
+    Its parts, each a class of its own module: the cache (`state`), reading turns
+    (`reading`), writing documents (`materialise`) and running the policy (`decisions`);
+    the fold and `sync` / `rebuild` are here."""
 
-    def __init__(self, vault: Vault, memory: Memory | None = None) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        cache: LearningCache,
+        reader: TurnReader,
+        documents: Materialiser,
+        policy: ScopePolicy,
+    ) -> None:
         self.vault = vault
-        self.memory = memory or learned_memory(vault)
-        self.cfg = vault.config.memory
-        self.dir = learning_dir(vault)
+        self.cache = cache
+        self.reader = reader
+        self.documents = documents
+        self.policy = policy
         self.catalog = Catalog.of(vault)
         self.daily_dir = vault.layout.observability / "daily"
-        self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
         self.stale: str | None = None
-        self.index_mode: IndexMode = COMMIT_INDEX
-        self._index_queue: list[IndexDoc] = []
-        self._archive_parts: dict[str, Any] = {}
-        self._turns_dirs: dict[str, str] = {}
-        self._turns_fds: dict[str, int] = {}  # while a full fold reads a user's turns (`turns_open`)
-        # When given (rebuild): each live turn's extractions as the fold reads it, so the
-        # reliability table is rebuilt without reading every events.jsonl a second time.
-        self.extractions: TurnsRead | None = None
         # When given (rebuild): told how many turns the fold will read, then each
         # `PROGRESS_EVERY` read, as the indexer tells the documents it indexes.
         self.on_total: Callable[[int], None] | None = None
         self.progress: Callable[[int], None] | None = None
 
+    @classmethod
+    def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
+        """The fold of `vault`, indexing through `memory` (else one with what it learned)."""
+        cache = LearningCache(learning_dir(vault), vault.config.memory.trust_prior_weight, vault.root)
+        reader = TurnReader(vault)
+        documents = Materialiser(vault, memory or learned_memory(vault), cache)
+        return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
+
     # --- opening ----------------------------------------------------------------------
 
     @contextmanager
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:
-        lock = vault_folder(self.vault.root, self.vault.layout.indexes) / LOCK_NAME
-        check_folders(self.vault.root, self.dir, self.catalog.dir, self.daily_dir)  # no linked folder
-        with file_lock(lock, wait_s=wait_s, what="the learning state", root=self.vault.root):
+        root = self.vault.root
+        lock = vault_folder(root, self.vault.layout.indexes) / LOCK_NAME
+        check_folders(root, self.cache.dir, self.catalog.dir, self.daily_dir)  # no linked folder
+        with file_lock(lock, wait_s=wait_s, what="the learning state", root=root):
             try:
-                self.state, self.counts = load_state(self.dir, self.cfg.trust_prior_weight, self.vault.root)
+                self.cache.load()
                 self.stale = None
             except StaleCache as exc:
-                self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-                self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
+                self.cache.reset()
                 self.stale = str(exc)
             yield self
-
-    def projection(self) -> Projection:
-        return Projection(
-            counts=self.counts,
-            feedback={k: (int(v[0]), str(v[1])) for k, v in self.state.feedback.items()},
-            scope=self.state.scope_records(),
-            scope_days={d: dict(c) for d, c in self.state.scope_days.items()},
-        )
-
-    def _keep(self, projection: Projection) -> None:
-        self.state.feedback = dict(sorted(projection.feedback.items()))
-        self.state.set_scope_records(projection.scope)
-        self.state.scope_days = dict(sorted(projection.scope_days.items()))
 
     # --- the fold ----------------------------------------------------------------------
 
@@ -181,14 +162,14 @@ class Learning(_Deciding):
         to `rows` (a full fold gives only the row's values, `catalog.RowValues`, for a
         `CatalogRebuild`, and lists every user's turns first: its total goes to `on_total`)."""
         listed: dict[str, list[int] | None] = {
-            user: self._all_numbers(user) if full else None
+            user: self.reader.all_numbers(user) if full else None
             for user in (self.vault.layout.users() if users is None else users)
         }
         if full and self.on_total is not None:
             self.on_total(sum(len(numbers or ()) for numbers in listed.values()))
         changed: set[str] = set()
         for user, numbers in listed.items():
-            with self.turns_open(user) if full else nullcontext():
+            with self.reader.turns_open(user) if full else nullcontext():
                 changed |= self._fold_user(user, projection, report, rows, numbers)
         return changed
 
@@ -203,7 +184,7 @@ class Learning(_Deciding):
         """Fold `user`'s turns that are complete and not folded yet; advance the cursor.
         `listed`: a full fold's list of the user's turns (None: fold what is new)."""
         full = listed is not None
-        cursor = Cursor() if full else self.state.users.get(user, Cursor())
+        cursor = Cursor() if full else self.cache.state.users.get(user, Cursor())
         old_pending = set(cursor.pending)
         if listed is not None:
             numbers = listed
@@ -211,7 +192,7 @@ class Learning(_Deciding):
             if lock_is_held(self.vault.layout.import_lock):  # it may hold numbers below `high`
                 numbers = list(range(1, high + 1))  # not placed yet: pending, below
         else:
-            high = self._highest(user, cursor.upto)
+            high = self.reader.highest(user, cursor.upto)
             numbers = sorted(old_pending | set(range(cursor.upto + 1, high + 1)))
         seen: dict[str, TurnFacts] = {}  # the last `SEEN_TURNS` folded, for their feedback
         done: set[int] = set()
@@ -224,7 +205,7 @@ class Learning(_Deciding):
         def target(user: str, turn: str) -> TurnFacts | None:
             if turn in seen:
                 return seen[turn]
-            loaded = self.load_turn(user, turn_number(turn))
+            loaded = self.reader.load_turn(user, turn_number(turn))
             return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
         tick = self.progress if full else None
@@ -232,12 +213,12 @@ class Learning(_Deciding):
             if tick is not None and at % PROGRESS_EVERY == 0:
                 tick(PROGRESS_EVERY)
             try:
-                loaded = self.load_turn(user, number)
+                loaded = self.reader.load_turn(user, number)
                 if loaded is None:  # a number the counter passed, with no turn
                     if lock_is_held(self.vault.layout.import_lock):
                         loaded = "pending"  # reserved by the import under way, placed later
                     else:  # looked at again: an import places its turns before it lets go
-                        loaded = self.load_turn(user, number)
+                        loaded = self.reader.load_turn(user, number)
             except (EventsError, OSError, ValueError) as exc:
                 report.problems.append(f"{user}/{turn_name(number)}: {str(exc).splitlines()[0]}")
                 pending.append(number)
@@ -258,7 +239,7 @@ class Learning(_Deciding):
             report.turns += 1
         if tick is not None and len(numbers) % PROGRESS_EVERY:
             tick(len(numbers) % PROGRESS_EVERY)
-        self.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
+        self.cache.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
         return changed
 
     def _fold_logs(
@@ -267,7 +248,7 @@ class Learning(_Deciding):
         changed: set[str] = set()
         days: set[str] = set()
         for user in self.vault.layout.users() if users is None else users:
-            start = 0 if full else self.state.logs.get(user, 0)
+            start = 0 if full else self.cache.state.logs.get(user, 0)
             events, problem = read_changes(self.vault, user, start)
             if problem is not None:
                 report.problems.append(problem)
@@ -277,7 +258,7 @@ class Learning(_Deciding):
                     changed |= projection.fold_scope(record)
                     days.add(record.at[:10])
             if events or start:
-                self.state.logs[user] = start + len(events)
+                self.cache.state.logs[user] = start + len(events)
             report.log_events += len(events)
         return changed, days
 
@@ -300,14 +281,14 @@ class Learning(_Deciding):
         started = time.perf_counter()
         report = SyncReport()
         try:  # a torn shard shows up when it is first read, always before anything is written
-            projection = self.projection()
+            projection = self.cache.projection()
             rows: list[TurnRow] = []
             changed = self._fold_users(projection, report, rows.append, full=False, users=users)
             more, days = self._fold_logs(projection, report, full=False, users=users)
             days |= {r.date.isoformat() for r in rows}
-            self._keep(projection)
+            self.cache.keep(projection)
             if write:
-                docs = changed | more | set(self.state.dirty)
+                docs = changed | more | set(self.cache.state.dirty)
                 self._commit(report, docs, rows, days, projection, rollups=rollups)
         except StaleCache as exc:
             self.stale = str(exc)
@@ -321,7 +302,7 @@ class Learning(_Deciding):
         the shards of what it touches)."""
         report = self.sync(write=write)
         try:
-            len(self.counts)
+            len(self.cache.counts)
         except StaleCache as exc:
             self.stale = str(exc)
             return self.rebuild(write=write)
@@ -335,21 +316,20 @@ class Learning(_Deciding):
     def _rebuild(self, write: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(full=True)
-        self.state = LearningState(prior_weight=self.cfg.trust_prior_weight)
-        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.vault.root)
-        projection = self.projection()
+        self.cache.reset()
+        projection = self.cache.projection()
         catalog = CatalogRebuild(self.catalog) if write else None
         add = catalog.add if catalog is not None else lambda row: None
         changed = self._fold_users(projection, report, add, full=True)
         more, _ = self._fold_logs(projection, report, full=True)
-        self._keep(projection)
+        self.cache.keep(projection)
         folded = time.perf_counter()
         report.stages["learning fold"] = folded - started
         if catalog is not None:
             report.catalog_months = catalog.finish()
             catalogued = time.perf_counter()
             report.stages["catalog"] = catalogued - folded
-            days = {d.isoformat() for d in catalog.days} | set(self.state.scope_days)
+            days = {d.isoformat() for d in catalog.days} | set(self.cache.state.scope_days)
             self._commit(report, changed | more, [], days, projection)
             report.stages["rollups and materialise"] = time.perf_counter() - catalogued
         self.stale = None
@@ -366,23 +346,23 @@ class Learning(_Deciding):
         rollups: bool = True,
     ) -> None:
         """Steps 2-5 of a sync (see the module docstring)."""
-        plans, overlay = self._plan(sorted(docs), projection)
-        waiting = [*self.state.catalog_rows, *(r.model_dump(mode="json") for r in rows)]
+        plans, overlay = self.documents.plan(sorted(docs), projection)
+        waiting = [*self.cache.state.catalog_rows, *(r.model_dump(mode="json") for r in rows)]
         if waiting and (rollups or len(waiting) >= CATALOG_BATCH):  # before the rollups read them
             report.catalog_months = self.catalog.append([TurnRow.model_validate(r) for r in waiting])
             waiting = []
-        self.state.catalog_rows = waiting
-        days |= set(self.state.rollup_days)
+        self.cache.state.catalog_rows = waiting
+        days |= set(self.cache.state.rollup_days)
         if rollups:
             report.rollup_days = self._write_rollups(days)
             days = set()
-        self.state.rollup_days = sorted(days)
-        self.state.dirty = sorted(plans)
-        save_state(self.dir, self.state, self.counts)
-        report.documents, report.index_updates = self._apply(plans, overlay)
+        self.cache.state.rollup_days = sorted(days)
+        self.cache.state.dirty = sorted(plans)
+        self.cache.save()
+        report.documents, report.index_updates = self.documents.apply(plans, overlay)
         if plans:  # else the cache just saved names nothing dirty already
-            self.state.dirty = []
-            write_state_file(self.dir, self.state, self.vault.root)
+            self.cache.state.dirty = []
+            self.cache.write_state_file()
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []
@@ -394,7 +374,7 @@ class Learning(_Deciding):
             for day in month_days:
                 when = date.fromisoformat(day)
                 rows = rows_of(when)
-                scope = self.state.scope_days.get(day, {})
+                scope = self.cache.state.scope_days.get(day, {})
                 if rows or any(scope.values()):
                     made.append(rollup(when, rows, scope))
         return [p.stem for p in write_rollups(self.daily_dir, made, self.vault.root)]

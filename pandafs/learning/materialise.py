@@ -24,11 +24,12 @@ from events.fsio import read_vault_bytes
 from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
 
-from ..config import MemoryConfig
 from ..memory import Memory
 from ..vault import Vault
-from .state import CounterStore, LearningState
+from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
+
+__all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "IndexMode", "Materialiser"]
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
@@ -96,16 +97,17 @@ SKIP_INDEX: IndexMode = "skip"
 """None: the index is rebuilt next, from the files and the trust shards (`rebuild_all`)."""
 
 
-class _Materialising:
-    """The documents part of `Learning` (a mixin: its attributes are set by `Learning.__init__`)."""
+class Materialiser:
+    """Writes the fold's values into one vault's documents and index, reading the
+    documents as the policy sees them (`doc_info`); holds the index updates queued."""
 
-    vault: Vault
-    memory: Memory
-    cfg: MemoryConfig
-    state: LearningState
-    counts: CounterStore
-    index_mode: IndexMode
-    _index_queue: list[IndexDoc]
+    def __init__(self, vault: Vault, memory: Memory, cache: LearningCache) -> None:
+        self.vault = vault
+        self.memory = memory
+        self.cache = cache
+        self.cfg = vault.config.memory
+        self.index_mode: IndexMode = COMMIT_INDEX
+        self._index_queue: list[IndexDoc] = []
 
     def locate(self, doc_id: str) -> tuple[str, str, str | None] | None:
         """(vault-relative path, kind, owner) of the file behind `doc_id`, if it exists."""
@@ -151,7 +153,7 @@ class _Materialising:
         except (TypeError, ValueError):
             quality = 0.5
         scope = str(front.get("scope") or ("user" if owner else "global"))
-        record = (projection.scope if projection else self.state.scope_records()).get(doc_id)
+        record = (projection.scope if projection else self.cache.state.scope_records()).get(doc_id)
         if record is not None and record.new in SCOPE_RANK:
             scope = record.new
         elif record is None and front.get("scope_origin") in SCOPE_RANK:
@@ -193,14 +195,14 @@ class _Materialising:
                     front.pop("expires_at", None)
         return front
 
-    def _scope_target(self, info: DocInfo, record: ScopeRecord | None) -> tuple[str, datetime | None] | None:
+    def scope_target(self, info: DocInfo, record: ScopeRecord | None) -> tuple[str, datetime | None] | None:
         if record is not None and record.new in SCOPE_RANK:
             return (record.new, _utc(record.at))
         if record is None and info.front.get("scope_origin") in SCOPE_RANK:
             return (str(info.front["scope_origin"]), None)
         return None
 
-    def _plan(
+    def plan(
         self, docs: Sequence[str], projection: Projection, preview: dict[str, _Target] | None = None
     ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float | None]]]:
         """Files to rewrite ({doc: (rel, target)}) and what to index again as it is, with
@@ -215,24 +217,24 @@ class _Materialising:
             if preview is not None and doc_id in preview:
                 target = preview[doc_id]
             else:
-                counts = self.counts.get(doc_id)
-                target = _Target(counts, self._scope_target(info, projection.scope.get(doc_id)))
+                counts = self.cache.counts.get(doc_id)
+                target = _Target(counts, self.scope_target(info, projection.scope.get(doc_id)))
             if info.kind in INDEX_ONLY_KINDS:
                 if target.counts is None:
                     continue
                 trust = trust_of(target.counts, self._turn_quality(info.rel), w)
-                if self.counts.trust(doc_id) != trust:
+                if self.cache.counts.trust(doc_id) != trust:
                     if preview is not None:
                         overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
                         continue
-                    self.counts.set_trust(doc_id, trust)
+                    self.cache.counts.set_trust(doc_id, trust)
                     # Save's preview may have indexed this value already
                     if self.index_mode != SKIP_INDEX and self._indexed(info.rel).get("trust") != trust:
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
             if preview is None and target.counts is not None:
-                self.counts.set_trust(doc_id, front.get("trust"))
+                self.cache.counts.set_trust(doc_id, front.get("trust"))
             if front != info.front:
                 plans[doc_id] = (info.rel, target)
             elif preview is None and self._shared_now(info, projection.scope.get(doc_id)):
@@ -275,7 +277,7 @@ class _Materialising:
 
         return rewrite_file(self.vault.root, rel, change)
 
-    def _apply(
+    def apply(
         self, plans: dict[str, tuple[str, _Target]], overlay: dict[str, tuple[str, float | None]]
     ) -> tuple[list[str], int]:
         """Write the planned files, then index them and the turns' new trust in one batch.

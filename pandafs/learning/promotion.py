@@ -72,11 +72,11 @@ def promote(
     """Run scope promotion / demotion now (`full`: recompute usage and trust first)."""
     now = now or utcnow()
     report = PromotionReport(now, dry_run)
-    with Learning(vault, memory).open() as engine:
+    with Learning.of(vault, memory).open() as engine:
         report.sync = engine.rebuild(write=not dry_run) if full else engine.sync_checked(write=not dry_run)
-        report.changes = engine.decide_all(now)
+        report.changes = engine.policy.decide_all(now)
         if report.changes and not dry_run:
-            engine.record_decisions(report.changes, now)
+            engine.policy.record_decisions(report.changes, now)
             after = engine.sync()
             report.sync.documents = sorted(set(report.sync.documents) | set(after.documents))
     return report
@@ -150,17 +150,17 @@ def prune_expired(
     now = now or utcnow()
     report = PruneReport(now, dry_run)
     memory = memory or learned_memory(vault)
-    with Learning(vault, memory).open() as engine:
+    with Learning.of(vault, memory).open() as engine:
         engine.sync_checked(write=not dry_run)
-        projection = engine.projection()
+        projection = engine.cache.projection()
         moves: list[tuple[DocInfo, datetime, ScopeDecision | None]] = []
         for rel in _candidates(vault, memory, now):
             ref = classify(rel)
-            info = engine.doc_info(ref.doc_id, projection) if ref is not None else None
+            info = engine.documents.doc_info(ref.doc_id, projection) if ref is not None else None
             if info is None or info.rel != rel or info.owner is None:
                 continue
-            counts = engine.counts.get(info.doc_id) or Counts()
-            steps = decide_steps(engine.doc_state(info, counts, now), engine.cfg)
+            counts = engine.cache.counts.get(info.doc_id) or Counts()
+            steps = decide_steps(engine.policy.doc_state(info, counts, now), engine.policy.cfg)
             if steps and promotable(info.kind, info.owner):
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
                 continue
@@ -175,7 +175,7 @@ def prune_expired(
                     "new",
                     "expired",
                     "",
-                    engine.doc_state(info, counts, now).trust,
+                    engine.policy.doc_state(info, counts, now).trust,
                     counts.usage,
                 )
             moves.append((info, _expiry(vault, rel) or now, decision))
@@ -195,7 +195,7 @@ def prune_expired(
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
-                engine.record_decisions([_with_reason(decision, reason)], now)
+                engine.policy.record_decisions([_with_reason(decision, reason)], now)
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
                 rename_in_vault(vault.root, vault.root / info.rel, target)
@@ -229,9 +229,9 @@ def check_shared(vault: Vault, repair: bool) -> list[Problem]:
                 claims.append((ref.doc_id, rel))
     if not claims:
         return []
-    with Learning(vault).open() as engine:
+    with Learning.of(vault).open() as engine:
         engine.sync(write=False)
-        shared = {d for d, r in engine.state.scope.items() if shares(r)}
+        shared = {d for d, r in engine.cache.state.scope.items() if shares(r)}
     return [
         Problem(
             rel,

@@ -32,18 +32,24 @@ from ..vault import Vault
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from ..research.reliability import TurnsRead
 
+__all__ = ["TurnReader"]
+
 EVENTS_FILE = "events.jsonl"
 
 
-class _TurnReading:
-    """The turn-reading part of `Learning` (a mixin: `vault`, `extractions`, `_archive_parts`,
-    `_turns_dirs` and `_turns_fds` are set by `Learning.__init__`)."""
+class TurnReader:
+    """Reads turns of one vault for the fold, keeping what a run of reads shares: the
+    archived part last read, each user's `turns/` folder (by path, and by descriptor
+    while `turns_open`)."""
 
-    vault: Vault
-    extractions: TurnsRead | None
-    _archive_parts: dict[str, Any]
-    _turns_dirs: dict[str, str]
-    _turns_fds: dict[str, int]
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        # When given (rebuild): each live turn's extractions as the fold reads it, so the
+        # reliability table is rebuilt without reading every events.jsonl a second time.
+        self.extractions: TurnsRead | None = None
+        self._archive_parts: dict[str, Any] = {}
+        self._turns_dirs: dict[str, str] = {}
+        self._turns_fds: dict[str, int] = {}  # while a full fold reads a user's turns
 
     def _stub(self, user: str, turn: str) -> Path:
         return self.vault.layout.archive_stub(user, turn)
@@ -116,11 +122,11 @@ class _TurnReading:
         view = project_turn(events)
         return (view, events) if view.is_complete else "pending"
 
-    def _highest(self, user: str, upto: int) -> int:
+    def highest(self, user: str, upto: int) -> int:
         """The highest turn of `user` to fold up to (`Layout.newest_turn`, never below `upto`)."""
         return self.vault.layout.newest_turn(user, upto)
 
-    def _all_numbers(self, user: str) -> list[int]:
+    def all_numbers(self, user: str) -> list[int]:
         return sorted(self.vault.layout.turn_numbers(user))
 
 

@@ -40,12 +40,13 @@ from indexers.learned import Learned
 
 from ..memory import Memory
 from ..vault import Vault
-from .trust import Counts, ScopeRecord, shares
+from .trust import Counts, Projection, ScopeRecord, shares
 
 __all__ = [
     "CACHE_VERSION",
     "CounterStore",
     "Cursor",
+    "LearningCache",
     "LearningState",
     "SharedReader",
     "StaleCache",
@@ -205,38 +206,72 @@ def cache_is_there(vault: Vault) -> bool:
     return (learning_dir(vault) / STATE_FILE).is_file()
 
 
-def load_state(directory: Path, prior_weight: float, root: Path) -> tuple[LearningState, CounterStore]:
-    """The cached state, or raise `StaleCache` when there is none we can use (nothing
-    below `root` is read through a link)."""
-    path = directory / STATE_FILE
-    raw = read_vault_bytes(root, path)
-    if raw is None:
-        raise StaleCache("no learning cache yet")
-    try:
-        state = LearningState.model_validate(orjson.loads(raw))
-    except (orjson.JSONDecodeError, ValidationError) as exc:
-        raise StaleCache(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
-    if state.version != CACHE_VERSION:
-        raise StaleCache(f"{path}: cache version {state.version}, this PandaFS writes {CACHE_VERSION}")
-    if state.prior_weight != prior_weight:
-        raise StaleCache("[memory] trust_prior_weight changed")
-    return state, CounterStore(directory / "counts", state.shard_gens, root=root)
+class LearningCache:
+    """The fold's cache as loaded: `state.json`'s state and the counter shards it names.
 
+    The engine and its parts hold this one object; a load or a recompute replaces what
+    it holds, never the object."""
 
-def save_state(directory: Path, state: LearningState, counts: CounterStore) -> None:
-    """Shards first, then state.json naming their generation (see the module docstring)."""
-    state.generation += 1
-    state.shard_gens = counts.flush(state.generation)
-    write_state_file(directory, state, counts.root)
+    def __init__(self, directory: Path, prior_weight: float, root: Path) -> None:
+        self.dir = directory
+        self.prior_weight = prior_weight
+        self.root = root  # the vault: nothing below it is read or written through a link
+        self.state = LearningState(prior_weight=prior_weight)
+        self.counts = CounterStore(directory / "counts", {}, fresh=True, root=root)
 
+    def reset(self) -> None:
+        """Start empty: a full recompute replaces every shard when it is saved."""
+        self.state = LearningState(prior_weight=self.prior_weight)
+        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.root)
 
-def write_state_file(directory: Path, state: LearningState, root: Path) -> None:
-    atomic_write(
-        directory / STATE_FILE,
-        orjson.dumps(state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
-        durable=False,
-        root=root,
-    )
+    def load(self) -> None:
+        """Load the cached state, or raise `StaleCache` when there is none we can use."""
+        path = self.dir / STATE_FILE
+        raw = read_vault_bytes(self.root, path)
+        if raw is None:
+            raise StaleCache("no learning cache yet")
+        try:
+            state = LearningState.model_validate(orjson.loads(raw))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            raise StaleCache(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
+        if state.version != CACHE_VERSION:
+            raise StaleCache(f"{path}: cache version {state.version}, this PandaFS writes {CACHE_VERSION}")
+        if state.prior_weight != self.prior_weight:
+            raise StaleCache("[memory] trust_prior_weight changed")
+        self.state = state
+        self.counts = CounterStore(self.dir / "counts", state.shard_gens, root=self.root)
+
+    def save(self) -> None:
+        """Shards first, then state.json naming their generation (see the module docstring)."""
+        state = self.state
+        state.generation += 1
+        state.shard_gens = self.counts.flush(state.generation)
+        self.write_state_file()
+
+    def write_state_file(self) -> None:
+        atomic_write(
+            self.dir / STATE_FILE,
+            orjson.dumps(self.state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
+            durable=False,
+            root=self.root,
+        )
+
+    def projection(self) -> Projection:
+        """The fold so far, to fold more into (its counters are the cache's own)."""
+        state = self.state
+        return Projection(
+            counts=self.counts,
+            feedback={k: (int(v[0]), str(v[1])) for k, v in state.feedback.items()},
+            scope=state.scope_records(),
+            scope_days={d: dict(c) for d, c in state.scope_days.items()},
+        )
+
+    def keep(self, projection: Projection) -> None:
+        """Take the small maps of `projection` into the state (its counters are ours)."""
+        state = self.state
+        state.feedback = dict(sorted(projection.feedback.items()))
+        state.set_scope_records(projection.scope)
+        state.scope_days = dict(sorted(projection.scope_days.items()))
 
 
 class _ReadWhenReplaced(Generic[T]):

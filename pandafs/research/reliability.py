@@ -213,7 +213,7 @@ Extracted = tuple[tuple[Any, ...], datetime]
 
 
 class TurnsRead:
-    """What a learning fold read of the live turns (`Learning.extractions`), for
+    """What a learning fold read of the live turns (`TurnReader.extractions`), for
     `ReliabilityTable.rebuild`: the extractions of the turns that have some, by doc id,
     and which turns were read at all, as one bit per turn number of each user.
 

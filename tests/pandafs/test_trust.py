@@ -26,6 +26,7 @@ from pandafs.learning import (
 )
 from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
+from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
@@ -143,9 +144,9 @@ def test_the_fold_does_not_depend_on_the_order_turns_arrive_in() -> None:
 
 def snapshot(vault: Vault) -> dict[str, dict]:
     """Every counter of the cache and every memory file's bytes."""
-    with Learning(vault).open() as engine:
-        counts = {d: (engine.counts[d], engine.counts.trust(d)) for d in engine.counts}
-        feedback = dict(engine.state.feedback)
+    with Learning.of(vault).open() as engine:
+        counts = {d: (engine.cache.counts[d], engine.cache.counts.trust(d)) for d in engine.cache.counts}
+        feedback = dict(engine.cache.state.feedback)
     files = {
         vault.rel(p): p.read_bytes()
         for p in sorted((vault.root / "users").rglob("*.md"))
@@ -404,12 +405,12 @@ def test_a_learning_commit_does_not_replace_a_document_saved_after_it_was_read(
         clock["t"] = T0 + timedelta(hours=1)
         pipeline.ask("Which seats do I prefer, window seats?", user="alice")
     path = vault.rel(vault.layout.preferences("alice"))
-    with Learning(vault, memory).open() as engine:
-        engine.defer_index = True  # what the sync read is committed by flush_index, below
+    with Learning.of(vault, memory).open() as engine:
+        engine.documents.index_mode = QUEUE_INDEX  # what the sync read is committed by flush_index, below
         engine.sync()
         assert front_of(vault, path)["usage_count"] == 1  # it rewrote the counts, read them back
         open_memory(vault).save("I prefer oat milk", user="alice", doc_type="preference", now=T0)
-        engine.flush_index()
+        engine.documents.flush_index()
     hits = open_memory(vault).search("oat milk", user="alice", now=T0)
     assert [h["doc_id"] for h in hits] == ["alice/preferences"]
     assert verify_vault(vault, checks=default_checks()).ok

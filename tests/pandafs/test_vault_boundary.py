@@ -328,9 +328,10 @@ def test_the_learning_engine_never_reads_a_linked_document(vault: Vault, tmp_pat
     (memories / "out.md").symlink_to(outside)
     (memories / "real.md").write_text("a real note about kiwis\n")
     memory = Memory(vault)
-    with Learning(vault, memory).open() as engine:
-        assert engine.doc_info("alice/memories/out") is None  # its counters would be written over the link
-        real = engine.doc_info("alice/memories/real")
+    with Learning.of(vault, memory).open() as engine:
+        # its counters would be written over the link
+        assert engine.documents.doc_info("alice/memories/out") is None
+        real = engine.documents.doc_info("alice/memories/real")
         assert real is not None and "kiwis" in real.body
 
 
