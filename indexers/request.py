@@ -11,35 +11,39 @@ from .query import Lexicon
 
 @dataclass(frozen=True)
 class Ranking:
-    """Weights of the ranking formula (values come from `[search]` in pandafs.toml)."""
+    """Weights and switches of the ranking formula (docs/search.md).
 
-    quality_weight: float = 0.5
-    freshness_weight: float = 0.25
-    freshness_half_life_days: float = 30.0
-    trust_weight: float = 0.2
-    topic_boost: float = 0.5
-    title_boost: float = 0.25
-    keywords_boost: float = 1.5
-    synonym_weight: float = 0.7
-    prefix_weight: float = 0.5
-    spread_weight: float = 0.5
-    neighbour_weight: float = 0.4
-    episode_weight: float = 0.2
-    expand_episodes: int = 8
-    episode_gap_minutes: float = 30.0
-    episode_reach: int = 32
-    latest_weight: float = 1.0
-    latest_band: float = 0.4
-    episode_cap: int = 3
-    candidate_pool: int = 60
-    feedback_docs: int = 10
-    feedback_terms: int = 10
-    feedback_weight: float = 0.5
-    time_words: bool = True
-    time_weight: float = 1.0
-    stop_words: bool = True
-    framing: bool = True
-    word_forms: bool = True
+    No defaults here: a `Ranking` is built from `[search]` in pandafs.toml, whose
+    settings class (`pandafs.config.sections.SearchConfig`) holds each default, its
+    bounds and its meaning, once."""
+
+    quality_weight: float
+    freshness_weight: float
+    freshness_half_life_days: float
+    trust_weight: float
+    topic_boost: float
+    title_boost: float
+    keywords_boost: float
+    synonym_weight: float
+    prefix_weight: float
+    spread_weight: float
+    neighbour_weight: float
+    episode_weight: float
+    expand_episodes: int
+    episode_gap_minutes: float
+    episode_reach: int
+    latest_weight: float
+    latest_band: float
+    episode_cap: int
+    candidate_pool: int
+    feedback_docs: int
+    feedback_terms: int
+    feedback_weight: float
+    time_words: bool
+    time_weight: float
+    stop_words: bool
+    framing: bool
+    word_forms: bool
 
     def lexicon(self) -> Lexicon:
         """Which lexical resources of `indexers.query` the query planner uses."""
