@@ -100,3 +100,40 @@ print(json.dumps([names, [s["function"]["name"] for s in tool_schemas("planner")
 def test_a_name_is_registered_once() -> None:
     with pytest.raises(ValueError, match="twice"):
         register(Tool("search_memory", "x", "x", TOOLS["search_memory"].args, TOOLS["search_memory"].run))
+
+
+def test_every_door_takes_the_search_arguments_of_one_definition(vault: Vault) -> None:
+    """`pandafs search`'s options, the memory tool's model (hence its JSON schema and MCP
+    signature), `search --batch`'s lines and `Memory.search` all take the arguments of
+    `search_arguments()`, under their names there, with the same bounds and choices."""
+    import click
+
+    from indexers.request import SearchRequest, search_arguments
+    from pandafs.cli import cli as root
+    from pandafs.memory.args import BatchQuery, SearchArgs
+
+    arguments = search_arguments()
+    command = root.get_command(click.Context(root), "search")
+    assert command is not None
+    options = {p.name: p for p in command.params if isinstance(p, click.Option)}
+    own = {"user", "now", "batch", "as_json"}  # whose search, as of when, and how to print it
+    assert set(options) - own == {a.name for a in arguments if a.flags}
+    for arg in arguments:
+        if not arg.flags:
+            assert arg.name == "query"  # the command's argument
+            continue
+        option = options[arg.name]
+        assert tuple(option.opts + option.secondary_opts) == arg.flags
+        if arg.choices:
+            assert tuple(option.type.choices) == arg.choices
+        if arg.ge is not None:
+            assert (option.type.min, option.type.max) == (arg.ge, arg.le)
+
+    assert list(SearchArgs.model_fields) == [a.tool for a in arguments]
+    assert list(BatchQuery.model_fields) >= [a.tool for a in arguments]
+    kwargs = SearchArgs.model_validate({"query": "x"}).search_kwargs()
+    assert set(kwargs) == {a.name for a in arguments} - {"query"}
+    assert set(kwargs) <= {f for f in SearchRequest.__dataclass_fields__}
+    assert Memory(vault).search("x", user="alice", **kwargs) == []  # Memory.search takes them all
+    with pytest.raises(TypeError):
+        Memory(vault).search("x", topik="pets")
