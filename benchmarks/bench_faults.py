@@ -1145,8 +1145,8 @@ def campaign_isolation(
             probe(f"{when}: ask 'what is my bank pin hint?' --user alice", str(answer.json.get("answer", "")))
         except (ValueError, AttributeError):
             probe(f"{when}: ask --user alice", answer.out + answer.err)
-        calls = [{"name": "memory.search", "args": {"query": q}} for q in searches]
-        calls += [{"name": "memory.retrieve", "args": {"id": t}} for t in bob_ids + alice_paths]
+        calls = [{"name": "search_memory", "args": {"query": q}} for q in searches]
+        calls += [{"name": "retrieve_memory", "args": {"identifier": t}} for t in bob_ids + alice_paths]
         done = runner.run(TOOL_PROBE, root, json.dumps(calls), python=True)
         for call, line in zip(calls, done.out.splitlines(), strict=False):
             probe(f"{when}: tool {call['name']} {call['args']} as alice", line)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -11,35 +12,39 @@ from .query import Lexicon
 
 @dataclass(frozen=True)
 class Ranking:
-    """Weights of the ranking formula (values come from `[search]` in pandafs.toml)."""
+    """Weights and switches of the ranking formula (docs/search.md).
 
-    quality_weight: float = 0.5
-    freshness_weight: float = 0.25
-    freshness_half_life_days: float = 30.0
-    trust_weight: float = 0.2
-    topic_boost: float = 0.5
-    title_boost: float = 0.25
-    keywords_boost: float = 1.5
-    synonym_weight: float = 0.7
-    prefix_weight: float = 0.5
-    spread_weight: float = 0.5
-    neighbour_weight: float = 0.4
-    episode_weight: float = 0.2
-    expand_episodes: int = 8
-    episode_gap_minutes: float = 30.0
-    episode_reach: int = 32
-    latest_weight: float = 1.0
-    latest_band: float = 0.4
-    episode_cap: int = 3
-    candidate_pool: int = 60
-    feedback_docs: int = 10
-    feedback_terms: int = 10
-    feedback_weight: float = 0.5
-    time_words: bool = True
-    time_weight: float = 1.0
-    stop_words: bool = True
-    framing: bool = True
-    word_forms: bool = True
+    No defaults here: a `Ranking` is built from `[search]` in pandafs.toml, whose
+    settings class (`pandafs.config.sections.SearchConfig`) holds each default, its
+    bounds and its meaning, once."""
+
+    quality_weight: float
+    freshness_weight: float
+    freshness_half_life_days: float
+    trust_weight: float
+    topic_boost: float
+    title_boost: float
+    keywords_boost: float
+    synonym_weight: float
+    prefix_weight: float
+    spread_weight: float
+    neighbour_weight: float
+    episode_weight: float
+    expand_episodes: int
+    episode_gap_minutes: float
+    episode_reach: int
+    latest_weight: float
+    latest_band: float
+    episode_cap: int
+    candidate_pool: int
+    feedback_docs: int
+    feedback_terms: int
+    feedback_weight: float
+    time_words: bool
+    time_weight: float
+    stop_words: bool
+    framing: bool
+    word_forms: bool
 
     def lexicon(self) -> Lexicon:
         """Which lexical resources of `indexers.query` the query planner uses."""
@@ -58,42 +63,82 @@ SCOPES = ("new", "user", "global")
 """Values of a document's `scope` (and of the search filter of that name)."""
 
 
-def _tool(description: str | None = None, *, name: str | None = None, **spec: Any) -> dict[str, Any]:
-    """Field metadata: the field is an argument of the memory tool (and `search --batch`),
-    named `name` there (default: its own name); `spec` adds `required`, `default`,
-    `choices` and pydantic bounds (`ge`, `le`) for the tool's JSON schema."""
-    return {"tool": {"name": name, "description": description, **spec}}
+@dataclass(frozen=True)
+class Argument:
+    """One search argument as the doors spell it: the field of `SearchRequest` (and keyword
+    of `Memory.search`) `name`, the memory tool's argument `tool`, the CLI option `flags`,
+    what it means, and its bounds.  The tool may have its own default and upper bound
+    (a model asks for few hits)."""
+
+    name: str
+    hint: Any
+    default: Any
+    tool: str
+    flags: tuple[str, ...]
+    description: str
+    choices: tuple[str, ...] | None = None
+    ge: float | None = None
+    le: float | None = None
+    required: bool = False
+    tool_default: Any = None
+    tool_le: float | None = None
+
+
+def _arg(description: str, *flags: str, tool: str | None = None, **spec: Any) -> dict[str, Any]:
+    """Field metadata: the field is a search argument of every door (see `Argument`)."""
+    return {"argument": {"description": description, "flags": flags, "tool": tool, **spec}}
 
 
 @dataclass(frozen=True)
 class SearchRequest:
     """What a search asks for: the one shape of search arguments.
 
-    `Memory.search` takes these fields as keywords under the same names; the fields
-    with `tool` metadata are the memory tool's arguments and `search --batch`'s
-    (`pandafs.memory.args` builds their JSON schema from this class), where
-    `topic_filter` is spelled `topic` (the tool has no boost topic).
+    `Memory.search` takes these fields as keywords under the same names.  The fields with
+    `argument` metadata (`search_arguments()`) are what a person or a model may ask for:
+    the memory tool's JSON schema, the MCP signature, `search --batch`'s lines and the
+    `pandafs search` options are derived from them.  The rest are set by the caller
+    (whose search, when, what to leave out).
     """
 
-    query: str = field(default="", metadata=_tool("natural language or keywords", required=True))
+    query: str = field(default="", metadata=_arg("natural language or keywords", required=True))
     user: str | None = None
     topic_filter: str | None = field(
-        default=None, metadata=_tool("hierarchical topic filter, e.g. pet.hamster", name="topic")
+        default=None, metadata=_arg("hierarchical topic filter, e.g. pet.hamster", "--topic", tool="topic")
     )
     topic: str | None = None
     """The conversation's current topic: a boost, not a filter."""
-    content_types: tuple[str, ...] = field(default=(), metadata=_tool("e.g. preference, research"))
-    scope: str | None = field(default=None, metadata=_tool(choices=SCOPES))
-    min_quality: float | None = field(default=None, metadata=_tool(ge=0, le=1))
-    include_expired: bool = field(default=False, metadata=_tool())
-    limit: int = field(default=10, metadata=_tool(default=5, ge=1, le=50))
+    content_types: tuple[str, ...] = field(
+        default=(), metadata=_arg("content types to keep, e.g. preference, research", "--type")
+    )
+    scope: str | None = field(default=None, metadata=_arg("scope filter", "--scope", choices=SCOPES))
+    min_quality: float | None = field(
+        default=None, metadata=_arg("minimum quality", "--min-quality", ge=0, le=1)
+    )
+    include_expired: bool = field(
+        default=False, metadata=_arg("also return expired documents", "--include-expired")
+    )
+    limit: int = field(
+        default=10,
+        metadata=_arg("hits to return", "--limit", "-k", ge=1, le=1000, tool_default=5, tool_le=50),
+    )
     now: datetime | None = None
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     snippets: bool | int = True  # every hit's, none, or the first that many hits'
-    after: datetime | None = field(  # created at or after
-        default=None, metadata=_tool("only documents created at or after this date/time (ISO-8601)")
+    after: datetime | None = field(
+        default=None,
+        metadata=_arg("only documents created at or after this date/time (ISO-8601)", "--after"),
     )
-    before: datetime | None = field(  # created strictly before
-        default=None, metadata=_tool("only documents created before this date/time (ISO-8601)")
+    before: datetime | None = field(
+        default=None, metadata=_arg("only documents created before this date/time (ISO-8601)", "--before")
+    )
+
+
+def search_arguments() -> tuple[Argument, ...]:
+    """The search arguments a person or a model may give, in `SearchRequest`'s order."""
+    hints = typing.get_type_hints(SearchRequest)
+    return tuple(
+        Argument(f.name, hints[f.name], f.default, **{**spec, "tool": spec["tool"] or f.name})
+        for f in fields(SearchRequest)
+        if (spec := f.metadata.get("argument")) is not None
     )

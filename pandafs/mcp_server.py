@@ -10,14 +10,11 @@ and global ones), and resource reads accept only the user's own documents
 `site_knowledge/`).  Ownership comes from the path, never from a file's frontmatter; a
 path with a symlink anywhere below the vault root is refused, as is anything outside it.
 
-Tools (names and argument spellings follow the memory servers people already use —
-`search_memory` / `save_memory` / `retrieve_memory` as in mem0's and
-mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`):
-
-  search_memory    read-only   unified search: the user's documents plus global ones
-  retrieve_memory  read-only   one document by id or vault-relative path (archived turns expanded)
-  save_memory      additive    a memory, preference or fact, through `Memory.save` (locks, index)
-  ask              additive    one turn through the pipeline, exactly as `pandafs ask`
+Tools: those of the registry (`pandafs.pipeline.tools`) that serve this door —
+search_memory, retrieve_memory, save_memory, ask — with the registry's names, argument
+models and hints; the names follow the memory servers people already use
+(`search_memory` / `save_memory` / `retrieve_memory` as in mem0's and
+mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`).
 
 Resources: `pandafs://vault/{+path}` reads one visible document; the listing names the
 user's memory documents, global knowledge and the user's latest turns.
@@ -34,11 +31,12 @@ import os
 import stat
 import threading
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from events import NotInVault, classify, read_vault_file, validate_user_id
+from events.clock import utcnow
 from events.errors import EventsError
 from events.opened import mode_at
 from events.vaultread import open_vault_folder
@@ -46,7 +44,7 @@ from indexers.errors import IndexingError
 
 from .assembly import open_memory
 from .errors import BadInput, PandaError
-from .memory.args import SearchArgs
+from .pipeline.tools import TOOLS, Tool, ToolSession
 from .vault import Vault
 
 __all__ = ["RESOURCE_PREFIX", "build_server", "visible_path"]
@@ -144,19 +142,35 @@ def _documents_under(root: Path, base: str) -> list[str]:
     return found
 
 
-def _signature_of(model: type[BaseModel]) -> inspect.Signature:
+def _signature_of(model: type[BaseModel], returns: Any) -> inspect.Signature:
     """The keyword parameters of `model`'s fields, which the SDK turns into the tool's
     JSON schema: the MCP tool takes the memory tool's own arguments, not a copy of them."""
     params = []
     for name, spec in model.model_fields.items():
-        hint = Annotated[(spec.annotation, *spec.metadata, Field(description=spec.description))]
-        default = (
-            inspect.Parameter.empty if spec.is_required() else spec.get_default(call_default_factory=True)
-        )
+        factory = {"default_factory": spec.default_factory} if spec.default_factory else {}
+        hint = Annotated[(spec.annotation, *spec.metadata, Field(description=spec.description, **factory))]
+        default = inspect.Parameter.empty if spec.is_required() or factory else spec.default
         params.append(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
         )
-    return inspect.Signature(params, return_annotation=list[dict[str, Any]])
+    return inspect.Signature(params, return_annotation=returns)
+
+
+def _served(tool: Tool, session: ToolSession, guarded: Any, failure: type[Exception]) -> Any:
+    """`tool` as a function the SDK serves: keyword arguments of the tool's own argument
+    model (its signature gives the JSON schema), validated by that model."""
+
+    def call(**arguments: Any) -> Any:
+        args = tool.args.model_validate(arguments)
+        outcome = guarded(tool.run, session, args)
+        if not outcome.ok:
+            raise failure(outcome.error or outcome.summary)
+        return outcome.reply()
+
+    call.__name__ = tool.name
+    call.__doc__ = tool.description
+    call.__signature__ = _signature_of(tool.args, tool.returns)  # type: ignore[attr-defined]
+    return call
 
 
 def build_server(vault: Vault, user: str) -> Any:
@@ -169,7 +183,6 @@ def build_server(vault: Vault, user: str) -> Any:
     validate_user_id(user)
     memory = open_memory(vault)
     lock = threading.Lock()
-    research = bool(vault.config.research.search_url)
 
     def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -206,89 +219,26 @@ def build_server(vault: Vault, user: str) -> Any:
         ),
     )
 
-    def search_memory(**arguments: Any) -> list[dict[str, Any]]:
-        """Search everything this user may see (their documents plus global ones): turns,
-        preferences, facts, memories, research, knowledge, archived turns' summaries."""
-        args = SearchArgs.model_validate(arguments)
-        return guarded(memory.search, args.query, user=user, **args.search_kwargs())
-
-    search_memory.__signature__ = _signature_of(SearchArgs)  # type: ignore[attr-defined]
-    server.tool(
-        annotations=ToolAnnotations(
-            title="Search memory", read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )(search_memory)
-
-    @server.tool(
-        annotations=ToolAnnotations(
-            title="Retrieve a document", read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    def retrieve_memory(
-        identifier: Annotated[
-            str, Field(description="a doc_id from search (alice/turn_000001) or a vault-relative path")
-        ],
-    ) -> dict[str, Any]:
-        """One document in full; an archived turn is expanded from the archive."""
-
-        return guarded(lambda: memory.retrieve(identifier, user=user).as_json())
-
-    @server.tool(
-        annotations=ToolAnnotations(
-            title="Save a memory",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
-    def save_memory(
-        content: Annotated[str, Field(description="the statement to remember")],
-        type: Annotated[
-            str, Field(description="preference and fact go to preferences.md / facts.md; others to memories/")
-        ] = "memory",
-        topic: Annotated[str, Field(description="hierarchical topic, e.g. travel.flights")] = "general",
-        keywords: list[str] | None = None,
-        key: Annotated[str | None, Field(description="key of a preference or fact, e.g. seat")] = None,
-        scope: Literal["new", "user"] = "new",
-        ttl_hours: Annotated[float | None, Field(gt=0)] = None,
-    ) -> dict[str, Any]:
-        """Save a memory for this user (never overwrites; saving the same statement again adds
-        nothing).  Publishing to everyone (scope global) is not possible from here."""
-        saved = guarded(
-            memory.save,
-            content,
-            user=user,
-            doc_type=type,
-            topic=topic,
-            keywords=keywords or (),
-            scope=scope,
-            ttl_hours=ttl_hours,
-            key=key,
-        )
-        return saved.as_json()
-
-    @server.tool(
-        annotations=ToolAnnotations(
-            title="Ask the assistant",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=research,
-        ),
-    )
-    def ask(
-        question: Annotated[str, Field(description="the question or statement, as the user would say it")],
-    ) -> dict[str, Any]:
-        """Run one turn of the assistant's pipeline for this user (recorded as a turn, like
-        `pandafs ask`); returns the answer, the turn id and its outcome."""
+    def ask(question: str) -> dict[str, Any]:
         from .pipeline import Pipeline
 
-        def run() -> dict[str, Any]:
-            with Pipeline(vault, memory=memory) as pipeline:
-                return pipeline.ask(question, user=user).as_json()
+        with Pipeline(vault, memory=memory) as pipeline:
+            return pipeline.ask(question, user=user).as_json()
 
-        return guarded(run)
+    session = ToolSession(vault, memory, user, utcnow, ask=ask)
+    for tool in TOOLS.values():
+        if "mcp" in tool.doors:
+            server.tool(
+                name=tool.name,
+                description=tool.description,
+                annotations=ToolAnnotations(
+                    title=tool.title,
+                    read_only_hint=tool.read_only,
+                    destructive_hint=tool.destructive,
+                    idempotent_hint=tool.idempotent,
+                    open_world_hint=tool.open_world,
+                ),
+            )(_served(tool, session, guarded, ToolError))
 
     @server.resource(
         RESOURCE_PREFIX + "{+path}",

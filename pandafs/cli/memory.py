@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
 from events.clock import utcnow
 from events.doctypes import CONTENT_TYPES
+from indexers.request import Argument, search_arguments
 
 from ..errors import ProblemFound
 from ..memory import SCOPES
@@ -30,19 +32,37 @@ def _nothing_beside_batch(ctx: click.Context) -> None:
         raise click.UsageError(f"--batch takes each query and filter from its lines; drop {', '.join(given)}")
 
 
+def _option(arg: Argument) -> Any:
+    """The `pandafs search` option of one search argument."""
+    spec: dict[str, Any] = {"help": arg.description[:1].upper() + arg.description[1:] + "."}
+    if arg.choices:
+        spec["type"] = click.Choice(arg.choices)
+    elif arg.hint is bool:
+        spec["is_flag"] = True
+    elif arg.hint == tuple[str, ...]:
+        spec["multiple"] = True
+        spec["help"] = spec["help"][:-1] + " (repeatable)."
+    elif arg.hint == datetime | None:
+        spec.update(callback=parse_now, metavar="ISO")
+    elif arg.hint is int:
+        spec.update(type=click.IntRange(arg.ge, arg.le), default=arg.default, show_default=True)
+    elif arg.hint == float | None:
+        spec["type"] = click.FloatRange(arg.ge, arg.le)
+    return click.option(*arg.flags, arg.name, **spec)
+
+
+def search_options(command: Any) -> Any:
+    """The options of every search argument a person may give (`search_arguments()`)."""
+    for arg in reversed(search_arguments()):
+        if arg.flags:
+            command = _option(arg)(command)
+    return command
+
+
 @cli.command()
 @click.argument("query", required=False, default="")
 @user_option(help="Search as this user: their documents plus global ones.")
-@click.option("--topic", help="Hierarchical topic filter, e.g. pet.hamster.")
-@click.option("--type", "types", multiple=True, help="Content type filter (repeatable).")
-@click.option("--scope", type=click.Choice(SCOPES), help="Scope filter.")
-@click.option("--min-quality", type=click.FloatRange(0, 1), help="Minimum quality.")
-@click.option("--include-expired", is_flag=True, help="Also show expired documents.")
-@click.option(
-    "--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Hits to return."
-)
-@click.option("--after", callback=parse_now, metavar="ISO", help="Only documents created at or after this.")
-@click.option("--before", callback=parse_now, metavar="ISO", help="Only documents created before this.")
+@search_options
 @now_option(help="Search as of this time: time words in the query resolve to it (UTC if naive).")
 @click.option(
     "--batch",
@@ -56,17 +76,10 @@ def search(
     app: App,
     query: str,
     user: str | None,
-    topic: str | None,
-    types: tuple[str, ...],
-    scope: str | None,
-    min_quality: float | None,
-    include_expired: bool,
-    limit: int,
-    after: datetime | None,
-    before: datetime | None,
     now: datetime | None,
     batch: Path | None,
     as_json: bool,
+    **request: Any,
 ) -> None:
     """Unified search over every document (natural language or keywords)."""
     if batch is not None:
@@ -79,21 +92,9 @@ def search(
         if failed:
             raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return
-    for unknown in sorted(set(types) - set(CONTENT_TYPES)):
+    for unknown in sorted(set(request["content_types"]) - set(CONTENT_TYPES)):
         echo_err(f"warning: {unknown!r} is not a content type PandaFS writes ({', '.join(CONTENT_TYPES)})")
-    hits = memory.search(
-        query,
-        user=user,
-        topic_filter=topic,
-        content_types=types,
-        scope=scope,
-        min_quality=min_quality,
-        include_expired=include_expired,
-        limit=limit,
-        after=after,
-        before=before,
-        now=now,
-    )
+    hits = memory.search(query, user=user, now=now, **request)
 
     def human() -> None:
         if not hits:

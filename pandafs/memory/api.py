@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -62,52 +63,31 @@ class Memory:
 
     # --- search ---------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str = "",
-        *,
-        user: str | None = None,
-        topic_filter: str | None = None,
-        topic: str | None = None,
-        content_types: Iterable[str] = (),
-        scope: str | None = None,
-        min_quality: float | None = None,
-        include_expired: bool = False,
-        limit: int = 10,
-        now: datetime | None = None,
-        exclude_ids: Iterable[str] = (),
-        kinds: Iterable[str] = (),
-        snippets: bool | int = True,
-        after: datetime | None = None,
-        before: datetime | None = None,
-    ) -> list[dict[str, Any]]:
-        if user is not None:
-            validate_user_id(user)
-        if scope is not None and scope not in SCOPES:
-            raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
-        if limit < 1:
+    def search(self, query: str = "", **options: Any) -> list[dict[str, Any]]:
+        """Hits for `query`; `options` are the other fields of `SearchRequest` (an unknown
+        one is a TypeError), checked here for every door alike."""
+        request = SearchRequest(query=query, **options)
+        if request.user is not None:
+            validate_user_id(request.user)
+        if request.scope is not None and request.scope not in SCOPES:
+            raise BadInput(f"unknown scope {request.scope!r} (use one of {', '.join(SCOPES)})")
+        if request.limit < 1:
             raise BadInput("limit must be at least 1")
-        if min_quality is not None and not 0.0 <= min_quality <= 1.0:
+        if request.min_quality is not None and not 0.0 <= request.min_quality <= 1.0:
             raise BadInput("min_quality must be between 0 and 1")
-        if topic_filter:
-            check_topic(topic_filter)
-        check_times(after=after, before=before, now=now)
+        if request.topic_filter:
+            check_topic(request.topic_filter)
+        after, before = request.after, request.before
+        check_times(after=after, before=before, now=request.now)
         if after is not None and before is not None and aware(after) >= aware(before):
             raise BadInput("after must be earlier than before")
-        request = SearchRequest(
-            query=query,
-            user=user,
-            topic_filter=topic_filter or None,
-            topic=topic or None,
-            content_types=tuple(content_types),
-            scope=scope,
-            min_quality=min_quality,
-            include_expired=include_expired,
-            limit=limit,
-            now=now,
-            exclude_ids=tuple(exclude_ids),
-            kinds=tuple(kinds),
-            snippets=snippets,
+        request = replace(
+            request,
+            topic_filter=request.topic_filter or None,
+            topic=request.topic or None,
+            content_types=tuple(request.content_types),
+            exclude_ids=tuple(request.exclude_ids),
+            kinds=tuple(request.kinds),
             after=aware(after) if after is not None else None,
             before=aware(before) if before is not None else None,
         )

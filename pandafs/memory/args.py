@@ -1,31 +1,25 @@
 """The search arguments of the memory tool and of `search --batch` as pydantic models.
 
-`SearchArgs` is built from `indexers.request.SearchRequest`, the one shape of search
-arguments: each of its fields with `tool` metadata becomes a field here, under its
-tool name, with its description and bounds.  `BatchQuery`, a line of `search
---batch`, adds whose search it is and when.  Only the callers that validate tool or
-batch input import this module, so `pandafs search` starts without building them.
+Both are built from `indexers.request.search_arguments()`, the one definition of search
+arguments: each becomes a field under its tool name, with its description and bounds.
+`BatchQuery`, a line of `search --batch`, adds whose search it is and when, with the
+CLI's default and bounds for `limit`.  Only the callers that validate tool or batch
+input import this module, so `pandafs search` starts without building them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
-from indexers.request import SearchRequest
+from indexers.request import Argument, search_arguments
 
-__all__ = ["TOOL_FIELDS", "BatchQuery", "SearchArgs"]
+__all__ = ["BatchQuery", "SearchArgs"]
 
-TOOL_FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = tuple(
-    (f.name, f.metadata["tool"]["name"] or f.name, f.metadata["tool"])
-    for f in dataclasses.fields(SearchRequest)
-    if "tool" in f.metadata
-)
-"""(name in `SearchRequest` and `Memory.search`, name in the tool, spec) per tool argument."""
+BATCH_SPELLING = {"content_types": "types"}
+"""How a `search --batch` line may also spell a tool argument (as `--type` does)."""
 
 
 class _SearchArgsBase(BaseModel):
@@ -33,44 +27,49 @@ class _SearchArgsBase(BaseModel):
 
     def search_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `Memory.search` besides the query and the user."""
-        return {name: getattr(self, tool) for name, tool, _ in TOOL_FIELDS if name != "query"}
+        return {a.name: getattr(self, a.tool) for a in search_arguments() if a.name != "query"}
 
 
-def _field(name: str, hint: Any, spec: dict[str, Any], default: Any) -> tuple[Any, Any]:
-    if "choices" in spec:
-        hint = Literal[spec["choices"]] | None
+def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
+    hint = arg.hint
+    if arg.choices:
+        hint = Literal[arg.choices] | None
     elif hint == tuple[str, ...]:
         hint = list[str]
-    bounds = {k: spec[k] for k in ("ge", "le") if k in spec}
-    description = spec.get("description")
-    if spec.get("required"):
-        return hint, Field(description=description, **bounds)
-    if isinstance(default, tuple):
-        return hint, Field(default_factory=list, description=description, **bounds)
-    return hint, Field(spec.get("default", default), description=description, **bounds)
+    le = arg.le if batch else (arg.tool_le if arg.tool_le is not None else arg.le)
+    bounds = {k: v for k, v in (("ge", arg.ge), ("le", le)) if v is not None}
+    if arg.required:
+        return hint, Field(description=arg.description, **bounds)
+    if isinstance(arg.default, tuple):
+        alias = (
+            AliasChoices(BATCH_SPELLING[arg.tool], arg.tool) if batch and arg.tool in BATCH_SPELLING else None
+        )
+        return hint, Field(
+            default_factory=list, description=arg.description, validation_alias=alias, **bounds
+        )
+    default = arg.default if batch or arg.tool_default is None else arg.tool_default
+    return hint, Field(default, description=arg.description, **bounds)
 
 
-def _build() -> type[_SearchArgsBase]:
-    hints = typing.get_type_hints(SearchRequest)
-    defaults = {f.name: f.default for f in dataclasses.fields(SearchRequest)}
-    fields = {tool: _field(name, hints[name], spec, defaults[name]) for name, tool, spec in TOOL_FIELDS}
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        "SearchArgs",
-        __base__=_SearchArgsBase,
-        __doc__="The arguments of `memory.search` as data: the Planner's tool and `search --batch`.",
-        __module__=__name__,
-        **fields,
-    )
+def _build(name: str, base: type[BaseModel], doc: str, *, batch: bool = False) -> Any:
+    fields = {a.tool: _field(a, batch=batch) for a in search_arguments()}
+    return create_model(name, __base__=base, __doc__=doc, __module__=__name__, **fields)  # type: ignore[call-overload]
 
 
-SearchArgs = _build()
+SearchArgs: type[_SearchArgsBase] = _build(
+    "SearchArgs", _SearchArgsBase, "The arguments of `search_memory`, the memory tool."
+)
 
 
-class BatchQuery(SearchArgs):  # type: ignore[valid-type,misc]
-    """One line of `search --batch` (DESIGN §8): the search arguments, whose search it
-    is, and content types spelled `types`."""
-
+class _BatchBase(_SearchArgsBase):
     user: str | None = None
-    content_types: list[str] = Field(default_factory=list, validation_alias="types")
-    limit: int = Field(10, ge=1, le=1000)
     now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
+
+
+BatchQuery: type[_BatchBase] = _build(
+    "BatchQuery",
+    _BatchBase,
+    "One line of `search --batch`: the search arguments, whose search it is, and content "
+    "types also spelled `types`.",
+    batch=True,
+)

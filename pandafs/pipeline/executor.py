@@ -3,8 +3,8 @@
 The Executor asks the backend which tools to call (`call_tools`: a real model answers
 with OpenAI `tool_calls` against the exported schemas; the offline rules return the
 Planner's requests); when the model calls none, the plan's requests stand.  Tool
-names are canonicalised (`memory.search` → `memory_search`) before they are run and
-recorded.  The loop is bounded by `[pipeline] executor_max_steps`.  Every decision is an
+names and arguments are put in their registered spelling (`canonical_request`) before
+they are run and recorded.  The loop is bounded by `[pipeline] executor_max_steps`.  Every decision is an
 `executor_stepped` event and every tool call a `tool_executed` event.  A tool that
 raises is a phase failure (the turn ends with a clear FAIL); a tool that is merely
 unavailable or given bad arguments is reported in its event and the plan goes on.
@@ -20,7 +20,7 @@ from events.schema import ExecutorStepped, MemoryStaged, PhaseFailed, ToolExecut
 from ..tasks.schemas import ToolCallsIn, ToolCallsOut
 from .context import TurnContext, context_text, elapsed_ms
 from .planner import is_transient
-from .tools import canonical_tool, run_tool, tool_schemas
+from .tools import canonical_request, run_tool, tool_schemas
 
 __all__ = ["run"]
 
@@ -40,13 +40,14 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             todos=[t.text for t in plan.todos],
             planned=plan.tool_requests,
             context_text=context_text(context.blocks if context else [])[:4000],
-            tools=tool_schemas(
-                include_unavailable=False, research_configured=bool(ctx.config.research.search_url)
-            ),
+            tools=tool_schemas("planner", research_configured=bool(ctx.config.research.search_url)),
         ),
     )
     wanted = chosen.tool_requests or plan.tool_requests
-    requests = [r.model_copy(update={"tool": canonical_tool(r.tool)}) for r in wanted[:limit]]
+    requests = [
+        r.model_copy(update=dict(zip(("tool", "args"), canonical_request(r.tool, r.args), strict=True)))
+        for r in wanted[:limit]
+    ]
     for step, request in enumerate(requests, 1):
         if step in done:
             continue

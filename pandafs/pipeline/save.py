@@ -132,7 +132,9 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 topic=candidate.topic,
                 keywords=candidate.keywords,
                 key=candidate.key if candidate.doc_type in ENTRY_TYPES else None,  # a model's stray key
-                scope="user" if candidate.doc_type != "memory" else "new",
+                scope=(candidate.model_extra or {}).get("scope")
+                or ("user" if candidate.doc_type != "memory" else "new"),
+                ttl_hours=(candidate.model_extra or {}).get("ttl_hours"),  # as save_memory asked
                 source_turn=ctx.turn,
                 now=now,
                 index=False,  # indexed with the turn, in one commit

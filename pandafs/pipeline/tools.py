@@ -1,14 +1,16 @@
-"""The Planner's tools, executed by the Coordinator: memory_search / memory_retrieve /
-memory_save, and internet_research when `[research] search_url` is configured.
+"""The tool registry: every tool once — its name, its argument model, its function and
+its hints — served alike by the Planner, `pandafs tools --json` and the MCP server.
 
-One name per tool, everywhere: the JSON schemas an LLM sees (`tool_schemas()`, OpenAI
-function-calling format, whose names may not contain dots), the executor, the events,
-`pandafs tools` and the docs.  The dotted spelling of earlier versions
-(`memory.search`) is accepted as an alias (`canonical_tool`), so old plans and a
-model that read the design notes still reach the tool.
-Each tool is an argument model (pydantic) plus a function; the same models give the
-schemas.  During a turn `memory_save` only *stages* a candidate: Save commits it on
-APPROVE.  Every result carries the text Synthesis reads (`result["text"]`).
+A tool runs in a `ToolSession`: whose memory it acts on, as which user, and whether it
+runs inside a turn.  Inside a turn (`session.turn` set) `save_memory` only *stages* a
+candidate that Save commits on APPROVE; outside one (MCP) it saves at once.  Each tool
+says which doors serve it (`doors`): `internet_research` needs a turn's folder, `ask`
+runs a turn and so is not offered inside one.  Adding a tool is one `register(Tool(…))`.
+
+Plans and events written before the names settled say `memory_search`,
+`memory_retrieve(id)`, `memory_save(doc_type)` or the dotted `memory.search`;
+`canonical_request` maps those to today's names and argument spellings, so a replayed
+or recovered turn still reaches its tool.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,18 +27,26 @@ from events import Payload
 from events.schema import ExtractionRecorded, MemoryCandidate
 
 from ..errors import BadInput
-from ..memory import SearchArgs
+from ..memory import Memory, SearchArgs
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
-from .context import TurnContext
+from ..vault import Vault
 from .sources import turn_text
 
+if TYPE_CHECKING:
+    from .context import TurnContext
+
 __all__ = [
+    "DOORS",
     "TOOLS",
+    "Tool",
     "ToolOutcome",
+    "ToolSession",
     "available_tools",
+    "canonical_request",
     "canonical_tool",
     "finding_line",
+    "register",
     "run_tool",
     "tool_schemas",
 ]
@@ -43,25 +54,56 @@ __all__ = [
 
 RETRIEVE_TOKENS = 1500  # one retrieved document, as the Context Gatherer cuts one (PER_DOC_TOKENS)
 
+DOORS = ("planner", "mcp")
+"""Who calls tools: the Planner inside a turn, an MCP client outside one.  `pandafs tools
+--json` lists every registered tool."""
+
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class RetrieveArgs(_Args):
-    id: str = Field(description="document id (alice/turn_000001) or vault-relative path")
+    identifier: str = Field(description="a doc_id from search (alice/turn_000001) or a vault-relative path")
 
 
 class SaveArgs(_Args):
     content: str = Field(description="stable knowledge only: a preference or fact, never a price or URL")
-    doc_type: Literal["preference", "fact", "memory"] = "memory"
-    topic: str = "general"
+    type: Literal["preference", "fact", "memory"] = Field(
+        "memory", description="preference and fact go to preferences.md / facts.md; memory to memories/"
+    )
+    topic: str = Field("general", description="hierarchical topic, e.g. travel.flights")
     keywords: list[str] = Field(default_factory=list)
-    key: str | None = Field(None, description="short key for a preference or fact")
+    key: str | None = Field(None, description="key of a preference or fact, e.g. seat")
+    scope: Literal["new", "user"] | None = Field(
+        None, description="new expires after its TTL unless promoted; default: user for a preference or fact"
+    )
+    ttl_hours: float | None = Field(None, gt=0, description="expiry of a new memory")
 
 
 class ResearchArgs(_Args):
     query: str = Field(description="what to look up on the web")
+
+
+class AskArgs(_Args):
+    question: str = Field(description="the question or statement, as the user would say it")
+
+
+@dataclass
+class ToolSession:
+    """What a tool acts through: one user's view of one vault's memory, a clock, the turn
+    it runs in (None outside a turn), and how to run a turn (for `ask`)."""
+
+    vault: Vault
+    memory: Memory
+    user: str
+    clock: Callable[[], datetime]
+    turn: TurnContext | None = None
+    ask: Callable[[str], dict[str, Any]] | None = None
+    """Runs one turn for the user and returns its JSON (handed in by a door outside a turn)."""
+
+    def now(self) -> datetime:
+        return self.clock()
 
 
 @dataclass
@@ -73,15 +115,54 @@ class ToolOutcome:
     error: str | None = None
     staged: MemoryCandidate | None = None
     events: list[Payload] = field(default_factory=list)
+    answer: Any = None
+    """What a caller outside a turn receives (MCP); `result` when None."""
+
+    def reply(self) -> Any:
+        return self.result if self.answer is None else self.answer
 
 
 @dataclass(frozen=True)
 class Tool:
+    """One tool: `run(session, args)` with `args` an instance of `args`.  The hints are
+    MCP's tool annotations (what a client may assume about a call)."""
+
     name: str
+    title: str
     description: str
     args: type[BaseModel]
-    run: Callable[[TurnContext, Any], ToolOutcome]
-    available: Callable[[TurnContext], bool] = lambda ctx: True
+    run: Callable[[ToolSession, Any], ToolOutcome]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    doors: tuple[str, ...] = DOORS
+    returns: Any = dict[str, Any]
+    """The type of what a caller outside a turn receives (the MCP output schema)."""
+    available: Callable[[ToolSession], bool] = lambda session: True
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-calling schema of this tool."""
+        parameters = self.args.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
+
+
+TOOLS: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    """Add `tool` to the registry every door serves."""
+    if tool.name in TOOLS:
+        raise ValueError(f"tool {tool.name!r} is registered twice")
+    unknown = set(tool.doors) - set(DOORS)
+    if unknown:
+        raise ValueError(f"tool {tool.name!r}: unknown door(s) {sorted(unknown)}")
+    TOOLS[tool.name] = tool
+    return tool
 
 
 def _hit_line(hit: dict[str, Any]) -> str:
@@ -91,19 +172,20 @@ def _hit_line(hit: dict[str, Any]) -> str:
     return f"{hit['title']}{when}: {hit['snippet'].replace('**', '')}"
 
 
-def _search(ctx: TurnContext, args: SearchArgs) -> ToolOutcome:
-    hits = ctx.memory.search(
-        args.query, user=ctx.user, now=ctx.now(), exclude_ids=[ctx.doc_id], **args.search_kwargs()
+def _search(session: ToolSession, args: SearchArgs) -> ToolOutcome:
+    exclude = [session.turn.doc_id] if session.turn is not None else []
+    hits = session.memory.search(
+        args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
     )
     keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
     rows = [{k: h.get(k) for k in keys} for h in hits]
     text = "\n".join(_hit_line(h) for h in hits)
-    return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text)
+    return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text, answer=hits)
 
 
-def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
+def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
     try:  # ownership by path, checked before anything is read or counted
-        doc = ctx.memory.retrieve(args.id, user=ctx.user, now=ctx.now())
+        doc = session.memory.retrieve(args.identifier, user=session.user, now=session.now())
     except BadInput as exc:
         return ToolOutcome(False, "not retrieved", error=str(exc))
     content = doc.content
@@ -115,23 +197,40 @@ def _retrieve(ctx: TurnContext, args: RetrieveArgs) -> ToolOutcome:
         f"retrieved {doc.doc_id}",
         {"doc_id": doc.doc_id, "doc_path": doc.doc_path, "archived": doc.archived, "text": text},
         text,
+        answer=doc.as_json(),
     )
 
 
-def _stage(ctx: TurnContext, args: SaveArgs) -> ToolOutcome:
-    number = len(ctx.extras.setdefault("staged_by_tool", [])) + 1
+def _save(session: ToolSession, args: SaveArgs) -> ToolOutcome:
+    turn = session.turn
+    if turn is None:
+        saved = session.memory.save(
+            args.content,
+            user=session.user,
+            doc_type=args.type,
+            topic=args.topic,
+            keywords=args.keywords,
+            scope=args.scope or "new",
+            ttl_hours=args.ttl_hours,
+            key=args.key,
+        )
+        data = saved.as_json()
+        return ToolOutcome(True, f"saved {saved.doc_id}", data, answer=data)
+    staged = turn.extras.setdefault("staged_by_tool", [])
+    extra = {k: v for k, v in (("scope", args.scope), ("ttl_hours", args.ttl_hours)) if v is not None}
     candidate = MemoryCandidate(
-        candidate_id=f"tool-{number}",
-        doc_type=args.doc_type,
+        candidate_id=f"tool-{len(staged) + 1}",
+        doc_type=args.type,
         content=args.content,
         topic=args.topic,
         keywords=args.keywords,
         key=args.key,
+        **extra,
     )
-    ctx.extras["staged_by_tool"].append(candidate)
+    staged.append(candidate)
     return ToolOutcome(
         True,
-        f"staged {args.doc_type} candidate (committed only on APPROVE)",
+        f"staged {args.type} candidate (committed only on APPROVE)",
         {"candidate_id": candidate.candidate_id},
         staged=candidate,
     )
@@ -144,12 +243,13 @@ def finding_line(finding: dict[str, Any]) -> str:
     return f"{finding.get('title') or 'Untitled page'}{': ' + details if details else ''}{where}."
 
 
-def _research_available(ctx: TurnContext) -> bool:
-    return bool(ctx.config.research.search_url)
+def _research_available(session: ToolSession) -> bool:
+    return session.turn is not None and bool(session.vault.config.research.search_url)
 
 
-def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
-    if not _research_available(ctx):
+def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
+    ctx = session.turn
+    if ctx is None or not _research_available(session):
         return ToolOutcome(
             False,
             "internet_research is not configured",
@@ -198,59 +298,119 @@ def _research(ctx: TurnContext, args: ResearchArgs) -> ToolOutcome:
     )
 
 
-TOOLS: dict[str, Tool] = {
-    tool.name: tool
-    for tool in (
-        Tool(
-            "memory_search",
-            "Search every document in memory (turns, preferences, facts, research, "
-            "knowledge) visible to this user.",
-            SearchArgs,
-            _search,
-        ),
-        Tool(
-            "memory_retrieve",
-            "Get one document by id or path (archived turns are expanded).",
-            RetrieveArgs,
-            _retrieve,
-        ),
-        Tool(
-            "memory_save",
-            "Save stable knowledge (a preference, fact or memory). During a turn it is "
-            "staged and committed only if validation approves.",
-            SaveArgs,
-            _stage,
-        ),
-        Tool(
-            "internet_research",
-            "Search the web and read the top pages (titles, prices, "
-            "availability); pages are cached as visit records.",
-            ResearchArgs,
-            _research,
-            _research_available,
-        ),
+def _ask(session: ToolSession, args: AskArgs) -> ToolOutcome:
+    if session.ask is None:
+        return ToolOutcome(False, "ask is not available here", error="ask runs a turn: not inside one")
+    data = session.ask(args.question)
+    return ToolOutcome(True, f"answered in {data['turn_id']}", data, answer=data)
+
+
+register(
+    Tool(
+        "search_memory",
+        "Search memory",
+        "Search every document this user may see (their own plus global ones): turns, "
+        "preferences, facts, memories, research, knowledge, archived turns' summaries.",
+        SearchArgs,
+        _search,
+        read_only=True,
+        idempotent=True,
+        returns=list[dict[str, Any]],
     )
+)
+register(
+    Tool(
+        "retrieve_memory",
+        "Retrieve a document",
+        "Get one document in full by id or path (an archived turn is expanded from the archive).",
+        RetrieveArgs,
+        _retrieve,
+        read_only=True,
+        idempotent=True,
+    )
+)
+register(
+    Tool(
+        "save_memory",
+        "Save a memory",
+        "Save stable knowledge (a preference, fact or memory) for this user; never overwrites, "
+        "and saving the same statement again adds nothing. Inside a turn it is staged and "
+        "committed only if validation approves.",
+        SaveArgs,
+        _save,
+        idempotent=True,
+    )
+)
+register(
+    Tool(
+        "internet_research",
+        "Research the web",
+        "Search the web and read the top pages (titles, prices, availability); pages are "
+        "cached as visit records.",
+        ResearchArgs,
+        _research,
+        read_only=True,
+        open_world=True,
+        doors=("planner",),
+        available=_research_available,
+    )
+)
+register(
+    Tool(
+        "ask",
+        "Ask the assistant",
+        "Run one turn of the assistant's pipeline for this user (recorded as a turn, like "
+        "`pandafs ask`); returns the answer, the turn id and its outcome.",
+        AskArgs,
+        _ask,
+        open_world=True,  # a turn may research the web when that is configured
+        doors=("mcp",),
+    )
+)
+
+
+_RENAMED: dict[str, tuple[str, dict[str, str]]] = {
+    "memory_search": ("search_memory", {}),
+    "memory_retrieve": ("retrieve_memory", {"id": "identifier"}),
+    "memory_save": ("save_memory", {"doc_type": "type"}),
 }
-
-
-ALIASES = {name.replace("_", ".", 1): name for name in TOOLS}
+"""Names and argument spellings that stored plans and events may still carry."""
+_RENAMED |= {old.replace("_", ".", 1): new for old, new in _RENAMED.items()}
 
 
 def canonical_tool(name: str) -> str:
-    """The one name of a tool (`memory_search`), also for the old dotted spelling."""
-    return ALIASES.get(name, name)
+    """The registered name of a tool, also for the spellings of stored plans."""
+    return _RENAMED[name][0] if name in _RENAMED else name
+
+
+def canonical_request(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A tool call in today's name and argument spellings."""
+    if name not in _RENAMED:
+        return name, args
+    new, renames = _RENAMED[name]
+    return new, {renames.get(key, key): value for key, value in args.items()}
+
+
+def _session(ctx: TurnContext) -> ToolSession:
+    return ToolSession(ctx.vault, ctx.memory, ctx.user, ctx.clock, turn=ctx)
 
 
 def available_tools(ctx: TurnContext) -> list[ToolSpec]:
+    """The Planner's tools, each saying whether it can run in this turn."""
+    session = _session(ctx)
     return [
-        ToolSpec(name=t.name, description=t.description, available=t.available(ctx)) for t in TOOLS.values()
+        ToolSpec(name=t.name, description=t.description, available=t.available(session))
+        for t in TOOLS.values()
+        if "planner" in t.doors
     ]
 
 
 def run_tool(ctx: TurnContext, name: str, raw_args: dict[str, Any]) -> ToolOutcome:
-    """Validate arguments and run a tool; bad arguments are an outcome, not a crash."""
-    tool = TOOLS.get(canonical_tool(name))
-    if tool is None:
+    """Validate arguments and run a tool for the Planner; an unknown tool or bad arguments
+    are an outcome, not a crash."""
+    name, raw_args = canonical_request(name, raw_args)
+    tool = TOOLS.get(name)
+    if tool is None or "planner" not in tool.doors:
         return ToolOutcome(False, f"unknown tool {name!r}", error=f"unknown tool {name!r}")
     try:
         args = tool.args.model_validate(raw_args)
@@ -259,27 +419,14 @@ def run_tool(ctx: TurnContext, name: str, raw_args: dict[str, Any]) -> ToolOutco
         return ToolOutcome(
             False, "invalid arguments", error=f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
         )
-    return tool.run(ctx, args)
+    return tool.run(_session(ctx), args)
 
 
-def tool_schemas(
-    *, include_unavailable: bool = True, research_configured: bool = False
-) -> list[dict[str, Any]]:
-    """OpenAI function-calling schemas of the tools."""
-    out = []
-    for tool in TOOLS.values():
-        if tool.name == "internet_research" and not (include_unavailable or research_configured):
-            continue
-        schema = tool.args.model_json_schema()
-        schema.pop("title", None)
-        out.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": schema,
-                },
-            }
-        )
-    return out
+def tool_schemas(door: str | None = None, *, research_configured: bool = True) -> list[dict[str, Any]]:
+    """OpenAI function-calling schemas of the tools `door` serves (every tool when None);
+    `internet_research` only when research is configured."""
+    return [
+        tool.schema()
+        for tool in TOOLS.values()
+        if (door is None or door in tool.doors) and (research_configured or tool.name != "internet_research")
+    ]

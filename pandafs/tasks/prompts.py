@@ -165,7 +165,7 @@ TASKS: dict[str, Task[Any, Any]] = {
                 "route": "coordinator",
                 "todos": ["Search memory for the trip", "Answer from §2 and the results"],
                 "tool_requests": [
-                    {"tool": "memory_search", "args": {"query": "trip Rome May"}, "reason": "§2 lacks it"}
+                    {"tool": "search_memory", "args": {"query": "trip Rome May"}, "reason": "§2 lacks it"}
                 ],
                 "memory_candidates": [
                     {
@@ -188,7 +188,7 @@ TASKS: dict[str, Task[Any, Any]] = {
             "suggestions). Call no tool when none is needed.",
             {
                 "tool_requests": [
-                    {"tool": "memory_search", "args": {"query": "dentist"}, "reason": "find the dentist"}
+                    {"tool": "search_memory", "args": {"query": "dentist"}, "reason": "find the dentist"}
                 ],
                 "reasoning": "one search",
             },

@@ -146,5 +146,5 @@ def test_search_after_before_and_batch_dates(cli, root: Path, tmp_path: Path) ->
 
 def test_the_memory_tool_schema_offers_dates(cli) -> None:
     tools = {t["function"]["name"]: t["function"] for t in cli("tools", "--json").json}
-    params = tools["memory_search"]["parameters"]["properties"]
+    params = tools["search_memory"]["parameters"]["properties"]
     assert {"after", "before"} <= set(params)

@@ -229,11 +229,11 @@ SEEDED = "Biscuit the Syrian hamster hides sunflower seeds in his cheeks."
 def _tool_server(saved_id: str) -> tuple[OpenAIStub, list[dict[str, Any]]]:
     """The offline rules as the model, except that the Planner always routes to tools and the
     Executor's model calls every exported tool by its exported name."""
-    names = [s["function"]["name"] for s in tool_schemas()]
+    names = [s["function"]["name"] for s in tool_schemas("planner")]
     args = {
-        "memory_search": {"query": "hamster seeds"},
-        "memory_retrieve": {"id": saved_id},
-        "memory_save": {"content": "Has a hamster called Biscuit", "doc_type": "fact"},
+        "search_memory": {"query": "hamster seeds"},
+        "retrieve_memory": {"identifier": saved_id},
+        "save_memory": {"content": "Has a hamster called Biscuit", "type": "fact"},
         "internet_research": {"query": "hamster food"},
     }
     seen: list[dict[str, Any]] = []
@@ -266,13 +266,13 @@ def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_resu
     assert stub.errors == []
     events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
     executed = {e.data.tool: e.data for e in events if e.type == "tool_executed"}
-    assert set(executed) == {s["function"]["name"] for s in tool_schemas()}
+    assert set(executed) == {s["function"]["name"] for s in tool_schemas("planner")}
     assert all("unknown tool" not in (t.error or "") for t in executed.values())
-    assert executed["memory_retrieve"].ok and executed["memory_search"].ok and executed["memory_save"].ok
+    assert executed["retrieve_memory"].ok and executed["search_memory"].ok and executed["save_memory"].ok
     answer_inputs = [r for r in seen if task_of(r) == "answer"]
     assert answer_inputs
     body = json.loads(answer_inputs[0]["messages"][1]["content"])
-    retrieved = [t for t in body["tool_results"] if t["tool"] == "memory_retrieve"]
+    retrieved = [t for t in body["tool_results"] if t["tool"] == "retrieve_memory"]
     assert retrieved and SEEDED in retrieved[0]["text"]  # the retrieved text reaches §5's inputs
     budget = Vault.open(vault.root).config.pipeline.tool_tokens
     assert sum(count_tokens(t["text"]) for t in body["tool_results"]) <= budget  # within §4's budget
@@ -295,7 +295,7 @@ def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_resu
             assert fmt["json_schema"]["schema"]["type"] == "object"
 
 
-def test_the_dotted_spelling_is_an_alias(vault: Vault) -> None:
+def test_the_spellings_of_stored_plans_still_reach_their_tools(vault: Vault) -> None:
     from pandafs.pipeline.context import TurnContext
     from pandafs.pipeline.tools import run_tool
 
@@ -308,9 +308,15 @@ def test_the_dotted_spelling_is_an_alias(vault: Vault) -> None:
         turn="turn_000009",
         clock=lambda: T0,
     )
-    for name in ("memory_search", "memory.search"):
+    for name in ("search_memory", "memory_search", "memory.search"):
         outcome = run_tool(ctx, name, {"query": "hamster"})
         assert outcome.ok and outcome.result["hits"], name
+    hit = outcome.result["hits"][0]["doc_id"]
+    for name, args in (("memory_retrieve", {"id": hit}), ("memory.retrieve", {"id": hit})):
+        assert run_tool(ctx, name, args).ok, name
+    staged = run_tool(ctx, "memory_save", {"content": "Biscuit likes kale", "doc_type": "fact"})
+    assert staged.ok and staged.staged is not None and staged.staged.doc_type == "fact"
+    assert not run_tool(ctx, "ask", {"question": "hi"}).ok  # not a tool inside a turn
     assert not run_tool(ctx, "memory_delete", {}).ok
 
 

@@ -138,7 +138,7 @@ def test_preference_committed_only_on_approve(pipeline: Pipeline, vault: Vault) 
     events = read_events(vault.layout.turn_dir("alice", failed.turn) / "events.jsonl")
     types = [e.type for e in events]
     assert "memory_staged" in types and "memory_discarded" in types and "memory_committed" not in types
-    # RETRY once with memory_search; when the tools found no price either, retrying again
+    # RETRY once with search_memory; when the tools found no price either, retrying again
     # cannot help: FAIL, with an honest answer instead of a made-up one
     assert [e.data.decision for e in events if e.type == "validation_decided"] == ["RETRY", "FAIL"]
     entries = parse_entries(parse_document(vault.layout.preferences("alice").read_text()).body)
@@ -266,7 +266,7 @@ def test_ask_and_tools_cli(cli, vault: Vault) -> None:
     assert {h["doc_id"] for h in found} >= {"carol/turn_000001", "carol/preferences"}
     schemas = cli("--root", vault.root, "tools", "--json").json
     names = [s["function"]["name"] for s in schemas]
-    assert names == ["memory_search", "memory_retrieve", "memory_save", "internet_research"]
+    assert names == ["search_memory", "retrieve_memory", "save_memory", "internet_research", "ask"]
     assert schemas[0]["type"] == "function" and schemas[0]["function"]["parameters"]["type"] == "object"
     bad = cli("--root", vault.root, "ask", "   ", "--user", "carol")
     assert bad.code == 2 and "empty" in bad.err

@@ -217,7 +217,7 @@ def test_the_retrieve_tool_uses_path_ownership(vault: Vault) -> None:
     ctx = TurnContext(
         vault=vault, memory=memory, backend=None, user="alice", turn="turn_000001", clock=lambda: NOW
     )
-    outcome = run_tool(ctx, "memory.retrieve", {"id": "bob/memories/plain"})
+    outcome = run_tool(ctx, "retrieve_memory", {"identifier": "bob/memories/plain"})
     assert not outcome.ok and "7781" not in outcome.text + str(outcome.error)
 
 

@@ -81,11 +81,11 @@ def plan(data: t.PlanIn) -> t.PlanOut:
                         reason="current prices and availability are needed",
                     )
                 )
-            if "memory_search" in tools:
+            if "search_memory" in tools:
                 query = data.resolved_query if data.attempt == 0 else " ".join(data.keywords)
                 requests.append(
                     ToolRequest(
-                        tool="memory_search",
+                        tool="search_memory",
                         args={"query": query, "limit": 5},
                         reason="look for more in memory than §2 holds",
                     )
