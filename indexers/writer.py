@@ -18,8 +18,16 @@ import orjson
 import tantivy
 
 from events.errors import NotInVault
-from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, swap_in, vault_folder
-from events.opened import checked_folders, remove_tree_in_vault
+from events.fsio import (
+    atomic_write,
+    check_folders,
+    checked_folders,
+    held_lock,
+    read_vault_file,
+    remove_tree_in_vault,
+    swap_in,
+    vault_folder,
+)
 
 from .errors import (
     REBUILD,
