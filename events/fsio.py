@@ -1,23 +1,38 @@
-"""Durable file writes, kept inside the vault.
+"""Files of the vault, read and written without ever leaving it: the one module of the
+vault boundary.
 
-Writes: every file PandaFS rewrites goes through `atomic_write`.  A reader (a person
-in Obsidian, the watcher, another process) sees either the old bytes or the new
-bytes, never a half-written file: we write a temporary file in the same directory,
-fsync it, and `os.replace` it over the target.  Bulk jobs pass `durable=False` and
-call `sync_all()` once per batch instead of fsyncing each file.
+The one rule: PandaFS reads only a regular file with one name (`refusal`).  A symbolic
+link, a FIFO, a device, a socket, a folder where a file is expected, or a file with more
+than one name (a hard link: its other name may be another user's document or a file
+outside the vault) is never read, wherever it is: documents, the inbox, import sources,
+the outbox, caches, journals, archive parts.  `refusal` tells why from a stat taken
+without following a link; every reader here applies it to the file it actually opened,
+and walks and `verify` name what it refuses.
 
-Reads: the one safe way to read a file of the vault is in `events.vaultread`
-(`open_vault_file`, `read_vault_file`, `read_vault_bytes`, `is_real_dir`), named here too.
+Reads: `open_vault_file` / `read_vault_file` open a vault-relative path with `O_NOFOLLOW`
+and then check where the opened file really is (`/proc/self/fd`, else `realpath`): a
+symlinked folder on the way or a path leaving the root raises `NotInVault`, and so does
+a file the rule refuses.  The check is on the file actually opened, so swapping a folder
+for a link between a check and the read gains nothing.  `read_vault_bytes` is the same
+read for PandaFS's own small files (metadata, caches, journals, markers), where a file
+that cannot be read safely counts as one not there.  `open_vault_folder` is the same open
+for a folder that is walked or listed by its descriptor.  `open_outside_file` applies
+the rule to a file outside any vault (an import's source).
 
-Writes stay inside too: a writer puts nothing in a folder before `vault_folder` has
-checked it from the vault root down (every part a real folder, made when missing);
-appends and locks open their file with `O_NOFOLLOW` (`append_file`, `held_lock`), and
-`atomic_write` replaces a linked file's link, never its target: a link planted in the
-vault raises `NotInVault` instead of carrying the write out of it or into another user's
-folder.  With `root` (`atomic_write`, `atomic_file`, `held_lock`; always for `append_file`)
-a writer also gets the readers' after-open check, on the file it appends to or locks or on
-the folder it makes, renames and fsyncs in (`open_folder`), so a folder swapped for a link
-after the check gains nothing.
+After-open checks: writers check the file they opened too (`check_opened`, and
+`open_folder` for a folder written in); renames, links, unlinks and folder fsyncs
+between vault folders go through `checked_folders` (`rename_in_vault`,
+`unlink_in_vault`, ...), never by path.
+
+Writes: every file PandaFS rewrites goes through `atomic_write`.  A reader sees either
+the old bytes or the new bytes, never a half-written file: we write a temporary file in
+the same directory, fsync it, and `os.replace` it over the target.  Bulk jobs pass
+`durable=False` and call `sync_all()` once per batch instead of fsyncing each file.  A
+writer puts nothing in a folder before `vault_folder` has checked it from the vault root
+down (every part a real folder, made when missing); appends and locks open their file
+with `O_NOFOLLOW` (`append_file`, `held_lock`), and `atomic_write` replaces a linked
+file's link, never its target: a link planted in the vault raises `NotInVault` instead
+of carrying the write out of it or into another user's folder.
 """
 
 from __future__ import annotations
@@ -33,33 +48,540 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import ChangedMeanwhile, NotInVault
-from .opened import FOLDER_FLAGS, CheckedFolders, check_opened, checked_folders, make_folder_at, open_folder
-from .vaultread import is_real_dir, open_vault_file, read_vault_bytes, read_vault_file
 
 __all__ = [
     "ABSENT",
+    "FOLDER_FLAGS",
+    "HARD_LINK",
+    "REASONS",
     "TMP_PREFIX",
+    "CheckedFolders",
     "FileKey",
     "append_all",
     "append_file",
     "atomic_file",
     "atomic_write",
     "check_folders",
+    "check_opened",
+    "checked_folders",
     "file_key",
+    "fsync_folder",
+    "has_other_names",
     "held_lock",
+    "is_inside",
     "is_real_dir",
+    "is_real_file",
     "is_temp_name",
     "lock_is_held",
     "make_folder",
+    "make_folder_at",
     "make_folders_for",
+    "mode_at",
     "open_created",
+    "open_folder",
+    "open_folder_at",
+    "open_outside_file",
     "open_vault_file",
+    "open_vault_folder",
+    "read_in_folder",
     "read_vault_bytes",
     "read_vault_file",
+    "refusal",
+    "refusal_at",
+    "remove_tree_in_vault",
+    "rename_in_vault",
     "swap_in",
     "sync_all",
+    "unlink_in_vault",
     "vault_folder",
+    "where_opened",
 ]
+
+# -- the one rule: what is never read -------------------------------------------------
+
+HARD_LINK = "has other names (a hard link): one may be outside the vault or another user's"
+"""Why a file with more than one name is neither read nor written."""
+
+REASONS = {
+    "symlink": "is a symbolic link",
+    "hard_link": HARD_LINK,
+    "fifo": "is not a regular file (a FIFO)",
+    "device": "is not a regular file (a device)",
+    "socket": "is not a regular file (a socket)",
+    "folder": "is a folder, not a file",
+}
+"""Why each kind `refusal` names is never read (`NotInVault.reason`)."""
+
+
+def refusal(st: os.stat_result) -> str | None:
+    """The kind of file (a key of `REASONS`) that `st`, a stat taken without following a
+    link, shows PandaFS never reads; None for a regular file with one name, the only kind
+    it reads."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return "hard_link" if st.st_nlink > 1 else None
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
+
+
+def refusal_at(path: Path | str, *, dir_fd: int | None = None) -> str | None:
+    """`refusal` of what `path` names now (not following a link); None when it is a
+    readable file or not there."""
+    try:
+        return refusal(os.stat(path, dir_fd=dir_fd, follow_symlinks=False))
+    except OSError:
+        return None
+
+
+def has_other_names(st: os.stat_result) -> bool:
+    """A regular file with more than one name (`HARD_LINK`; a folder always has: its `..`
+    entries)."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def _checked_stat(fd: int, rel: str) -> os.stat_result:
+    """The stat of the file open as `fd` (vault-relative `rel`) if the rule lets it be
+    read; `NotInVault` with the reason otherwise."""
+    st = os.fstat(fd)
+    kind = refusal(st)
+    if kind is not None:
+        raise NotInVault(rel, REASONS[kind])
+    return st
+
+
+def open_outside_file(path: Path | str) -> BinaryIO:
+    """Open `path`, a file outside any vault (an import's source), for reading under the
+    one rule: `NotInVault` (naming `path`) for a symbolic link, a FIFO, a device, a folder
+    or a file with other names; `FileNotFoundError` if it is not there.  Opened with
+    `O_NOFOLLOW | O_NONBLOCK`, so a FIFO never blocks and the check is on the file opened.
+
+    One thing more is read: a pipe this process was handed open (`/dev/fd/N` naming a
+    pipe: the shell's `<(zcat turns.jsonl.gz)`), read from its descriptor; it names no
+    file anyone could plant."""
+    name = os.fspath(path)
+    handed = _handed_pipe(name)
+    if handed is not None:
+        return os.fdopen(handed, "rb")
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotInVault(name, REASONS["symlink"]) from None
+        raise
+    try:
+        _checked_stat(fd, name)
+    except BaseException:
+        os.close(fd)
+        raise
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _handed_pipe(name: str) -> int | None:
+    """A duplicate of descriptor N when `name` is `/dev/fd/N` (or `/proc/self/fd/N`) and N
+    is a pipe open in this process; None otherwise."""
+    head, _, number = name.rpartition("/")
+    if head not in ("/dev/fd", "/proc/self/fd") or not number.isdigit():
+        return None
+    try:
+        if not stat.S_ISFIFO(os.fstat(int(number)).st_mode):
+            return None
+        return os.dup(int(number))
+    except OSError:
+        return None
+
+
+# -- where an open really landed ------------------------------------------------------
+
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""How a folder is opened to be walked or written in by descriptor (add `O_NOFOLLOW` for
+one opened by name in its parent)."""
+
+_PROC_FD = "/proc/self/fd"
+_HAS_PROC_FD = os.path.isdir(_PROC_FD)
+
+
+def where_opened(fd: int, full: str) -> str:
+    """The real path of the file open as `fd` (opened by the name `full`)."""
+    if _HAS_PROC_FD:
+        try:
+            return os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError:
+            pass
+    return os.path.realpath(full)
+
+
+def is_inside(opened: str, root: str, rel: str) -> bool:
+    """True if the file the kernel opened is `root/rel` itself: its real path ends in
+    `/rel` and what comes before is the root folder (same device and inode).  An empty
+    `rel` is the root folder itself."""
+    if rel and not opened.endswith("/" + rel):
+        return False
+    head = (opened[: -len(rel) - 1] or "/") if rel else opened
+    if head == root:
+        return True
+    try:
+        a, b = os.stat(head), os.stat(root)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def check_opened(
+    fd: int,
+    path: Path,
+    root: Path | str,
+    *,
+    created: bool,
+    target: Path | None = None,
+    action: str = "written",
+) -> None:
+    """The writers' after-open check, the one the readers here make: the file
+    the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
+    swapped for a link after `vault_folder` checked it (a check-then-use race) lands
+    the open elsewhere: then `fd` is closed, the file is removed when this open
+    `created` it (never a file found there), and `NotInVault` is raised naming `target`
+    (the file being written, when `path` is its temporary file), before a byte is
+    written (a reader that opened by path itself, as `events.log.read_log`, passes
+    `action="read"`).  A file found there (not `created`) that has other names (a hard
+    link) is refused too, read or written (`refusal`): its other name may be outside the
+    vault or another user's, and a lock's pid or an appended line would land there.
+    Costs one readlink (and an fstat for a file found)."""
+    base = os.fspath(root)
+    opened = where_opened(fd, os.fspath(path))
+    if is_inside(opened, base, _rel(path, base)):
+        if created or not has_other_names(os.fstat(fd)):
+            return
+        os.close(fd)
+        raise NotInVault(_rel(target or path, base), HARD_LINK, action=action)
+    try:
+        if created:
+            _remove_opened(fd, opened)
+    finally:
+        os.close(fd)
+    why = "a folder on its path is a symbolic link or leaves the vault"
+    raise NotInVault(_rel(target or path, base), why, action=action)
+
+
+def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:
+    """A descriptor of `folder`, to create, rename and fsync in by `dir_fd`.  With `root`
+    it is checked as `check_opened` checks a file (it must be `root/<its path>`; else
+    `NotInVault` naming `target`), so what goes through it stays in the folder checked,
+    whatever is swapped for a link on its path later."""
+    fd = os.open(folder, FOLDER_FLAGS)
+    if root is not None:
+        check_opened(fd, folder, root, created=False, target=target)
+    return fd
+
+
+class CheckedFolders:
+    """Vault folders opened through `open_folder` (each once, checked from the vault root),
+    to rename between and fsync by descriptor: a folder swapped for a link after it was
+    opened gains nothing, and one swapped before is refused (`NotInVault`) before anything
+    moves.  Made by `checked_folders`, which fsyncs and closes them.  (`root` None: a bare
+    folder outside any vault, in tests; nothing is checked.)"""
+
+    def __init__(self, root: Path | str | None) -> None:
+        self.root = root
+        self._fds: dict[Path, int] = {}
+
+    def fd(self, folder: Path, *, target: Path | None = None) -> int:
+        """The descriptor of `folder`, opened and checked the first time it is asked for
+        (a refusal names `target`, the file being moved, if given)."""
+        if folder not in self._fds:
+            self._fds[folder] = open_folder(folder, self.root, target=target)
+        return self._fds[folder]
+
+    def rename(self, src: Path, dest: Path) -> None:
+        """`os.rename(src, dest)` (replacing `dest` as it does), both names taken in
+        their checked folders."""
+        src_fd = self.fd(src.parent, target=src)
+        dst_fd = self.fd(dest.parent, target=dest)
+        os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+    def unlink(self, path: Path, *, missing_ok: bool = False) -> None:
+        """`os.unlink(path)`, the name taken in its checked folder (gone already is fine
+        with `missing_ok`)."""
+        try:
+            os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def remove_tree(self, folder: Path, *, ignore_errors: bool = True) -> None:
+        """`shutil.rmtree(folder, ignore_errors=...)`, the name taken in its checked folder
+        and the tree walked by descriptor (`rmtree`'s `dir_fd`), never through a link: a
+        link in its place is refused (left), not its target emptied.  Ignoring errors,
+        nothing happens if its folder is gone."""
+        import shutil  # not at module level: a search never removes a folder
+
+        try:
+            parent = self.fd(folder.parent, target=folder)
+        except FileNotFoundError:
+            if ignore_errors:
+                return
+            raise
+        shutil.rmtree(folder.name, ignore_errors=ignore_errors, dir_fd=parent)
+
+    def make(self, folder: Path, *, exist_ok: bool = False) -> int:
+        """Make `folder` in its parent (already opened here) and open it by name there,
+        never through a link: a new folder's descriptor, fsynced and closed with the rest.
+        With `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+        if exist_ok and folder in self._fds:
+            return self._fds[folder]
+        self._fds[folder] = make_folder_at(self._fds[folder.parent], folder.name, exist_ok=exist_ok)
+        return self._fds[folder]
+
+    def fsync(self) -> None:
+        """Make every rename and new entry in these folders survive a power cut."""
+        for fd in self._fds.values():
+            os.fsync(fd)
+
+    def close(self) -> None:
+        while self._fds:
+            os.close(self._fds.popitem()[1])
+
+
+@contextmanager
+def checked_folders(root: Path | str | None, *, durable: bool = True) -> Iterator[CheckedFolders]:
+    """A block of renames and entries in vault folders (`CheckedFolders`); each folder it
+    opened is fsynced when the block ends without an error (if `durable`), and closed."""
+    folders = CheckedFolders(root)
+    try:
+        yield folders
+        if durable:
+            folders.fsync()
+    finally:
+        folders.close()
+
+
+def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
+    """Make the folder `name` in the folder `parent` (a descriptor) and open it by name
+    there, never through a link: its descriptor, for the caller to close.  With
+    `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+    try:
+        os.mkdir(name, dir_fd=parent)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+    return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+
+
+def open_folder_at(fd: int, name: str) -> int | None:
+    """A descriptor of the folder `name` in the folder open as `fd`, opened by name and
+    never through a link (`O_NOFOLLOW`); None when it is not there, is a file, or is a
+    link (gone since it was listed, or swapped meanwhile: `mode_at` tells a link)."""
+    try:
+        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+
+
+def mode_at(fd: int, name: str) -> int | None:
+    """The mode of `name` in the folder open as `fd`, not following a link (`st_mode` of
+    an lstat by name there); None if it cannot be stat'ed (gone since it was listed)."""
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except OSError:
+        return None
+
+
+def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
+    """Rename `src` to `dest` (both in the vault `root`) through their folders opened and
+    checked from the root, then fsync both: refused (`NotInVault`) with nothing moved
+    when a folder on either path is a link or leaves the vault."""
+    with checked_folders(root) as folders:
+        folders.rename(src, dest)
+
+
+def unlink_in_vault(
+    root: Path | str | None, path: Path, *, missing_ok: bool = False, durable: bool = True
+) -> None:
+    """Remove the file `path` by its name in its folder as opened and checked from `root`
+    (fsynced after, if `durable`): a folder on its path swapped for a link is refused
+    (`NotInVault`), never the link target's file of that name removed."""
+    with checked_folders(root, durable=durable) as folders:
+        folders.unlink(path, missing_ok=missing_ok)
+
+
+def remove_tree_in_vault(root: Path | str | None, folder: Path, *, ignore_errors: bool = True) -> None:
+    """`shutil.rmtree(folder)` by its name in its folder as opened and checked from `root`,
+    walked by descriptor (`CheckedFolders.remove_tree`): a folder on its path swapped for a
+    link is refused (`NotInVault`), its target never emptied."""
+    with checked_folders(root, durable=False) as folders:
+        folders.remove_tree(folder, ignore_errors=ignore_errors)
+
+
+def fsync_folder(folder: Path, root: Path | str) -> None:
+    """`os.fsync` of a vault folder, opened and checked from `root`: a folder swapped for
+    a link is refused (`NotInVault`), not the link's target synced in its place."""
+    with checked_folders(root) as folders:
+        folders.fd(folder)
+
+
+def _rel(path: Path, base: str) -> str:
+    full, head = os.fspath(path).rstrip("/"), base.rstrip("/") + "/"
+    if full + "/" == head:
+        return ""  # the root folder itself
+    return full[len(head) :] if full.startswith(head) else full  # not under it: refused
+
+
+def _remove_opened(fd: int, opened: str) -> None:
+    """Remove the file open as `fd`, named by its real path `opened`, if that name is
+    still that file (a path through the link could by now name another one)."""
+    try:
+        here, there = os.fstat(fd), os.lstat(opened)
+    except OSError:
+        return
+    if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+        os.unlink(opened)
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def is_real_dir(path: Path | str) -> bool:
+    """A folder that is not a symbolic link (walks never enter a linked folder)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_real_file(path: Path | str) -> bool:
+    """A regular file that is not a symbolic link (nor a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, os.stat_result]:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise NotInVault(rel, "not a plain vault-relative path")
+    base = os.fspath(root)
+    full = os.path.join(base, rel)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
+    try:
+        fd = os.open(full, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (folder and exc.errno == errno.ENOTDIR and os.path.islink(full)):
+            raise NotInVault(rel, "is a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd) if folder else _checked_stat(fd, rel)
+        if not is_inside(where_opened(fd, full), base, rel):
+            raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
+    """Open `root/rel` for reading, refusing what is not plainly a file of the vault.
+
+    Raises `NotInVault` for a symlink (the file or any folder on its path), a path that
+    is absolute, holds `..` or resolves outside `root`, or a file the rule refuses
+    (`refusal`: a FIFO, a device, a folder, a file with other names); `FileNotFoundError`
+    if it is not there.
+    """
+    fd, _ = _open_fd(root, rel)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def open_vault_folder(root: Path | str, rel: str) -> int:
+    """A descriptor of the folder `root/rel`, to walk and list by (`os.fwalk(dir_fd=)`,
+    `os.scandir(fd)`, `dir_fd=`) and for the caller to close, with the checks of
+    `open_vault_file`: `NotInVault` for a link (the folder or one on its path) or a
+    path leaving `root`; `FileNotFoundError` / `NotADirectoryError` if it is not there
+    or not a folder."""
+    return _open_fd(root, rel, folder=True)[0]
+
+
+def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
+    with the checks of `open_vault_file`."""
+    fd, st = _open_fd(root, rel)
+    return _read_open(fd, st, limit), st
+
+
+def read_in_folder(
+    folder: int, name: str, rel: str, *, limit: int | None = None
+) -> tuple[bytes, os.stat_result]:
+    """`read_vault_file` of the file `name` in the vault folder open as `folder`
+    (vault-relative `rel`), for a walk that has the folder open (`indexers.walk`).
+
+    The folder was opened by name in its parent's descriptor from the root down, never
+    through a link, so the file opened by name in it (`O_NOFOLLOW`: not a link either)
+    is `root/rel` without asking the kernel where it landed: one path lookup of one
+    component, no `/proc/self/fd` read.  The other checks are `read_vault_file`'s."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotInVault(rel, "is a symbolic link") from None
+        raise
+    try:
+        st = _checked_stat(fd, rel)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _read_open(fd, st, limit), st
+
+
+def _read_open(fd: int, st: os.stat_result, limit: int | None) -> bytes:
+    """The bytes of the file open as `fd` (at most `limit` + 1 of them when `limit` is
+    set; all of them, however far it grew meanwhile, when not); `fd` is closed."""
+    try:
+        want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
+        chunks = []
+        got = 0
+        while want > 0:
+            asked = min(want, 1 << 20)
+            chunk = os.read(fd, asked)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            want -= len(chunk)
+            got += len(chunk)
+            if len(chunk) < asked and got >= st.st_size:
+                break  # short at its stat'ed size: the end, without a read to say so
+        if limit is None and not want:  # the file grew while we read it: read the rest
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:
+    """The bytes of `path`, a file under `root`, read as `read_vault_file` reads; None
+    when it is not there or is refused (a link, a linked folder on its way, not a
+    regular file): a file PandaFS keeps for itself that a link replaced counts as
+    missing, never as the link's target.  Other `OSError`s are raised."""
+    try:
+        return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
+    except (FileNotFoundError, NotInVault):
+        return None
+
+
+# -- writing ---------------------------------------------------------------------------
+
 
 TMP_PREFIX = ".pfs-"
 

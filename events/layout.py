@@ -15,8 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import InvalidUserId, NotInVault
-from .fsio import is_real_dir, read_vault_file
-from .vaultread import open_vault_folder
+from .fsio import is_real_dir, open_vault_folder, read_vault_file
 
 __all__ = [
     "DocRef",

@@ -29,8 +29,15 @@ import orjson
 from pydantic import ValidationError
 
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
-from .fsio import append_all, append_file, make_folders_for, open_created
-from .opened import check_opened
+from .fsio import (
+    HARD_LINK,
+    append_all,
+    append_file,
+    check_opened,
+    has_other_names,
+    make_folders_for,
+    open_created,
+)
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
 
@@ -117,7 +124,7 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     """Read `path` without judging the chain; a missing file reads as empty.
 
     With `root` (the vault root) the log opened must be `root/<its path>` (the readers'
-    after-open check, `events.opened.check_opened`): `O_NOFOLLOW` guards only the log's own
+    after-open check, `events.fsio.check_opened`): `O_NOFOLLOW` guards only the log's own
     name, so a turn folder or `turns/` that is (or was swapped for) a link would read
     another user's log as this one; `NotInVault` instead.  Costs one readlink."""
     result = LogRead(path)
@@ -129,10 +136,13 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
         if exc.errno == errno.ELOOP:
             raise EventLogError(path, "is a symbolic link; not read") from None
         raise
-    mode = os.fstat(fd).st_mode  # a fifo or device there would block the read for good
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    st = os.fstat(fd)  # a fifo or device there would block the read for good
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         os.close(fd)
         raise EventLogError(path, "is not a regular file; not read")
+    if has_other_names(st):  # its other name may be outside the vault or another user's
+        os.close(fd)
+        raise EventLogError(path, f"{HARD_LINK}; not read")
     os.set_blocking(fd, True)
     if root is not None:
         check_opened(fd, path, root, created=False, action="read")  # (closes fd when it refuses)

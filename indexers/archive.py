@@ -33,8 +33,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, atomic_file, vault_folder
-from events.opened import checked_folders
+from events.fsio import TMP_PREFIX, atomic_file, checked_folders, vault_folder
 
 from .documents import sha256_bytes
 from .errors import ArchiveError

@@ -172,7 +172,7 @@ def read_document(root: Path, rel_path: str, *, max_bytes: int) -> Loaded:
 
 
 def read_checked(rel_path: str, read: Callable[..., tuple[bytes, os.stat_result]], max_bytes: int) -> Loaded:
-    """What `read(limit=max_bytes)` (a safe reader of `events.vaultread`) gives for the
+    """What `read(limit=max_bytes)` (a safe reader of `events.fsio`) gives for the
     document at `rel_path`: its bytes and stat, or why it is not read."""
     try:
         data, stat = read(limit=max_bytes)

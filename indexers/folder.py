@@ -22,8 +22,7 @@ from pathlib import Path
 import orjson
 import tantivy
 
-from events.fsio import atomic_write, check_folders, held_lock, read_vault_file, vault_folder
-from events.opened import checked_folders
+from events.fsio import atomic_write, check_folders, checked_folders, held_lock, read_vault_file, vault_folder
 
 from .behind import WrittenBehind
 from .errors import (

@@ -10,9 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from events.errors import NotInVault
-from events.fsio import make_folder, read_vault_file
-from events.opened import FOLDER_FLAGS, CheckedFolders, checked_folders
-from events.vaultread import open_vault_folder
+from events.fsio import (
+    FOLDER_FLAGS,
+    CheckedFolders,
+    checked_folders,
+    make_folder,
+    open_vault_folder,
+    read_vault_file,
+)
 
 from .documents import sha256_bytes
 from .errors import ArchiveError

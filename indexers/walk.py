@@ -9,7 +9,7 @@ swapped for one after its parent was listed names nothing of the link's target.
 
 A rebuild reads every document, so its walk reads them too (`read_turn_folders`): each
 turn folder opened by name in its user's `turns/` folder, each document read by name in
-its folder's descriptor (`events.vaultread.read_in_folder`), where a walk that listed
+its folder's descriptor (`events.fsio.read_in_folder`), where a walk that listed
 paths, then read each by its path from the root, resolved every path twice and asked the
 kernel where each file landed (~1 s of a 100k-turn rebuild).
 """
@@ -24,13 +24,21 @@ from pathlib import Path
 
 from events import classify
 from events.errors import NotInVault
+from events.fsio import (
+    FOLDER_FLAGS,
+    HARD_LINK,
+    has_other_names,
+    mode_at,
+    open_folder_at,
+    open_vault_folder,
+    read_in_folder,
+    refusal_at,
+)
 from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef
-from events.opened import FOLDER_FLAGS, HARD_LINK, has_other_names, mode_at, open_folder_at
-from events.vaultread import open_vault_folder, read_in_folder
 
 from .documents import Loaded, Skipped, read_checked
 
-__all__ = ["SKIP_TOP", "read_turn_folders", "scan_documents", "walk_documents"]
+__all__ = ["SKIP_TOP", "read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -45,7 +53,7 @@ def scan_documents(
 
     Symbolic links are never documents and linked folders are never entered; each one
     met (any file or folder, pointing anywhere) goes to `refused` with its reason, and so
-    does a file with other names (a hard link: `events.opened.HARD_LINK`).
+    does a file with other names (a hard link: `events.fsio.HARD_LINK`).
     `os.scandir` tells links and folders apart from the directory listing itself, so
     only documents cost a stat.
     """
@@ -55,7 +63,7 @@ def scan_documents(
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        if has_other_names(st):  # read by no one (`events.vaultread`): named, as a link is
+        if has_other_names(st):  # read by no one (`events.fsio`): named, as a link is
             if refused is not None:
                 refused.append(Skipped(rel, HARD_LINK, refused=True))
             continue
@@ -231,3 +239,41 @@ def _walk_folder(
 
 
 _LINK_REASON = "is a symbolic link (never followed)"
+
+
+def refused_files(root: Path) -> Iterator[tuple[str, str]]:
+    """Every entry of the vault the one rule refuses (`events.fsio.refusal`), documents or
+    not (the inbox and its `processed/` and `rejected/`, the outbox, caches, journals,
+    archive parts, a turn's log): its vault-relative path and kind (`symlink`,
+    `hard_link`, `fifo`, `device`, `socket`).  Walked by descriptor, never through a link;
+    folders at the top whose names start with a dot (`.obsidian`, `.git`) are not
+    PandaFS's and are not entered.  A stat per regular file (its count of names)."""
+    top = os.open(root, FOLDER_FLAGS)
+    try:
+        yield from _refused_below(top, "")
+    finally:
+        os.close(top)
+
+
+def _refused_below(fd: int, rel_dir: str) -> Iterator[tuple[str, str]]:
+    with os.scandir(fd) as listing:
+        entries = list(listing)
+    for entry in sorted(entries, key=lambda e: e.name):
+        name = entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if not rel_dir and name.startswith("."):
+                continue
+            sub = open_folder_at(fd, name)
+            if sub is None:  # a link since the listing: named as one
+                kind = refusal_at(name, dir_fd=fd)
+                if kind is not None:
+                    yield rel_dir + name, kind
+                continue
+            try:
+                yield from _refused_below(sub, rel_dir + name + "/")
+            finally:
+                os.close(sub)
+            continue
+        kind = refusal_at(name, dir_fd=fd)
+        if kind is not None and kind != "folder":
+            yield rel_dir + name, kind

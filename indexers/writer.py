@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 
 from events.errors import NotInVault
-from events.fsio import atomic_write, swap_in
-from events.opened import remove_tree_in_vault
+from events.fsio import atomic_write, remove_tree_in_vault, swap_in
 
 from .errors import IndexBusy, IndexingError
 from .learned import Learned

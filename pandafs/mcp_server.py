@@ -38,8 +38,7 @@ from pydantic import BaseModel, Field
 from events import NotInVault, classify, read_vault_file, validate_user_id
 from events.clock import utcnow
 from events.errors import EventsError
-from events.opened import mode_at
-from events.vaultread import open_vault_folder
+from events.fsio import mode_at, open_vault_folder
 from indexers.errors import IndexingError
 
 from .assembly import open_memory

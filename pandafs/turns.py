@@ -28,8 +28,7 @@ from events import (
     turn_number,
 )
 from events.errors import NotInVault
-from events.fsio import TMP_PREFIX
-from events.opened import checked_folders
+from events.fsio import TMP_PREFIX, checked_folders
 
 from .errors import BadInput
 from .links import same_but_turn_links

@@ -16,9 +16,12 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                cut (a hash chain cannot see that); `replay` refuses to rewrite it
   interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
                inbox turns are `watch`'s to resume)
-  symlink      a symbolic link (file or folder) among the documents: never followed,
-               never indexed
-  hard_link    a document with other names (a hard link): never read, indexed or written
+  symlink      a symbolic link (file or folder) anywhere in the vault (documents, inbox,
+               inbox/processed and inbox/rejected, outbox, caches, archive): never
+               followed, never indexed
+  hard_link    a file with other names (a hard link), anywhere in the vault: never
+               read, indexed or written (its other name may be another user's file)
+  fifo, device, socket  anything but a regular file where files live: never read
   skipped      a document the indexer skips, with the reason (broken frontmatter,
                binary, too large, unreadable): not in search until it is fixed
   index_stale  one per path: a document not in the index, changed since it was
@@ -43,7 +46,6 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -58,13 +60,13 @@ from events import (
     repair_torn_tail,
 )
 from events.errors import EventLogError, EventsError, LogBusyError
+from events.fsio import REASONS, is_real_file
 from events.log import torn_path, typed_events
-from events.opened import HARD_LINK
 from events.schema import TornTailRepaired
-from events.vaultread import is_real_file
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import count_mismatch, scan_documents
+from indexers.walk import refused_files
 
 from . import archive, learning, pipeline
 from .assembly import open_memory
@@ -73,7 +75,7 @@ from .claims import check_claims
 from .memory import Memory
 from .memory.store import check_published
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
-from .vault import OWN_DIRS, Vault
+from .vault import Vault
 
 __all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "verify_vault"]
 
@@ -262,17 +264,13 @@ def _index_itself(vault: Vault, memory: Memory) -> str:
     return vault.rel(memory.index.folder.dir)
 
 
+_NEVER_READ = "never read, indexed or written"
+
+
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
-    refused: list[Skipped] = []
-    files = scan_documents(vault.root, refused=refused)
-    problems = [
-        Problem(s.path, "hard_link" if s.reason == HARD_LINK else "symlink", s.reason) for s in refused
-    ]
-    named = {p.path for p in problems}
-    problems += [  # the vault's own folders: every writer refuses them, so say so here
-        Problem(name, "symlink", "is a symbolic link: nothing is read or written through it")
-        for name in OWN_DIRS
-        if name not in named and os.path.islink(vault.root / name)
+    files = scan_documents(vault.root)
+    problems = [  # documents or not: every file the one rule refuses, wherever it is
+        Problem(path, kind, f"{REASONS[kind]}: {_NEVER_READ}") for path, kind in refused_files(vault.root)
     ]
     whole = _index_itself(vault, memory)
     if not memory.index.exists():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from events import atomic_write
 from events.clock import utcnow
-from events.opened import checked_folders
+from events.fsio import checked_folders
 from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 

@@ -18,8 +18,7 @@ import orjson
 from events import atomic_write, classify, turn_number, validate_user_id
 from events.clock import utcnow
 from events.errors import InvalidUserId
-from events.fsio import check_folders, vault_folder
-from events.opened import unlink_in_vault
+from events.fsio import check_folders, unlink_in_vault, vault_folder
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput

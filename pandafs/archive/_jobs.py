@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from events import atomic_write, format_ts, parse_document, sync_all
-from events.fsio import vault_folder
-from events.opened import checked_folders, remove_tree_in_vault
+from events.fsio import checked_folders, remove_tree_in_vault, vault_folder
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 

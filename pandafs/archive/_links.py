@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from events import atomic_write, classify, sync_all
-from events.fsio import is_real_dir, read_vault_bytes, vault_folder
+from events.fsio import is_real_dir, read_vault_bytes, unlink_in_vault, vault_folder
 from events.layout import is_user_id
-from events.opened import unlink_in_vault
 
 from ..links import relink
 from ..memory import Memory

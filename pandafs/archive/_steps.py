@@ -12,8 +12,7 @@ import orjson
 from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
 from events.errors import NotInVault
-from events.fsio import read_vault_file
-from events.opened import checked_folders, remove_tree_in_vault, rename_in_vault
+from events.fsio import checked_folders, read_vault_file, remove_tree_in_vault, rename_in_vault
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 

@@ -12,6 +12,9 @@ from typing import Any
 
 import orjson
 
+from events.errors import NotInVault
+from events.fsio import open_outside_file
+
 from ..errors import BadInput
 
 NO_TEXT = "(no text)"
@@ -144,11 +147,24 @@ def conversation_label(index: int, title: Any, conv_id: Any) -> str:
     return f"conversation {index}{name}{ident}"
 
 
-def load_json(path: Path, what: str) -> Any:
+def read_source(path: Path) -> bytes:
+    """The bytes of an export file, read under the vault's one rule
+    (`events.fsio.open_outside_file`: no link, FIFO, device, folder or file with other
+    names); `BadInput` saying why not."""
     try:
-        return orjson.loads(path.read_bytes())
+        with open_outside_file(path) as handle:
+            return handle.read()
+    except NotInVault as exc:
+        raise BadInput(
+            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
+        ) from None
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def load_json(path: Path, what: str) -> Any:
+    try:
+        return orjson.loads(read_source(path))
     except orjson.JSONDecodeError as exc:
         raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
 

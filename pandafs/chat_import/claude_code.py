@@ -10,7 +10,17 @@ from typing import Any
 import orjson
 
 from ..errors import BadInput
-from ._common import SHAPE_ERRORS, Conversion, EntryError, Pair, emit, iso_time, nonblank, shape_error
+from ._common import (
+    SHAPE_ERRORS,
+    Conversion,
+    EntryError,
+    Pair,
+    emit,
+    iso_time,
+    nonblank,
+    read_source,
+    shape_error,
+)
 
 _COMMAND_PREFIXES = ("<command-", "<local-command-", "Caveat: The messages below were generated")
 
@@ -87,9 +97,9 @@ def _code_chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _read_transcript(file: Path, user: str, out: Conversion) -> None:
     label = f"transcript {file.name}"
     try:
-        raw_lines = file.read_bytes().splitlines()
-    except OSError as exc:
-        out.fail(label, f"cannot read: {exc.strerror or exc}")
+        raw_lines = read_source(file).splitlines()
+    except BadInput as exc:
+        out.fail(label, str(exc))
         return
     records: list[dict[str, Any]] = []
     title: str | None = None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
+
+from events.errors import NotInVault
+from events.fsio import is_real_file, open_outside_file
 
 from ..assembly import open_memory
 from ..errors import ProblemFound
@@ -47,8 +51,8 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
     """
     vault = app.vault()
     lines = 0  # a pipe (`<(zcat …)`) can be read once: the import reads it, the bar has no length
-    if source.is_file():
-        with source.open("rb") as handle:
+    if is_real_file(source):  # (what the import refuses is refused there, with its reason)
+        with suppress(OSError, NotInVault), open_outside_file(source) as handle:
             lines = sum(1 for line in handle if line.strip())
     memory = open_memory(vault)
     with progress_bar(lines, "importing", quiet=as_json) as advance:

@@ -13,8 +13,7 @@ from typing import Literal
 
 from events import atomic_write, is_temp_name
 from events.clock import utcnow
-from events.fsio import read_vault_bytes, vault_folder
-from events.opened import checked_folders, unlink_in_vault
+from events.fsio import checked_folders, read_vault_bytes, unlink_in_vault, vault_folder
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
@@ -105,24 +104,30 @@ class ClaimFolders:
     # -- step 2: read, validate, plan -------------------------------------------------
 
     def _claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
-        """The query file the claim holds (the planned one, else the first found), None if
-        it holds none.  Looked for through the claim's `query/` folder opened and checked
-        from the vault root and the folders below opened by name in it (`NotInVault` if
-        one is a link): through a swapped claim folder the walk would name, and `stat`,
-        the link target's files."""
+        """The entry the claim holds (the planned one, else the one found), None if it
+        holds none.  Whatever it is (a file, a link, a FIFO, a folder), it is named, never
+        followed: `query/NAME`, or `query/FOLDER/NAME` when `query/FOLDER` is a real folder
+        (a user's folder: a top-level folder of the inbox is never claimed itself).
+        Looked for through the claim's `query/` folder opened and checked from the vault
+        root and the user folder opened by name in it (`NotInVault` if one is a link):
+        through a swapped claim folder the lookup would name the link target's files."""
         base = claim / QUERY_DIR
         with checked_folders(self.root, durable=False) as checked:
             try:
                 if plan is not None:
                     path = base / plan.claimed
                     mode = os.stat(path.name, dir_fd=checked.fd(path.parent), follow_symlinks=False).st_mode
-                    return None if stat.S_ISDIR(mode) else path
+                    return None if stat.S_ISDIR(mode) and plan.decision == "answer" else path
                 top = checked.fd(base)
             except FileNotFoundError:
                 return None
-            for dirpath, _, filenames, _ in os.fwalk(".", dir_fd=top):
-                for name in filenames:
-                    return base / dirpath / name
+            for name in sorted(os.listdir(top)):
+                if not stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
+                    return base / name
+                with suppress(FileNotFoundError):
+                    inner = sorted(os.listdir(checked.fd(base / name)))
+                    if inner:
+                        return base / name / inner[0]
         return None
 
     def _read_plan(self, claim: Path) -> ClaimPlan | None:
@@ -146,15 +151,15 @@ class ClaimFolders:
             "planned_fs_ns": time.time_ns(),
         }
         if isinstance(verdict, Rejection):
-            rejected = free_name(
-                self.dir / "rejected", rejected_name(name), reserved, companions=(".error.md",)
-            )
+            kept_as = rejected_name(name) if verdict.keep else name  # (not kept: only NAME.error.md)
+            rejected = free_name(self.dir / "rejected", kept_as, reserved, companions=(".error.md",))
             plan = ClaimPlan(
                 decision="reject",
                 reason=verdict.reason,
                 message=verdict.message,
                 hint=verdict.hint,
                 rejected=self.vault.rel(rejected),
+                keep=verdict.keep,
                 **common,
             )
         else:

@@ -18,7 +18,7 @@ from ..pipeline import Pipeline
 from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, Log
 from ._outbox import answer_turn, explained, publish_explanation, render_answer, render_error
-from ._parse import RESERVED_FOLDERS, is_query_candidate
+from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, is_query_candidate
 from ._plan import ClaimPlan, Stuck
 from ._results import InboxReport, InboxResult
 from ._turns import TurnStarts, outcome_of
@@ -86,7 +86,7 @@ class Inbox(ClaimFolders, TurnStarts):
             top = list(os.scandir(self.dir))
         except FileNotFoundError:
             return []
-        for entry in top:
+        for entry in top:  # every entry, whatever it is: what cannot be read is rejected
             if entry.name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False):
@@ -98,9 +98,11 @@ class Inbox(ClaimFolders, TurnStarts):
                     continue
                 for sub in inner:
                     rel = f"inbox/{entry.name}/{sub.name}"
-                    if sub.is_file(follow_symlinks=False) and is_query_candidate(rel):
+                    if sub.is_dir(follow_symlinks=False) and not sub.name.lower().endswith(QUERY_SUFFIXES):
+                        continue  # a folder of the user's own; one named as a query is rejected
+                    if is_query_candidate(rel):
                         found.append((_mtime(sub), rel))
-            elif entry.is_file(follow_symlinks=False):
+            else:
                 rel = f"inbox/{entry.name}"
                 if is_query_candidate(rel):
                     found.append((_mtime(entry), rel))
@@ -113,7 +115,7 @@ class Inbox(ClaimFolders, TurnStarts):
         whose mtime is in the future, by seeing the same size and mtime that long.
         """
         try:
-            st = os.stat(self.root / rel)
+            st = os.stat(self.root / rel, follow_symlinks=False)
         except FileNotFoundError:
             self._seen.pop(rel, None)
             return None
@@ -315,8 +317,9 @@ class Inbox(ClaimFolders, TurnStarts):
     def _reject(self, claim: Path, plan: ClaimPlan, query_path: Path | None, recovered: bool) -> InboxResult:
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
         if query_path is not None:
-            plan = self._publish_planned(claim, plan, query_path, "rejected")
-            self._drop(query_path)
+            if plan.keep:  # (a folder is renamed: it has no second name to take)
+                plan = self._publish_planned(claim, plan, query_path, "rejected")
+            self._drop(query_path)  # not kept: the inbox's own name goes, no other
             self._checkpoint("moved")
         assert plan.rejected is not None
         error_tmp = claim / ERROR
@@ -332,7 +335,7 @@ class Inbox(ClaimFolders, TurnStarts):
         return InboxResult(
             plan.source,
             "rejected",
-            rejected=plan.rejected,
+            rejected=plan.rejected if plan.keep else None,
             error_file=self.vault.rel(done),
             reason=plan.reason,
             message=plan.message,

@@ -7,8 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from events.fsio import vault_folder
-from events.opened import CheckedFolders, checked_folders
+from events.fsio import CheckedFolders, checked_folders, vault_folder
 
 
 def rejected_name(name: str) -> str:
@@ -38,8 +37,9 @@ def free_name(
 def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     """Make `dest` name the file `src` names; False if `dest` is another file already.
 
-    A hard link never replaces an existing name, so nothing is ever overwritten.  On a
-    filesystem without hard links we fall back to check-then-rename (we hold the inbox
+    A hard link never replaces an existing name, so nothing is ever overwritten; a link
+    at `src` is linked itself, never its target.  On a filesystem without hard links (or
+    for a folder, which has none) we fall back to check-then-rename (we hold the inbox
     lock; only a person could race us there).  `dest`'s folder is checked from `root`
     down (`vault_folder`, made if missing); the link or rename then goes between both
     folders as opened and checked from `root` (`checked_folders`, which fsyncs them): one
@@ -50,7 +50,7 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
         src_fd = folders.fd(src.parent, target=src)
         dest_fd = folders.fd(dest.parent, target=dest)
         try:
-            os.link(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
+            os.link(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd, follow_symlinks=False)
         except FileExistsError:
             return bool(_same_file(folders, src, dest))
         except OSError:

@@ -106,10 +106,11 @@ def render_error(plan: ClaimPlan) -> str:
         "claim": plan.claim,
         "rejected_at": utcnow(),
     }
-    body = (
-        f"# `{name}` was not processed\n\n"
-        f"**Why:** {plan.message}.\n\n"
-        f"**What to do:** {plan.hint}\n\n"
+    if not plan.keep:
+        del front["rejected_file"]
+    body = f"# `{name}` was not processed\n\n**Why:** {plan.message}.\n\n**What to do:** {plan.hint}\n\n" + (
         f"The file itself is kept, unchanged, as `{plan.rejected}`.\n"
+        if plan.keep
+        else "Nothing of it was read or kept: the inbox only removed its own name for it.\n"
     )
     return render_document(front, body)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from events import is_temp_name, parse_document, validate_user_id
 from events.errors import FrontmatterError, InvalidUserId, NotInVault
-from events.fsio import open_vault_file
+from events.fsio import REASONS, open_vault_file, refusal_at
 
 from ..pipeline.turn import MAX_QUERY_CHARS
 from ..vault import Vault
@@ -51,6 +51,30 @@ class Rejection:
     reason: str
     message: str
     hint: str
+    keep: bool = True
+    """False: the inbox's name for the file is removed, not moved to `inbox/rejected/`
+    (a link, a FIFO, a device, or a second name of a file that lives elsewhere: a name
+    kept there would still be that file's)."""
+
+
+_NOT_A_FILE_HINT = "Save the question as a plain .md or .txt file and drop it into inbox/ again."
+
+
+def not_a_file(kind: str) -> Rejection:
+    """The rejection of a dropped entry the one rule refuses (`events.fsio.refusal`):
+    never read, and only a folder is kept (renamed into `inbox/rejected/`; a folder has
+    one name); of anything else the inbox drops its own name, which loses nothing (the
+    file lives on under its other names, a link's target is untouched)."""
+    reason = {"symlink": "symlink", "hard_link": "hard_link"}.get(kind, "not_a_file")
+    why = REASONS[kind]
+    if kind == "hard_link":
+        why = "has other names (a hard link): the same file is also elsewhere, maybe another user's"
+    return Rejection(
+        reason,
+        f"the dropped entry {why}: PandaFS reads only plain files with one name",
+        _NOT_A_FILE_HINT,
+        keep=kind == "folder",
+    )
 
 
 def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
@@ -58,6 +82,9 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
     cfg = vault.config.inbox
     name = path.name
     parts = source.split("/")
+    kind = refusal_at(path)
+    if kind is not None:
+        return not_a_file(kind)
     if not name.lower().endswith(QUERY_SUFFIXES):
         return Rejection(
             "wrong_extension",
@@ -68,11 +95,12 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
         with open_vault_file(vault.root, path.relative_to(vault.root).as_posix()) as handle:
             size = os.fstat(handle.fileno()).st_size
             raw = handle.read(cfg.max_bytes + 1)
-    except NotInVault as exc:
+    except NotInVault as exc:  # swapped since the look above: dropped, never read
         return Rejection(
             "symlink",
             f"the file {exc.reason}: PandaFS never reads through links",
-            "Copy the question into a plain file and drop it into inbox/ again.",
+            _NOT_A_FILE_HINT,
+            keep=False,
         )
     if size > cfg.max_bytes:
         return Rejection(

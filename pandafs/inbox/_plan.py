@@ -40,6 +40,9 @@ class ClaimPlan(BaseModel):
     hint: str | None = None
     rejected: str | None = None
     """`inbox/rejected/NAME` (the query); its explanation is `NAME.error.md`."""
+    keep: bool = True
+    """False: the rejected entry is not kept at `rejected` (`_parse.Rejection.keep`); the
+    inbox's name for it is removed and only `NAME.error.md` is written."""
 
 
 class Stuck(Exception):

@@ -57,7 +57,7 @@ class InboxResult:
                 f"[{self.outcome}] {self.user}/{self.turn} in {self.seconds:.2f} s{again}"
             )
         if self.status == "rejected":
-            return f"rejected {self.source} → {self.rejected}: {self.message}{again}"
+            return f"rejected {self.source} → {self.rejected or self.error_file}: {self.message}{again}"
         return f"{self.status} {self.source}: {self.message}"
 
 

@@ -44,8 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq  # writing; reading goes through read_parquet
 
 from events.errors import NotInVault
-from events.fsio import atomic_file, make_folder, swap_in
-from events.opened import checked_folders, remove_tree_in_vault
+from events.fsio import atomic_file, checked_folders, make_folder, remove_tree_in_vault, swap_in
 from indexers.parquet import read_parquet
 from indexers.settling import release_freed_memory
 

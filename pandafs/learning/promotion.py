@@ -25,8 +25,7 @@ from typing import Any
 from events import classify, format_ts, parse_document, read_vault_file
 from events.clock import utcnow
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import vault_folder
-from events.opened import rename_in_vault
+from events.fsio import rename_in_vault, vault_folder
 from indexers.sync import scan_documents
 
 from ..checks import Problem, frontmatter_of

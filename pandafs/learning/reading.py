@@ -21,9 +21,8 @@ from events import (
     turn_name,
 )
 from events.errors import EventLogError, EventsError, NotInVault
+from events.fsio import open_folder_at, open_vault_folder, read_in_folder
 from events.log import events_of, parse_log
-from events.opened import open_folder_at
-from events.vaultread import open_vault_folder, read_in_folder
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 
@@ -76,7 +75,7 @@ class TurnReader:
         """Read `user`'s live turns by descriptor while the block runs (a fold of all of
         them): their `turns/` folder opened and checked once from the vault root, each
         turn folder opened by name in it (never through a link) and its files read by
-        name there (`events.vaultread.read_in_folder`), where a read by path resolved
+        name there (`events.fsio.read_in_folder`), where a read by path resolved
         every path and asked the kernel where each log landed."""
         try:
             fd = open_vault_folder(self.vault.root, f"users/{user}/turns")

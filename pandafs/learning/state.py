@@ -34,8 +34,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import atomic_write
-from events.fsio import FileKey, file_key, read_vault_bytes
-from events.opened import remove_tree_in_vault
+from events.fsio import FileKey, file_key, read_vault_bytes, remove_tree_in_vault
 from indexers.learned import Learned
 
 from ..memory import Memory

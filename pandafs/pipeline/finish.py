@@ -20,8 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from events import EventWriter, TurnView, render_turn
-from events.fsio import atomic_write
-from events.opened import unlink_in_vault
+from events.fsio import atomic_write, unlink_in_vault
 from events.render import context_parts
 from indexers.documents import IndexDoc, index_doc_from_parts
 

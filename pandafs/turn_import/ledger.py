@@ -16,8 +16,7 @@ import orjson
 
 from events import turn_name, turn_number
 from events.errors import NotInVault
-from events.fsio import append_file, open_vault_file
-from events.opened import remove_tree_in_vault
+from events.fsio import append_file, open_vault_file, remove_tree_in_vault
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.clock import utcnow
-from events.fsio import vault_folder
-from events.opened import make_folder_at, open_folder, remove_tree_in_vault
+from events.fsio import make_folder_at, open_folder, remove_tree_in_vault, vault_folder
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE

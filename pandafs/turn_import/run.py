@@ -22,8 +22,7 @@ from typing import Any
 
 from events import turn_number
 from events.errors import NotInVault
-from events.fsio import vault_folder
-from events.opened import checked_folders
+from events.fsio import checked_folders, open_outside_file, vault_folder
 
 from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock
@@ -180,8 +179,12 @@ def import_turns(
     started = time.perf_counter()
     report = ImportReport()
     batch_size = batch_size or vault.config.index.batch_size
-    try:
-        handle = source.open("rb")
+    try:  # the vault's one rule for what is read (a pipe handed over on the command line too)
+        handle = open_outside_file(source)
+    except NotInVault as exc:
+        raise BadInput(
+            f"{source}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
+        ) from None
     except OSError as exc:
         raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
     with handle:  # closed on every way out: the users folder failing to be made too

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from events import DocumentMetadata, render_document
-from events.opened import HARD_LINK
+from events.fsio import HARD_LINK
 from indexers.errors import IndexBusy
 from indexers.sync import scan_documents
 from pandafs.memory import Memory
@@ -362,7 +362,7 @@ def test_a_rebuild_reads_turn_folders_by_descriptor_and_refuses_what_is_not_thei
         "users/alice/turns/turn_000002/context.md": "is a symbolic link (never followed)",
         "users/alice/turns/turn_000003": "is a symbolic link (never followed)",
         "users/alice/turns/turn_000004/context.md": HARD_LINK,
-        "users/alice/turns/turn_000005/context.md": "is not a regular file",
+        "users/alice/turns/turn_000005/context.md": "is not a regular file (a FIFO)",
     }
     assert report.indexed == report.documents == 9
     assert totals == [7 + 4] and sum(steps) == 11  # four turn folders (the link is not one)

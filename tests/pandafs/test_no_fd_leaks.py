@@ -22,9 +22,16 @@ import orjson
 import pytest
 
 from events import EventsError, read_log
-from events.fsio import append_file, atomic_write, vault_folder
-from events.opened import rename_in_vault, unlink_in_vault
-from events.vaultread import open_vault_folder, read_vault_bytes, read_vault_file
+from events.fsio import (
+    append_file,
+    atomic_write,
+    open_vault_folder,
+    read_vault_bytes,
+    read_vault_file,
+    rename_in_vault,
+    unlink_in_vault,
+    vault_folder,
+)
 from indexers.turn_folder import folder_signature
 from indexers.walk import scan_documents, walk_documents
 from pandafs.archive import expand_turn, restore_turns

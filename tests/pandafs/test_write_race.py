@@ -240,7 +240,7 @@ def _swap_at_fsync(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: Path,
     """Swap `folder` for a link to `outside` while the temporary file of `name` is being
     fsynced: after the writer's checks passed and its bytes were written, before the
     rename (`os.fsync` is wrapped; the real one is then called)."""
-    from events.opened import where_opened
+    from events.fsio import where_opened
 
     real = os.fsync
 
@@ -363,7 +363,7 @@ def test_a_new_log_whose_folder_moves_after_the_append_is_kept_without_an_error(
     went by path again after the bytes were written: the folder moved away by then made
     the append fail with a raw `FileNotFoundError` (through a link, the wrong folder was
     fsynced).  Now the folder checked before the open is the one fsynced."""
-    from events.opened import where_opened
+    from events.fsio import where_opened
 
     folder = vault.root / "observability"
     folder.mkdir(exist_ok=True)
