@@ -22,14 +22,14 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_import import write_source  # noqa: E402
+from bench_import import write_source
 
-from events import project_turn, read_events  # noqa: E402
-from pandafs.llm.offline import OfflineBackend  # noqa: E402
-from pandafs.memory import Memory  # noqa: E402
-from pandafs.pipeline import Pipeline  # noqa: E402
-from pandafs.turn_import import import_turns  # noqa: E402
-from pandafs.vault import Vault  # noqa: E402
+from events import project_turn, read_events
+from pandafs.llm.offline import OfflineBackend
+from pandafs.memory import Memory
+from pandafs.pipeline import Pipeline
+from pandafs.turn_import import import_turns
+from pandafs.vault import Vault
 
 QUERIES = [
     "I prefer Lenovo laptops",

@@ -40,10 +40,10 @@ from typing import Any
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # a shared machine: one core
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import eval_retrieval as er  # noqa: E402
+import eval_retrieval as er
 
 RRF_K = 60
 HEADS = 12

@@ -136,7 +136,7 @@ def fast_frontmatter(raw: str) -> dict[str, Any] | None:
             else:
                 if open_key is not None and out.get(open_key) is None:
                     raise _NotFast  # `key:` with nothing under it is null: PyYAML's call
-                if key in out:
+                if key is None or key in out:
                     raise _NotFast
                 if value is _OPEN:
                     out[key], open_key = None, key

@@ -71,7 +71,6 @@ from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import tantivy
 
 from .episodes import (
@@ -86,7 +85,7 @@ from .episodes import (
     reach_slices,
 )
 from .request import Ranking, SearchRequest
-from .schema import GLOBAL_OWNER, _epoch, _h64, _parent
+from .schema import GLOBAL_OWNER, _epoch, _h64, _parent, stored_payload
 
 
 def _idf(n: float, total: float) -> float:
@@ -243,8 +242,9 @@ class _Scorer:
         top = set(episodes)
         at: dict[_Ep, list[_Key]] = {}
         for key in self.base:
-            if self.episode_of[key] in top:
-                at.setdefault(self.episode_of[key], []).append(key)
+            ep = self.episode_of[key]
+            if ep is not None and ep in top:
+                at.setdefault(ep, []).append(key)
         base, turn = self.base, self.turn
         return {min(keys, key=lambda k: (-base[k], turn[k], k)) for keys in at.values()}
 
@@ -306,7 +306,7 @@ class _Scorer:
             for key in self.base:
                 ep = self.episode_of[key]
                 if ep is not None and ep[1] == owner_h:
-                    payload = orjson.loads(self.searcher.doc(self.address[key]).get_first("payload"))
+                    payload = stored_payload(self.searcher.doc(self.address[key]))
                     name = payload.get("user") or GLOBAL_OWNER
                     break
             self._owners[owner_h] = name

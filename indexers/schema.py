@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import tantivy
@@ -20,6 +20,7 @@ from tantivy import Facet
 from events import format_ts
 from events.layout import turn_number
 
+from .errors import REBUILD, IndexDamaged
 from .snippets import prose_of
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
@@ -123,3 +124,12 @@ def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
     if doc.external_id is not None:
         fields["external_id"] = doc.external_id
     return tantivy.Document.from_dict(fields, schema)
+
+
+def stored_payload(doc: tantivy.Document) -> dict[str, Any]:
+    """The payload a document of the index was stored with (every document has one)."""
+    raw = doc.get_first("payload")
+    if raw is None:
+        raise IndexDamaged(f"a document of the index has no stored payload; {REBUILD}")
+    payload: dict[str, Any] = orjson.loads(raw)
+    return payload

@@ -16,7 +16,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import tantivy
 from tantivy import FieldType, Occur, Query
 
@@ -30,7 +29,7 @@ from .filters import search_filters, visible_to
 from .query import QueryPlan, TermGroup, plan_query
 from .ranking import _idf, _Scorer
 from .request import Ranking, SearchRequest
-from .schema import NEVER, _epoch
+from .schema import NEVER, _epoch, stored_payload
 from .snippets import snippet_of
 from .time_words import TimeHint, resolve_time
 from .visible_idf import EVERYTHING, Sight, VisibleIdf
@@ -98,7 +97,7 @@ class IndexReader:
         searcher = self.searcher()
         result = searcher.search(Query.term_query(self._schema, "path", path), 1)
         for _, address in result.hits:
-            return orjson.loads(searcher.doc(address).get_first("payload"))
+            return stored_payload(searcher.doc(address))
         return None
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
@@ -343,7 +342,7 @@ class IndexReader:
         rows: list[tuple[float, int, dict[str, Any], str | None, bytes | None]] = []
         for score, created, address, label in ranked[:cut]:
             doc = _stored(searcher, address, loaded)
-            payload = orjson.loads(doc.get_first("payload"))
+            payload = stored_payload(doc)
             prose = doc.get_first("prose") if terms is not None else None
             rows.append((score, created, payload, label, prose))
         page: list[dict[str, Any]] = []

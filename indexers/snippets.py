@@ -95,7 +95,8 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
     for m_start, m_end in matches:
         if m_start < start or m_start >= end:
             continue
-        m_end = rest_of_word(flat, m_end).end()  # the whole word (ASCII matches end with the stem)
+        word = rest_of_word(flat, m_end)  # the whole word (ASCII matches end with the stem)
+        m_end = word.end() if word else m_end
         if m_end > end:  # cut by the window: still bold only if a whole stem is left
             if not flat[m_start:end].casefold().startswith(folded):
                 continue

@@ -113,7 +113,7 @@ class VisibleIdf:
 
 
 def _count(searcher: tantivy.Searcher, query: Query) -> int:
-    return searcher.search(query, 1, count=True).count
+    return searcher.search(query, 1, count=True).count  # type: ignore[attr-defined]  # (tantivy's stub lacks it)
 
 
 def _totals(searcher: tantivy.Searcher, visible: Query) -> tuple[float, int, int]:
@@ -128,7 +128,7 @@ def _totals(searcher: tantivy.Searcher, visible: Query) -> tuple[float, int, int
     total = _detail(explained, "N, total number of docs")
     if total is None:
         raise RuntimeError("tantivy's score explanation no longer names N; the idf cannot be made per user")
-    return total, int(total) - searcher.num_docs, found.count
+    return total, int(total) - searcher.num_docs, found.count  # type: ignore[attr-defined]
 
 
 def _detail(node: dict[str, Any], description: str) -> float | None:

@@ -43,6 +43,12 @@ def _lazy_learned(vault: Vault) -> Learned:
 
         return learned_of(vault)
 
-    return Learned(
-        trust=lambda doc_id: learned().trust(doc_id), shared=lambda doc_id: learned().shared(doc_id)
-    )
+    def trust(doc_id: str) -> float | None:
+        found = learned().trust
+        return found(doc_id) if found is not None else None
+
+    def shared(doc_id: str) -> bool:
+        found = learned().shared
+        return found is not None and found(doc_id)
+
+    return Learned(trust=trust, shared=shared)

@@ -180,7 +180,7 @@ def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
             _die_with(parent)
             payload = pickle.dumps((True, work()))
             status = 0
-        except BaseException as exc:  # noqa: BLE001 - told to the parent, which raises it
+        except BaseException as exc:  # told to the parent, which raises it
             payload = _pickled_error(exc)
         try:
             with os.fdopen(writing, "wb") as out:
@@ -209,7 +209,7 @@ def _pickled_error(exc: BaseException) -> bytes:
     in `args` would not come back from a plain pickle)."""
     try:
         return pickle.dumps((False, (type(exc), exc.args, dict(vars(exc)))))
-    except Exception:  # noqa: BLE001 - an attribute that does not pickle
+    except Exception:  # an attribute that does not pickle
         return pickle.dumps((False, (RuntimeError, (f"{type(exc).__name__}: {exc}",), {})))
 
 

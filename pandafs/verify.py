@@ -148,11 +148,11 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
     if not log.records:
         if log.torn_tail is not None:
             return
-        torn = torn_path(ref.events_path)
-        if is_real_file(torn):  # its only line was torn, then moved aside by
+        kept = torn_path(ref.events_path)
+        if is_real_file(kept):  # its only line was torn, then moved aside by
             # a repair: a turn that never began, whose bytes are kept; not a problem `--repair`
             # could ever clear, so a warning, and verify is clean again
-            why = f"no event: its only line was torn and is kept in {torn.name}"
+            why = f"no event: its only line was torn and is kept in {kept.name}"
             report.warnings.append(Problem(rel, "empty_turn", why))
         else:
             report.problems.append(Problem(rel, "empty_turn", "events.jsonl holds no events"))

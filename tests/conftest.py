@@ -35,7 +35,7 @@ class CliResult:
     err: str
 
     @property
-    def json(self):  # noqa: ANN201 - any JSON value
+    def json(self):  # any JSON value
         return orjson.loads(self.out)
 
 

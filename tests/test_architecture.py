@@ -173,7 +173,7 @@ def test_pandafs_imports_go_down_the_layers() -> None:
     assert not upward, "\n".join(upward)
 
 
-def test_the_layer_rule_sees_lazy_imports(tmp_path) -> None:  # noqa: ANN001
+def test_the_layer_rule_sees_lazy_imports(tmp_path) -> None:
     """The check reads imports inside functions too (a lazy import cannot hide a cycle)."""
     module = "pandafs.memory.api"
     assert RANK[_area("pandafs.cli.base")] > RANK[_area(module)] > RANK[_area("pandafs.vault")]

@@ -96,7 +96,7 @@ def _event_class(payload: type[Payload]) -> type[Event]:
     return create_model(  # one envelope class per payload, named after it
         f"{payload.__name__}Event",
         __base__=Event,
-        type=(Literal[payload.TYPE], payload.TYPE),
+        type=(Literal[payload.TYPE], payload.TYPE),  # type: ignore[arg-type]  # built at run time
         data=(payload, ...),
     )
 
@@ -112,7 +112,7 @@ def _tag(value: Any) -> str:
 _MEMBERS = tuple(Annotated[cls, Tag(t)] for t, cls in EVENT_CLASSES.items()) + (
     Annotated[UnknownEvent, Tag("unknown")],
 )
-AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # noqa: UP007 (built from the registry)
+AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
 _VALIDATE = _ADAPTER.validator.validate_python
 """The adapter's own validator: `TypeAdapter.validate_python` wraps it in Python that

@@ -99,16 +99,16 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
         touched: list[str] = []
         for key, info in infos.items():
             stub_rel = stub_relpath(key)
-            found = parts.get(info.archive_file)
-            if found is None or key not in found.turns:
-                if found is not None or not (vault.root / info.archive_file).exists():
-                    where = "does not exist" if found is None else "holds no rows for this turn"
+            part = parts.get(info.archive_file)
+            if part is None or key not in part.turns:
+                if part is not None or not (vault.root / info.archive_file).exists():
+                    where = "does not exist" if part is None else "holds no rows for this turn"
                     problems.append(Problem(stub_rel, "archive_missing_rows", f"{info.archive_file} {where}"))
                 continue
             folder = turn_folder(vault, key)
             if not folder.is_dir():
                 continue
-            rows = found.intact(key)
+            rows = part.intact(key)
             if repair and rows is not None:
                 try:
                     same = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
@@ -118,7 +118,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     with checked_folders(vault.root) as stubs:  # by name, never through a link
                         stubs.unlink(info.path)
                     store.drop_turns(vault.root / info.archive_file, [key])
-                    found.turns.pop(key)
+                    part.turns.pop(key)
                     touched.append(stub_rel)
                     touched += document_paths(key, (f.path for f in rows.files))
                     continue
@@ -132,8 +132,8 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
         for rel, found in parts.items():
             drop: list[TurnKey] = []
             for key in sorted(found.turns):
-                info = infos.get(key)
-                if info is not None and info.archive_file == rel:
+                pointed = infos.get(key)
+                if pointed is not None and pointed.archive_file == rel:
                     continue
                 action = _orphan_action(vault, key, found, infos, parts) if repair else None
                 if action == "drop":

@@ -97,7 +97,9 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
     revisions = info.get("revision_count") if isinstance(info.get("revision_count"), int) else 0
     claims = key_claims(body)
     title = str(front.get("title") or shorten(query, 80) or turn.doc_id)
-    tags = front.get("tags") if isinstance(front.get("tags"), list) else []
+    tags = front.get("tags")
+    if not isinstance(tags, list):
+        tags = []
     archive_extra = {
         "outcome": outcome,
         "revision_count": revisions,

@@ -69,7 +69,9 @@ def _chatgpt_pairs(messages: list[dict[str, Any]]) -> list[Pair]:
     for message in messages:
         author = message.get("author")
         role = author.get("role") if isinstance(author, dict) else None
-        meta = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+        meta = message.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         if meta.get("is_visually_hidden_from_conversation"):
             continue
         text = _chatgpt_text(message)

@@ -57,6 +57,7 @@ def explained(root: Path, base: Path, claim: str) -> Path | None:
             return None
         if _names_claim(root, path, claim):
             return path
+    raise AssertionError("unreachable: the names go on for ever")
 
 
 def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:

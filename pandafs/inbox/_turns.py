@@ -45,7 +45,10 @@ class TurnStarts:
     vault: Vault
     _log: Callable[[str], None]
 
-    pipeline: Pipeline
+    @property
+    def pipeline(self) -> Pipeline:
+        raise NotImplementedError  # `Inbox`'s
+
     _checkpoint: Callable[[str], None]
 
     def _read_query(self, plan: ClaimPlan, query_path: Path) -> str:
@@ -150,5 +153,5 @@ class TurnStarts:
         `.indexing`, is indexed again by watch's upkeep (`interrupted`)."""
         try:
             self.pipeline.settle()
-        except Exception as exc:  # noqa: BLE001 - any failure of the commit is logged the same way
+        except Exception as exc:  # any failure of the commit is logged the same way
             self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")

@@ -169,8 +169,8 @@ def trends(
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
         scope: dict[str, int] = {}
-        for day, counts in engine.cache.state.scope_days.items():
-            if since.isoformat() <= day <= until.isoformat():
+        for name, counts in engine.cache.state.scope_days.items():
+            if since.isoformat() <= name <= until.isoformat():
                 for kind, n in counts.items():
                     scope[kind] = scope.get(kind, 0) + n
     days = []

@@ -80,7 +80,8 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
             continue
         rel = vault.rel(path)
         log = read_log(path, root=vault.root)
-        if log.torn_tail is not None:
+        torn = log.torn_tail
+        if torn is not None:
             if repair:
                 try:
                     repair_torn_tail(path, root=vault.root)
@@ -88,9 +89,7 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
                     continue  # its writer is appending that line now
                 log = read_log(path, root=vault.root)
             else:
-                problems.append(
-                    Problem(rel, "torn_tail", f"ends in a torn line of {len(log.torn_tail)} bytes")
-                )
+                problems.append(Problem(rel, "torn_tail", f"ends in a torn line of {len(torn)} bytes"))
         chain = check_chain(log)
         if chain is not None:
             problems.append(Problem(rel, "chain", str(chain).removeprefix(f"{path}: ")))

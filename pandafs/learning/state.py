@@ -119,12 +119,13 @@ class CounterStore(MutableMapping[str, Counts]):
             path = self.dir / f"{name}.json"
             try:
                 raw = read_vault_bytes(self.root, path)  # a link: as if missing
-                data = {"gen": 0, "docs": {}} if raw is None else orjson.loads(raw)
+                data: dict[str, Any] = {"gen": 0, "docs": {}} if raw is None else orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise StaleCache(f"{path}: unreadable ({exc})") from None
             if data.get("gen", 0) != self.expected.get(name, 0):
                 raise StaleCache(f"{path}: generation {data.get('gen')} is not the recorded one")
-            self._shards[name] = data["docs"]
+            docs: dict[str, list[Any]] = data["docs"]
+            self._shards[name] = docs
         return self._shards[name]
 
     def __getitem__(self, doc_id: str) -> Counts:
@@ -313,7 +314,9 @@ class TrustReader:
 
     def __init__(self, directory: Path, root: Path | None = None) -> None:
         self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
-        self._shards = _ReadWhenReplaced(root or directory, lambda data: dict(data.get("docs", {})), {})
+        self._shards: _ReadWhenReplaced[dict[str, Any]] = _ReadWhenReplaced(
+            root or directory, lambda data: dict(data.get("docs", {})), {}
+        )
 
     def __call__(self, doc_id: str) -> float | None:
         row = self._shards.get(f"{self._prefix}{shard_of(doc_id)}.json").get(doc_id)
@@ -347,7 +350,7 @@ class SharedReader:
 
     def __init__(self, path: Path, root: Path) -> None:
         self.path = os.fspath(path)
-        self._state = _ReadWhenReplaced(root, _shared_in, frozenset())
+        self._state: _ReadWhenReplaced[frozenset[str]] = _ReadWhenReplaced(root, _shared_in, frozenset())
 
     def __call__(self, doc_id: str) -> bool:
         return doc_id in self._state.get(self.path)

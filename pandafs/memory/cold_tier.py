@@ -144,8 +144,8 @@ def assemble_cold(
         recency = math.exp(-lam * max(0.0, days)) if days is not None else 0.0
         overlap = _overlap(asked, record.full_text())
         similarity = max(hit_scores.get(doc_id, 0.0) / top if top else 0.0, overlap)
-        anchor = 1.0 if record.identity or record.turn in anchor_turns else 0.0
-        score = WEIGHTS[0] * recency + WEIGHTS[1] * similarity + WEIGHTS[2] * anchor
+        anchored = 1.0 if record.identity or record.turn in anchor_turns else 0.0
+        score = WEIGHTS[0] * recency + WEIGHTS[1] * similarity + WEIGHTS[2] * anchored
         scored.append(
             TierItem(
                 record,
@@ -155,7 +155,7 @@ def assemble_cold(
                 score=score,
                 recency=recency,
                 similarity=similarity,
-                anchor=anchor,
+                anchor=anchored,
                 search_score=hit_scores.get(doc_id, 0.0),
             )
         )

@@ -121,7 +121,7 @@ def find_interrupted(root: Path, folder: Path) -> str | None:
     return None
 
 
-def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:  # noqa: ANN001
+def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:
     """Close (as FAIL) or re-project one turn whose process died; what was done (None:
     nothing was needed, or a live process holds it).  `state`: `turn_state` of the
     turn, if the caller has just read it."""
@@ -137,7 +137,7 @@ def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None
     return None
 
 
-def _still_unprojected(vault, user: str, turn: str) -> bool:  # noqa: ANN001
+def _still_unprojected(vault, user: str, turn: str) -> bool:
     """Is the turn still unprojected as its log's lock is taken?  `turn_state` may have
     read it while its live process was between `turn_completed` and its metadata.json:
     once that process lets go, the files are written (until 2026-11-25 such a turn was
@@ -147,7 +147,7 @@ def _still_unprojected(vault, user: str, turn: str) -> bool:  # noqa: ANN001
         return _needs_look(vault.root, vault.rel(folder))
 
 
-def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: ANN001
+def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:
     """Append `Interrupted` under the log's lock if the log, as it reads there, is still
     open (the events `turn_state` read may predate its writer's `turn_completed` and the
     end of its hold), then let Save end the turn."""
@@ -166,7 +166,7 @@ def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:  # noqa: A
     return "closed as FAIL"
 
 
-def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:  # noqa: ANN001
+def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str]:
     """Recover the user's latest turns (numbered below `before`) whose process died:
     `ask` calls it, so a kill at any point is undone by the very next ask."""
     done = []

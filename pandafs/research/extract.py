@@ -89,7 +89,7 @@ def extract_page(html: str, url: str) -> Extraction:
         )
         if found:
             prices.append(found)
-    currency_hint = (props.get("pricecurrency") or [None])[0]
+    currency_hint = next(iter(props.get("pricecurrency") or ()), None)
     for raw in props.get("price", []):
         found = structured_price(raw, currency_hint)
         if found:
@@ -105,7 +105,7 @@ def extract_page(html: str, url: str) -> Extraction:
 
     availability_raw = (
         first.get("availability")
-        or (props.get("availability") or [None])[0]
+        or next(iter(props.get("availability") or ()), None)
         or meta.get("og:availability")
         or meta.get("product:availability")
     )
@@ -134,7 +134,7 @@ def extract_page(html: str, url: str) -> Extraction:
     distinct = {(round(p.value, 2), p.currency) for p in prices + text_prices}
     items = len(products) or len(distinct)
     page_type = _page_type(meta, products, distinct, main_price, text)
-    fields_present = [
+    fields_present: list[str] = [
         name
         for name in ("title", "price", "currency", "availability", "description", "products")
         if name in fields

@@ -35,7 +35,7 @@ def _load() -> ModuleType:
 faults = _load()
 
 
-def _clean(tally) -> None:  # noqa: ANN001 - the script's Tally
+def _clean(tally) -> None:  # the script's Tally
     """Zero in every failure column; the notes say what went wrong."""
     assert tally.trials > 0
     failures = {c: getattr(tally, c) for c in faults.COLUMNS if getattr(tally, c)}
@@ -44,7 +44,7 @@ def _clean(tally) -> None:  # noqa: ANN001 - the script's Tally
     assert failures == {}, tally.notes
 
 
-def _run(name: str, tmp_path: Path, trials: int, **options):  # noqa: ANN202
+def _run(name: str, tmp_path: Path, trials: int, **options):
     return faults.CAMPAIGNS[name](tmp_path, trials, random.Random(f"{SEED}-{name}"), **options)
 
 

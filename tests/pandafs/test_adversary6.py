@@ -25,7 +25,7 @@ def _digest(root: Path) -> dict[str, str]:
     }
 
 
-def _refused(got, code: int = 2) -> None:  # noqa: ANN001 - the cli fixture's result
+def _refused(got, code: int = 2) -> None:  # the cli fixture's result
     assert got.code == code, (got.out, got.err)
     assert got.err.count("\n") == 1 and got.err.startswith("error:"), got.err
     assert "Traceback" not in got.err and "internal error" not in got.err, got.err

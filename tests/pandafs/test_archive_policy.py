@@ -154,7 +154,7 @@ def test_eligibility_by_age_recent_uses_and_force_age(vault: Vault, tmp_path: Pa
     assert [c.doc_id for c in only_bob] == ["bob/turn_000001"]
 
 
-def test_dry_run_changes_nothing_and_explains(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_dry_run_changes_nothing_and_explains(vault: Vault, tmp_path: Path, cli) -> None:
     _import(vault, tmp_path, [_turn("alice", 50 + i, f"{TOPICS[i]} talk", i) for i in range(5)])
     _use(vault, "alice", "turn_000005", ["alice/turn_000001"] * 1, NOW - timedelta(days=1))
     for turn in ("turn_000002", "turn_000003", "turn_000004"):
@@ -234,7 +234,7 @@ def test_archive_then_restore_1000_turns_is_byte_identical_and_searches_the_same
 def test_stub_is_searchable_retrieve_expands_and_three_expansions_restore(
     vault: Vault,
     tmp_path: Path,
-    cli,  # noqa: ANN001
+    cli,
 ) -> None:
     memory = _import(
         vault,
@@ -292,7 +292,7 @@ def test_stub_is_searchable_retrieve_expands_and_three_expansions_restore(
 def test_restore_cli_and_turn_numbers_are_never_reused(
     vault: Vault,
     tmp_path: Path,
-    cli,  # noqa: ANN001
+    cli,
 ) -> None:
     _import(vault, tmp_path, [_turn("alice", 90, f"{t} chat", i) for i, t in enumerate(TOPICS)])
     assert archive_turns(vault, now=NOW).archived == 7
@@ -476,7 +476,7 @@ def test_a_turn_whose_log_became_a_link_stays_live_for_that_reason(
     copy.write_bytes((folder / "events.jsonl").read_bytes())
     real = archive_jobs.log_held
 
-    def linked_then_held(path: Path):  # noqa: ANN202
+    def linked_then_held(path: Path):
         if path == folder and not (path / "events.jsonl").is_symlink():
             (path / "events.jsonl").unlink()
             (path / "events.jsonl").symlink_to(copy)

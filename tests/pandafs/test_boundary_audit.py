@@ -37,7 +37,7 @@ def _visit(turn_dir: Path, availability: str) -> Path:
     return write_visit(turn_dir, fetched, extraction, NOW).path
 
 
-def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: Path, cli) -> None:
     """alice's own visit folder (real manifest) whose extracted_data.json links to bob's:
     the fields of bob's visit must not reach alice's context or answer."""
     from pandafs.pipeline.sources import visit_text
@@ -62,7 +62,7 @@ def test_visit_text_never_reads_a_linked_extracted_data(vault: Vault, tmp_path: 
 
 
 @pytest.mark.parametrize("lock", ["users/alice/turns/.alloc.lock", "users/alice/.memory.lock"])
-def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli, lock: str) -> None:  # noqa: ANN001
+def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli, lock: str) -> None:
     """A lock file planted as a link (to a file outside the vault): taking the lock must
     not truncate and overwrite the file behind it with our pid."""
     outside = tmp_path / "precious.txt"
@@ -82,7 +82,7 @@ def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli
     assert outside.read_bytes() == before
 
 
-def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:
     outside = tmp_path / "precious.txt"
     outside.write_text("a file outside the vault that must not change\n")
     before = outside.read_bytes()
@@ -120,7 +120,7 @@ def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_pat
 
 
 @pytest.mark.parametrize("kind", ["memory", "preference"])
-def test_a_save_never_writes_into_a_linked_folder(vault: Vault, tmp_path: Path, cli, kind: str) -> None:  # noqa: ANN001
+def test_a_save_never_writes_into_a_linked_folder(vault: Vault, tmp_path: Path, cli, kind: str) -> None:
     """alice's memories folder (or her whole user folder) is a link out of the vault:
     the saved document must not land outside."""
     outside = tmp_path / "outside"
@@ -150,7 +150,7 @@ def test_stats_never_opens_a_linked_document(vault: Vault, tmp_path: Path) -> No
     assert "outsidesecret" not in data["content_types"]
 
 
-def test_an_ask_never_writes_its_turn_into_a_linked_turns_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_an_ask_never_writes_its_turn_into_a_linked_turns_folder(vault: Vault, tmp_path: Path, cli) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     vault.layout.user_dir("alice").mkdir(parents=True)
@@ -178,7 +178,7 @@ def test_an_inbox_answer_never_goes_through_a_linked_outbox_folder(vault: Vault,
     assert sorted(p.name for p in (vault.root / "outbox" / "bob").iterdir()) == []
 
 
-def test_the_archive_sweep_never_moves_another_users_turn_through_a_linked_trash(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_the_archive_sweep_never_moves_another_users_turn_through_a_linked_trash(vault: Vault, cli) -> None:
     """alice's `turns/.archive-trash` is a link to bob's turns folder: the archive's
     recovery sweep must not rename bob's turn folder into alice's turns."""
     from pandafs.archive import archive_turns
@@ -198,7 +198,7 @@ def test_the_archive_sweep_never_moves_another_users_turn_through_a_linked_trash
 def test_the_archive_sweep_never_deletes_through_a_linked_staging_folder(
     vault: Vault,
     tmp_path: Path,
-    cli,  # noqa: ANN001
+    cli,
 ) -> None:
     from pandafs.archive import archive_turns
 
@@ -251,7 +251,7 @@ def test_an_import_never_appends_to_a_linked_ledger(vault: Vault, tmp_path: Path
     assert outside.read_bytes() == before
 
 
-def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, tmp_path: Path, cli) -> None:
     got = cli("--root", vault.root, "ask", "hello there", "--user", "alice", "--json")
     assert got.code == 0, got.err
     folder = (vault.root / got.json["context_path"]).parent
@@ -265,7 +265,7 @@ def test_a_torn_tail_is_never_appended_through_a_linked_torn_file(vault: Vault, 
     assert outside.read_bytes() == before
 
 
-def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_the_index_state_log_is_never_appended_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:
     assert cli("--root", vault.root, "save", "bob likes coffee", "--user", "bob").code == 0
     state = vault.layout.indexes / "fulltext" / "state.jsonl"
     outside = tmp_path / "precious.txt"
@@ -301,14 +301,14 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
     (stubs / "alice").symlink_to(stubs / "bob", target_is_directory=True)
     try:
         archive_turns(vault, now=NOW)
-    except Exception:  # noqa: BLE001 - refusing is fine; writing into bob's folder is not
+    except Exception:  # refusing is fine; writing into bob's folder is not
         pass
     memory.reconcile()
     assert memory.search(SECRET, user="bob", now=NOW) == []
     assert sorted(p.name for p in (stubs / "bob").iterdir()) == []
 
 
-def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vault, cli) -> None:
     """archive/expired is a link into bob's memories: alice's expired memory must not
     become a document of bob's."""
     from pandafs.memory import Memory
@@ -352,7 +352,7 @@ def test_an_import_never_stages_in_a_linked_staging_folder(vault: Vault, tmp_pat
 def test_no_derived_file_is_written_through_a_linked_vault_folder(
     vault: Vault,
     tmp_path: Path,
-    cli,  # noqa: ANN001
+    cli,
     folder: str,
 ) -> None:
     """The index, the learning state, the catalog, a failed turn's intervention note and the
@@ -377,7 +377,7 @@ def test_no_derived_file_is_written_through_a_linked_vault_folder(
     ]
 
 
-def test_the_learning_fold_never_reads_a_linked_turn_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_the_learning_fold_never_reads_a_linked_turn_folder(vault: Vault, cli) -> None:
     """alice's turns/turn_000002 is a link to bob's turn: a rebuild's learning fold counts
     bob's turn once (as bob's), never as one of alice's."""
     import pyarrow.parquet as pq
@@ -440,7 +440,7 @@ def test_archiving_never_moves_a_turn_into_a_linked_trash_folder(vault: Vault, t
     assert sorted(p.name for p in outside.rglob("*")) == []
 
 
-def test_a_linked_projection_is_replaced_not_read(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_a_linked_projection_is_replaced_not_read(vault: Vault, tmp_path: Path, cli) -> None:
     """A turn's context.md swapped for a link (even to a file with the very same bytes,
     outside the vault): replay does not read through it; it writes the file in its place."""
     from pandafs.turns import replay

@@ -22,7 +22,7 @@ def _publishers(vault: Vault, *names: str) -> None:
     config.write_text(config.read_text().replace("publishers = []", f"publishers = [{listed}]"))
 
 
-def test_a_user_may_not_be_named_like_the_global_documents_ids(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_user_may_not_be_named_like_the_global_documents_ids(vault: Vault, cli) -> None:
     """`save --user knowledge` made `users/knowledge/facts.md`, id `knowledge/facts`: the
     id of the global `knowledge/facts.md`.  `retrieve users/knowledge/facts.md --user alice`
     then printed it (exit 0), as MCP's `retrieve_memory` did.  Now the name is refused,
@@ -67,7 +67,7 @@ def test_another_users_document_is_judged_by_its_own_path_not_its_id(vault: Vaul
 def test_a_hard_linked_document_is_never_read_indexed_or_served(
     vault: Vault,
     tmp_path: Path,
-    cli,  # noqa: ANN001
+    cli,
 ) -> None:
     """A hard link has no link to see: `users/alice/memories/out.md` hard-linked to a
     file outside the vault was indexed and its text returned by search and retrieve, and
@@ -97,7 +97,7 @@ def test_a_hard_linked_document_is_never_read_indexed_or_served(
     }, kinds
 
 
-def test_a_log_with_another_name_outside_the_vault_is_not_appended(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_a_log_with_another_name_outside_the_vault_is_not_appended(vault: Vault, tmp_path: Path, cli) -> None:
     """The sharing log hard-linked to a file outside the vault took the publish record
     (the save exited 0): a file found there with other names is not written."""
     outside = tmp_path / "precious.txt"

@@ -292,7 +292,7 @@ def test_dying_inside_the_pipeline_resumes_the_same_turn(
     drop(vault, "inbox/q.md", "What laptop for travel?")
     real = turn_module._run_step
 
-    def run_step(ctx, view, name, attempt):  # noqa: ANN001, ANN202
+    def run_step(ctx, view, name, attempt):
         if name == phase:
             raise Died(name)
         return real(ctx, view, name, attempt)
@@ -369,7 +369,7 @@ def test_a_claim_that_keeps_failing_stays_and_is_retried_later(
 ) -> None:
     drop(vault, "inbox/q.md", "hello?")
 
-    def broken(self, user, turn, **_):  # noqa: ANN001, ANN003, ANN202
+    def broken(self, user, turn, **_):
         raise RuntimeError("backend exploded")
 
     with monkeypatch.context() as patch:

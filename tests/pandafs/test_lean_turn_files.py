@@ -14,7 +14,7 @@ ANSWER = "Tulips like sandy, well-drained soil. Plant the bulbs in autumn."
 QUERY = "what soil do tulips like, and when should I plant them?"
 
 
-def _import(vault: Vault, cli, tmp_path: Path) -> Path:  # noqa: ANN001
+def _import(vault: Vault, cli, tmp_path: Path) -> Path:
     source = tmp_path / "turns.jsonl"
     line = {"user": "alice", "timestamp": "2026-03-01T10:00:00Z", "query": QUERY, "response": ANSWER}
     source.write_bytes(orjson.dumps(line) + b"\n")
@@ -23,7 +23,7 @@ def _import(vault: Vault, cli, tmp_path: Path) -> Path:  # noqa: ANN001
     return vault.layout.turn_dir("alice", "turn_000001")
 
 
-def test_the_answer_and_query_are_stored_twice_not_three_times(vault: Vault, cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_the_answer_and_query_are_stored_twice_not_three_times(vault: Vault, cli, tmp_path: Path) -> None:
     turn = _import(vault, cli, tmp_path)
     files = {p.name: p.read_bytes().decode() for p in turn.iterdir()}
     assert sorted(files) == ["context.md", "events.jsonl", "metadata.json"]
@@ -37,7 +37,7 @@ def test_the_answer_and_query_are_stored_twice_not_three_times(vault: Vault, cli
 
 def test_an_older_metadata_json_with_the_answer_reads_and_verifies_clean(
     vault: Vault, cli, tmp_path: Path
-) -> None:  # noqa: ANN001
+) -> None:
     turn = _import(vault, cli, tmp_path)
     meta = orjson.loads((turn / "metadata.json").read_bytes())
     # the shape written before: indented, with the text and every empty key
@@ -60,7 +60,7 @@ def test_an_older_metadata_json_with_the_answer_reads_and_verifies_clean(
 
 def test_the_record_cache_sees_a_hand_edit_and_never_follows_a_swapped_in_link(
     vault: Vault,
-    cli,  # noqa: ANN001
+    cli,
     tmp_path: Path,
 ) -> None:
     turn = _import(vault, cli, tmp_path)
@@ -81,7 +81,7 @@ def test_the_record_cache_sees_a_hand_edit_and_never_follows_a_swapped_in_link(
     assert live_turn(vault, "alice", "turn_000001", cache) is None
 
 
-def test_an_answer_with_its_own_headings_reaches_the_tiers_whole(vault: Vault, cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_answer_with_its_own_headings_reaches_the_tiers_whole(vault: Vault, cli, tmp_path: Path) -> None:
     answer = "Tulips like sandy soil.\n\n## When to plant\n\nIn autumn.\n\n### Depth\n\nThree bulbs deep."
     source = tmp_path / "turns.jsonl"
     line = {"user": "alice", "timestamp": "2026-03-01T10:00:00Z", "query": QUERY, "response": answer}

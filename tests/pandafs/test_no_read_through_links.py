@@ -175,7 +175,7 @@ def test_relinking_after_an_archive_never_copies_a_linked_file_in(
     real_relink = _links.relink
     swapped: list[Path] = []
 
-    def relink_then_swap(text: str, where):  # noqa: ANN001, ANN202 - a second process's move, timed
+    def relink_then_swap(text: str, where):  # a second process's move, timed
         if not swapped and note.exists() and not note.is_symlink():
             _link(note, target)  # after the scan read it, before the rewrite reads it again
             swapped.append(note)

@@ -275,7 +275,7 @@ def test_percentile_interpolates_like_duckdb() -> None:
     assert percentile([42.0], 0.95) == 42.0
 
 
-def test_a_damaged_catalog_part_is_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_damaged_catalog_part_is_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:
     with Pipeline(vault) as pipeline:
         pipeline.ask("I prefer green tea", user="alice")
     sync(vault)

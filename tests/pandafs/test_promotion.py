@@ -203,7 +203,7 @@ def test_a_save_killed_before_its_events_are_written_is_undone_then_redone(
         pipeline.ask("What does my hamster Biscuit like?", user="alice")
     original = EventWriter.append_many
 
-    def dies_at_the_end(self: EventWriter, payloads, **kwargs):  # noqa: ANN001, ANN202
+    def dies_at_the_end(self: EventWriter, payloads, **kwargs):
         payloads = list(payloads)
         if any(isinstance(p, TurnCompleted) for p in payloads):
             raise Crash("killed before the Save events reached the log")

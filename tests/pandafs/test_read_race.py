@@ -70,7 +70,7 @@ def test_archiving_never_copies_a_turn_folder_swapped_for_a_link_into_the_archiv
     assert hits == []
 
 
-def test_the_learning_fold_never_reads_turns_through_a_linked_turns_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_the_learning_fold_never_reads_turns_through_a_linked_turns_folder(vault: Vault, cli) -> None:
     """alice's `turns/` is a link to bob's.  The fold found her turn numbers and read each
     turn's events by path (`O_NOFOLLOW` guards the log's own name only), so every turn of
     bob's was folded a second time under alice: a second catalog row (`stats --since`
@@ -90,7 +90,7 @@ def test_the_learning_fold_never_reads_turns_through_a_linked_turns_folder(vault
     assert rows == [("bob", "turn_000001")]
 
 
-def test_the_mcp_listing_names_nothing_through_a_linked_user_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_the_mcp_listing_names_nothing_through_a_linked_user_folder(vault: Vault, cli) -> None:
     """The MCP resource listing of alice named her preferences, memories and latest turns
     by path, checking only the last name of each for a link: with `users/alice` a link to
     bob's folder it named bob's preferences, his memory files and his turns as alice's.
@@ -108,7 +108,7 @@ def test_the_mcp_listing_names_nothing_through_a_linked_user_folder(vault: Vault
     assert _listing(vault, "alice") == [("knowledge/trains.md", "knowledge/trains")]
 
 
-def test_search_never_opens_a_linked_tantivy_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_search_never_opens_a_linked_tantivy_folder(vault: Vault, tmp_path: Path, cli) -> None:
     """`indexes/fulltext/tantivy` is a link to another vault's index.  The index was opened
     by path after its parent folders (not `tantivy/` itself) were checked, so a search
     answered from the other index: its documents, titles and snippets.  `tantivy/` is now
@@ -223,7 +223,7 @@ def _real_path(where: object) -> str:
     return os.readlink(f"/proc/self/fd/{where}") if isinstance(where, int) else os.fspath(where)  # type: ignore[arg-type]
 
 
-def test_turn_numbers_are_never_counted_through_a_linked_turns_folder(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_turn_numbers_are_never_counted_through_a_linked_turns_folder(vault: Vault, cli) -> None:
     """alice's `turns/` is a link to bob's.  Her turn numbers were listed by path, so bob's
     turns counted as hers: the fold went looking for each (one problem per turn of
     bob's in rebuild's report, so how many he has) and her next number started above
@@ -242,7 +242,7 @@ def test_replay_never_compares_through_a_turn_folder_swapped_for_a_link(
     vault: Vault,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    cli,  # noqa: ANN001
+    cli,
 ) -> None:
     """`replay --check` reads each projected file to compare it with its events.  It read
     them relative to the turn folder itself, so with alice's turn swapped for a link (here

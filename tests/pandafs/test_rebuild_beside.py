@@ -131,7 +131,7 @@ def test_without_a_cache_turns_that_earned_trust_are_indexed_again_with_it(vault
 
 def test_a_fold_that_fails_leaves_the_live_index_and_says_why_in_one_line(
     cli, vault: Vault, tmp_path: Path
-) -> None:  # noqa: ANN001
+) -> None:
     _history(vault)
     rebuild_all(vault, beside=False)
     expected = _answers(vault)

@@ -130,7 +130,7 @@ def test_verify_repair_lists_what_a_vault_wide_check_repaired(cli, vault: Vault)
     }
 
 
-def test_an_event_of_the_wrong_type_under_a_valid_chain_is_named_not_a_crash(cli, vault: Vault) -> None:  # noqa: ANN001
+def test_an_event_of_the_wrong_type_under_a_valid_chain_is_named_not_a_crash(cli, vault: Vault) -> None:
     """A hand edit that re-hashes the chain but gives a field the wrong type (a float
     made a word): rebuild finishes and verify names the turn, neither exits with a traceback."""
     from events.log import event_hash

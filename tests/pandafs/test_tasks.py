@@ -37,7 +37,7 @@ def test_the_offline_rules_stem_words_as_the_index_does() -> None:
     assert all(stem(w) == index_stem(w) for w in ("running", "visited", "laptops", "Lenovo"))
 
 
-def test_a_statement_saved_under_ones_own_name_answers_a_question_about_oneself(vault, cli) -> None:  # noqa: ANN001
+def test_a_statement_saved_under_ones_own_name_answers_a_question_about_oneself(vault, cli) -> None:
     """alice saved "alice likes tea": "do I like tea?" is answered from it; the same words in
     erin's memories are about somebody else and answer nothing of erin's."""
     for user in ("alice", "erin"):

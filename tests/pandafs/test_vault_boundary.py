@@ -23,7 +23,7 @@ PASSWD = "root:x:0:0:root:/root:/bin/bash\n"
 
 
 @pytest.fixture
-def two_users(vault: Vault, tmp_path: Path, cli) -> dict[str, Path]:  # noqa: ANN001
+def two_users(vault: Vault, tmp_path: Path, cli) -> dict[str, Path]:
     """bob has a secret memory; an outside folder holds a secret file and a folder."""
     got = cli("--root", vault.root, "save", "my bank pin hint is purplemoose", "--user", "bob", "--json")
     assert got.code == 0, got.err
@@ -49,7 +49,7 @@ def _ids(hits: list[dict]) -> list[str]:
     return [h["doc_id"] for h in hits]
 
 
-def test_rebuild_indexes_no_symlink_and_names_each(vault: Vault, two_users, cli) -> None:  # noqa: ANN001
+def test_rebuild_indexes_no_symlink_and_names_each(vault: Vault, two_users, cli) -> None:
     _plant_links(vault, two_users)
     got = cli("--root", vault.root, "rebuild", "--json")
     assert got.code == 0, got.err
@@ -75,7 +75,7 @@ def test_rebuild_indexes_no_symlink_and_names_each(vault: Vault, two_users, cli)
     ]
 
 
-def test_incremental_indexing_and_reconcile_skip_symlinks(vault: Vault, two_users) -> None:  # noqa: ANN001
+def test_incremental_indexing_and_reconcile_skip_symlinks(vault: Vault, two_users) -> None:
     _plant_links(vault, two_users)
     memory = Memory(vault)
     report = memory.index_paths(
@@ -93,7 +93,7 @@ def test_incremental_indexing_and_reconcile_skip_symlinks(vault: Vault, two_user
     assert memory.search("purplemoose", user="alice", now=NOW) == []
 
 
-def test_the_watchers_folder_rescan_does_not_enter_a_linked_folder(vault: Vault, two_users) -> None:  # noqa: ANN001
+def test_the_watchers_folder_rescan_does_not_enter_a_linked_folder(vault: Vault, two_users) -> None:
     from pandafs.watch import reconcile_dirs
 
     _plant_links(vault, two_users)
@@ -105,7 +105,7 @@ def test_the_watchers_folder_rescan_does_not_enter_a_linked_folder(vault: Vault,
     assert memory.search("zebra", user="alice", now=NOW) == []
 
 
-def test_a_document_swapped_for_a_symlink_leaves_the_index(vault: Vault, two_users) -> None:  # noqa: ANN001
+def test_a_document_swapped_for_a_symlink_leaves_the_index(vault: Vault, two_users) -> None:
     memory = Memory(vault)
     note = vault.layout.memories_dir("alice") / "note.md"
     note.write_text("a harmless note about kiwis\n")
@@ -117,7 +117,7 @@ def test_a_document_swapped_for_a_symlink_leaves_the_index(vault: Vault, two_use
     assert memory.search("kiwis purplemoose", user="alice", now=NOW) == []
 
 
-def test_a_symlinked_user_or_turn_folder_is_not_walked(vault: Vault, two_users, cli) -> None:  # noqa: ANN001
+def test_a_symlinked_user_or_turn_folder_is_not_walked(vault: Vault, two_users, cli) -> None:
     (vault.layout.users_dir / "mallory").symlink_to(vault.layout.user_dir("bob"), target_is_directory=True)
     assert "mallory" not in vault.layout.users()
     got = cli("--root", vault.root, "rebuild", "--json")
@@ -125,7 +125,7 @@ def test_a_symlinked_user_or_turn_folder_is_not_walked(vault: Vault, two_users, 
     assert cli("--root", vault.root, "search", "purplemoose", "--user", "mallory", "--json").json == []
 
 
-def test_ask_does_not_answer_from_a_link_to_another_users_memory(vault: Vault, two_users, cli) -> None:  # noqa: ANN001
+def test_ask_does_not_answer_from_a_link_to_another_users_memory(vault: Vault, two_users, cli) -> None:
     _plant_links(vault, two_users)
     cli("--root", vault.root, "rebuild")
     (vault.layout.user_dir("alice") / "preferences.md").symlink_to(vault.layout.user_dir("bob") / "facts.md")
@@ -136,7 +136,7 @@ def test_ask_does_not_answer_from_a_link_to_another_users_memory(vault: Vault, t
     assert "purplemoose" not in got.json["answer"] and "purplemoose" not in context
 
 
-def test_verify_names_every_symlink(vault: Vault, two_users, cli) -> None:  # noqa: ANN001
+def test_verify_names_every_symlink(vault: Vault, two_users, cli) -> None:
     _plant_links(vault, two_users)
     cli("--root", vault.root, "rebuild")
     got = cli("--root", vault.root, "verify", "--json")
@@ -153,7 +153,7 @@ def test_verify_names_every_symlink(vault: Vault, two_users, cli) -> None:  # no
     assert os.path.islink(vault.layout.memories_dir("alice") / "leak.md")  # never deleted or rewritten
 
 
-def test_retrieve_of_a_symlink_is_one_line_exit_2(vault: Vault, two_users, cli) -> None:  # noqa: ANN001
+def test_retrieve_of_a_symlink_is_one_line_exit_2(vault: Vault, two_users, cli) -> None:
     _plant_links(vault, two_users)
     for target in (
         "users/alice/memories/leak.md",
@@ -187,7 +187,7 @@ def test_read_vault_file_refuses_links_and_escapes(tmp_path: Path) -> None:
 # --- retrieve by path ownership ---------------------------------------------------------
 
 
-def test_retrieve_checks_owner_from_the_path_not_frontmatter(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_retrieve_checks_owner_from_the_path_not_frontmatter(vault: Vault, cli) -> None:
     bob = vault.layout.memories_dir("bob")
     bob.mkdir(parents=True)
     (bob / "plain.md").write_text("# Bob's plain note\n\nbob's locker code is 7781\n")  # no `user:`
@@ -221,7 +221,7 @@ def test_the_retrieve_tool_uses_path_ownership(vault: Vault) -> None:
     assert not outcome.ok and "7781" not in outcome.text + str(outcome.error)
 
 
-def test_denied_retrieves_of_an_archived_turn_change_nothing(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_denied_retrieves_of_an_archived_turn_change_nothing(vault: Vault, tmp_path: Path, cli) -> None:
     source = tmp_path / "bob.jsonl"
     old = (NOW - timedelta(days=90)).isoformat()
     source.write_bytes(
@@ -246,7 +246,7 @@ def test_denied_retrieves_of_an_archived_turn_change_nothing(vault: Vault, tmp_p
     assert memory.retrieve("bob/turn_000001", user="bob", now=NOW).archived  # bob's own: expands
 
 
-def test_a_linked_turn_folder_never_reaches_the_tiers(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_linked_turn_folder_never_reaches_the_tiers(vault: Vault, cli) -> None:
     bob = cli("--root", vault.root, "ask", "my locker code is purplemoose 7781", "--user", "bob", "--json")
     assert bob.code == 0, bob.err
     assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
@@ -262,7 +262,7 @@ def test_a_linked_turn_folder_never_reaches_the_tiers(vault: Vault, cli) -> None
     ]
 
 
-def test_save_into_a_linked_preferences_file_is_refused(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_save_into_a_linked_preferences_file_is_refused(vault: Vault, cli) -> None:
     cli("--root", vault.root, "save", "my pin hint is purplemoose", "--user", "bob", "--type", "fact")
     bob_facts = vault.layout.facts("bob")
     before = bob_facts.read_bytes()
@@ -273,7 +273,7 @@ def test_save_into_a_linked_preferences_file_is_refused(vault: Vault, cli) -> No
     assert vault.layout.preferences("alice").is_symlink() and bob_facts.read_bytes() == before
 
 
-def test_verify_names_a_link_inside_a_turn_folder(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_verify_names_a_link_inside_a_turn_folder(vault: Vault, tmp_path: Path, cli) -> None:
     source = tmp_path / "t.jsonl"
     source.write_bytes(
         orjson.dumps({"user": "bob", "timestamp": "2026-01-01T00:00:00Z", "query": "q", "response": "a"})
@@ -306,7 +306,7 @@ def test_verify_names_a_fifo_for_an_event_log_and_does_not_hang(vault: Vault, tm
     assert ("users/bob/turns/turn_000001/events.jsonl", "is not a regular file; not read") in problems
 
 
-def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cli) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("---\nscope: new\nexpires_at: 2026-01-01T00:00:00Z\n---\nan outside note\n")
     before = outside.read_bytes()
@@ -363,7 +363,7 @@ def _other_vault(tmp_path: Path) -> Vault:
     return other
 
 
-def test_no_parquet_file_is_read_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_no_parquet_file_is_read_through_a_link(vault: Vault, tmp_path: Path, cli) -> None:
     """The catalog, the archive and the reliability table are Parquet files pyarrow opened
     by path, following links: `stats` counted mallory's turns from a catalog part linked
     in from outside the vault, and verify said ok."""

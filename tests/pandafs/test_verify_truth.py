@@ -16,11 +16,11 @@ from tests.support.orphans import add_orphan
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
-def _problems(result) -> dict[str, tuple[str, str]]:  # noqa: ANN001
+def _problems(result) -> dict[str, tuple[str, str]]:
     return {p["path"]: (p["kind"], p["message"]) for p in result.json["problems"]}
 
 
-def test_verify_names_each_skipped_file_with_its_reason_before_and_after_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_verify_names_each_skipped_file_with_its_reason_before_and_after_repair(vault: Vault, cli) -> None:
     cli("--root", vault.root, "save", "I prefer window seats", "--user", "alice", "--type", "preference")
     cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
     prefs = vault.layout.preferences("alice")
@@ -51,7 +51,7 @@ def test_verify_names_each_skipped_file_with_its_reason_before_and_after_repair(
     assert all(path in human.out for path in bad)
 
 
-def test_repair_indexes_a_file_skipped_as_too_large_once_the_limit_allows_it(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_repair_indexes_a_file_skipped_as_too_large_once_the_limit_allows_it(vault: Vault, cli) -> None:
     memories = vault.layout.memories_dir("alice")
     memories.mkdir(parents=True)
     (memories / "long.md").write_text("zanzibar spice notes " * 400)  # 8.4 KB
@@ -76,7 +76,7 @@ def test_repair_indexes_a_file_skipped_as_too_large_once_the_limit_allows_it(vau
     ]
 
 
-def test_verify_names_unindexed_and_gone_files_and_repair_lists_each(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_verify_names_unindexed_and_gone_files_and_repair_lists_each(vault: Vault, cli) -> None:
     cli("--root", vault.root, "save", "kiwis are fuzzy", "--user", "alice")
     assert cli("--root", vault.root, "verify").code == 0
     memories = vault.layout.memories_dir("alice")
@@ -99,14 +99,14 @@ def test_verify_names_unindexed_and_gone_files_and_repair_lists_each(vault: Vaul
     assert [h["doc_path"] for h in hits] == ["users/alice/memories/written-by-hand.md"]
 
 
-def _import(vault: Vault, tmp_path: Path, cli, rows: list[dict]) -> None:  # noqa: ANN001
+def _import(vault: Vault, tmp_path: Path, cli, rows: list[dict]) -> None:
     source = tmp_path / "rows.jsonl"
     source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     got = cli("--root", vault.root, "import-turns", source, "--json")
     assert got.code == 0, got.err
 
 
-def test_import_incremental_and_rebuild_apply_the_same_skip_rule(vault: Vault, tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_import_incremental_and_rebuild_apply_the_same_skip_rule(vault: Vault, tmp_path: Path, cli) -> None:
     ts = "2026-01-01T00:00:00Z"
     _import(
         vault,
@@ -150,13 +150,13 @@ def test_import_incremental_and_rebuild_apply_the_same_skip_rule(vault: Vault, t
     assert results() == imported
 
 
-def _ask(vault: Vault, cli) -> Path:  # noqa: ANN001
+def _ask(vault: Vault, cli) -> Path:
     got = cli("--root", vault.root, "ask", "what soil do tulips like?", "--user", "alice", "--json")
     assert got.code == 0 and got.json["outcome"] != "INCOMPLETE", got.out + got.err
     return (vault.root / got.json["context_path"]).parent
 
 
-def test_a_log_cut_at_its_end_is_detected_by_verify_and_replay(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_log_cut_at_its_end_is_detected_by_verify_and_replay(vault: Vault, cli) -> None:
     turn = _ask(vault, cli)
     log = turn / "events.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
@@ -182,7 +182,7 @@ def test_a_log_cut_at_its_end_is_detected_by_verify_and_replay(vault: Vault, cli
     assert {name: (turn / name).read_bytes() for name in projected} == projected
 
 
-def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> None:
     turn = _ask(vault, cli)
     meta = orjson.loads((turn / "metadata.json").read_bytes())
     records = [orjson.loads(line) for line in (turn / "events.jsonl").read_bytes().splitlines()]
@@ -190,7 +190,7 @@ def test_metadata_records_how_many_events_it_projected(vault: Vault, cli) -> Non
     assert cli("--root", vault.root, "verify").code == 0
 
 
-def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repair(vault: Vault, cli) -> None:
     """A corrupt or missing file of the index was an "internal error ValueError" from
     every command that searched, and from verify itself.  Now search says the index
     cannot be read and to rebuild it, verify names it, and `--repair` rebuilds it."""
@@ -218,7 +218,7 @@ def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repai
         assert [h["doc_id"].split("/")[0] for h in hits] == ["alice"], hits
 
 
-def test_a_turn_whose_only_line_was_torn_is_clean_after_one_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_a_turn_whose_only_line_was_torn_is_clean_after_one_repair(vault: Vault, cli) -> None:
     """A process killed (or refused by a full disk) while writing a turn's first event
     leaves a log of one torn line.  `--repair` moves it aside; the folder then held an
     empty log and the torn bytes, an `empty_turn` problem no repair could clear, so
@@ -235,7 +235,7 @@ def test_a_turn_whose_only_line_was_torn_is_clean_after_one_repair(vault: Vault,
     assert (turn / "events.jsonl.torn").read_bytes() == b'{"seq":0,"type":"turn_started","user":"ali\n'
 
 
-def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault, cli) -> None:
     """The one line that asks for a rebuild after an upgrade names the index as the vault
     does: it held the vault's absolute path, which the MCP server passes to its client."""
     cli("--root", vault.root, "save", "tulips need cold winters", "--user", "alice")
@@ -246,7 +246,7 @@ def test_an_index_of_another_version_is_named_relative_to_the_vault(vault: Vault
     assert found.err.strip() == expected
 
 
-def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair(vault: Vault, cli) -> None:
     """A document in tantivy that the index's state does not record (a delete tantivy
     lost, 2026-11-25) cannot be reconciled by path.  `--repair` listed it as
     "reconciled" and left it; verify failed again.  Now the index is rebuilt."""
@@ -286,7 +286,7 @@ with EventWriter(Path(path), user=user, turn=turn, root=Path(root)):
 """
 
 
-def test_repair_leaves_a_turn_being_written_alone_and_projects_it_once_it_is_not(vault: Vault, cli) -> None:  # noqa: ANN001
+def test_repair_leaves_a_turn_being_written_alone_and_projects_it_once_it_is_not(vault: Vault, cli) -> None:
     """A turn whose process is still writing it has no context.md or metadata.json yet:
     `verify` named them `missing` and `--repair` projected the log as it first read it,
     without the log's lock, over the files the turn then wrote at its end (seen 2026-11-25:

@@ -70,7 +70,7 @@ def test_saved_preference_never_lands_in_a_folder_swapped_for_a_link(
 
 def test_cli_save_refuses_the_race_in_one_line(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     assert cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice").code == 0
     outside = _outside(tmp_path, "facts.md")
     _swap_when(monkeypatch, "_create_temp", vault.layout.user_dir("alice"), outside, "facts.md")
@@ -83,7 +83,7 @@ def test_cli_save_refuses_the_race_in_one_line(
 
 def test_sharing_log_append_never_lands_outside(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     config = vault.layout.config_file
     config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
     tip = "The quarry trail floods after rain; take the ridge path."
@@ -114,7 +114,7 @@ def test_sharing_log_append_creates_nothing_outside(
 
 def test_turn_projection_never_lands_in_a_swapped_turn_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
     [turn] = [p for p in vault.layout.turns_dir("alice").iterdir() if p.name.startswith("turn_")]
     (turn / "context.md").unlink()
@@ -203,7 +203,7 @@ def test_the_rename_fallback_still_names_the_file_and_never_replaces_one(
 
 def test_turn_events_never_land_in_a_swapped_turn_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     """The turn's folder is made, then swapped for a link just before its log is opened."""
     from pandafs.pipeline import turn as turn_module
 
@@ -271,7 +271,7 @@ def test_a_second_swap_before_the_rename_lands_nothing_outside_and_leaves_no_tem
 
 def test_cli_save_with_a_second_swap_saves_in_the_folder_checked_and_leaves_no_temp(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     assert cli("--root", vault.root, "save", "alice likes green tea", "--user", "alice").code == 0
     outside = _outside(tmp_path, "facts.md")
     _swap_at_fsync(monkeypatch, vault.layout.user_dir("alice"), outside, "facts.md")
@@ -285,7 +285,7 @@ def test_cli_save_with_a_second_swap_saves_in_the_folder_checked_and_leaves_no_t
 
 def test_learning_state_never_lands_in_a_swapped_indexes_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     """PandaFS's own files (here the learning cache under `indexes/`) are written with
     the vault root too, so their folder swapped for a link gets no file either."""
     assert cli("--root", vault.root, "ask", "hello there", "--user", "alice").code == 0
@@ -302,7 +302,7 @@ def test_learning_state_never_lands_in_a_swapped_indexes_folder(
 
 def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
-) -> None:  # noqa: ANN001
+) -> None:
     """`verify --repair` appends a torn tail to `events.jsonl.torn`: that append went by
     path with no after-open check, so a turn folder swapped for a link as it opened the
     file carried the torn bytes out of the vault.  Now it is refused and the log is left
@@ -457,7 +457,7 @@ def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     real = Vault.memory_lock
 
     @contextmanager
-    def locked_then_swapped(self: Vault, owner: str | None, **kw: object):  # noqa: ANN202
+    def locked_then_swapped(self: Vault, owner: str | None, **kw: object):
         with real(self, owner, **kw):  # the owner's folders checked; the expiry's target made
             if expired_folder.is_dir():
                 swap_for_link(folder, outside)
