@@ -146,8 +146,9 @@ def _signature_of(model: type[BaseModel], returns: Any) -> inspect.Signature:
     JSON schema: the MCP tool takes the memory tool's own arguments, not a copy of them."""
     params = []
     for name, spec in model.model_fields.items():
-        factory = {"default_factory": spec.default_factory} if spec.default_factory else {}
-        hint = Annotated[(spec.annotation, *spec.metadata, Field(description=spec.description, **factory))]
+        factory: dict[str, Any] = {"default_factory": spec.default_factory} if spec.default_factory else {}
+        described = Field(description=spec.description, **factory)
+        hint = Annotated[(spec.annotation, *spec.metadata, described)]  # type: ignore[name-defined]
         default = inspect.Parameter.empty if spec.is_required() or factory else spec.default
         params.append(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)

@@ -10,20 +10,24 @@ input import this module, so `pandafs search` starts without building them.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from indexers.request import Argument, search_arguments
 
-__all__ = ["BatchQuery", "SearchArgs"]
+__all__ = ["BatchQuery", "SearchArgs", "SearchArgsModel"]
 
 BATCH_SPELLING = {"content_types": "types"}
 """How a `search --batch` line may also spell a tool argument (as `--type` does)."""
 
 
-class _SearchArgsBase(BaseModel):
+class SearchArgsModel(BaseModel):
+    """What every model of search arguments has (its fields come from `search_arguments()`)."""
+
     model_config = ConfigDict(extra="forbid")
+    if TYPE_CHECKING:  # the one field every caller reads by name
+        query: str
 
     def search_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `Memory.search` besides the query and the user."""
@@ -37,7 +41,7 @@ def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
     elif hint == tuple[str, ...]:
         hint = list[str]
     le = arg.le if batch else (arg.tool_le if arg.tool_le is not None else arg.le)
-    bounds = {k: v for k, v in (("ge", arg.ge), ("le", le)) if v is not None}
+    bounds: dict[str, Any] = {k: v for k, v in (("ge", arg.ge), ("le", le)) if v is not None}
     if arg.required:
         return hint, Field(description=arg.description, **bounds)
     if isinstance(arg.default, tuple):
@@ -56,12 +60,12 @@ def _build(name: str, base: type[BaseModel], doc: str, *, batch: bool = False) -
     return create_model(name, __base__=base, __doc__=doc, __module__=__name__, **fields)  # type: ignore[call-overload]
 
 
-SearchArgs: type[_SearchArgsBase] = _build(
-    "SearchArgs", _SearchArgsBase, "The arguments of `search_memory`, the memory tool."
+SearchArgs: type[SearchArgsModel] = _build(
+    "SearchArgs", SearchArgsModel, "The arguments of `search_memory`, the memory tool."
 )
 
 
-class _BatchBase(_SearchArgsBase):
+class _BatchBase(SearchArgsModel):
     user: str | None = None
     now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
 
