@@ -25,7 +25,7 @@ import orjson
 
 from indexers.archive import ArchiveStore
 from pandafs.archive import archive_turns, read_stub, restore_turns
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import orjson
 
-from events import EventWriter
 from events.clock import utcnow
+from events.log import EventWriter
 from events.schema import ResponseSynthesized, TurnStarted
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 

@@ -713,7 +713,7 @@ def campaign_rebuild(work: Path, trials: int, rng: random.Random, odd_queries: b
 WRITER = """
 import sys
 from pathlib import Path
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 
@@ -996,7 +996,7 @@ import json, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline.context import TurnContext
 from pandafs.pipeline.tools import run_tool
 from pandafs.vault import Vault
@@ -1035,7 +1035,7 @@ def _leaks(text: str) -> list[str]:
 BOB_SAVES = """
 import sys
 from pathlib import Path
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 vault = Vault.open(Path(sys.argv[1]))

@@ -48,7 +48,7 @@ import orjson
 import tantivy
 
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault

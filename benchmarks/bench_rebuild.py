@@ -110,7 +110,7 @@ if __name__ == "__main__":
 def build(folder: Path, turns: int, real: bool = False) -> Path:
     from bench_import import write_real_source, write_source  # scripts/ is on sys.path
 
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
     from pandafs.vault import Vault
 
@@ -224,7 +224,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.cache == "cold" and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         parser.exit(2, "bench_rebuild: --cache cold needs to write /proc/sys/vm/drop_caches (root)\n")
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.vault import Vault
 
     namespace: dict[str, object] = {}

@@ -24,7 +24,7 @@ import orjson
 from pandafs.archive import archive_turns
 from pandafs.archive._links import relink_users
 from pandafs.links import relink
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 

@@ -55,7 +55,7 @@ def _pandafs(cli: str | None = None) -> list[str]:
 def _build(folder: Path, turns: int) -> Path:
     from bench_import import write_source  # the same turns as the import benchmark (scripts/ is on sys.path)
 
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
     from pandafs.vault import Vault
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import orjson
 
-from events import turn_name
-from pandafs.memory import Memory
+from events.layout import turn_name
+from pandafs.memory.api import Memory
 from pandafs.memory.tiers import assemble_tiers
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault

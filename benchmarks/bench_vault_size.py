@@ -24,9 +24,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_import import write_source
 
-from events import project_turn, read_events
+from events.log import read_events
+from events.projection import project_turn
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault

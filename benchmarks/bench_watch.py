@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 
 from pandafs.inbox import Inbox
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.tasks.grounding import is_honest_unknown
 from pandafs.vault import Vault

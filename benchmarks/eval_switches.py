@@ -32,7 +32,7 @@ ev = importlib.util.module_from_spec(_spec)
 sys.modules["eval_retrieval"] = ev  # its dataclasses look their module up
 _spec.loader.exec_module(ev)
 
-from pandafs.memory import Memory  # noqa: E402
+from pandafs.memory.api import Memory  # noqa: E402
 from pandafs.vault import Vault  # noqa: E402
 
 SWITCHES: dict[str, dict[str, Any]] = {

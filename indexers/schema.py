@@ -17,8 +17,8 @@ import orjson
 import tantivy
 from tantivy import Facet
 
-from events import format_ts
 from events.layout import turn_number
+from events.stamps import format_ts
 
 from .errors import REBUILD, IndexDamaged
 from .snippets import prose_of

@@ -22,8 +22,7 @@ from typing import Any
 
 import orjson
 
-from events import classify
-from events.layout import DocRef
+from events.layout import DocRef, classify
 
 from .documents import IndexDoc, Loaded, Skipped, parse_index_doc, read_document
 from .fulltext import FullTextIndex

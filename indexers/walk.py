@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
-from events import classify
 from events.errors import NotInVault
 from events.fsio import (
     FOLDER_FLAGS,
@@ -34,7 +33,7 @@ from events.fsio import (
     read_in_folder,
     refusal_at,
 )
-from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef
+from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
 
 from .documents import Loaded, Skipped, read_checked
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from indexers.learned import Learned
 
-from .memory import Memory
+from .memory.api import Memory
 from .vault import Vault
 
 if TYPE_CHECKING:
-    from .memory import Expansion
+    from .memory.retrieved import Expansion
 
 __all__ = ["open_memory"]
 

@@ -37,8 +37,9 @@ def frontmatter_of(vault: Vault, rel: str) -> dict[str, Any] | None:
     """The frontmatter of the document at `rel` as a check reads it, or None when it
     cannot be read as one (a link, not UTF-8, too large, broken YAML): the index check
     names each of those with its reason, so a claims check passes over them."""
-    from events import parse_document, read_vault_file
+    from events.documents import parse_document
     from events.errors import EventsError
+    from events.fsio import read_vault_file
 
     try:
         data, _ = read_vault_file(vault.root, rel, limit=vault.config.index.max_file_bytes)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from events import classify
-from events.layout import effective_scope, is_user_id
+from events.layout import classify, effective_scope, is_user_id
 
 from .checks import Problem, frontmatter_of
 from .vault import Vault

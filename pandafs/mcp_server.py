@@ -35,10 +35,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from events import NotInVault, classify, read_vault_file, validate_user_id
 from events.clock import utcnow
-from events.errors import EventsError
-from events.fsio import mode_at, open_vault_folder
+from events.errors import EventsError, NotInVault
+from events.fsio import mode_at, open_vault_folder, read_vault_file
+from events.layout import classify, validate_user_id
 from indexers.errors import IndexingError
 
 from .assembly import open_memory

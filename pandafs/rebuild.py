@@ -37,14 +37,13 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from events import classify
-from events.layout import TURN_KINDS
+from events.layout import TURN_KINDS, classify
 from indexers.learned import Learned
 
-from . import learning
 from .assembly import open_memory
+from .learning import api as learning_api
 from .learning.state import cache_is_there, trust_reader
-from .memory import Memory
+from .memory.api import Memory
 from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
 
@@ -111,7 +110,7 @@ def _fold(
     """Steps 1 and 3: the learning fold, then the reliability table from the extraction
     events it read (each events.jsonl is read once)."""
     seen = TurnsRead()
-    folded = learning.rebuild(
+    folded = learning_api.rebuild(
         vault, memory=memory, extractions=seen, index=False, progress=progress, on_total=on_total
     )
     started = time.perf_counter()

@@ -6,8 +6,10 @@ import os
 from collections import Counter
 from typing import Any
 
-from events import classify, parse_document, read_vault_file
+from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_file
+from events.layout import classify
 
 from .vault import Vault
 

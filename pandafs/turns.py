@@ -17,18 +17,12 @@ from pathlib import Path
 
 import orjson
 
-from events import (
-    EventsError,
-    TurnView,
-    atomic_write,
-    project_turn,
-    read_events,
-    read_vault_file,
-    render_turn,
-    turn_number,
-)
-from events.errors import NotInVault
-from events.fsio import TMP_PREFIX, checked_folders
+from events.errors import EventsError, NotInVault
+from events.fsio import TMP_PREFIX, atomic_write, checked_folders, read_vault_file
+from events.layout import turn_number
+from events.log import read_events
+from events.projection import TurnView, project_turn
+from events.render import render_turn
 
 from .errors import BadInput
 from .links import same_but_turn_links

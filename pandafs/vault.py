@@ -25,9 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from events import Layout, atomic_write, turn_name, validate_user_id
-from events.fsio import check_folders, checked_folders, held_lock, vault_folder
-from events.layout import STAGING_DIR
+from events.fsio import atomic_write, check_folders, checked_folders, held_lock, vault_folder
+from events.layout import STAGING_DIR, Layout, turn_name, validate_user_id
 
 from .config import Config, load_config, render_default_config
 from .errors import BadInput, Busy, NoVault

@@ -51,28 +51,23 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from events import (
-    EventWriter,
-    check_chain,
-    project_turn,
-    read_log,
-    render_turn,
-    repair_torn_tail,
-)
 from events.errors import EventLogError, EventsError, LogBusyError
 from events.fsio import REASONS, is_real_file
-from events.log import torn_path, typed_events
+from events.log import EventWriter, check_chain, read_log, repair_torn_tail, torn_path, typed_events
+from events.projection import project_turn
+from events.render import render_turn
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import count_mismatch, scan_documents
 from indexers.walk import refused_files
 
-from . import archive, learning, pipeline
+from . import archive, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
 from .claims import check_claims
-from .memory import Memory
+from .learning import api as learning_api
+from .memory.api import Memory
 from .memory.store import check_published
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import Vault
@@ -307,7 +302,7 @@ CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 def default_checks() -> list[Checker]:
     """Every vault-wide checker: each area's published `CHECKS`, then the vault's own."""
-    return [*archive.CHECKS, *learning.CHECKS, *pipeline.CHECKS, *CHECKS]
+    return [*archive.CHECKS, *learning_api.CHECKS, *pipeline.CHECKS, *CHECKS]
 
 
 def verify_vault(

@@ -12,7 +12,7 @@ import pytest
 
 from pandafs.cli import cli
 from pandafs.cli.base import COMMANDS
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 from .conftest import REPO

@@ -5,9 +5,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 from pathlib import Path
 
-from events import atomic_write
 from events.clock import utcnow
-from events.fsio import checked_folders
+from events.fsio import atomic_write, checked_folders
 from indexers.archive import PartContents, collect_turn_files
 from indexers.errors import ArchiveError
 

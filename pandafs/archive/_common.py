@@ -15,14 +15,14 @@ from typing import Any
 
 import orjson
 
-from events import atomic_write, classify, turn_number, validate_user_id
 from events.clock import utcnow
 from events.errors import InvalidUserId
-from events.fsio import check_folders, unlink_in_vault, vault_folder
+from events.fsio import atomic_write, check_folders, unlink_in_vault, vault_folder
+from events.layout import classify, turn_number, validate_user_id
 from indexers.archive import ArchiveStore
 
 from ..errors import BadInput
-from ..memory import Memory
+from ..memory.api import Memory
 from ..turns import EVENTS_FILE
 from ..vault import Vault, file_lock
 

@@ -10,14 +10,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from events import atomic_write, format_ts, parse_document, sync_all
-from events.fsio import checked_folders, remove_tree_in_vault, vault_folder
+from events.documents import parse_document
+from events.fsio import atomic_write, checked_folders, remove_tree_in_vault, sync_all, vault_folder
+from events.stamps import format_ts
 from indexers.archive import TurnFiles, collect_turn_files, folder_signature
 from indexers.errors import ArchiveError
 
 from ..errors import BadInput
 from ..learning.state import learned_memory
-from ..memory import Expansion, Memory
+from ..memory.api import Memory
+from ..memory.retrieved import Expansion
 from ..vault import Vault
 from ._common import (
     Progress,

@@ -20,12 +20,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
-from events import atomic_write, classify, sync_all
-from events.fsio import is_real_dir, read_vault_bytes, unlink_in_vault, vault_folder
-from events.layout import is_user_id
+from events.fsio import atomic_write, is_real_dir, read_vault_bytes, sync_all, unlink_in_vault, vault_folder
+from events.layout import classify, is_user_id
 
 from ..links import relink
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from ._common import TurnKey, journal_dir, log_held, reindex, stub_file, turn_folder
 

@@ -11,9 +11,11 @@ from typing import Any
 
 import orjson
 
-from events import format_ts, parse_document, turn_number, validate_user_id
+from events.documents import parse_document
 from events.errors import FrontmatterError
 from events.fsio import append_file, read_vault_bytes, vault_folder
+from events.layout import turn_number, validate_user_id
+from events.stamps import format_ts
 from indexers.archive import folder_signature
 
 from ..turns import EVENTS_FILE

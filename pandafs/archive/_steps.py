@@ -9,15 +9,23 @@ from typing import Any
 
 import orjson
 
-from events import atomic_write, is_real_dir, sync_all, turn_number
 from events.clock import utcnow
 from events.errors import NotInVault
-from events.fsio import checked_folders, read_vault_file, remove_tree_in_vault, rename_in_vault
+from events.fsio import (
+    atomic_write,
+    checked_folders,
+    is_real_dir,
+    read_vault_file,
+    remove_tree_in_vault,
+    rename_in_vault,
+    sync_all,
+)
+from events.layout import turn_number
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, write_turn_folder
 from indexers.errors import ArchiveError
 
 from ..learning.state import learned_memory
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from ._common import (
     POINT_LOOKUPS,

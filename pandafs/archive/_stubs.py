@@ -11,9 +11,10 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from events import DocumentMetadata, classify, parse_document, render_document, split_sections
+from events.documents import DocumentMetadata, parse_document, render_document, split_sections
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
+from events.layout import classify
 from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
 

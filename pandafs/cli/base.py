@@ -21,7 +21,7 @@ from events.errors import InvalidUserId
 from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ..memory.api import Memory
     from ..vault import Vault
 
 __all__ = ["COMMANDS", "App", "cli", "now_option", "parse_now", "pass_app", "user_option"]

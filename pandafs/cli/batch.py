@@ -17,7 +17,7 @@ from events.clock import aware
 from events.errors import EventsError
 
 from ..errors import PandaError
-from ..memory import Memory
+from ..memory.api import Memory
 from ..memory.args import BatchQuery
 
 __all__ = ["batch_search"]

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..learning import promote as run_promotion
-from ..learning import prune_expired
+from ..learning.promotion import promote as run_promotion
+from ..learning.promotion import prune_expired
 from ..output import emit, json_option
 from .base import App, cli, now_option, pass_app
 

@@ -14,7 +14,7 @@ from events.doctypes import CONTENT_TYPES
 from indexers.request import Argument, search_arguments
 
 from ..errors import ProblemFound
-from ..memory import SCOPES
+from ..memory.api import SCOPES
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, parse_now, pass_app, user_option
 

@@ -14,7 +14,7 @@ from events.fsio import is_real_file, open_outside_file
 
 from ..assembly import open_memory
 from ..errors import ProblemFound
-from ..learning import trends
+from ..learning.api import trends
 from ..output import emit, json_option, lazy_progress, progress_bar
 from ..stats import vault_stats
 from ..turn_import import import_turns

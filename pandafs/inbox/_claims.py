@@ -11,9 +11,15 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
-from events import atomic_write, is_temp_name
 from events.clock import utcnow
-from events.fsio import checked_folders, read_vault_bytes, unlink_in_vault, vault_folder
+from events.fsio import (
+    atomic_write,
+    checked_folders,
+    is_temp_name,
+    read_vault_bytes,
+    unlink_in_vault,
+    vault_folder,
+)
 
 from ..vault import Vault, file_lock
 from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from events import atomic_write
+from events.fsio import atomic_write
 
 from ..assembly import open_memory
 from ..errors import Busy
-from ..memory import Memory
+from ..memory.api import Memory
 from ..pipeline import Pipeline
 from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, Log

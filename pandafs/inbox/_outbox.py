@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from events import parse_document, render_document
 from events.clock import utcnow
+from events.documents import parse_document, render_document
 from events.errors import FrontmatterError
 from events.fsio import read_vault_bytes
 

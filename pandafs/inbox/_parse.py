@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from events import is_temp_name, parse_document, validate_user_id
+from events.documents import parse_document
 from events.errors import FrontmatterError, InvalidUserId, NotInVault
-from events.fsio import REASONS, open_vault_file, refusal_at
+from events.fsio import REASONS, is_temp_name, open_vault_file, refusal_at
+from events.layout import validate_user_id
 
 from ..pipeline.turn import MAX_QUERY_CHARS
 from ..vault import Vault

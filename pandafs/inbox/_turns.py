@@ -9,9 +9,10 @@ from pathlib import Path
 
 import orjson
 
-from events import EventWriter, is_real_dir, read_log, repair_torn_tail, turn_name
 from events.errors import LogBusyError, NotInVault
-from events.fsio import read_vault_file
+from events.fsio import is_real_dir, read_vault_file
+from events.layout import turn_name
+from events.log import EventWriter, read_log, repair_torn_tail
 from events.schema import TornTailRepaired, TurnStarted
 
 from ..pipeline import Pipeline

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from events import Payload, TurnView
 from events.clock import utcnow
 from events.fsio import read_vault_bytes
-from events.schema import PhaseFailed
+from events.projection import TurnView
+from events.schema import Payload, PhaseFailed
 
 from ..checks import Problem
 from ..errors import BadInput
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport

@@ -8,8 +8,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from events import Event, TurnView, turn_number
-from events.schema import DocumentsUsed, ScopeChanged, TurnCompleted
+from events.layout import turn_number
+from events.projection import TurnView
+from events.schema import DocumentsUsed, Event, ScopeChanged, TurnCompleted
 
 from ..vault import Vault
 from .maintenance import append_changes

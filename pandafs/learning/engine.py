@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from events import turn_name, turn_number
 from events.collector import collector_paused
 from events.errors import EventsError
 from events.fsio import check_folders, lock_is_held, vault_folder
+from events.layout import turn_name, turn_number
 from events.schema import ScopeChanged
 
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault, file_lock
 from .catalog import CATALOG_BATCH, Catalog, CatalogRebuild
 from .decisions import ScopePolicy

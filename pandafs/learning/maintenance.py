@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from events import Event, EventWriter, check_chain, parse_event, read_log, repair_torn_tail
 from events.errors import EventsError, LogBusyError
-from events.schema import ScopeChanged
+from events.log import EventWriter, check_chain, read_log, repair_torn_tail
+from events.schema import Event, ScopeChanged, parse_event
 
 from ..checks import Problem
 from ..vault import Vault

@@ -11,20 +11,14 @@ from typing import Any, Literal
 
 import orjson
 
-from events import (
-    DocumentMetadata,
-    candidate_paths,
-    classify,
-    parse_document,
-    read_vault_file,
-    render_document,
-)
+from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import read_vault_bytes
+from events.fsio import read_vault_bytes, read_vault_file
+from events.layout import candidate_paths, classify
 from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
 
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of

@@ -22,14 +22,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from events import classify, format_ts, parse_document, read_vault_file
 from events.clock import utcnow
+from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import rename_in_vault, vault_folder
+from events.fsio import read_vault_file, rename_in_vault, vault_folder
+from events.layout import classify
+from events.stamps import format_ts
 from indexers.sync import scan_documents
 
 from ..checks import Problem, frontmatter_of
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from .engine import Learning, SyncReport
 from .materialise import DocInfo, _utc

@@ -10,19 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from events import (
-    Event,
-    TurnView,
-    is_real_dir,
-    parse_document,
-    project_turn,
-    read_events,
-    read_vault_file,
-    turn_name,
-)
+from events.documents import parse_document
 from events.errors import EventLogError, EventsError, NotInVault
-from events.fsio import open_folder_at, open_vault_folder, read_in_folder
-from events.log import events_of, parse_log
+from events.fsio import is_real_dir, open_folder_at, open_vault_folder, read_in_folder, read_vault_file
+from events.layout import turn_name
+from events.log import events_of, parse_log, read_events
+from events.projection import TurnView, project_turn
+from events.schema import Event
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 

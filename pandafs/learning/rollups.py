@@ -34,8 +34,7 @@ from typing import Any
 
 import orjson
 
-from events import atomic_write
-from events.fsio import read_vault_bytes
+from events.fsio import atomic_write, read_vault_bytes
 
 from .rows import PHASES
 

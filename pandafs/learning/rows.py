@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from events import Event, TurnView, turn_number
-from events.projection import metrics_of
-from events.schema import PhaseFailed, ScopeChanged
+from events.layout import turn_number
+from events.projection import TurnView, metrics_of
+from events.schema import Event, PhaseFailed, ScopeChanged
 
 __all__ = [
     "CATALOG_SCHEMA",

@@ -33,11 +33,10 @@ from typing import Any, Generic, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from events import atomic_write
-from events.fsio import FileKey, file_key, read_vault_bytes, remove_tree_in_vault
+from events.fsio import FileKey, atomic_write, file_key, read_vault_bytes, remove_tree_in_vault
 from indexers.learned import Learned
 
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from .trust import Counts, Projection, ScopeRecord, shares
 

@@ -45,10 +45,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from events import format_ts, turn_name, turn_number
+from events.layout import turn_name, turn_number
+from events.stamps import format_ts
 
 if TYPE_CHECKING:
-    from events import Event, TurnView
+    from events.projection import TurnView
+    from events.schema import Event
 
 __all__ = [
     "SCOPE_RANK",

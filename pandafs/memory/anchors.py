@@ -8,7 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from events import NotInVault, parse_document, read_vault_file, validate_user_id
+from events.documents import parse_document
+from events.errors import NotInVault
+from events.fsio import read_vault_file
+from events.layout import validate_user_id
 
 from ..vault import Vault
 from .store import Entry, parse_entries

@@ -10,8 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from events import turn_name, turn_number
-from events.layout import TURN_DIR_RE
+from events.layout import TURN_DIR_RE, turn_name, turn_number
 
 from ..config import TiersConfig
 from .anchors import identity_anchors

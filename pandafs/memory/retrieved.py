@@ -55,7 +55,7 @@ ArchiveSource = Callable[[str, "datetime | None"], Expansion]
 def jsonable(value: Any) -> Any:
     """Frontmatter values as JSON: timestamps in the vault's format, keys as strings."""
     if isinstance(value, datetime):
-        from events import format_ts
+        from events.stamps import format_ts
 
         return format_ts(value)
     if isinstance(value, dict):

@@ -60,9 +60,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from events import turn_number
 from events.clock import utcnow
-from events.layout import TURN_DIR_RE
+from events.layout import TURN_DIR_RE, turn_number
 
 from ..config import TiersConfig
 from ..tokens import truncate_tokens

@@ -10,8 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from events import NotInVault, read_vault_file, split_sections, turn_name, turn_number, validate_user_id
 from events.clock import aware
+from events.documents import split_sections
+from events.errors import NotInVault
+from events.fsio import read_vault_file
+from events.layout import turn_name, turn_number, validate_user_id
 
 from ..vault import Vault
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import orjson
 
-from events import Payload, TurnView, read_vault_file
 from events.errors import EventsError
-from events.schema import ContentReference, FeedbackRecorded, QueryAnalyzed
+from events.fsio import read_vault_file
+from events.projection import TurnView
+from events.schema import ContentReference, FeedbackRecorded, Payload, QueryAnalyzed
 
 from ..memory.turn_records import live_turn
 from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn

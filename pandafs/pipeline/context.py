@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from ..config import Config
 from ..llm.base import Backend
 from ..llm.openai_compat import Usage
-from ..memory import Memory, Retrieved
+from ..memory.api import Memory
+from ..memory.retrieved import Retrieved
 from ..tasks.prompts import TASKS
 from ..vault import Vault
 

@@ -17,13 +17,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from events import Payload, TurnView, render_block, wikilink
+from events.documents import wikilink
+from events.projection import TurnView
+from events.render import render_block
 from events.schema import (
     Candidate,
     ContextBlock,
     ContextSynthesized,
     GateResult,
     MemoryEntry,
+    Payload,
     SourceRef,
 )
 

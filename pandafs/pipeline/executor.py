@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from events import Payload, TurnView
-from events.schema import ExecutorStepped, MemoryStaged, PhaseFailed, ToolExecuted
+from events.projection import TurnView
+from events.schema import ExecutorStepped, MemoryStaged, Payload, PhaseFailed, ToolExecuted
 
 from ..tasks.schemas import ToolCallsIn, ToolCallsOut
 from .context import TurnContext, context_text, elapsed_ms

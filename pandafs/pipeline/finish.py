@@ -19,12 +19,13 @@ from collections import deque
 from functools import partial
 from pathlib import Path
 
-from events import EventWriter, TurnView, render_turn
 from events.fsio import atomic_write, unlink_in_vault
-from events.render import context_parts
+from events.log import EventWriter
+from events.projection import TurnView
+from events.render import context_parts, render_turn
 from indexers.documents import IndexDoc, index_doc_from_parts
 
-from ..memory import Memory
+from ..memory.api import Memory
 from ..research.reliability import ReliabilityTable
 from ..turns import INDEXING, TurnRef, project
 from ..vault import Vault

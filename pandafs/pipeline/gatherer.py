@@ -15,12 +15,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from events import Payload, TurnView, parse_document, read_vault_file
+from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
+from events.fsio import read_vault_file
+from events.projection import TurnView
 from events.schema import (
     Candidate,
     ContextRetrieved,
     MemoryEntry,
+    Payload,
     TierFailed,
 )
 from indexers.words import query_terms
@@ -29,7 +32,7 @@ from ..errors import BadInput
 from ..memory.packing import TierItem
 from ..memory.store import parse_entries
 from ..memory.tiers import assemble_tiers
-from ..research import find_visits
+from ..research.visits import find_visits
 from ..tasks.schemas import (
     CandidateView,
     RetrievalIn,

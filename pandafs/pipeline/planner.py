@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from events import Payload, TurnView
-from events.schema import MemoryCandidate, MemoryStaged, PlanCreated, Todo
+from events.projection import TurnView
+from events.schema import MemoryCandidate, MemoryStaged, Payload, PlanCreated, Todo
 
 from ..tasks.schemas import PlanIn, PlanOut
 from .context import TurnContext, context_text

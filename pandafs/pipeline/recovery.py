@@ -33,11 +33,10 @@ from pathlib import Path
 
 import orjson
 
-from events import Event, EventWriter
 from events.errors import EventsError, LogBusyError
 from events.fsio import lock_is_held, read_vault_bytes
-from events.log import events_of, parse_log
-from events.schema import PhaseFailed, TurnCompleted, TurnStarted
+from events.log import EventWriter, events_of, parse_log
+from events.schema import Event, PhaseFailed, TurnCompleted, TurnStarted
 
 from ..turns import INDEXING, TurnRef, is_abandoned, remove_abandoned
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from events import Payload, TurnView
-from events.schema import ReflectionDecided
+from events.projection import TurnView
+from events.schema import Payload, ReflectionDecided
 
 from ..tasks.schemas import AnalyzeOut, ReflectIn, ReflectOut
 from .context import TurnContext

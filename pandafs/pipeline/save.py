@@ -13,20 +13,14 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from events import (
-    DocumentMetadata,
-    Payload,
-    TurnView,
-    atomic_write,
-    format_ts,
-    render_document,
-    wikilink,
-)
 from events.doctypes import ENTRY_TYPES
-from events.fsio import vault_folder
-from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, TurnCompleted
+from events.documents import DocumentMetadata, render_document, wikilink
+from events.fsio import atomic_write, vault_folder
+from events.projection import TurnView
+from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, Payload, TurnCompleted
+from events.stamps import format_ts
 
-from ..learning import after_save
+from ..learning.api import after_save
 from ..tasks.grounding import is_honest_unknown
 from ..tasks.schemas import SummarizeIn, SummarizeOut
 from .context import TurnContext

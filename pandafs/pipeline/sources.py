@@ -8,7 +8,8 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from events import format_ts, split_sections
+from events.documents import split_sections
+from events.stamps import format_ts
 
 from ..errors import BadInput
 from ..research.visits import read_visit

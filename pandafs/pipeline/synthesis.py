@@ -15,8 +15,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from events import Payload, TurnView, split_sections
-from events.schema import GateResult, ResponseSynthesized, ValidationDecided
+from events.documents import split_sections
+from events.projection import TurnView
+from events.schema import GateResult, Payload, ResponseSynthesized, ValidationDecided
 
 from ..errors import BadInput
 from ..memory.store import parse_entries

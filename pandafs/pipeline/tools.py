@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from events import Payload
-from events.schema import ExtractionRecorded, MemoryCandidate
+from events.schema import ExtractionRecorded, MemoryCandidate, Payload
 
 from ..errors import BadInput
-from ..memory import Memory
+from ..memory.api import Memory
 from ..memory.args import SearchArgs, SearchArgsModel
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
@@ -258,7 +257,7 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
         )
     tool = ctx.extras.get("research_tool")
     if tool is None:
-        from ..research import ResearchTool
+        from ..research.tool import ResearchTool
 
         tool = ResearchTool(ctx.config.research, reliability=ctx.extras.get("reliability"))
     analysis = ctx.extras.get("analysis")
@@ -276,7 +275,7 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
     if not result.available:
         return ToolOutcome(False, "internet_research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]
-    outcomes = [o.__dict__ if hasattr(o, "__dict__") else dict(o) for o in result.outcomes]
+    outcomes = [o.__dict__ for o in result.outcomes]
     text = "\n".join(finding_line(f) for f in rows)
     extractions: list[Payload] = [
         ExtractionRecorded(

@@ -25,25 +25,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from events import (
-    Event,
-    EventWriter,
-    Payload,
-    TurnView,
-    project_turn,
-    read_log,
-    repair_torn_tail,
-    turn_name,
-    validate_user_id,
-)
 from events.clock import utcnow
-from events.schema import PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
+from events.layout import turn_name, validate_user_id
+from events.log import EventWriter, read_log, repair_torn_tail
+from events.projection import TurnView, project_turn
+from events.schema import Event, Payload, PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 
 from ..assembly import open_memory
 from ..errors import BadInput
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
-from ..memory import Memory
+from ..memory.api import Memory
 from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef

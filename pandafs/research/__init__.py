@@ -9,34 +9,6 @@ tool.py      ResearchTool.run: search, rank by reliability, fetch, extract, reco
 result.py    ExtractionOutcome per page, finding rows, ResearchResult
 report.py    research.md and research.json in the turn folder
 
-Exports load on first use (`events.lazy`): a rebuild reads the reliability table
+Import from the module that defines each name: a rebuild reads the reliability table
 (`research.reliability`) and needs neither httpx nor the page reader.
 """
-
-from events.lazy import lazy_exports
-
-_EXPORTS = {
-    "Extraction": ".extract",
-    "extract_page": ".extract",
-    "FetchResult": ".fetch",
-    "PoliteFetcher": ".fetch",
-    "ResearchError": ".fetch",
-    "SearchFailed": ".fetch",
-    "SearchHit": ".fetch",
-    "domain_of": ".fetch",
-    "format_price": ".prices",
-    "parse_amount": ".prices",
-    "ExtractionOutcome": ".result",
-    "ResearchResult": ".result",
-    "DEFAULT_RELIABILITY": ".tool",
-    "NOT_CONFIGURED": ".tool",
-    "ResearchTool": ".tool",
-    "required_fields_for": ".tool",
-    "VisitRecord": ".visits",
-    "find_visits": ".visits",
-    "load_visits": ".visits",
-    "url_slug": ".visits",
-    "write_visit": ".visits",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -28,11 +28,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from events import DocumentMetadata, atomic_write, format_ts, parse_document, render_document
+from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import EventsError, FrontmatterError, NotInVault
-from events.fsio import atomic_file, is_real_dir, read_vault_file
+from events.fsio import atomic_file, atomic_write, is_real_dir, read_vault_file
 from events.layout import turn_number
 from events.schema import ExtractionRecorded
+from events.stamps import format_ts
 from indexers.parquet import read_parquet
 
 from ..vault import Vault, file_lock

@@ -9,8 +9,10 @@ from typing import Any
 
 import orjson
 
-from events import DocumentMetadata, atomic_write, format_ts, render_document
+from events.documents import DocumentMetadata, render_document
+from events.fsio import atomic_write
 from events.render import wikilink
+from events.stamps import format_ts
 
 from .result import Candidate, ResearchResult
 from .visits import PAGE

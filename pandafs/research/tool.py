@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from events import validate_user_id
+from events.layout import validate_user_id
 from pandafs.config import ResearchConfig
 
 from .extract import Extraction, extract_page

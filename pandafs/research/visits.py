@@ -24,17 +24,11 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from events import (
-    Layout,
-    NotInVault,
-    atomic_write,
-    format_ts,
-    is_real_dir,
-    read_vault_file,
-    render_document,
-    turn_name,
-)
-from events.layout import TURN_DIR_RE
+from events.documents import render_document
+from events.errors import NotInVault
+from events.fsio import atomic_write, is_real_dir, read_vault_file
+from events.layout import TURN_DIR_RE, Layout, turn_name
+from events.stamps import format_ts
 
 from .extract import Extraction
 from .fetch import FetchResult, domain_of

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from events import turn_name, turn_number
 from events.errors import NotInVault
 from events.fsio import append_file, open_vault_file, remove_tree_in_vault
+from events.layout import turn_name, turn_number
 
 from ..turns import EVENTS_FILE, TurnRef, project
 from ..vault import STAGING_DIR, Vault

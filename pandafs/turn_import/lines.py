@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from events import validate_user_id
 from events.clock import out_of_range
 from events.errors import InvalidUserId
+from events.layout import validate_user_id
 
 __all__ = ["ImportLine", "chunks", "parse_line"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from events import parse_event, project_turn, render_turn
 from events.log import encode_events
-from events.render import context_parts
-from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted
+from events.projection import project_turn
+from events.render import context_parts, render_turn
+from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted, parse_event
 
 from .lines import ImportLine
 

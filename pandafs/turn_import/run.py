@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from events import turn_number
 from events.errors import NotInVault
 from events.fsio import checked_folders, open_outside_file, vault_folder
+from events.layout import turn_number
 
 from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from indexers.sync import SyncReport, scan_documents
 from indexers.watcher import default_ignore
 
-from ..memory import Memory
+from ..memory.api import Memory
 
 _UNWATCHED = ("outbox/", "inbox/processed/", "inbox/rejected/", "observability/", "archive/turns/")
 

@@ -8,8 +8,7 @@ import threading
 import time
 from collections import deque
 
-from events import classify
-from events.layout import NOT_DOCUMENTS
+from events.layout import NOT_DOCUMENTS, classify
 from indexers.changes import ChangeBatch
 from indexers.errors import IndexBusy, IndexDamaged, without_advice
 from indexers.sync import SyncReport
@@ -18,7 +17,7 @@ from indexers.watcher import VaultWatcher, WatcherError
 from ..assembly import open_memory
 from ..errors import Busy
 from ..inbox import Inbox, InboxResult, is_query_candidate
-from ..memory import Memory
+from ..memory.api import Memory
 from ..vault import Vault
 from ._index import brief_paths, mtime_of, reconcile_dirs, watch_ignore
 from ._report import WatchReport

@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from events import atomic_write, format_ts
 from events.clock import utcnow
-from events.fsio import read_vault_bytes
+from events.fsio import atomic_write, read_vault_bytes
+from events.stamps import format_ts
 
 from ..errors import Busy
 from ..vault import Vault, file_lock

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 FIXTURES = Path(__file__).resolve().parents[1] / "pandafs" / "fixtures"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 mcp = pytest.importorskip("mcp")

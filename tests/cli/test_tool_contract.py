@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline.context import TurnContext
 from pandafs.pipeline.tools import TOOLS, Tool, available_tools, register, tool_schemas
 from pandafs.vault import Vault

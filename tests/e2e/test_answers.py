@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from events import parse_document, read_events
+from events.documents import parse_document
+from events.log import read_events
 from pandafs.config import LLMConfig
 from pandafs.llm.base import OpenAIBackend
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.openai_compat import OpenAIChat
-from pandafs.memory import Memory, parse_entries
+from pandafs.memory.api import Memory
+from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.tools import tool_schemas
 from pandafs.tokens import count_tokens

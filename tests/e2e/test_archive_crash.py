@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from indexers.archive import ArchiveStore
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs

@@ -25,8 +25,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import read_events
-from pandafs.memory import Memory
+from events.log import read_events
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs

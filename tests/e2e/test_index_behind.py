@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 

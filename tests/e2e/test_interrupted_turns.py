@@ -16,8 +16,8 @@ import time
 
 import orjson
 
-from events import EventWriter, read_events
 from events.clock import utcnow
+from events.log import EventWriter, read_events
 from events.schema import PhaseFailed, TurnStarted
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.interrupted import close_all_interrupted

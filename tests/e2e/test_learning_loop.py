@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from events import format_ts, parse_document, read_events
+from events.documents import parse_document
+from events.log import read_events
 from events.schema import ScopeChanged
-from pandafs.learning import Learning
+from events.stamps import format_ts
+from pandafs.learning.engine import Learning
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from events import EventWriter, parse_document, read_events, split_sections
+from events.documents import parse_document, split_sections
+from events.log import EventWriter, read_events
 from pandafs.config import LLMConfig
 from pandafs.llm.base import OpenAIBackend
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.openai_compat import OpenAIChat
-from pandafs.memory import Memory, parse_entries
+from pandafs.memory.api import Memory
+from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
 from pandafs.turns import replay
 from pandafs.vault import Vault

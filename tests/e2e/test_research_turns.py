@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pyarrow.parquet as pq
 import pytest
 
-from events import parse_document, read_events
+from events.documents import parse_document
+from events.log import read_events
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault

@@ -20,8 +20,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import parse_document, read_log
-from pandafs.memory import Memory
+from events.documents import parse_document
+from events.log import read_log
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from tests.conftest import REPO, run_pandafs

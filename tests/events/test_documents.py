@@ -6,14 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from events import (
-    DocumentMetadata,
-    FrontmatterError,
-    get_section,
-    parse_document,
-    render_document,
-    split_sections,
-)
+from events.documents import DocumentMetadata, get_section, parse_document, render_document, split_sections
+from events.errors import FrontmatterError
 
 
 def test_round_trip_keeps_unknown_keys() -> None:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from events import InvalidUserId, classify, validate_user_id
-from events.layout import Layout, candidate_paths
+from events.errors import InvalidUserId
+from events.layout import Layout, candidate_paths, classify, validate_user_id
 
 
 @pytest.mark.parametrize(

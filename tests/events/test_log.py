@@ -13,16 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import (
-    EventWriter,
-    LogBusyError,
-    TornTailError,
-    check_chain,
-    read_events,
-    read_log,
-    repair_torn_tail,
-)
-from events.errors import NotInVault
+from events.errors import LogBusyError, NotInVault, TornTailError
+from events.log import EventWriter, check_chain, read_events, read_log, repair_torn_tail
 from events.schema import ResponseSynthesized, TurnCompleted, TurnStarted, UnknownEvent
 
 NOW = datetime(2026, 11, 21, 22, 0, tzinfo=UTC)
@@ -178,7 +170,7 @@ def test_unknown_event_types_are_kept(tmp_path: Path) -> None:
 REFUSED_APPEND = """
 import sys
 from pathlib import Path
-from events import EventWriter
+from events.log import EventWriter
 from events.fsio import append_file
 from events.schema import ResponseSynthesized
 from tests.support.faults import writes_refused_past
@@ -222,7 +214,7 @@ CHILD = """
 import sys
 import time
 from pathlib import Path
-from events import EventWriter
+from events.log import EventWriter
 from events.clock import utcnow
 from events.errors import NotInVault
 from events.schema import ResponseSynthesized, TurnStarted
@@ -264,8 +256,8 @@ def test_sigkill_mid_append_keeps_complete_lines(tmp_path: Path) -> None:
 
 
 def test_a_log_is_never_read_or_appended_through_a_symlink(tmp_path: Path) -> None:
-    from events import EventWriter, read_log
     from events.errors import EventLogError
+    from events.log import EventWriter, read_log
     from events.schema import TurnStarted
 
     real = tmp_path / "bob" / "events.jsonl"

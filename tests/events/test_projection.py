@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from events import EventWriter, parse_document, project_turn, read_events, render_turn
+from events.documents import parse_document
+from events.log import EventWriter, read_events
+from events.projection import project_turn
+from events.render import render_turn
 from events.schema import (
     ContextBlock,
     ContextSynthesized,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from indexers.feedback import feedback_terms
 from indexers.query import plan_query
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.support.sessions import memory_with, sessions_found
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import DocumentMetadata, render_document
+from events.documents import DocumentMetadata, render_document
 from events.fsio import HARD_LINK
 from indexers.errors import IndexBusy
 from indexers.sync import scan_documents
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 from ..conftest import REPO
@@ -414,7 +414,7 @@ def test_rebuild_one_user(corpus: Memory, vault: Vault) -> None:
 HOLD = """
 import sys, time
 from pandafs.vault import Vault
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 m = Memory(Vault.open(sys.argv[1]))
 with m.index.batch():
     print("holding", flush=True)
@@ -669,7 +669,7 @@ FAILED_COMMIT = """
 import errno, sys
 from datetime import UTC, datetime
 from pathlib import Path
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.support.faults import writes_refused_past
 memory, now = Memory(Vault(Path(sys.argv[1]))), datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -773,7 +773,7 @@ def test_merges_end_on_their_own_thread_which_releases_the_lock_after_them() -> 
 EACH_IN_ITS_BATCH = """
 import sys
 from pathlib import Path
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 memory = Memory(Vault(Path(sys.argv[1])))
 for rel in sys.argv[2:]:
@@ -808,7 +808,7 @@ def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> No
 KILLED_BEFORE_ITS_MERGE = """
 import os, signal, sys
 from pathlib import Path
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 memory = Memory(Vault(Path(sys.argv[1])))
 for i in range(7):  # seven segments of three documents

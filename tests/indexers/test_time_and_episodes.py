@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from indexers.time_words import resolve_time
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 

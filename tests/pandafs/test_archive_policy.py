@@ -13,14 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from events import EventWriter, parse_document
+from events.documents import parse_document
+from events.log import EventWriter
 from events.schema import DocumentsUsed
 from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 from pandafs.archive import _jobs as archive_jobs
 from pandafs.archive import archive_turns, find_candidates, key_claims, recent_uses, restore_turns
 from pandafs.assembly import open_memory
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault

@@ -98,7 +98,7 @@ def test_the_expansions_log_is_not_appended_through_a_link(vault: Vault, tmp_pat
     from datetime import timedelta
 
     from pandafs.archive import archive_turns, expand_turn
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
 
     source = tmp_path / "bob.jsonl"
@@ -283,7 +283,7 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
     from datetime import timedelta
 
     from pandafs.archive import archive_turns
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
 
     source = tmp_path / "alice.jsonl"
@@ -311,7 +311,7 @@ def test_archiving_never_writes_a_stub_through_a_linked_stub_folder(vault: Vault
 def test_prune_never_moves_a_document_through_a_linked_expired_folder(vault: Vault, cli) -> None:
     """archive/expired is a link into bob's memories: alice's expired memory must not
     become a document of bob's."""
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
 
     memories = vault.layout.memories_dir("alice")
     memories.mkdir(parents=True)
@@ -423,7 +423,7 @@ def test_archiving_never_moves_a_turn_into_a_linked_trash_folder(vault: Vault, t
     from datetime import timedelta
 
     from pandafs.archive import archive_turns
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
 
     source = tmp_path / "alice.jsonl"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 SECRET = "purplemoose"

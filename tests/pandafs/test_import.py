@@ -6,7 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from events import parse_document, read_events
+from events.documents import parse_document
+from events.log import read_events
 from pandafs.turn_import import import_turns
 from pandafs.turns import iter_turns
 from pandafs.vault import Vault
@@ -119,7 +120,8 @@ def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(
     """An import reserves numbers, then places the turns it built in staging.  A learning
     sync in between (a Save's, say) must not take the reserved numbers for missing turns:
     the turn placed afterwards is folded by the next sync (its catalog row is there)."""
-    from pandafs.learning import Catalog, sync
+    from pandafs.learning.api import sync
+    from pandafs.learning.catalog import Catalog
     from pandafs.vault import file_lock
 
     sync(vault)  # the learning state exists: later syncs fold only what is new
@@ -134,7 +136,8 @@ def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(
 def test_a_turn_an_import_places_after_a_rebuild_passed_its_number_is_still_folded(vault: Vault) -> None:
     """The same for a full rebuild of the learning fold: a number an import holds below a
     turn already placed (another writer's, numbered after it) is not taken for a gap."""
-    from pandafs.learning import Catalog, rebuild, sync
+    from pandafs.learning.api import rebuild, sync
+    from pandafs.learning.catalog import Catalog
     from pandafs.vault import file_lock
 
     with file_lock(vault.layout.import_lock):
@@ -148,7 +151,7 @@ def test_a_turn_an_import_places_after_a_rebuild_passed_its_number_is_still_fold
 
 
 def test_a_number_a_killed_import_reserved_is_not_waited_for(vault: Vault) -> None:
-    from pandafs.learning import sync
+    from pandafs.learning.api import sync
     from pandafs.learning.engine import Learning
 
     sync(vault)

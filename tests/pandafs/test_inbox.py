@@ -16,9 +16,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import parse_document, read_log
+from events.documents import parse_document
+from events.log import read_log
 from pandafs.inbox import Inbox, is_query_candidate
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import turn as turn_module
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import check_index, verify_vault

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from events import parse_document
+from events.documents import parse_document
 from pandafs.errors import BadInput
-from pandafs.memory import Memory, parse_entries
+from pandafs.memory.api import Memory
+from pandafs.memory.store import parse_entries
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import EventsError, read_log
+from events.errors import EventsError
 from events.fsio import (
     append_file,
     atomic_write,
@@ -32,6 +32,7 @@ from events.fsio import (
     unlink_in_vault,
     vault_folder,
 )
+from events.log import read_log
 from indexers.turn_folder import folder_signature
 from indexers.walk import scan_documents, walk_documents
 from pandafs.archive import expand_turn, restore_turns
@@ -40,7 +41,7 @@ from pandafs.errors import PandaError
 from pandafs.inbox import Inbox
 from pandafs.learning.maintenance import read_changes
 from pandafs.mcp_server import _listing
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.research.visits import load_visits
 from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault

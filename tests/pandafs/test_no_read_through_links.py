@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import EventWriter
+from events.log import EventWriter
 from events.schema import DocumentsUsed
 from pandafs.vault import Vault
 from tests.conftest import run_pandafs

@@ -13,9 +13,10 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from events import format_ts
-from pandafs.learning import Catalog, percentile, rebuild, sync
-from pandafs.learning.catalog import COMPACT_AFTER, CatalogRebuild
+from events.stamps import format_ts
+from pandafs.learning.api import rebuild, sync
+from pandafs.learning.catalog import COMPACT_AFTER, Catalog, CatalogRebuild
+from pandafs.learning.rollups import percentile
 from pandafs.learning.rows import TurnRow, row_values
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.openai_compat import Usage

@@ -6,11 +6,15 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from events import EventWriter, format_ts, read_events
+from events.log import EventWriter, read_events
 from events.schema import TurnCompleted
+from events.stamps import format_ts
 from pandafs.config import MemoryConfig
-from pandafs.learning import DocState, decide, decide_steps, log_path, promote, prune_expired, sync
-from pandafs.memory import Memory
+from pandafs.learning.api import sync
+from pandafs.learning.maintenance import log_path
+from pandafs.learning.policy import DocState, decide, decide_steps
+from pandafs.learning.promotion import promote, prune_expired
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault

@@ -25,7 +25,7 @@ SECRET = "purplemoose"
 
 def _import(vault: Vault, tmp_path: Path, user: str, query: str) -> Path:
     """One old turn of `user` (90 days before NOW), indexed; its folder."""
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
     from pandafs.turn_import import import_turns
 
     source = tmp_path / f"{user}.jsonl"
@@ -47,7 +47,7 @@ def test_archiving_never_copies_a_turn_folder_swapped_for_a_link_into_the_archiv
     skipped (it stays live) and nothing of bob's reaches alice."""
     import pandafs.archive._jobs as jobs
     from pandafs.archive import archive_turns
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
 
     (tmp_path / "alice").mkdir()
     (tmp_path / "bob").mkdir()
@@ -163,7 +163,7 @@ def test_a_rebuild_never_reads_a_document_through_a_link_swapped_in_once_listed(
     link to bob's, both just after the listing, nothing of bob's becomes alice's: each
     read refuses what a link leads to (and names it), and bob's notes stay his."""
 
-    from pandafs.memory import Memory
+    from pandafs.memory.api import Memory
 
     bob = vault.layout.user_dir("bob") / "memories"
     bob.mkdir(parents=True)

@@ -14,7 +14,7 @@ import orjson
 
 from pandafs.learning.state import shard_of
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all
 from pandafs.turn_import import import_turns

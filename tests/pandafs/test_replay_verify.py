@@ -101,7 +101,7 @@ def test_empty_turn_folder_is_reported(vault: Vault) -> None:
 
 def test_verify_repair_lists_what_a_vault_wide_check_repaired(cli, vault: Vault) -> None:
     """A torn maintenance log is moved aside by `check_learning` under --repair: listed."""
-    from events import EventWriter
+    from events.log import EventWriter
     from events.schema import ScopeChanged
 
     path = vault.layout.user_dir("alice") / "memory.events.jsonl"

@@ -12,22 +12,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import DocumentMetadata, Layout, parse_document
+from events.documents import DocumentMetadata, parse_document
+from events.layout import Layout
 from pandafs.config import ResearchConfig
-from pandafs.research import (
-    NOT_CONFIGURED,
-    PoliteFetcher,
-    ResearchResult,
-    ResearchTool,
-    SearchFailed,
-    extract_page,
-    find_visits,
-    load_visits,
-    parse_amount,
-    url_slug,
-)
-from pandafs.research.fetch import CHUNK_BYTES
-from pandafs.research.visits import CACHE_DIR
+from pandafs.research.extract import extract_page
+from pandafs.research.fetch import CHUNK_BYTES, PoliteFetcher, SearchFailed
+from pandafs.research.prices import parse_amount
+from pandafs.research.result import ResearchResult
+from pandafs.research.tool import NOT_CONFIGURED, ResearchTool
+from pandafs.research.visits import CACHE_DIR, find_visits, load_visits, url_slug
 from tests.support.web_fixtures import ARTICLE, LISTING, MICRODATA, WebFixtures
 
 NOW = datetime(2026, 11, 21, 22, 0, tzinfo=UTC)

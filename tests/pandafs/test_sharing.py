@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from events import render_document
+from events.documents import render_document
 from events.schema import ScopeChanged
 from pandafs.assembly import open_memory
-from pandafs.learning import sync
+from pandafs.learning.api import sync
 from pandafs.learning.maintenance import append_changes
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

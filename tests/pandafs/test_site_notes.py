@@ -7,7 +7,7 @@ import multiprocessing
 from datetime import UTC, datetime
 from pathlib import Path
 
-from events import parse_document
+from events.documents import parse_document
 from events.schema import ExtractionRecorded
 from pandafs.research.reliability import ReliabilityTable
 from pandafs.vault import Vault

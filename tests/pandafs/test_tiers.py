@@ -12,11 +12,12 @@ from typing import Any
 import orjson
 import pytest
 
-from events import read_events, turn_name, turn_number
+from events.layout import turn_name, turn_number
+from events.log import read_events
 from pandafs.config import TiersConfig
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
 from pandafs.memory.anchors import identity_anchors
+from pandafs.memory.api import Memory
 from pandafs.memory.cold_tier import sample_numbers
 from pandafs.memory.packing import Tiers
 from pandafs.memory.tiers import assemble_tiers, item_text

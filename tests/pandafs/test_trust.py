@@ -9,25 +9,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import format_ts, read_events, render_document
+from events.documents import render_document
+from events.log import read_events
 from events.schema import PhaseFailed
+from events.stamps import format_ts
 from pandafs.assembly import open_memory
-from pandafs.learning import (
-    Counts,
-    Learning,
-    Projection,
-    TurnFacts,
-    fold_all,
-    promote,
-    rebuild,
-    sync,
-    trust_of,
-    verdict,
-)
 from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
+from pandafs.learning.api import rebuild, sync
+from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
+from pandafs.learning.promotion import promote
 from pandafs.learning.state import shard_of
+from pandafs.learning.trust import Counts, Projection, TurnFacts, fold_all, trust_of, verdict
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all

@@ -13,7 +13,7 @@ import pytest
 from events.errors import NotInVault
 from pandafs.archive import archive_turns
 from pandafs.errors import BadInput
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from tests.conftest import run_pandafs
@@ -167,7 +167,8 @@ def test_retrieve_of_a_symlink_is_one_line_exit_2(vault: Vault, two_users, cli) 
 
 
 def test_read_vault_file_refuses_links_and_escapes(tmp_path: Path) -> None:
-    from events import NotInVault, read_vault_file
+    from events.errors import NotInVault
+    from events.fsio import read_vault_file
 
     root = tmp_path / "v"
     (root / "a").mkdir(parents=True)

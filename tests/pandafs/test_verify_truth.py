@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.support.orphans import add_orphan
 
@@ -278,7 +278,7 @@ def test_an_index_holding_documents_its_state_does_not_name_is_rebuilt_by_repair
 HOLD_LOG = """
 import sys
 from pathlib import Path
-from events import EventWriter
+from events.log import EventWriter
 path, user, turn, root = sys.argv[1:]
 with EventWriter(Path(path), user=user, turn=turn, root=Path(root)):
     print("held", flush=True)

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from indexers.changes import ChangeBatch
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault, file_lock
 from pandafs.watch import UPKEEP_JOBS, Upkeep, UpkeepJob, Watch, reconcile_dirs, watch_ignore
 

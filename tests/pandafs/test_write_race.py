@@ -21,7 +21,7 @@ import pytest
 import events.fsio as fsio
 from events.errors import NotInVault
 from pandafs.inbox import Inbox
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turns import TurnRef, project
 from pandafs.vault import Vault
 from tests.support.links import moved_aside, swap_for_link
@@ -446,7 +446,7 @@ def test_expiry_never_moves_a_memory_through_a_swapped_folder(
     the vault root and the rename goes through them: refused, nothing moves."""
     from contextlib import contextmanager
 
-    from pandafs.learning import prune_expired
+    from pandafs.learning.promotion import prune_expired
     from tests.support.learning import T0
 
     saved = Memory(vault).save("Book the dentist for Tuesday.", user="alice", keywords=["dentist"], now=T0)
@@ -613,7 +613,7 @@ def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
     `mkdir` went by path after the turns folder was checked: swapped for a link once the
     lock was taken, the new turn folder was made under the link's target, out of the vault.
     Now it is made in the turns folder as opened and checked from the vault root."""
-    from events import Layout
+    from events.layout import Layout
 
     turns = vault.layout.turns_dir("alice")
     turns.mkdir(parents=True, exist_ok=True)

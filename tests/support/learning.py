@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from events import parse_document
+from events.documents import parse_document
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault

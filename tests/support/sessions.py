@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
