@@ -56,7 +56,6 @@ LAYERS: list[tuple[str, list[str]]] = [
     (
         "base",
         [
-            "pandafs",
             "pandafs.errors",
             "pandafs.config",
             "pandafs.tokens",
@@ -64,6 +63,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "pandafs.vault",
             "pandafs.turns",
             "pandafs.checks",
+            "pandafs.claims",
         ],
     ),
     ("memory", ["pandafs.memory"]),
@@ -78,6 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("doors", ["pandafs.inbox", "pandafs.mcp_server", "pandafs.output"]),
     ("watch", ["pandafs.watch"]),
     ("cli", ["pandafs.cli", "pandafs.__main__"]),
+    ("package", ["pandafs"]),  # `from pandafs import Vault, Memory, Pipeline`
 ]
 RANK = {area: rank for rank, (_, areas) in enumerate(LAYERS) for area in areas}
 
@@ -114,7 +115,7 @@ def _pandafs_imports(*, lazy: bool | None = None) -> list[tuple[str, str, int]]:
             elif isinstance(node, ast.ImportFrom) and node.level:
                 base = package[: len(package) - node.level + 1]
                 module_name = ".".join([*base, node.module] if node.module else base)
-                targets = [module_name] + [f"{module_name}.{alias.name}" for alias in node.names]
+                targets = [module_name] * bool(node.module) + [f"{module_name}.{a.name}" for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 targets = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
             else:
