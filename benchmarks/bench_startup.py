@@ -1,4 +1,4 @@
-"""Start-up of the CLI, whole process (DESIGN.md §9: `pandafs search` and `pandafs --help`
+"""Start-up of the CLI, whole process (target, benchmarks/README.md: `pandafs search` and `pandafs --help`
 ≤ 150 ms and ≤ 6× `python -c pass`).
 
     .venv/bin/python benchmarks/bench_startup.py [--runs 15] [--turns 2000]

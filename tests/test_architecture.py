@@ -326,3 +326,37 @@ def test_every_module_says_its_job() -> None:
         for path in sorted((REPO / package).rglob("*.py")):
             docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
             assert path.name == "__main__.py" or docstring, f"{path.relative_to(REPO)} has no docstring"
+
+
+def test_code_tells_what_and_why_not_its_history() -> None:
+    """Timings, dated notes and references to a contract outside the repository go stale
+    in a docstring or a comment; they belong in commit messages and benchmarks/HISTORY.md."""
+    import io
+    import re
+    import tokenize
+
+    timing = re.compile(r"\d ?(µs|us|ms)\b")
+    dated = re.compile(r"\b(until|since|seen|before|as of|audit)\b[^.]{0,20}\b20\d\d-[01]\d-[0-3]\d", re.I)
+    outside = re.compile(r"DESIGN(\.md)?\b|\bissue \d+\b")
+    found = []
+    for package in ("events", "indexers", "pandafs"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            texts = [
+                (node.lineno, node.value.value)
+                for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ]
+            texts += [
+                (tok.start[0], tok.string)
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT
+            ]
+            found += [
+                f"{path.relative_to(REPO)}:{line}: {text.strip()[:60]}"
+                for line, text in texts
+                if timing.search(text) or dated.search(text) or outside.search(text)
+            ]
+    assert not found, "\n".join(found)
