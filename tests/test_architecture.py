@@ -47,7 +47,7 @@ def test_imports_go_one_way(package: str, allowed: set[str]) -> None:
         assert not foreign, f"{path} imports {sorted(foreign)}"
 
 
-# The layers inside `pandafs/`, bottom to top (README "Code layout" draws them).  A module
+# The layers inside `pandafs/`, bottom to top (docs/code.md draws them).  A module
 # may import its own layer and any lower one, never a higher one — at module level,
 # under TYPE_CHECKING or inside a function alike, so no cycle between layers can hide
 # behind a lazy import.  Lower layers are handed what they need from
@@ -199,11 +199,11 @@ def _commands() -> dict[str, click.Command]:
     return found  # type: ignore[return-value]
 
 
-def test_every_command_has_help_and_is_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_every_command_has_help_and_is_in_the_docs() -> None:
+    readme = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     for name, command in _commands().items():
         assert command.help and command.help.strip(), f"`pandafs {name}` has no help text"
-        assert f"`{name}" in readme, f"README's command table does not show `{name}`"
+        assert f"`{name}" in readme, f"docs/cli.md's command table does not show `{name}`"
         for option in command.params:
             if getattr(option, "help", None) is None and option.param_type_name == "option":
                 assert option.name in ("as_json",) or option.help, f"{name} {option.name} has no help"
