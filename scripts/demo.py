@@ -72,8 +72,10 @@ def main() -> None:
         " each turn's context.md is its §0-§6 lesson, events.jsonl its record."
     )
     venv = REPO / ".venv" / "bin" / "pandafs"
+    on_path = shutil.which("pandafs")
+    where = f"is {on_path}" if on_path else "is not on your PATH yet"
     print(
-        "\n`pandafs` is not on your PATH yet. Run it as"
+        f"\n`pandafs` {where}. Run this checkout's as"
         f"\n    {venv} --root {VAULT} search hamster --user demo"
         "\nor put it on your PATH for good, from this folder, with one of"
         "\n    pipx install .        uv tool install .        pip install --user ."
