@@ -45,7 +45,8 @@ def _option(arg: Argument) -> Any:
     elif arg.hint == datetime | None:
         spec.update(callback=parse_now, metavar="ISO")
     elif arg.hint is int:
-        spec.update(type=click.IntRange(arg.ge, arg.le), default=arg.default, show_default=True)
+        low, high = (None if bound is None else int(bound) for bound in (arg.ge, arg.le))
+        spec.update(type=click.IntRange(low, high), default=arg.default, show_default=True)
     elif arg.hint == float | None:
         spec["type"] = click.FloatRange(arg.ge, arg.le)
     return click.option(*arg.flags, arg.name, **spec)

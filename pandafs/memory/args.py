@@ -16,14 +16,17 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from indexers.request import Argument, search_arguments
 
-__all__ = ["BatchQuery", "SearchArgs"]
+__all__ = ["BatchQuery", "SearchArgs", "SearchArguments"]
 
 BATCH_SPELLING = {"content_types": "types"}
 """How a `search --batch` line may also spell a tool argument (as `--type` does)."""
 
 
-class _SearchArgsBase(BaseModel):
+class SearchArguments(BaseModel):
+    """The shape every search-arguments model has (its fields come from `search_arguments()`)."""
+
     model_config = ConfigDict(extra="forbid")
+    query: str
 
     def search_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `Memory.search` besides the query and the user."""
@@ -36,19 +39,17 @@ def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
         hint = Literal[arg.choices] | None
     elif hint == tuple[str, ...]:
         hint = list[str]
-    le = arg.le if batch else (arg.tool_le if arg.tool_le is not None else arg.le)
-    bounds = {k: v for k, v in (("ge", arg.ge), ("le", le)) if v is not None}
+    le = arg.le if batch or arg.tool_le is None else arg.tool_le
+    spec = Field(description=arg.description, ge=arg.ge, le=le)
     if arg.required:
-        return hint, Field(description=arg.description, **bounds)
+        return hint, spec
     if isinstance(arg.default, tuple):
         alias = (
             AliasChoices(BATCH_SPELLING[arg.tool], arg.tool) if batch and arg.tool in BATCH_SPELLING else None
         )
-        return hint, Field(
-            default_factory=list, description=arg.description, validation_alias=alias, **bounds
-        )
+        return hint, Field(default_factory=list, description=arg.description, validation_alias=alias)
     default = arg.default if batch or arg.tool_default is None else arg.tool_default
-    return hint, Field(default, description=arg.description, **bounds)
+    return hint, Field(default, description=arg.description, ge=arg.ge, le=le)
 
 
 def _build(name: str, base: type[BaseModel], doc: str, *, batch: bool = False) -> Any:
@@ -56,12 +57,12 @@ def _build(name: str, base: type[BaseModel], doc: str, *, batch: bool = False) -
     return create_model(name, __base__=base, __doc__=doc, __module__=__name__, **fields)  # type: ignore[call-overload]
 
 
-SearchArgs: type[_SearchArgsBase] = _build(
-    "SearchArgs", _SearchArgsBase, "The arguments of `search_memory`, the memory tool."
+SearchArgs: type[SearchArguments] = _build(
+    "SearchArgs", SearchArguments, "The arguments of `search_memory`, the memory tool."
 )
 
 
-class _BatchBase(_SearchArgsBase):
+class _BatchBase(SearchArguments):
     user: str | None = None
     now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
 

@@ -28,6 +28,7 @@ from events.schema import ExtractionRecorded, MemoryCandidate
 
 from ..errors import BadInput
 from ..memory import Memory, SearchArgs
+from ..memory.args import SearchArguments
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
 from ..vault import Vault
@@ -172,7 +173,7 @@ def _hit_line(hit: dict[str, Any]) -> str:
     return f"{hit['title']}{when}: {hit['snippet'].replace('**', '')}"
 
 
-def _search(session: ToolSession, args: SearchArgs) -> ToolOutcome:
+def _search(session: ToolSession, args: SearchArguments) -> ToolOutcome:
     exclude = [session.turn.doc_id] if session.turn is not None else []
     hits = session.memory.search(
         args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
