@@ -1,4 +1,4 @@
-"""Benchmark cold storage (DESIGN.md §9: archive ≤ 30 % of the turn folders it replaces).
+"""Benchmark cold storage (target, benchmarks/README.md: archive ≤ 30 % of the turn folders it replaces).
 
     .venv/bin/python benchmarks/bench_archive.py [--turns 5000] [--batch-size 500] [--expansions 300]
 

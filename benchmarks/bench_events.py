@@ -1,4 +1,4 @@
-"""Benchmark the event log and bulk import (DESIGN.md §9: bulk import ≥ 1,000 turns/s).
+"""Benchmark the event log and bulk import (target, benchmarks/README.md: bulk import ≥ 1,000 turns/s).
 
     .venv/bin/python benchmarks/bench_events.py [--events 3000] [--turns 10000]
 

@@ -1,4 +1,4 @@
-"""Bulk import beside the raw filesystem (DESIGN.md §9: ≥ 0.5× the raw filesystem's
+"""Bulk import beside the raw filesystem (target, benchmarks/README.md: ≥ 0.5× the raw filesystem's
 rate for the same files; bounded memory).
 
     .venv/bin/python benchmarks/bench_import.py [--turns 10000] [--rounds 2] [--text 2400] [--real]

@@ -1,4 +1,4 @@
-"""Benchmark the turn pipeline's overhead with the offline backend (DESIGN.md §9: ≤ 30 ms).
+"""Benchmark the turn pipeline's overhead with the offline backend (target, benchmarks/README.md: ≤ 30 ms).
 
     .venv/bin/python benchmarks/bench_pipeline.py [--sizes 1000,100000] [--turns 60] [--keep DIR] [--users 10]
 

@@ -1,4 +1,4 @@
-"""Full rebuild beside raw tantivy (DESIGN.md §9: in-process ≥ 0.6× raw tantivy's rate;
+"""Full rebuild beside raw tantivy (target, benchmarks/README.md: in-process ≥ 0.6× raw tantivy's rate;
 whole process ≤ 2× a raw script; ≤ 300 MiB).
 
     .venv/bin/python benchmarks/bench_rebuild.py [--turns 10000 | --real] [--rounds 2] [--vault DIR]

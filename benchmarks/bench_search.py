@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_search.py [--sizes 10000,100000] [--queries 300]
         [--seed 7] [--out DIR] [--keep] [--profile]
 
-For each corpus size N (DESIGN.md §9):
+For each corpus size N (benchmarks/README.md):
 
 1. generate a seeded corpus of N conversational turns (20 users, two years, 1–4 KB
    each, Zipf-distributed words in topical clusters) as an `import-turns` JSONL file
@@ -76,9 +76,10 @@ TARGETS = {
     "filtered_p50_over_tantivy_below_100k": 3.0,
     "filtered_p99_over_tantivy": 3.0,
 }
-"""DESIGN.md §9 and issue 14: filtered p50 ≤ 5 ms and ≤ 2× raw tantivy at 100k (≤ 3× below
-100k), p99 ≤ 20 ms and ≤ 3×.  Import and rebuild speeds are printed for reference; their
-targets are ratios to a floor that `bench_import.py` and `bench_rebuild.py` measure."""
+"""Ratios of an earlier contract, kept for reference: filtered p50 ≤ 5 ms and ≤ 2× raw
+tantivy at 100k (≤ 3× below 100k), p99 ≤ 20 ms and ≤ 3×.  Import and rebuild speeds are
+printed for reference; their targets are ratios to a floor that `bench_import.py` and
+`bench_rebuild.py` measure."""
 SHAPES = ("user", "filtered", "topic")
 WARMUP = 10
 LIMIT = 10

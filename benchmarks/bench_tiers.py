@@ -1,4 +1,4 @@
-"""Benchmark tier assembly (DESIGN.md §9: hot < 1 ms, warm < 50 ms, cold < 200 ms).
+"""Benchmark tier assembly (target, benchmarks/README.md: hot < 1 ms, warm < 50 ms, cold < 200 ms).
 
     .venv/bin/python benchmarks/bench_tiers.py [--sizes 100,1000,10000] [--queries 60]
                                             [--archive-share 0.5] [--keep DIR]

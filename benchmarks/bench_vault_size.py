@@ -1,4 +1,4 @@
-"""Measure what a turn costs on disk beside the text it holds (DESIGN.md §9: ≤ 3×).
+"""Measure what a turn costs on disk beside the text it holds (target, benchmarks/README.md: ≤ 3×).
 
     .venv/bin/python benchmarks/bench_vault_size.py [--imported 300] [--asked 20] [--text 2100]
 

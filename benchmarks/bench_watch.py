@@ -1,4 +1,4 @@
-"""Benchmark `pandafs watch`: edit → visible in search, and inbox throughput (DESIGN.md §9).
+"""Benchmark `pandafs watch`: edit → visible in search, and inbox throughput (benchmarks/README.md).
 
     .venv/bin/python benchmarks/bench_watch.py [--edits 200] [--turns 2000] [--inbox 60]
 

@@ -3,7 +3,7 @@
     python benchmarks/eval_semantic.py [--set all|ours|longmemeval] [--limit N] [--tokens 64]
         [--cache DIR] [--lme DIR] [--data DIR]
 
-A measurement, not a feature: PandaFS ships no dense search (see README, "Retrieval").
+A measurement, not a feature: PandaFS ships no dense search (see benchmarks/README.md, "Retrieval quality").
 For each set (the same loaders as `benchmarks/eval_retrieval.py`), PandaFS imports the
 turns and answers every question with `search --batch` as usual; beside it, every turn
 (`query` + `response`, cut to `--tokens` word pieces) and every question is embedded

@@ -25,7 +25,7 @@ CONTENT_TYPES = (
     "knowledge",
     "intervention",
 )
-"""The content types PandaFS writes (DESIGN §3).  Search treats the list as open — a
+"""The content types PandaFS writes (docs/vault-format.md).  Search treats the list as open — a
 hand-written document may carry its own types, and an unknown one only earns a warning —
 while `save` accepts SAVE_TYPES and nothing else, so a typo never becomes a new type."""
 

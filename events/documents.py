@@ -1,6 +1,6 @@
 """Markdown documents with YAML frontmatter (Obsidian "properties").
 
-`DocumentMetadata` is the one schema of document metadata (DESIGN.md §3); the
+`DocumentMetadata` is the one schema of document metadata (docs/vault-format.md); the
 tantivy schema and the Parquet catalog are derived from it.  Unknown keys are kept
 (`extra="allow"`) so a round trip through PandaFS never loses what a person or a
 newer version wrote.

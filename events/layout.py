@@ -38,8 +38,8 @@ USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 RESERVED_USER_IDS = frozenset({"knowledge", "site"})
 """What the ids of global documents begin with (`knowledge/x`, `site/example.com`): a
 user of that name would give a private document a global one's id (`users/knowledge/
-facts.md` and `knowledge/facts.md`, both `knowledge/facts`), and until 2026-11-25 the
-id decided whether another user might read it."""
+facts.md` and `knowledge/facts.md`, both `knowledge/facts`), and a reader that went by
+the id would let another user read it."""
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
 STAGING_DIR = ".staging"
 """Under `users/{u}/turns/`: where bulk writers build turn folders before placing them."""

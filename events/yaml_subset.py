@@ -1,7 +1,7 @@
 """Reading and writing the YAML subset PandaFS itself writes, without PyYAML.
 
-A rebuild reads every document's frontmatter; PyYAML spends ~190 µs constructing
-Python objects for a typical one.  `fast_frontmatter` parses the restricted shapes our
+A rebuild reads every document's frontmatter, and PyYAML's construction of Python
+objects is most of the cost of reading a typical one.  `fast_frontmatter` parses the restricted shapes our
 dumper emits and `fast_dump` writes them, each returning None for anything else, so
 PyYAML decides every case they are not sure of (`events.documents` falls back to it).
 """

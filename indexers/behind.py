@@ -1,8 +1,8 @@
 """A batch written behind its caller: filled and committed on a thread of its own.
 
 A turn's answer is ready once its events are fsynced and its files written; its index
-commit (a new segment and its meta, each fdatasynced by tantivy: 8-12 ms at 100k
-documents, a third of a turn) changes nothing the person reads.  So the pipeline hands
+commit (a new segment and its meta, each fdatasynced by tantivy: a large share of a
+turn) changes nothing the person reads.  So the pipeline hands
 that batch to `WrittenBehind` and returns the answer while it commits.
 
 One job at a time per index folder, in order: a new one first waits for the one before.

@@ -29,10 +29,10 @@ GAP_SPAN = 12
 """The second stage looks this many gaps either side of a turn for the rest of its run."""
 BY_NUMBER = 128
 """A kept slice of an episode of up to this many turns is scored by turn number (one term
-query each), a longer one by its time range.  Measured on the bench_pipeline vault at
-100k documents, a per-group search with a time range beside its terms took ~1.6 ms, by
-number ~0.15 ms; a range also covers same-time turns left out.  But 3,000 numbers cost
-more than their range (`bench_episodes.py`, the whole-run column: episode_reach = 0).
+query each), a longer one by its time range.  A per-group search with a time range
+beside its terms costs several times one by number, and a range also covers same-time
+turns left out; but thousands of numbers cost more than their range
+(`bench_episodes.py`, the whole-run column: episode_reach = 0).
 An `episode_reach` of 32 keeps slices of at most 65 turns."""
 
 
@@ -49,8 +49,8 @@ def reach_slices(size: int, anchors: list[int], reach: int) -> list[tuple[int, i
     """The slices of an episode of `size` turns (in time order) within `reach` turns of
     its anchors (their positions, ascending).  A day of back-to-back questions, or an
     import whose lines share one time, is one run by the gap rule, and scoring all of it
-    made a search's cost grow with the run (42 ms at 3,000 same-time turns, against 5 ms
-    in sessions).  An episode of a conversation's length keeps every turn (the
+    would make a search's cost grow with the run (thousands of same-time turns).  An
+    episode of a conversation's length keeps every turn (the
     LongMemEval dev split's longest session has 25 turns): `[(0, size)]`."""
     if reach <= 0 or size <= 2 * reach + 1:
         return [(0, size)]

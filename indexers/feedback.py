@@ -81,10 +81,10 @@ def _term_counts(prose: str) -> tuple[dict[str, int], int]:
     counts are shared with the cache: read them, never change them.
 
     A dict of strings and ints is one object the garbage collector never tracks; the
-    tuple of (term, tf) pairs it replaced was ~160 tracked objects per document.  An
-    evicted entry freed as many old ones, so the young generation's count stayed low
-    while its list grew to 20–30k pairs, and each collection that finally came took
-    4–21 ms inside one search (the 10k benchmark's p99, 2026-11-28).
+    tuple of (term, tf) pairs would be ~160 tracked objects per document.  An evicted
+    entry frees as many old ones, so the young generation's count stays low while its
+    list grows to tens of thousands of pairs, and each collection that finally comes
+    stalls one search (the search benchmark's p99).
 
     Counted per white-space chunk, each chunk analysed once: `en_stem`'s tokenizer splits
     at every character that is not a letter or digit (white space among them) and its

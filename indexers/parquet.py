@@ -34,8 +34,8 @@ def read_parquet(
 ) -> pa.Table:
     """The table in `path`, a file under `root` (`NotInVault` if it is a link, or its
     path leaves `root`; `FileNotFoundError` if it is gone; pyarrow's errors if it is
-    not Parquet).  Without `filters` it is read whole as one file (~1 ms; the dataset
-    API that filters need costs ~8 ms a file)."""
+    not Parquet).  Without `filters` it is read whole as one file (the dataset API that
+    filters need costs several times more a file)."""
     try:
         rel = path.relative_to(root).as_posix()
     except ValueError:

@@ -1,67 +1,9 @@
 """The two-stage ranking of a search: the arithmetic of its score, per candidate.
 
-Ranking (also in the README; weights are `[search]` in pandafs.toml).  Time words in
-the query ("last week", "in May", "two months ago", "the first time", "recently") are
-resolved against the search's `now` by `indexers.time_words.resolve_time` and taken out of
-the text.  The rest is planned by `indexers.query`: one *group* g per content word, of
-weight w_g (1, or 0.4 for question framing such as "name", "usually"), made of its
-stem and of variants v of weight w_v < 1 (irregular forms 0.9, thesaurus synonyms
-`synonym_weight`, index terms sharing all but the last letter of a stem of 6+
-letters `prefix_weight`).  Per document d, with F(d) its quality · freshness · trust ·
-topic · time factor:
-
-    c_g(d) = spread_g · w_g · max( BM25_stem(d), max_v w_v · BM25_v(d) ) · F(d)
-             BM25_stem over title (×title_boost), keywords (×keywords_boost), body (×1);
-             BM25_v over the body; with a user, each term's idf is over what the
-             user may see (`indexers.visible_idf`), not every user's documents
-    F(d)   = (1 + wq·(quality − ½)) · (1 + wf·2^(−age_days / half_life))
-             · (1 + wt·(trust − ½))   [when trust is known]
-             · (1 + wtopic·m)          [m = 1 exact topic, ½ parent or child]
-             · (1 + wtime)             [created inside the window the time words name]
-    spread_g = (idf(n_g, N) / idf(1, N)) ^ spread_weight     [only with a user]
-             idf(n, N) = ln(1 + (N − n + ½)/(n + ½)), N = conversations (sessions, else
-             days) of the documents the user may see, n_g = those whose body has the stem
-
-Stage 1 takes the top `candidate_pool` documents by s(d) = Σ_g c_g(d) (and, when the
-query names a time, the best `candidate_pool`/2 inside that window).  With
-`feedback_docs` > 0 it runs twice: the words of the first round's `feedback_docs` best
-documents, weighed by RM3's relevance model (`indexers.feedback`; Lavrenko & Croft
-2001, Abdul-Jaleel et al. 2004), join the query as one more group g = rm3 with
-c_rm3(d) = Σ_e w_e · BM25_e(d) · F(d) over the body (no spread scaling), and the
-second round's documents are the candidates.  Stage 2 takes the
-`expand_episodes` *episodes* whose best stage-1 turn scores highest and scores every
-turn t of those episodes (time order, same-time turns by turn number; t−1, t+1 its
-neighbours in that episode).  An
-episode is one conversation: the turns imported with the same session id
-(`meta.session`), else a run of one user's turns with no silence longer than
-`episode_gap_minutes` (30, the usual web-analytics session timeout); of an episode
-longer than 2·`episode_reach` + 1 turns, only those within `episode_reach` turns of its
-anchors are scored (a run's: the best stage-1 hit at each time the first stage found
-it at; a session's: its best stage-1 hit):
-
-    window(t) = Σ_g max( c_g(t), β·c_g(t−1), β·c_g(t+1) )     [β = neighbour_weight]
-    ep(E)     = Σ_g max{ c_g(u) : u in E }                     [the episode as one bag]
-    final(t)  = window(t) + wep · ep(E)                        [if window(t) > 0]
-    final(d)  = (1 + wep) · s(d)   [other documents, and turns of other episodes]
-
-When the query asks for the current state ("now", "currently", "recently") or the
-first time ("the first time", "originally"), each turn of an episode E with ep(E) ≥
-latest_band · max ep(·) is multiplied by 1 + latest_weight · (E − first)/(last − first)
-(reversed for "first"), first/last the earliest and latest start of those episodes.
-Hits are sorted by final score (ties: newer first, then by path), and at most
-`episode_cap` turns of one episode come before every other hit, so a page shows
-several conversations.  Each hit names its `episode` (the session id, or
-`gap:` and the first turn's time) and its `date`.
-
-So a fresher, higher-quality, better-trusted document wins a tie, an exact topic
-beats its neighbours, a turn that only *answers* (the question's words are in the
-turn next to it) is still found, a conversation that covers more of the question
-ranks higher, and a word found in most of a user's conversations (their own name in
-greetings) counts little.  Filters (user visibility, topic, types, scope, quality,
-expiry, `after`/`before`) are constant-score clauses and never change BM25.  Nothing
-is computed at index time from other documents: a new turn changes no other
-document, and a rebuild gives the same results.
-
+The formula, its two stages and what each weight of `[search]` does are written out in
+docs/search.md ("Ranking"); the names there (c_g, F, spread_g, window, ep, final) are the
+names here.  Filters are constant-score clauses and never change BM25, and nothing is
+computed at index time from other documents: a new turn changes no other document.
 """
 
 from __future__ import annotations

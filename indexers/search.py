@@ -3,9 +3,9 @@
 Stage 1 builds one query per term group of the plan (`indexers.query`), weighted by
 how spread the word is over the user's conversations, and takes the candidate pool;
 stage 2 fetches every turn of the best episodes.  `indexers.ranking` does the
-arithmetic (its docstring has the formula); the hits get a snippet each.  Readers
+arithmetic (docs/search.md has the formula); the hits get a snippet each.  Readers
 wait for no writer but a batch their own process writes behind (`indexers.behind`):
-every search reloads the reader (≈50 µs) and reopens the index if a rebuild swapped
+every search reloads the reader (cheap) and reopens the index if a rebuild swapped
 the folder.
 """
 

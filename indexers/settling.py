@@ -3,12 +3,12 @@ its threads freed.
 
 **Merges.**  A commit may start merges of older segments, which tantivy runs on its own
 threads; `wait_merging_threads()` returns when they end (and releases the GIL meanwhile).
-A batch used to wait for them before it returned, so every commit that started one paid
-for the whole merge: at 100k turns a turn's index step waited 0.1 ms at the median but
-5.6 ms on average (the waits timed inside `benchmarks/bench_pipeline.py`'s turns).  Now a
+A batch that waited for them before it returned would make every commit that started
+one pay for the whole merge (a turn's index step: short at the median, long on average;
+`benchmarks/bench_pipeline.py` times it).  So a
 live-index batch hands its committed writer, and the writer lock it holds, to
 `MergesInFlight`: one thread waits for the merges, then releases the lock.  What the batch
-wrote is durable and visible when it returns, as before; merges only rewrite segments of
+wrote is durable and visible when it returns; merges only rewrite segments of
 what is already committed, and a process killed during one loses that merge alone
 (tantivy never committed it; the next writer collects its files).
 
@@ -76,10 +76,10 @@ def _malloc_trim() -> Callable[[int], int] | None:
 TRIM_EVERY = 1_000
 """Documents an index writes between two hand-backs of freed memory (`release_freed_memory`).
 
-`malloc_trim(0)` walks the whole heap (~2 ms in a process that has served a few turns),
-and after a turn's one-document commit it handed back the pages tantivy's writer heap had
-just used, so the next commit faulted them all in again: the index step of a turn was
-~10 ms slower for it, and raw tantivy's own commit in the same process too."""
+`malloc_trim(0)` walks the whole heap, and after a turn's one-document commit it would
+hand back the pages tantivy's writer heap had just used, so the next commit faulted them
+all in again, slowing each turn's index step (and raw tantivy's own commit in the same
+process too)."""
 
 
 def release_freed_memory() -> None:

@@ -61,8 +61,8 @@ _WORD = re.compile(r"\w+")
 
 @cache
 def _patterns() -> list[tuple[str, re.Pattern[str]]]:
-    """The expressions, compiled when a query first may hold one (~10 ms of start-up
-    for a `pandafs search` that has none)."""
+    """The expressions, compiled when a query first may hold one (a noticeable share of
+    the start-up of a `pandafs search` that has none)."""
     return [
         ("ago", re.compile(rf"\b(?:about |around |roughly )?(?:a )?{_NUM} (?:of )?{_UNIT} ago\b")),
         ("past", re.compile(rf"\b(?:in |over |during )?the (?:last|past) {_NUM} {_UNIT}\b")),

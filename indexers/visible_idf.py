@@ -2,9 +2,9 @@
 
 Tantivy scores a term query by idf(n, N) · tf part, n and N counted over the whole index:
 every user's documents.  A user's score for their own document then said how many of
-*another* user's private documents hold the word (audit F4, 2026-11-25: alice's score
-for her note "herpes" went 6.86 → 5.27 → 3.44 as bob saved 0, 1, 3 private notes with
-that word).  So each term query of a user's search is boosted by
+*another* user's private documents hold the word (alice's score for her own note
+would fall each time bob saved a private note with that word).  So each term query of a
+user's search is boosted by
 
     idf(n_v, N_v) / idf(n, N)
 
@@ -17,7 +17,7 @@ the explanation of one hit).  What remains of other users in a score: tantivy's 
 field length (how much everyone wrote, not which words), and float32 rounding in
 tantivy's arithmetic (~1e-7 of the score).
 
-A count over the user's documents costs ~0.1–0.3 ms per term at 100k documents, so n_v
+A count over the user's documents is a search per term, so n_v
 is kept per (user, field, term) while tantivy's n for the term and its count of deleted
 versions are unchanged: whatever changes the user's count moves one of them (a document
 added with the word moves n; one deleted, or re-indexed without it or with another scope,
@@ -27,8 +27,8 @@ again says nothing either.
 The same holds for which of the index's words a search reads at all: a query stem's
 word forms are the index terms sharing its prefix (`indexers.search`), at most a few,
 the commonest first; taken over every user's documents, another user's words could push
-this user's own forms out of that list and so change their score (2 of 332 LongMemEval
-query stems, 2026-11-25).  So a user's `Sight` also names what they may see
+this user's own forms out of that list and so change their score (a few LongMemEval
+query stems do).  So a user's `Sight` also names what they may see
 (`within`), and the forms are counted over that alone.
 """
 

@@ -157,9 +157,9 @@ def _read_turn_folder(
     if sub is None:
         return
     try:
-        # each opened by name, not listed: at 100k turns a listing per folder cost 3 µs a
-        # turn (18.5 → 15.1 µs read per turn); the seldom one asked for first (an open
-        # that fails raises: 1.6 µs, where access() answers in 0.55; a link is there)
+        # each opened by name, not listed (a listing per folder is a large share of a
+        # turn's read); the seldom one asked for first (an open that fails raises, which
+        # costs more than access(); a link is there)
         for doc in TURN_DOCUMENTS:
             if doc != TURN_DOCUMENTS[0] and not os.access(doc, os.F_OK, dir_fd=sub, follow_symlinks=False):
                 continue

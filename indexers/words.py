@@ -205,9 +205,9 @@ def words_of(text: str) -> list[str]:
     """The words of `text` as the index splits them (runs of letters and digits, in any
     script), lower-cased, before stemming.
 
-    Until 2026-11-24 a query's words were found by a pattern of Latin-1 letters: a
-    question in Russian, Greek or Japanese had no words at all (nothing searched for),
-    and "Łódź" or "Hindi" in Devanagari was cut where the index kept one word."""
+    One splitter for the index and the query: a pattern of Latin-1 letters would give a
+    question in Russian, Greek or Japanese no words at all, and cut "Łódź" or "Hindi"
+    in Devanagari where the index keeps one word."""
     return _splitter().analyze(text)
 
 

@@ -1,3 +1,35 @@
-"""PandaFS: the file-first, event-sourced memory and turn store of a local assistant."""
+"""PandaFS: the file-first, event-sourced memory and turn store of a local assistant.
+
+    from pandafs import Vault, Memory, Pipeline
+
+    vault, _ = Vault.init("my-vault")          # or Vault.open("my-vault")
+    Memory(vault).search("hamster", user="alice")
+    with Pipeline(vault) as pipeline:
+        print(pipeline.ask("What does my hamster eat?", user="alice").answer)
+
+The names are imported when first used: every `pandafs` command imports this package,
+and the memory API and the pipeline would cost each command's start-up their imports
+(tantivy, pyarrow, the event schema) whether it needs them or not.
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+__all__ = ["Memory", "Pipeline", "Vault", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Vault":
+        from .vault import Vault
+
+        return Vault
+    if name == "Memory":
+        from .memory import Memory
+
+        return Memory
+    if name == "Pipeline":
+        from .pipeline import Pipeline
+
+        return Pipeline
+    raise AttributeError(f"module 'pandafs' has no attribute {name!r}")

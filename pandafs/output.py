@@ -42,8 +42,8 @@ def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Itera
     if quiet or total == 0 or not sys.stderr.isatty():
         yield lambda n: None
         return
-    # drawn each thousandth of the way: drawing at each step cost 2.3 µs a step (0.23 s
-    # of a 100k-turn rebuild's indexing thread, on a terminal)
+    # drawn each thousandth of the way: drawing at each step is a visible share of a
+    # large rebuild's indexing thread, on a terminal
     steps = max(1, (total or 0) // 1000)
     bar: Any
     with click.progressbar(length=total, label=label, file=sys.stderr, update_min_steps=steps) as bar:

@@ -17,10 +17,9 @@ swapped in and every document is indexed again with the fold's trust, as fold-fi
 would have: the index is the same either way.  Without a cache (after `rm -r
 indexes/`, or a vault only imported into) the table is empty: a vault whose turns have
 earned no trust (nothing used and judged yet) is indexed once, beside the fold, and
-one whose turns have is indexed again: at 100k turns 13 s against fold-first's 18.5 s,
-and 23 s in the second case (generated turns, alternated runs; until 2026-11-28 no
-cache meant fold-first, so a first rebuild after an import took the longer way every
-time).  Where there is no `fork`, the fold runs first.
+one whose turns have is indexed again (faster than fold-first in the first case, slower
+in the second; `benchmarks/HISTORY.md` has the figures).  Where there is no `fork`, the
+fold runs first.
 
 `--user U` rebuilds only that user's index entries (trust comes from the learning
 cache, so turns keep theirs).  Delete `indexes/` and run this: the results are the

@@ -192,7 +192,7 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
             report.problems += [_drift_problem(d) for d in drifts]
             return
         # read again under the lock: the turn may have ended since, its files written from a
-        # longer log (until 2026-11-25 `--repair` projected the log as first read over them)
+        # longer log (projecting the log as first read would write over them)
         view = project_turn(writer.history())
         for drift in drift_of(vault, ref, view):
             if repair and drift.kind == "missing":
@@ -219,8 +219,8 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
     what a reconcile cannot fix (a skipped file, a symlink) stays a problem.  An index
     that is damaged, missing, or holds documents its state does not name (no path to
-    reconcile them by) is rebuilt from the documents; until 2026-11-25 that last one was
-    listed as "reconciled" and left as it was.
+    reconcile them by) is rebuilt from the documents, not listed as "reconciled" and left
+    as it was.
     """
     memory = open_memory(vault)
     found = _index_problems(vault, memory)

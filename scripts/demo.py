@@ -71,6 +71,16 @@ def main() -> None:
         f"\nOpen {VAULT} as a vault in Obsidian: start at Home.md, then users/demo/turns/ —"
         " each turn's context.md is its §0-§6 lesson, events.jsonl its record."
     )
+    venv = REPO / ".venv" / "bin" / "pandafs"
+    on_path = shutil.which("pandafs")
+    where = f"is {on_path}" if on_path else "is not on your PATH yet"
+    print(
+        f"\n`pandafs` {where}. Run this checkout's as"
+        f"\n    {venv} --root {VAULT} search hamster --user demo"
+        "\nor put it on your PATH for good, from this folder, with one of"
+        "\n    pipx install .        uv tool install .        pip install --user ."
+        "\nthen make your own vault: pandafs --root ~/assistant init"
+    )
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def program() -> None:
     """The `pandafs` program (and `python -m pandafs`): `main`, then the process ends.
 
     Exiting, the interpreter would walk every object of every module once more looking
-    for cycles (~8 ms of `pandafs search`, twice that on a busy machine:
+    for cycles (a visible share of `pandafs search`'s start-up:
     benchmarks/bench_startup.py).  Frozen, they are skipped, and still freed; atexit
     handlers still run, and no file of ours waits for a collector (each is closed and
     fsynced by the code that wrote it).  Only here, where the process ends: a caller of

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from events.clock import aware, out_of_range
 from events.errors import InvalidUserId
 
+from ..errors import BadInput
 from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
 
 if TYPE_CHECKING:
@@ -45,10 +47,26 @@ class LazyGroup(click.Group):
 
 
 class App:
-    """Per-invocation state: where the vault is.  Opened lazily by commands that need it."""
+    """Per-invocation state: where the vault is.  Opened lazily by commands that need it.
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    Without `--root` (or `PANDAFS_ROOT`) the vault is `./panda-system-docs`; in a checkout
+    of PandaFS that is the example vault the repository tracks, and a command run there
+    would write turns, indexes and counters into it.  So there no command opens it: each
+    says, in one line, to give a vault.
+    """
+
+    def __init__(self, root: Path, *, defaulted: bool = False) -> None:
+        self._root = root
+        self._defaulted = defaulted
+
+    @property
+    def root(self) -> Path:
+        if self._defaulted and is_repository(self._root.parent):
+            raise BadInput(
+                f"{self._root} is the example vault of the PandaFS repository: give your own with "
+                f"--root DIR (or {ROOT_ENV}=DIR), e.g. `pandafs --root ~/assistant init`"
+            )
+        return self._root
 
     def vault(self) -> Vault:
         from ..vault import Vault
@@ -92,7 +110,15 @@ def user_option(required: bool = False, help: str = "User id.") -> Any:
 @click.pass_context
 def cli(ctx: click.Context, root: Path) -> None:
     # no docstring: the group's help is DESCRIPTION, shared with the click-free --help
-    ctx.obj = App(root)
+    ctx.obj = App(root, defaulted=ctx.get_parameter_source("root") is ParameterSource.DEFAULT)
+
+
+def is_repository(folder: Path) -> bool:
+    """`folder` is a checkout of PandaFS (its pyproject.toml names the project)."""
+    try:
+        return 'name = "pandafs"' in (folder / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def parse_now(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:

@@ -70,7 +70,7 @@ class PipelineConfig(_Section):
 
 
 class SearchConfig(_Section):
-    """The ranking formula of `indexers.ranking` (its module docstring shows it whole)."""
+    """The weights and switches of the ranking formula (docs/search.md), each default once."""
 
     quality_weight: float = setting(0.5, ge=0, description="score × (1 + w·(quality − 0.5))")
     freshness_weight: float = setting(0.25, ge=0, description="score × (1 + w·2^(−age/half_life))")

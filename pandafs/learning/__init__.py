@@ -1,4 +1,4 @@
-"""The learning loop: how PandaFS gets better with use (DESIGN.md §5, seeds 000/001).
+"""The learning loop: how PandaFS gets better with use (docs/memory.md).
 
 trust.py        usage and trust: a pure fold over turn events (the formula is there)
 policy.py       scope promotion / demotion rules and their thresholds

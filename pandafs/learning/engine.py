@@ -11,8 +11,8 @@ One `sync`, under `indexes/learning.lock`:
      maintenance logs — `trust.Projection` (Save: its own user's only);
   2. append the folded turns' catalog rows and rewrite the rollups of their days
      (Save's sync leaves both to the next other sync: reading a month of the catalog
-     costs more than a turn should, and so would a Parquet file per turn, ~5 ms and one
-     more file each; the rows wait in the cache, `LearningState.catalog_rows`, and Save
+     costs more than a turn should, and so would a Parquet file per turn, its write and
+     one more file each; the rows wait in the cache, `LearningState.catalog_rows`, and Save
      writes them itself once there are `CATALOG_BATCH`);
   3. save the cache (`state`), naming the documents about to be written as dirty;
   4. write the changed values into each document's frontmatter — usage_count,
@@ -272,8 +272,8 @@ class Learning:
         writes rollups (stats, promote, prune, `learning.sync`) writes both.
 
         `users` (Save: the turn's own user) folds only their new turns and scope changes:
-        visiting every user's counter and log made each Save cost ~0.25 ms per user of the
-        vault.  Each user's turns are folded by that user's next Save or by any full sync
+        visiting every user's counter and log would make each Save's cost grow with the
+        vault's users.  Each user's turns are folded by that user's next Save or by any full sync
         (every command that reads the learning state runs one), exactly once either way.
         """
         if self.stale is not None:

@@ -139,7 +139,7 @@ def _live_by_path(folder: str, vault: Vault) -> Live:
 
 def _live_events(turns: int, rel: str, path: str) -> Live:
     """`_live_by_path` of the turn folder `rel` (vault-relative; its log at `path`, for
-    messages: a string, where a `Path` per turn cost 2 µs of a rebuild's fold), by name
+    messages: a string, as a `Path` per turn is a cost in a rebuild's fold), by name
     in its `turns/` folder open as `turns`, as that reads it: a log that is a link, or
     not a regular file, is an `EventLogError`; a missing one reads as empty."""
     fd = open_folder_at(turns, rel.rpartition("/")[2])

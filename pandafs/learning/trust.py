@@ -1,6 +1,6 @@
 """Usage and trust of documents — a pure fold over turn events.
 
-What is counted, per document (DESIGN.md §3, §5; seed 000 "What counts as use"):
+What is counted, per document (docs/memory.md):
 
     usage_count         turns whose §2 cited the document (its id is in the turn's
                         `documents_used` event)

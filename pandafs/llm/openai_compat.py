@@ -27,12 +27,12 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
-from pandafs import __version__
 from pandafs.config import LLMConfig, RoleConfig
 
 from .errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
@@ -105,7 +105,7 @@ class OpenAIChat:
         self.base_url = config.base_url.rstrip("/")
         check_base_url(self.base_url)
         key = api_key if api_key is not None else os.environ.get(config.api_key_env)
-        headers = {"User-Agent": f"pandafs/{__version__}"}
+        headers = {"User-Agent": f"pandafs/{version('pandafs')}"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(timeout=config.timeout_s, headers=headers, transport=transport)

@@ -48,11 +48,9 @@ def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
         alias = (
             AliasChoices(BATCH_SPELLING[arg.tool], arg.tool) if batch and arg.tool in BATCH_SPELLING else None
         )
-        return hint, Field(
-            default_factory=list, description=arg.description, validation_alias=alias, **bounds
-        )
+        return hint, Field(default_factory=list, description=arg.description, validation_alias=alias)
     default = arg.default if batch or arg.tool_default is None else arg.tool_default
-    return hint, Field(default, description=arg.description, **bounds)
+    return hint, Field(default, description=arg.description, ge=arg.ge, le=le)
 
 
 def _build(name: str, base: type[BaseModel], doc: str, *, batch: bool = False) -> Any:

@@ -101,9 +101,9 @@ _STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$€£.])+")
 
 def _norm(text: str) -> str:
     """A statement as `append_entry` compares it: its words (letters and digits of any
-    script, currency signs, dots), case-folded.  Until 2026-11-24 only a-z and 0-9 made
-    words: every statement in Russian or Greek was "" and so "the same" as any other,
-    and its save was acknowledged but not written."""
+    script, currency signs, dots), case-folded.  Any script: with only a-z and 0-9 every
+    statement in Russian or Greek would be "" and so "the same" as any other, and its
+    save acknowledged but not written."""
     return " ".join(_STATEMENT_WORD.findall(text.casefold()))
 
 
@@ -120,10 +120,10 @@ def _name_for(vault: Vault, folder: Path, name: str, content: str) -> tuple[str,
     already (then nothing is written).
 
     `name` (from `slug`) unless a file there holds another text: then `name-2`, `name-3`…
-    `slug` names a text by its first words and 24 bits of its hash; until 2026-11-24 a
-    second text with the same name (the same six first words — "the user mentioned that
-    they…" — or none a-z at all, as a memory in Russian, and 24 bits alike: ~3 % of
-    1,000 such memories) was reported "already saved" and never written.  Called under
+    `slug` names a text by its first words and 24 bits of its hash, so a second text may
+    get the same name (the same six first words — "the user mentioned that they…" — or
+    none a-z at all, as a memory in Russian, and 24 bits alike: ~3 % of 1,000 such
+    memories); it must not be reported "already saved" and never written.  Called under
     the memory lock."""
     wanted = f"\n\n{content.strip()}\n"
     for number in itertools.count(1):
@@ -311,7 +311,7 @@ def publish(
 ) -> SavedDoc:
     """Publish a document to every user: `knowledge/published/…`, with who and when.
 
-    Sharing is an explicit, recorded act (DESIGN §5): the caller has checked that `by` is
+    Sharing is an explicit, recorded act (docs/memory.md): the caller has checked that `by` is
     one of `[memory] publishers`; the act is appended to `observability/sharing.jsonl`
     (fsynced) before the document exists, so every global document that came from a user
     can be traced to the person who published it.

@@ -1,4 +1,4 @@
-"""Tiered context (seed 002, DESIGN §6): what of a user's history a turn gets to see.
+"""Tiered context (docs/memory.md): what of a user's history a turn gets to see.
 
 `assemble_tiers` reads the user's past turns — `context.md` of live turns,
 `archive/stubs/{user}/{turn}.md` of archived ones, never the Parquet originals

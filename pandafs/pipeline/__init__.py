@@ -1,4 +1,4 @@
-"""The turn pipeline: phases 0-8 as events (DESIGN.md §4).
+"""The turn pipeline: phases 0-8 as events.
 
 `Pipeline(vault).ask(query, user=...)` runs one turn; `resume(user, turn)` finishes
 one whose process died.  Phases live one per module; `tasks` holds the LLM

@@ -2,8 +2,8 @@
 written behind its answer.
 
 `ask` returns once the turn's events are fsynced and its files written; its index
-commit (a new segment and its meta, each fdatasynced by tantivy: 8-12 ms at 100k
-documents, a third of a turn) lands meanwhile on a thread of its own
+commit (a new segment and its meta, each fdatasynced by tantivy: a large share of a
+turn) lands meanwhile on a thread of its own
 (`indexers.behind`).  Until it has, the turn keeps its log's lock and is marked by its
 `.indexing` file (`turns.INDEXING`): every read of the index in this process waits for
 the commit, and a process killed before it lands leaves the mark, which the next `ask`,

@@ -139,8 +139,8 @@ def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None
 def _still_unprojected(vault, user: str, turn: str) -> bool:
     """Is the turn still unprojected as its log's lock is taken?  `turn_state` may have
     read it while its live process was between `turn_completed` and its metadata.json:
-    once that process lets go, the files are written (until 2026-11-25 such a turn was
-    projected and indexed a second time, and reported as a repaired `missing`)."""
+    once that process lets go, the files are written (else such a turn would be projected
+    and indexed a second time, and reported as a repaired `missing`)."""
     folder = vault.layout.turn_dir(user, turn)
     with EventWriter(folder / "events.jsonl", user=user, turn=turn, root=vault.root):
         return _needs_look(vault.root, vault.rel(folder))

@@ -182,7 +182,8 @@ class ReliabilityTable:
 
         `known` holds what the learning fold already read of the turns it folded, so a
         rebuild reads each event log once; other turns are read here.  A note written
-        anew is dated by its domain's latest outcome (until 2026-11-24: by the clock)."""
+        anew is dated by its domain's latest outcome, not by the clock (a rebuild writes
+        the same note)."""
         from ..turns import iter_turns, load_view
 
         stats: dict[str, DomainStats] = {}

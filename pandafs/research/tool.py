@@ -9,7 +9,7 @@ One call leaves in the turn folder what it found and how:
     webpage_cache/    one visit record per fetched page (`visits.py`)
 
 Each page attempted yields an `ExtractionOutcome`; the caller records them as
-events and folds them into the per-domain reliability table (DESIGN.md §5),
+events and folds them into the per-domain reliability table (docs/memory.md),
 which comes back here as `reliability(domain)` to rank and filter the next
 search.  The tool itself keeps no state between calls besides the fetcher's
 politeness clocks.

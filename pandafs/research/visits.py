@@ -56,7 +56,7 @@ MANIFEST_BYTES = 1 << 20
 """A manifest longer than this is not a visit record we wrote: it is skipped."""
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
-_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script (a-z only until 2026-11-24)
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script
 _STOP = frozenset(
     "a an and are at be by do for from how i in is it me my of on or that the this "
     "to was what which with you your there still more about tell".split()

@@ -1,6 +1,6 @@
 """Bad input to any command: one line on stderr, exit 2, no traceback, nothing changed.
 
-Each case here was a traceback, an exit 0 or a silent acceptance before (issue 10).
+Each case here would otherwise be a traceback, an exit 0 or a silent acceptance.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`benchmarks/bench_search.py` on a tiny corpus: it runs, and its last line is the contract.
 
-The numbers themselves are not checked (DESIGN §9: benchmarks measure, tests do not
+The numbers themselves are not checked (benchmarks measure, tests do not
 time); only that every engine answered every shape, and that the two minimal
 baselines (same terms, same filters) agree on how many documents match.
 """

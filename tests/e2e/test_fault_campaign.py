@@ -1,4 +1,4 @@
-"""A small version of every fault campaign of `benchmarks/bench_faults.py` (issue 10).
+"""A small version of every fault campaign of `benchmarks/bench_faults.py`.
 
 Each test runs one campaign's function (the script is loaded by path) against real
 `pandafs` processes in a temporary vault, with a few trials, and asserts that nothing was

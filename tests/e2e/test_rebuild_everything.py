@@ -93,7 +93,7 @@ def test_every_derived_artefact_comes_back_the_same_after_deleting_indexes(cli, 
             "documents": {
                 str(p.relative_to(vault.root)): p.read_text() for p in vault.root.rglob("users/*/**/*.md")
             },
-            "hits": [  # what is found, with its trust (BM25 near-ties may swap: README)
+            "hits": [  # what is found, with its trust (BM25 near-ties may swap: docs/search.md)
                 sorted((h["doc_id"], h["trust"]) for h in memory.search(q, user=user, limit=20))
                 for user in ("alice", "bob")
                 for q in (*QUERIES, "Lenovo LOQ price", "metric units", "laptop")

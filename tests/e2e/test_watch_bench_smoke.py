@@ -1,6 +1,6 @@
 """`benchmarks/bench_watch.py` on a tiny vault: it runs, and its last line is the contract.
 
-The numbers are not checked (DESIGN §9: benchmarks measure, tests do not time).
+The numbers are not checked (benchmarks measure, tests do not time).
 """
 
 from __future__ import annotations

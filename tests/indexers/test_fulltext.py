@@ -832,8 +832,8 @@ def test_the_first_delete_after_a_writer_was_killed_before_its_merge_is_not_lost
     """A writer killed before its merge ended leaves eight segments; the next writer's
     commit starts their merge.  Tantivy stamped that writer's first operation with the
     last commit's opstamp, and the merge skipped it in a segment whose deletes carry that
-    opstamp: a path's old version stayed beside the new one (2026-11-25: a restored
-    turn's stub stayed in the index).  Each writer's first operation is now a no-op."""
+    opstamp: a path's old version stayed beside the new one (a restored turn's stub
+    stayed in the index).  Each writer's first operation is a no-op."""
     for _ in range(5):  # the child's kill must come before its merge ends (~ms)
         shutil.rmtree(vault.root / "indexes", ignore_errors=True)
         for i in range(8):

@@ -1,9 +1,8 @@
-"""The boundary audit of 2026-11-25: two documents that shared an id, and hard links.
-
-Each case was a real leak before the fix: a user named `knowledge` had their private
-facts read by another user as the global `knowledge/facts.md` (the id decided), and a
-document hard-linked to a file outside the vault, or to another user's memory, was
-indexed and served, and a log hard-linked outside took an appended line."""
+"""Two documents that share an id, and hard links, never carry a read or a write across
+the user boundary: a user named `knowledge` must not have their private facts read by
+another user as the global `knowledge/facts.md`, a document hard-linked to a file outside
+the vault or to another user's memory is neither indexed nor served, and a log
+hard-linked outside takes no appended line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sharing is an explicit, recorded act; ownership comes from the path (DESIGN §5).
+"""Sharing is an explicit, recorded act; ownership comes from the path (docs/memory.md).
 
 A user's memories never go global by promotion, research only by a promotion recorded
 in its owner's events, a hand-written `scope: global` under `users/{u}/` stays that

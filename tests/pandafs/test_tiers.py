@@ -1,4 +1,4 @@
-"""Tiered context: budgets, truncation, anchors, cold ranking, sampling, failure (issue 6)."""
+"""Tiered context: budgets, truncation, anchors, cold ranking, sampling, failure."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The facts an answer may be built from: deduplicated, ranked by origin, disagreements settled.
 
-Origins, strongest first (seed 003 §5: what the user said outranks what the
-assistant said): `memory` (preferences.md, facts.md, saved memories — "the file says
-what is true now", DESIGN §2), `stated` (what the user said in an earlier turn),
+Origins, strongest first (what the user said outranks what the assistant said):
+`memory` (preferences.md, facts.md, saved memories — "the file says what is true now",
+docs/vault-format.md), `stated` (what the user said in an earlier turn),
 `document` (research, knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply).
 Non-answers, questions and the current query itself are never facts; of
 disagreeing statements the newest wins.

@@ -25,7 +25,7 @@ _REQUEST_START = re.compile(
     r"compare|explain|help|check|name)\b",
     re.IGNORECASE,
 )
-# What the pipeline itself says when it has nothing: never evidence (issue 12).
+# What the pipeline itself says when it has nothing: never evidence.
 _NON_ANSWER = re.compile(
     r"\bI don'?t have anything\b|\bI don'?t know\b|\bI couldn'?t\b|\bcouldn'?t give a reliable\b|"
     r"\bnothing in memory\b|\bno earlier turn names\b|\bI found no topic\b|^Noted\b|"
@@ -140,7 +140,7 @@ _KEY_WORD = re.compile(r"(?:[^\W_]|[$€£])+")
 @lru_cache(maxsize=65536)
 def norm(text: str) -> str:
     """A statement's key: its words (letters and digits of any script, currency signs),
-    lower-cased.  Until 2026-11-24 only a-z and 0-9 made words: a fact in Russian or
-    Greek had the key "" and `facts.settle` dropped it from the context."""
+    lower-cased.  Any script: with only a-z and 0-9 a fact in Russian or Greek would have
+    the key "" and `facts.settle` would drop it from the context."""
     plain = SAID_NOTE.sub("", CITE.sub("", text))
     return " ".join(_KEY_WORD.findall(statement_form(plain).lower()))

@@ -1,4 +1,5 @@
-"""Hostile input found by the sixth adversarial pass (each case failed before its fix).
+"""Hostile input to the CLI: bad TTLs and times, keys with line breaks, lists that are not
+UTF-8, a pipe as the import source.
 
 Every refusal is one line on stderr, exit 2, no traceback, and leaves the vault as it was.
 """

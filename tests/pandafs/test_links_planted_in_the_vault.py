@@ -1,7 +1,7 @@
-"""The boundary audit of 2026-11-23: a link planted inside the vault (a lock file, a log,
+"""A link planted inside the vault (a lock file, a log,
 a user's folder, memories/, turns/, its staging, outbox/alice, archive/stubs/alice,
 archive/expired, a visit's files, a daily rollup) never carries a write or a read across
-the boundary; each case was a real leak before the fix."""
+the boundary."""
 
 from __future__ import annotations
 

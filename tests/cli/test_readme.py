@@ -1,0 +1,58 @@
+"""The README is a front door a newcomer can act on: every command group it shows exists,
+and every command the CLI has is shown there in use."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pandafs.cli.base import COMMANDS
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Commands the edit/delete/forget work adds to the CLI; the README shows them already.
+# Once they exist this set changes nothing (and can go).
+ARRIVING = {"edit", "delete", "forget"}
+
+
+def _shown(text: str) -> set[str]:
+    """The command of every `pandafs …` line in the fenced code blocks of `text`."""
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    pattern = re.compile(r"^\s*(?:\S*/)?pandafs(?: --root \S+)? ([a-z][a-z-]*)", re.M)
+    return {match for block in blocks for match in pattern.findall(block)}
+
+
+def test_the_readme_shows_every_command_and_only_commands_that_exist() -> None:
+    shown = _shown((REPO / "README.md").read_text(encoding="utf-8"))
+    assert set(COMMANDS) - shown == set(), "commands the README does not show in use"
+    assert shown - set(COMMANDS) - ARRIVING == set(), "the README shows commands the CLI lacks"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    for command in ("scripts/demo", "scripts/test", "pipx install", "uv tool install"):
+        assert command in text
+    links = re.findall(r"\]\(([^)#]+)\)", text)
+    assert links and all((REPO / link).is_file() for link in links if "://" not in link)
+
+
+def test_docs_cli_names_every_command() -> None:
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"^\| `([a-z][a-z-]*)", text, re.M))
+    named |= set(re.findall(r"/ `([a-z][a-z-]*) ", text))
+    assert set(COMMANDS) <= named
+
+
+def test_no_doc_refers_to_a_file_outside_the_repository() -> None:
+    for path in [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        REPO / "benchmarks" / "README.md",
+    ]:
+        text = path.read_text(encoding="utf-8")
+        assert "DESIGN.md" not in text and "shared/data" not in text, path
+        for link in re.findall(r"\]\(([^)#]+)\)", text):
+            if "://" not in link:
+                target = (path.parent / link).resolve()
+                assert target.is_file() and target.is_relative_to(REPO), (path, link)
