@@ -10,7 +10,7 @@ from pathlib import Path
 
 from events import format_ts, split_sections
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..research.visits import read_visit
 from .context import TurnContext
 
@@ -42,7 +42,7 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
         return visit_text(ctx.vault.root, doc_path)
     try:
         content = ctx.read(doc_path).content
-    except BadInput:
+    except (BadInput, Unreadable):
         return ""
     return turn_text(content) if kind == "turn" else content
 

@@ -330,6 +330,7 @@ class Pipeline:
                             attempt=attempt,
                         )
                     ]
+                payloads = [*ctx.take_tier_failures(), *payloads]  # what a read cost, said before
                 usage = ctx.take_usage()
                 metrics = PhaseMetrics(
                     duration_ms=round((time.perf_counter() - begun) * 1000.0, 3),
