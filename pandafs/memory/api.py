@@ -119,6 +119,17 @@ class Memory:
         validate_user_id(user)
         if not content.strip():
             raise BadInput("nothing to save: content is empty")
+        keywords = list(keywords)
+        texts = {
+            "content": content,
+            "key": key,
+            "title": title,
+            "topic": topic,
+            "keywords": " ".join(keywords),
+        }
+        for name, text in texts.items():
+            if text and "\x00" in text:  # a NUL is no text: the file would read as binary
+                raise BadInput(f"the {name} holds a NUL byte: not text, nothing saved")
         if scope not in SCOPES:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
         if doc_type not in SAVE_TYPES:
