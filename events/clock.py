@@ -13,7 +13,9 @@ import os
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SHIFT_ENV", "TIME_RANGE", "aware", "clock_shift", "out_of_range", "utcnow"]
+from .errors import ClockOutOfRange
+
+__all__ = ["SHIFT_ENV", "TIME_RANGE", "ClockOutOfRange", "aware", "clock_shift", "out_of_range", "utcnow"]
 
 SHIFT_ENV = "PANDAFS_CLOCK_SHIFT"
 _SHIFT = re.compile(r"^\s*([+-]?\d+)\s*([dhms])\s*$")
@@ -41,8 +43,18 @@ def clock_shift(text: str | None = None) -> timedelta:
 
 
 def utcnow() -> datetime:
-    """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT."""
-    return datetime.now(UTC) + clock_shift()
+    """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT.
+
+    The one clock rule of every writer: a clock outside `TIME_RANGE` (the range import
+    holds a line's date to) is refused (`ClockOutOfRange`), never clamped: a turn, an
+    event or a memory is never dated 1898 because the machine's clock says so."""
+    now = datetime.now(UTC) + clock_shift()
+    if not TIME_RANGE[0] <= now <= TIME_RANGE[1]:
+        raise ClockOutOfRange(
+            f"the clock says {now.isoformat()}, outside {TIME_RANGE[0].year}–{TIME_RANGE[1].year}: "
+            f"set the system clock (or {SHIFT_ENV}); nothing was written"
+        )
+    return now
 
 
 def aware(moment: datetime) -> datetime:

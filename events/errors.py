@@ -38,6 +38,10 @@ class EventsError(Exception):
     is_bad_input = False
 
 
+class ClockOutOfRange(EventsError):
+    """The machine's clock is outside the times PandaFS records (`events.clock.TIME_RANGE`)."""
+
+
 class InvalidUserId(EventsError, ValueError):
     is_bad_input = True
 

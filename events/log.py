@@ -38,6 +38,7 @@ from .fsio import (
     make_folders_for,
     open_created,
 )
+from .ledger import record_turn_hash
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
 from .stamps import format_ts
 
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 GENESIS = "0" * 64
+COMPLETED = "turn_completed"
 TORN_SUFFIX = ".torn"
 
 
@@ -311,6 +313,7 @@ class EventWriter:
         self._seq = 0
         self._prev = GENESIS
         self._records: list[dict[str, Any]] = []
+        self._completed = False  # the log holds `turn_completed`: its end is recorded in the ledger
         self.written: list[Event] = []
 
     def __enter__(self) -> EventWriter:
@@ -353,6 +356,7 @@ class EventWriter:
         self._seq = len(log.records)
         self._prev = log.last_hash
         self._records = log.records
+        self._completed = any(r.get("type") == COMPLETED for r in log.records)
 
     def _open_log(self) -> tuple[int, bool]:
         """The log's descriptor (read and append: the history is read from it), and
@@ -384,6 +388,7 @@ class EventWriter:
         append_all(self._fd, data, durable=self.durable)  # (refused: cut back, no torn line left)
         if records:
             self._seq, self._prev = records[-1]["seq"] + 1, records[-1]["hash"]
+            self._completed = self._completed or any(r["type"] == COMPLETED for r in records)
         events = [parse_event(r) for r in records]
         self.written.extend(events)
         return events
@@ -395,9 +400,16 @@ class EventWriter:
         return os.dup(self._fd)
 
     def close(self) -> None:
+        """Close the log; a completed turn whose log this writer appended to has its new
+        end recorded in the user's ledger first, under the log's lock (`events.ledger`)."""
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            try:
+                if self.written and self._completed and self.root is not None and self.durable:
+                    turns_dir = self.path.parent.parent
+                    record_turn_hash(turns_dir, self.turn, self._seq, self._prev, root=self.root)
+            finally:
+                os.close(self._fd)
+                self._fd = None
 
 
 def append_events(

@@ -241,15 +241,28 @@ class ArchiveStore:
 
     # --- reading ------------------------------------------------------------------
 
+    def name(self, path: Path) -> str:
+        """`path` as messages name it: relative to the vault root (a message may reach an
+        answer, a turn's context or an MCP client, never the host's paths)."""
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return Path(path).name
+
     def _read(self, path: Path, **kwargs: Any) -> pa.Table:
         try:
             return read_parquet(self.root, path, **kwargs)
         except FileNotFoundError:
             raise
         except NotInVault as exc:
-            raise ArchiveError(f"{path}: {exc.reason}; not read") from None
-        except (OSError, pa.ArrowException) as exc:
-            raise ArchiveError(f"{path}: unreadable Parquet file ({exc})") from exc
+            raise ArchiveError(f"{self.name(path)}: {exc.reason}; not read") from None
+        except OSError as exc:
+            raise ArchiveError(
+                f"{self.name(path)}: unreadable ({exc.strerror or type(exc).__name__})"
+            ) from None
+        except pa.ArrowException as exc:
+            why = str(exc).replace(os.fspath(self.root) + "/", "")
+            raise ArchiveError(f"{self.name(path)}: unreadable Parquet file ({why})") from None
 
     def keys(self, path: Path) -> set[TurnKey]:
         """The turns that have rows in `path` (reads two columns only)."""
@@ -265,16 +278,16 @@ class ArchiveStore:
         try:
             table = self._read(path, filters=[("user", "=", user), ("turn", "=", turn)])
         except FileNotFoundError:
-            raise ArchiveError(f"{path}: missing (it should hold {user}/{turn})") from None
+            raise ArchiveError(f"{self.name(path)}: missing (it should hold {user}/{turn})") from None
         contents = _from_table(path, table)
         found = contents.intact((user, turn))
         if found is None:
             if (user, turn) in contents.turns:
                 raise ArchiveError(
-                    f"{path}: rows of {user}/{turn} do not match their sha256 "
+                    f"{self.name(path)}: rows of {user}/{turn} do not match their sha256 "
                     f"({', '.join(contents.bad_rows + contents.duplicate_rows)})"
                 )
-            raise ArchiveError(f"{path}: holds no rows for {user}/{turn}")
+            raise ArchiveError(f"{self.name(path)}: holds no rows for {user}/{turn}")
         return found
 
 

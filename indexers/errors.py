@@ -68,6 +68,22 @@ class ArchiveError(IndexingError):
     pass
 
 
+CANNOT_WRITE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+"""The errnos of a file system that lets nothing be written (read-only, or full): a reader
+that only wanted a lock goes on without it, since no writer can change anything there."""
+
+
+def read_only_refusal(exc: ValueError) -> int | None:
+    """The errno when tantivy's error is the file system refusing its lock file (a
+    read-only mount or folder: `EROFS`, `EACCES`, `EPERM`), else None."""
+    text = str(exc)
+    if "Failed to acquire Lockfile" not in text:
+        return None
+    found = re.search(r"code: (\d+)", text)
+    code = int(found.group(1)) if found else 0
+    return code if code in (errno.EROFS, errno.EACCES, errno.EPERM) else None
+
+
 def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> IndexingError:
     """What tantivy's `ValueError` from opening, reading or committing the index at
     `where` (vault-relative) is: the disk's refusal ("An IO error occurred: '… (os error
@@ -75,6 +91,10 @@ def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> I
     relative to the vault `root`: the message may go to an MCP client, which is told
     nothing of where the vault is."""
     text = str(exc).replace(root.rstrip("/") + "/", "")
+    refused = read_only_refusal(exc)
+    if refused is not None:
+        why = os.strerror(refused)
+        return IndexIOError(refused, f"the index {where} is read-only here ({why}): not damaged")
     if "An IO error occurred" in text:
         found = re.search(r"os error (\d+)", text)
         code = int(found.group(1)) if found else errno.EIO

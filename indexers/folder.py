@@ -32,6 +32,7 @@ from .errors import (
     IndexIncompatible,
     IndexingError,
     IndexIOError,
+    read_only_refusal,
     tantivy_error,
 )
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, build_schema
@@ -47,8 +48,14 @@ class _Busy(Exception):
 class IndexFolder:
     """One index folder of a vault and the tantivy index opened from it (lazily)."""
 
-    def __init__(self, indexes_dir: Path, *, name: str = "fulltext", wait_s: float = 30.0) -> None:
+    def __init__(
+        self, indexes_dir: Path, *, name: str = "fulltext", wait_s: float = 30.0, read_only: bool = False
+    ) -> None:
+        """`read_only`: open the index for searching only, as on a vault that cannot be
+        written (which `open` also finds out by itself: `_open_read_only`)."""
         self.indexes_dir = indexes_dir
+        self.read_only = read_only
+        self._shadow: str | None = None  # a read-only vault's index, opened through links
         self.root = indexes_dir.parent  # the vault
         self.dir = indexes_dir / name
         self.lock_path = indexes_dir / f"{name}.lock"
@@ -121,7 +128,10 @@ class IndexFolder:
     def create(self, directory: Path) -> tantivy.Index:
         """A new, empty index in `directory` (the live folder, or a rebuild's beside it)."""
         vault_folder(self.root, directory / "tantivy")
-        index = tantivy.Index(self.schema, path=str(directory / "tantivy"))
+        try:
+            index = tantivy.Index(self.schema, path=str(directory / "tantivy"))
+        except ValueError as exc:  # the disk's refusal (full, read-only): one line, not a bug
+            raise self.tantivy_error(exc, writing=True) from exc
         version = orjson.dumps({"schema_version": SCHEMA_VERSION})
         atomic_write(directory / "schema.json", version, root=self.root)
         return index
@@ -153,11 +163,35 @@ class IndexFolder:
                     f"the index {self.where()} was built by another PandaFS version; {REBUILD}"
                 )
             try:
-                self.index = tantivy.Index.open(str(self.tantivy_dir))
+                if self.read_only:
+                    self.index = self._open_read_only()
+                else:
+                    self.index = tantivy.Index.open(str(self.tantivy_dir))
             except ValueError as exc:  # a corrupt or missing file of it, or the disk's refusal
-                raise self.tantivy_error(exc, writing=False) from exc
+                if read_only_refusal(exc) is None:
+                    raise self.tantivy_error(exc, writing=False) from exc
+                self.index = self._open_read_only()
             self.ino = ino
         return self.index
+
+    def _open_read_only(self) -> tantivy.Index:
+        """The index of a vault that cannot be written (a read-only mount, a backup, a
+        snapshot), opened for searching.  tantivy's `Index.open` starts a reader at once,
+        and a reader takes the shared meta lock: it opens `.tantivy-meta.lock` for writing,
+        which a read-only folder refuses.  So the index is opened in a private temporary
+        folder of links to its files (the lock file is made there); nothing of the vault
+        is written, and it is searched as it is."""
+        import shutil
+        import tempfile
+        import weakref
+
+        self.read_only = True
+        self._shadow = tempfile.mkdtemp(prefix="pandafs-ro-")
+        weakref.finalize(self, shutil.rmtree, self._shadow, True)  # removed with the folder object
+        for entry in os.scandir(self.tantivy_dir):
+            if not entry.name.startswith(".tantivy-") and entry.is_file(follow_symlinks=False):
+                os.symlink(entry.path, os.path.join(self._shadow, entry.name))
+        return tantivy.Index.open(self._shadow)
 
     def forget(self) -> None:
         """Drop the opened index: the next `open` opens the folder anew (after a swap)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import tantivy
 
-from .errors import IndexingError
+from .errors import CANNOT_WRITE, IndexingError
 from .folder import IndexFolder
 from .learned import Learned
 from .request import Ranking, SearchRequest
@@ -49,9 +49,11 @@ class FullTextIndex:
         heap_mb: int = 128,
         name: str = "fulltext",
         learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
+        read_only: bool = False,
     ) -> FullTextIndex:
-        """The index named `name` under a vault's `indexes/` folder."""
-        folder = IndexFolder(indexes_dir, name=name, wait_s=wait_s)
+        """The index named `name` under a vault's `indexes/` folder (`read_only`: opened
+        for searching only, as a vault that cannot be written is: `IndexFolder`)."""
+        folder = IndexFolder(indexes_dir, name=name, wait_s=wait_s, read_only=read_only)
         log = StateLog(folder)
         writer = IndexWriter(folder, log, heap_mb=heap_mb, learned=learned)
         return cls(folder, log, writer, IndexReader(folder))
@@ -86,9 +88,18 @@ class FullTextIndex:
         which no reconcile can find, or after a writer died between its commit and its state
         line, which the next reconcile mends."""
         self.folder.open()  # (made under the lock if missing: before taking it here)
-        with self.folder.lock():
-            recorded = sum(1 for entry in self.log.state().values() if not entry.skipped)
-            return self.reader.count(), recorded
+        if not self.folder.read_only:
+            try:
+                with self.folder.lock():
+                    return self._counts_now()
+            except OSError as exc:  # the lock cannot be taken where nothing can be written
+                if exc.errno not in CANNOT_WRITE:  # (read-only, full): and nothing can commit there
+                    raise
+        return self._counts_now()
+
+    def _counts_now(self) -> tuple[int, int]:
+        recorded = sum(1 for entry in self.log.state().values() if not entry.skipped)
+        return self.reader.count(), recorded
 
     # --- writing --------------------------------------------------------------------
 

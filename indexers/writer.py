@@ -258,9 +258,9 @@ class IndexWriter:
         root = folder.root
         new = folder.dir.with_name(folder.dir.name + ".new")
         remove_tree_in_vault(root, new)
-        index = folder.create(new)
         state_path = new / "state.jsonl"
         try:
+            index = folder.create(new)
             with self._batch_on(index, state_path, redoable=False) as batch:
                 yield batch
             with folder.lock():

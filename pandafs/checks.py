@@ -25,6 +25,8 @@ class Problem:
     message: str
     repaired: bool = False
     """Set by a checker that fixed it under `--repair`: listed as a repair, not a problem."""
+    warning: bool = False
+    """Named, but nothing is damaged: listed as a warning, and verify still exits 0."""
 
     def as_json(self) -> dict[str, str]:
         return {"path": self.path, "kind": self.kind, "message": self.message}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from events.layout import classify, effective_scope, is_user_id
+from events.layout import candidate_paths, classify, effective_scope, is_user_id
 
 from .checks import Problem, frontmatter_of
 from .vault import Vault
@@ -19,7 +19,8 @@ NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or s
 def check_claims(vault: Vault, repair: bool) -> list[Problem]:
     """Frontmatter that claims what only the path decides: `scope: global` on a document
     of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
-    `id:` other than the path's (ignored: ids come from paths), a folder under users/ that is
+    `id:` other than the path's (ignored: ids come from paths; a warning, unless the id is
+    another document's), a folder under users/ that is
     no user's (`not_a_user`: nothing in it is read).  Turn folders are written
     by PandaFS and checked against their events instead; `--repair` changes nothing here,
     since the file is the person's to edit."""
@@ -54,7 +55,12 @@ def check_claims(vault: Vault, repair: bool) -> list[Problem]:
                             "(searched as theirs); publish it with `pandafs save --scope global`",
                         )
                     )
-                if front.get("id") not in (None, ref.doc_id):
-                    why = f"says `id: {front['id']}`, but its id is {ref.doc_id} (ids come from paths: "
-                    problems.append(Problem(rel, "id_claim", why + "rename the file to change it)"))
+                claimed_id = front.get("id")
+                if claimed_id not in (None, ref.doc_id):
+                    why = f"says `id: {claimed_id}`, but its id is {ref.doc_id} (ids come from paths: "
+                    taken = [p for p in candidate_paths(str(claimed_id)) if (vault.root / p).is_file()]
+                    if taken:  # another document's id: a reader of the file could mistake the two
+                        problems.append(Problem(rel, "id_claim", f"{why}{taken[0]} has that id)"))
+                    else:  # a note's own id, as people and other tools write them: ignored, named
+                        problems.append(Problem(rel, "id_claim", why + "the id is ignored)", warning=True))
     return problems

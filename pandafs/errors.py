@@ -4,6 +4,8 @@
     ├── BadInput               what the user gave us is wrong (exit 2)
     │   └── NoVault            --root does not point at a vault
     ├── ProblemFound           a check found damage or drift (exit 1)
+    ├── Unreadable             a stored file cannot be read now (a damaged archive part):
+    │                          what it holds is missing, the rest goes on (exit 1)
     └── Busy                   another process holds what we need (exit 1)
 
 Errors of `events` and `indexers` are translated at the CLI edge by `exit_code_for`.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from events.errors import EventsError
 
-__all__ = ["BadInput", "Busy", "NoVault", "PandaError", "ProblemFound", "exit_code_for"]
+__all__ = ["BadInput", "Busy", "NoVault", "PandaError", "ProblemFound", "Unreadable", "exit_code_for"]
 
 
 class PandaError(Exception):
@@ -33,6 +35,13 @@ class ProblemFound(PandaError):
 
 
 class Busy(PandaError):
+    exit_code = 1
+
+
+class Unreadable(PandaError):
+    """A file PandaFS keeps cannot be read (a damaged archive part): the message names it
+    vault-relative; a turn goes on without it (`tier_failed`), `verify` names it."""
+
     exit_code = 1
 
 

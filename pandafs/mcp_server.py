@@ -26,6 +26,7 @@ tool calls of one client never write the index at the same time from this proces
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import os
 import stat
@@ -37,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from events.clock import utcnow
 from events.errors import EventsError, NotInVault
-from events.fsio import mode_at, open_vault_folder, read_vault_file
+from events.fsio import open_vault_folder, read_vault_file, refusal
 from events.layout import classify, validate_user_id
 from indexers.errors import IndexingError
 
@@ -120,7 +121,27 @@ def _plain_files(root: Path, folder: str, names: list[str]) -> list[str]:
 
 
 def _is_file_at(fd: int, name: str) -> bool:
-    return stat.S_ISREG(mode_at(fd, name) or 0)
+    """Whether reading the file `name` in the folder open as `fd` would serve it: the one
+    read rule lets it be read (a regular file with one name: `refusal`) and its head is
+    UTF-8 text (a binary file is refused by `read_document`, so it is not listed)."""
+    try:
+        file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return False
+    try:
+        if refusal(os.fstat(file)) is not None:
+            return False
+        head = os.read(file, _HEAD_BYTES)
+    finally:
+        os.close(file)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return b"\0" not in head
+
+
+_HEAD_BYTES = 8192
 
 
 def _documents_under(root: Path, base: str) -> list[str]:
@@ -251,7 +272,10 @@ def build_server(vault: Vault, user: str) -> Any:
         with lock:
             try:
                 rel = vault.rel(visible_path(vault, user, path))
-                return read_vault_file(vault.root, rel)[0].decode("utf-8")  # no link, even one made since
+                text = read_vault_file(vault.root, rel)[0].decode("utf-8")  # no link, even one made since
+                if "\x00" in text:
+                    raise ResourceError(f"{rel} is binary (it holds NUL bytes): not served")
+                return text
             except (BadInput, NotInVault, UnicodeDecodeError, OSError) as exc:
                 raise ResourceError(str(exc)) from None
 

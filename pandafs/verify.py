@@ -14,6 +14,11 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                rebuilds the learning state)
   cut_tail     the log holds fewer events than its projection recorded: its end was
                cut (a hash chain cannot see that); `replay` refuses to rewrite it
+  ledger       a completed turn's log does not end as the user's ledger recorded it
+               (`users/{u}/turns/.ledger.jsonl`, `events.ledger`): it was rewritten,
+               hashes recomputed or not; or the ledger's own chain breaks
+  unanchored   (a warning) a completed turn the ledger does not name, as in a vault
+               made before the ledger (`--repair` records it as it is now)
   interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
                inbox turns are `watch`'s to resume)
   symlink      a symbolic link (file or folder) anywhere in the vault (documents, inbox,
@@ -33,7 +38,8 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   scope_claim  `scope: global` on a user's document that cannot be shared, or on
                research no recorded promotion shared (it stays theirs)
   unrecorded_share  a document in `knowledge/published/` no publish record names
-  id_claim     an `id:` in frontmatter that is not the path's (ids come from paths)
+  id_claim     an `id:` in frontmatter that is not the path's (ids come from paths): a
+               warning (the id is ignored), a problem when it is another document's id
   not_a_user   a folder under users/ whose name is no user id (`knowledge`, `site`, …)
   archive_*    cold storage (stubs, Parquet rows, checksums): `pandafs.archive.check_archive`
   The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
@@ -53,6 +59,7 @@ from typing import Any
 
 from events.errors import EventLogError, EventsError, LogBusyError
 from events.fsio import REASONS, is_real_file
+from events.ledger import Anchor, LedgerRead, ledger_path, read_ledger, record_turn_hash
 from events.log import EventWriter, check_chain, read_log, repair_torn_tail, torn_path, typed_events
 from events.projection import project_turn
 from events.render import render_turn
@@ -96,7 +103,13 @@ class VerifyReport:
         }
 
 
-def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport) -> None:
+def _verify_turn(
+    vault: Vault,
+    ref: TurnRef,
+    repair: bool,
+    report: VerifyReport,
+    ledgers: dict[str, LedgerRead] | None = None,
+) -> None:
     rel = vault.rel(ref.path) + "/events.jsonl"
     if ref.events_path.is_symlink():
         report.problems.append(Problem(rel, "unreadable", "events.jsonl is a symbolic link (never followed)"))
@@ -162,6 +175,8 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
                 )
             )
             return
+    if ledgers is not None:
+        _check_anchor(vault, ref, log.records, repair, report, ledgers)
     try:
         view = project_turn(typed_events(ref.events_path, log.records))
     except (EventsError, ValueError) as exc:
@@ -200,6 +215,58 @@ def _verify_turn(vault: Vault, ref: TurnRef, repair: bool, report: VerifyReport)
                 report.repaired.append(_drift_problem(drift))
             else:
                 report.problems.append(_drift_problem(drift))
+
+
+def _check_anchor(
+    vault: Vault,
+    ref: TurnRef,
+    records: list[dict[str, Any]],
+    repair: bool,
+    report: VerifyReport,
+    ledgers: dict[str, LedgerRead],
+) -> None:
+    """That the turn's log ends as the user's ledger recorded it (`events.ledger`), or a
+    `ledger` problem: a log rewritten whole, its hashes recomputed, passes its own chain
+    check but not this one.  A completed turn the
+    ledger does not name (a vault older than the ledger) is a warning, `unanchored`;
+    `--repair` records it as it is now."""
+    ledger = ledgers.get(ref.user)
+    if ledger is None:
+        ledger = ledgers[ref.user] = read_ledger(vault.root, ref.turns)
+        if ledger.problem is not None:
+            path = vault.rel(ledger_path(ref.turns))
+            report.problems.append(
+                Problem(path, "ledger", f"{ledger.problem}; the turns' ends cannot be vouched for")
+            )
+    if ledger.problem is not None:
+        return
+    rel = vault.rel(ref.path) + "/events.jsonl"
+    events, last = len(records), records[-1].get("hash", "")
+    anchor = ledger.anchors.get(ref.turn)
+    if anchor is None:
+        if not any(r.get("type") == "turn_completed" for r in records):
+            return  # a turn still running (or interrupted) is recorded when it completes
+        if repair:
+            record_turn_hash(ref.turns, ref.turn, events, last, root=vault.root)
+            ledger.anchors[ref.turn] = Anchor(ref.turn, events, last)
+            report.repaired.append(Problem(rel, "unanchored", "recorded in the ledger as it is now"))
+        else:
+            report.warnings.append(
+                Problem(
+                    rel, "unanchored", "a completed turn the ledger does not name (`--repair` records it)"
+                )
+            )
+        return
+    if (anchor.events, anchor.last_hash) == (events, last):
+        return
+    report.problems.append(
+        Problem(
+            rel,
+            "ledger",
+            f"ends at hash {last[:12]}… after {events} events, but the ledger recorded "
+            f"{anchor.last_hash[:12]}… after {anchor.events}: the log was rewritten after the turn completed",
+        )
+    )
 
 
 def _drift_problem(drift: Drift) -> Problem:
@@ -317,14 +384,16 @@ def verify_vault(
     """Check every live turn of `target` (a user, a turn, or all), then run `checks`;
     `on_total` is told how many turns there are (`iter_turns`), `progress` each checked."""
     report = VerifyReport()
+    ledgers: dict[str, LedgerRead] = {}
     for ref in iter_turns(vault, target, on_total=on_total):
         report.checked_turns += 1
-        _verify_turn(vault, ref, repair, report)
+        _verify_turn(vault, ref, repair, report, ledgers)
         if progress is not None:
             progress(1)
     for checker in checks:
         found, fixed = _run_checker(checker, vault, repair)
-        report.problems += found
+        report.problems += [p for p in found if not p.warning]
+        report.warnings += [p for p in found if p.warning]
         report.repaired += fixed
     return report
 

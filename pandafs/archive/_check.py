@@ -84,17 +84,29 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
             except ArchiveError as exc:
                 problems.append(Problem(vault.rel(stub_file(vault, key)), "archive_stub", str(exc)))
         parts: dict[str, PartContents] = {}
+        unreadable: dict[str, str] = {}
         for path in store.parts():
             rel = vault.rel(path)
             try:
                 parts[rel] = found = store.read_part(path)
             except ArchiveError as exc:
-                problems.append(Problem(rel, "archive_unreadable", str(exc)))
+                unreadable[rel] = str(exc).removeprefix(f"{rel}: ")
                 continue
             for row in found.bad_rows:
                 problems.append(Problem(rel, "archive_checksum", f"{row}: bytes do not match their sha256"))
             for row in found.duplicate_rows:
                 problems.append(Problem(rel, "archive_duplicate", f"{row}: stored twice"))
+        for rel, why in unreadable.items():  # nothing rebuilds a part: its turns are only there
+            held = sorted("/".join(key) for key, info in infos.items() if info.archive_file == rel)
+            named = f"{len(held)} archived turn(s) ({', '.join(held[:3])}{', …' if len(held) > 3 else ''})"
+            problems.append(
+                Problem(
+                    rel,
+                    "archive_unreadable",
+                    f"{why}; {named} cannot be expanded or restored until the file is put back "
+                    "from a backup (their stubs stay searchable)",
+                )
+            )
         touched: list[str] = []
         for key, info in infos.items():
             stub_rel = stub_relpath(key)

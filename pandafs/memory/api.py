@@ -26,11 +26,12 @@ from events.doctypes import ENTRY_TYPES, SAVE_TYPES
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
+from indexers.errors import ArchiveError
 from indexers.fulltext import FullTextIndex
 from indexers.learned import Learned
 from indexers.request import SCOPES, Ranking, SearchRequest
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..vault import Vault
 from .inputs import check_times, check_topic, check_ttl
 
@@ -118,6 +119,17 @@ class Memory:
         validate_user_id(user)
         if not content.strip():
             raise BadInput("nothing to save: content is empty")
+        keywords = list(keywords)
+        texts = {
+            "content": content,
+            "key": key,
+            "title": title,
+            "topic": topic,
+            "keywords": " ".join(keywords),
+        }
+        for name, text in texts.items():
+            if text and "\x00" in text:  # a NUL is no text: the file would read as binary
+                raise BadInput(f"the {name} holds a NUL byte: not text, nothing saved")
         if scope not in SCOPES:
             raise BadInput(f"unknown scope {scope!r} (use one of {', '.join(SCOPES)})")
         if doc_type not in SAVE_TYPES:
@@ -277,6 +289,8 @@ class Memory:
             return self.retrieve(doc_id, user=user, now=now)
         except FrontmatterError as exc:
             raise BadInput(str(exc)) from None
+        except ArchiveError as exc:  # a damaged part costs what it holds: `verify` names it
+            raise Unreadable(f"{doc_id} cannot be read from the archive: {exc}") from None
         if expanded.restored:
             live = self.retrieve(doc_id, user=user, now=now)
             live.metadata["restored_from_archive"] = True

@@ -17,7 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from events.schema import TierFailed
+
 from ..config import Config
+from ..errors import Unreadable
 from ..llm.base import Backend
 from ..llm.openai_compat import Usage
 from ..memory.api import Memory
@@ -28,6 +31,7 @@ from ..vault import Vault
 __all__ = ["RECORD_CACHE", "TurnContext"]
 
 RECORD_CACHE = "turn_records"
+TIER_FAILED = "_tier_failed"
 """`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
 
 
@@ -67,9 +71,25 @@ class TurnContext:
     def read(self, id_or_path: str) -> Retrieved:
         """`memory.retrieve`, read once per turn (phases look at the same documents)."""
         cache: dict[str, Retrieved] = self.extras.setdefault("_read_cache", {})
+        unread: dict[str, Unreadable] = self.extras.setdefault("_unread", {})
+        if id_or_path in unread:
+            raise unread[id_or_path]
         if id_or_path not in cache:
-            cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
+            try:
+                cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
+            except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's
+                unread[id_or_path] = exc
+                self.extras.setdefault(TIER_FAILED, []).append(
+                    TierFailed(tier="cold", error_type="Unreadable", message=str(exc)[:500])
+                )
+                raise
         return cache[id_or_path]
+
+    def take_tier_failures(self) -> list[TierFailed]:
+        """The `tier_failed` events of documents `read` could not read since last asked
+        (the turn appends them after the phase that met them; each is met once a turn)."""
+        failed: list[TierFailed] = self.extras.pop(TIER_FAILED, [])
+        return failed
 
     def take_usage(self) -> Usage:
         usage, self.usage = self.usage, Usage()

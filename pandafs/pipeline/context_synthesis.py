@@ -30,7 +30,7 @@ from events.schema import (
     SourceRef,
 )
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..memory.packing import TIER_NAMES
 from ..memory.tiers import item_text
 from ..tasks.schemas import (
@@ -92,7 +92,7 @@ def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
         )
     try:
         doc = ctx.read(candidate.doc_path)
-    except BadInput:
+    except (BadInput, Unreadable):
         return None
     created = str(doc.metadata.get("created_at", ""))
     quality = doc.metadata.get("quality", 0.5)

@@ -11,7 +11,7 @@ from pathlib import Path
 from events.documents import split_sections
 from events.stamps import format_ts
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..research.visits import read_visit
 from .context import TurnContext
 
@@ -43,7 +43,7 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
         return visit_text(ctx.vault.root, doc_path)
     try:
         content = ctx.read(doc_path).content
-    except BadInput:
+    except (BadInput, Unreadable):
         return ""
     return turn_text(content) if kind == "turn" else content
 

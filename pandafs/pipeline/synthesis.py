@@ -19,7 +19,7 @@ from events.documents import split_sections
 from events.projection import TurnView
 from events.schema import GateResult, Payload, ResponseSynthesized, ValidationDecided
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..memory.store import parse_entries
 from ..tasks.grounding import (
     Fact,
@@ -115,7 +115,7 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
         return [Fact(s, "document", n, doc_id) for s in _sentences(visit_text(ctx.vault.root, doc_path))]
     try:
         doc = ctx.read(doc_path)
-    except BadInput:
+    except (BadInput, Unreadable):
         return []
     meta = doc.metadata
     sections = split_sections(doc.content) if kind in _TURN_KINDS else {}

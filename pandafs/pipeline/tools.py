@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events.schema import ExtractionRecorded, MemoryCandidate, Payload
 
-from ..errors import BadInput
+from ..errors import BadInput, Unreadable
 from ..memory.api import Memory
 from ..memory.args import SearchArgs, SearchArgsModel
 from ..tasks.schemas import ToolSpec
@@ -186,7 +186,7 @@ def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
 def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
     try:  # ownership by path, checked before anything is read or counted
         doc = session.memory.retrieve(args.identifier, user=session.user, now=session.now())
-    except BadInput as exc:
+    except (BadInput, Unreadable) as exc:
         return ToolOutcome(False, "not retrieved", error=str(exc))
     content = doc.content
     if re.search(r"/turn_\d+$", doc.doc_id):

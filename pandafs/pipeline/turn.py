@@ -239,6 +239,7 @@ class Pipeline:
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
+        utcnow()  # a clock outside the range refuses the turn before its folder exists
         begun = time.perf_counter()
         # turns an earlier process left open or unprojected, recovered before this one's
         # folder exists: a kill while recovering them leaves no new folder behind
@@ -322,6 +323,7 @@ class Pipeline:
                             attempt=attempt,
                         )
                     ]
+                payloads = [*ctx.take_tier_failures(), *payloads]  # what a read cost, said before
                 usage = ctx.take_usage()
                 metrics = PhaseMetrics(
                     duration_ms=round((time.perf_counter() - begun) * 1000.0, 3),

@@ -16,8 +16,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from events.clock import utcnow
 from events.fsio import make_folder_at, open_folder, remove_tree_in_vault, vault_folder
+from events.ledger import Anchor, record_turns
 from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 
 from ..turns import EVENTS_FILE
@@ -51,6 +54,7 @@ class _Staged:
     body: str
     written: Future[int]  # mtime_ns of context.md once the folder is durable
     staging_fd: int  # the staging folder as opened and checked, shared by the user's batch
+    end: Anchor  # what its log ends with, for the user's ledger
 
 
 def _write_folder(staging_fd: int, name: str, files: list[tuple[str, bytes]]) -> int:
@@ -141,7 +145,8 @@ class Placer:
                 context = files.pop("context.md")
                 files_in_order = [("context.md", context), (EVENTS_FILE, log), *files.items()]
                 written = self._pool.submit(_write_folder, staging_fd, name, files_in_order)
-                staged.append(_Staged(name, line, context, front, body, written, staging_fd))
+                end = Anchor(name, log.count(b"\n"), orjson.loads(log.rsplit(b"\n", 2)[-2])["hash"])
+                staged.append(_Staged(name, line, context, front, body, written, staging_fd, end))
         except BaseException:
             if staged:
                 _settle({user: staged})  # the folders written so far, then the descriptor
@@ -187,4 +192,6 @@ class Placer:
                 rel, item.context, item.front, item.body, item.written.result(), max_bytes=self.max_bytes
             )
             placed.append(Placed(user, item.turn, item.line, doc))
+        ends = [item.end for item in staged if item.turn not in taken]
+        record_turns(self.vault.layout.turns_dir(user), ends, root=self.vault.root)  # one append a batch
         return placed

@@ -236,3 +236,30 @@ def test_search_takes_the_memory_tools_arguments_dates_included(two_users: Vault
     assert "users/alice/preferences.md" in _text(out["after"])  # saved after 2000
     assert "preferences" not in _text(out["before"]) and not out["before"].is_error
     assert out["bad"].is_error
+
+
+def test_the_resource_list_names_only_what_reading_serves_and_save_refuses_a_nul(
+    two_users: Vault, tmp_path: Path
+) -> None:
+    memories = two_users.root / "users" / "alice" / "memories"
+    memories.mkdir(parents=True, exist_ok=True)
+    (memories / "trip.md").write_text("A trip to Lisbon in May.\n")
+    outside = tmp_path / "outside.md"
+    outside.write_text("zebracrypt\n")
+    os.link(outside, memories / "linked.md")
+    (memories / "photo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    (memories / "nul.md").write_bytes(b"text with a \x00 byte\n")
+
+    async def script(client: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
+        out["save"] = await client.call_tool("save_memory", {"content": "raw \x00 byte", "type": "fact"})
+        return out
+
+    out = _session(two_users.root, "alice", script)
+    listed = {uri.rsplit("/", 1)[-1] for uri in out["resources"]}
+    assert "trip.md" in listed
+    assert not listed & {"linked.md", "photo.md", "nul.md"}
+    assert out["save"].is_error and "NUL" in _text(out["save"])
+    facts = two_users.root / "users" / "alice" / "facts.md"
+    assert not facts.exists() or "\x00" not in facts.read_text()

@@ -119,14 +119,20 @@ def test_only_a_publisher_publishes_and_the_act_is_recorded(cli, vault: Vault) -
     )
 
 
-def test_a_hand_written_id_is_named_by_verify(cli, vault: Vault) -> None:
+def test_a_hand_written_id_is_a_named_warning_unless_it_is_another_documents(cli, vault: Vault) -> None:
     _write(vault, "users/alice/memories/boots.md", {"id": "alice/something-else"}, "hiking boots")
     got = cli("--root", vault.root, "verify", "--json")
+    assert "id_claim" not in {p["kind"] for p in got.json["problems"]}
     assert ("users/alice/memories/boots.md", "id_claim") in {
-        (p["path"], p["kind"]) for p in got.json["problems"]
+        (p["path"], p["kind"]) for p in got.json["warnings"]
     }
     memory = Memory(vault)
     assert _ids(memory, "hiking boots", "alice") == ["alice/memories/boots"]
+    _write(vault, "users/alice/memories/socks.md", {"id": "alice/memories/boots"}, "wool socks")
+    got = cli("--root", vault.root, "verify", "--json")
+    assert ("users/alice/memories/socks.md", "id_claim") in {
+        (p["path"], p["kind"]) for p in got.json["problems"]
+    }
 
 
 def test_a_file_moved_into_published_by_hand_is_named_by_verify(cli, vault: Vault) -> None:

@@ -1,0 +1,185 @@
+"""The turns' ledger: each completed turn's final hash, kept outside the turn.
+
+A turn's hash chain (`events.log`) shows a changed, reordered or deleted line, but not
+a log rewritten whole with its hashes recomputed (and `metadata.json`'s `last_hash`
+edited to match): nothing outside the file says what it ended with.  The ledger does:
+`users/{u}/turns/.ledger.jsonl` holds one line per completed turn (and one more each
+time a completed turn's log is rightly changed), `{turn, events, last_hash, prev,
+hash}`, and the lines are chained themselves (`hash` = sha256 of `prev`, the turn, its
+event count and its last hash).  `pandafs verify` holds each live turn to the last line
+the ledger has for it: a rewrite of one turn's log is detected unless the ledger is
+rewritten too (its own chain recomputed from that line on).  The ledger proves nothing
+against someone who rewrites both, nor about a turn folder removed whole.
+
+Writers: `EventWriter` records a turn when it completes (one append, under the log's
+lock), import records each batch's turns in one append per user, and
+`record_turn_hash` is there for any rewrite of a completed turn's log.  Appends take the
+ledger's own `flock`, so two turns completing at once chain one after the other.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .fsio import append_all, check_opened, open_created, read_vault_bytes
+
+__all__ = [
+    "LEDGER_NAME",
+    "Anchor",
+    "LedgerRead",
+    "ledger_path",
+    "read_ledger",
+    "record_turn_hash",
+    "record_turns",
+]
+
+LEDGER_NAME = ".ledger.jsonl"
+_GENESIS = "0" * 64
+_TAIL = 4096  # a line is ~200 bytes: the last full one is within this much of the end
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """What a completed turn's log ends with: its number of events and last hash."""
+
+    turn: str
+    events: int
+    last_hash: str
+
+
+@dataclass
+class LedgerRead:
+    """A user's ledger as read: the last anchor of each turn, and what is wrong with the
+    ledger itself (None when its chain holds)."""
+
+    anchors: dict[str, Anchor] = field(default_factory=dict)
+    problem: str | None = None
+    present: bool = False
+
+
+def ledger_path(turns_dir: Path) -> Path:
+    """The ledger of the user whose `turns/` folder is `turns_dir`."""
+    return turns_dir / LEDGER_NAME
+
+
+def _line_hash(prev: str, anchor: Anchor) -> str:
+    return hashlib.sha256(f"{prev}\n{anchor.turn}\n{anchor.events}\n{anchor.last_hash}".encode()).hexdigest()
+
+
+def record_turn_hash(turns_dir: Path, turn: str, events: int, last_hash: str, *, root: Path | str) -> None:
+    """Record in the user's ledger that `turn` (a folder of `turns_dir`, the user's
+    `turns/`) now ends with `last_hash` after `events` events; `verify` holds the turn to
+    this from then on.
+
+    Call it after any deliberate rewrite of a completed turn's log (a forget that
+    re-chains a log, a repair that changes one), with the log's new event count and
+    final hash, once the new log is in place: without it `verify` names the turn as
+    changed after it was anchored.  One line appended, chained to the line before it,
+    fsynced; under the ledger's own lock."""
+    record_turns(turns_dir, [Anchor(turn, events, last_hash)], root=root)
+
+
+def record_turns(
+    turns_dir: Path, anchors: Iterable[Anchor], *, root: Path | str, durable: bool = True
+) -> None:
+    """`record_turn_hash` of several turns of one user, in one append."""
+    anchors = list(anchors)
+    if not anchors:
+        return
+    path = ledger_path(turns_dir)
+    fd, created = open_created(path, os.O_RDWR | os.O_APPEND)
+    check_opened(fd, path, root, created=created)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        prev = _last_hash(fd)
+        lines = []
+        for anchor in anchors:
+            line_hash = _line_hash(prev, anchor)
+            record = {
+                "turn": anchor.turn,
+                "events": anchor.events,
+                "last_hash": anchor.last_hash,
+                "prev": prev,
+                "hash": line_hash,
+            }
+            lines.append(orjson.dumps(record) + b"\n")
+            prev = line_hash
+        append_all(fd, b"".join(lines), durable=durable)
+    finally:
+        os.close(fd)  # (releases the lock)
+    if created and durable:
+        folder = os.open(turns_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def _last_hash(fd: int) -> str:
+    """The hash of the ledger's last full line (the chain's genesis when it has none).
+    A torn last line (a crash in the middle of an append, never acknowledged) is cut
+    away first, so the next line chains to the last whole one."""
+    size = os.fstat(fd).st_size
+    if not size:
+        return _GENESIS
+    start = max(0, size - _TAIL)
+    tail = os.pread(fd, size - start, start)
+    if not tail.endswith(b"\n"):
+        cut = tail.rfind(b"\n")
+        if cut < 0 and start > 0:
+            raise OSError(errno.EIO, f"the ledger's last line is longer than {_TAIL} bytes")
+        os.ftruncate(fd, start + cut + 1)
+        tail = tail[: cut + 1]
+    lines = tail.split(b"\n")
+    last = lines[-2] if len(lines) >= 2 else b""
+    if not last:
+        return _GENESIS
+    try:
+        value = orjson.loads(last).get("hash")
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, str):  # a damaged ledger: chained on regardless, `verify` names it
+        return hashlib.sha256(last).hexdigest()
+    return value
+
+
+def read_ledger(root: Path | str, turns_dir: Path) -> LedgerRead:
+    """The user's ledger (`turns_dir` is their `turns/`), its chain checked: the last
+    anchor of each turn, and the first thing wrong with it (a line that is not a ledger
+    line, a chain that breaks: a line changed, removed or moved; a torn last line), or
+    a ledger the one read rule refuses (a link, a file with other names)."""
+    read = LedgerRead()
+    path = ledger_path(turns_dir)
+    data = read_vault_bytes(root, path)
+    if data is None:
+        if os.path.lexists(path):
+            read.problem = "is not a plain file (a link, or a file with other names): not read"
+            read.present = True
+        return read
+    read.present = True
+    prev = _GENESIS
+    lines = data.split(b"\n")
+    if lines[-1]:
+        read.problem = f"ends in a torn line of {len(lines[-1])} bytes"
+    for number, raw in enumerate(lines[:-1], 1):
+        try:
+            record = orjson.loads(raw)
+            anchor = Anchor(str(record["turn"]), int(record["events"]), str(record["last_hash"]))
+            ok = record["prev"] == prev and record["hash"] == _line_hash(prev, anchor)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            read.problem = f"line {number} is not a ledger line"
+            return read
+        if not ok:
+            read.problem = f"its chain breaks at line {number}: a line was changed, removed or moved"
+            return read
+        read.anchors[anchor.turn] = anchor
+        prev = record["hash"]
+    return read
