@@ -1,10 +1,10 @@
 """Score `pandafs search` on real and generated conversations, beside plain BM25 baselines.
 
-    python benchmarks/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
-        [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
+    python benchmarks/eval_retrieval.py [--set all|real|ours|longmemeval|locomo] [--data DIR]
+        [--lme DIR] [--locomo FILE] [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
         [--search KEY=VALUE]...
 
-Two sets, one procedure:
+Three sets, one procedure (`all` is every set, `real` the two real ones):
 
 - **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
   `../shared/data/longmemeval-dev` beside the repository; read its README).  Each
@@ -14,6 +14,16 @@ Two sets, one procedure:
   session id in `meta.session` and `external_id` `{session}-t{n}`.  A session listed
   twice is imported once (same external id).  Evidence: `answer_session_ids`, and at
   turn level the turns holding a `has_answer` message.
+- **locomo**: LoCoMo (`--locomo`, default `benchmarks/data/locomo/locomo10.jsonl.gz`;
+  read its README): ten long conversations between two people, 19-32 sessions each.
+  Each conversation is its own user; each utterance is one turn (`query` is
+  `Speaker: text`, with a shared photo's caption; `response` empty), timestamped from
+  its session's date one minute apart, `meta.session` `{conversation}-s{n}`.
+  Evidence: the sessions and turns of the question's `evidence` dialogue ids.  Asked a
+  day after the conversation's last session.  Types are the release's categories, named
+  as in its evaluation code: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+  5 adversarial (a question about the other speaker; its evidence is labelled, so it
+  is scored).  Questions without a parsable evidence id are left out.
 - **ours**: the generated set of `benchmarks/retrieval` (`--data`, else generated into a
   temp dir); evidence sessions are the sessions of the evidence turns.
 
@@ -70,6 +80,7 @@ __all__ = [
     "Question",
     "hit_session",
     "hit_turn",
+    "load_locomo",
     "load_longmemeval",
     "load_ours",
     "main",
@@ -80,9 +91,12 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = ROOT / "benchmarks" / "retrieval" / "make_dataset.py"
 DEFAULT_LME = ROOT.parent / "shared" / "data" / "longmemeval-dev"
+DEFAULT_LOCOMO = ROOT / "benchmarks" / "data" / "locomo" / "locomo10.jsonl.gz"
+LOCOMO_KINDS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 SEARCH_LIMIT = 50
 """Turns asked for per question: enough to fill 10 distinct sessions."""
 WINDOW = 2
+SETS = ("longmemeval", "locomo", "ours")
 BASELINES = ("bm25_sessions", "bm25_turns", "bm25_windows")
 OUR_KINDS = ("single_fact", "preference", "temporal", "multi_hop", "knowledge_update")
 
@@ -171,6 +185,64 @@ def load_longmemeval(folder: Path, limit: int | None = None) -> Dataset:
             )
         )
     return Dataset("longmemeval", lines, questions)
+
+
+def _locomo_date(text: str) -> datetime:
+    """`1:56 pm on 8 May, 2023` → an aware datetime (no zone given: UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def load_locomo(path: Path, limit: int | None = None) -> Dataset:
+    """LoCoMo conversations → import lines and questions (see the module docstring)."""
+    lines: list[dict[str, Any]] = []
+    rows: list[Question] = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        samples = [json.loads(raw) for raw in handle if raw.strip()]
+    for sample in samples:
+        user = "locomo-" + re.sub(r"[^a-z0-9_-]", "-", sample["sample_id"].lower())
+        known: set[str] = set()
+        last = datetime.min.replace(tzinfo=UTC)
+        for session in sample["sessions"]:
+            sid = f"{sample['sample_id']}-s{session['session']}"
+            start = _locomo_date(session["date_time"])
+            last = max(last, start)
+            for n, turn in enumerate(session["turns"]):
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" (shares {turn['blip_caption']})"
+                external = f"{sample['sample_id']}-{turn['dia_id'].replace(':', '-')}"
+                known.add(external)
+                lines.append(
+                    {
+                        "user": user,
+                        "external_id": external,
+                        "timestamp": _iso(start + timedelta(minutes=n)),
+                        "query": text,
+                        "response": "",
+                        "meta": {"session": sid},
+                    }
+                )
+        now = _iso(last + timedelta(days=1))
+        for i, q in enumerate(sample["qa"]):
+            ids = re.findall(r"D(\d+):(\d+)", " ".join(q["evidence"]))
+            if not ids:
+                continue
+            turns = {f"{sample['sample_id']}-D{s}-{t}" for s, t in ids}
+            rows.append(
+                Question(
+                    qid=f"{sample['sample_id']}-q{i:03d}",
+                    user=user,
+                    kind=LOCOMO_KINDS.get(q["category"], str(q["category"])),
+                    text=q["question"],
+                    now=now,
+                    sessions=frozenset(f"{sample['sample_id']}-s{s}" for s, _ in ids),
+                    turns=frozenset(turns & known),
+                    abstention=False,
+                )
+            )
+    questions = _spread(rows, limit)
+    users = {q.user for q in questions}
+    return Dataset("locomo", [line for line in lines if line["user"] in users], questions)
 
 
 def _spread(rows: list[Any], limit: int | None) -> list[Any]:
@@ -531,7 +603,7 @@ def evaluate(
         foreign += sum(1 for h in hits if h.get("user") not in (q.user, None))
         turns = [t for t in (hit_turn(h) for h in hits) if t is not None]
         ours.append((_distinct(hit_session(h) for h in hits), turns))
-    kinds = OUR_KINDS if dataset.name == "ours" else ()
+    kinds = {"ours": OUR_KINDS, "locomo": tuple(LOCOMO_KINDS.values())}.get(dataset.name, ())
     systems = {"pandafs": summarise(dataset.questions, ours, k, kinds)}
     for name, rankings in _baseline_rankings(dataset).items():
         systems[name] = summarise(dataset.questions, rankings, k, kinds)
@@ -586,9 +658,10 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=("all", "ours", "longmemeval"), default="all")
+    parser.add_argument("--set", choices=("all", "real", *SETS), default="all")
     parser.add_argument("--data", type=Path, help="our set's folder (default: generate one)")
     parser.add_argument("--lme", type=Path, default=DEFAULT_LME, help="LongMemEval dev folder")
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo slice (.jsonl.gz)")
     parser.add_argument("--limit", type=int, help="use N evenly spaced questions of each set")
     parser.add_argument("--k", type=int, default=5, help="cut-off k (default 5)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
@@ -609,9 +682,11 @@ def main(argv: list[str] | None = None) -> int:
         options = _options(args.search)
     except ValueError as exc:
         parser.error(str(exc))
-    names = ["longmemeval", "ours"] if args.set == "all" else [args.set]
+    names = {"all": list(SETS), "real": ["longmemeval", "locomo"]}.get(args.set, [args.set])
     if "longmemeval" in names and not (args.lme / "questions.jsonl.gz").is_file():
         parser.error(f"{args.lme} has no questions.jsonl.gz")
+    if "locomo" in names and not args.locomo.is_file():
+        parser.error(f"{args.locomo} is not a file")
     if args.data is not None and not (args.data / "conversations.jsonl").is_file():
         parser.error(f"{args.data} has no conversations.jsonl and questions.jsonl")
 
@@ -623,6 +698,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             if name == "longmemeval":
                 dataset = load_longmemeval(args.lme, args.limit)
+            elif name == "locomo":
+                dataset = load_locomo(args.locomo, args.limit)
             else:
                 data = args.data
                 if data is None:
