@@ -379,7 +379,7 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     assert report["sets"]["locomo"]["imported"] == 4 and report["sets"]["locomo"]["questions"] == 2
     assert ours["questions"] == len(questions) and ours["imported"] == 48 and ours["failed"] == 0
     assert ours["errors"] == 0 and ours["foreign_hits"] == 0
-    assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows"}
+    assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
     overall = ours["systems"]["pandafs"]["overall"]
     assert overall["n"] == sum(q["kind"] != "abstention" for q in questions)
     for name in ("all@3", "any@3", "all@10", "ndcg@3", "mrr", "turn_any@3"):
@@ -430,8 +430,11 @@ def test_bootstrap_and_verdict(switches: ModuleType) -> None:
     gain = {"effect": 0.05, "lo": 0.01, "hi": 0.09}
     noise = {"effect": 0.0, "lo": -0.02, "hi": 0.02}
     loss = {"effect": -0.05, "lo": -0.08, "hi": -0.01}
+    small = {"effect": 0.01, "lo": -0.02, "hi": 0.04}
     assert switches.verdict(True, {"longmemeval": gain, "locomo": noise}) == "keep on"
+    assert switches.verdict(True, {"longmemeval": small, "locomo": noise}) == "keep on"
     assert switches.verdict(True, {"longmemeval": gain, "locomo": loss}) == "turn off"
     assert switches.verdict(True, {"longmemeval": noise, "locomo": noise}) == "turn off"
     assert switches.verdict(False, {"longmemeval": gain, "locomo": noise}) == "turn on"
     assert switches.verdict(False, {"longmemeval": gain, "locomo": loss, "ours": gain}) == "keep off"
+    assert switches.verdict(True, {"ours": gain}) == "turn off"  # only real sets count
