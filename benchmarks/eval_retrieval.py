@@ -1,10 +1,10 @@
 """Score `pandafs search` on real and generated conversations, beside plain BM25 baselines.
 
-    python benchmarks/eval_retrieval.py [--set all|ours|longmemeval] [--data DIR] [--lme DIR]
-        [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
+    python benchmarks/eval_retrieval.py [--set all|real|longmemeval|locomo|locomo-pairs|ours] [--data DIR]
+        [--lme DIR] [--locomo FILE] [--limit N] [--k 5] [--json] [--keep DIR] [--pandafs CMD] [--gap-episodes]
         [--search KEY=VALUE]...
 
-Two sets, one procedure:
+Four sets, one procedure (`all` is every set, `real` all but ours):
 
 - **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
   `../shared/data/longmemeval-dev` beside the repository; read its README).  Each
@@ -14,6 +14,19 @@ Two sets, one procedure:
   session id in `meta.session` and `external_id` `{session}-t{n}`.  A session listed
   twice is imported once (same external id).  Evidence: `answer_session_ids`, and at
   turn level the turns holding a `has_answer` message.
+- **locomo**: LoCoMo (`--locomo`, default `benchmarks/data/locomo/locomo10.jsonl.gz`;
+  read its README): ten long conversations between two people, 19-32 sessions each.
+  Each conversation is its own user; each utterance is one turn (`query` is
+  `Speaker: text`, with a shared photo's caption; `response` empty), timestamped from
+  its session's date one minute apart, `meta.session` `{conversation}-s{n}`.
+  Evidence: the sessions and turns of the question's `evidence` dialogue ids.  Asked a
+  day after the conversation's last session.  Types are the release's categories, named
+  as in its evaluation code: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+  5 adversarial (a question about the other speaker; its evidence is labelled, so it
+  is scored).  Questions without a parsable evidence id are left out.
+- **locomo-pairs**: the same conversations with two consecutive utterances per turn
+  (the first as `query`, the second as `response`), as a chat import of a two-person
+  log would make them: the same evidence sessions, turns half as many and twice as long.
 - **ours**: the generated set of `benchmarks/retrieval` (`--data`, else generated into a
   temp dir); evidence sessions are the sessions of the evidence turns.
 
@@ -25,7 +38,9 @@ first (the on/off switches of the lexical resources, for instance).  In the same
 three plain baselines see the same turns, per question's user, through tantivy's
 `en_stem` BM25 and nothing else (the question's words OR-ed): whole sessions as
 documents; turns as documents, collapsed to sessions in rank order; ±2-turn windows
-of a session as documents, collapsed likewise.
+of a session as documents, collapsed likewise.  One more row, `rrf_sessions`, fuses
+PandaFS's session ranking with `bm25_sessions` by reciprocal rank fusion (k = 60): what
+whole-session BM25 would add as a second candidate source.
 
 Metrics, per question type and overall, abstention questions apart (as LongMemEval's
 own evaluation does): at session level recall_all@k (every evidence session in the top
@@ -70,6 +85,7 @@ __all__ = [
     "Question",
     "hit_session",
     "hit_turn",
+    "load_locomo",
     "load_longmemeval",
     "load_ours",
     "main",
@@ -80,9 +96,12 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = ROOT / "benchmarks" / "retrieval" / "make_dataset.py"
 DEFAULT_LME = ROOT.parent / "shared" / "data" / "longmemeval-dev"
+DEFAULT_LOCOMO = ROOT / "benchmarks" / "data" / "locomo" / "locomo10.jsonl.gz"
+LOCOMO_KINDS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 SEARCH_LIMIT = 50
 """Turns asked for per question: enough to fill 10 distinct sessions."""
 WINDOW = 2
+SETS = ("longmemeval", "locomo", "locomo-pairs", "ours")
 BASELINES = ("bm25_sessions", "bm25_turns", "bm25_windows")
 OUR_KINDS = ("single_fact", "preference", "temporal", "multi_hop", "knowledge_update")
 
@@ -171,6 +190,73 @@ def load_longmemeval(folder: Path, limit: int | None = None) -> Dataset:
             )
         )
     return Dataset("longmemeval", lines, questions)
+
+
+def _locomo_date(text: str) -> datetime:
+    """`1:56 pm on 8 May, 2023` → an aware datetime (no zone given: UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def load_locomo(path: Path, limit: int | None = None, pairs: bool = False) -> Dataset:
+    """LoCoMo conversations → import lines and questions (see the module docstring);
+    with `pairs`, two consecutive utterances make one turn (`locomo-pairs`)."""
+    lines: list[dict[str, Any]] = []
+    rows: list[Question] = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        samples = [json.loads(raw) for raw in handle if raw.strip()]
+    for sample in samples:
+        user = "locomo-" + re.sub(r"[^a-z0-9_-]", "-", sample["sample_id"].lower())
+        turn_of: dict[str, str] = {}  # utterance id → the turn that holds it
+        last = datetime.min.replace(tzinfo=UTC)
+        for session in sample["sessions"]:
+            sid = f"{sample['sample_id']}-s{session['session']}"
+            start = _locomo_date(session["date_time"])
+            last = max(last, start)
+            step = 2 if pairs else 1
+            utterances = session["turns"]
+            for n in range(0, len(utterances), step):
+                said = []
+                for turn in utterances[n : n + step]:
+                    text = f"{turn['speaker']}: {turn['text']}"
+                    if turn.get("blip_caption"):
+                        text += f" (shares {turn['blip_caption']})"
+                    said.append(text)
+                    turn_of[turn["dia_id"]] = (
+                        f"{sample['sample_id']}-{utterances[n]['dia_id'].replace(':', '-')}"
+                    )
+                lines.append(
+                    {
+                        "user": user,
+                        "external_id": turn_of[utterances[n]["dia_id"]],
+                        "timestamp": _iso(start + timedelta(minutes=n // step)),
+                        "query": said[0],
+                        "response": said[1] if len(said) > 1 else "",
+                        "meta": {"session": sid},
+                    }
+                )
+        now = _iso(last + timedelta(days=1))
+        for i, q in enumerate(sample["qa"]):
+            ids = re.findall(r"D(\d+):(\d+)", " ".join(q["evidence"]))
+            if not ids:
+                continue
+            turns = {turn_of[f"D{s}:{t}"] for s, t in ids if f"D{s}:{t}" in turn_of}
+            rows.append(
+                Question(
+                    qid=f"{sample['sample_id']}-q{i:03d}",
+                    user=user,
+                    kind=LOCOMO_KINDS.get(q["category"], str(q["category"])),
+                    text=q["question"],
+                    now=now,
+                    sessions=frozenset(f"{sample['sample_id']}-s{s}" for s, _ in ids),
+                    turns=frozenset(turns),
+                    abstention=False,
+                )
+            )
+    questions = _spread(rows, limit)
+    users = {q.user for q in questions}
+    return Dataset(
+        "locomo-pairs" if pairs else "locomo", [line for line in lines if line["user"] in users], questions
+    )
 
 
 def _spread(rows: list[Any], limit: int | None) -> list[Any]:
@@ -296,6 +382,19 @@ def rank_metrics(ranked: Sequence[str], wanted: frozenset[str], k: int) -> dict[
         f"ndcg@{k}": dcg / ideal if ideal else 0.0,
         "mrr": 1 / first if first else 0.0,
     }
+
+
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack, Clarke & Büttcher, SIGIR 2009)."""
+
+
+def fuse(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Reciprocal rank fusion: Σ 1/(RRF_K + rank) per item; ties keep the first ranking's order."""
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            score[item] = score.get(item, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(score, key=lambda item: -score[item])
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -531,10 +630,16 @@ def evaluate(
         foreign += sum(1 for h in hits if h.get("user") not in (q.user, None))
         turns = [t for t in (hit_turn(h) for h in hits) if t is not None]
         ours.append((_distinct(hit_session(h) for h in hits), turns))
-    kinds = OUR_KINDS if dataset.name == "ours" else ()
+    kinds = OUR_KINDS if dataset.name == "ours" else tuple(LOCOMO_KINDS.values())
     systems = {"pandafs": summarise(dataset.questions, ours, k, kinds)}
-    for name, rankings in _baseline_rankings(dataset).items():
+    baselines = _baseline_rankings(dataset)
+    for name, rankings in baselines.items():
         systems[name] = summarise(dataset.questions, rankings, k, kinds)
+    fused = [
+        (fuse([mine, theirs]), None)
+        for (mine, _), (theirs, _) in zip(ours, baselines["bm25_sessions"], strict=True)
+    ]
+    systems["rrf_sessions"] = summarise(dataset.questions, fused, k, kinds)
     return {
         "questions": len(dataset.questions),
         "abstention": sum(q.abstention for q in dataset.questions),
@@ -586,9 +691,10 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=("all", "ours", "longmemeval"), default="all")
+    parser.add_argument("--set", choices=("all", "real", *SETS), default="all")
     parser.add_argument("--data", type=Path, help="our set's folder (default: generate one)")
     parser.add_argument("--lme", type=Path, default=DEFAULT_LME, help="LongMemEval dev folder")
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo slice (.jsonl.gz)")
     parser.add_argument("--limit", type=int, help="use N evenly spaced questions of each set")
     parser.add_argument("--k", type=int, default=5, help="cut-off k (default 5)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
@@ -609,9 +715,11 @@ def main(argv: list[str] | None = None) -> int:
         options = _options(args.search)
     except ValueError as exc:
         parser.error(str(exc))
-    names = ["longmemeval", "ours"] if args.set == "all" else [args.set]
+    names = {"all": list(SETS), "real": [n for n in SETS if n != "ours"]}.get(args.set, [args.set])
     if "longmemeval" in names and not (args.lme / "questions.jsonl.gz").is_file():
         parser.error(f"{args.lme} has no questions.jsonl.gz")
+    if any(n.startswith("locomo") for n in names) and not args.locomo.is_file():
+        parser.error(f"{args.locomo} is not a file")
     if args.data is not None and not (args.data / "conversations.jsonl").is_file():
         parser.error(f"{args.data} has no conversations.jsonl and questions.jsonl")
 
@@ -623,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             if name == "longmemeval":
                 dataset = load_longmemeval(args.lme, args.limit)
+            elif name.startswith("locomo"):
+                dataset = load_locomo(args.locomo, args.limit, pairs=name == "locomo-pairs")
             else:
                 data = args.data
                 if data is None:

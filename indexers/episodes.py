@@ -151,3 +151,18 @@ def prefer_order(
         for key in members[ep]:
             if key in scores:
                 scores[key] *= boost
+
+
+def one_per_episode(ranked: list[_Key], episode_of: dict[_Key, _Ep | None]) -> list[_Key]:
+    """The best turn of each episode, in rank order: a ranking of conversations (a
+    document outside any episode is its own)."""
+    seen: set[_Ep] = set()
+    out: list[_Key] = []
+    for key in ranked:
+        ep = episode_of[key]
+        if ep is not None:
+            if ep in seen:
+                continue
+            seen.add(ep)
+        out.append(key)
+    return out

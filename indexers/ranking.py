@@ -23,6 +23,7 @@ from .episodes import (
     _Key,
     cap_episodes,
     in_time_order,
+    one_per_episode,
     prefer_order,
     reach_slices,
 )
@@ -271,8 +272,9 @@ class _Scorer:
         for key, score in found:
             self.terms.setdefault(key, {})[stem] = float(score) * self.factor[key]
 
-    def final(self, order: str | None) -> list[tuple[float, int, Any, str | None]]:
-        """(score, created, address, episode label) best first: see the module docstring."""
+    def final(self, order: str | None, per_episode: bool = False) -> list[tuple[float, int, Any, str | None]]:
+        """(score, created, address, episode label) best first: see the module docstring.
+        With `per_episode`, each episode's best turn only (a document outside any stays)."""
         r = self.ranking
         scores: dict[_Key, float] = {}
         members: dict[_Ep, list[_Key]] = {}
@@ -315,7 +317,9 @@ class _Scorer:
                 scores, members, ep_score, self.created, r.latest_band, r.latest_weight, order == "earliest"
             )
         ranked = sorted(scores, key=lambda k: (-scores[k], -created[k], k))
-        if r.episode_cap > 0:
+        if per_episode:
+            ranked = one_per_episode(ranked, self.episode_of)
+        elif r.episode_cap > 0:
             ranked = cap_episodes(ranked, self.episode_of, r.episode_cap)
         labels: dict[_Ep | None, str | None] = {}  # one per episode: hundreds of hits share one
         out = []

@@ -61,6 +61,8 @@ class Ranking:
 
 SCOPES = ("new", "user", "global")
 """Values of a document's `scope` (and of the search filter of that name)."""
+UNITS = ("turn", "episode")
+"""What one hit stands for: a document (a turn), or a conversation (its best turn)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,14 @@ class SearchRequest:
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     snippets: bool | int = True  # every hit's, none, or the first that many hits'
+    unit: str = field(
+        default="turn",
+        metadata=_arg(
+            "turn: one hit per document; episode: one per conversation, its best turn standing for it",
+            "--unit",
+            choices=UNITS,
+        ),
+    )
     after: datetime | None = field(
         default=None,
         metadata=_arg("only documents created at or after this date/time (ISO-8601)", "--after"),

@@ -158,7 +158,7 @@ class IndexReader:
         if groups:
             self._expand_episodes(searcher, scorer, groups, clauses, ranking)
         order = hint.order or ("latest" if plan.wants_latest else None)
-        ranked = scorer.final(order)
+        ranked = scorer.final(order, per_episode=req.unit == "episode")
         wanted = req.limit if req.snippets is True else int(req.snippets)
         terms = query_terms(text) if wanted > 0 else None
         return self._page(searcher, ranked, req.limit, terms, wanted, loaded)

@@ -73,7 +73,7 @@ class SearchConfig(_Section):
     """The weights and switches of the ranking formula (docs/search.md), each default once."""
 
     quality_weight: float = setting(0.5, ge=0, description="score × (1 + w·(quality − 0.5))")
-    freshness_weight: float = setting(0.25, ge=0, description="score × (1 + w·2^(−age/half_life))")
+    freshness_weight: float = setting(0.0, ge=0, description="score × (1 + w·2^(−age/half_life)) (0 = off)")
     freshness_half_life_days: float = setting(30.0, gt=0, description="age at which freshness is 1/2")
     trust_weight: float = setting(0.2, ge=0, description="score × (1 + w·(trust − 0.5)) when trust is known")
     topic_boost: float = setting(0.5, ge=0, description="bonus factor for an exact topic match")
@@ -83,7 +83,7 @@ class SearchConfig(_Section):
         0.7, ge=0, description="weight of a thesaurus synonym of a query word (0 = none)"
     )
     prefix_weight: float = setting(
-        0.5, ge=0, description="weight of another word form sharing a long prefix (0 = none)"
+        0.0, ge=0, description="weight of another word form sharing a long prefix (0 = none)"
     )
     spread_weight: float = setting(
         0.5, ge=0, description="down-weights query words found on many days: (idf_days ratio)^w"
@@ -112,7 +112,7 @@ class SearchConfig(_Section):
         description="a longer run of turns is scored within this many turns of a stage-1 hit (0 = all)",
     )
     latest_weight: float = setting(
-        1.0,
+        0.0,
         ge=0,
         description='"now", "recently", "the first time": bonus for the latest (earliest) near-equal episode',
     )
@@ -120,14 +120,14 @@ class SearchConfig(_Section):
         0.4, ge=0, le=1, description="episodes within this share of the best episode compete on time"
     )
     episode_cap: int = setting(
-        3,
+        0,
         ge=0,
         aliases=("episode_cap", "day_cap"),
         description="turns of one episode before every other hit (0 = no cap)",
     )
     candidate_pool: int = setting(60, ge=1, description="BM25 candidates of stage 1")
     feedback_docs: int = setting(
-        10, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
+        0, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
     )
     feedback_terms: int = setting(10, ge=1, description="RM3: words added from those turns")
     feedback_weight: float = setting(

@@ -50,6 +50,11 @@ def runner() -> ModuleType:
     return _load("bench_eval_retrieval", RUNNER)
 
 
+@pytest.fixture(scope="module")
+def switches() -> ModuleType:
+    return _load("bench_eval_switches", ROOT / "benchmarks" / "eval_switches.py")
+
+
 def _read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -275,6 +280,62 @@ def test_longmemeval_loader(runner: ModuleType, tmp_path: Path) -> None:
     assert len(runner.load_longmemeval(tmp_path / "lme", limit=1).questions) == 1
 
 
+def _tiny_locomo(path: Path) -> None:
+    """One conversation in the shape of `benchmarks/data/locomo/make_slice.py`'s output:
+    two sessions, a photo caption, evidence ids spelled three ways (one, two in one
+    string, none)."""
+    sessions = [
+        {
+            "session": 1,
+            "date_time": "1:56 pm on 8 May, 2023",
+            "turns": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a hamster called Biscuit."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a photo of a cage"},
+            ],
+        },
+        {
+            "session": 2,
+            "date_time": "10:00 am on 20 June, 2023",
+            "turns": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "I am planning a trip to Lisbon."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Trams and pastries!"},
+            ],
+        },
+    ]
+    qa = [
+        {"question": "What is Ann's hamster called?", "answer": "Bisc", "evidence": ["D1:1"], "category": 4},
+        {"question": "Where is Bob going?", "answer": "Lisbon", "evidence": ["D2:1; D1:2"], "category": 1},
+        {"question": "What colour is the cage?", "answer": "?", "evidence": [], "category": 3},
+    ]  # fmt: skip
+    line = {"sample_id": "conv-1", "speakers": ["Ann", "Bob"], "sessions": sessions, "qa": qa}
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def test_locomo_loader(runner: ModuleType, tmp_path: Path) -> None:
+    _tiny_locomo(tmp_path / "locomo.jsonl.gz")
+    data = runner.load_locomo(tmp_path / "locomo.jsonl.gz")
+    assert [line["external_id"] for line in data.lines] == [
+        "conv-1-D1-1", "conv-1-D1-2", "conv-1-D2-1", "conv-1-D2-2"
+    ]  # fmt: skip
+    first, second = data.lines[:2]
+    assert first["user"] == "locomo-conv-1" and first["meta"] == {"session": "conv-1-s1"}
+    assert first["query"] == "Ann: I adopted a hamster called Biscuit." and first["response"] == ""
+    assert second["query"] == "Bob: Lovely! (shares a photo of a cage)"
+    assert (first["timestamp"], second["timestamp"]) == ("2023-05-08T13:56:00Z", "2023-05-08T13:57:00Z")
+    assert [q.kind for q in data.questions] == ["single-hop", "multi-hop"]  # no evidence: left out
+    one, two = data.questions
+    assert one.sessions == {"conv-1-s1"} and one.turns == {"conv-1-D1-1"} and not one.abstention
+    assert two.sessions == {"conv-1-s1", "conv-1-s2"} and two.turns == {"conv-1-D2-1", "conv-1-D1-2"}
+    assert one.now == "2023-06-21T10:00:00Z"  # a day after the last session
+
+
+def test_locomo_slice_in_the_repository_loads(runner: ModuleType) -> None:
+    data = runner.load_locomo(runner.DEFAULT_LOCOMO)
+    assert len(data.lines) == 5882 and len({line["user"] for line in data.lines}) == 10
+    assert len(data.questions) == 1982 and all(q.sessions for q in data.questions)
+
+
 # --------------------------------------------------------------------------- end to end
 
 
@@ -297,18 +358,28 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         timeout=30,
     )
     _tiny_longmemeval(tmp_path / "lme")
+    _tiny_locomo(tmp_path / "locomo.jsonl.gz")
     questions = _read(data / "questions.jsonl")
-    args = ["--data", str(data), "--lme", str(tmp_path / "lme"), "--keep", str(keep), "--k", "3"]
+    args = [
+        "--data",
+        str(data),
+        "--lme",
+        str(tmp_path / "lme"),
+        "--locomo",
+        str(tmp_path / "locomo.jsonl.gz"),
+    ]
+    args += ["--keep", str(keep), "--k", "3"]
     done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     *table, last = done.stdout.strip().splitlines()
     assert any(line.startswith("overall") and "bm25_sessions" in line for line in table)
     report = json.loads(last)
-    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {"ours", "longmemeval"}
+    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {"ours", "longmemeval", "locomo"}
     ours, lme = report["sets"]["ours"], report["sets"]["longmemeval"]
+    assert report["sets"]["locomo"]["imported"] == 4 and report["sets"]["locomo"]["questions"] == 2
     assert ours["questions"] == len(questions) and ours["imported"] == 48 and ours["failed"] == 0
     assert ours["errors"] == 0 and ours["foreign_hits"] == 0
-    assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows"}
+    assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
     overall = ours["systems"]["pandafs"]["overall"]
     assert overall["n"] == sum(q["kind"] != "abstention" for q in questions)
     for name in ("all@3", "any@3", "all@10", "ndcg@3", "mrr", "turn_any@3"):
@@ -331,13 +402,39 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     )
 
     switches = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "eval_switches.py"), *args[:6]],
+        [sys.executable, str(ROOT / "benchmarks" / "eval_switches.py"), "--set", "all", *args[:8]]
+        + ["--only", "stop words", "--only", "RM3 feedback", "--resamples", "200"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert switches.returncode == 0, switches.stderr
-    by_set = json.loads(switches.stdout.strip().splitlines()[-1])["sets"]
-    assert set(by_set["ours"]) == set(by_set["longmemeval"]) >= {"defaults", "stop words", "all off"}
-    assert by_set["longmemeval"]["defaults"]["overall"] == {"n": 1, "all@5": 1.0}
-    assert all(0.0 <= row["overall"]["all@5"] <= 1.0 for row in by_set["ours"].values())
+    *table, last = switches.stdout.strip().splitlines()
+    report = json.loads(last)
+    assert report["benchmark"] == "retrieval_switches" and report["resamples"] == 200
+    assert set(report["sets"]) == {"ours", "longmemeval", "locomo"}
+    assert report["sets"]["longmemeval"] == {"n": 1, "all@5": 1.0}
+    assert set(report["components"]) == {"stop words", "RM3 feedback"}
+    for row in report["components"].values():
+        assert set(row["sets"]) == {"ours", "longmemeval", "locomo"}
+        assert row["verdict"] in ("keep on", "keep off", "turn on", "turn off")
+        for effect in row["sets"].values():
+            assert -1.0 <= effect["lo"] <= effect["effect"] <= effect["hi"] <= 1.0
+    assert any(line.startswith("stop words") for line in table)
+
+
+def test_bootstrap_and_verdict(switches: ModuleType) -> None:
+    mean, lo, hi = switches.bootstrap([1] * 30 + [0] * 70, 500, 7)
+    assert mean == 0.3 and 0.2 < lo < 0.3 < hi < 0.4
+    assert switches.bootstrap([0] * 50, 500, 7) == (0.0, 0.0, 0.0)
+    gain = {"effect": 0.05, "lo": 0.01, "hi": 0.09}
+    noise = {"effect": 0.0, "lo": -0.02, "hi": 0.02}
+    loss = {"effect": -0.05, "lo": -0.08, "hi": -0.01}
+    small = {"effect": 0.01, "lo": -0.02, "hi": 0.04}
+    assert switches.verdict(True, {"longmemeval": gain, "locomo": noise}) == "keep on"
+    assert switches.verdict(True, {"longmemeval": small, "locomo": noise}) == "keep on"
+    assert switches.verdict(True, {"longmemeval": gain, "locomo": loss}) == "turn off"
+    assert switches.verdict(True, {"longmemeval": noise, "locomo": noise}) == "turn off"
+    assert switches.verdict(False, {"longmemeval": gain, "locomo": noise}) == "turn on"
+    assert switches.verdict(False, {"longmemeval": gain, "locomo": loss, "ours": gain}) == "keep off"
+    assert switches.verdict(True, {"ours": gain}) == "turn off"  # only real sets count

@@ -158,6 +158,8 @@ def test_time_words_in_the_question_pick_the_dated_turn(dated: Memory) -> None:
     assert top("what did I cook in May?") == "may"
     assert top("what did I cook two months ago?") == "july"
     assert top("what did I cook last week?") == "sept"
+    assert dated.ranking.latest_weight == 0.0  # off by default: no gain on the real sets
+    dated.ranking = replace(dated.ranking, latest_weight=1.0)
     assert top("what did I cook for the first time?") == "may"
 
 
@@ -265,3 +267,26 @@ def test_reach_slices_keep_the_turns_near_each_anchor_and_a_short_episode_whole(
     assert reach_slices(100, [0, 99], 3) == [(0, 4), (96, 100)]  # clipped at the ends
     assert reach_slices(100, [], 3) == []  # no anchor in it: nothing kept
     assert reach_slices(100, [50], 0) == [(0, 100)]  # reach 0: the whole episode
+
+
+def test_unit_episode_ranks_conversations_one_hit_each(vault: Vault, tmp_path: Path) -> None:
+    """`unit="episode"`: each conversation once, by its best turn, sessions and time-gap
+    runs alike; `unit="turn"` lists every matching turn."""
+    memory = _import(
+        vault,
+        tmp_path,
+        [
+            _turn("a1", "2026-09-01T10:00:00Z", "the shed roof leaks", session="chat-1"),
+            _turn("a2", "2026-09-01T10:01:00Z", "which sealant for a shed roof?", session="chat-1"),
+            _turn("a3", "2026-09-01T10:02:00Z", "the shed roof again", session="chat-1"),
+            _turn("b1", "2026-09-03T10:00:00Z", "painting the shed"),
+            _turn("b2", "2026-09-03T10:05:00Z", "the shed needs a second coat"),
+            _turn("c1", "2026-09-05T10:00:00Z", "the roof of the car", session="chat-2"),
+        ],
+    )
+    turns = memory.search("shed roof", user="alice", now=NOW, snippets=False)
+    episodes = memory.search("shed roof", user="alice", now=NOW, snippets=False, unit="episode")
+    assert len(turns) == 6
+    assert [h["episode"] for h in episodes] == list(dict.fromkeys(h["episode"] for h in turns))
+    assert len(episodes) == 3 and episodes[0]["episode"] == "chat-1"
+    assert {h["external_id"] for h in episodes} <= {h["external_id"] for h in turns}
