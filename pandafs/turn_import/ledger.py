@@ -44,13 +44,20 @@ def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
 
 
 class Ledger:
-    """One user's imported external ids, with the `scanned` and `indexed` marks."""
+    """One user's imported external ids, with the `scanned` and `indexed` marks.
+
+    An entry `{"e": external id, "t": turn, "h": digest of what the turn holds, "c":
+    conversation}` says where a line went and what it held (a later entry for the same id
+    after the turn grew replaces `h`), so an export imported again completes what grew
+    and links a conversation's new turns to its last one."""
 
     def __init__(self, vault: Vault, user: str) -> None:
         self.vault = vault
         self.user = user
         self.path = vault.layout.turns_dir(user) / LEDGER
-        self.ids: set[str] = set()
+        self.ids: dict[str, str] = {}  # external id → its turn ("" while being placed)
+        self.digests: dict[str, str] = {}  # external id → digest of what its turn holds
+        self.last_of: dict[str, str] = {}  # conversation → its newest turn
         self.scanned = 0
         indexed: int | None = None
         torn = False
@@ -69,7 +76,7 @@ class Ledger:
                     if not isinstance(entry, dict):
                         continue
                     if "e" in entry:
-                        self.ids.add(entry["e"])
+                        self._learn(entry)
                         self.scanned = max(self.scanned, turn_number(entry["t"]))
                     elif "indexed" in entry:
                         indexed = max(indexed or 0, int(entry["indexed"]))
@@ -79,6 +86,22 @@ class Ledger:
         self.indexed = self.scanned if indexed is None else min(indexed, self.scanned)
         self._torn = torn
         self.marked = indexed is not None  # the ledger holds an `indexed` mark
+
+    def _learn(self, entry: dict[str, Any]) -> None:
+        self.ids[entry["e"]] = entry["t"]
+        if isinstance(entry.get("h"), str):
+            self.digests[entry["e"]] = entry["h"]
+        if isinstance(entry.get("c"), str):
+            last = self.last_of.get(entry["c"])
+            if last is None or turn_number(last) < turn_number(entry["t"]):
+                self.last_of[entry["c"]] = entry["t"]
+
+    def record(self, entries: list[dict[str, Any]]) -> None:
+        """Learn and append `{"e", "t", "h"?, "c"?}` entries (and any marks among them)."""
+        for entry in entries:
+            if "e" in entry:
+                self._learn(entry)
+        self.append(entries)
 
     def append(self, entries: list[dict[str, Any]]) -> None:
         """Append entries; no fsync: the folders are durable first, the ledger is a summary."""
@@ -130,7 +153,7 @@ class Ledger:
                 newest = number
                 external = data.get("external_id")
                 if external is not None:
-                    self.ids.add(external)
+                    self.ids[external] = name
                     found.append({"e": external, "t": name})
             if number > self.indexed and data.get("source") == "import":
                 ref = TurnRef(self.user, name, turns)

@@ -1,0 +1,214 @@
+"""`pandafs import` on exports shaped like the real ones (tests/pandafs/fixtures/shapes/README.md):
+every chain read, every message accounted for, grown exports completed, inputs bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pandafs.memory import Memory
+from pandafs.vault import Vault
+
+SHAPES = Path(__file__).resolve().parents[1] / "pandafs" / "fixtures" / "shapes"
+
+
+def _turns(vault: Vault, user: str = "alice") -> list[str]:
+    folder = vault.layout.turns_dir(user)
+    return [(t / "context.md").read_text() for t in sorted(folder.glob("turn_*"))] if folder.exists() else []
+
+
+def _found(vault: Vault, words: str) -> list[str]:
+    return [str(h["doc_id"]) for h in Memory(vault).search(words, user="alice", limit=3)]
+
+
+def _configure(vault: Vault, setting: str, value: int) -> None:
+    config = vault.root / "pandafs.toml"
+    text = config.read_text()
+    old = next(line for line in text.splitlines() if line.startswith(f"{setting} = "))
+    config.write_text(text.replace(old, f"{setting} = {value}", 1))
+
+
+def _question(text: str) -> str:
+    return text.split("## 0. User Query\n\n", 1)[1].split("\n\n", 1)[0]
+
+
+def test_claude_code_reads_every_chain_and_keeps_compaction_as_context(cli, vault: Vault) -> None:
+    result = cli(
+        "--root",
+        vault.root,
+        "import",
+        "claude-code",
+        SHAPES / "claude_code_session.jsonl",
+        "--user",
+        "alice",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    texts = _turns(vault)
+    questions = [_question(t) for t in texts]
+    # the turn_duration record and the compact boundary cut nothing; both roots are read
+    assert questions == [
+        "How many frames does a Langstroth hive body hold, and should I use 8 or 10?",
+        "When should I add a honey super in spring?",
+        "Write a varroa mite count log as CSV",
+        "Use semicolons instead of commas in the mite log",
+        "Remind me what threshold of mites per 100 bees means I should treat?",
+        "What wax foundation thickness suits a Warre hive?",
+    ]
+    assert "stay with ten" in texts[0] and "alice/turn_000001" in _found(vault, "Langstroth frames eight ten")
+    assert not any("Request interrupted" in q for q in questions)
+    # the compaction summary is context of the turn after it, not a question or a title
+    assert "This session is being continued" in texts[4].split("## 0.")[1].split("## 5.")[0]
+    assert all("This session is being continued" not in t.split("\n# Turn")[0] for t in texts)
+    account = result.json["account"]
+    assert result.json["conversations"] == 2 and result.json["imported"] == 6
+    skipped = account["messages"]["skipped"]
+    assert skipped["interruption"] == 2 and skipped["sidechain (sub-agent)"] == 1
+    assert (
+        account["messages"]["imported"] + account["messages"]["already_present"] + sum(skipped.values())
+        == (account["messages"]["seen"])
+    )
+    assert account["not_messages"]["progress"] == 2 and account["not_messages"]["system"] == 3
+
+
+def _zip(tmp_path: Path, source: Path) -> Path:
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("user.json", '{"id": "user-1"}')
+        out.writestr("chat.html", "<html></html>")
+        out.write(source, "conversations.json")
+    return archive
+
+
+def test_chatgpt_zip_parts_markers_and_a_grown_export(cli, vault: Vault, tmp_path: Path) -> None:
+    first = cli(
+        "--root",
+        vault.root,
+        "import",
+        "chatgpt",
+        _zip(tmp_path, SHAPES / "chatgpt_conversations.json"),
+        "--user",
+        "alice",
+        "--json",
+    )
+    assert first.code == 0, first.err
+    texts = "\n".join(_turns(vault))
+    assert (
+        "Should I burn the frames with mummies" in texts and "[text]" not in texts
+    )  # {"content_type":"text"}
+    assert "Can I still harvest honey from a colony with chalkbrood?" in texts  # a voice message's words
+    assert "chalkbrood, a fungal disease that mummifies larvae." in texts.replace(" .", ".")
+    assert not any(0xE000 <= ord(c) <= 0xF8FF for c in texts) and "turn0search3" not in texts
+    assert first.json["imported"] == 5
+    skipped = first.json["account"]["messages"]["skipped"]
+    assert skipped["on a branch the user left"] == 2
+
+    grown = tmp_path / "grown.json"
+    grown.write_bytes((SHAPES / "chatgpt_conversations_grown.json").read_bytes())
+    again = cli("--root", vault.root, "import", "chatgpt", grown, "--user", "alice", "--json")
+    assert again.code == 0, again.err
+    assert (again.json["imported"], again.json["completed"], again.json["skipped"]) == (1, 1, 4)
+    assert "burn only frames with foulbrood" in "\n".join(_turns(vault))
+    assert "alice/turn_000003" in _found(vault, "scrape reuse frames foulbrood")
+    assert (
+        cli("--root", vault.root, "import", "chatgpt", grown, "--user", "alice", "--json").json["imported"]
+        == 0
+    )
+
+
+def test_chatgpt_one_conversation_object(cli, vault: Vault) -> None:
+    result = cli(
+        "--root",
+        vault.root,
+        "import",
+        "chatgpt",
+        SHAPES / "chatgpt_one_conversation.json",
+        "--user",
+        "alice",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    assert result.json["imported"] == 2
+
+
+def test_claude_attachment_text_is_searchable_and_named_once(cli, vault: Vault) -> None:
+    result = cli(
+        "--root",
+        vault.root,
+        "import",
+        "claude",
+        SHAPES / "claude_conversations.json",
+        "--user",
+        "alice",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    texts = _turns(vault)
+    assert len(texts) == 2
+    assert "three capped queen cells" in texts[1] and "38.9" in texts[0]
+    assert texts[0].count("scale-log.csv") <= 2  # the §2 heading and meta, not twice in the list
+    assert "alice/turn_000002" in _found(vault, "capped queen cells no eggs")
+
+
+def test_ids_with_separators_do_not_collide(cli, vault: Vault, tmp_path: Path) -> None:
+    base = json.loads((SHAPES / "chatgpt_one_conversation.json").read_text())
+    one, two = json.loads(json.dumps(base)), json.loads(json.dumps(base))
+    one["id"] = one["conversation_id"] = "a:b"
+    two["id"] = two["conversation_id"] = "a"
+    for node in two["mapping"].values():
+        if node["message"] is not None:
+            node["message"]["id"] = "b:" + node["message"]["id"]
+    for node in one["mapping"].values():
+        if node["message"] is not None:
+            node["message"]["id"] = node["message"]["id"]
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps([one, two]))
+    result = cli("--root", vault.root, "import", "chatgpt", source, "--user", "alice", "--json")
+    assert result.code == 0 and result.json["imported"] == 4 and result.json["skipped"] == 0
+
+
+def _nothing_written(vault: Vault) -> bool:
+    return not vault.layout.turns_dir("alice").exists() or not list(vault.layout.turns_dir("alice").iterdir())
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory", "over-limit", "symlink", "wrong-format"])
+def test_unsafe_or_wrong_input_is_one_line_and_exit_2(cli, vault: Vault, tmp_path: Path, kind: str) -> None:
+    fmt = "chatgpt"
+    if kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        path = tmp_path / "conversations.json"
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = tmp_path / "export"
+        path.mkdir()
+    elif kind == "over-limit":
+        _configure(vault, "import_max_bytes", 1000)
+        path = SHAPES / "chatgpt_conversations.json"
+    elif kind == "symlink":
+        path = tmp_path / "link.json"
+        path.symlink_to(SHAPES / "chatgpt_conversations.json")
+    else:
+        fmt, path = "claude-code", SHAPES / "chatgpt_conversations.json"
+    result = cli("--root", vault.root, "import", fmt, path, "--user", "alice")
+    assert result.code == 2, result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
+    assert _nothing_written(vault)
+
+
+def test_a_message_larger_than_the_index_takes_is_refused_not_acknowledged(cli, vault: Vault, tmp_path: Path):
+    _configure(vault, "max_file_bytes", 200_000)
+    data = json.loads((SHAPES / "chatgpt_one_conversation.json").read_text())
+    data["mapping"]["b-4"]["message"]["content"]["parts"] = ["White. " + "wax " * 60_000]
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps([data]))
+    result = cli("--root", vault.root, "import", "chatgpt", source, "--user", "alice", "--json")
+    assert result.code == 1 and result.json["imported"] == 1
+    [failure] = result.json["failed"]
+    assert "too large for the index" in failure["error"]
+    for text in _turns(vault):
+        assert len(text.encode()) <= 200_000
