@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,46 @@ def test_a_message_larger_than_the_index_takes_is_refused_not_acknowledged(cli, 
     assert "too large for the index" in failure["error"]
     for text in _turns(vault):
         assert len(text.encode()) <= 200_000
+
+
+def test_turns_of_a_conversation_link_to_each_other_and_to_its_note(cli, vault: Vault) -> None:
+    source = SHAPES / "claude_code_session.jsonl"
+    assert cli("--root", vault.root, "import", "claude-code", source, "--user", "alice").code == 0
+    texts = _turns(vault)
+
+    def link(n: int) -> str:
+        return f"[[users/alice/turns/turn_{n:06d}/context|turn {n}]]"
+
+    assert f"Next: {link(2)}" in texts[0] and "Previous:" not in texts[0]
+    assert f"Previous: {link(1)}" in texts[1] and f"Next: {link(3)}" in texts[1]
+    assert f"Previous: {link(4)}" in texts[4] and "Next:" not in texts[4]
+    assert "Previous:" not in texts[5] and "Next:" not in texts[5]  # the file's second session
+    notes = sorted((vault.layout.user_dir("alice") / "conversations").glob("*.md"))
+    assert len(notes) == 2
+    first = next(n.read_text() for n in notes if "3f1c7a52" in n.name)
+    assert [f"turn {i}]]" in first for i in range(1, 7)] == [True] * 5 + [False]
+    assert any(f"In [[users/alice/conversations/{n.stem}|" in texts[0] for n in notes)
+
+
+def test_a_grown_conversation_links_its_last_turn_to_the_new_one(cli, vault: Vault) -> None:
+    before, after = SHAPES / "chatgpt_conversations.json", SHAPES / "chatgpt_conversations_grown.json"
+    assert cli("--root", vault.root, "import", "chatgpt", before, "--user", "alice").code == 0
+    assert cli("--root", vault.root, "import", "chatgpt", after, "--user", "alice").code == 0
+    texts = _turns(vault)
+    assert "Next: [[users/alice/turns/turn_000006/context|turn 6]]" in texts[2]
+    assert "Previous: [[users/alice/turns/turn_000003/context|turn 3]]" in texts[5]
+    [note] = [n.read_text() for n in (vault.layout.user_dir("alice") / "conversations").glob("*4d5e01*.md")]
+    assert all(f"turn_00000{i}/context|turn {i}]]" in note for i in (1, 2, 3, 6))
+
+
+def test_imported_history_is_archived_by_when_it_came_in_not_when_it_was_said(cli, vault: Vault) -> None:
+    from events import read_events
+    from pandafs.archive import find_candidates
+
+    source = SHAPES / "claude_code_session.jsonl"
+    assert cli("--root", vault.root, "import", "claude-code", source, "--user", "alice").code == 0
+    entered = read_events(vault.layout.turns_dir("alice") / "turn_000001" / "events.jsonl")[0].ts
+    soon, _, _ = find_candidates(vault, now=entered + timedelta(days=1))
+    assert soon == []  # said in September, imported a day ago: stays live
+    later, _, _ = find_candidates(vault, now=entered + timedelta(days=40))
+    assert len(later) == 6
