@@ -11,9 +11,9 @@ cuts a chain; only user and assistant messages in words are read:
 - a prompt replaced by a later one on the same parent (a rewind) is counted, not imported;
 - the summary a compaction leaves (`isCompactSummary`) is the context of the next prompt
   below it, never a question or a title;
-- interruptions (`[Request interrupted by user…]`) and sub-agent sidechains are counted,
-  not made into turns; tool calls and results, thinking, meta records and slash-command
-  bookkeeping are counted by kind.
+- interruptions (`[Request interrupted by user…]`), sub-agent sidechains, meta records and
+  slash-command bookkeeping are counted with their reason, not made into turns; tool
+  calls and results and thinking are counted by kind.
 
 The file is read line by line (bounded by `[index] import_max_bytes` per file).
 """
@@ -47,6 +47,8 @@ from ._common import (
 _COMMAND_PREFIXES = ("<command-", "<local-command-", "Caveat: The messages below were generated")
 _INTERRUPTED = "[Request interrupted by user"
 COMPACTED = "Summary of the conversation before (compacted)"
+META = "meta record (written by Claude Code, not the person)"
+COMMAND = "slash command or its output"
 _TRANSCRIPT_TYPES = frozenset(("user", "assistant", "system", "summary", "progress", "file-history-snapshot"))
 
 
@@ -94,14 +96,14 @@ def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> st
         return "answer" if text else "thinking or tool call"
     if record.get("isCompactSummary"):
         return "summary"
-    if record.get("isMeta"):
-        return "meta record"
     if not text:
         return "tool result" if any(b.get("type") == "tool_result" for b in others) else "empty message"
+    if record.get("isMeta"):
+        return META
     if text.startswith(_INTERRUPTED):
         return "interruption"
     if text.startswith(_COMMAND_PREFIXES):
-        return "slash command"
+        return COMMAND
     if any(b.get("type") == "tool_result" for b in others):
         return "answer"  # words sent along with tool output: part of the exchange
     return "prompt"
@@ -201,12 +203,14 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
     waiting: dict[str, list[str]] = defaultdict(list)  # prompt → summaries above it, kept as context
     for i, (role, text) in roles.items():
         record = records[i]
-        if role in ("prompt", "answer", "summary", "interruption", "sidechain"):
+        if role in ("prompt", "answer", "summary", "interruption", "sidechain", META, COMMAND):
             out.messages += 1
         else:
             out.not_messages[role] += 1
             continue
-        if role == "interruption":
+        if role in (META, COMMAND):
+            out.skip(role)
+        elif role == "interruption":
             out.skip(INTERRUPTION)
         elif role == "sidechain":
             out.skip(SIDECHAIN)
