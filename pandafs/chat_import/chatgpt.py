@@ -89,7 +89,8 @@ def _kind(message: dict[str, Any]) -> str | None:
     """None for a message in words (a question or an answer); else what it is."""
     author = message.get("author")
     role = author.get("role") if isinstance(author, dict) else None
-    meta = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    raw_meta = message.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     content_type = (message.get("content") or {}).get("content_type")
     if meta.get("is_visually_hidden_from_conversation") or role == "system":
         return "system or hidden context"
@@ -114,7 +115,11 @@ def _chatgpt_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair
             out.not_messages[kind] += 1
             if kind == "tool call or result" and pairs:
                 pairs[-1].tool_messages += 1
-                name = author.get("name") if role == "tool" else message.get("recipient")
+                name = (
+                    author.get("name")
+                    if isinstance(author, dict) and role == "tool"
+                    else message.get("recipient")
+                )
                 if isinstance(name, str) and name:
                     pairs[-1].tools.append(name)
             continue

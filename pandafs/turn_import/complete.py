@@ -128,9 +128,8 @@ def write_notes(vault: Vault, touched: Iterable[Touched]) -> list[IndexDoc | Ski
                 quality=0.5,
                 created_at=utcnow(),
                 tags=["pandafs/conversation"],
-                source=conv.source,
-                conversation_id=conv.ident,
             ).to_frontmatter()
+            front |= {"source": conv.source, "conversation_id": conv.ident}
             body = f"# {conv.title}\n\nA {conv.source} conversation, imported: its turns in order.\n\n"
         listed = {turn for _, turn in turn_keys(body)}
         new = [_item(conv.user, turn, when) for turn, when in conv.turns if turn not in listed]

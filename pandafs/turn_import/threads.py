@@ -115,11 +115,8 @@ class Threads:
                 prev = before(key)
                 if prev is not None:
                     self.fix_ups.append((user, prev, name))
-            nxt = (
-                names[i + 1]
-                if i + 1 < len(names) and keys[i + 1] is not None and keys[i + 1][0] == key
-                else None
-            )
+            after = keys[i + 1] if i + 1 < len(keys) else None
+            nxt = names[i + 1] if after is not None and after[0] == key else None
             self.last[key] = (name, nxt)
             out.append(thread_block(user, touched.note, title, prev, nxt))
         return out
