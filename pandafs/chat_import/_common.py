@@ -10,6 +10,7 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,7 +61,9 @@ class Conversion:
     file holds (tool calls and results, system prompts, progress and bookkeeping records)
     is counted by kind in `not_messages`."""
 
+    sink: IO[bytes] | None = None  # where lines go as they are made (else kept in `lines`)
     lines: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
     labels: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
@@ -71,7 +74,11 @@ class Conversion:
     not_messages: Counter[str] = field(default_factory=Counter)
 
     def add(self, label: str, line: dict[str, Any], messages: int) -> None:
-        self.lines.append(line)
+        if self.sink is not None:
+            self.sink.write(orjson.dumps(line) + b"\n")
+        else:
+            self.lines.append(line)
+        self.turns += 1
         self.labels.append(label)
         self.counts.append(messages)
         self.owners.append(self.conversations)
@@ -112,44 +119,123 @@ def _over(path: Path | str, size: int, limit: int) -> str:
     )
 
 
-def read_bounded(handle: IO[bytes], limit: int, name: Path | str) -> bytes:
-    """All of `handle`, refused (BadInput) past `limit` bytes: a file that grew, or a ZIP
-    member larger than it says."""
-    data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise BadInput(_over(name, len(data), limit))
-    return data
+STREAM_ABOVE = 64 * 1024 * 1024
+"""An export JSON larger than this is read as a stream, one conversation at a time (memory
+bounded by the largest conversation, not the file); a smaller one is parsed whole, faster."""
+
+CHUNK = 4 * 1024 * 1024
 
 
-def export_bytes(path: Path, limit: int, member: str) -> bytes:
-    """The JSON of an export: the file itself, or `member` (e.g. conversations.json) of a
-    ZIP export, read as it comes (never unpacked to disk), at most `limit` bytes."""
+class _Capped:
+    """A stream that refuses (BadInput) to yield more than `limit` bytes in all: a file that
+    grew since it was measured, or a ZIP member larger than its directory says."""
+
+    def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
+        self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        self.read_so_far += len(data)
+        if self.read_so_far > self.limit:
+            raise BadInput(_over(self.name, self.read_so_far, self.limit))
+        return data
+
+
+@contextmanager
+def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[_Capped, int]]:
+    """(stream, size) of an export's JSON: the file itself, or `member` (conversations.json)
+    of a ZIP export, read as it comes (never unpacked to disk), at most `limit` bytes."""
     with open_export(path, limit) as handle:
         if not zipfile.is_zipfile(handle):
             handle.seek(0)
-            return read_bounded(handle, limit, path)
+            yield _Capped(handle, limit, str(path)), os.fstat(handle.fileno()).st_size
+            return
         handle.seek(0)
         try:
             with zipfile.ZipFile(handle) as archive:
                 names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member]
                 if not names:
                     raise BadInput(f"{path} is a ZIP without {member}: not this kind of export")
-                name = min(names, key=lambda n: (n.count("/"), n))
-                info = archive.getinfo(name)
+                info = archive.getinfo(min(names, key=lambda n: (n.count("/"), n)))
+                name = f"{path}:{info.filename}"
                 if info.file_size > limit:
-                    raise BadInput(_over(f"{path}:{name}", info.file_size, limit))
+                    raise BadInput(_over(name, info.file_size, limit))
                 with archive.open(info) as inner:
-                    return read_bounded(inner, limit, f"{path}:{name}")
+                    yield _Capped(inner, limit, name), info.file_size
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
             raise BadInput(f"{path} is not a readable ZIP export: {exc}") from None
 
 
-def load_json(path: Path, limit: int, what: str) -> Any:
-    data = export_bytes(path, limit, "conversations.json")
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
+"""A whole JSON string (or one running to the end of what was read), or a bracket or comma."""
+
+
+def array_items(stream: _Capped, head: bytes = b"") -> Iterator[bytes]:
+    """Each item of the top-level JSON array `stream` holds (after `head`, read from it
+    already), as its bytes, reading CHUNK bytes at a time: what is held is the item being
+    read, whatever the array's size."""
+    buf = bytearray(head)
+    pos = start = depth = 0
+    eof = False
+    while True:
+        for match in _TOKEN.finditer(buf, pos):
+            token = match.group()
+            if token[0] == 0x22:  # a string: skipped whole, unless it may go on
+                if match.end() == len(buf) and not eof:
+                    break
+                continue
+            if depth == 0:
+                if token != b"[" or buf[: match.start()].strip(b" \t\r\n\xef\xbb\xbf"):
+                    raise ValueError("not a JSON array")
+                depth, start = 1, match.end()
+            elif token in b"[{":
+                depth += 1
+            elif token in b"]}":
+                depth -= 1
+                if depth == 0:
+                    last = bytes(buf[start : match.start()]).strip()
+                    if last:
+                        yield last
+                    return
+            elif depth == 1:
+                yield bytes(buf[start : match.start()])
+                start = match.end()
+            pos = match.end()
+        if eof:
+            raise ValueError("the JSON ends before its array does")
+        more = stream.read(CHUNK)
+        eof = not more
+        keep = min(start, pos) if depth else pos
+        del buf[:keep]
+        pos, start = pos - keep, start - keep
+        buf += more
+
+
+def _entries(data: Any, signature: str) -> list[Any] | None:
+    """The conversations of a parsed export: a list, `{"conversations": [...]}`, or one
+    conversation object (it has `signature`); None if it is none of these."""
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        return list(data["conversations"])
+    if isinstance(data, dict) and signature in data:
+        return [data]
+    return data if isinstance(data, list) else None
+
+
+def _json_entries(path: Path, limit: int, what: str, signature: str) -> Iterator[Any]:
+    with _export_stream(path, limit, "conversations.json") as (stream, size):
+        try:
+            head = stream.read(CHUNK)
+            if size > STREAM_ABOVE and head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"[":
+                for raw in array_items(stream, head):
+                    yield orjson.loads(raw)
+                return
+            data = orjson.loads(head + stream.read(limit + 1))
+        except ValueError as exc:  # orjson.JSONDecodeError, or the array's reader
+            raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
+    entries = _entries(data, signature)
+    if entries is None:
+        raise BadInput(f"{path} is not a {what} export: expected a list of conversations")
+    yield from entries
 
 
 def conversations(
@@ -157,22 +243,18 @@ def conversations(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(number, conversation) of a JSON export — a list of conversations, `{"conversations":
     [...]}`, or one conversation object.  An export none of whose conversations has the
-    format's `signature` key is refused whole (BadInput: another format); a conversation
-    that is not an object is recorded as failed in `out` and passed over."""
-    data = load_json(path, limit, what)
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    elif isinstance(data, dict) and signature in data:
-        data = [data]
-    if not isinstance(data, list):
-        raise BadInput(f"{path} is not a {what} export: expected a list of conversations")
-    if data and not any(isinstance(c, dict) and signature in c for c in data):
-        raise BadInput(f"{path} is not a {what} export: no conversation has `{signature}`")
-    for index, conv in enumerate(data, 1):
+    format's `signature` key is refused whole (BadInput: another format), before anything
+    reaches the vault; a conversation that is not an object is recorded as failed in `out`
+    and passed over."""
+    matched = index = 0
+    for index, conv in enumerate(_json_entries(path, limit, what, signature), 1):
         if not isinstance(conv, dict):
             out.fail(f"conversation {index}", "not a JSON object")
             continue
+        matched += signature in conv
         yield index, conv
+    if index and not matched:
+        raise BadInput(f"{path} is not a {what} export: no conversation has `{signature}`")
 
 
 # --- shared helpers -----------------------------------------------------------------------

@@ -9,9 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import IO, Any
 
 from indexers.documents import IndexDoc, Skipped
 
@@ -74,19 +72,19 @@ class HistoryReport:
         return lines
 
 
-READERS: dict[str, Callable[[Path, str, int], Conversion]] = {
+READERS: dict[str, Callable[[Path, str, int, Conversion | None], Conversion]] = {
     "chatgpt": read_chatgpt,
     "claude": read_claude,
     "claude-code": read_claude_code,
 }
 
 
-def convert(fmt: str, path: Path, user: str, limit: int) -> Conversion:
-    """Read an export (each file at most `limit` bytes) into import-turns lines (nothing
-    is written)."""
+def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes] | None = None) -> Conversion:
+    """Read an export (each file at most `limit` bytes) into import-turns lines, written to
+    `sink` as they are made or else kept in the conversion (nothing goes to a vault)."""
     if fmt not in READERS:
         raise BadInput(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
-    return READERS[fmt](path, user, limit)
+    return READERS[fmt](path, user, limit, Conversion(sink=sink))
 
 
 def import_history(
@@ -101,23 +99,22 @@ def import_history(
 ) -> HistoryReport:
     """Import one export for `user`: convert it, then `import_turns` does the rest."""
     started = time.perf_counter()
-    conversion = convert(fmt, path, user, vault.config.index.import_max_bytes)
-    report = HistoryReport(fmt, str(path), conversion.conversations, len(conversion.lines))
-    report.failed = list(conversion.failed)
-    tally = _Tally(conversion)
-    if on_total is not None:
-        on_total(len(conversion.lines))
-    if conversion.lines:
-        with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
-            staged = Path(tmp) / "turns.jsonl"
-            with staged.open("wb") as out:
-                for line in conversion.lines:
-                    out.write(orjson.dumps(line) + b"\n")
+    with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
+        staged = Path(tmp) / "turns.jsonl"
+        with staged.open("wb") as sink:  # lines as the export is read: it is never held whole
+            conversion = convert(fmt, path, user, vault.config.index.import_max_bytes, sink)
+        report = HistoryReport(fmt, str(path), conversion.conversations, conversion.turns)
+        report.failed = list(conversion.failed)
+        tally = _Tally(conversion)
+        if on_total is not None:
+            on_total(conversion.turns)
+        if conversion.turns:
             result = import_turns(
                 vault, staged, progress=progress, after_batch=after_batch, keep_turns=False, on_line=tally
             )
-        report.imported, report.skipped, report.completed = result.imported, result.skipped, result.completed
-        report.failed += [_named(conversion.labels, f) for f in result.failed]
+            report.imported, report.skipped = result.imported, result.skipped
+            report.completed = result.completed
+            report.failed += [_named(conversion.labels, f) for f in result.failed]
     report.account = tally.account()
     report.seconds = time.perf_counter() - started
     return report

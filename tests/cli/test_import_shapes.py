@@ -256,3 +256,22 @@ def test_imported_history_is_archived_by_when_it_came_in_not_when_it_was_said(cl
     assert soon == []  # said in September, imported a day ago: stays live
     later, _, _ = find_candidates(vault, now=entered + timedelta(days=40))
     assert len(later) == 6
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"), [("chatgpt", "chatgpt_conversations.json"), ("claude", "claude_conversations.json")]
+)
+def test_a_large_export_is_read_as_a_stream_with_the_same_result(
+    cli, vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, name: str
+) -> None:
+    whole = cli("--root", vault.root, "import", fmt, SHAPES / name, "--user", "alice", "--json").json
+    from pandafs.chat_import import _common
+
+    monkeypatch.setattr(_common, "STREAM_ABOVE", 0)  # every export is "large"
+    monkeypatch.setattr(_common, "CHUNK", 7)  # and read 7 bytes at a time
+    streamed = cli(
+        "--root", vault.root, "import", fmt, _zip(tmp_path, SHAPES / name), "--user", "bob", "--json"
+    )
+    assert streamed.code == 0, streamed.err
+    assert streamed.json["account"] == whole["account"] and streamed.json["imported"] == whole["imported"]
+    assert [t.replace("bob", "alice") for t in _turns(vault, "bob")] == _turns(vault, "alice")
