@@ -121,6 +121,17 @@ def test_chatgpt_zip_parts_markers_and_a_grown_export(cli, vault: Vault, tmp_pat
     )
 
 
+def test_the_human_output_prints_the_account(cli, vault: Vault) -> None:
+    result = cli(
+        "--root", vault.root, "import", "chatgpt", SHAPES / "chatgpt_conversations.json", "--user", "alice"
+    )
+    assert result.code == 0, result.err
+    assert "messages: 11 seen: 9 imported, 0 already present, 2 skipped" in result.out
+    assert "  skipped, on a branch the user left: 2" in result.out
+    assert "conversations: 2 seen: 2 new, 0 went on or grew, 0 already present" in result.out
+    assert "tool call or result 2" in result.out
+
+
 def test_chatgpt_one_conversation_object(cli, vault: Vault) -> None:
     result = cli(
         "--root",
@@ -275,3 +286,27 @@ def test_a_large_export_is_read_as_a_stream_with_the_same_result(
     assert streamed.code == 0, streamed.err
     assert streamed.json["account"] == whole["account"] and streamed.json["imported"] == whole["imported"]
     assert [t.replace("bob", "alice") for t in _turns(vault, "bob")] == _turns(vault, "alice")
+
+
+def test_a_claude_code_session_that_went_on_completes_and_continues(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    lines = (SHAPES / "claude_code_session.jsonl").read_bytes().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"uuid":"c-15"' in line)  # before the answer
+    session = tmp_path / "3f1c7a52-8d2e-4b61-9a0e-2c5d7e9f1a01.jsonl"
+    session.write_bytes(b"".join(lines[:cut]))
+    first = cli("--root", vault.root, "import", "claude-code", session, "--user", "alice", "--json")
+    assert first.code == 0 and first.json["imported"] == 4
+    session.write_bytes(b"".join(lines))
+    again = cli("--root", vault.root, "import", "claude-code", session, "--user", "alice", "--json")
+    assert again.code == 0, again.err
+    assert (again.json["completed"], again.json["imported"], again.json["skipped"]) == (1, 2, 3)
+    texts = _turns(vault)
+    assert (
+        "date;count;hive columns" in texts[3] and "Next: [[users/alice/turns/turn_000005/context" in texts[3]
+    )
+    messages = again.json["account"]["messages"]
+    assert (
+        messages["imported"] + messages["already_present"] + sum(messages["skipped"].values())
+        == messages["seen"]
+    )
