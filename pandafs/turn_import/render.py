@@ -47,7 +47,7 @@ def held_digest(answer: str, blocks: list[ContextBlock]) -> str:
     """What an imported turn holds of its line — the answer and the context that came with
     the question (not its links) — as a digest: a line whose digest differs has grown."""
     kept = [[b.heading, b.text] for b in blocks if b.heading != THREAD_HEADING]
-    return hashlib.sha256(orjson.dumps([answer, kept])).hexdigest()[:24]
+    return hashlib.sha256(orjson.dumps([answer, kept])).hexdigest()[:16]
 
 
 def line_digest(line: ImportLine) -> str:

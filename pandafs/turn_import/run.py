@@ -28,7 +28,7 @@ from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock
 from .complete import Completer, write_notes
 from .indexing import AfterBatch, BackgroundIndexer
-from .ledger import Ledger
+from .ledger import PENDING, Ledger
 from .lines import ImportLine, chunks, parse_line
 from .place import Batch, Placer
 from .render import OVERHEAD, line_digest, size_bound
@@ -141,11 +141,11 @@ class _Importer:
             ledger = self.ledger(parsed.user)
             key = parsed.external_id
             if key is not None:
-                turn = ledger.ids.get(key)
+                turn = ledger.turn_of(key)
                 if turn is not None:
                     self.settle_present(ledger, key, turn, parsed)
                     continue
-                ledger.ids[key] = ""  # a repeat later in the file is skipped
+                ledger.ids[key] = PENDING  # a repeat later in the file is skipped
             by_user.setdefault(parsed.user, []).append(parsed)
         self.parse_s += time.perf_counter() - start
         batch = self.placer.stage(by_user)  # while the previous batch's disk writes finish
@@ -164,7 +164,7 @@ class _Importer:
             self.on_line(line.number, "present", 0)
             return
         digest = line_digest(line)
-        held = ledger.digests.get(key)
+        held = ledger.digest_of(key)
         if held is None:
             held = self.completer.held(ledger.user, turn)
             if held == digest:
