@@ -151,7 +151,7 @@ class _Tree:
 
     def prompt_above(self, record: dict[str, Any], prompts: set[str]) -> str | None:
         """The uuid of the nearest prompt above `record` (not itself)."""
-        walked: list[str] = []
+        walked: dict[str, None] = {}  # in order, and a cycle found at once
         node = self.parent(record)
         found: str | None = None
         while node is not None:
@@ -164,7 +164,7 @@ class _Tree:
                 break
             if uuid in walked:
                 break  # a cycle: no prompt above
-            walked.append(uuid)
+            walked[uuid] = None
             node = self.parent(node)
         for uuid in walked:
             self._prompt_of[uuid] = found
