@@ -47,3 +47,29 @@ def test_cli_save_too_large_is_one_line_and_exit_2(cli, vault: Vault) -> None:
     vault = _limit(vault, 50_000)
     result = cli("--root", vault.root, "save", "iris " * 20_000, "--user", "alice")
     assert result.code == 2 and result.err.count("\n") == 1 and "too large to save" in result.err
+
+
+def test_mcp_save_memory_too_large_is_an_error_not_created(vault: Vault) -> None:
+    pytest.importorskip("mcp")
+    import asyncio
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    vault = _limit(vault, 50_000)
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pandafs", "--root", str(vault.root), "mcp", "--user", "alice"],
+        env={k: v for k, v in os.environ.items() if k != "PANDAFS_ROOT"},
+    )
+
+    async def run() -> object:
+        async with Client(server, read_timeout_seconds=60) as client:
+            return await client.call_tool("save_memory", {"content": "lily " * 20_000, "type": "memory"})
+
+    result = asyncio.run(run())
+    text = " ".join(getattr(c, "text", "") for c in result.content)  # type: ignore[attr-defined]
+    assert result.is_error and "too large to save" in text  # type: ignore[attr-defined]
+    folder = vault.layout.memories_dir("alice")
+    assert not folder.exists() or not list(folder.iterdir())
