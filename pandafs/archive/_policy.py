@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from events.documents import parse_document
-from events.errors import FrontmatterError
-from events.fsio import append_file, read_vault_bytes, vault_folder
+from events.errors import FrontmatterError, NotInVault
+from events.fsio import append_file, open_vault_file, read_vault_bytes, vault_folder
 from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
 from indexers.archive import folder_signature
@@ -41,6 +41,28 @@ def turn_created_at(vault: Vault, folder: Path) -> datetime | None:
         return parse_ts(front.get("created_at"))
     except (OSError, UnicodeDecodeError, FrontmatterError):
         return None
+
+
+def entered_at(vault: Vault, folder: Path) -> datetime | None:
+    """When a turn of an imported chat history entered the vault (its first event's stamp),
+    or None for any other turn.  Its archive age counts from then: the history a person just
+    imported stays live, whatever the date it was first said."""
+    try:
+        raw = read_vault_bytes(vault.root, folder / "metadata.json")
+        data = orjson.loads(raw) if raw is not None else None
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("source") != "import":
+        return None
+    meta = data.get("meta")
+    if not isinstance(meta, dict) or not meta.get("conversation_id"):
+        return None
+    try:
+        with open_vault_file(vault.root, vault.rel(folder / "events.jsonl")) as handle:
+            first = orjson.loads(handle.readline())
+    except (OSError, NotInVault, orjson.JSONDecodeError):
+        return None
+    return parse_ts(first.get("ts")) if isinstance(first, dict) else None
 
 
 def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) -> Counter[str]:
@@ -179,6 +201,8 @@ def find_candidates(
                 skipped.append({"doc_id": doc_id, "reason": "no created_at (metadata.json)"})
                 continue
             age = (now - created).total_seconds() / 86400.0
+            if age > min_age and (entered := entered_at(vault, folder)) is not None:
+                age = min(age, (now - entered).total_seconds() / 86400.0)
             if age <= min_age:
                 continue
             if stub_file(vault, key).exists():

@@ -1,14 +1,21 @@
-"""What the export readers share: the conversion a reader fills, times and digests, and
-turning one conversation's question-and-answer pairs into `import-turns` lines."""
+"""What the export readers share: opening an export safely, the conversion a reader fills
+(import lines and the account of every message), times and ids, and turning one
+conversation's question-and-answer pairs into `import-turns` lines."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import zipfile
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+from urllib.parse import quote
 
 import orjson
 
@@ -18,6 +25,14 @@ from events.fsio import open_outside_file
 from ..errors import BadInput
 
 NO_TEXT = "(no text)"
+
+# reasons a worded message is not imported (the account names each)
+BRANCH_LEFT = "on a branch the user left"
+BEFORE_FIRST = "before the first question"
+INTERRUPTION = "interruption"
+SIDECHAIN = "sidechain (sub-agent)"
+REWOUND = "rewound (a later prompt replaced it)"
+NO_TIME = "no time on the message or the conversation"
 
 
 class EntryError(ValueError):
@@ -39,19 +54,207 @@ def shape_error(exc: Exception) -> str:
 
 @dataclass
 class Conversion:
-    """What a reader made of an export: import lines (with a label each) and failures."""
+    """What a reader made of an export: import lines (with a label, a message count and a
+    conversation number each), failures, and the account of what was not imported.
 
+    A *message* is something a person or the assistant said in words; everything else a
+    file holds (tool calls and results, system prompts, progress and bookkeeping records)
+    is counted by kind in `not_messages`."""
+
+    sink: IO[bytes] | None = None  # where lines go as they are made (else kept in `lines`)
     lines: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
     labels: list[str] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
     failed: list[dict[str, str]] = field(default_factory=list)
     conversations: int = 0
+    messages: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    not_messages: Counter[str] = field(default_factory=Counter)
 
-    def add(self, label: str, line: dict[str, Any]) -> None:
-        self.lines.append(line)
+    def add(self, label: str, line: dict[str, Any], messages: int) -> None:
+        if self.sink is not None:
+            self.sink.write(orjson.dumps(line) + b"\n")
+        else:
+            self.lines.append(line)
+        self.turns += 1
         self.labels.append(label)
+        self.counts.append(messages)
+        self.owners.append(self.conversations)
 
     def fail(self, entry: str, error: str) -> None:
         self.failed.append({"entry": entry, "error": error})
+
+    def skip(self, reason: str, messages: int = 1) -> None:
+        self.skipped[reason] += messages
+
+
+# --- opening an export ----------------------------------------------------------------------
+
+
+def open_export(path: Path, limit: int) -> IO[bytes]:
+    """`path` opened for reading under the vault's one rule (`events.fsio.open_outside_file`:
+    a regular file with one name — no link, FIFO, device, socket or folder) and at most
+    `limit` bytes; else BadInput, before a byte is read."""
+    try:
+        handle = open_outside_file(path)
+    except NotInVault as exc:
+        raise BadInput(
+            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        handle.close()
+        raise BadInput(_over(path, size, limit))
+    return handle
+
+
+def _over(path: Path | str, size: int, limit: int) -> str:
+    return (
+        f"{path} is {size:,} bytes, more than [index] import_max_bytes = {limit:,}: "
+        "raise the limit to import it"
+    )
+
+
+STREAM_ABOVE = 64 * 1024 * 1024
+"""An export JSON larger than this is read as a stream, one conversation at a time (memory
+bounded by the largest conversation, not the file); a smaller one is parsed whole, faster."""
+
+CHUNK = 4 * 1024 * 1024
+
+
+class _Capped:
+    """A stream that refuses (BadInput) to yield more than `limit` bytes in all: a file that
+    grew since it was measured, or a ZIP member larger than its directory says."""
+
+    def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
+        self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        self.read_so_far += len(data)
+        if self.read_so_far > self.limit:
+            raise BadInput(_over(self.name, self.read_so_far, self.limit))
+        return data
+
+
+@contextmanager
+def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[_Capped, int]]:
+    """(stream, size) of an export's JSON: the file itself, or `member` (conversations.json)
+    of a ZIP export, read as it comes (never unpacked to disk), at most `limit` bytes."""
+    with open_export(path, limit) as handle:
+        if not zipfile.is_zipfile(handle):
+            handle.seek(0)
+            yield _Capped(handle, limit, str(path)), os.fstat(handle.fileno()).st_size
+            return
+        handle.seek(0)
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member]
+                if not names:
+                    raise BadInput(f"{path} is a ZIP without {member}: not this kind of export")
+                info = archive.getinfo(min(names, key=lambda n: (n.count("/"), n)))
+                name = f"{path}:{info.filename}"
+                if info.file_size > limit:
+                    raise BadInput(_over(name, info.file_size, limit))
+                with archive.open(info) as inner:
+                    yield _Capped(inner, limit, name), info.file_size
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
+            raise BadInput(f"{path} is not a readable ZIP export: {exc}") from None
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
+"""A whole JSON string (or one running to the end of what was read), or a bracket or comma."""
+
+
+def array_items(stream: _Capped, head: bytes = b"") -> Iterator[bytes]:
+    """Each item of the top-level JSON array `stream` holds (after `head`, read from it
+    already), as its bytes, reading CHUNK bytes at a time: what is held is the item being
+    read, whatever the array's size."""
+    buf = bytearray(head)
+    pos = start = depth = 0
+    eof = False
+    while True:
+        for match in _TOKEN.finditer(buf, pos):
+            token = match.group()
+            if token[0] == 0x22:  # a string: skipped whole, unless it may go on
+                if match.end() == len(buf) and not eof:
+                    break
+                continue
+            if depth == 0:
+                if token != b"[" or buf[: match.start()].strip(b" \t\r\n\xef\xbb\xbf"):
+                    raise ValueError("not a JSON array")
+                depth, start = 1, match.end()
+            elif token in b"[{":
+                depth += 1
+            elif token in b"]}":
+                depth -= 1
+                if depth == 0:
+                    last = bytes(buf[start : match.start()]).strip()
+                    if last:
+                        yield last
+                    return
+            elif depth == 1:
+                yield bytes(buf[start : match.start()])
+                start = match.end()
+            pos = match.end()
+        if eof:
+            raise ValueError("the JSON ends before its array does")
+        more = stream.read(CHUNK)
+        eof = not more
+        keep = min(start, pos) if depth else pos
+        del buf[:keep]
+        pos, start = pos - keep, start - keep
+        buf += more
+
+
+def _entries(data: Any, signature: str) -> list[Any] | None:
+    """The conversations of a parsed export: a list, `{"conversations": [...]}`, or one
+    conversation object (it has `signature`); None if it is none of these."""
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        return list(data["conversations"])
+    if isinstance(data, dict) and signature in data:
+        return [data]
+    return data if isinstance(data, list) else None
+
+
+def _json_entries(path: Path, limit: int, what: str, signature: str) -> Iterator[Any]:
+    with _export_stream(path, limit, "conversations.json") as (stream, size):
+        try:
+            head = stream.read(CHUNK)
+            if size > STREAM_ABOVE and head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"[":
+                for raw in array_items(stream, head):
+                    yield orjson.loads(raw)
+                return
+            data = orjson.loads(head + stream.read(limit + 1))
+        except ValueError as exc:  # orjson.JSONDecodeError, or the array's reader
+            raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
+    entries = _entries(data, signature)
+    if entries is None:
+        raise BadInput(f"{path} is not a {what} export: expected a list of conversations")
+    yield from entries
+
+
+def conversations(
+    path: Path, limit: int, what: str, out: Conversion, signature: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(number, conversation) of a JSON export — a list of conversations, `{"conversations":
+    [...]}`, or one conversation object.  An export none of whose conversations has the
+    format's `signature` key is refused whole (BadInput: another format), before anything
+    reaches the vault; a conversation that is not an object is recorded as failed in `out`
+    and passed over."""
+    matched = index = 0
+    for index, conv in enumerate(_json_entries(path, limit, what, signature), 1):
+        if not isinstance(conv, dict):
+            out.fail(f"conversation {index}", "not a JSON object")
+            continue
+        matched += signature in conv
+        yield index, conv
+    if index and not matched:
+        raise BadInput(f"{path} is not a {what} export: no conversation has `{signature}`")
 
 
 # --- shared helpers -----------------------------------------------------------------------
@@ -82,6 +285,22 @@ def nonblank(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|[\ue200-\ue2ff]")
+
+
+def without_markers(text: str) -> str:
+    """`text` without the citation markers an assistant's private-use characters wrap
+    (`\\ue200cite\\ue202turn0search3\\ue201`, `…filecite…`): they point into the
+    exporting product, not at anything a reader here can open."""
+    return _MARKER.sub("", text)
+
+
+def external_id(fmt: str, conversation: str, message: str) -> str:
+    """An id no two (conversation, message) pairs share: each part percent-encoded, so the
+    separator never occurs inside one (`a:b` + `c` and `a` + `b:c` differ)."""
+    return f"{fmt}:{quote(conversation, safe='')}:{quote(message, safe='')}"
+
+
 @dataclass
 class Pair:
     """One user message and what followed it until the next one."""
@@ -92,7 +311,14 @@ class Pair:
     answers: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     tool_messages: int = 0
+    context: list[dict[str, str]] = field(default_factory=list)  # {heading, text}
+    context_messages: int = 0  # messages of the export held as context (a compaction summary)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> int:
+        """Messages of the export this pair holds: the question, each answer, its context's."""
+        return 1 + len(self.answers) + self.context_messages
 
 
 def emit(
@@ -110,78 +336,40 @@ def emit(
     for position, pair in enumerate(pairs, 1):
         when = pair.when or fallback_time
         if when is None:
-            out.fail(f"{label} message {position}", "no time on the message or the conversation")
+            out.fail(f"{label} message {position}", NO_TIME)
+            out.skip(NO_TIME, pair.messages)
             continue
         response = "\n\n".join(a for a in pair.answers if a.strip())
         ident = pair.message_id or "sha256-" + digest(pair.query, response, when)
         meta: dict[str, Any] = {
             "source": fmt,
-            "conversation_id": conv_id,
+            "conversation_id": key,
             "conversation_title": conv.get("title"),
             "conversation_created_at": conv.get("created_at"),
             "conversation_updated_at": conv.get("updated_at"),
             "message_id": pair.message_id,
             "position": position,
+            "messages": pair.messages,
             **pair.extra,
         }
         if pair.tools:
             meta["tools"] = sorted(set(pair.tools))
         if pair.tool_messages:
             meta["tool_messages"] = pair.tool_messages
-        out.add(
-            f"{label} message {position}",
-            {
-                "user": user,
-                "external_id": f"{fmt}:{key}:{ident}",
-                "timestamp": when,
-                "query": pair.query,
-                "response": response,
-                "meta": {k: v for k, v in meta.items() if v is not None},
-            },
-        )
+        line: dict[str, Any] = {
+            "user": user,
+            "external_id": external_id(fmt, key, ident),
+            "timestamp": when,
+            "query": pair.query,
+            "response": response,
+            "meta": {k: v for k, v in meta.items() if v is not None},
+        }
+        if pair.context:
+            line["context"] = pair.context
+        out.add(f"{label} message {position}", line, pair.messages)
 
 
 def conversation_label(index: int, title: Any, conv_id: Any) -> str:
     name = f" {title!r}" if isinstance(title, str) and title else ""
     ident = f" ({conv_id})" if isinstance(conv_id, str) and conv_id else ""
     return f"conversation {index}{name}{ident}"
-
-
-def read_source(path: Path) -> bytes:
-    """The bytes of an export file, read under the vault's one rule
-    (`events.fsio.open_outside_file`: no link, FIFO, device, folder or file with other
-    names); `BadInput` saying why not."""
-    try:
-        with open_outside_file(path) as handle:
-            return handle.read()
-    except NotInVault as exc:
-        raise BadInput(
-            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def load_json(path: Path, what: str) -> Any:
-    try:
-        return orjson.loads(read_source(path))
-    except orjson.JSONDecodeError as exc:
-        raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
-
-
-def conversation_list(data: Any, path: Path, what: str) -> list[Any]:
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    if not isinstance(data, list):
-        raise BadInput(f"{path} is not a {what} export: expected a list of conversations")
-    return data
-
-
-def conversations(path: Path, what: str, out: Conversion) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(number, conversation) of a JSON export; a conversation that is not an object is
-    recorded as failed in `out` and passed over."""
-    for index, conv in enumerate(conversation_list(load_json(path, what), path, what), 1):
-        if not isinstance(conv, dict):
-            out.fail(f"conversation {index}", "not a JSON object")
-            continue
-        yield index, conv

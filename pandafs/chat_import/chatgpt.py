@@ -1,5 +1,7 @@
-"""The ChatGPT reader: `conversations.json` of a ChatGPT data export, the branch the user
-last saw of each conversation, as `import-turns` lines."""
+"""The ChatGPT reader: `conversations.json` of a ChatGPT data export (or the ZIP it comes
+in, or one conversation object), the branch the user last saw of each conversation, as
+`import-turns` lines.  Messages on branches the user left (an edited question, a
+regenerated answer) are counted, not imported."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
+    BEFORE_FIRST,
+    BRANCH_LEFT,
     NO_TEXT,
     SHAPE_ERRORS,
     Conversion,
@@ -18,7 +22,23 @@ from ._common import (
     iso_time,
     nonblank,
     shape_error,
+    without_markers,
 )
+
+_TEXT_TYPES = (None, "text", "multimodal_text")
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return ""
+    if isinstance(part.get("text"), str):  # {"content_type": "text" | "audio_transcription", "text": …}
+        return part["text"]
+    kind = str(part.get("content_type") or "attachment")
+    if kind == "audio_asset_pointer":
+        return ""  # the recording; its words come as an audio_transcription part
+    return f"[{kind.replace('_asset_pointer', '')}]"  # an image or file: say so, keep no bytes
 
 
 def _chatgpt_text(message: dict[str, Any]) -> str:
@@ -28,18 +48,14 @@ def _chatgpt_text(message: dict[str, Any]) -> str:
     parts = content.get("parts")
     texts: list[str] = []
     if isinstance(parts, list):
-        for part in parts:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict):  # an image or file pointer: say so, keep no bytes
-                kind = str(part.get("content_type") or "attachment").replace("_asset_pointer", "")
-                texts.append(f"[{kind}]")
+        texts = [_part_text(p) for p in parts]
     elif isinstance(content.get("text"), str):
         texts.append(content["text"])
-    return "\n".join(t for t in texts if t.strip()).strip()
+    return without_markers("\n".join(t for t in texts if t.strip()).strip())
 
 
-def _chatgpt_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
+def _chatgpt_path(conv: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages on the branch the user last saw, in order; messages on every other branch)."""
     mapping = conv.get("mapping")
     if not isinstance(mapping, dict) or not mapping:
         raise EntryError("no message tree (`mapping`)")
@@ -61,55 +77,81 @@ def _chatgpt_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(node.get("message"), dict):
             path.append(node["message"])
         node_id = node.get("parent")
-    return path[::-1]
+    others = [
+        n["message"]
+        for k, n in mapping.items()
+        if k not in seen and isinstance(n, dict) and isinstance(n.get("message"), dict)
+    ]
+    return path[::-1], others
 
 
-def _chatgpt_pairs(messages: list[dict[str, Any]]) -> list[Pair]:
+def _kind(message: dict[str, Any]) -> str | None:
+    """None for a message in words (a question or an answer); else what it is."""
+    author = message.get("author")
+    role = author.get("role") if isinstance(author, dict) else None
+    raw_meta = message.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    content_type = (message.get("content") or {}).get("content_type")
+    if meta.get("is_visually_hidden_from_conversation") or role == "system":
+        return "system or hidden context"
+    if role == "tool" or (role == "assistant" and message.get("recipient", "all") not in (None, "all")):
+        return "tool call or result"
+    if role not in ("user", "assistant"):
+        return f"{role} message"
+    if content_type not in _TEXT_TYPES:
+        return "custom instructions" if role == "user" else f"assistant {content_type}"
+    if not _chatgpt_text(message):
+        return "empty message"
+    return None
+
+
+def _chatgpt_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair]:
     pairs: list[Pair] = []
     for message in messages:
+        kind = _kind(message)
         author = message.get("author")
         role = author.get("role") if isinstance(author, dict) else None
-        meta = message.get("metadata")
-        if not isinstance(meta, dict):
-            meta = {}
-        if meta.get("is_visually_hidden_from_conversation"):
+        if kind is not None:
+            out.not_messages[kind] += 1
+            if kind == "tool call or result" and pairs:
+                pairs[-1].tool_messages += 1
+                name = (
+                    author.get("name")
+                    if isinstance(author, dict) and role == "tool"
+                    else message.get("recipient")
+                )
+                if isinstance(name, str) and name:
+                    pairs[-1].tools.append(name)
             continue
+        out.messages += 1
         text = _chatgpt_text(message)
-        content_type = (message.get("content") or {}).get("content_type")
-        if role == "user" and content_type not in (None, "text", "multimodal_text"):
-            continue  # custom instructions and other context the user did not type here
         if role == "user":
             pairs.append(
                 Pair(nonblank(message.get("id")), iso_time(message.get("create_time")), text or NO_TEXT)
             )
         elif not pairs:
-            continue  # system prompts and anything before the first question
-        elif role == "tool":
-            pairs[-1].tool_messages += 1
-            name = author.get("name") if isinstance(author, dict) else None
-            if isinstance(name, str) and name:
-                pairs[-1].tools.append(name)
-        elif role == "assistant":
-            recipient = message.get("recipient", "all")
-            if recipient not in (None, "all"):  # a call to a tool (browser, python, …)
-                pairs[-1].tools.append(str(recipient))
-                pairs[-1].tool_messages += 1
-            elif content_type in (None, "text", "multimodal_text") and text:
-                pairs[-1].answers.append(text)
-                model = meta.get("model_slug")
-                if isinstance(model, str):
-                    pairs[-1].extra["model"] = model
+            out.skip(BEFORE_FIRST)
+        else:
+            pairs[-1].answers.append(text)
+            model = (message.get("metadata") or {}).get("model_slug")
+            if isinstance(model, str):
+                pairs[-1].extra["model"] = model
     return pairs
 
 
-def read_chatgpt(path: Path, user: str) -> Conversion:
-    out = Conversion()
-    for index, conv in conversations(path, "ChatGPT", out):
+def read_chatgpt(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
+    out = out if out is not None else Conversion()
+    for index, conv in conversations(path, limit, "ChatGPT", out, "mapping"):
         conv_id = nonblank(conv.get("conversation_id")) or nonblank(conv.get("id"))
         label = conversation_label(index, conv.get("title"), conv_id)
         out.conversations += 1
         try:
-            pairs = _chatgpt_pairs(_chatgpt_path(conv))
+            path_messages, others = _chatgpt_path(conv)
+            for message in others:
+                if _kind(message) is None:
+                    out.messages += 1
+                    out.skip(BRANCH_LEFT)
+            pairs = _chatgpt_pairs(path_messages, out)
         except SHAPE_ERRORS as exc:
             out.fail(label, shape_error(exc))
             continue

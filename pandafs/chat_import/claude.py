@@ -1,5 +1,7 @@
-"""The claude.ai reader: `conversations.json` of a claude.ai export, the path to each
-conversation's current leaf, as `import-turns` lines."""
+"""The claude.ai reader: `conversations.json` of a claude.ai export (or the ZIP it comes
+in), the path to each conversation's current leaf, as `import-turns` lines.  The text of
+an attached file (`extracted_content`) comes with its question as context, so it is
+searchable; messages on branches the user left are counted, not imported."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
+    BEFORE_FIRST,
+    BRANCH_LEFT,
     NO_TEXT,
     SHAPE_ERRORS,
     Conversion,
@@ -36,12 +40,33 @@ def _claude_blocks(message: dict[str, Any], pair: Pair | None) -> str:
                 pair.tool_messages += 1
             elif kind == "tool_result" and pair is not None:
                 pair.tool_messages += 1
-    if not texts and isinstance(message.get("text"), str):
-        texts.append(message["text"])
+    if not any(t.strip() for t in texts) and isinstance(message.get("text"), str):
+        texts = [message["text"]]
     return "\n\n".join(t for t in texts if t.strip()).strip()
 
 
-def _claude_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
+def _files(message: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
+    """(names of the files attached to `message`, each once; their extracted text as context)."""
+    names: list[str] = []
+    context: list[dict[str, str]] = []
+    for item in [*(message.get("attachments") or []), *(message.get("files") or [])]:
+        if not isinstance(item, dict) or not isinstance(item.get("file_name"), str):
+            continue
+        name = item["file_name"]
+        if name not in names:
+            names.append(name)
+        text = nonblank(item.get("extracted_content"))
+        if text is not None:
+            context.append({"heading": f"Attached: {name}", "text": text})
+    return names, context
+
+
+def _worded(message: dict[str, Any]) -> bool:
+    return bool(_claude_blocks(message, None)) or bool(_files(message)[1])
+
+
+def _claude_path(conv: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages on the path to the current leaf, in order; messages on other branches)."""
     messages = conv.get("chat_messages")
     if not isinstance(messages, list):
         raise EntryError("no `chat_messages` list")
@@ -50,7 +75,7 @@ def _claude_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
         raise EntryError("a message is not a JSON object")
     by_id = {m["uuid"]: m for m in good if isinstance(m.get("uuid"), str)}
     if not good or not any("parent_message_uuid" in m for m in good):
-        return good
+        return good, []
     leaf = by_id.get(conv.get("current_leaf_message_uuid")) or good[-1]
     path: list[dict[str, Any]] = []
     seen: set[int] = set()
@@ -59,39 +84,51 @@ def _claude_path(conv: dict[str, Any]) -> list[dict[str, Any]]:
         seen.add(id(node))
         path.append(node)
         node = by_id.get(node.get("parent_message_uuid"))
-    return path[::-1]
+    return path[::-1], [m for m in good if id(m) not in seen]
 
 
-def _claude_pairs(messages: list[dict[str, Any]]) -> list[Pair]:
+def _claude_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair]:
     pairs: list[Pair] = []
     for message in messages:
         sender = message.get("sender")
+        if sender not in ("human", "user", "assistant") or not _worded(message):
+            out.not_messages[
+                "tool use or empty message" if sender == "assistant" else f"{sender} message"
+            ] += 1
+            if sender == "assistant" and pairs:
+                _claude_blocks(message, pairs[-1])
+            continue
+        out.messages += 1
         if sender in ("human", "user"):
             pair = Pair(nonblank(message.get("uuid")), iso_time(message.get("created_at")), "")
-            pair.query = _claude_blocks(message, pair) or NO_TEXT
-            files = [
-                f.get("file_name")
-                for f in [*(message.get("attachments") or []), *(message.get("files") or [])]
-                if isinstance(f, dict) and isinstance(f.get("file_name"), str)
-            ]
-            if files:
-                pair.extra["attachments"] = files
+            names, context = _files(message)
+            pair.query = _claude_blocks(message, pair) or (
+                f"(attached: {', '.join(names)})" if names else NO_TEXT
+            )
+            pair.context = context
+            if names:
+                pair.extra["attachments"] = names
             pairs.append(pair)
-        elif sender == "assistant" and pairs:
-            text = _claude_blocks(message, pairs[-1])
-            if text:
-                pairs[-1].answers.append(text)
+        elif pairs:
+            pairs[-1].answers.append(_claude_blocks(message, pairs[-1]))
+        else:
+            out.skip(BEFORE_FIRST)
     return pairs
 
 
-def read_claude(path: Path, user: str) -> Conversion:
-    out = Conversion()
-    for index, conv in conversations(path, "claude.ai", out):
+def read_claude(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
+    out = out if out is not None else Conversion()
+    for index, conv in conversations(path, limit, "claude.ai", out, "chat_messages"):
         conv_id = nonblank(conv.get("uuid"))
         label = conversation_label(index, conv.get("name"), conv_id)
         out.conversations += 1
         try:
-            pairs = _claude_pairs(_claude_path(conv))
+            on_path, others = _claude_path(conv)
+            for message in others:
+                if _worded(message):
+                    out.messages += 1
+                    out.skip(BRANCH_LEFT)
+            pairs = _claude_pairs(on_path, out)
         except SHAPE_ERRORS as exc:
             out.fail(label, shape_error(exc))
             continue

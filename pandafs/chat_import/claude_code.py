@@ -1,9 +1,27 @@
-"""The Claude Code reader: a session transcript (`*.jsonl`) or a folder of them, the
-chain from each session's last message back, as `import-turns` lines."""
+"""The Claude Code reader: a session transcript (`*.jsonl`) or a folder of them, every
+chain of every session in a file, as `import-turns` lines.
+
+A transcript is a tree of records linked by `parentUuid` (`logicalParentUuid` across a
+compaction, whose boundary starts a new root).  Records of every type stay in the tree
+(progress, system `turn_duration` and `compact_boundary`, bookkeeping), so none of them
+cuts a chain; only user and assistant messages in words are read:
+
+- each prompt a person typed starts a turn; an assistant message belongs to the nearest
+  prompt above it, so parallel tool calls (forks of the tree) all count;
+- a prompt replaced by a later one on the same parent (a rewind) is counted, not imported;
+- the summary a compaction leaves (`isCompactSummary`) is the context of the next prompt
+  below it, never a question or a title;
+- interruptions (`[Request interrupted by user…]`), sub-agent sidechains, meta records and
+  slash-command bookkeeping are counted with their reason, not made into turns; tool
+  calls and results and thinking are counted by kind.
+
+The file is read line by line (bounded by `[index] import_max_bytes` per file).
+"""
 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -11,25 +29,32 @@ import orjson
 
 from ..errors import BadInput
 from ._common import (
+    BEFORE_FIRST,
+    INTERRUPTION,
+    REWOUND,
     SHAPE_ERRORS,
+    SIDECHAIN,
     Conversion,
     EntryError,
     Pair,
     emit,
     iso_time,
     nonblank,
-    read_source,
+    open_export,
     shape_error,
 )
 
 _COMMAND_PREFIXES = ("<command-", "<local-command-", "Caveat: The messages below were generated")
+_INTERRUPTED = "[Request interrupted by user"
+COMPACTED = "Summary of the conversation before (compacted)"
+META = "meta record (written by Claude Code, not the person)"
+COMMAND = "slash command or its output"
+_TRANSCRIPT_TYPES = frozenset(("user", "assistant", "system", "summary", "progress", "file-history-snapshot"))
 
 
 def _transcripts(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise BadInput(f"{path}: no such file or folder")
+    if os.path.islink(path) or not path.is_dir():
+        return [path]  # opened (and refused if not a regular file) by `open_export`
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(path):  # never follows symlinked folders
         dirnames[:] = sorted(d for d in dirnames if d != "subagents" and not d.startswith("."))
@@ -43,128 +68,247 @@ def _transcripts(path: Path) -> list[Path]:
     return found
 
 
-def _code_content(record: dict[str, Any], pair: Pair | None) -> tuple[str, bool]:
-    """(text, has_tool_results) of one transcript record's message."""
+def _content(record: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """(text, the non-text blocks) of one transcript record's message."""
     message = record.get("message")
     if not isinstance(message, dict):
         raise EntryError("no `message` object")
     content = message.get("content")
     if isinstance(content, str):
-        return content.strip(), False
+        return content.strip(), []
     if not isinstance(content, list):
         raise EntryError("`message.content` is neither text nor a list of blocks")
-    texts: list[str] = []
-    results = False
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif kind == "tool_result":
-            results = True
-            if pair is not None:
-                pair.tool_messages += 1
-        elif kind == "tool_use" and pair is not None:
-            pair.tools.append(str(block.get("name") or "tool"))
-            pair.tool_messages += 1
-    return "\n\n".join(t for t in texts if t.strip()).strip(), results
+    texts = [
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    others = [b for b in content if isinstance(b, dict) and b.get("type") != "text"]
+    return "\n\n".join(t for t in texts if t.strip()).strip(), others
 
 
-def _code_chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The path from the last main-chain message back to the first (rewound branches left out)."""
-    chain = [r for r in records if r.get("type") in ("user", "assistant") and not r.get("isSidechain")]
-    by_id = {r["uuid"]: r for r in chain if isinstance(r.get("uuid"), str)}
-    if not chain:
-        return []
-    path: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    node: dict[str, Any] | None = chain[-1]
-    while node is not None:
-        uuid = node.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in seen:
-                break
-            seen.add(uuid)
-        path.append(node)
-        parent = node.get("parentUuid") or node.get("logicalParentUuid")
-        node = by_id.get(parent) if isinstance(parent, str) else None
-    if len(path) < len(chain) and not any(isinstance(r.get("parentUuid"), str) for r in chain[1:]):
-        return chain  # transcripts without parent links: file order is the conversation
-    return path[::-1]
+def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> str:
+    """What a user or assistant record is: `prompt`, `answer`, `summary`, `interruption`,
+    `sidechain`, or a kind that is not a message in words."""
+    if record.get("isSidechain"):
+        return "sidechain" if text else "sidechain record"
+    if record.get("type") == "assistant":
+        return "answer" if text else "thinking or tool call"
+    if record.get("isCompactSummary"):
+        return "summary"
+    if not text:
+        return "tool result" if any(b.get("type") == "tool_result" for b in others) else "empty message"
+    if record.get("isMeta"):
+        return META
+    if text.startswith(_INTERRUPTED):
+        return "interruption"
+    if text.startswith(_COMMAND_PREFIXES):
+        return COMMAND
+    if any(b.get("type") == "tool_result" for b in others):
+        return "answer"  # words sent along with tool output: part of the exchange
+    return "prompt"
 
 
-def _read_transcript(file: Path, user: str, out: Conversion) -> None:
-    label = f"transcript {file.name}"
-    try:
-        raw_lines = read_source(file).splitlines()
-    except BadInput as exc:
-        out.fail(label, str(exc))
-        return
+def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    title: str | None = None
-    for number, raw in enumerate(raw_lines, 1):
-        if not raw.strip():
+    bad = 0
+    read = 0
+    with open_export(file, limit) as handle:
+        for number, raw in enumerate(handle, 1):
+            read += len(raw)
+            if read > limit:
+                raise BadInput(f"{file} grew past [index] import_max_bytes = {limit:,} while read")
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                bad += 1
+                out.fail(f"{label} line {number}", f"not valid JSON: {exc}")
+                continue
+            if not isinstance(record, dict):
+                bad += 1
+                out.fail(f"{label} line {number}", "not a JSON object")
+                continue
+            record["_line"] = number
+            records.append(record)
+    if not any(r.get("type") in _TRANSCRIPT_TYPES for r in records) and (records or bad):
+        del out.failed[len(out.failed) - bad :]
+        raise BadInput(f"{file} is not a Claude Code transcript: no line is a user or assistant record")
+    return records
+
+
+class _Tree:
+    """The records of one file by uuid, and the prompt each record hangs below."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.by_id = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
+        self._prompt_of: dict[str, str | None] = {}
+
+    def parent(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        parent = record.get("parentUuid") or record.get("logicalParentUuid")
+        return self.by_id.get(parent) if isinstance(parent, str) else None
+
+    def prompt_above(self, record: dict[str, Any], prompts: set[str]) -> str | None:
+        """The uuid of the nearest prompt above `record` (not itself)."""
+        walked: dict[str, None] = {}  # in order, and a cycle found at once
+        node = self.parent(record)
+        found: str | None = None
+        while node is not None:
+            uuid = node["uuid"]
+            if uuid in prompts:
+                found = uuid
+                break
+            if uuid in self._prompt_of:
+                found = self._prompt_of[uuid]
+                break
+            if uuid in walked:
+                break  # a cycle: no prompt above
+            walked[uuid] = None
+            node = self.parent(node)
+        for uuid in walked:
+            self._prompt_of[uuid] = found
+        return found
+
+
+def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None:
+    label = f"transcript {file.name}"
+    records = _read_records(file, limit, out, label)
+    tree = _Tree(records)
+    roles: dict[int, tuple[str, str]] = {}  # index → (role, text)
+    for index, record in enumerate(records):
+        kind = record.get("type")
+        if kind not in ("user", "assistant"):
+            out.not_messages[str(kind)] += 1
             continue
         try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            out.fail(f"{label} line {number}", f"not valid JSON: {exc}")
-            continue
-        if not isinstance(record, dict):
-            out.fail(f"{label} line {number}", "not a JSON object")
-            continue
-        if record.get("type") == "summary" and isinstance(record.get("summary"), str):
-            title = title or record["summary"]
-        elif record.get("type") in ("user", "assistant") and not isinstance(record.get("message"), dict):
-            out.fail(f"{label} line {number}", "no `message` object")
-            continue
-        record["_line"] = number
-        records.append(record)
-    chain = _code_chain(records)
-    if not chain:
-        return
-    out.conversations += 1
-    session = next((r["sessionId"] for r in chain if isinstance(r.get("sessionId"), str)), None)
-    session = session or file.stem
-    pairs: list[Pair] = []
-    for record in chain:
-        if record.get("isMeta"):
-            continue
-        try:
-            if record.get("type") == "user":
-                text, results = _code_content(record, pairs[-1] if pairs else None)
-                if not text or text.startswith(_COMMAND_PREFIXES):
-                    continue  # a tool result or a slash command's bookkeeping, not a question
-                if results and pairs:
-                    pairs[-1].answers.append(text)  # rare: words sent along with tool output
-                    continue
-                pair = Pair(nonblank(record.get("uuid")), iso_time(record.get("timestamp")), text)
-                if isinstance(record.get("cwd"), str):
-                    pair.extra["cwd"] = record["cwd"]
-                if isinstance(record.get("gitBranch"), str) and record["gitBranch"]:
-                    pair.extra["git_branch"] = record["gitBranch"]
-                pairs.append(pair)
-            elif pairs:
-                text, _ = _code_content(record, pairs[-1])
-                if text:
-                    pairs[-1].answers.append(text)
-                model = record["message"].get("model")
-                if isinstance(model, str) and not model.startswith("<"):
-                    pairs[-1].extra["model"] = model
+            text, others = _content(record)
         except SHAPE_ERRORS as exc:
             out.fail(f"{label} line {record['_line']}", shape_error(exc))
-    times = [t for t in (iso_time(r.get("timestamp")) for r in chain) if t]
-    info = {
-        "title": title or (pairs[0].query.splitlines()[0][:80] if pairs else None),
-        "created_at": min(times) if times else None,
-        "updated_at": max(times) if times else None,
+            continue
+        role = _role(record, text, others)
+        roles[index] = (role, text)
+    prompts = {
+        records[i]["uuid"] for i, (role, _) in roles.items() if role == "prompt" and "uuid" in records[i]
     }
-    emit(out, "claude-code", user, session, info, pairs, label, info["created_at"])
+    siblings: dict[str, list[str]] = defaultdict(list)  # parent → prompts typed on it, file order
+    for i, (role, _) in roles.items():
+        parent = records[i].get("parentUuid")
+        if role == "prompt" and isinstance(parent, str) and "uuid" in records[i]:
+            siblings[parent].append(records[i]["uuid"])
+    rewound = {uuid for group in siblings.values() for uuid in group[:-1]}
+
+    sessions: dict[str, list[Pair]] = {}
+    pairs: dict[str, Pair] = {}
+    waiting: dict[str, list[str]] = defaultdict(list)  # prompt → summaries above it, kept as context
+    for i, (role, text) in roles.items():
+        record = records[i]
+        if role in ("prompt", "answer", "summary", "interruption", "sidechain", META, COMMAND):
+            out.messages += 1
+        else:
+            out.not_messages[role] += 1
+            continue
+        if role in (META, COMMAND):
+            out.skip(role)
+        elif role == "interruption":
+            out.skip(INTERRUPTION)
+        elif role == "sidechain":
+            out.skip(SIDECHAIN)
+        elif role == "prompt" and record.get("uuid") in rewound:
+            out.skip(REWOUND)
+        elif role == "prompt":
+            pair = Pair(nonblank(record.get("uuid")), iso_time(record.get("timestamp")), text)
+            if isinstance(record.get("cwd"), str):
+                pair.extra["cwd"] = record["cwd"]
+            if isinstance(record.get("gitBranch"), str) and record["gitBranch"]:
+                pair.extra["git_branch"] = record["gitBranch"]
+            for summary in waiting.pop(record.get("uuid", ""), []):
+                pair.context.append(
+                    {"heading": "Summary of the conversation before (compacted)", "text": summary}
+                )
+                pair.context_messages += 1
+            session = nonblank(record.get("sessionId")) or file.stem
+            sessions.setdefault(session, []).append(pair)
+            pairs[record.get("uuid", f"line {i}")] = pair
+        else:
+            above = tree.prompt_above(record, prompts)
+            if role == "summary":
+                below = _prompt_below(records, i, tree, prompts)
+                if below is None:
+                    out.skip(BEFORE_FIRST)
+                else:
+                    waiting[below].append(text)
+            elif above is None:
+                out.skip(BEFORE_FIRST)
+            elif above in rewound:
+                out.skip(REWOUND)
+            else:
+                pair = pairs[above]
+                pair.answers.append(text)
+                model = (record.get("message") or {}).get("model")
+                if isinstance(model, str) and not model.startswith("<"):
+                    pair.extra["model"] = model
+        if role == "answer" and (above := tree.prompt_above(record, prompts)) in pairs:
+            _count_tools(pairs[above], record)
+    for i, (role, _) in roles.items():  # tool calls and results of each exchange, by name
+        if role in ("thinking or tool call", "tool result"):
+            above = tree.prompt_above(records[i], prompts)
+            if above in pairs:
+                _count_tools(pairs[above], records[i])
+    titles = [
+        r["summary"] for r in records if r.get("type") == "summary" and isinstance(r.get("summary"), str)
+    ]
+    for session, session_pairs in sessions.items():
+        out.conversations += 1
+        times = [p.when for p in session_pairs if p.when]
+        info = {
+            "title": titles[0]
+            if titles and len(sessions) == 1
+            else session_pairs[0].query.splitlines()[0][:80],
+            "created_at": min(times) if times else None,
+            "updated_at": max(times) if times else None,
+        }
+        emit(out, "claude-code", user, session, info, session_pairs, label, info["created_at"])
+    for summary_list in waiting.values():
+        out.skip(BEFORE_FIRST, len(summary_list))
 
 
-def read_claude_code(path: Path, user: str) -> Conversion:
-    out = Conversion()
-    for file in _transcripts(path):
-        _read_transcript(file, user, out)
+def _prompt_below(records: list[dict[str, Any]], index: int, tree: _Tree, prompts: set[str]) -> str | None:
+    """The first prompt after `records[index]` in the file whose chain passes through it."""
+    uuid = records[index].get("uuid")
+    for record in records[index + 1 :]:
+        if record.get("uuid") not in prompts:
+            continue
+        node = tree.parent(record)
+        hops = 0
+        while node is not None and hops < 10_000:
+            if node.get("uuid") == uuid:
+                return str(record["uuid"])
+            if node.get("uuid") in prompts:
+                break
+            node = tree.parent(node)
+            hops += 1
+    return None
+
+
+def _count_tools(pair: Pair, record: dict[str, Any]) -> None:
+    content = (record.get("message") or {}).get("content")
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            pair.tools.append(str(block.get("name") or "tool"))
+            pair.tool_messages += 1
+        elif isinstance(block, dict) and block.get("type") == "tool_result":
+            pair.tool_messages += 1
+
+
+def read_claude_code(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
+    out = out if out is not None else Conversion()
+    files = _transcripts(path)
+    for file in files:
+        try:
+            _read_transcript(file, user, limit, out)
+        except BadInput as exc:
+            if files == [path]:
+                raise  # the one file asked for: refused whole
+            out.fail(f"transcript {file.name}", str(exc))  # one file of a folder: named, the rest go in
     return out

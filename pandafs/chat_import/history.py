@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import IO, Any
 
 from indexers.documents import IndexDoc, Skipped
 
@@ -27,14 +26,20 @@ FORMATS = ("chatgpt", "claude", "claude-code")
 
 @dataclass
 class HistoryReport:
+    """What an import did, turn by turn (`imported`, `completed`, `skipped` already present,
+    `failed`), and its `account`: every conversation and every message of the export, as
+    imported, already present, or skipped with a reason."""
+
     format: str
     source: str
     conversations: int = 0
     turns: int = 0
     imported: int = 0
+    completed: int = 0
     skipped: int = 0
     failed: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    account: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -43,24 +48,43 @@ class HistoryReport:
             "conversations": self.conversations,
             "turns": self.turns,
             "imported": self.imported,
+            "completed": self.completed,
             "skipped": self.skipped,
             "failed": self.failed,
+            "account": self.account,
             "seconds": round(self.seconds, 3),
         }
 
+    def account_lines(self) -> list[str]:
+        """The account in words, as the human output prints it."""
+        conv, msg = self.account["conversations"], self.account["messages"]
+        lines = [
+            f"conversations: {conv['seen']} seen: {conv['new']} new, {conv['grown']} went on or grew, "
+            f"{conv['already_present']} already present"
+            + (f", {conv['nothing_imported']} with nothing to import" if conv["nothing_imported"] else ""),
+            f"messages: {msg['seen']} seen: {msg['imported']} imported, {msg['already_present']} already "
+            f"present, {sum(msg['skipped'].values())} skipped",
+        ]
+        lines += [f"  skipped, {reason}: {count}" for reason, count in sorted(msg["skipped"].items())]
+        if self.account["not_messages"]:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.account["not_messages"].items()))
+            lines.append(f"not messages (kept out of the answers, counted): {kinds}")
+        return lines
 
-READERS: dict[str, Callable[[Path, str], Conversion]] = {
+
+READERS: dict[str, Callable[[Path, str, int, Conversion | None], Conversion]] = {
     "chatgpt": read_chatgpt,
     "claude": read_claude,
     "claude-code": read_claude_code,
 }
 
 
-def convert(fmt: str, path: Path, user: str) -> Conversion:
-    """Read an export into import-turns lines (nothing is written)."""
+def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes] | None = None) -> Conversion:
+    """Read an export (each file at most `limit` bytes) into import-turns lines, written to
+    `sink` as they are made or else kept in the conversion (nothing goes to a vault)."""
     if fmt not in READERS:
         raise BadInput(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
-    return READERS[fmt](path, user)
+    return READERS[fmt](path, user, limit, Conversion(sink=sink))
 
 
 def import_history(
@@ -75,20 +99,72 @@ def import_history(
 ) -> HistoryReport:
     """Import one export for `user`: convert it, then `import_turns` does the rest."""
     started = time.perf_counter()
-    conversion = convert(fmt, path, user)
-    report = HistoryReport(fmt, str(path), conversion.conversations, len(conversion.lines))
-    report.failed = list(conversion.failed)
-    if on_total is not None:
-        on_total(len(conversion.lines))
-    if conversion.lines:
-        with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
-            staged = Path(tmp) / "turns.jsonl"
-            staged.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in conversion.lines))
-            result = import_turns(vault, staged, progress=progress, after_batch=after_batch)
-        report.imported, report.skipped = result.imported, result.skipped
-        report.failed += [_named(conversion.labels, f) for f in result.failed]
+    with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
+        staged = Path(tmp) / "turns.jsonl"
+        with staged.open("wb") as sink:  # lines as the export is read: it is never held whole
+            conversion = convert(fmt, path, user, vault.config.index.import_max_bytes, sink)
+        report = HistoryReport(fmt, str(path), conversion.conversations, conversion.turns)
+        report.failed = list(conversion.failed)
+        tally = _Tally(conversion)
+        if on_total is not None:
+            on_total(conversion.turns)
+        if conversion.turns:
+            result = import_turns(
+                vault, staged, progress=progress, after_batch=after_batch, keep_turns=False, on_line=tally
+            )
+            report.imported, report.skipped = result.imported, result.skipped
+            report.completed = result.completed
+            report.failed += [_named(conversion.labels, f) for f in result.failed]
+    report.account = tally.account()
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Tally:
+    """The account of an import: what became of each line, summed over its messages and
+    conversations."""
+
+    def __init__(self, conversion: Conversion) -> None:
+        self.conversion = conversion
+        self.messages = {"imported": 0, "already_present": 0}
+        self.skipped = Counter(conversion.skipped)
+        self.by_conversation: dict[int, set[str]] = {}
+
+    def __call__(self, number: int, outcome: str, held: int = 0) -> None:
+        count = self.conversion.counts[number - 1]
+        self.by_conversation.setdefault(self.conversion.owners[number - 1], set()).add(outcome)
+        if outcome == "new":
+            self.messages["imported"] += count
+        elif outcome == "present":
+            self.messages["already_present"] += count
+        elif outcome == "completed":
+            before = min(held, count)
+            self.messages["already_present"] += before
+            self.messages["imported"] += count - before
+        else:
+            self.skipped["failed (named in `failed`)"] += count
+
+    def account(self) -> dict[str, Any]:
+        outcomes = self.by_conversation.values()
+        new = sum(1 for o in outcomes if o == {"new"} or o == {"new", "failed"})
+        grown = sum(1 for o in outcomes if "completed" in o or ("new" in o and "present" in o))
+        present = sum(1 for o in outcomes if o == {"present"})
+        conversations = self.conversion.conversations
+        return {
+            "conversations": {
+                "seen": conversations,
+                "new": new,
+                "grown": grown,
+                "already_present": present,
+                "nothing_imported": conversations - new - grown - present,
+            },
+            "messages": {
+                "seen": self.conversion.messages,
+                **self.messages,
+                "skipped": dict(sorted(self.skipped.items())),
+            },
+            "not_messages": dict(sorted(self.conversion.not_messages.items())),
+        }
 
 
 def _named(labels: list[str], failure: dict[str, Any]) -> dict[str, str]:

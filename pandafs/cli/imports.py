@@ -28,8 +28,12 @@ def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None
     claude-code  a Claude Code transcript (~/.claude/projects/<project>/<session>.jsonl)
                  or a folder of them
 
-    Titles, times and ids are kept in each turn's meta; importing again adds nothing.
-    Entries that cannot be read are named and skipped (exit 1); the rest go in.
+    A ZIP export is read as it comes.  Titles, times and ids are kept in each turn's meta;
+    importing again adds only what is new, and completes a turn whose answer arrived since.
+    The account says what became of every conversation and message: imported, already
+    present, or skipped with a reason.  Entries that cannot be read are named (exit 1); the
+    rest go in.  A path that is not a regular file, or larger than [index] import_max_bytes,
+    or not this format, is refused before anything is written (exit 2).
     """
     vault = app.vault()
     memory = open_memory(vault)
@@ -45,11 +49,14 @@ def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None
         )
 
     def human() -> None:
+        completed = f", completed {report.completed}" if report.completed else ""
         click.echo(
-            f"{report.conversations} conversations, {report.turns} turns: imported {report.imported}, "
-            f"skipped {report.skipped} already present, failed {len(report.failed)} "
+            f"{report.conversations} conversations, {report.turns} turns: imported {report.imported}"
+            f"{completed}, skipped {report.skipped} already present, failed {len(report.failed)} "
             f"({report.seconds:.1f} s)"
         )
+        for line in report.account_lines():
+            click.echo(line)
         for failure in report.failed:
             click.echo(f"  {failure['entry']}: {failure['error']}")
 

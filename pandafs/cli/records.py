@@ -46,8 +46,11 @@ def init(app: App, as_json: bool) -> None:
 def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bool) -> None:
     """Import past turns from JSON Lines.
 
-    Each line: {"user", "external_id"?, "timestamp", "query", "response", "meta"?}.
-    Re-importing the same external_id for the same user adds nothing.
+    Each line: {"user", "external_id"?, "timestamp", "query", "response", "context"?, "meta"?}
+    ("context": [{"heading", "text"}], shown in the turn's §2).  Re-importing the same
+    external_id for the same user adds nothing, or completes its turn if the line holds more
+    (a longer response, more context).  A line whose turn the index would not take
+    ([index] max_file_bytes) is refused by name.
     """
     vault = app.vault()
     lines = 0  # a pipe (`<(zcat …)`) can be read once: the import reads it, the bar has no length
@@ -67,8 +70,9 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 
     def human() -> None:
         data = report.as_json()
+        completed = f", completed {report.completed}" if report.completed else ""
         click.echo(
-            f"imported {report.imported}, skipped {report.skipped} already present, "
+            f"imported {report.imported}{completed}, skipped {report.skipped} already present, "
             f"failed {len(report.failed)} in {data['seconds']} s ({data['turns_per_s']} turns/s)"
         )
         for failure in report.failed:

@@ -149,6 +149,9 @@ class IndexConfig(_Section):
         64, ge=1, description="tantivy writer heap (a rebuild's peak memory; 128 indexed no faster)"
     )
     batch_size: int = setting(1000, ge=1, description="documents per commit in rebuild / import")
+    import_max_bytes: int = setting(
+        1_000_000_000, ge=0, description="largest export file `pandafs import` reads (larger: refused)"
+    )
 
 
 IDENTITY_KEYS = (

@@ -107,6 +107,30 @@ def _norm(text: str) -> str:
     return " ".join(_STATEMENT_WORD.findall(text.casefold()))
 
 
+TITLE_CHARS = 80
+
+
+def default_title(content: str) -> str:
+    """A memory's title when none is given: its first ten words, at most TITLE_CHARS long
+    (the title is written twice, in the frontmatter and as the heading: a text of few spaces
+    would otherwise be written three times)."""
+    title = " ".join(content.split()[:10])
+    return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def fitting(vault: Vault, rel: str, text: str) -> bytes:
+    """`text` as bytes if the index takes a document of that size; else BadInput, so a save
+    is refused before anything is written instead of acknowledged and never found."""
+    data = text.encode("utf-8")
+    limit = vault.config.index.max_file_bytes
+    if len(data) > limit:
+        raise BadInput(
+            f"too large to save: {rel} would be {len(data):,} bytes, more than the index takes "
+            f"([index] max_file_bytes = {limit:,}); save it in smaller parts"
+        )
+    return data
+
+
 def slug(text: str, limit: int = 6) -> str:
     import hashlib  # not at module level: loading OpenSSL is a cost every search would pay
 
@@ -202,7 +226,7 @@ def append_entry(
         if merged:
             front["keywords"] = merged
         front["updated_at"] = now
-        return render_document(front, body).encode("utf-8"), True
+        return fitting(vault, rel, render_document(front, body)), True
 
     with vault.memory_lock(user):  # a link (to another user's file, or out): NotInVault
         created = rewrite_file(vault.root, rel, change)
@@ -245,7 +269,7 @@ def write_memory(
         meta = DocumentMetadata(
             id=doc_id,
             user=user,
-            title=title or " ".join(content.split()[:10]),
+            title=title or default_title(content),
             primary_topic=topic,
             keywords=keywords,
             content_types=[doc_type],
@@ -259,7 +283,7 @@ def write_memory(
         body = f"# {meta.title}\n\n{content.strip()}\n"
         if source_turn:
             body += f"\nSource: {wikilink(f'users/{user}/turns/{source_turn}/context.md', source_turn)}\n"
-        atomic_write(path, render_document(meta, body), root=vault.root)
+        atomic_write(path, fitting(vault, vault.rel(path), render_document(meta, body)), root=vault.root)
     return SavedDoc(doc_id, vault.rel(path))
 
 
@@ -331,7 +355,7 @@ def publish(
             return SavedDoc(doc_id, rel, created=False)
         meta = DocumentMetadata(
             id=doc_id,
-            title=title or " ".join(content.split()[:10]),
+            title=title or default_title(content),
             primary_topic=topic,
             keywords=keywords,
             content_types=[doc_type],
@@ -348,7 +372,7 @@ def publish(
         append_file(
             vault_folder(vault.root, log.parent) / log.name, orjson.dumps(record) + b"\n", root=vault.root
         )
-        atomic_write(path, render_document(meta, body), root=vault.root)
+        atomic_write(path, fitting(vault, vault.rel(path), render_document(meta, body)), root=vault.root)
     return SavedDoc(doc_id, rel)
 
 

@@ -8,6 +8,7 @@ nor leaves a turn unindexed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ from ..vault import STAGING_DIR, Vault
 __all__ = ["LEDGER", "Ledger"]
 
 LEDGER = ".external_ids.jsonl"
+PENDING = -1
+_LOW = (1 << 64) - 1
+_HEX = re.compile(r"[0-9a-f]{1,16}")
 
 
 def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
@@ -44,13 +48,21 @@ def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
 
 
 class Ledger:
-    """One user's imported external ids, with the `scanned` and `indexed` marks."""
+    """One user's imported external ids, with the `scanned` and `indexed` marks.
+
+    An entry `{"e": external id, "t": turn, "h": digest of what the turn holds, "c":
+    conversation}` says where a line went and what it held (a later entry for the same id
+    after the turn grew replaces `h`), so an export imported again completes what grew
+    and links a conversation's new turns to its last one."""
 
     def __init__(self, vault: Vault, user: str) -> None:
         self.vault = vault
         self.user = user
         self.path = vault.layout.turns_dir(user) / LEDGER
-        self.ids: set[str] = set()
+        # external id → its turn's number << 64 | the 64-bit digest of what the turn holds
+        # (0: not known), one int a line; PENDING while its turn is being placed
+        self.ids: dict[str, int] = {}
+        self.last_of: dict[str, str] = {}  # conversation → its newest turn
         self.scanned = 0
         indexed: int | None = None
         torn = False
@@ -69,7 +81,7 @@ class Ledger:
                     if not isinstance(entry, dict):
                         continue
                     if "e" in entry:
-                        self.ids.add(entry["e"])
+                        self._learn(entry)
                         self.scanned = max(self.scanned, turn_number(entry["t"]))
                     elif "indexed" in entry:
                         indexed = max(indexed or 0, int(entry["indexed"]))
@@ -79,6 +91,34 @@ class Ledger:
         self.indexed = self.scanned if indexed is None else min(indexed, self.scanned)
         self._torn = torn
         self.marked = indexed is not None  # the ledger holds an `indexed` mark
+
+    def turn_of(self, key: str) -> str | None:
+        """The turn holding external id `key`; "" while it is being placed; None if not in."""
+        value = self.ids.get(key)
+        if value is None:
+            return None
+        return "" if value == PENDING else turn_name(value >> 64)
+
+    def digest_of(self, key: str) -> str | None:
+        """The digest (16 hex digits) of what `key`'s turn holds, if the ledger knows it."""
+        value = self.ids.get(key, PENDING)
+        return f"{value & _LOW:016x}" if value != PENDING and value & _LOW else None
+
+    def _learn(self, entry: dict[str, Any]) -> None:
+        digest = entry.get("h")
+        low = int(digest, 16) & _LOW if isinstance(digest, str) and _HEX.fullmatch(digest) else 0
+        self.ids[entry["e"]] = turn_number(entry["t"]) << 64 | low
+        if isinstance(entry.get("c"), str):
+            last = self.last_of.get(entry["c"])
+            if last is None or turn_number(last) < turn_number(entry["t"]):
+                self.last_of[entry["c"]] = entry["t"]
+
+    def record(self, entries: list[dict[str, Any]]) -> None:
+        """Learn and append `{"e", "t", "h"?, "c"?}` entries (and any marks among them)."""
+        for entry in entries:
+            if "e" in entry:
+                self._learn(entry)
+        self.append(entries)
 
     def append(self, entries: list[dict[str, Any]]) -> None:
         """Append entries; no fsync: the folders are durable first, the ledger is a summary."""
@@ -130,7 +170,7 @@ class Ledger:
                 newest = number
                 external = data.get("external_id")
                 if external is not None:
-                    self.ids.add(external)
+                    self.ids[external] = number << 64
                     found.append({"e": external, "t": name})
             if number > self.indexed and data.get("source") == "import":
                 ref = TurnRef(self.user, name, turns)

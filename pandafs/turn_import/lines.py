@@ -7,13 +7,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from events.clock import out_of_range
 from events.errors import InvalidUserId
 from events.layout import validate_user_id
 
-__all__ = ["ImportLine", "chunks", "parse_line"]
+__all__ = ["ImportContext", "ImportLine", "chunks", "parse_line"]
+
+
+class ImportContext(BaseModel):
+    """Text that came with the question but is not the question: an attached file's
+    extracted text, the summary a compaction left.  Rendered in the turn's §2."""
+
+    model_config = ConfigDict(extra="forbid")
+    heading: str
+    text: str
 
 
 class ImportLine(BaseModel):
@@ -23,7 +32,13 @@ class ImportLine(BaseModel):
     timestamp: datetime
     query: str
     response: str = ""
+    context: list[ImportContext] = []
     meta: dict[str, Any] | None = None
+    _number: int = PrivateAttr(0)  # the line of the file it came from
+
+    @property
+    def number(self) -> int:
+        return self._number
 
     @field_validator("user")
     @classmethod
@@ -66,9 +81,11 @@ def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
     if not isinstance(data, dict):
         return {"line": number, "error": "not a JSON object"}
     try:
-        return ImportLine.model_validate(data)
+        line = ImportLine.model_validate(data)
     except ValidationError as exc:
         return {"line": number, "error": _error_text(exc)}
+    line._number = number
+    return line
 
 
 def chunks(handle: Iterable[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:

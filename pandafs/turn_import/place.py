@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from ..turns import EVENTS_FILE
 from ..vault import STAGING_DIR, Vault
 from .lines import ImportLine
 from .render import turn_files
+from .threads import Threads
 
 __all__ = ["Placed", "Placer"]
 
@@ -107,9 +109,12 @@ class Placer:
     """Stage a batch of turns (rendered here, written by the I/O threads), then `place`
     it once every folder is on disk; the caller may stage the next batch meanwhile."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, before: Callable[[str, str], str | None] | None = None) -> None:
         self.vault = vault
         self.max_bytes = vault.config.index.max_file_bytes  # as rebuild
+        self.threads = Threads()
+        self._before = before or (lambda user, key: None)  # a conversation's last turn, earlier imports
+        self.refused: list[tuple[ImportLine, int]] = []  # rendered larger than the index takes
         self._pool = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="pandafs-import-io")
         self._unplaced: list[Batch] = []
         self.seconds = {"render": 0.0, "disk wait": 0.0, "place": 0.0}  # on the caller's thread
@@ -133,16 +138,20 @@ class Placer:
     def _stage_user(self, user: str, lines: list[ImportLine]) -> list[_Staged]:
         staging = vault_folder(self.vault.root, self.vault.layout.turns_dir(user) / STAGING_DIR)
         names = self.vault.reserve_turns(user, len(lines))
+        blocks = self.threads.blocks(user, names, lines, lambda key: self._before(user, key))
         # opened and checked once here (NotInVault if swapped for a link), before any folder is made
         staging_fd = open_folder(staging, self.vault.root)
         staged: list[_Staged] = []
         clock = time.perf_counter
         try:
-            for name, line in zip(names, lines, strict=True):
+            for name, line, block in zip(names, lines, blocks, strict=True):
                 start = clock()
-                log, files, front, body = turn_files(user, name, line, ts=utcnow())
+                log, files, front, body = turn_files(user, name, line, ts=utcnow(), thread=block)
                 self.seconds["render"] += clock() - start
                 context = files.pop("context.md")
+                if len(context) > self.max_bytes:  # `size_bound` let it through: still refused
+                    self.refused.append((line, len(context)))
+                    continue
                 files_in_order = [("context.md", context), (EVENTS_FILE, log), *files.items()]
                 written = self._pool.submit(_write_folder, staging_fd, name, files_in_order)
                 end = Anchor(name, log.count(b"\n"), orjson.loads(log.rsplit(b"\n", 2)[-2])["hash"])

@@ -26,18 +26,28 @@ from events.layout import turn_number
 
 from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock
+from .complete import Completer, write_notes
 from .indexing import AfterBatch, BackgroundIndexer
-from .ledger import Ledger
+from .ledger import PENDING, Ledger
 from .lines import ImportLine, chunks, parse_line
 from .place import Batch, Placer
+from .render import OVERHEAD, line_digest, size_bound
+from .threads import conversation_of
 
 __all__ = ["ImportReport", "import_turns"]
+
+
+Outcome = Callable[[int, str, int], None]
+"""Told, for each line number, what became of it — `new` (a turn placed), `completed` (its
+turn held less and got new events), `present` (held already), `failed` — and, when
+completed, how many messages its turn held before (its first line's `meta.messages`)."""
 
 
 @dataclass
 class ImportReport:
     imported: int = 0
     skipped: int = 0
+    completed: int = 0  # lines already in whose turn grew: new events on that turn
     failed: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     turns: list[str] = field(default_factory=list)
@@ -51,6 +61,7 @@ class ImportReport:
         return {
             "imported": self.imported,
             "skipped": self.skipped,
+            "completed": self.completed,
             "failed": self.failed,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
@@ -67,13 +78,16 @@ class _Importer:
         after_batch: AfterBatch | None,
         progress: Callable[[int], None] | None,
         keep_turns: bool = True,
+        on_line: Outcome | None = None,
     ) -> None:
         self.vault = vault
         self.report = report
         self.progress = progress
         self.keep_turns = keep_turns
+        self.on_line = on_line or (lambda number, outcome, held: None)
         self.ledgers: dict[str, Ledger] = {}
-        self.placer = Placer(vault)
+        self.placer = Placer(vault, lambda user, key: self.ledgers[user].last_of.get(key))
+        self.completer = Completer(vault)
         self.indexer = BackgroundIndexer(vault, after_batch)
         self.parse_s = 0.0
         self._previous: tuple[Batch, int] | None = None  # staged, not yet placed; its line count
@@ -108,26 +122,66 @@ class _Importer:
     def stages(self) -> dict[str, float]:
         return {"parse": self.parse_s, **self.placer.seconds, **self.indexer.seconds}
 
+    def fail(self, number: int, error: str) -> None:
+        self.report.failed.append({"line": number, "error": error})
+        self.on_line(number, "failed", 0)
+
     def run_chunk(self, chunk: list[tuple[int, bytes]]) -> None:
         start = time.perf_counter()
         by_user: dict[str, list[ImportLine]] = {}
+        limit = self.vault.config.index.max_file_bytes
         for number, raw in chunk:
             parsed = parse_line(number, raw)
             if not isinstance(parsed, ImportLine):
-                self.report.failed.append(parsed)
+                self.fail(number, parsed["error"])
+                continue
+            if size_bound(parsed) > limit:
+                self.fail(number, too_large(size_bound(parsed) - OVERHEAD, limit))
                 continue
             ledger = self.ledger(parsed.user)
             key = parsed.external_id
             if key is not None:
-                if key in ledger.ids:
-                    self.report.skipped += 1
+                turn = ledger.turn_of(key)
+                if turn is not None:
+                    self.settle_present(ledger, key, turn, parsed)
                     continue
-                ledger.ids.add(key)  # a repeat later in the file is skipped
+                ledger.ids[key] = PENDING  # a repeat later in the file is skipped
             by_user.setdefault(parsed.user, []).append(parsed)
         self.parse_s += time.perf_counter() - start
         batch = self.placer.stage(by_user)  # while the previous batch's disk writes finish
+        for line, size in self.placer.refused:
+            if line.external_id is not None:
+                self.ledgers[line.user].ids.pop(line.external_id, None)
+            self.fail(line.number, too_large(size, limit))
+        self.placer.refused.clear()
         self.finish()
         self._previous = (batch, len(chunk))
+
+    def settle_present(self, ledger: Ledger, key: str, turn: str, line: ImportLine) -> None:
+        """A line whose id is in already: skipped if its turn holds it, completed if it grew."""
+        if turn == "":  # the same id earlier in this file
+            self.report.skipped += 1
+            self.on_line(line.number, "present", 0)
+            return
+        digest = line_digest(line)
+        held = ledger.digest_of(key)
+        if held is None:
+            held = self.completer.held(ledger.user, turn)
+            if held == digest:
+                ledger.record([{"e": key, "t": turn, "h": digest}])
+        if held is None or held == digest:  # archived (its stub holds it) or unchanged
+            self.report.skipped += 1
+            self.on_line(line.number, "present", 0)
+            return
+        result = self.completer.complete(ledger.user, turn, line)
+        if isinstance(result, str):
+            self.fail(line.number, result)
+            return
+        doc, held_messages = result
+        ledger.record([{"e": key, "t": turn, "h": digest}])
+        self.report.completed += 1
+        self.on_line(line.number, "completed", held_messages)
+        self.indexer.submit([doc], [])
 
     def finish(self) -> None:
         """Place the batch staged before, record it in the ledgers and hand it to the indexer."""
@@ -146,18 +200,46 @@ class _Importer:
             ledger = self.ledgers[user]
             ledger.scanned = max(ledger.scanned, max(turn_number(name) for name in names))
             entries = [
-                {"e": item.line.external_id, "t": item.turn}
-                for item in placed
-                if item.user == user and item.line.external_id is not None
+                _entry(item.line, item.turn) for item in placed if item.user == user and item.line.external_id
             ]
-            ledger.append([*entries, {"scanned": ledger.scanned}])
+            ledger.record([*entries, {"scanned": ledger.scanned}])
             marks.append((ledger, ledger.scanned))
             if self.keep_turns:
                 self.report.turns.extend(f"{user}/{name}" for name in names)
         self.report.imported += len(placed)
+        for item in placed:
+            self.on_line(item.line.number, "new", 0)
         self.indexer.submit([item.doc for item in placed], marks)
+
         if self.progress is not None:
             self.progress(lines)
+
+    def link(self) -> None:
+        """The `Next:` links of turns rendered before their next turn existed, and the notes of
+        the conversations that got turns; indexed like the turns."""
+        docs = [
+            doc
+            for user, turn, nxt in self.placer.threads.fix_ups
+            if (doc := self.completer.link_next(user, turn, nxt, self.placer.threads)) is not None
+        ]
+        docs += write_notes(self.vault, self.placer.threads.touched.values())
+        self.indexer.submit(docs, [])
+        self.indexer.drain()
+
+
+def too_large(size: int, limit: int) -> str:
+    return (
+        f"too large for the index: its turn would be {size:,} bytes > [index] max_file_bytes "
+        f"{limit:,} (raise the limit, then import again)"
+    )
+
+
+def _entry(line: ImportLine, turn: str) -> dict[str, Any]:
+    entry = {"e": line.external_id, "t": turn, "h": line_digest(line)}
+    conversation = conversation_of(line)
+    if conversation is not None:
+        entry["c"] = conversation[0]
+    return entry
 
 
 def import_turns(
@@ -168,6 +250,7 @@ def import_turns(
     after_batch: AfterBatch | None = None,
     progress: Callable[[int], None] | None = None,
     keep_turns: bool = True,
+    on_line: Outcome | None = None,
 ) -> ImportReport:
     """Import every valid line of `source`; bad lines are reported, the rest go in.
 
@@ -175,6 +258,8 @@ def import_turns(
     in each batch.  `keep_turns=False` leaves `report.turns` empty (a million ids
     the CLI never prints).  One import runs at a time per vault (a second one waits).
     When it returns, every imported turn is durable and (with `after_batch`) indexed.
+    A line whose id is in already completes its turn when it holds more (an answer that
+    arrived since); `on_line(number, outcome)` is told what became of each line.
     """
     started = time.perf_counter()
     report = ImportReport()
@@ -190,12 +275,13 @@ def import_turns(
     with handle:  # closed on every way out: the users folder failing to be made too
         vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(vault.layout.import_lock, what="import", root=vault.root):
-            importer = _Importer(vault, report, after_batch, progress, keep_turns)
+            importer = _Importer(vault, report, after_batch, progress, keep_turns, on_line)
             failed = True
             try:
                 for chunk in chunks(handle, batch_size):
                     importer.run_chunk(chunk)
                 importer.finish()
+                importer.link()
                 failed = False
             finally:
                 importer.close(failed=failed)
