@@ -5,7 +5,17 @@ and how it is cut out, `_area` lists what the vault keeps for a user, `proof` sc
 all afterwards (`pandafs verify --forgotten`).  docs/forgetting.md tells the design.
 """
 
-from ._run import ForgetReport, forget, intent_path, resume_pending
+from ._run import CHECKS, ForgetReport, check_pending, forget, intent_path, resume_pending
 from .proof import Survivor, scan_user, scan_vault
 
-__all__ = ["ForgetReport", "Survivor", "forget", "intent_path", "resume_pending", "scan_user", "scan_vault"]
+__all__ = [
+    "CHECKS",
+    "ForgetReport",
+    "check_pending",
+    "Survivor",
+    "forget",
+    "intent_path",
+    "resume_pending",
+    "scan_user",
+    "scan_vault",
+]

@@ -44,12 +44,13 @@ from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
 from events.schema import SCHEMA_VERSION, Forgotten, parse_event
 from events.stamps import format_ts
 
+from ..checks import Problem
 from ..errors import BadInput, Busy
 from ..vault import Vault, file_lock
 from ._area import PROJECTED, archived_rows, redact_file, segments_of_file, user_files
 from ._text import REDACTED, Matcher, content_stems, segments, sentences_of
 
-__all__ = ["ForgetReport", "forget", "intent_path", "resume_pending"]
+__all__ = ["CHECKS", "ForgetReport", "check_pending", "forget", "intent_path", "resume_pending"]
 
 INTENT = ".forget-intent.json"
 KEEP_KEYS = frozenset(
@@ -626,3 +627,21 @@ def _rebuild(vault: Vault) -> None:
     from ..rebuild import rebuild_all
 
     rebuild_all(vault, beside=False)
+
+
+def check_pending(vault: Vault, repair: bool) -> list[Problem]:
+    """A forget a killed process left half done (kind `forget_pending`): some files still
+    hold what the person asked to forget.  `--repair` finishes it."""
+    pending = [u for u in vault.layout.users() if os.path.isfile(intent_path(vault, u))]
+    problems = [
+        Problem(vault.rel(intent_path(vault, u)), "forget_pending", "a forget did not finish")
+        for u in pending
+    ]
+    if repair and pending:
+        resume_pending(vault)
+        return [Problem(p.path, p.kind, f"{p.message}: finished", repaired=True) for p in problems]
+    return problems
+
+
+CHECKS = (check_pending,)
+"""What verify runs for forgetting (`pandafs.checks`)."""
