@@ -72,7 +72,15 @@ def test_tools_search_save_retrieve_ask_over_stdio(two_users: Vault) -> None:
 
     out = _session(two_users.root, "alice", script)
     tools = out["tools"]
-    assert set(tools) == {"search_memory", "save_memory", "retrieve_memory", "ask"}
+    assert set(tools) == {
+        "search_memory",
+        "save_memory",
+        "retrieve_memory",
+        "ask",
+        "edit_memory",
+        "delete_memory",
+        "forget",
+    }
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["retrieve_memory"].annotations.read_only_hint is True
     for name in ("save_memory", "ask"):
