@@ -621,12 +621,19 @@ def _project(vault: Vault, folder: str) -> None:
 
 
 def _rebuild(vault: Vault) -> None:
-    """Every derived store again from the files: a fresh index holds no deleted document
-    (tantivy's Python binding offers no forced merge), and the learning caches, catalog
-    and rollups are recomputed without what was forgotten."""
-    from ..rebuild import rebuild_all
+    """Every derived store again from the files: the learning fold (trust, scope, the
+    turn catalog and rollups, the per-domain reliability table) and a fresh index, so no
+    segment keeps a deleted document (tantivy's Python binding offers no forced merge;
+    a new index swapped in is one)."""
+    from ..assembly import open_memory
+    from ..learning import rebuild as rebuild_learning
+    from ..research.reliability import ReliabilityTable, TurnsRead
 
-    rebuild_all(vault, beside=False)
+    memory = open_memory(vault)
+    seen = TurnsRead()
+    rebuild_learning(vault, memory=memory, extractions=seen, index=False)
+    ReliabilityTable(vault).rebuild(known=seen)
+    memory.rebuild()
 
 
 def check_pending(vault: Vault, repair: bool) -> list[Problem]:
