@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from events.errors import EventsError
-from events.vaultread import read_vault_file
+from events.fsio import read_vault_file
 
 from ..vault import Vault
 from ._text import REDACTED, Matcher

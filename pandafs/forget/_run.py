@@ -103,6 +103,10 @@ class ForgetReport:
     resumed: list[str] = field(default_factory=list)
     survivors: list[str] = field(default_factory=list)
 
+    @property
+    def ok(self) -> bool:
+        return not self.survivors
+
     def as_json(self) -> dict[str, Any]:
         return {
             "user": self.user,
@@ -605,7 +609,7 @@ def _record(vault: Vault, user: str, intent: dict[str, Any], matcher: Matcher, n
 
 
 def _remove(vault: Vault, rel: str) -> None:
-    from events.opened import checked_folders
+    from events.fsio import checked_folders
 
     path = vault.root / rel
     with contextlib.suppress(FileNotFoundError), checked_folders(vault.root) as folders:

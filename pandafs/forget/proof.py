@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from events.errors import EventsError, NotInVault
-from events.vaultread import read_vault_file
+from events.fsio import read_vault_file
 
 from ..vault import Vault
 from ._area import archived_rows, segments_of_file, user_files

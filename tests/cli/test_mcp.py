@@ -219,7 +219,15 @@ def test_streamable_http_on_loopback(two_users: Vault) -> None:
                 return names, hits
 
         names, hits = asyncio.run(run())
-        assert names == {"search_memory", "save_memory", "retrieve_memory", "ask"}
+        assert names == {
+            "search_memory",
+            "save_memory",
+            "retrieve_memory",
+            "ask",
+            "edit_memory",
+            "delete_memory",
+            "forget",
+        }
         assert hits.structured_content["result"][0]["doc_id"] == "alice/preferences"
     finally:
         proc.terminate()

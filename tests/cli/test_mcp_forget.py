@@ -58,7 +58,8 @@ def test_edit_delete_forget_over_stdio(saved: Vault) -> None:
         assert "user" not in tools[name].input_schema["properties"]
     assert "confirm" in tools["forget"].input_schema["properties"]
 
-    assert not out["edit"].is_error and out["edit"].structured_content["entry"] == 1
+    assert not out["edit"].is_error, out["edit"]
+    assert out["edit"].structured_content["entry"] == 1, out["edit"]
     prefs = (saved.root / "users/alice/preferences.md").read_text()
     assert "aisle" not in prefs  # deleted at the end
     assert out["edit_bob"].is_error and out["delete_bob"].is_error
