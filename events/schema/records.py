@@ -78,7 +78,9 @@ class Forgotten(Payload):
     In the owner's maintenance log it is the forgetting itself (who, when, what kind, and
     salted hashes of the forgotten words, so `verify --forgotten` can prove they are gone
     without the text being kept); at the end of a turn log it anchors the chain that was
-    rewritten without the forgotten payload (`redacted`: how many events changed)."""
+    rewritten without the forgotten payload (`redacted`: how many events changed;
+    `replaces`: the hash the log ended with before, so a record of each turn's final
+    hash can follow the log from the old end to the new one)."""
 
     TYPE = "forgotten"
     PHASE = "system"
@@ -87,6 +89,7 @@ class Forgotten(Payload):
     kind: Literal["statement", "memory", "turn", "words"]
     targets: int = 0
     redacted: int = 0
+    replaces: str = ""
     salt: str = ""
     word_hashes: list[str] = []
     sentence_hashes: list[str] = []

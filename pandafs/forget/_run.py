@@ -326,7 +326,13 @@ def _rewritten_log(
         prev = record["hash"]
     if anchor and records:
         last = records[-1]
-        payload = Forgotten(forget_id=forget_id, by=by, kind=kind, redacted=changed)  # type: ignore[arg-type]
+        payload = Forgotten(
+            forget_id=forget_id,
+            by=by,
+            kind=kind,  # type: ignore[arg-type]
+            redacted=changed,
+            replaces=log.last_hash,
+        )
         record = {
             "v": SCHEMA_VERSION,
             "seq": len(records),
