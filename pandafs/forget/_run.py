@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from events import classify
 from events.clock import utcnow
-from events.errors import EventLogError, EventsError, LogBusyError, NotInVault
+from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.layout import TURN_DIR_RE, is_user_id
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
@@ -134,7 +134,7 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
     candidate distinctive words (stems) and the kind of the forgetting."""
     from events.documents import parse_document
 
-    from ..memory.editing import _pick
+    from ..memory.editing import pick_entry
     from ..memory.store import parse_entries
 
     text = query_or_id.strip()
@@ -148,7 +148,7 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
             body = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel).body
         except (FileNotFoundError, NotInVault, UnicodeDecodeError) as exc:
             raise BadInput(f"no entry {text!r}: {rel} cannot be read ({exc.__class__.__name__})") from None
-        picked = _pick(parse_entries(body), entry["entry"], rel)
+        picked = pick_entry(parse_entries(body), entry["entry"], rel)
         stems = content_stems(picked.value)
         if not stems:
             raise BadInput(f"{text} has no words to forget")
@@ -170,10 +170,17 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
         found = [r for r in (rel, expired) if os.path.isfile(vault.root / r)]
         if classify(rel) is None or not found:
             raise BadInput(f"no memory {text!r} of {user}")
-        data = read_vault_file(vault.root, found[0])[0].decode("utf-8", errors="replace")
-        parsed = parse_document(data, found[0])
-        said = "\n".join(line for line in parsed.body.split("\n") if not line.startswith("Source: [["))
-        said += "\n" + str(parsed.frontmatter.get("title") or "")
+        try:
+            data = read_vault_file(vault.root, found[0])[0].decode("utf-8", errors="replace")
+        except (OSError, NotInVault, EventsError) as exc:
+            raise BadInput(f"{found[0]} cannot be read ({exc})") from None
+        try:
+            parsed = parse_document(data, found[0])
+            body, title = parsed.body, str(parsed.frontmatter.get("title") or "")
+        except FrontmatterError:  # a broken header: its text is what was said
+            body, title = data, ""
+        said = "\n".join(line for line in body.split("\n") if not line.startswith("Source: [["))
+        said += "\n" + title
         matcher.add_sentences(sentences_of(said))
         return [Target("memory", text, found)], matcher, content_stems(said), "memory"
     stems = content_stems(text)
@@ -194,7 +201,10 @@ def _turn_target(
     stub = f"archive/stubs/{user}/{turn}.md"
     said: list[str] = []
     if os.path.isfile(vault.root / folder / "events.jsonl"):
-        raw = read_vault_file(vault.root, f"{folder}/events.jsonl")[0]
+        try:
+            raw = read_vault_file(vault.root, f"{folder}/events.jsonl")[0]
+        except (OSError, NotInVault, EventsError) as exc:
+            raise BadInput(f"{folder}/events.jsonl cannot be read ({exc})") from None
     elif os.path.isfile(vault.root / stub):
         raw = b""
         for _part, row_turn, path, content in archived_rows(vault, user):
@@ -513,7 +523,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
     matcher = Matcher.from_json(intent["matcher"])
     own_hashes = set(intent["own"])
     _record(vault, user, intent, matcher, now)
-    archived = {turn for _part, turn, _p, _d in _tainted_archived(vault, user, matcher, own_hashes)}
+    archived = _tainted_archived(vault, user, matcher, own_hashes)
     if archived:
         from ..archive import restore_turns
 
@@ -575,16 +585,17 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
         os.unlink(intent_path(vault, user))
 
 
-def _tainted_archived(
-    vault: Vault, user: str, matcher: Matcher, own: set[str]
-) -> list[tuple[Path, str, str, bytes]]:
-    found = []
-    for part, turn, path, data in archived_rows(vault, user):
+def _tainted_archived(vault: Vault, user: str, matcher: Matcher, own: set[str]) -> set[str]:
+    """The archived turns of `user` that hold it (or are the forgotten turn)."""
+    found = set()
+    for _part, turn, path, data in archived_rows(vault, user):
         folder = f"users/{user}/turns/{turn}"
+        if turn in found:
+            continue
         if matcher.hash(folder) in own or any(
             matcher.any_tainted(t) for t in segments_of_file(f"{folder}/{path}", data)
         ):
-            found.append((part, turn, path, data))
+            found.add(turn)
     return found
 
 

@@ -31,7 +31,7 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import Entry, parse_entries
 
-__all__ = ["Changed", "delete_document", "edit_document", "owned_document"]
+__all__ = ["Changed", "delete_document", "edit_document", "owned_document", "pick_entry"]
 
 EXPIRED = "archive/expired"
 
@@ -82,7 +82,8 @@ def owned_document(vault: Vault, id_or_path: str, user: str) -> tuple[str, DocRe
     raise missing
 
 
-def _pick(entries: list[Entry], entry: str | None, rel: str) -> Entry:
+def pick_entry(entries: list[Entry], entry: str | None, rel: str) -> Entry:
+    """The entry named by its number in the list (from 1) or its key; `BadInput` if none."""
     if entry is None:
         raise BadInput(f"{rel} is a list: say which entry (--entry N or --entry KEY)")
     if entry.isdigit():
@@ -140,7 +141,7 @@ def edit_document(
         if is_list:
             if text is not None:
                 entries = parse_entries(body)
-                picked = _pick(entries, entry, rel)
+                picked = pick_entry(entries, entry, rel)
                 lines = body.split("\n")
                 old = lines[picked.line - 1]
                 value = " ".join(text.split())
@@ -203,7 +204,7 @@ def delete_document(
                 raise BadInput(f"{rel} is gone")
             body = data.decode("utf-8", errors="strict")
             entries = parse_entries(body[_body_start(body) :])
-            picked = _pick(entries, entry, rel)
+            picked = pick_entry(entries, entry, rel)
             lines = body.split("\n")
             at = _body_line_offset(body) + picked.line - 1
             removed[:] = [lines[at]]
