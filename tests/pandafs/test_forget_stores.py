@@ -195,6 +195,9 @@ def test_nothing_brings_it_back_and_the_rest_stays(forgotten: dict[str, Any]) ->
             SECRET
             not in orjson.dumps(memory.retrieve(hit["doc_id"], user="alice").as_json()).decode().lower()
         )
+    with Pipeline(vault, memory=memory) as pipeline:  # nor does a turn that asks about it
+        answer = pipeline.ask("Which garden did I tell you about, and where is it?", user="alice").answer
+    assert SECRET not in answer.lower()
     rebuild_all(vault, beside=False)  # a rebuild from the files does not resurrect it
     assert memory.search(SECRET, user="alice", include_expired=True) == []
     assert SECRET not in _index_terms(vault.root)
