@@ -17,6 +17,8 @@ went wrong instead of stopping at the first failure:
   rebuild, `verify` not clean after `verify --repair`, a change on disk after a refused
   command) or damage `verify` does not name;
 - leaked: another user's secret or a file outside the vault seen through some door;
+- resurrected: a forgotten word found again after a killed `forget` was finished (in a
+  file of the user's area, an archived row, search, or after a rebuild);
 - wrong exit: an exit code the contract does not allow (or a refusal that is not exactly
   one line on stderr);
 - tracebacks: "Traceback" on the stderr of any process (killed ones included).
@@ -34,6 +36,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-COLUMNS = ("lost", "duplicated", "corrupted", "leaked", "wrong_exit", "tracebacks")
+COLUMNS = ("lost", "duplicated", "corrupted", "leaked", "resurrected", "wrong_exit", "tracebacks")
 NOW = "2026-11-21T12:00:00Z"
 SECRET = "purplemoose"
 OUTSIDE_SECRET = "zebracrypt"
@@ -68,6 +71,7 @@ class Tally:
     duplicated: int = 0
     corrupted: int = 0
     leaked: int = 0
+    resurrected: int = 0
     wrong_exit: int = 0
     tracebacks: int = 0
     seconds: float = 0.0
@@ -1172,6 +1176,116 @@ def campaign_isolation(
 
 # ---------------------------------------------------------------- driver
 
+# ---------------------------------------------------------------- 10. forget
+
+
+def _forget_rows(words: int) -> list[dict[str, Any]]:
+    """Turns of user0: every one says a kept word (in its own sentence) that must survive,
+    every third one also a word to forget; half are old enough to be archived."""
+    rows = []
+    for i in range(words * 3):
+        secret = f" The forgetword{i // 3} is private." if i % 3 == 0 else ""
+        rows.append(
+            {
+                "user": "user0" if i % 5 else "user1",
+                "external_id": f"f{i}",
+                "timestamp": f"2026-{'09' if i % 2 else '11'}-{1 + i % 20:02d}T10:00:00Z",
+                "query": f"Tell me about keptword{i}.{secret}",
+                "response": f"Here is keptword{i}. It stays.{secret}",
+            }
+        )
+    return rows
+
+
+def _holds(root: Path, user: str, word: str) -> list[str]:
+    """Where `word` is in `user`'s files or archived rows (decompressed)."""
+    import pyarrow.parquet as pq
+
+    found = []
+    needle = word.encode()
+    for base in (f"users/{user}", f"outbox/{user}", f"archive/stubs/{user}", f"archive/expired/users/{user}"):
+        for path in sorted((root / base).rglob("*")) if (root / base).is_dir() else []:
+            if path.is_file() and not path.is_symlink() and needle in path.read_bytes().lower():
+                found.append(path.relative_to(root).as_posix())
+    for part in sorted((root / "archive" / "turns").rglob("*.parquet")):
+        table = pq.read_table(part, filters=[("user", "=", user)])
+        if any(needle in bytes(c).lower() for c in table.column("content").to_pylist()):
+            found.append(part.relative_to(root).as_posix())
+    return found
+
+
+def campaign_forget(work: Path, trials: int, rng: random.Random) -> Tally:
+    """Kill `forget` anywhere (planning, rewriting logs, restoring archived turns,
+    rebuilding); `verify --repair` (or, if the kill came before anything changed, the next
+    `forget`) finishes it.  Then the word is nowhere in the user's area, the archive,
+    search or a rebuild (resurrected), every kept word is still found (lost), and
+    `verify` and `verify --forgotten` are clean (corrupted)."""
+    tally = Tally()
+    runner = Runner(tally, work)
+    root = work / "vault"
+    init_vault(runner, root)
+    rows = _forget_rows(max(trials, 1) + 2)
+    source = work / "forget.jsonl"
+    write_jsonl(source, rows)
+    if runner.run("--root", root, "import-turns", source, "--json").code != 0:
+        tally.add("wrong_exit", "import-turns of the forget vault failed")
+        return tally
+    done = runner.run("--root", root, "archive", "--age-days", "30", "--now", NOW, "--json")
+    if done.code != 0:
+        tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:300]}")
+    intent = root / "users" / "user0" / ".forget-intent.json"
+    secrets = sorted(
+        {f"forgetword{i // 3}" for i, r in enumerate(rows) if r["user"] == "user0" and i % 3 == 0}
+    )
+    forgotten: list[str] = []
+    landed: Counter[str] = Counter()
+    for word in secrets[:trials] if trials else []:
+        killed, done = runner.kill_during(
+            "--root", root, "forget", word, "--user", "user0", "--json",
+            ready=lambda: intent.exists() or rng.random() < 0.02,
+            delay=rng.uniform(0, 1.2),
+        )  # fmt: skip
+        if killed:
+            tally.trials += 1
+            landed["mid-forget (intent left)" if intent.exists() else "before its intent"] += 1
+            repair = runner.run("--root", root, "verify", "--repair", "--json")
+            if repair.code not in (0, 1):
+                tally.add("wrong_exit", f"{repair.line()} exit {repair.code}: {repair.err.strip()[:300]}")
+        elif done.code != 0:
+            tally.add("wrong_exit", f"{done.line()} exit {done.code}: {done.err.strip()[:300]}")
+        if intent.exists():
+            tally.add("corrupted", f"{word}: the forget's intent is still there after verify --repair")
+        if _holds(root, "user0", word):  # killed before it changed anything: forget again
+            again = runner.run("--root", root, "forget", word, "--user", "user0", "--json")
+            if again.code != 0:
+                tally.add("wrong_exit", f"{again.line()} exit {again.code}: {again.err.strip()[:300]}")
+        forgotten.append(word)
+        for where in _holds(root, "user0", word):
+            tally.add("resurrected", f"{word} in {where} after a killed forget was finished")
+    kills = ", ".join(f"{n} {where}" for where, n in sorted(landed.items())) or "none"
+    tally.notes.append(f"where the kills landed ({tally.trials} kills): {kills}")
+    runner.run("--root", root, "rebuild", "--json")
+    queries = [{"query": w, "user": "user0", "limit": 5} for w in forgotten]
+    queries += [{"query": f"keptword{i}", "user": r["user"], "limit": 5} for i, r in enumerate(rows)]
+    results = batch_search(runner, root, queries, "forget-search") or []
+    for word, hits in zip(forgotten, results, strict=False):
+        said = re.compile(rf"\b{word}\b", re.IGNORECASE)  # (a hit for a like word is no resurrection)
+        if any(said.search(f"{h.get('title')} {h.get('snippet')}") for h in hits if isinstance(h, dict)):
+            tally.add("resurrected", f"search finds {word} after the forget and a rebuild")
+    for (i, row), hits in zip(enumerate(rows), results[len(forgotten) :], strict=False):
+        if row["user"] == "user0" and f"forgetword{i // 3}" in forgotten and i % 3 == 0:
+            continue  # its question was one sentence with the word: forgotten too
+        if not hits:
+            tally.add("lost", f"keptword{i} ({row['user']}) no longer found")
+    code, report = verify(runner, root)
+    if code != 0:
+        tally.add("corrupted", f"verify exit {code} at the end: {problem_kinds(report)}")
+    code, report = verify(runner, root, "--forgotten")
+    if code != 0:
+        tally.add("resurrected", f"verify --forgotten exit {code}: {problem_kinds(report)}")
+    return tally
+
+
 CAMPAIGNS: dict[str, Callable[[Path, int, random.Random], Tally]] = {
     "import": campaign_import,
     "ask": campaign_ask,
@@ -1182,15 +1296,16 @@ CAMPAIGNS: dict[str, Callable[[Path, int, random.Random], Tally]] = {
     "tamper": campaign_tamper,
     "bad_inputs": campaign_bad_inputs,
     "isolation": campaign_isolation,
+    "forget": campaign_forget,
 }
 SIZES = {
     "small": {
         "import": 2, "ask": 2, "archive": 2, "watch": 2, "rebuild": 1,
-        "concurrency": 3, "tamper": 3, "bad_inputs": 8, "isolation": 1,
+        "concurrency": 3, "tamper": 3, "bad_inputs": 8, "isolation": 1, "forget": 3,
     },
     "default": {
         "import": 20, "ask": 20, "archive": 20, "watch": 20, "rebuild": 20,
-        "concurrency": 30, "tamper": 6, "bad_inputs": 44, "isolation": 2,
+        "concurrency": 30, "tamper": 6, "bad_inputs": 44, "isolation": 2, "forget": 20,
     },
 }  # fmt: skip
 

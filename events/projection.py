@@ -21,6 +21,7 @@ from .schema import (
     ExecutorStepped,
     ExtractionRecorded,
     FeedbackRecorded,
+    Forgotten,
     MemoryCandidate,
     MemoryCommitted,
     MemoryDiscarded,
@@ -224,6 +225,8 @@ def project_turn(events: Sequence[Event]) -> TurnView:
                 lists["extractions"].append(data)
             case ScopeChanged():
                 lists["scope_changes"].append(data)
+            case Forgotten():
+                pass  # anchors a chain rewritten by a forgetting; projects to nothing
             case TurnStarted():
                 raise ProjectionError(f"{event.user}/{event.turn}: second turn_started at seq {event.seq}")
             case _:

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import tantivy
 
-__all__ = ["FRAME_WORDS", "SEARCH_STOP_WORDS", "STOP_WORDS", "query_terms", "stem"]
+__all__ = ["FRAME_WORDS", "SEARCH_STOP_WORDS", "STOP_WORDS", "query_terms", "stem", "stems_of"]
 
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -209,6 +209,11 @@ def words_of(text: str) -> list[str]:
     question in Russian, Greek or Japanese no words at all, and cut "Łódź" or "Hindi"
     in Devanagari where the index keeps one word."""
     return _splitter().analyze(text)
+
+
+def stems_of(text: str) -> list[str]:
+    """The terms `en_stem` indexes for `text`, in order."""
+    return _analyzer().analyze(text)
 
 
 def stem(word: str) -> str:

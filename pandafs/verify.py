@@ -69,7 +69,7 @@ from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import count_mismatch, scan_documents
 from indexers.walk import refused_files
 
-from . import archive, pipeline
+from . import archive, forget, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
 from .claims import check_claims
@@ -369,7 +369,7 @@ CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 def default_checks() -> list[Checker]:
     """Every vault-wide checker: each area's published `CHECKS`, then the vault's own."""
-    return [*archive.CHECKS, *learning_api.CHECKS, *pipeline.CHECKS, *CHECKS]
+    return [*forget.CHECKS, *archive.CHECKS, *learning_api.CHECKS, *pipeline.CHECKS, *CHECKS]
 
 
 def verify_vault(
@@ -385,6 +385,11 @@ def verify_vault(
     `on_total` is told how many turns there are (`iter_turns`), `progress` each checked."""
     report = VerifyReport()
     ledgers: dict[str, LedgerRead] = {}
+    if repair:  # a half-done forget first: what it rewrites would otherwise show as drift
+        for intent in forget.resume_pending(vault):
+            report.repaired.append(
+                Problem(intent, "forget_pending", "finished a forget a killed process left")
+            )
     for ref in iter_turns(vault, target, on_total=on_total):
         report.checked_turns += 1
         _verify_turn(vault, ref, repair, report, ledgers)

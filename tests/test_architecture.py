@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("learning", ["pandafs.learning"]),
     ("archive", ["pandafs.archive"]),
     ("assembly", ["pandafs.assembly"]),
+    ("forgetting", ["pandafs.forget"]),
     ("pipeline", ["pandafs.pipeline"]),
     ("operations", ["pandafs.turn_import", "pandafs.rebuild", "pandafs.stats", "pandafs.verify"]),
     ("imports", ["pandafs.chat_import"]),

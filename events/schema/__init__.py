@@ -57,6 +57,7 @@ from .phases import (
 from .records import (
     ExtractionRecorded,
     FeedbackRecorded,
+    Forgotten,
     PhaseFailed,
     ScopeChanged,
     TierFailed,
@@ -77,6 +78,7 @@ __all__ = [
     "ExecutorStepped",
     "ExtractionRecorded",
     "FeedbackRecorded",
+    "Forgotten",
     "GateResult",
     "MemoryCandidate",
     "MemoryCommitted",

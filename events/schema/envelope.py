@@ -30,6 +30,7 @@ from .phases import (
 from .records import (
     ExtractionRecorded,
     FeedbackRecorded,
+    Forgotten,
     PhaseFailed,
     ScopeChanged,
     TierFailed,
@@ -58,6 +59,7 @@ PAYLOAD_CLASSES: tuple[type[Payload], ...] = (
     TierFailed,
     ExtractionRecorded,
     ScopeChanged,
+    Forgotten,
 )
 PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
 

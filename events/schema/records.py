@@ -70,3 +70,27 @@ class FeedbackRecorded(Payload):
     target_turn: str
     status: Literal["accepted", "rejected"]
     signal: str
+
+
+class Forgotten(Payload):
+    """A person made the vault forget something: the one rewrite of history, recorded.
+
+    In the owner's maintenance log it is the forgetting itself (who, when, what kind, and
+    salted hashes of the forgotten words, so `verify --forgotten` can prove they are gone
+    without the text being kept); at the end of a turn log it anchors the chain that was
+    rewritten without the forgotten payload (`redacted`: how many events changed;
+    `replaces`: the hash the log ended with before, so a record of each turn's final
+    hash can follow the log from the old end to the new one)."""
+
+    TYPE = "forgotten"
+    PHASE = "system"
+    forget_id: str
+    by: str
+    kind: Literal["statement", "memory", "turn", "words"]
+    targets: int = 0
+    redacted: int = 0
+    replaces: str = ""
+    salt: str = ""
+    word_hashes: list[str] = []
+    sentence_hashes: list[str] = []
+    all_of_hashes: list[str] = []

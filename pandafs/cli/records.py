@@ -117,12 +117,20 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--repair", is_flag=True, help="Move torn tails aside and re-project missing files.")
+@click.option(
+    "--forgotten",
+    is_flag=True,
+    help="Prove what was forgotten is gone: scan every file, archive row and the index (TARGET: user).",
+)
 @click.argument("target", required=False)
 @json_option
 @pass_app
-def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
+def verify(app: App, repair: bool, forgotten: bool, target: str | None, as_json: bool) -> None:
     """Check hash chains, torn tails and projections (TARGET: user or user/turn)."""
     vault = app.vault()
+    if forgotten:
+        _verify_forgotten(vault, target, as_json)
+        return
     with lazy_progress("verifying turns", quiet=as_json) as bar:
         report = verify_vault(
             vault,
@@ -146,6 +154,34 @@ def verify(app: App, repair: bool, target: str | None, as_json: bool) -> None:
     emit(report.as_json(), as_json, human)
     if not report.ok:
         raise ProblemFound(f"{len(report.problems)} problem(s) found")
+
+
+def _verify_forgotten(vault: Vault, user: str | None, as_json: bool) -> None:
+    from ..forget import scan_vault
+
+    if user is not None:
+        vault.require_user(user)
+    survivors = scan_vault(vault, user)
+    data = {
+        "ok": not survivors,
+        "problems": [
+            {
+                "path": s.where,
+                "kind": "forgotten_survives",
+                "message": f"holds words forgotten by {s.forget_id}",
+            }
+            for s in survivors
+        ],
+    }
+
+    def human() -> None:
+        for s in survivors:
+            click.echo(f"problem  forgotten_survives {s.where}: holds words of forget {s.forget_id}")
+        click.echo("forgotten: nothing survives" if not survivors else f"{len(survivors)} place(s) hold it")
+
+    emit(data, as_json, human)
+    if survivors:
+        raise ProblemFound(f"{len(survivors)} place(s) still hold forgotten words")
 
 
 @cli.command()

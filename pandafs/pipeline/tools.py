@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DOORS",
+    "FORGET_AFTER",
     "TOOLS",
     "Tool",
     "ToolOutcome",
@@ -83,6 +84,35 @@ class SaveArgs(_Args):
 
 class ResearchArgs(_Args):
     query: str = Field(description="what to look up on the web")
+
+
+class EditArgs(_Args):
+    identifier: str = Field(description="doc_id of a memory, or of this user's preferences / facts")
+    text: str | None = Field(None, description="the new text of the entry or memory")
+    entry: str | None = Field(None, description="which entry of preferences / facts: its number or its key")
+    title: str | None = None
+    topic: str | None = None
+    keywords: list[str] | None = None
+
+
+class DeleteArgs(_Args):
+    identifier: str = Field(description="doc_id of a memory, or of this user's preferences / facts")
+    entry: str | None = Field(None, description="which entry of preferences / facts: its number or its key")
+
+
+class ForgetArgs(_Args):
+    query_or_id: str = Field(
+        description="words to forget, or a doc_id: user/turn_000001, user/memories/x, "
+        "user/preferences#N, user/facts#KEY"
+    )
+    confirm: bool = Field(
+        False, description="false: list what would change (nothing changes); true: forget it, for good"
+    )
+
+
+FORGET_AFTER = "forget_after"
+"""`TurnContext.extras` key: forgets confirmed inside a turn, run once its log is closed
+(the turn quotes what goes, and its log is held while it runs)."""
 
 
 class AskArgs(_Args):
@@ -298,6 +328,72 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
     )
 
 
+def _edit(session: ToolSession, args: EditArgs) -> ToolOutcome:
+    from ..memory.editing import edit_document
+
+    try:
+        changed = edit_document(
+            session.vault,
+            args.identifier,
+            session.user,
+            text=args.text,
+            entry=args.entry,
+            title=args.title,
+            topic=args.topic,
+            keywords=args.keywords,
+            now=session.now(),
+        )
+    except BadInput as exc:
+        return ToolOutcome(False, "not edited", error=str(exc))
+    return ToolOutcome(True, f"edited {changed.doc_id}", changed.as_json())
+
+
+def _delete(session: ToolSession, args: DeleteArgs) -> ToolOutcome:
+    from ..memory.editing import delete_document
+
+    try:
+        changed = delete_document(
+            session.vault, args.identifier, session.user, entry=args.entry, now=session.now()
+        )
+    except BadInput as exc:
+        return ToolOutcome(False, "not deleted", error=str(exc))
+    return ToolOutcome(True, f"deleted {changed.doc_id} (moved to {changed.moved_to})", changed.as_json())
+
+
+def _forget(session: ToolSession, args: ForgetArgs) -> ToolOutcome:
+    """A dry run unless `confirm`; confirmed inside a turn, it runs when the turn ends."""
+    from ..errors import Busy
+    from ..forget import forget
+
+    inside = session.turn is not None
+    try:
+        report = forget(
+            session.vault,
+            args.query_or_id,
+            session.user,
+            dry_run=inside or not args.confirm,
+            now=session.now(),
+        )
+    except (BadInput, Busy) as exc:
+        return ToolOutcome(False, "nothing forgotten", error=str(exc))
+    data = report.as_json()
+    files = len(report.files)
+    if not args.confirm:
+        data["next"] = "nothing changed yet: call forget again with confirm: true to forget it"
+        text = f"Forgetting it would change {files} file(s); ask the person to confirm."
+        return ToolOutcome(True, f"would change {files} file(s)", data, text)
+    if session.turn is not None:
+        session.turn.extras.setdefault(FORGET_AFTER, []).append(args.query_or_id)
+        text = f"It will be forgotten everywhere ({files} file(s)) when this turn ends."
+        return ToolOutcome(True, "forget confirmed: runs when the turn ends", data, text)
+    return ToolOutcome(
+        report.ok,
+        f"forgot it: {files} file(s) changed",
+        data,
+        error=None if report.ok else f"{len(report.survivors)} place(s) still hold it",
+    )
+
+
 def _ask(session: ToolSession, args: AskArgs) -> ToolOutcome:
     if session.ask is None:
         return ToolOutcome(False, "ask is not available here", error="ask runs a turn: not inside one")
@@ -338,6 +434,43 @@ register(
         "committed only if validation approves.",
         SaveArgs,
         _save,
+        idempotent=True,
+    )
+)
+register(
+    Tool(
+        "edit_memory",
+        "Edit a memory",
+        "Change one of this user's memory documents: an entry of preferences / facts (by its "
+        "number or key), or a memory's text, title, topic or keywords.",
+        EditArgs,
+        _edit,
+        destructive=True,
+        idempotent=True,
+    )
+)
+register(
+    Tool(
+        "delete_memory",
+        "Delete a memory",
+        "Delete one of this user's memories or one entry of preferences / facts: it is kept in "
+        "the archive where expired documents go, and no longer searched. To remove the text "
+        "from everything, use forget.",
+        DeleteArgs,
+        _delete,
+        destructive=True,
+    )
+)
+register(
+    Tool(
+        "forget",
+        "Forget",
+        "Make the vault forget a statement, memory, turn or words of this user everywhere "
+        "(documents, turns, archive, index, caches, outbox). Call without confirm first, show "
+        "the person what would change, then again with confirm: true only if they asked.",
+        ForgetArgs,
+        _forget,
+        destructive=True,
         idempotent=True,
     )
 )

@@ -32,7 +32,7 @@ from events.projection import TurnView, project_turn
 from events.schema import Event, Payload, PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 
 from ..assembly import open_memory
-from ..errors import BadInput
+from ..errors import BadInput, PandaError
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory.api import Memory
@@ -44,6 +44,7 @@ from . import analyzer, context_synthesis, executor, gatherer, planner, reflecti
 from .context import RECORD_CACHE, TurnContext
 from .finish import Finisher
 from .recovery import recover_recent
+from .tools import FORGET_AFTER
 
 __all__ = ["Pipeline", "TurnResult", "next_step"]
 
@@ -265,6 +266,20 @@ class Pipeline:
         the answer, as `ask` does (recovery indexes before it returns)."""
         return self._drive(validate_user_id(user), turn, start=None, behind=behind)
 
+    def _forget_after(self, ctx: TurnContext, view: TurnView) -> None:
+        """The forgets the Planner confirmed (the `forget` tool), once the turn's log is
+        closed: the turn quotes what goes, so it is redacted with the rest.  Only after
+        APPROVE; one that cannot run now is left to the person (`pandafs forget`)."""
+        requests = ctx.extras.get(FORGET_AFTER) or []
+        if not requests or view.outcome != "APPROVE":
+            return
+        from ..forget import forget
+
+        self.finisher.settle()  # the turn's indexing behind holds its log until it ends
+        for query in requests:
+            with suppress(PandaError):
+                forget(self.vault, query, ctx.user, by=ctx.user)
+
     def _drive(
         self,
         user: str,
@@ -342,6 +357,7 @@ class Pipeline:
             # whose projections are missing is certainly dead (recovery re-projects it)
             queued = list(ctx.extras.get(INDEX_QUEUE, []))
             self.finisher.finish(ref, view, queued, steps, writer if behind else None)
+        self._forget_after(ctx, view)
         context = ref.path / "context.md"
         return TurnResult(
             user=user,

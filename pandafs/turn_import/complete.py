@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from events import format_ts, parse_document
 from events.clock import utcnow
-from events.documents import DocumentMetadata, render_document, wikilink
+from events.documents import DocumentMetadata, parse_document, render_document, wikilink
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.log import append_events
 from events.schema import ContextSynthesized, Payload, ResponseSynthesized
+from events.stamps import format_ts
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 
 from ..links import turn_keys

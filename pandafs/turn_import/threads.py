@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from events import format_ts
 from events.documents import wikilink
 from events.schema import ContextBlock
+from events.stamps import format_ts
 
 from .lines import ImportLine
 

@@ -257,7 +257,7 @@ def test_a_grown_conversation_links_its_last_turn_to_the_new_one(cli, vault: Vau
 
 
 def test_imported_history_is_archived_by_when_it_came_in_not_when_it_was_said(cli, vault: Vault) -> None:
-    from events import read_events
+    from events.log import read_events
     from pandafs.archive import find_candidates
 
     source = SHAPES / "claude_code_session.jsonl"

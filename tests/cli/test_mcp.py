@@ -72,7 +72,15 @@ def test_tools_search_save_retrieve_ask_over_stdio(two_users: Vault) -> None:
 
     out = _session(two_users.root, "alice", script)
     tools = out["tools"]
-    assert set(tools) == {"search_memory", "save_memory", "retrieve_memory", "ask"}
+    assert set(tools) == {
+        "search_memory",
+        "save_memory",
+        "retrieve_memory",
+        "ask",
+        "edit_memory",
+        "delete_memory",
+        "forget",
+    }
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["retrieve_memory"].annotations.read_only_hint is True
     for name in ("save_memory", "ask"):
@@ -211,7 +219,15 @@ def test_streamable_http_on_loopback(two_users: Vault) -> None:
                 return names, hits
 
         names, hits = asyncio.run(run())
-        assert names == {"search_memory", "save_memory", "retrieve_memory", "ask"}
+        assert names == {
+            "search_memory",
+            "save_memory",
+            "retrieve_memory",
+            "ask",
+            "edit_memory",
+            "delete_memory",
+            "forget",
+        }
         assert hits.structured_content["result"][0]["doc_id"] == "alice/preferences"
     finally:
         proc.terminate()

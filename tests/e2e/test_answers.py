@@ -7,6 +7,7 @@ HTTP to a loopback server) in a tmp vault with a fixed clock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -236,6 +237,9 @@ def _tool_server(saved_id: str) -> tuple[OpenAIStub, list[dict[str, Any]]]:
         "search_memory": {"query": "hamster seeds"},
         "retrieve_memory": {"identifier": saved_id},
         "save_memory": {"content": "Has a hamster called Biscuit", "type": "fact"},
+        "edit_memory": {"identifier": "alice/preferences", "entry": "1", "text": "x"},  # none yet: refused
+        "delete_memory": {"identifier": "alice/preferences", "entry": "1"},
+        "forget": {"query_or_id": "sunflower"},  # without confirm: only what would change
         "internet_research": {"query": "hamster food"},
     }
     seen: list[dict[str, Any]] = []
@@ -256,6 +260,11 @@ def _tool_server(saved_id: str) -> tuple[OpenAIStub, list[dict[str, Any]]]:
 
 
 def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_results(vault: Vault) -> None:
+    config = vault.root / "pandafs.toml"  # one step per exported tool
+    steps = len(tool_schemas("planner"))
+    config.write_text(
+        re.sub(r"(?m)^executor_max_steps = \d+", f"executor_max_steps = {steps}", config.read_text())
+    )
     saved = Memory(vault).save(SEEDED, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     stub, seen = _tool_server(saved.doc_id)
     with stub:

@@ -99,6 +99,10 @@ def test_alice_sees_nothing_through_symlinks_or_retrieve(tmp_path: Path) -> None
     _clean(_run("isolation", tmp_path, 1, symlinks=True, retrieve=True))
 
 
+def test_killed_forgets_finish_losing_and_resurrecting_nothing(tmp_path: Path) -> None:
+    _clean(_run("forget", tmp_path, 2))
+
+
 def test_the_script_prints_a_table_then_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
     faults.main(["--only", "bad_inputs", "--trials", "1", "--seed", "1"])
     lines = capsys.readouterr().out.strip().splitlines()

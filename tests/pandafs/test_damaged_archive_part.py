@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from events import read_log
+from events.log import read_log
 from pandafs.vault import Vault
 
 NOW = "2026-06-01T12:00:00+00:00"

@@ -1,0 +1,201 @@
+"""A user's area (every file PandaFS keeps for them) and how each kind of file is redacted.
+
+The area: `users/{u}/**`, `outbox/{u}/**`, the `inbox/processed/` copies of the user's
+inbox queries (named by their turns' `turn_started.inbox_file`), the user's archive
+stubs and `archive/expired/users/{u}/**`, their intervention notes, and the rows of
+their archived turns in the Parquet parts.  The derived stores (the index, the learning
+caches, the turn catalog and its rollups) are rebuilt from these, not redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from events.errors import EventsError
+from events.fsio import read_vault_file
+
+from ..vault import Vault
+from ._text import REDACTED, Matcher
+
+__all__ = ["PROJECTED", "archived_rows", "redact_file", "segments_of_file", "user_files"]
+
+PROJECTED = frozenset(
+    {"context.md", "metadata.json", "query_analysis.json", "ticket.md", "toolresults.md", "metrics.json"}
+)
+"""Files a turn's events project to: re-projected from the redacted events, not edited."""
+
+LOCKS = frozenset({".memory.lock", ".alloc.lock", ".counter", ".forget.lock", ".forget-intent.json"})
+
+ENTRY_DOCS = ("preferences.md", "facts.md")
+
+
+def _walk(root: Path, rel: str) -> Iterator[str]:
+    """Regular files under `root/rel` (never through a link), vault-relative."""
+    base = root / rel
+    try:
+        st = os.lstat(base)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield rel
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    for folder, dirs, files in os.walk(base, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if name in LOCKS or not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            yield os.path.relpath(path, root)
+
+
+def user_files(vault: Vault, user: str) -> list[str]:
+    """Every live file of `user`'s area, vault-relative, in a stable order."""
+    root = vault.root
+    found = list(_walk(root, f"users/{user}"))
+    found += _walk(root, f"outbox/{user}")
+    found += _walk(root, f"archive/stubs/{user}")
+    found += _walk(root, f"archive/expired/users/{user}")
+    notes = root / "observability" / "interventions"
+    if notes.is_dir():
+        found += sorted(
+            f"observability/interventions/{n}" for n in os.listdir(notes) if f"-{user}-turn_" in n
+        )
+    found += sorted(inbox_copies(vault, user))
+    return found
+
+
+def inbox_copies(vault: Vault, user: str) -> set[str]:
+    """`inbox/processed/…` files that became turns of `user` (their `inbox_file`)."""
+    copies: set[str] = set()
+    for folder in vault.layout.turn_dirs(user):
+        try:
+            first = read_vault_file(vault.root, vault.rel(folder / "events.jsonl"))[0].split(b"\n", 1)[0]
+            record = orjson.loads(first)
+        except (OSError, EventsError, orjson.JSONDecodeError):
+            continue
+        name = (record.get("data") or {}).get("inbox_file") if isinstance(record, dict) else None
+        if isinstance(name, str) and name.startswith("inbox/processed/") and ".." not in name:
+            if os.path.isfile(vault.root / name) and not os.path.islink(vault.root / name):
+                copies.add(name)
+    return copies
+
+
+def archived_rows(vault: Vault, user: str) -> Iterator[tuple[Path, str, str, bytes]]:
+    """(part file, turn, path in the turn folder, bytes) of each archived file of `user`."""
+    from ..archive._common import store_of
+
+    store = store_of(vault)
+    for part in store.parts():
+        for (owner, turn), files in store.read_part(part).turns.items():
+            if owner == user:
+                for entry in files.files:
+                    if not entry.is_dir:
+                        yield part, turn, entry.path, entry.data
+
+
+def segments_of_file(rel: str, data: bytes) -> Iterator[str]:
+    """The text of a file as strings to look at: a JSON file's strings one by one (keys
+    included), any other file's text whole (not UTF-8: what decodes)."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith((".json", ".jsonl")) or name == "events.jsonl":
+        for line in data.split(b"\n") if name.endswith(".jsonl") else [data]:
+            if not line.strip():
+                continue
+            try:
+                yield from _strings(orjson.loads(line))
+                continue
+            except orjson.JSONDecodeError:
+                pass
+            yield line.decode("utf-8", errors="replace")
+        return
+    yield data.decode("utf-8", errors="replace")
+    yield rel  # a file's name says what it holds too (a memory is named after its words)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        if value.get("type") == "forgotten":  # a forgetting's own record: hashes only
+            return
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+
+
+def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
+    """The file's bytes with the forgotten text cut out (the same bytes if untouched);
+    None: the file goes (a memory holding it)."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith(".jsonl"):
+        lines = data.split(b"\n")
+        out = []
+        for line in lines:
+            try:
+                value = orjson.loads(line) if line.strip() else None
+            except orjson.JSONDecodeError:
+                value = None
+                text = line.decode("utf-8", errors="replace")
+                out.append(matcher.redact(text).encode("utf-8") if matcher.any_tainted(text) else line)
+                continue
+            if value is None or not matcher.value_tainted(value):
+                out.append(line)
+            else:
+                out.append(orjson.dumps(matcher.redact_value(value)))
+        return b"\n".join(out)
+    if name.endswith(".json"):
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = None
+        if value is not None:
+            if not matcher.value_tainted(value):
+                return data
+            indented = b"\n  " in data
+            option = orjson.OPT_INDENT_2 if indented else 0
+            return orjson.dumps(matcher.redact_value(value), option=option) + (b"\n" if indented else b"")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # not text: left as it is, and the proof names it if it holds the words
+    if not matcher.any_tainted(text):
+        return data
+    parts = rel.split("/")
+    if len(parts) >= 4 and parts[0] == "users" and parts[2] == "memories" and name.endswith(".md"):
+        return None  # a memory that says it: the memory goes
+    if name.endswith(".md"):
+        return _redact_markdown(rel, text, matcher, entries=rel.endswith(ENTRY_DOCS)).encode("utf-8")
+    return matcher.redact(text).encode("utf-8")
+
+
+def _redact_markdown(rel: str, text: str, matcher: Matcher, *, entries: bool) -> str:
+    """A markdown document redacted: its frontmatter as data (keys kept), its body as
+    text; in preferences.md / facts.md an entry that says it loses its whole line."""
+    from events.documents import parse_document, render_document
+    from events.errors import FrontmatterError
+
+    try:
+        parsed = parse_document(text, rel)
+    except FrontmatterError:
+        return matcher.redact(text)
+    front = matcher.redact_value(dict(parsed.frontmatter)) if parsed.has_frontmatter else {}
+    if isinstance(front.get("keywords"), list):
+        front["keywords"] = [k for k in front["keywords"] if k != REDACTED]
+    body = parsed.body
+    if entries:
+        body = "\n".join(
+            line for line in body.split("\n") if not (line.startswith("- ") and matcher.any_tainted(line))
+        )
+    body = matcher.redact(body)
+    return render_document(front, body) if parsed.has_frontmatter else body

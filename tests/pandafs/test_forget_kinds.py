@@ -1,0 +1,118 @@
+"""Forget by id (a statement, a memory, a turn), and a forget that a crash left half done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events.log import read_events
+from pandafs.errors import BadInput
+from pandafs.forget import _run as run_module
+from pandafs.forget import forget, intent_path, scan_user
+from pandafs.memory import Memory
+from pandafs.pipeline import Pipeline
+from pandafs.vault import Vault
+from pandafs.verify import default_checks, verify_vault
+
+
+def _alice_files(root: Path, word: str) -> list[str]:
+    found = []
+    for base in ("users/alice", "outbox/alice", "inbox/processed", "archive"):
+        for path in (root / base).rglob("*") if (root / base).exists() else []:
+            if path.is_file() and word.encode() in path.read_bytes().lower():
+                found.append(path.relative_to(root).as_posix())
+    return found
+
+
+@pytest.fixture
+def told(vault: Vault) -> Vault:
+    memory = Memory(vault)
+    memory.save("My sister Zelbrina lives in Quokkaville", user="alice", doc_type="fact", key="sister")
+    memory.save("Likes hiking in the hills", user="alice", doc_type="preference")
+    memory.save("The spare key is under the blue flowerpot by the shed", user="alice")
+    with Pipeline(vault, memory=memory) as pipeline:
+        pipeline.ask("Where does my sister live?", user="alice")
+        pipeline.ask("Where is the spare key?", user="alice")
+        pipeline.ask("Tell me about the plumbridge festival tomorrow", user="alice")
+    return vault
+
+
+def test_a_statement_by_its_key(told: Vault) -> None:
+    report = forget(told, "alice/facts#sister", "alice")
+    assert report.ok and report.words >= 1
+    assert _alice_files(told.root, "quokkaville") == []
+    facts = (told.root / "users/alice/facts.md").read_text()
+    assert "sister" not in facts.split("---", 2)[2]
+    assert "hiking" in (told.root / "users/alice/preferences.md").read_text()  # the rest stays
+
+
+def test_a_memory_by_its_id(told: Vault) -> None:
+    (path,) = (told.root / "users/alice/memories").glob("*.md")
+    report = forget(told, f"alice/memories/{path.stem}", "alice")
+    assert report.ok and not path.exists()
+    assert _alice_files(told.root, "flowerpot") == []
+    assert Memory(told).search("flowerpot", user="alice") == []
+
+
+def test_a_whole_turn_keeps_its_number_and_replays(told: Vault) -> None:
+    report = forget(told, "alice/turn_000003", "alice")
+    assert report.ok
+    folder = told.layout.turn_dir("alice", "turn_000003")
+    assert _alice_files(told.root, "plumbridge") == []
+    events = read_events(folder / "events.jsonl")
+    assert events[0].type == "turn_started" and events[-1].type == "forgotten"
+    assert events[-1].data.replaces and events[-1].data.kind == "turn"
+    assert verify_vault(told, checks=default_checks()).ok
+    with Pipeline(told) as pipeline:  # the number is not handed out again
+        assert pipeline.ask("hello again", user="alice").turn == "turn_000004"
+
+
+def test_refused_targets_change_nothing(told: Vault) -> None:
+    before = {p: p.read_bytes() for p in told.root.rglob("*") if p.is_file() and not p.name.endswith(".lock")}
+    for target, user in [
+        ("bob/facts#1", "alice"),
+        ("alice/facts", "alice"),
+        ("alice/memories/nothing-here", "alice"),
+        ("alice/turn_000099", "alice"),
+        ("the and of", "alice"),
+        ("unheardofword", "alice"),
+    ]:
+        with pytest.raises(BadInput):
+            forget(told, target, user)
+    after = {p: p.read_bytes() for p in told.root.rglob("*") if p.is_file() and not p.name.endswith(".lock")}
+    assert after == before
+
+
+def test_a_forget_killed_midway_is_finished_by_verify_repair(
+    told: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies after the intent, the record and the first files: the intent holds
+    no forgotten word, verify names it, `verify --repair` finishes it."""
+    calls = {"n": 0}
+    real = run_module._replace_log
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # stands in for a SIGKILL between two files
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_replace_log", dying)
+    with pytest.raises(KeyboardInterrupt):
+        forget(told, "flowerpot", "alice")
+    monkeypatch.undo()
+    intent = intent_path(told, "alice")
+    assert intent.exists() and b"flowerpot" not in intent.read_bytes().lower()
+    assert _alice_files(told.root, "flowerpot")  # half done
+    report = verify_vault(told, checks=default_checks())
+    assert "forget_pending" in {p.kind for p in report.problems}
+    repaired = verify_vault(told, repair=True, checks=default_checks())
+    assert any(p.kind == "forget_pending" for p in repaired.repaired)
+    assert not intent.exists()
+    assert _alice_files(told.root, "flowerpot") == []
+    assert scan_user(told, "alice") == []
+    assert verify_vault(told, checks=default_checks()).ok
+    log = (told.root / "users/alice/memory.events.jsonl").read_bytes().splitlines()
+    assert sum(orjson.loads(line)["type"] == "forgotten" for line in log) == 1  # recorded once
