@@ -177,6 +177,7 @@ def _views(facts: list[Fact]) -> list[FactView]:
             origin=f.origin,  # type: ignore[arg-type]
             when=f.when.date().isoformat() if f.when else "",
             slot=f.slot.kind if f.slot else "",
+            key=f.slot.key if f.slot else "",
             replaces=f.replaces,
         )
         for f in facts
@@ -220,7 +221,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
     facts = facts_of(ctx, view, tools)
     requested = requested_kind(view.query)
-    checks = answer_checks(response.answer, view.query, requested, facts)
+    checks = answer_checks(response.answer, view.query, requested, facts, analysis.resolved_query)
     tried = any(a.tools for a in view.attempts)
     max_attempts = ctx.config.pipeline.max_revisions + 1
     out: ValidateOut = ctx.think(
@@ -257,7 +258,7 @@ def _honest(out: ValidateOut, checks: list[GateResult], tried: bool, *, last: bo
     reasons = [f"{c.gate}: {c.detail}" for c in failed]
     if last:
         return "FAIL", reasons
-    if any(c.gate == "requested_data" for c in failed) and not tried:
+    if any(c.gate in ("requested_data", "about_what_was_asked") for c in failed) and not tried:
         return "RETRY", reasons
     if any(c.gate == "consistent_with_memory" for c in failed):
         return "REVISE", reasons

@@ -232,6 +232,7 @@ class FactView(_Model):
     origin: Literal["memory", "stated", "document", "answer", "tool"] = "document"
     when: str = ""
     slot: str = ""
+    key: str = ""  # what the statement is about ("car", "prefers:tea"): its slot's key
     replaces: list[str] = []
 
 

@@ -7,8 +7,8 @@ import re
 from events.schema import GateResult
 
 from .facts import Fact
-from .sentences import CITE, SAID_NOTE, is_honest_unknown, is_question
-from .slots import STRONG_SLOTS, asked_slots, disagree, slot_of
+from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
+from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
 # --- requested data -------------------------------------------------------------------------
 
@@ -97,8 +97,11 @@ _CLAUSE_END = re.compile(
 )
 
 
-def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) -> list[GateResult]:
-    """Does the answer hold what was asked, and does it contradict no settled fact?"""
+def answer_checks(
+    answer: str, query: str, requested: str, facts: list[Fact], resolved: str = ""
+) -> list[GateResult]:
+    """Is the answer about what was asked (`resolved`: the query with its references
+    resolved), does it hold what was asked, and does it contradict no settled fact?"""
     present = has_requested(requested, answer, query) and not (
         is_question(query) and is_honest_unknown(answer)
     )
@@ -118,6 +121,7 @@ def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) ->
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
     return [
+        _about(answer, query, resolved or query, facts),
         GateResult(
             gate="requested_data",
             passed=present,
@@ -130,3 +134,30 @@ def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) ->
             detail="; ".join(dict.fromkeys(contradictions)),
         ),
     ]
+
+
+_ABOUT = "about_what_was_asked"
+
+
+def _content(text: str) -> frozenset[str]:
+    return stems_of(CITE.sub("", text), content=True)
+
+
+def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateResult:
+    """Is what the answer says taken from facts about the thing the question asks about?
+    The facts it uses are those sharing a word with it that the question does not have;
+    one of them must be about the question's focus (`slots.focus_of`).  The pipeline's own
+    labels are never an answer."""
+    if PIPELINE_TEXT.search(answer):
+        return GateResult(
+            gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
+        )
+    focus = focus_of(resolved) if is_question(query) else ()
+    if not focus or is_honest_unknown(answer):
+        return GateResult(gate=_ABOUT, passed=True)
+    new = _content(answer) - _content(resolved)
+    used = [f for f in facts if new & _content(f.text)]
+    passed = any(is_about(focus, f.text, f.slot.key if f.slot else "") for f in used)
+    thing = " ".join(focus)
+    detail = f"the answer is about {thing}" if passed else f"no fact it uses is about {thing}"
+    return GateResult(gate=_ABOUT, passed=passed, detail=detail)

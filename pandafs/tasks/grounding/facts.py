@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 
 from .sentences import CITE, is_non_answer, norm
-from .slots import Slot, disagree, slot_of
+from .slots import Slot, disagree, slot_of, takes_slot
 
 ORIGIN_RANK = {"memory": 0, "stated": 1, "document": 2, "tool": 3, "answer": 4}
 
@@ -71,6 +71,12 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
         if key not in kept or fact.rank() < kept[key].rank():
             kept[key] = fact
     out = sorted(kept.values(), key=lambda f: (-(f.when.timestamp() if f.when else 0.0), -f.seq, f.rank()))
+    held: list[Slot] = []
+    for fact in reversed(out):  # oldest first: a change of state takes the slot it changes
+        if fact.slot is None:
+            fact.slot = takes_slot(fact.text, held)
+        if fact.slot is not None:
+            held.append(fact.slot)
     winners: list[Fact] = []
     for fact in out:  # newest first: a later one that disagrees with a winner loses
         slot = fact.slot
