@@ -264,7 +264,7 @@ def dialogues(seed: int, count: int) -> list[Dialogue]:
 
 def correct(d: Dialogue, answer: str) -> bool:
     if not d.expect:
-        return is_honest_unknown(answer) or answer.startswith("Sorry")
+        return says_unknown(answer)
     if d.forbid and re.search(re.escape(d.forbid) + r"(?![^(]*\))", answer, re.I):
         return False  # stated as current (naming it inside "(this replaces …)" is fine)
     return d.expect.lower() in answer.lower()

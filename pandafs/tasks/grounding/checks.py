@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from events.schema import GateResult
+from indexers.words import stem
 
 from .facts import Fact
 from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
@@ -24,7 +25,32 @@ DATE = re.compile(
     r"next\s+(?:week|month|year)|last\s+(?:week|month|year)|in\s+\d+\s+(?:days|weeks|months))",
     re.IGNORECASE,
 )
+# Dates said relative to when they were said (deixis: "yesterday" in last month's turn is
+# not yesterday now): an answer to "when" must carry a date that holds on its own.
+DEICTIC = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b",
+    re.IGNORECASE,
+)
+_ABSOLUTE_DATE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
+    + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
+    + r")\b)",
+    re.IGNORECASE,
+)
+# Questions whose answer is worked out from several statements, not read off one (a total,
+# a difference, an elapsed time, an order): the answer types of Li & Roth 2002 that need
+# arithmetic or comparison.  A quoted statement is not such an answer.
+COMPUTED = re.compile(
+    r"\b(?:in\s+total|total|altogether|combined|sum|save|saved|increase|decrease|difference|"
+    r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
+    r"percentage|average|ago|passed|between|order|earliest|latest|first\s+to\s+last|"
+    r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take)\b",
+    re.IGNORECASE,
+)
 _REQUESTED = [  # checked in order; the question's own words decide
+    ("count", re.compile(r"\bhow\s+many\b", re.I)),
     ("price", re.compile(r"\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b", re.I)),
     ("date", re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b", re.I)),
     (
@@ -44,7 +70,7 @@ _REQUESTED = [  # checked in order; the question's own words decide
 
 
 def requested_kind(query: str) -> str:
-    """The datum a question asks for — price, date, name, place, list — or ''."""
+    """The datum a question asks for — count, price, date, name, place, list — or ''."""
     if not is_question(query):
         return ""
     for kind, pattern in _REQUESTED:
@@ -57,7 +83,9 @@ _CAPITAL = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _NOT_NAME = frozenset(
     """I I'm I've I'd The A An From About You Your My It Its This That These Those And But Or
     Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
-    Is Has Will Planning Going""".split()
+    Is Has Will Planning Going Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
+    February March April May June July August September October November December Today
+    Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually""".split()
 )
 
 
@@ -70,6 +98,29 @@ def _names(text: str) -> set[str]:
     return found
 
 
+_CARDINAL = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+dozen|"
+    r"dozens|hundreds|twenty|thirty|forty|fifty)"
+)
+_HOW_MANY = re.compile(
+    r"\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
+    r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)",
+    re.I,
+)
+
+
+def _counts(answer: str, query: str) -> bool:
+    """ "How many N": the answer states a number of N (a cardinal within three words before N)."""
+    asked = _HOW_MANY.search(query)
+    if asked is None:
+        return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
+    head = stem(asked.group(1).split()[-1])
+    for match in re.finditer(rf"\b{_CARDINAL}\b((?:\s+[\w'-]+){{1,4}})", answer, re.I):
+        if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
+            return True
+    return False
+
+
 def has_requested(kind: str, answer: str, query: str) -> bool:
     if not kind:
         return True
@@ -78,7 +129,9 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
     if kind == "price":
         return bool(PRICE.search(answer))
     if kind == "date":
-        return bool(DATE.search(answer))
+        return bool(_ABSOLUTE_DATE.search(DEICTIC.sub("", answer)))
+    if kind == "count":
+        return _counts(answer, query)
     if kind in ("name", "place"):
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
@@ -107,6 +160,9 @@ def answer_checks(
     )
     contradictions = []
     lowered = answer.lower()
+    computed = is_question(query) and bool(COMPUTED.search(resolved or query))
+    if present and computed and _quotes(answer, facts):
+        present = False  # a total, a difference or an order is worked out, not quoted
     strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
     if strong and present:  # "what's my job?" is answered by the job, not by a neighbour
         present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
@@ -126,6 +182,7 @@ def answer_checks(
             gate="requested_data",
             passed=present,
             detail=(f"a {requested} was asked for" if requested else "an answer was asked for")
+            + (" (worked out from what memory holds, not a quoted statement)" if computed else "")
             + ("" if present else "; the answer lacks it"),
         ),
         GateResult(
@@ -161,3 +218,11 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateRes
     thing = " ".join(focus)
     detail = f"the answer is about {thing}" if passed else f"no fact it uses is about {thing}"
     return GateResult(gate=_ABOUT, passed=passed, detail=detail)
+
+
+def _quotes(answer: str, facts: list[Fact]) -> bool:
+    """Is the answer made of statements of memory as they are (each clause a fact's words)?"""
+    clauses = [c for c in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer))) if c.strip()]
+    known = [stems_of(f.text, content=True) for f in facts]
+    said = [{w for w in stems_of(c, content=True) if len(w) > 2} for c in clauses]
+    return bool(said) and all(len(words) > 2 and any(words <= fact for fact in known) for words in said)
