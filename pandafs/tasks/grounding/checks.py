@@ -40,13 +40,15 @@ _ABSOLUTE_DATE = re.compile(
     re.IGNORECASE,
 )
 # Questions whose answer is worked out from several statements, not read off one (a total,
-# a difference, an elapsed time, an order): the answer types of Li & Roth 2002 that need
-# arithmetic or comparison.  A quoted statement is not such an answer.
+# a difference, an elapsed time, an order: the answer types of Li & Roth 2002 that need
+# arithmetic or comparison), and requests for suggestions, which are composed for the
+# user.  A quoted statement is neither.
 COMPUTED = re.compile(
     r"\b(?:in\s+total|total|altogether|combined|sum|save|saved|increase|decrease|difference|"
     r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
     r"percentage|average|ago|passed|between|order|earliest|latest|first\s+to\s+last|"
-    r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take)\b",
+    r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take|"
+    r"suggest|suggestions?|recommend|recommendations?|ideas?|advice|tips)\b",
     re.IGNORECASE,
 )
 _REQUESTED = [  # checked in order; the question's own words decide
@@ -66,11 +68,20 @@ _REQUESTED = [  # checked in order; the question's own words decide
         "list",
         re.compile(r"\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b", re.I),
     ),
+    (  # "what play did I see?", "which bike …": the answer names the one
+        "which",
+        re.compile(
+            r"^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
+            r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|was|were|do|does|did|"
+            r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
+            re.I,
+        ),
+    ),
 ]
 
 
 def requested_kind(query: str) -> str:
-    """The datum a question asks for — count, price, date, name, place, list — or ''."""
+    """The datum a question asks for — count, price, date, name, place, list, which — or ''."""
     if not is_question(query):
         return ""
     for kind, pattern in _REQUESTED:
@@ -137,7 +148,32 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
         return any(n not in asked for n in _names(answer))
     if kind == "list":
         return len(re.findall(r"\[\d+\]", answer)) >= 2 or answer.count(",") + answer.count(" and ") >= 1
+    if kind == "which":
+        return _identifies(answer, query)
     return True
+
+
+_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]")
+
+
+def _identifies(answer: str, query: str) -> bool:
+    """Does the answer name which one: a name, a quoted title or a number that the question
+    does not hold, near the thing asked about when it says that thing?"""
+    asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+    plain = CITE.sub("", answer)
+    found = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
+    found += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
+    found += [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
+    focus = focus_of(query)
+    if not found or not focus:
+        return bool(found)
+    head = stem(focus[-1])
+    words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
+    near = [n for n, (_, w) in enumerate(words) if w == head]
+    if not near:
+        return True
+    at = [sum(1 for start, _ in words if start < m.start()) for m in found]
+    return any(abs(a - b) <= 8 for a in near for b in at)
 
 
 # --- answer checks --------------------------------------------------------------------------
