@@ -97,7 +97,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, Any]) -> list[Fact]:
-    """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered (§5)."""
+    """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered
+    (§5); an imported turn's reply is what the assistant said then."""
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
     when = _stamp(meta.get("created_at"))
@@ -106,6 +107,8 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
     ]
     if meta.get("outcome") == "APPROVE":
         facts += [Fact(s, "answer", n, doc_id, when) for s in _sentences(answered)]
+    elif meta.get("outcome") == "IMPORTED":  # a reply of an imported conversation
+        facts += [Fact(s, "assistant", n, doc_id, when) for s in _sentences(answered)]
     return facts
 
 

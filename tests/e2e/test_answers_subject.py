@@ -150,3 +150,38 @@ def test_a_request_in_an_imported_history_is_not_a_fact(chat: Chat, vault: Vault
     result = chat.ask("What timeout did we set in the gooseberry widget test?")
     _not_a_wrong_approval(result, "Please make that change")
     assert result.outcome != "APPROVE" or "45" in result.answer, result.answer
+
+
+def _import(vault: Vault, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
+    lines = [
+        {
+            "user": "alice",
+            "external_id": f"s-{n}",
+            "timestamp": f"2026-02-1{n}T10:00:00Z",
+            "query": query,
+            "response": response,
+        }
+        for n, (query, response) in enumerate(pairs)
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    import_turns(vault, source)
+
+
+def test_what_the_assistant_said_answers_a_question_about_it_and_only_that(
+    chat: Chat, vault: Vault, tmp_path: Path
+) -> None:
+    _import(
+        vault,
+        tmp_path,
+        [
+            (
+                "I need a quiet cafe in Bandung to work from.",
+                "A quiet cafe for that is Kopi Tuku Bandung, with fast wifi in the mornings.",
+            ),
+        ],
+    )
+    said = chat.ask("Which cafe in Bandung did you recommend to me in our previous conversation?")
+    assert "Kopi Tuku" in said.answer, said.answer
+    mine = chat.ask("What is my favourite cafe in Bandung?")
+    _not_a_wrong_approval(mine, "Kopi Tuku")

@@ -35,6 +35,8 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     focus = g.focus_of(data.resolved_query) if g.is_question(data.query) else ()
     scored = []
     for i, fact in enumerate(data.facts):
+        if not g.speaker_fits(data.query, fact.origin):
+            continue
         score = stems_overlap(keywords, fact.text) or g.related_overlap(data.resolved_query, fact.text)
         if (fact.slot and fact.slot in slots) or (focus and fact.key and g.is_about(focus, "", fact.key)):
             score += 3

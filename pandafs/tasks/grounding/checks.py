@@ -7,7 +7,7 @@ import re
 from events.schema import GateResult
 from indexers.words import stem
 
-from .facts import Fact
+from .facts import REPLIES, Fact
 from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
 from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
@@ -196,7 +196,9 @@ def answer_checks(
     )
     contradictions = []
     lowered = answer.lower()
-    computed = is_question(query) and bool(COMPUTED.search(resolved or query))
+    computed = (
+        is_question(query) and bool(COMPUTED.search(resolved or query)) and not ASKS_ASSISTANT.search(query)
+    )
     if present and computed and _quotes(answer, facts):
         present = False  # a total, a difference or an order is worked out, not quoted
     strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
@@ -204,7 +206,7 @@ def answer_checks(
         present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
     said = [slot_of(s) for s in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer)))]
     for fact in facts:
-        if fact.slot is None or fact.origin == "answer":
+        if fact.slot is None or fact.origin in REPLIES:
             continue
         for slot in said:
             if slot is not None and disagree(fact.slot, slot):
@@ -230,6 +232,27 @@ def answer_checks(
 
 
 _ABOUT = "about_what_was_asked"
+_WHO = "the question asks what the assistant said; the answer quotes the user (or the other way round)"
+# A question about what the assistant said earlier ("you suggested", "our previous
+# conversation") is answered by the assistant's words; any other by the user's, the files
+# and documents, never by an imported reply of the assistant quoted as the user's fact.
+ASKS_ASSISTANT = re.compile(
+    r"\byou\s+(?:told|suggested|recommended|mentioned|said|gave|provided|listed|explained|created|"
+    r"wrote|shared|described|advised|named)\b|\b(?:our|the)\s+(?:previous|last|earlier)\s+"
+    r"(?:conversation|chat|discussion)\b|\bremind\s+me\s+what\s+you\b",
+    re.IGNORECASE,
+)
+
+
+_WE = re.compile(r"\b(?:we|us|our)\b", re.IGNORECASE)
+
+
+def speaker_fits(query: str, origin: str) -> bool:
+    """May a fact of this origin answer this question (`ASKS_ASSISTANT`; "what did we set"
+    asks about both speakers)?"""
+    if ASKS_ASSISTANT.search(query):
+        return origin in REPLIES
+    return origin != "assistant" or bool(_WE.search(query))
 
 
 def _content(text: str) -> frozenset[str]:
@@ -246,10 +269,15 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateRes
             gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
         )
     focus = focus_of(resolved) if is_question(query) else ()
-    if not focus or is_honest_unknown(answer):
+    if is_honest_unknown(answer) or not is_question(query):
         return GateResult(gate=_ABOUT, passed=True)
+    if not focus:  # then at least: what it says comes from who was asked about
+        new = _content(answer) - _content(resolved)
+        said = [f for f in facts if new & _content(f.text)]
+        passed = not said or any(speaker_fits(query, f.origin) for f in said)
+        return GateResult(gate=_ABOUT, passed=passed, detail="" if passed else _WHO)
     new = _content(answer) - _content(resolved)
-    used = [f for f in facts if new & _content(f.text)]
+    used = [f for f in facts if new & _content(f.text) and speaker_fits(query, f.origin)]
     passed = any(is_about(focus, f.text, f.slot.key if f.slot else "") for f in used)
     thing = " ".join(focus)
     detail = f"the answer is about {thing}" if passed else f"no fact it uses is about {thing}"
