@@ -52,8 +52,8 @@ run() {
   setup >/dev/null
   "$VENV/bin/python" -m llama_cpp.server --model "$(model_path)" \
     --host 127.0.0.1 --port "$port" --n_ctx 8192 >"$CACHE/server.log" 2>&1 &
-  local pid=$!
-  trap 'kill "$pid" 2>/dev/null || true' EXIT
+  SERVER_PID=$!
+  trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
   "$PY" "$HERE/bench_real_server.py" --base-url "http://127.0.0.1:$port/v1" --wait 120
 }
 

@@ -9,7 +9,7 @@ Structured output is asked for the way local servers constrain decoding:
 `response_format = {"type": "json_schema", "json_schema": {"name", "schema"}}`
 (vLLM, Ollama ≥ 0.5 and llama.cpp server accept it; `[llm] structured_output =
 "json_object"` asks for JSON mode for older servers, "none" for the prompt alone).  A
-server that refuses the mode asked for (HTTP 400/422/501 naming the format) is asked
+server that refuses the mode asked for (HTTP 400/422/500/501 naming the format) is asked
 again once with the next one, json_schema → json_object → none; the client keeps the
 lower mode from then on and says so once on stderr (`fallbacks` lists what happened).
 The schema is also stated in the system prompt, the reply is validated,
@@ -284,6 +284,12 @@ class OpenAIChat:
                 cause = exc
                 continue
             status = response.status_code
+            if (
+                status >= 500
+                and "response_format" in payload
+                and refuses_format(status, server_message(response))
+            ):
+                status = 400  # not transient: the format asked for is refused, every time
             if status == 429 or status >= 500:
                 error = LLMUnavailable(
                     self.base_url, server_message(response), attempts=attempt + 1, status=status
@@ -298,7 +304,7 @@ class OpenAIChat:
                 structured = self.structured_output if "response_format" in payload else ""
                 raise LLMRejected(
                     f"the LLM server at {self.base_url} rejected the request "
-                    f"(HTTP {status}: {detail}): {hint_for(status, detail, structured)}",
+                    f"(HTTP {response.status_code}: {detail}): {hint_for(status, detail, structured)}",
                     status=status,
                     detail=detail,
                 )

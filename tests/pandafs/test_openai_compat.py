@@ -141,6 +141,17 @@ def test_a_server_refusing_json_schema_is_asked_with_json_object_once_and_says_s
     assert "refused json_schema output" in caplog.text
 
 
+def test_a_500_naming_response_format_is_a_refusal_not_a_transient_failure(
+    stub: OpenAIStub, llm: OpenAIChat
+) -> None:
+    # llama-cpp-python's server validates the request body and answers json_schema with a 500
+    detail = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
+    stub.script(StubReply(status=500, content=detail), '{"name": "X1", "price": 1500}')
+    laptop, _ = llm.structured("mind", "You pick laptops.", "a light one", Laptop)
+    assert laptop.name == "X1" and len(stub.requests) == 2  # no retry of the refused format
+    assert llm.structured_output == "json_object"
+
+
 def test_a_server_refusing_json_object_too_gets_the_prompt_alone(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(
         StubReply(status=400, content="unsupported response_format"),
