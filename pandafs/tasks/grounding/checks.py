@@ -48,11 +48,21 @@ COMPUTED = re.compile(
     r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
     r"percentage|average|ago|passed|between|order|earliest|latest|first\s+to\s+last|"
     r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take|"
-    r"suggest|suggestions?|recommend|recommendations?|ideas?|advice|tips)\b",
+    r"suggest|suggestions?|recommend|recommendations?|ideas?|advice|tips|most\s+recently|"
+    r"more\s+recently|first\b[^?]*\bor|or\b[^?]*\bfirst|how\s+many\b[^?]*\b(?:and|or)|"
+    r"how\s+long\b[^?]*\b(?:before|after|since|until))\b",
     re.IGNORECASE,
 )
 _REQUESTED = [  # checked in order; the question's own words decide
     ("count", re.compile(r"\bhow\s+many\b", re.I)),
+    ("duration", re.compile(r"\bhow\s+long\b", re.I)),
+    (  # a polar question ("did I finish it?") is answered yes or no
+        "polar",
+        re.compile(
+            r"^\s*(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|would|should)\s+(?:i|we|my|our)\b",
+            re.I,
+        ),
+    ),
     ("price", re.compile(r"\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b", re.I)),
     ("date", re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b", re.I)),
     (
@@ -81,11 +91,14 @@ _REQUESTED = [  # checked in order; the question's own words decide
 
 
 def requested_kind(query: str) -> str:
-    """The datum a question asks for — count, price, date, name, place, list, which — or ''."""
+    """The datum a question asks for — count, duration, polar (yes or no), price, date,
+    name, place, list, which — or ''."""
     if not is_question(query):
         return ""
     for kind, pattern in _REQUESTED:
         if pattern.search(query):
+            if kind == "polar" and asked_slots(query) & STRONG_SLOTS:
+                continue  # "do I like tea?" is answered by what one likes
             return kind
     return ""
 
@@ -94,7 +107,7 @@ _CAPITAL = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _NOT_NAME = frozenset(
     """I I'm I've I'd The A An From About You Your My It Its This That These Those And But Or
     Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
-    Is Has Will Planning Going Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
+    Is Has Will Planning Going I'll Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
     February March April May June July August September October November December Today
     Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually""".split()
 )
@@ -143,7 +156,14 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
         return bool(_ABSOLUTE_DATE.search(DEICTIC.sub("", answer)))
     if kind == "count":
         return _counts(answer, query)
-    if kind in ("name", "place"):
+    if kind == "duration":
+        return bool(_DURATION.search(answer))
+    if kind == "polar":
+        return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
+    if kind == "place":  # a place is named after a preposition of place ("at Target")
+        asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+        return any(_names(m.group(1)) - asked for m in _AT_PLACE.finditer(answer))
+    if kind == "name":
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
     if kind == "list":
@@ -153,6 +173,13 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
     return True
 
 
+_DURATION = re.compile(
+    rf"\b{_CARDINAL}(?:\s+and\s+a\s+half)?\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b",
+    re.I,
+)
+_AT_PLACE = re.compile(
+    r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
+)
 _QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]")
 
 
@@ -245,6 +272,7 @@ ASKS_ASSISTANT = re.compile(
 
 
 _WE = re.compile(r"\b(?:we|us|our)\b", re.IGNORECASE)
+_I = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 def speaker_fits(query: str, origin: str) -> bool:
@@ -252,7 +280,11 @@ def speaker_fits(query: str, origin: str) -> bool:
     asks about both speakers)?"""
     if ASKS_ASSISTANT.search(query):
         return origin in REPLIES
-    return origin != "assistant" or bool(_WE.search(query))
+    if _WE.search(query):
+        return True
+    if _I.search(query):  # a search snippet mixes both speakers: not the user's own words
+        return origin not in ("assistant", "tool")
+    return origin != "assistant"
 
 
 def _content(text: str) -> frozenset[str]:
