@@ -1,8 +1,24 @@
-"""Score the answers of whole turns on scripted multi-turn dialogues (issue 12).
+"""Score the answers of whole turns: on real conversations (LongMemEval) and on scripted dialogues.
 
-    python benchmarks/eval_answers.py [--dialogues 150] [--seed 1] [--heldout 2] [--json]
+    python benchmarks/eval_answers.py [--set all|longmemeval|ours] [--lme DIR] [--limit N]
+        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose]
 
-Each dialogue is generated from a seed: one user, a few turns a person might say
+**longmemeval**: the shared LongMemEval-S development split (`--lme`, default
+`../shared/data/longmemeval-dev` beside the repository).  Each question is its own
+user; its sessions are imported as `eval_retrieval.py` imports them (`import_turns`,
+one turn per user/assistant pair, stamped from the session's date), then the question
+is asked through `Pipeline.ask` on a clock set to its `question_date`.  The final
+answer is *right* when it contains the gold answer, both normalised (case,
+punctuation, number words as digits); for the abstention questions (`_abs`) when it
+says honestly that memory does not hold it.  Each answer is one of: right (APPROVEd,
+or unverified and saying so), honest don't-know, wrong and not approved, **wrong and
+APPROVEd**.  Two baselines from the same run beside it: the sentence of the best BM25
+turn (the question's words over that user's turns, the sentence sharing most of
+them; an answer that is never withheld), and "I don't know" every time.  Also: model
+calls and prompt / completion tokens per phase (the backend's usage: the server's, or
+the offline backend's counted prompt), and the tokens of §2 (its budget 2,000).
+
+**ours** — each dialogue is generated from a seed: one user, a few turns a person might say
 (facts, preferences, updates, plans, filler), then a question, all run through
 `Pipeline.ask` — the library call behind `pandafs ask` — on the offline backend, in a
 fresh tmp vault, on a clock that moves minutes between turns and days between
@@ -17,14 +33,17 @@ hand-written lists of everyday English (below); the generator draws them at rand
 so no answer rule can lean on one wording.  `--seed` is the development seed,
 `--heldout` a second seed reported beside it.
 
-Output: a table per kind and seed, then, last, one JSON line
-`{"benchmark": "answers", ...}`; with `--json` only that line.
+Output: a table per set, then, last, one JSON line `{"benchmark": "answers", ...}`;
+with `--json` only that line.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import importlib.util
 import json
+import math
 import random
 import re
 import sys
@@ -34,12 +53,29 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from pandafs.llm.offline import OfflineBackend
+from events.log import read_events
+from events.projection import project_turn
+from indexers.words import STOP_WORDS
+from pandafs.assembly import open_memory
+from pandafs.llm.base import Backend, make_backend
+from pandafs.llm.offline import OfflineBackend, sentences
+from pandafs.llm.offline.text import stem
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
+from pandafs.pipeline.context import context_text
 from pandafs.tasks.grounding import is_honest_unknown
+from pandafs.tokens import count_tokens
+from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("eval_retrieval", HERE / "eval_retrieval.py")
+assert _spec is not None and _spec.loader is not None
+ev = importlib.util.module_from_spec(_spec)
+sys.modules["eval_retrieval"] = ev  # its dataclasses look their module up
+_spec.loader.exec_module(ev)
 
 CITIES = "Oslo Bergen Trondheim Lisbon Porto Vienna Prague Dublin Madrid Seville Zurich Krakow".split()
 JOBS = "carpenter nurse teacher plumber chemist baker pilot librarian welder architect".split()
@@ -229,7 +265,7 @@ def dialogues(seed: int, count: int) -> list[Dialogue]:
 
 def correct(d: Dialogue, answer: str) -> bool:
     if not d.expect:
-        return is_honest_unknown(answer) or answer.startswith("Sorry")
+        return says_unknown(answer)
     if d.forbid and re.search(re.escape(d.forbid) + r"(?![^(]*\))", answer, re.I):
         return False  # stated as current (naming it inside "(this replaces …)" is fine)
     return d.expect.lower() in answer.lower()
@@ -286,40 +322,286 @@ def run(seed: int, count: int) -> dict[str, object]:
     }
 
 
+# --- LongMemEval -----------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    w: str(n)
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_NUMBER_WORDS.update(
+    {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2"}
+)
+_ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
+
+
+def normalise(text: str) -> str:
+    """Lower-cased words, punctuation gone (a thousands comma too), number words as digits."""
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", str(text).lower())
+    words = re.findall(r"[^\W_]+(?:\.\d+)?", text)
+    return " ".join(_ORDINAL.sub(r"\1", _NUMBER_WORDS.get(w, w)) for w in words)
+
+
+def _gold_forms(gold: str) -> list[str]:
+    """The gold answer, and for a gold of several sentences ("21 days. 22 days … is also
+    acceptable.") its first sentence, normalised."""
+    full = normalise(gold)
+    first = normalise(re.split(r"(?<=[.;])\s+|\s+\(", str(gold).strip())[0])
+    return [f for f in dict.fromkeys([full, first]) if f]
+
+
+def contains_gold(answer: str, gold: str) -> bool:
+    said = f" {normalise(answer)} "
+    return any(f" {form} " in said for form in _gold_forms(gold))
+
+
+_UNVERIFIED = re.compile(r"\bI couldn'?t (?:give a reliable answer|verify)\b", re.I)
+
+
+def says_unknown(answer: str) -> bool:
+    """An honest "memory does not hold it": the pipeline's don't-know, or a FAIL saying it
+    could not give a reliable answer."""
+    return is_honest_unknown(answer) or bool(_UNVERIFIED.search(answer))
+
+
+def judge(answer: str, approved: bool, gold: str, abstention: bool) -> str:
+    """right | honest | wrong | wrong_approved."""
+    honest = says_unknown(answer)
+    if abstention:
+        if honest:
+            return "right"
+    elif contains_gold(answer, gold):
+        return "right"
+    elif honest and not approved:
+        return "honest"
+    return "wrong_approved" if approved else "wrong"
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _terms(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+def bm25_sentence(question: str, turns: list[str]) -> str:
+    """The best BM25 turn (k1 1.2, b 0.75) of `turns` for `question`, and of it the sentence
+    sharing most of the question's words."""
+    docs = [_terms(t) for t in turns]
+    if not docs:
+        return ""
+    avg = sum(map(len, docs)) / len(docs) or 1.0
+    df: Counter[str] = Counter(w for d in docs for w in set(d))
+    asked = set(_terms(question))
+    best, best_score = 0, -1.0
+    for i, doc in enumerate(docs):
+        tf = Counter(doc)
+        score = 0.0
+        for w in asked:
+            if tf[w]:
+                idf = math.log(1 + (len(docs) - df[w] + 0.5) / (df[w] + 0.5))
+                score += idf * tf[w] * 2.2 / (tf[w] + 1.2 * (0.25 + 0.75 * len(doc) / avg))
+        if score > best_score:
+            best, best_score = i, score
+    said = sentences(turns[best]) or [turns[best]]
+    return max(said, key=lambda s: len(asked & set(_terms(s))))
+
+
+_KINDS = ("right", "honest", "wrong", "wrong_approved")
+
+
+def _phase_usage(vault: Vault, user: str, turn: str) -> tuple[dict[str, Counter[str]], int]:
+    """Calls and tokens per phase of one turn, and its §2 size in tokens."""
+    events = read_events(vault.layout.turn_dir(user, turn) / "events.jsonl")
+    phases: dict[str, Counter[str]] = defaultdict(Counter)
+    for event in events:
+        metrics = getattr(event.data, "metrics", None)
+        if metrics is None:
+            continue
+        phase = event.type
+        phases[phase]["calls"] += metrics.llm_calls
+        phases[phase]["prompt"] += metrics.tokens_in
+        phases[phase]["completion"] += metrics.tokens_out
+    view = project_turn(events)
+    size = count_tokens(context_text(view.context.blocks)) if view.context else 0
+    return phases, size
+
+
+def run_longmemeval(
+    folder: Path, limit: int | None, backend: Backend | None = None, verbose: bool = False
+) -> dict[str, Any]:
+    dataset = ev.load_longmemeval(folder, limit)
+    with gzip.open(folder / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
+        gold = {r["question_id"]: str(r["answer"]) for r in map(json.loads, handle)}
+    started = time.perf_counter()
+    rows: dict[str, dict[str, Counter[str]]] = {"pandafs": {}, "bm25_sentence": {}, "always_unknown": {}}
+    phases: dict[str, Counter[str]] = defaultdict(Counter)
+    sizes: list[int] = []
+    per_user: dict[str, list[str]] = defaultdict(list)
+    for line in dataset.lines:
+        per_user[line["user"]].append(f"{line['query']}\n{line['response']}")
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, _ = Vault.init(Path(tmp) / "vault")
+        source = Path(tmp) / "turns.jsonl"
+        with open(source, "w", encoding="utf-8") as handle:
+            for line in dataset.lines:
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        memory = open_memory(vault)
+        imported = import_turns(vault, source, after_batch=memory.index_docs, keep_turns=False)
+        import_seconds = time.perf_counter() - started
+        clock = {"t": datetime.now(UTC)}
+        asked = time.perf_counter()
+        with Pipeline(
+            vault, backend=backend or OfflineBackend(), memory=memory, clock=lambda: clock["t"]
+        ) as p:
+            for q in dataset.questions:
+                clock["t"] = datetime.fromisoformat(q.now.replace("Z", "+00:00"))
+                result = p.ask(q.text, user=q.user)
+                kinds = {
+                    "pandafs": judge(result.answer, result.outcome == "APPROVE", gold[q.qid], q.abstention),
+                    "bm25_sentence": judge(
+                        bm25_sentence(q.text, per_user[q.user]), True, gold[q.qid], q.abstention
+                    ),
+                    "always_unknown": judge("I don't know.", False, gold[q.qid], q.abstention),
+                }
+                kind = q.kind + ("_abs" if q.abstention else "")
+                for system, verdict in kinds.items():
+                    tally = rows[system].setdefault(kind, Counter())
+                    tally["n"] += 1
+                    tally[verdict] += 1
+                    if system == "pandafs" and verdict == "right" and result.outcome == "APPROVE":
+                        tally["right_approved"] += 1
+                used, size = _phase_usage(vault, q.user, result.turn)
+                for phase, counts in used.items():
+                    phases[phase].update(counts)
+                sizes.append(size)
+                if verbose and kinds["pandafs"] != "right":
+                    print(
+                        f"  {kinds['pandafs']:<14} [{kind}] {q.text[:90]!r}\n"
+                        f"      gold {gold[q.qid][:80]!r}\n      [{result.outcome}] {result.answer[:240]!r}",
+                        file=sys.stderr,
+                    )
+        ask_seconds = time.perf_counter() - asked
+    n = len(dataset.questions)
+    totals = {s: sum((t for t in r.values()), Counter()) for s, r in rows.items()}
+    return {
+        "questions": n,
+        "turns": len(dataset.lines),
+        "imported": imported.imported,
+        "import_seconds": round(import_seconds, 1),
+        "ask_seconds": round(ask_seconds, 1),
+        "kinds": {s: {k: dict(t) for k, t in sorted(r.items())} for s, r in rows.items()},
+        "totals": {s: dict(t) for s, t in totals.items()},
+        "wrong_approved_rate": round(totals["pandafs"]["wrong_approved"] / n, 4) if n else 0.0,
+        "phases": {k: dict(v) for k, v in sorted(phases.items())},
+        "context_tokens": {
+            "mean": round(sum(sizes) / len(sizes), 1) if sizes else 0,
+            "max": max(sizes, default=0),
+            "over_budget": sum(1 for s in sizes if s > 2000),
+        },
+    }
+
+
+def render_longmemeval(res: dict[str, Any]) -> str:
+    out = [
+        f"LongMemEval dev: {res['questions']} questions over {res['turns']} imported turns "
+        f"(import {res['import_seconds']} s, asking {res['ask_seconds']} s)",
+        f"{'type':<28} {'system':<15} {'n':>3} {'right':>6} {'(APPR)':>6} {'honest':>7} "
+        f"{'wrong':>6} {'wrong+APPROVE':>14}",
+    ]
+    kinds = sorted(res["kinds"]["pandafs"])
+    for kind in [*kinds, "ALL"]:
+        for system in ("pandafs", "bm25_sentence", "always_unknown"):
+            t = res["totals"][system] if kind == "ALL" else res["kinds"][system][kind]
+            approved = str(t.get("right_approved", 0)) if system == "pandafs" else ""
+            out.append(
+                f"{kind if system == 'pandafs' else '':<28} {system:<15} {t['n']:>3} {t.get('right', 0):>6} "
+                f"{approved:>6} {t.get('honest', 0):>7} {t.get('wrong', 0):>6} "
+                f"{t.get('wrong_approved', 0):>14}"
+            )
+    out.append(f"wrong and APPROVEd: {res['wrong_approved_rate']:.1%} of answers")
+    out.append(f"{'phase':<24} {'calls':>7} {'prompt tok':>11} {'completion':>11}   (per turn)")
+    n = max(1, res["questions"])
+    for phase, c in res["phases"].items():
+        out.append(
+            f"{phase:<24} {c.get('calls', 0) / n:>7.2f} {c.get('prompt', 0) / n:>11.0f} "
+            f"{c.get('completion', 0) / n:>11.0f}"
+        )
+    ctx = res["context_tokens"]
+    out.append(
+        f"§2 size: mean {ctx['mean']} tokens, max {ctx['max']}, over the 2,000 budget: {ctx['over_budget']}"
+    )
+    return "\n".join(out)
+
+
+def _backend(url: str | None, model: str) -> Backend | None:
+    if not url:
+        return None
+    from pandafs.config import LLMConfig
+
+    return make_backend(LLMConfig(backend="openai", base_url=url, model=model))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=("all", "longmemeval", "ours"), default="all")
+    parser.add_argument("--lme", type=Path, default=ev.DEFAULT_LME, help="the LongMemEval dev folder")
+    parser.add_argument("--limit", type=int, default=None, help="LongMemEval questions, spread over types")
     parser.add_argument("--dialogues", type=int, default=150)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--heldout", type=int, default=2)
+    parser.add_argument("--llm-url", default=None, help="an OpenAI-compatible /v1 URL instead of offline")
+    parser.add_argument("--llm-model", default="local")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="print each wrong answer on stderr")
     args = parser.parse_args(argv)
     if args.dialogues < 1:
         parser.error("--dialogues must be at least 1")
-    results = {"dev": run(args.seed, args.dialogues), "heldout": run(args.heldout, args.dialogues)}
-    if not args.json:
-        print(f"{'seed':>10} {'kind':<16} {'n':>4} {'accuracy':>9} {'APPROVE':>8} {'wrong+APPROVE':>14}")
-        for name, res in results.items():
-            for kind, row in res["kinds"].items():  # type: ignore[union-attr]
+    summary: dict[str, Any] = {"benchmark": "answers", "backend": "openai" if args.llm_url else "offline"}
+    if args.set in ("all", "longmemeval"):
+        if not (args.lme / "questions.jsonl.gz").is_file():
+            parser.error(f"no LongMemEval questions in {args.lme}")
+        lme = run_longmemeval(args.lme, args.limit, _backend(args.llm_url, args.llm_model), args.verbose)
+        if not args.json:
+            print(render_longmemeval(lme))
+        totals = lme["totals"]
+        summary.update(
+            lme_questions=lme["questions"],
+            lme_right=totals["pandafs"].get("right", 0),
+            lme_right_approved=totals["pandafs"].get("right_approved", 0),
+            lme_wrong_approved=totals["pandafs"].get("wrong_approved", 0),
+            lme_wrong_approved_rate=lme["wrong_approved_rate"],
+            lme_bm25_right=totals["bm25_sentence"].get("right", 0),
+            lme_unknown_right=totals["always_unknown"].get("right", 0),
+            lme_phases=lme["phases"],
+            lme_context_tokens=lme["context_tokens"],
+            lme_kinds=lme["kinds"]["pandafs"],
+        )
+    if args.set in ("all", "ours"):
+        results = {"dev": run(args.seed, args.dialogues), "heldout": run(args.heldout, args.dialogues)}
+        if not args.json:
+            print(f"{'seed':>10} {'kind':<16} {'n':>4} {'accuracy':>9} {'APPROVE':>8} {'wrong+APPROVE':>14}")
+            for name, res in results.items():
+                for kind, row in res["kinds"].items():  # type: ignore[union-attr]
+                    print(
+                        f"{name:>10} {kind:<16} {row['n']:>4} {row['accuracy']:>9.3f} {row['approve']:>8} "
+                        f"{row['wrong_approve']:>14}"
+                    )
                 print(
-                    f"{name:>10} {kind:<16} {row['n']:>4} {row['accuracy']:>9.3f} {row['approve']:>8} "
-                    f"{row['wrong_approve']:>14}"
+                    f"{name:>10} {'ALL':<16} {res['dialogues']:>4} {res['accuracy']:>9.3f} {'':>8} "
+                    f"{res['wrong_approve']:>14}   ({res['turns']} turns, {res['seconds']} s)"
                 )
-            print(
-                f"{name:>10} {'ALL':<16} {res['dialogues']:>4} {res['accuracy']:>9.3f} {'':>8} "
-                f"{res['wrong_approve']:>14}   ({res['turns']} turns, {res['seconds']} s)"
-            )
-    summary = {
-        "benchmark": "answers",
-        "backend": "offline",
-        **{
-            f"{name}_{key}": res[key]
-            for name, res in results.items()
-            for key in ("seed", "accuracy", "wrong_approve")
-        },
-        "dialogues": args.dialogues,
-        "kinds": {name: res["kinds"] for name, res in results.items()},
-    }
+        summary.update(
+            {
+                f"{name}_{key}": res[key]
+                for name, res in results.items()
+                for key in ("seed", "accuracy", "wrong_approve")
+            }
+        )
+        summary["dialogues"] = args.dialogues
+        summary["kinds"] = {name: res["kinds"] for name, res in results.items()}
     print(json.dumps(summary, separators=(",", ":")))
     return 0
 

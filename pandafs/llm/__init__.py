@@ -4,12 +4,13 @@
 `LLMError`, itself a `PandaError`, so the CLI reports them like any other.
 """
 
-from .errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
+from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
 from .openai_compat import OpenAIChat, Usage
 
 __all__ = [
     "LLMError",
     "LLMOutputError",
+    "LLMRejected",
     "LLMTimeout",
     "LLMUnavailable",
     "OpenAIChat",

@@ -1,9 +1,10 @@
 """Errors of the LLM backends.
 
     PandaError                      (pandafs.errors)
-    └── LLMError                    the server refused the request (4xx other than 429),
-        │                           answered with something that is not a chat completion,
-        │                           or the configuration cannot work (bad base_url, unknown role)
+    └── LLMError                    the server answered with something that is not a chat
+        │                           completion, or the configuration cannot work (bad
+        │                           base_url, unknown role)
+        ├── LLMRejected             the server refused the request (4xx other than 429)
         ├── LLMUnavailable          the server could not be reached (refused, DNS, reset),
         │                           or kept answering 429 / 5xx until the retries ran out
         ├── LLMTimeout              the server did not answer within [llm] timeout_s, every attempt
@@ -24,11 +25,20 @@ from pandafs.errors import PandaError
 if TYPE_CHECKING:
     from .openai_compat import Usage
 
-__all__ = ["LLMError", "LLMOutputError", "LLMTimeout", "LLMUnavailable"]
+__all__ = ["LLMError", "LLMOutputError", "LLMRejected", "LLMTimeout", "LLMUnavailable"]
 
 
 class LLMError(PandaError):
     """Root of every error raised by an LLM backend."""
+
+
+class LLMRejected(LLMError):
+    """The server refused the request (HTTP 4xx other than 429): `status` and its own words."""
+
+    def __init__(self, message: str, *, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(message)
 
 
 class LLMUnavailable(LLMError):

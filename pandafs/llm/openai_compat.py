@@ -8,8 +8,11 @@ fails at once.
 Structured output is asked for the way local servers constrain decoding:
 `response_format = {"type": "json_schema", "json_schema": {"name", "schema"}}`
 (vLLM, Ollama ≥ 0.5 and llama.cpp server accept it; `[llm] structured_output =
-"json_object"` falls back to JSON mode for older servers, "none" to the prompt
-alone).  The schema is also stated in the system prompt, the reply is validated,
+"json_object"` asks for JSON mode for older servers, "none" for the prompt alone).  A
+server that refuses the mode asked for (HTTP 400/422/500/501 naming the format) is asked
+again once with the next one, json_schema → json_object → none; the client keeps the
+lower mode from then on and says so once on stderr (`fallbacks` lists what happened).
+The schema is also stated in the system prompt, the reply is validated,
 and corrected once by telling the model what was wrong, because small local models
 often get it right on the second try.  Tool calls use the request's `tools` (OpenAI
 function-calling format) and read `choices[0].message.tool_calls`; a request never
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -35,13 +39,15 @@ from pydantic import BaseModel
 
 from pandafs.config import LLMConfig, RoleConfig
 
-from .errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
+from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
 from .replies import THINK, ToolCall, parse_reply, tool_call
-from .server import check_base_url, hint_for, retry_after, server_message
+from .server import check_base_url, hint_for, refuses_format, retry_after, server_message
 
 __all__ = ["OpenAIChat", "Usage", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger("pandafs.llm")
+_LOWER = {"json_schema": "json_object", "json_object": "none"}
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,8 @@ class OpenAIChat:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(timeout=config.timeout_s, headers=headers, transport=transport)
+        self.structured_output: str = config.structured_output
+        self.fallbacks: list[str] = []
 
     def close(self) -> None:
         self._client.close()
@@ -166,7 +174,7 @@ class OpenAIChat:
 
     def response_format(self, output: type[BaseModel]) -> dict[str, Any] | None:
         """What `[llm] structured_output` asks the server for."""
-        mode = self._config.structured_output
+        mode = self.structured_output
         if mode == "json_schema":
             return {
                 "type": "json_schema",
@@ -179,7 +187,6 @@ class OpenAIChat:
     def structured(self, role: str, system: str, user: str, output: type[T]) -> tuple[T, Usage]:
         """Ask for JSON matching `output`, validate it, and correct it once if needed."""
         schema = schema_text(output)
-        response_format = self.response_format(output)
         messages = [
             {
                 "role": "system",
@@ -190,7 +197,7 @@ class OpenAIChat:
             },
             {"role": "user", "content": user},
         ]
-        text, usage = self.chat(role, messages, response_format=response_format)
+        text, usage = self._chat_structured(role, messages, output)
         try:
             return parse_reply(text, output), usage
         except ValueError as exc:
@@ -205,7 +212,7 @@ class OpenAIChat:
                 ),
             },
         ]
-        text, more = self.chat(role, messages, response_format=response_format)
+        text, more = self._chat_structured(role, messages, output)
         usage += more
         try:
             return parse_reply(text, output), usage
@@ -218,6 +225,28 @@ class OpenAIChat:
                 validation=str(exc),
                 usage=usage,
             ) from exc
+
+    def _chat_structured(
+        self, role: str, messages: list[dict[str, Any]], output: type[BaseModel]
+    ) -> tuple[str, Usage]:
+        """`chat` with the structured-output mode in force, falling back to the next lower
+        mode when the server refuses this one."""
+        while True:
+            mode = self.structured_output
+            try:
+                return self.chat(role, messages, response_format=self.response_format(output))
+            except LLMRejected as exc:
+                lower = _LOWER.get(mode)
+                if lower is None or not refuses_format(exc.status, exc.detail):
+                    raise
+                note = (
+                    f"the LLM server at {self.base_url} refused {mode} output (HTTP {exc.status}: "
+                    f"{exc.detail}); using {lower} from now on (set [llm] structured_output = "
+                    f'"{lower}" in pandafs.toml to skip this)'
+                )
+                log.warning("%s", note)
+                self.fallbacks.append(note)
+                self.structured_output = lower
 
     def _role(self, role: str) -> RoleConfig:
         try:
@@ -255,6 +284,12 @@ class OpenAIChat:
                 cause = exc
                 continue
             status = response.status_code
+            if (
+                status >= 500
+                and "response_format" in payload
+                and refuses_format(status, server_message(response))
+            ):
+                status = 400  # not transient: the format asked for is refused, every time
             if status == 429 or status >= 500:
                 error = LLMUnavailable(
                     self.base_url, server_message(response), attempts=attempt + 1, status=status
@@ -265,9 +300,13 @@ class OpenAIChat:
                     delay = asked
                 continue
             if response.is_error:
-                raise LLMError(
+                detail = server_message(response)
+                structured = self.structured_output if "response_format" in payload else ""
+                raise LLMRejected(
                     f"the LLM server at {self.base_url} rejected the request "
-                    f"(HTTP {status}: {server_message(response)}): {hint_for(status)}"
+                    f"(HTTP {response.status_code}: {detail}): {hint_for(status, detail, structured)}",
+                    status=status,
+                    detail=detail,
                 )
             try:
                 data = response.json()

@@ -8,6 +8,7 @@ hint at the pandafs.toml setting to fix, the wait a 429 / 503 asks for, and whet
 from __future__ import annotations
 
 import email.utils
+import re
 from datetime import UTC
 
 import httpx
@@ -16,10 +17,11 @@ from events.clock import utcnow
 
 from .errors import LLMError
 
-__all__ = ["check_base_url", "hint_for", "retry_after", "server_message"]
+__all__ = ["check_base_url", "hint_for", "refuses_format", "retry_after", "server_message"]
 
 _MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is ignored in favour of our own backoff
 _MAX_DETAIL_CHARS = 200
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|grammar|structured", re.I)
 
 
 def check_base_url(base_url: str) -> None:
@@ -38,7 +40,19 @@ def _bad_base_url(base_url: str) -> str:
     )
 
 
-def hint_for(status: int) -> str:
+def refuses_format(status: int, detail: str) -> bool:
+    """Does a refusal say the server cannot give the structured output asked for?  (Some
+    servers answer 500 to a response_format their request model does not know:
+    llama-cpp-python's server, for json_schema.)"""
+    return status in (400, 422, 500, 501) and bool(_FORMAT_WORDS.search(detail))
+
+
+def hint_for(status: int, detail: str = "", structured: str = "") -> str:
+    """What to change in pandafs.toml, from the status and the server's words (`structured`:
+    the `[llm] structured_output` mode the request used)."""
+    if structured and refuses_format(status, detail):
+        lower = "json_object" if structured == "json_schema" else "none"
+        return f'the server does not accept {structured} output: set [llm] structured_output = "{lower}"'
     if status in (401, 403):
         return "put the API key in the environment variable named by [llm] api_key_env"
     if status == 404:

@@ -13,12 +13,15 @@ from .tools import available_tools
 
 __all__ = ["is_transient", "run"]
 
-_TRANSIENT = re.compile(r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b|https?://|www\.", re.IGNORECASE)
+_URL = re.compile(r"https?://|www\.", re.IGNORECASE)
+_PRICE = re.compile(r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE)
+_OWN = re.compile(r"^Their\b|\b(?:my|our)\b", re.IGNORECASE)
 
 
 def is_transient(text: str) -> bool:
-    """Prices and URLs are never memory (seed 001 §7): they go stale."""
-    return bool(_TRANSIENT.search(text))
+    """Prices and URLs are never memory (seed 001 §7): they go stale.  An amount that is
+    the user's own ("Their budget for a laptop is 800 dollars") is a fact about them."""
+    return bool(_URL.search(text) or (_PRICE.search(text) and not _OWN.search(text)))
 
 
 def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:

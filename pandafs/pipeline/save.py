@@ -70,6 +70,10 @@ def _final_answer(view: TurnView, outcome: str, why: str) -> str:
     if outcome == "CLARIFY":
         assert view.reflection is not None
         return view.reflection.clarification_question or "Could you say more?"
+    if outcome == "FAIL" and not view.failures and view.answer and not view.staged:
+        # what validation would not approve is shown as what it is: unverified, with why
+        closest = re.sub(r"\s+", " ", view.answer).strip()[:600]
+        return f"I couldn't verify an answer in memory ({why[:300]}). The closest it holds: {closest}"
     return f"Sorry — I couldn't give a reliable answer this time: {why}."
 
 

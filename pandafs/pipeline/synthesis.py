@@ -98,7 +98,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, Any]) -> list[Fact]:
-    """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered (§5)."""
+    """A turn teaches what the user stated (§0) and, if it was APPROVEd, what was answered
+    (§5); an imported turn's reply is what the assistant said then."""
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
     when = _stamp(meta.get("created_at"))
@@ -107,6 +108,8 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
     ]
     if meta.get("outcome") == "APPROVE":
         facts += [Fact(s, "answer", n, doc_id, when) for s in _sentences(answered)]
+    elif meta.get("outcome") == "IMPORTED":  # a reply of an imported conversation
+        facts += [Fact(s, "assistant", n, doc_id, when) for s in _sentences(answered)]
     return facts
 
 
@@ -178,6 +181,7 @@ def _views(facts: list[Fact]) -> list[FactView]:
             origin=f.origin,  # type: ignore[arg-type]
             when=f.when.date().isoformat() if f.when else "",
             slot=f.slot.kind if f.slot else "",
+            key=f.slot.key if f.slot else "",
             replaces=f.replaces,
         )
         for f in facts
@@ -221,7 +225,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
     facts = facts_of(ctx, view, tools)
     requested = requested_kind(view.query)
-    checks = answer_checks(response.answer, view.query, requested, facts)
+    checks = answer_checks(response.answer, view.query, requested, facts, analysis.resolved_query)
     tried = any(a.tools for a in view.attempts)
     max_attempts = ctx.config.pipeline.max_revisions + 1
     out: ValidateOut = ctx.think(
@@ -258,7 +262,7 @@ def _honest(out: ValidateOut, checks: list[GateResult], tried: bool, *, last: bo
     reasons = [f"{c.gate}: {c.detail}" for c in failed]
     if last:
         return "FAIL", reasons
-    if any(c.gate == "requested_data" for c in failed) and not tried:
+    if any(c.gate in ("requested_data", "about_what_was_asked") for c in failed) and not tried:
         return "RETRY", reasons
     if any(c.gate == "consistent_with_memory" for c in failed):
         return "REVISE", reasons

@@ -229,9 +229,10 @@ class FactView(_Model):
     n: int
     doc_id: str = ""
     text: str
-    origin: Literal["memory", "stated", "document", "answer", "tool"] = "document"
+    origin: Literal["memory", "stated", "document", "answer", "tool", "assistant"] = "document"
     when: str = ""
     slot: str = ""
+    key: str = ""  # what the statement is about ("car", "prefers:tea"): its slot's key
     replaces: list[str] = []
 
 

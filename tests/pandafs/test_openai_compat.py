@@ -16,6 +16,7 @@ from pandafs.errors import PandaError
 from pandafs.llm import (
     LLMError,
     LLMOutputError,
+    LLMRejected,
     LLMTimeout,
     LLMUnavailable,
     OpenAIChat,
@@ -124,6 +125,55 @@ def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIChat) -> No
     assert system["content"].startswith("You pick laptops.")
     assert json.dumps(Laptop.model_json_schema()) in system["content"]
     assert request["messages"][1] == {"role": "user", "content": "a light one"}
+
+
+def test_a_server_refusing_json_schema_is_asked_with_json_object_once_and_says_so(
+    stub: OpenAIStub, llm: OpenAIChat, caplog: pytest.LogCaptureFixture
+) -> None:
+    refusal = StubReply(status=400, content="response_format json_schema is not supported")
+    stub.script(refusal, '{"name": "X1", "price": 1500}', '{"name": "X2", "price": 900}')
+    laptop, _ = llm.structured("mind", "You pick laptops.", "a light one", Laptop)
+    again, _ = llm.structured("mind", "You pick laptops.", "a cheap one", Laptop)
+    assert (laptop.name, again.name) == ("X1", "X2")
+    kinds = [r.get("response_format", {}).get("type") for r in stub.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]  # lowered once, then kept
+    assert len(llm.fallbacks) == 1 and 'structured_output = "json_object"' in llm.fallbacks[0]
+    assert "refused json_schema output" in caplog.text
+
+
+def test_a_500_naming_response_format_is_a_refusal_not_a_transient_failure(
+    stub: OpenAIStub, llm: OpenAIChat
+) -> None:
+    # llama-cpp-python's server validates the request body and answers json_schema with a 500
+    detail = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
+    stub.script(StubReply(status=500, content=detail), '{"name": "X1", "price": 1500}')
+    laptop, _ = llm.structured("mind", "You pick laptops.", "a light one", Laptop)
+    assert laptop.name == "X1" and len(stub.requests) == 2  # no retry of the refused format
+    assert llm.structured_output == "json_object"
+
+
+def test_a_server_refusing_json_object_too_gets_the_prompt_alone(stub: OpenAIStub, llm: OpenAIChat) -> None:
+    stub.script(
+        StubReply(status=400, content="unsupported response_format"),
+        StubReply(status=422, content="json_object: unknown response_format type"),
+        '{"name": "X1", "price": 1500}',
+    )
+    laptop, _ = llm.structured("mind", "You pick laptops.", "a light one", Laptop)
+    assert laptop.name == "X1"
+    assert [r.get("response_format", {}).get("type") for r in stub.requests] == [
+        "json_schema",
+        "json_object",
+        None,
+    ]
+    assert llm.structured_output == "none"
+
+
+def test_a_refusal_that_is_not_about_the_format_names_the_setting_to_fix(stub: OpenAIStub) -> None:
+    with OpenAIChat(make_config(stub.base_url, structured_output="none"), api_key="") as client:
+        stub.script(StubReply(status=400, content="model 'x' not found"))
+        with pytest.raises(LLMRejected) as caught:
+            client.structured("mind", "You pick laptops.", "a light one", Laptop)
+    assert "check [llm] model" in str(caught.value) and len(stub.requests) == 1
 
 
 @pytest.mark.parametrize(
@@ -236,7 +286,7 @@ def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIChat) -> 
     stub.script(StubReply(status=400, content="'messages' must not be empty"))
     with pytest.raises(LLMError) as caught:
         llm.chat("mind", [{"role": "user", "content": "hi"}])
-    assert type(caught.value) is LLMError
+    assert type(caught.value) is LLMRejected and caught.value.status == 400
     assert len(stub.requests) == 1
     assert str(caught.value) == (
         f"the LLM server at {stub.base_url} rejected the request "

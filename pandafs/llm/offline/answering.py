@@ -32,10 +32,13 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     title = data.content_reference.title if data.content_reference else ""
     keywords += query_terms(title) if title else []
     slots = g.asked_slots(data.resolved_query)
+    focus = g.focus_of(data.resolved_query) if g.is_question(data.query) else ()
     scored = []
     for i, fact in enumerate(data.facts):
+        if not g.speaker_fits(data.query, fact.origin):
+            continue
         score = stems_overlap(keywords, fact.text) or g.related_overlap(data.resolved_query, fact.text)
-        if fact.slot and fact.slot in slots:
+        if (fact.slot and fact.slot in slots) or (focus and fact.key and g.is_about(focus, "", fact.key)):
             score += 3
         if title and title.lower() in fact.text.lower():
             score += 2
@@ -45,6 +48,8 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
     scored.sort(key=lambda x: x[:3])
     picked = [x[3] for x in scored]
+    if focus:  # only what is about the thing asked for (a cat does not answer for a dog)
+        picked = [f for f in picked if g.is_about(focus, f.text, f.key)]
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
@@ -69,8 +74,10 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
     citations: list[str] = []
     if wants_answer:
         picked = _pick(data)
+        focus = " ".join(g.focus_of(data.resolved_query)) if g.is_question(data.query) else ""
         subject = (
             (data.content_reference.title if data.content_reference else "")
+            or focus
             or max(data.entities, key=len, default="")
             or ", ".join(data.keywords[:4])
             or "that"

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ...tokens import count_tokens
 from ..openai_compat import Usage
 from .answering import answer, validate
 from .gather import plan_retrieval, synthesize_context
@@ -28,13 +29,17 @@ RULES: dict[str, Callable[[Any], BaseModel]] = {
 
 
 class OfflineBackend:
-    """Deterministic rules; `run` validates the result against the task's output model."""
+    """Deterministic rules; `run` validates the result against the task's output model.
+    Its usage counts the tokens (`pandafs.tokens`) of what a model would have been sent
+    (the task's instructions and its input) and of the output, so runs on a model server
+    and offline compare phase by phase."""
 
     name = "offline"
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
-        result = RULES[task.name](data)
-        return task.output.model_validate(result.model_dump()), Usage(calls=1)
+        result = task.output.model_validate(RULES[task.name](data).model_dump())
+        sent = count_tokens(task.prompt()) + count_tokens(data.model_dump_json())
+        return result, Usage(tokens_in=sent, tokens_out=count_tokens(result.model_dump_json()), calls=1)
 
     def close(self) -> None:
         return None

@@ -19,17 +19,23 @@ _CLAUSES = re.compile(
 )
 
 
+_OWN = re.compile(r"\b(?:my|our|i|i'm|i've|we|we're)\b", re.IGNORECASE)
+
+
 def _statement_candidates(query: str, topic: str, keywords: list[str], today: str) -> list[t.CandidateDraft]:
-    """What the user stated about themselves; never a question, a request, a price or a URL.
+    """What the user stated about themselves; never a question, a request or a URL, nor a
+    price unless it is the user's own ("my budget is 800 dollars", not a shop's price).
     Plans and events carry the day they were said, so "in May" keeps its meaning later."""
     drafts: list[t.CandidateDraft] = []
     for sentence in _CLAUSES.split(query.strip()):
         sentence = sentence.strip().rstrip(".!;")
-        if not sentence or g.is_question(sentence) or URL.search(sentence) or PRICE.search(sentence):
+        if not sentence or g.is_question(sentence) or URL.search(sentence):
+            continue
+        if PRICE.search(sentence) and not _OWN.search(sentence):
             continue
         is_pref = bool(PREFERENCE.search(sentence))
         is_plan = not is_pref and bool(PLAN.search(sentence))
-        if not is_pref and not is_plan and not FACT.search(sentence):
+        if not is_pref and not is_plan and not FACT.search(sentence) and g.slot_of(sentence) is None:
             continue
         content = g.statement_form(sentence)
         if is_plan and today and not content.startswith("Lives "):

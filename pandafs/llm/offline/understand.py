@@ -30,7 +30,7 @@ FACT = re.compile(
     r"\bmy\s+name\s+is\b|\bi\s+(?:work|live)\s+(?:as|at|in|for)\b|\bi\s+am\s+(?:a|an)\b|"
     r"\bi'?m\s+(?:a|an)\s+\w+\s*(?:at|in|for)?\b|\bi\s+have\s+(?:a|an|two|three)\b|"
     r"\bmy\s+(?:birthday|job|wife|husband|partner|dog|cat|hamster|son|daughter|kid)\b[^?]*\b(?:is|are)\b|"
-    r"^my\s+[a-z]+(?:\s+[a-z]+)?(?:'s\s+[a-z]+)?\s+(?:is|are|was)\b|"
+    r"^(?:my|our)\s+[^.?!]{1,60}?\s+(?:is|are|was|were)\b|"
     r"^(?:please\s+)?remember\s+(?:that\s+)?",
     re.IGNORECASE,
 )
@@ -54,12 +54,19 @@ _REJECTED = re.compile(
     re.IGNORECASE,
 )
 _ACCEPTED = re.compile(r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE)
-_GREETING = re.compile(r"^\s*(?:hi|hello|hey|good\s+(?:morning|evening|afternoon))\b[\s!.]*$", re.IGNORECASE)
+# A greeting (the opening of phatic talk): a greeting word and at most a few words more
+# ("hello there", "hi again, friend"), no question and nothing stated.
+_GREETING = re.compile(
+    r"^\s*(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|evening|afternoon|day))\b"
+    r"[\s,!.]*(?:[a-z']+[\s,!.]*){0,3}$",
+    re.IGNORECASE,
+)
 _REFERENCE = re.compile(
     r"\b(?:that\s+one|this\s+one|the\s+same\s+one|that\s+(?!is\b|was\b|i\b|you\b|we\b|it\b|they\b)[a-z]+|"
     r"\bit\b|them|those)\b",
     re.IGNORECASE,
 )
+_NAMED = re.compile(r"(?:that|this)\s+([a-z]+)$", re.IGNORECASE)
 _VAGUE = frozenset(
     """one thing stuff it them those this that same hmm hm um uh er ok okay so well yes yeah
     maybe huh something anything""".split()
@@ -119,9 +126,17 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     stated = not question and bool(PREFERENCE.search(query) or FACT.search(query) or PLAN.search(query))
     there = _THERE.search(query)
     match = there or _REFERENCE.search(query)
+    found = None
+    if match and len(query.split()) <= 14 and not stated:
+        found = _latest_place(data.recent_turns) if there else _latest_subject(data.recent_turns)
+        named = _NAMED.match(match.group(0))
+        if named and named.group(1).lower() not in _VAGUE:
+            # "that desk" names its referent: the latest subject stands for it only if it is one
+            noun = stem(named.group(1))
+            if found is None or noun not in {stem(w) for w in query_terms(found[0])}:
+                match = None
     if match and len(query.split()) <= 14 and not stated:
         references = [match.group(0)]
-        found = _latest_place(data.recent_turns) if there else _latest_subject(data.recent_turns)
         if found is not None:
             target, previous = found
             status = "resolved"
@@ -135,7 +150,7 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
             status = "unresolved"
     resolved_words = query_terms(resolved)
     keywords = list(dict.fromkeys(w for w in resolved_words if w not in _VAGUE))[:10]
-    if _GREETING.match(query):
+    if _GREETING.match(query) and not question and not stated:
         kind = "greeting"
     elif feedback is not None and len(query.split()) <= 8 and not keywords[2:]:
         kind = "feedback"

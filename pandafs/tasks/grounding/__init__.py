@@ -13,10 +13,10 @@ facts.py      `Fact` and `settle`: dedupe, origin rank, newest wins
 checks.py     the requested datum and `answer_checks`
 """
 
-from .checks import PRICE, answer_checks, has_requested, requested_kind
+from .checks import PRICE, answer_checks, has_requested, requested_kind, speaker_fits
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
 from .sentences import SECOND_PERSON, is_honest_unknown, is_non_answer, is_question, norm, statement_form
-from .slots import STRONG_SLOTS, Slot, asked_slots, related_overlap, slot_of
+from .slots import STRONG_SLOTS, Slot, asked_slots, focus_of, is_about, related_overlap, slot_of
 
 __all__ = [
     "ORIGIN_RANK",
@@ -28,7 +28,9 @@ __all__ = [
     "answer_checks",
     "asked_slots",
     "end_of_day",
+    "focus_of",
     "has_requested",
+    "is_about",
     "is_honest_unknown",
     "is_non_answer",
     "is_question",
@@ -37,5 +39,6 @@ __all__ = [
     "requested_kind",
     "settle",
     "slot_of",
+    "speaker_fits",
     "statement_form",
 ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 from events.schema import GateResult
+from indexers.words import stem
 
-from .facts import Fact
-from .sentences import CITE, SAID_NOTE, is_honest_unknown, is_question
-from .slots import STRONG_SLOTS, asked_slots, disagree, slot_of
+from .facts import REPLIES, Fact
+from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
+from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
 # --- requested data -------------------------------------------------------------------------
 
@@ -24,7 +25,44 @@ DATE = re.compile(
     r"next\s+(?:week|month|year)|last\s+(?:week|month|year)|in\s+\d+\s+(?:days|weeks|months))",
     re.IGNORECASE,
 )
+# Dates said relative to when they were said (deixis: "yesterday" in last month's turn is
+# not yesterday now): an answer to "when" must carry a date that holds on its own.
+DEICTIC = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b",
+    re.IGNORECASE,
+)
+_ABSOLUTE_DATE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
+    + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
+    + r")\b)",
+    re.IGNORECASE,
+)
+# Questions whose answer is worked out from several statements, not read off one (a total,
+# a difference, an elapsed time, an order: the answer types of Li & Roth 2002 that need
+# arithmetic or comparison), and requests for suggestions, which are composed for the
+# user.  A quoted statement is neither.
+COMPUTED = re.compile(
+    r"\b(?:in\s+total|total|altogether|combined|sum|save|saved|increase|decrease|difference|"
+    r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
+    r"percentage|average|ago|passed|between|order|earliest|latest|first\s+to\s+last|"
+    r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take|"
+    r"suggest|suggestions?|recommend|recommendations?|ideas?|advice|tips|most\s+recently|"
+    r"more\s+recently|first\b[^?]*\bor|or\b[^?]*\bfirst|how\s+many\b[^?]*\b(?:and|or)|"
+    r"how\s+long\b[^?]*\b(?:before|after|since|until))\b",
+    re.IGNORECASE,
+)
 _REQUESTED = [  # checked in order; the question's own words decide
+    ("count", re.compile(r"\bhow\s+many\b", re.I)),
+    ("duration", re.compile(r"\bhow\s+long\b", re.I)),
+    (  # a polar question ("did I finish it?") is answered yes or no
+        "polar",
+        re.compile(
+            r"^\s*(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|would|should)\s+(?:i|we|my|our)\b",
+            re.I,
+        ),
+    ),
     ("price", re.compile(r"\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b", re.I)),
     ("date", re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b", re.I)),
     (
@@ -40,15 +78,27 @@ _REQUESTED = [  # checked in order; the question's own words decide
         "list",
         re.compile(r"\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b", re.I),
     ),
+    (  # "what play did I see?", "which bike …": the answer names the one
+        "which",
+        re.compile(
+            r"^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
+            r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|was|were|do|does|did|"
+            r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
+            re.I,
+        ),
+    ),
 ]
 
 
 def requested_kind(query: str) -> str:
-    """The datum a question asks for — price, date, name, place, list — or ''."""
+    """The datum a question asks for — count, duration, polar (yes or no), price, date,
+    name, place, list, which — or ''."""
     if not is_question(query):
         return ""
     for kind, pattern in _REQUESTED:
         if pattern.search(query):
+            if kind == "polar" and asked_slots(query) & STRONG_SLOTS:
+                continue  # "do I like tea?" is answered by what one likes
             return kind
     return ""
 
@@ -57,7 +107,9 @@ _CAPITAL = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _NOT_NAME = frozenset(
     """I I'm I've I'd The A An From About You Your My It Its This That These Those And But Or
     Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
-    Is Has Will Planning Going""".split()
+    Is Has Will Planning Going I'll Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
+    February March April May June July August September October November December Today
+    Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually""".split()
 )
 
 
@@ -70,6 +122,29 @@ def _names(text: str) -> set[str]:
     return found
 
 
+_CARDINAL = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+dozen|"
+    r"dozens|hundreds|twenty|thirty|forty|fifty)"
+)
+_HOW_MANY = re.compile(
+    r"\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
+    r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)",
+    re.I,
+)
+
+
+def _counts(answer: str, query: str) -> bool:
+    """ "How many N": the answer states a number of N (a cardinal within three words before N)."""
+    asked = _HOW_MANY.search(query)
+    if asked is None:
+        return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
+    head = stem(asked.group(1).split()[-1])
+    for match in re.finditer(rf"\b{_CARDINAL}\b((?:\s+[\w'-]+){{1,4}})", answer, re.I):
+        if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
+            return True
+    return False
+
+
 def has_requested(kind: str, answer: str, query: str) -> bool:
     if not kind:
         return True
@@ -78,13 +153,54 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
     if kind == "price":
         return bool(PRICE.search(answer))
     if kind == "date":
-        return bool(DATE.search(answer))
-    if kind in ("name", "place"):
+        return bool(_ABSOLUTE_DATE.search(DEICTIC.sub("", answer)))
+    if kind == "count":
+        return _counts(answer, query)
+    if kind == "duration":
+        return bool(_DURATION.search(answer))
+    if kind == "polar":
+        return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
+    if kind == "place":  # a place is named after a preposition of place ("at Target")
+        asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+        return any(_names(m.group(1)) - asked for m in _AT_PLACE.finditer(answer))
+    if kind == "name":
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
     if kind == "list":
         return len(re.findall(r"\[\d+\]", answer)) >= 2 or answer.count(",") + answer.count(" and ") >= 1
+    if kind == "which":
+        return _identifies(answer, query)
     return True
+
+
+_DURATION = re.compile(
+    rf"\b{_CARDINAL}(?:\s+and\s+a\s+half)?\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b",
+    re.I,
+)
+_AT_PLACE = re.compile(
+    r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
+)
+_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]")
+
+
+def _identifies(answer: str, query: str) -> bool:
+    """Does the answer name which one: a name, a quoted title or a number that the question
+    does not hold, near the thing asked about when it says that thing?"""
+    asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+    plain = CITE.sub("", answer)
+    found = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
+    found += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
+    found += [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
+    focus = focus_of(query)
+    if not found or not focus:
+        return bool(found)
+    head = stem(focus[-1])
+    words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
+    near = [n for n, (_, w) in enumerate(words) if w == head]
+    if not near:
+        return True
+    at = [sum(1 for start, _ in words if start < m.start()) for m in found]
+    return any(abs(a - b) <= 8 for a in near for b in at)
 
 
 # --- answer checks --------------------------------------------------------------------------
@@ -97,19 +213,27 @@ _CLAUSE_END = re.compile(
 )
 
 
-def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) -> list[GateResult]:
-    """Does the answer hold what was asked, and does it contradict no settled fact?"""
+def answer_checks(
+    answer: str, query: str, requested: str, facts: list[Fact], resolved: str = ""
+) -> list[GateResult]:
+    """Is the answer about what was asked (`resolved`: the query with its references
+    resolved), does it hold what was asked, and does it contradict no settled fact?"""
     present = has_requested(requested, answer, query) and not (
         is_question(query) and is_honest_unknown(answer)
     )
     contradictions = []
     lowered = answer.lower()
+    computed = (
+        is_question(query) and bool(COMPUTED.search(resolved or query)) and not ASKS_ASSISTANT.search(query)
+    )
+    if present and computed and _quotes(answer, facts):
+        present = False  # a total, a difference or an order is worked out, not quoted
     strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
     if strong and present:  # "what's my job?" is answered by the job, not by a neighbour
         present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
     said = [slot_of(s) for s in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer)))]
     for fact in facts:
-        if fact.slot is None or fact.origin == "answer":
+        if fact.slot is None or fact.origin in REPLIES:
             continue
         for slot in said:
             if slot is not None and disagree(fact.slot, slot):
@@ -118,10 +242,12 @@ def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) ->
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
     return [
+        _about(answer, query, resolved or query, facts),
         GateResult(
             gate="requested_data",
             passed=present,
             detail=(f"a {requested} was asked for" if requested else "an answer was asked for")
+            + (" (worked out from what memory holds, not a quoted statement)" if computed else "")
             + ("" if present else "; the answer lacks it"),
         ),
         GateResult(
@@ -130,3 +256,69 @@ def answer_checks(answer: str, query: str, requested: str, facts: list[Fact]) ->
             detail="; ".join(dict.fromkeys(contradictions)),
         ),
     ]
+
+
+_ABOUT = "about_what_was_asked"
+_WHO = "the question asks what the assistant said; the answer quotes the user (or the other way round)"
+# A question about what the assistant said earlier ("you suggested", "our previous
+# conversation") is answered by the assistant's words; any other by the user's, the files
+# and documents, never by an imported reply of the assistant quoted as the user's fact.
+ASKS_ASSISTANT = re.compile(
+    r"\byou\s+(?:told|suggested|recommended|mentioned|said|gave|provided|listed|explained|created|"
+    r"wrote|shared|described|advised|named)\b|\b(?:our|the)\s+(?:previous|last|earlier)\s+"
+    r"(?:conversation|chat|discussion)\b|\bremind\s+me\s+what\s+you\b",
+    re.IGNORECASE,
+)
+
+
+_WE = re.compile(r"\b(?:we|us|our)\b", re.IGNORECASE)
+_I = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def speaker_fits(query: str, origin: str) -> bool:
+    """May a fact of this origin answer this question (`ASKS_ASSISTANT`; "what did we set"
+    asks about both speakers)?"""
+    if ASKS_ASSISTANT.search(query):
+        return origin in REPLIES
+    if _WE.search(query):
+        return True
+    if _I.search(query):  # a search snippet mixes both speakers: not the user's own words
+        return origin not in ("assistant", "tool")
+    return origin != "assistant"
+
+
+def _content(text: str) -> frozenset[str]:
+    return stems_of(CITE.sub("", text), content=True)
+
+
+def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateResult:
+    """Is what the answer says taken from facts about the thing the question asks about?
+    The facts it uses are those sharing a word with it that the question does not have;
+    one of them must be about the question's focus (`slots.focus_of`).  The pipeline's own
+    labels are never an answer."""
+    if PIPELINE_TEXT.search(answer):
+        return GateResult(
+            gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
+        )
+    focus = focus_of(resolved) if is_question(query) else ()
+    if is_honest_unknown(answer) or not is_question(query):
+        return GateResult(gate=_ABOUT, passed=True)
+    if not focus:  # then at least: what it says comes from who was asked about
+        new = _content(answer) - _content(resolved)
+        said = [f for f in facts if new & _content(f.text)]
+        passed = not said or any(speaker_fits(query, f.origin) for f in said)
+        return GateResult(gate=_ABOUT, passed=passed, detail="" if passed else _WHO)
+    new = _content(answer) - _content(resolved)
+    used = [f for f in facts if new & _content(f.text) and speaker_fits(query, f.origin)]
+    passed = any(is_about(focus, f.text, f.slot.key if f.slot else "") for f in used)
+    thing = " ".join(focus)
+    detail = f"the answer is about {thing}" if passed else f"no fact it uses is about {thing}"
+    return GateResult(gate=_ABOUT, passed=passed, detail=detail)
+
+
+def _quotes(answer: str, facts: list[Fact]) -> bool:
+    """Is the answer made of statements of memory as they are (each clause a fact's words)?"""
+    clauses = [c for c in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer))) if c.strip()]
+    known = [stems_of(f.text, content=True) for f in facts]
+    said = [{w for w in stems_of(c, content=True) if len(w) > 2} for c in clauses]
+    return bool(said) and all(len(words) > 2 and any(words <= fact for fact in known) for words in said)

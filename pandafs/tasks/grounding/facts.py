@@ -3,7 +3,8 @@
 Origins, strongest first (what the user said outranks what the assistant said):
 `memory` (preferences.md, facts.md, saved memories — "the file says what is true now",
 docs/vault-format.md), `stated` (what the user said in an earlier turn),
-`document` (research, knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply).
+`document` (research, knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply),
+`assistant` (an imported conversation's reply: it answers what the assistant said).
 Non-answers, questions and the current query itself are never facts; of
 disagreeing statements the newest wins.
 """
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 
 from .sentences import CITE, is_non_answer, norm
-from .slots import Slot, disagree, slot_of
+from .slots import Slot, disagree, slot_of, takes_slot
 
-ORIGIN_RANK = {"memory": 0, "stated": 1, "document": 2, "tool": 3, "answer": 4}
+ORIGIN_RANK = {"memory": 0, "stated": 1, "document": 2, "tool": 3, "answer": 4, "assistant": 5}
+REPLIES = frozenset({"answer", "assistant"})  # what the assistant said, never over the user
 
 
 @dataclass
@@ -71,11 +73,17 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
         if key not in kept or fact.rank() < kept[key].rank():
             kept[key] = fact
     out = sorted(kept.values(), key=lambda f: (-(f.when.timestamp() if f.when else 0.0), -f.seq, f.rank()))
+    held: list[Slot] = []
+    for fact in reversed(out):  # oldest first: a change of state takes the slot it changes
+        if fact.slot is None:
+            fact.slot = takes_slot(fact.text, held)
+        if fact.slot is not None:
+            held.append(fact.slot)
     winners: list[Fact] = []
     for fact in out:  # newest first: a later one that disagrees with a winner loses
         slot = fact.slot
         rival = next((w for w in winners if w.slot and slot and disagree(w.slot, slot)), None)
-        if rival is not None and (rival.origin != "answer" or fact.origin == "answer"):
+        if rival is not None and (rival.origin not in REPLIES or fact.origin in REPLIES):
             rival.replaces.append(fact.text if slot is None or slot.kind == "likes" else slot.value)
             continue
         if rival is not None:  # an earlier answer never outranks what the user stated

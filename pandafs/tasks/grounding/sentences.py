@@ -20,9 +20,26 @@ _QUESTION_START = re.compile(
     r"could|should|would|will|shall|have|has|had|may|might|any|is there|are there)\b",
     re.IGNORECASE,
 )
+# A request (a directive speech act, Searle 1976) in English is an imperative: a clause
+# without a subject whose verb is in its base form, often after "please", a negation
+# ("don't …"), "let's", or an introductory phrase ("In the above table, add …"); "please
+# remember …" and "don't forget …" ask to keep a statement, so they stay statements.  The
+# verbs are common action verbs that are not also everyday nouns a statement starts with.
+_IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search look compare explain
+    help check name add make create write rewrite draft generate summarize summarise translate fix
+    change update edit modify remove delete replace rename move convert calculate compute estimate
+    sort format organize organise schedule send put keep use try run install build open stop
+    include exclude provide describe outline analyze analyse review rank choose pick select
+    continue expand elaborate clarify simplify shorten improve proofread correct imagine consider
+    assume pretend go come take bring get set let""".split()
 _REQUEST_START = re.compile(
-    r"^\s*(?:please\s+)?(?:tell|remind|recommend|suggest|show|find|list|give|search|look|"
-    r"compare|explain|help|check|name)\b",
+    r"^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
+    r"okay|great|thanks|thank\s+you|next|first|finally)\b[^,.;:!?]{0,80},\s*)?"
+    r"(?:(?:please|kindly)\b(?!\s+(?:remember|note|don'?t\s+forget)\b)|let'?s\b|let\s+us\b|"
+    r"(?:don'?t|do\s+not|never)\b(?!\s+forget\b)|"
+    r"(?:(?:just|also|now|then)\s+)?(?:"
+    + "|".join(_IMPERATIVE_VERBS)
+    + r")\b(?!['’]s|\s*:|\s+(?:is|are|was|were)\b))",
     re.IGNORECASE,
 )
 # What the pipeline itself says when it has nothing: never evidence.
@@ -42,8 +59,16 @@ def is_question(text: str) -> bool:
     return text.endswith("?") or bool(_QUESTION_START.match(text) or _REQUEST_START.match(text))
 
 
+# The labels events/render.py writes into a turn's context.md (§0, §1): the pipeline's own
+# text, never something the user or a document said.
+PIPELINE_TEXT = re.compile(
+    r"\b(?:Query type|Topic|Resolved query|Refers to|Decision|User purpose|Data requirements|"
+    r"Reasoning|Question for the user|Source References|Quality Gates)\b\s*:",
+)
+
+
 def is_non_answer(text: str) -> bool:
-    return bool(_NON_ANSWER.search(text))
+    return bool(_NON_ANSWER.search(text) or PIPELINE_TEXT.search(text))
 
 
 def is_honest_unknown(text: str) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from indexers.query import plan_query
-from indexers.words import stem
+from indexers.words import STOP_WORDS, stem
 
 from .sentences import statement_form
 
@@ -28,7 +28,19 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     (re.compile(r"^(?P<s>[a-z][a-z _-]{1,30}):\s*(?P<v>.+)$", re.I), "", "one"),
     (re.compile(r"^lives\s+(?:in|at|near)\s+(?P<v>.+)$", re.I), "home", "one"),
     (re.compile(r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", re.I), "job", "one"),
-    (re.compile(r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|are|was)\s+(?P<v>.+)$", re.I), "", "one"),
+    (
+        re.compile(
+            r"^their\s+(?:favou?rite|preferred)\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,2}?)\s+(?:is|are|was)\s+(?P<v>.+)$",
+            re.I,
+        ),
+        "prefers",
+        "one",
+    ),
+    (
+        re.compile(r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,4}?)\s+(?:is|are|was)\s+(?P<v>.+)$", re.I),
+        "",
+        "one",
+    ),
     (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
     (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "one"),
 ]
@@ -71,9 +83,25 @@ class Slot:
         return self.key.split(":", 1)[0]
 
 
+# Coordinated clauses share their subject (conjunction reduction): in "I changed careers
+# and now work as a pilot" the last clause says "I work as a pilot".
+_LAST_CLAUSE = re.compile(
+    r",?\s+(?:and|but)\s+(?:now\s+|then\s+|so\s+|these\s+days\s+)?(?!.*\s(?:and|but)\s)", re.I
+)
+_SUBJECT = re.compile(r"^(?:i|i'm|i've|we|we're|my|our)\b", re.I)
+
+
 @lru_cache(maxsize=65536)
 def slot_of(statement: str) -> Slot | None:
     text = statement_form(statement)
+    found = _lead_slot(text)
+    if found is None and (clause := _LAST_CLAUSE.search(text)):
+        rest = text[clause.end() :]
+        found = _lead_slot(statement_form(rest if _SUBJECT.match(rest) else f"I {rest}"))
+    return found
+
+
+def _lead_slot(text: str) -> Slot | None:
     for pattern, slot, arity in _SLOT_LEADS:
         match = pattern.match(text)
         if match:
@@ -82,6 +110,8 @@ def slot_of(statement: str) -> Slot | None:
             value = match.group("v").strip().rstrip(".")
             if slot == "likes":  # key by the object, the polarity is the value
                 return Slot(f"likes:{value.lower()}", named, arity, said=value)
+            if slot == "prefers" and named:  # "my favourite tea is …": one favourite per thing
+                return Slot(f"prefers:{named}", value, arity, said=value)
             return Slot(key, value, arity, said=value)
     return None
 
@@ -105,10 +135,17 @@ def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((g.stem, frozenset(g.variants)) for g in plan.groups if g.weight >= 1.0)
 
 
+@lru_cache(maxsize=8192)
+def stems_of(text: str, *, content: bool = False) -> frozenset[str]:
+    """The index's English stems of the words of `text` (`content`: stop words left out)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return frozenset(_en_stem(w) for w in words if not (content and w in STOP_WORDS))
+
+
 def related_overlap(query: str, text: str) -> int:
     """Query words found in `text` as themselves or as a synonym of the index's everyday
     thesaurus (`indexers.words`: trip ↔ holiday, job ↔ occupation)."""
-    words = {_en_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())}
+    words = stems_of(text)
     return sum(1 for term, variants in _groups(query) if term in words or words & variants)
 
 
@@ -121,3 +158,127 @@ def disagree(a: Slot, b: Slot) -> bool:
     if a.arity == "head":  # "Prefers Lenovo laptops" / "Prefers Dell laptops"
         return a.value.lower().split()[-1] == b.value.lower().split()[-1]
     return False
+
+
+# --- the focus of a question ------------------------------------------------------------------
+
+# A wh-question's focus is the noun phrase it asks about (the "question focus" of question
+# answering, Moldovan et al. 2000; the answer type's head noun, Li & Roth 2002): "my dog",
+# "what car do I have", "that desk".  A cited fact answers the question only if it is
+# about that thing.  The phrase ends where a verb, a preposition or a clause begins.
+_FOCUS_LEADS = (
+    re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+)
+_MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
+# "my line of work", "what kind of music": the thing is what follows "of".
+_CLASSIFIERS = frozenset(
+    "kind kinds type types sort sorts brand make model line style genre number amount".split()
+)
+# "how many days …", "how much money …": a unit measures the answer, it is not the thing.
+_UNITS = frozenset(
+    """seconds minutes hours days weeks months years times dollars euros pounds miles kilometers
+    km meters metres money time""".split()
+)
+_NP_END = frozenset(
+    """a an the is are was were be been being am do does did have has had called named now
+    these those this that again for in on at to from of with which who whom whose and or as by
+    than currently still right today yesterday tonight last next i you we he she it they my your
+    our his her their me us him them can could should would will shall may might must not
+    there here when where why how what all any some one ones thing things stuff""".split()
+)
+
+
+@lru_cache(maxsize=4096)
+def focus_of(query: str) -> tuple[str, ...]:
+    """The words of the thing a question asks about, its head noun last ('what is my
+    favourite football team?' → ('football', 'team')); () when it names none."""
+    for lead in _FOCUS_LEADS:
+        for match in lead.finditer(query):
+            words: list[str] = []
+            for raw in re.findall(r"[a-z]+(?:['’]s)?", match.group("np").lower()):
+                word = re.sub(r"['’]s$", "", raw)
+                if word == "of" and len(words) == 1 and words[0] in _CLASSIFIERS:
+                    words = []
+                    continue
+                if word in _NP_END:
+                    break
+                if not words and word in _MODIFIERS:
+                    continue
+                words.append(word)
+                if raw != word or len(words) == 3:  # "my sister's name": the sister
+                    break
+            if words and words[-1] not in _UNITS and words[-1] not in _CLASSIFIERS:
+                return tuple(words)
+    return ()
+
+
+def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
+    """Is a statement about the focus: each of its words in the statement (as itself or a
+    word of the index's thesaurus), or the statement's slot (its key) is the thing asked
+    about ("Works as a pilot" is about one's job)?"""
+    if not focus:
+        return True
+    if slot:
+        key = slot.replace(":", " ").replace("_", " ")
+        if _KEY_SLOTS.get(focus[-1], focus[-1]) == slot.split(":", 1)[0] or all(
+            related_overlap(word, key) for word in focus
+        ):
+            return True
+    return all(related_overlap(word, text) for word in focus)
+
+
+# --- a change of state ------------------------------------------------------------------------
+
+# Statements that one thing took another's place: verbs of exchange and of giving up and
+# getting (Levin 1993, "English Verb Classes and Alternations", §13: "trade X for Y",
+# "replace X with Y", "give away X … get Y"; "switch from X to Y").  The new thing takes
+# the slot the old one held ("My car is a blue Volvo" → "sold the Volvo and bought a
+# white Tesla": the car is now a white Tesla).
+_DET = r"(?:(?:my|our|the|a|an|that|this|some)\s+)?"
+_GAVE_UP = r"(?:sold|gave\s+away|got\s+rid\s+of|traded\s+in|returned|lost|quit|left|ditched|dropped)"
+_GOT = (
+    r"(?:bought|got|purchased|adopted|(?:now\s+)?(?:have|drive|own|use)|switched\s+to|started|joined|"
+    r"took\s+up|picked\s+up|moved\s+to|went\s+with|chose)"
+)
+_CHANGES = (
+    re.compile(
+        rf"\b{_GAVE_UP}\s+{_DET}(?P<old>[^,;]+?),?\s+(?:and|then|so)\s+(?:now\s+|then\s+)?"
+        rf"(?:(?:i|we)\s+)?(?:now\s+)?{_GOT}\s+{_DET}(?P<new>.+)$",
+        re.I,
+    ),
+    re.compile(rf"\breplaced\s+{_DET}(?P<old>.+?)\s+with\s+{_DET}(?P<new>.+)$", re.I),
+    re.compile(
+        rf"\b(?:switched|changed|moved|went|upgraded)\s+from\s+{_DET}(?P<old>.+?)\s+to\s+{_DET}(?P<new>.+)$",
+        re.I,
+    ),
+    re.compile(
+        rf"\b(?:traded|swapped|exchanged)\s+(?:in\s+)?{_DET}(?P<old>.+?)\s+for\s+{_DET}(?P<new>.+)$", re.I
+    ),
+)
+
+
+@lru_cache(maxsize=65536)
+def change_of(statement: str) -> tuple[str, str] | None:
+    """(old, new) when a statement says one thing took another's place, else None."""
+    for pattern in _CHANGES:
+        match = pattern.search(statement.rstrip(".!"))
+        if match:
+            return match.group("old").strip(), match.group("new").strip()
+    return None
+
+
+def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
+    """The slot a change of state takes over: that of the newest of `earlier` whose value
+    names the old thing ("a blue Volvo" names "the Volvo")."""
+    change = change_of(statement)
+    if change is None:
+        return None
+    old, new = change
+    names = stems_of(old, content=True)
+    for slot in reversed(earlier):
+        if names and names <= stems_of(slot.value, content=True) | stems_of(slot.key.replace("_", " ")):
+            return Slot(slot.key, new, slot.arity, said=new)
+    return None

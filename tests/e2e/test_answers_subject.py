@@ -1,0 +1,187 @@
+"""Answers about what was asked: each example of dialogues written outside the project.
+
+Real turns on the offline backend in a tmp vault with a fixed clock.  A wrong answer
+must never be APPROVEd; when memory does not hold the answer the honest reply says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events.documents import parse_document
+from pandafs.llm.offline import OfflineBackend
+from pandafs.memory import Memory, parse_entries
+from pandafs.pipeline import Pipeline
+from pandafs.tasks.grounding import is_honest_unknown
+from pandafs.turn_import.run import import_turns
+from pandafs.vault import Vault
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+class Chat:
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.now = T0
+
+    def ask(self, query: str, user: str = "alice") -> Any:
+        self.now += timedelta(minutes=5)
+        return self.pipeline.ask(query, user=user)
+
+
+@pytest.fixture
+def chat(vault: Vault) -> Iterator[Chat]:
+    box: dict[str, Chat] = {}
+    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: box["c"].now) as pipeline:
+        box["c"] = Chat(pipeline)
+        yield box["c"]
+
+
+def _not_a_wrong_approval(result: Any, wrong: str) -> None:
+    assert not (wrong.lower() in result.answer.lower() and result.outcome == "APPROVE"), result.answer
+
+
+def test_a_cat_does_not_answer_a_question_about_a_dog(chat: Chat) -> None:
+    chat.ask("My cat is called Miso")
+    result = chat.ask("what is my dog called?")
+    _not_a_wrong_approval(result, "Miso")
+    assert result.outcome != "APPROVE"
+    assert is_honest_unknown(result.answer), result.answer
+
+
+def test_a_career_change_answers_what_my_job_is_now(chat: Chat) -> None:
+    chat.ask("I work as a nurse")
+    chat.ask("I changed careers and now work as a pilot")
+    result = chat.ask("what is my job now?")
+    assert "pilot" in result.answer and result.outcome == "APPROVE", result.answer
+    assert "work as a nurse" not in result.answer.split("(")[0]
+
+
+def test_sold_and_bought_answers_the_car_i_have(chat: Chat) -> None:
+    chat.ask("My car is a blue Volvo")
+    chat.ask("I sold the Volvo and bought a white Tesla")
+    result = chat.ask("what car do I have?")
+    _not_a_wrong_approval(result, "is a blue Volvo")
+    assert "Tesla" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_seats_do_not_answer_a_football_team_and_no_pipeline_text_leaks(chat: Chat) -> None:
+    chat.ask("I prefer window seats on flights")
+    result = chat.ask("what is my favourite football team?")
+    _not_a_wrong_approval(result, "window seats")
+    assert "Query type" not in result.answer and "Topic:" not in result.answer
+    assert result.outcome != "APPROVE" and is_honest_unknown(result.answer), result.answer
+
+
+def test_my_favourite_colour_is_found(chat: Chat) -> None:
+    chat.ask("my favourite colour is teal")
+    result = chat.ask("what is my favourite colour?")
+    assert "teal" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_how_much_was_that_desk_answers_with_its_price(chat: Chat) -> None:
+    chat.ask("I'm looking at a standing desk for $349")
+    chat.ask("Any tips for sleeping better?")
+    result = chat.ask("how much was that desk?")
+    assert "Query type" not in result.answer and "Decision:" not in result.answer
+    assert "$349" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def _saved_tea(vault: Vault) -> None:
+    Memory(vault).save("My favourite tea is genmaicha.", user="alice", doc_type="preference", now=T0)
+
+
+def test_a_saved_favourite_tea_is_not_answered_by_a_laptop(chat: Chat, vault: Vault) -> None:
+    _saved_tea(vault)
+    chat.ask("I prefer Lenovo laptops")
+    result = chat.ask("What is my favourite tea?")
+    _not_a_wrong_approval(result, "Lenovo")
+    assert "genmaicha" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_a_saved_favourite_tea_is_found_in_a_fresh_vault(chat: Chat, vault: Vault) -> None:
+    _saved_tea(vault)
+    result = chat.ask("What is my favourite tea?")
+    assert "genmaicha" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_my_budget_is_a_statement_that_is_kept_and_found(chat: Chat, vault: Vault) -> None:
+    chat.ask("I prefer Lenovo laptops")
+    said = chat.ask("My budget for a laptop is 800 dollars")
+    _not_a_wrong_approval(said, "Lenovo")
+    entries = [
+        e.value
+        for kind in ("facts", "preferences")
+        for path in [getattr(vault.layout, kind)("alice")]
+        if path.exists()
+        for e in parse_entries(parse_document(path.read_text()).body)
+    ]
+    assert any("800" in e for e in entries), entries
+    result = chat.ask("What is my budget for a laptop?")
+    assert "800" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_hello_there_is_a_greeting(chat: Chat) -> None:
+    result = chat.ask("hello there")
+    assert result.outcome != "CLARIFY" and "Which one do you mean" not in result.answer
+    assert result.answer.startswith("Hello")
+
+
+def test_a_request_in_an_imported_history_is_not_a_fact(chat: Chat, vault: Vault, tmp_path: Path) -> None:
+    lines = [
+        {
+            "user": "alice",
+            "external_id": "cc-1",
+            "timestamp": "2026-02-10T10:00:00Z",
+            "query": "The gooseberry widget test keeps failing on CI. Please make that change to the "
+            "gooseberry widget test.",
+            "response": "I raised the timeout in the gooseberry widget test to 45 seconds.",
+        }
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    import_turns(vault, source)
+    result = chat.ask("What timeout did we set in the gooseberry widget test?")
+    _not_a_wrong_approval(result, "Please make that change")
+    assert result.outcome != "APPROVE" or "45" in result.answer, result.answer
+
+
+def _import(vault: Vault, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
+    lines = [
+        {
+            "user": "alice",
+            "external_id": f"s-{n}",
+            "timestamp": f"2026-02-1{n}T10:00:00Z",
+            "query": query,
+            "response": response,
+        }
+        for n, (query, response) in enumerate(pairs)
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    import_turns(vault, source)
+
+
+def test_what_the_assistant_said_answers_a_question_about_it_and_only_that(
+    chat: Chat, vault: Vault, tmp_path: Path
+) -> None:
+    _import(
+        vault,
+        tmp_path,
+        [
+            (
+                "I need a quiet cafe in Bandung to work from.",
+                "A quiet cafe for that is Kopi Tuku Bandung, with fast wifi in the mornings.",
+            ),
+        ],
+    )
+    said = chat.ask("Which cafe in Bandung did you recommend to me in our previous conversation?")
+    assert "Kopi Tuku" in said.answer, said.answer
+    mine = chat.ask("What is my favourite cafe in Bandung?")
+    _not_a_wrong_approval(mine, "Kopi Tuku")
