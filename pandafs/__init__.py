@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return Vault
     if name == "Memory":
-        from .memory import Memory
+        from .memory.api import Memory
 
         return Memory
     if name == "Pipeline":

@@ -646,7 +646,7 @@ def _rebuild(vault: Vault) -> None:
     segment keeps a deleted document (tantivy's Python binding offers no forced merge;
     a new index swapped in is one)."""
     from ..assembly import open_memory
-    from ..learning import rebuild as rebuild_learning
+    from ..learning.api import rebuild as rebuild_learning
     from ..research.reliability import ReliabilityTable, TurnsRead
 
     memory = open_memory(vault)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.conftest import run_pandafs
 

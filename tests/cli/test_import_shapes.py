@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 SHAPES = Path(__file__).resolve().parents[1] / "pandafs" / "fixtures" / "shapes"

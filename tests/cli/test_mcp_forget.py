@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.cli.test_mcp import _session
 

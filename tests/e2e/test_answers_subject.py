@@ -16,7 +16,8 @@ import pytest
 
 from events.documents import parse_document
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory, parse_entries
+from pandafs.memory.api import Memory
+from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
 from pandafs.tasks.grounding import is_honest_unknown
 from pandafs.turn_import.run import import_turns

@@ -11,7 +11,7 @@ from events.log import read_events
 from pandafs.config import LLMConfig
 from pandafs.llm.base import OpenAIBackend
 from pandafs.llm.openai_compat import OpenAIChat
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from tests.support.openai_stub import OpenAIStub, StubReply

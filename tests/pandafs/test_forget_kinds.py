@@ -11,7 +11,7 @@ from events.log import read_events
 from pandafs.errors import BadInput
 from pandafs.forget import _run as run_module
 from pandafs.forget import forget, intent_path, scan_user
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault

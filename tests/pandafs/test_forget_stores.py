@@ -21,7 +21,7 @@ from events.log import read_events
 from pandafs.archive import archive_turns
 from pandafs.forget import forget, scan_user
 from pandafs.inbox import Inbox
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all
 from pandafs.turns import iter_turns, load_view, render_turn

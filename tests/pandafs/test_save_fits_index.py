@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pandafs.errors import BadInput
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
