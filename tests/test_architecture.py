@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 
@@ -249,7 +248,6 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
     if args == ["--help"]:  # the command list comes from `COMMANDS`: no command module, no index
         heavy += ["pandafs.cli.memory", "pandafs.memory", "pandafs.config", "tantivy"]
         heavy += ["events.layout", "orjson"]
-        heavy += ["click", "pandafs.cli.base", "events", "indexers"]  # printed by `commands.print_top_help`
     root = [] if args == ["--help"] else ["--root", str(vault.root)]
     assert _imported_by([*root, *args], heavy) == []
 
@@ -276,27 +274,6 @@ def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
     reader is imported (they were ~45 ms of every rebuild's start)."""
     web = ["httpx", "urllib.request", "pandafs.research.fetch", "pandafs.research.extract"]
     assert _imported_by(["--root", str(vault.root), "rebuild", "--json"], web) == []
-
-
-@pytest.mark.parametrize("columns", ["", "20", "60", "80", "100", "200"])
-def test_top_help_without_click_is_clicks_page(columns: str) -> None:
-    """`pandafs --help` is printed without click (`commands.print_top_help`): the page must
-    be the one click renders for the group, at any terminal width (COLUMNS)."""
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    if columns:
-        env["COLUMNS"] = columns
-    clicks = "from pandafs.cli.base import cli\ncli.main(['--help'], prog_name='pandafs')"
-    pages = [
-        subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
-        for command in (
-            [sys.executable, "-m", "pandafs", "--help"],
-            [sys.executable, "-m", "pandafs", "-h"],
-            [sys.executable, "-c", clicks],
-        )
-    ]
-    assert [page.returncode for page in pages] == [0, 0, 0], [page.stderr for page in pages]
-    assert pages[0].stdout == pages[1].stdout == pages[2].stdout
-    assert "Commands:" in pages[0].stdout and "import-turns" in pages[0].stdout
 
 
 def test_front_door_scripts_exist() -> None:
