@@ -1,5 +1,5 @@
-"""Full rebuild beside raw tantivy (target, benchmarks/README.md: in-process ≥ 0.6× raw tantivy's rate;
-whole process ≤ 2× a raw script; ≤ 300 MiB).
+"""Full rebuild beside raw tantivy (target, benchmarks/README.md: in-process ≥ 0.6× raw
+tantivy's rate; whole process ≤ 3× a raw script; ≤ 300 MiB).
 
     .venv/bin/python benchmarks/bench_rebuild.py [--turns 10000 | --real] [--rounds 2] [--vault DIR]
 
@@ -58,7 +58,7 @@ from pathlib import Path
 import orjson
 
 TARGET_IN_PROCESS = 0.6
-TARGET_WHOLE = 2.0
+TARGET_WHOLE = 3.0
 TARGET_PEAK_MIB = 300
 
 RAW = r'''

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Container, Iterator
 from datetime import UTC, date, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .doctypes import CONTENT_TYPES, SAVE_TYPES, TOPIC_RE
@@ -55,9 +55,6 @@ SECTION_TITLES = {
     5: "Synthesis",
     6: "Validation",
 }
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class DocumentMetadata(BaseModel):
@@ -259,15 +256,16 @@ def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, An
         body = body[2:]
     elif body.startswith("\n"):
         body = body[1:]
-    try:
-        loaded = fast_frontmatter(raw)
-        if loaded is None:
-            loaded = yaml.load(raw, Loader=_Loader) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = (mark.line + 2) if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FrontmatterError(path, line, problem) from None
+    loaded = fast_frontmatter(raw)
+    if loaded is None and raw.strip():
+        yaml, loader, _ = _pyyaml()
+        try:
+            loaded = yaml.load(raw, Loader=loader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            line = (mark.line + 2) if mark is not None else 1
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise FrontmatterError(path, line, problem) from None
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
@@ -275,26 +273,35 @@ def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, An
     return loaded, body, True
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    def ignore_aliases(self, data: Any) -> bool:  # Obsidian does not understand &id001 anchors
-        return True
+@cache
+def _pyyaml() -> tuple[Any, Any, Any]:
+    """PyYAML, its C loader and our dumper, imported the first time a frontmatter is read
+    or written beyond the subset `yaml_subset` handles (most commands never need it)."""
+    import yaml
+
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        def ignore_aliases(self, data: Any) -> bool:  # Obsidian does not understand &id001 anchors
+            return True
+
+    def timestamp(dumper: Any, value: datetime | date) -> Any:
+        text = format_ts(value) if isinstance(value, datetime) else value.isoformat()
+        return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
+
+    Dumper.add_representer(datetime, timestamp)
+    Dumper.add_representer(date, timestamp)
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader), Dumper
 
 
-def _represent_datetime(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_ts(value))
-
-
-def _represent_date(dumper: yaml.SafeDumper, value: date) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value.isoformat())
-
-
-_Dumper.add_representer(datetime, _represent_datetime)
-_Dumper.add_representer(date, _represent_date)
+def _slow_dump(data: Any, **options: Any) -> str:
+    """`yaml.dump` of `data` as PandaFS writes frontmatter (`options` added)."""
+    yaml, _, dumper = _pyyaml()
+    text: str = yaml.dump(data, Dumper=dumper, allow_unicode=True, width=10_000, **options)
+    return text
 
 
 def _quoted(value: str) -> str | None:
     """PyYAML's spelling of a one-line string it would quote, or None if that is not one line."""
-    text = yaml.dump(value, Dumper=_Dumper, allow_unicode=True, width=10_000)
+    text = _slow_dump(value)
     if text.startswith(("'", '"')) and text.endswith("\n") and text.count("\n") == 1:
         return text[:-1]
     return None
@@ -316,14 +323,7 @@ def dump_frontmatter(data: dict[str, Any]) -> str:
     fast = _fast_dump(data)
     if fast is not None:
         return fast
-    return yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=10_000,
-    )
+    return _slow_dump(data, sort_keys=False, default_flow_style=False)
 
 
 def render_document(frontmatter: dict[str, Any] | DocumentMetadata, body: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 
@@ -249,7 +248,6 @@ def test_start_up_imports_only_what_the_command_needs(args: list[str], vault: Va
     if args == ["--help"]:  # the command list comes from `COMMANDS`: no command module, no index
         heavy += ["pandafs.cli.memory", "pandafs.memory", "pandafs.config", "tantivy"]
         heavy += ["events.layout", "orjson"]
-        heavy += ["click", "pandafs.cli.base", "events", "indexers"]  # printed by `commands.print_top_help`
     root = [] if args == ["--help"] else ["--root", str(vault.root)]
     assert _imported_by([*root, *args], heavy) == []
 
@@ -278,25 +276,49 @@ def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
     assert _imported_by(["--root", str(vault.root), "rebuild", "--json"], web) == []
 
 
-@pytest.mark.parametrize("columns", ["", "20", "60", "80", "100", "200"])
-def test_top_help_without_click_is_clicks_page(columns: str) -> None:
-    """`pandafs --help` is printed without click (`commands.print_top_help`): the page must
-    be the one click renders for the group, at any terminal width (COLUMNS)."""
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    if columns:
-        env["COLUMNS"] = columns
-    clicks = "from pandafs.cli.base import cli\ncli.main(['--help'], prog_name='pandafs')"
-    pages = [
-        subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
-        for command in (
-            [sys.executable, "-m", "pandafs", "--help"],
-            [sys.executable, "-m", "pandafs", "-h"],
-            [sys.executable, "-c", clicks],
-        )
+def test_an_offline_ask_imports_no_parquet_or_http_client(vault: Vault) -> None:
+    """A whole offline `ask` (its turn written, indexed and folded) needs neither pyarrow
+    (the catalog, the archive, the reliability table) nor httpx (the OpenAI backend, the
+    research fetcher): each is imported by the code that uses it, when it does.  (A
+    vault's first ask builds the learning cache, catalog included: the second is the
+    everyday one.)"""
+    heavy = ["pyarrow", "httpx", "pandafs.learning.catalog", "indexers.archive", "pandafs.research.fetch"]
+    args = ["--root", str(vault.root), "ask", "what do I like for breakfast", "--user", "alice"]
+    _imported_by(args, heavy)
+    assert _imported_by(args, heavy) == []
+
+
+def _mixins() -> list[str]:
+    """Classes of ours built on a class of another module of ours that declares attributes
+    without setting them (`x: T` in its body and no `__init__`): a mixin, whose methods
+    use state only the final class sets."""
+    declared: dict[str, str] = {}  # class name -> module, for bases that only declare state
+    bases: list[tuple[str, str, str]] = []  # (module, class, base name)
+    for package in ("events", "indexers", "pandafs"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            module = path.relative_to(REPO).with_suffix("").as_posix().replace("/", ".")
+            for node in ast.parse(path.read_text()).body:
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                body = node.body
+                state = [n for n in body if isinstance(n, ast.AnnAssign) and n.value is None]
+                init = any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in body)
+                dataclass = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+                model = any(ast.unparse(b) in ("BaseModel", "Protocol") for b in node.bases)
+                if state and not init and not dataclass and not model:
+                    declared[node.name] = module
+                bases += [(module, node.name, ast.unparse(b)) for b in node.bases]
+    return [
+        f"{module}.{name} mixes in {base} ({declared[base]})"
+        for module, name, base in bases
+        if base in declared and declared[base] != module
     ]
-    assert [page.returncode for page in pages] == [0, 0, 0], [page.stderr for page in pages]
-    assert pages[0].stdout == pages[1].stdout == pages[2].stdout
-    assert "Commands:" in pages[0].stdout and "import-turns" in pages[0].stdout
+
+
+def test_no_class_is_mixed_from_other_modules() -> None:
+    """A class lives whole in one module and holds its parts (`FullTextIndex`,
+    `Learning`, `Inbox`): no base class of another module whose state the final class sets."""
+    assert _mixins() == []
 
 
 def test_front_door_scripts_exist() -> None:

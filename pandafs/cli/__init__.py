@@ -5,8 +5,7 @@ Each command parses options, calls one library function and prints text or, with
 drift, failed lines), 2 bad usage or bad input — always with a one-line message on
 stderr.  Commands live in one module per area; importing one registers its commands on
 `cli`, which imports it only when one of them runs (`base.COMMANDS`), so start-up stays
-instant however heavy a command's own imports are.  `pandafs --help` alone is printed
-without importing click at all (`commands.print_top_help`, the same page).
+instant however heavy a command's own imports are.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["cli", "main", "program"]
 
-TOP_HELP = (["--help"], ["-h"])
-
 
 def __getattr__(name: str) -> Any:
     """`pandafs.cli.cli` (the click group), imported when first asked for."""
@@ -35,11 +32,6 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every known error to a one-line message and exit code."""
-    if (sys.argv[1:] if argv is None else argv) in TOP_HELP:
-        from .commands import print_top_help
-
-        print_top_help()
-        sys.exit(0)
     # pydantic would scan every installed package's entry points for plugins the
     # first time it builds a model; the CLI uses none (a user may still set this).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

@@ -20,7 +20,7 @@ from events.clock import aware, out_of_range
 from events.errors import InvalidUserId
 
 from ..errors import BadInput
-from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP, command_rows
+from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP
 
 if TYPE_CHECKING:
     from ..memory.api import Memory
@@ -42,8 +42,14 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from `COMMANDS`, without importing any command module."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        # each one-liner cut as click cuts a command's short help, the command not imported
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
+            for name in sorted(COMMANDS)
+        ]
         with formatter.section("Commands"):
-            formatter.write_dl(command_rows(formatter.width))
+            formatter.write_dl(rows)
 
 
 class App:

@@ -47,9 +47,10 @@ Waiting files: a file is claimed only once it has not been written for `settle_s
 (an editor creates the note before you type) unless the caller says this is the
 final look (`watch --once`).
 
-One job a module: `_inbox` (what waits, and driving each claim through the steps),
-`_claims` (the claim folders: claim, plan, publish, clean up), `_plan` (the plan of a
-claim), `_parse` (what a dropped file is), `_turns` (starting a claim's turn once),
+One job a module: `_inbox` (what waits, and driving each claim through the steps with
+its two parts), `_claims` (the claim folders: claim, plan, publish, clean up), `_plan`
+(the plan of a claim), `_parse` (what a dropped file is), `_turns` (starting a claim's
+turn once),
 `_outbox` (the answer and the rejection's explanation), `_moves` (names that never
 overwrite), `_results` (what became of each file).
 """

@@ -38,21 +38,26 @@ Log = Callable[[str], None]
 
 
 class ClaimFolders:
-    """The steps of `Inbox` that keep its claim folders (a mixin: `Inbox` holds the state)."""
+    """The inbox's claim folders, `inbox/.processing/{claim}/`: claiming a file, its
+    plan, publishing what the plan names and cleaning up.  `checkpoint(step)` is told
+    each step that is durable (the inbox's, where tests simulate a death)."""
 
-    vault: Vault
-    root: Path
-    dir: Path
-    processing: Path
-    lock_wait_s: float
-    _log: Log
-    _claims: int
-    _checkpoint: Callable[[str], None]
+    def __init__(
+        self, vault: Vault, *, lock_wait_s: float, log: Log, checkpoint: Callable[[str], None]
+    ) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.dir = vault.layout.inbox
+        self.processing = self.dir / PROCESSING
+        self.lock_wait_s = lock_wait_s
+        self._log = log
+        self._checkpoint = checkpoint
+        self._claims = 0  # claims made by this process, in each new claim's id
 
     # -- locking and claims -----------------------------------------------------------
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[None]:
         vault_folder(self.root, self.processing)  # claims move queries here: never through a link
         with file_lock(
             self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox", root=self.root
@@ -67,7 +72,7 @@ class ClaimFolders:
         except FileNotFoundError:
             return False
 
-    def _claim_dirs(self) -> list[Path]:
+    def claim_dirs(self) -> list[Path]:
         try:
             return sorted(
                 Path(e.path)
@@ -77,11 +82,11 @@ class ClaimFolders:
         except FileNotFoundError:
             return []
 
-    def _new_claim_id(self) -> str:
+    def new_claim_id(self) -> str:
         self._claims += 1
         return f"{time.time_ns():020d}-{os.getpid()}-{self._claims}"
 
-    def _claim(self, rel: str) -> Path | None:
+    def claim(self, rel: str) -> Path | None:
         """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
 
         The claim's folders are made, and the file renamed into them, through descriptors
@@ -90,7 +95,7 @@ class ClaimFolders:
         their own folder, and one swapped for a link after the lock was taken would
         otherwise receive another user's query, or hand over a file from outside."""
         inner = rel.removeprefix("inbox/")
-        claim = self.processing / self._new_claim_id()
+        claim = self.processing / self.new_claim_id()
         target = claim / QUERY_DIR / inner
         src = self.root / rel
         try:
@@ -109,7 +114,7 @@ class ClaimFolders:
 
     # -- step 2: read, validate, plan -------------------------------------------------
 
-    def _claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
+    def claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
         """The entry the claim holds (the planned one, else the one found), None if it
         holds none.  Whatever it is (a file, a link, a FIFO, a folder), it is named, never
         followed: `query/NAME`, or `query/FOLDER/NAME` when `query/FOLDER` is a real folder
@@ -136,18 +141,18 @@ class ClaimFolders:
                         return base / name / inner[0]
         return None
 
-    def _read_plan(self, claim: Path) -> ClaimPlan | None:
+    def read_plan(self, claim: Path) -> ClaimPlan | None:
         data = read_vault_bytes(self.root, claim / PLAN)  # a link is not a plan of ours
         return None if data is None else ClaimPlan.model_validate_json(data)
 
-    def _write_plan(self, claim: Path, plan: ClaimPlan) -> None:
+    def write_plan(self, claim: Path, plan: ClaimPlan) -> None:
         atomic_write(claim / PLAN, plan.model_dump_json(indent=1, exclude_none=True), root=self.root)
 
-    def _plan(self, claim: Path, query_path: Path) -> ClaimPlan:
+    def plan(self, claim: Path, query_path: Path) -> ClaimPlan:
         claimed = query_path.relative_to(claim / QUERY_DIR).as_posix()
         source = f"inbox/{claimed}"
         verdict = validate_query(self.vault, source, query_path)
-        reserved = self._reserved(claim)
+        reserved = self.reserved(claim)
         name = query_path.name
         common = {
             "claim": claim.name,
@@ -181,17 +186,17 @@ class ClaimFolders:
                 after=highest_turn(self.vault, verdict.user),
                 **common,
             )
-        self._write_plan(claim, plan)
+        self.write_plan(claim, plan)
         self._checkpoint("planned")
         return plan
 
-    def _reserved(self, own: Path) -> set[str]:
+    def reserved(self, own: Path) -> set[str]:
         """Names other claims in flight have planned to take."""
         taken: set[str] = set()
-        for claim in self._claim_dirs():
+        for claim in self.claim_dirs():
             if claim == own:
                 continue
-            plan = self._read_plan(claim)
+            plan = self.read_plan(claim)
             if plan is None:
                 continue
             for rel in (plan.query_file, plan.turn_key, plan.answer, plan.rejected):
@@ -203,7 +208,7 @@ class ClaimFolders:
 
     # -- moving files without ever overwriting -----------------------------------------
 
-    def _publish_planned(
+    def publish_planned(
         self,
         claim: Path,
         plan: ClaimPlan,
@@ -220,20 +225,20 @@ class ClaimFolders:
             fresh = free_name(
                 dest.parent,
                 dest.name,
-                self._reserved(claim),
+                self.reserved(claim),
                 companions=(".error.md",) if field_name == "rejected" else (),
             )
             self._log(f"{planned} appeared meanwhile; using {self.vault.rel(fresh)} instead")
             plan = plan.model_copy(update={field_name: self.vault.rel(fresh)})
-            self._write_plan(claim, plan)
+            self.write_plan(claim, plan)
 
-    def _drop(self, path: Path) -> None:
+    def drop(self, path: Path) -> None:
         """Remove `path`, a file of a claim folder (gone already is fine), by its name in
         its folder opened and checked from the vault root: a claim folder swapped for a link
         is refused (`NotInVault`), not the link's file of that name deleted."""
         unlink_in_vault(self.root, path, missing_ok=True, durable=False)
 
-    def _cleanup(self, claim: Path) -> None:
+    def cleanup(self, claim: Path) -> None:
         """Remove our own bookkeeping; anything unexpected stays (and is reported).
 
         All through the claim folder opened and checked from the vault root (`NotInVault`

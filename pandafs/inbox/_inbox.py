@@ -24,7 +24,7 @@ from ._results import InboxReport, InboxResult
 from ._turns import TurnStarts, outcome_of
 
 
-class Inbox(ClaimFolders, TurnStarts):
+class Inbox:
     """Claims, answers and files away the query files of one vault's `inbox/`.
 
     `pending()` lists the files waiting (oldest first), `process(rel)` handles one,
@@ -46,17 +46,22 @@ class Inbox(ClaimFolders, TurnStarts):
         self.vault = vault
         self.root = vault.root
         self.dir = vault.layout.inbox
-        self.processing = self.dir / PROCESSING
         self.memory = memory or (pipeline.memory if pipeline is not None else open_memory(vault))
         self._pipeline = pipeline
         self._owns_pipeline = pipeline is None
         self.settle_s = settle_s
         self.empty_grace_s = empty_grace_s
-        self.lock_wait_s = lock_wait_s
         self._log = log or (lambda line: None)
         self._seen: dict[str, tuple[int, int, int, float]] = {}
         self._retry_at: dict[str, tuple[int, float]] = {}
-        self._claims = 0
+        # the steps a claim goes through: its folders, and its turn; each tells the
+        # inbox's `_checkpoint` what it has made durable (looked up when called)
+        self.claims = ClaimFolders(
+            vault, lock_wait_s=lock_wait_s, log=self._log, checkpoint=lambda step: self._checkpoint(step)
+        )
+        self.turns = TurnStarts(
+            vault, lambda: self.pipeline, log=self._log, checkpoint=lambda step: self._checkpoint(step)
+        )
 
     # -- services --------------------------------------------------------------------
 
@@ -210,9 +215,9 @@ class Inbox(ClaimFolders, TurnStarts):
         wait = self.readiness(rel, final=final)
         if wait is None or wait > 0:
             return []
-        with self._locked():
+        with self.claims.locked():
             results = self._recover_locked()
-            claim = self._claim(rel)
+            claim = self.claims.claim(rel)
             self._seen.pop(rel, None)
             if claim is not None:
                 result = self._finish(claim, recovered=False)
@@ -222,14 +227,14 @@ class Inbox(ClaimFolders, TurnStarts):
 
     def recover(self) -> list[InboxResult]:
         """Finish every claim a dead process left in `inbox/.processing/`."""
-        if not self.has_claims():
+        if not self.claims.has_claims():
             return []
-        with self._locked():
+        with self.claims.locked():
             return self._recover_locked()
 
     def _recover_locked(self) -> list[InboxResult]:
         results: list[InboxResult] = []
-        for claim in self._claim_dirs():
+        for claim in self.claims.claim_dirs():
             retry = self._retry_at.get(claim.name)
             if retry is not None and time.monotonic() < retry[1]:
                 continue
@@ -259,7 +264,7 @@ class Inbox(ClaimFolders, TurnStarts):
         delay = min(600.0, 5.0 * 2 ** (count - 1))
         self._retry_at[claim.name] = (count, time.monotonic() + delay)
         try:
-            plan = self._read_plan(claim)
+            plan = self.claims.read_plan(claim)
         except ValueError:
             plan = None
         source = plan.source if plan else f"inbox/{PROCESSING}/{claim.name}"
@@ -272,18 +277,18 @@ class Inbox(ClaimFolders, TurnStarts):
         )
 
     def _advance(self, claim: Path, recovered: bool) -> InboxResult | None:
-        plan = self._read_plan(claim)
-        query_path = self._claimed_file(claim, plan)
+        plan = self.claims.read_plan(claim)
+        query_path = self.claims.claimed_file(claim, plan)
         if plan is None:
             if query_path is None:  # died between creating the folder and the rename
-                self._cleanup(claim)
+                self.claims.cleanup(claim)
                 return None
-            plan = self._plan(claim, query_path)
+            plan = self.claims.plan(claim, query_path)
         if plan.decision == "reject":
             return self._reject(claim, plan, query_path, recovered)
         if query_path is None:  # answered and moved: the index commit and the cleanup were left
             result = self._answered_earlier(plan, recovered)
-            self._cleanup(claim)
+            self.claims.cleanup(claim)
             return result
         return self._answer(claim, plan, query_path, recovered)
 
@@ -298,9 +303,9 @@ class Inbox(ClaimFolders, TurnStarts):
                 "before it was answered (by hand?); nothing more can be done with it",
                 recovered=recovered,
             )
-        found = self._find_turn(plan)
+        found = self.turns.find_turn(plan)
         turn = found if isinstance(found, str) else None
-        self._index_again(plan.user, turn)
+        self.turns.index_again(plan.user, turn)
         return InboxResult(
             plan.source,
             "answered",
@@ -318,8 +323,8 @@ class Inbox(ClaimFolders, TurnStarts):
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
         if query_path is not None:
             if plan.keep:  # (a folder is renamed: it has no second name to take)
-                plan = self._publish_planned(claim, plan, query_path, "rejected")
-            self._drop(query_path)  # not kept: the inbox's own name goes, no other
+                plan = self.claims.publish_planned(claim, plan, query_path, "rejected")
+            self.claims.drop(query_path)  # not kept: the inbox's own name goes, no other
             self._checkpoint("moved")
         assert plan.rejected is not None
         error_tmp = claim / ERROR
@@ -330,8 +335,8 @@ class Inbox(ClaimFolders, TurnStarts):
             self._checkpoint("error_written")
         if done is None:
             done = publish_explanation(self.root, error_tmp, base, plan.claim)
-            self._drop(error_tmp)
-        self._cleanup(claim)
+            self.claims.drop(error_tmp)
+        self.claims.cleanup(claim)
         return InboxResult(
             plan.source,
             "rejected",
@@ -348,7 +353,7 @@ class Inbox(ClaimFolders, TurnStarts):
         assert plan.user is not None and plan.answer is not None
         user = plan.user
         answer_tmp = claim / ANSWER
-        found = self._find_turn(plan)
+        found = self.turns.find_turn(plan)
         turn = found if isinstance(found, str) else None
         published = (
             turn is not None
@@ -357,29 +362,29 @@ class Inbox(ClaimFolders, TurnStarts):
         )
         if not published:
             if turn is None:
-                turn = self._start(plan, query_path, found)
+                turn = self.turns.start(plan, query_path, found)
             result = self.pipeline.resume(user, turn, behind=True)  # its index commit lands meanwhile
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
                 atomic_write(
                     answer_tmp,
-                    render_answer(plan, result, self._read_query(plan, query_path)),
+                    render_answer(plan, result, self.turns.read_query(plan, query_path)),
                     root=self.root,
                 )
-            plan = self._publish_planned(claim, plan, answer_tmp, "answer")
-            self._drop(answer_tmp)
+            plan = self.claims.publish_planned(claim, plan, answer_tmp, "answer")
+            self.claims.drop(answer_tmp)
             self._checkpoint("answer_published")
             outcome: str | None = result.outcome
         else:
             outcome = outcome_of(self.vault, user, turn) if turn else None
-            self._index_again(user, turn)
-        plan = self._publish_planned(claim, plan, query_path, "query_file")
-        self._drop(query_path)
+            self.turns.index_again(user, turn)
+        plan = self.claims.publish_planned(claim, plan, query_path, "query_file")
+        self.claims.drop(query_path)
         self._checkpoint("moved")
         # the index commit, before the claim goes: a kill meanwhile leaves the claim, whose
-        # next run indexes the turn again (`_index_again`)
-        self._settle_index(user, turn)
-        self._cleanup(claim)
+        # next run indexes the turn again (`TurnStarts.index_again`)
+        self.turns.settle_index(user, turn)
+        self.claims.cleanup(claim)
         return InboxResult(
             plan.source,
             "answered",

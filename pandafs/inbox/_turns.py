@@ -41,24 +41,33 @@ def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
 
 
 class TurnStarts:
-    """The steps of `Inbox` that start a claim's turn (a mixin: `Inbox` holds the state)."""
+    """Starts each claim's turn exactly once, through the inbox's pipeline (`pipeline()`,
+    made when first needed); `checkpoint(step)` as for `ClaimFolders`."""
 
-    vault: Vault
-    _log: Callable[[str], None]
+    def __init__(
+        self,
+        vault: Vault,
+        pipeline: Callable[[], Pipeline],
+        *,
+        log: Callable[[str], None],
+        checkpoint: Callable[[str], None],
+    ) -> None:
+        self.vault = vault
+        self._pipeline = pipeline
+        self._log = log
+        self._checkpoint = checkpoint
 
     @property
     def pipeline(self) -> Pipeline:
-        raise NotImplementedError  # `Inbox`'s
+        return self._pipeline()
 
-    _checkpoint: Callable[[str], None]
-
-    def _read_query(self, plan: ClaimPlan, query_path: Path) -> str:
+    def read_query(self, plan: ClaimPlan, query_path: Path) -> str:
         verdict = validate_query(self.vault, plan.source, query_path)
         if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
             raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
         return verdict.text
 
-    def _find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
+    def find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
         """The turn started for this plan, or the empty turn folders that may be ours.
 
         Probes the user's turn numbers above `plan.after` (allocation only goes up);
@@ -87,11 +96,11 @@ class TurnStarts:
                 empties.append((name, folder))
         return empties
 
-    def _start(self, plan: ClaimPlan, query_path: Path, found: str | list[tuple[str, Path]]) -> str:
+    def start(self, plan: ClaimPlan, query_path: Path, found: str | list[tuple[str, Path]]) -> str:
         """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
         assert plan.user is not None
         user = plan.user
-        query = self._read_query(plan, query_path)
+        query = self.read_query(plan, query_path)
         candidates = found if isinstance(found, list) else []
         planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
         planned_ns = planned - 1_000_000_000
@@ -103,16 +112,16 @@ class TurnStarts:
             if mtime < planned_ns:
                 continue
             with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
-                if held and self._begin(user, turn, plan, query):
+                if held and self.begin(user, turn, plan, query):
                     self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
                     return turn
         with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
             self._checkpoint("allocated")
-            if not self._begin(user, turn, plan, query):
+            if not self.begin(user, turn, plan, query):
                 raise Stuck(f"{user}/{turn} was taken by another writer")
         return turn
 
-    def _begin(self, user: str, turn: str, plan: ClaimPlan, query: str) -> bool:
+    def begin(self, user: str, turn: str, plan: ClaimPlan, query: str) -> bool:
         """Write `turn_started` into an empty turn folder; False if another writer has it."""
         path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
         started = TurnStarted(
@@ -142,13 +151,13 @@ class TurnStarts:
         self._checkpoint("started")
         return True
 
-    def _index_again(self, user: str, turn: str | None) -> None:
+    def index_again(self, user: str, turn: str | None) -> None:
         """Index an answered turn whose index commit, written behind its answer, died
         with the run that answered it (still marked `.indexing`: `recovery.UNINDEXED`)."""
         if turn is not None:
             recover(self.pipeline, user, turn, by="watch")
 
-    def _settle_index(self, user: str, turn: str | None) -> None:
+    def settle_index(self, user: str, turn: str | None) -> None:
         """Wait for the index commit written behind the answer; one that failed is said
         in the log, not raised: the query is answered, and its turn, still marked
         `.indexing`, is indexed again by watch's upkeep (`interrupted`)."""

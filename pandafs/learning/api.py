@@ -19,7 +19,6 @@ from ..checks import Problem
 from ..errors import BadInput
 from ..memory.api import Memory
 from ..vault import Vault
-from .catalog import Catalog, UnreadablePart
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
@@ -188,6 +187,8 @@ def trends(
 def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
     """Every part of the turn catalog reads as one (kind `unreadable`): `stats`, `promote`
     and `prune` read them.  `--repair` rebuilds the learning state, catalog included."""
+    from .catalog import Catalog, UnreadablePart  # pyarrow: only when checked
+
     catalog = Catalog.of(vault)
     problems = []
     for month in catalog.months():

@@ -9,7 +9,7 @@ Layout (hive-style month partitions, so DuckDB and pyarrow see a `month` column)
 The month is the month of the turn's `created_at` (UTC).  A sync of the learning
 fold appends the rows of the turns it folded as one small delta file per month (a
 write of a few ms, TECH-NOTES "Parquet"); Save's sync lets them wait in the learning
-cache until `CATALOG_BATCH` have gathered or another sync (`stats`, `promote`,
+cache until `engine.CATALOG_BATCH` have gathered or another sync (`stats`, `promote`,
 `prune`, `learning sync`) writes them, so the catalog is not a file per turn.
 Compaction is tiered so a big month is not rewritten every few turns: more than
 `COMPACT_AFTER` deltas are merged into one new part; more than `MERGE_PARTS_AFTER`
@@ -34,14 +34,17 @@ from __future__ import annotations
 import operator
 import os
 import time
+import types
+import typing
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq  # writing; reading goes through read_parquet
+from pydantic import BaseModel
 
 from events.errors import NotInVault
 from events.fsio import atomic_file, checked_folders, make_folder, remove_tree_in_vault, swap_in
@@ -50,10 +53,10 @@ from indexers.settling import release_freed_memory
 
 from ..errors import ProblemFound
 from ..vault import Vault
-from .rows import CATALOG_SCHEMA, RowValues, TurnRow, row_values
+from .rows import RowValues, TurnRow, row_values
 
 __all__ = [
-    "CATALOG_BATCH",
+    "CATALOG_SCHEMA",
     "COMPACT_AFTER",
     "MERGE_PARTS_AFTER",
     "SPILL_ROWS",
@@ -62,8 +65,30 @@ __all__ = [
     "UnreadablePart",
 ]
 
-CATALOG_BATCH = 32
-"""Rows Save lets wait in the learning cache before it writes them as a delta itself."""
+_ARROW: dict[Any, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+    datetime: pa.timestamp("us", tz="UTC"),
+    date: pa.date32(),
+    list[str]: pa.list_(pa.string()),
+}
+
+
+def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    fields = []
+    for name, info in model.model_fields.items():
+        annotation, nullable = info.annotation, False
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation, nullable = args[0], True
+        fields.append(pa.field(name, _ARROW[annotation], nullable=nullable))
+    return pa.schema(fields)
+
+
+CATALOG_SCHEMA = _arrow_schema(TurnRow)
+
 COMPACT_AFTER = 32
 MERGE_PARTS_AFTER = 16
 SPILL_ROWS = 20_000

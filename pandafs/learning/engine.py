@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from events.collector import collector_paused
 from events.errors import EventsError
@@ -50,7 +51,6 @@ from events.schema import ScopeChanged
 
 from ..memory.api import Memory
 from ..vault import Vault, file_lock
-from .catalog import CATALOG_BATCH, Catalog, CatalogRebuild
 from .decisions import ScopePolicy
 from .maintenance import read_changes
 from .materialise import Materialiser
@@ -60,9 +60,14 @@ from .rows import TurnRow, turn_row, turn_row_values
 from .state import Cursor, LearningCache, StaleCache, learned_memory, learning_dir
 from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
 
+if TYPE_CHECKING:  # pyarrow
+    from .catalog import Catalog
+
 __all__ = ["Learning", "SyncReport"]
 
 LOCK_NAME = "learning.lock"
+CATALOG_BATCH = 32
+"""Catalog rows Save lets wait in the learning cache before it writes them as a delta itself."""
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
 SEEN_TURNS = 4096
 """Folded turns whose facts a fold keeps for the feedback of later turns; one judged from
@@ -116,13 +121,20 @@ class Learning:
         self.reader = reader
         self.documents = documents
         self.policy = policy
-        self.catalog = Catalog.of(vault)
         self.daily_dir = vault.layout.observability / "daily"
         self.stale: str | None = None
         # When given (rebuild): told how many turns the fold will read, then each
         # `PROGRESS_EVERY` read, as the indexer tells the documents it indexes.
         self.on_total: Callable[[int], None] | None = None
         self.progress: Callable[[int], None] | None = None
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """The turn catalog (its module loads pyarrow: only a sync that writes or reads
+        catalog rows gets here, not a turn's Save)."""
+        from .catalog import Catalog
+
+        return Catalog.of(self.vault)
 
     @classmethod
     def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
@@ -138,7 +150,8 @@ class Learning:
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:
         root = self.vault.root
         lock = vault_folder(root, self.vault.layout.indexes) / LOCK_NAME
-        check_folders(root, self.cache.dir, self.catalog.dir, self.daily_dir)  # no linked folder
+        catalog_dir = self.vault.layout.observability / "catalog"
+        check_folders(root, self.cache.dir, catalog_dir, self.daily_dir)  # no linked folder
         with file_lock(lock, wait_s=wait_s, what="the learning state", root=root):
             try:
                 self.cache.load()
@@ -318,6 +331,8 @@ class Learning:
         report = SyncReport(full=True)
         self.cache.reset()
         projection = self.cache.projection()
+        from .catalog import CatalogRebuild
+
         catalog = CatalogRebuild(self.catalog) if write else None
         add = catalog.add if catalog is not None else lambda row: None
         changed = self._fold_users(projection, report, add, full=True)

@@ -17,7 +17,6 @@ from events.layout import turn_name
 from events.log import events_of, parse_log, read_events
 from events.projection import TurnView, project_turn
 from events.schema import Event
-from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
 
 from ..vault import Vault
@@ -54,6 +53,8 @@ class TurnReader:
             front = parse_document(read_vault_file(self.vault.root, rel)[0].decode("utf-8")).frontmatter
             part = str(front.get("archive_file") or "")
             if part not in self._archive_parts:  # keep one part: archived turns come in runs
+                from indexers.archive import ArchiveStore  # pyarrow: archived turns only
+
                 store = ArchiveStore(self.vault.layout.archive / "turns", root=self.vault.root)
                 self._archive_parts = {part: store.read_part(self.vault.root / part)}
             files = self._archive_parts[part].intact((user, turn))

@@ -1,7 +1,7 @@
 """A catalog row: what one completed turn was about, how it went, what it cost.
 
-`TurnRow` is the row (one per turn); `CATALOG_SCHEMA`, the Arrow schema of the
-catalog's Parquet files, is derived from it.  `turn_row` / `turn_row_values` read a
+`TurnRow` is the row (one per turn); `catalog.CATALOG_SCHEMA`, the Arrow schema of
+the catalog's Parquet files, is derived from it.  `turn_row` / `turn_row_values` read a
 row from a turn's events (a pure function of them); `pandafs.learning.catalog` stores
 the rows.
 """
@@ -9,13 +9,10 @@ the rows.
 from __future__ import annotations
 
 import operator
-import types
-import typing
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from events.layout import turn_number
@@ -23,7 +20,6 @@ from events.projection import TurnView, metrics_of
 from events.schema import Event, PhaseFailed, ScopeChanged
 
 __all__ = [
-    "CATALOG_SCHEMA",
     "PHASES",
     "RowValues",
     "TurnRow",
@@ -86,31 +82,6 @@ class TurnRow(BaseModel):
     feedback_on: str | None
     feedback_status: str | None
     has_research: bool
-
-
-_ARROW: dict[Any, pa.DataType] = {
-    str: pa.string(),
-    int: pa.int64(),
-    float: pa.float64(),
-    bool: pa.bool_(),
-    datetime: pa.timestamp("us", tz="UTC"),
-    date: pa.date32(),
-    list[str]: pa.list_(pa.string()),
-}
-
-
-def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    fields = []
-    for name, info in model.model_fields.items():
-        annotation, nullable = info.annotation, False
-        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation, nullable = args[0], True
-        fields.append(pa.field(name, _ARROW[annotation], nullable=nullable))
-    return pa.schema(fields)
-
-
-CATALOG_SCHEMA = _arrow_schema(TurnRow)
 
 
 def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
@@ -185,5 +156,5 @@ RowValues = tuple[Any, ...]
 """A row's values in `CATALOG_SCHEMA` order: what a rebuild keeps of every turn's row
 (a `TurnRow` model costs several times the memory of its values)."""
 
-_NAMES = tuple(CATALOG_SCHEMA.names)
+_NAMES = tuple(TurnRow.model_fields)
 row_values: Callable[[TurnRow], RowValues] = operator.attrgetter(*_NAMES)

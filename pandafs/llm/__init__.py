@@ -1,18 +1,7 @@
 """LLM backends: what the pipeline phases call to think.
 
-`OpenAIChat` talks to any OpenAI-compatible server; its errors all derive from
-`LLMError`, itself a `PandaError`, so the CLI reports them like any other.
+`base` holds the Protocol and `make_backend`, `usage` the tokens spent;
+`openai_compat.OpenAIChat` talks to any OpenAI-compatible server (it alone imports
+httpx); `offline` answers by rules.  Errors all derive from `errors.LLMError`, itself a
+`PandaError`, so the CLI reports them like any other.
 """
-
-from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
-from .openai_compat import OpenAIChat, Usage
-
-__all__ = [
-    "LLMError",
-    "LLMOutputError",
-    "LLMRejected",
-    "LLMTimeout",
-    "LLMUnavailable",
-    "OpenAIChat",
-    "Usage",
-]

@@ -8,12 +8,15 @@ from `[llm] backend` in pandafs.toml.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from ..config import LLMConfig
-from .openai_compat import OpenAIChat, Usage
+from .usage import Usage
+
+if TYPE_CHECKING:  # httpx: imported only by a backend that talks to a server
+    from .openai_compat import OpenAIChat
 
 __all__ = ["Backend", "OpenAIBackend", "make_backend"]
 
@@ -36,7 +39,11 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, config: LLMConfig, *, chat: OpenAIChat | None = None) -> None:
-        self.chat = chat or OpenAIChat(config)
+        if chat is None:
+            from .openai_compat import OpenAIChat
+
+            chat = OpenAIChat(config)
+        self.chat = chat
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
         if task.tool_calls:

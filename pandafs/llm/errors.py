@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from pandafs.errors import PandaError
 
 if TYPE_CHECKING:
-    from .openai_compat import Usage
+    from .usage import Usage
 
 __all__ = ["LLMError", "LLMOutputError", "LLMRejected", "LLMTimeout", "LLMUnavailable"]
 

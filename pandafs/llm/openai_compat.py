@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, TypeVar
 
@@ -42,30 +41,13 @@ from pandafs.config import LLMConfig, RoleConfig
 from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
 from .replies import THINK, ToolCall, parse_reply, tool_call
 from .server import check_base_url, hint_for, refuses_format, retry_after, server_message
+from .usage import Usage
 
-__all__ = ["OpenAIChat", "Usage", "inline_schema"]
+__all__ = ["OpenAIChat", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("pandafs.llm")
 _LOWER = {"json_schema": "json_object", "json_object": "none"}
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens spent; `calls` counts completions that returned an answer."""
-
-    tokens_in: int = 0
-    tokens_out: int = 0
-    calls: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(
-            self.tokens_in + other.tokens_in,
-            self.tokens_out + other.tokens_out,
-            self.calls + other.calls,
-        )
 
 
 @functools.cache

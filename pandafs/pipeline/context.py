@@ -22,7 +22,7 @@ from events.schema import TierFailed
 from ..config import Config
 from ..errors import Unreadable
 from ..llm.base import Backend
-from ..llm.openai_compat import Usage
+from ..llm.usage import Usage
 from ..memory.api import Memory
 from ..memory.retrieved import Retrieved
 from ..tasks.prompts import TASKS

@@ -32,13 +32,14 @@ import orjson
 from pandafs.config import ResearchConfig
 from pandafs.errors import PandaError
 
+from .visits import domain_of
+
 __all__ = [
     "FetchResult",
     "PoliteFetcher",
     "ResearchError",
     "SearchFailed",
     "SearchHit",
-    "domain_of",
 ]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -55,15 +56,6 @@ class ResearchError(PandaError):
 
 class SearchFailed(ResearchError):
     pass
-
-
-def domain_of(url: str) -> str:
-    """Lower-case host without a leading `www.`: the unit of politeness and reliability."""
-    try:
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return ""
-    return host[4:] if host.startswith("www.") else host
 
 
 @dataclass(frozen=True)

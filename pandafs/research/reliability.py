@@ -25,16 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import EventsError, FrontmatterError, NotInVault
 from events.fsio import atomic_file, atomic_write, is_real_dir, read_vault_file
 from events.layout import turn_number
 from events.schema import ExtractionRecorded
 from events.stamps import format_ts
-from indexers.parquet import read_parquet
 
 from ..vault import Vault, file_lock
 
@@ -69,25 +65,6 @@ class DomainStats:
 def reliability_of(attempts: int, successes: int, confidence_sum: float) -> float:
     mean_confidence = confidence_sum / attempts if attempts else 0.0
     return (successes + 1) / (attempts + 2) * (0.5 + 0.5 * mean_confidence)
-
-
-SCHEMA = pa.schema(
-    [
-        ("domain", pa.string()),
-        ("attempts", pa.int64()),
-        ("successes", pa.int64()),
-        ("items", pa.int64()),
-        ("confidence_sum", pa.float64()),
-        ("last_success", pa.string()),
-        ("last_failure", pa.string()),
-        ("last_error", pa.string()),
-        ("worked_url", pa.string()),
-        ("worked_fields", pa.list_(pa.string())),
-        ("recovered", pa.bool_()),
-        ("turns", pa.list_(pa.string())),
-        ("reliability", pa.float64()),
-    ]
-)
 
 
 def _fold(
@@ -132,6 +109,8 @@ class ReliabilityTable:
             return {}
         if self._cache is not None and self._cache[0] == mtime:
             return self._cache[1]
+        from indexers.parquet import read_parquet  # pyarrow: only where the table exists
+
         rows = read_parquet(self.vault.root, self.path).to_pylist()  # a link: NotInVault
         stats = {}
         for row in rows:
@@ -145,7 +124,27 @@ class ReliabilityTable:
         return None if row is None else row.reliability
 
     def _write(self, stats: dict[str, DomainStats]) -> None:
-        table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=SCHEMA)
+        import pyarrow as pa  # only a turn that researched (or a rebuild) writes the table
+        import pyarrow.parquet as pq
+
+        schema = pa.schema(
+            [
+                ("domain", pa.string()),
+                ("attempts", pa.int64()),
+                ("successes", pa.int64()),
+                ("items", pa.int64()),
+                ("confidence_sum", pa.float64()),
+                ("last_success", pa.string()),
+                ("last_failure", pa.string()),
+                ("last_error", pa.string()),
+                ("worked_url", pa.string()),
+                ("worked_fields", pa.list_(pa.string())),
+                ("recovered", pa.bool_()),
+                ("turns", pa.list_(pa.string())),
+                ("reliability", pa.float64()),
+            ]
+        )
+        table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=schema)
         # derived from the events: rebuilt from them
         with atomic_file(self.path, durable=False, root=self.vault.root) as out:
             pq.write_table(table, out, compression="zstd")

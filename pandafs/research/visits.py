@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -30,8 +30,9 @@ from events.fsio import atomic_write, is_real_dir, read_vault_file
 from events.layout import TURN_DIR_RE, Layout, turn_name
 from events.stamps import format_ts
 
-from .extract import Extraction
-from .fetch import FetchResult, domain_of
+if TYPE_CHECKING:  # httpx and the page reader: a turn reads its visits without fetching
+    from .extract import Extraction
+    from .fetch import FetchResult
 
 __all__ = [
     "CACHE_DIR",
@@ -61,6 +62,15 @@ _STOP = frozenset(
     "a an and are at be by do for from how i in is it me my of on or that the this "
     "to was what which with you your there still more about tell".split()
 )
+
+
+def domain_of(url: str) -> str:
+    """Lower-case host without a leading `www.`: the unit of politeness and reliability."""
+    try:
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+    return host[4:] if host.startswith("www.") else host
 
 
 def url_slug(url: str) -> str:

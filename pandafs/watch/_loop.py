@@ -350,7 +350,7 @@ class Watch:
         now = time.monotonic()
         if now >= self._next_claim_retry:
             self._next_claim_retry = now + 5.0
-            if self.inbox.has_claims():
+            if self.inbox.claims.has_claims():
                 try:
                     for result in self.inbox.recover():
                         self._note_inbox(result)

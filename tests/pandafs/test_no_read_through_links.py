@@ -253,7 +253,7 @@ def test_a_full_fold_reads_no_turn_through_a_linked_folder_or_log(vault: Vault, 
     a turn folder that is a link to bob's turn is no turn of alice's, and a log that is a
     link to one outside the vault is named as a problem and not read, as when each turn
     was read by its path."""
-    from pandafs import learning
+    from pandafs.learning import api as learning
 
     _import(vault, tmp_path, ("which laptop do I like", 3), ("and which bag", 2), ("and shoes", 1))
     bob = tmp_path / "bob-turn"

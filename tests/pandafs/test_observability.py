@@ -19,7 +19,7 @@ from pandafs.learning.catalog import COMPACT_AFTER, Catalog, CatalogRebuild
 from pandafs.learning.rollups import percentile
 from pandafs.learning.rows import TurnRow, row_values
 from pandafs.llm.offline import OfflineBackend
-from pandafs.llm.openai_compat import Usage
+from pandafs.llm.usage import Usage
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 

@@ -13,15 +13,9 @@ from pydantic import BaseModel
 
 from pandafs.config import LLMConfig, RoleConfig
 from pandafs.errors import PandaError
-from pandafs.llm import (
-    LLMError,
-    LLMOutputError,
-    LLMRejected,
-    LLMTimeout,
-    LLMUnavailable,
-    OpenAIChat,
-    Usage,
-)
+from pandafs.llm.errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
+from pandafs.llm.openai_compat import OpenAIChat
+from pandafs.llm.usage import Usage
 from tests.support.openai_stub import OpenAIStub, StubReply
 
 

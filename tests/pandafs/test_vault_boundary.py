@@ -351,7 +351,7 @@ def test_a_linked_turn_counter_is_not_read(vault: Vault, tmp_path: Path) -> None
 
 def _other_vault(tmp_path: Path) -> Vault:
     """Another vault, outside ours: mallory's archived turn, her catalog and reliability table."""
-    from pandafs import learning
+    from pandafs.learning import api as learning
 
     other, _ = Vault.init(tmp_path / "other")
     source = tmp_path / "mallory.jsonl"

@@ -393,13 +393,13 @@ def _swap_when_claiming(monkeypatch: pytest.MonkeyPatch, folder: Path, outside: 
     lock was taken and the scan found the query."""
     from pandafs.inbox._claims import ClaimFolders
 
-    real = ClaimFolders._new_claim_id
+    real = ClaimFolders.new_claim_id
 
     def swapped_then_named(self: ClaimFolders) -> str:
         swap_for_link(folder, outside)
         return real(self)
 
-    monkeypatch.setattr(ClaimFolders, "_new_claim_id", swapped_then_named)
+    monkeypatch.setattr(ClaimFolders, "new_claim_id", swapped_then_named)
 
 
 def test_a_claim_never_moves_a_query_into_a_swapped_processing_folder(
@@ -545,7 +545,7 @@ def test_a_claim_never_looks_for_its_query_through_a_swapped_claim_folder(
         [result] = box.process_pending().results
         [claim] = [p for p in (vault.root / "inbox" / ".processing").iterdir() if p.is_symlink()]
         with pytest.raises(NotInVault, match="query: a folder on its path is a symbolic link"):
-            box._claimed_file(claim, None)  # what the next retry does first
+            box.claims.claimed_file(claim, None)  # what the next retry does first
     assert result.status == "failed" and "a folder on its path is a symbolic link" in result.message
     assert "private-diagnosis" not in result.message
     assert _tree(outside) == before

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...tokens import count_tokens
-from ..openai_compat import Usage
+from ..usage import Usage
 from .answering import answer, validate
 from .gather import plan_retrieval, synthesize_context
 from .planning import call_tools, plan

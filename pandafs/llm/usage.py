@@ -1,0 +1,25 @@
+"""`Usage`: the tokens a backend spent (every backend returns one with its answer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Usage"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent; `calls` counts completions that returned an answer."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.calls + other.calls,
+        )
