@@ -1,5 +1,6 @@
 """A fault campaign you can rerun: real `pandafs` processes killed, raced, tampered with,
-fed bad input and probed across the user boundary (issue 10).
+fed bad input, probed across the user boundary (documents, the inbox, import sources),
+and given a damaged archive part.
 
     .venv/bin/python benchmarks/bench_faults.py                  # default size (≥ 20 kills each)
     .venv/bin/python benchmarks/bench_faults.py --size small     # about a minute
@@ -39,6 +40,7 @@ import random
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -825,6 +827,18 @@ def _tamper_cases(root: Path) -> list[tuple[str, str, Callable[[], None]]]:
         with path.open("ab") as f:
             f.write(b'{"v":1,"seq":99,"ts":"2026-11-21T12:00:00Z","ty')
 
+    def rehash() -> None:  # a forged history: a word changed, every hash recomputed
+        path = turns / "turn_000004" / "events.jsonl"
+        prev, lines = "0" * 64, []
+        for line in path.read_bytes().splitlines():
+            record = json.loads(line.decode().replace("quiet", "noisy"))
+            record["prev"] = prev
+            body = {k: v for k, v in record.items() if k != "hash"}
+            canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            record["hash"] = prev = hashlib.sha256(canonical.encode()).hexdigest()
+            lines.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        path.write_bytes(b"".join(lines))
+
     def broken_frontmatter() -> None:
         path = root / "users" / "alice" / "preferences.md"
         text = path.read_text(encoding="utf-8")
@@ -849,6 +863,7 @@ def _tamper_cases(root: Path) -> list[tuple[str, str, Callable[[], None]]]:
         ("torn last line", "users/alice/turns/turn_000003", torn_line),
         ("edited byte", "users/alice/turns/turn_000001", edit_byte),
         ("50 MB file", "users/alice/memories/huge.md", huge),
+        ("rehashed log", "users/alice/turns/turn_000004", rehash),
     ]
 
 
@@ -862,7 +877,7 @@ def _names(report: dict[str, Any], path: str) -> bool:
 
 
 def campaign_tamper(work: Path, trials: int, rng: random.Random, only: tuple[str, ...] = ()) -> Tally:
-    """Each tampering (the first `trials` of six) in a fresh copy of one vault: `verify`
+    """Each tampering (the first `trials` of seven) in a fresh copy of one vault: `verify`
     exits 1 and names the path; `verify --repair` lists what it repaired and is never ok
     while naming nothing about a document that is not in the index."""
     tally = Tally()
@@ -1166,11 +1181,176 @@ def campaign_isolation(
         if not answer_file.exists():
             tally.add("lost", f"{when}: inbox/alice/{name}.md got no answer")
 
+    _probe_inbox_entries(runner, tally, root, work)  # while bob's turns are live, not archived
+    _probe_import_sources(runner, tally, root, work)
     if full:
         probe_all("before promotion")
     runner.run("--root", root, "promote", "--now", "2030-01-01T00:00:00Z", "--json")
     runner.run("--root", root, "watch", "--once", "-q", env={"PANDAFS_CLOCK_SHIFT": "1200d"})
     probe_all("after promote --now 2030 and watch's upkeep 1200 days ahead")
+    return tally
+
+
+def _plant(path: Path, kind: str, target: Path | None = None) -> bool:
+    """A `kind` of entry the one read rule refuses at `path`: a hard link or symlink to
+    `target`, a FIFO, a character device (root only: False where it cannot be made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "hard link":
+        assert target is not None
+        os.link(target, path)
+    elif kind == "symlink":
+        assert target is not None
+        path.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        try:
+            os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null: harmless if read
+        except (PermissionError, OSError):
+            return False
+    return True
+
+
+def _probe_inbox_entries(runner: Runner, tally: Tally, root: Path, work: Path) -> None:
+    """Dropped in `inbox/alice/`: hard links to bob's turn, log and facts and to a file
+    outside the vault, a symlink, a FIFO, a device and a folder named as a query.  Each
+    is rejected with an `.error.md` (none left unexplained: lost), nothing of them reaches
+    alice (leaked), no second name of bob's files is kept anywhere in the inbox and bob's
+    facts still have one name (corrupted), and the watch never hangs on the FIFO."""
+    bob_turn = sorted((root / "users" / "bob" / "turns").glob("turn_*"))[0]
+    outside = work / "outside-inbox.txt"
+    outside.write_text(f"{OUTSIDE_SECRET} dropped as a hard link\n")
+    inbox = root / "inbox" / "alice"
+    planted = {
+        "hl-ticket.txt": ("hard link", bob_turn / "ticket.md"),
+        "hl-log.txt": ("hard link", bob_turn / "events.jsonl"),
+        "hl-facts.md": ("hard link", root / "users" / "bob" / "facts.md"),
+        "hl-outside.txt": ("hard link", outside),
+        "sl-facts.md": ("symlink", root / "users" / "bob" / "facts.md"),
+        "fifo.md": ("fifo", None),
+        "device.md": ("device", None),
+    }
+    dropped = [name for name, (kind, target) in planted.items() if _plant(inbox / name, kind, target)]
+    (inbox / "folder.md").mkdir()
+    dropped.append("folder.md")
+    try:
+        done = runner.run("--root", root, "watch", "--once", "--no-upkeep", "--json", timeout=120)
+    except subprocess.TimeoutExpired:
+        tally.add("lost", "watch --once hung on an entry of inbox/alice/ (a FIFO read?)")
+        return
+    for name in dropped:
+        tally.trials += 1
+        answer = root / "outbox" / "alice" / f"{name.rsplit('.', 1)[0]}.md"
+        for secret in _leaks(answer.read_text() if answer.exists() else ""):
+            tally.add(
+                "leaked", f"inbox/alice/{name} ({planted.get(name, ('folder',))[0]}) → outbox: {secret!r}"
+            )
+        if not list((root / "inbox" / "rejected").glob(f"{name}*.error.md")):
+            tally.add("lost", f"inbox/alice/{name}: no rejection explained in inbox/rejected/")
+    for secret in _leaks(done.out):
+        tally.add("leaked", f"watch --once --json printed {secret!r}")
+    for path in (root / "inbox").rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_nlink > 1:
+            tally.add("corrupted", f"{path.relative_to(root)} keeps a second name of another file")
+    if (root / "users" / "bob" / "facts.md").stat().st_nlink != 1:
+        tally.add("corrupted", "bob's facts.md still has another name after the inbox run")
+
+
+def _probe_import_sources(runner: Runner, tally: Tally, root: Path, work: Path) -> None:
+    """`import-turns` and `import chatgpt` given a source the one read rule refuses (a
+    hard link to bob's log, a symlink to it, a FIFO, a device, a folder): exit 2 in one
+    line, nothing imported for alice, nothing of bob's read (no hang on the FIFO)."""
+    bob_log = sorted((root / "users" / "bob" / "turns").glob("turn_*"))[0] / "events.jsonl"
+    sources = work / "sources"
+    sources.mkdir(exist_ok=True)
+    before = len(turn_dirs(root))
+    cases: list[tuple[str, Path]] = []
+    for kind in ("hard link", "symlink", "fifo", "device"):
+        path = sources / f"{kind.replace(' ', '-')}.jsonl"
+        if _plant(path, kind, bob_log):
+            cases.append((kind, path))
+    (sources / "folder.jsonl").mkdir(exist_ok=True)
+    cases.append(("folder", sources / "folder.jsonl"))
+    for kind, path in cases:
+        for args in (["import-turns", str(path)], ["import", "chatgpt", str(path), "--user", "alice"]):
+            tally.trials += 1
+            try:
+                done = runner.run("--root", root, *args, timeout=60)
+            except subprocess.TimeoutExpired:
+                tally.add("wrong_exit", f"pandafs {' '.join(args[:1])} of a {kind} hung")
+                continue
+            if done.code != 2 or done.err.count("\n") != 1:
+                tally.add(
+                    "wrong_exit", f"{done.line()} ({kind}): exit {done.code}, stderr {done.err[:120]!r}"
+                )
+            for secret in _leaks(done.out + done.err):
+                tally.add("leaked", f"{done.line()} ({kind}) printed {secret!r}")
+    if len(turn_dirs(root)) != before:
+        tally.add("leaked", f"a refused import source made {len(turn_dirs(root)) - before} turn(s)")
+
+
+# ---------------------------------------------------------------- 10. a damaged archive part
+
+DAMAGES: list[tuple[str, Callable[[Path], None]]] = [
+    ("truncated to 200 bytes", lambda part: os.truncate(part, 200)),
+    ("cut in half", lambda part: os.truncate(part, part.stat().st_size // 2)),
+    ("zeroed", lambda part: part.write_bytes(bytes(part.stat().st_size))),
+    ("footer overwritten", lambda part: part.write_bytes(part.read_bytes()[:-12] + b"not parquet!")),
+]
+
+
+def campaign_damaged_part(work: Path, trials: int, rng: random.Random) -> Tally:
+    """Old turns archived, then their Parquet part damaged (the first `trials` of four
+    ways): an `ask` whose sources touch them still completes without `phase_failed`
+    (corrupted), says `tier_failed` for the cold tier, shows no host path in its answer,
+    context.md or events (leaked), and `verify` exits 1 naming the part (corrupted)."""
+    tally = Tally()
+    runner = Runner(tally, work)
+    rows = [
+        {"user": "alice", "timestamp": f"2024-01-0{i}T09:00:00Z", "query": f"what is the quokka habitat {i}",
+         "response": "Quokkas live on Rottnest Island"}
+        for i in range(1, 5)
+    ]  # fmt: skip
+    for name, damage in DAMAGES[: max(1, trials)]:
+        root = work / f"vault-{name.replace(' ', '-')}"
+        init_vault(runner, root)
+        source = work / "old-turns.jsonl"
+        write_jsonl(source, rows)
+        runner.run("--root", root, "import-turns", source, "--json")
+        runner.run("--root", root, "archive", "--now", NOW, "--json")
+        parts = sorted((root / "archive" / "turns").rglob("part-*.parquet"))
+        if not parts:
+            tally.add("lost", f"{name}: the archive wrote no part")
+            continue
+        damage(parts[0])
+        rel = parts[0].relative_to(root).as_posix()
+        tally.trials += 1
+        done = runner.run("--root", root, "ask", "where do quokkas live", "--user", "alice", "--json")
+        host = str(work)
+        if done.code not in (0, 1):
+            tally.add("wrong_exit", f"{name}: ask exit {done.code}: {done.err[:160]!r}")
+        if host in done.out or host in done.err:
+            tally.add("leaked", f"{name}: the host path reached the ask's output")
+        newest = turn_dirs(root)[-1]
+        log = (newest / "events.jsonl").read_text() if (newest / "events.jsonl").exists() else ""
+        types = [json.loads(line)["type"] for line in log.splitlines() if line.strip()]
+        if "phase_failed" in types or "turn_completed" not in types:
+            tally.add(
+                "corrupted", f"{name}: the turn did not go on ({', '.join(t for t in types if 'fail' in t)})"
+            )
+        elif "tier_failed" not in types:
+            tally.add("corrupted", f"{name}: no tier_failed says what the damaged part cost")
+        for file in ("context.md", "metadata.json", "events.jsonl"):
+            if (newest / file).exists() and host in (newest / file).read_text():
+                tally.add("leaked", f"{name}: the host path reached {newest.name}/{file}")
+        code, report = verify(runner, root)
+        if code != 1 or not any(p.get("path") == rel for p in report.get("problems", [])):
+            tally.add(
+                "corrupted", f"{name}: verify (exit {code}) does not name {rel}: {problem_kinds(report)}"
+            )
+        if host in json.dumps(report):
+            tally.add("leaked", f"{name}: the host path reached verify's report")
+        shutil.rmtree(root)
     return tally
 
 
@@ -1297,15 +1477,18 @@ CAMPAIGNS: dict[str, Callable[[Path, int, random.Random], Tally]] = {
     "bad_inputs": campaign_bad_inputs,
     "isolation": campaign_isolation,
     "forget": campaign_forget,
+    "damaged_part": campaign_damaged_part,
 }
 SIZES = {
     "small": {
         "import": 2, "ask": 2, "archive": 2, "watch": 2, "rebuild": 1,
         "concurrency": 3, "tamper": 3, "bad_inputs": 8, "isolation": 1, "forget": 3,
+        "damaged_part": 2,
     },
     "default": {
         "import": 20, "ask": 20, "archive": 20, "watch": 20, "rebuild": 20,
         "concurrency": 30, "tamper": 6, "bad_inputs": 44, "isolation": 2, "forget": 20,
+        "damaged_part": 4,
     },
 }  # fmt: skip
 

@@ -389,6 +389,10 @@ class EventWriter:
         if records:
             self._seq, self._prev = records[-1]["seq"] + 1, records[-1]["hash"]
             self._completed = self._completed or any(r["type"] == COMPLETED for r in records)
+            if self._completed and self.root is not None and self.durable:
+                # the completed log's new end, recorded at once (a kill while the turn
+                # is projected would leave it unrecorded), still under the log's lock
+                record_turn_hash(self.path.parent.parent, self.turn, self._seq, self._prev, root=self.root)
         events = [parse_event(r) for r in records]
         self.written.extend(events)
         return events
@@ -400,16 +404,9 @@ class EventWriter:
         return os.dup(self._fd)
 
     def close(self) -> None:
-        """Close the log; a completed turn whose log this writer appended to has its new
-        end recorded in the user's ledger first, under the log's lock (`events.ledger`)."""
         if self._fd is not None:
-            try:
-                if self.written and self._completed and self.root is not None and self.durable:
-                    turns_dir = self.path.parent.parent
-                    record_turn_hash(turns_dir, self.turn, self._seq, self._prev, root=self.root)
-            finally:
-                os.close(self._fd)
-                self._fd = None
+            os.close(self._fd)
+            self._fd = None
 
 
 def append_events(

@@ -39,6 +39,7 @@ from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.layout import TURN_DIR_RE, classify, is_user_id
+from events.ledger import record_turn_hash
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
 from events.schema import SCHEMA_VERSION, Forgotten, parse_event
 from events.stamps import format_ts
@@ -358,6 +359,19 @@ def _rewritten_log(
     return b"".join(line + b"\n" for line in out)
 
 
+def _anchor(vault: Vault, rel: str, data: bytes) -> None:
+    """Record a turn log a forget rewrote (it ends in its `forgotten` event) in the user's
+    ledger (`events.ledger.record_turn_hash`), so `verify` holds the turn to its new end,
+    not to the one the forget replaced; still under the log's lock."""
+    parts = rel.split("/")
+    if len(parts) != 5 or parts[0] != "users" or parts[2] != "turns" or parts[4] != "events.jsonl":
+        return
+    records = parse_log(rel, data).records
+    if records and records[-1].get("type") == "forgotten":
+        turns = vault.layout.turns_dir(parts[1])
+        record_turn_hash(turns, parts[3], len(records), records[-1]["hash"], root=vault.root)
+
+
 def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
     """Rewrite a log under its writers' lock: a turn being written is not rewritten
     under its writer (`Busy`: the forget resumes later)."""
@@ -380,10 +394,10 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
             repair_torn_tail(path, root=vault.root)  # the torn bytes go to .torn, redacted there
             return _replace_log(vault, rel, build)
         new = build(raw)
-        if new is None:
-            return False
-        atomic_write(path, new, root=vault.root)
-        return True
+        if new is not None:
+            atomic_write(path, new, root=vault.root)
+        _anchor(vault, rel, raw if new is None else new)  # (again, for a forget killed before it)
+        return new is not None
     except LogBusyError:
         raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
     finally:

@@ -79,8 +79,9 @@ def test_concurrent_memory_writers_lose_no_acknowledged_line(tmp_path: Path) -> 
     _clean(_run("concurrency", tmp_path, 40))
 
 
-def test_verify_names_a_changed_byte_a_torn_line_and_a_cut_tail(tmp_path: Path) -> None:
-    _clean(_run("tamper", tmp_path, 0, only=("edited byte", "torn last line", "cut log tail")))
+def test_verify_names_a_changed_byte_a_torn_line_a_cut_tail_and_a_rehashed_log(tmp_path: Path) -> None:
+    only = ("edited byte", "torn last line", "cut log tail", "rehashed log")
+    _clean(_run("tamper", tmp_path, 0, only=only))
 
 
 def test_verify_names_broken_and_binary_files(tmp_path: Path) -> None:
@@ -96,11 +97,18 @@ def test_alice_never_sees_bobs_secrets_by_search_ask_tools_inbox_or_promotion(tm
 
 
 def test_alice_sees_nothing_through_symlinks_or_retrieve(tmp_path: Path) -> None:
+    """With the inbox's probes (hard links to bob's turn, log and facts and to a file
+    outside, a symlink, a FIFO, a device, a folder) and the import sources' (the same
+    kinds given to import-turns and import chatgpt)."""
     _clean(_run("isolation", tmp_path, 1, symlinks=True, retrieve=True))
 
 
 def test_killed_forgets_finish_losing_and_resurrecting_nothing(tmp_path: Path) -> None:
     _clean(_run("forget", tmp_path, 2))
+
+
+def test_a_damaged_archive_part_costs_its_turns_not_the_answer(tmp_path: Path) -> None:
+    _clean(_run("damaged_part", tmp_path, 2))
 
 
 def test_the_script_prints_a_table_then_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
