@@ -2,6 +2,7 @@
 
     python benchmarks/eval_switches.py [--set real|all|longmemeval|locomo|locomo-pairs|ours] [--keep DIR]
         [--lme DIR] [--locomo FILE] [--data DIR] [--limit N] [--resamples 2000] [--seed 7]
+    python benchmarks/eval_switches.py --merge OUT... (the JSON lines of runs of one set each)
 
 The sets, vaults and metric are `benchmarks/eval_retrieval.py`'s (recall_all@5 at session
 level, abstention questions apart): each set is imported once with `import-turns`
@@ -161,7 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=7, help="bootstrap seed (default 7)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="only this component")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, metavar="OUT", help="join earlier runs' outputs (sets run apart)"
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        try:
+            report = merge([json.loads(path.read_text().strip().splitlines()[-1]) for path in args.merge])
+        except (OSError, ValueError, IndexError, KeyError) as exc:
+            parser.error(f"--merge: {exc}")
+        print(render(report))
+        print(json.dumps(report, separators=(",", ":")))
+        return 0
     names = {"real": list(REAL), "all": list(ev.SETS)}.get(args.set, [args.set])
     if "longmemeval" in names and not (args.lme / "questions.jsonl.gz").is_file():
         parser.error(f"{args.lme} has no questions.jsonl.gz")
@@ -212,6 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report))
     print(json.dumps(report, separators=(",", ":")))
     return 0
+
+
+def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """One report of several runs (each of its own sets, same defaults), verdicts anew."""
+    out: dict[str, Any] = {**reports[0], "sets": {}, "components": {}}
+    for report in reports:
+        if report.get("benchmark") != "retrieval_switches":
+            raise ValueError("not an eval_switches output")
+        out["sets"].update(report["sets"])
+        for name, row in report["components"].items():
+            out["components"].setdefault(name, {"on": row["on"], "sets": {}})["sets"].update(row["sets"])
+    for row in out["components"].values():
+        row["verdict"] = verdict(row["on"], row["sets"])
+    return out
 
 
 def render(report: dict[str, Any]) -> str:

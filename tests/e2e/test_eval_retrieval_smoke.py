@@ -328,6 +328,12 @@ def test_locomo_loader(runner: ModuleType, tmp_path: Path) -> None:
     assert one.sessions == {"conv-1-s1"} and one.turns == {"conv-1-D1-1"} and not one.abstention
     assert two.sessions == {"conv-1-s1", "conv-1-s2"} and two.turns == {"conv-1-D2-1", "conv-1-D1-2"}
     assert one.now == "2023-06-21T10:00:00Z"  # a day after the last session
+    pairs = runner.load_locomo(tmp_path / "locomo.jsonl.gz", pairs=True)
+    assert pairs.name == "locomo-pairs" and [line["external_id"] for line in pairs.lines] == [
+        "conv-1-D1-1", "conv-1-D2-1"
+    ]  # fmt: skip
+    assert pairs.lines[0]["response"] == "Bob: Lovely! (shares a photo of a cage)"
+    assert pairs.questions[1].turns == {"conv-1-D2-1", "conv-1-D1-1"}  # D1:2 is in the first pair
 
 
 def test_locomo_slice_in_the_repository_loads(runner: ModuleType) -> None:
@@ -374,9 +380,15 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     *table, last = done.stdout.strip().splitlines()
     assert any(line.startswith("overall") and "bm25_sessions" in line for line in table)
     report = json.loads(last)
-    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {"ours", "longmemeval", "locomo"}
+    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {
+        "ours",
+        "longmemeval",
+        "locomo",
+        "locomo-pairs",
+    }
     ours, lme = report["sets"]["ours"], report["sets"]["longmemeval"]
     assert report["sets"]["locomo"]["imported"] == 4 and report["sets"]["locomo"]["questions"] == 2
+    assert report["sets"]["locomo-pairs"]["imported"] == 2  # two utterances a turn
     assert ours["questions"] == len(questions) and ours["imported"] == 48 and ours["failed"] == 0
     assert ours["errors"] == 0 and ours["foreign_hits"] == 0
     assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
@@ -412,15 +424,27 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     *table, last = switches.stdout.strip().splitlines()
     report = json.loads(last)
     assert report["benchmark"] == "retrieval_switches" and report["resamples"] == 200
-    assert set(report["sets"]) == {"ours", "longmemeval", "locomo"}
+    assert set(report["sets"]) == {"ours", "longmemeval", "locomo", "locomo-pairs"}
     assert report["sets"]["longmemeval"] == {"n": 1, "all@5": 1.0}
     assert set(report["components"]) == {"stop words", "RM3 feedback"}
     for row in report["components"].values():
-        assert set(row["sets"]) == {"ours", "longmemeval", "locomo"}
+        assert set(row["sets"]) == {"ours", "longmemeval", "locomo", "locomo-pairs"}
         assert row["verdict"] in ("keep on", "keep off", "turn on", "turn off")
         for effect in row["sets"].values():
             assert -1.0 <= effect["lo"] <= effect["effect"] <= effect["hi"] <= 1.0
     assert any(line.startswith("stop words") for line in table)
+
+    one, other = tmp_path / "one.out", tmp_path / "other.out"
+    one.write_text(json.dumps({**report, "sets": {"longmemeval": report["sets"]["longmemeval"]}}))
+    other.write_text(last)
+    merged = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eval_switches.py"), "--merge", str(one), str(other)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout.strip().splitlines()[-1]) == report
 
 
 def test_bootstrap_and_verdict(switches: ModuleType) -> None:
