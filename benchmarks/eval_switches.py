@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import random
 import shutil
 import sys
 import tempfile
@@ -97,26 +96,13 @@ def recall(memory: Memory, dataset: Any) -> list[tuple[str, int]]:
     return out
 
 
-def bootstrap(diffs: list[int], resamples: int, seed: int) -> tuple[float, float, float]:
-    """Mean of the paired differences and its 95 % percentile interval over `resamples`
-    resamples of the questions with replacement."""
-    n = len(diffs)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
-    lo = means[int(0.025 * (resamples - 1))]
-    hi = means[int(0.975 * (resamples - 1))]
-    return sum(diffs) / n, lo, hi
-
-
 def effects(
     base: list[tuple[str, int]], other: list[tuple[str, int]], on: bool, resamples: int, seed: int
 ) -> dict[str, Any]:
     """The component's effect (with it − without it): overall with its interval, per type."""
     sign = 1 if on else -1  # base has the component on: base − other
     diffs = [sign * (b - o) for (_, b), (_, o) in zip(base, other, strict=True)]
-    mean, lo, hi = bootstrap(diffs, resamples, seed)
+    mean, lo, hi = ev.bootstrap(diffs, resamples, seed)
     kinds: dict[str, list[int]] = {}
     for (kind, _), d in zip(base, diffs, strict=True):
         kinds.setdefault(kind, []).append(d)

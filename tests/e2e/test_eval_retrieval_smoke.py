@@ -375,7 +375,7 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         str(tmp_path / "locomo.jsonl.gz"),
     ]
     args += ["--keep", str(keep), "--k", "3"]
-    done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     *table, last = done.stdout.strip().splitlines()
     assert any(line.startswith("overall") and "bm25_sessions" in line for line in table)
@@ -398,12 +398,14 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         assert 0.0 <= overall[name] <= 1.0
     assert lme["imported"] == 6 and lme["abstention"] == 1  # the repeated session once
     assert lme["systems"]["pandafs"]["overall"]["all@3"] == 1.0  # "hamster" is in one session
+    assert set(lme["margins"]) == {"bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
+    assert all(m["lo"] <= m["diff"] <= m["hi"] for m in lme["margins"].values())
 
     again = subprocess.run(
         [sys.executable, str(RUNNER), "--set", "ours", *args, "--json", "--search", "synonym_weight=0"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=240,
     )
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)  # --json: exactly one JSON document on stdout
@@ -418,7 +420,7 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         + ["--only", "stop words", "--only", "RM3 feedback", "--resamples", "200"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert switches.returncode == 0, switches.stderr
     *table, last = switches.stdout.strip().splitlines()
@@ -447,10 +449,10 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
     assert json.loads(merged.stdout.strip().splitlines()[-1]) == report
 
 
-def test_bootstrap_and_verdict(switches: ModuleType) -> None:
-    mean, lo, hi = switches.bootstrap([1] * 30 + [0] * 70, 500, 7)
+def test_bootstrap_and_verdict(runner: ModuleType, switches: ModuleType) -> None:
+    mean, lo, hi = runner.bootstrap([1] * 30 + [0] * 70, 500, 7)
     assert mean == 0.3 and 0.2 < lo < 0.3 < hi < 0.4
-    assert switches.bootstrap([0] * 50, 500, 7) == (0.0, 0.0, 0.0)
+    assert runner.bootstrap([0] * 50, 500, 7) == (0.0, 0.0, 0.0)
     gain = {"effect": 0.05, "lo": 0.01, "hi": 0.09}
     noise = {"effect": 0.0, "lo": -0.02, "hi": 0.02}
     loss = {"effect": -0.05, "lo": -0.08, "hi": -0.01}
