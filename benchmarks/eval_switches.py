@@ -2,6 +2,7 @@
 
     python benchmarks/eval_switches.py [--set real|all|longmemeval|locomo|locomo-pairs|ours] [--keep DIR]
         [--lme DIR] [--locomo FILE] [--data DIR] [--limit N] [--resamples 2000] [--seed 7]
+    python benchmarks/eval_switches.py --merge OUT... (the JSON lines of runs of one set each)
 
 The sets, vaults and metric are `benchmarks/eval_retrieval.py`'s (recall_all@5 at session
 level, abstention questions apart): each set is imported once with `import-turns`
@@ -16,12 +17,14 @@ same questions.  Its interval is a paired bootstrap over questions: `--resamples
 resamples (default 2,000, fixed `--seed`) of the set's questions with replacement,
 the effect's mean in each; the 2.5th and 97.5th percentiles are the 95 % interval.
 
-The rule for a default (`verdict`): a component is on by default only if on no real
-set its interval lies wholly below zero (a loss beyond noise) and its effect averaged
-over the real sets measured is above zero (a component that changes nothing costs
-time for nothing).  Gains are not asked to clear the noise: on LongMemEval's 95
-questions one question is 0.011, and nothing short of five would.
-`keep on` / `keep off` say the defaults already follow the rule; `turn off` /
+The rule for a default (`verdict`): a component stays on only while it loses beyond
+noise (its interval wholly below zero) on no real set; a component that is off is
+turned on only if it gains beyond noise (its interval wholly above zero) on at least
+one real set and loses beyond noise on none.  The burden of proof is on the
+change: an effect of a question or two either way (most components' on LoCoMo's
+1,982 questions) moves no default, so the verdicts do not flip from run to run.
+Only the real sets count (`REAL`): a component that helps only our generated set
+earns nothing.  `keep on` / `keep off` say the defaults follow the rule; `turn off` /
 `turn on` that they do not.  Components interact: after a default changes, run again.
 
 Prints a table per set (each component's effect and interval overall, then its effect
@@ -34,7 +37,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import random
 import shutil
 import sys
 import tempfile
@@ -96,26 +98,13 @@ def recall(memory: Memory, dataset: Any) -> list[tuple[str, int]]:
     return out
 
 
-def bootstrap(diffs: list[int], resamples: int, seed: int) -> tuple[float, float, float]:
-    """Mean of the paired differences and its 95 % percentile interval over `resamples`
-    resamples of the questions with replacement."""
-    n = len(diffs)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
-    lo = means[int(0.025 * (resamples - 1))]
-    hi = means[int(0.975 * (resamples - 1))]
-    return sum(diffs) / n, lo, hi
-
-
 def effects(
     base: list[tuple[str, int]], other: list[tuple[str, int]], on: bool, resamples: int, seed: int
 ) -> dict[str, Any]:
     """The component's effect (with it − without it): overall with its interval, per type."""
     sign = 1 if on else -1  # base has the component on: base − other
     diffs = [sign * (b - o) for (_, b), (_, o) in zip(base, other, strict=True)]
-    mean, lo, hi = bootstrap(diffs, resamples, seed)
+    mean, lo, hi = ev.bootstrap(diffs, resamples, seed)
     kinds: dict[str, list[int]] = {}
     for (kind, _), d in zip(base, diffs, strict=True):
         kinds.setdefault(kind, []).append(d)
@@ -127,11 +116,10 @@ def verdict(on_now: bool, by_set: dict[str, dict[str, Any]]) -> str:
     """The rule of the module docstring, over the real sets measured."""
     real = [by_set[s] for s in REAL if s in by_set]
     loses = any(e["hi"] < 0 for e in real)
-    gains = bool(real) and sum(e["effect"] for e in real) / len(real) > 0
-    keep = gains and not loses
-    if keep == on_now:
-        return "keep on" if on_now else "keep off"
-    return "turn on" if keep else "turn off"
+    gains = any(e["lo"] > 0 for e in real)
+    if on_now:
+        return "turn off" if loses else "keep on"
+    return "turn on" if gains and not loses else "keep off"
 
 
 def _say(message: str) -> None:
@@ -161,7 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=7, help="bootstrap seed (default 7)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="only this component")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, metavar="OUT", help="join earlier runs' outputs (sets run apart)"
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        try:
+            report = merge([json.loads(path.read_text().strip().splitlines()[-1]) for path in args.merge])
+        except (OSError, ValueError, IndexError, KeyError) as exc:
+            parser.error(f"--merge: {exc}")
+        print(render(report))
+        print(json.dumps(report, separators=(",", ":")))
+        return 0
     names = {"real": list(REAL), "all": list(ev.SETS)}.get(args.set, [args.set])
     if "longmemeval" in names and not (args.lme / "questions.jsonl.gz").is_file():
         parser.error(f"{args.lme} has no questions.jsonl.gz")
@@ -214,6 +213,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """One report of several runs (each of its own sets, same defaults), verdicts anew."""
+    out: dict[str, Any] = {**reports[0], "sets": {}, "components": {}}
+    for report in reports:
+        if report.get("benchmark") != "retrieval_switches":
+            raise ValueError("not an eval_switches output")
+        out["sets"].update(report["sets"])
+        for name, row in report["components"].items():
+            out["components"].setdefault(name, {"on": row["on"], "sets": {}})["sets"].update(row["sets"])
+    for row in out["components"].values():
+        row["verdict"] = verdict(row["on"], row["sets"])
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
     """Per set: each component's effect (with − without) on recall_all@5, its interval,
     and its effect per question type; then the verdicts."""
@@ -236,7 +249,7 @@ def render(report: dict[str, Any]) -> str:
             cells = "".join(f"{r['kinds'][k]:>+14.3f}" if k in r["kinds"] else f"{'-':>14}" for k in kinds)
             out.append(f"{component:20}{state:>8}{r['effect']:>+8.3f}{interval:>18}{cells}")
     out.append(
-        "\nrule: on only if no real set loses beyond noise and the mean effect over the real sets is > 0"
+        "\nrule: stays on unless a real set loses beyond noise; comes on if one gains beyond it, none losing"
     )
     for component, r in report["components"].items():
         out.append(f"  {component:20} {r['verdict']}")

@@ -104,7 +104,8 @@ def search(
             flag = " [archived]" if hit["archived"] else ""
             click.echo(f"{rank:2}. {hit['score']:.3f}  {hit['doc_id']}{flag}  — {hit['title']}")
             types = ", ".join(hit["content_types"])
-            click.echo(f"    {hit['doc_path']} · {hit['primary_topic']} · {types}")
+            episode = f" · episode {hit['episode']}" if hit.get("episode") else ""
+            click.echo(f"    {hit['doc_path']} · {hit['primary_topic']} · {types}{episode}")
             if hit["snippet"]:
                 click.echo(f"    {hit['snippet']}")
 

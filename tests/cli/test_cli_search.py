@@ -148,3 +148,31 @@ def test_the_memory_tool_schema_offers_dates(cli) -> None:
     tools = {t["function"]["name"]: t["function"] for t in cli("tools", "--json").json}
     params = tools["search_memory"]["parameters"]["properties"]
     assert {"after", "before"} <= set(params)
+
+
+def test_search_unit_episode_one_hit_per_conversation(cli, tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    cli("--root", root, "init")
+    said = ["the kayak leaks", "a kayak patch kit", "kayak glue dries overnight"]
+    lines = [
+        {"user": "alice", "external_id": f"k{i}", "timestamp": f"2026-10-01T10:0{i}:00Z",
+         "query": text, "response": "ok", "meta": {"session": "boat"}}
+        for i, text in enumerate(said)
+    ] + [
+        {"user": "alice", "external_id": "c1", "timestamp": "2026-10-05T10:00:00Z",
+         "query": "a kayak trip in May", "response": "ok", "meta": {"session": "trip"}}
+    ]  # fmt: skip
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(orjson.dumps(x) for x in lines))
+    assert cli("--root", root, "import-turns", source).code == 0
+    turns = cli("--root", root, "search", "kayak", "--user", "alice", "--json").json
+    episodes = cli("--root", root, "search", "kayak", "--user", "alice", "--unit", "episode", "--json").json
+    assert len(turns) == 4 and sorted(h["episode"] for h in episodes) == ["boat", "trip"]
+    human = cli("--root", root, "search", "kayak", "--user", "alice", "--unit", "episode")
+    assert human.code == 0 and "episode boat" in human.out and "episode trip" in human.out
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"query": "kayak", "user": "alice", "unit": "episode"}\n')
+    out = cli("--root", root, "search", "--batch", batch, "--json")
+    assert out.code == 0 and len(orjson.loads(out.out)) == 2
+    bad = cli("--root", root, "search", "kayak", "--unit", "day")
+    assert bad.code == 2 and "Traceback" not in bad.err

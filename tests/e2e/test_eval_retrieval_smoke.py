@@ -328,6 +328,12 @@ def test_locomo_loader(runner: ModuleType, tmp_path: Path) -> None:
     assert one.sessions == {"conv-1-s1"} and one.turns == {"conv-1-D1-1"} and not one.abstention
     assert two.sessions == {"conv-1-s1", "conv-1-s2"} and two.turns == {"conv-1-D2-1", "conv-1-D1-2"}
     assert one.now == "2023-06-21T10:00:00Z"  # a day after the last session
+    pairs = runner.load_locomo(tmp_path / "locomo.jsonl.gz", pairs=True)
+    assert pairs.name == "locomo-pairs" and [line["external_id"] for line in pairs.lines] == [
+        "conv-1-D1-1", "conv-1-D2-1"
+    ]  # fmt: skip
+    assert pairs.lines[0]["response"] == "Bob: Lovely! (shares a photo of a cage)"
+    assert pairs.questions[1].turns == {"conv-1-D2-1", "conv-1-D1-1"}  # D1:2 is in the first pair
 
 
 def test_locomo_slice_in_the_repository_loads(runner: ModuleType) -> None:
@@ -369,14 +375,20 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         str(tmp_path / "locomo.jsonl.gz"),
     ]
     args += ["--keep", str(keep), "--k", "3"]
-    done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     *table, last = done.stdout.strip().splitlines()
     assert any(line.startswith("overall") and "bm25_sessions" in line for line in table)
     report = json.loads(last)
-    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {"ours", "longmemeval", "locomo"}
+    assert report["benchmark"] == "retrieval" and set(report["sets"]) == {
+        "ours",
+        "longmemeval",
+        "locomo",
+        "locomo-pairs",
+    }
     ours, lme = report["sets"]["ours"], report["sets"]["longmemeval"]
     assert report["sets"]["locomo"]["imported"] == 4 and report["sets"]["locomo"]["questions"] == 2
+    assert report["sets"]["locomo-pairs"]["imported"] == 2  # two utterances a turn
     assert ours["questions"] == len(questions) and ours["imported"] == 48 and ours["failed"] == 0
     assert ours["errors"] == 0 and ours["foreign_hits"] == 0
     assert set(ours["systems"]) == {"pandafs", "bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
@@ -386,12 +398,14 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         assert 0.0 <= overall[name] <= 1.0
     assert lme["imported"] == 6 and lme["abstention"] == 1  # the repeated session once
     assert lme["systems"]["pandafs"]["overall"]["all@3"] == 1.0  # "hamster" is in one session
+    assert set(lme["margins"]) == {"bm25_sessions", "bm25_turns", "bm25_windows", "rrf_sessions"}
+    assert all(m["lo"] <= m["diff"] <= m["hi"] for m in lme["margins"].values())
 
     again = subprocess.run(
         [sys.executable, str(RUNNER), "--set", "ours", *args, "--json", "--search", "synonym_weight=0"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=240,
     )
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)  # --json: exactly one JSON document on stdout
@@ -406,35 +420,48 @@ def test_runner_end_to_end_on_tiny_sets(search_cli: list[str], tmp_path: Path) -
         + ["--only", "stop words", "--only", "RM3 feedback", "--resamples", "200"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert switches.returncode == 0, switches.stderr
     *table, last = switches.stdout.strip().splitlines()
     report = json.loads(last)
     assert report["benchmark"] == "retrieval_switches" and report["resamples"] == 200
-    assert set(report["sets"]) == {"ours", "longmemeval", "locomo"}
+    assert set(report["sets"]) == {"ours", "longmemeval", "locomo", "locomo-pairs"}
     assert report["sets"]["longmemeval"] == {"n": 1, "all@5": 1.0}
     assert set(report["components"]) == {"stop words", "RM3 feedback"}
     for row in report["components"].values():
-        assert set(row["sets"]) == {"ours", "longmemeval", "locomo"}
+        assert set(row["sets"]) == {"ours", "longmemeval", "locomo", "locomo-pairs"}
         assert row["verdict"] in ("keep on", "keep off", "turn on", "turn off")
         for effect in row["sets"].values():
             assert -1.0 <= effect["lo"] <= effect["effect"] <= effect["hi"] <= 1.0
     assert any(line.startswith("stop words") for line in table)
 
+    one, other = tmp_path / "one.out", tmp_path / "other.out"
+    one.write_text(json.dumps({**report, "sets": {"longmemeval": report["sets"]["longmemeval"]}}))
+    other.write_text(last)
+    merged = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "eval_switches.py"), "--merge", str(one), str(other)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout.strip().splitlines()[-1]) == report
 
-def test_bootstrap_and_verdict(switches: ModuleType) -> None:
-    mean, lo, hi = switches.bootstrap([1] * 30 + [0] * 70, 500, 7)
+
+def test_bootstrap_and_verdict(runner: ModuleType, switches: ModuleType) -> None:
+    mean, lo, hi = runner.bootstrap([1] * 30 + [0] * 70, 500, 7)
     assert mean == 0.3 and 0.2 < lo < 0.3 < hi < 0.4
-    assert switches.bootstrap([0] * 50, 500, 7) == (0.0, 0.0, 0.0)
+    assert runner.bootstrap([0] * 50, 500, 7) == (0.0, 0.0, 0.0)
     gain = {"effect": 0.05, "lo": 0.01, "hi": 0.09}
     noise = {"effect": 0.0, "lo": -0.02, "hi": 0.02}
     loss = {"effect": -0.05, "lo": -0.08, "hi": -0.01}
     small = {"effect": 0.01, "lo": -0.02, "hi": 0.04}
     assert switches.verdict(True, {"longmemeval": gain, "locomo": noise}) == "keep on"
-    assert switches.verdict(True, {"longmemeval": small, "locomo": noise}) == "keep on"
+    assert switches.verdict(True, {"longmemeval": noise, "locomo": noise}) == "keep on"  # no proof to change
     assert switches.verdict(True, {"longmemeval": gain, "locomo": loss}) == "turn off"
-    assert switches.verdict(True, {"longmemeval": noise, "locomo": noise}) == "turn off"
     assert switches.verdict(False, {"longmemeval": gain, "locomo": noise}) == "turn on"
-    assert switches.verdict(False, {"longmemeval": gain, "locomo": loss, "ours": gain}) == "keep off"
-    assert switches.verdict(True, {"ours": gain}) == "turn off"  # only real sets count
+    assert switches.verdict(False, {"longmemeval": small, "locomo": noise}) == "keep off"
+    assert switches.verdict(False, {"longmemeval": gain, "locomo": loss}) == "keep off"
+    assert switches.verdict(False, {"locomo": noise, "ours": gain}) == "keep off"  # only real sets count
+    assert switches.verdict(True, {"locomo": noise, "ours": loss}) == "keep on"
