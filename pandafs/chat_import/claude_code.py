@@ -222,6 +222,7 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
             siblings[parent].append(records[i]["uuid"])
     rewound = {uuid for group in siblings.values() for uuid in group[:-1]}
     commands = {records[i]["uuid"] for i, (r, _) in roles.items() if r == "command" and "uuid" in records[i]}
+    typed = set(prompts)  # the prompts a person typed in words
     prompts |= commands  # what an answer may hang below
     tree = _Tree(records, prompts)
     provisional: dict[str, tuple[str, Pair]] = {}  # a command's pair, until an answer comes
@@ -263,10 +264,13 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         else:
             above = tree.prompt_above(record, prompts)
             if role == "summary":  # context of the next prompt below it, else of the exchange it goes on with
-                below = _prompt_below(records, i, tree, prompts)
+                below = _prompt_below(records, i, tree, typed)
                 if below is not None:
                     waiting[below].append(text)
                 elif above in pairs:
+                    if above in provisional:  # `/compact …` whose summary this is
+                        session, pair = provisional.pop(above)
+                        sessions.setdefault(session, []).append(pair)
                     pairs[above].context.append({"heading": COMPACTED, "text": text})
                     pairs[above].context_messages += 1
                 else:
@@ -294,7 +298,9 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
     titles = [
         r["summary"] for r in records if r.get("type") == "summary" and isinstance(r.get("summary"), str)
     ]
+    line_of = {r["uuid"]: r["_line"] for r in records if r.get("uuid") in prompts}
     for session, session_pairs in sessions.items():
+        session_pairs.sort(key=lambda p: line_of.get(p.message_id or "", 0))  # file order
         out.conversations += 1
         times = [p.when for p in session_pairs if p.when]
         info = {
@@ -307,8 +313,11 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         emit(out, "claude-code", user, session, info, session_pairs, label, info["created_at"])
     for summary_list in waiting.values():
         out.skip(BEFORE_FIRST, len(summary_list))
-    if provisional:  # commands nothing answered: bookkeeping
-        out.skip(COMMAND, len(provisional))
+    for session, pair in provisional.values():  # commands nothing answered: bookkeeping…
+        if pair.context:  # …unless something was kept with them
+            sessions.setdefault(session, []).append(pair)
+        else:
+            out.skip(COMMAND)
 
 
 def _command_line(text: str) -> str:
