@@ -274,6 +274,12 @@ def main() -> None:
             ("claude", "claude_conversations.json", FIXTURES / "claude_conversations.json", None),
             ("claude-code", "claude_code/", FIXTURES / "claude_code", None),
             ("claude-code", "shapes/claude_code_session.jsonl", SHAPES / "claude_code_session.jsonl", None),
+            (
+                "claude-code",
+                "shapes/claude_code_compacted.jsonl",
+                SHAPES / "claude_code_compacted.jsonl",
+                None,
+            ),
             ("chatgpt", "shapes/chatgpt_conversations.json", SHAPES / "chatgpt_conversations.json", None),
             ("chatgpt", "shapes/chatgpt-export.zip", zipped, None),
             (
