@@ -295,6 +295,11 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
             above = tree.prompt_above(records[i], prompts)
             if above in pairs:
                 _count_tools(pairs[above], records[i])
+    for session, pair in provisional.values():  # commands nothing answered: bookkeeping…
+        if pair.context:  # …unless something was kept with them
+            sessions.setdefault(session, []).append(pair)
+        else:
+            out.skip(COMMAND)
     titles = [
         r["summary"] for r in records if r.get("type") == "summary" and isinstance(r.get("summary"), str)
     ]
@@ -313,11 +318,6 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         emit(out, "claude-code", user, session, info, session_pairs, label, info["created_at"])
     for summary_list in waiting.values():
         out.skip(BEFORE_FIRST, len(summary_list))
-    for session, pair in provisional.values():  # commands nothing answered: bookkeeping…
-        if pair.context:  # …unless something was kept with them
-            sessions.setdefault(session, []).append(pair)
-        else:
-            out.skip(COMMAND)
 
 
 def _command_line(text: str) -> str:
