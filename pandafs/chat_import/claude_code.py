@@ -196,10 +196,9 @@ class _Tree:
         return found
 
 
-def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None:
-    label = f"transcript {file.name}"
-    records = _read_records(file, limit, out, label)
-    roles: dict[int, tuple[str, str]] = {}  # index → (role, text)
+def _roles(records: list[dict[str, Any]], out: Conversion, label: str) -> dict[int, tuple[str, str]]:
+    """index → (role, text) of each user and assistant record; other records counted by type."""
+    roles: dict[int, tuple[str, str]] = {}
     for index, record in enumerate(records):
         kind = record.get("type")
         if kind not in ("user", "assistant"):
@@ -210,20 +209,37 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         except SHAPE_ERRORS as exc:
             out.fail(f"{label} line {record['_line']}", shape_error(exc))
             continue
-        role = _role(record, text, others)
-        roles[index] = (role, text)
-    prompts = {
-        records[i]["uuid"] for i, (role, _) in roles.items() if role == "prompt" and "uuid" in records[i]
-    }
+        roles[index] = (_role(record, text, others), text)
+    return roles
+
+
+def _anchors(
+    records: list[dict[str, Any]], roles: dict[int, tuple[str, str]]
+) -> tuple[set[str], set[str], set[str]]:
+    """(prompts typed in words, slash commands, rewound prompts — those replaced by a later
+    prompt typed on the same parent) by uuid."""
+    typed: set[str] = set()
+    commands: set[str] = set()
     siblings: dict[str, list[str]] = defaultdict(list)  # parent → prompts typed on it, file order
     for i, (role, _) in roles.items():
-        parent = records[i].get("parentUuid")
-        if role == "prompt" and isinstance(parent, str) and "uuid" in records[i]:
-            siblings[parent].append(records[i]["uuid"])
-    rewound = {uuid for group in siblings.values() for uuid in group[:-1]}
-    commands = {records[i]["uuid"] for i, (r, _) in roles.items() if r == "command" and "uuid" in records[i]}
-    typed = set(prompts)  # the prompts a person typed in words
-    prompts |= commands  # what an answer may hang below
+        uuid, parent = records[i].get("uuid"), records[i].get("parentUuid")
+        if not isinstance(uuid, str):
+            continue
+        if role == "prompt":
+            typed.add(uuid)
+            if isinstance(parent, str):
+                siblings[parent].append(uuid)
+        elif role == "command":
+            commands.add(uuid)
+    return typed, commands, {uuid for group in siblings.values() for uuid in group[:-1]}
+
+
+def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None:
+    label = f"transcript {file.name}"
+    records = _read_records(file, limit, out, label)
+    roles = _roles(records, out, label)
+    typed, commands, rewound = _anchors(records, roles)
+    prompts = typed | commands  # what an answer may hang below
     tree = _Tree(records, prompts)
     provisional: dict[str, tuple[str, Pair]] = {}  # a command's pair, until an answer comes
 
