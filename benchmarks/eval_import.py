@@ -1,6 +1,6 @@
 """Acceptance of the chat-history importers: every message of every fixture accounted for.
 
-    .venv/bin/python benchmarks/eval_import.py
+    .venv/bin/python benchmarks/eval_import.py [--claude-code DIR_OR_FILE ...]
 
 For each export fixture (tests/pandafs/fixtures/, real shapes: see shapes/README.md), in a
 vault of its own, through the real CLI in a child process:
@@ -9,7 +9,8 @@ vault of its own, through the real CLI in a child process:
   importer (every user and assistant message or record with text; ChatGPT: text parts,
   text-dict parts and voice transcripts of `text`/`multimodal_text` messages);
 - `found`: of those, how many are in the vault's turn files (a probe of each message's
-  first 60 characters, whitespace collapsed, citation markers left out);
+  first 60 characters, whitespace collapsed, citation markers left out; a slash command
+  by its name);
 - `skipped`: what the importer's account says it skipped, with a reason;
 - `lost` = in file − found − skipped: must be 0;
 - `again`: turns added by importing the same file again (0), and for the grown ChatGPT
@@ -23,6 +24,7 @@ Prints a table and, last, one JSON line {"benchmark": "eval_import", ...}.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import resource
@@ -44,6 +46,13 @@ _MARKER = re.compile("\ue200[^\ue201]*\ue201")
 
 def _norm(text: str) -> str:
     return " ".join(_MARKER.sub("", text).split())
+
+
+def _probe(text: str) -> str:
+    """What of a message must be in the vault: its first 60 characters (a slash command's
+    record, `<command-name>/x</command-name>…`, is shown as `/x …`)."""
+    command = re.search(r"<command-name>(.*?)</command-name>", text, re.S)
+    return _norm(command.group(1)) if command else _norm(text)[:60]
 
 
 # --- the independent reader ----------------------------------------------------------------
@@ -173,7 +182,7 @@ def check(fmt: str, name: str, path: Path, work: Path, grown: Path | None = None
         report = step
         again = _import(root, fmt, grown)
     text = _vault_text(root)
-    found = sum(1 for m in messages if _norm(m)[:60] in text)
+    found = sum(1 for m in messages if _probe(m) in text)
     skipped = sum(report["account"]["messages"]["skipped"].values())
     row |= {
         "in_file": len(messages),
@@ -244,6 +253,15 @@ def unsafe(work: Path) -> list[dict[str, Any]]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--claude-code",
+        type=Path,
+        action="append",
+        default=[],
+        help="also check these Claude Code transcripts (a file or a folder; not committed)",
+    )
+    args = parser.parse_args()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     with tempfile.TemporaryDirectory(prefix="eval-import-") as tmp:
         work = Path(tmp)
@@ -256,6 +274,12 @@ def main() -> None:
             ("claude", "claude_conversations.json", FIXTURES / "claude_conversations.json", None),
             ("claude-code", "claude_code/", FIXTURES / "claude_code", None),
             ("claude-code", "shapes/claude_code_session.jsonl", SHAPES / "claude_code_session.jsonl", None),
+            (
+                "claude-code",
+                "shapes/claude_code_compacted.jsonl",
+                SHAPES / "claude_code_compacted.jsonl",
+                None,
+            ),
             ("chatgpt", "shapes/chatgpt_conversations.json", SHAPES / "chatgpt_conversations.json", None),
             ("chatgpt", "shapes/chatgpt-export.zip", zipped, None),
             (
@@ -272,6 +296,9 @@ def main() -> None:
                 SHAPES / "chatgpt_conversations_grown.json",
             ),
         ]
+        for extra in args.claude_code:
+            for file in sorted(extra.glob("*.jsonl")) if extra.is_dir() else [extra]:
+                cases.append(("claude-code", f"(given) {file.name[:30]}", file, None))
         rows = [check(fmt, name, path, work, grown) for fmt, name, path, grown in cases]
         bad = unsafe(work)
     print(

@@ -23,16 +23,22 @@ from ..vault import Vault
 from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, parse_ts, stub_file
 
 
-def turn_created_at(vault: Vault, folder: Path) -> datetime | None:
-    """`created_at` of a turn from metadata.json (fast), else from context.md's frontmatter
-    (a file that is a link is not read: as if it were missing)."""
+def _metadata(vault: Vault, folder: Path) -> dict[str, Any] | None:
+    """A turn's metadata.json, or None (missing, unreadable, or a link: never read)."""
     try:
         raw = read_vault_bytes(vault.root, folder / "metadata.json")
         data = orjson.loads(raw) if raw is not None else None
-        if isinstance(data, dict) and (found := parse_ts(data.get("created_at"))):
-            return found
     except (OSError, orjson.JSONDecodeError):
-        pass
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None = None) -> datetime | None:
+    """`created_at` of a turn from metadata.json (fast; `metadata` when read already), else
+    from context.md's frontmatter (a file that is a link is not read: as if it were missing)."""
+    data = metadata if metadata is not None else _metadata(vault, folder)
+    if data is not None and (found := parse_ts(data.get("created_at"))):
+        return found
     try:
         raw = read_vault_bytes(vault.root, folder / "context.md")
         if raw is None:
@@ -43,18 +49,12 @@ def turn_created_at(vault: Vault, folder: Path) -> datetime | None:
         return None
 
 
-def entered_at(vault: Vault, folder: Path) -> datetime | None:
-    """When a turn of an imported chat history entered the vault (its first event's stamp),
-    or None for any other turn.  Its archive age counts from then: the history a person just
-    imported stays live, whatever the date it was first said."""
-    try:
-        raw = read_vault_bytes(vault.root, folder / "metadata.json")
-        data = orjson.loads(raw) if raw is not None else None
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("source") != "import":
-        return None
-    meta = data.get("meta")
+def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> datetime | None:
+    """When a turn of an imported chat history (`metadata` says: source `import`, a
+    `meta.conversation_id`) entered the vault — its first event's stamp; None for any other
+    turn.  Its archive age counts from then: the history a person just imported stays live,
+    whatever the date it was first said."""
+    meta = metadata.get("meta") if metadata is not None and metadata.get("source") == "import" else None
     if not isinstance(meta, dict) or not meta.get("conversation_id"):
         return None
     try:
@@ -196,12 +196,13 @@ def find_candidates(
         for folder in vault.layout.turn_dirs(name):
             key = (name, folder.name)
             doc_id = f"{name}/{folder.name}"
-            created = turn_created_at(vault, folder)
+            metadata = _metadata(vault, folder)
+            created = turn_created_at(vault, folder, metadata)
             if created is None:
                 skipped.append({"doc_id": doc_id, "reason": "no created_at (metadata.json)"})
                 continue
             age = (now - created).total_seconds() / 86400.0
-            if age > min_age and (entered := entered_at(vault, folder)) is not None:
+            if age > min_age and (entered := entered_at(vault, folder, metadata)) is not None:
                 age = min(age, (now - entered).total_seconds() / 86400.0)
             if age <= min_age:
                 continue

@@ -20,7 +20,9 @@ The file is read line by line (bounded by `[index] import_max_bytes` per file).
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,10 @@ from ._common import (
 )
 
 _COMMAND_PREFIXES = ("<command-", "<local-command-", "Caveat: The messages below were generated")
+_HARNESS_PREFIXES = ("<task-notification>", "<system-reminder>")  # Claude Code telling the model
 _INTERRUPTED = "[Request interrupted by user"
 COMPACTED = "Summary of the conversation before (compacted)"
-META = "meta record (written by Claude Code, not the person)"
+META = "written by Claude Code, not the person (meta, notifications)"
 COMMAND = "slash command or its output"
 _TRANSCRIPT_TYPES = frozenset(("user", "assistant", "system", "summary", "progress", "file-history-snapshot"))
 
@@ -88,8 +91,8 @@ def _content(record: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> str:
-    """What a user or assistant record is: `prompt`, `answer`, `summary`, `interruption`,
-    `sidechain`, or a kind that is not a message in words."""
+    """What a user or assistant record is: `prompt`, `command`, `answer`, `summary`,
+    `interruption`, `sidechain`, META, COMMAND, or a kind that is not a message in words."""
     if record.get("isSidechain"):
         return "sidechain" if text else "sidechain record"
     if record.get("type") == "assistant":
@@ -102,8 +105,12 @@ def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> st
         return META
     if text.startswith(_INTERRUPTED):
         return "interruption"
+    if text.startswith("<command-") and "<command-name>" in text:
+        return "command"  # a slash command the person typed: a question if it is answered
     if text.startswith(_COMMAND_PREFIXES):
         return COMMAND
+    if text.startswith(_HARNESS_PREFIXES):
+        return META
     if any(b.get("type") == "tool_result" for b in others):
         return "answer"  # words sent along with tool output: part of the exchange
     return "prompt"
@@ -139,11 +146,25 @@ def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[d
 
 
 class _Tree:
-    """The records of one file by uuid, and the prompt each record hangs below."""
+    """The records of one file by uuid, and the prompt each record hangs below.
 
-    def __init__(self, records: list[dict[str, Any]]) -> None:
+    A compaction's boundary is a new root whose `logicalParentUuid` names the last message
+    before it — often a record the file does not hold.  What the assistant says after a
+    compaction, before the next prompt, goes on with the exchange before it: a walk that
+    ends at such a boundary continues at the last prompt of the session above it in the file.
+    """
+
+    def __init__(self, records: list[dict[str, Any]], prompts: set[str]) -> None:
         self.by_id = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
         self._prompt_of: dict[str, str | None] = {}
+        self._order = [
+            (r["_line"], r["uuid"], r.get("sessionId")) for r in records if r.get("uuid") in prompts
+        ]
+
+    def _prompt_before(self, boundary: dict[str, Any]) -> str | None:
+        at = bisect.bisect_left(self._order, (boundary["_line"],))
+        session = boundary.get("sessionId")
+        return next((uuid for _, uuid, s in reversed(self._order[:at]) if s == session), None)
 
     def parent(self, record: dict[str, Any]) -> dict[str, Any] | None:
         parent = record.get("parentUuid") or record.get("logicalParentUuid")
@@ -165,17 +186,19 @@ class _Tree:
             if uuid in walked:
                 break  # a cycle: no prompt above
             walked[uuid] = None
-            node = self.parent(node)
+            above = self.parent(node)
+            if above is None and node.get("subtype") == "compact_boundary":
+                found = self._prompt_before(node)
+                break
+            node = above
         for uuid in walked:
             self._prompt_of[uuid] = found
         return found
 
 
-def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None:
-    label = f"transcript {file.name}"
-    records = _read_records(file, limit, out, label)
-    tree = _Tree(records)
-    roles: dict[int, tuple[str, str]] = {}  # index → (role, text)
+def _roles(records: list[dict[str, Any]], out: Conversion, label: str) -> dict[int, tuple[str, str]]:
+    """index → (role, text) of each user and assistant record; other records counted by type."""
+    roles: dict[int, tuple[str, str]] = {}
     for index, record in enumerate(records):
         kind = record.get("type")
         if kind not in ("user", "assistant"):
@@ -186,24 +209,46 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         except SHAPE_ERRORS as exc:
             out.fail(f"{label} line {record['_line']}", shape_error(exc))
             continue
-        role = _role(record, text, others)
-        roles[index] = (role, text)
-    prompts = {
-        records[i]["uuid"] for i, (role, _) in roles.items() if role == "prompt" and "uuid" in records[i]
-    }
+        roles[index] = (_role(record, text, others), text)
+    return roles
+
+
+def _anchors(
+    records: list[dict[str, Any]], roles: dict[int, tuple[str, str]]
+) -> tuple[set[str], set[str], set[str]]:
+    """(prompts typed in words, slash commands, rewound prompts — those replaced by a later
+    prompt typed on the same parent) by uuid."""
+    typed: set[str] = set()
+    commands: set[str] = set()
     siblings: dict[str, list[str]] = defaultdict(list)  # parent → prompts typed on it, file order
     for i, (role, _) in roles.items():
-        parent = records[i].get("parentUuid")
-        if role == "prompt" and isinstance(parent, str) and "uuid" in records[i]:
-            siblings[parent].append(records[i]["uuid"])
-    rewound = {uuid for group in siblings.values() for uuid in group[:-1]}
+        uuid, parent = records[i].get("uuid"), records[i].get("parentUuid")
+        if not isinstance(uuid, str):
+            continue
+        if role == "prompt":
+            typed.add(uuid)
+            if isinstance(parent, str):
+                siblings[parent].append(uuid)
+        elif role == "command":
+            commands.add(uuid)
+    return typed, commands, {uuid for group in siblings.values() for uuid in group[:-1]}
+
+
+def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None:
+    label = f"transcript {file.name}"
+    records = _read_records(file, limit, out, label)
+    roles = _roles(records, out, label)
+    typed, commands, rewound = _anchors(records, roles)
+    prompts = typed | commands  # what an answer may hang below
+    tree = _Tree(records, prompts)
+    provisional: dict[str, tuple[str, Pair]] = {}  # a command's pair, until an answer comes
 
     sessions: dict[str, list[Pair]] = {}
     pairs: dict[str, Pair] = {}
     waiting: dict[str, list[str]] = defaultdict(list)  # prompt → summaries above it, kept as context
     for i, (role, text) in roles.items():
         record = records[i]
-        if role in ("prompt", "answer", "summary", "interruption", "sidechain", META, COMMAND):
+        if role in ("prompt", "command", "answer", "summary", "interruption", "sidechain", META, COMMAND):
             out.messages += 1
         else:
             out.not_messages[role] += 1
@@ -216,33 +261,44 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
             out.skip(SIDECHAIN)
         elif role == "prompt" and record.get("uuid") in rewound:
             out.skip(REWOUND)
-        elif role == "prompt":
-            pair = Pair(nonblank(record.get("uuid")), iso_time(record.get("timestamp")), text)
+        elif role in ("prompt", "command"):
+            query = _command_line(text) if role == "command" else text
+            pair = Pair(nonblank(record.get("uuid")), iso_time(record.get("timestamp")), query)
             if isinstance(record.get("cwd"), str):
                 pair.extra["cwd"] = record["cwd"]
             if isinstance(record.get("gitBranch"), str) and record["gitBranch"]:
                 pair.extra["git_branch"] = record["gitBranch"]
             for summary in waiting.pop(record.get("uuid", ""), []):
-                pair.context.append(
-                    {"heading": "Summary of the conversation before (compacted)", "text": summary}
-                )
+                pair.context.append({"heading": COMPACTED, "text": summary})
                 pair.context_messages += 1
             session = nonblank(record.get("sessionId")) or file.stem
-            sessions.setdefault(session, []).append(pair)
+            if role == "command":
+                provisional[record["uuid"]] = (session, pair)
+            else:
+                sessions.setdefault(session, []).append(pair)
             pairs[record.get("uuid", f"line {i}")] = pair
         else:
             above = tree.prompt_above(record, prompts)
-            if role == "summary":
-                below = _prompt_below(records, i, tree, prompts)
-                if below is None:
-                    out.skip(BEFORE_FIRST)
-                else:
+            if role == "summary":  # context of the next prompt below it, else of the exchange it goes on with
+                below = _prompt_below(records, i, tree, typed)
+                if below is not None:
                     waiting[below].append(text)
+                elif above in pairs:
+                    if above in provisional:  # `/compact …` whose summary this is
+                        session, pair = provisional.pop(above)
+                        sessions.setdefault(session, []).append(pair)
+                    pairs[above].context.append({"heading": COMPACTED, "text": text})
+                    pairs[above].context_messages += 1
+                else:
+                    out.skip(BEFORE_FIRST)
             elif above is None:
                 out.skip(BEFORE_FIRST)
             elif above in rewound:
                 out.skip(REWOUND)
             else:
+                if above in provisional:  # the command was a question: it has an answer
+                    session, pair = provisional.pop(above)
+                    sessions.setdefault(session, []).append(pair)
                 pair = pairs[above]
                 pair.answers.append(text)
                 model = (record.get("message") or {}).get("model")
@@ -255,10 +311,17 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
             above = tree.prompt_above(records[i], prompts)
             if above in pairs:
                 _count_tools(pairs[above], records[i])
+    for session, pair in provisional.values():  # commands nothing answered: bookkeeping…
+        if pair.context:  # …unless something was kept with them
+            sessions.setdefault(session, []).append(pair)
+        else:
+            out.skip(COMMAND)
     titles = [
         r["summary"] for r in records if r.get("type") == "summary" and isinstance(r.get("summary"), str)
     ]
+    line_of = {r["uuid"]: r["_line"] for r in records if r.get("uuid") in prompts}
     for session, session_pairs in sessions.items():
+        session_pairs.sort(key=lambda p: line_of.get(p.message_id or "", 0))  # file order
         out.conversations += 1
         times = [p.when for p in session_pairs if p.when]
         info = {
@@ -271,6 +334,14 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         emit(out, "claude-code", user, session, info, session_pairs, label, info["created_at"])
     for summary_list in waiting.values():
         out.skip(BEFORE_FIRST, len(summary_list))
+
+
+def _command_line(text: str) -> str:
+    """`/name args` of a slash command's record (`<command-name>…<command-args>…`)."""
+    name = re.search(r"<command-name>(.*?)</command-name>", text, re.S)
+    args = re.search(r"<command-args>(.*?)</command-args>", text, re.S)
+    line = " ".join(part.group(1).strip() for part in (name, args) if part and part.group(1).strip())
+    return line or text
 
 
 def _prompt_below(records: list[dict[str, Any]], index: int, tree: _Tree, prompts: set[str]) -> str | None:

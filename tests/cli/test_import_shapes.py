@@ -310,3 +310,24 @@ def test_a_claude_code_session_that_went_on_completes_and_continues(
         messages["imported"] + messages["already_present"] + sum(messages["skipped"].values())
         == messages["seen"]
     )
+
+
+def test_claude_code_commands_and_an_automatic_compaction(cli, vault: Vault) -> None:
+    source = SHAPES / "claude_code_compacted.jsonl"
+    result = cli("--root", vault.root, "import", "claude-code", source, "--user", "alice", "--json")
+    assert result.code == 0, result.err
+    texts = _turns(vault)
+    assert [_question(t) for t in texts] == [
+        "/hive-check colony four after the heatwave",  # an answered slash command is a question
+        "Feed colony four 2:1 syrup this week",
+    ]
+    assert "capped brood on five frames" in texts[0]
+    # after the compaction the assistant went on with the exchange before it
+    assert "feeding schedule is written to feeding.md" in texts[1] and "gained 0.8 kg" in texts[1]
+    assert "This session is being continued" in texts[1] and "task-notification" not in texts[1]
+    messages = result.json["account"]["messages"]
+    assert messages["skipped"] == {
+        "interruption": 1,
+        "written by Claude Code, not the person (meta, notifications)": 2,
+    }
+    assert messages["imported"] + sum(messages["skipped"].values()) == messages["seen"] == 10
