@@ -491,14 +491,15 @@ def forget(
 
 
 def resume_pending(vault: Vault, now: datetime | None = None) -> list[str]:
-    """Finish every forget a killed process left (`verify --repair`); the users done."""
+    """Finish every forget a killed process left (`verify --repair`); their intents' paths."""
     done = []
     for user in vault.layout.users():
         if os.path.isfile(intent_path(vault, user)):
             with file_lock(
                 vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}"
             ):
-                done += _resume_user(vault, user, now or utcnow())
+                if _resume_user(vault, user, now or utcnow()):
+                    done.append(vault.rel(intent_path(vault, user)))
     return done
 
 
