@@ -1246,11 +1246,12 @@ def campaign_forget(work: Path, trials: int, rng: random.Random) -> Tally:
         killed, done = runner.kill_during(
             "--root", root, "forget", word, "--user", "user0", "--json",
             ready=lambda e=early: e or intent.exists(),
-            delay=rng.uniform(0, 1.2) if early else rng.uniform(0, 2.5),
+            delay=rng.uniform(0, 1.2) if early else rng.uniform(0, 1.5),
         )  # fmt: skip
         if killed:
             tally.trials += 1
-            landed["mid-forget (intent left)" if intent.exists() else "before its intent"] += 1
+            where = "while rewriting (intent left)" if intent.exists() else "planning or proving (no intent)"
+            landed[where] += 1
             repair = runner.run("--root", root, "verify", "--repair", "--json")
             if repair.code not in (0, 1):
                 tally.add("wrong_exit", f"{repair.line()} exit {repair.code}: {repair.err.strip()[:300]}")
