@@ -578,11 +578,26 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
                 raw, matcher, full=full, forget_id=forget_id, by=by, kind=kind, now=now, anchor=True
             ),
         )
-        if changed or full:
-            _project(vault, folder)
+        if changed or full or _anchored_by(vault, rel, forget_id):
+            _project(vault, folder)  # (a killed run may have rewritten the log, not its projections)
     _rebuild(vault)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(intent_path(vault, user))
+
+
+def _anchored_by(vault: Vault, rel: str, forget_id: str) -> bool:
+    """Does the log end with this forget's anchor (rewritten by it, now or before a crash)?"""
+    try:
+        raw = read_vault_file(vault.root, rel)[0]
+    except (OSError, NotInVault, EventsError):
+        return False
+    last = raw.rstrip(b"\n").rpartition(b"\n")[2]
+    if b'"type":"forgotten"' not in last:
+        return False
+    try:
+        return orjson.loads(last).get("data", {}).get("forget_id") == forget_id
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _tainted_archived(vault: Vault, user: str, matcher: Matcher, own: set[str]) -> set[str]:
