@@ -31,10 +31,19 @@ PROJECTED = frozenset(
 """Files a turn's events project to: re-projected from the redacted events, not edited."""
 
 BOOKKEEPING = frozenset(
-    {".memory.lock", ".alloc.lock", ".counter", ".forget.lock", ".forget-intent.json", ".external_ids.jsonl"}
+    {
+        ".memory.lock",
+        ".alloc.lock",
+        ".counter",
+        ".forget.lock",
+        ".forget-intent.json",
+        ".external_ids.jsonl",
+        ".ledger.jsonl",
+    }
 )
-"""Locks, counters, the forget's own intent and the import ledger (external ids: it keeps a
-re-import of a forgotten turn from bringing it back): not what a person said."""
+"""Locks, counters, the forget's own intent, the import ledger (external ids: it keeps a
+re-import of a forgotten turn from bringing it back) and the ledger of final hashes: not
+what a person said."""
 
 ENTRY_DOCS = ("preferences.md", "facts.md")
 

@@ -118,16 +118,18 @@ def test_a_forget_killed_midway_is_finished_by_verify_repair(
     assert sum(orjson.loads(line)["type"] == "forgotten" for line in log) == 1  # recorded once
 
 
+@pytest.mark.parametrize("step", ["_reanchor", "_project"])
 def test_a_forget_killed_between_a_log_and_its_projections_projects_on_resume(
-    told: Vault, monkeypatch: pytest.MonkeyPatch
+    told: Vault, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
-    """Killed after a turn's log was rewritten, before its context.md was: the resumed
-    forget finds nothing left to redact in that log, and re-projects it all the same."""
+    """Killed after a turn's log was rewritten, before its ledger line or its context.md
+    was: the resumed forget finds nothing left to redact in that log, and records and
+    re-projects it all the same."""
 
-    def dying(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def dying(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_module, "_project", dying)
+    monkeypatch.setattr(run_module, step, dying)
     with pytest.raises(KeyboardInterrupt):
         forget(told, "flowerpot", "alice")
     monkeypatch.undo()
