@@ -1382,14 +1382,14 @@ def _holds(root: Path, user: str, word: str) -> list[str]:
     import pyarrow.parquet as pq
 
     found = []
-    needle = word.encode()
+    said = re.compile(rb"\b" + word.encode() + rb"\b", re.IGNORECASE)  # forgetword1, not forgetword12
     for base in (f"users/{user}", f"outbox/{user}", f"archive/stubs/{user}", f"archive/expired/users/{user}"):
         for path in sorted((root / base).rglob("*")) if (root / base).is_dir() else []:
-            if path.is_file() and not path.is_symlink() and needle in path.read_bytes().lower():
+            if path.is_file() and not path.is_symlink() and said.search(path.read_bytes()):
                 found.append(path.relative_to(root).as_posix())
     for part in sorted((root / "archive" / "turns").rglob("*.parquet")):
         table = pq.read_table(part, filters=[("user", "=", user)])
-        if any(needle in bytes(c).lower() for c in table.column("content").to_pylist()):
+        if any(said.search(bytes(c)) for c in table.column("content").to_pylist()):
             found.append(part.relative_to(root).as_posix())
     return found
 
@@ -1404,7 +1404,7 @@ def campaign_forget(work: Path, trials: int, rng: random.Random) -> Tally:
     runner = Runner(tally, work)
     root = work / "vault"
     init_vault(runner, root)
-    rows = _forget_rows(max(trials, 1) + 2)
+    rows = _forget_rows(2 * max(trials, 1) + 4)  # words enough for kills that come too late
     source = work / "forget.jsonl"
     write_jsonl(source, rows)
     if runner.run("--root", root, "import-turns", source, "--json").code != 0:
@@ -1419,15 +1419,19 @@ def campaign_forget(work: Path, trials: int, rng: random.Random) -> Tally:
     )
     forgotten: list[str] = []
     landed: Counter[str] = Counter()
-    for word in secrets[:trials] if trials else []:
+    for word in secrets:
+        if tally.trials >= trials:
+            break
+        early = rng.random() < 0.2  # every fifth kill aims at the planning, before the intent
         killed, done = runner.kill_during(
             "--root", root, "forget", word, "--user", "user0", "--json",
-            ready=lambda: intent.exists() or rng.random() < 0.02,
-            delay=rng.uniform(0, 1.2),
+            ready=lambda e=early: e or intent.exists(),
+            delay=rng.uniform(0, 1.2) if early else rng.uniform(0, 1.5),
         )  # fmt: skip
         if killed:
             tally.trials += 1
-            landed["mid-forget (intent left)" if intent.exists() else "before its intent"] += 1
+            where = "while rewriting (intent left)" if intent.exists() else "planning or proving (no intent)"
+            landed[where] += 1
             repair = runner.run("--root", root, "verify", "--repair", "--json")
             if repair.code not in (0, 1):
                 tally.add("wrong_exit", f"{repair.line()} exit {repair.code}: {repair.err.strip()[:300]}")

@@ -40,11 +40,7 @@ def build(folder: Path, turns: int, rounds: int) -> Path:
     rows = []
     for i in range(turns):
         user = f"user{i % 4}"
-        secret = (
-            f" The forgetword{(i // 4) % rounds} is private."
-            if user == "user0" and (i // 4) % 50 == 0
-            else ""
-        )
+        secret = f" The forgetword{(i // 200) % rounds} is private." if i % 200 == 0 else ""  # user0
         rows.append(
             {
                 "user": user,

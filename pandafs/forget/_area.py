@@ -30,7 +30,20 @@ PROJECTED = frozenset(
 )
 """Files a turn's events project to: re-projected from the redacted events, not edited."""
 
-LOCKS = frozenset({".memory.lock", ".alloc.lock", ".counter", ".forget.lock", ".forget-intent.json"})
+BOOKKEEPING = frozenset(
+    {
+        ".memory.lock",
+        ".alloc.lock",
+        ".counter",
+        ".forget.lock",
+        ".forget-intent.json",
+        ".external_ids.jsonl",
+        ".ledger.jsonl",
+    }
+)
+"""Locks, counters, the forget's own intent, the import ledger (external ids: it keeps a
+re-import of a forgotten turn from bringing it back) and the ledger of final hashes: not
+what a person said."""
 
 ENTRY_DOCS = ("preferences.md", "facts.md")
 
@@ -51,7 +64,7 @@ def _walk(root: Path, rel: str) -> Iterator[str]:
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(folder, name)
-            if name in LOCKS or not stat.S_ISREG(os.lstat(path).st_mode):
+            if name in BOOKKEEPING or not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
             yield os.path.relpath(path, root)
 

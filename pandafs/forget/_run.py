@@ -39,7 +39,7 @@ from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.layout import TURN_DIR_RE, classify, is_user_id
-from events.ledger import record_turn_hash
+from events.ledger import read_ledger, record_turn_hash
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
 from events.schema import SCHEMA_VERSION, Forgotten, parse_event
 from events.stamps import format_ts
@@ -505,14 +505,15 @@ def forget(
 
 
 def resume_pending(vault: Vault, now: datetime | None = None) -> list[str]:
-    """Finish every forget a killed process left (`verify --repair`); the users done."""
+    """Finish every forget a killed process left (`verify --repair`); their intents' paths."""
     done = []
     for user in vault.layout.users():
         if os.path.isfile(intent_path(vault, user)):
             with file_lock(
                 vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}"
             ):
-                done += _resume_user(vault, user, now or utcnow())
+                if _resume_user(vault, user, now or utcnow()):
+                    done.append(vault.rel(intent_path(vault, user)))
     return done
 
 
@@ -591,11 +592,44 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
                 raw, matcher, full=full, forget_id=forget_id, by=by, kind=kind, now=now, anchor=True
             ),
         )
-        if changed or full:
+        if changed or full or _anchored_by(vault, rel, forget_id):
+            # (a killed run may have rewritten the log, not its projections or ledger line)
+            _reanchor(vault, user, folder)
             _project(vault, folder)
     _rebuild(vault)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(intent_path(vault, user))
+
+
+def _reanchor(vault: Vault, user: str, folder: str) -> None:
+    """Record a rewritten turn's new end in the user's ledger of final hashes, so `verify`
+    holds it to the redacted log (a turn still running is recorded when it completes)."""
+    turns = vault.layout.turns_dir(user)
+    turn = folder.rsplit("/", 1)[1]
+    log = parse_log(folder, read_vault_file(vault.root, f"{folder}/events.jsonl")[0])
+    if not log.records:
+        return
+    anchored = read_ledger(vault.root, turns).anchors.get(turn)
+    completed = any(r.get("type") == "turn_completed" for r in log.records)
+    if anchored is None and not completed:
+        return
+    if anchored is None or (anchored.events, anchored.last_hash) != (len(log.records), log.last_hash):
+        record_turn_hash(turns, turn, len(log.records), log.last_hash, root=vault.root)
+
+
+def _anchored_by(vault: Vault, rel: str, forget_id: str) -> bool:
+    """Does the log end with this forget's anchor (rewritten by it, now or before a crash)?"""
+    try:
+        raw = read_vault_file(vault.root, rel)[0]
+    except (OSError, NotInVault, EventsError):
+        return False
+    last = raw.rstrip(b"\n").rpartition(b"\n")[2]
+    if b'"type":"forgotten"' not in last:
+        return False
+    try:
+        return orjson.loads(last).get("data", {}).get("forget_id") == forget_id
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _tainted_archived(vault: Vault, user: str, matcher: Matcher, own: set[str]) -> set[str]:

@@ -116,3 +116,26 @@ def test_a_forget_killed_midway_is_finished_by_verify_repair(
     assert verify_vault(told, checks=default_checks()).ok
     log = (told.root / "users/alice/memory.events.jsonl").read_bytes().splitlines()
     assert sum(orjson.loads(line)["type"] == "forgotten" for line in log) == 1  # recorded once
+
+
+@pytest.mark.parametrize("step", ["_reanchor", "_project"])
+def test_a_forget_killed_between_a_log_and_its_projections_projects_on_resume(
+    told: Vault, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Killed after a turn's log was rewritten, before its ledger line or its context.md
+    was: the resumed forget finds nothing left to redact in that log, and records and
+    re-projects it all the same."""
+
+    def dying(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, step, dying)
+    with pytest.raises(KeyboardInterrupt):
+        forget(told, "flowerpot", "alice")
+    monkeypatch.undo()
+    stale = [p for p in _alice_files(told.root, "flowerpot") if p.endswith("context.md")]
+    assert stale  # the log is redacted, its projection is not yet
+    verify_vault(told, repair=True, checks=default_checks())
+    assert _alice_files(told.root, "flowerpot") == []
+    report = verify_vault(told, checks=default_checks())
+    assert report.ok, report.problems
