@@ -242,7 +242,7 @@ def answer_checks(
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
     return [
-        _about(answer, query, resolved or query, facts),
+        _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
         GateResult(
             gate="requested_data",
             passed=present,
@@ -259,6 +259,7 @@ def answer_checks(
 
 
 _ABOUT = "about_what_was_asked"
+_NOTHING = "the question names no thing and no datum to check an answer against"
 _WHO = "the question asks what the assistant said; the answer quotes the user (or the other way round)"
 # A question about what the assistant said earlier ("you suggested", "our previous
 # conversation") is answered by the assistant's words; any other by the user's, the files
@@ -291,11 +292,13 @@ def _content(text: str) -> frozenset[str]:
     return stems_of(CITE.sub("", text), content=True)
 
 
-def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateResult:
+def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkable: bool) -> GateResult:
     """Is what the answer says taken from facts about the thing the question asks about?
     The facts it uses are those sharing a word with it that the question does not have;
-    one of them must be about the question's focus (`slots.focus_of`).  The pipeline's own
-    labels are never an answer."""
+    one of them must be about the question's focus (`slots.focus_of`).  A question that
+    names no thing, no datum (`checkable`: a requested kind or an identity slot) leaves
+    nothing to check an answer against: it is not approved.  The pipeline's own labels are
+    never an answer."""
     if PIPELINE_TEXT.search(answer):
         return GateResult(
             gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
@@ -303,7 +306,9 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateRes
     focus = focus_of(resolved) if is_question(query) else ()
     if is_honest_unknown(answer) or not is_question(query):
         return GateResult(gate=_ABOUT, passed=True)
-    if not focus:  # then at least: what it says comes from who was asked about
+    if not focus:  # then at least: a datum to check, from who was asked about
+        if not checkable:
+            return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
         said = [f for f in facts if new & _content(f.text)]
         passed = not said or any(speaker_fits(query, f.origin) for f in said)

@@ -155,7 +155,7 @@ def statement_form(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-CITE = re.compile(r"\s*(?:\[\d+\]|\((?:memory|internet)[_.]\w+\))")
+CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory)\))")
 SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 

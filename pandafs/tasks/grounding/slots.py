@@ -187,7 +187,8 @@ _NP_END = frozenset(
     these those this that again for in on at to from of with which who whom whose and or as by
     than currently still right today yesterday tonight last next i you we he she it they my your
     our his her their me us him them can could should would will shall may might must not
-    there here when where why how what all any some one ones thing things stuff""".split()
+    there here when where why how what all any some one ones thing things stuff like likes love
+    loves want wants need needs eat eats get gets go goes use uses think say said""".split()
 )
 
 
@@ -208,7 +209,7 @@ def focus_of(query: str) -> tuple[str, ...]:
                 if not words and word in _MODIFIERS:
                     continue
                 words.append(word)
-                if raw != word or len(words) == 3:  # "my sister's name": the sister
+                if raw != word or len(words) == 2:  # "my sister's name": the sister
                     break
             if words and words[-1] not in _UNITS and words[-1] not in _CLASSIFIERS:
                 return tuple(words)
