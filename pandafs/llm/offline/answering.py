@@ -53,7 +53,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
-    if slots & {f.slot for f in picked if f.slot} or data.requested in ("price", "date", "name", "place"):
+    if slots & {f.slot for f in picked if f.slot} or data.requested not in ("", "list"):
         return picked[:1] if not data.feedback else picked[:2]
     return picked[: 5 if data.requested == "list" else 3]
 
@@ -109,9 +109,6 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
     return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
 
 
-_NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
-
-
 def validate(data: t.ValidateIn) -> t.ValidateOut:
     text = data.answer
     corpus = " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
@@ -119,7 +116,7 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     checks: list[GateResult] = []
     present = bool(text.strip())
     checks.append(GateResult(gate="answer_present", passed=present))
-    claims = _NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
+    claims = g.NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
     numbers = {
         n
         for n in (m.group(0).replace(",", "") for m in NUMBER.finditer(claims))

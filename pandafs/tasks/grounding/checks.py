@@ -8,7 +8,7 @@ from events.schema import GateResult
 from indexers.words import stem
 
 from .facts import REPLIES, Fact
-from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
+from .sentences import CITE, NOTED, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
 from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
 # --- requested data -------------------------------------------------------------------------
@@ -59,7 +59,8 @@ _REQUESTED = [  # checked in order; the question's own words decide
     (  # a polar question ("did I finish it?") is answered yes or no
         "polar",
         re.compile(
-            r"^\s*(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|would|should)\s+(?:i|we|my|our)\b",
+            r"^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
+            r"would|should)\s+(?:i|we|my|our)\b",
             re.I,
         ),
     ),
@@ -180,7 +181,7 @@ _DURATION = re.compile(
 _AT_PLACE = re.compile(
     r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
-_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]")
+_QUOTED = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)")
 
 
 def _identifies(answer: str, query: str) -> bool:
@@ -218,6 +219,7 @@ def answer_checks(
 ) -> list[GateResult]:
     """Is the answer about what was asked (`resolved`: the query with its references
     resolved), does it hold what was asked, and does it contradict no settled fact?"""
+    answer = NOTED.sub("", answer).strip()  # what it will remember is no claim
     present = has_requested(requested, answer, query) and not (
         is_question(query) and is_honest_unknown(answer)
     )
@@ -295,7 +297,8 @@ def _content(text: str) -> frozenset[str]:
 def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkable: bool) -> GateResult:
     """Is what the answer says taken from facts about the thing the question asks about?
     The facts it uses are those sharing a word with it that the question does not have;
-    one of them must be about the question's focus (`slots.focus_of`).  A question that
+    one of them must be about the question's focus (`slots.focus_of`), and the names the
+    question gives ("Kristin Hannah", "Software Engineer Manager") must be in the answer.  A question that
     names no thing, no datum (`checkable`: a requested kind or an identity slot) leaves
     nothing to check an answer against: it is not approved.  The pipeline's own labels are
     never an answer."""
@@ -306,6 +309,12 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     focus = focus_of(resolved) if is_question(query) else ()
     if is_honest_unknown(answer) or not is_question(query):
         return GateResult(gate=_ABOUT, passed=True)
+    said = set(re.findall(r"\w+", answer.lower()))
+    named = {w for n in _names(query.split(None, 1)[-1]) for w in n.split()}
+    acronyms = {w.lower() for w in re.findall(r"\b[A-Z0-9]{2,5}\b", query)}  # "RTX", "GPU": said many ways
+    missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
+    if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
+        return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
     if not focus:  # then at least: a datum to check, from who was asked about
         if not checkable:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)

@@ -170,6 +170,7 @@ _FOCUS_LEADS = (
     re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
 )
 _MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
