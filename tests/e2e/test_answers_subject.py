@@ -185,3 +185,11 @@ def test_what_the_assistant_said_answers_a_question_about_it_and_only_that(
     assert "Kopi Tuku" in said.answer, said.answer
     mine = chat.ask("What is my favourite cafe in Bandung?")
     _not_a_wrong_approval(mine, "Kopi Tuku")
+
+
+def test_a_newer_tally_replaces_the_older_one(chat: Chat) -> None:
+    chat.ask("I've watched 4 MCU films this year")
+    chat.ask("Guess what, I've now watched 5 MCU films")
+    result = chat.ask("How many MCU films have I watched?")
+    _not_a_wrong_approval(result, "watched 4 MCU films this year")
+    assert "5 MCU films" in result.answer, result.answer

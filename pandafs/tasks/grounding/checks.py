@@ -189,19 +189,23 @@ def _identifies(answer: str, query: str) -> bool:
     does not hold, near the thing asked about when it says that thing?"""
     asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
     plain = CITE.sub("", answer)
-    found = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
-    found += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
-    found += [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
+    named = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
+    named += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
+    numbers = [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
     focus = focus_of(query)
-    if not found or not focus:
-        return bool(found)
+    if not focus:
+        return bool(named or numbers)
     head = stem(focus[-1])
     words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
     near = [n for n, (_, w) in enumerate(words) if w == head]
-    if not near:
-        return True
-    at = [sum(1 for start, _ in words if start < m.start()) for m in found]
-    return any(abs(a - b) <= 8 for a in near for b in at)
+    if not near:  # the thing is not said: only a name can stand for it ("a white Tesla")
+        return bool(named)
+
+    def within(found: list[re.Match[str]], span: int) -> bool:
+        at = [sum(1 for start, _ in words if start < m.start()) for m in found]
+        return any(abs(a - b) <= span for a in near for b in at)
+
+    return within(named, 8) or within(numbers, 3)  # "my internet plan to 500 Mbps"
 
 
 # --- answer checks --------------------------------------------------------------------------

@@ -284,3 +284,36 @@ def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
         if names and names <= stems_of(slot.value, content=True) | stems_of(slot.key.replace("_", " ")):
             return Slot(slot.key, new, slot.arity, said=new)
     return None
+
+
+# --- a tally ----------------------------------------------------------------------------------
+
+# A number the user keeps of something ("I've watched 4 MCU films", weeks later "I've now
+# watched 5 MCU films"): one value per thing counted and per verb, so the newest wins, as
+# for any one-valued slot.
+_TALLY = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
+    r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
+    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)",
+    re.I,
+)
+
+
+def tally_slot(statement: str) -> Slot | None:
+    """The slot of a statement of how many of a thing the user has done or has."""
+    match = _TALLY.search(statement)
+    if match is None:
+        return None
+    words: list[str] = []
+    for word in match.group("np").lower().split():
+        if word in _NP_END or word in ("since", "so", "but", "because", "until"):
+            break
+        words.append(word.strip("'’-"))
+        if len(words) == 2:
+            break
+    if not words:
+        return None
+    thing = " ".join(words)
+    said = f"{match.group('n')} {thing}"
+    key = f"count:{_en_stem(match.group('verb').lower())}:{_en_stem(words[-1])}"
+    return Slot(key, said, "one", said=said)
