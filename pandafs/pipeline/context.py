@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from ..config import Config
 from ..llm.base import Backend
+from ..llm.errors import LLMOutputError
 from ..llm.openai_compat import Usage
 from ..memory import Memory, Retrieved
 from ..tasks.prompts import TASKS
@@ -59,7 +60,11 @@ class TurnContext:
     def think(self, task_name: str, data: BaseModel) -> Any:
         """Ask the backend for a task's output; usage is added to this phase's tally."""
         task = TASKS[task_name]
-        result, usage = self.backend.run(task, data)
+        try:
+            result, usage = self.backend.run(task, data)
+        except LLMOutputError as exc:  # what the failed calls cost still counts
+            self.usage = self.usage + (exc.usage or Usage())
+            raise
         self.usage = self.usage + usage
         return result
 
