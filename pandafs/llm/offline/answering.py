@@ -22,6 +22,19 @@ def _to_user(text: str) -> str:
     return text
 
 
+def _said(fact: t.FactView) -> str:
+    """A fact as the answer says it: a change of state said of the thing it changed
+    ("Your car: Sold the Volvo and bought a white Tesla")."""
+    text = _to_user(fact.text).rstrip(".")
+    thing = fact.key.split(":")[-1].replace("_", " ")
+    if fact.key and ":" not in fact.key and not g.is_about((thing,), fact.text):
+        return f"Your {thing}: {text}"
+    return text
+
+
+_WHAT = {"which": "which", "count": "number of", "duration": "how long for", "polar": "answer about"}
+
+
 def _holds(kind: str, text: str, query: str) -> bool:
     return g.has_requested(kind, text, query) if kind else True
 
@@ -42,7 +55,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             score += 3
         if title and title.lower() in fact.text.lower():
             score += 2
-        if score and data.requested and _holds(data.requested, fact.text, data.query):
+        if score and data.requested and _holds(data.requested, _said(fact), data.query):
             score += 2
         if score:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
@@ -82,7 +95,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             or ", ".join(data.keywords[:4])
             or "that"
         )
-        if data.requested and not any(_holds(data.requested, f.text, data.query) for f in picked):
+        if data.requested and not any(_holds(data.requested, _said(f), data.query) for f in picked):
             about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
             seen = (
                 f"; the last thing memory holds about it: {_to_user(about[0].text).rstrip('.')} "
@@ -90,13 +103,14 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
                 else ""
             )
             parts.append(
-                f"I don't know the {data.requested} of {subject}{seen}{_cite(about[0]) if about else ''}."
+                f"I don't know {_WHAT.get(data.requested, 'the ' + data.requested + ' of')} {subject}"
+                f"{seen}{_cite(about[0]) if about else ''}."
             )
             picked = about
         elif picked:
             said = []
             for fact in picked:
-                line = f"{_to_user(fact.text).rstrip('.')} {_cite(fact)}"
+                line = f"{_said(fact)} {_cite(fact)}"
                 if fact.replaces:
                     line += f" (this replaces what was said before: {', '.join(fact.replaces)})"
                 said.append(line + ".")

@@ -9,7 +9,7 @@ from indexers.words import stem
 
 from .facts import REPLIES, Fact
 from .sentences import CITE, NOTED, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
-from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
+from .slots import STRONG_SLOTS, asked_part, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
 # --- requested data -------------------------------------------------------------------------
 
@@ -96,6 +96,7 @@ def requested_kind(query: str) -> str:
     name, place, list, which — or ''."""
     if not is_question(query):
         return ""
+    query = asked_part(query)
     for kind, pattern in _REQUESTED:
         if pattern.search(query):
             if kind == "polar" and asked_slots(query) & STRONG_SLOTS:
@@ -198,8 +199,8 @@ def _identifies(answer: str, query: str) -> bool:
     head = stem(focus[-1])
     words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
     near = [n for n, (_, w) in enumerate(words) if w == head]
-    if not near:  # the thing is not said: only a name can stand for it ("a white Tesla")
-        return bool(named)
+    if not near:  # the answer does not say which of the thing it names
+        return False
 
     def within(found: list[re.Match[str]], span: int) -> bool:
         at = [sum(1 for start, _ in words if start < m.start()) for m in found]

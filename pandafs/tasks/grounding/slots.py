@@ -171,6 +171,11 @@ _FOCUS_LEADS = (
     re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(  # "can you remind me what the recommended ratio is?"
+        r"\b(?:remind\s+me|tell\s+me|know)\s+(?:of\s+)?(?:what|which)\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?"
+        r"(?P<np>[a-z][a-z'’ -]*)",
+        re.I,
+    ),
     re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
 )
 _MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
@@ -193,10 +198,22 @@ _NP_END = frozenset(
 )
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_part(query: str) -> str:
+    """The question of a message that first says something ("I remember you told me to
+    dilute it. Can you remind me what the ratio is?"): its last sentence that asks."""
+    parts = [p for p in _SENTENCE_END.split(query.strip()) if p.strip()]
+    asking = [p for p in parts if p.rstrip().endswith("?")]
+    return asking[-1] if asking else query
+
+
 @lru_cache(maxsize=4096)
 def focus_of(query: str) -> tuple[str, ...]:
     """The words of the thing a question asks about, its head noun last ('what is my
     favourite football team?' → ('football', 'team')); () when it names none."""
+    query = asked_part(query)
     for lead in _FOCUS_LEADS:
         for match in lead.finditer(query):
             words: list[str] = []
