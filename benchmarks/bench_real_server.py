@@ -73,6 +73,7 @@ def configure(vault: Path, base_url: str, model: str, timeout: float) -> None:
         "structured_output": '"json_schema"',
         "timeout_s": f"{timeout:.1f}",
         "max_retries": "1",
+        "max_tokens": "512",
     }
     for key, value in values.items():
         line = f"{key} = {value}"
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default=None, help="default: the first model the server lists")
     parser.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the server")
-    parser.add_argument("--timeout", type=float, default=600.0, help="[llm] timeout_s")
+    parser.add_argument("--timeout", type=float, default=300.0, help="[llm] timeout_s")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     listed = wait_for(args.base_url, args.wait)

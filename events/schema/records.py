@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .phases import Payload
+from .phases import Payload, PhaseMetrics
 
 # --- failures and housekeeping ---------------------------------------------------------
 
@@ -17,6 +17,7 @@ class PhaseFailed(Payload):
     error_type: str
     message: str
     attempt: int = 0
+    metrics: PhaseMetrics | None = None  # what the phase spent before it failed
 
 
 class TornTailRepaired(Payload):

@@ -45,6 +45,11 @@ class LLMConfig(_Section):
     timeout_s: float = setting(60.0, gt=0, description="per-request timeout in seconds")
     max_retries: int = setting(3, ge=0, description="retries on 429 / 5xx / connection errors")
     backoff_s: float = setting(0.5, ge=0, description="first retry delay; doubles each retry")
+    max_tokens: int = setting(
+        1024,
+        ge=1,
+        description="most tokens a reply may use (a small model in JSON mode can loop on whitespace)",
+    )
     structured_output: Literal["json_schema", "json_object", "none"] = setting(
         "json_schema",
         description="response_format sent for JSON replies: 'json_schema' (vLLM, Ollama >= 0.5, "

@@ -140,6 +140,7 @@ class OpenAIChat:
             "model": settings.model or self._config.model,
             "messages": messages,
             "temperature": settings.temperature,
+            "max_tokens": self._config.max_tokens,
             "stream": False,
             **extra,
         }

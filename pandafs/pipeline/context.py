@@ -22,6 +22,7 @@ from events.schema import TierFailed
 from ..config import Config
 from ..errors import Unreadable
 from ..llm.base import Backend
+from ..llm.errors import LLMOutputError
 from ..llm.usage import Usage
 from ..memory.api import Memory
 from ..memory.retrieved import Retrieved
@@ -64,7 +65,11 @@ class TurnContext:
     def think(self, task_name: str, data: BaseModel) -> Any:
         """Ask the backend for a task's output; usage is added to this phase's tally."""
         task = TASKS[task_name]
-        result, usage = self.backend.run(task, data)
+        try:
+            result, usage = self.backend.run(task, data)
+        except LLMOutputError as exc:  # what the failed calls cost still counts
+            self.usage = self.usage + (exc.usage or Usage())
+            raise
         self.usage = self.usage + usage
         return result
 

@@ -11,6 +11,7 @@ turn used; its scope changes are events of this turn.
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from datetime import datetime
 
 from events.doctypes import ENTRY_TYPES
@@ -21,6 +22,7 @@ from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, Paylo
 from events.stamps import format_ts
 
 from ..learning.api import after_save
+from ..llm.errors import LLMError
 from ..tasks.grounding import is_honest_unknown
 from ..tasks.schemas import SummarizeIn, SummarizeOut
 from .context import TurnContext
@@ -157,18 +159,19 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
     tools_used = [t.tool for t in view.tool_calls() if t.ok]
     summary = SummarizeOut(summary=f"Asked: {view.query[:140]}", topics=[])
     if analysis is not None:
-        summary = ctx.think(
-            "summarize_turn",
-            SummarizeIn(
-                query=view.query,
-                resolved_query=analysis.resolved_query,
-                answer=final,
-                outcome=outcome,
-                keywords=analysis.keywords,
-                entities=analysis.entities,
-                tools_used=tools_used,
-            ),
-        )
+        with suppress(LLMError):  # a model that cannot summarise leaves the plain summary: the
+            summary = ctx.think(  # turn still ends, with its verdict recorded
+                "summarize_turn",
+                SummarizeIn(
+                    query=view.query,
+                    resolved_query=analysis.resolved_query,
+                    answer=final,
+                    outcome=outcome,
+                    keywords=analysis.keywords,
+                    entities=analysis.entities,
+                    tools_used=tools_used,
+                ),
+            )
     research = [t for t in view.tool_calls() if canonical_tool(t.tool) == "internet_research" and t.ok]
     intervention = write_intervention(ctx, view, why, now) if outcome == "FAIL" else None
     quality = QUALITY[outcome] + (

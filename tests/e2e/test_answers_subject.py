@@ -186,3 +186,31 @@ def test_what_the_assistant_said_answers_a_question_about_it_and_only_that(
     assert "Kopi Tuku" in said.answer, said.answer
     mine = chat.ask("What is my favourite cafe in Bandung?")
     _not_a_wrong_approval(mine, "Kopi Tuku")
+
+
+def test_a_newer_tally_replaces_the_older_one(chat: Chat) -> None:
+    chat.ask("I've watched 4 MCU films this year")
+    chat.ask("Guess what, I've now watched 5 MCU films")
+    result = chat.ask("How many MCU films have I watched?")
+    _not_a_wrong_approval(result, "watched 4 MCU films this year")
+    assert "5 MCU films" in result.answer, result.answer
+
+
+def test_a_model_that_answers_junk_ends_the_turn_as_a_recorded_fail(vault: Vault) -> None:
+    from events import read_events
+    from pandafs.config import LLMConfig
+    from pandafs.llm.base import OpenAIBackend
+    from pandafs.llm.openai_compat import OpenAIChat
+    from tests.support.openai_stub import OpenAIStub
+
+    with OpenAIStub(lambda request: "Sure!!! {{{ not json") as stub:
+        config = LLMConfig(backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=0)
+        backend = OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
+        with Pipeline(vault, backend=backend, clock=lambda: T0) as pipeline:
+            result = pipeline.ask("What is my job?", user="alice")
+    assert result.outcome == "FAIL"
+    assert result.failure and "did not return valid JSON" in result.failure
+    events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
+    failed = next(e.data for e in events if e.type == "phase_failed")
+    assert failed.metrics is not None and failed.metrics.llm_calls == 2  # the try and its correction
+    assert events[-1].type == "turn_completed"  # the summary's junk did not stop the turn ending

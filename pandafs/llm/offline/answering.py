@@ -22,6 +22,19 @@ def _to_user(text: str) -> str:
     return text
 
 
+def _said(fact: t.FactView) -> str:
+    """A fact as the answer says it: a change of state said of the thing it changed
+    ("Your car: Sold the Volvo and bought a white Tesla")."""
+    text = _to_user(fact.text).rstrip(".")
+    thing = fact.key.split(":")[-1].replace("_", " ")
+    if fact.key and ":" not in fact.key and not g.is_about((thing,), fact.text):
+        return f"Your {thing}: {text}"
+    return text
+
+
+_WHAT = {"which": "which", "count": "number of", "duration": "how long for", "polar": "answer about"}
+
+
 def _holds(kind: str, text: str, query: str) -> bool:
     return g.has_requested(kind, text, query) if kind else True
 
@@ -42,7 +55,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             score += 3
         if title and title.lower() in fact.text.lower():
             score += 2
-        if score and data.requested and _holds(data.requested, fact.text, data.query):
+        if score and data.requested and _holds(data.requested, _said(fact), data.query):
             score += 2
         if score:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
@@ -53,7 +66,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
-    if slots & {f.slot for f in picked if f.slot} or data.requested in ("price", "date", "name", "place"):
+    if slots & {f.slot for f in picked if f.slot} or data.requested not in ("", "list"):
         return picked[:1] if not data.feedback else picked[:2]
     return picked[: 5 if data.requested == "list" else 3]
 
@@ -82,7 +95,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             or ", ".join(data.keywords[:4])
             or "that"
         )
-        if data.requested and not any(_holds(data.requested, f.text, data.query) for f in picked):
+        if data.requested and not any(_holds(data.requested, _said(f), data.query) for f in picked):
             about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
             seen = (
                 f"; the last thing memory holds about it: {_to_user(about[0].text).rstrip('.')} "
@@ -90,13 +103,14 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
                 else ""
             )
             parts.append(
-                f"I don't know the {data.requested} of {subject}{seen}{_cite(about[0]) if about else ''}."
+                f"I don't know {_WHAT.get(data.requested, 'the ' + data.requested + ' of')} {subject}"
+                f"{seen}{_cite(about[0]) if about else ''}."
             )
             picked = about
         elif picked:
             said = []
             for fact in picked:
-                line = f"{_to_user(fact.text).rstrip('.')} {_cite(fact)}"
+                line = f"{_said(fact)} {_cite(fact)}"
                 if fact.replaces:
                     line += f" (this replaces what was said before: {', '.join(fact.replaces)})"
                 said.append(line + ".")
@@ -109,9 +123,6 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
     return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
 
 
-_NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
-
-
 def validate(data: t.ValidateIn) -> t.ValidateOut:
     text = data.answer
     corpus = " ".join(s.text for s in data.sources) + " " + " ".join(r.text for r in data.tool_results)
@@ -119,7 +130,7 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     checks: list[GateResult] = []
     present = bool(text.strip())
     checks.append(GateResult(gate="answer_present", passed=present))
-    claims = _NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
+    claims = g.NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
     numbers = {
         n
         for n in (m.group(0).replace(",", "") for m in NUMBER.finditer(claims))

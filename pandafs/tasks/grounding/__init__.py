@@ -15,10 +15,19 @@ checks.py     the requested datum and `answer_checks`
 
 from .checks import PRICE, answer_checks, has_requested, requested_kind, speaker_fits
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
-from .sentences import SECOND_PERSON, is_honest_unknown, is_non_answer, is_question, norm, statement_form
+from .sentences import (
+    NOTED,
+    SECOND_PERSON,
+    is_honest_unknown,
+    is_non_answer,
+    is_question,
+    norm,
+    statement_form,
+)
 from .slots import STRONG_SLOTS, Slot, asked_slots, focus_of, is_about, related_overlap, slot_of
 
 __all__ = [
+    "NOTED",
     "ORIGIN_RANK",
     "PRICE",
     "SECOND_PERSON",

@@ -8,8 +8,8 @@ from events.schema import GateResult
 from indexers.words import stem
 
 from .facts import REPLIES, Fact
-from .sentences import CITE, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
-from .slots import STRONG_SLOTS, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
+from .sentences import CITE, NOTED, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
+from .slots import STRONG_SLOTS, asked_part, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
 
 # --- requested data -------------------------------------------------------------------------
 
@@ -59,7 +59,8 @@ _REQUESTED = [  # checked in order; the question's own words decide
     (  # a polar question ("did I finish it?") is answered yes or no
         "polar",
         re.compile(
-            r"^\s*(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|would|should)\s+(?:i|we|my|our)\b",
+            r"^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
+            r"would|should)\s+(?:i|we|my|our)\b",
             re.I,
         ),
     ),
@@ -95,6 +96,7 @@ def requested_kind(query: str) -> str:
     name, place, list, which — or ''."""
     if not is_question(query):
         return ""
+    query = asked_part(query)
     for kind, pattern in _REQUESTED:
         if pattern.search(query):
             if kind == "polar" and asked_slots(query) & STRONG_SLOTS:
@@ -180,7 +182,7 @@ _DURATION = re.compile(
 _AT_PLACE = re.compile(
     r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
-_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]")
+_QUOTED = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)")
 
 
 def _identifies(answer: str, query: str) -> bool:
@@ -188,19 +190,23 @@ def _identifies(answer: str, query: str) -> bool:
     does not hold, near the thing asked about when it says that thing?"""
     asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
     plain = CITE.sub("", answer)
-    found = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
-    found += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
-    found += [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
+    named = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
+    named += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
+    numbers = [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
     focus = focus_of(query)
-    if not found or not focus:
-        return bool(found)
+    if not focus:
+        return bool(named or numbers)
     head = stem(focus[-1])
     words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
     near = [n for n, (_, w) in enumerate(words) if w == head]
-    if not near:
-        return True
-    at = [sum(1 for start, _ in words if start < m.start()) for m in found]
-    return any(abs(a - b) <= 8 for a in near for b in at)
+    if not near:  # the answer does not say which of the thing it names
+        return False
+
+    def within(found: list[re.Match[str]], span: int) -> bool:
+        at = [sum(1 for start, _ in words if start < m.start()) for m in found]
+        return any(abs(a - b) <= span for a in near for b in at)
+
+    return within(named, 8) or within(numbers, 3)  # "my internet plan to 500 Mbps"
 
 
 # --- answer checks --------------------------------------------------------------------------
@@ -218,6 +224,7 @@ def answer_checks(
 ) -> list[GateResult]:
     """Is the answer about what was asked (`resolved`: the query with its references
     resolved), does it hold what was asked, and does it contradict no settled fact?"""
+    answer = NOTED.sub("", answer).strip()  # what it will remember is no claim
     present = has_requested(requested, answer, query) and not (
         is_question(query) and is_honest_unknown(answer)
     )
@@ -242,7 +249,7 @@ def answer_checks(
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
     return [
-        _about(answer, query, resolved or query, facts),
+        _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
         GateResult(
             gate="requested_data",
             passed=present,
@@ -259,6 +266,7 @@ def answer_checks(
 
 
 _ABOUT = "about_what_was_asked"
+_NOTHING = "the question names no thing and no datum to check an answer against"
 _WHO = "the question asks what the assistant said; the answer quotes the user (or the other way round)"
 # A question about what the assistant said earlier ("you suggested", "our previous
 # conversation") is answered by the assistant's words; any other by the user's, the files
@@ -291,11 +299,14 @@ def _content(text: str) -> frozenset[str]:
     return stems_of(CITE.sub("", text), content=True)
 
 
-def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateResult:
+def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkable: bool) -> GateResult:
     """Is what the answer says taken from facts about the thing the question asks about?
     The facts it uses are those sharing a word with it that the question does not have;
-    one of them must be about the question's focus (`slots.focus_of`).  The pipeline's own
-    labels are never an answer."""
+    one of them must be about the question's focus (`slots.focus_of`), and the names the
+    question gives ("Kristin Hannah", "Software Engineer Manager") must be in the answer.  A question that
+    names no thing, no datum (`checkable`: a requested kind or an identity slot) leaves
+    nothing to check an answer against: it is not approved.  The pipeline's own labels are
+    never an answer."""
     if PIPELINE_TEXT.search(answer):
         return GateResult(
             gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
@@ -303,10 +314,18 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact]) -> GateRes
     focus = focus_of(resolved) if is_question(query) else ()
     if is_honest_unknown(answer) or not is_question(query):
         return GateResult(gate=_ABOUT, passed=True)
-    if not focus:  # then at least: what it says comes from who was asked about
+    said = set(re.findall(r"\w+", answer.lower()))
+    named = {w for n in _names(query.split(None, 1)[-1]) for w in n.split()}
+    acronyms = {w.lower() for w in re.findall(r"\b[A-Z0-9]{2,5}\b", query)}  # "RTX", "GPU": said many ways
+    missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
+    if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
+        return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
+    if not focus:  # then at least: a datum to check, from who was asked about
+        if not checkable:
+            return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
-        said = [f for f in facts if new & _content(f.text)]
-        passed = not said or any(speaker_fits(query, f.origin) for f in said)
+        sources = [f for f in facts if new & _content(f.text)]
+        passed = not sources or any(speaker_fits(query, f.origin) for f in sources)
         return GateResult(gate=_ABOUT, passed=passed, detail="" if passed else _WHO)
     new = _content(answer) - _content(resolved)
     used = [f for f in facts if new & _content(f.text) and speaker_fits(query, f.origin)]

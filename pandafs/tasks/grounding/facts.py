@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 
 from .sentences import CITE, is_non_answer, norm
-from .slots import Slot, disagree, slot_of, takes_slot
+from .slots import Slot, disagree, slot_of, takes_slot, tally_slot
 
 ORIGIN_RANK = {"memory": 0, "stated": 1, "document": 2, "tool": 3, "answer": 4, "assistant": 5}
 REPLIES = frozenset({"answer", "assistant"})  # what the assistant said, never over the user
@@ -76,7 +76,7 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
     held: list[Slot] = []
     for fact in reversed(out):  # oldest first: a change of state takes the slot it changes
         if fact.slot is None:
-            fact.slot = takes_slot(fact.text, held)
+            fact.slot = takes_slot(fact.text, held) or tally_slot(fact.text)
         if fact.slot is not None:
             held.append(fact.slot)
     winners: list[Fact] = []

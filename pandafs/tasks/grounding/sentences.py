@@ -155,7 +155,9 @@ def statement_form(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-CITE = re.compile(r"\s*(?:\[\d+\]|\((?:memory|internet)[_.]\w+\))")
+# What an answer says it will remember: the user's own words, not a claim to check.
+NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
+CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory)\))")
 SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 

@@ -170,6 +170,12 @@ _FOCUS_LEADS = (
     re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(  # "can you remind me what the recommended ratio is?"
+        r"\b(?:remind\s+me|tell\s+me|know)\s+(?:of\s+)?(?:what|which)\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?"
+        r"(?P<np>[a-z][a-z'’ -]*)",
+        re.I,
+    ),
     re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
 )
 _MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
@@ -187,14 +193,27 @@ _NP_END = frozenset(
     these those this that again for in on at to from of with which who whom whose and or as by
     than currently still right today yesterday tonight last next i you we he she it they my your
     our his her their me us him them can could should would will shall may might must not
-    there here when where why how what all any some one ones thing things stuff""".split()
+    there here when where why how what all any some one ones thing things stuff like likes love
+    loves want wants need needs eat eats get gets go goes use uses think say said""".split()
 )
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_part(query: str) -> str:
+    """The question of a message that first says something ("I remember you told me to
+    dilute it. Can you remind me what the ratio is?"): its last sentence that asks."""
+    parts = [p for p in _SENTENCE_END.split(query.strip()) if p.strip()]
+    asking = [p for p in parts if p.rstrip().endswith("?")]
+    return asking[-1] if asking else query
 
 
 @lru_cache(maxsize=4096)
 def focus_of(query: str) -> tuple[str, ...]:
     """The words of the thing a question asks about, its head noun last ('what is my
     favourite football team?' → ('football', 'team')); () when it names none."""
+    query = asked_part(query)
     for lead in _FOCUS_LEADS:
         for match in lead.finditer(query):
             words: list[str] = []
@@ -208,7 +227,7 @@ def focus_of(query: str) -> tuple[str, ...]:
                 if not words and word in _MODIFIERS:
                     continue
                 words.append(word)
-                if raw != word or len(words) == 3:  # "my sister's name": the sister
+                if raw != word or len(words) == 2:  # "my sister's name": the sister
                     break
             if words and words[-1] not in _UNITS and words[-1] not in _CLASSIFIERS:
                 return tuple(words)
@@ -282,3 +301,36 @@ def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
         if names and names <= stems_of(slot.value, content=True) | stems_of(slot.key.replace("_", " ")):
             return Slot(slot.key, new, slot.arity, said=new)
     return None
+
+
+# --- a tally ----------------------------------------------------------------------------------
+
+# A number the user keeps of something ("I've watched 4 MCU films", weeks later "I've now
+# watched 5 MCU films"): one value per thing counted and per verb, so the newest wins, as
+# for any one-valued slot.
+_TALLY = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
+    r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
+    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)",
+    re.I,
+)
+
+
+def tally_slot(statement: str) -> Slot | None:
+    """The slot of a statement of how many of a thing the user has done or has."""
+    match = _TALLY.search(statement)
+    if match is None:
+        return None
+    words: list[str] = []
+    for word in match.group("np").lower().split():
+        if word in _NP_END or word in ("since", "so", "but", "because", "until"):
+            break
+        words.append(word.strip("'’-"))
+        if len(words) == 2:
+            break
+    if not words:
+        return None
+    thing = " ".join(words)
+    said = f"{match.group('n')} {thing}"
+    key = f"count:{_en_stem(match.group('verb').lower())}:{_en_stem(words[-1])}"
+    return Slot(key, said, "one", said=said)
