@@ -55,6 +55,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from events.clock import utcnow
 from events.log import read_events
 from events.projection import project_turn
 from indexers.words import STOP_WORDS
@@ -451,7 +452,7 @@ def run_longmemeval(
         memory = open_memory(vault)
         imported = import_turns(vault, source, after_batch=memory.index_docs, keep_turns=False)
         import_seconds = time.perf_counter() - started
-        clock = {"t": datetime.now(UTC)}
+        clock = {"t": utcnow()}
         asked = time.perf_counter()
         with Pipeline(
             vault, backend=backend or OfflineBackend(), memory=memory, clock=lambda: clock["t"]

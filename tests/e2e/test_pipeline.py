@@ -268,7 +268,16 @@ def test_ask_and_tools_cli(cli, vault: Vault) -> None:
     assert {h["doc_id"] for h in found} >= {"carol/turn_000001", "carol/preferences"}
     schemas = cli("--root", vault.root, "tools", "--json").json
     names = [s["function"]["name"] for s in schemas]
-    assert names == ["search_memory", "retrieve_memory", "save_memory", "internet_research", "ask"]
+    assert names == [
+        "search_memory",
+        "retrieve_memory",
+        "save_memory",
+        "edit_memory",
+        "delete_memory",
+        "forget",
+        "internet_research",
+        "ask",
+    ]
     assert schemas[0]["type"] == "function" and schemas[0]["function"]["parameters"]["type"] == "object"
     bad = cli("--root", vault.root, "ask", "   ", "--user", "carol")
     assert bad.code == 2 and "empty" in bad.err
