@@ -39,6 +39,8 @@ from .tools import canonical_tool, finding_line
 __all__ = ["answer", "facts_of", "sources_of", "tool_results_of", "validate"]
 
 _TURN_KINDS = ("turn", "archived_turn")
+_ITEMS = re.compile(r"(?:^|\s)[-*]\s+")
+_TURN_HIT = "From a conversation: "  # a turn's snippet mixes what the user and the assistant said
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TAGS = re.compile(r"(?<!\S)#[\w-]+")
 
@@ -69,7 +71,7 @@ def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
                 is_turn = re.search(
                     r"/turn_\d+$", str(hit.get("doc_id", ""))
                 )  # a turn's title is its question
-                lines.append(snippet if is_turn else f"{hit.get('title', '')}: {snippet}")
+                lines.append(f"{_TURN_HIT}{snippet}" if is_turn else f"{hit.get('title', '')}: {snippet}")
             lines += [finding_line(f) for f in tool.result.get("findings", [])]
             raw.append((canonical_tool(tool.tool), tool.ok, tool.summary, "\n".join(lines)))
     results: list[ToolResultView] = []
@@ -152,8 +154,11 @@ def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
                 facts += [
                     Fact(s, "answer", 0, result.tool) for s in _sentences(line.removeprefix("Answered:"))
                 ]
-            else:
-                facts += [Fact(s, "tool", 0, result.tool) for s in _sentences(line)]
+            elif line.startswith(_TURN_HIT):
+                facts += [Fact(s, "tool", 0, result.tool) for s in _sentences(line.removeprefix(_TURN_HIT))]
+            else:  # a document's snippet ("Facts of alice: - … - …"): its entries, in its own words
+                entries = _ITEMS.split(line.split(": ", 1)[-1])
+                facts += [Fact(s, "document", 0, result.tool) for e in entries for s in _sentences(e)]
     return facts
 
 

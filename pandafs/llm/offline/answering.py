@@ -27,7 +27,12 @@ def _said(fact: t.FactView) -> str:
     ("Your car: Sold the Volvo and bought a white Tesla")."""
     text = _to_user(fact.text).rstrip(".")
     thing = fact.key.split(":")[-1].replace("_", " ")
-    if fact.key and ":" not in fact.key and not g.is_about((thing,), fact.text):
+    if (
+        fact.key
+        and ":" not in fact.key
+        and fact.slot not in g.STRONG_SLOTS
+        and not g.is_about((thing,), fact.text)
+    ):
         return f"Your {thing}: {text}"
     return text
 

@@ -99,8 +99,8 @@ def requested_kind(query: str) -> str:
     query = asked_part(query)
     for kind, pattern in _REQUESTED:
         if pattern.search(query):
-            if kind == "polar" and asked_slots(query) & STRONG_SLOTS:
-                continue  # "do I like tea?" is answered by what one likes
+            if kind in ("polar", "which") and asked_slots(query) & STRONG_SLOTS:
+                continue  # "do I like tea?", "which city do I live in?": the statement answers
             return kind
     return ""
 

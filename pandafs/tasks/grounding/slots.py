@@ -217,7 +217,7 @@ def focus_of(query: str) -> tuple[str, ...]:
     for lead in _FOCUS_LEADS:
         for match in lead.finditer(query):
             words: list[str] = []
-            for raw in re.findall(r"[a-z]+(?:['’]s)?", match.group("np").lower()):
+            for raw in re.findall(r"[a-z]+(?:-[a-z]+)*(?:['’]s)?", match.group("np").lower()):
                 word = re.sub(r"['’]s$", "", raw)
                 if word == "of" and len(words) == 1 and words[0] in _CLASSIFIERS:
                     words = []
