@@ -182,6 +182,9 @@ _DURATION = re.compile(
 _AT_PLACE = re.compile(
     r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
+_PLACE_NOUNS = frozenset(
+    "city town country place state village neighbourhood neighborhood area region".split()
+)
 _QUOTED = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)")
 
 
@@ -199,8 +202,8 @@ def _identifies(answer: str, query: str) -> bool:
     head = stem(focus[-1])
     words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
     near = [n for n, (_, w) in enumerate(words) if w == head]
-    if not near:  # the answer does not say which of the thing it names
-        return False
+    if not near:  # the answer does not say the thing: only a place named as one stands for a place
+        return focus[-1] in _PLACE_NOUNS and has_requested("place", answer, query)
 
     def within(found: list[re.Match[str]], span: int) -> bool:
         at = [sum(1 for start, _ in words if start < m.start()) for m in found]
