@@ -256,6 +256,15 @@ def test_a_grown_conversation_links_its_last_turn_to_the_new_one(cli, vault: Vau
     assert all(f"turn_00000{i}/context|turn {i}]]" in note for i in (1, 2, 3, 6))
 
 
+def test_a_grown_export_leaves_every_turn_verified(cli, vault: Vault) -> None:
+    before, after = SHAPES / "chatgpt_conversations.json", SHAPES / "chatgpt_conversations_grown.json"
+    assert cli("--root", vault.root, "import", "chatgpt", before, "--user", "alice").code == 0
+    assert cli("--root", vault.root, "import", "chatgpt", after, "--user", "alice").code == 0
+    # the completed and linked turns' new ends are in the ledger: not taken for a rewrite
+    result = cli("--root", vault.root, "verify", "--json")
+    assert result.code == 0 and result.json["ok"], result.out
+
+
 def test_imported_history_is_archived_by_when_it_came_in_not_when_it_was_said(cli, vault: Vault) -> None:
     from events.log import read_events
     from pandafs.archive import find_candidates
