@@ -19,10 +19,8 @@ from urllib.parse import quote
 
 import orjson
 
-from events.errors import NotInVault
-from events.fsio import open_outside_file
-
 from ..errors import BadInput
+from ..turn_import.lines import open_source
 
 NO_TEXT = "(no text)"
 
@@ -97,14 +95,7 @@ def open_export(path: Path, limit: int) -> IO[bytes]:
     """`path` opened for reading under the vault's one rule (`events.fsio.open_outside_file`:
     a regular file with one name — no link, FIFO, device, socket or folder) and at most
     `limit` bytes; else BadInput, before a byte is read."""
-    try:
-        handle = open_outside_file(path)
-    except NotInVault as exc:
-        raise BadInput(
-            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    handle = open_source(path)
     size = os.fstat(handle.fileno()).st_size
     if size > limit:
         handle.close()
