@@ -212,6 +212,19 @@ def test_unsafe_or_wrong_input_is_one_line_and_exit_2(cli, vault: Vault, tmp_pat
     assert _nothing_written(vault)
 
 
+def test_a_source_that_grows_past_the_limit_while_read_is_refused(tmp_path: Path) -> None:
+    from pandafs.chat_import._common import Capped
+    from pandafs.errors import BadInput
+
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b'{"a": 1}\n' * 3)
+    with path.open("rb") as handle:  # measured at 18 bytes, grown to 27 while read by lines
+        lines = iter(Capped(handle, 18, str(path)))
+        assert [next(lines), next(lines)] == [b'{"a": 1}\n'] * 2
+        with pytest.raises(BadInput, match=r"27 bytes, more than \[index\] import_max_bytes = 18"):
+            next(lines)
+
+
 def test_a_message_larger_than_the_index_takes_is_refused_not_acknowledged(cli, vault: Vault, tmp_path: Path):
     _configure(vault, "max_file_bytes", 200_000)
     data = json.loads((SHAPES / "chatgpt_one_conversation.json").read_text())
