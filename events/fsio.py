@@ -65,7 +65,6 @@ __all__ = [
     "check_opened",
     "checked_folders",
     "file_key",
-    "fsync_folder",
     "has_other_names",
     "held_lock",
     "is_inside",
@@ -421,13 +420,6 @@ def remove_tree_in_vault(root: Path | str | None, folder: Path, *, ignore_errors
     link is refused (`NotInVault`), its target never emptied."""
     with checked_folders(root, durable=False) as folders:
         folders.remove_tree(folder, ignore_errors=ignore_errors)
-
-
-def fsync_folder(folder: Path, root: Path | str) -> None:
-    """`os.fsync` of a vault folder, opened and checked from `root`: a folder swapped for
-    a link is refused (`NotInVault`), not the link's target synced in its place."""
-    with checked_folders(root) as folders:
-        folders.fd(folder)
 
 
 def _rel(path: Path, base: str) -> str:

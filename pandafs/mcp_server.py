@@ -11,10 +11,10 @@ and global ones), and resource reads accept only the user's own documents
 path with a symlink anywhere below the vault root is refused, as is anything outside it.
 
 Tools: those of the registry (`pandafs.pipeline.tools`) that serve this door —
-search_memory, retrieve_memory, save_memory, ask — with the registry's names, argument
-models and hints; the names follow the memory servers people already use
-(`search_memory` / `save_memory` / `retrieve_memory` as in mem0's and
-mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`).
+search_memory, retrieve_memory, save_memory, edit_memory, delete_memory, forget, ask —
+with the registry's names, argument models and hints; the names follow the memory
+servers people already use (`search_memory` / `save_memory` / `retrieve_memory` as in
+mem0's and mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`).
 
 Resources: `pandafs://vault/{+path}` reads one visible document; the listing names the
 user's memory documents, global knowledge and the user's latest turns.

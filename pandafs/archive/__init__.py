@@ -1,6 +1,6 @@
 """Cold storage of turns: which turns to archive, moving them to Parquet, and back.
 
-Policy (seeds 000 and 004, `[archive]` in pandafs.toml).  A live turn is archived when
+Policy (`[archive]` in pandafs.toml; docs/memory.md).  A live turn is archived when
 its `created_at` is older than `age_days` and it was used or expanded at most
 `max_recent_uses` times in the last `recent_window_days`, or when it is older than
 `force_age_days` whatever its use.  "Used" means its id is in a `documents_used` event

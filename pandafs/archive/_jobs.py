@@ -327,7 +327,8 @@ def expand_turn(vault: Vault, doc_id: str, *, now: datetime | None = None, recor
     """Read an archived turn's full context.md from Parquet and count the expansion.
 
     The `expansions_to_restore`-th expansion within `expansion_window_days` restores
-    the turn (seed 004).  Raises `FileNotFoundError` if the turn has no stub (any more).
+    the turn: one that keeps being opened is live again.  Raises `FileNotFoundError` if the
+    turn has no stub (any more).
     """
     key = parse_turn_id(doc_id)
     info = read_stub(vault, *key)

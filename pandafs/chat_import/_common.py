@@ -19,10 +19,8 @@ from urllib.parse import quote
 
 import orjson
 
-from events.errors import NotInVault
-from events.fsio import open_outside_file
-
 from ..errors import BadInput
+from ..turn_import.lines import open_source
 
 NO_TEXT = "(no text)"
 
@@ -97,14 +95,7 @@ def open_export(path: Path, limit: int) -> IO[bytes]:
     """`path` opened for reading under the vault's one rule (`events.fsio.open_outside_file`:
     a regular file with one name — no link, FIFO, device, socket or folder) and at most
     `limit` bytes; else BadInput, before a byte is read."""
-    try:
-        handle = open_outside_file(path)
-    except NotInVault as exc:
-        raise BadInput(
-            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    handle = open_source(path)
     size = os.fstat(handle.fileno()).st_size
     if size > limit:
         handle.close()
@@ -126,29 +117,35 @@ bounded by the largest conversation, not the file); a smaller one is parsed whol
 CHUNK = 4 * 1024 * 1024
 
 
-class _Capped:
-    """A stream that refuses (BadInput) to yield more than `limit` bytes in all: a file that
-    grew since it was measured, or a ZIP member larger than its directory says."""
+class Capped:
+    """A stream that refuses (BadInput) to yield more than `limit` bytes in all, read in
+    blocks or by lines: a file that grew since it was measured, or a ZIP member larger
+    than its directory says."""
 
     def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
         self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
 
-    def read(self, size: int) -> bytes:
-        data = self.stream.read(size)
+    def _count(self, data: bytes) -> bytes:
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
             raise BadInput(_over(self.name, self.read_so_far, self.limit))
         return data
 
+    def read(self, size: int) -> bytes:
+        return self._count(self.stream.read(size))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (self._count(line) for line in self.stream)
+
 
 @contextmanager
-def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[_Capped, int]]:
+def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[Capped, int]]:
     """(stream, size) of an export's JSON: the file itself, or `member` (conversations.json)
     of a ZIP export, read as it comes (never unpacked to disk), at most `limit` bytes."""
     with open_export(path, limit) as handle:
         if not zipfile.is_zipfile(handle):
             handle.seek(0)
-            yield _Capped(handle, limit, str(path)), os.fstat(handle.fileno()).st_size
+            yield Capped(handle, limit, str(path)), os.fstat(handle.fileno()).st_size
             return
         handle.seek(0)
         try:
@@ -161,7 +158,7 @@ def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[_Cappe
                 if info.file_size > limit:
                     raise BadInput(_over(name, info.file_size, limit))
                 with archive.open(info) as inner:
-                    yield _Capped(inner, limit, name), info.file_size
+                    yield Capped(inner, limit, name), info.file_size
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
             raise BadInput(f"{path} is not a readable ZIP export: {exc}") from None
 
@@ -170,7 +167,7 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
 """A whole JSON string (or one running to the end of what was read), or a bracket or comma."""
 
 
-def array_items(stream: _Capped, head: bytes = b"") -> Iterator[bytes]:
+def array_items(stream: Capped, head: bytes = b"") -> Iterator[bytes]:
     """Each item of the top-level JSON array `stream` holds (after `head`, read from it
     already), as its bytes, reading CHUNK bytes at a time: what is held is the item being
     read, whatever the array's size."""

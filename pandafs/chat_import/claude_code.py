@@ -36,6 +36,7 @@ from ._common import (
     REWOUND,
     SHAPE_ERRORS,
     SIDECHAIN,
+    Capped,
     Conversion,
     EntryError,
     Pair,
@@ -119,12 +120,8 @@ def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> st
 def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     bad = 0
-    read = 0
     with open_export(file, limit) as handle:
-        for number, raw in enumerate(handle, 1):
-            read += len(raw)
-            if read > limit:
-                raise BadInput(f"{file} grew past [index] import_max_bytes = {limit:,} while read")
+        for number, raw in enumerate(Capped(handle, limit, str(file)), 1):
             if not raw.strip():
                 continue
             try:

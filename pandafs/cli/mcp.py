@@ -49,7 +49,8 @@ def _check_free(host: str, port: int) -> None:
 def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
     """Serve the memory tools and documents over MCP, bound to one user.
 
-    Tools: search_memory, retrieve_memory (read-only), save_memory, ask.  Resources:
+    Tools: search_memory, retrieve_memory (read-only), save_memory, edit_memory,
+    delete_memory, forget, ask.  Resources:
     pandafs://vault/{path} for the user's documents and global ones.  No tool takes a
     user: every call acts as --user, and what other users keep to themselves cannot be
     read (ownership from the path; symlinks are never followed).

@@ -54,7 +54,11 @@ def _summary(report: WatchReport) -> str:
 
 @cli.command()
 @click.option("--once", is_flag=True, help="Process what is pending, reconcile the index, exit.")
-@click.option("--no-upkeep", is_flag=True, help="Skip the scheduled jobs (archive, promotion).")
+@click.option(
+    "--no-upkeep",
+    is_flag=True,
+    help="Skip the scheduled jobs (interrupted turns, archive, promotion, prune).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No log lines on stderr, only the summary.")
 @json_option
 @pass_app

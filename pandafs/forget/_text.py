@@ -3,10 +3,12 @@
 Text is looked at in *segments*: a line, a table cell, a sentence, or one string of a
 JSON document.  A segment is *tainted* when it holds one of the forgotten text's
 distinctive words, all of the words a person asked to forget, or is a copy of one of
-its sentences.  Words are compared as the index keeps them (`en_stem`: lower case,
-English stem), so "likes" and "like" are one word and the index's terms can be
-checked the same way.  A tainted segment is replaced by `REDACTED`, keeping its leading
-markup ("- ", "| ", "# ") so lists, tables and YAML stay what they were.
+its sentences; in a JSON list whose strings hold all those words between them (a turn's
+keywords, one word an item), a segment holding any one of them is tainted too.  Words
+are compared as the index keeps them (`en_stem`: lower case, English stem), so "likes"
+and "like" are one word and the index's terms can be checked the same way.  A tainted
+segment is replaced by `REDACTED`, keeping its leading markup ("- ", "| ", "# ") so
+lists, tables and YAML stay what they were.
 
 `Matcher` holds hashes only (sha256 of a random salt and the stem): a plan can be
 written down, resumed after a crash and checked again later without the forgotten
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,13 +142,17 @@ class Matcher:
     def any_tainted(self, text: str) -> bool:
         return any(self.tainted(s) for s in segments(text))
 
-    def redact(self, text: str) -> str:
+    def _holds_one(self, segment: str) -> bool:
+        return bool({self.hash(s) for s in stems_of(segment)} & self.all_of)
+
+    def redact(self, text: str, tainted: Callable[[str], bool] | None = None) -> str:
         """`text` with each tainted segment replaced (its leading markup kept)."""
-        if not text or not any(self.tainted(s) for s in segments(text)):
+        tainted = tainted or self.tainted
+        if not text or not any(tainted(s) for s in segments(text)):
             return text
         out = []
         for index, part in enumerate(_SPLIT.split(text)):
-            if index % 2 == 0 and part.strip() and self.tainted(part):
+            if index % 2 == 0 and part.strip() and tainted(part):
                 lead = _LEAD.match(part)
                 prefix = lead.group(0) if lead else ""
                 tail = part[len(part.rstrip()) :]
@@ -154,11 +160,25 @@ class Matcher:
             out.append(part)
         return "".join(out)
 
+    def _spread(self, items: list[Any]) -> bool:
+        """Do the strings of a list hold all the words asked for between them (a keyword
+        list, one word an item, that no single item taints)?"""
+        if not self.all_of:
+            return False
+        hashes = {self.hash(s) for v in items if isinstance(v, str) for s in stems_of(v)}
+        return self.all_of <= hashes
+
     def redact_value(self, value: Any) -> Any:
-        """A JSON value with every string redacted (keys kept)."""
+        """A JSON value with every string redacted (keys kept); in a list whose strings
+        hold all the words asked for between them, each segment holding one of them."""
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, list):
+            if self._spread(value):
+                return [
+                    self.redact(v, self._holds_one) if isinstance(v, str) else self.redact_value(v)
+                    for v in value
+                ]
             return [self.redact_value(v) for v in value]
         if isinstance(value, dict):
             return {k: self.redact_value(v) for k, v in value.items()}
@@ -168,7 +188,7 @@ class Matcher:
         if isinstance(value, str):
             return self.any_tainted(value)
         if isinstance(value, list):
-            return any(self.value_tainted(v) for v in value)
+            return self._spread(value) or any(self.value_tainted(v) for v in value)
         if isinstance(value, dict):
             return any(self.value_tainted(v) for v in value.values())
         return False

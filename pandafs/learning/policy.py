@@ -1,4 +1,4 @@
-"""Scope promotion and demotion rules (seed 000 "Scope Promotion", `[memory]` thresholds).
+"""Scope promotion and demotion rules (`[memory]` thresholds; docs/memory.md).
 
     new  → user     trust ≥ user_trust (0.5),   usage ≥ user_usage (3),   age ≥ user_age_hours (1)
     user → global   trust ≥ global_trust (0.8), usage ≥ global_usage (10), age ≥ global_age_hours (24)

@@ -134,7 +134,7 @@ def assemble_tiers(
             if fit is not None:
                 hot.items.append(TierItem(record, *fit))
         hot.stats["considered"] = len(recent)
-    except Exception as exc:  # a tier that fails leaves the others standing (seed 002)
+    except Exception as exc:  # a tier that fails leaves the others standing: a partial answer beats none
         fail_tier(hot, exc)
     hot.ms, hot.cpu_ms = _elapsed(started, cpu)
 

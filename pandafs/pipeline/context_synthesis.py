@@ -1,4 +1,4 @@
-"""Phase 2 — Context Gatherer (MIND), step two, SYNTHESIS (seed 003): compile §2 from the
+"""Phase 2 — Context Gatherer (MIND), step two, SYNTHESIS: compile §2 from the
 documents RETRIEVAL chose (`pipeline.gatherer`).
 
 It loads the chosen documents (each cut to 1,500 tokens, memory first, then research,

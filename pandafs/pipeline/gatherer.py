@@ -1,4 +1,4 @@
-"""Phase 2 — Context Gatherer (MIND), step one, RETRIEVAL (seed 003): collect candidates
+"""Phase 2 — Context Gatherer (MIND), step one, RETRIEVAL: collect candidates
 from every source and ask the backend which are relevant and why.
 
 The sources: the turn the query refers to, the hot, warm and cold tiers
@@ -73,7 +73,7 @@ def _memory_entries(ctx: TurnContext) -> list[MemoryEntry]:
 
 
 def _visit_candidates(ctx: TurnContext, terms: list[str]) -> list[Candidate]:
-    """Earlier page visits matching the query, so follow-ups reuse them (seed 003 §6)."""
+    """Earlier page visits matching the query, so follow-ups reuse them."""
     if not terms:
         return []
     out = []

@@ -19,7 +19,7 @@ _OWN = re.compile(r"^Their\b|\b(?:my|our)\b", re.IGNORECASE)
 
 
 def is_transient(text: str) -> bool:
-    """Prices and URLs are never memory (seed 001 §7): they go stale.  An amount that is
+    """Prices and URLs are never memory: they go stale.  An amount that is
     the user's own ("Their budget for a laptop is 800 dollars") is a fact about them."""
     return bool(_URL.search(text) or (_PRICE.search(text) and not _OWN.search(text)))
 

@@ -1,6 +1,6 @@
 """Phase 8 — Save (procedural): commit or discard staged memory, record what §2 used
 and how validation went, summarise the turn for the index, and on failure leave an
-intervention note a person can act on (seed 003 §9).
+intervention note a person can act on (a failure nobody reads is never fixed).
 
 Every step is idempotent so a resumed turn never commits twice: memory files dedupe
 by statement, and candidates already committed or discarded in the events are skipped.

@@ -70,7 +70,8 @@ def write_json(
     *,
     root: Path | None = None,
 ) -> Path:
-    """research.json: everything the call saw, with the seed 003 §3.5 keys."""
+    """research.json: everything the call saw (quality_score, summary, claims and
+    webpage_cache among its keys), for the turn's record and for tools that read it."""
     data = {
         "version": RESEARCH_VERSION,
         "query": result.query,

@@ -5,7 +5,7 @@ One call leaves in the turn folder what it found and how:
     research.md       the research document (frontmatter = `DocumentMetadata`,
                       id `{user}/{turn}/research`): summary, findings table, sources
     research.json     machine-readable: query, hits, visits, findings, outcomes
-                      (seed 003 §3.5 keys: quality_score, summary, claims, webpage_cache)
+                      (among its keys: quality_score, summary, claims, webpage_cache)
     webpage_cache/    one visit record per fetched page (`visits.py`)
 
 Each page attempted yields an `ExtractionOutcome`; the caller records them as

@@ -1,4 +1,5 @@
-"""Visit records: what a research call saw on each page, kept with the turn (seed 003 §3.6).
+"""Visit records: what a research call saw on each page, kept with the turn so a
+follow-up can reuse a page instead of fetching it again.
 
     users/{user}/turns/turn_N/webpage_cache/{url_slug}/
         manifest.json        everything `load_visits` needs (one read per visit)

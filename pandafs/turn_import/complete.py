@@ -70,7 +70,7 @@ class Completer:
         if (view.answer or "") != line.response:
             payloads.append(ResponseSynthesized(answer=line.response))
         if payloads:
-            append_events(ref.events_path, user, turn, payloads)
+            append_events(ref.events_path, user, turn, payloads, root=self.vault.root)
             project(ref)
         doc = self._doc(ref) or Skipped(f"users/{user}/turns/{turn}/context.md", "not readable")
         return doc, held if isinstance(held, int) else 0
@@ -91,7 +91,7 @@ class Completer:
         blocks = [b for b in old if b.heading != THREAD_HEADING] + [with_next(thread, user, nxt)]
         if blocks == old:
             return None
-        append_events(ref.events_path, user, turn, [ContextSynthesized(blocks=blocks)])
+        append_events(ref.events_path, user, turn, [ContextSynthesized(blocks=blocks)], root=self.vault.root)
         project(ref)
         return self._doc(ref)
 

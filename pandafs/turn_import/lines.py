@@ -4,16 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from events.clock import out_of_range
-from events.errors import InvalidUserId
+from events.errors import InvalidUserId, NotInVault
+from events.fsio import open_outside_file
 from events.layout import validate_user_id
 
-__all__ = ["ImportContext", "ImportLine", "chunks", "parse_line"]
+from ..errors import BadInput
+
+__all__ = ["ImportContext", "ImportLine", "chunks", "open_source", "parse_line"]
+
+
+def open_source(path: Path | str) -> IO[bytes]:
+    """An import source opened for reading under the vault's one rule
+    (`events.fsio.open_outside_file`: a regular file with one name — no link, FIFO,
+    device, socket or folder; a pipe handed over on the command line too); else
+    BadInput, before a byte is read."""
+    try:
+        return open_outside_file(path)
+    except NotInVault as exc:
+        raise BadInput(
+            f"{path}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 class ImportContext(BaseModel):

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from events.errors import NotInVault
-from events.fsio import checked_folders, open_outside_file, vault_folder
+from events.fsio import checked_folders, vault_folder
 from events.layout import turn_number
 
-from ..errors import BadInput
 from ..vault import STAGING_DIR, Vault, file_lock
 from .complete import Completer, write_notes
 from .indexing import AfterBatch, BackgroundIndexer
 from .ledger import PENDING, Ledger
-from .lines import ImportLine, chunks, parse_line
+from .lines import ImportLine, chunks, open_source, parse_line
 from .place import Batch, Placer
 from .render import OVERHEAD, line_digest, size_bound
 from .threads import conversation_of
@@ -264,15 +263,8 @@ def import_turns(
     started = time.perf_counter()
     report = ImportReport()
     batch_size = batch_size or vault.config.index.batch_size
-    try:  # the vault's one rule for what is read (a pipe handed over on the command line too)
-        handle = open_outside_file(source)
-    except NotInVault as exc:
-        raise BadInput(
-            f"{source}: {exc.reason}; not read (PandaFS reads only plain files with one name)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
-    with handle:  # closed on every way out: the users folder failing to be made too
+    # closed on every way out: the users folder failing to be made too
+    with open_source(source) as handle:
         vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(vault.layout.import_lock, what="import", root=vault.root):
             importer = _Importer(vault, report, after_batch, progress, keep_turns, on_line)

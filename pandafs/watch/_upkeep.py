@@ -59,12 +59,10 @@ UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
         ("pandafs.pipeline.interrupted:close_all_interrupted",),
     ),
     UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
+    UpkeepJob("promote", "scope promotion / demotion", ("pandafs.learning.promotion:promote",)),
     UpkeepJob(
-        "promote",
-        "scope promotion / demotion",
-        ("pandafs.learning:promote", "pandafs.learning.promotion:promote"),
+        "prune", "expired 'new' documents to the archive", ("pandafs.learning.promotion:prune_expired",)
     ),
-    UpkeepJob("prune", "expired 'new' documents to the archive", ("pandafs.learning:prune_expired",)),
 )
 
 

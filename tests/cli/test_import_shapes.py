@@ -212,6 +212,19 @@ def test_unsafe_or_wrong_input_is_one_line_and_exit_2(cli, vault: Vault, tmp_pat
     assert _nothing_written(vault)
 
 
+def test_a_source_that_grows_past_the_limit_while_read_is_refused(tmp_path: Path) -> None:
+    from pandafs.chat_import._common import Capped
+    from pandafs.errors import BadInput
+
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b'{"a": 1}\n' * 3)
+    with path.open("rb") as handle:  # measured at 18 bytes, grown to 27 while read by lines
+        lines = iter(Capped(handle, 18, str(path)))
+        assert [next(lines), next(lines)] == [b'{"a": 1}\n'] * 2
+        with pytest.raises(BadInput, match=r"27 bytes, more than \[index\] import_max_bytes = 18"):
+            next(lines)
+
+
 def test_a_message_larger_than_the_index_takes_is_refused_not_acknowledged(cli, vault: Vault, tmp_path: Path):
     _configure(vault, "max_file_bytes", 200_000)
     data = json.loads((SHAPES / "chatgpt_one_conversation.json").read_text())
@@ -254,6 +267,15 @@ def test_a_grown_conversation_links_its_last_turn_to_the_new_one(cli, vault: Vau
     assert "Previous: [[users/alice/turns/turn_000003/context|turn 3]]" in texts[5]
     [note] = [n.read_text() for n in (vault.layout.user_dir("alice") / "conversations").glob("*4d5e01*.md")]
     assert all(f"turn_00000{i}/context|turn {i}]]" in note for i in (1, 2, 3, 6))
+
+
+def test_a_grown_export_leaves_every_turn_verified(cli, vault: Vault) -> None:
+    before, after = SHAPES / "chatgpt_conversations.json", SHAPES / "chatgpt_conversations_grown.json"
+    assert cli("--root", vault.root, "import", "chatgpt", before, "--user", "alice").code == 0
+    assert cli("--root", vault.root, "import", "chatgpt", after, "--user", "alice").code == 0
+    # the completed and linked turns' new ends are in the ledger: not taken for a rewrite
+    result = cli("--root", vault.root, "verify", "--json")
+    assert result.code == 0 and result.json["ok"], result.out
 
 
 def test_imported_history_is_archived_by_when_it_came_in_not_when_it_was_said(cli, vault: Vault) -> None:

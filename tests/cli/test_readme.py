@@ -10,10 +10,6 @@ from pandafs.cli.base import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Commands the edit/delete/forget work adds to the CLI; the README shows them already.
-# Once they exist this set changes nothing (and can go).
-ARRIVING = {"edit", "delete", "forget"}
-
 
 def _shown(text: str) -> set[str]:
     """The command of every `pandafs …` line in the fenced code blocks of `text`."""
@@ -25,7 +21,7 @@ def _shown(text: str) -> set[str]:
 def test_the_readme_shows_every_command_and_only_commands_that_exist() -> None:
     shown = _shown((REPO / "README.md").read_text(encoding="utf-8"))
     assert set(COMMANDS) - shown == set(), "commands the README does not show in use"
-    assert shown - set(COMMANDS) - ARRIVING == set(), "the README shows commands the CLI lacks"
+    assert shown - set(COMMANDS) == set(), "the README shows commands the CLI lacks"
 
 
 def test_the_readme_is_a_front_door() -> None:
@@ -56,3 +52,10 @@ def test_no_doc_refers_to_a_file_outside_the_repository() -> None:
             if "://" not in link:
                 target = (path.parent / link).resolve()
                 assert target.is_file() and target.is_relative_to(REPO), (path, link)
+
+
+def test_benchmarks_readme_names_every_script() -> None:
+    folder = REPO / "benchmarks"
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    scripts = [*folder.glob("bench_*.py"), *folder.glob("eval_*.py"), *folder.glob("*.sh")]
+    assert scripts and [p.name for p in scripts if p.name not in text] == []

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import pytest
 
 from events.documents import parse_document
 from events.log import read_events
@@ -26,30 +23,11 @@ from pandafs.pipeline import Pipeline
 from pandafs.pipeline.tools import tool_schemas
 from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
+from tests.support.chat import Chat
 from tests.support.openai_stub import OpenAIStub, StubReply
 from tests.support.pipeline_llm import offline_responder, task_of, tool_call
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-class Chat:
-    """A pipeline on a clock that moves five minutes per turn."""
-
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
-        self.now = T0
-
-    def ask(self, query: str, user: str = "alice") -> Any:
-        self.now += timedelta(minutes=5)
-        return self.pipeline.ask(query, user=user)
-
-
-@pytest.fixture
-def chat(vault: Vault) -> Iterator[Chat]:
-    box: dict[str, Chat] = {}
-    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: box["c"].now) as pipeline:
-        box["c"] = Chat(pipeline)
-        yield box["c"]
 
 
 def _entries(vault: Vault, kind: str) -> list[str]:

@@ -7,41 +7,20 @@ must never be APPROVEd; when memory does not hold the answer the honest reply sa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from events.documents import parse_document
-from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
 from pandafs.tasks.grounding import is_honest_unknown
 from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
+from tests.support.chat import Chat
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-class Chat:
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
-        self.now = T0
-
-    def ask(self, query: str, user: str = "alice") -> Any:
-        self.now += timedelta(minutes=5)
-        return self.pipeline.ask(query, user=user)
-
-
-@pytest.fixture
-def chat(vault: Vault) -> Iterator[Chat]:
-    box: dict[str, Chat] = {}
-    with Pipeline(vault, backend=OfflineBackend(), clock=lambda: box["c"].now) as pipeline:
-        box["c"] = Chat(pipeline)
-        yield box["c"]
 
 
 def _not_a_wrong_approval(result: Any, wrong: str) -> None:

@@ -139,3 +139,14 @@ def test_a_forget_killed_between_a_log_and_its_projections_projects_on_resume(
     assert _alice_files(told.root, "flowerpot") == []
     report = verify_vault(told, checks=default_checks())
     assert report.ok, report.problems
+
+
+def test_words_spread_over_a_keyword_list_are_forgotten(vault: Vault) -> None:
+    # a turn keeps its query's words as a list, one word an item: no item holds both words
+    with Pipeline(vault) as pipeline:
+        pipeline.ask("I live at 12 Larch Street", user="alice")
+    report = forget(vault, "Larch Street", "alice")
+    assert report.ok, report.survivors
+    assert _alice_files(vault.root, "larch") == []
+    assert verify_vault(vault, checks=default_checks()).ok
+    assert Memory(vault).search("larch", user="alice") == []

@@ -64,3 +64,18 @@ def test_facts_in_any_script_reach_the_answer() -> None:
         ("Μου αρέσει η θάλασσα", "memory"),
         ("Я люблю зелёный чай", "memory"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("please remember my locker is 42", False),
+        ("please forget grumbleweed for good", False),  # keeping or dropping memory, not a question
+        ("please tell me where the spare key is", True),
+        ("forget the rest, which pot is the key under?", True),
+    ],
+)
+def test_asking_to_keep_or_drop_a_memory_is_not_a_question(text: str, asks: bool) -> None:
+    from pandafs.tasks.grounding.sentences import is_question
+
+    assert is_question(text) is asks

@@ -235,3 +235,10 @@ def test_the_periodic_reconcile_repairs_a_change_whose_event_was_lost(
     assert not runner.is_alive()
     assert any("reconciled 1 documents: 1 indexed" in line for line in lines)
     assert watch.report.reconciles >= 2 and lines[-1].startswith("stopped; status: queue")
+
+
+def test_every_registered_job_resolves_to_its_function() -> None:
+    # a job moved between modules is a job that silently never runs again
+    assert {job.name: callable(job.resolve()) for job in UPKEEP_JOBS} == {
+        job.name: True for job in UPKEEP_JOBS
+    }

@@ -23,8 +23,9 @@ _QUESTION_START = re.compile(
 # A request (a directive speech act, Searle 1976) in English is an imperative: a clause
 # without a subject whose verb is in its base form, often after "please", a negation
 # ("don't …"), "let's", or an introductory phrase ("In the above table, add …"); "please
-# remember …" and "don't forget …" ask to keep a statement, so they stay statements.  The
-# verbs are common action verbs that are not also everyday nouns a statement starts with.
+# remember …" and "don't forget …" ask to keep a statement, "please forget …" to drop one:
+# they are about memory, not questions.  The verbs are common action verbs that are not
+# also everyday nouns a statement starts with.
 _IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search look compare explain
     help check name add make create write rewrite draft generate summarize summarise translate fix
     change update edit modify remove delete replace rename move convert calculate compute estimate
@@ -35,7 +36,7 @@ _IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search 
 _REQUEST_START = re.compile(
     r"^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
     r"okay|great|thanks|thank\s+you|next|first|finally)\b[^,.;:!?]{0,80},\s*)?"
-    r"(?:(?:please|kindly)\b(?!\s+(?:remember|note|don'?t\s+forget)\b)|let'?s\b|let\s+us\b|"
+    r"(?:(?:please|kindly)\b(?!\s+(?:remember|note|forget|don'?t\s+forget)\b)|let'?s\b|let\s+us\b|"
     r"(?:don'?t|do\s+not|never)\b(?!\s+forget\b)|"
     r"(?:(?:just|also|now|then)\s+)?(?:"
     + "|".join(_IMPERATIVE_VERBS)
