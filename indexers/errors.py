@@ -87,7 +87,8 @@ def read_only_refusal(exc: ValueError) -> int | None:
 def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> IndexingError:
     """What tantivy's `ValueError` from opening, reading or committing the index at
     `where` (vault-relative) is: the disk's refusal ("An IO error occurred: '… (os error
-    N)'") or damage (a corrupt or missing file).  Paths in tantivy's text are made
+    N)'") or damage (a corrupt or missing file; a read that meets bytes it cannot decode
+    is an "IO error" with no os error).  Paths in tantivy's text are made
     relative to the vault `root`: the message may go to an MCP client, which is told
     nothing of where the vault is."""
     text = str(exc).replace(root.rstrip("/") + "/", "")
@@ -95,8 +96,8 @@ def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> I
     if refused is not None:
         why = os.strerror(refused)
         return IndexIOError(refused, f"the index {where} is read-only here ({why}): not damaged")
-    if "An IO error occurred" in text:
-        found = re.search(r"os error (\d+)", text)
+    found = re.search(r"os error (\d+)", text)
+    if "An IO error occurred" in text and (found is not None or writing):
         code = int(found.group(1)) if found else errno.EIO
         if writing:
             return IndexIOError(

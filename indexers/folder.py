@@ -15,6 +15,9 @@ swapped the folder, and finishes a swap a killed rebuild left half done.
 from __future__ import annotations
 
 import os
+import stat
+import struct
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +42,64 @@ from .schema import READABLE_VERSIONS, SCHEMA_VERSION, build_schema
 from .settling import MergesInFlight
 
 __all__ = ["IndexFolder"]
+
+SEGMENT_FILES = ("idx", "term", "pos", "store", "fast", "fieldnorm")
+"""The files tantivy writes for every segment (`{segment id}.{ext}`; deletes go in
+`{segment id}.{opstamp}.del`), each ending in a footer: a JSON object holding the CRC32 of
+the bytes before it, the object's length (u32, little-endian) and the magic number."""
+FOOTER_MAGIC = 1337
+CHUNK = 1 << 20
+
+
+def _json_damage(root: Path, path: Path, shape: type = dict) -> str | None:
+    """Why the JSON file at `path` does not read as a `shape` (an object, a list), or None."""
+    try:
+        data, _ = read_vault_file(root, path.relative_to(root).as_posix())
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    try:
+        return None if isinstance(orjson.loads(data), shape) else f"not a JSON {shape.__name__}"
+    except orjson.JSONDecodeError:
+        return "not JSON"
+
+
+def _footer_damage(path: Path) -> str | None:
+    """Why a segment file at `path` fails its own footer's checksum, or None.  Opened
+    without following a link (a link here is damage, never read through)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        size = os.fstat(fd).st_size
+        if size < 8:
+            return f"truncated to {size} bytes"
+        handle.seek(size - 8)
+        length, magic = struct.unpack("<II", handle.read(8))
+        if magic != FOOTER_MAGIC or length + 8 > size:
+            return "its footer is gone (truncated or overwritten)"
+        body = size - 8 - length
+        handle.seek(body)
+        try:
+            footer = orjson.loads(handle.read(length))
+            crc = int(footer["crc"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return "its footer does not read"
+        handle.seek(0)
+        found, left = 0, body
+        while left > 0:
+            chunk = handle.read(min(CHUNK, left))
+            if not chunk:
+                return "shorter than its footer says"
+            found = zlib.crc32(chunk, found)
+            left -= len(chunk)
+    return None if found == crc else "its bytes do not match their checksum (corrupt)"
 
 
 class _Busy(Exception):
@@ -192,6 +253,42 @@ class IndexFolder:
             if not entry.name.startswith(".tantivy-") and entry.is_file(follow_symlinks=False):
                 os.symlink(entry.path, os.path.join(self._shadow, entry.name))
         return tantivy.Index.open(self._shadow)
+
+    def damaged_file(self) -> tuple[str, str] | None:
+        """(vault-relative path, why) of the first file of the index that does not read as
+        what tantivy wrote, or None.  Opening the index reads only the segments' footers;
+        this reads every byte: the folder's own JSON files, `meta.json`, and each file of
+        each segment it names, against the CRC32 in the file's footer.  For `verify`: a
+        damaged segment found only when a search reaches its bytes is named beforehand."""
+        for path, shape in ((self.dir / "schema.json", dict), (self.tantivy_dir / ".managed.json", list)):
+            why = _json_damage(self.root, path, shape)
+            if why is not None:
+                return self.rel(path), why
+        meta = self.tantivy_dir / "meta.json"
+        why = _json_damage(self.root, meta)
+        if why is not None:
+            return self.rel(meta), why
+        data = orjson.loads(read_vault_file(self.root, self.rel(meta))[0])
+        segments = data.get("segments") if isinstance(data, dict) else None
+        if not isinstance(segments, list):
+            return self.rel(meta), "names no segments"
+        for segment in segments:
+            try:
+                stem = str(segment["segment_id"]).replace("-", "")
+                deletes = segment.get("deletes")
+                names = [f"{stem}.{ext}" for ext in SEGMENT_FILES]
+                if deletes:
+                    names.append(f"{stem}.{deletes['opstamp']}.del")
+            except (KeyError, TypeError, AttributeError):
+                return self.rel(meta), "names a segment it does not describe"
+            for name in names:
+                why = _footer_damage(self.tantivy_dir / name)
+                if why is not None:
+                    return self.rel(self.tantivy_dir / name), why
+        return None
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
 
     def forget(self) -> None:
         """Drop the opened index: the next `open` opens the folder anew (after a swap)."""

@@ -95,13 +95,23 @@ class IndexReader:
         can share one (a user named `knowledge`: `users/knowledge/facts.md` and the global
         `knowledge/facts.md` are both `knowledge/facts`)."""
         searcher = self.searcher()
-        result = searcher.search(Query.term_query(self._schema, "path", path), 1)
-        for _, address in result.hits:
-            return stored_payload(searcher.doc(address))
+        try:
+            result = searcher.search(Query.term_query(self._schema, "path", path), 1)
+            for _, address in result.hits:
+                return stored_payload(searcher.doc(address))
+        except ValueError as exc:  # a segment's bytes that do not decode
+            raise self.folder.tantivy_error(exc, writing=False) from exc
         return None
 
     def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
-        """Hits for `req`, best first, each a dict (see module docstring for the score)."""
+        """Hits for `req`, best first, each a dict (see module docstring for the score).
+        A segment whose bytes do not decode (opened fine, read corrupt) is `IndexDamaged`."""
+        try:
+            return self._search(req, ranking)
+        except ValueError as exc:
+            raise self.folder.tantivy_error(exc, writing=False) from exc
+
+    def _search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
         now = req.now or utcnow()
         searcher = self.searcher()
         filters = search_filters(self._schema, req, now)

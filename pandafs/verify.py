@@ -79,7 +79,7 @@ from .memory.store import check_published
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import Vault
 
-__all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "verify_vault"]
+__all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "repair_damaged_index", "verify_vault"]
 
 
 @dataclass
@@ -355,6 +355,9 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
                 problems.append(Problem(path, "index_stale", "skipped when indexed, readable now"))
     for path in sorted(p for p in state if p not in files):
         problems.append(Problem(path, "index_stale", "indexed but the file is gone"))
+    damage = _index_damage(memory)
+    if damage is not None:
+        return [*problems, damage]
     try:
         mismatch = count_mismatch(*memory.index.counts())  # under the writer lock: no commit between
     except IndexDamaged as exc:
@@ -364,12 +367,50 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     return problems
 
 
+def _index_damage(memory: Memory) -> Problem | None:
+    """The first file of the index that does not read as tantivy wrote it, by its
+    vault-relative path (`IndexFolder.damaged_file`), as `index_damaged`."""
+    found = memory.index.folder.damaged_file()
+    if found is None:
+        return None
+    path, why = found
+    return Problem(path, "index_damaged", f"a file of the index is damaged: {why}; {REBUILD}")
+
+
+def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
+    """Under `--repair`, before any other check writes to the index (an interrupted turn
+    indexed, the learning state rebuilt): an index with a damaged file is rebuilt from the
+    documents.  Without `--repair` it names nothing: `check_index` does."""
+    if not repair:
+        return []
+    memory = open_memory(vault)
+    if not memory.index.exists():
+        return []
+    damage = _index_damage(memory)
+    if damage is None:
+        try:
+            memory.index.counts()
+            return []
+        except IndexDamaged as exc:  # damage the files' checksums do not show
+            damage = Problem(_index_itself(vault, memory), "index_damaged", str(exc))
+    memory.rebuild()  # beside the live index, then swapped in
+    return [replace(damage, message=f"{without_advice(damage.message)}: rebuilt", repaired=True)]
+
+
 CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 
 def default_checks() -> list[Checker]:
-    """Every vault-wide checker: each area's published `CHECKS`, then the vault's own."""
-    return [*forget.CHECKS, *archive.CHECKS, *learning_api.CHECKS, *pipeline.CHECKS, *CHECKS]
+    """Every vault-wide checker: each area's published `CHECKS`, then the vault's own;
+    first, under `--repair`, a damaged index rebuilt, as the others' repairs write to it."""
+    return [
+        repair_damaged_index,
+        *forget.CHECKS,
+        *archive.CHECKS,
+        *learning_api.CHECKS,
+        *pipeline.CHECKS,
+        *CHECKS,
+    ]
 
 
 def verify_vault(

@@ -28,11 +28,12 @@ class TornTailRepaired(Payload):
 
 
 class TierFailed(Payload):
-    """A context tier could not be assembled; the turn goes on without it."""
+    """A context tier could not be assembled, or the unified search (`search`) could not
+    read the index; the turn goes on without it."""
 
     TYPE = "tier_failed"
     PHASE = "context_gatherer"
-    tier: Literal["hot", "warm", "cold"]
+    tier: Literal["hot", "warm", "cold", "search"]
     error_type: str
     message: str
 

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from indexers.errors import IndexingError
+
 from ..output import echo_err, emit, json_option
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
@@ -20,8 +22,16 @@ from .base import App, cli, pass_app, user_option
 def ask(app: App, query: str, user: str, as_json: bool) -> None:
     """Run one turn through the pipeline and print the answer."""
     vault = app.vault()
+    unindexed: IndexingError | None = None
     with Pipeline(vault) as pipeline:
         result = pipeline.ask(query, user=user)
+        try:
+            pipeline.settle()
+        except IndexingError as exc:  # the answer stands; its turn keeps its `.indexing` mark
+            unindexed = exc
+    if unindexed is not None:
+        why = str(unindexed).splitlines()[0] if str(unindexed) else type(unindexed).__name__
+        echo_err(f"warning: {result.doc_id} is answered but not yet searchable ({why})")
 
     if result.failure:  # recorded as a FAIL turn; the failure is not an answer
         if as_json:

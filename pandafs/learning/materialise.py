@@ -17,6 +17,7 @@ from events.fsio import read_vault_bytes, read_vault_file
 from events.layout import candidate_paths, classify
 from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
+from indexers.errors import IndexingError
 
 from ..memory.api import Memory
 from ..vault import Vault
@@ -254,8 +255,12 @@ class Materialiser:
         Save's preview indexed the trust each document it used will have once its turn
         is folded; the fold that follows, a Save later, finds the same value there and
         re-indexes nothing (it used to read, parse and upsert each again, with one more
-        deletion file per segment for the index commit to fsync)."""
-        return self.memory.index.lookup(rel) or {}
+        deletion file per segment for the index commit to fsync).  An index that cannot be
+        read holds nothing: the document is queued again, for when it can be written."""
+        try:
+            return self.memory.index.lookup(rel) or {}
+        except IndexingError:
+            return {}
 
     def _rewrite(self, doc_id: str, rel: str, target: _Target) -> bool:
         """Write `target` into the file at `rel` as it is now; False: nothing to change."""

@@ -5,9 +5,9 @@ The sources: the turn the query refers to, the hot, warm and cold tiers
 (`memory.tiers`: last turns, recent turns, ranked archive stubs and older turns,
 each within its token budget), the unified search over turns, research, memories,
 knowledge and archive stubs, the user's preference and fact lines, and cached visit
-records.  The user's identity anchors always go into §2.  A tier that fails is a
-`tier_failed` event; the turn goes on with the others.  Step two, SYNTHESIS, is
-`pipeline.context_synthesis`.
+records.  The user's identity anchors always go into §2.  A tier that fails, or a
+search that cannot read the index, is a `tier_failed` event; the turn goes on with the
+others.  Step two, SYNTHESIS, is `pipeline.context_synthesis`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from events.schema import (
     Payload,
     TierFailed,
 )
+from indexers.errors import IndexingError
 from indexers.words import query_terms
 
 from ..errors import BadInput
@@ -149,15 +150,22 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         except BadInput:
             pass
     topic = analysis.primary_topic if analysis.primary_topic != "general" else None
-    found = ctx.memory.search(  # one search serves the candidates and the cold tier
-        analysis.resolved_query,
-        user=ctx.user,
-        topic=topic,
-        limit=max(SEARCH_LIMIT, ctx.config.tiers.cold_candidates),
-        now=now,
-        exclude_ids=[ctx.doc_id],
-        snippets=SEARCH_LIMIT,  # the candidates show theirs; the cold tier reads summaries
-    )
+    unsearched: list[Payload] = []
+    try:
+        found = ctx.memory.search(  # one search serves the candidates and the cold tier
+            analysis.resolved_query,
+            user=ctx.user,
+            topic=topic,
+            limit=max(SEARCH_LIMIT, ctx.config.tiers.cold_candidates),
+            now=now,
+            exclude_ids=[ctx.doc_id],
+            snippets=SEARCH_LIMIT,  # the candidates show theirs; the cold tier reads summaries
+        )
+    except IndexingError as exc:  # a damaged or unreadable index costs its hits, not the turn:
+        # the tiers, memory lines and visits are read from the files (`verify` names the damage)
+        found = []
+        message = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+        unsearched.append(TierFailed(tier="search", error_type=type(exc).__name__, message=message))
     hits = found[:SEARCH_LIMIT]
     assembled = assemble_tiers(
         ctx.vault,
@@ -260,7 +268,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     memory = anchors + [
         e for e in entries if _entry_text(e) in wanted and plain_text(_entry_text(e)) not in stated
     ]
-    failed: list[Payload] = [
+    failed: list[Payload] = unsearched + [
         TierFailed(tier=t.name, error_type=t.error[0], message=t.error[1])  # type: ignore[arg-type]
         for t in assembled.failures
         if t.error is not None

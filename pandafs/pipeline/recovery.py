@@ -37,6 +37,7 @@ from events.errors import EventsError, LogBusyError
 from events.fsio import lock_is_held, read_vault_bytes
 from events.log import EventWriter, events_of, parse_log
 from events.schema import Event, PhaseFailed, TurnCompleted, TurnStarted
+from indexers.errors import IndexingError
 
 from ..turns import INDEXING, TurnRef, is_abandoned, remove_abandoned
 
@@ -179,6 +180,8 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
             what = recover(pipeline, user, folder.name, by="the next ask")
         except EventsError:
             continue  # a damaged turn is verify's to report; it must not stop this ask
+        except IndexingError:
+            continue  # an index that cannot be written: the turn keeps its mark for `verify --repair`
         if what is not None:
             done.append(f"{user}/{folder.name}")
     return done

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events.schema import ExtractionRecorded, MemoryCandidate, Payload
+from indexers.errors import IndexingError
 
 from ..errors import BadInput, Unreadable
 from ..memory.api import Memory
@@ -204,9 +205,12 @@ def _hit_line(hit: dict[str, Any]) -> str:
 
 def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
     exclude = [session.turn.doc_id] if session.turn is not None else []
-    hits = session.memory.search(
-        args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
-    )
+    try:
+        hits = session.memory.search(
+            args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
+        )
+    except IndexingError as exc:  # an index that cannot be read costs the hits, not the turn
+        return ToolOutcome(False, "not searched", error=str(exc).splitlines()[0][:500])
     keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
     rows = [{k: h.get(k) for k in keys} for h in hits]
     text = "\n".join(_hit_line(h) for h in hits)

@@ -198,7 +198,8 @@ def test_a_damaged_index_is_one_clear_error_named_by_verify_and_rebuilt_by_repai
         assert str(vault.root) not in found.err  # (an MCP client is told nothing of where the vault is)
         named = cli("--root", vault.root, "verify", "--json")
         assert named.code == 1
-        assert _problems(named)["indexes/fulltext"][0] == "index_damaged"
+        [path] = [p["path"] for p in named.json["problems"] if p["kind"] == "index_damaged"]
+        assert path.startswith("indexes/fulltext/") and path.endswith(damage), path  # the file itself
         repaired = cli("--root", vault.root, "verify", "--repair", "--json")
         assert repaired.code == 0, repaired.out
         [rebuilt] = repaired.json["repaired"]
