@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -23,7 +24,7 @@ from .engine import Learning, SyncReport
 from .maintenance import check_learning
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .promotion import check_shared
-from .rollups import daily_path, days_between, empty_rollup, summarize
+from .rollups import daily_path, days_between, empty_rollup, rollup, summarize
 from .state import StaleCache
 
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
@@ -46,6 +47,7 @@ __all__ = [
     "INDEX_QUEUE",
     "SAVE_WAIT_S",
     "after_save",
+    "check_caches",
     "check_catalog",
     "parse_since",
     "rebuild",
@@ -175,7 +177,11 @@ def trends(
     days = []
     for day in days_between(since, until):
         data = read_vault_bytes(vault.root, daily_path(engine.daily_dir, day))
-        days.append(orjson.loads(data) if data is not None else empty_rollup(day))  # a link: quiet
+        rollup_read = _json_object(data) if data is not None else empty_rollup(day)  # a link: quiet
+        if rollup_read is None:  # a damaged rollup costs itself: made again from the catalog
+            changes = engine.cache.state.scope_days.get(day.isoformat(), {})
+            rollup_read = rollup(day, [r for r in rows if r["date"] == day], changes)
+        days.append(rollup_read)
     return {
         "since": since.isoformat(),
         "until": until.isoformat(),
@@ -205,5 +211,47 @@ def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
     return problems
 
 
-CHECKS = (check_learning, check_catalog, check_shared)
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def check_caches(vault: Vault, repair: bool) -> list[Problem]:
+    """Every file of the learning cache (`indexes/learning/state.json`, its counter
+    shards) and every daily rollup (`observability/daily/*.json`) reads as a JSON object,
+    or is named `unreadable`.  Each costs only itself: a damaged cache is rebuilt by the
+    next sync, a damaged rollup is made again from the catalog when read; `--repair`
+    rebuilds the learning state, rollups included, now."""
+    from .state import STATE_FILE, learning_dir
+
+    cache = learning_dir(vault)
+    daily = vault.layout.observability / "daily"
+    found: list[tuple[Path, str]] = []
+    for folder, pattern, what in (
+        (cache, STATE_FILE, "the learning cache"),
+        (cache / "counts", "*.json", "a counter shard of the learning cache"),
+        (daily, "????-??-??.json", "a daily rollup"),
+    ):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.glob(pattern)):
+            data = read_vault_bytes(vault.root, path)  # a link, a FIFO: the one read rule names it
+            if data is not None and _json_object(data) is None:
+                found.append((path, what))
+    problems = [
+        Problem(
+            vault.rel(path), "unreadable", f"{what} does not read as a JSON object (rebuilt from the events)"
+        )
+        for path, what in found
+    ]
+    if problems and repair:
+        rebuild(vault)
+        return [replace(p, message=f"{p.message}: learning state rebuilt", repaired=True) for p in problems]
+    return problems
+
+
+CHECKS = (check_learning, check_catalog, check_caches, check_shared)
 """What verify runs for the learning loop (`pandafs.checks`)."""
