@@ -118,3 +118,89 @@ dd if=/dev/zero of=/mnt/fill bs=64k 2>/dev/null
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "No space left on device" in errors[0] and "internal error" not in err
     assert "Traceback" not in err
+
+
+RO_USER = "pandafs-ro"
+"""A system account the non-root case runs as (made with `useradd` when absent)."""
+
+
+def _user_python() -> tuple[str, dict[str, str]] | None:
+    """An interpreter of this Python version that `RO_USER` may run, and the environment
+    that finds this checkout and its packages (the venv's own interpreter may live where
+    only root can reach, such as under /root), or None."""
+    import shutil
+    import sysconfig
+
+    if (
+        sys.platform != "linux"
+        or os.geteuid() != 0
+        or not (shutil.which("runuser") and shutil.which("useradd"))
+    ):
+        return None
+    if subprocess.run(["id", RO_USER], capture_output=True).returncode != 0:
+        made = subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", RO_USER],
+            capture_output=True,
+        )
+        if made.returncode != 0:
+            return None
+    paths = sysconfig.get_paths()
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(REPO), paths["purelib"], paths["platlib"]]),
+        "PATH": "/usr/bin:/bin",
+    }
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (os.path.realpath(sys.executable), f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
+        probe = ["runuser", "-u", RO_USER, "--", "env", *(f"{k}={v}" for k, v in env.items()), candidate]
+        try:
+            ran = subprocess.run(
+                [*probe, "-c", "import pandafs.cli, tantivy"], capture_output=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if ran.returncode == 0:
+            return candidate, env
+    return None
+
+
+def test_a_read_only_copy_is_searched_and_verified_by_a_user_who_cannot_write_it(cli, vault: Vault) -> None:
+    """`chmod -R a-w` on a copy its owner, not root, reads: root writes through any mode,
+    so this runs as `RO_USER` (`runuser`), with this checkout and its packages."""
+    import shutil
+    import tempfile
+
+    found = _user_python()
+    if found is None:
+        pytest.skip(f"needs root, runuser and useradd, and a {sys.version_info[:2]} python {RO_USER} can run")
+    python, env = found
+    _vault_with_a_fact(cli, vault)
+    outer = Path(tempfile.mkdtemp(prefix="pandafs-ro-"))  # pytest's own tmp is root's alone
+    try:
+        outer.chmod(0o755)
+        copy = outer / "vault"
+        shutil.copytree(vault.root, copy, symlinks=True)
+        subprocess.run(["chown", "-R", RO_USER, str(copy)], check=True)
+        subprocess.run(["chmod", "-R", "a-w", str(copy)], check=True)
+        before = _digest(copy)
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            argv = [python, "-m", "pandafs", "--root", str(copy), *args]
+            env_args = [f"{k}={v}" for k, v in env.items()]
+            return subprocess.run(
+                ["runuser", "-u", RO_USER, "--", "env", *env_args, *argv],
+                capture_output=True,
+                text=True,
+                timeout=240,
+                cwd="/",
+            )
+
+        searched = run("search", "oolong", "--user", "bob", "--json")
+        assert searched.returncode == 0, searched.stderr
+        assert "users/bob/facts.md" in searched.stdout and "oolong" in searched.stdout
+        verified = run("verify", "--json")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert '"ok":true' in verified.stdout.replace(" ", "") and "index_damaged" not in verified.stdout
+        assert _digest(copy) == before
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(outer)], check=False)
+        shutil.rmtree(outer, ignore_errors=True)
