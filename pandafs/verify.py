@@ -38,6 +38,10 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
   scope_claim  `scope: global` on a user's document that cannot be shared, or on
                research no recorded promotion shared (it stays theirs)
   unrecorded_share  a document in `knowledge/published/` no publish record names
+  commit_missing  (a warning) a memory a turn says it committed (`memory_committed`) that
+               is not in its document (the statement in preferences.md / facts.md, the
+               file under memories/) nor among the deleted (`archive/expired/…`): an
+               acknowledged save lost, or edited or removed by hand (neither is recorded)
   id_claim     an `id:` in frontmatter that is not the path's (ids come from paths): a
                warning (the id is ignored), a problem when it is another document's id
   not_a_user   a folder under users/ whose name is no user id (`knowledge`, `site`, …)
@@ -52,16 +56,17 @@ A checker returns Problems; one with `repaired=True` is a repair it made (listed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from events.errors import EventLogError, EventsError, LogBusyError
-from events.fsio import REASONS, is_real_file
+from events.errors import EventLogError, EventsError, LogBusyError, NotInVault
+from events.fsio import REASONS, is_real_file, read_vault_file
 from events.ledger import Anchor, LedgerRead, ledger_path, read_ledger, record_turn_hash
 from events.log import EventWriter, check_chain, read_log, repair_torn_tail, torn_path, typed_events
-from events.projection import project_turn
+from events.projection import TurnView, project_turn
 from events.render import render_turn
 from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
@@ -75,7 +80,8 @@ from .checks import Checker, Problem
 from .claims import check_claims
 from .learning import api as learning_api
 from .memory.api import Memory
-from .memory.store import check_published
+from .memory.editing import EXPIRED
+from .memory.store import check_published, norm_statement, parse_entries
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import Vault
 
@@ -109,6 +115,7 @@ def _verify_turn(
     repair: bool,
     report: VerifyReport,
     ledgers: dict[str, LedgerRead] | None = None,
+    saved: dict[str, set[str] | None] | None = None,
 ) -> None:
     rel = vault.rel(ref.path) + "/events.jsonl"
     if ref.events_path.is_symlink():
@@ -186,6 +193,8 @@ def _verify_turn(
         report.warnings.append(
             Problem(rel, "unknown_event", f"event type {kind!r} from a newer version (kept)")
         )
+    if view.committed and not any(r.get("type") == "forgotten" for r in log.records):
+        _check_commits(vault, ref, view, report, {} if saved is None else saved)
     if noted:  # the repair event is history too: metadata.json counts it (context.md is left alone)
         project(ref, view, files={"metadata.json": render_turn(view)["metadata.json"]})
     cut = cut_tail_of(vault, ref, view)
@@ -267,6 +276,60 @@ def _check_anchor(
             f"{anchor.last_hash[:12]}… after {anchor.events}: the log was rewritten after the turn completed",
         )
     )
+
+
+def _saved_statements(vault: Vault, rel: str, saved: dict[str, set[str] | None]) -> set[str] | None:
+    """The statements of the list at `rel` (its entries, and the deleted ones kept at
+    `archive/expired/…` with their deletion's comment), normalized as saving compares
+    them (`norm_statement`), read once a verify; None when it cannot be read as text
+    (the index check names why)."""
+    if rel not in saved:
+        try:
+            data, _ = read_vault_file(vault.root, rel)
+            text = _DELETED.sub("", data.decode("utf-8"))
+            entries = parse_entries(text)
+            saved[rel] = {norm_statement(e.value) for e in entries} | {
+                norm_statement(e.text) for e in entries
+            }
+        except FileNotFoundError:
+            saved[rel] = set()
+        except (OSError, NotInVault, UnicodeDecodeError):
+            saved[rel] = None
+    return saved[rel]
+
+
+_DELETED = re.compile(r"\s*<!-- deleted [^>]*-->[ \t]*$", re.MULTILINE)
+
+
+def _check_commits(
+    vault: Vault, ref: TurnRef, view: TurnView, report: VerifyReport, saved: dict[str, set[str] | None]
+) -> None:
+    """Each memory the turn committed is where it was written, or among the deleted
+    (`archive/expired/{its path}`), else a `commit_missing` warning: an acknowledged save
+    that is gone.  A statement is sought among its document's lines (normalized as saving
+    compares them); a memory document by its path.  Each document is read once a verify."""
+    staged = {c.candidate_id: c for c in view.staged}
+    for commit in view.committed:
+        candidate = staged.get(commit.candidate_id)
+        expired = f"{EXPIRED}/{commit.doc_path}"
+        if candidate is None or candidate.doc_type == "memory":
+            if any(is_real_file(vault.root / p) for p in (commit.doc_path, expired)):
+                continue
+            what = f"the memory {commit.doc_id}"
+        else:
+            wanted = norm_statement(candidate.content)
+            held = [_saved_statements(vault, p, saved) for p in (commit.doc_path, expired)]
+            if not wanted or any(h is None or wanted in h for h in held):
+                continue
+            what = f"the {candidate.doc_type} {candidate.content[:80]!r}"
+        report.warnings.append(
+            Problem(
+                vault.rel(ref.path) + "/events.jsonl",
+                "commit_missing",
+                f"the turn committed {what} to {commit.doc_path}, which does not hold it and no "
+                "deletion is recorded: lost, or edited or removed by hand",
+            )
+        )
 
 
 def _drift_problem(drift: Drift) -> Problem:
@@ -431,9 +494,10 @@ def verify_vault(
             report.repaired.append(
                 Problem(intent, "forget_pending", "finished a forget a killed process left")
             )
+    saved: dict[str, set[str] | None] = {}  # memory documents read once, for every turn's commits
     for ref in iter_turns(vault, target, on_total=on_total):
         report.checked_turns += 1
-        _verify_turn(vault, ref, repair, report, ledgers)
+        _verify_turn(vault, ref, repair, report, ledgers, saved)
         if progress is not None:
             progress(1)
     for checker in checks:

@@ -40,6 +40,7 @@ __all__ = [
     "append_entry",
     "check_published",
     "parse_entries",
+    "norm_statement",
     "publish",
     "write_memory",
     "slug",
@@ -99,7 +100,7 @@ def parse_entries(body: str) -> list[Entry]:
 _STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$€£.])+")
 
 
-def _norm(text: str) -> str:
+def norm_statement(text: str) -> str:
     """A statement as `append_entry` compares it: its words (letters and digits of any
     script, currency signs, dots), case-folded.  Any script: with only a-z and 0-9 every
     statement in Russian or Greek would be "" and so "the same" as any other, and its
@@ -207,10 +208,10 @@ def append_entry(
                 tags=[f"pandafs/{filename[:-3]}"],
             )
             front, body = meta.to_frontmatter(), f"# {heading} of {user}\n\n"
-        wanted = _norm(f"{key}: {value}" if key else value)
+        wanted = norm_statement(f"{key}: {value}" if key else value)
         for entry in parse_entries(body):
-            if _norm(entry.text) == wanted or (
-                key and entry.key == key and _norm(entry.value) == _norm(value)
+            if norm_statement(entry.text) == wanted or (
+                key and entry.key == key and norm_statement(entry.value) == norm_statement(value)
             ):
                 return None, False
         if source_turn:
