@@ -1303,7 +1303,9 @@ def campaign_damaged_part(work: Path, trials: int, rng: random.Random) -> Tally:
     """Old turns archived, then their Parquet part damaged (the first `trials` of four
     ways): an `ask` whose sources touch them still completes without `phase_failed`
     (corrupted), says `tier_failed` for the cold tier, shows no host path in its answer,
-    context.md or events (leaked), and `verify` exits 1 naming the part (corrupted)."""
+    context.md or events (leaked), and `verify` exits 1 naming the part (corrupted).
+    Then as many of the derived stores' damages (`STORE_DAMAGES`: an index segment, its
+    meta.json, a catalog part), each also rebuilt by `verify --repair`."""
     tally = Tally()
     runner = Runner(tally, work)
     rows = [
@@ -1351,7 +1353,87 @@ def campaign_damaged_part(work: Path, trials: int, rng: random.Random) -> Tally:
         if host in json.dumps(report):
             tally.add("leaked", f"{name}: the host path reached verify's report")
         shutil.rmtree(root)
+    for name, damage in STORE_DAMAGES[: max(1, trials)]:
+        _damaged_store(runner, work / f"vault-{name.replace(' ', '-')}", name, damage)
     return tally
+
+
+def _first(folder: Path, pattern: str) -> Path:
+    return sorted(folder.rglob(pattern))[0]
+
+
+def _zero_bytes(path: Path) -> None:
+    with path.open("r+b") as handle:
+        handle.seek(20)
+        handle.write(bytes(64))
+
+
+_INDEX = Path("indexes") / "fulltext"
+_CATALOG = Path("observability") / "catalog"
+STORE_DAMAGES: list[tuple[str, Callable[[Path], Path]]] = [
+    ("index segment truncated", lambda root: _cut(_first(root / _INDEX, "*.idx"), 10)),
+    ("catalog part truncated", lambda root: _cut(_first(root / _CATALOG, "*.parquet"), 100)),
+    ("index meta.json garbage", lambda root: _garbage(root / _INDEX / "tantivy" / "meta.json")),
+    ("index store bytes overwritten", lambda root: _then(_first(root / _INDEX, "*.store"), _zero_bytes)),
+]
+"""The derived stores (the index, the turn catalog) damaged as the archive parts are."""
+
+
+def _cut(path: Path, size: int) -> Path:
+    os.truncate(path, size)
+    return path
+
+
+def _garbage(path: Path) -> Path:
+    path.write_bytes(b"garbage\n")
+    return path
+
+
+def _then(path: Path, act: Callable[[Path], None]) -> Path:
+    act(path)
+    return path
+
+
+def _damaged_store(runner: Runner, root: Path, name: str, damage: Callable[[Path], Path]) -> None:
+    """One file of the index or the turn catalog damaged: `verify` exits 1 naming it (else
+    corrupted), an `ask` completes without `phase_failed` (corrupted) and no host path in
+    its output or files (leaked), `verify --repair` rebuilds it and `verify` is clean again
+    (corrupted)."""
+    tally = runner.tally
+    init_vault(runner, root)
+    runner.run("--root", root, "save", "--type", "fact", "alice likes oolong tea", "--user", "alice")
+    runner.run("--root", root, "ask", "what tea do I like", "--user", "alice")
+    runner.run("--root", root, "stats", "--since", "7d")  # the catalog written
+    try:
+        rel = damage(root).relative_to(root).as_posix()
+    except IndexError:
+        tally.add("lost", f"{name}: nothing to damage")
+        return
+    tally.trials += 1
+    host = str(runner.work)
+    code, report = verify(runner, root)
+    if code != 1 or not any(p.get("path") == rel for p in report.get("problems", [])):
+        tally.add("corrupted", f"{name}: verify (exit {code}) does not name {rel}: {problem_kinds(report)}")
+    done = runner.run("--root", root, "ask", "what tea do I like", "--user", "alice", "--json")
+    if done.code not in (0, 1):
+        tally.add("wrong_exit", f"{name}: ask exit {done.code}: {done.err[:160]!r}")
+    if host in done.out or host in done.err or host in json.dumps(report):
+        tally.add("leaked", f"{name}: the host path reached the ask's output or verify's report")
+    newest = turn_dirs(root)[-1]
+    log = (newest / "events.jsonl").read_text() if (newest / "events.jsonl").exists() else ""
+    types = [json.loads(line)["type"] for line in log.splitlines() if line.strip()]
+    if "phase_failed" in types or "turn_completed" not in types:
+        tally.add(
+            "corrupted", f"{name}: the turn did not go on ({', '.join(t for t in types if 'fail' in t)})"
+        )
+    for file in ("context.md", "metadata.json", "events.jsonl"):
+        if (newest / file).exists() and host in (newest / file).read_text():
+            tally.add("leaked", f"{name}: the host path reached {newest.name}/{file}")
+    verify(runner, root, "--repair")
+    code, report = verify(runner, root)
+    if code != 0:
+        tally.add("corrupted", f"{name}: verify after --repair exits {code}: {problem_kinds(report)}")
+    shutil.rmtree(root)
 
 
 # ---------------------------------------------------------------- driver
