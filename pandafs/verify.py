@@ -9,8 +9,9 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                warning when its only line was torn and moved aside (kept, not removed)
   drift        a projected file differs from its events (`pandafs replay` rewrites it)
   missing      a projected file is missing (`--repair` re-projects it)
-  unreadable   a file that cannot be parsed at all (or a log that is a symlink), or a
-               part of the turn catalog that does not read as one (`--repair`
+  unreadable   a file that cannot be parsed at all (or a log that is a symlink), a
+               part of the turn catalog that does not read as one, a file of the
+               learning cache or a daily rollup that is no JSON object (`--repair`
                rebuilds the learning state)
   cut_tail     the log holds fewer events than its projection recorded: its end was
                cut (a hash chain cannot see that); `replay` refuses to rewrite it
@@ -33,8 +34,9 @@ Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
                indexed, or indexed but gone (`--repair` reconciles and lists each);
                at `indexes/fulltext`: the index is missing, or holds documents its
                state does not name (`--repair` rebuilds it)
-  index_damaged  a file of the index is corrupt or missing, so it cannot be read
-               (`--repair` rebuilds it from the documents)
+  index_damaged  a file of the index is corrupt or missing, named by its path (its
+               JSON, or a segment file against the checksum in its footer), so it
+               cannot be read (`--repair` rebuilds it from the documents, first)
   scope_claim  `scope: global` on a user's document that cannot be shared, or on
                research no recorded promotion shared (it stays theirs)
   unrecorded_share  a document in `knowledge/published/` no publish record names
