@@ -16,11 +16,12 @@ from typing import Any
 
 from .stamps import format_ts
 
-__all__ = ["fast_dump", "fast_frontmatter"]
+__all__ = ["fast_dump", "fast_frontmatter", "single_quoted"]
 
 # The shapes: `key: scalar`, `key:` + block list of scalars, `key:` + one level of
 # `  key: scalar`.  Not: quotes other than one-line single quotes, flow style, comments,
-# anchors, deeper nesting, a scalar PyYAML might resolve differently.
+# anchors, deeper nesting, a scalar PyYAML might resolve differently.  The writer also
+# spells deeper mappings and empty lists (`key: []`), which the reader leaves to PyYAML.
 # tests/events/test_documents.py checks it against PyYAML on generated documents.
 
 _FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
@@ -175,39 +176,66 @@ def _dump_scalar(value: Any, quote: Callable[[str], str | None]) -> str:
         ):
             return value
         if len(value) < 5000 and value.isprintable() and "\n" not in value:
-            quoted = quote(value)  # one-line strings PyYAML would quote: it spells that one scalar
+            # one-line strings PyYAML would quote: it spells each we are not sure of
+            quoted = single_quoted(value) or quote(value)
             if quoted is not None:
                 return quoted
     raise _NotFast
+
+
+_START_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+
+
+def single_quoted(value: str) -> str | None:
+    """PyYAML's spelling of a one-line printable string that it cannot write plain in a
+    block, for the reasons we can be sure of: it holds ": " or " #", ends with ":",
+    starts with an indicator, or starts or ends with a space.  PyYAML then writes it in
+    single quotes, each quote doubled.  None: another case (PyYAML decides)."""
+    if not value or not value.isprintable():
+        return None
+    if not (
+        ": " in value
+        or " #" in value
+        or value[-1] == ":"
+        or value[0] in _START_INDICATORS
+        or value[0] == " "
+        or value[-1] == " "
+    ):
+        return None
+    return "'" + value.replace("'", "''") + "'"
 
 
 def _plain_key(key: Any) -> bool:
     return type(key) is str and _FM_KEY.fullmatch(key + ":") is not None and key not in _FM_WORDS
 
 
+def _dump_mapping(data: dict[str, Any], indent: str, quote: Callable[[str], str | None]) -> list[str]:
+    """`data` as PyYAML writes a block mapping at `indent`: a list of scalars at its key's
+    own indent (`[]` when empty), a mapping two spaces deeper; `_NotFast` for anything else."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if not _plain_key(key):
+            raise _NotFast
+        if type(value) is list:
+            if not value:
+                lines.append(f"{indent}{key}: []")
+            else:
+                lines.append(f"{indent}{key}:")
+                lines += [f"{indent}- {_dump_scalar(item, quote)}" for item in value]
+        elif type(value) is dict:
+            if not value:
+                raise _NotFast
+            lines.append(f"{indent}{key}:")
+            lines += _dump_mapping(value, indent + "  ", quote)
+        else:
+            lines.append(f"{indent}{key}: {_dump_scalar(value, quote)}")
+    return lines
+
+
 def fast_dump(data: dict[str, Any], quote: Callable[[str], str | None]) -> str | None:
     """What `yaml.dump` writes for the simple shapes we write ourselves, or None; `quote`
     is PyYAML's spelling of a one-line string it would quote (None: not one line)."""
-    lines: list[str] = []
     try:
-        for key, value in data.items():
-            if not _plain_key(key):
-                return None
-            if type(value) is list:
-                if not value:
-                    return None
-                lines.append(f"{key}:")
-                lines += [f"- {_dump_scalar(item, quote)}" for item in value]
-            elif type(value) is dict:
-                if not value:
-                    return None
-                lines.append(f"{key}:")
-                for inner, item in value.items():
-                    if not _plain_key(inner) or type(item) in (list, dict):
-                        return None
-                    lines.append(f"  {inner}: {_dump_scalar(item, quote)}")
-            else:
-                lines.append(f"{key}: {_dump_scalar(value, quote)}")
+        return "\n".join(_dump_mapping(data, "", quote)) + "\n"
     except _NotFast:
         return None
-    return "\n".join(lines) + "\n"

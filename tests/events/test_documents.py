@@ -250,11 +250,52 @@ def test_fast_dump_writes_what_pyyaml_writes(seed: int) -> None:
                 value = {
                     rng.choice(["a", "b", "on", "k_1"]): rng.choice(pool) for _ in range(rng.randrange(0, 3))
                 }
+                if rng.randrange(2):  # lists and mappings inside (a context block's `_meta` has them)
+                    value["l"] = [rng.choice(pool) for _ in range(rng.randrange(0, 3))]
+                    value["m"] = {"hot": [rng.choice(pool)], "n": {"x": rng.choice(pool)}}
             data[rng.choice(["id", "title", "yes", "k"]) + str(i)] = value
         fast = _fast_dump(data)
         slow = _slow_dump(data, sort_keys=False, default_flow_style=False)
         if fast is not None:
             assert fast == slow, data
+
+
+def test_a_context_blocks_meta_is_written_without_pyyaml() -> None:
+    """A turn's context blocks carry nested `_meta` (lists, a mapping of lists, an empty
+    list): written directly, byte for byte what PyYAML writes."""
+    from events.documents import _fast_dump, _slow_dump
+
+    data = {
+        "_meta": {
+            "type": "turn_context",
+            "relevant_turns": [23, 22],
+            "tiers": {"hot": [23], "warm": [19, 18], "cold": []},
+            "gaps_identified": [],
+            "context_quality": 0.5,
+        }
+    }
+    fast = _fast_dump(data)
+    assert fast is not None
+    assert fast == _slow_dump(data, sort_keys=False, default_flow_style=False)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_single_quoted_is_what_pyyaml_writes(seed: int) -> None:
+    import random
+
+    from events.documents import _slow_dump
+    from events.yaml_subset import single_quoted
+
+    rng = random.Random(seed)
+    pieces = [*TRICKY, ": ", " #", "#", ":", "'", " ", "-", "a", "é", "“x”", "[", "{", "&", "%", "`", "7"]
+    sure = 0
+    for _ in range(300):
+        value = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 6)))
+        quoted = single_quoted(value)
+        if quoted is not None:
+            sure += 1
+            assert quoted + "\n" == _slow_dump(value), value
+    assert sure > 50
 
 
 def test_plain_fields_cover_the_model() -> None:
