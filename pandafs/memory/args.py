@@ -25,7 +25,8 @@ BATCH_SPELLING = {"content_types": "types"}
 class SearchArgsModel(BaseModel):
     """What every model of search arguments has (its fields come from `search_arguments()`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # built when first used: `search --batch` alone needs `BatchQuery`
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     if TYPE_CHECKING:  # the one field every caller reads by name
         query: str
 

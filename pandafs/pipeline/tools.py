@@ -62,7 +62,8 @@ DOORS = ("planner", "mcp")
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # each tool's model is built when first used: a turn offers the Planner only some tools
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class RetrieveArgs(_Args):

@@ -16,7 +16,8 @@ from events.schema import ContentReference, GateResult, ToolRequest
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # each contract is built when first used: a turn uses most, no command all of them
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 # --- phase 0: query analyzer -------------------------------------------------------------
