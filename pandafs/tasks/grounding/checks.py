@@ -18,26 +18,17 @@ PRICE = re.compile(
     re.IGNORECASE,
 )
 _MONTHS = "january february march april may june july august september october november december"
-DATE = re.compile(
-    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:"
-    + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
-    + r")\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|yesterday|today|tonight|"
-    r"next\s+(?:week|month|year)|last\s+(?:week|month|year)|in\s+\d+\s+(?:days|weeks|months))",
-    re.IGNORECASE,
-)
 # Dates said relative to when they were said (deixis: "yesterday" in last month's turn is
 # not yesterday now): an answer to "when" must carry a date that holds on its own.
-DEICTIC = re.compile(
-    r"\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
+DEICTIC = (
+    r"(?i)\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
-    r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b",
-    re.IGNORECASE,
+    r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b"
 )
-_ABSOLUTE_DATE = re.compile(
-    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
+_ABSOLUTE_DATE = (
+    r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
     + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
-    + r")\b)",
-    re.IGNORECASE,
+    + r")\b)"
 )
 # Questions whose answer is worked out from several statements, not read off one (a total,
 # a difference, an elapsed time, an order: the answer types of Li & Roth 2002 that need
@@ -53,40 +44,30 @@ COMPUTED = re.compile(
     r"how\s+long\b[^?]*\b(?:before|after|since|until))\b",
     re.IGNORECASE,
 )
-_REQUESTED = [  # checked in order; the question's own words decide
-    ("count", re.compile(r"\bhow\s+many\b", re.I)),
-    ("duration", re.compile(r"\bhow\s+long\b", re.I)),
+# What each kind of question looks like, checked in order (the question's own words
+# decide); pattern sources, compiled by `re` when first searched: a turn reaches few.
+_REQUESTED = [
+    ("count", r"(?i)\bhow\s+many\b"),
+    ("duration", r"(?i)\bhow\s+long\b"),
     (  # a polar question ("did I finish it?") is answered yes or no
         "polar",
-        re.compile(
-            r"^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
-            r"would|should)\s+(?:i|we|my|our)\b",
-            re.I,
-        ),
+        r"(?i)^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
+        r"would|should)\s+(?:i|we|my|our)\b",
     ),
-    ("price", re.compile(r"\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b", re.I)),
-    ("date", re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b", re.I)),
+    ("price", r"(?i)\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b"),
+    ("date", r"(?i)^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b"),
     (
         "name",
-        re.compile(
-            r"^\s*who\b|\bwhat(?:'s|\s+is|\s+was)\s+(?:my|the|his|her|their)\s+\w*\s*name\b|"
-            r"\bname\s+of\b|\bcalled\b",
-            re.I,
-        ),
+        r"(?i)^\s*who\b|\bwhat(?:'s|\s+is|\s+was)\s+(?:my|the|his|her|their)\s+\w*\s*name\b|"
+        r"\bname\s+of\b|\bcalled\b",
     ),
-    ("place", re.compile(r"^\s*where\b", re.I)),
-    (
-        "list",
-        re.compile(r"\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b", re.I),
-    ),
+    ("place", r"(?i)^\s*where\b"),
+    ("list", r"(?i)\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b"),
     (  # "what play did I see?", "which bike …": the answer names the one
         "which",
-        re.compile(
-            r"^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
-            r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|was|were|do|does|did|"
-            r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
-            re.I,
-        ),
+        r"(?i)^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
+        r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|was|were|do|does|did|"
+        r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
     ),
 ]
 
@@ -98,7 +79,7 @@ def requested_kind(query: str) -> str:
         return ""
     query = asked_part(query)
     for kind, pattern in _REQUESTED:
-        if pattern.search(query):
+        if re.search(pattern, query):
             if kind in ("polar", "which") and asked_slots(query) & STRONG_SLOTS:
                 continue  # "do I like tea?", "which city do I live in?": the statement answers
             return kind
@@ -128,16 +109,15 @@ _CARDINAL = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+dozen|"
     r"dozens|hundreds|twenty|thirty|forty|fifty)"
 )
-_HOW_MANY = re.compile(
-    r"\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
-    r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)",
-    re.I,
+_HOW_MANY = (
+    r"(?i)\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
+    r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)"
 )
 
 
 def _counts(answer: str, query: str) -> bool:
     """ "How many N": the answer states a number of N (a cardinal within three words before N)."""
-    asked = _HOW_MANY.search(query)
+    asked = re.search(_HOW_MANY, query)
     if asked is None:
         return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
     head = stem(asked.group(1).split()[-1])
@@ -155,16 +135,16 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
     if kind == "price":
         return bool(PRICE.search(answer))
     if kind == "date":
-        return bool(_ABSOLUTE_DATE.search(DEICTIC.sub("", answer)))
+        return bool(re.search(_ABSOLUTE_DATE, re.sub(DEICTIC, "", answer)))
     if kind == "count":
         return _counts(answer, query)
     if kind == "duration":
-        return bool(_DURATION.search(answer))
+        return bool(re.search(_DURATION, answer))
     if kind == "polar":
         return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
     if kind == "place":  # a place is named after a preposition of place ("at Target")
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
-        return any(_names(m.group(1)) - asked for m in _AT_PLACE.finditer(answer))
+        return any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer))
     if kind == "name":
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
@@ -175,17 +155,18 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
     return True
 
 
-_DURATION = re.compile(
-    rf"\b{_CARDINAL}(?:\s+and\s+a\s+half)?\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b",
-    re.I,
+# pattern sources for one kind of question each, compiled by `re` when first searched
+_DURATION = (
+    rf"(?i)\b{_CARDINAL}(?:\s+and\s+a\s+half)?\s+"
+    r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b"
 )
-_AT_PLACE = re.compile(
+_AT_PLACE = (
     r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
 _PLACE_NOUNS = frozenset(
     "city town country place state village neighbourhood neighborhood area region".split()
 )
-_QUOTED = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)")
+_QUOTED = r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)"
 
 
 def _identifies(answer: str, query: str) -> bool:
@@ -194,7 +175,7 @@ def _identifies(answer: str, query: str) -> bool:
     asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
     plain = CITE.sub("", answer)
     named = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
-    named += [m for m in _QUOTED.finditer(plain) if m.group(1).lower() not in query.lower()]
+    named += [m for m in re.finditer(_QUOTED, plain) if m.group(1).lower() not in query.lower()]
     numbers = [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
     focus = focus_of(query)
     if not focus:
