@@ -4,9 +4,19 @@ which validates a raw record into its typed event (an unknown type is kept verba
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
 from .phases import (
     SCHEMA_VERSION,
@@ -65,9 +75,11 @@ PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
 
 
 class Event(BaseModel):
-    """The envelope every line shares.  `data` is typed by the concrete subclass."""
+    """The envelope every line shares.  `data` is typed by the concrete subclass.
 
-    model_config = ConfigDict(frozen=True)
+    Each event class is built when first used: a turn writes a few of the types."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
     v: int = SCHEMA_VERSION
     seq: int = Field(ge=0)
     ts: datetime
@@ -115,12 +127,22 @@ _MEMBERS = tuple(Annotated[cls, Tag(t)] for t, cls in EVENT_CLASSES.items()) + (
     Annotated[UnknownEvent, Tag("unknown")],
 )
 AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
-_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
-_VALIDATE = _ADAPTER.validator.validate_python
-"""The adapter's own validator: `TypeAdapter.validate_python` wraps it in Python that
-costs a measurable share of each event, and a rebuild's fold validates every event."""
+
+
+@cache
+def _validate_any() -> Any:
+    """`AnyEvent`'s own validator (`TypeAdapter.validate_python` wraps it in Python)."""
+    return TypeAdapter(AnyEvent).validator.validate_python
 
 
 def parse_event(record: dict[str, Any]) -> Event:
-    """Validate one raw log record into its typed event (or an `UnknownEvent`)."""
-    return _VALIDATE(record)  # type: ignore[no-any-return]
+    """Validate one raw log record into its typed event (or an `UnknownEvent`).
+
+    The class its type names validates it, as `AnyEvent` would, without building every
+    event class; a record that does not fit is validated by `AnyEvent`, whose error is
+    the one to report (it names the type)."""
+    cls = EVENT_CLASSES.get(_tag(record), UnknownEvent)
+    try:
+        return cls.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
+    except ValidationError:
+        return _validate_any()(record)  # type: ignore[no-any-return]  # raises that error

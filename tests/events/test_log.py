@@ -291,3 +291,31 @@ def test_repair_with_a_root_cuts_no_log_outside_it(tmp_path: Path) -> None:
         repair_torn_tail(root / "turns" / "turn_000001" / "events.jsonl", root=root)
     assert (outside / "events.jsonl").read_bytes() == before
     assert sorted(os.listdir(outside)) == ["events.jsonl"]
+
+
+def test_parse_event_agrees_with_the_union_on_every_type() -> None:
+    """Each record is validated by the class its type names, as `AnyEvent` does: the
+    same event for every known type and an unknown one, the same error for a record
+    that fits no schema (it names the type, which `verify` reports)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from events.schema import PAYLOADS, AnyEvent, parse_event
+
+    union = TypeAdapter(AnyEvent)
+    envelope = {"v": 1, "seq": 0, "ts": "2026-11-21T22:00:00.000000Z", "user": "alice"}
+    envelope |= {"turn": "turn_000001", "phase": "intake", "prev": "0" * 64, "hash": "1" * 64}
+    for kind in [*PAYLOADS, "from_a_newer_version"]:
+        for data in ({}, {"query": 5, "attempt": "x", "outcome": "MAYBE"}):
+            record = {**envelope, "type": kind, "data": data}
+            try:
+                expected = union.validate_python(record)
+            except ValidationError as exc:
+                with pytest.raises(ValidationError) as got:
+                    parse_event(record)
+                assert str(got.value) == str(exc)
+                assert got.value.errors() == exc.errors()
+            else:
+                event = parse_event(record)
+                assert type(event) is type(expected) and event == expected
+    with pytest.raises(ValidationError, match="tagged-union"):
+        parse_event({**envelope, "type": "turn_started", "data": {"query": 5}})
