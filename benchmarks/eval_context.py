@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_retrieval import (  # noqa: E402 - the script's folder, as a module path
+from eval_retrieval import (
     DEFAULT_LME,
     Dataset,
     Question,
@@ -87,17 +87,25 @@ def _worker(vault: Path, lines_file: Path, questions_file: Path, out_file: Path)
     PYTHONPATH of the tree under test)."""
     from events import format_ts, project_turn, read_events
     from events.render import render_block
+    from pandafs.config import render_default_config
     from pandafs.llm.offline import OfflineBackend
     from pandafs.pipeline import Pipeline
     from pandafs.vault import Vault
 
-    command = [sys.executable, "-m", "pandafs", "--root", str(vault)]
-    subprocess.run([*command, "init"], check=True, capture_output=True)
-    done = subprocess.run(
-        [*command, "import-turns", str(lines_file), "--json"], capture_output=True, text=True
-    )
-    if done.returncode not in (0, 1):
-        raise StepFailed(f"import-turns: {done.stderr.strip()[-300:]}")
+    imported = vault.with_name(vault.name + ".imported")  # kept with --keep: the next run copies it
+    if not (imported / ".complete").exists():
+        shutil.rmtree(imported, ignore_errors=True)
+        command = [sys.executable, "-m", "pandafs", "--root", str(imported)]
+        subprocess.run([*command, "init"], check=True, capture_output=True)
+        done = subprocess.run(
+            [*command, "import-turns", str(lines_file), "--json"], capture_output=True, text=True
+        )
+        if done.returncode not in (0, 1):
+            raise StepFailed(f"import-turns: {done.stderr.strip()[-300:]}")
+        (imported / ".complete").touch()
+    shutil.rmtree(vault, ignore_errors=True)
+    shutil.copytree(imported, vault, symlinks=True)
+    (vault / "pandafs.toml").write_text(render_default_config())  # the defaults of the tree under test
     vault_obj = Vault(vault)
     questions = [json.loads(line) for line in questions_file.read_text().splitlines() if line.strip()]
     out = []

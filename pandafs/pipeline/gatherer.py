@@ -36,11 +36,13 @@ from ..memory.tiers import assemble_tiers
 from ..research.visits import find_visits
 from ..tasks.schemas import (
     CandidateView,
+    Pick,
     RetrievalIn,
     RetrievalOut,
 )
+from ..tokens import count_tokens
 from .context import RECORD_CACHE, TurnContext
-from .sources import age_days, plain_text, source_text
+from .sources import PER_DOC_TOKENS, age_days, plain_text, prior_turn, source_text
 
 __all__ = ["retrieve"]
 
@@ -122,6 +124,37 @@ def _tier_view(tier: str, item: TierItem, now: datetime) -> CandidateView:
         age_days=max(0.0, (now - created).total_seconds() / 86400.0) if created else 0.0,
         tier=tier,
     )
+
+
+RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[str, Pick]) -> list[str]:
+    """The picked documents, most relevant first (the referenced turn, then by relevance
+    and search score), until their texts fill §2's token budget: the last one chosen may
+    be abridged there, none is cut for a count."""
+    order = list(candidates)
+    ranked = sorted(
+        picks,
+        key=lambda d: (
+            candidates[d].tier != "reference",
+            RANK[picks[d].relevance],
+            -candidates[d].score,
+            order.index(d),
+        ),
+    )
+    cfg = ctx.config.pipeline
+    chosen: list[str] = []
+    spent = 0
+    for doc_id in ranked:
+        if spent >= cfg.context_tokens or (cfg.max_sources and len(chosen) >= cfg.max_sources):
+            break
+        candidate = candidates[doc_id]
+        record = prior_turn(ctx, doc_id, candidate.kind)
+        text = record.full_text() if record else source_text(ctx, candidate.doc_path, candidate.kind)
+        chosen.append(doc_id)
+        spent += min(PER_DOC_TOKENS, count_tokens(text))
+    return chosen
 
 
 def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
@@ -234,25 +267,13 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         ),
     )
     picks = {p.doc_id: p for p in plan.relevant if p.doc_id in candidates}
-    chosen = sorted(
-        picks,
-        key=lambda d: (
-            {"high": 0, "medium": 1, "low": 2}[picks[d].relevance],
-            list(candidates).index(d),
-        ),
-    )[: ctx.config.pipeline.max_sources]
-    final = [
-        c.model_copy(
-            update={
-                "selected": True,
-                "relevance": picks[c.doc_id].relevance,
-                "reason": picks[c.doc_id].reason,
-            }
+    chosen = _by_budget(ctx, candidates, picks)
+    final = [  # the chosen first, in the order they spend §2's budget
+        candidates[d].model_copy(
+            update={"selected": True, "relevance": picks[d].relevance, "reason": picks[d].reason}
         )
-        if c.doc_id in chosen
-        else c
-        for c in candidates.values()
-    ]
+        for d in chosen
+    ] + [c for c in candidates.values() if c.doc_id not in chosen]
     wanted = set(plan.relevant_memory)
     anchors = [
         MemoryEntry(
