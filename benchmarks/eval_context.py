@@ -145,6 +145,7 @@ def _worker(vault: Path, lines_file: Path, questions_file: Path, out_file: Path)
 
 def _tree(rev: str, into: Path) -> Path:
     """The events, indexers and pandafs packages of commit `rev`, unpacked into `into`."""
+    shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", rev, "events", "indexers", "pandafs"], capture_output=True

@@ -53,6 +53,7 @@ from .sources import (
     abridge,
     age_days,
     date_phrases,
+    first_share,
     plain_text,
     prior_turn,
     sentence_pieces,
@@ -64,6 +65,8 @@ __all__ = ["synthesize"]
 
 MIN_TEXT_TOKENS = 24
 """A prior turn gets at least this much room for its text, or none."""
+USER_WORDS = 1000.0
+"""The score that puts a sentence of the user's own message before any that matches."""
 KIND_PRIORITY = {
     "preferences": 0,
     "facts": 0,
@@ -255,28 +258,33 @@ def _stems(text: str) -> set[str]:
 
 
 def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
-    """The prior turns, most relevant first, in `room` tokens: each whole while it fits
-    (at most `PER_DOC_TOKENS`), else abridged to what is left, keeping every sentence
-    that shares a word with the query; a turn whose matching sentences do not fit is
-    left out, and the next one tried."""
+    """The prior turns, most relevant first, in `room` tokens.  Each is first given its
+    `first_share` (the best ones whole), then what is left grows them in the same order
+    up to `PER_DOC_TOKENS`; a turn given less than its text is abridged: the user's own
+    words are kept first, then the sentences that share a word with the query, best
+    first, then their neighbours.  A turn with no room for `MIN_TEXT_TOKENS` is left out."""
     asked = _stems(" ".join(query_terms(query)))
-    kept: list[tuple[_Turn, list[str]]] = []
     room -= count_tokens(render_block(_turn_context([], "high", {}))) + 8
+    plan: list[list[Any]] = []  # [turn, its tokens, the tokens it is given]
     for turn in turns:
         # its other cells, the pipes around them and its number in `_meta`
         fixed = count_tokens(" | ".join([*turn.cells, "; ".join(turn.facts)])) + 10
-        space = min(PER_DOC_TOKENS, room - fixed)
-        if space < MIN_TEXT_TOKENS:
+        size = count_tokens(turn.text)
+        give = min(first_share(len(plan), size), room - fixed)
+        if give < min(size, MIN_TEXT_TOKENS):
             continue
-        text: str | None = turn.text
-        if count_tokens(turn.text) > space:
-            scores = [float(len(_stems(p) & asked)) for p in sentence_pieces(turn.text)]
-            text = abridge(turn.text, scores, space)
-        if not text:
-            continue
-        cells = [*turn.cells, text, "; ".join(turn.facts)]
-        kept.append((turn, cells))
-        room -= count_tokens(" | ".join(cells)) + 10
+        plan.append([turn, size, give])
+        room -= fixed + give
+    for item in plan:
+        more = min(min(item[1], PER_DOC_TOKENS) - item[2], room)
+        if more > 0:
+            item[2] += more
+            room -= more
+    kept: list[tuple[_Turn, list[str]]] = []
+    for turn, size, give in plan:
+        text = turn.text if size <= give else abridge(turn.text, _sentence_scores(turn.text, asked), give)
+        if text:
+            kept.append((turn, [*turn.cells, text, "; ".join(turn.facts)]))
     if not kept:
         return None
     numbers = [int(re.sub(r"\D", "", t.doc_id.split("/")[-1]) or 0) for t, _ in kept]
@@ -287,6 +295,16 @@ def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
     block = _turn_context([cells for _, cells in kept], best, {t: n for t, n in by_tier.items() if n})
     block.meta["relevant_turns"] = numbers
     return _Block(3, block, [t.doc_id for t, _ in kept])
+
+
+def _sentence_scores(text: str, asked: set[str]) -> list[float]:
+    """Per sentence of a turn: the question's words it holds, and above any of them
+    every sentence of the user's message (what the user said about themselves)."""
+    scores, user = [], True
+    for piece in sentence_pieces(text):
+        user = user and not piece.startswith("Assistant:")
+        scores.append(len(_stems(piece) & asked) + (USER_WORDS if user else 0.0))
+    return scores
 
 
 def _turn_context(rows: list[list[str]], best: str, tiers: dict[str, list[int]]) -> ContextBlock:

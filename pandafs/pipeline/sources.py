@@ -21,6 +21,7 @@ from .context import RECORD_CACHE, TurnContext
 __all__ = [
     "PER_DOC_TOKENS",
     "abridge",
+    "first_share",
     "age_days",
     "date_phrases",
     "plain_text",
@@ -52,6 +53,18 @@ def turn_text(content: str) -> str:
 
 PER_DOC_TOKENS = 1500
 """A document's share of the gatherer at most (seed 003 §7.3: its per-turn limit)."""
+WHOLE_FIRST = 2
+"""The most relevant prior turns get their whole text (up to `PER_DOC_TOKENS`) first ..."""
+CORE_TOKENS = 150
+"""... every other chosen turn first this much (the user's words, then the sentences that
+match the question); what is left of §2's budget then grows them, most relevant first:
+more turns reach §2 than whole turns until the budget would bring."""
+
+
+def first_share(rank: int, tokens: int) -> int:
+    """The tokens a chosen turn of relevance rank `rank` (0 = most relevant) and `tokens`
+    tokens is first given in §2."""
+    return min(tokens, PER_DOC_TOKENS if rank < WHOLE_FIRST else CORE_TOKENS)
 
 
 def prior_turn(ctx: TurnContext, doc_id: str, kind: str) -> TurnRecord | None:
