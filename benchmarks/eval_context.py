@@ -85,8 +85,10 @@ class StepFailed(Exception):
 def _worker(vault: Path, lines_file: Path, questions_file: Path, out_file: Path) -> None:
     """Import the turns into `vault` and ask every question; write each §2 (run with the
     PYTHONPATH of the tree under test)."""
-    from events import format_ts, project_turn, read_events
+    from events.log import read_events
+    from events.projection import project_turn
     from events.render import render_block
+    from events.stamps import format_ts
     from pandafs.config import render_default_config
     from pandafs.llm.offline import OfflineBackend
     from pandafs.pipeline import Pipeline

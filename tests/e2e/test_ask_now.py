@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from events import read_log
+from events.log import read_log
 from pandafs.inbox import Inbox
 from pandafs.vault import Vault
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 
-from events import read_events
+from events.log import read_events
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory import Memory
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.sources import abridge, date_phrases, sentence_pieces
 from pandafs.tokens import count_tokens
