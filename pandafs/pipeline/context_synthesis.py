@@ -50,6 +50,7 @@ from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
 from .sources import (
     PER_DOC_TOKENS,
+    WHOLE_FIRST,
     abridge,
     age_days,
     date_phrases,
@@ -65,6 +66,8 @@ __all__ = ["synthesize"]
 
 MIN_TEXT_TOKENS = 24
 """A prior turn gets at least this much room for its text, or none."""
+READ_TOKENS = 400
+"""What the backend reads of a chosen prior turn below the most relevant ones."""
 USER_WORDS = 1000.0
 """The score that puts a sentence of the user's own message before any that matches."""
 KIND_PRIORITY = {
@@ -81,7 +84,10 @@ KIND_PRIORITY = {
 }
 
 
-def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
+def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) -> LoadedDoc | None:
+    """A chosen document as the backend reads it: a prior turn the 2 most relevant whole
+    (up to `PER_DOC_TOKENS`), the others abridged to `READ_TOKENS` (the user's words and
+    the matching sentences first); §2's rows read the turns again, whole."""
     if candidate.kind == "visit":
         text = visit_text(ctx.vault.root, candidate.doc_path)
         return (
@@ -101,7 +107,7 @@ def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
             doc_id=candidate.doc_id,
             kind=candidate.kind,
             title=candidate.title or record.query[:80],
-            text=truncate_tokens(record.full_text(), PER_DOC_TOKENS),
+            text=_read_text(record.full_text(), rank, asked),
             created_at=format_ts(record.created_at) if record.created_at else "",
             relevance=candidate.relevance,
             archived=record.archived,
@@ -297,6 +303,13 @@ def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
     return _Block(3, block, [t.doc_id for t, _ in kept])
 
 
+def _read_text(text: str, rank: int, asked: set[str]) -> str:
+    budget = PER_DOC_TOKENS if rank < WHOLE_FIRST else READ_TOKENS
+    if count_tokens(text) <= budget:
+        return text
+    return abridge(text, _sentence_scores(text, asked), budget) or truncate_tokens(text, budget)
+
+
 def _sentence_scores(text: str, asked: set[str]) -> list[float]:
     """Per sentence of a turn: the question's words it holds, and above any of them
     every sentence of the user's message (what the user said about themselves)."""
@@ -351,7 +364,9 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     assert analysis is not None and retrieval is not None
     selected = [c for c in retrieval.candidates if c.selected]
     selected.sort(key=lambda c: (KIND_PRIORITY.get(c.kind, 4), c.tier != "reference"))
-    loaded = [doc for doc in (_load(ctx, c) for c in selected) if doc is not None]
+    asked = _stems(" ".join(query_terms(f"{analysis.resolved_query} {' '.join(analysis.keywords)}")))
+    rank = {c.doc_id: i for i, c in enumerate(c for c in retrieval.candidates if c.selected)}
+    loaded = [doc for doc in (_load(ctx, c, rank[c.doc_id], asked) for c in selected) if doc is not None]
     paths = {c.doc_id: c.doc_path for c in selected}
     memory_rows = [
         MemoryRow(kind=e.kind, key=e.key, value=e.value, source=e.doc_id) for e in retrieval.memory

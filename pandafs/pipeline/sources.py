@@ -20,6 +20,7 @@ from .context import RECORD_CACHE, TurnContext
 
 __all__ = [
     "PER_DOC_TOKENS",
+    "WHOLE_FIRST",
     "abridge",
     "first_share",
     "age_days",
