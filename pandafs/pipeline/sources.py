@@ -53,7 +53,7 @@ def turn_text(content: str) -> str:
 
 
 PER_DOC_TOKENS = 1500
-"""A document's share of the gatherer at most (seed 003 §7.3: its per-turn limit)."""
+"""A document's share of the gatherer at most (the Context Gatherer's per-turn limit)."""
 WHOLE_FIRST = 2
 """The most relevant prior turns get their whole text (up to `PER_DOC_TOKENS`) first ..."""
 CORE_TOKENS = 150
