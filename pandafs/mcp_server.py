@@ -31,6 +31,7 @@ import inspect
 import os
 import stat
 import threading
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
@@ -240,11 +241,11 @@ def build_server(vault: Vault, user: str) -> Any:
         ),
     )
 
-    def ask(question: str) -> dict[str, Any]:
+    def ask(question: str, now: datetime | None) -> dict[str, Any]:
         from .pipeline import Pipeline
 
         with Pipeline(vault, memory=memory) as pipeline:
-            return pipeline.ask(question, user=user).as_json()
+            return pipeline.ask(question, user=user, now=now).as_json()
 
     session = ToolSession(vault, memory, user, utcnow, ask=ask)
     for tool in TOOLS.values():

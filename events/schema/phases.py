@@ -40,6 +40,10 @@ class TurnStarted(Payload):
     query: str
     source: Literal["ask", "import", "inbox"] = "ask"
     occurred_at: datetime
+    asked_at: datetime | None = None
+    """The time the asker set (`ask --now`, an inbox file's `now:`, MCP `ask`'s `now`):
+    every phase of the turn reads it as the present, so a question about an imported
+    history is asked at the time it belongs to.  None: the clock's time."""
     external_id: str | None = None
     meta: dict[str, Any] | None = None
     inbox_file: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 
 import click
 
@@ -11,20 +12,21 @@ from indexers.errors import IndexingError
 from ..output import echo_err, emit, json_option
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
-from .base import App, cli, pass_app, user_option
+from .base import App, cli, now_option, pass_app, user_option
 
 
 @cli.command()
 @click.argument("query")
 @user_option(required=True, help="Whose turn this is.")
+@now_option("Ask at this time (UTC if naive): the turn happens then and reads its history as of then.")
 @json_option
 @pass_app
-def ask(app: App, query: str, user: str, as_json: bool) -> None:
+def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) -> None:
     """Run one turn through the pipeline and print the answer."""
     vault = app.vault()
     unindexed: IndexingError | None = None
     with Pipeline(vault) as pipeline:
-        result = pipeline.ask(query, user=user)
+        result = pipeline.ask(query, user=user, now=now)
         try:
             pipeline.settle()
         except IndexingError as exc:  # the answer stands; its turn keeps its `.indexing` mark

@@ -71,7 +71,9 @@ class PipelineConfig(_Section):
     relevance_threshold: float = setting(
         0.15, ge=0, le=1, description="min normalised search score for a document to enter §2"
     )
-    max_sources: int = setting(6, ge=0, description="documents the context gatherer cites at most")
+    max_sources: int = setting(
+        0, ge=0, description="documents the context gatherer cites at most (0: what context_tokens holds)"
+    )
 
 
 class SearchConfig(_Section):

@@ -368,7 +368,7 @@ class Inbox:
             if not answer_tmp.exists():
                 atomic_write(
                     answer_tmp,
-                    render_answer(plan, result, self.turns.read_query(plan, query_path)),
+                    render_answer(plan, result, self.turns.read_query(plan, query_path).text),
                     root=self.root,
                 )
             plan = self.claims.publish_planned(claim, plan, answer_tmp, "answer")

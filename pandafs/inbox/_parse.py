@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 
+from events.clock import aware, out_of_range
 from events.documents import parse_document
 from events.errors import FrontmatterError, InvalidUserId, NotInVault
 from events.fsio import REASONS, is_temp_name, open_vault_file, refusal_at
@@ -45,6 +47,8 @@ def is_query_candidate(rel_path: str) -> bool:
 class Query:
     user: str
     text: str
+    now: datetime | None = None
+    """The frontmatter's `now:`: the question is asked at that time (`Pipeline.ask`'s `now`)."""
 
 
 @dataclass(frozen=True)
@@ -180,4 +184,31 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
             f"the question is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})",
             "Shorten the question; long material belongs in a document under knowledge/.",
         )
-    return Query(user, query)
+    now = _asked_at(parsed.frontmatter.get("now"))
+    if isinstance(now, Rejection):
+        return now
+    return Query(user, query, now)
+
+
+def _asked_at(value: object) -> datetime | None | Rejection:
+    """The frontmatter's `now:` as an aware time (naive = UTC), or why it is not one."""
+    if value is None:
+        return None
+    when: datetime | None = None
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, date):
+        when = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            when = None
+    problem = f"`now: {value}` is not an ISO-8601 time" if when is None else out_of_range(when)
+    if problem is not None or when is None:
+        return Rejection(
+            "bad_frontmatter",
+            f"{problem}",
+            "Write `now:` as an ISO time (2023-05-20T14:00:00) or remove it, then drop the file again.",
+        )
+    return aware(when)

@@ -19,7 +19,7 @@ from ..pipeline import Pipeline
 from ..pipeline.recovery import recover
 from ..turns import EVENTS_FILE
 from ..vault import Vault
-from ._parse import Rejection, validate_query
+from ._parse import Query, Rejection, validate_query
 from ._plan import ClaimPlan, Stuck
 
 ADOPT_PROBE_MISSES = 16
@@ -61,11 +61,11 @@ class TurnStarts:
     def pipeline(self) -> Pipeline:
         return self._pipeline()
 
-    def read_query(self, plan: ClaimPlan, query_path: Path) -> str:
+    def read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
         verdict = validate_query(self.vault, plan.source, query_path)
         if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
             raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
-        return verdict.text
+        return verdict
 
     def find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
         """The turn started for this plan, or the empty turn folders that may be ours.
@@ -121,13 +121,14 @@ class TurnStarts:
                 raise Stuck(f"{user}/{turn} was taken by another writer")
         return turn
 
-    def begin(self, user: str, turn: str, plan: ClaimPlan, query: str) -> bool:
+    def begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
         """Write `turn_started` into an empty turn folder; False if another writer has it."""
         path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
         started = TurnStarted(
-            query=query,
+            query=query.text,
             source="inbox",
-            occurred_at=self.pipeline.clock(),
+            occurred_at=query.now or self.pipeline.clock(),
+            asked_at=query.now,
             inbox_file=plan.turn_key,
             backend=self.pipeline.backend.name,
         )

@@ -1,13 +1,15 @@
 """Phase 2 — Context Gatherer (MIND), step two, SYNTHESIS: compile §2 from the
 documents RETRIEVAL chose (`pipeline.gatherer`).
 
-It loads the chosen documents (each cut to 1,500 tokens, memory first, then research,
-then recent turns, then older ones; a turn chosen from a tier is loaded as the tier
-packed it, within the tier's budget), asks the backend to extract what helps, and
-compiles §2: markdown tables with YAML `_meta` blocks, prior-turn rows within their
-tier's budget, capped at `[pipeline] context_tokens` (rows of the lowest-priority
-blocks are dropped first, identity anchors last).  Irrelevant preferences and facts
-are omitted, not labelled.  Everything used is listed with its doc id, and the
+It loads the chosen documents (each at most `PER_DOC_TOKENS`), asks the backend to
+extract what helps, and compiles §2: markdown tables with YAML `_meta` blocks, capped at
+`[pipeline] context_tokens`.  Memory, research and knowledge come first; the prior turns
+spend the rest, most relevant first, each with its own text — the question and the
+answer, dated (when it happened, its episode, and the date each relative phrase such as
+"two days ago" names) — whole while it fits, else abridged by dropping its least
+relevant sentences, never one that shares a word with the question.  A turn is read
+from its own file, so no tier's budget upstream cuts it.  Irrelevant preferences and
+facts are omitted, not labelled.  Everything used is listed with its doc id, and the
 quality gates are recorded.
 """
 
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from events.doctypes import SESSION_KEYS
 from events.documents import wikilink
 from events.projection import TurnView
 from events.render import render_block
@@ -29,10 +33,12 @@ from events.schema import (
     Payload,
     SourceRef,
 )
+from events.stamps import format_ts
+from indexers.words import query_terms, stem, words_of
 
 from ..errors import BadInput, Unreadable
 from ..memory.packing import TIER_NAMES
-from ..memory.tiers import item_text
+from ..memory.turn_records import TurnRecord
 from ..tasks.schemas import (
     DocRow,
     LoadedDoc,
@@ -42,11 +48,28 @@ from ..tasks.schemas import (
 )
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
-from .sources import age_days, plain_text, turn_text, visit_text
+from .sources import (
+    PER_DOC_TOKENS,
+    WHOLE_FIRST,
+    abridge,
+    age_days,
+    date_phrases,
+    first_share,
+    plain_text,
+    prior_turn,
+    sentence_pieces,
+    turn_text,
+    visit_text,
+)
 
 __all__ = ["synthesize"]
 
-PER_DOC_TOKENS = 1500
+MIN_TEXT_TOKENS = 24
+"""A prior turn gets at least this much room for its text, or none."""
+READ_TOKENS = 400
+"""What the backend reads of a chosen prior turn below the most relevant ones."""
+USER_WORDS = 1000.0
+"""The score that puts a sentence of the user's own message before any that matches."""
 KIND_PRIORITY = {
     "preferences": 0,
     "facts": 0,
@@ -61,22 +84,10 @@ KIND_PRIORITY = {
 }
 
 
-def _load_tier_item(ctx: TurnContext, candidate: Candidate, item: dict[str, Any]) -> LoadedDoc | None:
-    """A turn chosen from a tier, as the tier packed it (never more than its tokens there)."""
-    text = item_text(ctx.vault, ctx.user, item)
-    if text is None:
-        return None
-    return LoadedDoc(
-        doc_id=candidate.doc_id,
-        kind=candidate.kind,
-        title=candidate.title,
-        text=text,
-        relevance=candidate.relevance,
-        archived=bool(item.get("archived")),
-    )
-
-
-def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
+def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) -> LoadedDoc | None:
+    """A chosen document as the backend reads it: a prior turn the 2 most relevant whole
+    (up to `PER_DOC_TOKENS`), the others abridged to `READ_TOKENS` (the user's words and
+    the matching sentences first); §2's rows read the turns again, whole."""
     if candidate.kind == "visit":
         text = visit_text(ctx.vault.root, candidate.doc_path)
         return (
@@ -89,6 +100,17 @@ def _load(ctx: TurnContext, candidate: Candidate) -> LoadedDoc | None:
             )
             if text
             else None
+        )
+    record = prior_turn(ctx, candidate.doc_id, candidate.kind)
+    if record is not None:
+        return LoadedDoc(
+            doc_id=candidate.doc_id,
+            kind=candidate.kind,
+            title=candidate.title or record.query[:80],
+            text=_read_text(record.full_text(), rank, asked),
+            created_at=format_ts(record.created_at) if record.created_at else "",
+            relevance=candidate.relevance,
+            archived=record.archived,
         )
     try:
         doc = ctx.read(candidate.doc_path)
@@ -118,12 +140,7 @@ class _Block:
     row_ids: list[str]
 
 
-def _blocks(
-    out: SynthesizeContextOut,
-    paths: dict[str, str],
-    memory: list[MemoryEntry],
-    tiers: dict[str, str],
-) -> list[_Block]:
+def _blocks(out: SynthesizeContextOut, paths: dict[str, str], memory: list[MemoryEntry]) -> list[_Block]:
     built: list[_Block] = []
     anchors = [e for e in memory if (e.model_extra or {}).get("identity")]
     if anchors:
@@ -193,40 +210,127 @@ def _blocks(
 
     add(1, "Cached Research Intelligence", {"type": "research_cache"}, out.research)
     add(2, "Forever Memory Knowledge", {"type": "knowledge"}, out.knowledge)
-    if out.prior_turns:
-        numbers = [int(re.sub(r"\D", "", r.doc_id.split("/")[-1]) or 0) for r in out.prior_turns]
-        best = min((r.relevance for r in out.prior_turns), key=["high", "medium", "low"].index)
-        meta: dict[str, Any] = {
-            "type": "turn_context",
-            "relevant_turns": numbers,
-            "highest_relevance": best,
-        }
-        by_tier = {
-            tier: [n for n, r in zip(numbers, out.prior_turns, strict=True) if tiers.get(r.doc_id) == tier]
-            for tier in TIER_NAMES
-        }
-        if any(by_tier.values()):
-            meta["tiers"] = {t: n for t, n in by_tier.items() if n}
-        add(3, "Relevant Prior Turns", meta, out.prior_turns)
     return built
 
 
-def _within_tier_budgets(
-    rows: list[DocRow], paths: dict[str, str], tiers: dict[str, str], budgets: dict[str, int]
-) -> list[DocRow]:
-    """Prior-turn rows whose turn came from a tier, kept only while that tier's budget holds."""
-    used = dict.fromkeys(budgets, 0)
-    kept = []
-    for row in rows:
-        tier = tiers.get(row.doc_id)
-        if tier in budgets and row.doc_id in paths:
-            cells = [wikilink(paths[row.doc_id], _label(row.doc_id)), row.relevance, row.summary]
-            tokens = count_tokens(" | ".join([*cells, "; ".join(row.key_facts)]))
-            if used[tier] + tokens > budgets[tier]:
-                continue
-            used[tier] += tokens
-        kept.append(row)
-    return kept
+@dataclass(frozen=True)
+class _Turn:
+    """A chosen prior turn as §2 shows it: its row's cells but the text, and its text."""
+
+    doc_id: str
+    cells: list[str]  # source, when, relevance
+    text: str
+    facts: list[str]  # what the backend extracted that the text does not already say
+    tier: str | None
+
+
+def _when(ctx: TurnContext, candidate: Candidate, record: TurnRecord) -> str:
+    """When the turn happened, and its episode (the session it was imported with)."""
+    when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
+    session = None
+    if not record.archived:
+        try:
+            meta = ctx.read(candidate.doc_path).metadata.get("meta")
+        except (BadInput, Unreadable):
+            meta = None
+        if isinstance(meta, dict):
+            session = next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
+    return f"{when}, session {session}" if session else when
+
+
+def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -> list[_Turn]:
+    out = []
+    for candidate in chosen:
+        row = rows.get(candidate.doc_id)
+        record = prior_turn(ctx, candidate.doc_id, candidate.kind)
+        if row is None or record is None:
+            continue
+        text = " ".join(date_phrases(record.full_text(), record.created_at).split())
+        said = _stems(text)
+        facts = [f for f in row.key_facts if not _stems(f) <= said]
+        link = wikilink(candidate.doc_path, _label(candidate.doc_id))
+        cells = [link, _when(ctx, candidate, record), row.relevance]
+        out.append(_Turn(candidate.doc_id, cells, text, facts, candidate.tier))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return stem(word)
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in words_of(text)} - {""}
+
+
+def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
+    """The prior turns, most relevant first, in `room` tokens.  Each is first given its
+    `first_share` (the best ones whole), then what is left grows them in the same order
+    up to `PER_DOC_TOKENS`; a turn given less than its text is abridged: the user's own
+    words are kept first, then the sentences that share a word with the query, best
+    first, then their neighbours.  A turn with no room for `MIN_TEXT_TOKENS` is left out."""
+    asked = _stems(" ".join(query_terms(query)))
+    room -= count_tokens(render_block(_turn_context([], "high", {}))) + 8
+    plan: list[list[Any]] = []  # [turn, its tokens, the tokens it is given]
+    for turn in turns:
+        # its other cells, the pipes around them and its number in `_meta`
+        fixed = count_tokens(" | ".join([*turn.cells, "; ".join(turn.facts)])) + 10
+        size = count_tokens(turn.text)
+        give = min(first_share(len(plan), size), room - fixed)
+        if give < min(size, MIN_TEXT_TOKENS):
+            continue
+        plan.append([turn, size, give])
+        room -= fixed + give
+    for item in plan:
+        more = min(min(item[1], PER_DOC_TOKENS) - item[2], room)
+        if more > 0:
+            item[2] += more
+            room -= more
+    kept: list[tuple[_Turn, list[str]]] = []
+    for turn, size, give in plan:
+        text = turn.text if size <= give else abridge(turn.text, _sentence_scores(turn.text, asked), give)
+        if text:
+            kept.append((turn, [*turn.cells, text, "; ".join(turn.facts)]))
+    if not kept:
+        return None
+    numbers = [int(re.sub(r"\D", "", t.doc_id.split("/")[-1]) or 0) for t, _ in kept]
+    best = min((t.cells[2] for t, _ in kept), key=["high", "medium", "low"].index)
+    by_tier = {
+        tier: [n for n, (t, _) in zip(numbers, kept, strict=True) if t.tier == tier] for tier in TIER_NAMES
+    }
+    block = _turn_context([cells for _, cells in kept], best, {t: n for t, n in by_tier.items() if n})
+    block.meta["relevant_turns"] = numbers
+    return _Block(3, block, [t.doc_id for t, _ in kept])
+
+
+def _read_text(text: str, rank: int, asked: set[str]) -> str:
+    budget = PER_DOC_TOKENS if rank < WHOLE_FIRST else READ_TOKENS
+    if count_tokens(text) <= budget:
+        return text
+    return abridge(text, _sentence_scores(text, asked), budget) or truncate_tokens(text, budget)
+
+
+def _sentence_scores(text: str, asked: set[str]) -> list[float]:
+    """Per sentence of a turn: the question's words it holds, and above any of them
+    every sentence of the user's message (what the user said about themselves)."""
+    scores, user = [], True
+    for piece in sentence_pieces(text):
+        user = user and not piece.startswith("Assistant:")
+        scores.append(len(_stems(piece) & asked) + (USER_WORDS if user else 0.0))
+    return scores
+
+
+def _turn_context(rows: list[list[str]], best: str, tiers: dict[str, list[int]]) -> ContextBlock:
+    meta: dict[str, Any] = {"type": "turn_context", "relevant_turns": [], "highest_relevance": best}
+    if tiers:
+        meta["tiers"] = tiers
+    meta["count"] = len(rows)
+    return ContextBlock(
+        heading="Relevant Prior Turns",
+        meta=meta,
+        columns=["Source", "When", "Relevance", "Turn", "Key Facts"],
+        rows=rows,
+    )
 
 
 def _label(doc_id: str) -> str:
@@ -260,21 +364,9 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     assert analysis is not None and retrieval is not None
     selected = [c for c in retrieval.candidates if c.selected]
     selected.sort(key=lambda c: (KIND_PRIORITY.get(c.kind, 4), c.tier != "reference"))
-    packed = {
-        item["doc_id"]: item
-        for tier in TIER_NAMES
-        for item in (retrieval.tiers.get(tier) or {}).get("items", [])
-        if isinstance(item, dict) and "doc_id" in item
-    }
-    tier_of = {c.doc_id: c.tier for c in selected if c.tier in TIER_NAMES and c.doc_id in packed}
-    loaded = [
-        doc
-        for doc in (
-            _load_tier_item(ctx, c, packed[c.doc_id]) if c.doc_id in tier_of else _load(ctx, c)
-            for c in selected
-        )
-        if doc is not None
-    ]
+    asked = _stems(" ".join(query_terms(f"{analysis.resolved_query} {' '.join(analysis.keywords)}")))
+    rank = {c.doc_id: i for i, c in enumerate(c for c in retrieval.candidates if c.selected)}
+    loaded = [doc for doc in (_load(ctx, c, rank[c.doc_id], asked) for c in selected) if doc is not None]
     paths = {c.doc_id: c.doc_path for c in selected}
     memory_rows = [
         MemoryRow(kind=e.kind, key=e.key, value=e.value, source=e.doc_id) for e in retrieval.memory
@@ -300,15 +392,15 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
         text=f"**Context Quality:** {out.context_quality:.2f} · "
         f"**Gaps:** {', '.join(out.gaps) or 'none identified'}",
     )
-    cfg = ctx.config.tiers
-    budgets = {"hot": cfg.hot_tokens, "warm": cfg.warm_tokens, "cold": cfg.cold_tokens}
-    out = out.model_copy(
-        update={"prior_turns": _within_tier_budgets(out.prior_turns, paths, tier_of, budgets)}
+    room = budget - count_tokens(render_block(assessment)) - 150
+    built = _blocks(out, paths, retrieval.memory)
+    picked = [c for c in retrieval.candidates if c.selected]  # in the order retrieval ranked them
+    turns = _turn_block(
+        _turns(ctx, picked, {r.doc_id: r for r in out.prior_turns}),
+        f"{analysis.resolved_query} {' '.join(analysis.keywords)}",
+        room - sum(count_tokens(render_block(b.block)) for b in built),
     )
-    capped = _cap(
-        _blocks(out, paths, retrieval.memory, tier_of),
-        budget - count_tokens(render_block(assessment)) - 150,
-    )
+    capped = _cap([*built, *([turns] if turns else [])], room)
     blocks = [b.block for b in capped] + [assessment]
     tokens = sum(count_tokens(render_block(b)) for b in blocks)
     all_paths = {**paths, **{e.doc_id: e.doc_path for e in retrieval.memory}}

@@ -18,6 +18,7 @@ from typing import Any
 from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
+from events.layout import TURN_DIR_RE, turn_number
 from events.projection import TurnView
 from events.schema import (
     Candidate,
@@ -33,18 +34,24 @@ from ..errors import BadInput
 from ..memory.packing import TierItem
 from ..memory.store import parse_entries
 from ..memory.tiers import assemble_tiers
+from ..memory.turn_records import TurnReader
 from ..research.visits import find_visits
 from ..tasks.schemas import (
     CandidateView,
+    Pick,
     RetrievalIn,
     RetrievalOut,
 )
+from ..tokens import count_tokens
 from .context import RECORD_CACHE, TurnContext
-from .sources import age_days, plain_text, source_text
+from .sources import age_days, first_share, plain_text, prior_turn, source_text
 
 __all__ = ["retrieve"]
 
-SEARCH_LIMIT = 12
+SEARCH_LIMIT = 30
+"""Search hits offered as candidates: §2's budget, not this, bounds what goes in."""
+NEIGHBOURS_OF = 3
+"""The best turn hits whose neighbours in their episode are candidates too."""
 
 
 def _memory_entries(ctx: TurnContext) -> list[MemoryEntry]:
@@ -122,6 +129,86 @@ def _tier_view(tier: str, item: TierItem, now: datetime) -> CandidateView:
         age_days=max(0.0, (now - created).total_seconds() / 86400.0) if created else 0.0,
         tier=tier,
     )
+
+
+RANK = {"high": 0, "medium": 1, "low": 2}
+NEIGHBOUR_WEIGHT = 0.5
+"""A strong hit's neighbour ranks at this share of the hit's score."""
+
+
+def _neighbours(
+    ctx: TurnContext, hits: list[dict[str, Any]], now: datetime
+) -> list[tuple[Candidate, CandidateView]]:
+    """The turns just before and after each strong turn hit, in the same episode (no
+    longer silence than `[search] episode_gap_minutes` between them): a conversation's
+    evidence is often split over a question and the turn that answers or follows it."""
+    reader = TurnReader(ctx.vault, ctx.user, ctx.extras.get(RECORD_CACHE))
+    gap = ctx.config.search.episode_gap_minutes * 60.0
+    out = []
+    for hit in hits:
+        user, _, name = str(hit["doc_id"]).partition("/")
+        if hit["kind"] != "turn" or user != ctx.user or not TURN_DIR_RE.fullmatch(name):
+            continue
+        origin = reader.live(turn_number(name))
+        if origin is None or origin.created_at is None:
+            continue
+        for number in (origin.number - 1, origin.number + 1):
+            record = reader.live(number) if number > 0 else None
+            if record is None or record.created_at is None:
+                continue
+            if abs((record.created_at - origin.created_at).total_seconds()) > gap:
+                continue
+            score = float(hit["score"]) * NEIGHBOUR_WEIGHT
+            out.append(
+                (
+                    Candidate(
+                        doc_id=record.doc_id,
+                        doc_path=record.doc_path,
+                        kind="turn",
+                        title=record.query[:80],
+                        score=score,
+                        tier="neighbour",
+                    ),
+                    CandidateView(
+                        doc_id=record.doc_id,
+                        kind="turn",
+                        title=record.query[:80],
+                        score=score,
+                        snippet=record.full_text()[:600],
+                        age_days=max(0.0, (now - record.created_at).total_seconds() / 86400.0),
+                        tier="neighbour",
+                    ),
+                )
+            )
+    return out
+
+
+def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[str, Pick]) -> list[str]:
+    """The picked documents, most relevant first (the referenced turn, then by relevance
+    and search score), until their texts fill §2's token budget: the last one chosen may
+    be abridged there, none is cut for a count."""
+    order = list(candidates)
+    ranked = sorted(
+        picks,
+        key=lambda d: (
+            candidates[d].tier != "reference",
+            RANK[picks[d].relevance],
+            -candidates[d].score,
+            order.index(d),
+        ),
+    )
+    cfg = ctx.config.pipeline
+    chosen: list[str] = []
+    spent = 0
+    for doc_id in ranked:
+        if spent >= cfg.context_tokens or (cfg.max_sources and len(chosen) >= cfg.max_sources):
+            break
+        candidate = candidates[doc_id]
+        record = prior_turn(ctx, doc_id, candidate.kind)
+        text = record.full_text() if record else source_text(ctx, candidate.doc_path, candidate.kind)
+        chosen.append(doc_id)
+        spent += first_share(len(chosen) - 1, count_tokens(text))
+    return chosen
 
 
 def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
@@ -210,6 +297,9 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
             quality=hit["quality"],
             tier=candidates[hit["doc_id"]].tier if hit["doc_id"] in candidates else "search",
         )
+    for candidate, neighbour in _neighbours(ctx, hits[:NEIGHBOURS_OF], now):
+        add(candidate)
+        views.setdefault(candidate.doc_id, neighbour)
     for name, item in assembled.items():  # after the search: its hits lead the ties
         add(_tier_candidate(name, item))
         if item.doc_id in candidates and candidates[item.doc_id].tier == name:
@@ -234,25 +324,13 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         ),
     )
     picks = {p.doc_id: p for p in plan.relevant if p.doc_id in candidates}
-    chosen = sorted(
-        picks,
-        key=lambda d: (
-            {"high": 0, "medium": 1, "low": 2}[picks[d].relevance],
-            list(candidates).index(d),
-        ),
-    )[: ctx.config.pipeline.max_sources]
-    final = [
-        c.model_copy(
-            update={
-                "selected": True,
-                "relevance": picks[c.doc_id].relevance,
-                "reason": picks[c.doc_id].reason,
-            }
+    chosen = _by_budget(ctx, candidates, picks)
+    final = [  # the chosen first, in the order they spend §2's budget
+        candidates[d].model_copy(
+            update={"selected": True, "relevance": picks[d].relevance, "reason": picks[d].reason}
         )
-        if c.doc_id in chosen
-        else c
-        for c in candidates.values()
-    ]
+        for d in chosen
+    ] + [c for c in candidates.values() if c.doc_id not in chosen]
     wanted = set(plan.relevant_memory)
     anchors = [
         MemoryEntry(

@@ -5,17 +5,33 @@ Context Gatherer's two steps and Synthesis share."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from events.documents import split_sections
+from events.layout import TURN_DIR_RE, TURN_KINDS, turn_number
 from events.stamps import format_ts
 
 from ..errors import BadInput, Unreadable
+from ..memory.turn_records import TurnReader, TurnRecord
 from ..research.visits import read_visit
-from .context import TurnContext
+from ..tokens import count_tokens
+from .context import RECORD_CACHE, TurnContext
 
-__all__ = ["age_days", "plain_text", "source_text", "turn_text", "visit_text"]
+__all__ = [
+    "PER_DOC_TOKENS",
+    "WHOLE_FIRST",
+    "abridge",
+    "first_share",
+    "age_days",
+    "date_phrases",
+    "plain_text",
+    "prior_turn",
+    "sentence_pieces",
+    "source_text",
+    "turn_text",
+    "visit_text",
+]
 
 
 def age_days(created: str, now: datetime) -> float:
@@ -34,6 +50,33 @@ def turn_text(content: str) -> str:
     asked = sections.get(0, "").split("\n\n")[0].strip()
     answered = sections.get(5, "").strip()
     return f"Asked: {asked}\nAnswered: {answered}".strip()
+
+
+PER_DOC_TOKENS = 1500
+"""A document's share of the gatherer at most (the Context Gatherer's per-turn limit)."""
+WHOLE_FIRST = 2
+"""The most relevant prior turns get their whole text (up to `PER_DOC_TOKENS`) first ..."""
+CORE_TOKENS = 150
+"""... every other chosen turn first this much (the user's words, then the sentences that
+match the question); what is left of §2's budget then grows them, most relevant first:
+more turns reach §2 than whole turns until the budget would bring."""
+
+
+def first_share(rank: int, tokens: int) -> int:
+    """The tokens a chosen turn of relevance rank `rank` (0 = most relevant) and `tokens`
+    tokens is first given in §2."""
+    return min(tokens, PER_DOC_TOKENS if rank < WHOLE_FIRST else CORE_TOKENS)
+
+
+def prior_turn(ctx: TurnContext, doc_id: str, kind: str) -> TurnRecord | None:
+    """A past turn of this user as the tiers read it: a live turn's question and answer,
+    an archived one's stub (reading it counts no expansion).  None for anything else."""
+    user, _, name = doc_id.partition("/")
+    if kind not in TURN_KINDS or user != ctx.user or not TURN_DIR_RE.fullmatch(name):
+        return None
+    reader = TurnReader(ctx.vault, ctx.user, ctx.extras.get(RECORD_CACHE))
+    number = turn_number(name)
+    return reader.stub(number) if kind == "archived_turn" else reader.live(number)
 
 
 def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
@@ -65,3 +108,104 @@ def visit_text(root: Path, page: str) -> str:
 
 def plain_text(text: str) -> str:
     return " ".join(re.sub(r"(?<!\S)#identity\b", "", text, flags=re.I).split()).lower()
+
+
+# --- a prior turn's text in §2: dated, abridged by relevance -----------------------------
+
+_PIECE = re.compile(r"[^\n.!?]*(?:[.!?]+[\"')\]]*(?=\s|$)|\n|$)")
+_NUMBER = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple of|few)"
+_AGO = re.compile(rf"\b{_NUMBER}\s+(day|week|month|year)s?\s+ago\b", re.I)
+_DEICTIC = re.compile(
+    r"\b(yesterday|today|tonight|this morning|this afternoon|this evening|last night|"
+    r"last (?:week|weekend|month|year)|last (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+    re.I,
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_COUNTS.update({"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3})
+
+
+def sentence_pieces(text: str) -> list[str]:
+    """`text` cut into sentences (and lines), each with its own trailing punctuation;
+    joined again they give `text` back, spacing aside."""
+    return [p.strip() for p in _PIECE.findall(text) if p.strip()]
+
+
+def _shift(when: datetime, number: int, unit: str) -> str:
+    if unit == "day":
+        return (when - timedelta(days=number)).strftime("%Y-%m-%d")
+    if unit == "week":
+        return "week of " + (when - timedelta(weeks=number)).strftime("%Y-%m-%d")
+    if unit == "month":
+        month = when.month - 1 - number
+        return f"{when.year + month // 12:04d}-{month % 12 + 1:02d}"
+    return f"{when.year - number:04d}"
+
+
+def _deictic(phrase: str, when: datetime) -> str:
+    words = phrase.lower().split()
+    if words[0] in ("today", "tonight", "this"):
+        return when.strftime("%Y-%m-%d")
+    if words[0] == "yesterday" or words == ["last", "night"]:
+        return _shift(when, 1, "day")
+    unit = words[1]
+    if unit in ("week", "weekend"):
+        return _shift(when, 1, "week")
+    if unit in ("month", "year"):
+        return _shift(when, 1, unit)
+    back = (when.weekday() - _WEEKDAYS.index(unit)) % 7 or 7
+    return _shift(when, back, "day")
+
+
+def date_phrases(text: str, when: datetime | None) -> str:
+    """`text` with each relative time phrase ("two days ago", "yesterday", "last
+    Friday") followed by the date it names, counted from `when` (the turn's own time)."""
+    if when is None:
+        return text
+
+    def ago(match: re.Match[str]) -> str:
+        raw = match.group(1).lower()
+        number = int(raw) if raw.isdigit() else _COUNTS.get(raw, 1)
+        return f"{match.group(0)} ({_shift(when, number, match.group(2).lower())})"
+
+    text = _AGO.sub(ago, text)
+    return _DEICTIC.sub(lambda m: f"{m.group(0)} ({_deictic(m.group(0), when)})", text)
+
+
+def abridge(text: str, relevance: list[float], budget: int) -> str | None:
+    """`text` within `budget` tokens, its least relevant sentences dropped (`relevance`:
+    one score per `sentence_pieces`).  Kept first: the sentences scored above 0, best
+    first, then the others nearest to them; a sentence that repeats an earlier one
+    comes last.  So a scored sentence is dropped only when the scored ones alone do not
+    fit.  None when not even the best one fits.  Each gap is marked "…"."""
+    pieces = sentence_pieces(text)
+    sizes = [count_tokens(p) + 1 for p in pieces]  # each may leave a gap mark after it
+    scored = [i for i, r in enumerate(relevance) if r > 0]
+    seen: set[str] = set()
+    repeats = set()
+    for i, piece in enumerate(pieces):
+        if piece.lower() in seen:
+            repeats.add(i)
+        seen.add(piece.lower())
+
+    def distance(i: int) -> int:
+        return min((abs(i - j) for j in scored), default=i)
+
+    order = sorted(
+        range(len(pieces)),
+        key=lambda i: (i in repeats, relevance[i] <= 0, -relevance[i], distance(i), i),
+    )
+    if not order or sizes[order[0]] > budget:
+        return None
+    kept, room = set(), budget
+    for i in order:
+        if sizes[i] <= room:
+            kept.add(i)
+            room -= sizes[i]
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        if i in kept:
+            out.append(piece)
+        elif out[-1:] != ["…"]:
+            out.append("…")
+    return " ".join(out)

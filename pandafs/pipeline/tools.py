@@ -119,6 +119,9 @@ FORGET_AFTER = "forget_after"
 
 class AskArgs(_Args):
     question: str = Field(description="the question or statement, as the user would say it")
+    now: datetime | None = Field(
+        None, description="ask at this ISO time (UTC if naive), e.g. about an imported history"
+    )
 
 
 @dataclass
@@ -131,8 +134,9 @@ class ToolSession:
     user: str
     clock: Callable[[], datetime]
     turn: TurnContext | None = None
-    ask: Callable[[str], dict[str, Any]] | None = None
-    """Runs one turn for the user and returns its JSON (handed in by a door outside a turn)."""
+    ask: Callable[[str, datetime | None], dict[str, Any]] | None = None
+    """Runs one turn for the user, asked at a time or now, and returns its JSON (handed in
+    by a door outside a turn)."""
 
     def now(self) -> datetime:
         return self.clock()
@@ -402,7 +406,7 @@ def _forget(session: ToolSession, args: ForgetArgs) -> ToolOutcome:
 def _ask(session: ToolSession, args: AskArgs) -> ToolOutcome:
     if session.ask is None:
         return ToolOutcome(False, "ask is not available here", error="ask runs a turn: not inside one")
-    data = session.ask(args.question)
+    data = session.ask(args.question, args.now)
     return ToolOutcome(True, f"answered in {data['turn_id']}", data, answer=data)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from events.clock import utcnow
+from events.clock import aware, out_of_range, utcnow
 from events.layout import turn_name, validate_user_id
 from events.log import EventWriter, read_log, repair_torn_tail
 from events.projection import TurnView, project_turn
@@ -233,14 +233,22 @@ class Pipeline:
         source: str = "ask",
         inbox_file: str | None = None,
         occurred_at: datetime | None = None,
+        now: datetime | None = None,
     ) -> TurnResult:
-        """Run one new turn for `user` and return its answer."""
+        """Run one new turn for `user` and return its answer.
+
+        `now`: the turn is asked at this time (`TurnStarted.asked_at`): it occurs then
+        and every phase reads it as the present (search, tiers, ages, dates)."""
         validate_user_id(user)
         if not query.strip():
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
         utcnow()  # a clock outside the range refuses the turn before its folder exists
+        if now is not None:
+            if (problem := out_of_range(now)) is not None:
+                raise BadInput(f"now: {problem}")
+            now = aware(now)
         begun = time.perf_counter()
         # turns an earlier process left open or unprojected, recovered before this one's
         # folder exists: a kill while recovering them leaves no new folder behind
@@ -254,7 +262,8 @@ class Pipeline:
                 start=TurnStarted(
                     query=query,
                     source=source,
-                    occurred_at=occurred_at or self.clock(),
+                    occurred_at=occurred_at or now or self.clock(),
+                    asked_at=now,
                     inbox_file=inbox_file,  # type: ignore[arg-type]
                     backend=self.backend.name,
                 ),
@@ -318,6 +327,9 @@ class Pipeline:
                     [TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn")]
                 )
             view = project_turn(events)
+            if view.started.asked_at is not None:
+                asked = view.started.asked_at
+                ctx.clock = lambda: asked
             save_failures = 0
             while (step := next_step(view, max_attempts)) is not None:
                 name, attempt = step

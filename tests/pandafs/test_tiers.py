@@ -423,7 +423,10 @@ def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(
     assert "### Identity Anchors" in section.split("## 2.", 1)[1].split("## 3.", 1)[0]
 
 
-def test_a_turn_loads_a_tier_turn_as_the_tier_packed_it(vault: Vault) -> None:
+def test_a_picked_turn_is_never_cut_to_nothing_by_its_tiers_budget(vault: Vault) -> None:
+    """The hot tier packed only the turn's question (its answer did not fit the tier's
+    budget); §2 reads the picked turn from its file and gives it what §2's own budget
+    holds: the answer's matching sentences are there."""
     memory = Memory(vault)
     long_answer = "The sourdough starter needs flour and water. " * 200
     _import(vault, memory, [_line("sue", NOW - timedelta(hours=1), "sourdough starter care", long_answer)])
@@ -436,7 +439,9 @@ def test_a_turn_loads_a_tier_turn_as_the_tier_packed_it(vault: Vault) -> None:
     picked = next(c for c in retrieved.candidates if c.doc_id == "sue/turn_000001")
     assert picked.tier == "hot" and picked.selected
     synthesized = next(e.data for e in events if e.type == "context_synthesized")
-    rows = [r for b in synthesized.blocks if b.heading == "Relevant Prior Turns" for r in b.rows]
-    assert rows and "flour and water" not in " ".join(rows[0])  # only the query went in
+    (row,) = [r for b in synthesized.blocks if b.heading == "Relevant Prior Turns" for r in b.rows]
+    assert "sourdough starter care" in row[3] and "flour and water" in row[3]
+    assert count_tokens(row[3]) > hot["tokens"]
+    assert synthesized.tokens <= vault.config.pipeline.context_tokens
     meta = next(b.meta for b in synthesized.blocks if b.heading == "Relevant Prior Turns")
     assert meta["tiers"] == {"hot": [1]}

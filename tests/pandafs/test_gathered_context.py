@@ -1,0 +1,137 @@
+"""§2 spends its token budget on evidence: the prior turns most relevant to the question,
+each with its own text (question and answer), dated, abridged only by dropping the
+sentences that do not match the question.  Real vaults, real imports, real tantivy and
+the offline backend; the question is asked at a fixed time (`ask --now`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from events.log import read_events
+from pandafs.llm.offline import OfflineBackend
+from pandafs.memory.api import Memory
+from pandafs.pipeline import Pipeline
+from pandafs.pipeline.sources import abridge, date_phrases, sentence_pieces
+from pandafs.tokens import count_tokens
+from pandafs.turn_import import import_turns
+from pandafs.vault import Vault
+
+ASKED = datetime(2023, 6, 1, 12, 0, tzinfo=UTC)
+FILLER = (
+    "The weather was mild that week. We talked about the neighbours and their garden. "
+    "Nothing else happened on the street. The bus was late again as usual. "
+)
+
+
+def _import(vault: Vault, lines: list[dict[str, Any]]) -> Memory:
+    memory = Memory(vault)
+    source = vault.root / "lines.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    report = import_turns(vault, source, after_batch=memory.index_docs)
+    assert not report.failed and report.imported == len(lines)
+    source.unlink()
+    return memory
+
+
+def _line(n: int, when: datetime, query: str, response: str, session: str = "s1") -> dict[str, Any]:
+    return {
+        "user": "ann",
+        "external_id": f"{session}-{n}",
+        "timestamp": when.isoformat(),
+        "query": query,
+        "response": response,
+        "meta": {"session": session},
+    }
+
+
+def _set_budget(vault: Vault, tokens: int) -> None:
+    config = vault.root / "pandafs.toml"
+    config.write_text(re.sub(r"(?m)^context_tokens = \d+", f"context_tokens = {tokens}", config.read_text()))
+
+
+def _ask(vault: Vault, memory: Memory, question: str) -> tuple[Any, list[list[str]]]:
+    with Pipeline(Vault(vault.root), backend=OfflineBackend(), memory=memory) as pipeline:
+        result = pipeline.ask(question, user="ann", now=ASKED)
+    events = read_events(vault.layout.turn_dir("ann", result.turn) / "events.jsonl")
+    synthesized = next(e.data for e in events if e.type == "context_synthesized")
+    rows = [r for b in synthesized.blocks if b.heading == "Relevant Prior Turns" for r in b.rows]
+    return synthesized, rows
+
+
+def test_the_budget_not_a_count_bounds_the_prior_turns(vault: Vault) -> None:
+    start = ASKED - timedelta(days=30)
+    lines = [
+        _line(
+            i,
+            start + timedelta(hours=i),
+            f"How is my tomato seedling number {i} doing?",
+            f"Seedling {i} grows.",
+        )
+        for i in range(20)
+    ]
+    memory = _import(vault, lines)
+    synthesized, rows = _ask(vault, memory, "How are my tomato seedlings doing?")
+    assert len(rows) > 6  # more sources than a fixed count of six: they fit the budget
+    assert synthesized.tokens <= vault.config.pipeline.context_tokens
+
+    _set_budget(vault, 400)
+    smaller, fewer = _ask(vault, memory, "How are my tomato seedlings doing?")
+    assert 0 < len(fewer) < len(rows)
+    assert smaller.tokens <= 400
+
+
+def test_a_row_keeps_the_sentence_that_matched_the_question(vault: Vault) -> None:
+    answer = FILLER * 8 + "Your secret ingredient for the tomato soup is smoked paprika. " + FILLER * 8
+    memory = _import(vault, [_line(1, ASKED - timedelta(days=3), "Let me tell you about my week.", answer)])
+    _set_budget(vault, 450)
+    synthesized, rows = _ask(vault, memory, "What is the secret ingredient of my tomato soup?")
+    (row,) = rows
+    assert "secret ingredient for the tomato soup is smoked paprika" in row[3]
+    assert "…" in row[3]  # abridged: the sentences that did not match were dropped
+    assert synthesized.tokens <= 450
+
+
+def test_every_row_is_dated_and_relative_phrases_resolved(vault: Vault) -> None:
+    told = datetime(2023, 5, 20, 9, 30, tzinfo=UTC)
+    memory = _import(
+        vault,
+        [
+            _line(1, told, "I adopted a kitten named Miso two days ago.", "Congratulations on Miso!", "cat"),
+            _line(
+                2, told + timedelta(days=3), "Miso the kitten hates the vacuum.", "Many kittens do.", "cat2"
+            ),
+        ],
+    )
+    _, rows = _ask(vault, memory, "When did I adopt my kitten Miso?")
+    assert len(rows) == 2
+    for row in rows:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \(\w{3}\) \d\d:\d\d, session \w+", row[1]), row[1]
+    adopted = next(r for r in rows if "adopted" in r[3])
+    assert adopted[1] == "2023-05-20 (Sat) 09:30, session cat"
+    assert "two days ago (2023-05-18)" in adopted[3]
+
+
+def test_abridge_drops_unmatched_sentences_first_and_marks_gaps() -> None:
+    text = "User: I went to Spain two days ago. It was sunny! Also a dog barked.\nAssistant: Great. Sure."
+    pieces = sentence_pieces(text)
+    assert pieces[0] == "User: I went to Spain two days ago." and pieces[-1] == "Sure."
+    scores = [1.0 if "Spain" in p else 0.0 for p in pieces]
+    cut = abridge(text, scores, 20)
+    assert cut is not None and cut.startswith("User: I went to Spain two days ago.") and "…" in cut
+    assert count_tokens(cut) <= 20
+    assert abridge(text, scores, 5) is None  # not even the matching sentence fits
+    assert abridge(text, scores, 100) == " ".join(pieces)
+
+
+def test_date_phrases_name_the_day_they_mean() -> None:
+    when = datetime(2023, 5, 20, tzinfo=UTC)  # a Saturday
+    said = date_phrases("Yesterday and last Friday, 3 weeks ago, a month ago and last year.", when)
+    assert said == (
+        "Yesterday (2023-05-19) and last Friday (2023-05-19), 3 weeks ago (week of 2023-04-29), "
+        "a month ago (2023-04) and last year (2022)."
+    )
+    assert date_phrases("two days ago", None) == "two days ago"
