@@ -276,10 +276,12 @@ def _save(session: ToolSession, args: SaveArgs) -> ToolOutcome:
 
 
 def finding_line(finding: dict[str, Any]) -> str:
-    """One research finding as a sentence: `Title: $697.00, In stock (shop.example).`"""
+    """One research finding as a sentence: `Title — $697.00, In stock (shop.example).`
+    (not "Title: …", which reads as a document's title before its snippet, and the
+    title is what the finding is about)."""
     details = ", ".join(str(finding[k]) for k in ("price", "availability") if finding.get(k))
     where = f" ({finding['domain']})" if finding.get("domain") else ""
-    return f"{finding.get('title') or 'Untitled page'}{': ' + details if details else ''}{where}."
+    return f"{finding.get('title') or 'Untitled page'}{' — ' + details if details else ''}{where}."
 
 
 def _research_available(session: ToolSession) -> bool:

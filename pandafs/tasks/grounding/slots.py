@@ -183,6 +183,12 @@ _MODIFIERS = frozenset("favourite favorite preferred current new old usual own m
 _CLASSIFIERS = frozenset(
     "kind kinds type types sort sorts brand make model line style genre number amount".split()
 )
+# "the price of a laptop", "the name of my dog": the attribute asked is the answer's type
+# (Li & Roth 2002's numeric and human classes), the thing it is of follows "of".
+_ATTRIBUTES = frozenset(
+    "price cost value name date age size colour color address length weight height".split()
+)
+_OF_DETERMINERS = frozenset("a an the my our his her their your this that".split())
 # "how many days …", "how much money …": a unit measures the answer, it is not the thing.
 _UNITS = frozenset(
     """seconds minutes hours days weeks months years times dollars euros pounds miles kilometers
@@ -219,9 +225,13 @@ def focus_of(query: str) -> tuple[str, ...]:
             words: list[str] = []
             for raw in re.findall(r"[a-z]+(?:-[a-z]+)*(?:['’]s)?", match.group("np").lower()):
                 word = re.sub(r"['’]s$", "", raw)
-                if word == "of" and len(words) == 1 and words[0] in _CLASSIFIERS:
-                    words = []
+                if word == "of" and len(words) == 1 and words[0] in _CLASSIFIERS | _ATTRIBUTES:
+                    words = ["of"]  # the thing follows (past a determiner)
                     continue
+                if words == ["of"]:
+                    if word in _OF_DETERMINERS:
+                        continue
+                    words = []
                 if word in _NP_END:
                     break
                 if not words and word in _MODIFIERS:
@@ -229,7 +239,7 @@ def focus_of(query: str) -> tuple[str, ...]:
                 words.append(word)
                 if raw != word or len(words) == 2:  # "my sister's name": the sister
                     break
-            if words and words[-1] not in _UNITS and words[-1] not in _CLASSIFIERS:
+            if words and words[-1] not in _UNITS and words != ["of"] and words[-1] not in _CLASSIFIERS:
                 return tuple(words)
     return ()
 
