@@ -37,6 +37,20 @@ def _said(fact: t.FactView) -> str:
     return text
 
 
+_NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|^dislikes\b|\bhates?\b", re.I)
+
+
+def _answer_form(fact: t.FactView, data: t.AnswerIn) -> str:
+    """A fact as it answers this question: a yes-or-no question is answered yes (or no,
+    when the fact negates it) by a fact that states the whole asked predicate."""
+    said = _said(fact)
+    if data.requested == "polar":
+        predicate = g.asked_predicate(data.resolved_query)
+        if predicate and g.states(predicate, fact.text) == len(predicate):
+            return ("No — " if _NEGATED.search(fact.text) else "Yes — ") + said
+    return said
+
+
 _WHAT = {"which": "which", "count": "number of", "duration": "how long for", "polar": "answer about"}
 
 
@@ -51,6 +65,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     keywords += query_terms(title) if title else []
     slots = g.asked_slots(data.resolved_query)
     focus = g.focus_of(data.resolved_query) if g.is_question(data.query) else ()
+    predicate = g.asked_predicate(data.resolved_query) if g.is_question(data.query) else ()
     scored = []
     for i, fact in enumerate(data.facts):
         if not g.speaker_fits(data.query, fact.origin):
@@ -60,14 +75,18 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             score += 3
         if title and title.lower() in fact.text.lower():
             score += 2
-        if score and data.requested and _holds(data.requested, _said(fact), data.query):
+        if score and data.requested and _holds(data.requested, _answer_form(fact, data), data.query):
+            score += 2
+        if score and predicate and g.states(predicate, fact.text):
             score += 2
         if score:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
     scored.sort(key=lambda x: x[:3])
     picked = [x[3] for x in scored]
     if focus:  # only what is about the thing asked for (a cat does not answer for a dog)
-        picked = [f for f in picked if g.is_about(focus, f.text, f.key)]
+        picked = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
+    if predicate and any(g.states(predicate, f.text) for f in picked):  # it says what was asked of the thing
+        picked = [f for f in picked if g.states(predicate, f.text)]
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
@@ -100,7 +119,9 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             or ", ".join(data.keywords[:4])
             or "that"
         )
-        if data.requested and not any(_holds(data.requested, _said(f), data.query) for f in picked):
+        if data.requested and not any(
+            _holds(data.requested, _answer_form(f, data), data.query) for f in picked
+        ):
             about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
             seen = (
                 f"; the last thing memory holds about it: {_to_user(about[0].text).rstrip('.')} "
@@ -115,7 +136,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
         elif picked:
             said = []
             for fact in picked:
-                line = f"{_said(fact)} {_cite(fact)}"
+                line = f"{_answer_form(fact, data)} {_cite(fact)}"
                 if fact.replaces:
                     line += f" (this replaces what was said before: {', '.join(fact.replaces)})"
                 said.append(line + ".")

@@ -13,7 +13,7 @@ facts.py      `Fact` and `settle`: dedupe, origin rank, newest wins
 checks.py     the requested datum and `answer_checks`
 """
 
-from .checks import PRICE, answer_checks, has_requested, requested_kind, speaker_fits
+from .checks import PRICE, about_focus, answer_checks, has_requested, requested_kind, speaker_fits
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
 from .sentences import (
     NOTED,
@@ -24,7 +24,17 @@ from .sentences import (
     norm,
     statement_form,
 )
-from .slots import STRONG_SLOTS, Slot, asked_slots, focus_of, is_about, related_overlap, slot_of
+from .slots import (
+    STRONG_SLOTS,
+    Slot,
+    asked_predicate,
+    asked_slots,
+    focus_of,
+    is_about,
+    related_overlap,
+    slot_of,
+    states,
+)
 
 __all__ = [
     "NOTED",
@@ -34,7 +44,9 @@ __all__ = [
     "STRONG_SLOTS",
     "Fact",
     "Slot",
+    "about_focus",
     "answer_checks",
+    "asked_predicate",
     "asked_slots",
     "end_of_day",
     "focus_of",
@@ -49,5 +61,6 @@ __all__ = [
     "settle",
     "slot_of",
     "speaker_fits",
+    "states",
     "statement_form",
 ]

@@ -9,7 +9,18 @@ from indexers.words import stem
 
 from .facts import REPLIES, Fact
 from .sentences import CITE, NOTED, PIPELINE_TEXT, SAID_NOTE, is_honest_unknown, is_question
-from .slots import STRONG_SLOTS, asked_part, asked_slots, disagree, focus_of, is_about, slot_of, stems_of
+from .slots import (
+    STRONG_SLOTS,
+    asked_part,
+    asked_predicate,
+    asked_slots,
+    disagree,
+    focus_of,
+    is_about,
+    slot_of,
+    states,
+    stems_of,
+)
 
 # --- requested data -------------------------------------------------------------------------
 
@@ -144,7 +155,9 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
         return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
     if kind == "place":  # a place is named after a preposition of place ("at Target")
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
-        return any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer))
+        return any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer)) or _located(
+            answer, query
+        )
     if kind == "name":
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
@@ -163,6 +176,28 @@ _DURATION = (
 _AT_PLACE = (
     r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
+# A place said as a common noun phrase after the asked verb ("hides them in his cheeks"
+# for "where does he hide his seeds?"): the locative complement of that verb.
+_LOCATIVE = (
+    r"(?i)\b(?:in|at|on|inside|under|behind|near|beside|into|onto)\s+"
+    r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?([a-z]+)"
+)
+
+
+def _located(answer: str, query: str) -> bool:
+    predicate = asked_predicate(query)
+    if not predicate:
+        return False
+    asked = stems_of(query)
+    words = [(m.start(), m.group(0)) for m in re.finditer(r"[A-Za-z]+", CITE.sub("", answer))]
+    verbs = [n for n, (_, w) in enumerate(words) if states(predicate[:1], w)]
+    for match in re.finditer(_LOCATIVE, CITE.sub("", answer)):
+        at = sum(1 for start, _ in words if start < match.start())
+        if stem(match.group(1)) not in asked and any(0 < at - v <= 4 for v in verbs):
+            return True
+    return False
+
+
 _PLACE_NOUNS = frozenset(
     "city town country place state village neighbourhood neighborhood area region".split()
 )
@@ -183,14 +218,32 @@ def _identifies(answer: str, query: str) -> bool:
     head = stem(focus[-1])
     words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
     near = [n for n, (_, w) in enumerate(words) if w == head]
-    if not near:  # the answer does not say the thing: only a place named as one stands for a place
-        return focus[-1] in _PLACE_NOUNS and has_requested("place", answer, query)
+    if not near:  # the answer does not say the thing: only a place named as one stands for a place,
+        # or a name that extends the question's own ("Lenovo LOQ 15" for "which Lenovo laptop")
+        extends = any(
+            set(focus[:-1]) & set(n.split()) for m in named for n in _names(m.group(0)) if n not in asked
+        )
+        return extends or (focus[-1] in _PLACE_NOUNS and has_requested("place", answer, query))
 
     def within(found: list[re.Match[str]], span: int) -> bool:
         at = [sum(1 for start, _ in words if start < m.start()) for m in found]
         return any(abs(a - b) <= span for a in near for b in at)
 
     return within(named, 8) or within(numbers, 3)  # "my internet plan to 500 Mbps"
+
+
+def about_focus(focus: tuple[str, ...], text: str, key: str, query: str) -> bool:
+    """Is a statement about the question's focus (`slots.is_about`)?  For "which Lenovo
+    laptop …" the head noun is the answer's type (Li & Roth 2002), and a statement that
+    names one ("The Lenovo LOQ 15 has …") is about it without saying "laptop"."""
+    if is_about(focus, text, key):
+        return True
+    return (
+        len(focus) > 1
+        and requested_kind(query) == "which"
+        and is_about(focus[:-1], text)
+        and _identifies(text, query)
+    )
 
 
 # --- answer checks --------------------------------------------------------------------------
@@ -304,19 +357,47 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
+    predicate = asked_predicate(resolved)
+    polar = requested_kind(query) == "polar"
     if not focus:  # then at least: a datum to check, from who was asked about
-        if not checkable:
+        if not checkable and not predicate:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
         sources = [f for f in facts if new & _content(f.text)]
-        passed = not sources or any(speaker_fits(query, f.origin) for f in sources)
-        return GateResult(gate=_ABOUT, passed=passed, detail="" if passed else _WHO)
+        fitting = [f for f in sources if speaker_fits(query, f.origin)]
+        if sources and not fitting:
+            return GateResult(gate=_ABOUT, passed=False, detail=_WHO)
+        passed = not fitting or _addresses(answer, predicate, fitting, polar=polar)
+        asked = " ".join(predicate)
+        return GateResult(
+            gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
+        )
     new = _content(answer) - _content(resolved)
     used = [f for f in facts if new & _content(f.text) and speaker_fits(query, f.origin)]
-    passed = any(is_about(focus, f.text, f.slot.key if f.slot else "") for f in used)
+    about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
     thing = " ".join(focus)
-    detail = f"the answer is about {thing}" if passed else f"no fact it uses is about {thing}"
-    return GateResult(gate=_ABOUT, passed=passed, detail=detail)
+    if not about:
+        return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")
+    if not _addresses(answer, predicate, about, polar=polar):
+        asked = " ".join(predicate)
+        return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
+    return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
+
+
+_NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\bhates?\b", re.I)
+
+
+def _addresses(answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool) -> bool:
+    """Does a fact the answer uses say what was asked of the thing (`slots.asked_predicate`),
+    not only name it?  A yes or no is read off a fact that states the whole predicate, or
+    negates it: a "yes" from a negated statement is wrong."""
+    if not predicate:
+        return True
+    if not polar:
+        return any(states(predicate, f.text) for f in facts)
+    whole = [f for f in facts if states(predicate, f.text) == len(predicate)]
+    says_yes = bool(re.match(r"\s*yes\b", answer, re.I))
+    return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
 
 
 def _quotes(answer: str, facts: list[Fact]) -> bool:

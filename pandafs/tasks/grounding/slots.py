@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from indexers.query import plan_query
-from indexers.words import STOP_WORDS, stem
+from indexers.words import STOP_WORDS, _lexicon, stem
 
 from .sentences import statement_form
 
@@ -257,6 +257,72 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
         ):
             return True
     return all(related_overlap(word, text) for word in focus)
+
+
+# --- what a question asks of its focus --------------------------------------------------------
+
+# With do-support ("what does my hamster like to eat?", "where did I park?", "does Biscuit
+# like seeds?") the main verb follows the subject in its base form (Quirk et al. 1985,
+# "A Comprehensive Grammar of the English Language", §3.37): the words from that verb on
+# are what the question asks of its subject, the predicate an answer must address.  The
+# subject is a pronoun, or a noun phrase: determiners and possessives, then nouns (after a
+# determiner, capitalised, or plural) until the first bare lower-case word, the verb.
+_DO_SUPPORT = re.compile(
+    r"^\s*(?:(?:what|which|where|when|why|how|who|whom)\b[^?]{0,40}?\s+)?(?:do|does|did)\s+(?P<rest>[^?]+)",
+    re.I,
+)
+_PRONOUNS = frozenset("i we you he she it they".split())
+_DETERMINERS = frozenset("my our your his her their its the a an this that these those".split())
+# The verbs `statement_form` reads as one "Likes" (sentences.STATEMENT_LEADS), and "adore"
+# of the index's love ring (indexers.words.RINGS): "does he like seeds?" asks what "he
+# loves seeds" states.
+_TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore".split())
+
+
+@lru_cache(maxsize=4096)
+def asked_predicate(query: str) -> tuple[str, ...]:
+    """The stems of what a do-question asks of its subject ('what does my hamster Biscuit
+    like to eat?' → like, eat); () when the question has no such verb phrase."""
+    match = _DO_SUPPORT.search(asked_part(query))
+    if match is None:
+        return ()
+    tokens = re.findall(r"[A-Za-z][\w'’-]*", match.group("rest"))
+    start, after_det, noun = len(tokens), False, False
+    for i, token in enumerate(tokens):
+        low = token.lower()
+        if i == 0 and low == "you":  # what the assistant said: its words are the answer
+            return ()
+        if i == 0 and low in _PRONOUNS:
+            start = 1
+            break
+        if low in _DETERMINERS or low.endswith(("'s", "’s")):
+            after_det = True
+            continue
+        plural = low.endswith("s") and not low.endswith("ss")
+        if noun and not after_det and not token[0].isupper() and not plural:
+            start = i
+            break
+        after_det, noun = False, True
+    stems = [
+        _en_stem(w.lower())
+        for w in tokens[start:]
+        if w.lower() not in STOP_WORDS or _en_stem(w.lower()) in _TASTE
+    ]
+    return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
+
+
+def _forms(word: str) -> frozenset[str]:
+    """A stem with its irregular forms and the index's synonyms (indexers.words)."""
+    irregular, synonyms = _lexicon()
+    forms = {word} | irregular.get(word, frozenset()) | synonyms.get(word, frozenset())
+    return frozenset(forms | _TASTE if word in _TASTE else forms)
+
+
+def states(predicate: tuple[str, ...], text: str) -> int:
+    """How many words of the asked predicate `text` says (as themselves, an irregular form
+    or a synonym)."""
+    words = stems_of(text)
+    return sum(1 for word in predicate if words & _forms(word))
 
 
 # --- a change of state ------------------------------------------------------------------------
