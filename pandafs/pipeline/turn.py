@@ -49,6 +49,10 @@ from .tools import FORGET_AFTER
 __all__ = ["Pipeline", "TurnResult", "next_step"]
 
 MAX_QUERY_CHARS = 20_000
+QUERY_SHARE = 8
+"""A turn's context.md holds its query several times (title, §0, summary) beside its answer
+and §2: a query larger than this share of `[index] max_file_bytes` is refused before
+the turn exists."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,12 @@ class Pipeline:
             raise BadInput("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             raise BadInput(f"the query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})")
+        fits = self.vault.config.index.max_file_bytes // QUERY_SHARE
+        if len(query.encode("utf-8")) > fits:  # a turn the index skips would be answered, then never found
+            raise BadInput(
+                f"the query is {len(query.encode('utf-8')):,} bytes: a turn's context.md must fit "
+                f"[index] max_file_bytes, so a query may take at most 1/{QUERY_SHARE} of it ({fits:,} bytes)"
+            )
         utcnow()  # a clock outside the range refuses the turn before its folder exists
         if now is not None:
             if (problem := out_of_range(now)) is not None:
