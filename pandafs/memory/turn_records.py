@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from events.clock import aware
-from events.documents import split_sections
-from events.errors import NotInVault
+from events.doctypes import SESSION_KEYS
+from events.documents import split_document, split_sections
+from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import turn_name, turn_number, validate_user_id
 
 from ..vault import Vault
+from .retrieved import jsonable
 
 __all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_stub", "parse_turn_context"]
 
@@ -32,6 +34,7 @@ class TurnRecord:
     query: str
     body: str  # the answer (live) or the stub's summary and key claims (archived)
     identity: bool = False
+    session: str | None = None  # a live turn's episode: the first `SESSION_KEYS` value of its `meta`
 
     @property
     def number(self) -> int:
@@ -189,7 +192,20 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         query="" if query == "_(empty query)_" else query,
         body="" if answer == "_(no response)_" else answer,
         identity="identity:" in front_text and bool(_IDENTITY_META.search(front_text)),
+        session=_session(text) if "session" in front_text or "conversation" in front_text else None,
     )
+
+
+def _session(text: str) -> str | None:
+    """The first of `SESSION_KEYS` set in the frontmatter's `meta`, as YAML reads it (only
+    files that name one pay for the parse)."""
+    try:
+        meta = jsonable(split_document(text)[0].get("meta"))
+    except FrontmatterError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    return next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
 
 
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from events.doctypes import SESSION_KEYS
 from events.documents import wikilink
 from events.projection import TurnView
 from events.render import render_block
@@ -224,18 +223,10 @@ class _Turn:
     tier: str | None
 
 
-def _when(ctx: TurnContext, candidate: Candidate, record: TurnRecord) -> str:
+def _when(record: TurnRecord) -> str:
     """When the turn happened, and its episode (the session it was imported with)."""
     when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
-    session = None
-    if not record.archived:
-        try:
-            meta = ctx.read(candidate.doc_path).metadata.get("meta")
-        except (BadInput, Unreadable):
-            meta = None
-        if isinstance(meta, dict):
-            session = next((str(meta[k]) for k in SESSION_KEYS if meta.get(k) not in (None, "")), None)
-    return f"{when}, session {session}" if session else when
+    return f"{when}, session {record.session}" if record.session else when
 
 
 def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -> list[_Turn]:
@@ -249,7 +240,7 @@ def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -
         said = _stems(text)
         facts = [f for f in row.key_facts if not _stems(f) <= said]
         link = wikilink(candidate.doc_path, _label(candidate.doc_id))
-        cells = [link, _when(ctx, candidate, record), row.relevance]
+        cells = [link, _when(record), row.relevance]
         out.append(_Turn(candidate.doc_id, cells, text, facts, candidate.tier))
     return out
 

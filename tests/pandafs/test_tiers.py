@@ -21,7 +21,7 @@ from pandafs.memory.api import Memory
 from pandafs.memory.cold_tier import sample_numbers
 from pandafs.memory.packing import Tiers
 from pandafs.memory.tiers import assemble_tiers, item_text
-from pandafs.memory.turn_records import live_turn
+from pandafs.memory.turn_records import live_turn, parse_turn_context
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens
 from pandafs.turn_import import import_turns
@@ -445,3 +445,21 @@ def test_a_picked_turn_is_never_cut_to_nothing_by_its_tiers_budget(vault: Vault)
     assert synthesized.tokens <= vault.config.pipeline.context_tokens
     meta = next(b.meta for b in synthesized.blocks if b.heading == "Relevant Prior Turns")
     assert meta["tiers"] == {"hot": [1]}
+
+
+def test_a_live_turn_record_names_its_session_as_the_frontmatter_does() -> None:
+    """§2's "When" cell reads the episode from the cached record, not the file again: the
+    first set `SESSION_KEYS` value of `meta`, read as YAML reads it."""
+
+    def record(front: str) -> str | None:
+        text = f"---\ncreated_at: '2024-03-01T10:00:00Z'\n{front}---\n\n## 0. Query\n\nhi\n"
+        parsed = parse_turn_context("alice", "turn_00001", text)
+        assert parsed is not None
+        return parsed.session
+
+    assert record("meta:\n  session: 'cat'\n") == "cat"
+    assert record("meta:\n  session: ''\n  conversation_id: 42\n") == "42"
+    assert record("meta: {conversation: s-9}\n") == "s-9"
+    assert record("title: a session about cats\n") is None
+    assert record("meta:\n  source: x\n") is None
+    assert record("meta: [session]\n") is None
