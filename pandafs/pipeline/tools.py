@@ -15,10 +15,12 @@ or recovered turn still reaches its tool.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -179,12 +181,20 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling schema of this tool."""
-        parameters = self.args.model_json_schema()
-        parameters.pop("title", None)
+        parameters = copy.deepcopy(_parameters(self.args))
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": parameters},
         }
+
+
+@cache
+def _parameters(args: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, built once per model (every planner call
+    sends them all)."""
+    parameters = args.model_json_schema()
+    parameters.pop("title", None)
+    return parameters
 
 
 TOOLS: dict[str, Tool] = {}

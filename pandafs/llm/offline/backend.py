@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,6 +29,12 @@ RULES: dict[str, Callable[[Any], BaseModel]] = {
 }
 
 
+@lru_cache(maxsize=64)
+def _prompt_tokens(prompt: str) -> int:
+    """A task's instructions are the same on every call: counted once."""
+    return count_tokens(prompt)
+
+
 class OfflineBackend:
     """Deterministic rules; `run` validates the result against the task's output model.
     Its usage counts the tokens (`pandafs.tokens`) of what a model would have been sent
@@ -38,7 +45,7 @@ class OfflineBackend:
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
         result = task.output.model_validate(RULES[task.name](data).model_dump())
-        sent = count_tokens(task.prompt()) + count_tokens(data.model_dump_json())
+        sent = _prompt_tokens(task.prompt()) + count_tokens(data.model_dump_json())
         return result, Usage(tokens_in=sent, tokens_out=count_tokens(result.model_dump_json()), calls=1)
 
     def close(self) -> None:
