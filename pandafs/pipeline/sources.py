@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 
 from events.documents import split_sections
@@ -128,7 +129,13 @@ _COUNTS.update({"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "c
 def sentence_pieces(text: str) -> list[str]:
     """`text` cut into sentences (and lines), each with its own trailing punctuation;
     joined again they give `text` back, spacing aside."""
-    return [p.strip() for p in _PIECE.findall(text) if p.strip()]
+    return list(_pieces(text))
+
+
+@lru_cache(maxsize=256)
+def _pieces(text: str) -> tuple[str, ...]:
+    """Cut once: a turn's text is scored and then abridged, by the same pieces."""
+    return tuple(p.strip() for p in _PIECE.findall(text) if p.strip())
 
 
 def _shift(when: datetime, number: int, unit: str) -> str:
