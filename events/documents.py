@@ -37,7 +37,6 @@ __all__ = [
     "SECTION_TITLES",
     "dump_frontmatter",
     "fast_frontmatter",
-    "get_section",
     "parse_document",
     "render_document",
     "split_document",
@@ -366,7 +365,3 @@ def split_sections(body: str, *, start: int = 0, numbers: Container[int] | None 
         for number, begin, end in _section_spans(body, start)
         if numbers is None or number in numbers
     }
-
-
-def get_section(body: str, number: int) -> str | None:
-    return split_sections(body, numbers=(number,)).get(number)

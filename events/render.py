@@ -18,7 +18,6 @@ from .projection import TurnView
 from .schema import ContextBlock, GateResult
 
 __all__ = [
-    "PROJECTED_FILES",
     "context_parts",
     "render_block",
     "render_turn",
@@ -26,14 +25,6 @@ __all__ = [
     "wikilink",
 ]
 
-PROJECTED_FILES = (
-    "context.md",
-    "metadata.json",
-    "query_analysis.json",
-    "ticket.md",
-    "toolresults.md",
-    "metrics.json",
-)
 TITLE_CHARS = 80
 
 

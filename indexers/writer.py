@@ -67,10 +67,8 @@ class IndexBatch:
             if not self._fresh:
                 self._writer.delete_documents_by_term("path", arg.path)
             self._writer.add_document(_to_document(arg, self._schema))
-        elif op == "delete":
-            self._writer.delete_documents_by_term("path", arg)
         else:
-            self._writer.delete_documents_by_term(*arg)
+            self._writer.delete_documents_by_term("path", arg)
 
     def _do(self, op: str, arg: Any) -> None:
         if self._ops is not None:
@@ -98,10 +96,6 @@ class IndexBatch:
     def delete(self, path: str) -> None:
         self._do("delete", path)
         self._changed(path, None)
-
-    def delete_where(self, field_name: str, value: str) -> None:
-        """Delete every document whose raw `field_name` equals `value` (e.g. owner)."""
-        self._do("delete_where", (field_name, value))
 
     def touch(self, path: str, entry: StateEntry) -> None:
         """Record a new mtime for a file whose content (checksum) did not change."""

@@ -47,20 +47,6 @@ VAULT_DIRS = (
     "archive",
 )
 
-OWN_DIRS = (
-    *VAULT_DIRS,
-    "observability",
-    "observability/catalog",
-    "indexes/fulltext",
-    "indexes/learning",
-    "archive/turns",
-    "archive/stubs",
-    "archive/expired",
-    "archive/.journal",
-    "inbox/.processing",
-)
-"""The vault's own folders: PandaFS writes in them and refuses any that is a link (verify names it)."""
-
 OBSIDIAN_APP = {
     "userIgnoreFilters": ["indexes/", "archive/turns/", "inbox/.processing/"],
     "showUnsupportedFiles": False,

@@ -56,15 +56,14 @@ packing) and `cold_tier` (the cold ranking).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from events.clock import utcnow
-from events.layout import TURN_DIR_RE, turn_number
+from events.layout import turn_number
 
 from ..config import TiersConfig
-from ..tokens import truncate_tokens
 from ..vault import Vault
 from .cold_tier import assemble_cold
 from .packing import Tier, TierItem, Tiers, fail_tier, fit_turn, pack_all
@@ -73,7 +72,7 @@ from .turn_records import RecordCache, TurnReader, TurnRecord
 if TYPE_CHECKING:
     from .api import Memory
 
-__all__ = ["assemble_tiers", "item_text"]
+__all__ = ["assemble_tiers"]
 
 PROBE_LIMIT = 200  # missing numbers (archived, deleted) skipped while walking back
 
@@ -180,22 +179,3 @@ def assemble_tiers(
 
 def _elapsed(wall: float, cpu: float) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1000.0, (time.thread_time() - cpu) * 1000.0
-
-
-def item_text(vault: Vault, user: str, item: Mapping[str, Any]) -> str | None:
-    """Re-read the text a tier gave a turn, from its summary in `ContextRetrieved.tiers`.
-
-    Whole if it was whole, else its query cut to the recorded tokens; never more
-    than the recorded tokens, even if the file changed since.  None if it is gone.
-    """
-    name = str(item.get("turn", ""))
-    if not TURN_DIR_RE.fullmatch(name):
-        return None
-    reader = TurnReader(vault, user)
-    number = turn_number(name)
-    record = reader.stub(number) if item.get("archived") else reader.live(number)
-    if record is None:
-        return None
-    tokens = int(item.get("tokens", 0))
-    text = record.query_text() if item.get("truncated") else record.full_text()
-    return truncate_tokens(text, tokens)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from events.documents import DocumentMetadata, get_section, parse_document, render_document, split_sections
+from events.documents import DocumentMetadata, parse_document, render_document, split_sections
 from events.errors import FrontmatterError
 
 
@@ -63,8 +63,8 @@ def test_no_frontmatter_is_fine() -> None:
 def test_sections() -> None:
     body = "# T\n\n## 0. User Query\n\nq?\n\n## 2. Gathered Context\n\nctx\n\n## 5. Synthesis\n\nans\n"
     assert split_sections(body) == {0: "q?", 2: "ctx", 5: "ans"}
-    assert get_section(body, 5) == "ans"
-    assert get_section(body, 3) is None
+    assert split_sections(body, numbers=(5,)).get(5) == "ans"
+    assert split_sections(body, numbers=(3,)).get(3) is None
 
 
 TRICKY = [

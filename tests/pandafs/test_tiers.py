@@ -6,13 +6,14 @@ import json
 import math
 import random
 import shutil
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 import pytest
 
-from events.layout import turn_name, turn_number
+from events.layout import TURN_DIR_RE, turn_name, turn_number
 from events.log import read_events
 from pandafs.config import TiersConfig
 from pandafs.llm.offline import OfflineBackend
@@ -20,10 +21,10 @@ from pandafs.memory.anchors import identity_anchors
 from pandafs.memory.api import Memory
 from pandafs.memory.cold_tier import sample_numbers
 from pandafs.memory.packing import Tiers
-from pandafs.memory.tiers import assemble_tiers, item_text
-from pandafs.memory.turn_records import live_turn, parse_turn_context
+from pandafs.memory.tiers import assemble_tiers
+from pandafs.memory.turn_records import TurnReader, live_turn, parse_turn_context
 from pandafs.pipeline import Pipeline
-from pandafs.tokens import count_tokens
+from pandafs.tokens import count_tokens, truncate_tokens
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 
@@ -33,6 +34,25 @@ VOCAB = (
     "espresso grinder lisbon tram tax receipt python asyncio birthday cake bread flour "
     "wheel bedding gpu battery pace interval seedling burr dose pastel deadline"
 ).split()
+
+
+def item_text(vault: Vault, user: str, item: Mapping[str, Any]) -> str | None:
+    """Re-read the text a tier gave a turn, from its summary in `ContextRetrieved.tiers`.
+
+    Whole if it was whole, else its query cut to the recorded tokens; never more
+    than the recorded tokens, even if the file changed since.  None if it is gone.
+    """
+    name = str(item.get("turn", ""))
+    if not TURN_DIR_RE.fullmatch(name):
+        return None
+    reader = TurnReader(vault, user)
+    number = turn_number(name)
+    record = reader.stub(number) if item.get("archived") else reader.live(number)
+    if record is None:
+        return None
+    tokens = int(item.get("tokens", 0))
+    text = record.query_text() if item.get("truncated") else record.full_text()
+    return truncate_tokens(text, tokens)
 
 
 def _import(vault: Vault, memory: Memory, lines: list[dict[str, Any]]) -> None:
