@@ -176,12 +176,8 @@ def _orphan_action(
     infos: dict[TurnKey, StubInfo],
     parts: dict[str, PartContents],
 ) -> str | None:
-    """What `--repair` may safely do with orphan rows: "drop", "adopt" or nothing (None).
-
-    Drop them when the same turn is intact elsewhere (its live folder, byte for byte,
-    or the part file its stub names); adopt them (write the missing stub) when they are
-    the only copy of the turn.
-    """
+    """What `--repair` may do with orphan rows: "drop" when the turn is intact elsewhere,
+    "adopt" (write the stub) when they are its only copy, else None."""
     rows = found.intact(key)
     if rows is None:
         return None

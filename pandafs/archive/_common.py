@@ -135,12 +135,8 @@ def archive_lock(vault: Vault) -> Iterator[None]:
 
 @contextmanager
 def log_held(folder: Path) -> Iterator[str | None]:
-    """Hold the turn's event-log lock (the one `EventWriter` takes) while we move it.
-
-    Yields None once it is held, else why the turn is not archived now: a writer has the
-    log open, or a link (or anything but a regular file) is at the log's name (it is
-    opened never through a link and without blocking, a fifo), and such a turn is left alone.
-    """
+    """Hold the turn's event-log lock while we move it.  Yields None once held, else why the
+    turn is left alone now: a writer has the log open, or something not a regular file is there."""
     try:
         fd = os.open(folder / EVENTS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

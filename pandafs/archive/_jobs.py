@@ -324,12 +324,8 @@ def restore_turns(
 
 
 def expand_turn(vault: Vault, doc_id: str, *, now: datetime | None = None, record: bool = True) -> Expansion:
-    """Read an archived turn's full context.md from Parquet and count the expansion.
-
-    The `expansions_to_restore`-th expansion within `expansion_window_days` restores
-    the turn: one that keeps being opened is live again.  Raises `FileNotFoundError` if the
-    turn has no stub (any more).
-    """
+    """Read an archived turn's full context.md from Parquet and count the expansion (the
+    `expansions_to_restore`-th within the window restores it).  `FileNotFoundError` without a stub."""
     key = parse_turn_id(doc_id)
     info = read_stub(vault, *key)
     files = store_of(vault).read_turn(vault.root / info.archive_file, *key)

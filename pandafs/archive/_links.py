@@ -1,17 +1,10 @@
-"""Keeping wikilinks to turns resolvable after archive and restore (see `pandafs.links`).
+"""Keeping wikilinks to turns resolvable after archive and restore (`pandafs.links`).
 
-After turns move, every markdown file PandaFS writes for their users is passed through
-`relink`: the user's own documents (preferences, facts, memories, notes, every turn
-folder's markdown), their outbox answers, their archive stubs and the intervention
-notes about them.  Only turn links change; everything else in a file is left byte for
-byte.  Files of a turn whose writer holds its log are skipped (the next pass fixes
-them), memory documents are rewritten under the user's memory lock (`Vault.memory_lock`), and every write is
-atomic.
-
-Crash safety: before any turn moves, the users are recorded in
-`archive/.journal/relink.users`; the pass runs after the moves and removes the record,
-and the next archive, restore or `verify --repair` finishes a pass a crash cut short.
-"""
+After turns move, every markdown file PandaFS writes for their users goes through
+`relink`; only turn links change.  A turn whose writer holds its log is skipped (the next
+pass fixes it), memory documents are rewritten under the memory lock, every write is
+atomic.  The users are recorded in `archive/.journal/relink.users` before any turn moves,
+so a pass a crash cut short is finished by the next archive, restore or `verify --repair`."""
 
 from __future__ import annotations
 

@@ -50,10 +50,8 @@ def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None 
 
 
 def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> datetime | None:
-    """When a turn of an imported chat history (`metadata` says: source `import`, a
-    `meta.conversation_id`) entered the vault — its first event's stamp; None for any other
-    turn.  Its archive age counts from then: the history a person just imported stays live,
-    whatever the date it was first said."""
+    """When a turn of an imported chat history entered the vault (its first event's stamp),
+    its archive age counting from then; None for any other turn."""
     meta = metadata.get("meta") if metadata is not None and metadata.get("source") == "import" else None
     if not isinstance(meta, dict) or not meta.get("conversation_id"):
         return None
@@ -67,11 +65,8 @@ def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> d
 
 def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) -> Counter[str]:
     """doc id → number of `documents_used` events of `user`'s turns stamped in [since, until].
-
-    A projection over turn events, cheap enough to run on every archive: a log whose
-    mtime is older than `since` cannot hold a newer event and is not opened; a log
-    that is opened is only parsed on the lines that mention `documents_used`.
-    """
+    A log older than `since` is not opened; an opened one is parsed only on the lines that
+    mention `documents_used`."""
     since, until = as_utc(since), as_utc(until)
     since_ns = int(since.timestamp() * 1e9)
     counts: Counter[str] = Counter()
@@ -114,10 +109,8 @@ def record_expansion(vault: Vault, doc_id: str, when: datetime) -> None:
 def expansion_counts(
     vault: Vault, *, since: datetime, until: datetime | None = None, doc_id: str | None = None
 ) -> Counter[str]:
-    """doc id → expansions recorded in [since, until] (only `doc_id`'s, if given).
-
-    A torn last line (a writer killed mid-append) is ignored.
-    """
+    """doc id → expansions recorded in [since, until] (only `doc_id`'s, if given); a torn
+    last line is ignored."""
     since = as_utc(since)
     until = as_utc(until) if until is not None else datetime.max.replace(tzinfo=UTC)
     counts: Counter[str] = Counter()

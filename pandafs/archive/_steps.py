@@ -160,11 +160,8 @@ def restore_entries(
 
 
 def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
-    """Finish interrupted batches and clear leftovers; returns what was done.
-
-    Call with the archive lock held.  Idempotent: a recovery that is itself killed is
-    finished by the next one.
-    """
+    """Finish interrupted batches and clear leftovers; returns what was done.  Call with the
+    archive lock held; a recovery that is itself killed is finished by the next."""
     memory = memory or learned_memory(vault)
     notes: list[str] = []
     for journal in pending_journals(vault):

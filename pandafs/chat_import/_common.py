@@ -52,12 +52,9 @@ def shape_error(exc: Exception) -> str:
 
 @dataclass
 class Conversion:
-    """What a reader made of an export: import lines (with a label, a message count and a
-    conversation number each), failures, and the account of what was not imported.
-
-    A *message* is something a person or the assistant said in words; everything else a
-    file holds (tool calls and results, system prompts, progress and bookkeeping records)
-    is counted by kind in `not_messages`."""
+    """What a reader made of an export: import lines (each with a label, a message count and
+    a conversation number), failures, and what was not imported.  A message is something said
+    in words; anything else a file holds is counted by kind in `not_messages`."""
 
     sink: IO[bytes] | None = None  # where lines go as they are made (else kept in `lines`)
     lines: list[dict[str, Any]] = field(default_factory=list)
@@ -238,11 +235,9 @@ def _json_entries(path: Path, limit: int, what: str, signature: str) -> Iterator
 def conversations(
     path: Path, limit: int, what: str, out: Conversion, signature: str
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(number, conversation) of a JSON export — a list of conversations, `{"conversations":
-    [...]}`, or one conversation object.  An export none of whose conversations has the
-    format's `signature` key is refused whole (BadInput: another format), before anything
-    reaches the vault; a conversation that is not an object is recorded as failed in `out`
-    and passed over."""
+    """(number, conversation) of a JSON export: a list, `{"conversations": [...]}`, or one
+    object.  An export none of whose conversations has the format's `signature` key is
+    refused whole (another format); a conversation that is not an object is recorded as failed."""
     matched = index = 0
     for index, conv in enumerate(_json_entries(path, limit, what, signature), 1):
         if not isinstance(conv, dict):

@@ -1,7 +1,6 @@
-"""The ChatGPT reader: `conversations.json` of a ChatGPT data export (or the ZIP it comes
-in, or one conversation object), the branch the user last saw of each conversation, as
-`import-turns` lines.  Messages on branches the user left (an edited question, a
-regenerated answer) are counted, not imported."""
+"""The ChatGPT reader: `conversations.json` of a data export (or its ZIP, or one
+conversation), the branch the user last saw (`current_node` up to the root) of each
+conversation.  Messages on branches the user left are counted, not imported."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The claude.ai reader: `conversations.json` of a claude.ai export (or the ZIP it comes
-in), the path to each conversation's current leaf, as `import-turns` lines.  The text of
-an attached file (`extracted_content`) comes with its question as context, so it is
-searchable; messages on branches the user left are counted, not imported."""
+"""The claude.ai reader: `conversations.json` of an export (or its ZIP), the path to each
+conversation's current leaf.  An attached file's `extracted_content` is its question's
+context; messages on branches the user left are counted, not imported."""
 
 from __future__ import annotations
 

@@ -1,22 +1,16 @@
 """The Claude Code reader: a session transcript (`*.jsonl`) or a folder of them, every
-chain of every session in a file, as `import-turns` lines.
+chain of every session, read line by line.
 
 A transcript is a tree of records linked by `parentUuid` (`logicalParentUuid` across a
-compaction, whose boundary starts a new root).  Records of every type stay in the tree
-(progress, system `turn_duration` and `compact_boundary`, bookkeeping), so none of them
-cuts a chain; only user and assistant messages in words are read:
+compaction).  Every record stays in the tree so none cuts a chain; only messages in words
+are read:
 
 - each prompt a person typed starts a turn; an assistant message belongs to the nearest
-  prompt above it, so parallel tool calls (forks of the tree) all count;
+  prompt above it, so parallel tool calls all count;
 - a prompt replaced by a later one on the same parent (a rewind) is counted, not imported;
-- the summary a compaction leaves (`isCompactSummary`) is the context of the next prompt
-  below it, never a question or a title;
-- interruptions (`[Request interrupted by user…]`), sub-agent sidechains, meta records and
-  slash-command bookkeeping are counted with their reason, not made into turns; tool
-  calls and results and thinking are counted by kind.
-
-The file is read line by line (bounded by `[index] import_max_bytes` per file).
-"""
+- a compaction's summary (`isCompactSummary`) is the next prompt's context;
+- interruptions, sidechains, meta records and slash-command bookkeeping are counted with
+  their reason; tool calls, results and thinking are counted by kind."""
 
 from __future__ import annotations
 
@@ -143,13 +137,9 @@ def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[d
 
 
 class _Tree:
-    """The records of one file by uuid, and the prompt each record hangs below.
-
-    A compaction's boundary is a new root whose `logicalParentUuid` names the last message
-    before it — often a record the file does not hold.  What the assistant says after a
-    compaction, before the next prompt, goes on with the exchange before it: a walk that
-    ends at such a boundary continues at the last prompt of the session above it in the file.
-    """
+    """The records of one file by uuid, and the prompt each record hangs below.  A walk that
+    ends at a compaction's boundary (whose parent the file often lacks) continues at the last
+    prompt of the session above it in the file."""
 
     def __init__(self, records: list[dict[str, Any]], prompts: set[str]) -> None:
         self.by_id = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}

@@ -1,11 +1,5 @@
-"""A user's area (every file PandaFS keeps for them) and how each kind of file is redacted.
-
-The area: `users/{u}/**`, `outbox/{u}/**`, the `inbox/processed/` copies of the user's
-inbox queries (named by their turns' `turn_started.inbox_file`), the user's archive
-stubs and `archive/expired/users/{u}/**`, their intervention notes, and the rows of
-their archived turns in the Parquet parts.  The derived stores (the index, the learning
-caches, the turn catalog and its rollups) are rebuilt from these, not redacted.
-"""
+"""A user's area (every file PandaFS keeps for them) and how each kind is redacted.
+The derived stores (index, learning caches, catalog, rollups) are rebuilt, not redacted."""
 
 from __future__ import annotations
 

@@ -1,23 +1,17 @@
 """`forget`: plan what goes, write the intent, record the forgetting, rewrite, rebuild.
 
-One forget, crash-safe at every step (each file is replaced atomically, so a SIGKILL
-leaves each file old or new; the intent says how to finish):
+Crash-safe at every step (each file is replaced atomically; the intent says how to finish):
 
   1. plan: the targets, the forgotten text as a `Matcher` (hashes), the files to change;
   2. write the intent `users/{u}/.forget-intent.json` (hashes and counts, no text);
   3. record the forgetting in the owner's maintenance log (once per forget id);
-  4. restore the archived turns that hold it (the archive's own journalled restore:
-     their Parquet rows are dropped, their stubs removed), so they are redacted live;
+  4. restore the archived turns that hold it, so they are redacted live;
   5. rewrite every file of the area that holds it: a turn's log is redacted, chained
-     again and anchored by a `forgotten` event, then its projections are written again;
-     a memory that says it goes; the target turn keeps only its redacted log;
-  6. rebuild the derived stores from the files: a fresh index (no segment keeps a
-     deleted document), the learning caches, the turn catalog and rollups;
+     again and anchored by a `forgotten` event, then its projections written again;
+  6. rebuild the derived stores: a fresh index, the learning caches, catalog and rollups;
   7. remove the intent, then prove it: `proof.scan_user` finds none of it.
 
-`resume_pending` (run first by every forget, and by `verify --repair`) finishes an
-intent left by a killed forget with the same steps; each is idempotent.
-"""
+`resume_pending` (first in every forget, and `verify --repair`) finishes a killed one."""
 
 from __future__ import annotations
 
@@ -689,10 +683,8 @@ def _project(vault: Vault, folder: str) -> None:
 
 
 def _rebuild(vault: Vault) -> None:
-    """Every derived store again from the files: the learning fold (trust, scope, the
-    turn catalog and rollups, the per-domain reliability table) and a fresh index, so no
-    segment keeps a deleted document (tantivy's Python binding offers no forced merge;
-    a new index swapped in is one)."""
+    """Every derived store again from the files: the learning fold and a fresh index, so no
+    segment keeps a deleted document (the binding has no forced merge)."""
     from ..assembly import open_memory
     from ..learning.api import rebuild as rebuild_learning
     from ..research.reliability import ReliabilityTable, TurnsRead

@@ -1,19 +1,13 @@
 """What counts as the forgotten text, kept only as salted hashes, and how it is cut out.
 
-Text is looked at in *segments*: a line, a table cell, a sentence, or one string of a
-JSON document.  A segment is *tainted* when it holds one of the forgotten text's
-distinctive words, all of the words a person asked to forget, or is a copy of one of
-its sentences; in a JSON list whose strings hold all those words between them (a turn's
-keywords, one word an item), a segment holding any one of them is tainted too.  Words
-are compared as the index keeps them (`en_stem`: lower case, English stem), so "likes"
-and "like" are one word and the index's terms can be checked the same way.  A tainted
-segment is replaced by `REDACTED`, keeping its leading markup ("- ", "| ", "# ") so
-lists, tables and YAML stay what they were.
+Text is looked at in segments: a line, a table cell, a sentence, or one JSON string.  A
+segment is tainted when it holds one of the text's distinctive words, all the words a
+person asked to forget, or a copy of one of its sentences (in a JSON list, any one of
+words the list holds between them).  Words are compared as the index stems them.  A
+tainted segment becomes `REDACTED`, keeping its leading markup ("- ", "| ", "# ").
 
-`Matcher` holds hashes only (sha256 of a random salt and the stem): a plan can be
-written down, resumed after a crash and checked again later without the forgotten
-text being stored anywhere.
-"""
+`Matcher` holds only sha256 hashes of a random salt and each stem, so a plan can be
+written down and resumed without the text stored anywhere."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """`pandafs verify --forgotten`: prove that what a person made the vault forget is gone.
 
-For every forgetting recorded in a user's maintenance log (salted hashes of the
-forgotten text's distinctive words, of the words asked for together, of its sentences),
-the scan reads the user's whole area and finds none of it:
-
-- every live file of the area, byte for byte (JSON strings one by one, file names too);
-- every row of the user's archived turns, decompressed from the Parquet parts, and the
-  user's rows of the turn catalog;
-- the derived files under `indexes/` (the index's state log, the learning caches);
-- the index through tantivy: the terms of its text fields (the user's documents, and
-  any deleted document a segment still holds) and the stored documents of the user.
-
-A survivor names where (path, turn, term's field), never the text.
-"""
+For every forgetting in a user's maintenance log, the scan finds none of its hashes in:
+every live file of the area (JSON strings one by one, file names too); the user's
+archived rows and catalog rows; the derived files under `indexes/`; and the index's
+terms and stored documents through tantivy.  A survivor names where, never the text."""
 
 from __future__ import annotations
 

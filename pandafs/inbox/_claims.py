@@ -88,12 +88,8 @@ class ClaimFolders:
 
     def claim(self, rel: str) -> Path | None:
         """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
-
-        The claim's folders are made, and the file renamed into them, through descriptors
-        of its own folder and of `inbox/.processing/` opened and checked from the vault
-        root (`checked_folders`): whoever can write `inbox/` can rename `.processing` or
-        their own folder, and one swapped for a link after the lock was taken would
-        otherwise receive another user's query, or hand over a file from outside."""
+        All through folders opened and checked from the vault root: a folder swapped for a link
+        would otherwise receive another user's query, or hand over a file from outside."""
         inner = rel.removeprefix("inbox/")
         claim = self.processing / self.new_claim_id()
         target = claim / QUERY_DIR / inner
@@ -115,13 +111,9 @@ class ClaimFolders:
     # -- step 2: read, validate, plan -------------------------------------------------
 
     def claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
-        """The entry the claim holds (the planned one, else the one found), None if it
-        holds none.  Whatever it is (a file, a link, a FIFO, a folder), it is named, never
-        followed: `query/NAME`, or `query/FOLDER/NAME` when `query/FOLDER` is a real folder
-        (a user's folder: a top-level folder of the inbox is never claimed itself).
-        Looked for through the claim's `query/` folder opened and checked from the vault
-        root and the user folder opened by name in it (`NotInVault` if one is a link):
-        through a swapped claim folder the lookup would name the link target's files."""
+        """The entry the claim holds (the planned one, else the one found), None if none:
+        `query/NAME` or `query/FOLDER/NAME`, named, never followed, looked up through folders
+        opened and checked from the vault root."""
         base = claim / QUERY_DIR
         with checked_folders(self.root, durable=False) as checked:
             try:
@@ -239,12 +231,8 @@ class ClaimFolders:
         unlink_in_vault(self.root, path, missing_ok=True, durable=False)
 
     def cleanup(self, claim: Path) -> None:
-        """Remove our own bookkeeping; anything unexpected stays (and is reported).
-
-        All through the claim folder opened and checked from the vault root (`NotInVault`
-        if it or `.processing` is a link) and the folders below opened by name in it,
-        never through a link: the walk deletes files by their names, and through a swapped
-        folder those would be the link target's files."""
+        """Remove our own bookkeeping; anything unexpected stays (and is reported).  The walk
+        goes through the claim folder checked from the vault root, never through a link."""
         with checked_folders(self.root, durable=False) as checked:
             top = checked.fd(claim)
             for name in (ANSWER, ERROR):

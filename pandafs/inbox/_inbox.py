@@ -26,11 +26,7 @@ from ._turns import TurnStarts, outcome_of
 
 class Inbox:
     """Claims, answers and files away the query files of one vault's `inbox/`.
-
-    `pending()` lists the files waiting (oldest first), `process(rel)` handles one,
-    `process_pending()` all of them, `recover()` finishes what a dead process left.
-    Not thread-safe: one `Inbox` per thread; processes coordinate through the lock.
-    """
+    Not thread-safe: one `Inbox` per thread; processes coordinate through the lock."""
 
     def __init__(
         self,
@@ -114,11 +110,8 @@ class Inbox:
         return [rel for _, rel in sorted(found)]
 
     def readiness(self, rel: str, *, final: bool = False) -> float | None:
-        """Seconds until `rel` may be claimed (0.0 = now); None if it is gone.
-
-        Settled means not written for `settle_s` — judged by its mtime, or, for a file
-        whose mtime is in the future, by seeing the same size and mtime that long.
-        """
+        """Seconds until `rel` may be claimed (0.0 = now); None if it is gone.  Settled: not
+        written for `settle_s`, by its mtime (one in the future: the same size and mtime that long)."""
         try:
             st = os.stat(self.root / rel, follow_symlinks=False)
         except FileNotFoundError:
@@ -149,12 +142,9 @@ class Inbox:
     ) -> InboxReport:
         """Finish orphaned claims, then handle every waiting file, oldest first.
 
-        `final=True` (what `watch --once` does) waits for young files to settle — for
-        at most `max_wait_s` in all (default: the larger of 5 s and 3 × settle_s; no
-        waiting when not final) — and rejects an empty file as soon as it has settled.
-        Files still unsettled then are reported as `deferred`, and so is everything
-        when another process holds the inbox past `lock_wait_s` (it is answering them).
-        """
+        `final=True` (`watch --once`) waits up to `max_wait_s` for young files to settle and
+        rejects an empty file once settled.  Files still unsettled are `deferred`, and so is
+        everything when another process holds the inbox past `lock_wait_s`."""
         report = InboxReport()
         notify = on_result or (lambda result: None)
 
@@ -205,11 +195,8 @@ class Inbox:
         return report
 
     def process(self, rel: str, *, final: bool = False) -> list[InboxResult]:
-        """Claim and handle one waiting file (after any orphaned claims).
-
-        Returns what became of them; empty if `rel` is gone or has not settled yet.
-        Raises `Busy` if another process holds the inbox longer than `lock_wait_s`.
-        """
+        """Claim and handle one waiting file (after any orphaned claims); empty if `rel` is gone
+        or unsettled.  `Busy` if another process holds the inbox longer than `lock_wait_s`."""
         if not is_query_candidate(rel):
             raise ValueError(f"{rel} is not a place for query files")
         wait = self.readiness(rel, final=final)

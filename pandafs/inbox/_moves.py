@@ -37,14 +37,9 @@ def free_name(
 def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
     """Make `dest` name the file `src` names; False if `dest` is another file already.
 
-    A hard link never replaces an existing name, so nothing is ever overwritten; a link
-    at `src` is linked itself, never its target.  On a filesystem without hard links (or
-    for a folder, which has none) we fall back to check-then-rename (we hold the inbox
-    lock; only a person could race us there).  `dest`'s folder is checked from `root`
-    down (`vault_folder`, made if missing); the link or rename then goes between both
-    folders as opened and checked from `root` (`checked_folders`, which fsyncs them): one
-    swapped for a link after that check is refused, and `src` keeps its name.
-    """
+    A hard link never replaces a name; without hard links (or for a folder) we check then
+    rename under the inbox lock.  Both folders are opened and checked from `root` and
+    fsynced, so one swapped for a link is refused and `src` keeps its name."""
     vault_folder(root, dest.parent)
     with checked_folders(root) as folders:
         src_fd = folders.fd(src.parent, target=src)
@@ -81,11 +76,7 @@ def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
 
 def remove_empty_tree(folders: CheckedFolders, top: Path) -> str | None:
     """Remove `top` if it holds only empty folders; else name one file it still holds.
-
-    Walked and removed through descriptors: `top` (and the folder it is in) opened and
-    checked from the vault root by `folders` (`NotInVault` if one is a link or leaves the
-    vault), each folder below opened by name in its parent and never through a link
-    (`os.fwalk`), so no rmdir lands outside, whatever is swapped meanwhile."""
+    Walked by descriptor from folders checked from the vault root, never through a link."""
     try:
         top_fd = folders.fd(top)
     except FileNotFoundError:

@@ -23,12 +23,9 @@ RESERVED_FOLDERS = frozenset({"processed", "rejected"})
 
 
 def is_query_candidate(rel_path: str) -> bool:
-    """True if a vault-relative path is where a query file may be dropped.
-
-    `inbox/NAME` and `inbox/FOLDER/NAME`, except `inbox/processed/`, `inbox/rejected/`,
-    hidden files and folders, and temporary files (`*.tmp`, `.swp`, `~`, `.part`...).
-    Any other extension is a candidate too: it is rejected with an explanation.
-    """
+    """True if a vault-relative path is where a query file may be dropped: `inbox/NAME` and
+    `inbox/FOLDER/NAME`, except processed/, rejected/, hidden and temporary files.  Any
+    extension is a candidate: a wrong one is rejected with an explanation."""
     parts = rel_path.split("/")
     if parts[0] != "inbox" or len(parts) not in (2, 3):
         return False
@@ -66,10 +63,8 @@ _NOT_A_FILE_HINT = "Save the question as a plain .md or .txt file and drop it in
 
 
 def not_a_file(kind: str) -> Rejection:
-    """The rejection of a dropped entry the one rule refuses (`events.fsio.refusal`):
-    never read, and only a folder is kept (renamed into `inbox/rejected/`; a folder has
-    one name); of anything else the inbox drops its own name, which loses nothing (the
-    file lives on under its other names, a link's target is untouched)."""
+    """The rejection of a dropped entry the one rule refuses: never read; a folder is moved
+    to `inbox/rejected/`, anything else only loses its inbox name."""
     reason = {"symlink": "symlink", "hard_link": "hard_link"}.get(kind, "not_a_file")
     why = REASONS[kind]
     if kind == "hard_link":

@@ -68,12 +68,8 @@ class TurnStarts:
         return verdict
 
     def find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
-        """The turn started for this plan, or the empty turn folders that may be ours.
-
-        Probes the user's turn numbers above `plan.after` (allocation only goes up);
-        a folder with no complete event is a candidate: it is the one a dead process
-        allocated but never started, or one another writer is about to fill.
-        """
+        """The turn started for this plan, or the empty turn folders that may be ours (probed
+        above `plan.after`: one a dead process allocated, or another writer is about to fill)."""
         assert plan.user is not None
         turns = self.vault.layout.turns_dir(plan.user)
         empties: list[tuple[str, Path]] = []

@@ -76,11 +76,8 @@ def rebuild(
 ) -> SyncReport:
     """Recompute usage, trust, scope, the turn catalog and the rollups from the events.
 
-    `extractions`, if given, is filled with each live turn's extraction events as the
-    fold reads them (see `ReliabilityTable.rebuild`).  `index=False`: the caller rebuilds
-    the index next (it reads the documents written here and the turns' trust from the
-    shards), so nothing is re-indexed now.  `on_total` is told how many turns the fold
-    reads, `progress` how many more it has read, as for `Memory.rebuild`."""
+    `extractions` is filled with each live turn's extraction events as the fold reads them.
+    `index=False`: the caller rebuilds the index next, so nothing is re-indexed now."""
     with Learning.of(vault, memory).open() as engine:
         engine.reader.extractions = extractions
         engine.on_total, engine.progress = on_total, progress
@@ -92,14 +89,9 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
     """The end of Phase 8: fold what is new, run the policy for the documents this turn
     used, and return its scope changes as events of the turn.
 
-    Never fails the turn: an error (the learning state busy for more than
-    `SAVE_WAIT_S`, a broken document…) is returned as a `phase_failed` event of phase
-    "learning"; the next sync, `pandafs promote` or a rebuild makes up for it.
-
-    The documents it rewrites are re-indexed in one commit — or, when the orchestrator
-    put a list under `ctx.extras[INDEX_QUEUE]`, handed over in it (`IndexDoc`s) so the
-    turn's own index commit includes them.
-    """
+    Never fails the turn: an error comes back as a `phase_failed` event of phase "learning"
+    and the next sync makes up for it.  The rewritten documents are re-indexed in one commit,
+    or handed to the turn's own commit through `ctx.extras[INDEX_QUEUE]`."""
     queue = ctx.extras.get(INDEX_QUEUE)
     try:
         with Learning.of(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
@@ -220,11 +212,9 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
 
 
 def check_caches(vault: Vault, repair: bool) -> list[Problem]:
-    """Every file of the learning cache (`indexes/learning/state.json`, its counter
-    shards) and every daily rollup (`observability/daily/*.json`) reads as a JSON object,
-    or is named `unreadable`.  Each costs only itself: a damaged cache is rebuilt by the
-    next sync, a damaged rollup is made again from the catalog when read; `--repair`
-    rebuilds the learning state, rollups included, now."""
+    """Every file of the learning cache and every daily rollup reads as a JSON object, or
+    is named `unreadable`.  Either is rebuilt (by the next sync, or from the catalog) and
+    `--repair` rebuilds them now."""
     from .state import STATE_FILE, learning_dir
 
     cache = learning_dir(vault)

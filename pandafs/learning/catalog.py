@@ -1,33 +1,22 @@
-"""The turn catalog: one Parquet row per completed turn (replaces the seed's trends.db).
+"""The turn catalog: one Parquet row per completed turn.
 
-Layout (hive-style month partitions, so DuckDB and pyarrow see a `month` column):
+    observability/catalog/month=YYYY-MM/part-{ns}.parquet          compacted, sorted by (user, turn)
+    observability/catalog/month=YYYY-MM/delta-{ns}-{pid}.parquet   the rows of one sync
 
-    observability/catalog/month=YYYY-MM/part-{ns}.parquet    compacted, rows sorted by
-                                                              (user, turn_number)
-    observability/catalog/month=YYYY-MM/delta-{ns}-{pid}.parquet   rows of one sync
+Hive-style month partitions (by `created_at`, UTC), so DuckDB and pyarrow see a `month`
+column.  A sync appends one delta per month; Save's rows wait in the learning cache until
+`engine.CATALOG_BATCH` have gathered, so there is no file per turn.  More than
+`COMPACT_AFTER` deltas merge into a part, more than `MERGE_PARTS_AFTER` parts into one.
+A rebuild (`CatalogRebuild`) writes a new folder and swaps it in.
 
-The month is the month of the turn's `created_at` (UTC).  A sync of the learning
-fold appends the rows of the turns it folded as one small delta file per month (a
-write of a few ms, TECH-NOTES "Parquet"); Save's sync lets them wait in the learning
-cache until `engine.CATALOG_BATCH` have gathered or another sync (`stats`, `promote`,
-`prune`, `learning sync`) writes them, so the catalog is not a file per turn.
-Compaction is tiered so a big month is not rewritten every few turns: more than
-`COMPACT_AFTER` deltas are merged into one new part; more than `MERGE_PARTS_AFTER`
-parts are merged into one.  A rebuild (`CatalogRebuild`) writes the whole catalog
-again from the turn folders (and the archive) into a new folder and swaps it in; it
-holds at most `SPILL_ROWS` rows, writing the rest out as chunks of their months,
-merged into each month's one part at the end.
-
-Rows are unique by (user, turn) except after a crash between writing a compacted file
-and removing what it replaced; `read_rows` (and compaction) keep the last copy, and a
-DuckDB query that must be exact even then can do the same:
+Rows are unique by (user, turn) except after a crash between writing a compacted file and
+removing what it replaced; `read_rows` keeps the last copy, as a DuckDB query can:
 
     SELECT * FROM read_parquet('observability/catalog/*/*.parquet', hive_partitioning=true)
     QUALIFY row_number() OVER (PARTITION BY "user", turn ORDER BY filename DESC) = 1
 
-The schema is derived from `TurnRow` (`pandafs.learning.rows`); times are UTC, latencies
-in milliseconds.  A phase that did not run in a turn has a null latency.
-"""
+The schema is derived from `TurnRow`; times are UTC, latencies in milliseconds (null for a
+phase that did not run)."""
 
 from __future__ import annotations
 
@@ -223,10 +212,7 @@ class Catalog:
     def days_of(
         self, month: str, columns: Sequence[str] | None = None
     ) -> Callable[[date], list[dict[str, Any]]]:
-        """The rows of one day of `month`, as `read_rows(day=…)` gives them, the month's
-        files read once (a rollup of every day of a month converts each row once); with
-        `columns`, only those (a rollup reads 27 of the 36: a rebuild's rollups converted
-        each turn's timestamps to datetimes for nothing, a third of their time)."""
+        """The rows of one day of `month`, the month's files read once; with `columns`, only those."""
         table = self.read_table(self.files(month))
         return lambda day: _day_rows(table, day, columns)
 
@@ -250,10 +236,9 @@ def _by_month(rows: Iterable[RowValues]) -> dict[str, list[RowValues]]:
 
 
 class CatalogRebuild:
-    """The whole catalog written anew (a rebuild): `add` each turn's row values, in any
-    order; `finish` swaps the new folder in.  At most `SPILL_ROWS` rows are held: the rest
-    go out as chunks of their months, and each month's chunks become its one part, sorted
-    by (user, turn number), as `_table` sorts a month held whole."""
+    """The whole catalog written anew: `add` each turn's row values in any order, `finish`
+    swaps the new folder in.  At most `SPILL_ROWS` rows are held; the rest go out as chunks
+    that become each month's one sorted part."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.dir = catalog.dir

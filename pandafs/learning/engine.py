@@ -1,37 +1,23 @@
-"""The learning engine: one `sync` (or `rebuild`) folding turn events into usage and
-trust, the turn catalog and the daily rollups, under the cache in `indexes/learning/`.
-Its parts live beside it: `state` (the cache), `reading` (a turn's events),
-`materialise` (step 4, below) and `decisions` (the policy run at Save and by
-`pandafs promote`).
+"""The learning engine: `sync` (or `rebuild`) folds turn events into usage and trust, the
+turn catalog and the daily rollups, under the cache in `indexes/learning/`.
 
 One `sync`, under `indexes/learning.lock`:
 
-  1. fold every turn completed since the last sync (per user: the turns above the
-     cursor, and earlier ones that were still running) and every new event of the
-     maintenance logs — `trust.Projection` (Save: its own user's only);
-  2. append the folded turns' catalog rows and rewrite the rollups of their days
-     (Save's sync leaves both to the next other sync: reading a month of the catalog
-     costs more than a turn should, and so would a Parquet file per turn, its write and
-     one more file each; the rows wait in the cache, `LearningState.catalog_rows`, and Save
-     writes them itself once there are `CATALOG_BATCH`);
-  3. save the cache (`state`), naming the documents about to be written as dirty;
-  4. write the changed values into each document's frontmatter — usage_count,
-     validation_count, validation_success, trust, and scope after a scope change —
-     only when they differ, atomically, keeping every other key; re-index them;
+  1. fold every turn completed since the last sync and every new event of the
+     maintenance logs (`trust.Projection`; Save: its own user's only);
+  2. append the folded turns' catalog rows and rewrite their days' rollups (Save leaves
+     both to the next other sync; its rows wait in `LearningState.catalog_rows`);
+  3. save the cache, naming the documents about to be written as dirty;
+  4. write changed usage, validation, trust and scope into each document's frontmatter,
+     atomically, keeping every other key; re-index them;
   5. clear the dirty list.
 
-Turns are projections of their own events, so a turn's usage and trust go to the
-index only (`IndexDoc.trust`), never into its context.md; so do site_knowledge notes,
-which belong to the research tool.  A crash anywhere is repaired by the next sync: an
-unfinished step 4 by the dirty list, a torn cache by a full recompute (`rebuild`),
-which folds every turn — live folders and archived ones — from scratch and gives the
-same numbers.
+A turn's usage and trust go to the index only (`IndexDoc.trust`), never into its
+context.md; so do site_knowledge notes'.  A crash is repaired by the next sync: step 4
+by the dirty list, a torn cache by a full recompute, which gives the same numbers.
 
 Save calls `on_turn` after a sync: the turn's own contribution is folded in a preview
-(not into the cache: its events are not written yet) so the policy can promote what
-the turn used; the scope changes become events of the turn, and the documents are
-written at once, named dirty so the next sync re-derives them from the events.
-"""
+(its events are not written yet) so the policy can promote what the turn used."""
 
 from __future__ import annotations
 
@@ -102,11 +88,7 @@ class SyncReport:
 
 
 class Learning:
-    """The learning fold of one vault.  Use `with Learning.of(vault).open() as engine:`.
-
-    Its parts, each a class of its own module: the cache (`state`), reading turns
-    (`reading`), writing documents (`materialise`) and running the policy (`decisions`);
-    the fold and `sync` / `rebuild` are here."""
+    """The learning fold of one vault.  Use `with Learning.of(vault).open() as engine:`."""
 
     def __init__(
         self,
@@ -280,15 +262,10 @@ class Learning:
     ) -> SyncReport:
         """Fold what is new (everything, if the cache is stale) and materialise it.
 
-        `rollups=False` (Save) only notes the days whose rollups are out of date and keeps
-        the folded turns' catalog rows waiting (up to `CATALOG_BATCH`); the next sync that
-        writes rollups (stats, promote, prune, `learning.sync`) writes both.
-
-        `users` (Save: the turn's own user) folds only their new turns and scope changes:
-        visiting every user's counter and log would make each Save's cost grow with the
-        vault's users.  Each user's turns are folded by that user's next Save or by any full sync
-        (every command that reads the learning state runs one), exactly once either way.
-        """
+        `rollups=False` (Save) only notes the days whose rollups are out of date and keeps the
+        catalog rows waiting.  `users` (Save: the turn's own user) folds only their new turns and
+        scope changes, so a Save's cost does not grow with the vault's users; the others' are
+        folded by their next Save or any full sync, exactly once either way."""
         if self.stale is not None:
             return self.rebuild(write=write)
         started = time.perf_counter()

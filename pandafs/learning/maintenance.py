@@ -1,16 +1,9 @@
 """The maintenance log: scope changes that no turn made.
 
-A promotion decided by a turn's Save is an event of that turn.  `pandafs promote` and
-`pandafs prune --expired` run outside any turn, so what they decide goes to the owner's
-maintenance log, `users/{user}/memory.events.jsonl` — the same hash-chained,
-fsynced JSON Lines as a turn's `events.jsonl` (written with `EventWriter`), whose
-envelopes carry `"turn": "memory"` and whose `ts` is when the change was decided
-(`--now`).  Only documents owned by a user change scope (see `promotion`), so there
-is no global log.
-
-`pandafs verify` checks every maintenance log like a turn's: `chain`, `torn_tail`
-(`--repair` moves the torn bytes to `memory.events.jsonl.torn`) and `misplaced`.
-"""
+`pandafs promote` and `prune --expired` run outside any turn, so their decisions go to
+the owner's `users/{user}/memory.events.jsonl`: the same hash-chained, fsynced log as a
+turn's, with `"turn": "memory"` and `ts` the decision time.  Only documents a user owns
+change scope, so there is no global log.  `verify` checks it like a turn's log."""
 
 from __future__ import annotations
 
@@ -51,11 +44,8 @@ def append_changes(vault: Vault, user: str, changes: Sequence[ScopeChanged], now
 
 
 def read_changes(vault: Vault, user: str, start: int = 0) -> tuple[list[Event], str | None]:
-    """Events of `user`'s maintenance log from seq `start`, and the first problem if any.
-
-    A broken chain stops the read at the break (nothing after it is trusted); a torn
-    tail is left for `verify --repair`.
-    """
+    """Events of `user`'s maintenance log from seq `start`, and the first problem if any:
+    a broken chain stops the read; a torn tail is left for `verify --repair`."""
     path = log_path(vault, user)
     log = read_log(path, root=vault.root)
     problem = check_chain(log)

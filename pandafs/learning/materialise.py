@@ -237,10 +237,8 @@ class Materialiser:
         return plans, overlay
 
     def _shared_now(self, info: DocInfo, record: ScopeRecord | None) -> bool:
-        """Has the change just folded made `info` global while the index holds it as its
-        owner's?  Save's preview writes a promoted file before the turn's events exist,
-        so the indexer (`indexers.learned.Learned`) found no record and kept it private;
-        once the event is folded, the same file is indexed again."""
+        """Has the change just folded made `info` global while the index holds it as its owner's?
+        (Save's preview indexed it before the turn's events existed.)"""
         return (
             record is not None
             and shares(record)
@@ -250,13 +248,9 @@ class Materialiser:
         )
 
     def _indexed(self, rel: str) -> dict[str, Any]:
-        """What the index holds for the document at `rel` (empty: not indexed).
+        """What the index holds for the document at `rel` (empty: not indexed, or unreadable).
 
-        Save's preview indexed the trust each document it used will have once its turn
-        is folded; the fold that follows, a Save later, finds the same value there and
-        re-indexes nothing (it used to read, parse and upsert each again, with one more
-        deletion file per segment for the index commit to fsync).  An index that cannot be
-        read holds nothing: the document is queued again, for when it can be written."""
+        A fold that finds the value Save's preview already indexed re-indexes nothing."""
         try:
             return self.memory.index.lookup(rel) or {}
         except IndexingError:
@@ -281,11 +275,8 @@ class Materialiser:
     ) -> tuple[list[str], int]:
         """Write the planned files, then index them and the turns' new trust in one batch.
 
-        Each file is re-read under its owner's memory lock and only the learning keys and
-        scope are changed on what it says *now*: a line a concurrent save added since the
-        plan was made is kept (the plan's copy of the file is never written back), and so
-        is a person's edit that lands while it is rewritten (`events.rewrite`).
-        """
+        Each file is re-read under its owner's memory lock and only the learning keys and scope
+        change on what it says now, so a concurrent save or a person's edit is kept."""
         written: list[str] = []
         for doc_id, (rel, target) in plans.items():
             ref = classify(rel)
@@ -316,10 +307,7 @@ class Materialiser:
         return list({d.path: d for d in queue}.values())
 
     def flush_index(self) -> None:
-        """Commit the queued index updates (one tantivy commit).
-
-        Through `Memory.index_docs`, like a turn's commit of the same queue: a document
-        another writer changed since it was read here is read again under the index lock."""
+        """Commit the queued index updates in one commit, through `Memory.index_docs`."""
         queue = self.take_index_queue()
         if queue:
             self.memory.index_docs(queue)

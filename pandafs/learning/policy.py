@@ -5,16 +5,11 @@
     global → user   trust < global_trust            (demotion needs `demotion_min_verdicts`
     user → new      trust < user_trust               (3) verdicts: one bad turn is not enough)
 
-One run may take a document two steps (new → user → global), each a separate event.
-Which documents move: those a user owns that PandaFS inferred — memories and research
-(`PROMOTABLE_KINDS`) — between `new` and `user`; only documents about the world
-(`events.layout.SHAREABLE_KINDS`: research) ever go on to `global`.  A memory is what a
-user saved about themselves or their life: it is never shared automatically, however
-often it is used (publishing it is a deliberate act: `pandafs save --scope global`).
-What a user stated (preferences.md, facts.md) stays `user` and never expires; documents
-without an owner (knowledge/, site_knowledge/) are global already and keep their scope.
-Trust and usage come from `trust`; this module only decides.
-"""
+One run may take a document two steps, each its own event.  Only what PandaFS inferred
+(`PROMOTABLE_KINDS`: memories, research) moves between `new` and `user`; only documents
+about the world (`SHAREABLE_KINDS`: research) go on to `global`.  A memory is never shared
+automatically (that is `pandafs save --scope global`).  What a user stated stays `user`;
+documents without an owner are global already."""
 
 from __future__ import annotations
 

@@ -1,18 +1,13 @@
 """`pandafs promote` and `pandafs prune --expired`: scope changes outside any turn.
 
-`promote` syncs the learning fold, runs the policy (`policy.decide_steps`) over every
-promotable document that has been used, records each step as a `scope_changed` event
-in the owner's maintenance log (events first, fsynced), folds them, and writes the new
-scope into the documents (a promoted `new` document loses its `expires_at`; a demoted
-one gets `expires_at` = decision time + `[memory] new_ttl_hours`).
+`promote` syncs the fold, runs the policy over every used promotable document, records
+each step in the owner's maintenance log (events first), folds them, and writes the new
+scope into the documents (promoted `new` loses `expires_at`; demoted gets one).
 
-`prune_expired` moves every `new` document whose `expires_at` has passed to
-`archive/expired/{its vault-relative path}` — nothing is deleted — and takes it out of
-the index, after recording `scope_changed` (new → expired) in the owner's maintenance
-log.  A document the policy would promote right now is kept (run `promote`).  A prune
-interrupted between the event and the move finishes at the next run without a second
-event.
-"""
+`prune_expired` moves each expired `new` document to `archive/expired/{its path}`
+(nothing is deleted) and out of the index, after recording `scope_changed` (new →
+expired).  A document the policy would promote now is kept.  An interrupted prune
+finishes at the next run without a second event."""
 
 from __future__ import annotations
 
@@ -122,11 +117,8 @@ def _expiry(vault: Vault, rel: str) -> datetime | None:
 
 
 def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
-    """Vault-relative paths of `new` documents whose expiry has passed.
-
-    The index knows every `new` document (memories, research); the memories folders
-    are scanned as well so a file written by hand and not indexed yet is not missed.
-    """
+    """Vault-relative paths of `new` documents whose expiry has passed: those the index
+    knows, and memories written by hand and not indexed yet."""
     found: set[str] = set()
     for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now):
         found.add(hit["doc_path"])

@@ -67,11 +67,8 @@ class TurnReader:
 
     @contextmanager
     def turns_open(self, user: str) -> Iterator[None]:
-        """Read `user`'s live turns by descriptor while the block runs (a fold of all of
-        them): their `turns/` folder opened and checked once from the vault root, each
-        turn folder opened by name in it (never through a link) and its files read by
-        name there (`events.fsio.read_in_folder`), where a read by path resolved
-        every path and asked the kernel where each log landed."""
+        """Read `user`'s live turns by descriptor while the block runs: their `turns/` folder
+        checked once from the vault root, each turn folder and file opened by name in it."""
         try:
             fd = open_vault_folder(self.vault.root, f"users/{user}/turns")
         except (OSError, NotInVault):  # none yet, or a link: each turn is read by path, as ever
@@ -139,10 +136,8 @@ def _live_by_path(folder: str, vault: Vault) -> Live:
 
 
 def _live_events(turns: int, rel: str, path: str) -> Live:
-    """`_live_by_path` of the turn folder `rel` (vault-relative; its log at `path`, for
-    messages: a string, as a `Path` per turn is a cost in a rebuild's fold), by name
-    in its `turns/` folder open as `turns`, as that reads it: a log that is a link, or
-    not a regular file, is an `EventLogError`; a missing one reads as empty."""
+    """`_live_by_path` of the turn folder `rel`, read by name in its `turns/` folder `turns`:
+    a log that is a link or not a regular file is an `EventLogError`; a missing one is empty."""
     fd = open_folder_at(turns, rel.rpartition("/")[2])
     if fd is None:
         return None  # not there, a file, or a link: no live turn folder

@@ -1,8 +1,7 @@
 """Daily rollups of the turn catalog: `observability/daily/YYYY-MM-DD.json`.
 
-One file per UTC day with activity (turns by `created_at`, scope changes by when
-they were decided), written only when its bytes change, with no wall-clock stamp so a
-rebuild gives byte-identical files:
+One file per UTC day with activity, written only when its bytes change and without a
+wall-clock stamp, so a rebuild gives byte-identical files:
 
     {"date": "2026-01-05",
      "turns": 12, "users": {"alice": 10, "bob": 2},
@@ -17,11 +16,8 @@ rebuild gives byte-identical files:
      "feedback": {"accepted": 1, "rejected": 1},
      "scope_changes": {"promoted": 1, "demoted": 0, "expired": 0}}
 
-Percentiles interpolate linearly between the two nearest values (as DuckDB's
-`quantile_cont` and numpy's default do); a phase's statistics cover the turns in
-which it ran.  `trends` gathers the days of a window (empty days included) and
-totals over the window.
-"""
+Percentiles interpolate linearly (DuckDB's `quantile_cont`); a phase's statistics cover
+the turns in which it ran."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """A catalog row: what one completed turn was about, how it went, what it cost.
-
-`TurnRow` is the row (one per turn); `catalog.CATALOG_SCHEMA`, the Arrow schema of
-the catalog's Parquet files, is derived from it.  `turn_row` / `turn_row_values` read a
-row from a turn's events (a pure function of them); `pandafs.learning.catalog` stores
-the rows.
-"""
+`TurnRow` is the row; the catalog's Arrow schema is derived from it."""
 
 from __future__ import annotations
 

@@ -1,26 +1,14 @@
-"""The learning fold's derived cache under `indexes/learning/` (disposable, rebuildable).
+"""The learning fold's cache under `indexes/learning/` (disposable, rebuildable).
 
-    indexes/learning/state.json         how far the fold got and the small maps:
-        {"version", "prior_weight", "generation", "shard_gens": {shard: gen},
-         "users": {user: {"upto": N, "pending": [turn numbers not complete yet]}},
-         "logs": {user: events of users/{user}/memory.events.jsonl folded},
-         "feedback": {turn id: [number of the judging turn, "accepted"|"rejected"]},
-         "scope": {doc id: latest scope change}, "scope_days": {day: {kind: n}},
-         "dirty": [doc ids whose files must be re-derived at the next sync],
-         "rollup_days": [days whose daily rollup is out of date]}
-    indexes/learning/counts/{xx}.json   {"gen": g, "docs": {doc id: [usage, validations,
-                                         successes, trust or null]}}, 256 shards by
-                                         blake2b(doc id) so a turn rewrites a few small files
-    indexes/learning.lock               one writer at a time (flock)
+    state.json         how far the fold got and the small maps (`LearningState`)
+    counts/{xx}.json   {"gen": g, "docs": {doc id: [usage, validations, successes, trust]}},
+                       256 shards by blake2b(doc id), so a turn rewrites a few small files
+    ../learning.lock   one writer at a time
 
-The trust column is what was last materialised (frontmatter, or the index for turns)
-— the value an indexer may read for a document whose frontmatter carries none.
-
-Consistency: shards are written first, `state.json` last, and `state.json` names the
-generation each shard must carry.  A shard whose generation disagrees (a crash between
-the writes, a lost write) makes `load` report the cache as stale; the engine then
-recomputes everything from the events.
-"""
+The trust column is what was last materialised, which the indexer reads for a document
+whose frontmatter carries none.  Shards are written first and `state.json` last, naming
+the generation each shard must carry; a shard that disagrees makes `load` report the
+cache stale, and the engine recomputes everything from the events."""
 
 from __future__ import annotations
 
@@ -206,10 +194,7 @@ def cache_is_there(vault: Vault) -> bool:
 
 
 class LearningCache:
-    """The fold's cache as loaded: `state.json`'s state and the counter shards it names.
-
-    The engine and its parts hold this one object; a load or a recompute replaces what
-    it holds, never the object."""
+    """The fold's cache as loaded: `state.json`'s state and the counter shards it names."""
 
     def __init__(self, directory: Path, prior_weight: float, root: Path) -> None:
         self.dir = directory
@@ -274,11 +259,8 @@ class LearningCache:
 
 
 class _ReadWhenReplaced(Generic[T]):
-    """What `parse` makes of a JSON file of the cache, read again only when the file was
-    replaced: its writers replace it whole (`atomic_write`), so (inode, size, mtime)
-    tells a new version even from one written within the same mtime tick, which the
-    mtime alone did not.  `empty` when it is missing, a link (nothing is read through
-    one) or unreadable: the next learning sync or rebuild writes it again."""
+    """What `parse` makes of a JSON file of the cache, read again only when its (inode,
+    size, mtime) changed; `empty` when it is missing, a link or unreadable."""
 
     def __init__(self, root: Path, parse: Callable[[Any], T], empty: T) -> None:
         self.root = root
@@ -304,12 +286,8 @@ class _ReadWhenReplaced(Generic[T]):
 
 
 class TrustReader:
-    """Read-only trust lookup for the indexer: `reader(doc_id) -> trust | None`.
-
-    Turns keep their trust in the index only (never in their context.md), so whenever a
-    turn is (re-)indexed — rebuild, reconcile, the watcher — its trust comes from here,
-    its shard read again when it was replaced (`_ReadWhenReplaced`).
-    """
+    """Trust lookup for the indexer: `reader(doc_id) -> trust | None`.  Turns keep their trust
+    in the index only, so a re-indexed turn gets it from here."""
 
     def __init__(self, directory: Path, root: Path | None = None) -> None:
         self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
@@ -341,11 +319,8 @@ def _shared_in(state: Any) -> frozenset[str]:
 
 
 class SharedReader:
-    """Read-only sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the
-    fold recorded that a scope change made the document `global` (`state.json`'s
-    `scope`, read again when it was replaced; asked only for a user's document that
-    claims `global`, so rarely).  No cache, or an unreadable one: nothing is shared
-    until the next sync (which re-indexes what it records as shared: `materialise`)."""
+    """Sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the fold recorded a
+    scope change that made the document `global`.  No readable cache: nothing is shared."""
 
     def __init__(self, path: Path, root: Path) -> None:
         self.path = os.fspath(path)

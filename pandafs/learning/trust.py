@@ -206,11 +206,8 @@ FoldedCheck = Callable[[str, int], bool]
 class Projection:
     """The fold's state: counters per document, feedback per turn, latest scope change.
 
-    `counts` may be any mutable mapping (the engine passes its sharded store).
-    `fold_turn` needs two questions answered about earlier turns of the same user,
-    for feedback that arrives after the turn it judges: was that turn folded already
-    (`folded`), and what did it use (`target`).
-    """
+    `counts` may be any mutable mapping.  For feedback that arrives after the turn it judges,
+    `fold_turn` asks whether that turn was folded (`folded`) and what it used (`target`)."""
 
     counts: MutableMapping[str, Counts] = field(default_factory=dict)
     feedback: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -266,10 +263,8 @@ class Projection:
         return changed
 
     def fold_scope(self, record: ScopeRecord) -> set[str]:
-        """Fold one scope change (the latest by decision time wins); counts it per day.
-
-        Only its owner's logs change a document's scope: a change another user's log
-        names is not folded (a promotion is recorded where the owner's turns are)."""
+        """Fold one scope change (the latest by decision time wins), counted per day.  Only the
+        owner's logs change a document's scope."""
         if record.doc_id.partition("/")[0] != record.log.partition("/")[0]:
             return set()
         current = self.scope.get(record.doc_id)

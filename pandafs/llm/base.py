@@ -1,10 +1,6 @@
-"""The one small Protocol every LLM backend implements.
-
-`Backend.run(task, input)` returns the task's output model and the tokens spent.
-Backends: `OfflineBackend` (deterministic rules, the default, no model needed) and
-`OpenAIBackend` (any OpenAI-compatible server).  `make_backend(config)` picks one
-from `[llm] backend` in pandafs.toml.
-"""
+"""The one small Protocol every LLM backend implements: `Backend.run(task, input)`
+returns the task's output model and the tokens spent; `make_backend` picks one by
+`[llm] backend`."""
 
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
 """Errors of the LLM backends.
 
     PandaError                      (pandafs.errors)
-    └── LLMError                    the server answered with something that is not a chat
-        │                           completion, or the configuration cannot work (bad
-        │                           base_url, unknown role)
+    └── LLMError                    a reply that is not a chat completion, or a bad configuration
         ├── LLMRejected             the server refused the request (4xx other than 429)
-        ├── LLMUnavailable          the server could not be reached (refused, DNS, reset),
-        │                           or kept answering 429 / 5xx until the retries ran out
-        ├── LLMTimeout              the server did not answer within [llm] timeout_s, every attempt
-        └── LLMOutputError          the reply was not valid JSON for the schema, even after
-                                    one corrective retry (carries the raw text and the reason)
+        ├── LLMUnavailable          unreachable, or 429 / 5xx until the retries ran out
+        ├── LLMTimeout              no answer within [llm] timeout_s, every attempt
+        └── LLMOutputError          no valid JSON for the schema, even after one corrective retry
 
-Every message is one line that ends by telling the user what to try, because it is
-what `pandafs` prints when a turn fails.  Foreign errors (httpx, pydantic) are
-translated once, in `openai_compat`, and kept as `__cause__`.
-"""
+Each message is one line ending with what to try: it is what `pandafs` prints when a
+turn fails.  Foreign errors are translated once, in `openai_compat`."""
 
 from __future__ import annotations
 
@@ -74,11 +68,8 @@ class LLMTimeout(LLMError):
 
 
 class LLMOutputError(LLMError):
-    """The model could not produce the structured output a phase needs.
-
-    `raw` is the last reply and `validation` why it was rejected, so the failure
-    event can record both; `usage` is what the two calls cost.
-    """
+    """The model could not produce the structured output a phase needs: `raw` is the last
+    reply, `validation` why it was rejected, `usage` what the two calls cost."""
 
     def __init__(
         self,

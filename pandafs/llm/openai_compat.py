@@ -1,27 +1,12 @@
-"""The OpenAI-compatible backend: chat completions over httpx.
+"""The OpenAI-compatible backend: chat completions over httpx (vLLM, Ollama, llama.cpp
+server differ only in `[llm] base_url`).
 
-One client serves every OpenAI-compatible server (vLLM, Ollama, llama.cpp
-server); they differ only in `[llm] base_url`.  Transient failures (connection
-errors, timeouts, 429, 5xx) are retried with exponential backoff; anything else
-fails at once.
-
-Structured output is asked for the way local servers constrain decoding:
-`response_format = {"type": "json_schema", "json_schema": {"name", "schema"}}`
-(vLLM, Ollama ≥ 0.5 and llama.cpp server accept it; `[llm] structured_output =
-"json_object"` asks for JSON mode for older servers, "none" for the prompt alone).  A
-server that refuses the mode asked for (HTTP 400/422/500/501 naming the format) is asked
-again once with the next one, json_schema → json_object → none; the client keeps the
-lower mode from then on and says so once on stderr (`fallbacks` lists what happened).
-The schema is also stated in the system prompt, the reply is validated,
-and corrected once by telling the model what was wrong, because small local models
-often get it right on the second try.  Tool calls use the request's `tools` (OpenAI
-function-calling format) and read `choices[0].message.tool_calls`; a request never
-carries both `tools` and `response_format` (llama.cpp and vLLM cannot constrain
-one reply to both).
-
-httpx and pydantic errors are translated here, and only here, into the errors of
-`pandafs.llm.errors` (reading the server's answer: `server.py`; the reply: `replies.py`).
-"""
+Transient failures (connection, timeout, 429, 5xx) are retried with backoff.  Structured
+output is asked for as `response_format` json_schema; a server that refuses the mode is
+asked again with the next one (json_schema → json_object → none), kept from then on and
+said once on stderr.  The schema is also in the system prompt, and an invalid reply is
+corrected once by telling the model what was wrong.  A request never carries both `tools`
+and `response_format`.  httpx and pydantic errors are translated here, and only here."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Reading a model's reply: the one JSON object it holds, and the tool calls it makes.
-
-Small local models wrap JSON in ``` fences, open with a <think> block or add prose
-around the object; all of that is tolerated.  A validation error becomes one short
-ValueError sentence, the text the correction prompt shows the model.
-"""
+"""Reading a model's reply: the one JSON object it holds (``` fences, <think> blocks and
+prose around it tolerated), and the tool calls it makes.  A validation error becomes one
+short sentence, the text the correction prompt shows the model."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What an OpenAI-compatible server's HTTP answer says when it is not a completion.
-
-The server's own error message (OpenAI, vLLM and Ollama nest it differently), a
-hint at the pandafs.toml setting to fix, the wait a 429 / 503 asks for, and whether
-`[llm] base_url` is a URL at all.
-"""
+"""What an OpenAI-compatible server's HTTP answer says when it is not a completion: its
+error message, a hint at the setting to fix, the wait a 429 / 503 asks for."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""The memory API — `memory.search`, `memory.save`, `memory.retrieve` — over one vault.
+"""The memory API (`memory.search`, `memory.save`, `memory.retrieve`) over one vault.
 
-This is what the pipeline's tools, the CLI and scripts call.  Search goes to the
-tantivy index (`indexers.fulltext`); save writes markdown and indexes it at once;
-retrieve reads the file (or, for an archived turn, its original from the archive).
-
-Memory knows nothing of the learning loop or the archive: what it needs from them is
-handed to it (`learned`, what the indexer takes from the learning loop: turns' derived
-trust and which research was shared by a recorded promotion; `archive`, what reads an
-archived turn's original).  `pandafs.assembly.open_memory` hands over both.
-"""
+Search goes to the tantivy index; save writes markdown and indexes it at once; retrieve
+reads the file (an archived turn's original from the archive).  What Memory needs from
+the learning loop (`learned`) and the archive (`archive`) is handed in by
+`pandafs.assembly.open_memory`; it imports neither."""
 
 from __future__ import annotations
 
@@ -206,12 +201,9 @@ class Memory:
         return self.vault.root / self._resolve_rel(id_or_path)
 
     def _resolve_rel(self, id_or_path: str, user: str | None = None) -> str:
-        """The vault-relative path of the document behind an id or a path.
-
-        Only plain files of the vault count: a symlink (or a path through a linked
-        folder) is refused with `BadInput`, never read.  With `user`, a document owned
-        by another user (by its path) is reported exactly like a missing one.
-        """
+        """The vault-relative path of the document behind an id or a path.  A link (or a
+        path through a linked folder) is refused with `BadInput`; with `user`, another user's
+        document is reported exactly like a missing one."""
         text = id_or_path.strip().removeprefix("./")
         candidates = [text] if text.endswith(".md") else candidate_paths(text)
         ref = classify(text) if text.endswith(".md") else None
@@ -236,10 +228,9 @@ class Memory:
         raise missing
 
     def visible_to(self, user: str, ref: DocRef, rel: str) -> bool:
-        """May `user` read the document `ref` at `rel`?  Ownership comes from the path:
-        their own (`users/{user}/…`, their archive stubs) and global areas (`knowledge/`,
-        `site_knowledge/`); another user's document only if the index holds it as
-        `global` (what search shows them too).  Never from the file's frontmatter."""
+        """May `user` read the document `ref` at `rel`?  Their own, the global areas, and
+        another user's only if the index holds it as `global`.  Ownership comes from the path,
+        never from the frontmatter."""
         if ref.user is None or ref.user == user:
             return True
         if not self.index.exists():
@@ -248,14 +239,11 @@ class Memory:
         return indexed is not None and indexed.get("scope") == "global"
 
     def retrieve(self, id_or_path: str, *, user: str | None = None, now: datetime | None = None) -> Retrieved:
-        """The document; an archived turn is expanded: its full original context.md is
-        read from the archive (`archived: true`) and the expansion counted — the
-        `expansions_to_restore`-th within the window restores it (then it is live).
+        """The document; an archived turn is expanded from the archive (`archived: true`)
+        and the expansion counted, the `expansions_to_restore`-th restoring it.
 
-        `user` is who asks (the pipeline's tools, `retrieve --user`, MCP): a document they
-        may not see (`visible_to`) is refused as if missing, before anything is read or
-        counted.  `user=None` is the vault owner's view (the CLI without `--user`).
-        """
+        A document `user` may not see is refused as if missing, before anything is read or
+        counted; `user=None` is the vault owner's view."""
         if user is not None:
             validate_user_id(user)
         rel = self._resolve_rel(id_or_path, user)
@@ -327,10 +315,8 @@ class Memory:
         *,
         then: Callable[[BaseException | None], None] | None = None,
     ) -> None:
-        """Index documents a writer has just rendered (no re-read of the files), and
-        `paths` read from disk, in one batch (one commit: `sync.upsert_rendered`).  With
-        `then`, the batch is written behind (`indexers.behind`): this returns at once,
-        and `then(error)` is called on the batch's thread when it has ended."""
+        """Index rendered documents and `paths` read from disk in one commit.  With `then`, the
+        batch is written behind and `then(error)` called on its thread when it ends."""
         from indexers import sync
 
         fill = partial(

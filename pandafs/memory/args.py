@@ -1,11 +1,6 @@
-"""The search arguments of the memory tool and of `search --batch` as pydantic models.
-
-Both are built from `indexers.request.search_arguments()`, the one definition of search
-arguments: each becomes a field under its tool name, with its description and bounds.
-`BatchQuery`, a line of `search --batch`, adds whose search it is and when, with the
-CLI's default and bounds for `limit`.  Only the callers that validate tool or batch
-input import this module, so `pandafs search` starts without building them.
-"""
+"""The search arguments of the memory tool and of `search --batch` as pydantic models,
+built from `indexers.request.search_arguments()`.  `BatchQuery`, a line of `search
+--batch`, adds whose search it is and when."""
 
 from __future__ import annotations
 

@@ -35,10 +35,8 @@ _STOP = frozenset(
 
 
 def sample_numbers(low: int, high: int, every: int, cap: int) -> list[int]:
-    """Turn numbers in [low, high] to read for the cold tier: first, every Nth, last 5.
-
-    N is `every`, grown to ⌈length / cap⌉ so the sample stays near `cap` numbers.
-    """
+    """Turn numbers in [low, high] to read for the cold tier: first, every Nth, last 5;
+    N is `every`, grown so the sample stays near `cap` numbers."""
     if high < low:
         return []
     length = high - low + 1

@@ -1,16 +1,9 @@
-"""Edit and delete the memory documents a person owns.
+"""Edit and delete the memory documents a person owns: a line of `preferences.md` /
+`facts.md`, a memory, or a document in `knowledge/published/` (publishers only).
 
-What can be changed: a line of `preferences.md` / `facts.md` (an entry, named by its
-number in the list or by its key), a memory under `users/{u}/memories/`, and a
-document in `knowledge/published/` (only by one of `[memory] publishers`).  Ownership
-comes from the path, as for every door: another user's document is refused like a
-missing one, and a refused call changes nothing on disk.
-
-A deleted document goes where an expired one goes (`archive/expired/{its path}`): the
-vault owner can still open it, no search shows it.  A deleted entry is appended to
-`archive/expired/users/{u}/{preferences,facts}.md` the same way.  To remove the text
-from everything the vault keeps, `pandafs forget` it instead.
-"""
+Ownership comes from the path; another user's document is refused like a missing one,
+and a refused call changes nothing.  A deleted document or entry goes to
+`archive/expired/`, where no search shows it; `pandafs forget` removes text everywhere."""
 
 from __future__ import annotations
 
@@ -52,10 +45,8 @@ class Changed:
 
 def owned_document(vault: Vault, id_or_path: str, user: str) -> tuple[str, DocRef]:
     """The vault-relative path and identity of a memory document `user` may change.
-
-    Refused (`BadInput`, worded like a missing document for another user's): turns and
-    research (their text goes with `forget`), another user's document, a link, and a
-    published document unless `user` is one of `[memory] publishers`."""
+    Refused (`BadInput`): turns and research (use `forget`), another user's document, a link,
+    a published document unless `user` is a publisher."""
     vault.require_user(user)
     text = id_or_path.strip().removeprefix("./")
     paths = [text] if text.endswith(".md") else candidate_paths(text)

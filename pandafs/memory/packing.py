@@ -114,10 +114,8 @@ def fail_tier(tier: Tier, exc: BaseException) -> None:
 
 def pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, int, bool] | None]:
     """Fit every (full, short) pair into `budget`, in order: full, else short, else short cut.
-
-    Each pair keeps a reserve of min(its short form, budget // n) tokens for as long
-    as it waits, so each gets at least that — no early long item crowds a later one out.
-    """
+    Each pair keeps a reserve of min(its short form, budget // n) tokens while it waits, so
+    an early long item cannot crowd a later one out."""
     if not forms:
         return []
     share = budget // len(forms)

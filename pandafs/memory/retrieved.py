@@ -1,10 +1,5 @@
-"""What `Memory.retrieve` returns, and what the layers above hand memory to read with.
-
-`Retrieved` is one document as a caller sees it; `Expansion` is an archived turn's
-original as an archive source returns it (`ArchiveSource`).  Memory defines these
-shapes (and the indexer `indexers.learned.Learned`) and never imports who fills them
-(`pandafs.assembly` wires them).
-"""
+"""What `Memory.retrieve` returns (`Retrieved`), and an archived turn's original as an
+archive source returns it (`Expansion`); `pandafs.assembly` wires the source in."""
 
 from __future__ import annotations
 

@@ -1,16 +1,13 @@
 """The memory documents a user owns: preferences.md, facts.md and memories/*.md.
 
-preferences.md and facts.md are lists a person can edit by hand, one entry per line:
+preferences.md and facts.md are lists a person can edit, one entry per line:
 
     - **laptop_brand:** Lenovo _(from [[users/alice/turns/turn_000001/context|turn 1]], 2026-11-21)_
     - Prefers window seats _(saved 2026-11-21)_
 
-`Entry` parses such a line (an optional bold key, the value, an optional source
-note); `append_entry` adds one unless the same statement is already there (so a
-replayed commit never duplicates).  What the user stated about themselves starts
-at scope `user` and never expires.  Other memories are one file each under
-`memories/`, scope `new` with an `expires_at` (TTL) unless promoted.
-"""
+`append_entry` adds one unless the same statement is there (a replayed commit never
+duplicates); they are scope `user` and never expire.  Other memories are one file each
+under `memories/`, scope `new` with an `expires_at` unless promoted."""
 
 from __future__ import annotations
 
@@ -102,9 +99,8 @@ _STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$€£.])+")
 
 def norm_statement(text: str) -> str:
     """A statement as `append_entry` compares it: its words (letters and digits of any
-    script, currency signs, dots), case-folded.  Any script: with only a-z and 0-9 every
-    statement in Russian or Greek would be "" and so "the same" as any other, and its
-    save acknowledged but not written."""
+    script, currency signs, dots), case-folded.  Any script, or every Russian statement
+    would be "" and so "the same" as any other."""
     return " ".join(_STATEMENT_WORD.findall(text.casefold()))
 
 
@@ -142,14 +138,9 @@ def slug(text: str, limit: int = 6) -> str:
 
 def _name_for(vault: Vault, folder: Path, name: str, content: str) -> tuple[str, bool]:
     """The file name `content` is saved under in `folder`, and whether that file holds it
-    already (then nothing is written).
-
-    `name` (from `slug`) unless a file there holds another text: then `name-2`, `name-3`…
-    `slug` names a text by its first words and 24 bits of its hash, so a second text may
-    get the same name (the same six first words — "the user mentioned that they…" — or
-    none a-z at all, as a memory in Russian, and 24 bits alike: ~3 % of 1,000 such
-    memories); it must not be reported "already saved" and never written.  Called under
-    the memory lock."""
+    already.  `name` unless a file there holds another text (same first words and 24-bit
+    hash), then `name-2`, `name-3`…: a different text is never reported "already saved".
+    Called under the memory lock."""
     wanted = f"\n\n{content.strip()}\n"
     for number in itertools.count(1):
         candidate = name if number == 1 else f"{name}-{number}"
@@ -289,10 +280,8 @@ def write_memory(
 
 
 def _renew_expired(vault: Vault, rel: str, scope: str, expires: datetime | None, now: datetime) -> bool:
-    """Saving again a memory whose `expires_at` has passed keeps it: its scope and expiry
-    become the new save's (it was acknowledged as saved, yet stayed hidden and went to
-    the archive at the next `prune --expired`).  One that has not expired is left as it
-    is: its usage may have promoted it since.  Called under the memory lock."""
+    """Saving again a memory whose `expires_at` has passed gives it the new save's scope and
+    expiry; one not expired is left as it is (it may have been promoted).  Under the memory lock."""
     from pydantic import ValidationError
 
     from events.documents import DocumentMetadata, parse_document, render_document
@@ -335,12 +324,9 @@ def publish(
     now: datetime,
 ) -> SavedDoc:
     """Publish a document to every user: `knowledge/published/…`, with who and when.
-
-    Sharing is an explicit, recorded act (docs/memory.md): the caller has checked that `by` is
-    one of `[memory] publishers`; the act is appended to `observability/sharing.jsonl`
-    (fsynced) before the document exists, so every global document that came from a user
-    can be traced to the person who published it.
-    """
+    The caller has checked `by` is a publisher; the act is appended (fsynced) to
+    `observability/sharing.jsonl` before the document exists, so every shared document can
+    be traced to who published it."""
     from events.documents import (  # YAML, pydantic: when writing
         DocumentMetadata,
         render_document,
@@ -378,10 +364,9 @@ def publish(
 
 
 def check_published(vault: Vault, repair: bool) -> list[Problem]:
-    """Documents in `knowledge/published/` that no `publish` record names (kind
-    `unrecorded_share`): everyone can read them, but no one is on record as having
-    shared them — a file moved or copied there by hand.  `--repair` changes nothing:
-    move it back, or publish it with `pandafs save --scope global`."""
+    """Documents in `knowledge/published/` no `publish` record names (`unrecorded_share`),
+    such as a file copied there by hand.  `--repair` changes nothing: move it back, or
+    publish it with `pandafs save --scope global`."""
     from indexers.sync import scan_documents
 
     found = scan_documents(vault.root, "knowledge/published")

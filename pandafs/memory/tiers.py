@@ -1,57 +1,24 @@
 """Tiered context (docs/memory.md): what of a user's history a turn gets to see.
 
-`assemble_tiers` reads the user's past turns — `context.md` of live turns,
-`archive/stubs/{user}/{turn}.md` of archived ones, never the Parquet originals
-(reading a stub counts no expansion) — and returns three tiers, each within its
-`[tiers]` token budget, counted with `count_tokens`:
+`assemble_tiers` reads past turns (live context.md, archived stubs; never the Parquet
+originals) into three tiers, each within its `[tiers]` token budget:
 
-- **hot** — the last `hot_turns` (3–5) live turns, always.  Newest first, a turn
-  goes in whole (`User: …` / `Assistant: …`) if it fits, else as its query only,
-  marked `truncated`.  Every hot turn keeps a reserve of `min(its query,
-  hot_tokens // hot_turns)` tokens, so an early long turn cannot crowd a later
-  one out: an over-long query is cut to what is left (also `truncated`).
-- **warm** — the next `warm_turns` live turns, packed greedily newest first into
-  `warm_tokens`: whole, else query only (`truncated`), else skipped.
-- **cold** — first the user's *identity anchors* (below), which always go in;
-  then archived summaries and older turns ranked by
-  `0.5·recency + 0.3·similarity + 0.2·anchor` and packed greedily into what is
-  left of `cold_tokens` (whole, else query only, else skipped).
-  recency = `e^(−λ·days)` (`recency_lambda`); similarity = the larger of the
-  unified search score divided by the best hit's score (when the search found the
-  turn) and the share of query terms found in the turn's text; anchor = 1 when
-  the turn is an identity anchor (the source turn of an identity fact, or marked
-  `identity: true` in its import `meta` or its stub), else 0.
-  Candidates are the unified search's `cold_candidates` best turns and stubs, the
-  source turns of identity facts, and a *sample* of the history older than the
-  hot/warm window: the first turn, every Nth and the last 5.  N is
-  `sample_every`, grown so at most `max_sampled` turns are read — the cost is
-  bounded however long the history.  Turns are found by number, never by listing
-  the folder, so 100 or 100,000 turns cost the same.
+- **hot**: the last `hot_turns` live turns, newest first, whole if it fits, else the query
+  only (`truncated`); each keeps a reserve so an early long turn cannot crowd a later one out.
+- **warm**: the next `warm_turns` live turns, packed greedily: whole, else query, else skipped.
+- **cold**: the user's identity anchors first, always; then archived summaries and older
+  turns ranked by `0.5·recency + 0.3·similarity + 0.2·anchor`, packed greedily.
+  recency = `e^(−λ·days)`; similarity = the larger of the search score over the best
+  hit's and the share of query terms in the turn.  Candidates: the search's
+  `cold_candidates`, identity facts' source turns, and a sample of older history
+  (first, every Nth, last 5, at most `max_sampled`), found by number, never by listing.
 
-**Identity anchors** are lines of `facts.md` (one statement per line, see
-`memory.store`).  A line is an identity anchor when
+**Identity anchors** are lines of `facts.md` tagged `#identity`, or whose key (bold, or a
+leading `Key:`) is one of `[tiers] identity_keys`, or that start with `Works ` or `Lives `;
+never one tagged `#not-identity`.  The last line of a key wins.
 
-1. it carries the tag `#identity` (any line, keyed or not), or
-2. its key — the bold `**key:**`, or a leading `Key:` in the statement (how the
-   pipeline writes "my name is Alex": `Name: Alex`) — lower-cased with spaces and
-   hyphens as `_`, is one of `[tiers] identity_keys` (name, job, work, location, …), or
-3. unkeyed, it starts with `Works ` or `Lives ` (how the pipeline writes "I work
-   at …" / "I live in …"),
-
-and never when it carries `#not-identity`.  When a key is stated twice the last
-line wins (the file says what is true now).  Anchors are packed first into the
-cold budget with the hot tier's reserve rule, so they survive whenever the budget
-can hold a token of each (`cold_tokens ≥` the number of anchors).
-
-Failures degrade: an exception while assembling a tier leaves that tier empty
-with `error` set (the gatherer records it as a `tier_failed` event) and the
-other tiers stand; a cold tier that fails after its anchors were read keeps them.
-A single unreadable turn (corrupt context.md, broken stub) is skipped, not a failure.
-
-This module assembles the three tiers; the parts live beside it: `turn_records`
-(reading past turns), `anchors` (identity anchors), `packing` (tier types, greedy
-packing) and `cold_tier` (the cold ranking).
-"""
+A tier that fails is left empty with `error` set (a `tier_failed` event); the others
+stand.  An unreadable turn is skipped."""
 
 from __future__ import annotations
 
@@ -106,14 +73,9 @@ def assemble_tiers(
 ) -> Tiers:
     """The hot, warm and cold tiers of `user` for a turn `before` (turns numbered below it).
 
-    `search_hits`: turn hits of a search the caller already ran for this query (the
-    Context Gatherer's), used for the cold ranking instead of searching again.
-    `cache`: past turns parsed by earlier calls of this process (`RecordCache`).
-
-    `query` drives the cold ranking; `memory` (optional) adds the unified search's
-    similarity — without it similarity is term overlap alone.  `exclude` keeps doc ids
-    out of warm and cold (hot always holds the latest turns).  Reads files, writes none.
-    """
+    `search_hits`: the Context Gatherer's turn hits, used instead of searching again;
+    `cache`: past turns parsed before.  `memory` adds search similarity to the cold ranking
+    (else term overlap alone); `exclude` keeps doc ids out of warm and cold.  Writes nothing."""
     config = config or vault.config.tiers
     now = now or utcnow()
     reader = TurnReader(vault, user, cache)

@@ -78,15 +78,9 @@ def _parse_ts(value: object) -> datetime | None:
 
 
 class RecordCache:
-    """Past turns already parsed, kept by a long-lived process (a `Pipeline`) across turns.
-
-    The tiers read 60-130 past turns per turn, almost all the same as the turn before.
-    An entry is the record parsed from a file that was opened safely (no symlink on the
-    way, inside the vault) with that file's inode, size and mtime; it is used again only
-    while one `lstat` of the same path still shows that inode, size and mtime — so a hand
-    edit, a replay or a swapped folder is read afresh, through the safe reader.  Bounded:
-    cleared when it holds `limit` entries.
-    """
+    """Past turns already parsed, kept by a long-lived process across turns.  An entry is
+    used again only while one `lstat` shows the same inode, size and mtime, so an edit, a
+    replay or a swapped folder is read afresh through the safe reader.  Cleared at `limit`."""
 
     def __init__(self, limit: int = 50_000) -> None:
         self.limit = limit
@@ -165,13 +159,9 @@ _S0_LABEL = re.compile(r"\n\n\*\*(?:Resolved query|Query type|Refers to|Feedback
 
 
 def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
-    """A live turn read from its context.md by a scan, not YAML (hundreds are read per
-    turn): `created_at` and the import `meta`'s `identity: true` from the frontmatter, the
-    query from §0 (up to the renderer's first labelled line) and the answer from §5.
-
-    context.md is what people read and edit, so a hand-corrected answer is what the tiers
-    see; metadata.json no longer holds the answer (an older one that does is not read).
-    """
+    """A live turn read from its context.md by a scan, not YAML: `created_at` and `identity`
+    from the frontmatter, the query from §0 and the answer from §5 (a hand-corrected answer
+    is what the tiers see)."""
     if not text.startswith("---"):
         return None
     end = text.find("\n---", 3)
@@ -209,11 +199,8 @@ def _session(text: str) -> str | None:
 
 
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
-    """A stub read by a line scan, not YAML (hundreds are read per turn; this is 20× faster).
-
-    Takes `created_at`, `title` and `identity` from the frontmatter and, from the body,
-    the `**Query:**` and `**Summary:**` lines and the `## Key claims` list.
-    """
+    """A stub read by a line scan, not YAML: `created_at`, `title`, `identity`, and the
+    `**Query:**`, `**Summary:**` and `## Key claims` of the body."""
     if not text.startswith("---"):
         return None
     end = text.find("\n---", 3)

@@ -1,14 +1,9 @@
 """Readable text and a few product fields from an HTML page, with the standard library.
 
-What a research answer needs from a page is small: what it is (title), what it
-costs (price, currency), whether it can be had (availability), and readable text
-to quote.  Structured data is believed first — schema.org microdata and JSON-LD,
-then Open Graph / product meta tags — and plain text patterns (`$12.34`,
-`€12,34`, `12.34 USD`, "In stock") fill the gaps, starting under the page's
-main heading.  `confidence` says how much of that was found and how: a price
-from markup counts more than one read out of the text, so the per-domain
-reliability folded from these outcomes rewards sites that are easy to read.
-"""
+Structured data is believed first (schema.org microdata and JSON-LD, then Open Graph /
+product meta tags); text patterns (`$12.34`, `12.34 USD`, "In stock") fill the gaps.
+`confidence` says how much was found and how: a price from markup counts more than one
+read out of the text, so reliability rewards sites that are easy to read."""
 
 from __future__ import annotations
 

@@ -1,20 +1,13 @@
 """A polite HTTP client for `internet.research`: search through SearxNG, fetch pages.
 
-Politeness is the fetcher's job, not its callers': every request carries the
-honest User-Agent from `[research]`, waits for its domain's turn (at most
-`per_domain_concurrency` requests in flight per host, request starts at least
-`per_domain_interval_s` apart) and is bounded in time and size.  Pages are
-fetched from a small thread pool, so the gates are thread-safe.
-
-`fetch` never raises: a page that cannot be had is a normal outcome the caller
-records per domain (source reliability), so it comes back as `FetchResult.error`,
-a short reason ("timeout", "HTTP 404", "redirect loop", ...).  `search` raises
-`SearchFailed`, because without results there is nothing to record.
+Every request carries the `[research]` User-Agent, waits for its domain's turn (at most
+`per_domain_concurrency` in flight, starts `per_domain_interval_s` apart) and is bounded
+in time and size; the gates are thread-safe.  `fetch` never raises: a failure is a
+`FetchResult.error` the caller records per domain.  `search` raises `SearchFailed`.
 
     PandaError
     └── ResearchError
-        └── SearchFailed       the search endpoint could not be used
-"""
+        └── SearchFailed       the search endpoint could not be used"""
 
 from __future__ import annotations
 

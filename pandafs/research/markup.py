@@ -1,7 +1,5 @@
-"""Reading an HTML page with the standard library: text blocks (headings and list items
-marked), the title and main heading, meta tags, microdata properties and products,
-and the JSON-LD blocks with their schema.org products.  Never raises on bad HTML
-beyond what `html.parser` itself gives up on."""
+"""Reading an HTML page with the standard library: text blocks, title and main heading,
+meta tags, microdata and JSON-LD products."""
 
 from __future__ import annotations
 

@@ -1,22 +1,15 @@
 """Source reliability: per-domain extraction outcomes folded into one global table.
 
-Every page the research tool tries becomes an `extraction_recorded` event in the
-turn that tried it.  `ReliabilityTable.apply(turn, events, at)` folds a turn's outcomes
-into `indexes/source_reliability.parquet` (one row per domain; idempotent — a turn
-is applied once, its id is kept in the row), `rebuild(vault)` recomputes the table
-from every turn's events alone, and the research tool ranks and skips domains by
-`score(domain)`:
+`ReliabilityTable.apply` folds a turn's `extraction_recorded` events into
+`indexes/source_reliability.parquet` (one row per domain; a turn is applied once),
+`rebuild` recomputes it from every turn's events, and the research tool ranks and skips
+domains by `score(domain)`:
 
     reliability = (successes + 1) / (attempts + 2) · (½ + ½ · mean confidence)
 
-— a Laplace-smoothed success rate, discounted when extractions succeed only
-barely.  An unknown domain has no score (the tool assumes ½); three failed pages
-bring a domain to 0.1, under the default `[research] min_reliability` of 0.2.
-
-Each domain also has a readable note, `site_knowledge/{domain}.md` (global, indexed
-as `site_pattern`), rewritten only when its numbers change; when a domain that
-failed before succeeds, the note records what worked (page type, fields, URL).
-"""
+An unknown domain has no score (the tool assumes ½); three failed pages bring a domain to
+0.1, under the default `min_reliability` of 0.2.  Each domain also has a note,
+`site_knowledge/{domain}.md`, rewritten only when its numbers change."""
 
 from __future__ import annotations
 
@@ -177,12 +170,9 @@ class ReliabilityTable:
             return [write_site_note(self.vault, stats[d], at) for d in sorted(changed)]
 
     def rebuild(self, *, known: TurnsRead | None = None) -> dict[str, DomainStats]:
-        """Recompute the table from every live turn's events alone.
-
-        `known` holds what the learning fold already read of the turns it folded, so a
-        rebuild reads each event log once; other turns are read here.  A note written
-        anew is dated by its domain's latest outcome, not by the clock (a rebuild writes
-        the same note)."""
+        """Recompute the table from every live turn's events.  `known` holds what the learning
+        fold already read, so each log is read once; a note is dated by its domain's latest
+        outcome, not the clock, so a rebuild writes the same note."""
         from ..turns import iter_turns, load_view
 
         stats: dict[str, DomainStats] = {}
@@ -214,12 +204,9 @@ Extracted = tuple[tuple[Any, ...], datetime]
 
 
 class TurnsRead:
-    """What a learning fold read of the live turns (`TurnReader.extractions`), for
-    `ReliabilityTable.rebuild`: the extractions of the turns that have some, by doc id,
-    and which turns were read at all, as one bit per turn number of each user.
-
-    A rebuild holds it through its indexing: a dict naming every turn (nearly all with
-    no extractions) held 26 MiB there at 300k turns; the bits take 38 KB."""
+    """What a learning fold read of the live turns, for `ReliabilityTable.rebuild`: the
+    extractions by doc id, and which turns were read, one bit per turn number of each user
+    (a rebuild holds it through its indexing)."""
 
     def __init__(self) -> None:
         self.found: dict[str, Extracted] = {}

@@ -1,19 +1,13 @@
 """`internet.research`: search, pick reliable sources, fetch politely, extract, record.
 
-One call leaves in the turn folder what it found and how:
+One call leaves in the turn folder:
 
-    research.md       the research document (frontmatter = `DocumentMetadata`,
-                      id `{user}/{turn}/research`): summary, findings table, sources
+    research.md       the research document: summary, findings table, sources
     research.json     machine-readable: query, hits, visits, findings, outcomes
-                      (among its keys: quality_score, summary, claims, webpage_cache)
     webpage_cache/    one visit record per fetched page (`visits.py`)
 
-Each page attempted yields an `ExtractionOutcome`; the caller records them as
-events and folds them into the per-domain reliability table (docs/memory.md),
-which comes back here as `reliability(domain)` to rank and filter the next
-search.  The tool itself keeps no state between calls besides the fetcher's
-politeness clocks.
-"""
+Each page attempted yields an `ExtractionOutcome`, which the caller records and folds into
+the reliability table that ranks the next search."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """Visit records: what a research call saw on each page, kept with the turn so a
-follow-up can reuse a page instead of fetching it again.
+follow-up ("is it still in stock?") reuses the page instead of fetching it again.
 
     users/{user}/turns/turn_N/webpage_cache/{url_slug}/
         manifest.json        everything `load_visits` needs (one read per visit)
         page_content.md      the readable text, with the source in its frontmatter
-        extracted_data.json  the seed's visit record: title, price, availability, quality
-
-A follow-up question ("is it still in stock?", "tell me more about that
-Lenovo") should reuse these instead of fetching the page again, so
-`find_visits` scans the manifests of the user's most recent turns for a URL or
-for title words.  It reads a few small JSON files and never the network.
-"""
+        extracted_data.json  title, price, availability, quality"""
 
 from __future__ import annotations
 
@@ -225,11 +219,7 @@ def read_visit(root: Path, rel: str) -> VisitRecord | None:
 
 
 def load_visits(turn_dir: Path, *, root: Path | None = None) -> list[VisitRecord]:
-    """Every readable visit record of a turn, oldest first (unreadable ones are skipped).
-
-    Nothing behind a link is read: not a linked cache or visit folder, not a linked
-    manifest, and with `root` (the vault) not a link anywhere between it and the turn.
-    """
+    """Every readable visit record of a turn, oldest first; nothing behind a link is read."""
     root = root or turn_dir
     prefix = turn_dir.relative_to(root).as_posix()
     cache = CACHE_DIR if prefix == "." else f"{prefix}/{CACHE_DIR}"
@@ -274,12 +264,9 @@ def find_visits(
 ) -> list[VisitRecord]:
     """Earlier visits of `user` to a URL, or whose title matches the words; newest first.
 
-    Only the `recent_turns` most recent turns are scanned (follow-ups refer to recent
-    research; a cold, archived visit is the unified search's job).  A URL matches
-    `url` or `final_url` ignoring scheme, `www.`, a trailing slash and the fragment;
-    words match when at least `min_match` of them appear in the title or URL.  Each
-    URL is returned once, from its most recent visit.
-    """
+    Only the `recent_turns` latest turns are scanned.  A URL matches ignoring scheme, `www.`,
+    a trailing slash and the fragment; words match when `min_match` of them are in the
+    title or URL.  Each URL is returned once."""
     counter = layout.turn_counter(user)
     if counter is not None:  # probing down from the counter costs `recent_turns` stats, whatever the size
         turn_dirs = layout.recent_turn_dirs(

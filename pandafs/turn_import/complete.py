@@ -1,11 +1,6 @@
-"""Turns an import finds in place already: completed when their line grew, linked to the
-turn after them, and the notes of the conversations that got turns.
-
-A grown line (an answer that arrived since the last export, an attachment's text) adds
-events to its turn — a `response_synthesized` with the whole answer now, a
-`context_synthesized` with its context — and the turn is projected and indexed again, so
-nothing is rewritten and the log says when the turn learnt more.
-"""
+"""Turns an import finds in place already: completed when their line grew (new events,
+projected and indexed again; nothing rewritten), linked to the turn after them, and the
+notes of the conversations that got turns."""
 
 from __future__ import annotations
 

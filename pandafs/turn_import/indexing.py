@@ -1,10 +1,6 @@
-"""Hand the index documents of placed turns to the indexer in a background thread, one batch
-at a time, and mark each ledger `indexed` only once its batch is committed.
-
-While batch N is indexed (tantivy's commit releases the GIL), batch N+1 is rendered
-and written.  At most one batch waits here, so memory stays bounded.  A crash
-before a batch's mark is written only means the next import indexes it again.
-"""
+"""Hand placed turns' index documents to the indexer in a background thread, one batch at
+a time, and mark each ledger `indexed` once its batch is committed.  At most one batch
+waits; a crash before a mark only means the next import indexes that batch again."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""One user's import ledger: which external ids are in, and how far turns were scanned and indexed.
-
-The ledger (`users/{u}/turns/.external_ids.jsonl`) is only a summary of the turn
-folders: `recover` reads the turns newer than its marks (placed by a killed import,
-or written by the pipeline) once, so a crash at any point neither duplicates a line
-nor leaves a turn unindexed.
-"""
+"""One user's import ledger (`users/{u}/turns/.external_ids.jsonl`): which external ids
+are in, and how far turns were scanned and indexed.  It only summarises the turn folders:
+`recover` reads the turns newer than its marks, so a crash neither duplicates a line nor
+leaves a turn unindexed."""
 
 from __future__ import annotations
 
@@ -48,12 +45,9 @@ def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
 
 
 class Ledger:
-    """One user's imported external ids, with the `scanned` and `indexed` marks.
-
-    An entry `{"e": external id, "t": turn, "h": digest of what the turn holds, "c":
-    conversation}` says where a line went and what it held (a later entry for the same id
-    after the turn grew replaces `h`), so an export imported again completes what grew
-    and links a conversation's new turns to its last one."""
+    """One user's imported external ids, with the `scanned` and `indexed` marks.  An entry
+    `{"e": external id, "t": turn, "h": digest of what the turn holds, "c": conversation}`;
+    a later entry for the same id replaces `h`."""
 
     def __init__(self, vault: Vault, user: str) -> None:
         self.vault = vault
@@ -150,11 +144,8 @@ class Ledger:
 
     def recover(self) -> list[str]:
         """Catch up with turns newer than the marks; returns import turns still to index.
-
-        Removes what a killed import left in staging, learns the external ids of turns
-        placed after `scanned`, and re-projects an import turn whose projections are
-        missing (a folder written by an older version that died mid-turn).
-        """
+        Removes staging leftovers, learns the ids of turns placed after `scanned`, and
+        re-projects an import turn whose projections are missing."""
         turns = self.vault.layout.turns_dir(self.user)
         remove_tree_in_vault(self.vault.root, turns / STAGING_DIR)  # never through a link
         found: list[dict[str, Any]] = []

@@ -21,10 +21,8 @@ __all__ = ["ImportContext", "ImportLine", "chunks", "open_source", "parse_line"]
 
 
 def open_source(path: Path | str) -> IO[bytes]:
-    """An import source opened for reading under the vault's one rule
-    (`events.fsio.open_outside_file`: a regular file with one name — no link, FIFO,
-    device, socket or folder; a pipe handed over on the command line too); else
-    BadInput, before a byte is read."""
+    """An import source opened under the vault's one rule for outside files (a pipe handed
+    over on the command line too); else BadInput, before a byte is read."""
     try:
         return open_outside_file(path)
     except NotInVault as exc:

@@ -1,12 +1,8 @@
 """Write imported turn folders durably in staging, then rename each into place whole.
 
-Each turn is built in `users/{u}/turns/.staging/` by a pool of I/O threads (folder
-made, every file written and fsynced, the folder fsynced) while the caller renders
-the next turns; only then is it renamed into place (`Vault.place_turns`, one fsync
-of the turns folder per user per batch), so a reader or a crash never sees an
-empty or half-written turn folder.  A killed import leaves at most a staging folder,
-which the next import removes.
-"""
+Each turn is built in `users/{u}/turns/.staging/` by I/O threads (every file and the
+folder fsynced), then renamed into place (`Vault.place_turns`), so a reader or a crash
+never sees a half-written turn folder.  The next import removes a killed one's staging."""
 
 from __future__ import annotations
 
@@ -60,10 +56,8 @@ class _Staged:
 
 
 def _write_folder(staging_fd: int, name: str, files: list[tuple[str, bytes]]) -> int:
-    """Make the folder `name` (must not exist) in the staging folder `staging_fd` (opened
-    and checked from the vault root once per user and batch), holding `files`, each file
-    and the folder fsynced; returns the first file's mtime_ns.  Made and opened by name,
-    never through a link."""
+    """Make the folder `name` in the checked staging folder `staging_fd`, by name and never
+    through a link, holding `files`, each and the folder fsynced; the first file's mtime_ns."""
     dir_fd = make_folder_at(staging_fd, name)
     try:
         return _fill(dir_fd, files)

@@ -64,10 +64,8 @@ def context_blocks(line: ImportLine, thread: ContextBlock | None) -> list[Contex
 def turn_files(
     user: str, turn: str, line: ImportLine, *, ts: datetime, thread: ContextBlock | None = None
 ) -> TurnFiles:
-    """The files of `turn` holding `line` as events (turn_started, context_synthesized when
-    the line has context or a conversation, response_synthesized, turn_completed) stamped
-    `ts`, and their projections — rendered from the parsed events, exactly as a replay of
-    the log would render them."""
+    """The files of `turn` holding `line` as events stamped `ts`, and their projections,
+    exactly as a replay of the log would render them."""
     started = TurnStarted(
         query=line.query,
         source="import",

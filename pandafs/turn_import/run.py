@@ -1,14 +1,9 @@
-"""Run one import: stream the file in batches, skip ids already in, place each batch's turns,
-then hand their index documents on and move the ledger marks.
+"""Run one import: stream the file in batches, skip ids already in, place each batch's
+turns, hand their index documents on and move the ledger marks.
 
-Per batch: the lines are validated, each user's new lines are staged (rendered on
-this thread, written and fsynced by I/O threads), and then the batch staged before
-it is placed (its folders are durable by now), the ledgers record its external ids
-and `scanned`, and its documents go to the background indexer (one index commit per
-batch, for every user in it).  So rendering overlaps both the disk and the index,
-with at most two batches in memory; a batch is placed only once the one before it
-is indexed, so an indexing failure stops the import as before.
-"""
+A batch is staged (rendered here, written by I/O threads) while the one before is placed
+and indexed, so rendering overlaps disk and index with at most two batches in memory; a
+batch is placed only once the one before is indexed."""
 
 from __future__ import annotations
 
@@ -253,13 +248,9 @@ def import_turns(
 ) -> ImportReport:
     """Import every valid line of `source`; bad lines are reported, the rest go in.
 
-    `progress(n)` is called with the number of lines (good or bad) handled so far
-    in each batch.  `keep_turns=False` leaves `report.turns` empty (a million ids
-    the CLI never prints).  One import runs at a time per vault (a second one waits).
-    When it returns, every imported turn is durable and (with `after_batch`) indexed.
-    A line whose id is in already completes its turn when it holds more (an answer that
-    arrived since); `on_line(number, outcome)` is told what became of each line.
-    """
+    `progress(n)`: lines handled so far; `on_line(number, outcome)`: what became of each.
+    `keep_turns=False` leaves `report.turns` empty.  One import runs at a time per vault.  On
+    return every imported turn is durable and (with `after_batch`) indexed."""
     started = time.perf_counter()
     report = ImportReport()
     batch_size = batch_size or vault.config.index.batch_size

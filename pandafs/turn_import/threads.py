@@ -1,16 +1,9 @@
 """The turns of one imported conversation, linked in order, and the conversation's note.
 
-A line belongs to a conversation when its `meta` names one (`conversation_id`, with its
-`source`), as the chat-history importers write it.  Each such turn gets a `Conversation`
-block in its §2: a wikilink to the conversation's note (`users/{u}/conversations/
-{source}-{id}.md`, a plain note listing the turns) and to the turn before and after it,
-vault-relative as every PandaFS link.
-
-Links are rendered with the turn when its neighbours are known (the lines of a batch are
-numbered together); a turn rendered before its next one existed — the last of a batch, or
-the last turn of a conversation that went on in a later export — gets its `Next:` link
-appended later as a new context event (`fix_ups`).
-"""
+A turn whose `meta` names a conversation gets a `Conversation` block in its §2: links to
+the conversation's note (`users/{u}/conversations/{source}-{id}.md`) and to the turns
+before and after it.  A turn rendered before its next one existed gets its `Next:` link
+later as a new context event (`fix_ups`)."""
 
 from __future__ import annotations
 

@@ -268,13 +268,9 @@ class Watch:
         self._log(f"{'index busy' if busy else failed}, will retry: {exc}")
 
     def _rebuild(self, why: str, *, damage: IndexDamaged | None = None) -> None:
-        """Make the index anew from the documents (derived: nothing is lost), as `verify
-        --repair` does: when it is damaged (`damage`, not "index is busy", which would be
-        retried every second), or when after a full reconcile it holds documents its state
-        does not record, which no path names for a reconcile to remove (a delete tantivy
-        lost: an unpublished document would stay searchable).
-        At most once per `REBUILD_AGAIN_S`: damage back sooner is the disk failing (raised:
-        the watch ends); a count is logged and left to `verify --repair`."""
+        """Make the index anew from the documents, as `verify --repair` does: when it is
+        damaged, or holds documents its state does not record (a delete tantivy lost).  At most
+        once per `REBUILD_AGAIN_S`: damage back sooner is the disk failing (raised)."""
         if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
             if damage is not None:
                 raise damage

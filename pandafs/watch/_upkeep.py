@@ -181,11 +181,8 @@ class Upkeep:
         return min(waits)
 
     def run_due(self, now: datetime | None = None, *, force: bool = False) -> list[UpkeepResult]:
-        """Run every due job (all of them with `force`); record when each ran.
-
-        One process at a time (`observability/.upkeep.lock`): a `watch --once` from cron
-        beside a running `watch` skips what the other is doing rather than repeat it.
-        """
+        """Run every due job (all with `force`); record when each ran.  One process at a time
+        (`observability/.upkeep.lock`): a cron `watch --once` skips what a running `watch` does."""
         now = now or self.clock()
         if not force and not self.due(now):
             return []

@@ -36,10 +36,8 @@ def _prompt_tokens(prompt: str) -> int:
 
 
 class OfflineBackend:
-    """Deterministic rules; `run` validates the result against the task's output model.
-    Its usage counts the tokens (`pandafs.tokens`) of what a model would have been sent
-    (the task's instructions and its input) and of the output, so runs on a model server
-    and offline compare phase by phase."""
+    """Deterministic rules; `run` validates the result against the task's output model.  Its
+    usage counts the tokens a model would have been sent and returned, so runs compare."""
 
     name = "offline"
 

@@ -1,9 +1,6 @@
-"""Reading memory text the way the offline rules need it: sentences, word stems, names.
-
-Markdown is read as sentences (headings, tables, code and YAML skipped, links reduced
-to their labels); words compare by the index's English stem; names are capitalised runs
-("Lenovo LOQ 15").  The patterns every rule shares (prices, numbers, URLs) live here.
-"""
+"""Reading memory text the way the offline rules need it: sentences (markdown structure
+skipped), words by the index's English stem, names as capitalised runs, and the shared
+patterns (prices, numbers, URLs)."""
 
 from __future__ import annotations
 

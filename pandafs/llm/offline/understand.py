@@ -1,11 +1,5 @@
-"""Phases 0-1 by rule: what the query is (type, keywords, topic, references) and whether to act on it.
-
-- analyze_query: content keywords, the most specific topic of the config's topic
-  map, a query type from phrasing, reference resolution ("that one", "it") from
-  the previous turn's subject, named entities, and implicit feedback.
-- reflect: CLARIFY when nothing can be acted on, else PROCEED with a purpose and
-  data requirements.
-"""
+"""Phases 0-1 by rule: `analyze_query` (keywords, topic, type, references, entities,
+implicit feedback) and `reflect` (CLARIFY when nothing can be acted on, else PROCEED)."""
 
 from __future__ import annotations
 
