@@ -1,11 +1,8 @@
 """The one wall clock of PandaFS.
 
-Entry points (a CLI command, the watch loop, a turn's default clock) read it once and hand
-`now` down; library code that takes `now` never reads a clock beneath it.
-`PANDAFS_CLOCK_SHIFT` (e.g. `365d`, `-12h`, `90m`) shifts this clock, so the whole system,
-subprocesses included, can run as if it were another day — how the test suite checks that
-nothing depends on today's date (`PANDAFS_CLOCK_SHIFT=365d scripts/test`).
-"""
+Entry points read it once and hand `now` down.  `PANDAFS_CLOCK_SHIFT` (`365d`, `-12h`,
+`90m`) shifts it for the whole system, subprocesses included: how the tests check that
+nothing depends on today's date."""
 
 from __future__ import annotations
 
@@ -28,11 +25,8 @@ windows, TTLs and time words ("next year") are added to them, so they stay far f
 
 
 def clock_shift(text: str | None = None) -> timedelta:
-    """The shift named by `text` (default: the environment); empty means none.
-
-    A malformed value is an error, not silently no shift: a test run that believes it moved
-    the clock must really have moved it.
-    """
+    """The shift named by `text` (default: the environment); empty means none.  A malformed
+    value is an error: a test run that believes it moved the clock must have."""
     text = os.environ.get(SHIFT_ENV, "") if text is None else text
     if not text.strip():
         return timedelta(0)
@@ -43,11 +37,8 @@ def clock_shift(text: str | None = None) -> timedelta:
 
 
 def utcnow() -> datetime:
-    """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT.
-
-    The one clock rule of every writer: a clock outside `TIME_RANGE` (the range import
-    holds a line's date to) is refused (`ClockOutOfRange`), never clamped: a turn, an
-    event or a memory is never dated 1898 because the machine's clock says so."""
+    """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT.  A clock outside `TIME_RANGE`
+    is refused (`ClockOutOfRange`), never clamped."""
     now = datetime.now(UTC) + clock_shift()
     if not TIME_RANGE[0] <= now <= TIME_RANGE[1]:
         raise ClockOutOfRange(

@@ -1,12 +1,6 @@
-"""Python's cycle collector paused while a pass over the whole vault builds what it keeps.
-
-A full learning fold keeps a catalog row and the trust facts of every turn it reads
-(millions of objects at 100k turns), none of them in a reference cycle.  Each of the
-collector's full passes walks all of them, and their number grows by a quarter between
-two passes: at 100k turns ~1 s of a 9 s fold went to passes that freed nothing
-(measured with the collector on and off, alternated).  Objects are still freed as their
-last reference goes; the collector runs again when the pass ends.
-"""
+"""Python's cycle collector paused while a pass over the whole vault builds what it keeps
+(millions of objects in no cycle, which each full pass would walk for nothing).  Objects
+are still freed by reference counting; the collector runs again when the pass ends."""
 
 from __future__ import annotations
 

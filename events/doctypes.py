@@ -1,10 +1,5 @@
-"""The words of document metadata that callers check without parsing a document:
-content types, the types `save` accepts, the topic syntax.
-
-Apart from `events.documents` (YAML and the pydantic metadata schema) so that a
-command validating its options — `pandafs search --type`, `save --topic` — does not
-build the schema it never uses.
-"""
+"""The words of document metadata callers check without parsing a document (content types,
+the types `save` accepts, the topic syntax), apart so option checks need no YAML or schema."""
 
 from __future__ import annotations
 

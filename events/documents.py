@@ -1,15 +1,9 @@
 """Markdown documents with YAML frontmatter (Obsidian "properties").
 
-`DocumentMetadata` is the one schema of document metadata (docs/vault-format.md); the
-tantivy schema and the Parquet catalog are derived from it.  Unknown keys are kept
-(`extra="allow"`) so a round trip through PandaFS never loses what a person or a
-newer version wrote.
-
-`parse_document` splits frontmatter from body and raises `FrontmatterError` naming
-file and line when the YAML is broken — the caller reports it and leaves the file
-alone.  `render_document` writes Obsidian-valid properties: block-style lists, ISO
-timestamps, plain scalars; `tags` and `aliases` are ordinary list properties.
-"""
+`DocumentMetadata` is the one schema of document metadata; the tantivy schema and the
+catalog derive from it, and unknown keys are kept so a round trip loses nothing.
+`parse_document` raises `FrontmatterError` naming file and line; `render_document`
+writes Obsidian-valid properties (block lists, ISO timestamps, plain scalars)."""
 
 from __future__ import annotations
 
@@ -99,13 +93,9 @@ class DocumentMetadata(BaseModel):
 
     @classmethod
     def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every declared field, the unknown keys) of `data`, as `model_validate` gives
-        them; raises pydantic's `ValidationError` as it does.
-
-        A rebuild validates every document's frontmatter.  When each value already has
-        its field's exact type (what our own files hold), validation would return the
-        values unchanged, so they are taken as they are; building the model was a tenth
-        of a rebuild's Python time.  Anything else goes through `model_validate`."""
+        """(every declared field, the unknown keys) of `data`, as `model_validate` gives them
+        (raising as it does).  Values that already have their field's exact type, as our own
+        files hold, are taken as they are; anything else goes through `model_validate`."""
         plain = _plain_fields(data)
         if plain is not None:
             return plain
@@ -228,11 +218,8 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
 
 
 def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[str, str]:
-    """The frontmatter (from `start`) and what follows its closing `---` line.
-
-    Our own files close with a bare `---` line and hold no earlier line that begins
-    with `---` or `...`; for them `str.find` gives the same split as `_END` (which
-    tries every position of the frontmatter).  Anything else goes to `_END`."""
+    """The frontmatter (from `start`) and what follows its closing `---` line: `str.find`
+    for our own files, `_END` for anything else."""
     close = text.find("\n---\n", start - 1)
     if close >= 0:
         raw = text[start : close + 1]
@@ -312,11 +299,8 @@ def _fast_dump(data: dict[str, Any]) -> str | None:
 
 
 def dump_frontmatter(data: dict[str, Any]) -> str:
-    """YAML for a frontmatter block (without the fences): block lists, ISO timestamps.
-
-    Simple shapes are written directly (the same bytes PyYAML would write — a test
-    holds the two together); everything else goes through PyYAML.
-    """
+    """YAML for a frontmatter block (without the fences): simple shapes written directly (the
+    bytes PyYAML would write; a test holds them together), the rest by PyYAML."""
     if not data:
         return ""
     fast = _fast_dump(data)
@@ -354,12 +338,8 @@ def _section_spans(body: str, start: int = 0) -> Iterator[tuple[int, int, int]]:
 
 
 def split_sections(body: str, *, start: int = 0, numbers: Container[int] | None = None) -> dict[int, str]:
-    """Map section number (0-6) to its text (heading excluded) for a context.md body:
-    the one reader of the sections `render` writes.
-
-    `start` skips a prefix (a whole context.md's frontmatter) without copying it;
-    `numbers` keeps only those sections (the others are not sliced out).
-    """
+    """Map section number (0-6) to its text (heading excluded) for a context.md body.
+    `start` skips a prefix without copying it; `numbers` keeps only those sections."""
     return {
         number: body[begin:end].strip("\n")
         for number, begin, end in _section_spans(body, start)

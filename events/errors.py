@@ -61,10 +61,8 @@ class FrontmatterError(EventsError):
 
 
 class NotInVault(EventsError):
-    """A vault path that is a symbolic link (itself or a folder on its way), resolves
-    outside the vault root, or is not a regular file.  Readers refuse it: the vault is
-    the boundary of what PandaFS reads, and a link would let one user read another's
-    files (or the machine's)."""
+    """A vault path that is a link (itself or a folder on its way), resolves outside the vault,
+    or is not a regular file: never read, or one user could read another's files."""
 
     is_bad_input = True
 

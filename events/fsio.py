@@ -2,38 +2,21 @@
 vault boundary.
 
 The one rule: PandaFS reads only a regular file with one name (`refusal`).  A symbolic
-link, a FIFO, a device, a socket, a folder where a file is expected, or a file with more
-than one name (a hard link: its other name may be another user's document or a file
-outside the vault) is never read, wherever it is: documents, the inbox, import sources,
-the outbox, caches, journals, archive parts.  `refusal` tells why from a stat taken
-without following a link; every reader here applies it to the file it actually opened,
-and walks and `verify` name what it refuses.
+link, a FIFO, a device, a socket, a folder where a file is expected, or a hard-linked
+file (its other name may be another user's or outside the vault) is never read,
+wherever it is.  Every reader applies the rule to the file it actually opened.
 
-Reads: `open_vault_file` / `read_vault_file` open a vault-relative path with `O_NOFOLLOW`
-and then check where the opened file really is (`/proc/self/fd`, else `realpath`): a
-symlinked folder on the way or a path leaving the root raises `NotInVault`, and so does
-a file the rule refuses.  The check is on the file actually opened, so swapping a folder
-for a link between a check and the read gains nothing.  `read_vault_bytes` is the same
-read for PandaFS's own small files (metadata, caches, journals, markers), where a file
-that cannot be read safely counts as one not there.  `open_vault_folder` is the same open
-for a folder that is walked or listed by its descriptor.  `open_outside_file` applies
-the rule to a file outside any vault (an import's source).
+Reads open a vault-relative path with `O_NOFOLLOW`, then check where the opened file
+really is (`/proc/self/fd`, else `realpath`): a linked folder on the way or a path
+leaving the root raises `NotInVault`, and swapping a folder between check and read gains
+nothing.  `read_vault_bytes` treats a refused file of PandaFS's own as missing.
 
-After-open checks: writers check the file they opened too (`check_opened`, and
-`open_folder` for a folder written in); renames, links, unlinks and folder fsyncs
-between vault folders go through `checked_folders` (`rename_in_vault`,
-`unlink_in_vault`, ...), never by path.
-
-Writes: every file PandaFS rewrites goes through `atomic_write`.  A reader sees either
-the old bytes or the new bytes, never a half-written file: we write a temporary file in
-the same directory, fsync it, and `os.replace` it over the target.  Bulk jobs pass
-`durable=False` and call `sync_all()` once per batch instead of fsyncing each file.  A
-writer puts nothing in a folder before `vault_folder` has checked it from the vault root
-down (every part a real folder, made when missing); appends and locks open their file
-with `O_NOFOLLOW` (`append_file`, `held_lock`), and `atomic_write` replaces a linked
-file's link, never its target: a link planted in the vault raises `NotInVault` instead
-of carrying the write out of it or into another user's folder.
-"""
+Writes: writers check the file they opened too (`check_opened`), and renames, links and
+unlinks go through folders opened and checked from the root (`checked_folders`), never
+by path.  `atomic_write` writes a temporary file beside the target, fsyncs it and
+`os.replace`s it (bulk jobs pass `durable=False` and `sync_all()` once); a reader sees
+the old bytes or the new.  A link planted in the vault raises `NotInVault` instead of
+carrying a write out of it."""
 
 from __future__ import annotations
 
@@ -113,9 +96,8 @@ REASONS = {
 
 
 def refusal(st: os.stat_result) -> str | None:
-    """The kind of file (a key of `REASONS`) that `st`, a stat taken without following a
-    link, shows PandaFS never reads; None for a regular file with one name, the only kind
-    it reads."""
+    """The kind of file (a key of `REASONS`) a stat taken without following a link shows
+    PandaFS never reads; None for a regular file with one name."""
     mode = st.st_mode
     if stat.S_ISREG(mode):
         return "hard_link" if st.st_nlink > 1 else None
@@ -131,8 +113,7 @@ def refusal(st: os.stat_result) -> str | None:
 
 
 def refusal_at(path: Path | str, *, dir_fd: int | None = None) -> str | None:
-    """`refusal` of what `path` names now (not following a link); None when it is a
-    readable file or not there."""
+    """`refusal` of what `path` names now; None when it is readable or not there."""
     try:
         return refusal(os.stat(path, dir_fd=dir_fd, follow_symlinks=False))
     except OSError:
@@ -140,14 +121,12 @@ def refusal_at(path: Path | str, *, dir_fd: int | None = None) -> str | None:
 
 
 def has_other_names(st: os.stat_result) -> bool:
-    """A regular file with more than one name (`HARD_LINK`; a folder always has: its `..`
-    entries)."""
+    """A regular file with more than one name (`HARD_LINK`)."""
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _checked_stat(fd: int, rel: str) -> os.stat_result:
-    """The stat of the file open as `fd` (vault-relative `rel`) if the rule lets it be
-    read; `NotInVault` with the reason otherwise."""
+    """The stat of the file open as `fd` if the rule lets it be read; else `NotInVault`."""
     st = os.fstat(fd)
     kind = refusal(st)
     if kind is not None:
@@ -156,14 +135,10 @@ def _checked_stat(fd: int, rel: str) -> os.stat_result:
 
 
 def open_outside_file(path: Path | str) -> BinaryIO:
-    """Open `path`, a file outside any vault (an import's source), for reading under the
-    one rule: `NotInVault` (naming `path`) for a symbolic link, a FIFO, a device, a folder
-    or a file with other names; `FileNotFoundError` if it is not there.  Opened with
-    `O_NOFOLLOW | O_NONBLOCK`, so a FIFO never blocks and the check is on the file opened.
-
-    One thing more is read: a pipe this process was handed open (`/dev/fd/N` naming a
-    pipe: the shell's `<(zcat turns.jsonl.gz)`), read from its descriptor; it names no
-    file anyone could plant."""
+    """Open `path`, a file outside any vault (an import's source), under the one rule:
+    `NotInVault` for what it refuses, `FileNotFoundError` if absent.  `O_NOFOLLOW |
+    O_NONBLOCK`, so a FIFO never blocks.  A pipe this process was handed (`/dev/fd/N`, the
+    shell's `<(zcat …)`) is read from its descriptor: it names no file anyone could plant."""
     name = os.fspath(path)
     handed = _handed_pipe(name)
     if handed is not None:
@@ -219,8 +194,7 @@ def where_opened(fd: int, full: str) -> str:
 
 def is_inside(opened: str, root: str, rel: str) -> bool:
     """True if the file the kernel opened is `root/rel` itself: its real path ends in
-    `/rel` and what comes before is the root folder (same device and inode).  An empty
-    `rel` is the root folder itself."""
+    `/rel` and what comes before is the root (same device and inode); `rel` "" is the root."""
     if rel and not opened.endswith("/" + rel):
         return False
     head = (opened[: -len(rel) - 1] or "/") if rel else opened
@@ -242,17 +216,11 @@ def check_opened(
     target: Path | None = None,
     action: str = "written",
 ) -> None:
-    """The writers' after-open check, the one the readers here make: the file
-    the kernel opened for `path` must be `root/<rel of path>`.  A folder on the way
-    swapped for a link after `vault_folder` checked it (a check-then-use race) lands
-    the open elsewhere: then `fd` is closed, the file is removed when this open
-    `created` it (never a file found there), and `NotInVault` is raised naming `target`
-    (the file being written, when `path` is its temporary file), before a byte is
-    written (a reader that opened by path itself, as `events.log.read_log`, passes
-    `action="read"`).  A file found there (not `created`) that has other names (a hard
-    link) is refused too, read or written (`refusal`): its other name may be outside the
-    vault or another user's, and a lock's pid or an appended line would land there.
-    Costs one readlink (and an fstat for a file found)."""
+    """The writers' after-open check: the file the kernel opened for `path` must be
+    `root/<rel of path>`, else `fd` is closed, the file removed if this open `created` it,
+    and `NotInVault` raised naming `target` (the file being written, when `path` is its
+    temporary file) before a byte is written.  A file found there with other names is
+    refused too: a lock's pid or an appended line would land in its other name."""
     base = os.fspath(root)
     opened = where_opened(fd, os.fspath(path))
     if is_inside(opened, base, _rel(path, base)):
@@ -270,10 +238,8 @@ def check_opened(
 
 
 def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | None = None) -> int:
-    """A descriptor of `folder`, to create, rename and fsync in by `dir_fd`.  With `root`
-    it is checked as `check_opened` checks a file (it must be `root/<its path>`; else
-    `NotInVault` naming `target`), so what goes through it stays in the folder checked,
-    whatever is swapped for a link on its path later."""
+    """A descriptor of `folder`, to create, rename and fsync in by `dir_fd`; with `root`,
+    checked as `check_opened` checks a file, so later swaps on its path change nothing."""
     fd = os.open(folder, FOLDER_FLAGS)
     if root is not None:
         check_opened(fd, folder, root, created=False, target=target)
@@ -281,33 +247,28 @@ def open_folder(folder: Path, root: Path | str | None = None, *, target: Path | 
 
 
 class CheckedFolders:
-    """Vault folders opened through `open_folder` (each once, checked from the vault root),
-    to rename between and fsync by descriptor: a folder swapped for a link after it was
-    opened gains nothing, and one swapped before is refused (`NotInVault`) before anything
-    moves.  Made by `checked_folders`, which fsyncs and closes them.  (`root` None: a bare
-    folder outside any vault, in tests; nothing is checked.)"""
+    """Vault folders opened through `open_folder` (each once, checked from the root), to
+    rename between and fsync by descriptor: a folder swapped for a link after it was opened
+    gains nothing, one swapped before is refused.  `root` None: a bare folder, in tests."""
 
     def __init__(self, root: Path | str | None) -> None:
         self.root = root
         self._fds: dict[Path, int] = {}
 
     def fd(self, folder: Path, *, target: Path | None = None) -> int:
-        """The descriptor of `folder`, opened and checked the first time it is asked for
-        (a refusal names `target`, the file being moved, if given)."""
+        """The descriptor of `folder`, opened and checked the first time (a refusal names `target`)."""
         if folder not in self._fds:
             self._fds[folder] = open_folder(folder, self.root, target=target)
         return self._fds[folder]
 
     def rename(self, src: Path, dest: Path) -> None:
-        """`os.rename(src, dest)` (replacing `dest` as it does), both names taken in
-        their checked folders."""
+        """`os.rename(src, dest)`, both names taken in their checked folders."""
         src_fd = self.fd(src.parent, target=src)
         dst_fd = self.fd(dest.parent, target=dest)
         os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
     def unlink(self, path: Path, *, missing_ok: bool = False) -> None:
-        """`os.unlink(path)`, the name taken in its checked folder (gone already is fine
-        with `missing_ok`)."""
+        """`os.unlink(path)`, the name taken in its checked folder."""
         try:
             os.unlink(path.name, dir_fd=self.fd(path.parent, target=path))
         except FileNotFoundError:
@@ -315,10 +276,8 @@ class CheckedFolders:
                 raise
 
     def remove_tree(self, folder: Path, *, ignore_errors: bool = True) -> None:
-        """`shutil.rmtree(folder, ignore_errors=...)`, the name taken in its checked folder
-        and the tree walked by descriptor (`rmtree`'s `dir_fd`), never through a link: a
-        link in its place is refused (left), not its target emptied.  Ignoring errors,
-        nothing happens if its folder is gone."""
+        """`shutil.rmtree(folder)` by name in its checked folder, walked by descriptor: a link
+        in its place is refused, its target never emptied."""
         import shutil  # not at module level: a search never removes a folder
 
         try:
@@ -330,9 +289,8 @@ class CheckedFolders:
         shutil.rmtree(folder.name, ignore_errors=ignore_errors, dir_fd=parent)
 
     def make(self, folder: Path, *, exist_ok: bool = False) -> int:
-        """Make `folder` in its parent (already opened here) and open it by name there,
-        never through a link: a new folder's descriptor, fsynced and closed with the rest.
-        With `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+        """Make `folder` in its (already opened) parent and open it by name there, never through
+        a link; with `exist_ok` one already there is opened instead."""
         if exist_ok and folder in self._fds:
             return self._fds[folder]
         self._fds[folder] = make_folder_at(self._fds[folder.parent], folder.name, exist_ok=exist_ok)
@@ -362,9 +320,8 @@ def checked_folders(root: Path | str | None, *, durable: bool = True) -> Iterato
 
 
 def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
-    """Make the folder `name` in the folder `parent` (a descriptor) and open it by name
-    there, never through a link: its descriptor, for the caller to close.  With
-    `exist_ok` a folder already there is opened instead (a link there: `OSError`)."""
+    """Make the folder `name` in the folder `parent` and open it by name there, never through
+    a link; the caller closes it.  With `exist_ok` one already there is opened instead."""
     try:
         os.mkdir(name, dir_fd=parent)
     except FileExistsError:
@@ -374,9 +331,8 @@ def make_folder_at(parent: int, name: str, *, exist_ok: bool = False) -> int:
 
 
 def open_folder_at(fd: int, name: str) -> int | None:
-    """A descriptor of the folder `name` in the folder open as `fd`, opened by name and
-    never through a link (`O_NOFOLLOW`); None when it is not there, is a file, or is a
-    link (gone since it was listed, or swapped meanwhile: `mode_at` tells a link)."""
+    """The folder `name` in the folder open as `fd`, opened by name, never through a link;
+    None when it is not there, is a file, or is a link."""
     try:
         return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
     except (FileNotFoundError, NotADirectoryError):
@@ -388,8 +344,7 @@ def open_folder_at(fd: int, name: str) -> int | None:
 
 
 def mode_at(fd: int, name: str) -> int | None:
-    """The mode of `name` in the folder open as `fd`, not following a link (`st_mode` of
-    an lstat by name there); None if it cannot be stat'ed (gone since it was listed)."""
+    """The lstat mode of `name` in the folder open as `fd`; None if it cannot be stat'ed."""
     try:
         return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
     except OSError:
@@ -397,9 +352,8 @@ def mode_at(fd: int, name: str) -> int | None:
 
 
 def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
-    """Rename `src` to `dest` (both in the vault `root`) through their folders opened and
-    checked from the root, then fsync both: refused (`NotInVault`) with nothing moved
-    when a folder on either path is a link or leaves the vault."""
+    """Rename `src` to `dest` through their checked folders, fsyncing both (`NotInVault`,
+    nothing moved, when a folder on either path is a link or leaves the vault)."""
     with checked_folders(root) as folders:
         folders.rename(src, dest)
 
@@ -407,17 +361,14 @@ def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
 def unlink_in_vault(
     root: Path | str | None, path: Path, *, missing_ok: bool = False, durable: bool = True
 ) -> None:
-    """Remove the file `path` by its name in its folder as opened and checked from `root`
-    (fsynced after, if `durable`): a folder on its path swapped for a link is refused
-    (`NotInVault`), never the link target's file of that name removed."""
+    """Remove the file `path` by name in its checked folder, never the file of that name
+    behind a link."""
     with checked_folders(root, durable=durable) as folders:
         folders.unlink(path, missing_ok=missing_ok)
 
 
 def remove_tree_in_vault(root: Path | str | None, folder: Path, *, ignore_errors: bool = True) -> None:
-    """`shutil.rmtree(folder)` by its name in its folder as opened and checked from `root`,
-    walked by descriptor (`CheckedFolders.remove_tree`): a folder on its path swapped for a
-    link is refused (`NotInVault`), its target never emptied."""
+    """`shutil.rmtree(folder)` by name in its checked folder, walked by descriptor."""
     with checked_folders(root, durable=False) as folders:
         folders.remove_tree(folder, ignore_errors=ignore_errors)
 
@@ -430,8 +381,7 @@ def _rel(path: Path, base: str) -> str:
 
 
 def _remove_opened(fd: int, opened: str) -> None:
-    """Remove the file open as `fd`, named by its real path `opened`, if that name is
-    still that file (a path through the link could by now name another one)."""
+    """Remove the file open as `fd` by its real path `opened`, if that name is still that file."""
     try:
         here, there = os.fstat(fd), os.lstat(opened)
     except OSError:
@@ -483,30 +433,23 @@ def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, 
 
 
 def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
-    """Open `root/rel` for reading, refusing what is not plainly a file of the vault.
-
-    Raises `NotInVault` for a symlink (the file or any folder on its path), a path that
-    is absolute, holds `..` or resolves outside `root`, or a file the rule refuses
-    (`refusal`: a FIFO, a device, a folder, a file with other names); `FileNotFoundError`
-    if it is not there.
-    """
+    """Open `root/rel` for reading.  `NotInVault` for a link (the file or a folder on its
+    path), a path that is absolute, holds `..` or leaves `root`, or a file `refusal` names;
+    `FileNotFoundError` if it is not there."""
     fd, _ = _open_fd(root, rel)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
 
 def open_vault_folder(root: Path | str, rel: str) -> int:
-    """A descriptor of the folder `root/rel`, to walk and list by (`os.fwalk(dir_fd=)`,
-    `os.scandir(fd)`, `dir_fd=`) and for the caller to close, with the checks of
-    `open_vault_file`: `NotInVault` for a link (the folder or one on its path) or a
-    path leaving `root`; `FileNotFoundError` / `NotADirectoryError` if it is not there
-    or not a folder."""
+    """A descriptor of the folder `root/rel` to walk and list by, with `open_vault_file`'s
+    checks; the caller closes it."""
     return _open_fd(root, rel, folder=True)[0]
 
 
 def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
-    """Bytes (at most `limit` + 1 of them when `limit` is set) and stat of a vault file,
-    with the checks of `open_vault_file`."""
+    """Bytes (at most `limit` + 1 with a `limit`) and stat of a vault file, with
+    `open_vault_file`'s checks."""
     fd, st = _open_fd(root, rel)
     return _read_open(fd, st, limit), st
 
@@ -514,13 +457,9 @@ def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> 
 def read_in_folder(
     folder: int, name: str, rel: str, *, limit: int | None = None
 ) -> tuple[bytes, os.stat_result]:
-    """`read_vault_file` of the file `name` in the vault folder open as `folder`
-    (vault-relative `rel`), for a walk that has the folder open (`indexers.walk`).
-
-    The folder was opened by name in its parent's descriptor from the root down, never
-    through a link, so the file opened by name in it (`O_NOFOLLOW`: not a link either)
-    is `root/rel` without asking the kernel where it landed: one path lookup of one
-    component, no `/proc/self/fd` read.  The other checks are `read_vault_file`'s."""
+    """`read_vault_file` of `name` in the checked vault folder open as `folder` (its
+    vault-relative path `rel`): opened by name with `O_NOFOLLOW`, it is `root/rel` without
+    asking the kernel where it landed."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(name, flags, dir_fd=folder)
@@ -537,8 +476,8 @@ def read_in_folder(
 
 
 def _read_open(fd: int, st: os.stat_result, limit: int | None) -> bytes:
-    """The bytes of the file open as `fd` (at most `limit` + 1 of them when `limit` is
-    set; all of them, however far it grew meanwhile, when not); `fd` is closed."""
+    """The bytes of the file open as `fd` (at most `limit` + 1; without a limit, however
+    far it grew meanwhile); `fd` is closed."""
     try:
         want = st.st_size + 1 if limit is None else min(st.st_size, limit) + 1
         chunks = []
@@ -562,10 +501,8 @@ def _read_open(fd: int, st: os.stat_result, limit: int | None) -> bytes:
 
 
 def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = None) -> bytes | None:
-    """The bytes of `path`, a file under `root`, read as `read_vault_file` reads; None
-    when it is not there or is refused (a link, a linked folder on its way, not a
-    regular file): a file PandaFS keeps for itself that a link replaced counts as
-    missing, never as the link's target.  Other `OSError`s are raised."""
+    """`read_vault_file`'s bytes of `path` under `root`, or None when it is not there or
+    refused: a file PandaFS keeps for itself that a link replaced counts as missing."""
     try:
         return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
     except (FileNotFoundError, NotInVault):
@@ -584,10 +521,9 @@ def is_temp_name(name: str) -> bool:
 
 
 def _create_temp(path: Path, folders: CheckedFolders) -> tuple[int, str, int]:
-    """A new temporary file beside `path`: its folder's descriptor (opened by `folders`,
-    checked with their root), name and descriptor.  Made exclusively, never through a link:
-    its name is predictable (the pid), and a link planted there to a file outside the vault
-    is removed, not filled."""
+    """A new temporary file beside `path`: its checked folder's descriptor, name and
+    descriptor.  Made exclusively, never through a link: its name is predictable, so a link
+    planted there is removed, not filled."""
     folder = folders.fd(path.parent, target=path)
     tmp = f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -617,13 +553,10 @@ def atomic_write(
     root: Path | str | None = None,
     unchanged: FileKey | None = None,
 ) -> None:
-    """Replace `path` with `data` atomically; create parent folders as needed.
-
-    With `root` (the vault root, `path` under it) missing parents are made by `vault_folder`,
-    and the folder is checked once opened, before anything is made in it (`open_folder`).
-    With `unchanged` (the `file_key` of the file `data` was made from, or `ABSENT`), the
-    file is compared with it just before the replace, after the fsync, and
-    `ChangedMeanwhile` raised instead if it changed (`events.rewrite`)."""
+    """Replace `path` with `data` atomically, making parent folders as needed (from the
+    vault `root` down, when given).  With `unchanged` (the `file_key` of the file `data` was
+    made from, or `ABSENT`), `ChangedMeanwhile` is raised instead if the file changed before
+    the replace."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if make_parents:
@@ -644,15 +577,15 @@ def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = N
 
 
 def make_folders_for(path: Path, root: Path | str | None) -> None:
-    """The folders `path` goes in, made if missing (`make_folder`; one that is there is
-    left to the after-open check)."""
+    """The folders `path` goes in, made if missing (one that is there is left to the
+    after-open check)."""
     if root is None or not os.path.lexists(path.parent):
         make_folder(path.parent, root)
 
 
 def make_folder(folder: Path, root: Path | str | None) -> None:
-    """`folder`, made if missing: inside a `root` from the root down, never through a link
-    (`vault_folder`); without one (a folder outside any vault, in tests) as any folder."""
+    """`folder`, made if missing: from `root` down, never through a link (`vault_folder`);
+    without a root as any folder."""
     if root is None:
         folder.mkdir(parents=True, exist_ok=True)
     else:
@@ -663,9 +596,8 @@ def make_folder(folder: Path, root: Path | str | None) -> None:
 def _replacing(
     path: Path, durable: bool, root: Path | str | None = None, unchanged: FileKey | None = None
 ) -> Iterator[int]:
-    """A new temporary file beside `path` (`_create_temp`) that replaces it when the block
-    ends without an error (fsynced first if `durable`, its folder after), else removed;
-    all in one folder descriptor (`checked_folders`)."""
+    """A temporary file beside `path` that replaces it when the block ends without an error
+    (fsynced first if `durable`, its folder after), else removed."""
     with checked_folders(root, durable=durable) as folders:
         folder, tmp, fd = _create_temp(path, folders)
         try:
@@ -690,13 +622,10 @@ def _replacing(
 
 
 def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -> Path:
-    """`folder`, a folder under `root`, checked from `root` down before anything is
-    written in it: every part must be a real folder (not a link, not a file); a missing
-    part is made when `create` (else `FileNotFoundError`).  Raises `NotInVault` otherwise.
-
-    The walk goes by descriptor, each part opened by name in the folder opened before it
-    and never through a link (`O_NOFOLLOW`), and a missing part is made there: a folder
-    swapped for a link during the walk cannot make a folder outside the vault."""
+    """`folder` under `root`, checked from the root down before anything is written in it:
+    every part a real folder, a missing one made when `create` (else `FileNotFoundError`);
+    `NotInVault` otherwise.  The walk goes by descriptor, each part opened by name in the one
+    before, so a folder swapped for a link meanwhile cannot make a folder outside the vault."""
     base, folder = Path(root), Path(folder)
     try:
         parts = folder.relative_to(base).parts
@@ -725,8 +654,8 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
 
 
 def _open_part(parent: int, name: str, create: bool) -> int:
-    """The folder `name` in `parent` opened by name, never through a link; made there
-    first when missing and `create`."""
+    """The folder `name` in `parent`, opened by name, never through a link; made first when
+    missing and `create`."""
     try:
         return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
     except FileNotFoundError:
@@ -761,11 +690,9 @@ def _open_no_link(path: Path, flags: int) -> int:
 
 def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durable: bool = True) -> None:
     """Append `data` to `path` (created if missing) in the vault `root`, never through a
-    link; fsynced when `durable` (and, for a file this call created, its folder's entry too).
-    The opened file is checked before a byte is appended (`check_opened`; a file this call
-    created where it should not be is removed again, an existing one is left), and a
-    durable append fsyncs the folder it opened and checked first (`open_folder`), not the
-    path again: a folder swapped after the append is no error once the data is in."""
+    link; fsynced when `durable`, with the folder's entry for a new file.  The opened file is
+    checked before a byte is appended, and the folder fsynced is the one opened and checked
+    first, not the path again."""
     folder = open_folder(path.parent, root, target=path) if durable else None
     try:
         fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
@@ -784,11 +711,9 @@ def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durabl
 def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
     """Write all of `data` at the end of `fd` (opened `O_APPEND`), fsynced when `durable`.
 
-    An append the disk refuses (full, a size limit, an I/O error), or an interrupt, is
-    cut back: what this call wrote is truncated away when it is one run at the file's
-    end (no other writer appended after or between its writes), so no partial line is
-    left for the next append to glue onto (one line broken mid-file, and an event log's
-    chain with it), and no whole line stays that was never acknowledged."""
+    An append that fails (disk full, an I/O error, an interrupt) is cut back when what it
+    wrote is one run at the file's end, so no partial line is left for the next append to
+    glue onto, and no unacknowledged line stays."""
     view, start, end = memoryview(data), -1, -1
     try:
         while view:
@@ -813,9 +738,8 @@ def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
 def open_created(
     path: Path, flags: int, opener: Callable[[Path, int], int] | None = None
 ) -> tuple[int, bool]:
-    """`path` opened with `flags` (`opener`: `_open_no_link` by default, never through a
-    link), made if missing, and whether this open made it: known exactly, so
-    `check_opened` only ever removes a file of our own making."""
+    """`path` opened with `flags` by `opener` (default `_open_no_link`), made if missing,
+    and whether this open made it, so `check_opened` only removes a file of our own making."""
     opener = opener or _open_no_link
     while True:
         try:
@@ -829,10 +753,8 @@ def open_created(
 
 
 def swap_in(new: Path, live: Path, *, root: Path | str | None) -> None:
-    """Put the folder `new` where `live` is, as one rename: the live folder first moves
-    aside to `{live}.old`, which is removed afterwards (a reader sees one folder whole).
-    All by name in their folder as opened and checked from `root` (`checked_folders`,
-    fsynced): one swapped for a link moves and deletes nothing out there (`NotInVault`)."""
+    """Put the folder `new` where `live` is: the live folder moves aside to `{live}.old`,
+    removed afterwards, all by name in checked folders (fsynced)."""
     old = live.with_name(live.name + ".old")
     with checked_folders(root) as folders:
         folders.remove_tree(old)
@@ -857,12 +779,9 @@ def held_lock(
 ) -> Iterator[None]:
     """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
 
-    `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.
-    A killed holder's lock is released by the kernel, so a stale file never blocks.
-    A lock file that is a link is refused (`NotInVault`): taking the lock writes the file.
-    With `root` the opened lock file gets the writers' after-open check (`check_opened`;
-    a lock file this open made where it should not be is removed again).
-    """
+    `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.  A
+    killed holder's lock is released by the kernel.  A lock file that is a link is refused;
+    with `root` it gets the writers' after-open check."""
     make_folders_for(path, root)
     if root is None:
         fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)

@@ -1,9 +1,5 @@
-"""The vault layout: where every kind of file lives and what its document id is.
-
-This module is the one place that knows paths.  Everything else asks it: the
-pipeline for where to write a turn, the indexer for what a changed path is, the
-archive for where stubs go.  User ids are validated here, before any path is built.
-"""
+"""The vault layout: where every kind of file lives and what its document id is.  The
+one place that knows paths; user ids are validated here, before any path is built."""
 
 from __future__ import annotations
 
@@ -212,9 +208,7 @@ class Layout:
 
     def turn_numbers(self, user: str, *, staged: bool = False) -> set[int]:
         """Every turn number `user` holds on disk: live folders, archive stubs and, with
-        `staged`, the folders an import is still building (a scan: costs one listing each).
-        A folder that is a link, or under one, holds none: its target's names are not
-        `user`'s turns (the learning fold and allocation count from these)."""
+        `staged`, folders an import is building.  A folder that is a link, or under one, holds none."""
         turns = self.turns_dir(user)
         folders = [turns, turns / STAGING_DIR] if staged else [turns]
         found: set[int] = set()
@@ -236,9 +230,7 @@ class Layout:
 
     def newest_turn(self, user: str, at_least: int = 0) -> int:
         """The highest turn number `user` holds (0 for none), never below `at_least`: the
-        counter hint (without one, a scan of live folders and stubs), then probed upward,
-        since the counter is written without fsync and a crash can leave it behind placed
-        folders (`highest_turn` is where allocation starts; this is what is there)."""
+        counter hint (else a scan), probed upward, since the counter is not fsynced."""
         counter = self.turn_counter(user)
         high = counter - 1 if counter is not None else max(self.turn_numbers(user), default=0)
         high = max(high, at_least)
@@ -250,11 +242,8 @@ class Layout:
         return high
 
     def recent_turn_dirs(self, user: str, before: str, count: int, *, probe: int = 200) -> list[Path]:
-        """Up to `count` live turn folders numbered below `before`, newest first.
-
-        Probes numbers downwards instead of listing the folder, so it costs the same
-        with ten turns or a hundred thousand (archived numbers are simply skipped).
-        """
+        """Up to `count` live turn folders numbered below `before`, newest first, probed by
+        number rather than listed, so the cost does not grow with the history."""
         turns = self.turns_dir(user)
         found: list[Path] = []
         number = turn_number(before) - 1
@@ -267,12 +256,8 @@ class Layout:
         return found
 
     def relative(self, path: Path) -> str:
-        """Vault-relative POSIX path (the form used in JSON output and the index).
-
-        The path as spelled under the root, not where a link inside the vault leads:
-        `outbox/alice` stays alice's even when it is a link to bob's folder (writers then
-        refuse the link).  Only a path spelled through another name of the root itself
-        is resolved.  A path outside the vault raises `NotInVault`."""
+        """Vault-relative POSIX path, as spelled under the root (not where a link inside the
+        vault leads; writers then refuse the link).  Outside the vault: `NotInVault`."""
         try:
             rel = PurePosixPath(os.path.abspath(path)).relative_to(os.path.abspath(self.root))
         except ValueError:
@@ -297,12 +282,9 @@ class DocRef:
 def classify(rel_path: str) -> DocRef | None:
     """Map a vault-relative path to its document identity, or None if it is not a document.
 
-    Document ids are derived from paths (never from frontmatter) so they are unique
-    and stable: `alice/turn_000001`, `alice/preferences`, `alice/memories/x`,
-    `knowledge/x`, `site/example.com`.  An archive stub keeps the id of its turn; no
-    other two paths share an id (`candidate_paths` is the inverse): a user may not be
-    named `knowledge` or `site`, and a note named like a turn folder is not a document.
-    """
+    Ids come from paths, never frontmatter, so they are unique and stable: `alice/turn_000001`,
+    `alice/preferences`, `alice/memories/x`, `knowledge/x`, `site/example.com`.  An archive
+    stub keeps its turn's id; `candidate_paths` is the inverse."""
     if not rel_path.endswith(".md"):
         return None
     if rel_path.startswith("/"):
@@ -350,11 +332,8 @@ def classify(rel_path: str) -> DocRef | None:
 
 def effective_scope(ref: DocRef, claimed: Any) -> Any:
     """The scope a document really has: its frontmatter's claim where the path allows it.
-
-    Ownership comes from the path: `global` under `users/{u}/` holds only for
-    SHAREABLE_KINDS (otherwise it is that user's: `user`); a document outside `users/`
-    (knowledge/, site_knowledge/) belongs to no user, so it is `global` unless it says `new`.
-    """
+    `global` under `users/{u}/` holds only for SHAREABLE_KINDS (else `user`); outside
+    `users/` a document is `global` unless it says `new`."""
     if claimed is None:
         return "user" if ref.user else "global"
     if claimed not in ("new", "user", "global"):

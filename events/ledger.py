@@ -1,21 +1,10 @@
 """The turns' ledger: each completed turn's final hash, kept outside the turn.
 
-A turn's hash chain (`events.log`) shows a changed, reordered or deleted line, but not
-a log rewritten whole with its hashes recomputed (and `metadata.json`'s `last_hash`
-edited to match): nothing outside the file says what it ended with.  The ledger does:
-`users/{u}/turns/.ledger.jsonl` holds one line per completed turn (and one more each
-time a completed turn's log is rightly changed), `{turn, events, last_hash, prev,
-hash}`, and the lines are chained themselves (`hash` = sha256 of `prev`, the turn, its
-event count and its last hash).  `pandafs verify` holds each live turn to the last line
-the ledger has for it: a rewrite of one turn's log is detected unless the ledger is
-rewritten too (its own chain recomputed from that line on).  The ledger proves nothing
-against someone who rewrites both, nor about a turn folder removed whole.
-
-Writers: `EventWriter` records a turn when it completes (one append, under the log's
-lock), import records each batch's turns in one append per user, and
-`record_turn_hash` is there for any rewrite of a completed turn's log.  Appends take the
-ledger's own `flock`, so two turns completing at once chain one after the other.
-"""
+A hash chain shows a changed line, but not a log rewritten whole with its hashes
+recomputed.  `users/{u}/turns/.ledger.jsonl` holds one chained line per completed turn
+(and per rightful rewrite of one), `{turn, events, last_hash, prev, hash}`, and `verify`
+holds each live turn to its last line: a rewrite is detected unless the ledger is
+rewritten too.  Appends take the ledger's own `flock`."""
 
 from __future__ import annotations
 
@@ -75,15 +64,10 @@ def _line_hash(prev: str, anchor: Anchor) -> str:
 
 
 def record_turn_hash(turns_dir: Path, turn: str, events: int, last_hash: str, *, root: Path | str) -> None:
-    """Record in the user's ledger that `turn` (a folder of `turns_dir`, the user's
-    `turns/`) now ends with `last_hash` after `events` events; `verify` holds the turn to
-    this from then on.
-
-    Call it after any deliberate rewrite of a completed turn's log (a forget that
-    re-chains a log, a repair that changes one), with the log's new event count and
-    final hash, once the new log is in place: without it `verify` names the turn as
-    changed after it was anchored.  One line appended, chained to the line before it,
-    fsynced; under the ledger's own lock."""
+    """Record in the user's ledger that `turn` now ends with `last_hash` after `events`
+    events.  Call it after any deliberate rewrite of a completed turn's log (forget, repair),
+    once the new log is in place, or `verify` names the turn as changed.  One fsynced,
+    chained line, under the ledger's lock."""
     record_turns(turns_dir, [Anchor(turn, events, last_hash)], root=root)
 
 
@@ -152,10 +136,8 @@ def _last_hash(fd: int) -> str:
 
 
 def read_ledger(root: Path | str, turns_dir: Path) -> LedgerRead:
-    """The user's ledger (`turns_dir` is their `turns/`), its chain checked: the last
-    anchor of each turn, and the first thing wrong with it (a line that is not a ledger
-    line, a chain that breaks: a line changed, removed or moved; a torn last line), or
-    a ledger the one read rule refuses (a link, a file with other names)."""
+    """The user's ledger, its chain checked: the last anchor of each turn, and the first thing
+    wrong with it (a bad or moved line, a torn last line, a file the read rule refuses)."""
     read = LedgerRead()
     path = ledger_path(turns_dir)
     data = read_vault_bytes(root, path)

@@ -1,16 +1,13 @@
 """The append-only event log of one turn (`events.jsonl`).
 
-Writing: `EventWriter` holds an exclusive `flock` on the file for as long as it is
-open (a second writer gets `LogBusyError`), appends each event as one `write()` on an
-O_APPEND descriptor and fsyncs it (or, with `durable=False`, leaves the fsync to the
-caller's batch).  `seq` counts from 0 without gaps and every event carries the hash
-of its predecessor (`prev`) and its own `hash`, the sha256 of its canonical bytes
-(orjson, sorted keys, without `hash`).  Any edit, reorder or deletion breaks the chain.
+`EventWriter` holds an exclusive `flock` while open (a second writer gets
+`LogBusyError`), appends each event as one `write()` on an O_APPEND descriptor and
+fsyncs it (`durable=False`: the caller's batch does).  `seq` counts from 0 without gaps;
+each event carries its predecessor's hash (`prev`) and its own `hash`, the sha256 of its
+canonical bytes, so any edit, reorder or deletion breaks the chain.
 
-Reading: `read_log` returns the complete lines and, separately, a torn tail — bytes
-after the last newline left by a crash mid-write.  `repair_torn_tail` moves those
-bytes to `events.jsonl.torn` and truncates only them; earlier lines are never touched.
-"""
+`read_log` returns the complete lines and, apart, a torn tail left by a crash mid-write;
+`repair_torn_tail` moves only those bytes to `events.jsonl.torn`."""
 
 from __future__ import annotations
 
@@ -78,11 +75,8 @@ def encode_events(
     seq: int = 0,
     prev: str = GENESIS,
 ) -> tuple[bytes, list[dict[str, Any]]]:
-    """The exact log lines (and records) of `payloads` appended after `seq`/`prev`.
-
-    `EventWriter` writes these bytes; a bulk writer that builds a whole turn folder
-    off to the side (the importer) writes them itself, so both give identical logs.
-    """
+    """The exact log lines (and records) of `payloads` appended after `seq`/`prev`: what
+    `EventWriter` and the importer both write, so both give identical logs."""
     stamp = format_ts(ts)
     chunks: list[bytes] = []
     records: list[dict[str, Any]] = []
@@ -123,12 +117,9 @@ class LogRead:
 
 
 def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
-    """Read `path` without judging the chain; a missing file reads as empty.
-
-    With `root` (the vault root) the log opened must be `root/<its path>` (the readers'
-    after-open check, `events.fsio.check_opened`): `O_NOFOLLOW` guards only the log's own
-    name, so a turn folder or `turns/` that is (or was swapped for) a link would read
-    another user's log as this one; `NotInVault` instead.  Costs one readlink."""
+    """Read `path` without judging the chain; a missing file reads as empty.  With `root`,
+    the log opened must be `root/<its path>` (`check_opened`), so a turn folder swapped for a
+    link never reads another user's log as this one: `NotInVault` instead."""
     result = LogRead(path)
     try:  # a log is never read through a symlink (it could be another user's turn)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -214,11 +205,8 @@ def check_chain(log: LogRead) -> ChainError | None:
 
 
 def read_events(path: Path, *, allow_torn: bool = True, root: Path | str | None = None) -> list[Event]:
-    """Typed events of a log whose chain is intact; raises on a broken chain.
-
-    A torn tail is ignored when `allow_torn` (the complete events before it are
-    valid history), otherwise it raises `TornTailError`.  `root`: as for `read_log`.
-    """
+    """Typed events of a log whose chain is intact; raises on a broken chain.  A torn tail
+    is ignored when `allow_torn`, else `TornTailError`.  `root`: as for `read_log`."""
     return events_of(read_log(path, root=root), allow_torn=allow_torn)
 
 
@@ -256,12 +244,9 @@ def torn_path(path: Path) -> Path:
 def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.
 
-    Under the log's lock (the one `EventWriter` holds), read again once it is held: a
-    line a live writer is appending looks like a torn tail from outside, and cutting it
-    would lose an event that writer is about to acknowledge.  `LogBusyError` if a writer
-    holds the log.  With `root` (the vault root) the log and the `.torn` file get the
-    writers' after-open check (`check_opened`): a turn folder swapped for a link gets
-    neither the cut nor the torn bytes."""
+    Under the log's lock, read again once held: a line a live writer is appending looks torn
+    from outside (`LogBusyError` if a writer holds it).  With `root` both files get the
+    writers' after-open check."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:

@@ -1,8 +1,4 @@
-"""Fold a turn's events into a `TurnView` — a pure function, no I/O.
-
-The view is everything the renderers (context.md, metadata.json, …) and the
-pipeline's resume logic need to know about a turn.  Same events, same view.
-"""
+"""Fold a turn's events into a `TurnView`: a pure function, no I/O."""
 
 from __future__ import annotations
 

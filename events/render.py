@@ -1,10 +1,5 @@
-"""Render a `TurnView` into the files people and indexes read — pure, deterministic.
-
-`render_turn(view)` returns `{file name: bytes}` for the turn folder: always
-`context.md` and `metadata.json`; for pipeline turns also `query_analysis.json`,
-`ticket.md`, `toolresults.md` and `metrics.json`.  Same view, same bytes: nothing
-here reads the clock, the disk or the environment.
-"""
+"""Render a `TurnView` into the turn folder's files (`render_turn`): pure and
+deterministic, no clock, disk or environment."""
 
 from __future__ import annotations
 
@@ -212,10 +207,8 @@ repeats it (an import's `summary`, an unchanged `resolved_query`)."""
 
 
 def _metadata_json(view: TurnView) -> dict[str, Any]:
-    """What machines read without parsing markdown: ids, outcome, quality, counts, and how
-    much of the log the projection saw.  No text of the turn: its query and answer live in
-    `events.jsonl` (the record) and `context.md` §0 and §5 (what people read and the index
-    holds).  A metadata.json written before kept them too; it still reads and verifies."""
+    """What machines read without parsing markdown: ids, outcome, quality, counts, how much
+    of the log the projection saw.  No text of the turn (that is in the log and context.md)."""
     full = _metadata_fields(view)
     return {
         k: v

@@ -24,12 +24,10 @@ def rewrite_file(
 ) -> T:
     """Read-modify-write of a vault file a person may edit at the same time.
 
-    Our writers of a file hold its lock; a person's editor does not.  `change(data, st)`
-    (None, None: no file) returns the new bytes (None: write nothing) and its result; the
-    file is replaced only if it is still the one read (`atomic_write(unchanged=…)`),
-    else read and changed again: an edit that lands meanwhile is kept, not overwritten.
-    After REWRITE_ATTEMPTS such edits, `ChangedMeanwhile`.  (What still slips through is
-    an edit in the microseconds between that comparison and the rename.)"""
+    `change(data, st)` (None, None: no file) returns the new bytes (None: write nothing) and
+    its result; the file is replaced only if still the one read (`atomic_write(unchanged=…)`),
+    else read and changed again, so an edit meanwhile is kept.  After REWRITE_ATTEMPTS,
+    `ChangedMeanwhile`."""
     path = Path(root) / rel
     for _ in range(REWRITE_ATTEMPTS):
         try:

@@ -1,10 +1,6 @@
-"""Reading and writing the YAML subset PandaFS itself writes, without PyYAML.
-
-A rebuild reads every document's frontmatter, and PyYAML's construction of Python
-objects is most of the cost of reading a typical one.  `fast_frontmatter` parses the restricted shapes our
-dumper emits and `fast_dump` writes them, each returning None for anything else, so
-PyYAML decides every case they are not sure of (`events.documents` falls back to it).
-"""
+"""Reading and writing the YAML subset PandaFS itself writes, without PyYAML (whose object
+construction is most of a rebuild's cost of reading a document).  Each returns None for
+anything it is not sure of, and `events.documents` falls back to PyYAML."""
 
 from __future__ import annotations
 
@@ -42,11 +38,9 @@ def _plain_string(value: str) -> bool:
 
 
 def _digit_string(value: str) -> bool:
-    """A plain value that starts with a digit but is a string ("8a70ec05_2-t000",
-    "426e7403_3", a real chat export's session ids; "15 ways to…"): it holds a letter
-    (other than e, an exponent, if it holds a "."), no colon and no 0x / 0b / 0o prefix,
-    so none of YAML 1.1's int, float or timestamp patterns matches it.  Three linear
-    scans: one pattern saying all this backtracked, quadratic in the line's length."""
+    """A plain value that starts with a digit but is a string ("8a70ec05_2-t000", "15 ways
+    to…"): a letter (other than an exponent's e), no colon, no radix prefix, so no YAML 1.1
+    number or timestamp matches it.  Linear scans: one pattern would backtrack quadratically."""
     if value[:2] in _RADIX_PREFIXES or not _FM_DIGITS_ON.fullmatch(value):
         return False
     return (_FM_NOT_EXPONENT if "." in value else _FM_LETTER).search(value) is not None
@@ -187,10 +181,8 @@ _START_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 
 
 def single_quoted(value: str) -> str | None:
-    """PyYAML's spelling of a one-line printable string that it cannot write plain in a
-    block, for the reasons we can be sure of: it holds ": " or " #", ends with ":",
-    starts with an indicator, or starts or ends with a space.  PyYAML then writes it in
-    single quotes, each quote doubled.  None: another case (PyYAML decides)."""
+    """PyYAML's single-quoted spelling of a one-line printable string it cannot write plain,
+    for the reasons we can be sure of; None for another case (PyYAML decides)."""
     if not value or not value.isprintable():
         return None
     if not (

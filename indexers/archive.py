@@ -1,22 +1,12 @@
 """The Parquet cold store of turn folders (`archive/turns/`).
 
-Layout (hive-style month partitions, so DuckDB, pyarrow and Spark see a `month` column):
-
     archive/turns/month=YYYY-MM/part-{batch}.parquet    one file per archive batch and month
 
-One row per file of an archived turn folder (`ArchiveRow`: the bytes, their sha256,
-size, mode and mtime), sorted by (user, turn, path), zstd-compressed, in small row
-groups with min/max statistics on `user` and `turn` so a point lookup of one turn
-decodes one row group (TECH-NOTES: Parquet).  The month of a row is the month of the
-turn's `created_at` and lives only in the folder name.  A row whose `path` ends in
-`/` stands for an empty folder.
-
-This module only stores and reads bytes (reading and writing the turn folders
-themselves is `indexers.turn_folder`); which turns to archive, the summary stubs
-and the crash-safe protocol live in `pandafs.archive`.  Every file is written to a
-temporary name, fsynced and renamed, so a reader sees a whole part file or none; a
-part file is rewritten the same way when rows are dropped (after a restore).
-"""
+One row per file of an archived turn (`ArchiveRow`: bytes, sha256, size, mode, mtime;
+a `path` ending in `/` is an empty folder), sorted by (user, turn, path), zstd, in small
+row groups with statistics on `user` and `turn` so a lookup decodes one row group.  Every
+part is written to a temporary name, fsynced and renamed.  Which turns to archive, the
+stubs and the crash-safe protocol live in `pandafs.archive`."""
 
 from __future__ import annotations
 
@@ -203,11 +193,8 @@ class ArchiveStore:
             self._write_table(table, out)
 
     def _make_month(self, folder: Path) -> None:
-        """A new month folder, never made through a link: the store's folder made from the
-        vault root down if missing (`vault_folder`), the month made in it as opened and
-        checked from the root (`CheckedFolders.make`), both fsynced so the new entry
-        survives a power cut.  (A store that is its own root, as in tests and benches,
-        makes its folder as any folder outside a vault.)"""
+        """A new month folder, never made through a link: made in the store's folder as opened
+        and checked from the vault root, both fsynced."""
         if Path(self.root) == self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
         else:

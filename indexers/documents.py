@@ -1,12 +1,8 @@
 """A markdown file in the vault → an `IndexDoc`, or a reason why it is skipped.
 
-Every kind of document goes through `load_index_doc`: turn `context.md`,
-preferences, facts, memories, research, knowledge, site knowledge and archive
-stubs.  What a path *is* comes from `events.layout.classify`; what it *says* comes
-from its frontmatter (`DocumentMetadata`), with defaults by kind for files people
-wrote by hand without properties.  Broken frontmatter, binary content and
-oversized files are skipped with a one-line reason; nothing is ever rewritten.
-"""
+What a path is comes from `events.layout.classify`, what it says from its frontmatter
+(with defaults by kind for hand-written files).  Broken frontmatter, binary content and
+oversized files are skipped with a one-line reason; nothing is ever rewritten."""
 
 from __future__ import annotations
 
@@ -215,13 +211,8 @@ def index_doc_from_parts(
     max_bytes: int = DEFAULT_MAX_BYTES,
     ref: DocRef | None = None,
 ) -> IndexDoc | Skipped:
-    """Build the IndexDoc of a file whose bytes, frontmatter and body are already known.
-
-    `load_index_doc` calls this after parsing; writers that have just rendered a file
-    (import, the pipeline) call it with the parts they rendered, skipping a re-parse.
-    Either way the same rule applies (module docstring), so a rebuild gives the same
-    index as the writers did.
-    """
+    """The IndexDoc of a file whose bytes, frontmatter and body are already known (writers
+    that just rendered it skip a re-parse); the same rule, so a rebuild gives the same index."""
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text

@@ -1,16 +1,12 @@
 """The full-text index's folder: its layout, its writer lock, and the tantivy index it holds.
 
-Layout under `indexes/`:
+    indexes/fulltext/        the live index: tantivy/ (segments), state.jsonl, schema.json
+    indexes/fulltext.lock    writer lock (flock; holds the writer's pid)
+    indexes/fulltext.new/    a rebuild in progress (swapped in when complete)
 
-    fulltext/            the live index: tantivy/ (segments), state.jsonl, schema.json
-    fulltext.lock        writer lock (flock; holds the writer's pid)
-    fulltext.new/        a rebuild in progress (swapped in when complete)
-
-Writers hold `fulltext.lock` only for one batch (and its commit's merges, which end on
-their own thread: `settling`); a second writer waits up to `wait_s` and then gets
-`IndexBusy` naming the holder's pid.  Whoever opens the index reopens it when a rebuild
-swapped the folder, and finishes a swap a killed rebuild left half done.
-"""
+Writers hold the lock for one batch (and its merges: `settling`); a second writer waits
+up to `wait_s`, then gets `IndexBusy`.  A reader reopens the index when a rebuild swapped
+it, and finishes a swap a killed rebuild left half done."""
 
 from __future__ import annotations
 
@@ -161,11 +157,8 @@ class IndexFolder:
             return False
 
     def _recover_swap(self, *, locked: bool = False) -> None:
-        """Finish a rebuild swap interrupted between its two renames (a killed rebuild).
-
-        Only under the index lock: a rebuild swaps holding it, so a swap seen half done
-        while the lock is held is in progress and not ours to finish (a search that
-        finished it made the rebuild's own rename fail)."""
+        """Finish a rebuild swap a killed rebuild left between its two renames.  Only under the
+        index lock: one seen half done while the lock is held is in progress."""
         new, old = (
             self.dir.with_name(self.dir.name + ".new"),
             self.dir.with_name(self.dir.name + ".old"),
@@ -236,12 +229,9 @@ class IndexFolder:
         return self.index
 
     def _open_read_only(self) -> tantivy.Index:
-        """The index of a vault that cannot be written (a read-only mount, a backup, a
-        snapshot), opened for searching.  tantivy's `Index.open` starts a reader at once,
-        and a reader takes the shared meta lock: it opens `.tantivy-meta.lock` for writing,
-        which a read-only folder refuses.  So the index is opened in a private temporary
-        folder of links to its files (the lock file is made there); nothing of the vault
-        is written, and it is searched as it is."""
+        """The index of a vault that cannot be written, opened for searching.  A tantivy reader
+        takes the meta lock by opening `.tantivy-meta.lock` for writing, so the index is opened
+        in a private temporary folder of links to its files; nothing of the vault is written."""
         import shutil
         import tempfile
         import weakref
@@ -255,11 +245,9 @@ class IndexFolder:
         return tantivy.Index.open(self._shadow)
 
     def damaged_file(self) -> tuple[str, str] | None:
-        """(vault-relative path, why) of the first file of the index that does not read as
-        what tantivy wrote, or None.  Opening the index reads only the segments' footers;
-        this reads every byte: the folder's own JSON files, `meta.json`, and each file of
-        each segment it names, against the CRC32 in the file's footer.  For `verify`: a
-        damaged segment found only when a search reaches its bytes is named beforehand."""
+        """(vault-relative path, why) of the first index file that does not read as tantivy
+        wrote it, or None: every byte of the JSON files, `meta.json` and each segment file,
+        against its footer's CRC32 (opening reads only the footers)."""
         for path, shape in ((self.dir / "schema.json", dict), (self.tantivy_dir / ".managed.json", list)):
             why = _json_damage(self.root, path, shape)
             if why is not None:

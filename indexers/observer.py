@@ -1,9 +1,5 @@
-"""The observer process: watchdog in a fresh interpreter, relaying raw events to the
-parent (`VaultWatcher`) down a pipe, in lists, until the parent closes the control pipe.
-
-It imports this module and watchdog, nothing more; why it is a separate process is
-told in `indexers.watcher`.
-"""
+"""The observer process (`indexers.watcher` says why): watchdog in a fresh interpreter,
+relaying raw events to the parent down a pipe, in lists, until the control pipe closes."""
 
 from __future__ import annotations
 
@@ -47,11 +43,8 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
 
 
 class _Sender:
-    """Buffers messages from watchdog's threads and sends them to the parent in lists.
-
-    The observer thread only appends to a list, so a slow parent never stalls inotify
-    reading; while one list is being sent the next one grows, which batches bursts.
-    """
+    """Buffers messages from watchdog's threads and sends them to the parent in lists; the
+    observer thread only appends, so a slow parent never stalls inotify reading."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -88,13 +81,8 @@ class _Sender:
 
 
 class _LogRelay(logging.Handler):
-    """Turns watchdog's warnings into "overflow" messages.
-
-    watchdog reports a kernel queue overflow only as a log warning ("Inotify queue
-    overflowed; ...", then again while it rebuilds the watches), never to a handler.
-    Any warning or error from watchdog means events may be missing, so all of them
-    ask the consumer to reconcile.
-    """
+    """Turns watchdog's warnings into "overflow" messages: it reports a kernel queue overflow
+    only as a log warning, and any warning means events may be missing."""
 
     def __init__(self, sender: _Sender) -> None:
         super().__init__(logging.WARNING)

@@ -1,24 +1,12 @@
 """What follows an index commit, off the writer's way: tantivy's merges, and the memory
 its threads freed.
 
-**Merges.**  A commit may start merges of older segments, which tantivy runs on its own
-threads; `wait_merging_threads()` returns when they end (and releases the GIL meanwhile).
-A batch that waited for them before it returned would make every commit that started
-one pay for the whole merge (a turn's index step: short at the median, long on average;
-`benchmarks/bench_pipeline.py` times it).  So a
-live-index batch hands its committed writer, and the writer lock it holds, to
-`MergesInFlight`: one thread waits for the merges, then releases the lock.  What the batch
-wrote is durable and visible when it returns; merges only rewrite segments of
-what is already committed, and a process killed during one loses that merge alone
-(tantivy never committed it; the next writer collects its files).
-
-Tantivy allows one writer per index, so nobody writes until the merges end: another
-process waits on the lock as it always did, and this process's next lock (a batch, a
-compaction, a rebuild's swap) first waits for the thread (`settle`).  The thread is not a
-daemon: the interpreter waits for it at exit.  A merge that failed (the disk refused a
-write) is raised by the next `settle`: nothing committed is lost by it, but the index's
-disk is failing and the next writer should say so.
-"""
+A commit may start merges, which tantivy runs on its own threads.  So that a batch does
+not pay for a whole merge, a live-index batch hands its committed writer and its lock to
+`MergesInFlight`, whose thread waits for the merges and then releases the lock.  What the
+batch wrote is durable and visible when it returns; a killed merge loses only itself.
+This process's next lock first waits for the thread (`settle`), which raises a merge's
+failure: the index's disk is failing.  The thread is not a daemon."""
 
 from __future__ import annotations
 
@@ -83,13 +71,9 @@ process too)."""
 
 
 def release_freed_memory() -> None:
-    """Hand back to the system the memory tantivy's threads (and ours) have freed.
-
-    glibc keeps what another thread freed in that thread's arena, so a process that
-    indexed keeps its high-water mark: after a 100k-document rebuild, 118 MiB anonymous
-    resident with 35 MiB in use, and the learning fold that follows it stacked its own
-    peak on top; an import grew by ~8 MiB per 1,000 turns.  Called after a rebuild's
-    spills and commit, and every `TRIM_EVERY` documents any other writer commits."""
+    """Hand back to the system the memory tantivy's threads (and ours) have freed: glibc
+    keeps it in each thread's arena, so an indexing process keeps its high-water mark.
+    Called after a rebuild and every `TRIM_EVERY` documents committed."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)

@@ -1,15 +1,9 @@
 """Keeping the index in step with the files: index paths, reconcile, rebuild.
 
-`reconcile` compares what is on disk (path, mtime, size) with what the index has
-recorded (path → checksum, mtime, size) and touches only what changed: a file with a
-new mtime but the same checksum is only re-stamped, never re-indexed.  `rebuild`
-builds a fresh index beside the live one (searches keep working), catches up with
-files changed meanwhile, and swaps it in.  Skipped files (broken frontmatter, binary,
-too large, symlinks) are reported with their reason and never rewritten.
-
-Walks never enter a symlinked folder and never list a symlinked file as a document:
-`scan_documents` (`indexers.walk`) hands such links to its `refused` list (verify names them).
-"""
+`reconcile` compares (path, mtime, size) on disk with the index's state and touches only
+what changed; a new mtime with the same checksum is only re-stamped.  `rebuild` builds a
+fresh index beside the live one, catches up with files changed meanwhile, and swaps it
+in.  Skipped files are reported with their reason and never rewritten."""
 
 from __future__ import annotations
 
@@ -95,12 +89,8 @@ class SyncReport:
 def record_loaded(
     batch: IndexBatch, root: Path, loaded: IndexDoc | Skipped, report: SyncReport | None = None
 ) -> None:
-    """Put one loaded document in the index, or record why it is not there.
-
-    A skipped file is removed from the index (an older, readable version must not
-    linger) and remembered with its mtime and size, so reconcile leaves the unchanged
-    file alone and verify can name it.
-    """
+    """Put one loaded document in the index, or record why it is not there: a skipped file
+    is removed from the index and remembered with its mtime and size."""
     if isinstance(loaded, IndexDoc):
         batch.upsert(loaded)
         if report is not None:
@@ -128,13 +118,9 @@ def _apply(
     progress: Progress | None,
     fresh: bool = False,
 ) -> None:
-    """Index, re-stamp (same checksum as `state` records) or delete each of `paths`
-    (a path, read here, or a path and what a walk read of it: `read_turn_folders`).
-
-    `fresh` is a rebuild's new index: nothing in it to delete, and the seconds of the
-    read, parse and index-add stages go to `report.stages` (a walk that reads gives
-    its time, listing and reading, to `read`).
-    """
+    """Index, re-stamp (same checksum as `state` records) or delete each of `paths` (a path,
+    or a path and what a walk read of it).  `fresh`: a rebuild's new index, nothing to delete;
+    its stages' seconds go to `report.stages`."""
     clock = time.perf_counter
     read = parse = add = 0.0
     items = iter(paths)
@@ -184,11 +170,9 @@ def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_byt
 def upsert_rendered(
     batch: IndexBatch, *, root: Path, docs: list[IndexDoc | Skipped], paths: list[str], max_bytes: int
 ) -> None:
-    """Index documents a writer has just rendered (no re-read of the files), and `paths`
-    read from disk, inside a batch the caller holds.  A rendered document whose file
-    changed since it was read (another writer saved and indexed a newer version
-    meanwhile) is read again under the index lock: the older copy must not replace the
-    newer one in the index."""
+    """Index rendered documents and `paths` read from disk, inside the caller's batch.  A
+    rendered document whose file changed since is read again under the index lock, so an
+    older copy never replaces a newer one."""
     again = list(paths)
     for doc in docs:
         if isinstance(doc, IndexDoc) and not _unchanged(root, doc):
@@ -263,11 +247,8 @@ def reconcile(
 
 
 class _Packed:
-    """Sorted paths held as one string while a rebuild works through them.
-
-    A list of 300k path strings (and the walk's freed objects between them) held ~50 MiB
-    through the whole rebuild, beside tantivy's arena; joined, they are ~13 MiB.  NUL
-    separates them: no file name holds one."""
+    """Sorted paths held as one NUL-separated string while a rebuild works through them
+    (a list of path strings holds several times the memory)."""
 
     def __init__(self, paths: list[str]) -> None:
         self._count = len(paths)
@@ -306,12 +287,9 @@ def rebuild(
     held: Callable[[str], bool] | None = None,
     barrier: Callable[[], None] | None = None,
 ) -> SyncReport:
-    """Recreate the index from the files (all of it, or one user's documents).
-
-    With `barrier`, a whole rebuild indexes the paths `held` says no to, then calls
-    `barrier()` (what it waits for may still be writing the others, or what they are
-    indexed with), then indexes the rest; an exception from it leaves the live index as
-    it was.  The seconds it waits are the stage `waiting`."""
+    """Recreate the index from the files (all of it, or one user's documents).  With
+    `barrier`, the paths `held` refuses are indexed only after `barrier()` returns; its
+    exception leaves the live index as it was."""
     started = time.perf_counter()
     report = SyncReport()
     if user is not None:

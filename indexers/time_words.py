@@ -1,12 +1,6 @@
-"""Time words in a query: "last week", "in May", "two months ago", "the first time".
-
-The expressions are the relative and absolute dates of everyday English as TimeML's
-TIMEX3 guidelines classify them (a deictic unit: "last week", "this month"; a
-distance: "two months ago"; a named month or weekday; an ordinal over events: "the
-first time", "recently").  Each resolves against the search's `now` into a window
-of creation times; the window is generous (a story told a few days after it
-happened still counts) because it boosts, it does not filter.
-"""
+"""Time words in a query ("last week", "in May", "two months ago", "the first time"), as
+TimeML's TIMEX3 classes them, resolved against the search's `now` into a generous window
+of creation times: it boosts, it does not filter."""
 
 from __future__ import annotations
 

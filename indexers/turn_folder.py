@@ -89,13 +89,8 @@ class TurnFiles:
 
 
 def _walk(folder: Path, root: Path | None) -> list[tuple[str, os.stat_result]]:
-    """(path relative to `folder`, lstat) of every file and empty folder, sorted.
-
-    Walked by descriptor (`os.fwalk`) from `folder` as opened and checked from the vault
-    `root` (`open_vault_folder`: `NotInVault` if it, or a folder on its way, is a link),
-    each name stat'ed in its folder's descriptor: a turn folder swapped for a link after
-    it was chosen names nothing of the link's target.  (`root` None: `folder` is a bare
-    folder outside any vault, in tests.)"""
+    """(path relative to `folder`, lstat) of every file and empty folder, sorted, walked by
+    descriptor from `folder` checked from `root` (None: a bare folder, in tests)."""
     try:
         if root is None:
             top = os.open(folder, FOLDER_FLAGS)
@@ -135,10 +130,8 @@ def folder_signature(folder: Path, root: Path | None = None) -> dict[str, tuple[
 def collect_turn_files(
     folder: Path, user: str, turn: str, created_at: datetime, *, root: Path | None = None
 ) -> TurnFiles:
-    """Read every file of a turn folder of the vault `root`; refuses symlinks and special
-    files, and a folder that is a link or under one (`ArchiveError`): listed by descriptor
-    from the folder as checked from `root`, each file read through `read_vault_file` from
-    `root`.  (`root` None: `folder` is a bare folder outside any vault, in tests.)"""
+    """Read every file of a turn folder of the vault `root`, listed by descriptor and read
+    through `read_vault_file`; links and special files are refused (`ArchiveError`)."""
     base, under = (folder, "") if root is None else (root, folder.relative_to(root).as_posix() + "/")
     entries: list[FileEntry] = []
     try:
@@ -168,14 +161,9 @@ def collect_turn_files(
 
 
 def write_turn_folder(turn: TurnFiles, dest: Path, *, root: Path | None = None) -> None:
-    """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes.
-
-    Never through a link: in the vault `root`, `dest`'s folder is made from the root down
-    (`make_folder`) and opened and checked from it; `dest` and every folder below it are
-    made by name in their parent's descriptor (`CheckedFolders.make`), each file created
-    by name there and given its mode and times by descriptor.  (`root` None: a folder
-    outside any vault, in tests.)  Not fsynced: the caller syncs once per batch before
-    renaming `dest` into place."""
+    """Recreate a turn folder at `dest` (which must not exist) with bytes, modes and mtimes,
+    every folder and file made by name in its checked parent, never through a link.  Not
+    fsynced: the caller syncs once per batch before renaming `dest` into place."""
     make_folder(dest.parent, root)
     with checked_folders(root, durable=False) as folders:
         folders.fd(dest.parent, target=dest)

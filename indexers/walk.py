@@ -1,18 +1,11 @@
 """Which files of the vault are documents: the walk every rebuild, reconcile, verify and
 promotion scan makes, from the listings alone.
 
-Symbolic links are never documents and linked folders are never entered: each one met
-goes to the caller's `refused` list (verify names them).  The walk goes by descriptor,
-each folder opened by name in its parent's and never through a link, so a folder
-swapped for one after its parent was listed names nothing of the link's target.
-(Split from `indexers.sync` when the walk went by descriptor.)
-
-A rebuild reads every document, so its walk reads them too (`read_turn_folders`): each
-turn folder opened by name in its user's `turns/` folder, each document read by name in
-its folder's descriptor (`events.fsio.read_in_folder`), where a walk that listed
-paths, then read each by its path from the root, resolved every path twice and asked the
-kernel where each file landed (~1 s of a 100k-turn rebuild).
-"""
+Links are never documents and linked folders are never entered: each goes to the caller's
+`refused` list.  The walk goes by descriptor, each folder opened by name in its parent's,
+so a folder swapped for a link after its parent was listed names nothing of its target.
+A rebuild's walk also reads the turn folders (`read_turn_folders`), by name in each
+folder's descriptor."""
 
 from __future__ import annotations
 
@@ -48,14 +41,8 @@ def scan_documents(
     *,
     refused: list[Skipped] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """Every document path (vault-relative) with its (mtime_ns, size).
-
-    Symbolic links are never documents and linked folders are never entered; each one
-    met (any file or folder, pointing anywhere) goes to `refused` with its reason, and so
-    does a file with other names (a hard link: `events.fsio.HARD_LINK`).
-    `os.scandir` tells links and folders apart from the directory listing itself, so
-    only documents cost a stat.
-    """
+    """Every document path (vault-relative) with its (mtime_ns, size).  Links, linked folders
+    and hard-linked files go to `refused` with their reason; only documents cost a stat."""
     found: dict[str, tuple[int, int]] = {}
     for rel, entry in walk_documents(root, under, refused=refused):
         try:
@@ -77,16 +64,10 @@ def walk_documents(
     refused: list[Skipped] | None = None,
     turn_folders: list[str] | None = None,
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Each document of the vault (or of the folder `under`): its vault-relative path
-    and directory entry, read from the listings alone (`scan_documents`' rules).  With
-    `turn_folders`, the turn folders (`users/{u}/turns/turn_NNNNNN`) are not entered but
-    listed there, for `read_turn_folders`.
-
-    Walked by descriptor: `under` opened and checked from the root (`open_vault_folder`),
-    each folder below opened by name in its parent's descriptor, never through a link,
-    and listed by its own: a folder swapped for a link after its parent was listed is
-    refused (named as a link), nothing in it named.  An entry is good for `stat` only
-    while the walk is on (its folder's descriptor is closed once walked)."""
+    """Each document of the vault (or of `under`): its vault-relative path and directory
+    entry, by `scan_documents`' rules.  With `turn_folders`, turn folders are listed, not
+    entered, for `read_turn_folders`.  Walked by descriptor from `under` checked from the
+    root; an entry is good for `stat` only while the walk is on."""
     if under:
         parts = under.split("/")
         if any(p in ("", ".", "..") for p in parts):
@@ -119,11 +100,8 @@ def read_turn_folders(
     max_bytes: int,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[str, DocRef, Loaded]]:
-    """Each document in the turn `folders` (`walk_documents(turn_folders=)`, in order):
-    its path, what it is, and what `indexers.documents.read_checked` makes of its bytes;
-    `progress` is told of each folder done.  Each user's `turns/` folder is opened and checked from
-    the root, each turn folder by name in it (a link there since the listing is refused,
-    as the walk refuses one), and each document read by name in its folder's descriptor."""
+    """Each document in the turn `folders`: its path, what it is, and what `read_checked`
+    makes of its bytes, read by name in its checked folder; `progress` hears of each folder."""
     parent_rel, parent = "", -1
     try:
         for folder in folders:
@@ -241,12 +219,8 @@ _LINK_REASON = "is a symbolic link (never followed)"
 
 
 def refused_files(root: Path) -> Iterator[tuple[str, str]]:
-    """Every entry of the vault the one rule refuses (`events.fsio.refusal`), documents or
-    not (the inbox and its `processed/` and `rejected/`, the outbox, caches, journals,
-    archive parts, a turn's log): its vault-relative path and kind (`symlink`,
-    `hard_link`, `fifo`, `device`, `socket`).  Walked by descriptor, never through a link;
-    folders at the top whose names start with a dot (`.obsidian`, `.git`) are not
-    PandaFS's and are not entered.  A stat per regular file (its count of names)."""
+    """Every entry of the vault the one rule refuses, documents or not: its path and kind.
+    Walked by descriptor, never through a link; top-level dot folders are not entered."""
     top = os.open(root, FOLDER_FLAGS)
     try:
         yield from _refused_below(top, "")

@@ -5,40 +5,20 @@
     watchdog Observer (inotify)            pump thread: filter, debounce ──▶ next_batch()
       └ handler ─▶ buffer ─▶ sender ─pipe─▶   (paths, rescan_dirs, overflow)
 
-Why a child process: an observer in the same process slows our own file writes
-2–10× (it competes for the GIL on every event), so the observer runs in its own
-Python process and sends raw events down a pipe in lists.  The parent only
-filters, relativises and debounces them, in one background thread.  The child is
-a fresh interpreter (`subprocess`, never a bare fork of a threaded parent) with
-the parent's `sys.path` that imports this module and watchdog, nothing more;
-multiprocessing's "spawn" would also re-run the parent's main script in it,
-which breaks scripts without an `if __name__ == "__main__"` guard and loads the
-whole CLI a second time.
+A child process, because an observer in our process competes for the GIL on every event
+and slows our own writes.  It is a fresh interpreter (`subprocess`, never a fork of a
+threaded parent, nor multiprocessing's spawn, which re-runs the parent's main script)
+importing only this module and watchdog.
 
-Why batches of *paths*, not events: inotify is lossy and its event shapes vary
-by editor (an atomic save is events on a temp file, then a move onto the real
-name; vim moves away, creates, deletes).  So every event just means "this path
-may have changed", and the consumer confirms by stat + checksum.  A move marks
-both ends; the temporary source of an atomic save is ignored, its destination
-is not.
+Batches of paths, not events: inotify is lossy and editors' event shapes vary, so an
+event only means "this path may have changed" and the consumer confirms by checksum.
+`rescan_dirs` names every folder created, moved or deleted (some changes have no per-file
+events); `overflow` relays any watchdog warning (a kernel queue overflow is only logged),
+and the consumer answers it with a full reconcile.
 
-Why `rescan_dirs`: some changes have no per-file events.  Moving a folder out
-of the vault is one dir delete; files written into a brand-new folder can land
-before its watch exists.  Every directory created, moved or deleted is reported
-so the consumer rescans that subtree.
-
-Why `overflow`: when the kernel queue (16,384 events) overflows, watchdog only
-logs a warning and carries on; a 5,000-file burst can lose most of its events.
-The child relays every watchdog warning as `overflow=True` in the next batch,
-and the consumer answers with a full reconcile scan.
-
-When the child dies (killed, vault folder removed, a thread crashed) the watcher
-does not restart it by itself: the pending changes are delivered in a last batch
-with `overflow=True` and `error` set, `alive` turns False, and the next call to
-`next_batch` raises `WatcherError`.  The consumer decides: log it, call `start()`
-again (a watcher can be restarted) and reconcile.  A restart loop hidden in
-here would hide a vault that is gone or an exhausted inotify watch limit.
-"""
+When the child dies, the pending changes come in a last batch with `overflow=True` and
+`error` set, `alive` turns False, and the next `next_batch` raises `WatcherError`; the
+consumer decides whether to `start()` again.  No hidden restart loop."""
 
 from __future__ import annotations
 
@@ -86,12 +66,9 @@ _State = Literal["new", "running", "stopped", "dead"]
 class VaultWatcher:
     """Debounced batches of changed vault-relative paths, from an observer in a child process.
 
-    A batch is sealed when the vault has been quiet for `debounce_s`, or when its
-    oldest change is `max_delay_s` old (so a constant stream still flushes).  If the
-    consumer is slower than that, sealed batches merge: `next_batch` always returns
-    everything seen so far.  `ignore(rel_path)` drops paths nobody should index; pass
-    your own (usually `lambda p: default_ignore(p) or ...`) to extend the default.
-    """
+    A batch is sealed after `debounce_s` of quiet, or when its oldest change is `max_delay_s`
+    old; a slow consumer gets sealed batches merged.  `ignore(rel_path)` drops paths nobody
+    should index (extend `default_ignore`)."""
 
     def __init__(
         self,
@@ -123,13 +100,9 @@ class VaultWatcher:
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> None:
-        """Start the observer process; return once every folder of the vault is watched.
-
-        A file written right after `start()` returns is seen.  Raises `WatcherError` if the
-        vault cannot be watched or the observer is not ready within `timeout` seconds
-        (the child starts in ~0.2 s and adds ~10,000 folder watches per 0.2 s).  Calling it
-        on a stopped or dead watcher starts a fresh observer process.
-        """
+        """Start the observer process; return once every folder of the vault is watched, so a
+        file written afterwards is seen.  `WatcherError` if the vault cannot be watched or the
+        observer is not ready within `timeout`.  Restarts a stopped or dead watcher."""
         with self._cond:
             if self._state == "running":
                 return
@@ -182,10 +155,7 @@ class VaultWatcher:
         self._pump_thread.start()
 
     def stop(self) -> None:
-        """Stop the observer process and the pump thread; idempotent.
-
-        Changes already seen stay available to `next_batch` until taken.
-        """
+        """Stop the observer and the pump thread; idempotent.  Changes seen stay for `next_batch`."""
         with self._cond:
             self._stopping = True
         self._release()
@@ -211,10 +181,7 @@ class VaultWatcher:
 
     def next_batch(self, timeout: float | None = None) -> ChangeBatch | None:
         """Block until a batch is due and return it; None on timeout or once stopped.
-
-        Raises `WatcherError` when the observer process has died and its last batch
-        (the one carrying `error`) has already been returned.
-        """
+        `WatcherError` once the dead observer's last batch has been returned."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:

@@ -1,9 +1,5 @@
-"""Writing the full-text index: batches on the live index, rebuild and swap.
-
-A batch holds the folder's writer lock (`indexers.folder`) and commits when it closes;
-its state lines follow the commit.  A rebuild builds `fulltext.new/` beside the live
-index and swaps it in when complete.
-"""
+"""Writing the full-text index: batches on the live index (holding the folder's lock,
+committed when they close), and rebuilds beside it, swapped in when complete."""
 
 from __future__ import annotations
 
@@ -133,13 +129,9 @@ class IndexWriter:
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
         """A writer of `index` whose first operation is a no-op delete.
 
-        Tantivy stamps a new writer's first operation with the opstamp of the last
-        commit.  A merge started before this writer's commit (≥ 8 committed segments: a
-        writer killed before its merges ended left them) counts that operation as already
-        applied to a segment whose deletes were written at that opstamp, and skips it: the
-        delete of a path's old version in that segment was lost, leaving two versions
-        indexed (a restored turn's stub stayed searchable).  The no-op takes that opstamp;
-        every operation of the batch comes after it."""
+        Tantivy stamps a new writer's first operation with the last commit's opstamp, and a merge
+        started before may count it as already applied: a real delete there would be lost and
+        leave two versions of a path indexed.  The no-op takes that opstamp."""
         try:
             writer = index.writer(heap_size=self.heap_mb * 1_000_000, num_threads=1)
             writer.delete_documents_by_term("path", "")  # no document has an empty path
@@ -241,13 +233,8 @@ class IndexWriter:
 
     @contextmanager
     def rebuild(self, catch_up: CatchUp | None = None) -> Iterator[IndexBatch]:
-        """Build a fresh index beside the live one and swap it in when the block ends.
-
-        The live index keeps serving searches and other writers meanwhile.  Just before
-        the swap, under the writer lock, `catch_up(open_batch, built)` may bring the new
-        index up to date with files that changed while it was being built (`built()`
-        reads the new index's state: only then, it holds an entry per document).
-        """
+        """Build a fresh index beside the live one (which keeps serving) and swap it in when the
+        block ends; just before, under the lock, `catch_up(open_batch, built)` brings it up to date."""
         folder = self.folder
         root = folder.root
         new = folder.dir.with_name(folder.dir.name + ".new")

@@ -1,10 +1,5 @@
-"""Builds the `Memory` everything above the learning loop and the archive uses.
-
-The memory layer knows nothing of either: this is where they are handed to it — the
-learning loop's derived trust and recorded sharing (read when a document is indexed)
-and the archive's originals of archived turns (read when one is retrieved).  Each is loaded on first
-use, so a search that indexes nothing and retrieves nothing loads neither.
-"""
+"""Builds the `Memory` everything above the learning loop and the archive uses, handing
+it their parts (derived trust and sharing; archived originals), each loaded on first use."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What a vault check reports: `Problem`, and the shape of a vault-wide checker.
-
-Each area that keeps something checkable (the archive, the learning loop's logs, the
-pipeline's interrupted turns) publishes its checkers as `CHECKS`; `pandafs verify`
-runs them beside its own, knowing nothing of how each one works.  A checker returns
-Problems; one with `repaired=True` is a repair it made under `--repair`.
-"""
+"""What a vault check reports: `Problem`, and the shape of a vault-wide checker.  Each
+area publishes its checkers as `CHECKS`, which `pandafs verify` runs."""
 
 from __future__ import annotations
 

@@ -17,13 +17,10 @@ NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or s
 
 
 def check_claims(vault: Vault, repair: bool) -> list[Problem]:
-    """Frontmatter that claims what only the path decides: `scope: global` on a document
-    of `users/{u}/` that is not shareable (indexed as that user's; publish it instead), an
-    `id:` other than the path's (ignored: ids come from paths; a warning, unless the id is
-    another document's), a folder under users/ that is
-    no user's (`not_a_user`: nothing in it is read).  Turn folders are written
-    by PandaFS and checked against their events instead; `--repair` changes nothing here,
-    since the file is the person's to edit."""
+    """Frontmatter that claims what only the path decides: `scope: global` on a user's
+    document that cannot be shared, an `id:` other than the path's (a warning, unless it is
+    another document's), a folder under users/ that is no user's.  `--repair` changes
+    nothing: the file is the person's to edit."""
     problems: list[Problem] = []
     roots = [vault.layout.knowledge]
     for e in sorted(vault.layout.users_dir.iterdir()) if vault.layout.users_dir.is_dir() else []:

@@ -1,24 +1,11 @@
 """Wikilinks to turns that keep resolving in Obsidian while turns move to the archive and back.
 
-PandaFS links a turn by its vault-relative path: `[[users/alice/turns/turn_000007/context|…]]`
-(facts, preferences, memories, outbox answers, other turns' §0/§2/§6), or, for a turn that
-was archived when the link was written, by its stub: `[[archive/stubs/alice/turn_000007|…]]`.
-Archiving removes the folder, restoring removes the stub, so a link of either form can
-point at nothing.  The choice made here is to *rewrite links* (not to keep a note at the
-old path, which would be a second copy of the turn in the index and in Obsidian):
-
-- `relink(text, where)` rewrites every turn link to where the turn is now — the live
-  `…/turns/turn_N/context` or the stub `archive/stubs/{u}/turn_N` — keeping the label
-  (`|…`, or `\\|…` inside a table); a link into an archived turn's other files
-  (research.md, cached pages) goes to its stub, and a heading anchor (`#…`) is dropped
-  when the target changes, since the other note does not have it.  A turn that is
-  nowhere (deleted by hand) is left alone.
-- `same_but_turn_links(a, b)` says whether two texts differ only in the form of turn
-  links, so a turn's context.md rewritten this way is not reported as drift from its
-  events, and re-projecting it does not undo the rewrite.
-
-The archive (`pandafs.archive`) calls the rewriting for the users whose turns moved.
-"""
+A turn is linked by its path, `[[users/alice/turns/turn_000007/context|…]]`, or, archived,
+by its stub, `[[archive/stubs/alice/turn_000007|…]]`; moving it breaks one form, so links
+are rewritten (no second copy is kept at the old path).  `relink` points every turn link
+where the turn is now, keeping the label, dropping a heading anchor when the target
+changes; a turn that is nowhere is left alone.  `same_but_turn_links` says whether two
+texts differ only so, which is not drift."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""How commands print: `--json` gives one JSON document on stdout, otherwise text.
-
-Progress goes to stderr so `--json` output stays clean for scripts.
-"""
+"""How commands print: `--json` gives one JSON document on stdout, otherwise text;
+progress goes to stderr."""
 
 from __future__ import annotations
 

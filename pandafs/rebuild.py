@@ -2,29 +2,15 @@
 
 1. usage, trust and scope, the turn catalog and the daily rollups (from turn events),
    written into the documents' frontmatter and the trust shards;
-2. the full-text index (built beside the live one and swapped in), reading those: each
-   document is indexed once, with its trust (folded after the index, every turn whose
-   trust changed was indexed a second time, and left a deleted copy that BM25 counts);
+2. the full-text index, built beside the live one and swapped in, each document indexed
+   once with its trust;
 3. the per-domain source reliability table and its site notes (from extraction events).
 
-**Beside each other.**  The fold (1 and 3) reads every turn's events and the indexing
-every document, each on one core: the fold runs in a forked process while this one
-indexes the turns, taking their trust from the learning cache's trust table, read
-before the fork.  Then it waits for the fold, indexes the other documents (which the
-fold may have rewritten) and compares that table with the one the fold wrote.  If they
-differ (a cache out of step with the events), that index is dropped before it is
-swapped in and every document is indexed again with the fold's trust, as fold-first
-would have: the index is the same either way.  Without a cache (after `rm -r
-indexes/`, or a vault only imported into) the table is empty: a vault whose turns have
-earned no trust (nothing used and judged yet) is indexed once, beside the fold, and
-one whose turns have is indexed again (faster than fold-first in the first case, slower
-in the second; `benchmarks/HISTORY.md` has the figures).  Where there is no `fork`, the
-fold runs first.
-
-`--user U` rebuilds only that user's index entries (trust comes from the learning
-cache, so turns keep theirs).  Delete `indexes/` and run this: the results are the
-same as before.
-"""
+The fold (1 and 3) runs in a forked process while this one indexes the turns with the
+trust the learning cache held before the fork; then it indexes the other documents and
+compares that trust with what the fold wrote.  If they differ, the new index is dropped
+before the swap and built again with the fold's trust, so the index is the same either
+way.  Without `fork`, the fold runs first.  `--user U` rebuilds only that user's entries."""
 
 from __future__ import annotations
 
@@ -62,10 +48,9 @@ def rebuild_all(
     on_fold_total: Progress | None = None,
     beside: bool | None = None,
 ) -> dict[str, Any]:
-    """Rebuild it all (see the module docstring); `progress` / `on_total` follow the
-    indexing, `fold_progress` / `on_fold_total` the turns the learning fold reads when it
-    runs first, `stage` is told what begins.  `beside`: run the fold beside the indexing
-    (None: when the learning cache is there and this system forks)."""
+    """Rebuild it all (module docstring).  `progress` / `on_total` follow the indexing,
+    `fold_progress` / `on_fold_total` a fold that runs first, `stage` hears what begins.
+    `beside` runs the fold beside the indexing (None: when the cache is there and we can fork)."""
     memory = open_memory(vault)
     if user is not None:
         index = memory.rebuild(user=user, progress=progress, on_total=on_total)

@@ -1,10 +1,5 @@
-"""Token counting for budgets (§2 cap, tier budgets).
-
-We count words and punctuation marks: `len(re.findall(r"\\w+|[^\\w\\s]", text))`.
-For English prose this is within ~10 % of a BPE tokenizer's count (BPE splits rare
-words but merges a word with its leading space), needs no model download, and is
-deterministic — a budget checked here is checked the same way everywhere.
-"""
+"""Token counting for budgets: words and punctuation marks.  Close to a
+BPE tokenizer's count on English prose, with no model and the same result everywhere."""
 
 from __future__ import annotations
 

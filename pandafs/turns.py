@@ -1,10 +1,6 @@
 """Turn folders: reading their events, writing their projections, replay and drift.
-
-The event log is the record; `context.md`, `metadata.json` and the other projected
-files are rendered from it by `events.render_turn`.  `project(…)` writes only the
-files whose bytes differ (so the watcher sees no churn), `replay(…, check=True)`
-reports drift — a hand edit or a missing file — and changes nothing.
-"""
+`project` writes only the files whose bytes differ; `replay(…, check=True)` reports drift
+and changes nothing."""
 
 from __future__ import annotations
 
@@ -116,10 +112,8 @@ def project(
     ref: TurnRef, view: TurnView | None = None, *, durable: bool = True, files: dict[str, bytes] | None = None
 ) -> TurnView:
     """Write the turn's projected files from its events; unchanged files are left alone.
-
-    `files` is `render_turn(view)` when the caller rendered them already.  metadata.json
-    is written last, so one that records how the turn ended says every other projected
-    file was written (recovery's cheap test for a turn left unprojected)."""
+    metadata.json goes last, so one that records how the turn ended says every other file
+    was written (recovery's test for a turn left unprojected)."""
     if view is None:
         view = load_view(ref)
     rendered = files or render_turn(view)
@@ -152,12 +146,9 @@ class ReplayReport:
 
 
 def same_projection(name: str, on_disk: bytes, rendered: bytes) -> bool:
-    """Whether a projected file on disk says what its events say.
-
-    Markdown may differ only in where its turn links point (`pandafs.links`).  metadata.json
-    is compared as data, and the keys it no longer writes are ignored: one written before
-    (indented, with the answer, empty keys) is as good as a new one, so old vaults neither
-    drift nor get rewritten."""
+    """Whether a projected file on disk says what its events say.  Markdown may differ only
+    in where its turn links point; metadata.json is compared as data, ignoring keys it no
+    longer writes, so older vaults neither drift nor get rewritten."""
     if same_but_turn_links(on_disk, rendered):
         return True
     if name != "metadata.json":
@@ -193,12 +184,8 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
 
 
 def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
-    """A log whose end was cut: its metadata.json recorded more events than it holds.
-
-    A hash chain proves every event it still has, but cannot see events removed from
-    its end; the projection written after them remembers how many there were (and the
-    last hash).  Re-projecting such a log would silently turn a finished turn INCOMPLETE.
-    """
+    """A log whose end was cut: its metadata.json recorded more events than it holds (a hash
+    chain cannot see that).  Re-projecting it would silently make a finished turn INCOMPLETE."""
     rel = f"{vault.rel(ref.path)}/metadata.json"
     try:
         raw, _ = read_vault_file(vault.root, rel)
@@ -278,12 +265,9 @@ def is_abandoned(ref: TurnRef) -> bool:
 
 
 def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
-    """Remove an abandoned turn folder whose writer is dead, at once, whatever its age.
-
-    A live allocator holds the folder's lock from its `mkdir` until its turn ends
-    (`Vault.new_turn`); the kernel releases it when the process dies.  So a folder
-    this process can lock (`Vault.held_turn`) and that holds no event is an allocation
-    whose writer died, and one it cannot lock is left to its live writer."""
+    """Remove an eventless turn folder whose writer is dead, whatever its age: a live
+    allocator holds the folder's lock until its turn ends, and the kernel releases it when
+    the process dies, so one we can lock (`Vault.held_turn`) is abandoned."""
     with vault.held_turn(ref.user, ref.turn) as held, checked_folders(vault.root, durable=False) as checked:
         if not held or not is_abandoned(ref):
             return False

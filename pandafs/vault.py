@@ -1,18 +1,10 @@
 """A vault on disk: its layout, its config, creating it, and allocating turn numbers.
 
-Turn numbers are per user and never reused.  `allocate_turns` takes an exclusive
-`flock` on `users/{u}/turns/.alloc.lock`, reads the counter hint in
-`users/{u}/turns/.counter`, and claims each number with `mkdir` (atomic), skipping
-numbers whose folder or archive stub exists — so two processes never get the same
-number, and a lost or stale counter only costs a few extra `stat` calls.
-
-A turn folder that holds no event yet is live exactly while a process holds a `flock`
-on the folder itself: `new_turn` makes and locks it under the allocation lock and holds
-it while the turn runs, and the kernel releases it when that process dies.  So whoever
-wants to remove or adopt an eventless folder takes the same two locks (`held_turn`):
-it never sees a folder between its `mkdir` and its lock, never takes a live one, and
-never waits on the folder's age to tell a dead allocation from a live one.
-"""
+Turn numbers are per user and never reused: under `users/{u}/turns/.alloc.lock` each is
+claimed by `mkdir`, starting from the counter hint `.counter` and skipping numbers whose
+folder or stub exists.  A turn folder without events is live exactly while a process
+holds a `flock` on it (`new_turn` takes it under the allocation lock; the kernel releases
+it when the process dies), so removing or adopting one takes both locks (`held_turn`)."""
 
 from __future__ import annotations
 
@@ -163,15 +155,9 @@ class Vault:
 
     @contextmanager
     def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:
-        """The one lock over an owner's memory documents (`None`: the global ones).
-
-        Every writer of preferences.md, facts.md, memories/ (save, Phase 8's commit, the
-        learning engine's counters and scope changes, prune) holds it and re-reads the file
-        under it, so no acknowledged line is overwritten by a stale copy.  The owner's
-        folder and `memories/` are checked first: a link there is refused (`NotInVault`),
-        so no writer under this lock puts a document outside the vault or in another
-        user's folder.
-        """
+        """The one lock over an owner's memory documents (`None`: the global ones).  Every writer
+        of preferences.md, facts.md and memories/ holds it and re-reads the file under it, so no
+        acknowledged line is overwritten; a link at the owner's folder is refused."""
         if owner is None:
             path, what = self.layout.indexes / "global-memory.lock", "the global memory"
         else:
@@ -183,12 +169,8 @@ class Vault:
             yield
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
-        """Claim `count` new turn folders for `user`; returns their names in order.
-
-        The counter is only a hint and is written without fsync: after a crash a stale
-        counter costs a few `mkdir` probes, never a reused number (folders and archive
-        stubs are checked).
-        """
+        """Claim `count` new turn folders for `user`; their names in order.  The counter is not
+        fsynced: a stale one costs a few probes, never a reused number."""
 
         def made(turns: int, name: str) -> bool:
             try:
@@ -201,11 +183,8 @@ class Vault:
 
     @contextmanager
     def new_turn(self, user: str) -> Iterator[str]:
-        """Claim one new turn folder for `user` and hold it while the block runs.
-
-        The folder is made and locked in one step under the allocation lock, so it is
-        never seen unheld while its process lives; `allocate_turns` leaves its folders
-        unheld (what a process that died before its first event leaves behind)."""
+        """Claim one new turn folder for `user`, made and locked in one step under the
+        allocation lock, and hold it while the block runs."""
         held: list[int] = []
 
         def made(turns: int, name: str) -> bool:
@@ -228,11 +207,8 @@ class Vault:
 
     @contextmanager
     def held_turn(self, user: str, turn: str) -> Iterator[bool]:
-        """Hold `turn`'s folder if no live process does: yields whether it is held now.
-
-        The folder's lock is taken under the allocation lock, so a folder between its
-        `mkdir` and its lock in `new_turn` is never mistaken for a dead one.  False
-        also when the folder is gone."""
+        """Hold `turn`'s folder if no live process does (taken under the allocation lock);
+        yields whether it is held now.  False also when the folder is gone."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             fd = _lock_folder(turns / turn)
@@ -243,12 +219,8 @@ class Vault:
                 os.close(fd)
 
     def reserve_turns(self, user: str, count: int) -> list[str]:
-        """Reserve `count` turn numbers for folders built elsewhere and placed later.
-
-        No folder is made: the counter moves past the numbers, so `allocate_turns`
-        (which probes upward from it) never hands them out.  `place_turns` moves the
-        finished folders in; a number nobody placed (the writer died) is simply skipped.
-        """
+        """Reserve `count` turn numbers for folders built elsewhere and placed later
+        (`place_turns`): the counter moves past them; a number nobody placed is skipped."""
 
         def free(turns: int, name: str) -> bool:
             try:
@@ -260,11 +232,9 @@ class Vault:
         return self._claim_numbers(user, count, free)
 
     def _claim_numbers(self, user: str, count: int, take: Callable[[int, str], bool]) -> list[str]:
-        """Under the allocation lock, walk up from the counter hint and keep the first
-        `count` numbers `take(turns, name)` accepts, skipping archived ones; move the
-        counter past them.  `turns` is the user's turns folder as opened and checked from
-        the vault root once the lock is held (`checked_folders`): names are made and
-        probed in it by descriptor, never through a folder swapped for a link."""
+        """Under the allocation lock, walk up from the counter hint and keep the first `count`
+        numbers `take(turns, name)` accepts, skipping archived ones; move the counter past them.
+        `turns` is the user's checked turns folder, probed by descriptor."""
         validate_user_id(user)
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
@@ -285,14 +255,9 @@ class Vault:
         return names
 
     def place_turns(self, user: str, staged: list[tuple[str, Path]]) -> list[str]:
-        """Rename complete folders `(name, staged path)` into place, each in one step.
-
-        A reader sees a turn folder whole or not at all.  Under the allocation lock
-        a name is placed only if nothing holds it (a lost counter may have let
-        `allocate_turns` take it meanwhile); the names not placed are returned.
-        The renames go between the staging and turns folders as opened and checked from
-        the vault root (`checked_folders`), and are made durable with one fsync of each.
-        """
+        """Rename complete folders `(name, staged path)` into place, each in one step, so a
+        reader sees a turn folder whole or not at all.  A name something holds already is not
+        placed (returned); the renames go between checked folders, fsynced once each."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
         with (

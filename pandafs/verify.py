@@ -1,60 +1,9 @@
 """`pandafs verify`: check everything that can be checked against its source.
 
-Checks (each problem is `{path, kind, message}`; kinds are stable for scripts):
-  chain        an event line was changed, reordered or deleted (names file and seq)
-  torn_tail    the log ends in an incomplete line (`--repair` moves it aside)
-  misplaced    events name another user or turn than their folder
-  empty_turn   a turn folder with no events whose allocator died (`--repair` removes
-               it at once; one a live process holds is its turn, not a problem); a
-               warning when its only line was torn and moved aside (kept, not removed)
-  drift        a projected file differs from its events (`pandafs replay` rewrites it)
-  missing      a projected file is missing (`--repair` re-projects it)
-  unreadable   a file that cannot be parsed at all (or a log that is a symlink), a
-               part of the turn catalog that does not read as one, a file of the
-               learning cache or a daily rollup that is no JSON object (`--repair`
-               rebuilds the learning state)
-  cut_tail     the log holds fewer events than its projection recorded: its end was
-               cut (a hash chain cannot see that); `replay` refuses to rewrite it
-  ledger       a completed turn's log does not end as the user's ledger recorded it
-               (`users/{u}/turns/.ledger.jsonl`, `events.ledger`): it was rewritten,
-               hashes recomputed or not; or the ledger's own chain breaks
-  unanchored   (a warning) a completed turn the ledger does not name, as in a vault
-               made before the ledger (`--repair` records it as it is now)
-  interrupted  a turn whose process died before it ended (`--repair` closes it as FAIL;
-               inbox turns are `watch`'s to resume)
-  symlink      a symbolic link (file or folder) anywhere in the vault (documents, inbox,
-               inbox/processed and inbox/rejected, outbox, caches, archive): never
-               followed, never indexed
-  hard_link    a file with other names (a hard link), anywhere in the vault: never
-               read, indexed or written (its other name may be another user's file)
-  fifo, device, socket  anything but a regular file where files live: never read
-  skipped      a document the indexer skips, with the reason (broken frontmatter,
-               binary, too large, unreadable): not in search until it is fixed
-  index_stale  one per path: a document not in the index, changed since it was
-               indexed, or indexed but gone (`--repair` reconciles and lists each);
-               at `indexes/fulltext`: the index is missing, or holds documents its
-               state does not name (`--repair` rebuilds it)
-  index_damaged  a file of the index is corrupt or missing, named by its path (its
-               JSON, or a segment file against the checksum in its footer), so it
-               cannot be read (`--repair` rebuilds it from the documents, first)
-  scope_claim  `scope: global` on a user's document that cannot be shared, or on
-               research no recorded promotion shared (it stays theirs)
-  unrecorded_share  a document in `knowledge/published/` no publish record names
-  commit_missing  (a warning) a memory a turn says it committed (`memory_committed`) that
-               is not in its document (the statement in preferences.md / facts.md, the
-               file under memories/) nor among the deleted (`archive/expired/…`): an
-               acknowledged save lost, or edited or removed by hand (neither is recorded)
-  id_claim     an `id:` in frontmatter that is not the path's (ids come from paths): a
-               warning (the id is ignored), a problem when it is another document's id
-  not_a_user   a folder under users/ whose name is no user id (`knowledge`, `site`, …)
-  archive_*    cold storage (stubs, Parquet rows, checksums): `pandafs.archive.check_archive`
-  The maintenance logs (`users/{u}/memory.events.jsonl`, scope changes made outside
-  any turn) are checked like a turn's log: chain, torn_tail, misplaced.
-
-`default_checks()` lists the vault-wide checkers the CLI runs after the turns.
-A checker returns Problems; one with `repaired=True` is a repair it made (listed by
-`verify --repair` as such), the others are what is still wrong.
-"""
+Each problem is `{path, kind, message}`; the kinds are stable for scripts and listed in
+docs/safety.md.  The turns are checked here (their logs, projections, ledger anchors and
+commits), the index by `check_index`; each other area publishes its checkers as `CHECKS`
+(`default_checks()`).  A problem with `repaired=True` is a repair `--repair` made."""
 
 from __future__ import annotations
 
@@ -236,11 +185,9 @@ def _check_anchor(
     report: VerifyReport,
     ledgers: dict[str, LedgerRead],
 ) -> None:
-    """That the turn's log ends as the user's ledger recorded it (`events.ledger`), or a
-    `ledger` problem: a log rewritten whole, its hashes recomputed, passes its own chain
-    check but not this one.  A completed turn the
-    ledger does not name (a vault older than the ledger) is a warning, `unanchored`;
-    `--repair` records it as it is now."""
+    """That the turn's log ends as the user's ledger recorded it, else a `ledger` problem (a
+    log rewritten whole passes its own chain check, not this one).  A completed turn the
+    ledger does not name is the warning `unanchored`, which `--repair` records."""
     ledger = ledgers.get(ref.user)
     if ledger is None:
         ledger = ledgers[ref.user] = read_ledger(vault.root, ref.turns)
@@ -281,10 +228,8 @@ def _check_anchor(
 
 
 def _saved_statements(vault: Vault, rel: str, saved: dict[str, set[str] | None]) -> set[str] | None:
-    """The statements of the list at `rel` (its entries, and the deleted ones kept at
-    `archive/expired/…` with their deletion's comment), normalized as saving compares
-    them (`norm_statement`), read once a verify; None when it cannot be read as text
-    (the index check names why)."""
+    """The normalized statements of the list at `rel` and its deleted entries, read once a
+    verify; None when it cannot be read as text (the index check names why)."""
     if rel not in saved:
         try:
             data, _ = read_vault_file(vault.root, rel)
@@ -306,10 +251,8 @@ _DELETED = re.compile(r"\s*<!-- deleted [^>]*-->[ \t]*$", re.MULTILINE)
 def _check_commits(
     vault: Vault, ref: TurnRef, view: TurnView, report: VerifyReport, saved: dict[str, set[str] | None]
 ) -> None:
-    """Each memory the turn committed is where it was written, or among the deleted
-    (`archive/expired/{its path}`), else a `commit_missing` warning: an acknowledged save
-    that is gone.  A statement is sought among its document's lines (normalized as saving
-    compares them); a memory document by its path.  Each document is read once a verify."""
+    """Each memory the turn committed is in its document, or among the deleted, else a
+    `commit_missing` warning: an acknowledged save that is gone."""
     staged = {c.candidate_id: c for c in view.staged}
     for commit in view.committed:
         candidate = staged.get(commit.candidate_id)
@@ -345,15 +288,11 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:
-    """Every document on disk is in the index at its current bytes, or named with the
-    reason it is not; nothing gone lingers; every symlink among the documents is named.
+    """Every document on disk is in the index at its current bytes, or named with the reason
+    it is not; nothing gone lingers; every symlink among the documents is named.
 
-    `--repair` reconciles, lists each path it re-indexed or dropped, then checks again:
-    what a reconcile cannot fix (a skipped file, a symlink) stays a problem.  An index
-    that is damaged, missing, or holds documents its state does not name (no path to
-    reconcile them by) is rebuilt from the documents, not listed as "reconciled" and left
-    as it was.
-    """
+    `--repair` reconciles, lists each path it changed and checks again.  An index that is
+    damaged, missing, or holds documents its state does not name is rebuilt instead."""
     memory = open_memory(vault)
     found = _index_problems(vault, memory)
     if not repair:
@@ -511,14 +450,9 @@ def verify_vault(
 
 
 def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Problem], list[Problem]]:
-    """(still wrong, repaired) of one vault-wide check.
-
-    Under `--repair` the check first runs without repairing, so a repair a checker makes
-    silently (the archive's recovery, a torn maintenance log moved aside) is still listed:
-    what it saw before and no longer sees afterwards was repaired by it.  The second run
-    is the one that repairs (and says what remains), so neither can go: the first is the
-    only witness of a silent repair, and of an index_stale path that reconcile found
-    unreadable (afterwards named as `skipped`, so listed here as repaired)."""
+    """(still wrong, repaired) of one vault-wide check.  Under `--repair` it runs first
+    without repairing: what it saw then and no longer sees after the repairing run was
+    repaired, even by a checker that repairs silently."""
     if not repair:
         return list(checker(vault, False)), []
     before = list(checker(vault, False))
