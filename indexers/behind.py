@@ -1,23 +1,13 @@
 """A batch written behind its caller: filled and committed on a thread of its own.
 
-A turn's answer is ready once its events are fsynced and its files written; its index
-commit (a new segment and its meta, each fdatasynced by tantivy: a large share of a
-turn) changes nothing the person reads.  So the pipeline hands
-that batch to `WrittenBehind` and returns the answer while it commits.
-
-One job at a time per index folder, in order: a new one first waits for the one before.
-Every read and write of the index in this process waits for the job in flight first
-(`FullTextIndex.settle_behind`), through whichever `IndexFolder` of that folder (one
-`WrittenBehind` per folder and process: `of`), so this process never reads the index
-without what it wrote.  Other processes see the commit when it lands, as they see any
-writer's.  The thread is not a daemon: the interpreter waits for it at exit.  A job's outcome (None, or
-the error it ended with) goes to the job's own `then`, on its thread: what was handed
-over (a turn's lock, its marker file) is the job's to release, whatever happened; an
-error is the caller's to report, since whoever settles later (a search) did not ask for
-that batch.  A process killed meanwhile loses the commit, never what the job was
-indexing: the caller marks that before it hands the job over (the turn's `.indexing`
-file, `pandafs.pipeline.recovery`).
-"""
+A turn's index commit changes nothing the person reads, so the pipeline hands it to
+`WrittenBehind` and returns the answer while it commits.  One job at a time per index
+folder and process (`of`), in order; every read and write of the index in this process
+waits for the job in flight first (`FullTextIndex.settle_behind`), so the process never
+reads the index without what it wrote.  A job's outcome goes to its own `then`, on its
+thread, which releases what was handed over (a turn's lock, its marker) and reports the
+error.  A process killed meanwhile loses the commit, never what it was indexing: the
+caller marks that first (the turn's `.indexing` file).  The thread is not a daemon."""
 
 from __future__ import annotations
 

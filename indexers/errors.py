@@ -85,12 +85,9 @@ def read_only_refusal(exc: ValueError) -> int | None:
 
 
 def tantivy_error(exc: ValueError, where: str, *, writing: bool, root: str) -> IndexingError:
-    """What tantivy's `ValueError` from opening, reading or committing the index at
-    `where` (vault-relative) is: the disk's refusal ("An IO error occurred: '… (os error
-    N)'") or damage (a corrupt or missing file; a read that meets bytes it cannot decode
-    is an "IO error" with no os error).  Paths in tantivy's text are made
-    relative to the vault `root`: the message may go to an MCP client, which is told
-    nothing of where the vault is."""
+    """What tantivy's `ValueError` at `where` is: the disk's refusal (an "IO error" with an
+    os error) or damage.  Paths in its text are made relative to `root`: the message may go
+    to an MCP client, which is told nothing of where the vault is."""
     text = str(exc).replace(root.rstrip("/") + "/", "")
     refused = read_only_refusal(exc)
     if refused is not None:

@@ -1,14 +1,7 @@
-"""The tantivy full-text index over every document of a vault: one class, `FullTextIndex`.
-
-It holds its parts, each a class that owns its state: the folder (`folder`: layout,
-writer lock, the tantivy index opened from it), the state log (`state`: which files are
-indexed, at which checksum), the writer (`writer`: batches, rebuild and swap) and the
-reader (`search`, with `filters`, `ranking` — the ranking formula is that module's
-docstring — and `snippets`).  What a search asks for is `request`.
-
-Readers wait for no writer but a batch their own process writes behind (`behind`): every
-search reloads the reader and reopens the index if a rebuild swapped the folder.
-"""
+"""The tantivy full-text index over every document of a vault: one class, `FullTextIndex`,
+holding its parts: the folder (layout, lock, tantivy index), the state log (which files
+are indexed at which checksum), the writer and the searcher.  A search waits only for a
+batch its own process writes behind, and reopens the index if a rebuild swapped it."""
 
 from __future__ import annotations
 
@@ -82,11 +75,9 @@ class FullTextIndex:
         return sorted(self.log.state())
 
     def counts(self) -> tuple[int, int]:
-        """(documents tantivy holds, documents the state records as indexed), read under the
-        writer lock so that no commit falls between the two.  They differ when tantivy kept
-        a document no path of the state names (a delete it lost: `IndexWriter._tantivy_writer`),
-        which no reconcile can find, or after a writer died between its commit and its state
-        line, which the next reconcile mends."""
+        """(documents tantivy holds, documents the state records), read under the writer lock.
+        They differ when tantivy kept a document no path names (a lost delete, which no
+        reconcile finds), or a writer died between its commit and its state line."""
         self.folder.open()  # (made under the lock if missing: before taking it here)
         if not self.folder.read_only:
             try:
@@ -115,10 +106,8 @@ class FullTextIndex:
     def batch_behind(
         self, fill: Callable[[IndexBatch], None], then: Callable[[BaseException | None], None]
     ) -> None:
-        """`fill` a batch and commit it on a thread of its own, then `then(error)` there;
-        returns at once.  Every later read or write of this index in this process waits
-        for it first (`settle_behind`).  The thread also reloads the reader after the
-        commit, which the next search would have done."""
+        """`fill` a batch and commit it on a thread of its own, then `then(error)` there; returns
+        at once.  Every later read or write of this index in this process waits for it first."""
 
         def job() -> None:
             with self.writer.batch() as batch:

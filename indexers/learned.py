@@ -15,16 +15,10 @@ __all__ = ["Learned"]
 
 @dataclass(frozen=True)
 class Learned:
-    """What the index holds about a document beyond its file: what the learning loop
-    derived and recorded (the hooks `Memory` is handed; this layer cannot read them).
-
-    `trust(doc_id)`: the derived trust of a document whose file carries none (turns).
-    `shared(doc_id)`: whether a recorded scope change (a `scope_changed` event of its
-    owner's) made a user's document `global`.  The path allows `global` under
-    `users/{u}/` only for documents about the world (`events.layout.effective_scope`);
-    the record is what makes it so: a `scope: global` someone wrote into such a file
-    by hand shares nothing, and without `shared` no user's document is indexed global.
-    """
+    """What the index holds about a document beyond its file, from the learning loop (handed
+    in: this layer cannot read it).  `trust(doc_id)`: derived trust for a document whose
+    file carries none.  `shared(doc_id)`: whether a recorded scope change made a user's
+    document `global`; a `scope: global` written by hand shares nothing."""
 
     trust: Callable[[str], float | None] | None = None
     shared: Callable[[str], bool] | None = None

@@ -1,15 +1,9 @@
 """Reading a Parquet file of the vault as every vault file is read.
 
-The catalog (`observability/catalog/`), the archive (`archive/turns/`) and the source
-reliability table are Parquet files that the vault's writers made; what a reader finds
-there may still be a link someone put in their place.  pyarrow opens a path as the
-system does, following links, so each file is read here by `read_vault_file`: a link
-(the file or a folder on its path) or anything leading out of `root` raises
-`NotInVault`.  pyarrow then reads the bytes from memory, on the calling thread
-(`use_threads=False`): with its thread pool, a short process that had read a part could
-die at exit in C++ ("terminate called without an active exception", SIGABRT, exit -6):
-a plain `verify` of a 3-turn vault did in 4 of ~120 runs, two at a time.
-"""
+pyarrow opens a path following links, so the catalog, archive and reliability files are
+read by `read_vault_file` (`NotInVault` for a link or a path leaving `root`) and parsed
+from memory on the calling thread: with pyarrow's thread pool a short process could
+abort at exit in C++."""
 
 from __future__ import annotations
 
@@ -32,10 +26,9 @@ def read_parquet(
     columns: list[str] | None = None,
     filters: list[tuple[str, str, Any]] | None = None,
 ) -> pa.Table:
-    """The table in `path`, a file under `root` (`NotInVault` if it is a link, or its
-    path leaves `root`; `FileNotFoundError` if it is gone; pyarrow's errors if it is
-    not Parquet).  Without `filters` it is read whole as one file (the dataset API that
-    filters need costs several times more a file)."""
+    """The table in `path` under `root` (`NotInVault`, `FileNotFoundError`, or pyarrow's
+    errors if it is not Parquet).  Without `filters` it is read whole, not through the
+    slower dataset API."""
     try:
         rel = path.relative_to(root).as_posix()
     except ValueError:

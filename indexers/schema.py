@@ -1,11 +1,6 @@
-"""The tantivy schema of the full-text index, and how an `IndexDoc` fills it.
-
-The schema is derived from `IndexDoc` (itself derived from `DocumentMetadata`):
-stemmed English text for title/body/keywords; raw terms for ids, owner, scope and
-content types; a facet for the hierarchical topic (`pet.hamster` matches
-`pet.hamster.syrian`); fast fields for the ranking signals; stored, the hit's
-payload and the prose its snippet is cut from (`indexers.snippets.prose_of`).
-"""
+"""The tantivy schema of the full-text index, derived from `IndexDoc`, and how an
+`IndexDoc` fills it: stemmed text, raw terms for ids, owner, scope and types, a topic
+facet, fast fields for ranking, and the stored payload and snippet prose."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The index's state log: which files are indexed, at which checksum, mtime and size.
-
-`state.jsonl` beside the tantivy segments gets one line per change (`{"d": 1}` for a
-deletion), appended and fsynced after each commit; folding it gives path → entry.
-"""
+"""The index's state log, `state.jsonl`: one line per change (`{"d": 1}` a deletion),
+appended and fsynced after each commit; folding it gives path → (checksum, mtime, size)."""
 
 from __future__ import annotations
 
@@ -73,12 +70,8 @@ class StateLog:
         append_file(path, lines, root=self.folder.root)
 
     def state(self) -> dict[str, StateEntry]:
-        """What has been indexed: path → (checksum, mtime, size), folded from the state log.
-
-        The log only grows between compactions, so the fold is cached and only the lines
-        appended since the last call are read (a 100k-document log is read once).
-        Callers must not modify the returned mapping.
-        """
+        """What has been indexed: path → (checksum, mtime, size).  The fold is cached and only
+        lines appended since are read; callers must not modify the mapping."""
         self.folder.behind.settle()  # (at once on the job's own thread)
         try:
             st = os.stat(self.path)

@@ -1,42 +1,23 @@
-"""Usage and trust of documents — a pure fold over turn events.
+"""Usage and trust of documents: a pure fold over turn events (docs/memory.md).
 
-What is counted, per document (docs/memory.md):
-
-    usage_count         turns whose §2 cited the document (its id is in the turn's
-                        `documents_used` event)
+    usage_count         turns whose §2 cited the document (`documents_used`)
     validation_count    those uses whose turn has a verdict, plus, for a turn itself,
                         the user's direct feedback on it
     validation_success  the verdicts that were successes
 
-The verdict of a turn is the user's implicit feedback when there is any — the latest
-`feedback_recorded` about it wins: "thanks" → success, "that's wrong" → failure —
-and otherwise its validation outcome (`documents_used.outcome`): APPROVE → success,
-RETRY / FAIL → failure, REVISE → no verdict (an intermediate state).  A turn that
-failed for a technical reason (a `phase_failed` event: the LLM was down, a tool
-crashed) has no verdict from validation: that says nothing about its sources.  So a rejection
-turns the successes of everything the rejected turn cited into failures, and a
-thanks turns a RETRY / FAIL into a success.
+A turn's verdict is the user's latest implicit feedback about it ("thanks" → success,
+"that's wrong" → failure), else its validation outcome: APPROVE → success, RETRY / FAIL
+→ failure, REVISE or a technical failure → none.
 
 Trust is the posterior mean of the success rate under a Beta prior centred on the
-document's own `quality` (what its writer thought of it), worth `w` validations
-(`[memory] trust_prior_weight`, default 2):
+document's own `quality`, worth `w` validations (`[memory] trust_prior_weight`):
 
     trust = (validation_success + w · quality) / (validation_count + w)
 
-A document nobody has validated yet has trust = quality; every verdict moves it
-toward the observed success rate, which dominates after a few dozen verdicts.  With
-quality 0.6 and w = 2: 3 approvals → 0.84, 10 approvals → 0.93, 3 approvals and
-2 failures → 0.6.  Trust is rounded to 4 decimals.
-
-The counters are a pure function of the events: folding the same turns in any order
-gives the same numbers (`Projection.fold_turn` applies a late feedback as a delta
-against the verdict it replaces), so the incremental fold and a full recompute agree
-exactly.  Trust adds only the document's `quality`, a property of the document itself.
-
-Scope changes (`scope_changed`, from a turn's Save or the maintenance log) fold into
-the latest change per document, ordered by when they were decided: for a turn, its
-`occurred_at`; for the maintenance log, the event's `ts`.
-"""
+rounded to 4 decimals.  The counters are a pure function of the events, in any order (a
+late feedback applies as a delta against the verdict it replaces), so the incremental
+fold and a full recompute agree exactly.  Scope changes fold into the latest per
+document by decision time."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The turn pipeline: phases 0-8 as events.
-
-`Pipeline(vault).ask(query, user=...)` runs one turn; `resume(user, turn)` finishes
-one whose process died.  Phases live one per module; `tasks` holds the LLM
-contracts both backends answer.
-"""
+"""The turn pipeline: phases 0-8 as events.  `Pipeline(vault).ask(query, user=...)` runs
+one turn; `resume(user, turn)` finishes one whose process died."""
 
 from .interrupted import CHECKS
 from .turn import Pipeline, TurnResult, next_step

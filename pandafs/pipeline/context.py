@@ -1,10 +1,8 @@
 """What a phase may use: the turn's identity and folder, the vault's services, a clock.
 
-A phase is a function `(ctx, view) -> list[Payload]`: it reads what earlier events
-say (the `TurnView`), may think (`ctx.think`) and use services (memory, tools), and
-returns the events it decided on.  It writes nothing itself; the orchestrator
-appends its events.  No state survives between turns except the files.
-"""
+A phase is a function `(ctx, view) -> list[Payload]`: it reads the `TurnView`, may think
+(`ctx.think`) and use services, and returns the events it decided on; the orchestrator
+appends them."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""Phases 4-5 — Executor runs the plan loop; the Coordinator executes each tool.
+"""Phases 4-5: the Executor runs the plan loop; the Coordinator executes each tool.
 
-The Executor asks the backend which tools to call (`call_tools`: a real model answers
-with OpenAI `tool_calls` against the exported schemas; the offline rules return the
-Planner's requests); when the model calls none, the plan's requests stand.  Tool
-names and arguments are put in their registered spelling (`canonical_request`) before
-they are run and recorded.  The loop is bounded by `[pipeline] executor_max_steps`.  Every decision is an
-`executor_stepped` event and every tool call a `tool_executed` event.  A tool that
-raises is a phase failure (the turn ends with a clear FAIL); a tool that is merely
-unavailable or given bad arguments is reported in its event and the plan goes on.
-"""
+The backend picks the tools to call (`call_tools`); when it calls none the plan's
+requests stand.  Names and arguments are put in their registered spelling before they
+run.  The loop is bounded by `executor_max_steps`; each decision is an `executor_stepped`
+event, each call a `tool_executed` event.  A tool that raises fails the phase; one
+unavailable or given bad arguments is reported and the plan goes on."""
 
 from __future__ import annotations
 

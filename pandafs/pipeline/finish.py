@@ -1,15 +1,11 @@
 """The end of a turn: its projections and its index batch, which for a new turn is
 written behind its answer.
 
-`ask` returns once the turn's events are fsynced and its files written; its index
-commit (a new segment and its meta, each fdatasynced by tantivy: a large share of a
-turn) lands meanwhile on a thread of its own
-(`indexers.behind`).  Until it has, the turn keeps its log's lock and is marked by its
-`.indexing` file (`turns.INDEXING`): every read of the index in this process waits for
-the commit, and a process killed before it lands leaves the mark, which the next `ask`,
-`watch` or `verify --repair` finds (`recovery.UNINDEXED`) and indexes again.  An error
-the commit ended with is kept for `settle` (the `ask` command settles before it prints).
-"""
+`ask` returns once the turn's events are fsynced and its files written; its index commit
+lands meanwhile on a thread of its own (`indexers.behind`).  Until then the turn keeps its
+log's lock and its `.indexing` mark: this process's index reads wait for the commit, and
+a process killed before it leaves the mark for the next `ask`, `watch` or `verify
+--repair` (`recovery.UNINDEXED`).  The commit's error is kept for `settle`."""
 
 from __future__ import annotations
 
@@ -65,17 +61,12 @@ class Finisher:
         steps: dict[str, float],
         writer: EventWriter | None = None,
     ) -> None:
-        """Write the projections and index, in one commit, the turn, its research document,
-        the memory it committed, the site notes it changed and the documents whose trust
-        or scope Save updated (`queued`).
+        """Write the projections and index, in one commit, the turn, its research document, the
+        memory it committed, the site notes it changed and the documents Save updated (`queued`).
 
-        metadata.json is written last: one that says how the turn ended means it was
-        projected, and recovery re-runs this for a turn whose process died before
-        (`recovery.turn_state` says `UNPROJECTED`).  Without `writer` it is written after
-        the index commit.  With it, the batch is written behind (module docstring): the
-        turn is marked `.indexing` before its metadata.json, the log's lock is kept
-        (`writer.keep_lock`) and both are let go when the commit has landed
-        (`_indexed`); a mark nobody holds is `recovery`'s `UNINDEXED`."""
+        metadata.json is written last, so one that says how the turn ended means it was
+        projected.  With `writer` the batch is written behind: the turn is marked `.indexing`
+        first, and the log's lock and the mark are let go when the commit has landed."""
         begun = time.perf_counter()
         front, body = context_parts(view)
         files = render_turn(view, parts=(front, body))

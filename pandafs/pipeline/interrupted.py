@@ -29,11 +29,8 @@ NEVER_INDEXED = (
 
 def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
     """verify's check: every turn left open by a process that died (`--repair` closes it).
-
-    With `repair`, a complete turn whose process died before projecting it is also
-    re-projected and indexed (listed as a repaired `missing`; without `repair` verify's
-    own turn checks name its missing files).  Each turn's files are read once here; a
-    repair decides again under the turn's lock (`recovery.recover`)."""
+    With `repair`, a completed turn left unprojected is re-projected and indexed too; each
+    repair is decided again under the turn's lock."""
     problems: list[Problem] = []
     pipeline = None
     try:

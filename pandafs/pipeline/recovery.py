@@ -1,30 +1,18 @@
 """Turns whose process died: closed, re-projected or removed as soon as anyone looks.
 
-Whether a turn's process lives is told by a lock the kernel releases when it dies,
-never by the turn's age:
+Whether a turn's process lives is told by a lock the kernel releases when it dies, never
+by the turn's age:
 
-- A running turn holds its log's `flock` from its first event until its projections are
-  written and indexed (`Pipeline._drive`).  A turn whose log has events but no
-  `turn_completed` and that nobody holds is interrupted: a `phase_failed` event
-  (`Interrupted`), then Save ends it as FAIL with an intervention note — the user sees
-  why, and the trust fold learns nothing from an answer nobody validated.  Turns
-  started from the inbox are left to `watch`, which resumes them and answers their file
-  exactly once.
-- A turn whose log ends in `turn_completed` but whose projections are missing (its
-  metadata.json, written last, does not say how it ended) and that nobody holds died
-  while projecting or indexing it: it is re-projected and indexed by `Pipeline.resume`,
-  the same code that finishes any turn, so the user's last answer is in search and in
-  the next turn's context at once.  So is one still marked `.indexing` (`UNINDEXED`):
-  its process died before the batch written behind its answer was committed.
-- A turn folder with no event yet is held by its allocator (`Vault.new_turn`) until its
-  turn ends: one nobody holds was left by a process that died before its first event,
-  and is removed (`turns.remove_abandoned`); one a live process holds is never removed,
-  however old.
+- A turn with events but no `turn_completed` whose log nobody holds is interrupted: a
+  `phase_failed` (`Interrupted`), then Save ends it as FAIL with an intervention note.
+  Inbox turns are left to `watch`, which resumes them.
+- A completed turn whose metadata.json (written last) does not say so, or that is still
+  marked `.indexing`, died while projecting or indexing: `Pipeline.resume` finishes it.
+- An eventless turn folder nobody holds was left by a process that died before its first
+  event, and is removed; one a live process holds never is.
 
-Who looks: `ask` checks the user's latest turns before it starts a new one
-(`recover_recent`); `watch`'s upkeep and `verify --repair` check every turn
-(`interrupted.check_interrupted`; verify's own turn checks remove dead allocations).
-"""
+`ask` checks the user's latest turns (`recover_recent`); upkeep and `verify --repair`
+check every turn."""
 
 from __future__ import annotations
 
@@ -89,14 +77,9 @@ def _left_open(events: list[Event]) -> bool:
 
 
 def turn_state(root: Path, folder: Path) -> str | None:
-    """Which recovery the turn in `folder` may need, from one read of its files: `OPEN`
-    (events, no `turn_completed`, not started from the inbox), `UNPROJECTED` (it ended,
-    but its metadata.json, written last, does not say so), `UNINDEXED` (it ended and was
-    projected, but it is still marked `.indexing`), else None (nothing to do; a damaged
-    log is verify's chain or torn-tail report, not ours).
-
-    Only a pre-filter: whether its process lives is the log's lock, and what is done is
-    decided again on the log as it reads under that lock (`recover`)."""
+    """Which recovery the turn in `folder` may need, from one read of its files: `OPEN`,
+    `UNPROJECTED`, `UNINDEXED`, or None.  Only a pre-filter: `recover` decides again on the
+    log as it reads under the log's lock."""
     rel = folder.relative_to(root).as_posix()
     if not _needs_look(root, rel):
         return None
@@ -111,10 +94,8 @@ def turn_state(root: Path, folder: Path) -> str | None:
 
 
 def find_interrupted(root: Path, folder: Path) -> str | None:
-    """`OPEN` for a turn in `folder` left open by a process that died, `UNINDEXED` for
-    one it left before the index commit written behind its answer landed (for a report:
-    nothing is written); None for other turns, turns from the inbox left open (watch's to
-    finish) and turns a live process holds."""
+    """`OPEN` or `UNINDEXED` for a turn in `folder` a dead process left so (for a report:
+    nothing is written); None for others, inbox turns left open, and turns a live process holds."""
     state = turn_state(root, folder)
     if state in (OPEN, UNINDEXED) and not lock_is_held(folder / "events.jsonl"):
         return state
@@ -138,10 +119,8 @@ def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None
 
 
 def _still_unprojected(vault, user: str, turn: str) -> bool:
-    """Is the turn still unprojected as its log's lock is taken?  `turn_state` may have
-    read it while its live process was between `turn_completed` and its metadata.json:
-    once that process lets go, the files are written (else such a turn would be projected
-    and indexed a second time, and reported as a repaired `missing`)."""
+    """Is the turn still unprojected now that its log's lock is taken?  `turn_state` may
+    have read it while its live process was between `turn_completed` and its metadata.json."""
     folder = vault.layout.turn_dir(user, turn)
     with EventWriter(folder / "events.jsonl", user=user, turn=turn, root=vault.root):
         return _needs_look(vault.root, vault.rel(folder))

@@ -1,12 +1,8 @@
-"""Phase 8 — Save (procedural): commit or discard staged memory, record what §2 used
-and how validation went, summarise the turn for the index, and on failure leave an
-intervention note a person can act on (a failure nobody reads is never fixed).
+"""Phase 8, Save: commit or discard staged memory, record what §2 used and how
+validation went, summarise the turn, and on failure leave an intervention note.
 
-Every step is idempotent so a resumed turn never commits twice: memory files dedupe
-by statement, and candidates already committed or discarded in the events are skipped.
-Last, `pandafs.learning.after_save` folds what is new and promotes or demotes what the
-turn used; its scope changes are events of this turn.
-"""
+Every step is idempotent, so a resumed turn never commits twice.  Last,
+`learning.after_save` promotes or demotes what the turn used, as events of this turn."""
 
 from __future__ import annotations
 

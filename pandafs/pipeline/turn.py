@@ -1,20 +1,14 @@
 """The orchestrator: one query, one user → one turn folder, phase by phase.
 
-The turn folder is the only state.  `next_step(view)` reads the events so far and
-names the phase that runs next, so starting a turn and resuming one after a crash
-are the same loop: fold the events, run the next phase, append its events (one
-write and one fsync per phase), repeat until `turn_completed`.  A phase that
-raises — an LLM error, invalid output after the corrective retry, a crashing tool —
-becomes a `phase_failed` event and the turn goes straight to Save, which ends it
-with a clear FAIL answer and an intervention note.
+The turn folder is the only state.  `next_step(view)` names the phase that runs next from
+the events so far, so a new turn and one resumed after a crash run the same loop: fold,
+run the phase, append its events (one fsync), repeat until `turn_completed`.  A phase
+that raises becomes a `phase_failed` event and the turn goes to Save, which ends it with
+a clear FAIL and an intervention note.
 
-When the turn is complete its projections (context.md, metadata.json, …) are
-written and it is indexed, so the next turn and `pandafs search` see it; the log's lock
-is held until then, so a turn killed before its projections is known dead and the next
-`ask` re-projects it (`recovery`).  A new turn's index batch is written behind its
-answer (`finish`).  Projections are written without fsync: the fsynced events are the
-record and `pandafs verify --repair` re-projects anything a power cut lost.
-"""
+A completed turn is projected and indexed while its log's lock is held, so a turn killed
+before that is known dead and re-projected (`recovery`).  Projections are not fsynced:
+the events are the record, and `verify --repair` re-projects what a power cut lost."""
 
 from __future__ import annotations
 
@@ -239,10 +233,8 @@ class Pipeline:
         occurred_at: datetime | None = None,
         now: datetime | None = None,
     ) -> TurnResult:
-        """Run one new turn for `user` and return its answer.
-
-        `now`: the turn is asked at this time (`TurnStarted.asked_at`): it occurs then
-        and every phase reads it as the present (search, tiers, ages, dates)."""
+        """Run one new turn for `user` and return its answer.  `now`: the time it is asked,
+        which every phase reads as the present."""
         validate_user_id(user)
         if not query.strip():
             raise BadInput("the query is empty")
