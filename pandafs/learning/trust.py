@@ -21,12 +21,12 @@ document by decision time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from events.layout import turn_name, turn_number
+from events.layout import turn_number
 from events.stamps import format_ts
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ __all__ = [
     "ScopeRecord",
     "TurnFacts",
     "change_kind",
-    "fold_all",
     "trust_of",
     "turn_facts",
     "verdict",
@@ -289,21 +288,3 @@ class _Overlay(MutableMapping[str, Counts]):
 
     def __len__(self) -> int:
         return len(set(self.base) | set(self.written))
-
-
-def fold_all(turns: Iterable[TurnFacts], scope_records: Iterable[ScopeRecord] = ()) -> Projection:
-    """The whole projection from scratch (turns of each user in turn order)."""
-    facts = sorted(turns, key=lambda f: (f.user, f.number))
-    by_id = {f.doc_id: f for f in facts}
-    projection = Projection()
-    done: set[str] = set()
-    for f in facts:
-        projection.fold_turn(
-            f,
-            lambda user, turn: by_id.get(f"{user}/{turn}"),
-            lambda user, number: f"{user}/{turn_name(number)}" in done,
-        )
-        done.add(f.doc_id)
-    for record in scope_records:
-        projection.fold_scope(record)
-    return projection

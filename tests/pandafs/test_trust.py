@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from events.documents import render_document
+from events.layout import turn_name
 from events.log import read_events
 from events.schema import PhaseFailed
 from events.stamps import format_ts
@@ -21,7 +22,7 @@ from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.promotion import promote
 from pandafs.learning.state import shard_of
-from pandafs.learning.trust import Counts, Projection, TurnFacts, fold_all, trust_of, verdict
+from pandafs.learning.trust import Counts, Projection, TurnFacts, trust_of, verdict
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all
@@ -45,7 +46,19 @@ def facts(n: int, used: tuple[str, ...] = (), outcome: str | None = "APPROVE", f
 
 
 def fold(turns: list[TurnFacts]) -> Projection:
-    return fold_all(turns)
+    """The whole projection from scratch, each user's turns in turn order."""
+    facts = sorted(turns, key=lambda f: (f.user, f.number))
+    by_id = {f.doc_id: f for f in facts}
+    projection = Projection()
+    done: set[str] = set()
+    for f in facts:
+        projection.fold_turn(
+            f,
+            lambda user, turn: by_id.get(f"{user}/{turn}"),
+            lambda user, number: f"{user}/{turn_name(number)}" in done,
+        )
+        done.add(f.doc_id)
+    return projection
 
 
 # --- the formula and the verdicts ------------------------------------------------------
