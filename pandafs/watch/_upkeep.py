@@ -27,49 +27,34 @@ UPKEEP_FILE = "upkeep.json"
 
 @dataclass(frozen=True)
 class UpkeepJob:
-    """A scheduled job: the first of `targets` (`module:function`) that can be imported."""
+    """A scheduled job: `target` (`module:function`), imported when it first runs."""
 
     name: str
     what: str
-    targets: tuple[str, ...]
+    target: str
 
-    def resolve(self) -> Callable[..., Any] | str:
-        """The job's function, or why it is not available (yet)."""
-        reasons = []
-        for target in self.targets:
-            module_name, _, attr = target.partition(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name is not None and module_name.startswith(exc.name):
-                    reasons.append(f"no module {module_name}")
-                    continue
-                raise  # the module exists but one of its imports is broken: a real error
-            fn = getattr(module, attr, None)
-            if callable(fn):
-                return fn
-            reasons.append(f"{module_name} has no {attr}()")
-        return "not available yet (" + "; ".join(reasons) + ")"
+    def resolve(self) -> Callable[..., Any]:
+        module_name, _, attr = self.target.partition(":")
+        fn: Callable[..., Any] = getattr(importlib.import_module(module_name), attr)
+        return fn
 
 
 UPKEEP_JOBS: tuple[UpkeepJob, ...] = (
     UpkeepJob(
         "interrupted",
         "close turns whose process died mid-way",
-        ("pandafs.pipeline.interrupted:close_all_interrupted",),
+        "pandafs.pipeline.interrupted:close_all_interrupted",
     ),
-    UpkeepJob("archive", "archive policy: old turns to Parquet", ("pandafs.archive:archive_turns",)),
-    UpkeepJob("promote", "scope promotion / demotion", ("pandafs.learning.promotion:promote",)),
-    UpkeepJob(
-        "prune", "expired 'new' documents to the archive", ("pandafs.learning.promotion:prune_expired",)
-    ),
+    UpkeepJob("archive", "archive policy: old turns to Parquet", "pandafs.archive:archive_turns"),
+    UpkeepJob("promote", "scope promotion / demotion", "pandafs.learning.promotion:promote"),
+    UpkeepJob("prune", "expired 'new' documents to the archive", "pandafs.learning.promotion:prune_expired"),
 )
 
 
 @dataclass(frozen=True)
 class UpkeepResult:
     job: str
-    status: str  # ok | error | unavailable
+    status: str  # ok | error
     message: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -126,7 +111,6 @@ class Upkeep:
         self.clock = clock or (lambda: utcnow())
         self.path = vault.layout.observability / UPKEEP_FILE
         self._log = log or (lambda line: None)
-        self._unavailable_until: dict[str, float] = {}
 
     @property
     def enabled(self) -> bool:
@@ -157,8 +141,6 @@ class Upkeep:
         state = self.state()
         due = []
         for job in self.jobs:
-            if time.monotonic() < self._unavailable_until.get(job.name, 0.0):
-                continue
             last = self._last_run(state.get(job.name))
             if last is None or now - last >= timedelta(seconds=self.interval_s):
                 due.append(job)
@@ -173,12 +155,8 @@ class Upkeep:
         waits = []
         for job in self.jobs:
             last = self._last_run(state.get(job.name))
-            retry = self._unavailable_until.get(job.name, 0.0) - time.monotonic()
-            if last is None:
-                waits.append(max(0.0, retry))
-            else:
-                waits.append(max(0.0, retry, self.interval_s - (now - last).total_seconds()))
-        return min(waits)
+            waits.append(0.0 if last is None else self.interval_s - (now - last).total_seconds())
+        return max(0.0, min(waits))
 
     def run_due(self, now: datetime | None = None, *, force: bool = False) -> list[UpkeepResult]:
         """Run every due job (all with `force`); record when each ran.  One process at a time
@@ -198,17 +176,9 @@ class Upkeep:
 
     def _run(self, job: UpkeepJob, now: datetime) -> UpkeepResult:
         started = time.perf_counter()
-        try:
-            fn = job.resolve()
-        except Exception as exc:
-            fn = f"cannot be imported: {type(exc).__name__}: {exc}"
-        if isinstance(fn, str):
-            self._unavailable_until[job.name] = time.monotonic() + max(self.interval_s, 60.0)
-            result = UpkeepResult(job.name, "unavailable", fn)
-            self._log(result.describe())
-            return result  # not recorded as run: it runs as soon as it exists
         self._log(f"upkeep {job.name}: {job.what}…")
         try:
+            fn = job.resolve()
             accepted = inspect.signature(fn).parameters
             kwargs = {"now": now} if "now" in accepted else {}
             outcome = fn(self.vault, **kwargs)

@@ -58,8 +58,8 @@ def test_jobs_run_when_due_and_a_restart_remembers_when(
     vault: Vault, jobs_module: types.SimpleNamespace
 ) -> None:
     jobs = [
-        UpkeepJob("tidy", "tidy up", ("missing_module:tidy", "fake_upkeep:tidy")),
-        UpkeepJob("plain", "no clock", ("fake_upkeep:no_now",)),
+        UpkeepJob("tidy", "tidy up", "fake_upkeep:tidy"),
+        UpkeepJob("plain", "no clock", "fake_upkeep:no_now"),
     ]
     clock, lines = Clock(), []
     upkeep = Upkeep(vault, jobs=jobs, interval_s=3600, clock=clock, log=lines.append)
@@ -82,25 +82,10 @@ def test_jobs_run_when_due_and_a_restart_remembers_when(
     assert [r.job for r in restarted.run_due()] == ["tidy", "plain"]
 
 
-def test_a_job_not_there_yet_is_skipped_with_the_reason_and_not_recorded(
-    vault: Vault, jobs_module: types.SimpleNamespace
-) -> None:
-    jobs = [UpkeepJob("promote", "promotion", ("no_such_module:promote", "fake_upkeep:nope"))]
-    lines: list[str] = []
-    upkeep = Upkeep(vault, jobs=jobs, interval_s=3600, clock=Clock(), log=lines.append)
-    [result] = upkeep.run_due()
-    assert result.status == "unavailable"
-    assert "no module no_such_module" in result.message and "fake_upkeep has no nope()" in result.message
-    assert lines == [f"upkeep promote: unavailable: {result.message}"]
-    assert upkeep.due() == []  # not retried by this process until the next interval
-    assert Upkeep(vault, jobs=jobs, interval_s=3600).due() == jobs  # a restart tries again
-    assert not (vault.root / "observability/upkeep.json").exists()
-
-
 def test_a_failing_job_is_recorded_and_waits_for_the_next_interval(
     vault: Vault, jobs_module: types.SimpleNamespace
 ) -> None:
-    jobs = [UpkeepJob("broken", "breaks", ("fake_upkeep:broken",))]
+    jobs = [UpkeepJob("broken", "breaks", "fake_upkeep:broken")]
     upkeep = Upkeep(vault, jobs=jobs, interval_s=60, clock=Clock())
     [result] = upkeep.run_due()
     assert result.status == "error" and result.message == "RuntimeError: disk full"
@@ -114,14 +99,13 @@ def test_a_broken_import_inside_a_job_module_is_reported_with_its_cause(
 ) -> None:
     (tmp_path / "half_landed.py").write_text("import not_installed_anywhere\ndef run(vault): pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    jobs = [UpkeepJob("half", "half landed", ("half_landed:run",))]
+    jobs = [UpkeepJob("half", "half landed", "half_landed:run")]
     [result] = Upkeep(vault, jobs=jobs, interval_s=60).run_due()
-    assert result.status == "unavailable" and "not_installed_anywhere" in result.message
-    assert "cannot be imported" in result.message
+    assert result.status == "error" and "not_installed_anywhere" in result.message
 
 
 def test_only_one_process_runs_upkeep_at_a_time(vault: Vault, jobs_module: types.SimpleNamespace) -> None:
-    jobs = [UpkeepJob("tidy", "tidy up", ("fake_upkeep:tidy",))]
+    jobs = [UpkeepJob("tidy", "tidy up", "fake_upkeep:tidy")]
     lines: list[str] = []
     upkeep = Upkeep(vault, jobs=jobs, interval_s=60, clock=Clock(), log=lines.append)
     with file_lock(vault.root / "observability" / ".upkeep.lock"):  # another process's run
