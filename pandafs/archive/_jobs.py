@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -68,20 +68,9 @@ class ArchiveReport:
         rate = self.archived / self.seconds if self.seconds else 0.0
         share = self.parquet_bytes / self.bytes_before if self.bytes_before else 0.0
         return {
-            "dry_run": self.dry_run,
-            "archived": self.archived,
+            **asdict(self),
             "eligible": len(self.turns),
-            "bytes_before": self.bytes_before,
-            "bytes_after": self.bytes_after,
-            "parquet_bytes": self.parquet_bytes,
-            "stub_bytes": self.stub_bytes,
             "parquet_share": round(share, 4),
-            "turns": self.turns,
-            "kept": self.kept,
-            "skipped": self.skipped,
-            "recovered": self.recovered,
-            "files": self.files,
-            "relinked": self.relinked,
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(rate, 1),
         }

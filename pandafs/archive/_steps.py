@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +61,7 @@ class RestoreReport:
 
     def as_json(self) -> dict[str, Any]:
         rate = self.restored / self.seconds if self.seconds else 0.0
-        return {
-            "restored": self.restored,
-            "turns": self.turns,
-            "bytes": self.bytes,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "recovered": self.recovered,
-            "relinked": self.relinked,
-            "seconds": round(self.seconds, 3),
-            "turns_per_s": round(rate, 1),
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3), "turns_per_s": round(rate, 1)}
 
 
 def restore_entries(

@@ -7,7 +7,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,18 +42,7 @@ class HistoryReport:
     account: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "source": self.source,
-            "conversations": self.conversations,
-            "turns": self.turns,
-            "imported": self.imported,
-            "completed": self.completed,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "account": self.account,
-            "seconds": round(self.seconds, 3),
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
 
     def account_lines(self) -> list[str]:
         """The account in words, as the human output prints it."""

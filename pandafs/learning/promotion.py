@@ -12,7 +12,7 @@ finishes at the next run without a second event."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -86,13 +86,7 @@ class PruneReport:
     kept: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "now": format_ts(self.now),
-            "dry_run": self.dry_run,
-            "pruned": self.pruned,
-            "kept": self.kept,
-            "count": len(self.pruned),
-        }
+        return {**asdict(self), "now": format_ts(self.now), "count": len(self.pruned)}
 
 
 def expired_path(vault: Vault, rel: str) -> Path:

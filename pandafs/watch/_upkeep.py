@@ -7,7 +7,7 @@ import importlib
 import inspect
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,13 +60,7 @@ class UpkeepResult:
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "job": self.job,
-            "status": self.status,
-            "message": self.message,
-            "summary": self.summary,
-            "seconds": round(self.seconds, 3),
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
 
     def describe(self) -> str:
         if self.status == "ok":
