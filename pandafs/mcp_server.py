@@ -1,28 +1,14 @@
 """`pandafs mcp`: the memory tools and the vault's documents over the Model Context Protocol.
 
-Built on the official Python SDK's high-level server (`mcp.server.mcpserver.MCPServer`,
-mcp 2.x).  The server is bound to ONE user, given when it starts: no tool takes a
-user argument (an unknown argument is refused, not ignored), every search runs as that
-user, every save writes under `users/{user}/`, `retrieve_memory` is
-`Memory.retrieve(…, user=)` (what that user may see, as in search: their own documents
-and global ones), and resource reads accept only the user's own documents
-(`users/{user}/…`, `archive/stubs/{user}/…`) and the global areas (`knowledge/`,
-`site_knowledge/`).  Ownership comes from the path, never from a file's frontmatter; a
-path with a symlink anywhere below the vault root is refused, as is anything outside it.
+The server (the SDK's `MCPServer`) is bound to ONE user, given when it starts: no tool
+takes a user argument, every search and retrieve runs as that user, every save writes
+under `users/{user}/`, and resource reads accept only that user's documents and the
+global areas.  Ownership comes from the path; a path through a link is refused.
 
-Tools: those of the registry (`pandafs.pipeline.tools`) that serve this door —
-search_memory, retrieve_memory, save_memory, edit_memory, delete_memory, forget, ask —
-with the registry's names, argument models and hints; the names follow the memory
-servers people already use (`search_memory` / `save_memory` / `retrieve_memory` as in
-mem0's and mcp-memory-service's servers, `identifier` as in basic-memory's `read_note`).
-
-Resources: `pandafs://vault/{+path}` reads one visible document; the listing names the
-user's memory documents, global knowledge and the user's latest turns.
-
-The library calls run on the SDK's worker threads; one lock serialises them, so two
-tool calls of one client never write the index at the same time from this process
-(other processes are handled by the index's own writer lock).
-"""
+Tools: those of the registry (`pandafs.pipeline.tools`) that serve this door, with its
+names, argument models and hints.  Resources: `pandafs://vault/{+path}` reads one visible
+document; the listing names the user's memory documents, global knowledge and latest
+turns.  One lock serialises the library calls of the SDK's worker threads."""
 
 from __future__ import annotations
 
@@ -55,12 +41,8 @@ LATEST_TURNS = 50  # how many of the user's turns the resource listing names
 
 
 def visible_path(vault: Vault, user: str, rel: str) -> Path:
-    """The file behind vault-relative `rel` if `user` may read it, else `BadInput`.
-
-    Visible: documents under `users/{user}/`, the user's archive stubs, and global
-    documents (no owner in their path).  The same message is given for "not yours" and
-    "not there", so a client cannot probe another user's documents.
-    """
+    """The file behind vault-relative `rel` if `user` may read it, else `BadInput`, worded
+    alike for "not yours" and "not there" so a client cannot probe another user's documents."""
     text = rel.strip().removeprefix("./")
     refused = BadInput(f"no document {rel!r} visible to user {user!r}")
     if not text or "\x00" in text or "\\" in text or text.startswith("/"):
@@ -86,11 +68,8 @@ def visible_path(vault: Vault, user: str, rel: str) -> Path:
 
 
 def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
-    """(vault-relative path, name) of the documents the resource listing names.  Each
-    folder is opened and checked from the vault root and listed by descriptor
-    (`open_vault_folder`, `os.fwalk`): a folder that is a link, or under one (say
-    `users/{user}` itself), names nothing, and one swapped for a link after it was
-    opened names nothing of the link's target."""
+    """(vault-relative path, name) of the documents the resource listing names, each folder
+    checked from the vault root and listed by descriptor, never through a link."""
     found: list[tuple[str, str]] = []
     home = f"users/{user}"
     for name in ("preferences.md", "facts.md"):
@@ -122,9 +101,8 @@ def _plain_files(root: Path, folder: str, names: list[str]) -> list[str]:
 
 
 def _is_file_at(fd: int, name: str) -> bool:
-    """Whether reading the file `name` in the folder open as `fd` would serve it: the one
-    read rule lets it be read (a regular file with one name: `refusal`) and its head is
-    UTF-8 text (a binary file is refused by `read_document`, so it is not listed)."""
+    """Whether the file `name` in the folder open as `fd` would be served: the read rule
+    lets it be read and its head is UTF-8 text."""
     try:
         file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     except OSError:
