@@ -549,7 +549,6 @@ def atomic_write(
     data: bytes | str,
     *,
     durable: bool = True,
-    make_parents: bool = True,
     root: Path | str | None = None,
     unchanged: FileKey | None = None,
 ) -> None:
@@ -559,8 +558,7 @@ def atomic_write(
     the replace."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    if make_parents:
-        make_folders_for(path, root)
+    make_folders_for(path, root)
     with _replacing(path, durable, root, unchanged) as fd:
         view = memoryview(data)
         while view:

@@ -95,7 +95,6 @@ class ResearchTool:
         topic: str,
         keywords: list[str],
         now: datetime,
-        required_fields: Sequence[str] | None = None,
         root: Path | None = None,
     ) -> ResearchResult:
         """Research `query` for `user` and write the results into `turn_dir` (inside the
@@ -103,7 +102,7 @@ class ResearchTool:
         if not self.available:
             return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
         validate_user_id(user)
-        required = tuple(required_fields or required_fields_for(query, keywords))
+        required = required_fields_for(query, keywords)
         fetcher = self._get_fetcher()
         try:
             hits = fetcher.search(query)
