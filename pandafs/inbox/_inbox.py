@@ -137,14 +137,14 @@ class Inbox:
         self,
         *,
         final: bool = True,
-        max_wait_s: float | None = None,
         on_result: Callable[[InboxResult], None] | None = None,
     ) -> InboxReport:
         """Finish orphaned claims, then handle every waiting file, oldest first.
 
-        `final=True` (`watch --once`) waits up to `max_wait_s` for young files to settle and
-        rejects an empty file once settled.  Files still unsettled are `deferred`, and so is
-        everything when another process holds the inbox past `lock_wait_s`."""
+        `final=True` (`watch --once`) waits up to 3 × `settle_s` (at least 5 s) for young
+        files to settle and rejects an empty file once settled.  Files still unsettled are
+        `deferred`, and so is everything when another process holds the inbox past
+        `lock_wait_s`."""
         report = InboxReport()
         notify = on_result or (lambda result: None)
 
@@ -153,9 +153,7 @@ class Inbox:
             for result in results:
                 notify(result)
 
-        if max_wait_s is None:
-            max_wait_s = max(5.0, 3 * self.settle_s) if final else 0.0
-        deadline = time.monotonic() + max_wait_s
+        deadline = time.monotonic() + (max(5.0, 3 * self.settle_s) if final else 0.0)
         try:
             add(self.recover())
             while True:

@@ -47,18 +47,13 @@ def required_fields_for(query: str, keywords: Sequence[str] = ()) -> tuple[str, 
 
 
 class ResearchTool:
-    """Run `internet.research` calls.  Close it (or use `with`) if it made its own fetcher."""
+    """Run `internet.research` calls.  Close it (or use `with`)."""
 
     def __init__(
-        self,
-        config: ResearchConfig,
-        *,
-        fetcher: PoliteFetcher | None = None,
-        reliability: Callable[[str], float | None] | None = None,
+        self, config: ResearchConfig, *, reliability: Callable[[str], float | None] | None = None
     ) -> None:
         self.config = config
-        self._fetcher = fetcher
-        self._owns_fetcher = fetcher is None
+        self._fetcher: PoliteFetcher | None = None
         self._reliability = reliability
 
     @property
@@ -66,7 +61,7 @@ class ResearchTool:
         return bool(self.config.search_url)
 
     def close(self) -> None:
-        if self._owns_fetcher and self._fetcher is not None:
+        if self._fetcher is not None:
             self._fetcher.close()
             self._fetcher = None
 
