@@ -1,14 +1,6 @@
 """Episodes of the second stage (`indexers.ranking`): what one is, and the time order of
-its turns.
-
-Turns of one conversation often share one time: an import whose lines carry only the
-session's date, a burst of same-second questions.  Their order within that time is
-their turn number (the order the conversation had, as the vault numbered it); before
-the index held it (schema 5), ties fell to the document's address in the index, which a
-re-index moves to the end (the learning fold re-indexes each turn it cites) and a
-segment merge can reorder: which turns were a hit's neighbours, and which were within
-`episode_reach`, changed after a citation.
-"""
+its turns.  Turns that share one time (an import with only the session's date, a burst of
+questions) are ordered by turn number, which no re-index or merge moves."""
 
 from __future__ import annotations
 
@@ -46,12 +38,9 @@ def in_time_order(keys: list[_Key], created: dict[_Key, int], turn: dict[_Key, i
 
 
 def reach_slices(size: int, anchors: list[int], reach: int) -> list[tuple[int, int]]:
-    """The slices of an episode of `size` turns (in time order) within `reach` turns of
-    its anchors (their positions, ascending).  A day of back-to-back questions, or an
-    import whose lines share one time, is one run by the gap rule, and scoring all of it
-    would make a search's cost grow with the run (thousands of same-time turns).  An
-    episode of a conversation's length keeps every turn (the
-    LongMemEval dev split's longest session has 25 turns): `[(0, size)]`."""
+    """The slices of an episode of `size` turns (in time order) within `reach` turns of its
+    anchors (their ascending positions), so a run of thousands of same-time turns costs no
+    more than a conversation; a short episode keeps every turn: `[(0, size)]`."""
     if reach <= 0 or size <= 2 * reach + 1:
         return [(0, size)]
     slices: list[tuple[int, int]] = []
@@ -89,12 +78,9 @@ def episodes_query(
     session_spans: Sequence[tuple[int, int, int]] = (),
     kept_turns: dict[int, list[int]] | None = None,
 ) -> Query:
-    """Turns of the second stage (constant score): per (owner hash, first, last time)
-    of `gaps`, that owner's session-less turns created in that span; the turns of
-    `sessions` (episode hashes); per (episode hash, first, last time) of
-    `session_spans`, the turns of that session created in that span; per owner hash
-    of `kept_turns`, that owner's turns of those numbers (a number is one user's turn).
-    `owner_name` gives the owner term of an owner hash."""
+    """Turns of the second stage (constant score): each owner's session-less turns in each
+    span of `gaps`, the turns of `sessions`, each session's turns in each span of
+    `session_spans`, and each owner's `kept_turns` by number; `owner_name` names an owner hash."""
 
     def owner(owner_h: int) -> tuple[Occur, Query]:
         return (Occur.Must, Query.term_query(schema, "owner", owner_name(owner_h)))

@@ -1,28 +1,12 @@
 """From a natural-language query to weighted term groups for the full-text index.
 
-A question such as "Which city does Maya currently call home?" becomes one *group*
-per content word, each the stem the index uses (`en_stem`) plus weighted variants:
-
-- **stop words** are dropped, and **question framing** ("name", "called", "kind",
-  "usually", "like", "favourite", ...) is kept at a low weight: such words are in
-  most questions about a person and say little about which conversation answers;
-- **recency cues** ("now", "currently", "these days", "at the moment", ...) are
-  taken out of the text and reported as `wants_latest`, so ranking can prefer the
-  latest of near-equal candidates (a changed fact: the newest statement wins);
-- **irregular verb forms** map both ways (bought ↔ buy, met ↔ meet), which the
-  Porter stemmer cannot do;
-- a small **everyday-life thesaurus** adds synonyms (relocate ↔ move, employer ↔
-  job) and, one way, the kinds of a category word (a question about a "pet" may be
-  answered by a turn about a "kitten").  It is deliberately short, general and
-  weighted below the words the user typed; it needs no model.
-
-Prefix variants (allergy → allergic) depend on the index's vocabulary and are
-added by `indexers.search` when it builds the query.  **Time words** ("last week",
-"in May", "two months ago", "the first time") are resolved by
-`indexers.time_words.resolve_time` against the search's `now`.
-
-The word lists and where they come from are in `indexers.words`.
-"""
+Each content word becomes a group: the stem the index uses (`en_stem`) plus weighted
+variants.  Stop words are dropped; question framing ("name", "kind", "usually") is kept at
+a low weight; recency cues ("now", "currently") are taken out and reported as
+`wants_latest`; irregular verb forms map both ways (bought ↔ buy); a short everyday-life
+thesaurus adds synonyms and, one way, the kinds of a category word ("pet" → "kitten"),
+weighted below the user's words.  Prefix variants come from the index's vocabulary
+(`indexers.search`); time words are `indexers.time_words`'.  The lists: `indexers.words`."""
 
 from __future__ import annotations
 
@@ -78,11 +62,8 @@ class QueryPlan:
 def plan_query(
     text: str, *, synonym_weight: float = SYNONYM_WEIGHT, lexicon: Lexicon = Lexicon()
 ) -> QueryPlan:
-    """The term groups of a natural-language query (see the module docstring).
-
-    `synonym_weight` scales thesaurus variants (0 leaves them out); `lexicon` switches
-    the stop words, question framing and irregular word forms.
-    """
+    """The term groups of a natural-language query.  `synonym_weight` scales thesaurus
+    variants (0 leaves them out); `lexicon` switches stop words, framing and word forms."""
     lowered = text.lower().replace("’", "'")
     lowered, cues = RECENCY_CUES.subn(" ", lowered)
     words = [w for w in words_of(lowered) if w != "s"]

@@ -1,36 +1,17 @@
 """BM25's idf over what one user may see, not over every user's documents.
 
-Tantivy scores a term query by idf(n, N) · tf part, n and N counted over the whole index:
-every user's documents.  A user's score for their own document then said how many of
-*another* user's private documents hold the word (alice's score for her own note
-would fall each time bob saved a private note with that word).  So each term query of a
-user's search is boosted by
+Tantivy counts a term's idf(n, N) over the whole index, so a user's score for their own
+note would fall each time another user saved a private note with that word.  Each term
+query of a user's search is boosted by
 
     idf(n_v, N_v) / idf(n, N)
 
-with n_v, N_v counted over the documents the user may see (their own and the global
-ones: `filters.visible_to`), so its weight is idf(n_v, N_v): the idf of a plain BM25 over
-the user's own collection.  n is tantivy's own (`doc_freq`: deleted versions not yet
-merged away count too) and N is tantivy's own total (every segment's documents, deleted
-ones too, which the Python binding does not give: read once per reader generation from
-the explanation of one hit).  What remains of other users in a score: tantivy's average
-field length (how much everyone wrote, not which words), and float32 rounding in
-tantivy's arithmetic (~1e-7 of the score).
-
-A count over the user's documents is a search per term, so n_v
-is kept per (user, field, term) while tantivy's n for the term and its count of deleted
-versions are unchanged: whatever changes the user's count moves one of them (a document
-added with the word moves n; one deleted, or re-indexed without it or with another scope,
-leaves a deleted version), so a kept count is always the count now, and when it is counted
-again says nothing either.
-
-The same holds for which of the index's words a search reads at all: a query stem's
-word forms are the index terms sharing its prefix (`indexers.search`), at most a few,
-the commonest first; taken over every user's documents, another user's words could push
-this user's own forms out of that list and so change their score (a few LongMemEval
-query stems do).  So a user's `Sight` also names what they may see
-(`within`), and the forms are counted over that alone.
-"""
+with n_v, N_v counted over what the user may see (`filters.visible_to`): the idf of a plain
+BM25 over the user's own collection.  n is tantivy's `doc_freq` and N its total, deleted
+versions included (N read once per reader generation from one hit's explanation).  n_v is
+kept per (user, field, term) while n and the deleted count are unchanged: anything that
+changes the user's count moves one of them.  A user's `Sight` also names what they may see
+(`within`), so a stem's word forms are counted over that alone."""
 
 from __future__ import annotations
 
@@ -117,10 +98,9 @@ def _count(searcher: tantivy.Searcher, query: Query) -> int:
 
 
 def _totals(searcher: tantivy.Searcher, visible: Query) -> tuple[float, int, int]:
-    """(N as tantivy's BM25 counts it: every segment's documents, deleted ones too; the
-    deleted ones; the documents the user may see), N read from the explanation of one of
-    those documents' score (its term queries' idf name it).  (0, 0, 0) when the user may
-    see nothing."""
+    """(N as tantivy's BM25 counts it, deleted documents included; the deleted ones; the
+    documents the user may see), N read from one such document's score explanation; (0, 0, 0)
+    when the user may see nothing."""
     found = searcher.search(visible, 1, count=True)
     if not found.hits:
         return 0.0, 0, 0

@@ -1,24 +1,15 @@
 """The English words a query is read with: stemming, stop words, framing, word forms, thesaurus.
 
-`query_terms` gives the content words of a text; `indexers.query` plans a search
-from the same resources.  Where each resource comes from, and its switch
-(`[search]` in pandafs.toml; the effect of each, on and off, is measured by
-`benchmarks/eval_retrieval.py --search`):
+Each resource and its `[search]` switch:
 
-- stop words (`stop_words`): the NLTK English stop-word list (itself from the
-  Snowball project), plus question verbs ("tell", "remember") and fillers;
-- question framing (`framing`): words of question templates about a person ("name",
-  "kind", "usually", "favourite");
-- word forms (`word_forms`, `prefix_weight`): the common English irregular verbs (any
-  grammar's table) and the index's own vocabulary;
-- thesaurus (`synonym_weight`): hand-written rings of everyday personal-life synonyms
-  and category → kinds;
-- time words (`time_words`, `time_weight`; read by `indexers.time_words`): TimeML's
-  TIMEX3 classes of relative and absolute dates;
-- feedback words (`feedback_docs`, `feedback_terms`, `feedback_weight`; chosen by
-  `indexers.feedback`): no list, the words of the user's own best-matching turns,
-  weighed by RM3 (Lavrenko & Croft 2001; Abdul-Jaleel et al. 2004).
-"""
+- stop words (`stop_words`): NLTK's English list (from Snowball), plus question verbs
+  ("tell", "remember") and fillers;
+- question framing (`framing`): words of question templates about a person;
+- word forms (`word_forms`, `prefix_weight`): the common irregular verbs and the index's
+  own vocabulary;
+- thesaurus (`synonym_weight`): hand-written rings of everyday synonyms and category → kinds;
+- time words (`time_words`, `time_weight`): TimeML's TIMEX3 classes of dates;
+- feedback words (`feedback_*`): the user's own best-matching turns, weighed by RM3."""
 
 from __future__ import annotations
 
@@ -203,11 +194,8 @@ def _splitter() -> tantivy.TextAnalyzer:
 
 def words_of(text: str) -> list[str]:
     """The words of `text` as the index splits them (runs of letters and digits, in any
-    script), lower-cased, before stemming.
-
-    One splitter for the index and the query: a pattern of Latin-1 letters would give a
-    question in Russian, Greek or Japanese no words at all, and cut "Łódź" or "Hindi"
-    in Devanagari where the index keeps one word."""
+    script), lower-cased, before stemming: one splitter for the index and the query, so a
+    question in any script has words."""
     return _splitter().analyze(text)
 
 
