@@ -319,8 +319,7 @@ def render_document(frontmatter: dict[str, Any] | DocumentMetadata, body: str) -
 
 def _section_spans(body: str, start: int = 0) -> Iterator[tuple[int, int, int]]:
     """(number, start, end) of the text under each `## N. ` heading line of a context.md
-    body, in order; a section runs to the next such heading (an answer's own `## `
-    headings stay in it).  `str.find`, not a regex: the tiers read hundreds per turn."""
+    body; a section runs to the next such heading (an answer's own `## ` headings stay in it)."""
     previous: tuple[int, int] | None = None
     at = start
     while True:

@@ -184,9 +184,8 @@ class Layout:
         return sorted(names, key=turn_number)
 
     def _names_in(self, folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
-        """The names in `folder` that `keep` takes, listed by the folder's descriptor as
-        opened and checked from the root (`open_vault_folder`): a folder that is a link,
-        or under one, or missing, lists nothing of a link's target."""
+        """The names in `folder` that `keep` takes, listed by its descriptor as checked from the
+        root: a folder that is a link, under one, or missing lists nothing."""
         try:
             fd = open_vault_folder(self.root, folder.relative_to(self.root).as_posix())
         except (OSError, NotInVault):
@@ -220,9 +219,8 @@ class Layout:
         return found
 
     def highest_turn(self, user: str) -> int:
-        """The highest turn number allocated to `user` (0 for none): one below the counter
-        hint, or without one the highest number live, archived or staged (what allocation
-        starts above, so every turn allocated from now on exceeds it)."""
+        """The highest turn number allocated to `user` (0 for none): one below the counter hint,
+        else the highest live, archived or staged; allocation starts above it."""
         counter = self.turn_counter(user)
         if counter is not None:
             return counter - 1

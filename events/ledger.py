@@ -108,9 +108,8 @@ def record_turns(
 
 
 def _last_hash(fd: int) -> str:
-    """The hash of the ledger's last full line (the chain's genesis when it has none).
-    A torn last line (a crash in the middle of an append, never acknowledged) is cut
-    away first, so the next line chains to the last whole one."""
+    """The hash of the ledger's last full line (genesis when none), a torn last line (an
+    unacknowledged append) cut away first."""
     size = os.fstat(fd).st_size
     if not size:
         return _GENESIS

@@ -285,9 +285,8 @@ class EventWriter:
         new: bool = False,
         root: Path | None = None,
     ) -> None:
-        """`new=True` creates the log and fails if it exists (skips reading it back).
-        With `root` (the vault root) the opened log must sit at `root/<its path>`
-        (`check_opened`): a turn folder swapped for a link gets no event."""
+        """`new=True` creates the log and fails if it exists.  With `root`, the opened log must
+        sit at `root/<its path>`: a turn folder swapped for a link gets no event."""
         self.path = path
         self.new = new
         self.root = root

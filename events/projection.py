@@ -127,9 +127,8 @@ class TurnView(BaseModel):
 
 
 def metrics_of(data: Any) -> PhaseMetrics | None:
-    """The phase metrics an event's data carries; None for a kind that has none (asked
-    of its class: `getattr(data, "metrics", None)` would raise and catch an AttributeError
-    inside pydantic for each of those, five times a turn in a rebuild's fold)."""
+    """The phase metrics an event's data carries; None for a kind that has none (asked of its
+    class: `getattr` on the instance would raise and catch inside pydantic)."""
     return data.metrics if "metrics" in type(data).__pydantic_fields__ else None
 
 

@@ -56,9 +56,8 @@ class IndexDamaged(IndexingError):
 
 
 class IndexIOError(IndexingError, OSError):
-    """A read or commit of the index the disk refused: nothing of a refused commit's
-    batch is in the index, the files keep everything, and the next reconcile (or the
-    watcher's retry) indexes them.  `errno` is the system's."""
+    """A read or commit of the index the disk refused: nothing of a refused batch is in the
+    index, the files keep everything, and the next reconcile indexes them.  `errno` is the system's."""
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()

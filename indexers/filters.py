@@ -1,8 +1,5 @@
-"""The filters of a search: constant-score clauses that never change BM25.
-
-User visibility, topic, content types, kinds, scope, quality, expiry and the
-`after`/`before` dates of a `SearchRequest`.
-"""
+"""The filters of a search (user visibility, topic, content types, kinds, scope, quality,
+expiry, dates): constant-score clauses that never change BM25."""
 
 from __future__ import annotations
 
@@ -18,11 +15,8 @@ from .schema import GLOBAL_OWNER, _epoch, _facet
 
 
 def any_of(schema: tantivy.Schema, field_name: str, values: Iterable[Any]) -> Query:
-    """Documents whose `field_name` is one of `values`.
-
-    A boolean of term queries: in tantivy-py 0.27 `term_set_query` costs many times
-    more per search on a large index.
-    """
+    """Documents whose `field_name` is one of `values`: a boolean of term queries (tantivy's
+    `term_set_query` costs more per search on a large index)."""
     terms = [Query.term_query(schema, field_name, v) for v in dict.fromkeys(values)]
     if len(terms) == 1:
         return terms[0]

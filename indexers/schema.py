@@ -81,9 +81,8 @@ def build_schema() -> tantivy.Schema:
 
 
 def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
-    """The tantivy document of `doc`, built by one `Document.from_dict` call: a rebuild
-    makes one per file, and twenty `add_*` calls were a fifth of its Python time.  The
-    schema gives each value its type (unsigned fields, facets, bytes)."""
+    """The tantivy document of `doc`, built by one `Document.from_dict` call (not one
+    `add_*` per field); the schema gives each value its type."""
     created = _epoch(doc.created_at)
     session = doc.session if doc.is_turn else None
     episode = _h64(f"{doc.user}\x00{session}") if session else 0

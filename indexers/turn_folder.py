@@ -117,9 +117,8 @@ def _walk(folder: Path, root: Path | None) -> list[tuple[str, os.stat_result]]:
 
 
 def folder_signature(folder: Path, root: Path | None = None) -> dict[str, tuple[int, int]]:
-    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime)),
-    walked as `collect_turn_files` walks it; none for a folder that is a link or under
-    one (refused: nothing of the link's target is named)."""
+    """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime)), walked as
+    `collect_turn_files` walks it; none for a folder that is a link or under one."""
     try:
         found = _walk(folder, root)
     except NotInVault:

@@ -173,9 +173,8 @@ def _is_turns_folder(rel_dir: str) -> bool:
 def _walk_folder(
     fd: int, rel_dir: str, refused: list[Skipped] | None, turn_folders: list[str] | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str], int, DocRef]]:
-    """`walk_documents` below the folder open as `fd` (vault-relative `rel_dir`), each
-    document with the descriptor of its folder (open while the walk waits at it) and
-    what it is."""
+    """`walk_documents` below the folder open as `fd` (at `rel_dir`): each document, what it
+    is, and its folder's descriptor (open while the walk waits at it)."""
     with os.scandir(fd) as listing:
         entries = list(listing)
     top = not rel_dir

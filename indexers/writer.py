@@ -99,9 +99,8 @@ class IndexBatch:
 
 
 def _give_up(writer: Any) -> None:
-    """Drop what `writer` holds uncommitted and release it now, not when a traceback that
-    names it is freed; a writer tantivy already consumed (a commit that failed half-way,
-    a rollback that did) has nothing left to give up."""
+    """Drop what `writer` holds uncommitted and release it now, not when a traceback naming it
+    is freed (a writer tantivy already consumed has nothing left to give up)."""
     with suppress(ValueError, RuntimeError):
         writer.rollback()
     with suppress(ValueError, RuntimeError):
@@ -152,9 +151,8 @@ class IndexWriter:
         redoable: bool = True,
         committed: list[Any] | None = None,
     ) -> Iterator[IndexBatch]:
-        """One batch on `index`, committed when the block ends.  With `committed`, the
-        committed writer goes there for the caller to wait for its merges (`settling`);
-        without, they are waited for here."""
+        """One batch on `index`, committed when the block ends; its merges are waited for here,
+        or by the caller the committed writer is handed to (`committed`)."""
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
         spill = self._spiller(state_path) if fresh else None
@@ -182,9 +180,8 @@ class IndexWriter:
             release_freed_memory()
 
     def _commit(self, index: tantivy.Index, writer: Any, batch: IndexBatch) -> Any:
-        """Commit `batch` (on `writer`); the writer that committed it.  A commit that
-        fails gives up its writer before the error goes on (tantivy's lock and threads go
-        with it, not when the traceback is freed): the next batch is not refused as busy."""
+        """Commit `batch` on `writer`; the writer that committed it.  A failed commit gives up its
+        writer first, so the next batch is not refused as busy."""
         try:
             try:
                 writer.commit()

@@ -31,9 +31,8 @@ Checker = Callable[["Vault", bool], Iterable[Problem]]
 
 
 def frontmatter_of(vault: Vault, rel: str) -> dict[str, Any] | None:
-    """The frontmatter of the document at `rel` as a check reads it, or None when it
-    cannot be read as one (a link, not UTF-8, too large, broken YAML): the index check
-    names each of those with its reason, so a claims check passes over them."""
+    """The frontmatter of the document at `rel`, or None when it cannot be read as one (the
+    index check names why, so a claims check passes over it)."""
     from events.documents import parse_document
     from events.errors import EventsError
     from events.fsio import read_vault_file

@@ -34,9 +34,8 @@ def echo_err(message: str) -> None:
 
 @contextmanager
 def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
-    """Yield an `advance(n)` callable drawing a bar on stderr: only when it is a terminal,
-    as `git` does (piped or captured, a bar is noise and the only line of an error after
-    it would no longer be the only line), and not when `quiet`."""
+    """Yield an `advance(n)` callable drawing a bar on stderr, only on a terminal (as `git`
+    does: piped, a bar is noise) and not when `quiet`."""
     if quiet or total == 0 or not sys.stderr.isatty():
         yield lambda n: None
         return

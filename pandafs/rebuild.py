@@ -150,9 +150,8 @@ def _beside(
 
 
 def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-    """Run `work` in a forked process now; the returned `wait()` gives its result, or
-    raises the exception it ended with.  The process dies with this one (a SIGKILLed
-    rebuild leaves no fold running on its own; the fold is safe to kill, as ever)."""
+    """Run `work` in a forked process that dies with this one; the returned `wait()` gives its
+    result or raises the exception it ended with."""
     parent = os.getpid()
     reading, writing = os.pipe()
     pid = os.fork()
@@ -187,9 +186,8 @@ def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
 
 
 def _pickled_error(exc: BaseException) -> bytes:
-    """`exc` for the parent to raise as this process would have: its class, arguments
-    and attributes (an exception whose `__init__` takes other arguments than it keeps
-    in `args` would not come back from a plain pickle)."""
+    """`exc` pickled as class, arguments and attributes, for the parent to raise as this
+    process would have (a plain pickle loses an `__init__` with other arguments)."""
     try:
         return pickle.dumps((False, (type(exc), exc.args, dict(vars(exc)))))
     except Exception:  # an attribute that does not pickle

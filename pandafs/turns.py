@@ -77,9 +77,8 @@ class TurnRef:
 def iter_turns(
     vault: Vault, target: str | None = None, *, on_total: Callable[[int], None] | None = None
 ) -> Iterator[TurnRef]:
-    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`.
-    `on_total` (a progress bar's) is told how many first: they are counted by a listing
-    of their own, cheap beside whatever the caller does with each."""
+    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`; `on_total`
+    is told how many first."""
     if on_total is not None:
         on_total(sum(1 for _ in iter_turns(vault, target)))
     if target is None:
@@ -248,9 +247,8 @@ def _replay_turn(vault: Vault, ref: TurnRef, check: bool, report: ReplayReport) 
 
 
 def is_abandoned(ref: TurnRef) -> bool:
-    """A turn folder that holds no event: nothing in it, or only an empty `events.jsonl`
-    and our temporary files.  Its writer may be dead or about to write its first event:
-    `remove_abandoned` tells which by the folder's lock."""
+    """A turn folder that holds no event (nothing, or an empty `events.jsonl` and temporary
+    files); `remove_abandoned` tells by its lock whether its writer is dead."""
     try:
         entries = list(os.scandir(ref.path))
     except FileNotFoundError:
@@ -289,8 +287,7 @@ def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
 
 
 def _unlink_unheld_empty_log(folder: int, name: str) -> bool:
-    """Remove the events.jsonl `name` in `folder` (a descriptor) that holds nothing and
-    that no writer holds (`EventWriter` keeps its `flock` while it lives), unlinking it
+    """Remove the empty events.jsonl `name` in `folder` if no writer holds it, unlinking it
     under that same lock so no writer can take it up in between."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)

@@ -382,9 +382,8 @@ def _index_damage(memory: Memory) -> Problem | None:
 
 
 def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
-    """Under `--repair`, before any other check writes to the index (an interrupted turn
-    indexed, the learning state rebuilt): an index with a damaged file is rebuilt from the
-    documents.  Without `--repair` it names nothing: `check_index` does."""
+    """Under `--repair`, before any other check writes to the index: rebuild an index with a
+    damaged file from the documents (`check_index` names it otherwise)."""
     if not repair:
         return []
     memory = open_memory(vault)

@@ -45,9 +45,8 @@ def pending_relink(vault: Vault) -> list[str]:
 
 
 def finish_relink(vault: Vault, memory: Memory) -> list[str]:
-    """Run the pass for the recorded users, reindex what changed, clear the record.
-
-    Call with the archive lock held.  Returns the vault-relative paths rewritten."""
+    """Run the pass for the recorded users, reindex what changed, clear the record; the
+    paths rewritten.  Call with the archive lock held."""
     users = pending_relink(vault)
     if not users:
         return []

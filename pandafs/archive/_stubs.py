@@ -53,9 +53,8 @@ def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
 
 
 def linked_from(body: str, user: str, turn: str, limit: int = LINKS) -> list[str]:
-    """The wikilinks of the turn's context.md (its sources, the turn it refers to, the
-    memory it committed), so the stub keeps the archived turn's place in Obsidian's graph.
-    Links into the turn itself are left out: they would name the stub."""
+    """The wikilinks of the turn's context.md other than into the turn itself, so the stub
+    keeps the archived turn's place in Obsidian's graph."""
     own = (f"users/{user}/turns/{turn}/", f"archive/stubs/{user}/{turn}")
     found: list[str] = []
     targets: set[str] = set()

@@ -1,6 +1,5 @@
-"""What the export readers share: opening an export safely, the conversion a reader fills
-(import lines and the account of every message), times and ids, and turning one
-conversation's question-and-answer pairs into `import-turns` lines."""
+"""What the export readers share: opening an export safely, the conversion a reader fills,
+times and ids, and one conversation's question-and-answer pairs as `import-turns` lines."""
 
 from __future__ import annotations
 
@@ -89,9 +88,8 @@ class Conversion:
 
 
 def open_export(path: Path, limit: int) -> IO[bytes]:
-    """`path` opened for reading under the vault's one rule (`events.fsio.open_outside_file`:
-    a regular file with one name — no link, FIFO, device, socket or folder) and at most
-    `limit` bytes; else BadInput, before a byte is read."""
+    """`path` opened under the vault's one rule for outside files, at most `limit` bytes;
+    else BadInput, before a byte is read."""
     handle = open_source(path)
     size = os.fstat(handle.fileno()).st_size
     if size > limit:
@@ -115,9 +113,8 @@ CHUNK = 4 * 1024 * 1024
 
 
 class Capped:
-    """A stream that refuses (BadInput) to yield more than `limit` bytes in all, read in
-    blocks or by lines: a file that grew since it was measured, or a ZIP member larger
-    than its directory says."""
+    """A stream that refuses (BadInput) to yield more than `limit` bytes in all: a file that
+    grew since it was measured, or a ZIP member larger than its directory says."""
 
     def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
         self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
@@ -165,9 +162,8 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
 
 
 def array_items(stream: Capped, head: bytes = b"") -> Iterator[bytes]:
-    """Each item of the top-level JSON array `stream` holds (after `head`, read from it
-    already), as its bytes, reading CHUNK bytes at a time: what is held is the item being
-    read, whatever the array's size."""
+    """The bytes of each item of the top-level JSON array in `stream` (after `head`), read
+    CHUNK bytes at a time, so only the current item is held."""
     buf = bytearray(head)
     pos = start = depth = 0
     eof = False

@@ -26,9 +26,8 @@ FORMATS = ("chatgpt", "claude", "claude-code")
 
 @dataclass
 class HistoryReport:
-    """What an import did, turn by turn (`imported`, `completed`, `skipped` already present,
-    `failed`), and its `account`: every conversation and every message of the export, as
-    imported, already present, or skipped with a reason."""
+    """What an import did (`imported`, `completed`, `skipped`, `failed`), and its `account` of
+    every conversation and message of the export."""
 
     format: str
     source: str

@@ -354,9 +354,8 @@ def _rewritten_log(
 
 
 def _anchor(vault: Vault, rel: str, data: bytes) -> None:
-    """Record a turn log a forget rewrote (it ends in its `forgotten` event) in the user's
-    ledger (`events.ledger.record_turn_hash`), so `verify` holds the turn to its new end,
-    not to the one the forget replaced; still under the log's lock."""
+    """Record a turn log a forget rewrote in the user's ledger, so `verify` holds the turn to
+    its new end; still under the log's lock."""
     parts = rel.split("/")
     if len(parts) != 5 or parts[0] != "users" or parts[2] != "turns" or parts[4] != "events.jsonl":
         return

@@ -38,9 +38,8 @@ Log = Callable[[str], None]
 
 
 class ClaimFolders:
-    """The inbox's claim folders, `inbox/.processing/{claim}/`: claiming a file, its
-    plan, publishing what the plan names and cleaning up.  `checkpoint(step)` is told
-    each step that is durable (the inbox's, where tests simulate a death)."""
+    """The inbox's claim folders, `inbox/.processing/{claim}/`: claim, plan, publish, clean up.
+    `checkpoint(step)` hears each durable step (where tests simulate a death)."""
 
     def __init__(
         self, vault: Vault, *, lock_wait_s: float, log: Log, checkpoint: Callable[[str], None]
@@ -225,9 +224,8 @@ class ClaimFolders:
             self.write_plan(claim, plan)
 
     def drop(self, path: Path) -> None:
-        """Remove `path`, a file of a claim folder (gone already is fine), by its name in
-        its folder opened and checked from the vault root: a claim folder swapped for a link
-        is refused (`NotInVault`), not the link's file of that name deleted."""
+        """Remove `path`, a file of a claim folder (gone is fine), by name in its folder checked
+        from the vault root, never the file of that name behind a link."""
         unlink_in_vault(self.root, path, missing_ok=True, durable=False)
 
     def cleanup(self, claim: Path) -> None:

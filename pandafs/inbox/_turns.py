@@ -1,6 +1,5 @@
-"""Starting each claim's turn exactly once: find the turn a plan already started, adopt
-the empty folder a dead run allocated, or allocate a new one; and, once it is answered,
-its index commit (written behind the answer) landed once."""
+"""Starting each claim's turn exactly once (find it, adopt a dead run's empty folder, or
+allocate one), and its index commit, written behind the answer, landed once."""
 
 from __future__ import annotations
 
@@ -155,9 +154,8 @@ class TurnStarts:
             recover(self.pipeline, user, turn, by="watch")
 
     def settle_index(self, user: str, turn: str | None) -> None:
-        """Wait for the index commit written behind the answer; one that failed is said
-        in the log, not raised: the query is answered, and its turn, still marked
-        `.indexing`, is indexed again by watch's upkeep (`interrupted`)."""
+        """Wait for the index commit written behind the answer; a failure is logged, not raised
+        (the turn keeps its `.indexing` mark and upkeep indexes it again)."""
         try:
             self.pipeline.settle()
         except Exception as exc:  # any failure of the commit is logged the same way

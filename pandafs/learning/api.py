@@ -146,9 +146,8 @@ def trends(
     now: datetime | None = None,
     memory: Memory | None = None,
 ) -> dict[str, Any]:
-    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to `until` (default:
-    the day of `now`) — UTC days, empty days included — and the totals over the window,
-    after folding what is new: `{since, until, daily: [rollup…], totals}`."""
+    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to `until` (default: the
+    day of `now`), empty days included, and their totals: `{since, until, daily, totals}`."""
     now = now or utcnow()
     if isinstance(since, str):
         since = parse_since(since, now)

@@ -153,9 +153,8 @@ class Learning:
         full: bool,
         users: Sequence[str] | None = None,
     ) -> set[str]:
-        """Fold every user's new turns (or those of `users`), handing each one's catalog row
-        to `rows` (a full fold gives only the row's values, `catalog.RowValues`, for a
-        `CatalogRebuild`, and lists every user's turns first: its total goes to `on_total`)."""
+        """Fold every user's new turns (or those of `users`), handing each catalog row to `rows`
+        (a full fold: row values for a `CatalogRebuild`, its total to `on_total` first)."""
         listed: dict[str, list[int] | None] = {
             user: self.reader.all_numbers(user) if full else None
             for user in (self.vault.layout.users() if users is None else users)
@@ -287,9 +286,8 @@ class Learning:
         return report
 
     def sync_checked(self, *, write: bool = True) -> SyncReport:
-        """`sync`, then read every shard, recomputing if any is torn (for whole-vault jobs
-        like promote and prune, which look at every document; a turn's Save reads only
-        the shards of what it touches)."""
+        """`sync`, then read every shard, recomputing if any is torn (for whole-vault jobs that
+        look at every document)."""
         report = self.sync(write=write)
         try:
             len(self.cache.counts)

@@ -113,9 +113,8 @@ class Materialiser:
         return None
 
     def doc_info(self, doc_id: str, projection: Projection | None = None) -> DocInfo | None:
-        """The document behind `doc_id` as it is on disk, with its projected scope.
-
-        Turns and site notes are not parsed (their values go to the index only)."""
+        """The document behind `doc_id` as it is on disk, with its projected scope (turns and site
+        notes are not parsed: their values go to the index only)."""
         found = self.locate(doc_id)
         if found is None:
             return None

@@ -199,9 +199,8 @@ def _with_reason(decision: ScopeDecision, reason: str) -> ScopeDecision:
 
 
 def check_shared(vault: Vault, repair: bool) -> list[Problem]:
-    """Research that says `scope: global` with no recorded promotion behind it (kind
-    `scope_claim`): indexed as its owner's (`indexers.learned.Learned`), since sharing is
-    a recorded act.  `--repair` changes nothing: the claim is the person's to take back."""
+    """Research claiming `scope: global` with no recorded promotion behind it (`scope_claim`):
+    indexed as its owner's.  `--repair` changes nothing: the claim is the person's."""
     claims: list[tuple[str, str]] = []
     for user in vault.layout.users():
         for folder in vault.layout.turn_dirs(user):  # one lstat a turn: most have no research

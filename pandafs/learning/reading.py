@@ -30,9 +30,8 @@ EVENTS_FILE = "events.jsonl"
 
 
 class TurnReader:
-    """Reads turns of one vault for the fold, keeping what a run of reads shares: the
-    archived part last read, each user's `turns/` folder (by path, and by descriptor
-    while `turns_open`)."""
+    """Reads turns of one vault for the fold, keeping what a run of reads shares: the archived
+    part last read and each user's `turns/` folder."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault

@@ -156,9 +156,8 @@ class CounterStore(MutableMapping[str, Counts]):
             self._dirty.add(name)
 
     def flush(self, generation: int) -> dict[str, int]:
-        """Write dirty shards stamped with `generation`; the new shard → generation map.
-
-        A fresh store replaces every shard on disk."""
+        """Write dirty shards stamped with `generation` (a fresh store replaces every shard); the
+        new shard → generation map."""
         if self.fresh:
             remove_tree_in_vault(self.root, self.dir)  # never through a link
             self.expected, self.fresh = {}, False
@@ -343,7 +342,6 @@ def learned_of(vault: Vault) -> Learned:
 
 
 def learned_memory(vault: Vault) -> Memory:
-    """Memory that indexes with what the learning loop derived and recorded: what the
-    loop itself and the archive re-index through (the front doors use
-    `pandafs.assembly.open_memory`)."""
+    """Memory that indexes with what the learning loop derived (the loop and the archive
+    re-index through it; front doors use `pandafs.assembly.open_memory`)."""
     return Memory(vault, learned=learned_of(vault))

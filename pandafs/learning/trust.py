@@ -87,9 +87,8 @@ def change_kind(old: str, new: str) -> str:
 
 
 def shares(record: ScopeRecord | Mapping[str, Any]) -> bool:
-    """Whether a recorded scope change made its document global: sharing a user's
-    document is this record and nothing else (the indexer, promotion's check and the
-    fold each ask here; `record` is a `ScopeRecord` or its dict in `state.json`)."""
+    """Whether a recorded scope change made its document global (`record`: a `ScopeRecord` or
+    its dict): sharing a user's document is this record and nothing else."""
     new = record.get("new") if isinstance(record, Mapping) else record.new
     return new == "global"
 

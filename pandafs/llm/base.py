@@ -28,9 +28,8 @@ class Backend(Protocol):
 
 
 class OpenAIBackend:
-    """Sends the task's prompt (instructions, one example) and the input as JSON; validates
-    the JSON reply.  A tool-calling task sends the tool schemas as the request's `tools`
-    and turns the reply's `tool_calls` into the task's output."""
+    """Sends the task's prompt and input as JSON and validates the JSON reply; a tool-calling
+    task sends `tools` and reads the reply's `tool_calls`."""
 
     name = "openai"
 

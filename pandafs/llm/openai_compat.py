@@ -43,9 +43,8 @@ def schema_text(model: type[BaseModel]) -> str:
 
 @functools.cache
 def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema with `$defs` inlined: grammar converters of local servers
-    (llama.cpp's json-schema-to-grammar, Ollama's) handle plain nested objects best.
-    Built once per model (the same for every call); callers must not change it."""
+    """The model's JSON schema with `$defs` inlined, which local servers' grammar converters
+    handle best; built once per model (callers must not change it)."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
 

@@ -38,8 +38,7 @@ def _bad_base_url(base_url: str) -> str:
 
 def refuses_format(status: int, detail: str) -> bool:
     """Does a refusal say the server cannot give the structured output asked for?  (Some
-    servers answer 500 to a response_format their request model does not know:
-    llama-cpp-python's server, for json_schema.)"""
+    answer 500 to a response_format they do not know.)"""
     return status in (400, 422, 500, 501) and bool(_FORMAT_WORDS.search(detail))
 
 

@@ -1,6 +1,5 @@
-"""The cold tier: identity anchors first, then archived summaries and older turns — found
-by the unified search, as identity sources, and by sampling the history — ranked by
-`0.5·recency + 0.3·similarity + 0.2·anchor` and packed into what is left of the budget."""
+"""The cold tier: identity anchors first, then archived summaries and older turns, ranked
+by `0.5·recency + 0.3·similarity + 0.2·anchor` and packed into what is left of the budget."""
 
 from __future__ import annotations
 

@@ -109,8 +109,7 @@ TITLE_CHARS = 80
 
 def default_title(content: str) -> str:
     """A memory's title when none is given: its first ten words, at most TITLE_CHARS long
-    (the title is written twice, in the frontmatter and as the heading: a text of few spaces
-    would otherwise be written three times)."""
+    (it is written twice, in the frontmatter and as the heading)."""
     title = " ".join(content.split()[:10])
     return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "…"
 

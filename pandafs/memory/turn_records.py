@@ -1,6 +1,5 @@
-"""Past turns as the tiers read them: a live turn from its context.md, an archived one from
-its summary stub — by a line scan, not YAML — and the cache that keeps them parsed
-between the turns of one process."""
+"""Past turns as the tiers read them, by a line scan: a live turn from its context.md, an
+archived one from its stub; and the cache that keeps them between turns."""
 
 from __future__ import annotations
 

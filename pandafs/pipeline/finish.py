@@ -45,9 +45,8 @@ class Finisher:
         self._errors: list[BaseException] = []
 
     def settle(self) -> None:
-        """Wait until the last batch written behind has ended; raise what one ended with
-        since the last call (its turn keeps its `.indexing` mark, so the next `ask` or
-        `verify --repair` indexes it again)."""
+        """Wait until the last batch written behind has ended, and raise what one ended with
+        since the last call (its turn keeps its `.indexing` mark for recovery)."""
         self.memory.index.settle_behind()
         errors, self._errors = self._errors, []
         if errors:

@@ -1,6 +1,5 @@
-"""Turns whose process died, vault-wide: verify's `interrupted` check and watch's upkeep
-job that closes them and re-projects the complete ones left unprojected (`recovery`
-holds how one turn is found, closed and re-projected)."""
+"""Turns whose process died, vault-wide: verify's `interrupted` check and the upkeep job
+that closes them (`recovery` handles one turn)."""
 
 from __future__ import annotations
 

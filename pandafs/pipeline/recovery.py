@@ -50,9 +50,8 @@ OPEN, UNPROJECTED, UNINDEXED = "open", "unprojected", "unindexed"
 
 
 def _needs_look(root: Path, rel: str) -> bool:
-    """Cheap first test: a log, and no metadata saying the turn ended, or an `.indexing`
-    mark (read from the vault `root` down: a turn folder swapped for a link is not
-    followed)."""
+    """Cheap first test: a log without metadata saying the turn ended, or an `.indexing` mark
+    (read from the vault root down)."""
     if not os.path.isfile(f"{root}/{rel}/events.jsonl"):
         return False
     return os.path.lexists(f"{root}/{rel}/{INDEXING}") or not _said_ended(root, rel)
@@ -103,9 +102,8 @@ def find_interrupted(root: Path, folder: Path) -> str | None:
 
 
 def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:
-    """Close (as FAIL) or re-project one turn whose process died; what was done (None:
-    nothing was needed, or a live process holds it).  `state`: `turn_state` of the
-    turn, if the caller has just read it."""
+    """Close (as FAIL) or re-project one turn whose process died; what was done (None: nothing
+    needed, or a live process holds it).  `state`: `turn_state`, if just read."""
     state = state or turn_state(pipeline.vault.root, pipeline.vault.layout.turn_dir(user, turn))
     try:
         if state == OPEN:
@@ -127,9 +125,8 @@ def _still_unprojected(vault, user: str, turn: str) -> bool:
 
 
 def _close(pipeline, user: str, turn: str, *, by: str) -> str | None:
-    """Append `Interrupted` under the log's lock if the log, as it reads there, is still
-    open (the events `turn_state` read may predate its writer's `turn_completed` and the
-    end of its hold), then let Save end the turn."""
+    """Append `Interrupted` under the log's lock if the log, as it reads there, is still open,
+    then let Save end the turn."""
     path = pipeline.vault.layout.turn_dir(user, turn) / "events.jsonl"
     with EventWriter(path, user=user, turn=turn, root=pipeline.vault.root) as writer:
         if not _left_open(writer.history()):

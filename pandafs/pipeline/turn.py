@@ -272,15 +272,13 @@ class Pipeline:
             )
 
     def resume(self, user: str, turn: str, *, behind: bool = False) -> TurnResult:
-        """Finish a turn whose process died (or one the inbox started): repair a torn
-        tail, then continue where it stopped.  `behind`: write its index batch behind
-        the answer, as `ask` does (recovery indexes before it returns)."""
+        """Finish a turn whose process died (or one the inbox started): repair a torn tail, then
+        continue where it stopped.  `behind`: write its index batch behind the answer."""
         return self._drive(validate_user_id(user), turn, start=None, behind=behind)
 
     def _forget_after(self, ctx: TurnContext, view: TurnView) -> None:
-        """The forgets the Planner confirmed (the `forget` tool), once the turn's log is
-        closed: the turn quotes what goes, so it is redacted with the rest.  Only after
-        APPROVE; one that cannot run now is left to the person (`pandafs forget`)."""
+        """The forgets the Planner confirmed, run after APPROVE once the turn's log is closed (the
+        turn quotes what goes, so it is redacted too); one that cannot run now is left to the person."""
         requests = ctx.extras.get(FORGET_AFTER) or []
         if not requests or view.outcome != "APPROVE":
             return

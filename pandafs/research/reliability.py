@@ -144,9 +144,8 @@ class ReliabilityTable:
         self._cache = None
 
     def apply(self, turn: str, events: list[ExtractionRecorded], at: datetime) -> list[str]:
-        """Fold one turn's outcomes in (once); returns the site notes it rewrote.  `at`:
-        the turn's time (`TurnView.occurred_at`), which `rebuild` folds it at too (never
-        the clock at Save: a rebuild could not reproduce that)."""
+        """Fold one turn's outcomes in (once), at the turn's time `at` (never the clock, so a
+        rebuild reproduces it); the site notes it rewrote."""
         if not events:
             return []
         when = format_ts(at)
@@ -233,9 +232,8 @@ class TurnsRead:
 
 
 def write_site_note(vault: Vault, row: DomainStats, at: datetime) -> str:
-    """The readable `site_knowledge/{domain}.md`; rewritten only when its numbers change.
-    `at`: when a new note is created (an outcome's time, never the clock).  Call with
-    the reliability table's lock held (the note projects the table)."""
+    """The readable `site_knowledge/{domain}.md`, rewritten only when its numbers change (`at`
+    dates a new note).  Call with the reliability table's lock held."""
     path = vault.layout.site_knowledge / f"{row.domain}.md"
     rel = f"site_knowledge/{row.domain}.md"
     created: Any = at

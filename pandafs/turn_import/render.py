@@ -37,9 +37,8 @@ title and summary (each bounded), the conversation's links."""
 
 
 def size_bound(line: ImportLine) -> int:
-    """At least the bytes of the context.md `line` renders to (its texts, its meta, the
-    rest bounded by OVERHEAD): what is checked against the index's limit before any number
-    is reserved for it."""
+    """At least the bytes of the context.md `line` renders to: checked against the index's
+    limit before any number is reserved for it."""
     texts = [line.query, line.response, *(c.heading + c.text for c in line.context)]
     return sum(len(t.encode()) for t in texts) + 2 * len(orjson.dumps(line.meta or {})) + OVERHEAD
 
