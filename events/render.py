@@ -44,10 +44,6 @@ def _table(columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join([head, rule, *body])
 
 
-def _meta_block(meta: dict[str, Any]) -> str:
-    return "```yaml\n" + dump_frontmatter({"_meta": meta}) + "```"
-
-
 def _gates(gates: tuple[GateResult, ...] | list[GateResult]) -> str:
     rows = [[g.gate, "yes" if g.passed else "no", g.detail] for g in gates]
     return _table(["Check", "Passed", "Detail"], rows)
@@ -57,7 +53,7 @@ def render_block(block: ContextBlock) -> str:
     """One `###` block of §2 as markdown (the pipeline measures its tokens with this)."""
     parts = [f"### {block.heading}"]
     if block.meta:
-        parts.append(_meta_block(block.meta))
+        parts.append("```yaml\n" + dump_frontmatter({"_meta": block.meta}) + "```")
     if block.columns:
         parts.append(_table(block.columns, block.rows))
     if block.text:

@@ -163,10 +163,6 @@ class Candidate:
         }
 
 
-def _folder_bytes(folder: Path, root: Path) -> int:
-    return sum(size for size, _ in folder_signature(folder, root).values())
-
-
 def find_candidates(
     vault: Vault,
     *,
@@ -216,10 +212,7 @@ def find_candidates(
                 reason = f"{count} uses in {window} days > {cfg.max_recent_uses}: stays live"
                 kept.append(Candidate(name, folder.name, folder, created, age, count, reason, 0))
                 continue
-            eligible.append(
-                Candidate(
-                    name, folder.name, folder, created, age, count, reason, _folder_bytes(folder, vault.root)
-                )
-            )
+            size = sum(size for size, _ in folder_signature(folder, vault.root).values())
+            eligible.append(Candidate(name, folder.name, folder, created, age, count, reason, size))
     eligible.sort(key=lambda c: (c.created_at.strftime("%Y-%m"), c.user, turn_number(c.turn)))
     return eligible, kept, skipped

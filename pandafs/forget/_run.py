@@ -150,7 +150,11 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
         matcher.add_sentences([picked.value, picked.text])
         return [Target("statement", text)], matcher, stems, "statement"
     parts = text.split("/")
-    if len(parts) >= 2 and is_user_id(parts[0]) and _looks_like_id(parts[1]):
+    if (
+        len(parts) >= 2
+        and is_user_id(parts[0])
+        and (TURN_DIR_RE.fullmatch(parts[1]) or parts[1] in ("memories", "preferences", "facts"))
+    ):
         if parts[0] != user:
             raise BadInput(f"no document {text!r} of {user}")
         if len(parts) == 2 and TURN_DIR_RE.fullmatch(parts[1]):
@@ -182,10 +186,6 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
         raise BadInput(f"{text!r} has no words to forget (give content words, or a document id)")
     matcher.add_all_of(stems)
     return [Target("words", "words")], matcher, stems, "words"
-
-
-def _looks_like_id(second: str) -> bool:
-    return bool(TURN_DIR_RE.fullmatch(second)) or second in ("memories", "preferences", "facts")
 
 
 def _turn_target(

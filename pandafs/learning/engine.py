@@ -156,7 +156,7 @@ class Learning:
         """Fold every user's new turns (or those of `users`), handing each catalog row to `rows`
         (a full fold: row values for a `CatalogRebuild`, its total to `on_total` first)."""
         listed: dict[str, list[int] | None] = {
-            user: self.reader.all_numbers(user) if full else None
+            user: sorted(self.vault.layout.turn_numbers(user)) if full else None
             for user in (self.vault.layout.users() if users is None else users)
         }
         if full and self.on_total is not None:

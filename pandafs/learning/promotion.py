@@ -182,7 +182,9 @@ def prune_expired(
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
-                engine.policy.record_decisions([_with_reason(decision, reason)], now)
+                engine.policy.record_decisions(
+                    [ScopeDecision(**{**decision.__dict__, "reason": reason})], now
+                )
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
                 rename_in_vault(vault.root, vault.root / info.rel, target)
@@ -192,10 +194,6 @@ def prune_expired(
                     batch.delete(info.rel)
             engine.sync()
     return report
-
-
-def _with_reason(decision: ScopeDecision, reason: str) -> ScopeDecision:
-    return ScopeDecision(**{**decision.__dict__, "reason": reason})
 
 
 def check_shared(vault: Vault, repair: bool) -> list[Problem]:

@@ -116,9 +116,6 @@ class TurnReader:
         """The highest turn of `user` to fold up to (`Layout.newest_turn`, never below `upto`)."""
         return self.vault.layout.newest_turn(user, upto)
 
-    def all_numbers(self, user: str) -> list[int]:
-        return sorted(self.vault.layout.turn_numbers(user))
-
 
 Live = list[Event] | str | None
 """A live turn's events, "pending" (no metadata.json says it ended), or None (no live folder)."""

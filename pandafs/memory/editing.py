@@ -196,7 +196,7 @@ def delete_document(
             entries = parse_entries(body[_body_start(body) :])
             picked = pick_entry(entries, entry, rel)
             lines = body.split("\n")
-            at = _body_line_offset(body) + picked.line - 1
+            at = body[: _body_start(body)].count("\n") + picked.line - 1
             removed[:] = [lines[at]]
             changed.entry = entries.index(picked) + 1
             del lines[at]
@@ -225,10 +225,6 @@ def _body_start(text: str) -> int:
         if end != -1:
             return end + len("\n---\n")
     return 0
-
-
-def _body_line_offset(text: str) -> int:
-    return text[: _body_start(text)].count("\n")
 
 
 def _append_expired(vault: Vault, target: str, line: str, now: datetime) -> None:

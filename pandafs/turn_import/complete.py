@@ -79,7 +79,10 @@ class Completer:
         old = list(view.context.blocks) if view.context else []
         thread = next((b for b in old if b.heading == THREAD_HEADING), None)
         if thread is None:  # imported before turns were linked: link it now
-            touched = next((t for t in threads.touched.values() if t.user == user and _has(t, nxt)), None)
+            touched = next(
+                (t for t in threads.touched.values() if t.user == user and any(n == nxt for n, _ in t.turns)),
+                None,
+            )
             if touched is None:
                 return None
             thread = thread_block(user, touched.note, touched.title, None, None)
@@ -89,10 +92,6 @@ class Completer:
         append_events(ref.events_path, user, turn, [ContextSynthesized(blocks=blocks)], root=self.vault.root)
         project(ref)
         return self._doc(ref)
-
-
-def _has(touched: Touched, turn: str) -> bool:
-    return any(name == turn for name, _ in touched.turns)
 
 
 def _item(user: str, turn: str, when: str) -> str:
