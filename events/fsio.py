@@ -50,7 +50,6 @@ __all__ = [
     "file_key",
     "has_other_names",
     "held_lock",
-    "is_inside",
     "is_real_dir",
     "is_real_file",
     "is_temp_name",

@@ -20,8 +20,6 @@ from events.fsio import read_vault_file
 from events.layout import TURN_KINDS, DocRef, classify, effective_scope
 
 __all__ = [
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_TYPES",
     "IndexDoc",
     "Loaded",
     "Skipped",

@@ -24,16 +24,7 @@ from .state import StateEntry
 from .walk import read_turn_folders, scan_documents, walk_documents
 from .writer import IndexBatch
 
-__all__ = [
-    "SyncReport",
-    "index_paths",
-    "rebuild",
-    "reconcile",
-    "record_loaded",
-    "scan_documents",
-    "upsert_paths",
-    "upsert_rendered",
-]
+__all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents", "upsert_rendered"]
 
 Progress = Callable[[int], None]
 

@@ -30,7 +30,7 @@ from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
 
 from .documents import Loaded, Skipped, read_checked
 
-__all__ = ["SKIP_TOP", "read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
+__all__ = ["read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 

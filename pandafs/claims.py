@@ -10,7 +10,7 @@ from events.layout import candidate_paths, classify, effective_scope, is_user_id
 from .checks import Problem, frontmatter_of
 from .vault import Vault
 
-__all__ = ["NOT_A_USER", "check_claims"]
+__all__ = ["check_claims"]
 
 
 NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or served"

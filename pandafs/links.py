@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["TURN_LINK", "Where", "relink", "same_but_turn_links", "turn_keys"]
+__all__ = ["Where", "relink", "same_but_turn_links", "turn_keys"]
 
 Where = Callable[[str, str], Literal["live", "archived"] | None]
 

@@ -34,7 +34,7 @@ from .errors import BadInput, PandaError
 from .pipeline.tools import TOOLS, Tool, ToolSession
 from .vault import Vault
 
-__all__ = ["RESOURCE_PREFIX", "build_server", "visible_path"]
+__all__ = ["build_server"]
 
 RESOURCE_PREFIX = "pandafs://vault/"
 LATEST_TURNS = 50  # how many of the user's turns the resource listing names

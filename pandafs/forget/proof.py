@@ -19,7 +19,7 @@ from ..vault import Vault
 from ._area import archived_rows, segments_of_file, user_files
 from ._text import Matcher, segments
 
-__all__ = ["Survivor", "matchers_of", "scan_user", "scan_vault"]
+__all__ = ["Survivor", "scan_user", "scan_vault"]
 
 
 @dataclass(frozen=True)

@@ -42,18 +42,7 @@ class SavingTurn(Protocol):
     def now(self) -> datetime: ...
 
 
-__all__ = [
-    "CHECKS",
-    "INDEX_QUEUE",
-    "SAVE_WAIT_S",
-    "after_save",
-    "check_caches",
-    "check_catalog",
-    "parse_since",
-    "rebuild",
-    "sync",
-    "trends",
-]
+__all__ = ["CHECKS", "INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "rebuild", "sync", "trends"]
 
 SAVE_WAIT_S = 10.0
 INDEX_QUEUE = "learning_index_queue"

@@ -19,7 +19,7 @@ from events.layout import SHAREABLE_KINDS
 
 from ..config import MemoryConfig
 
-__all__ = ["PROMOTABLE_KINDS", "DocState", "ScopeDecision", "decide", "decide_steps", "promotable"]
+__all__ = ["DocState", "ScopeDecision", "decide", "decide_steps", "promotable"]
 
 PROMOTABLE_KINDS = frozenset({"memory", "research"})
 

@@ -34,7 +34,7 @@ from .policy import ScopeDecision, decide_steps, promotable
 from .state import learned_memory
 from .trust import Counts, shares
 
-__all__ = ["PromotionReport", "PruneReport", "check_shared", "expired_path", "promote", "prune_expired"]
+__all__ = ["PromotionReport", "PruneReport", "check_shared", "promote", "prune_expired"]
 
 EXPIRED_DIR = "expired"
 

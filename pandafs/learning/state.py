@@ -29,7 +29,6 @@ from ..vault import Vault
 from .trust import Counts, Projection, ScopeRecord, shares
 
 __all__ = [
-    "CACHE_VERSION",
     "CounterStore",
     "Cursor",
     "LearningCache",

@@ -39,7 +39,6 @@ __all__ = [
     "Projection",
     "ScopeRecord",
     "TurnFacts",
-    "change_kind",
     "trust_of",
     "turn_facts",
     "verdict",

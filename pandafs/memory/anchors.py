@@ -16,7 +16,7 @@ from events.layout import validate_user_id
 from ..vault import Vault
 from .store import Entry, parse_entries
 
-__all__ = ["Anchor", "identity_anchors", "identity_key"]
+__all__ = ["Anchor", "identity_anchors"]
 
 _TAG = re.compile(r"(?<!\S)#identity\b", re.I)
 _NOT_TAG = re.compile(r"(?<!\S)#not-identity\b", re.I)

@@ -19,7 +19,7 @@ from .turn_records import TurnReader, TurnRecord
 if TYPE_CHECKING:
     from .api import Memory
 
-__all__ = ["LAST_SAMPLED", "WEIGHTS", "assemble_cold", "sample_numbers"]
+__all__ = ["assemble_cold", "sample_numbers"]
 
 LAST_SAMPLED = 5
 WEIGHTS = (0.5, 0.3, 0.2)  # recency, similarity, anchor

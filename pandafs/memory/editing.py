@@ -23,7 +23,7 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import Entry, parse_entries
 
-__all__ = ["Changed", "delete_document", "edit_document", "owned_document", "pick_entry"]
+__all__ = ["Changed", "delete_document", "edit_document", "pick_entry"]
 
 EXPIRED = "archive/expired"
 

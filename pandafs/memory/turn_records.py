@@ -19,7 +19,7 @@ from events.layout import turn_name, turn_number, validate_user_id
 from ..vault import Vault
 from .retrieved import jsonable
 
-__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_stub", "parse_turn_context"]
+__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_turn_context"]
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,7 @@ from indexers.errors import IndexingError
 from ..turns import INDEXING, TurnRef, is_abandoned, remove_abandoned
 
 __all__ = [
-    "INTERRUPTED",
     "OPEN",
-    "REINDEXED",
     "REPROJECTED",
     "UNINDEXED",
     "UNPROJECTED",

@@ -24,7 +24,7 @@ from ..tasks.schemas import SummarizeIn, SummarizeOut
 from .context import TurnContext
 from .tools import canonical_tool
 
-__all__ = ["outcome_of", "run", "write_intervention"]
+__all__ = ["outcome_of", "run"]
 
 QUALITY = {"APPROVE": 0.8, "REVISE": 0.5, "FAIL": 0.2, "CLARIFY": 0.3}
 

@@ -17,7 +17,7 @@ from events.stamps import format_ts
 from .result import Candidate, ResearchResult
 from .visits import PAGE
 
-__all__ = ["RESEARCH_JSON", "RESEARCH_MD", "write_json", "write_markdown"]
+__all__ = ["write_json", "write_markdown"]
 
 RESEARCH_MD = "research.md"
 RESEARCH_JSON = "research.json"

@@ -26,7 +26,7 @@ from .report import write_json, write_markdown
 from .result import Candidate, ExtractionOutcome, ResearchResult, findings, summary
 from .visits import write_visit
 
-__all__ = ["DEFAULT_RELIABILITY", "NOT_CONFIGURED", "ResearchTool", "required_fields_for"]
+__all__ = ["NOT_CONFIGURED", "ResearchTool"]
 
 NOT_CONFIGURED = "internet.research is not configured (set [research] search_url in pandafs.toml)"
 DEFAULT_RELIABILITY = 0.5

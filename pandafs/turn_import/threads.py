@@ -20,7 +20,7 @@ from events.stamps import format_ts
 
 from .lines import ImportLine
 
-__all__ = ["THREAD_HEADING", "Threads", "conversation_of", "note_rel", "with_next"]
+__all__ = ["THREAD_HEADING", "Threads", "conversation_of", "with_next"]
 
 THREAD_HEADING = "Conversation"
 
