@@ -170,7 +170,7 @@ def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveRep
 def _archive_batch(
     vault: Vault, memory: Memory, chunk: Sequence[Candidate], report: ArchiveReport, archived_at: datetime
 ) -> None:
-    """Steps 1-7 of the module docstring for one batch.  Call with the archive lock held."""
+    """Steps 1-7 of the package docstring for one batch.  Call with the archive lock held."""
     store = store_of(vault)
     batch = new_id()
     plan: list[tuple[Candidate, TurnFiles]] = []
