@@ -61,8 +61,8 @@ class StateLog:
         """Append a line per change to the log at `path` (this one, or a rebuild's)."""
         if not changes:
             return
-        # one buffer, each line freed once copied in: a bytes object from orjson keeps the
-        # few KB it was written in, so a list of a rebuild's 100k lines held ~400 MB
+        # one buffer, each line freed once copied in: orjson's bytes keep the buffer they were
+        # written in, so a list of them holds far more than its lines
         lines = bytearray()
         for p, e in changes.items():
             lines += orjson.dumps({"p": p, "d": 1}) if e is None else _state_line(p, e)

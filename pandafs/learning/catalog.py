@@ -250,8 +250,7 @@ class CatalogRebuild:
             self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
             self._chunks += 1
             self._rows = []
-            # what the chunk's table and the rows freed, handed back: the fold runs beside
-            # the indexing, and at 300k turns the two together peaked at 301 MiB
+            # what the chunk's table and the rows freed, handed back: the fold runs beside the indexing
             pa.default_memory_pool().release_unused()
             release_freed_memory()
 
@@ -274,7 +273,6 @@ class CatalogRebuild:
                         folders.unlink(chunk)
         self._rows = []
         swap_in(self.new, self.dir, root=self.root)
-        # pyarrow's pool keeps what the parts' buffers freed (32 MiB after 300k turns),
-        # and a rebuild indexes next: give it back now
+        # pyarrow's pool keeps what the parts' buffers freed, and a rebuild indexes next
         pa.default_memory_pool().release_unused()
         return sorted(p.name.removeprefix("month=") for p in self.dir.glob("month=*"))

@@ -56,8 +56,8 @@ CATALOG_BATCH = 32
 """Catalog rows Save lets wait in the learning cache before it writes them as a delta itself."""
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
 SEEN_TURNS = 4096
-"""Folded turns whose facts a fold keeps for the feedback of later turns; one judged from
-further back is read again (`load_turn`: the same facts).  All of them held ~40 MiB at 75k."""
+"""Folded turns whose facts a fold keeps for the feedback of later turns (bounded, not all of
+them); one judged from further back is read again (`load_turn`: the same facts)."""
 
 
 @dataclass
