@@ -90,6 +90,10 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
+    if focus and g.asks_now(data.query, data.requested):  # how it stands: the newest statement giving it
+        newest = [f for f in picked if _holds(data.requested, _answer_form(f, data), data.query)]
+        newest.sort(key=data.facts.index)  # the facts come newest first
+        picked = newest[:1] + [f for f in picked if f not in newest[:1]]
     if slots & {f.slot for f in picked if f.slot} or data.requested not in ("", "list"):
         return picked[:1] if not data.feedback else picked[:2]
     return picked[: 5 if data.requested == "list" else 3]

@@ -13,7 +13,17 @@ facts.py      `Fact` and `settle`: dedupe, origin rank, newest wins
 checks.py     the requested datum and `answer_checks`
 """
 
-from .checks import PRICE, about_focus, answer_checks, has_requested, requested_kind, speaker_fits
+from .checks import (
+    PRICE,
+    about_focus,
+    answer_checks,
+    asks_now,
+    has_requested,
+    quoted_facts,
+    requested_kind,
+    speaker_fits,
+    superseded,
+)
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
 from .sentences import (
     NOTED,
@@ -46,6 +56,7 @@ __all__ = [
     "Slot",
     "about_focus",
     "answer_checks",
+    "asks_now",
     "asked_predicate",
     "asked_slots",
     "end_of_day",
@@ -56,6 +67,7 @@ __all__ = [
     "is_non_answer",
     "is_question",
     "norm",
+    "quoted_facts",
     "related_overlap",
     "requested_kind",
     "settle",
@@ -63,4 +75,5 @@ __all__ = [
     "speaker_fits",
     "states",
     "statement_form",
+    "superseded",
 ]

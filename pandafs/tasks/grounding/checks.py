@@ -126,15 +126,30 @@ _HOW_MANY = (
 )
 
 
+# "my 5th project": an ordinal of a thing the user keeps doing says how many so far
+_COUNTED = rf"(?:{_CARDINAL}|\d+(?:st|nd|rd|th))"
+# "my follower count is close to 1300", "the number of followers is 1,300": the count
+# named by a noun of counting, its cardinal said within a few words after it
+_COUNT_NOUNS = frozenset("count number total tally".split())
+
+
 def _counts(answer: str, query: str) -> bool:
-    """ "How many N": the answer states a number of N (a cardinal within three words before N)."""
+    """ "How many N": the answer states a number of N (a cardinal or an ordinal within four
+    words before N, or N's count and a cardinal after it)."""
     asked = re.search(_HOW_MANY, query)
     if asked is None:
         return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
     head = stem(asked.group(1).split()[-1])
-    for match in re.finditer(rf"\b{_CARDINAL}\b((?:\s+[\w'-]+){{1,4}})", answer, re.I):
+    for match in re.finditer(rf"\b{_COUNTED}\b((?:\s+[\w'-]+){{1,4}})", answer, re.I):
         if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
             return True
+    words = re.findall(r"[\w,.]+", answer.lower())
+    for n, word in enumerate(words[:-1]):
+        near = words[max(0, n - 2) : n + 3]
+        if stem(word) == head and _COUNT_NOUNS & {w.strip(",.") for w in near}:
+            after = " ".join(words[n + 1 : n + 11])
+            if re.search(rf"\b{_CARDINAL}\b", after):
+                return True
     return False
 
 
@@ -285,6 +300,8 @@ def answer_checks(
         for old in fact.replaces:
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
+    if is_question(query) and not computed:
+        contradictions += superseded(answer, query, requested, facts, focus_of(resolved or query))
     return [
         _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
         GateResult(
@@ -310,10 +327,17 @@ _WHO = "the question asks what the assistant said; the answer quotes the user (o
 # and documents, never by an imported reply of the assistant quoted as the user's fact.
 ASKS_ASSISTANT = re.compile(
     r"\byou\s+(?:told|suggested|recommended|mentioned|said|gave|provided|listed|explained|created|"
-    r"wrote|shared|described|advised|named)\b|\b(?:our|the)\s+(?:previous|last|earlier)\s+"
+    r"wrote|shared|described|advised|named)\b|\bdid\s+you\s+(?:tell|suggest|recommend|mention|say|give|"
+    r"provide|list|explain|create|write|share|describe|advise|name)\b|\b(?:our|the)\s+(?:previous|last|earlier)\s+"
     r"(?:conversation|chat|discussion)\b|\bremind\s+me\s+what\s+you\b",
     re.IGNORECASE,
 )
+
+
+def _who(query: str) -> str:
+    if ASKS_ASSISTANT.search(query):
+        return _WHO
+    return "the answer quotes what the assistant said, not what the user stated"
 
 
 _WE = re.compile(r"\b(?:we|us|our)\b", re.IGNORECASE)
@@ -363,8 +387,11 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         if not checkable and not predicate:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
-        sources = [f for f in facts if new & _content(f.text)]
+        quoted = quoted_facts(answer, facts)
+        sources = quoted or [f for f in facts if new & _content(f.text)]
         fitting = [f for f in sources if speaker_fits(query, f.origin)]
+        if quoted and not _fits_quoted(answer, query, quoted):
+            return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
         if sources and not fitting:
             return GateResult(gate=_ABOUT, passed=False, detail=_WHO)
         passed = not fitting or _addresses(answer, predicate, fitting, polar=polar)
@@ -372,8 +399,12 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         return GateResult(
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
         )
+    quoted = quoted_facts(answer, facts)
+    if quoted and not _fits_quoted(answer, query, quoted):
+        return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
     new = _content(answer) - _content(resolved)
-    used = [f for f in facts if new & _content(f.text) and speaker_fits(query, f.origin)]
+    used = quoted or [f for f in facts if new & _content(f.text)]
+    used = [f for f in used if speaker_fits(query, f.origin)]
     about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
     thing = " ".join(focus)
     if not about:
@@ -382,6 +413,32 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         asked = " ".join(predicate)
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
     return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
+
+
+def quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
+    """The facts an answer is made of: those whose content words (three or more) are nearly
+    all in the answer.  The answer is judged by these, not by any fact that shares a word
+    with it: a reply quoted beside a user's sentence that merely shares "skin" is the reply."""
+    said = _content(answer)
+    out = []
+    for fact in facts:
+        words = {w for w in _content(fact.text) if len(w) > 2}
+        if len(words) >= 3 and len(words & said) >= 0.8 * len(words):
+            out.append(fact)
+    return out
+
+
+def _fits_quoted(answer: str, query: str, quoted: list[Fact]) -> bool:
+    """Does the answer say only what facts from whom the question asks about give
+    (`speaker_fits`)?  A quoted fact of another speaker may echo them (a reply repeating
+    what the user said), but the words only it gives are another speaker's: an imported
+    reply of the assistant is not what the user stated, however it is phrased."""
+    said = _content(answer)
+    given = [_content(f.text) for f in quoted if speaker_fits(query, f.origin)]
+    covered = _content(query).union(*given)
+    return all(
+        len((_content(f.text) & said) - covered) < 2 for f in quoted if not speaker_fits(query, f.origin)
+    )
 
 
 _NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\bhates?\b", re.I)
@@ -406,3 +463,77 @@ def _quotes(answer: str, facts: list[Fact]) -> bool:
     known = [stems_of(f.text, content=True) for f in facts]
     said = [{w for w in stems_of(c, content=True) if len(w) > 2} for c in clauses]
     return bool(said) and all(len(words) > 2 and any(words <= fact for fact in known) for words in said)
+
+
+# --- the newest statement ---------------------------------------------------------------------
+
+# How things stand (how many, how much, which, who, where) is read off the newest statement
+# about the thing asked: a value the user gave and later gave again differently is no
+# answer, whatever its slot (the newest-wins of `facts.settle` reaches only the statements
+# whose slot it recognises).  A question that asks for an earlier value is not about now.
+UPDATED_KINDS = frozenset({"count", "price", "name", "place", "which"})
+ASKS_EARLIER = re.compile(
+    r"\b(?:first|initially|originally|before|previously|used\s+to|earlier|at\s+the\s+(?:start|beginning))\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    w: str(n)
+    for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
+
+
+def _values(text: str, kind: str, query: str) -> frozenset[str]:
+    """The values a statement gives of the kind asked — its numbers (digits, number words,
+    "5th"), and for a name, place or which its names (not a sentence's first word) — less
+    those the question holds."""
+    plain = CITE.sub("", text)
+    found = {n.replace(",", "") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", plain)}
+    found |= {_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", plain.lower()) if w in _NUMBER_WORDS}
+    if kind in ("name", "place", "which"):
+        found |= _names(plain.split(None, 1)[-1] if " " in plain.strip() else "")
+    asked = {n.replace(",", "") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", query)}
+    asked |= {_NUMBER_WORDS.get(w, w) for w in re.findall(r"[a-z]+", query.lower())} | _names(query)
+    return frozenset(found - asked)
+
+
+def asks_now(query: str, requested: str) -> bool:
+    """Does a question ask how a thing stands now (a value a later statement may change)?"""
+    return (
+        requested in UPDATED_KINDS
+        and not ASKS_EARLIER.search(query)
+        and not ASKS_ASSISTANT.search(query)
+        and not COMPUTED.search(query)
+    )
+
+
+def superseded(
+    answer: str, query: str, requested: str, facts: list[Fact], focus: tuple[str, ...]
+) -> list[str]:
+    """The values of an answer that a later statement by the user about the same thing
+    (its focus, `about_focus`) no longer gives: for each, the later statement."""
+    if (
+        requested not in UPDATED_KINDS
+        or not focus
+        or ASKS_EARLIER.search(query)
+        or ASKS_ASSISTANT.search(query)
+    ):
+        return []
+    said = _values(answer, requested, query)
+    if not said:
+        return []
+    stated = []
+    for fact in facts:
+        if fact.when is None or fact.origin in REPLIES or not speaker_fits(query, fact.origin):
+            continue
+        if about_focus(focus, fact.text, fact.slot.key if fact.slot else "", query):
+            values = _values(fact.text, requested, query)
+            if values:
+                stated.append((fact, fact.when, values))
+    since = max((when for _, when, values in stated if values & said), default=None)
+    if since is None:
+        return []
+    return [
+        f"{', '.join(sorted(said))} (a later statement, {when.date().isoformat()}: {fact.text[:160]})"
+        for fact, when, values in stated
+        if when > since and not values <= said
+    ]
