@@ -18,13 +18,17 @@ from typing import Any
 from events.documents import split_sections
 from events.projection import TurnView
 from events.schema import GateResult, Payload, ResponseSynthesized, ValidationDecided
+from indexers.errors import IndexingError
 
 from ..errors import BadInput, Unreadable
 from ..memory.store import parse_entries
 from ..tasks.grounding import (
     Fact,
+    about_focus,
     answer_checks,
+    asks_now,
     end_of_day,
+    focus_of,
     is_question,
     requested_kind,
     settle,
@@ -140,9 +144,69 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
     return [Fact(s, origin, n, doc_id, when) for s in _sentences(doc.content)]
 
 
+NEWEST = "newest_statements"
+"""The tool name under which Synthesis and Validation read the user's newest statements
+about the thing asked (`newest_statements`)."""
+NEWEST_HITS = 20  # turns the subject's search brings, before they are put in time order
+NEWEST_TURNS = 3  # the newest of them whose statements are read
+
+
+def newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
+    """For a question about how a thing stands now (`grounding.asks_now`: how many, how
+    much, which, who, where): what the user said about that thing in their newest turns.
+    §2 is chosen by relevance to the whole question, so the statement that replaced an
+    older value may be missing from it; a search of the thing's words alone (its focus),
+    over the user's turns, put in time order, finds it.  Statements of turns §2 already
+    holds are left to §2."""
+    cache: dict[str, list[Fact]] = ctx.extras.setdefault("_newest", {})
+    if "facts" in cache:
+        return cache["facts"]
+    facts: list[Fact] = []
+    cache["facts"] = facts
+    resolved = view.analysis.resolved_query if view.analysis else view.query
+    focus = focus_of(resolved) if is_question(view.query) else ()
+    if not focus or not asks_now(view.query, requested_kind(view.query)):
+        return facts
+    try:
+        hits = ctx.memory.search(
+            " ".join(focus),
+            user=ctx.user,
+            now=ctx.now(),
+            exclude_ids=[ctx.doc_id],
+            kinds=_TURN_KINDS,
+            limit=NEWEST_HITS,
+            snippets=False,
+        )
+    except IndexingError:  # the search is a second look; §2 stands without it
+        return facts
+    held = {s.doc_id for s in view.context.sources} if view.context else set()
+    hits.sort(key=lambda h: str(h.get("created_at") or ""), reverse=True)
+    for hit in hits[:NEWEST_TURNS]:
+        if hit["doc_id"] in held:
+            continue
+        try:
+            doc = ctx.read(hit["doc_path"])
+        except (BadInput, Unreadable):
+            continue
+        said = _turn_facts(0, hit["doc_id"], split_sections(doc.content), doc.metadata)
+        facts += [f for f in said if f.origin == "stated" and about_focus(focus, f.text, "", resolved)]
+    return facts
+
+
+def _newest_result(facts: list[Fact]) -> list[ToolResultView]:
+    """The newest statements as Synthesis and Validation read a tool result (each dated)."""
+    if not facts:
+        return []
+    lines = [f"{f.when.date().isoformat() if f.when else ''} ({f.doc_id}): {f.text}" for f in facts]
+    summary = f"{len(facts)} newest statement(s) about the thing asked"
+    return [ToolResultView(tool=NEWEST, ok=True, summary=summary, text="\n".join(lines))]
+
+
 def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
     facts = []
     for result in results:
+        if result.tool == NEWEST:  # read from `newest_statements` with their dates
+            continue
         for line in result.text.splitlines():
             if line.startswith("Asked:"):
                 facts += [
@@ -173,6 +237,8 @@ def facts_of(ctx: TurnContext, view: TurnView, tools: list[ToolResultView]) -> l
     for n, source in enumerate(view.context.sources if view.context else [], 1):
         raw += _source_facts(ctx, n, source.doc_id, source.doc_path, kinds.get(source.doc_id, ""))
     raw += _tool_facts(tools)
+    if any(r.tool == NEWEST for r in tools):
+        raw += newest_statements(ctx, view)
     cache[key] = settle(raw, view.query)
     return cache[key]
 
@@ -201,6 +267,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     if previous is not None and previous.validation is not None:
         feedback = list(previous.validation.reasons)
     tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
+    tools += _newest_result(newest_statements(ctx, view))
     out: AnswerOut = ctx.think(
         "answer",
         AnswerIn(
@@ -228,6 +295,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     response = view.attempts[-1].response
     assert response is not None
     tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
+    tools += _newest_result(newest_statements(ctx, view))
     facts = facts_of(ctx, view, tools)
     requested = requested_kind(view.query)
     checks = answer_checks(response.answer, view.query, requested, facts, analysis.resolved_query)

@@ -68,3 +68,22 @@ def test_an_assistant_reply_quoted_as_the_users_fact_is_not_approved() -> None:
 def test_the_assistant_reply_answers_what_the_assistant_recommended() -> None:
     query = "Which cafe in Bandung did you recommend to me?"
     assert _checks(CAFE_REPLY.rstrip(".") + " [1].", query, _cafe())["about_what_was_asked"][0]
+
+
+def test_how_many_asks_about_what_is_counted_not_the_place_it_is_counted_in() -> None:
+    from pandafs.tasks.grounding import focus_of
+
+    assert focus_of("How many Korean restaurants have I tried in my city?") == ("korean", "restaurants")
+
+
+def test_a_count_is_stated_by_an_ordinal_by_ones_and_by_a_count_noun() -> None:
+    from pandafs.tasks.grounding import has_requested
+
+    assert has_requested("count", NEWER, PROJECTS)
+    restaurants = "How many Korean restaurants have I tried in my city?"
+    assert has_requested(
+        "count", "Korean restaurants are great, I've tried four different ones so far", restaurants
+    )
+    followers = "How many followers do I have on Instagram now?"
+    assert has_requested("count", "I checked my follower count - I think I'm close to 1300", followers)
+    assert not has_requested("count", "I checked my follower count yesterday", followers)

@@ -135,7 +135,7 @@ _COUNT_NOUNS = frozenset("count number total tally".split())
 
 def _counts(answer: str, query: str) -> bool:
     """ "How many N": the answer states a number of N (a cardinal or an ordinal within four
-    words before N, or N's count and a cardinal after it)."""
+    words before N, a cardinal of "ones" after N, or N's count and a cardinal after it)."""
     asked = re.search(_HOW_MANY, query)
     if asked is None:
         return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
@@ -144,6 +144,9 @@ def _counts(answer: str, query: str) -> bool:
         if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
             return True
     words = re.findall(r"[\w,.]+", answer.lower())
+    for match in re.finditer(rf"\b{_COUNTED}\s+(?:[a-z-]+\s+)?ones\b", answer, re.I):
+        if head in {stem(w.strip(",.")) for w in words[: len(answer[: match.start()].split())]}:
+            return True  # "Korean restaurants … I've tried four different ones": the ones are N
     for n, word in enumerate(words[:-1]):
         near = words[max(0, n - 2) : n + 3]
         if stem(word) == head and _COUNT_NOUNS & {w.strip(",.") for w in near}:

@@ -167,6 +167,8 @@ def disagree(a: Slot, b: Slot) -> bool:
 # "what car do I have", "that desk".  A cited fact answers the question only if it is
 # about that thing.  The phrase ends where a verb, a preposition or a clause begins.
 _FOCUS_LEADS = (
+    # "how many Korean restaurants have I tried in my city?": what is counted, not the city
+    re.compile(r"^\s*how\s+(?:many|much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
     re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
