@@ -303,7 +303,7 @@ def answer_checks(
         for old in fact.replaces:
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
-    if is_question(query) and not computed:
+    if is_question(query):
         contradictions += superseded(answer, query, requested, facts, focus_of(resolved or query))
     return [
         _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
@@ -390,7 +390,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         if not checkable and not predicate:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
-        quoted = quoted_facts(answer, facts)
+        quoted = [f for f in quoted_facts(answer, facts) if new & _content(f.text)]
         sources = quoted or [f for f in facts if new & _content(f.text)]
         fitting = [f for f in sources if speaker_fits(query, f.origin)]
         if quoted and not _fits_quoted(answer, query, quoted):
@@ -402,10 +402,10 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         return GateResult(
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
         )
-    quoted = quoted_facts(answer, facts)
+    new = _content(answer) - _content(resolved)
+    quoted = [f for f in quoted_facts(answer, facts) if new & _content(f.text)]
     if quoted and not _fits_quoted(answer, query, quoted):
         return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
-    new = _content(answer) - _content(resolved)
     used = quoted or [f for f in facts if new & _content(f.text)]
     used = [f for f in used if speaker_fits(query, f.origin)]
     about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
@@ -514,12 +514,7 @@ def superseded(
 ) -> list[str]:
     """The values of an answer that a later statement by the user about the same thing
     (its focus, `about_focus`) no longer gives: for each, the later statement."""
-    if (
-        requested not in UPDATED_KINDS
-        or not focus
-        or ASKS_EARLIER.search(query)
-        or ASKS_ASSISTANT.search(query)
-    ):
+    if not focus or not asks_now(query, requested):
         return []
     said = _values(answer, requested, query)
     if not said:
