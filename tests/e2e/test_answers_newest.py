@@ -14,6 +14,7 @@ from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
 from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
+from tests.support.chat import Chat
 
 START = datetime(2023, 8, 1, 9, 0, tzinfo=UTC)
 ASKED = datetime(2023, 11, 8, 9, 0, tzinfo=UTC)
@@ -78,3 +79,10 @@ def test_the_newest_statement_is_looked_for_beyond_the_gathered_context(vault: V
     answer, outcome = _ask(vault, QUESTION)
     assert not ("4 projects" in answer and outcome == "APPROVE"), answer
     assert "5th project" in answer, answer
+
+
+def test_where_is_home_asks_where_i_live_now(chat: Chat) -> None:
+    chat.ask("I live in Lisbon")
+    chat.ask("I have moved to Prague")
+    result = chat.ask("Where's home for me these days?")
+    assert "Prague" in result.answer and result.outcome == "APPROVE", result.answer

@@ -49,7 +49,7 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
 _ASKED = {
     "home": re.compile(
         r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
-        r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b",
+        r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b|\bwhere(?:'s|\s+is)\s+home\b",
         re.I,
     ),
     "job": re.compile(
