@@ -19,10 +19,8 @@ from .checks import (
     answer_checks,
     asks_now,
     has_requested,
-    quoted_facts,
     requested_kind,
     speaker_fits,
-    superseded,
 )
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
 from .sentences import (
@@ -67,7 +65,6 @@ __all__ = [
     "is_non_answer",
     "is_question",
     "norm",
-    "quoted_facts",
     "related_overlap",
     "requested_kind",
     "settle",
@@ -75,5 +72,4 @@ __all__ = [
     "speaker_fits",
     "states",
     "statement_form",
-    "superseded",
 ]
