@@ -304,7 +304,7 @@ def answer_checks(
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
     if is_question(query):
-        contradictions += superseded(answer, query, requested, facts, focus_of(resolved or query))
+        contradictions += _superseded(answer, query, requested, facts, focus_of(resolved or query))
     return [
         _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
         GateResult(
@@ -390,7 +390,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         if not checkable and not predicate:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
         new = _content(answer) - _content(resolved)
-        quoted = [f for f in quoted_facts(answer, facts) if new & _content(f.text)]
+        quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
         sources = quoted or [f for f in facts if new & _content(f.text)]
         fitting = [f for f in sources if speaker_fits(query, f.origin)]
         if quoted and not _fits_quoted(answer, query, quoted):
@@ -403,7 +403,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
         )
     new = _content(answer) - _content(resolved)
-    quoted = [f for f in quoted_facts(answer, facts) if new & _content(f.text)]
+    quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
     if quoted and not _fits_quoted(answer, query, quoted):
         return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
     used = quoted or [f for f in facts if new & _content(f.text)]
@@ -418,7 +418,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
 
 
-def quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
+def _quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
     """The facts an answer is made of: those whose content words (three or more) are nearly
     all in the answer.  The answer is judged by these, not by any fact that shares a word
     with it: a reply quoted beside a user's sentence that merely shares "skin" is the reply."""
@@ -474,8 +474,8 @@ def _quotes(answer: str, facts: list[Fact]) -> bool:
 # about the thing asked: a value the user gave and later gave again differently is no
 # answer, whatever its slot (the newest-wins of `facts.settle` reaches only the statements
 # whose slot it recognises).  A question that asks for an earlier value is not about now.
-UPDATED_KINDS = frozenset({"count", "price", "name", "place", "which"})
-ASKS_EARLIER = re.compile(
+_UPDATED_KINDS = frozenset({"count", "price", "name", "place", "which"})
+_ASKS_EARLIER = re.compile(
     r"\b(?:first|initially|originally|before|previously|used\s+to|earlier|at\s+the\s+(?:start|beginning))\b",
     re.IGNORECASE,
 )
@@ -502,14 +502,14 @@ def _values(text: str, kind: str, query: str) -> frozenset[str]:
 def asks_now(query: str, requested: str) -> bool:
     """Does a question ask how a thing stands now (a value a later statement may change)?"""
     return (
-        requested in UPDATED_KINDS
-        and not ASKS_EARLIER.search(query)
+        requested in _UPDATED_KINDS
+        and not _ASKS_EARLIER.search(query)
         and not ASKS_ASSISTANT.search(query)
         and not COMPUTED.search(query)
     )
 
 
-def superseded(
+def _superseded(
     answer: str, query: str, requested: str, facts: list[Fact], focus: tuple[str, ...]
 ) -> list[str]:
     """The values of an answer that a later statement by the user about the same thing
