@@ -87,3 +87,14 @@ def test_a_count_is_stated_by_an_ordinal_by_ones_and_by_a_count_noun() -> None:
     followers = "How many followers do I have on Instagram now?"
     assert has_requested("count", "I checked my follower count - I think I'm close to 1300", followers)
     assert not has_requested("count", "I checked my follower count yesterday", followers)
+
+
+def test_a_question_naming_no_datum_is_held_to_the_newest_number_too() -> None:
+    query = "What is my monthly rent?"
+    older = "My monthly rent is 1200 dollars"
+    facts = [
+        Fact(older, "stated", 1, "alice/turn_000001", AUGUST),
+        Fact("My landlord raised my monthly rent to 1350 dollars", "stated", 2, "a/t2", OCTOBER),
+    ]
+    passed, detail = _checks(older + " [1].", query, facts)["consistent_with_memory"]
+    assert requested_kind(query) == "" and not passed and "1350" in detail

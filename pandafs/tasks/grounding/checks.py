@@ -513,8 +513,9 @@ def _superseded(
     answer: str, query: str, requested: str, facts: list[Fact], focus: tuple[str, ...]
 ) -> list[str]:
     """The values of an answer that a later statement by the user about the same thing
-    (its focus, `about_focus`) no longer gives: for each, the later statement."""
-    if not focus or not asks_now(query, requested):
+    (its focus, `about_focus`) no longer gives: for each, the later statement.  A question
+    that names no datum ("what is my monthly rent?") is held to the numbers it is given."""
+    if not focus or not asks_now(query, requested or "count"):
         return []
     said = _values(answer, requested, query)
     if not said:
