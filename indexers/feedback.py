@@ -6,11 +6,13 @@ musical instruments do I own?" is answered by turns about a guitar and a cello).
 et al. 2004, "UMass at TREC 2004", as Anserini ships it) reads the `feedback_docs`
 best documents of a first retrieval round, estimates the relevance model
 
-    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ exp(score(D))
+    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ score(D)
 
-(P(D|Q) is the query likelihood P(Q|D), normalised over the feedback documents; the
-first round's BM25 stands in for its logarithm, so the best document dominates as in
-the language-model original) and adds its `feedback_terms` most likely words that
+(P(D|Q) is the first round's BM25 score normalised over the feedback documents, as
+Anserini weighs a BM25 run's documents: every feedback turn speaks in proportion to its
+score.  Taken as a log-likelihood, exp(score), the best turn alone would make the model,
+and a turn of a two-person chat is one short utterance whose every word would become a
+feedback word) and adds its `feedback_terms` most likely words that
 are not already in the query (nor stop words) as one more term group, the sum of
 their BM25 (the relevance model is one weighted query).  The second round re-weighs:
 it keeps only documents with at least one of the question's own words (the added
@@ -21,7 +23,11 @@ the weight
     w_e = λ / (1 − λ) · Σ_g w_g · P(e|R) / Σ_{e' kept} P(e'|R)      [λ = feedback_weight]
 
 so λ = ½ is Anserini's default balance: the added words together weigh what the
-question does.  The feedback documents' words are read from the prose the index stores
+question does, before each is scaled, as a question's word is, by how few of the
+user's conversations use it (`indexers.search`: the spread factor; a word of most
+conversations, the other speaker's name, "make", "love", tells none apart).
+
+The feedback documents' words are read from the prose the index stores
 for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own stems
 (`en_stem`).
 """
@@ -29,7 +35,6 @@ for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own
 from __future__ import annotations
 
 import heapq
-import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
@@ -115,9 +120,7 @@ def feedback_terms(
     docs = [(score, prose) for score, prose in documents if score > 0]
     if not docs or terms <= 0 or not 0 < weight < 1:
         return {}
-    top = max(score for score, _ in docs)
-    docs = [(math.exp(score - top), prose) for score, prose in docs]  # P(Q|D) ∝ exp(score)
-    total = sum(likelihood for likelihood, _ in docs)
+    total = sum(score for score, _ in docs)  # P(D|Q) ∝ score(D)
     model: dict[str, float] = {}  # first-seen order
     get = model.get
     for score, prose in docs:

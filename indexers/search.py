@@ -12,6 +12,7 @@ the folder.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -133,14 +134,15 @@ class IndexReader:
             if req.user is not None:
                 visible = visible_to(self._schema, req.user)
                 sight = self._visible_idf.sight(searcher, self._schema, self._generation, req.user, visible)
-            groups = self._group_queries(searcher, plan, req, filters, ranking, now, sight)
+            spread = self._spreads(searcher, req, filters, ranking, now)
+            groups = self._group_queries(plan, ranking, searcher, sight, spread)
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
             if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
-                    words = self._feedback_query(plan.feedback, sight)
+                    words = self._feedback_query(plan.feedback, sight, spread)
                     groups = {**groups, FEEDBACK_GROUP: words}
                     # the question's words must match (the added words re-weigh, never widen
                     # the hits); their postings are read once, as in the first round
@@ -197,26 +199,26 @@ class IndexReader:
         )
         return replace(plan, feedback=extra) if extra else plan
 
-    def _group_queries(
+    def _spreads(
         self,
         searcher: tantivy.Searcher,
-        plan: QueryPlan,
         req: SearchRequest,
         filters: list[Query],
         ranking: Ranking,
         now: datetime,
-        sight: Sight,
-    ) -> dict[str, Query]:
-        """One query per term group, weighted by how few of the user's days use it;
-        each term's idf is over what the user may see (`sight`: `indexers.visible_idf`).
+    ) -> Callable[[str], float]:
+        """The spread factor of a stem: how few of the user's days use it.
 
         A word said on most of a user's days (their own name in greetings, "work",
-        "today") is a poor guide to *which* conversation answers: its weight is scaled
-        by `(idf(n, N) / idf(1, N)) ^ spread_weight`, N = days of the documents the user
+        "today", in a two-person log the other speaker's name) is a poor guide to
+        *which* conversation answers: its weight is scaled by
+        `(idf(n, N) / idf(1, N)) ^ spread_weight`, N = days of the documents the user
         may see (with the request's filters), n = those whose body has the word.
-        Without a user there is no one person's days to count: no scaling.
+        Without a user there is no one person's days to count: 1 for every stem.
         """
         visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
+        if req.user is None or visible is None or not ranking.spread_weight:
+            return lambda stem: 1.0
         scope_key = (
             req.user,
             req.topic_filter,
@@ -229,25 +231,39 @@ class IndexReader:
             req.before,
             _epoch(now) // 60,
         )  # expiry moves with time: minute grain
-        days = 0.0
-        if req.user is not None and visible is not None and ranking.spread_weight:
-            days = self._count_days(searcher, (*scope_key, None), visible)
-        out: dict[str, Query] = {}
-        for group in plan.groups:
-            query = self._term_group_query(searcher, group, ranking, sight)
-            weight = group.weight
-            if days > 1 and visible is not None:
-                word = Query.term_query(self._schema, "body", group.stem)
-                spread = self._count_days(
-                    searcher,
-                    (*scope_key, group.stem),
-                    Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]),
-                )
-                if spread >= 1:
-                    ratio = _idf(min(spread, days), days) / _idf(1.0, days)
-                    weight *= ratio**ranking.spread_weight
-            out[group.stem] = Query.boost_query(query, weight)
-        return out
+        days = self._count_days(searcher, (*scope_key, None), visible)
+        if days <= 1:
+            return lambda stem: 1.0
+
+        def spread(stem: str) -> float:
+            word = Query.term_query(self._schema, "body", stem)
+            n = self._count_days(
+                searcher,
+                (*scope_key, stem),
+                Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]),
+            )
+            if n < 1:
+                return 1.0
+            return float((_idf(min(n, days), days) / _idf(1.0, days)) ** ranking.spread_weight)
+
+        return spread
+
+    def _group_queries(
+        self,
+        plan: QueryPlan,
+        ranking: Ranking,
+        searcher: tantivy.Searcher,
+        sight: Sight,
+        spread: Callable[[str], float],
+    ) -> dict[str, Query]:
+        """One query per term group, weighted by its `spread` over the user's days;
+        each term's idf is over what the user may see (`sight`: `indexers.visible_idf`)."""
+        return {
+            group.stem: Query.boost_query(
+                self._term_group_query(searcher, group, ranking, sight), group.weight * spread(group.stem)
+            )
+            for group in plan.groups
+        }
 
     def _term(self, field: str, term: str, weight: float, sight: Sight) -> Query:
         """One term query of a search, weighted, its idf the user's."""
@@ -255,11 +271,14 @@ class IndexReader:
             Query.term_query(self._schema, field, term), weight * sight.scale(field, term)
         )
 
-    def _feedback_query(self, feedback: dict[str, float], sight: Sight) -> Query:
-        """RM3's words: one weighted query, body only, no spread scaling."""
+    def _feedback_query(
+        self, feedback: dict[str, float], sight: Sight, spread: Callable[[str], float]
+    ) -> Query:
+        """RM3's words: one weighted query, body only, each word scaled by its `spread`
+        as a question's word is."""
         return Query.boolean_query(
             [
-                (Occur.Should, self._term("body", term, weight, sight))
+                (Occur.Should, self._term("body", term, weight * spread(term), sight))
                 for term, weight in sorted(feedback.items())
             ]
         )

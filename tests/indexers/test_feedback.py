@@ -29,11 +29,15 @@ TURNS = [
     (
         "s3",
         "2026-08-01T09:00:00Z",
-        "Sorted the stamp collection: a collection of collections",
+        "Sorted the stamp collection: a tidy collection",
         "Sounds tidy.",
     ),
     ("s4", "2026-08-20T19:00:00Z", "Booked a table for two at the harbour restaurant", "Enjoy dinner."),
     ("s5", "2026-09-01T08:00:00Z", "My landlord finally fixed the boiler in the flat", "About time."),
+    ("s6", "2026-09-03T08:00:00Z", "The train was late again this morning", "Annoying."),
+    ("s7", "2026-09-05T20:00:00Z", "Planted tulip bulbs along the fence", "Spring will show."),
+    ("s8", "2026-09-08T07:00:00Z", "Ran ten kilometres before breakfast", "Well done."),
+    ("s9", "2026-09-10T21:00:00Z", "Finished the crossword in ink for once", "Bold."),
 ]
 
 
@@ -49,7 +53,7 @@ def test_feedback_lifts_the_turn_that_shares_the_best_turns_words(vault: Vault, 
     memory = _memory(vault, tmp_path)
     question = "How many musical instruments are in my collection?"
     memory.ranking = replace(memory.ranking, feedback_docs=0)
-    assert _sessions(memory, question) == ["s1", "s3", "s2"]  # "collection" three times beats once
+    assert _sessions(memory, question) == ["s1", "s3", "s2"]  # "collection" twice beats once
     memory.ranking = replace(memory.ranking, feedback_docs=1)
     assert _sessions(memory, question) == ["s1", "s2", "s3"]  # "banjo", read from s1, lifts s2
     assert _sessions(memory, "harbour") == ["s4"]  # the hits still say the question's words
