@@ -96,3 +96,12 @@ def test_a_documents_terms_are_counted_as_the_index_analyses_the_whole_text() ->
         counts, length = _term_counts(text)
         assert (list(counts.items()), length) == (whole, len(stems)), text
         assert not gc.is_tracked(counts)  # strings and ints: no work for the collector
+
+
+def test_each_feedback_turn_speaks_in_proportion_to_its_score() -> None:
+    """P(D|Q) ∝ the first round's score: the second turn's words weigh half the first's
+    when it scores half (as exp(score), they would weigh a fifth: one turn makes the model)."""
+    plan = plan_query("musical instruments")
+    words = feedback_terms([(3.0, "banjo strings"), (1.5, "harbour ferry")], plan.groups, terms=4, weight=0.5)
+    assert set(words) == {"banjo", "string", "harbour", "ferri"}
+    assert abs(words["banjo"] / words["harbour"] - 2.0) < 1e-9
