@@ -48,9 +48,10 @@ class Completer:
         view = load_view(ref)
         return held_digest(view.answer or "", list(view.context.blocks) if view.context else [])
 
-    def complete(self, user: str, turn: str, line: ImportLine) -> tuple[IndexDoc | Skipped, int] | str:
+    def complete(self, user: str, turn: str, line: ImportLine) -> tuple[IndexDoc | Skipped, int] | str | None:
         """Add to `turn` what `line` holds beyond it: its index document and the messages it
-        held before (its line's `meta.messages`, 0 if not said), or why not."""
+        held before (its line's `meta.messages`, 0 if not said), why not, or None when the
+        line holds nothing the turn lacks (an older export: its answer a prefix of the turn's)."""
         ref = self._ref(user, turn)
         if ref is None:
             return f"its turn {turn} is archived: `pandafs restore {user}/{turn}`, then import again"
@@ -62,11 +63,12 @@ class Completer:
         blocks = context_blocks(line, thread)
         if blocks != old:
             payloads.append(ContextSynthesized(blocks=blocks))
-        if (view.answer or "") != line.response:
+        if not (view.answer or "").startswith(line.response):
             payloads.append(ResponseSynthesized(answer=line.response))
-        if payloads:
-            append_events(ref.events_path, user, turn, payloads, root=self.vault.root)
-            project(ref)
+        if not payloads:
+            return None
+        append_events(ref.events_path, user, turn, payloads, root=self.vault.root)
+        project(ref)
         doc = self._doc(ref) or Skipped(f"users/{user}/turns/{turn}/context.md", "not readable")
         return doc, held if isinstance(held, int) else 0
 

@@ -168,6 +168,10 @@ class _Importer:
             self.on_line(line.number, "present", 0)
             return
         result = self.completer.complete(ledger.user, turn, line)
+        if result is None:  # an older export: the turn holds more than the line
+            self.report.skipped += 1
+            self.on_line(line.number, "present", 0)
+            return
         if isinstance(result, str):
             self.fail(line.number, result)
             return

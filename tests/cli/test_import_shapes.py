@@ -121,6 +121,23 @@ def test_chatgpt_zip_parts_markers_and_a_grown_export(cli, vault: Vault, tmp_pat
     )
 
 
+def test_an_older_export_after_a_grown_one_takes_nothing_back(cli, vault: Vault, tmp_path: Path) -> None:
+    """Importing exports out of order (an old backup after a newer export) is not growth:
+    the answer that arrived in the newer one stays in its turn and in search."""
+    grown = tmp_path / "grown.json"
+    grown.write_bytes((SHAPES / "chatgpt_conversations_grown.json").read_bytes())
+    older = tmp_path / "older.json"
+    older.write_bytes((SHAPES / "chatgpt_conversations.json").read_bytes())
+    assert cli("--root", vault.root, "import", "chatgpt", grown, "--user", "alice").code == 0
+    logs = sorted(vault.layout.turns_dir("alice").glob("turn_*/events.jsonl"))
+    before = {log: log.read_bytes() for log in logs}
+    stale = cli("--root", vault.root, "import", "chatgpt", older, "--user", "alice", "--json")
+    assert stale.code == 0, stale.err
+    assert (stale.json["imported"], stale.json["completed"], stale.json["skipped"]) == (0, 0, 5)
+    assert {log: log.read_bytes() for log in logs} == before
+    assert "burn only frames with foulbrood" in "\n".join(_turns(vault))
+
+
 def test_the_human_output_prints_the_account(cli, vault: Vault) -> None:
     result = cli(
         "--root", vault.root, "import", "chatgpt", SHAPES / "chatgpt_conversations.json", "--user", "alice"
