@@ -102,9 +102,11 @@ def _verify_turn(
             report.repaired.append(torn)
             log = read_log(ref.events_path, root=vault.root)
             if log.records:
+                before = log.records
                 _note_repair(ref, moved)
                 log = read_log(ref.events_path, root=vault.root)
                 noted = True
+                _follow_repair(ledgers, ref, before, log.records)
         else:
             report.problems.append(torn)
     problem = check_chain(log)
@@ -279,6 +281,19 @@ def _check_commits(
 
 def _drift_problem(drift: Drift) -> Problem:
     return Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
+
+
+def _follow_repair(
+    ledgers: dict[str, LedgerRead] | None,
+    ref: TurnRef,
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+) -> None:
+    """The repair event's writer recorded the turn's new end in the ledger: a copy of the
+    ledger read earlier in this run follows it, when it vouched for the log as it was."""
+    ledger = ledgers.get(ref.user) if ledgers else None
+    if ledger and ledger.anchors.get(ref.turn) == Anchor(ref.turn, len(before), before[-1].get("hash", "")):
+        ledger.anchors[ref.turn] = Anchor(ref.turn, len(after), after[-1].get("hash", ""))
 
 
 def _note_repair(ref: TurnRef, moved: int) -> None:

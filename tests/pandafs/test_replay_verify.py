@@ -93,6 +93,21 @@ def test_verify_repair_moves_torn_tail(vault: Vault, tmp_path: Path) -> None:
     assert verify_vault(vault).ok
 
 
+def test_repairing_a_torn_tail_after_the_users_first_turn_leaves_verify_clean(
+    vault: Vault, tmp_path: Path
+) -> None:
+    """The repair event moves the turn's end: the ledger, read at the user's first turn,
+    must not then name that turn as rewritten."""
+    _import(vault, tmp_path)
+    log = vault.layout.turn_dir("alice", "turn_000003") / "events.jsonl"
+    with open(log, "ab") as handle:
+        handle.write(b'{"v":1,"seq":3,"ts"')
+    repaired = verify_vault(vault, repair=True)
+    assert [p.kind for p in repaired.repaired] == ["torn_tail"]
+    assert repaired.ok, repaired.problems
+    assert verify_vault(vault).ok
+
+
 def test_empty_turn_folder_is_reported(vault: Vault) -> None:
     vault.allocate_turns("alice")
     report = verify_vault(vault)
