@@ -101,12 +101,16 @@ def _verify_turn(
                 return  # a live writer is appending that line: nothing torn, nothing to check yet
             report.repaired.append(torn)
             log = read_log(ref.events_path, root=vault.root)
-            if log.records:
-                before = log.records
+            ledger = None if ledgers is None else _ledger_of(vault, ref, ledgers, report)
+            anchor = ledger.anchors.get(ref.turn) if ledger and ledger.problem is None else None
+            # a log the ledger does not vouch for keeps that evidence: the repair event would
+            # record its end as the turn's, and re-project metadata.json over a cut tail
+            if log.records and anchor in (None, _end(ref, log.records)):
                 _note_repair(ref, moved)
                 log = read_log(ref.events_path, root=vault.root)
                 noted = True
-                _follow_repair(ledgers, ref, before, log.records)
+                if ledger and anchor:  # its writer recorded the new end in the ledger file
+                    ledger.anchors[ref.turn] = _end(ref, log.records)
         else:
             report.problems.append(torn)
     problem = check_chain(log)
@@ -179,6 +183,21 @@ def _verify_turn(
                 report.problems.append(_drift_problem(drift))
 
 
+def _ledger_of(
+    vault: Vault, ref: TurnRef, ledgers: dict[str, LedgerRead], report: VerifyReport
+) -> LedgerRead:
+    """The user's ledger, read once a run; a damaged one is named when first read."""
+    ledger = ledgers.get(ref.user)
+    if ledger is None:
+        ledger = ledgers[ref.user] = read_ledger(vault.root, ref.turns)
+        if ledger.problem is not None:
+            path = vault.rel(ledger_path(ref.turns))
+            report.problems.append(
+                Problem(path, "ledger", f"{ledger.problem}; the turns' ends cannot be vouched for")
+            )
+    return ledger
+
+
 def _check_anchor(
     vault: Vault,
     ref: TurnRef,
@@ -190,14 +209,7 @@ def _check_anchor(
     """That the turn's log ends as the user's ledger recorded it, else a `ledger` problem (a
     log rewritten whole passes its own chain check, not this one).  A completed turn the
     ledger does not name is the warning `unanchored`, which `--repair` records."""
-    ledger = ledgers.get(ref.user)
-    if ledger is None:
-        ledger = ledgers[ref.user] = read_ledger(vault.root, ref.turns)
-        if ledger.problem is not None:
-            path = vault.rel(ledger_path(ref.turns))
-            report.problems.append(
-                Problem(path, "ledger", f"{ledger.problem}; the turns' ends cannot be vouched for")
-            )
+    ledger = _ledger_of(vault, ref, ledgers, report)
     if ledger.problem is not None:
         return
     rel = vault.rel(ref.path) + "/events.jsonl"
@@ -283,17 +295,8 @@ def _drift_problem(drift: Drift) -> Problem:
     return Problem(drift.path, "drift" if drift.kind == "modified" else "missing", drift.message)
 
 
-def _follow_repair(
-    ledgers: dict[str, LedgerRead] | None,
-    ref: TurnRef,
-    before: list[dict[str, Any]],
-    after: list[dict[str, Any]],
-) -> None:
-    """The repair event's writer recorded the turn's new end in the ledger: a copy of the
-    ledger read earlier in this run follows it, when it vouched for the log as it was."""
-    ledger = ledgers.get(ref.user) if ledgers else None
-    if ledger and ledger.anchors.get(ref.turn) == Anchor(ref.turn, len(before), before[-1].get("hash", "")):
-        ledger.anchors[ref.turn] = Anchor(ref.turn, len(after), after[-1].get("hash", ""))
+def _end(ref: TurnRef, records: list[dict[str, Any]]) -> Anchor:
+    return Anchor(ref.turn, len(records), records[-1].get("hash", ""))
 
 
 def _note_repair(ref: TurnRef, moved: int) -> None:

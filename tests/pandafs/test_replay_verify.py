@@ -108,6 +108,19 @@ def test_repairing_a_torn_tail_after_the_users_first_turn_leaves_verify_clean(
     assert verify_vault(vault).ok
 
 
+def test_repairing_a_torn_tail_keeps_the_evidence_of_a_cut_log(vault: Vault, tmp_path: Path) -> None:
+    """A log cut after its turn completed, then torn: `--repair` moves the torn line aside
+    but records no new end for it, so that verify, and every one after, still names the cut."""
+    _import(vault, tmp_path)
+    log = vault.layout.turn_dir("alice", "turn_000003") / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:-1]) + b'{"v":1,"seq":3,"ts"')
+    repaired = verify_vault(vault, repair=True)
+    assert [p.kind for p in repaired.repaired] == ["torn_tail"]
+    assert {p.kind for p in repaired.problems} >= {"ledger"}
+    assert {p.kind for p in verify_vault(vault).problems} >= {"ledger", "cut_tail"}
+
+
 def test_empty_turn_folder_is_reported(vault: Vault) -> None:
     vault.allocate_turns("alice")
     report = verify_vault(vault)
