@@ -198,8 +198,10 @@ def build_server(vault: Vault, user: str) -> Any:
             declared = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
             unknown = sorted(set(arguments) - declared.get(name, set(arguments)))
             if unknown:
+                takes = ", ".join(sorted(declared[name]))
+                bound = f"; this server acts only as user {user!r}" if "user" in unknown else ""
                 raise ToolError(
-                    f"unknown argument(s) {', '.join(unknown)}: this server acts only as user {user!r}"
+                    f"unknown argument(s) {', '.join(unknown)} of {name} (it takes {takes}){bound}"
                 )
             return await super().call_tool(name, arguments, context)
 

@@ -132,6 +132,7 @@ def test_another_users_documents_are_refused(two_users: Vault, tmp_path: Path) -
         out["as_bob"] = await client.call_tool("search_memory", {"query": "hamster Kiwi", "user": "bob"})
         out["search"] = await client.call_tool("search_memory", {"query": "hamster Kiwi"})
         out["save_as_bob"] = await client.call_tool("save_memory", {"content": "x y z", "user": "bob"})
+        out["misnamed"] = await client.call_tool("forget", {"query": "hamster", "confirm": True})
         for name, ident in [
             ("by_id", "bob/facts"),
             ("by_path", "users/bob/facts.md"),
@@ -152,6 +153,9 @@ def test_another_users_documents_are_refused(two_users: Vault, tmp_path: Path) -
     out = _session(two_users.root, "alice", script)
     assert out["as_bob"].is_error and "user" in _text(out["as_bob"])
     assert out["save_as_bob"].is_error
+    # a misnamed argument is named with what the tool takes, not blamed on the user binding
+    misnamed = _text(out["misnamed"])
+    assert out["misnamed"].is_error and "query_or_id" in misnamed and "acts only as" not in misnamed
     assert out["search"].structured_content["result"] == []  # bob's fact is not alice's to find
     for name in ("by_id", "by_path", "traversal", "absolute", "symlink"):
         assert out[name].is_error, name
