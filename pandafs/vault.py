@@ -117,7 +117,11 @@ class Vault:
         if outer is not None:  # its files would be the outer vault's documents (a user's, in users/)
             raise BadInput(f"{vault.root} is inside the vault at {outer}: a vault cannot hold another")
         created: list[str] = []
-        vault.root.mkdir(parents=True, exist_ok=True)
+        try:
+            vault.root.mkdir(parents=True, exist_ok=True)
+        except (NotADirectoryError, FileExistsError):  # a file where a folder must be
+            path = next(p for p in (vault.root, *vault.root.parents) if p.exists() and not p.is_dir())
+            raise BadInput(f"cannot make a vault at {vault.root}: {path} is a file, not a folder") from None
         for name in VAULT_DIRS:
             path = vault.root / name
             if not path.is_dir():

@@ -134,6 +134,15 @@ def test_init_inside_a_vault_is_refused(cli, vault: Vault) -> None:
     assert _tree(vault.root) == before and not (vault.root / "knowledge" / "notes").exists()
 
 
+def test_init_under_a_file_is_bad_input(tmp_path: Path) -> None:
+    """A root whose parent is a file cannot be a folder: the root given is wrong (exit 2)."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    got = run_pandafs("--root", tmp_path / "notes.txt" / "vault", "init")
+    assert got.code == 2 and got.err.count("\n") == 1 and got.err.startswith("error:"), got.err
+    assert "Traceback" not in got.err and "notes.txt" in got.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
     assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
     got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
