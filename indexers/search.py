@@ -157,6 +157,8 @@ class IndexReader:
                 filtered = [(Occur.Must, text_query), *clauses]
                 filtered.append((Occur.Must, Query.const_score_query(in_window, 0.0)))
                 hits += searcher.search(Query.boolean_query(filtered), pool // 2, count=False).hits
+        elif text.strip():  # words, none of them searchable: not a request to list everything
+            return []
         else:
             groups = {}
             query = Query.boolean_query([(Occur.Must, Query.all_query()), *clauses])

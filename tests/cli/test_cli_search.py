@@ -51,6 +51,16 @@ def test_search_json_hits(cli, root: Path) -> None:
     assert hits[0]["doc_path"] == "users/alice/turns/turn_000001/context.md"
 
 
+def test_a_query_with_nothing_searchable_finds_nothing(cli, root: Path) -> None:
+    """Only an empty query lists documents; words the index cannot hold ("???", a token
+    longer than any word) are not an empty query, so they match nothing."""
+    listed = cli("--root", root, "search", "", "--user", "alice", "--json")
+    assert listed.code == 0 and len(listed.json) == 2
+    for query in ("???", "y" * 130):
+        result = cli("--root", root, "search", query, "--user", "alice", "--json")
+        assert result.code == 0 and result.json == [], query
+
+
 def test_search_batch(cli, root: Path, tmp_path: Path) -> None:
     batch = tmp_path / "q.jsonl"
     batch.write_text(
