@@ -50,8 +50,12 @@ def main(argv: list[str] | None = None) -> None:
         echo_err(" ".join(f"error: {message}".split()))
         sys.exit(code)
 
+    args = sys.argv[1:] if argv is None else argv
+    for arg in args:  # bytes that are not UTF-8 arrive as lone surrogates, which no file can hold
+        if any("\udc80" <= c <= "\udcff" for c in arg):
+            fail(f"an argument is not UTF-8 text: {os.fsencode(arg)[:60]!r}", 2)
     try:
-        code = cli.main(args=argv, prog_name="pandafs", standalone_mode=False)
+        code = cli.main(args=args, prog_name="pandafs", standalone_mode=False)
     except click.exceptions.Abort:
         echo_err("aborted")
         sys.exit(130)

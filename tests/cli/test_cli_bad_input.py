@@ -143,6 +143,23 @@ def test_init_under_a_file_is_bad_input(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ask", "caf\udce9 hamster", "--user", "alice"),  # the bytes b"caf\xe9": Latin-1, not UTF-8
+        ("save", "caf\udce9 hamster", "--user", "alice"),
+        ("search", "\udcff\udcfe hamster", "--user", "alice"),
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_bad_input(vault: Vault, args: tuple[str, ...]) -> None:
+    """Not an internal error, nor a search blaming the index: exit 2 naming the bytes."""
+    before = _tree(vault.root)
+    got = run_pandafs("--root", vault.root, *args)
+    assert got.code == 2 and got.err.count("\n") == 1, got.err
+    assert "not UTF-8" in got.err and "internal error" not in got.err and "index" not in got.err
+    assert _tree(vault.root) == before and not (vault.root / "users" / "alice").exists()
+
+
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
     assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
     got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
