@@ -89,7 +89,9 @@ class ClaimFolders:
         """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
         All through folders opened and checked from the vault root: a folder swapped for a link
         would otherwise receive another user's query, or hand over a file from outside."""
-        inner = rel.removeprefix("inbox/")
+        # a name's bytes that are not UTF-8 become U+FFFD here, as the file is moved: every
+        # record of it after (its plan, turn, answer) is UTF-8 text
+        inner = os.fsencode(rel.removeprefix("inbox/")).decode("utf-8", "replace")
         claim = self.processing / self.new_claim_id()
         target = claim / QUERY_DIR / inner
         src = self.root / rel

@@ -146,6 +146,24 @@ def test_bad_files_are_rejected_with_an_explanation(
     assert turns(vault) == [] and claims(vault) == []
 
 
+def test_a_file_name_that_is_not_utf8_is_answered_under_a_utf8_name(vault: Vault, inbox: Inbox) -> None:
+    """The bytes of a name that are not UTF-8 become U+FFFD when claimed: every record of
+    the file (plan, turn, answer) is UTF-8, and the question is answered, not failed forever."""
+    folder = vault.root / "inbox" / "alice"
+    folder.mkdir(parents=True)
+    dropped = os.fsencode(folder) + b"/caf\xe9.md"
+    with open(dropped, "wb") as handle:
+        handle.write(b"How often should I feed my hamster?\n")
+    past = time.time() - 10
+    os.utime(dropped, (past, past))
+    [result] = inbox.process_pending().results
+    assert result.status == "answered", result.message
+    assert result.source == "inbox/alice/caf\ufffd.md" and result.answer == "outbox/alice/caf\ufffd.md"
+    assert (vault.root / "inbox/processed/caf\ufffd.md").read_text().startswith("How often")
+    assert os.listdir(folder) == []
+    assert_clean(vault)
+
+
 def test_allowed_users_limit_who_may_ask(vault: Vault) -> None:
     config = vault.layout.config_file
     config.write_text(config.read_text().replace("allowed_users = []", 'allowed_users = ["alice"]'))
