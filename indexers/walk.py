@@ -30,7 +30,7 @@ from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
 
 from .documents import Loaded, Skipped, read_checked
 
-__all__ = ["read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
+__all__ = ["NOT_UTF8", "read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -183,6 +183,11 @@ def _walk_folder(
         name = entry.name
         if name[0] == "." or (top and name in SKIP_TOP):
             continue
+        if not _is_utf8(name):  # no document's path may hold it (its id, the index, JSON)
+            if refused is not None and (name.endswith(".md") or entry.is_dir(follow_symlinks=False)):
+                shown = os.fsencode(rel_dir + name).decode("utf-8", "replace")
+                refused.append(Skipped(shown, NOT_UTF8, refused=True))
+            continue
         if entry.is_symlink():  # d_type only: no system call
             if refused is not None:
                 refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
@@ -215,6 +220,16 @@ def _walk_folder(
 
 
 _LINK_REASON = "is a symbolic link (never followed)"
+NOT_UTF8 = "has a name that is not UTF-8 text (rename it to be read)"
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name whose bytes were not UTF-8 (they arrive as lone surrogates)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def refused_files(root: Path) -> Iterator[tuple[str, str]]:

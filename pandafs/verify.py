@@ -23,7 +23,7 @@ from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import count_mismatch, scan_documents
-from indexers.walk import refused_files
+from indexers.walk import NOT_UTF8, refused_files
 
 from . import archive, forget, pipeline
 from .assembly import open_memory
@@ -352,9 +352,13 @@ _NEVER_READ = "never read, indexed or written"
 
 
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
-    files = scan_documents(vault.root)
+    refused: list[Skipped] = []
+    files = scan_documents(vault.root, refused=refused)
     problems = [  # documents or not: every file the one rule refuses, wherever it is
         Problem(path, kind, f"{REASONS[kind]}: {_NEVER_READ}") for path, kind in refused_files(vault.root)
+    ]
+    problems += [
+        Problem(r.path, "skipped", f"not indexed: {r.reason}") for r in refused if r.reason == NOT_UTF8
     ]
     whole = _index_itself(vault, memory)
     if not memory.index.exists():

@@ -139,3 +139,26 @@ def test_saving_into_a_list_that_is_not_utf8_is_refused_and_keeps_the_file(
     _refused(got)
     assert "not UTF-8" in got.err
     assert _digest(vault.root) == before
+
+
+def test_a_document_whose_name_is_not_utf8_is_named_not_a_crash(cli, vault: Vault) -> None:
+    """knowledge/caf\\xe9.md cannot have an id or an index entry: rebuild and watch skip it by
+    name (not 'internal error'), and verify keeps naming it until it is renamed."""
+    assert cli("--root", vault.root, "save", "bees like clover", "--user", "alice").code == 0
+    for folder in (vault.root / "knowledge", vault.root / "users" / "alice" / "memories"):
+        with open(os.fsencode(folder) + b"/caf\xe9.md", "wb") as handle:
+            handle.write(b"bees like thyme\n")
+    rebuilt = cli("--root", vault.root, "rebuild")
+    assert rebuilt.code == 0, rebuilt.err
+    assert "skipped knowledge/caf\ufffd.md: has a name that is not UTF-8 text" in rebuilt.out
+    assert cli("--root", vault.root, "watch", "--once").code == 0
+    found = cli("--root", vault.root, "search", "bees", "--user", "alice", "--json")
+    assert found.code == 0 and [
+        h["doc_path"].startswith("users/alice/memories/memory-") for h in found.json
+    ] == [True]
+    checked = cli("--root", vault.root, "verify", "--json")
+    assert checked.code == 1
+    assert {(p["path"], p["kind"]) for p in checked.json["problems"]} == {
+        ("knowledge/caf\ufffd.md", "skipped"),
+        ("users/alice/memories/caf\ufffd.md", "skipped"),
+    }
