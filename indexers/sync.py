@@ -21,7 +21,7 @@ from events.layout import DocRef, classify
 from .documents import IndexDoc, Loaded, Skipped, parse_index_doc, read_document
 from .fulltext import FullTextIndex
 from .state import StateEntry
-from .walk import read_turn_folders, scan_documents, walk_documents
+from .walk import is_utf8_name, not_utf8, read_turn_folders, scan_documents, walk_documents
 from .writer import IndexBatch
 
 __all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents", "upsert_rendered"]
@@ -200,6 +200,8 @@ def index_paths(
     started = time.perf_counter()
     report = SyncReport()
     wanted = sorted({p for p in paths if classify(p) is not None})
+    report.skipped += [not_utf8(p) for p in wanted if not is_utf8_name(p)]  # never in the index
+    wanted = [p for p in wanted if is_utf8_name(p)]
     state = {} if force else index.state()
     for chunk in _chunks(wanted, batch_size):
         with index.batch() as batch:

@@ -30,7 +30,15 @@ from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
 
 from .documents import Loaded, Skipped, read_checked
 
-__all__ = ["NOT_UTF8", "read_turn_folders", "refused_files", "scan_documents", "walk_documents"]
+__all__ = [
+    "NOT_UTF8",
+    "is_utf8_name",
+    "not_utf8",
+    "read_turn_folders",
+    "refused_files",
+    "scan_documents",
+    "walk_documents",
+]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
@@ -183,10 +191,9 @@ def _walk_folder(
         name = entry.name
         if name[0] == "." or (top and name in SKIP_TOP):
             continue
-        if not _is_utf8(name):  # no document's path may hold it (its id, the index, JSON)
+        if not is_utf8_name(name):  # no document's path may hold it (its id, the index, JSON)
             if refused is not None and (name.endswith(".md") or entry.is_dir(follow_symlinks=False)):
-                shown = os.fsencode(rel_dir + name).decode("utf-8", "replace")
-                refused.append(Skipped(shown, NOT_UTF8, refused=True))
+                refused.append(not_utf8(rel_dir + name))
             continue
         if entry.is_symlink():  # d_type only: no system call
             if refused is not None:
@@ -223,7 +230,12 @@ _LINK_REASON = "is a symbolic link (never followed)"
 NOT_UTF8 = "has a name that is not UTF-8 text (rename it to be read)"
 
 
-def _is_utf8(name: str) -> bool:
+def not_utf8(rel: str) -> Skipped:
+    """The refusal of a path that is not UTF-8, named with U+FFFD for its bad bytes."""
+    return Skipped(os.fsencode(rel).decode("utf-8", "replace"), NOT_UTF8, refused=True)
+
+
+def is_utf8_name(name: str) -> bool:
     """False for a name whose bytes were not UTF-8 (they arrive as lone surrogates)."""
     try:
         name.encode()

@@ -162,3 +162,21 @@ def test_a_document_whose_name_is_not_utf8_is_named_not_a_crash(cli, vault: Vaul
         ("knowledge/caf\ufffd.md", "skipped"),
         ("users/alice/memories/caf\ufffd.md", "skipped"),
     }
+
+
+def test_the_watcher_given_a_name_that_is_not_utf8_names_it_and_goes_on(vault: Vault) -> None:
+    """A move of knowledge/caf\\xe9.md reaches the watcher as that path (gone, or there):
+    skipped by name, never handed to the index (which refuses it and stopped `watch`)."""
+    from pandafs.memory.api import Memory
+
+    memory = Memory(vault)
+    bad = os.fsencode(vault.root / "knowledge") + b"/caf\xe9.md"
+    with open(bad, "wb") as handle:
+        handle.write(b"bees like thyme\n")
+    (vault.root / "knowledge" / "wasps.md").write_text("wasps like pears\n")
+    there = os.fsdecode(bad)[len(str(vault.root)) + 1 :]
+    report = memory.index_paths([there, "knowledge/wasps.md"])
+    assert [s.path for s in report.skipped] == ["knowledge/caf\ufffd.md"]
+    os.unlink(bad)
+    assert [s.path for s in memory.index_paths([there]).skipped] == ["knowledge/caf\ufffd.md"]
+    assert [h["doc_path"] for h in memory.search("wasps pears", user="alice")] == ["knowledge/wasps.md"]
