@@ -59,3 +59,17 @@ def test_benchmarks_readme_names_every_script() -> None:
     text = (folder / "README.md").read_text(encoding="utf-8")
     scripts = [*folder.glob("bench_*.py"), *folder.glob("eval_*.py"), *folder.glob("*.sh")]
     assert scripts and [p.name for p in scripts if p.name not in text] == []
+
+
+def test_the_python_example_of_docs_cli_runs_as_its_comment_says(tmp_path: Path) -> None:
+    """Run in a real child process, in a fresh folder: it prints the saved preference."""
+    import subprocess
+    import sys
+
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    code = text.split("## From Python\n\n```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "I prefer aisle seats" in done.stdout, done.stdout
