@@ -13,7 +13,9 @@ import orjson
 
 from events.errors import EventsError
 from events.fsio import read_vault_file
+from indexers.walk import is_utf8_name
 
+from ..errors import BadInput
 from ..vault import Vault
 from ._text import REDACTED, Matcher
 
@@ -60,7 +62,11 @@ def _walk(root: Path, rel: str) -> Iterator[str]:
             path = os.path.join(folder, name)
             if name in BOOKKEEPING or not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
-            yield os.path.relpath(path, root)
+            rel_path = os.path.relpath(path, root)
+            if not is_utf8_name(rel_path):  # it could hold what goes, and no record can name it
+                shown = os.fsencode(rel_path).decode("utf-8", "replace")
+                raise BadInput(f"{shown} has a name that is not UTF-8 text: rename it, then forget again")
+            yield rel_path
 
 
 def user_files(vault: Vault, user: str) -> list[str]:

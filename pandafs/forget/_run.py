@@ -468,6 +468,7 @@ def forget(
     vault.require_user(user)
     now = now or utcnow()
     with file_lock(vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}"):
+        user_files(vault, user)  # a file it could not name refuses the forget before it starts
         resumed = [] if dry_run else _resume_user(vault, user, now)
         targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
         own = [o for t in targets for o in t.own]

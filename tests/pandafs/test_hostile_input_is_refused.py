@@ -180,3 +180,21 @@ def test_the_watcher_given_a_name_that_is_not_utf8_names_it_and_goes_on(vault: V
     os.unlink(bad)
     assert [s.path for s in memory.index_paths([there]).skipped] == ["knowledge/caf\ufffd.md"]
     assert [h["doc_path"] for h in memory.search("wasps pears", user="alice")] == ["knowledge/wasps.md"]
+
+
+def test_forget_refuses_a_users_file_it_could_not_name_then_runs_once_renamed(cli, vault: Vault) -> None:
+    """A file of the user's area whose name is not UTF-8 could hold what goes, and no
+    record (intent, report, proof) can name it: the forget is refused before it starts."""
+    assert cli("--root", vault.root, "save", "bees like clover", "--user", "alice").code == 0
+    bad = os.fsencode(vault.root / "users" / "alice" / "memories") + b"/n\xe9.md"
+    with open(bad, "wb") as handle:
+        handle.write(b"the bees like clover too\n")
+    before = _digest(vault.root)
+    for extra in (("--dry-run",), ()):
+        got = cli("--root", vault.root, "forget", "clover", "--user", "alice", *extra)
+        _refused(got)
+        assert "users/alice/memories/n\ufffd.md" in got.err and "rename it" in got.err
+    assert _digest(vault.root) == before
+    os.rename(bad, vault.root / "users" / "alice" / "memories" / "ne.md")
+    assert cli("--root", vault.root, "forget", "clover", "--user", "alice").code == 0
+    assert cli("--root", vault.root, "verify", "--forgotten").code == 0
