@@ -28,6 +28,7 @@ from events.errors import EventsError, NotInVault
 from events.fsio import open_vault_folder, read_vault_file, refusal
 from events.layout import classify, validate_user_id
 from indexers.errors import IndexingError
+from indexers.walk import is_utf8_name
 
 from .assembly import open_memory
 from .errors import BadInput, PandaError
@@ -133,9 +134,11 @@ def _documents_under(root: Path, base: str) -> list[str]:
     found: list[str] = []
     try:
         for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            # (a name that is not UTF-8 cannot be a URI, nor a document search finds)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and is_utf8_name(d))
             folder = base if dirpath == "." else f"{base}/{dirpath.removeprefix('./')}"
-            found += [f"{folder}/{name}" for name in sorted(filenames) if _is_file_at(fd, name)]
+            names = [name for name in sorted(filenames) if is_utf8_name(name)]
+            found += [f"{folder}/{name}" for name in names if _is_file_at(fd, name)]
     finally:
         os.close(top)
     return found

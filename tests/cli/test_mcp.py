@@ -124,11 +124,14 @@ def test_another_users_documents_are_refused(two_users: Vault, tmp_path: Path) -
     memories.mkdir(parents=True, exist_ok=True)
     (memories / "link.md").symlink_to(secret)
     bob_facts = (two_users.root / "users/bob/facts.md").read_bytes()
+    with open(os.fsencode(two_users.root / "knowledge") + b"/caf\xe9.md", "wb") as handle:
+        handle.write(b"a name that is not UTF-8 lists nothing and stops nothing\n")
 
     async def script(client: Any) -> dict[str, Any]:
         from mcp.shared.exceptions import MCPError
 
         out: dict[str, Any] = {}
+        out["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
         out["as_bob"] = await client.call_tool("search_memory", {"query": "hamster Kiwi", "user": "bob"})
         out["search"] = await client.call_tool("search_memory", {"query": "hamster Kiwi"})
         out["save_as_bob"] = await client.call_tool("save_memory", {"content": "x y z", "user": "bob"})
@@ -153,6 +156,8 @@ def test_another_users_documents_are_refused(two_users: Vault, tmp_path: Path) -
     out = _session(two_users.root, "alice", script)
     assert out["as_bob"].is_error and "user" in _text(out["as_bob"])
     assert out["save_as_bob"].is_error
+    assert "pandafs://vault/knowledge/trains.md" in out["resources"]
+    assert not any("caf" in uri for uri in out["resources"])
     # a misnamed argument is named with what the tool takes, not blamed on the user binding
     misnamed = _text(out["misnamed"])
     assert out["misnamed"].is_error and "query_or_id" in misnamed and "acts only as" not in misnamed
