@@ -78,10 +78,16 @@ class Conversion:
         self.owners.append(self.conversations)
 
     def fail(self, entry: str, error: str) -> None:
-        self.failed.append({"entry": entry, "error": error})
+        # (a file of a folder may have a name that is not UTF-8: shown with U+FFFD, as the
+        # account is printed and may be JSON)
+        self.failed.append({"entry": _shown(entry), "error": _shown(error)})
 
     def skip(self, reason: str, messages: int = 1) -> None:
         self.skipped[reason] += messages
+
+
+def _shown(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 # --- opening an export ----------------------------------------------------------------------

@@ -188,6 +188,25 @@ def test_malformed_claude_code_lines_are_named(cli, vault: Vault, tmp_path: Path
     assert entries == [f"transcript {transcript.name} line 12", f"transcript {transcript.name} line 13"]
 
 
+def test_a_transcript_whose_name_is_not_utf8_is_read_and_named_in_the_json(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    """A folder's transcripts named in Latin-1: the good one imports, the bad one is named
+    (U+FFFD for its byte) in an account `--json` can print."""
+    import os
+
+    folder = tmp_path / "projects"
+    shutil.copytree(SOURCES["claude-code"], folder)
+    transcript = next(folder.rglob("5e55a000-*.jsonl"))
+    os.rename(transcript, os.fsencode(transcript.parent) + b"/s\xe9.jsonl")
+    with open(os.fsencode(transcript.parent) + b"/b\xe9.jsonl", "wb") as handle:
+        handle.write(b"not a transcript\n")
+    result = cli("--root", vault.root, "import", "claude-code", folder, "--user", "alice", "--json")
+    assert result.code == 1, result.err
+    assert result.json["imported"] == 2
+    assert [f["entry"] for f in result.json["failed"]] == ["transcript b\ufffd.jsonl"]
+
+
 def test_not_an_export_is_bad_input(cli, vault: Vault, tmp_path: Path) -> None:
     source = tmp_path / "conversations.json"
     source.write_text('{"truncated": ')
