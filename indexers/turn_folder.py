@@ -21,6 +21,7 @@ from events.fsio import (
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
+from .walk import is_utf8_name
 
 __all__ = [
     "FileEntry",
@@ -135,6 +136,9 @@ def collect_turn_files(
     entries: list[FileEntry] = []
     try:
         for rel, st in _walk(folder, root):
+            if not is_utf8_name(rel):  # no Parquet row (a UTF-8 column) can name it
+                shown = os.fsencode(rel).decode("utf-8", "replace")
+                raise ArchiveError(f"{folder}: {shown} has a name that is not UTF-8 text (rename it)")
             if rel.endswith("/"):
                 entries.append(
                     FileEntry(rel, b"", stat.S_IMODE(st.st_mode), st.st_mtime_ns, sha256_bytes(b""))

@@ -198,3 +198,31 @@ def test_forget_refuses_a_users_file_it_could_not_name_then_runs_once_renamed(cl
     os.rename(bad, vault.root / "users" / "alice" / "memories" / "ne.md")
     assert cli("--root", vault.root, "forget", "clover", "--user", "alice").code == 0
     assert cli("--root", vault.root, "verify", "--forgotten").code == 0
+
+
+def test_archive_keeps_a_turn_holding_a_name_that_is_not_utf8_live_and_says_why(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    """No Parquet row can name such a file: that turn is skipped by name (the dry run too),
+    the others are archived, and verify stays clean (no batch left half done)."""
+    source = tmp_path / "old.jsonl"
+    source.write_bytes(
+        b"".join(
+            orjson.dumps(
+                {"user": "alice", "timestamp": f"2025-01-0{d}T10:00:00Z", "query": q, "response": "ok"}
+            )
+            + b"\n"
+            for d, q in ((1, "bees in january"), (2, "wasps in january"))
+        )
+    )
+    assert cli("--root", vault.root, "import-turns", source).code == 0
+    folder = vault.layout.turn_dir("alice", "turn_000001")
+    with open(os.fsencode(folder) + b"/n\xe9.txt", "wb") as handle:
+        handle.write(b"a note of mine\n")
+    for extra in (("--dry-run",), ()):
+        got = cli("--root", vault.root, "archive", "--age-days", "0", "--json", *extra)
+        assert got.code == 0, got.err
+        assert [s["doc_id"] for s in got.json["skipped"]] == ["alice/turn_000001"]
+        assert "n\ufffd.txt has a name that is not UTF-8" in got.json["skipped"][0]["reason"]
+    assert folder.is_dir() and not vault.layout.turn_dir("alice", "turn_000002").exists()
+    assert cli("--root", vault.root, "verify").code == 0
