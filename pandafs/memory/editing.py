@@ -105,6 +105,7 @@ def edit_document(
 
     from .api import Memory
     from .inputs import check_topic
+    from .store import default_title
 
     rel, ref = owned_document(vault, id_or_path, user)
     if text is not None and not text.strip():
@@ -145,13 +146,17 @@ def edit_document(
         else:
             if entry is not None:
                 raise BadInput(f"{rel} is one memory: --entry names a line of preferences or facts")
+            new_title = title
             if text is not None:
-                head, sep, _rest = body.partition("\n\n")
+                head, sep, rest = body.partition("\n\n")
                 keep_head = head.startswith("# ")
                 body = f"{head}\n\n{text.strip()}\n" if keep_head and sep else f"{text.strip()}\n"
                 changed.fields.append("text")
-            if title is not None:
-                front["title"] = " ".join(title.split())
+                old_text = rest if keep_head and sep else parsed.body
+                if title is None and front.get("title") == default_title(old_text):
+                    new_title = default_title(text)  # made from the old text: it follows the new one
+            if new_title is not None:
+                front["title"] = " ".join(new_title.split())
                 if body.startswith("# "):
                     body = f"# {front['title']}" + body[body.index("\n") :] if "\n" in body else ""
                 changed.fields.append("title")

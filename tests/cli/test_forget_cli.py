@@ -66,9 +66,18 @@ def test_edit_an_entry_and_a_memory(cli, vault: Vault) -> None:
         "pets.duck",
         "--json",
     )
-    assert result.code == 0 and result.json["fields"] == ["text", "topic"]
+    # the title was made from the old text: it follows the new one, so the old words
+    # ("the pond by the mill") are no longer in the memory
+    assert result.code == 0 and result.json["fields"] == ["text", "title", "topic"]
     hits = Memory(vault).search("wobbleduck moved", user="alice")
     assert hits[0]["doc_id"] == memory_id and hits[0]["primary_topic"] == "pets.duck"
+    assert hits[0]["title"] == "The wobbleduck moved."
+    assert Memory(vault).search("pond mill", user="alice") == []
+    # a title of the person's own stays when only the text changes
+    cli("--root", root, "edit", memory_id, "--user", "alice", "--title", "Where the duck is")
+    result = cli("--root", root, "edit", memory_id, "--user", "alice", "--text", "By the weir.", "--json")
+    assert result.code == 0 and result.json["fields"] == ["text"]
+    assert Memory(vault).search("weir", user="alice")[0]["title"] == "Where the duck is"
 
 
 def test_delete_moves_to_expired_and_out_of_search(cli, vault: Vault) -> None:
