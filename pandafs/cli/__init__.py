@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import types
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     # pydantic would scan every installed package's entry points for plugins the
     # first time it builds a model; the CLI uses none (a user may still set this).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _skip_plugin_loader()
     import click
 
     from events.errors import EventsError
@@ -71,6 +73,17 @@ def main(argv: list[str] | None = None) -> None:
             raise
         fail(f"internal error {type(exc).__name__}: {exc} (PANDAFS_DEBUG=1 shows where)", 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _skip_plugin_loader() -> None:
+    """With every pydantic plugin disabled, pydantic's loader would still import
+    `importlib.metadata` (and with it email, zipfile, csv and socket) the first time a
+    model is built, only to return no plugins: stand in for it with that answer."""
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] not in ("__all__", "1", "true"):
+        return
+    loader = types.ModuleType("pydantic.plugin._loader", "No pydantic plugins (disabled).")
+    loader.get_plugins = tuple  # type: ignore[attr-defined]  # get_plugins() -> ()
+    sys.modules.setdefault(loader.__name__, loader)
 
 
 def program() -> None:
