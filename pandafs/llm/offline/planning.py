@@ -33,9 +33,9 @@ def _statement_candidates(query: str, topic: str, keywords: list[str], today: st
             continue
         if PRICE.search(sentence) and not _OWN.search(sentence):
             continue
-        is_pref = bool(PREFERENCE.search(sentence))
-        is_plan = not is_pref and bool(PLAN.search(sentence))
-        if not is_pref and not is_plan and not FACT.search(sentence) and g.slot_of(sentence) is None:
+        is_pref = bool(re.search(PREFERENCE, sentence))
+        is_plan = not is_pref and bool(re.search(PLAN, sentence))
+        if not is_pref and not is_plan and not re.search(FACT, sentence) and g.slot_of(sentence) is None:
             continue
         content = g.statement_form(sentence)
         if is_plan and today and not content.startswith("Lives "):

@@ -12,29 +12,28 @@ from ...tasks import grounding as g
 from ...tasks import schemas as t
 from .text import PRICE, entities_in, stem
 
-PREFERENCE = re.compile(
-    r"\b(?:i|we)\s+(?:(?:really|usually|always|now|still|actually|also|definitely)\s+)?"
+# What the user states, as patterns `re` compiles (and caches) the first time one is
+# searched: a turn that asks a question needs none of them.
+PREFERENCE = (
+    r"(?i)\b(?:i|we)\s+(?:(?:really|usually|always|now|still|actually|also|definitely)\s+)?"
     r"(?:prefer|like|love|enjoy|hate|dislike|"
     r"avoid|can't stand|cannot stand)\b|\bmy\s+favou?rite\b|"
     r"\bi\s+(?:don't|do not)\s+(?:like|eat|want)\b|"
-    r"\bi'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic)\b",
-    re.IGNORECASE,
+    r"\bi'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic)\b"
 )
-FACT = re.compile(
-    r"\bmy\s+name\s+is\b|\bi\s+(?:work|live)\s+(?:as|at|in|for)\b|\bi\s+am\s+(?:a|an)\b|"
+FACT = (
+    r"(?i)\bmy\s+name\s+is\b|\bi\s+(?:work|live)\s+(?:as|at|in|for)\b|\bi\s+am\s+(?:a|an)\b|"
     r"\bi'?m\s+(?:a|an)\s+\w+\s*(?:at|in|for)?\b|\bi\s+have\s+(?:a|an|two|three)\b|"
     r"\bmy\s+(?:birthday|job|wife|husband|partner|dog|cat|hamster|son|daughter|kid)\b[^?]*\b(?:is|are)\b|"
     r"^(?:my|our)\s+[^.?!]{1,60}?\s+(?:is|are|was|were)\b|"
-    r"^(?:please\s+)?remember\s+(?:that\s+)?",
-    re.IGNORECASE,
+    r"^(?:please\s+)?remember\s+(?:that\s+)?"
 )
 # Plans and events the user states (English future / intention and completed-action leads).
-PLAN = re.compile(
-    r"^(?:(?:so|well|also|oh),?\s+)?(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:planning|going|flying|"
+PLAN = (
+    r"(?i)^(?:(?:so|well|also|oh),?\s+)?(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:planning|going|flying|"
     r"travel(?:l)?ing|moving|visiting|heading|starting|getting|taking|having)\b|"
     r"(?:i|we)\s+(?:plan|booked|bought|visited|went|adopted|started|finished|met|got|signed|ordered|sold)\b|"
-    r"(?:i|we)(?:'ll|\s+will)\s+|(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\b|(?:i|we)\s+now\s+live\b)",
-    re.IGNORECASE,
+    r"(?:i|we)(?:'ll|\s+will)\s+|(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\b|(?:i|we)\s+now\s+live\b)"
 )
 _RECALL = re.compile(
     r"\b(?:did\s+(?:i|we)|what\s+did\s+(?:i|we)|do\s+you\s+remember|have\s+(?:i|we)|when\s+did\s+(?:i|we)|"
@@ -117,7 +116,7 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     elif _ACCEPTED.search(query):
         feedback = "accepted"
     resolved, status, references, reference = query, "not_needed", [], None
-    stated = not question and bool(PREFERENCE.search(query) or FACT.search(query) or PLAN.search(query))
+    stated = not question and any(re.search(pattern, query) for pattern in (PREFERENCE, FACT, PLAN))
     there = _THERE.search(query)
     match = there or _REFERENCE.search(query)
     found = None
@@ -148,9 +147,9 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
         kind = "greeting"
     elif feedback is not None and len(query.split()) <= 8 and not keywords[2:]:
         kind = "feedback"
-    elif not question and PREFERENCE.search(query):
+    elif not question and re.search(PREFERENCE, query):
         kind = "preference_statement"
-    elif not question and (FACT.search(query) or PLAN.search(query)):
+    elif not question and (re.search(FACT, query) or re.search(PLAN, query)):
         kind = "fact_statement"
     elif _RECALL.search(query):
         kind = "recall"

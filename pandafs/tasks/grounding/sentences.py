@@ -33,15 +33,15 @@ _IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search 
     include exclude provide describe outline analyze analyse review rank choose pick select
     continue expand elaborate clarify simplify shorten improve proofread correct imagine consider
     assume pretend go come take bring get set let""".split()
-_REQUEST_START = re.compile(
-    r"^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
+# Compiled by `re` (and cached there) when first matched: a question's own start decides most.
+_REQUEST_START = (
+    r"(?i)^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
     r"okay|great|thanks|thank\s+you|next|first|finally)\b[^,.;:!?]{0,80},\s*)?"
     r"(?:(?:please|kindly)\b(?!\s+(?:remember|note|forget|don'?t\s+forget)\b)|let'?s\b|let\s+us\b|"
     r"(?:don'?t|do\s+not|never)\b(?!\s+forget\b)|"
     r"(?:(?:just|also|now|then)\s+)?(?:"
     + "|".join(_IMPERATIVE_VERBS)
-    + r")\b(?!['’]s|\s*:|\s+(?:is|are|was|were)\b))",
-    re.IGNORECASE,
+    + r")\b(?!['’]s|\s*:|\s+(?:is|are|was|were)\b))"
 )
 # What the pipeline itself says when it has nothing: never evidence.
 _NON_ANSWER = re.compile(
@@ -57,7 +57,7 @@ _HONEST = re.compile(r"\bI don'?t (?:know|have anything)\b", re.IGNORECASE)
 def is_question(text: str) -> bool:
     """A question or a request, not a statement."""
     text = text.strip()
-    return text.endswith("?") or bool(_QUESTION_START.match(text) or _REQUEST_START.match(text))
+    return text.endswith("?") or bool(_QUESTION_START.match(text) or re.match(_REQUEST_START, text))
 
 
 # The labels events/render.py writes into a turn's context.md (§0, §1): the pipeline's own

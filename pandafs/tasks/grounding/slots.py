@@ -340,20 +340,13 @@ _GOT = (
     r"(?:bought|got|purchased|adopted|(?:now\s+)?(?:have|drive|own|use)|switched\s+to|started|joined|"
     r"took\s+up|picked\s+up|moved\s+to|went\s+with|chose)"
 )
+# Patterns `re` compiles (and caches) the first time a statement is searched with them.
 _CHANGES = (
-    re.compile(
-        rf"\b{_GAVE_UP}\s+{_DET}(?P<old>[^,;]+?),?\s+(?:and|then|so)\s+(?:now\s+|then\s+)?"
-        rf"(?:(?:i|we)\s+)?(?:now\s+)?{_GOT}\s+{_DET}(?P<new>.+)$",
-        re.I,
-    ),
-    re.compile(rf"\breplaced\s+{_DET}(?P<old>.+?)\s+with\s+{_DET}(?P<new>.+)$", re.I),
-    re.compile(
-        rf"\b(?:switched|changed|moved|went|upgraded)\s+from\s+{_DET}(?P<old>.+?)\s+to\s+{_DET}(?P<new>.+)$",
-        re.I,
-    ),
-    re.compile(
-        rf"\b(?:traded|swapped|exchanged)\s+(?:in\s+)?{_DET}(?P<old>.+?)\s+for\s+{_DET}(?P<new>.+)$", re.I
-    ),
+    rf"(?i)\b{_GAVE_UP}\s+{_DET}(?P<old>[^,;]+?),?\s+(?:and|then|so)\s+(?:now\s+|then\s+)?"
+    rf"(?:(?:i|we)\s+)?(?:now\s+)?{_GOT}\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\breplaced\s+{_DET}(?P<old>.+?)\s+with\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\b(?:switched|changed|moved|went|upgraded)\s+from\s+{_DET}(?P<old>.+?)\s+to\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\b(?:traded|swapped|exchanged)\s+(?:in\s+)?{_DET}(?P<old>.+?)\s+for\s+{_DET}(?P<new>.+)$",
 )
 
 
@@ -361,7 +354,7 @@ _CHANGES = (
 def change_of(statement: str) -> tuple[str, str] | None:
     """(old, new) when a statement says one thing took another's place, else None."""
     for pattern in _CHANGES:
-        match = pattern.search(statement.rstrip(".!"))
+        match = re.search(pattern, statement.rstrip(".!"))
         if match:
             return match.group("old").strip(), match.group("new").strip()
     return None
@@ -386,17 +379,16 @@ def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
 # A number the user keeps of something ("I've watched 4 MCU films", weeks later "I've now
 # watched 5 MCU films"): one value per thing counted and per verb, so the newest wins, as
 # for any one-valued slot.
-_TALLY = re.compile(
-    r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
+_TALLY = (
+    r"(?i)\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
     r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
-    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)",
-    re.I,
+    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)"
 )
 
 
 def tally_slot(statement: str) -> Slot | None:
     """The slot of a statement of how many of a thing the user has done or has."""
-    match = _TALLY.search(statement)
+    match = re.search(_TALLY, statement)
     if match is None:
         return None
     words: list[str] = []
