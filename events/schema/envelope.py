@@ -1,7 +1,8 @@
 """The envelope every log line shares, the registry of payload types, and `parse_event`,
 which validates a raw record into its typed event (an unknown type is kept verbatim)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
 from functools import cache

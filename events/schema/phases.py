@@ -1,6 +1,7 @@
 """The payloads of a turn's phases, intake to Save (phases 0-8): what each phase decided."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
 from typing import Any, ClassVar, Literal

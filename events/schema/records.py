@@ -1,7 +1,8 @@
 """The payloads that are not a phase's decision: failures, repairs, and what the learning
 loop and the tiers record beside the phases (extractions, scope changes, feedback)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from typing import Literal
 

@@ -10,7 +10,8 @@ whose frontmatter carries none.  Shards are written first and `state.json` last,
 the generation each shard must carry; a shard that disagrees makes `load` report the
 cache stale, and the engine recomputes everything from the events."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 import hashlib
 import os

@@ -2,7 +2,8 @@
 built from `indexers.request.search_arguments()`.  `BatchQuery`, a line of `search
 --batch`, adds whose search it is and when."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal

@@ -6,7 +6,8 @@ exactly these models, so the contracts live here, below the pipeline and the LLM
 backends (the prompts that go with them: `tasks.prompts`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' annotations are objects when the
+# classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from typing import Any, Literal
 
