@@ -49,7 +49,6 @@ from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
 from .sources import (
     PER_DOC_TOKENS,
-    WHOLE_FIRST,
     abridge,
     age_days,
     date_phrases,
@@ -65,8 +64,10 @@ __all__ = ["synthesize"]
 
 MIN_TEXT_TOKENS = 24
 """A prior turn gets at least this much room for its text, or none."""
+READ_WHOLE = 2
+"""The most relevant chosen prior turns the backend reads whole (up to `PER_DOC_TOKENS`) ..."""
 READ_TOKENS = 400
-"""What the backend reads of a chosen prior turn below the most relevant ones."""
+"""... and what it reads of each of the others."""
 USER_WORDS = 1000.0
 """The score that puts a sentence of the user's own message before any that matches."""
 KIND_PRIORITY = {
@@ -237,12 +238,22 @@ def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -
         if row is None or record is None:
             continue
         text = " ".join(date_phrases(record.full_text(), record.created_at).split())
-        said = _stems(text)
-        facts = [f for f in row.key_facts if not _stems(f) <= said]
+        words = words_of(text)
+        said = {_stem(w) for w in words} - {""}
+        facts = [f for f in row.key_facts if not _said(f, said, words)]
         link = wikilink(candidate.doc_path, _label(candidate.doc_id))
         cells = [link, _when(record), row.relevance]
         out.append(_Turn(candidate.doc_id, cells, text, facts, candidate.tier))
     return out
+
+
+def _said(fact: str, stems: set[str], words: list[str]) -> bool:
+    """Whether a text (its `stems` and `words`) already says `fact`: every word of it, the
+    last one perhaps cut short."""
+    said = words_of(fact)
+    if not said or {_stem(w) for w in said[:-1]} - {""} - stems:
+        return False
+    return _stem(said[-1]) in stems or any(w.startswith(said[-1]) for w in words)
 
 
 @lru_cache(maxsize=65536)
@@ -263,11 +274,12 @@ def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
     asked = _stems(" ".join(query_terms(query)))
     room -= count_tokens(render_block(_turn_context([], "high", {}))) + 8
     plan: list[list[Any]] = []  # [turn, its tokens, the tokens it is given]
+    budget = room
     for turn in turns:
         # its other cells, the pipes around them and its number in `_meta`
         fixed = count_tokens(" | ".join([*turn.cells, "; ".join(turn.facts)])) + 10
         size = count_tokens(turn.text)
-        give = min(first_share(len(plan), size), room - fixed)
+        give = min(first_share(size, [p[2] for p in plan], budget), room - fixed)
         if give < min(size, MIN_TEXT_TOKENS):
             continue
         plan.append([turn, size, give])
@@ -295,7 +307,7 @@ def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
 
 
 def _read_text(text: str, rank: int, asked: set[str]) -> str:
-    budget = PER_DOC_TOKENS if rank < WHOLE_FIRST else READ_TOKENS
+    budget = PER_DOC_TOKENS if rank < READ_WHOLE else READ_TOKENS
     if count_tokens(text) <= budget:
         return text
     return abridge(text, _sentence_scores(text, asked), budget) or truncate_tokens(text, budget)

@@ -199,15 +199,15 @@ def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[s
     )
     cfg = ctx.config.pipeline
     chosen: list[str] = []
-    spent = 0
+    given: list[int] = []
     for doc_id in ranked:
-        if spent >= cfg.context_tokens or (cfg.max_sources and len(chosen) >= cfg.max_sources):
+        if sum(given) >= cfg.context_tokens or (cfg.max_sources and len(chosen) >= cfg.max_sources):
             break
         candidate = candidates[doc_id]
         record = prior_turn(ctx, doc_id, candidate.kind)
         text = record.full_text() if record else source_text(ctx, candidate.doc_path, candidate.kind)
         chosen.append(doc_id)
-        spent += first_share(len(chosen) - 1, count_tokens(text))
+        given.append(first_share(count_tokens(text), given, cfg.context_tokens))
     return chosen
 
 

@@ -21,7 +21,7 @@ from .context import RECORD_CACHE, TurnContext
 
 __all__ = [
     "PER_DOC_TOKENS",
-    "WHOLE_FIRST",
+    "WHOLE_SHARE",
     "abridge",
     "first_share",
     "age_days",
@@ -55,18 +55,25 @@ def turn_text(content: str) -> str:
 
 PER_DOC_TOKENS = 1500
 """A document's share of the gatherer at most (the Context Gatherer's per-turn limit)."""
-WHOLE_FIRST = 2
-"""The most relevant prior turns get their whole text (up to `PER_DOC_TOKENS`) first ..."""
-CORE_TOKENS = 150
+WHOLE_SHARE = 0.5
+"""The most relevant prior turns get their whole text (up to `PER_DOC_TOKENS`) first while
+together they take at most this share of §2's budget (the most relevant one always) ..."""
+CORE_TOKENS = 100
 """... every other chosen turn first this much (the user's words, then the sentences that
 match the question); what is left of §2's budget then grows them, most relevant first:
 more turns reach §2 than whole turns until the budget would bring."""
 
 
-def first_share(rank: int, tokens: int) -> int:
-    """The tokens a chosen turn of relevance rank `rank` (0 = most relevant) and `tokens`
-    tokens is first given in §2."""
-    return min(tokens, PER_DOC_TOKENS if rank < WHOLE_FIRST else CORE_TOKENS)
+def first_share(tokens: int, given: list[int], budget: int) -> int:
+    """The tokens a chosen turn of `tokens` tokens is first given of `budget`, after the
+    more relevant ones were `given` theirs: whole while the whole ones fit `WHOLE_SHARE`
+    of it (the most relevant always), else `CORE_TOKENS`."""
+    whole = min(tokens, PER_DOC_TOKENS)
+    if whole <= CORE_TOKENS or not given:
+        return whole
+    if whole <= budget * WHOLE_SHARE - sum(g for g in given if g > CORE_TOKENS):
+        return whole
+    return CORE_TOKENS
 
 
 def prior_turn(ctx: TurnContext, doc_id: str, kind: str) -> TurnRecord | None:

@@ -135,3 +135,48 @@ def test_date_phrases_name_the_day_they_mean() -> None:
         "a month ago (2023-04) and last year (2022)."
     )
     assert date_phrases("two days ago", None) == "two days ago"
+
+
+def _bike_reply(n: int) -> str:
+    return " ".join(
+        f"Lock model {n}-{k} suits many bikes you own: road bikes, mountain bikes, commuter bikes."
+        for k in range(40)
+    )
+
+
+def test_long_relevant_turns_leave_room_for_the_user_words_of_others(vault: Vault) -> None:
+    # three long turns that repeat the question's words rank above the one whose user
+    # message answers it: none of them may be given whole at the cost of its row.
+    start = ASKED - timedelta(days=10)
+    lines = [
+        _line(i, start + timedelta(minutes=i), f"Which lock fits the many bikes I own, {i}?", _bike_reply(i))
+        for i in range(3)
+    ]
+    lines.append(
+        _line(
+            3,
+            start + timedelta(days=2),
+            "I own three bikes: a road bike, a gravel bike and a tandem.",
+            "Sounds like a lot of riding. " + FILLER * 12,
+            "s2",
+        )
+    )
+    memory = _import(vault, lines)
+    assert all(count_tokens(line["response"]) > 600 for line in lines[:3])
+    synthesized, rows = _ask(vault, memory, "How many bikes do I own?")
+    owned = [r for r in rows if "I own three bikes: a road bike, a gravel bike and a tandem." in r[3]]
+    assert owned, [(r[0], count_tokens(r[3])) for r in rows]
+    assert any(count_tokens(r[3]) > 600 for r in rows)  # the most relevant one still whole
+    assert synthesized.tokens <= vault.config.pipeline.context_tokens
+
+
+def test_a_key_fact_the_row_already_says_is_not_repeated(vault: Vault) -> None:
+    # the backend's key facts are the matching sentences, cut short when long: the row's
+    # own text holds them, so its Key Facts cell does not say them again.
+    layers = ", ".join(f"layer {k} of ricotta" for k in range(40))
+    long = f"My grandmother's lasagne recipe uses {layers}."
+    memory = _import(vault, [_line(1, ASKED - timedelta(days=3), long, "What a lasagne recipe!")])
+    _, rows = _ask(vault, memory, "What does my grandmother's lasagne recipe use?")
+    (row,) = rows
+    assert "layer 39 of ricotta" in row[3]
+    assert row[4] == ""
