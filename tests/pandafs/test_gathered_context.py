@@ -180,3 +180,31 @@ def test_a_key_fact_the_row_already_says_is_not_repeated(vault: Vault) -> None:
     (row,) = rows
     assert "layer 39 of ricotta" in row[3]
     assert row[4] == ""
+
+
+def test_the_offline_planner_weighs_every_word_of_a_long_question() -> None:
+    # a long question names what it asks for after the analyzer's first ten keywords; the
+    # best hit shares only those words and is still judged highly relevant
+    from pandafs.llm.offline.gather import plan_retrieval
+    from pandafs.tasks.schemas import CandidateView, RetrievalIn
+
+    question = (
+        "I was going through our previous conversation about the weather and the food in Lisbon "
+        "during the festival, remind me of the bakery you said sells custard tarts at dawn?"
+    )
+    keywords = ["going", "previous", "conversation", "weather", "food", "lisbon", "festival", "remind"]
+    best = CandidateView(
+        doc_id="ann/turn_000002",
+        kind="turn",
+        score=9.0,
+        snippet="…the bakery by the river sells custard tarts from dawn…",
+        tier="search",
+    )
+    other = CandidateView(
+        doc_id="ann/turn_000001", kind="turn", score=8.0, snippet="Lisbon weather and food.", tier="search"
+    )
+    plan = plan_retrieval(
+        RetrievalIn(query=question, resolved_query=question, keywords=keywords, candidates=[best, other])
+    )
+    relevance = {p.doc_id: p.relevance for p in plan.relevant}
+    assert relevance == {"ann/turn_000002": "high", "ann/turn_000001": "high"}

@@ -4,13 +4,16 @@ extract the sentences that do (irrelevant preferences and facts are omitted)."""
 from __future__ import annotations
 
 from events.layout import TURN_KINDS
+from indexers.words import query_terms
 
 from ...tasks import schemas as t
 from .text import sentences, stems_overlap
 
 
 def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
-    keywords = data.keywords
+    # every content word of the question, not only the analyzer's first keywords: a long
+    # question often names what it asks for after them
+    asked = list(dict.fromkeys([*data.keywords, *query_terms(data.resolved_query)]))
     # Scores are compared within their class: a long turn that repeats the words of a
     # short memory outscores it, and the memory must not fall under the threshold for it.
     top: dict[bool, float] = {}
@@ -18,7 +21,7 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
         top[c.kind in TURN_KINDS] = max(top.get(c.kind in TURN_KINDS, 0.0), c.score)
     picks: list[t.Pick] = []
     for c in data.candidates:
-        overlap = stems_overlap(keywords, f"{c.title} {c.snippet}")
+        overlap = stems_overlap(asked, f"{c.title} {c.snippet}")
         norm = c.score / (top.get(c.kind in TURN_KINDS) or 1.0)
         if c.tier == "reference":
             picks.append(t.Pick(doc_id=c.doc_id, relevance="high", reason="the query refers to this turn"))
@@ -36,7 +39,7 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
                 reason=f"{where}shares {overlap} query term(s)",
             )
         )
-    memory = [m for m in data.memory_entries if stems_overlap(keywords, m) > 0]
+    memory = [m for m in data.memory_entries if stems_overlap(data.keywords, m) > 0]
     reasoning = (
         f"{len(picks)} of {len(data.candidates)} documents and {len(memory)} memory entries share query terms"
     )
