@@ -21,7 +21,6 @@ from .context import RECORD_CACHE, TurnContext
 
 __all__ = [
     "PER_DOC_TOKENS",
-    "WHOLE_SHARE",
     "abridge",
     "first_share",
     "age_days",
