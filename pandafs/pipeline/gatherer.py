@@ -132,6 +132,9 @@ def _tier_view(tier: str, item: TierItem, now: datetime) -> CandidateView:
 
 
 RANK = {"high": 0, "medium": 1, "low": 2}
+ROW_TOKENS = 50
+"""What a source's row in §2 takes beside its text (its link, date and relevance): a
+source chosen beyond what the rows hold would be read for nothing."""
 NEIGHBOUR_WEIGHT = 0.5
 """A strong hit's neighbour ranks at this share of the hit's score."""
 
@@ -185,7 +188,7 @@ def _neighbours(
 
 def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[str, Pick]) -> list[str]:
     """The picked documents, most relevant first (the referenced turn, then by relevance
-    and search score), until their texts fill §2's token budget: the last one chosen may
+    and search score), until their rows fill §2's token budget: the last one chosen may
     be abridged there, none is cut for a count."""
     order = list(candidates)
     ranked = sorted(
@@ -201,7 +204,9 @@ def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[s
     chosen: list[str] = []
     given: list[int] = []
     for doc_id in ranked:
-        if sum(given) >= cfg.context_tokens or (cfg.max_sources and len(chosen) >= cfg.max_sources):
+        if sum(given) + ROW_TOKENS * len(given) >= cfg.context_tokens:
+            break
+        if cfg.max_sources and len(chosen) >= cfg.max_sources:
             break
         candidate = candidates[doc_id]
         record = prior_turn(ctx, doc_id, candidate.kind)

@@ -208,3 +208,21 @@ def test_the_offline_planner_weighs_every_word_of_a_long_question() -> None:
     )
     relevance = {p.doc_id: p.relevance for p in plan.relevant}
     assert relevance == {"ann/turn_000002": "high", "ann/turn_000001": "high"}
+
+
+def test_retrieval_chooses_no_more_sources_than_the_rows_hold(vault: Vault) -> None:
+    # a chosen source is read and abridged for the backend: one that §2's rows cannot
+    # hold (each row a link, a date and a relevance beside its text) is not chosen
+    start = ASKED - timedelta(days=30)
+    reply = " ".join(f"Compost batch {k} needs turning and watering every week." for k in range(30))
+    lines = [
+        _line(i, start + timedelta(hours=i), f"How is my garden compost heap {i} doing?", reply)
+        for i in range(20)
+    ]
+    memory = _import(vault, lines)
+    synthesized, rows = _ask(vault, memory, "How is my garden compost doing?")
+    turn = max(vault.layout.turns_dir("ann").iterdir())
+    events = read_events(turn / "events.jsonl")
+    retrieved = next(e.data for e in events if e.type == "context_retrieved")
+    chosen = [c for c in retrieved.candidates if c.selected]
+    assert 3 < len(rows) <= len(chosen) <= len(rows) + 2, (len(rows), len(chosen))
