@@ -1,7 +1,7 @@
 """Benchmark unified search, import and rebuild against raw tantivy and SQLite FTS5.
 
     .venv/bin/python benchmarks/bench_search.py [--sizes 10000,100000] [--queries 300]
-        [--seed 7] [--out DIR] [--keep] [--profile]
+        [--seed 7] [--out DIR] [--keep] [--profile] [--feedback-docs N]
 
 For each corpus size N (benchmarks/README.md):
 
@@ -32,7 +32,9 @@ average is recorded, because on a shared machine other work inflates wall time.
 `--out DIR` keeps the work under DIR (and writes `bench_search.json` there);
 `--keep` leaves vaults, corpus and baseline indexes in place afterwards;
 `--profile` writes a cProfile of PandaFS's `filtered` loop per size and prints its
-top functions on stderr.
+top functions on stderr.  `--feedback-docs N` also times `filtered` with RM3 feedback
+over N turns (`feedback_docs`), query by query alternating with the configured
+ranking, so both see the same load; the profile and the call tally are then RM3's.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -64,6 +66,7 @@ import orjson
 import tantivy
 from tantivy import Facet, FieldType, Occur, Query
 
+from indexers.request import Ranking
 from indexers.words import query_terms
 from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
@@ -722,27 +725,50 @@ def percentile(sorted_ms: list[float], p: float) -> float:
 
 def time_queries(run: Callable[[BenchQuery], int], queries: list[BenchQuery]) -> dict[str, float]:
     """Wall-clock p50/p99 (the target) and this thread's CPU p50/p99 (robust to other load)."""
+    return time_alternating({"": run}, queries)[""]
+
+
+def time_alternating(
+    runs: dict[str, Callable[[BenchQuery], int]], queries: list[BenchQuery]
+) -> dict[str, dict[str, float]]:
+    """`time_queries` of each run, each query through every run in turn (the same load for all)."""
     for q in queries[:WARMUP]:
-        run(q)
+        for run in runs.values():
+            run(q)
     gc.collect()
-    wall: list[float] = []
-    cpu: list[float] = []
-    hits = 0
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    hits = dict.fromkeys(runs, 0)
     for q in queries:
-        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
-        hits += run(q)
-        wall.append((time.perf_counter_ns() - t0) / 1e6)
-        cpu.append((time.thread_time_ns() - c0) / 1e6)
-    wall.sort()
-    cpu.sort()
-    return {
-        "p50_ms": round(percentile(wall, 50), 3),
-        "p99_ms": round(percentile(wall, 99), 3),
-        "mean_ms": round(sum(wall) / len(wall), 3),
-        "cpu_p50_ms": round(percentile(cpu, 50), 3),
-        "cpu_p99_ms": round(percentile(cpu, 99), 3),
-        "mean_hits": round(hits / len(queries), 2),
-    }
+        for name, run in runs.items():
+            c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+            hits[name] += run(q)
+            wall[name].append((time.perf_counter_ns() - t0) / 1e6)
+            cpu[name].append((time.thread_time_ns() - c0) / 1e6)
+    out: dict[str, dict[str, float]] = {}
+    for name in runs:
+        w, c = sorted(wall[name]), sorted(cpu[name])
+        out[name] = {
+            "p50_ms": round(percentile(w, 50), 3),
+            "p99_ms": round(percentile(w, 99), 3),
+            "mean_ms": round(sum(w) / len(w), 3),
+            "cpu_p50_ms": round(percentile(c, 50), 3),
+            "cpu_p99_ms": round(percentile(c, 99), 3),
+            "mean_hits": round(hits[name] / len(queries), 2),
+        }
+    return out
+
+
+def ranked_by(
+    memory: Memory, ranking: Ranking, run: Callable[[BenchQuery], int]
+) -> Callable[[BenchQuery], int]:
+    """`run` with `ranking` as the memory's ranking."""
+
+    def go(q: BenchQuery) -> int:
+        memory.ranking = ranking
+        return run(q)
+
+    return go
 
 
 T = TypeVar("T")
@@ -823,9 +849,28 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     pandafs: dict[str, Any] = {
         shape: time_queries(pandafs_search(memory, shape), queries) for shape in SHAPES
     }
-    pandafs["filtered"].update(tantivy_calls(memory, queries))
+    configured = memory.ranking
+    if args.feedback_docs is not None:  # RM3 on beside the configured ranking, alternating
+        rm3 = replace(configured, feedback_docs=args.feedback_docs)
+        filtered = pandafs_search(memory, "filtered")
+        pair = time_alternating(
+            {
+                "filtered": ranked_by(memory, configured, filtered),
+                "filtered_rm3": ranked_by(memory, rm3, filtered),
+            },
+            queries,
+        )
+        pandafs.update(pair)
+        memory.ranking = configured
+        pandafs["filtered"].update(tantivy_calls(memory, queries))
+        memory.ranking = rm3
+        pandafs["filtered_rm3"].update(tantivy_calls(memory, queries))
+        pandafs["filtered_rm3"]["feedback_docs"] = args.feedback_docs
+    else:
+        pandafs["filtered"].update(tantivy_calls(memory, queries))
     if args.profile:
         profile_loop(pandafs_search(memory, "filtered"), queries, work.parent / f"profile-{n}.prof")
+    memory.ranking = configured
 
     log(f"[{n:,}] raw tantivy")
     raw = RawTantivy(work / "raw-tantivy", vault.config.index.writer_heap_mb)
@@ -876,6 +921,11 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
         and (x["fts5_over_pandafs_filtered_p50"] or 0) > 1
         and (x["fts5_over_pandafs_filtered_p99"] or 0) > 1,
     }
+    if "filtered_rm3" in pandafs:
+        rm3 = pandafs["filtered_rm3"]
+        result["pass"]["search_filtered_rm3"] = (
+            rm3["p50_ms"] <= TARGETS["filtered_p50_ms"] and rm3["p99_ms"] <= TARGETS["filtered_p99_ms"]
+        )
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["loadavg_1m"] = {"start": load_start, "end": round(os.getloadavg()[0], 2)}
     return result
@@ -966,6 +1016,29 @@ def table(r: dict[str, Any]) -> str:
             "",
         )
     )
+    if "filtered_rm3" in p:
+        rm3 = p["filtered_rm3"]
+        rows.append(
+            (
+                f"search filtered, RM3 on ({rm3['feedback_docs']} turns)",
+                lat(p, "filtered_rm3"),
+                "",
+                "",
+                "",
+                "",
+            )
+        )
+        rows.append(("  thread CPU only", lat(p, "filtered_rm3", "cpu_"), "", "", "", ""))
+        rows.append(
+            (
+                "  tantivy searches / counts per query",
+                f"{rm3['searches_per_query']} / {rm3['counts_per_query']}",
+                "",
+                "",
+                "",
+                "",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     head = (
         f"== {r['turns']:,} turns, {r['queries']} queries: corpus {c['bytes'] / 1e6:,.0f} MB "
@@ -1017,9 +1090,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="work and results folder (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep vaults and baseline indexes")
     parser.add_argument("--profile", action="store_true", help="cProfile the filtered loop")
+    parser.add_argument(
+        "--feedback-docs",
+        type=int,
+        metavar="N",
+        help="also time `filtered` with RM3 over N feedback turns, alternating with the configured ranking",
+    )
     args = parser.parse_args()
     if args.queries < 1:
         parser.error("--queries must be at least 1")
+    if args.feedback_docs is not None and args.feedback_docs < 1:
+        parser.error("--feedback-docs must be at least 1")
     version = library_version()
     lexicon = Lexicon.build(random.Random(args.seed))
     if args.out is not None:
