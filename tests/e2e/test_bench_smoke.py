@@ -43,10 +43,10 @@ def test_bench_search_prints_a_table_then_one_json_line(tmp_path: Path) -> None:
         # the two minimal baselines run the same terms with the same filters
         assert size["tantivy"][shape]["mean_hits"] == size["fts5"][shape]["mean_hits"], shape
         assert size["pandafs"][shape]["mean_hits"] > 0
-    # RM3 on, timed beside the configured ranking: the same hits found, more tantivy calls
+    # RM3 on, timed beside the configured ranking: a second round, more tantivy calls
     rm3, filtered = size["pandafs"]["filtered_rm3"], size["pandafs"]["filtered"]
     assert rm3["feedback_docs"] == 10 and rm3["p50_ms"] <= rm3["p99_ms"]
-    assert rm3["mean_hits"] == filtered["mean_hits"]
+    assert rm3["mean_hits"] > 0
     assert rm3["searches_per_query"] > filtered["searches_per_query"]
     assert set(size["pass"]) == {"search_filtered", "search_filtered_rm3"}
     assert "RM3 on (10 turns)" in done.stdout
