@@ -8,10 +8,30 @@ import re
 __all__ = ["count_tokens", "truncate_tokens"]
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_ASCII = bytes(range(128))
+
+
+def _class(char: str) -> str:
+    """A character's class as `_TOKEN` sees it: "a" in a word (`\\w`: alphanumeric or
+    "_"), " " a space (`\\s`), "." a mark of its own."""
+    return "a" if char.isalnum() or char == "_" else " " if char.isspace() else "."
+
+
+_CLASSES = bytes(ord(_class(chr(code))) if code < 128 else ord(".") for code in range(256))
 
 
 def count_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
+    """`_TOKEN`'s matches, counted on the text mapped to a class letter a character (the
+    marks its "."s, the words its runs of "a"): bytes' `translate` and `count` are several
+    times faster than the regex.  Text mostly beyond ASCII goes to the regex itself."""
+    if not text.isascii():
+        others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
+        if len(others) > len(text) >> 4:
+            return len(_TOKEN.findall(text))
+        for char in set(others.decode("utf-8", "surrogatepass")):
+            text = text.replace(char, _class(char))
+    classes = text.encode("ascii").translate(_CLASSES)
+    return classes.count(b".") + (b" " + classes.replace(b".", b" ")).count(b" a")
 
 
 def truncate_tokens(text: str, budget: int) -> str:
