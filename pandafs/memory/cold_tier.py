@@ -57,11 +57,10 @@ def _terms(text: str) -> set[str]:
     return out
 
 
-def _overlap(asked: set[str], text: str) -> float:
-    """Share of the query's terms found in `text` (in singular or plural form)."""
+def _overlap(asked: set[str], words: frozenset[str]) -> float:
+    """Share of the query's terms found in `words` (in singular or plural form)."""
     if not asked:
         return 0.0
-    words = set(_WORD.findall(text.lower()))
     return sum(1 for t in asked if t in words or t + "s" in words) / len(asked)
 
 
@@ -138,7 +137,7 @@ def assemble_cold(
     for doc_id, record in records.items():
         days = (now - record.created_at).total_seconds() / 86400.0 if record.created_at else None
         recency = math.exp(-lam * max(0.0, days)) if days is not None else 0.0
-        overlap = _overlap(asked, record.full_text())
+        overlap = _overlap(asked, record.words)
         similarity = max(hit_scores.get(doc_id, 0.0) / top if top else 0.0, overlap)
         anchored = 1.0 if record.identity or record.turn in anchor_turns else 0.0
         score = WEIGHTS[0] * recency + WEIGHTS[1] * similarity + WEIGHTS[2] * anchored

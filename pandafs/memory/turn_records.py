@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from events.clock import aware
 from events.doctypes import SESSION_KEYS
@@ -61,6 +62,15 @@ class TurnRecord:
 
     def query_text(self) -> str:
         return f"User: {self.query}"
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """The lower-cased words of 3+ letters of `full_text` (the cold tier's overlap), found
+        once: a `RecordCache` keeps a record over many turns."""
+        return frozenset(_WORDS.findall(self.full_text().lower()))
+
+
+_WORDS = re.compile(r"\w{3,}")
 
 
 def _parse_ts(value: object) -> datetime | None:

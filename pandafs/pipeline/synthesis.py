@@ -12,6 +12,7 @@ backend says.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -53,12 +54,20 @@ def sources_of(ctx: TurnContext, view: TurnView) -> list[SourceView]:
     """The §2 sources, numbered as cited ([1], [2], …), with their text."""
     if view.context is None:
         return []
-    kinds = {c.doc_id: c.kind for c in view.retrieval.candidates} if view.retrieval else {}
-    out: list[SourceView] = []
-    for n, source in enumerate(view.context.sources, 1):
-        text = source_text(ctx, source.doc_path, kinds.get(source.doc_id, ""))
-        out.append(SourceView(n=n, doc_id=source.doc_id, title=source.title, text=text[:6000]))
-    return out
+    cache: dict[tuple[str, ...], list[SourceView]] = ctx.extras.setdefault("_sources", {})
+    key = tuple(s.doc_path for s in view.context.sources)  # Synthesis and Validation: built once
+    if key not in cache:
+        kinds = {c.doc_id: c.kind for c in view.retrieval.candidates} if view.retrieval else {}
+        cache[key] = [
+            SourceView(
+                n=n,
+                doc_id=source.doc_id,
+                title=source.title,
+                text=source_text(ctx, source.doc_path, kinds.get(source.doc_id, ""))[:6000],
+            )
+            for n, source in enumerate(view.context.sources, 1)
+        ]
+    return cache[key]
 
 
 def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
@@ -233,9 +242,13 @@ def facts_of(ctx: TurnContext, view: TurnView, tools: list[ToolResultView]) -> l
     if key in cache:
         return cache[key]
     kinds = {c.doc_id: c.kind for c in view.retrieval.candidates} if view.retrieval else {}
+    read: dict[tuple[int, str, str], list[Fact]] = ctx.extras.setdefault("_source_facts", {})
     raw: list[Fact] = []
     for n, source in enumerate(view.context.sources if view.context else [], 1):
-        raw += _source_facts(ctx, n, source.doc_id, source.doc_path, kinds.get(source.doc_id, ""))
+        at = (n, source.doc_id, source.doc_path)  # each attempt settles them again: read once a turn
+        if at not in read:
+            read[at] = _source_facts(ctx, n, source.doc_id, source.doc_path, kinds.get(source.doc_id, ""))
+        raw += [replace(f, replaces=[]) for f in read[at]]  # `settle` sets their text and slot
     raw += _tool_facts(tools)
     if any(r.tool == NEWEST for r in tools):
         raw += newest_statements(ctx, view)
