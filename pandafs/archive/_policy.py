@@ -50,17 +50,26 @@ def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None 
 
 
 def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> datetime | None:
-    """When a turn of an imported chat history entered the vault (its first event's stamp),
-    its archive age counting from then; None for any other turn."""
-    meta = metadata.get("meta") if metadata is not None and metadata.get("source") == "import" else None
-    if not isinstance(meta, dict) or not meta.get("conversation_id"):
-        return None
+    """When a turn dated before it entered the vault came in (its first event's stamp): a
+    conversation brought in by `import`, or a question asked `--now` in the past.  Its
+    archive age counts from its entry, so what a user has just brought in is not archived
+    at once.  None for any other turn (a history moved in by `import-turns` keeps its dates)."""
+    imported = metadata is not None and metadata.get("source") == "import"
+    if imported:
+        meta = metadata.get("meta") if metadata is not None else None
+        if not isinstance(meta, dict) or not meta.get("conversation_id"):
+            return None
     try:
         with open_vault_file(vault.root, vault.rel(folder / "events.jsonl")) as handle:
             first = orjson.loads(handle.readline())
     except (OSError, NotInVault, orjson.JSONDecodeError):
         return None
-    return parse_ts(first.get("ts")) if isinstance(first, dict) else None
+    if not isinstance(first, dict):
+        return None
+    data = first.get("data")
+    if not imported and not (isinstance(data, dict) and data.get("asked_at")):
+        return None
+    return parse_ts(first.get("ts"))
 
 
 def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) -> Counter[str]:

@@ -48,6 +48,21 @@ def test_cli_ask_now(vault: Vault, cli: Any) -> None:
     assert "asked_at" not in started  # without --now: the clock's time, as before
 
 
+def test_a_turn_asked_in_the_past_ages_from_when_it_was_asked_here(vault: Vault, cli: Any) -> None:
+    from datetime import timedelta
+
+    from events.log import read_events
+    from pandafs.archive import find_candidates
+
+    done = cli("--root", vault.root, "ask", "I prefer aisle seats", "--user", "alice", "--now", ASKED)
+    assert done.code == 0, done.err
+    entered = read_events(vault.root / "users/alice/turns/turn_000001/events.jsonl")[0].ts
+    soon, _, _ = find_candidates(vault, now=entered + timedelta(days=1))
+    assert soon == []  # dated 2023, asked a day ago: stays live
+    later, _, _ = find_candidates(vault, now=entered + timedelta(days=400))
+    assert [(c.user, c.turn) for c in later] == [("alice", "turn_000001")]
+
+
 @pytest.mark.parametrize("bad", ["yesterday", "1200-01-01"])
 def test_cli_ask_refuses_a_bad_now_and_writes_nothing(vault: Vault, cli: Any, bad: str) -> None:
     done = cli("--root", vault.root, "ask", "hi", "--user", "alice", "--now", bad)
