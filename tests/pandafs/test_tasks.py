@@ -79,3 +79,16 @@ def test_asking_to_keep_or_drop_a_memory_is_not_a_question(text: str, asks: bool
     from pandafs.tasks.grounding.sentences import is_question
 
     assert is_question(text) is asks
+
+
+def test_a_table_row_cut_into_a_search_snippet_is_never_flattened_into_a_sentence() -> None:
+    from pandafs.llm.offline.text import sentences
+
+    snippet = (
+        "…Key Facts | | [[users/demo/memories/memory-lenovo-loq-15-gaming-laptop-102e5c\\|demo/memories/"
+        "memory-lenovo-loq-15-gaming-laptop-102e5c]] | high | Lenovo LOQ 15 gaming laptop with an RTX 4050 "
+        "GPU: | Lenovo LOQ 15 gaming l…"
+    )
+    assert sentences(snippet) == ["Lenovo LOQ 15 gaming laptop with an RTX 4050 GPU:"]
+    row = "| Lenovo LOQ 15 | $749.99 | Out of stock |"
+    assert sentences(row) == ["Lenovo LOQ 15, $749.99, Out of stock"]

@@ -100,7 +100,11 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
 
 
 def _cite(fact: t.FactView) -> str:
-    return f"[{fact.n}]" if fact.n else f"({fact.doc_id})"
+    """A source as [n], a document by its id; a tool's result is said in words, not by the
+    pipeline's name for the tool ("found by search memory")."""
+    if fact.n:
+        return f"[{fact.n}]"
+    return f"({fact.doc_id})" if "/" in fact.doc_id else f"(found by {fact.doc_id.replace('_', ' ')})"
 
 
 def answer(data: t.AnswerIn) -> t.AnswerOut:

@@ -70,13 +70,30 @@ def _sentences(text: str) -> tuple[str, ...]:
         if in_code or not stripped or stripped.startswith(("#", "|---", "---")):
             continue
         stripped = _unlink(stripped)
-        if stripped.startswith("|"):
-            stripped = " ".join(c.strip() for c in stripped.strip("|").split("|") if c.strip())
-        for part in _SENTENCE.split(stripped):
-            cleaned = _clean(part)
-            if len(cleaned) > 2:
-                out.append(cleaned)
+        for run in _cells(stripped):
+            for part in _SENTENCE.split(run):
+                cleaned = _clean(part)
+                if len(cleaned) > 2:
+                    out.append(cleaned)
     return tuple(out)
+
+
+_CELL = re.compile(r"(?<!\\)\|")
+_TOKEN = re.compile(r"^\S*[/_]\S*$")  # a path or an id ("demo/memories/…", "turn_000005")
+
+
+def _cells(line: str) -> list[str]:
+    """A line as runs of text: a table row (or a search snippet cut from one) is its cells,
+    never one run of cells flattened together.  When a cell holds a sentence, the cells
+    are that sentence and its labels (a source's id, its relevance), and the sentences
+    stand alone; a row of values alone reads as their list ("Lenovo LOQ, $697, in stock").
+    A cell cut off by a snippet ("…Key Facts", "gaming l…") and an id are no text."""
+    cells = [c.strip() for c in _CELL.split(line)]
+    if len(cells) < 3 and not line.startswith("|"):
+        return [line]
+    kept = [c for c in cells if c and not c.startswith("…") and not c.endswith("…") and not _TOKEN.match(c)]
+    prose = [c for c in kept if len(c.split()) >= 4]
+    return prose or ([", ".join(kept)] if kept else [])
 
 
 @lru_cache(maxsize=65536)

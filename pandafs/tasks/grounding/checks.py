@@ -83,6 +83,9 @@ _REQUESTED = [
 ]
 
 
+_POLAR = re.compile(dict(_REQUESTED)["polar"])
+
+
 def requested_kind(query: str) -> str:
     """The datum a question asks for — count, duration, polar (yes or no), price, date,
     name, place, list, which — or ''."""
@@ -91,8 +94,8 @@ def requested_kind(query: str) -> str:
     query = asked_part(query)
     for kind, pattern in _REQUESTED:
         if re.search(pattern, query):
-            if kind in ("polar", "which") and asked_slots(query) & STRONG_SLOTS:
-                continue  # "do I like tea?", "which city do I live in?": the statement answers
+            if kind in ("polar", "which", "place") and asked_slots(query) & STRONG_SLOTS:
+                continue  # "do I like tea?", "where do I prefer to sit?": the statement answers
             return kind
     return ""
 
@@ -385,7 +388,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
     predicate = asked_predicate(resolved)
-    polar = requested_kind(query) == "polar"
+    polar = _POLAR.search(asked_part(query)) is not None
     if not focus:  # then at least: a datum to check, from who was asked about
         if not checkable and not predicate:
             return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
@@ -397,7 +400,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
             return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
         if sources and not fitting:
             return GateResult(gate=_ABOUT, passed=False, detail=_WHO)
-        passed = not fitting or _addresses(answer, predicate, fitting, polar=polar)
+        passed = not fitting or _addresses(answer, predicate, fitting, polar=polar, query=query)
         asked = " ".join(predicate)
         return GateResult(
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
@@ -412,7 +415,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     thing = " ".join(focus)
     if not about:
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")
-    if not _addresses(answer, predicate, about, polar=polar):
+    if not _addresses(answer, predicate, about, polar=polar, query=query):
         asked = " ".join(predicate)
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
     return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
@@ -447,7 +450,9 @@ def _fits_quoted(answer: str, query: str, quoted: list[Fact]) -> bool:
 _NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\bhates?\b", re.I)
 
 
-def _addresses(answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool) -> bool:
+def _addresses(
+    answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool, query: str = ""
+) -> bool:
     """Does a fact the answer uses say what was asked of the thing (`slots.asked_predicate`),
     not only name it?  A yes or no is read off a fact that states the whole predicate, or
     negates it: a "yes" from a negated statement is wrong."""
@@ -455,9 +460,23 @@ def _addresses(answer: str, predicate: tuple[str, ...], facts: list[Fact], *, po
         return True
     if not polar:
         return any(states(predicate, f.text) for f in facts)
+    choice = _alternatives(predicate, query)
+    if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
+        rest = tuple(w for w in predicate if w not in choice)
+        return any(states(rest, f.text) == len(rest) and states(choice, f.text) for f in facts)
     whole = [f for f in facts if states(predicate, f.text) == len(predicate)]
     says_yes = bool(re.match(r"\s*yes\b", answer, re.I))
     return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
+
+
+def _alternatives(predicate: tuple[str, ...], query: str) -> tuple[str, ...]:
+    """The two words an alternative question ("do I prefer aisle or window seats?") asks
+    to choose between, when both are of its predicate; () for a yes-or-no question."""
+    match = re.search(r"\b([a-z]+)\s+or\s+([a-z]+)\b", query.lower())
+    if match is None:
+        return ()
+    pair = tuple(stem(w) for w in match.groups())
+    return pair if all(w in predicate for w in pair) else ()
 
 
 def _quotes(answer: str, facts: list[Fact]) -> bool:

@@ -116,9 +116,16 @@ def _lead_slot(text: str) -> Slot | None:
     return None
 
 
+_TASTES = frozenset({"prefers", "likes"})
+
+
 def asked_slots(query: str) -> set[str]:
-    """The slots a question asks about: 'what's my job' → job; 'who is my dentist' → dentist."""
+    """The slots a question asks about: 'what's my job' → job; 'who is my dentist' → dentist.
+    A preference is a liking of one thing over others: 'which seat do I like?' is answered
+    by what the user prefers, and 'what do I prefer?' by what they like."""
     slots = {slot for slot, pattern in _ASKED.items() if pattern.search(query)}
+    if slots & _TASTES:
+        slots |= _TASTES
     for match in re.finditer(r"\bmy\s+([a-z]+)", query.lower()):
         slots.add(match.group(1))
     return slots
@@ -270,7 +277,8 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
 # subject is a pronoun, or a noun phrase: determiners and possessives, then nouns (after a
 # determiner, capitalised, or plural) until the first bare lower-case word, the verb.
 _DO_SUPPORT = re.compile(
-    r"^\s*(?:(?:what|which|where|when|why|how|who|whom)\b[^?]{0,40}?\s+)?(?:do|does|did)\s+(?P<rest>[^?]+)",
+    r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:do|does|did)\s+"
+    r"(?P<rest>[^?]+)",
     re.I,
 )
 _PRONOUNS = frozenset("i we you he she it they".split())
@@ -278,7 +286,16 @@ _DETERMINERS = frozenset("my our your his her their its the a an this that these
 # The verbs `statement_form` reads as one "Likes" (sentences.STATEMENT_LEADS), and "adore"
 # of the index's love ring (indexers.words.RINGS): "does he like seeds?" asks what "he
 # loves seeds" states.
-_TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore".split())
+_TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore prefer prefers".split())
+# "Which laptop did we look at?", "what book did I mention?": when the wh-word asks for a
+# thing it names, a verb of perception or of communication (Levin 1993, §30 "see",
+# "peer" and §37 "talk", "say" verbs) is how it came up, the act of remembering it, not
+# something said of it: the thing named is what the answer must give.
+_RECALLING = frozenset(
+    stem(w)
+    for w in """see saw seen look looked watch watched notice noticed hear heard talk talked speak
+    spoke discuss discussed mention mentioned say said tell told chat chatted""".split()
+)
 
 
 @lru_cache(maxsize=4096)
@@ -310,6 +327,8 @@ def asked_predicate(query: str) -> tuple[str, ...]:
         for w in tokens[start:]
         if w.lower() not in STOP_WORDS or _en_stem(w.lower()) in _TASTE
     ]
+    if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
+        stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
     return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
 
 
