@@ -38,7 +38,7 @@ def test_a_saved_preference_answers_a_question_about_its_subject(
     _saved(vault, "I prefer aisle seats", "I like green tea")
     result = chat.ask(question)
     assert result.outcome == "APPROVE", result.answer
-    assert "aisle seats" in result.answer and "tea" not in result.answer, result.answer
+    assert "You prefer aisle seats" in result.answer and "tea" not in result.answer, result.answer
 
 
 def test_a_taste_question_about_something_never_said_is_not_answered_by_another(

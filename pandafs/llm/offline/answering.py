@@ -25,7 +25,8 @@ def _to_user(text: str) -> str:
 def _said(fact: t.FactView) -> str:
     """A fact as the answer says it: a change of state said of the thing it changed
     ("Your car: Sold the Volvo and bought a white Tesla")."""
-    text = _to_user(fact.text).rstrip(".")
+    own = fact.origin == "memory" and re.match(r"(?:i|we)\s", fact.text, re.I)
+    text = _to_user(g.statement_form(fact.text) if own else fact.text).rstrip(".")  # "I prefer …" saved
     thing = fact.key.split(":")[-1].replace("_", " ")
     if (
         fact.key
