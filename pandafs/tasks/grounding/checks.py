@@ -74,10 +74,12 @@ _REQUESTED = [
     ),
     ("place", r"(?i)^\s*where\b"),
     ("list", r"(?i)\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b"),
-    (  # "what play did I see?", "which bike …": the answer names the one
+    (  # "what play did I see?", "which laptop with an RTX GPU …": the answer names the one
         "which",
         r"(?i)^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
-        r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|was|were|do|does|did|"
+        r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?"
+        r"(?:\s+(?:with|of|from|for|by)\s+(?:(?:a|an|the)\s+)?[a-z0-9]+(?:\s+[a-z0-9]+)?)?"
+        r"\s+(?:is|are|was|were|do|does|did|"
         r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
     ),
 ]
