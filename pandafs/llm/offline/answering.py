@@ -22,11 +22,23 @@ def _to_user(text: str) -> str:
     return text
 
 
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|we|us|our)\b", re.I)
+
+
+def _own_words(fact: t.FactView) -> str:
+    """A taste or identity the user saved in their own words ("I prefer aisle seats") in
+    the stored form `_to_user` says to them ("Prefers aisle seats"); any other text as it
+    is (a lead changed before a later "my" would mix the persons)."""
+    if fact.origin != "memory" or fact.slot not in g.STRONG_SLOTS:
+        return fact.text
+    stored = g.statement_form(fact.text)
+    return fact.text if _FIRST_PERSON.search(stored) else stored
+
+
 def _said(fact: t.FactView) -> str:
     """A fact as the answer says it: a change of state said of the thing it changed
     ("Your car: Sold the Volvo and bought a white Tesla")."""
-    own = fact.origin == "memory" and re.match(r"(?:i|we)\s", fact.text, re.I)
-    text = _to_user(g.statement_form(fact.text) if own else fact.text).rstrip(".")  # "I prefer …" saved
+    text = _to_user(_own_words(fact)).rstrip(".")
     thing = fact.key.split(":")[-1].replace("_", " ")
     if (
         fact.key

@@ -158,7 +158,8 @@ def statement_form(sentence: str) -> str:
 
 # What an answer says it will remember: the user's own words, not a claim to check.
 NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
-CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory)\))")
+# a source [n], a tool by its name, or a tool's result cited in words ("found by search memory")
+CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory|found by [a-z ]+)\))")
 SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 
