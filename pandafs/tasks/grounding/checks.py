@@ -78,7 +78,7 @@ _REQUESTED = [
         "which",
         r"(?i)^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
         r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?"
-        r"(?:\s+(?:with|of|from|for|by)\s+(?:(?:a|an|the)\s+)?[a-z0-9]+(?:\s+[a-z0-9]+)?)?"
+        r"(?:\s+(?:with|from|for)\s+(?:(?:a|an|the)\s+)?[a-z0-9]+(?:\s+[a-z0-9]+)?)?"
         r"\s+(?:is|are|was|were|do|does|did|"
         r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
     ),
