@@ -41,6 +41,15 @@ def test_a_saved_preference_answers_a_question_about_its_subject(
     assert "You prefer aisle seats" in result.answer and "tea" not in result.answer, result.answer
 
 
+def test_an_alternative_question_is_answered_by_the_taste_that_names_one_of_the_two(
+    vault: Vault, chat: Chat
+) -> None:
+    _saved(vault, "I prefer aisle seats", "I like green tea")
+    result = chat.ask("Do I prefer tea or coffee?")
+    assert result.outcome == "APPROVE", result.answer
+    assert "green tea" in result.answer and "aisle" not in result.answer, result.answer
+
+
 def test_a_taste_question_about_something_never_said_is_not_answered_by_another(
     vault: Vault, chat: Chat
 ) -> None:
