@@ -98,9 +98,11 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     picked = [x[3] for x in scored]
     if focus:  # only what is about the thing asked for (a cat does not answer for a dog)
         picked = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
-    most = max((g.states(predicate, f.text) for f in picked), default=0) if predicate else 0
-    if most:  # it says what was asked of the thing, as much of it as any fact says
-        picked = [f for f in picked if g.states(predicate, f.text) == most]
+    # it says what was asked of the thing, as much of it as any fact giving the datum says
+    giving = [f for f in picked if _holds(data.requested, _answer_form(f, data), data.query)]
+    most = max((g.states(predicate, f.text) for f in giving or picked), default=0) if predicate else 0
+    if most:
+        picked = [f for f in picked if g.states(predicate, f.text) >= most]
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
