@@ -6,15 +6,13 @@ Real turns on the offline backend in a tmp vault: a history imported with dated 
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
-from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
-from tests.support.chat import Chat
+from tests.support.chat import Chat, import_history
 
 START = datetime(2023, 8, 1, 9, 0, tzinfo=UTC)
 ASKED = datetime(2023, 11, 8, 9, 0, tzinfo=UTC)
@@ -22,19 +20,7 @@ QUESTION = "How many projects have I completed since starting painting classes?"
 
 
 def _history(vault: Vault, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
-    lines = [
-        {
-            "user": "alice",
-            "external_id": f"s-{n}",
-            "timestamp": (START + timedelta(days=3 * n)).isoformat().replace("+00:00", "Z"),
-            "query": query,
-            "response": response,
-        }
-        for n, (query, response) in enumerate(pairs)
-    ]
-    source = tmp_path / "turns.jsonl"
-    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    import_turns(vault, source)
+    import_history(vault, tmp_path, pairs, [START + timedelta(days=3 * n) for n in range(len(pairs))])
 
 
 def _ask(vault: Vault, query: str) -> tuple[str, str]:

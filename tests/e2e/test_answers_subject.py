@@ -18,7 +18,7 @@ from pandafs.pipeline import Pipeline
 from pandafs.tasks.grounding import is_honest_unknown
 from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
-from tests.support.chat import Chat
+from tests.support.chat import Chat, import_history
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -133,19 +133,8 @@ def test_a_request_in_an_imported_history_is_not_a_fact(chat: Chat, vault: Vault
 
 
 def _import(vault: Vault, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
-    lines = [
-        {
-            "user": "alice",
-            "external_id": f"s-{n}",
-            "timestamp": f"2026-02-1{n}T10:00:00Z",
-            "query": query,
-            "response": response,
-        }
-        for n, (query, response) in enumerate(pairs)
-    ]
-    source = tmp_path / "turns.jsonl"
-    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    import_turns(vault, source)
+    stamps = [datetime(2026, 2, 10 + n, 10, 0, tzinfo=UTC) for n in range(len(pairs))]
+    import_history(vault, tmp_path, pairs, stamps)
 
 
 def test_what_the_assistant_said_answers_a_question_about_it_and_only_that(

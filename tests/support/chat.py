@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
+from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -32,3 +35,22 @@ def chatting(vault: Vault) -> Iterator[Chat]:
     with Pipeline(vault, backend=OfflineBackend(), clock=lambda: box["c"].now) as pipeline:
         box["c"] = Chat(pipeline)
         yield box["c"]
+
+
+def import_history(
+    vault: Vault, folder: Path, pairs: Sequence[tuple[str, str]], stamps: Sequence[datetime]
+) -> None:
+    """alice's (query, response) pairs imported as past turns, one at each stamp."""
+    lines = [
+        {
+            "user": "alice",
+            "external_id": f"s-{n}",
+            "timestamp": when.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "query": query,
+            "response": response,
+        }
+        for n, ((query, response), when) in enumerate(zip(pairs, stamps, strict=True))
+    ]
+    source = folder / "turns.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    import_turns(vault, source)
