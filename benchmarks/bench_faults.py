@@ -1327,30 +1327,15 @@ def campaign_damaged_part(work: Path, trials: int, rng: random.Random) -> Tally:
         damage(parts[0])
         rel = parts[0].relative_to(root).as_posix()
         tally.trials += 1
-        done = runner.run("--root", root, "ask", "where do quokkas live", "--user", "alice", "--json")
-        host = str(work)
-        if done.code not in (0, 1):
-            tally.add("wrong_exit", f"{name}: ask exit {done.code}: {done.err[:160]!r}")
-        if host in done.out or host in done.err:
-            tally.add("leaked", f"{name}: the host path reached the ask's output")
-        newest = turn_dirs(root)[-1]
-        log = (newest / "events.jsonl").read_text() if (newest / "events.jsonl").exists() else ""
-        types = [json.loads(line)["type"] for line in log.splitlines() if line.strip()]
-        if "phase_failed" in types or "turn_completed" not in types:
-            tally.add(
-                "corrupted", f"{name}: the turn did not go on ({', '.join(t for t in types if 'fail' in t)})"
-            )
-        elif "tier_failed" not in types:
+        types = _ask_goes_on(runner, root, name, "where do quokkas live")
+        if "turn_completed" in types and "phase_failed" not in types and "tier_failed" not in types:
             tally.add("corrupted", f"{name}: no tier_failed says what the damaged part cost")
-        for file in ("context.md", "metadata.json", "events.jsonl"):
-            if (newest / file).exists() and host in (newest / file).read_text():
-                tally.add("leaked", f"{name}: the host path reached {newest.name}/{file}")
         code, report = verify(runner, root)
         if code != 1 or not any(p.get("path") == rel for p in report.get("problems", [])):
             tally.add(
                 "corrupted", f"{name}: verify (exit {code}) does not name {rel}: {problem_kinds(report)}"
             )
-        if host in json.dumps(report):
+        if str(work) in json.dumps(report):
             tally.add("leaked", f"{name}: the host path reached verify's report")
         shutil.rmtree(root)
     for name, damage in STORE_DAMAGES[: max(1, trials)]:
@@ -1394,6 +1379,29 @@ def _then(path: Path, act: Callable[[Path], None]) -> Path:
     return path
 
 
+def _ask_goes_on(runner: Runner, root: Path, name: str, question: str) -> list[str]:
+    """An `ask` after a damage: it exits 0 or 1 (else wrong_exit), its turn completes without
+    `phase_failed` (else corrupted), no host path reaches its output or its turn's files
+    (else leaked).  Returns the turn's event types."""
+    tally, host = runner.tally, str(runner.work)
+    done = runner.run("--root", root, "ask", question, "--user", "alice", "--json")
+    if done.code not in (0, 1):
+        tally.add("wrong_exit", f"{name}: ask exit {done.code}: {done.err[:160]!r}")
+    if host in done.out or host in done.err:
+        tally.add("leaked", f"{name}: the host path reached the ask's output")
+    newest = turn_dirs(root)[-1]
+    log = (newest / "events.jsonl").read_text() if (newest / "events.jsonl").exists() else ""
+    types = [json.loads(line)["type"] for line in log.splitlines() if line.strip()]
+    if "phase_failed" in types or "turn_completed" not in types:
+        tally.add(
+            "corrupted", f"{name}: the turn did not go on ({', '.join(t for t in types if 'fail' in t)})"
+        )
+    for file in ("context.md", "metadata.json", "events.jsonl"):
+        if (newest / file).exists() and host in (newest / file).read_text():
+            tally.add("leaked", f"{name}: the host path reached {newest.name}/{file}")
+    return types
+
+
 def _damaged_store(runner: Runner, root: Path, name: str, damage: Callable[[Path], Path]) -> None:
     """One file of the index or the turn catalog damaged: `verify` exits 1 naming it (else
     corrupted), an `ask` completes without `phase_failed` (corrupted) and no host path in
@@ -1414,21 +1422,9 @@ def _damaged_store(runner: Runner, root: Path, name: str, damage: Callable[[Path
     code, report = verify(runner, root)
     if code != 1 or not any(p.get("path") == rel for p in report.get("problems", [])):
         tally.add("corrupted", f"{name}: verify (exit {code}) does not name {rel}: {problem_kinds(report)}")
-    done = runner.run("--root", root, "ask", "what tea do I like", "--user", "alice", "--json")
-    if done.code not in (0, 1):
-        tally.add("wrong_exit", f"{name}: ask exit {done.code}: {done.err[:160]!r}")
-    if host in done.out or host in done.err or host in json.dumps(report):
-        tally.add("leaked", f"{name}: the host path reached the ask's output or verify's report")
-    newest = turn_dirs(root)[-1]
-    log = (newest / "events.jsonl").read_text() if (newest / "events.jsonl").exists() else ""
-    types = [json.loads(line)["type"] for line in log.splitlines() if line.strip()]
-    if "phase_failed" in types or "turn_completed" not in types:
-        tally.add(
-            "corrupted", f"{name}: the turn did not go on ({', '.join(t for t in types if 'fail' in t)})"
-        )
-    for file in ("context.md", "metadata.json", "events.jsonl"):
-        if (newest / file).exists() and host in (newest / file).read_text():
-            tally.add("leaked", f"{name}: the host path reached {newest.name}/{file}")
+    if host in json.dumps(report):
+        tally.add("leaked", f"{name}: the host path reached verify's report")
+    _ask_goes_on(runner, root, name, "what tea do I like")
     verify(runner, root, "--repair")
     code, report = verify(runner, root)
     if code != 0:
