@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_retrieval import (
     DEFAULT_LME,
     Dataset,
+    PlainBM25,
     Question,
     line_session,
     load_longmemeval,
@@ -200,21 +201,8 @@ def _run_pipeline(
 
 
 def _bm25_turns(dataset: Dataset, budget: int) -> dict[str, dict[str, Any]]:
-    import tantivy
-
     from pandafs.tokens import count_tokens
 
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("key", stored=True, tokenizer_name="raw")
-    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    schema = builder.build()
-    analyzer = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
     by_user: dict[str, list[dict[str, Any]]] = {}
     for line in dataset.lines:
         by_user.setdefault(line["user"], []).append(line)
@@ -223,19 +211,7 @@ def _bm25_turns(dataset: Dataset, budget: int) -> dict[str, dict[str, Any]]:
         turns = {
             ln["external_id"]: f"User: {ln['query']}\nAssistant: {ln['response']}" for ln in by_user[q.user]
         }
-        index = tantivy.Index(schema)
-        writer = index.writer(heap_size=15_000_000, num_threads=1)
-        for key, body in turns.items():
-            writer.add_document(tantivy.Document(key=key, body=body))
-        writer.commit()
-        writer.wait_merging_threads()
-        index.reload()
-        terms = list(dict.fromkeys(analyzer.analyze(q.text)))
-        query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", t)) for t in terms]
-        )
-        searcher = index.searcher()
-        ranked = [searcher.doc(a)["key"][0] for _, a in searcher.search(query, 100).hits] if terms else []
+        ranked = PlainBM25(turns.items()).search(q.text, 100)
         rows, used = [], 0
         for key in ranked:
             tokens = count_tokens(turns[key])

@@ -455,47 +455,52 @@ def summarise(
 # --------------------------------------------------------------------------- baselines
 
 
-def _baseline_rankings(dataset: Dataset) -> dict[str, list[tuple[list[str], list[str] | None]]]:
-    """Plain tantivy `en_stem` BM25 per question's user, three ways (see the docstring)."""
-    import tantivy
+class PlainBM25:
+    """Plain tantivy `en_stem` BM25 over (key, body) documents, in memory: the baselines' engine."""
 
-    by_user: dict[str, list[dict[str, Any]]] = {}
-    for line in dataset.lines:
-        by_user.setdefault(line["user"], []).append(line)
-    analyzer = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("key", stored=True, tokenizer_name="raw")
-    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    schema = builder.build()
+    def __init__(self, docs: Iterable[tuple[str, str]]) -> None:
+        import tantivy
 
-    def index_of(docs: list[tuple[str, str]]) -> tantivy.Index:
-        index = tantivy.Index(schema)  # in memory
-        writer = index.writer(heap_size=15_000_000, num_threads=1)
+        self._tantivy = tantivy
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("key", stored=True, tokenizer_name="raw")
+        builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+        self._schema = builder.build()
+        self._analyzer = (
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.stemmer("english"))
+            .build()
+        )
+        self._index = tantivy.Index(self._schema)
+        writer = self._index.writer(heap_size=15_000_000, num_threads=1)
         for key, body in docs:
             writer.add_document(tantivy.Document(key=key, body=body))
         writer.commit()
         writer.wait_merging_threads()
-        index.reload()
-        return index
+        self._index.reload()
 
-    def search(index: tantivy.Index, text: str, n: int) -> list[str]:
-        terms = list(dict.fromkeys(analyzer.analyze(text)))
+    def search(self, text: str, n: int) -> list[str]:
+        """The keys of the `n` best documents for any of `text`'s words."""
+        tantivy = self._tantivy
+        terms = list(dict.fromkeys(self._analyzer.analyze(text)))
         if not terms:
             return []
         query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", t)) for t in terms]
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", t)) for t in terms]
         )
-        searcher = index.searcher()
+        searcher = self._index.searcher()
         return [searcher.doc(a)["key"][0] for _, a in searcher.search(query, n).hits]
 
+
+def _baseline_rankings(dataset: Dataset) -> dict[str, list[tuple[list[str], list[str] | None]]]:
+    """Plain tantivy `en_stem` BM25 per question's user, three ways (see the docstring)."""
+    by_user: dict[str, list[dict[str, Any]]] = {}
+    for line in dataset.lines:
+        by_user.setdefault(line["user"], []).append(line)
     out: dict[str, list[tuple[list[str], list[str] | None]]] = {name: [] for name in BASELINES}
-    cache: dict[str, tuple[tantivy.Index, tantivy.Index, tantivy.Index, dict[str, str]]] = {}
+    cache: dict[str, tuple[PlainBM25, PlainBM25, PlainBM25, dict[str, str]]] = {}
     for q in dataset.questions:
         if q.user not in cache:
             sessions: dict[str, list[dict[str, Any]]] = {}
@@ -510,15 +515,15 @@ def _baseline_rankings(dataset: Dataset) -> dict[str, list[tuple[list[str], list
                     windows.append((ln["external_id"], "\n".join(text[t["external_id"]] for t in around)))
             cache.clear()  # one user at a time: questions of a user are consecutive
             cache[q.user] = (
-                index_of([(s, "\n".join(text[t["external_id"]] for t in ts)) for s, ts in sessions.items()]),
-                index_of(list(text.items())),
-                index_of(windows),
+                PlainBM25((s, "\n".join(text[t["external_id"]] for t in ts)) for s, ts in sessions.items()),
+                PlainBM25(text.items()),
+                PlainBM25(windows),
                 session_of,
             )
         whole, turns_index, window_index, session_of = cache[q.user]
-        out["bm25_sessions"].append((search(whole, q.text, 50), None))
+        out["bm25_sessions"].append((whole.search(q.text, 50), None))
         for name, index in (("bm25_turns", turns_index), ("bm25_windows", window_index)):
-            turns = search(index, q.text, 400)
+            turns = index.search(q.text, 400)
             out[name].append((_distinct(session_of[t] for t in turns), turns))
     return out
 
