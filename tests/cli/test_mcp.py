@@ -12,25 +12,16 @@ import pytest
 
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.mcp_stdio import server
 
 mcp = pytest.importorskip("mcp")
-
-
-def _server(root: Path, user: str) -> Any:
-    from mcp import StdioServerParameters
-
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pandafs", "--root", str(root), "mcp", "--user", user],
-        env={k: v for k, v in os.environ.items() if k != "PANDAFS_ROOT"},
-    )
 
 
 def _session(root: Path, user: str, script: Any) -> Any:
     async def run() -> Any:
         from mcp import Client
 
-        async with Client(_server(root, user), read_timeout_seconds=60) as client:
+        async with Client(server(root, user), read_timeout_seconds=60) as client:
             return await script(client)
 
     return asyncio.run(run())

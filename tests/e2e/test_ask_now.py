@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from typing import Any
 
@@ -94,13 +93,11 @@ def test_inbox_frontmatter_now(vault: Vault) -> None:
 
 def test_mcp_ask_now(vault: Vault) -> None:
     pytest.importorskip("mcp")
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pandafs", "--root", str(vault.root), "mcp", "--user", "alice"],
-        env={k: v for k, v in os.environ.items() if k != "PANDAFS_ROOT"},
-    )
+    from tests.support.mcp_stdio import server as mcp_server
+
+    server = mcp_server(vault.root, "alice")
 
     async def run() -> Any:
         async with Client(server, read_timeout_seconds=60) as client:

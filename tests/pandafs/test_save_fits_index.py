@@ -52,17 +52,13 @@ def test_cli_save_too_large_is_one_line_and_exit_2(cli, vault: Vault) -> None:
 def test_mcp_save_memory_too_large_is_an_error_not_created(vault: Vault) -> None:
     pytest.importorskip("mcp")
     import asyncio
-    import os
-    import sys
 
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
+
+    from tests.support.mcp_stdio import server as mcp_server
 
     vault = _limit(vault, 50_000)
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pandafs", "--root", str(vault.root), "mcp", "--user", "alice"],
-        env={k: v for k, v in os.environ.items() if k != "PANDAFS_ROOT"},
-    )
+    server = mcp_server(vault.root, "alice")
 
     async def run() -> object:
         async with Client(server, read_timeout_seconds=60) as client:
