@@ -30,8 +30,8 @@ from ..vault import Vault
 __all__ = ["RECORD_CACHE", "TurnContext"]
 
 RECORD_CACHE = "turn_records"
-TIER_FAILED = "_tier_failed"
 """`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
+TIER_FAILED = "_tier_failed"
 
 
 @dataclass

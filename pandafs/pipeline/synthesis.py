@@ -161,6 +161,15 @@ NEWEST_TURNS = 3  # the newest of them whose statements are read
 
 
 def newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
+    """`_newest_statements`, searched once a turn (Synthesis, Validation and each attempt ask
+    for it); each call gets its own copies, as `settle` sets their text and slot."""
+    found: list[Fact] | None = ctx.extras.get("_newest")
+    if found is None:
+        found = ctx.extras["_newest"] = _newest_statements(ctx, view)
+    return [replace(f, replaces=[]) for f in found]
+
+
+def _newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
     """For a question about how a thing stands now (`grounding.asks_now`: how many, how
     much, which, who, where): what the user said about that thing in their newest turns.
     §2 is chosen by relevance to the whole question, so the statement that replaced an
