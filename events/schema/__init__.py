@@ -7,19 +7,19 @@ An event is one JSON line in a turn's `events.jsonl`:
 
 Each event type is a frozen pydantic payload class (`data`) registered under its
 `type` name; `Event` is the envelope.  `parse_event` validates a raw record into the
-discriminated union `AnyEvent`; a type this version does not know becomes an
+discriminated union `any_event()`; a type this version does not know becomes an
 `UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it), so nothing
 is ever dropped.  Payloads allow extra keys for the same reason.
 """
 
 from ..clock import utcnow
 from .envelope import (
-    EVENT_CLASSES,
     PAYLOAD_CLASSES,
     PAYLOADS,
-    AnyEvent,
     Event,
     UnknownEvent,
+    any_event,
+    event_class,
     parse_event,
 )
 from .phases import (
@@ -65,7 +65,6 @@ from .records import (
 )
 
 __all__ = [
-    "AnyEvent",
     "Candidate",
     "ContentReference",
     "ContextBlock",
@@ -73,7 +72,6 @@ __all__ = [
     "ContextSynthesized",
     "Decision",
     "DocumentsUsed",
-    "EVENT_CLASSES",
     "Event",
     "ExecutorStepped",
     "ExtractionRecorded",
@@ -107,6 +105,8 @@ __all__ = [
     "TurnOutcome",
     "TurnStarted",
     "UnknownEvent",
+    "any_event",
+    "event_class",
     "ValidationDecided",
     "parse_event",
     "utcnow",

@@ -1,5 +1,8 @@
 """The envelope every log line shares, the registry of payload types, and `parse_event`,
-which validates a raw record into its typed event (an unknown type is kept verbatim)."""
+which validates a raw record into its typed event (an unknown type is kept verbatim).
+
+Each type's event class is built when first asked for (`event_class`): a turn reads and
+writes a few of the types."""
 
 # No `from __future__ import annotations`: the models' annotations are objects when the
 # classes are built, which pydantic would otherwise compile from their strings one by one.
@@ -8,16 +11,7 @@ from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-    create_model,
-)
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
 
 from .phases import (
     SCHEMA_VERSION,
@@ -76,9 +70,7 @@ PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
 
 
 class Event(BaseModel):
-    """The envelope every line shares.  `data` is typed by the concrete subclass.
-
-    Each event class is built when first used: a turn writes a few of the types."""
+    """The envelope every line shares.  `data` is typed by the concrete subclass."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
     v: int = SCHEMA_VERSION
@@ -107,16 +99,16 @@ class UnknownEvent(Event):
         return False
 
 
-def _event_class(payload: type[Payload]) -> type[Event]:
-    return create_model(  # one envelope class per payload, named after it
+@cache
+def event_class(kind: str) -> type[Event]:
+    """The envelope class of the known event type `kind`, named after its payload."""
+    payload = PAYLOADS[kind]
+    return create_model(  # type: ignore[no-any-return]  # built at run time
         f"{payload.__name__}Event",
         __base__=Event,
-        type=(Literal[payload.TYPE], payload.TYPE),  # type: ignore[arg-type]  # built at run time
+        type=(Literal[kind], kind),  # type: ignore[arg-type,valid-type]
         data=(payload, ...),
     )
-
-
-EVENT_CLASSES: dict[str, type[Event]] = {t: _event_class(p) for t, p in PAYLOADS.items()}
 
 
 def _tag(value: Any) -> str:
@@ -124,25 +116,30 @@ def _tag(value: Any) -> str:
     return kind if kind in PAYLOADS else "unknown"
 
 
-_MEMBERS = tuple(Annotated[cls, Tag(t)] for t, cls in EVENT_CLASSES.items()) + (
-    Annotated[UnknownEvent, Tag("unknown")],
-)
-AnyEvent = Annotated[Union[_MEMBERS], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
+@cache
+def any_event() -> Any:
+    """The discriminated union of every event class and `UnknownEvent`, by `type`."""
+    members = tuple(Annotated[event_class(t), Tag(t)] for t in PAYLOADS)
+    members += (Annotated[UnknownEvent, Tag("unknown")],)
+    return Annotated[Union[members], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
 
 
 @cache
 def _validate_any() -> Any:
-    """`AnyEvent`'s own validator (`TypeAdapter.validate_python` wraps it in Python)."""
-    return TypeAdapter(AnyEvent).validator.validate_python
+    """`any_event()`'s own validator (`TypeAdapter.validate_python` wraps it in Python)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(any_event()).validator.validate_python
 
 
 def parse_event(record: dict[str, Any]) -> Event:
     """Validate one raw log record into its typed event (or an `UnknownEvent`).
 
-    The class its type names validates it, as `AnyEvent` would, without building every
-    event class; a record that does not fit is validated by `AnyEvent`, whose error is
+    The class its type names validates it, as `any_event()` would, without building every
+    event class; a record that does not fit is validated by `any_event()`, whose error is
     the one to report (it names the type)."""
-    cls = EVENT_CLASSES.get(_tag(record), UnknownEvent)
+    kind = _tag(record)
+    cls = UnknownEvent if kind == "unknown" else event_class(kind)
     try:
         return cls.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
     except ValidationError:

@@ -89,12 +89,16 @@ def _skip_plugin_loader() -> None:
 def program() -> None:
     """The `pandafs` program (and `python -m pandafs`): `main`, then the process ends.
 
-    Exiting, the interpreter would walk every object of every module once more looking
-    for cycles (a visible share of `pandafs search`'s start-up:
-    benchmarks/bench_startup.py).  Frozen, they are skipped, and still freed; atexit
-    handlers still run, and no file of ours waits for a collector (each is closed and
-    fsynced by the code that wrote it).  Only here, where the process ends: a caller of
-    `main` in its own process (the tests) keeps its collector."""
+    Importing a command's modules makes objects that live as long as the process (classes,
+    functions, tables), which every collection on the way would walk again: the collector
+    is off until the command's module is imported (`LazyGroup.get_command`), then what
+    exists is frozen out of later collections and the command runs with the collector on.
+    Exiting, the interpreter would walk every object once more looking for cycles; frozen,
+    they are skipped, and still freed; atexit handlers still run, and no file of ours
+    waits for a collector (each is closed and fsynced by the code that wrote it).  Only
+    here, where the process starts and ends: a caller of `main` in its own process (the
+    tests) keeps its collector."""
+    gc.disable()
     try:
         main()
     finally:

@@ -8,6 +8,7 @@ commands on `cli` when it is imported, as before.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,9 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             importlib.import_module(f"{__package__}.{COMMANDS[cmd_name][0]}")
+        if not gc.isenabled():  # `program` imports with the collector off: the imports are done
+            gc.freeze()
+            gc.enable()
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
