@@ -281,15 +281,31 @@ def test_an_offline_ask_imports_no_parquet_or_http_client(vault: Vault) -> None:
     (the catalog, the archive, the reliability table) nor httpx (the OpenAI backend, the
     research fetcher): each is imported by the code that uses it, when it does.  Nor
     `importlib.metadata`, which pydantic's plugin loader imports to find plugins the CLI
-    turns off.  (A vault's first ask builds the learning cache, catalog included: the
-    second is the everyday one.)"""
+    turns off, nor PyYAML (the fast subset reads and writes a turn's frontmatter), nor
+    the packages of other commands (archive, imports, forget, inbox, watch, research's
+    web tool, MCP).  (A vault's first ask builds the learning cache, catalog included:
+    the second is the everyday one.)"""
     heavy = [
         "pyarrow",
         "httpx",
         "pandafs.learning.catalog",
         "indexers.archive",
         "pandafs.research.fetch",
+        "pandafs.research.tool",
+        "pandafs.llm.openai_compat",
         "importlib.metadata",
+        "yaml",
+        "watchdog",
+        "mcp",
+        "pandafs.archive",
+        "pandafs.chat_import",
+        "pandafs.turn_import",
+        "pandafs.forget",
+        "pandafs.inbox",
+        "pandafs.watch",
+        "pandafs.mcp_server",
+        "pandafs.verify",
+        "pandafs.rebuild",
     ]
     args = ["--root", str(vault.root), "ask", "what do I like for breakfast", "--user", "alice"]
     _imported_by(args, heavy)
