@@ -268,6 +268,34 @@ def _imported_by(args: list[str], modules: list[str]) -> list[str]:
     return ast.literal_eval(last[0])
 
 
+def test_a_command_runs_with_the_collector_on_and_its_imports_frozen(vault: Vault) -> None:
+    """`pandafs` imports a command's modules with the cycle collector off (each collection
+    would walk them again); the command itself, a long-running `watch` or `mcp` among them,
+    runs with the collector on and what the imports made frozen out of its collections."""
+    probe = (
+        "import gc, sys\n"
+        "import pandafs.cli.base as base\n"
+        "get = base.LazyGroup.get_command\n"
+        "def spy(self, ctx, name):\n"
+        "    command = get(self, ctx, name)\n"
+        "    callback = command.callback\n"
+        "    def observed(*args, **kwargs):\n"
+        "        print([gc.isenabled(), gc.get_freeze_count() > 1000], file=sys.stderr)\n"
+        "        return callback(*args, **kwargs)\n"
+        "    command.callback = observed\n"
+        "    return command\n"
+        "base.LazyGroup.get_command = spy\n"
+        "from pandafs.cli import program\n"
+        "program()\n"
+    )
+    args = ["--root", str(vault.root), "stats", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert ast.literal_eval(proc.stderr.strip().splitlines()[-1]) == [True, True]
+
+
 def test_a_rebuild_imports_no_http_client(vault: Vault) -> None:
     """`pandafs rebuild` reads the research tool's reliability table, not the web: the
     research package loads its exports on first use, so neither httpx nor the page
