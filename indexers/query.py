@@ -3,7 +3,8 @@
 Each content word becomes a group: the stem the index uses (`en_stem`) plus weighted
 variants.  Stop words are dropped; question framing ("name", "kind", "usually") is kept at
 a low weight; recency cues ("now", "currently") are taken out and reported as
-`wants_latest`; irregular verb forms map both ways (bought ↔ buy); a short everyday-life
+`wants_latest`; a count or a sum asked for ("how many", "in total") is reported as
+`counts`; irregular verb forms map both ways (bought ↔ buy); a short everyday-life
 thesaurus adds synonyms and, one way, the kinds of a category word ("pet" → "kitten"),
 weighted below the user's words.  Prefix variants come from the index's vocabulary
 (`indexers.search`); time words are `indexers.time_words`'.  The lists: `indexers.words`."""
@@ -26,6 +27,9 @@ RECENCY_CUES = re.compile(
     r"\b(?:now|nowadays|currently|current|these days|at present|at the moment|"
     r"at this point|latest|most recent(?:ly)?|lately|anymore|any more|still)\b"
 )
+COUNT_CUES = re.compile(r"\b(?:how (?:many|much)|in total|altogether|in all)\b")
+"""A question that asks for a count or a sum: its answer is gathered from every conversation
+that mentions one of the things counted, most of which need not say the question's words."""
 
 
 @dataclass
@@ -55,6 +59,8 @@ class QueryPlan:
     groups: tuple[TermGroup, ...]
     wants_latest: bool
     """The query asks for the current state ("now", "currently", "these days")."""
+    counts: bool = False
+    """The query asks for a count or a sum (`COUNT_CUES`): RM3's feedback is for such a query."""
     feedback: dict[str, float] = field(default_factory=dict)
     """Pseudo-relevance feedback words and weights (`indexers.feedback`): one group of their own."""
 
@@ -65,6 +71,7 @@ def plan_query(
     """The term groups of a natural-language query.  `synonym_weight` scales thesaurus
     variants (0 leaves them out); `lexicon` switches stop words, framing and word forms."""
     lowered = text.lower().replace("’", "'")
+    counts = COUNT_CUES.search(lowered) is not None
     lowered, cues = RECENCY_CUES.subn(" ", lowered)
     words = [w for w in words_of(lowered) if w != "s"]
     stop = SEARCH_STOP_WORDS if lexicon.stop_words else frozenset()
@@ -87,4 +94,4 @@ def plan_query(
         if synonym_weight > 0:
             for synonym in synonyms.get(term, ()):
                 group.add_variant(synonym, synonym_weight)
-    return QueryPlan(tuple(groups.values()), cues > 0)
+    return QueryPlan(tuple(groups.values()), cues > 0, counts)

@@ -38,6 +38,7 @@ class Ranking:
     episode_cap: int
     candidate_pool: int
     feedback_docs: int
+    feedback_always: bool
     feedback_terms: int
     feedback_weight: float
     time_words: bool

@@ -139,7 +139,9 @@ class IndexReader:
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
-            if ranking.feedback_docs > 0 and hits:  # RM3: a second round with the best turns' words
+            if ranking.feedback_docs > 0 and hits and (plan.counts or ranking.feedback_always):
+                # RM3, a second round with the best turns' words: for a count or a sum, whose
+                # evidence is spread over conversations that need not say the question's words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
                     words = self._feedback_query(plan.feedback, sight, spread)

@@ -134,7 +134,10 @@ class SearchConfig(_Section):
     )
     candidate_pool: int = setting(60, ge=1, description="BM25 candidates of stage 1")
     feedback_docs: int = setting(
-        0, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
+        10, ge=0, description="RM3 pseudo-relevance feedback: best first-round turns read (0 = off)"
+    )
+    feedback_always: bool = setting(
+        False, description="RM3 on every query, not only those asking how many or how much (a total)"
     )
     feedback_terms: int = setting(10, ge=1, description="RM3: words added from those turns")
     feedback_weight: float = setting(
