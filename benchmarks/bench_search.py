@@ -33,7 +33,8 @@ average is recorded, because on a shared machine other work inflates wall time.
 `--keep` leaves vaults, corpus and baseline indexes in place afterwards;
 `--profile` writes a cProfile of PandaFS's `filtered` loop per size and prints its
 top functions on stderr.  `--feedback-docs N` also times `filtered` with RM3 feedback
-over N turns (`feedback_docs`), query by query alternating with the configured
+over N turns (`feedback_docs`) on every query (`feedback_always`; by default it runs only
+for a count or a sum), query by query alternating with the configured
 ranking, so both see the same load; the profile and the call tally are then RM3's.
 """
 
@@ -851,7 +852,7 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     }
     configured = memory.ranking
     if args.feedback_docs is not None:  # RM3 on beside the configured ranking, alternating
-        rm3 = replace(configured, feedback_docs=args.feedback_docs)
+        rm3 = replace(configured, feedback_docs=args.feedback_docs, feedback_always=True)
         filtered = pandafs_search(memory, "filtered")
         pair = time_alternating(
             {

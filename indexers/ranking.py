@@ -287,13 +287,19 @@ class _Scorer:
         terms, created, beta = self.terms, self.created, r.neighbour_weight
         empty: dict[str, float] = {}
         ep_score: dict[_Ep, float] = {}
+        k1 = r.coverage_k1
         for ep, keys in members.items():
             in_time_order(keys, created, self.turn)
             cover: dict[str, float] = {}
+            held: dict[str, int] = {}  # per group, the turns of the episode that match it
             for key in keys:
                 for stem, value in terms.get(key, empty).items():
                     if value > cover.get(stem, 0.0):
                         cover[stem] = value
+                    held[stem] = held.get(stem, 0) + 1
+            if k1 > 0:  # BM25's saturation, each turn holding the word one occurrence
+                for stem, n in held.items():
+                    cover[stem] *= n * (k1 + 1.0) / (n + k1)
             bonus = r.episode_weight * sum(cover.values())
             ep_score[ep] = sum(cover.values())
             last = len(keys) - 1

@@ -30,6 +30,7 @@ class Ranking:
     spread_weight: float
     neighbour_weight: float
     episode_weight: float
+    coverage_k1: float
     expand_episodes: int
     episode_gap_minutes: float
     episode_reach: int

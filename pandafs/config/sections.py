@@ -104,6 +104,12 @@ class SearchConfig(_Section):
         aliases=("episode_weight", "day_weight"),
         description="share of its episode's coverage score a turn gets",
     )
+    coverage_k1: float = setting(
+        1.2,
+        ge=0,
+        description="a word of an episode counts more the more of its turns hold it, saturating as "
+        "BM25's k1 does (0 = its best turn only)",
+    )
     expand_episodes: int = setting(
         8,
         ge=0,

@@ -59,6 +59,21 @@ def test_feedback_lifts_the_turn_that_shares_the_best_turns_words(vault: Vault, 
     assert _sessions(memory, "harbour") == ["s4"]  # the hits still say the question's words
 
 
+def test_feedback_runs_for_a_count_or_a_sum_unless_asked_for_every_query(
+    vault: Vault, tmp_path: Path
+) -> None:
+    memory = _memory(vault, tmp_path)
+    memory.ranking = replace(memory.ranking, feedback_docs=1, feedback_always=False)
+    question = "Which musical instruments are in my collection?"
+    assert _sessions(memory, question) == ["s1", "s3", "s2"]  # no count asked: one round, BM25's order
+    assert _sessions(memory, "How many musical instruments are in my collection?") == ["s1", "s2", "s3"]
+    memory.ranking = replace(memory.ranking, feedback_always=True)
+    assert _sessions(memory, question) == ["s1", "s2", "s3"]
+    assert plan_query("how much did I spend in total on the bike").counts
+    assert plan_query("I own many instruments in all").counts
+    assert not plan_query("which instruments do I own").counts
+
+
 def test_feedback_words_weigh_what_rm3_interpolation_says() -> None:
     plan = plan_query("musical instruments")
     prose = "I keep a list of my musical instruments, the banjo is the newest one. Fine."

@@ -290,3 +290,30 @@ def test_unit_episode_ranks_conversations_one_hit_each(vault: Vault, tmp_path: P
     assert [h["episode"] for h in episodes] == list(dict.fromkeys(h["episode"] for h in turns))
     assert len(episodes) == 3 and episodes[0]["episode"] == "chat-1"
     assert {h["external_id"] for h in episodes} <= {h["external_id"] for h in turns}
+
+
+def test_a_conversation_that_says_the_word_in_more_turns_ranks_higher(vault: Vault, tmp_path: Path) -> None:
+    """An episode's word counts more the more of its turns hold it, saturating as BM25's
+    term frequency does (`coverage_k1`): a conversation about the kayak outranks one
+    that names it once, even by a slightly better single turn."""
+    memory = _import(
+        vault,
+        tmp_path,
+        [
+            _turn("a1", "2026-09-10T10:00:00Z", "my kayak", session="once"),
+            _turn("a2", "2026-09-10T10:01:00Z", "lunch was sandwiches", session="once"),
+            _turn("a3", "2026-09-10T10:02:00Z", "then the weather turned", session="once"),
+            _turn("b1", "2026-09-02T10:00:00Z", "my kayak again", session="about"),
+            _turn("b2", "2026-09-02T10:01:00Z", "the kayak paddle", session="about"),
+            _turn("b3", "2026-09-02T10:02:00Z", "a sturdier kayak", session="about"),
+        ],
+    )
+
+    def order() -> list[str]:
+        hits = memory.search("kayak", user="alice", now=NOW, snippets=False, unit="episode")
+        return [h["episode"] for h in hits]
+
+    memory.ranking = replace(memory.ranking, coverage_k1=0.0)  # the best turn alone speaks
+    assert order() == ["once", "about"]
+    memory.ranking = replace(memory.ranking, coverage_k1=1.2)
+    assert order() == ["about", "once"]
