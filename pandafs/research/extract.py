@@ -38,14 +38,6 @@ class Extraction:
     confidence: float
     page_type: str = "page"
 
-    @property
-    def price(self) -> str | None:
-        return self.fields.get("price")
-
-    @property
-    def availability(self) -> str | None:
-        return self.fields.get("availability")
-
 
 def extract_page(html: str, url: str) -> Extraction:
     """Title, readable text and product fields of one page; never raises on bad HTML."""

@@ -1,8 +1,10 @@
-"""What one research call leaves in the turn folder: research.md for the reader and
+"""What one research call found (how each page went, one finding row per page or product,
+its one-line summary) and what it leaves in the turn folder: research.md for the reader and
 research.json for machines (query, hits, visits, findings, outcomes)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,118 @@ from events.fsio import atomic_write
 from events.render import wikilink
 from events.stamps import format_ts
 
-from .result import Candidate, ResearchResult
-from .visits import PAGE
+from .extract import Extraction
+from .fetch import FetchResult, SearchHit
+from .visits import PAGE, VisitRecord
 
-__all__ = ["write_json", "write_markdown"]
+__all__ = [
+    "Candidate",
+    "ExtractionOutcome",
+    "ResearchResult",
+    "findings",
+    "summary",
+    "write_json",
+    "write_markdown",
+]
 
+LISTING_ROWS = 10
 RESEARCH_MD = "research.md"
 RESEARCH_JSON = "research.json"
 RESEARCH_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """How one page went: the unit of per-domain source reliability."""
+
+    domain: str
+    url: str
+    success: bool
+    items: int
+    fields_present: list[str]
+    confidence: float
+    error: str | None = None
+
+
+@dataclass
+class ResearchResult:
+    available: bool
+    query: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    visits: list[VisitRecord] = field(default_factory=list)
+    outcomes: list[ExtractionOutcome] = field(default_factory=list)
+    skipped_domains: list[str] = field(default_factory=list)
+    research_md: Path | None = None
+    summary: str = ""
+    research_json: Path | None = None
+    quality: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Candidate:
+    hit: SearchHit
+    domain: str
+    reliability: float
+    status: str = "not_fetched"
+
+
+def findings(
+    candidate: Candidate, fetched: FetchResult, extraction: Extraction, visit: VisitRecord
+) -> list[dict[str, Any]]:
+    """One row per page, or one per product of a listing page (at most `LISTING_ROWS`)."""
+    fields = extraction.fields
+    page = {
+        "domain": candidate.domain,
+        "url": fetched.url,
+        "final_url": fetched.final_url,
+        "page_type": extraction.page_type,
+        "page_title": extraction.title or candidate.hit.title or fetched.final_url,
+        "items": extraction.items,
+        "confidence": extraction.confidence,
+        "visit_id": visit.visit_id,
+        "visit_path": visit.rel_path,
+    }
+    products = fields.get("products") or []
+    if products:
+        return [
+            {
+                "title": product.get("title") or page["page_title"],
+                "price": product.get("price"),
+                "availability": product.get("availability"),
+                **page,
+            }
+            for product in products[:LISTING_ROWS]
+        ]
+    return [
+        {
+            "title": page["page_title"],
+            "price": fields.get("price"),
+            "price_value": fields.get("price_value"),
+            "currency": fields.get("currency"),
+            "availability": fields.get("availability"),
+            **page,
+        }
+    ]
+
+
+def summary(hits: list[SearchHit], chosen: list[Candidate], result: ResearchResult) -> str:
+    if not hits:
+        return f"The search for “{result.query}” returned no results."
+    sites = {v.domain for v in result.visits}
+    priced = sum(1 for f in result.findings if f.get("price"))
+    parts = [
+        f"Fetched {len(result.visits)} of {len(chosen)} pages from "
+        f"{len(sites)} site{'s' if len(sites) != 1 else ''} for “{result.query}”; "
+        f"{priced} price{'s' if priced != 1 else ''} found."
+    ]
+    failed = [o for o in result.outcomes if o.error]
+    if failed:
+        reasons = ", ".join(f"{o.domain} ({o.error})" for o in failed)
+        parts.append(f"Failed: {reasons}.")
+    if result.skipped_domains:
+        parts.append(f"Skipped as unreliable: {', '.join(result.skipped_domains)}.")
+    return " ".join(parts)
 
 
 def write_markdown(
@@ -108,7 +214,7 @@ def write_json(
         ],
         "visits": [v.to_json() for v in result.visits],
         "findings": result.findings,
-        "outcomes": [o.to_json() for o in result.outcomes],
+        "outcomes": [asdict(o) for o in result.outcomes],
         "skipped_domains": result.skipped_domains,
     }
     path = turn_dir / RESEARCH_JSON

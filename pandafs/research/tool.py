@@ -22,8 +22,15 @@ from pandafs.config import ResearchConfig
 
 from .extract import Extraction, extract_page
 from .fetch import FetchResult, PoliteFetcher, SearchFailed, SearchHit
-from .report import write_json, write_markdown
-from .result import Candidate, ExtractionOutcome, ResearchResult, findings, summary
+from .report import (
+    Candidate,
+    ExtractionOutcome,
+    ResearchResult,
+    findings,
+    summary,
+    write_json,
+    write_markdown,
+)
 from .visits import write_visit
 
 __all__ = ["NOT_CONFIGURED", "ResearchTool"]

@@ -18,7 +18,7 @@ from pandafs.config import ResearchConfig
 from pandafs.research.extract import extract_page
 from pandafs.research.fetch import CHUNK_BYTES, PoliteFetcher, SearchFailed
 from pandafs.research.prices import parse_amount
-from pandafs.research.result import ResearchResult
+from pandafs.research.report import ResearchResult
 from pandafs.research.tool import NOT_CONFIGURED, ResearchTool
 from pandafs.research.visits import CACHE_DIR, find_visits, load_visits, url_slug
 from tests.support.web_fixtures import ARTICLE, LISTING, MICRODATA, WebFixtures
