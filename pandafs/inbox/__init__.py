@@ -34,10 +34,9 @@ An allocated but empty turn folder is adopted once no process holds its allocati
 (`Vault.new_turn`).  One process works on the inbox at a time
 (`inbox/.processing/.lock`), so a claim folder found while holding it is an orphan."""
 
-from ._inbox import Inbox
+from ._claims import ClaimPlan
+from ._inbox import Inbox, InboxReport, InboxResult
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, is_query_candidate
-from ._plan import ClaimPlan
-from ._results import InboxReport, InboxResult
 
 __all__ = [
     "ClaimPlan",

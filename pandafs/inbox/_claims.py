@@ -1,18 +1,24 @@
 """The claim folders of `inbox/.processing/`: taking a file into one, planning what it
-becomes, publishing it under the planned names, and clearing the folder away."""
+becomes (`ClaimPlan`, written before any of it happens, so a restart finishes the same
+plan), publishing it under the planned names without ever overwriting one, and clearing
+the folder away."""
 
 from __future__ import annotations
 
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from events.clock import utcnow
 from events.fsio import (
+    CheckedFolders,
     atomic_write,
     checked_folders,
     is_temp_name,
@@ -22,10 +28,7 @@ from events.fsio import (
 )
 
 from ..vault import Vault, file_lock
-from ._moves import free_name, link_no_replace, rejected_name, remove_empty_tree
 from ._parse import Rejection, validate_query
-from ._plan import ClaimPlan
-from ._turns import highest_turn
 
 PROCESSING = ".processing"
 LOCK_NAME = ".lock"
@@ -35,6 +38,135 @@ ERROR = "error.md"
 QUERY_DIR = "query"
 
 Log = Callable[[str], None]
+
+
+class ClaimPlan(BaseModel):
+    """What will become of one claimed file; written before any of it happens."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    v: int = 1
+    claim: str
+    source: str
+    """Where the file was dropped (vault-relative), e.g. `inbox/alice/q.md`."""
+    claimed: str
+    """Its path inside the claim folder's `query/`, e.g. `alice/q.md`."""
+    planned_at: datetime
+    planned_fs_ns: int | None = None
+    """The file system's clock (`time.time_ns`) when planned: folder mtimes are compared
+    with it, not with `planned_at`, which follows the (shiftable) PandaFS clock."""
+    decision: Literal["answer", "reject"]
+    user: str | None = None
+    query_file: str | None = None
+    """Where the query ends up (`inbox/processed/NAME`)."""
+    turn_key: str | None = None
+    """The turn's `turn_started.inbox_file`: the first planned `query_file`, never changed
+    (if a stranger takes that name before the move, `query_file` changes, this does not)."""
+    answer: str | None = None
+    """Where the answer goes (`outbox/{user}/NAME.md`)."""
+    after: int = 0
+    """Every turn of `user` numbered above this was allocated after the plan."""
+    reason: str | None = None
+    message: str | None = None
+    hint: str | None = None
+    rejected: str | None = None
+    """`inbox/rejected/NAME` (the query); its explanation is `NAME.error.md`."""
+    keep: bool = True
+    """False: the rejected entry is not kept at `rejected` (`_parse.Rejection.keep`); the
+    inbox's name for it is removed and only `NAME.error.md` is written."""
+
+
+class Stuck(Exception):
+    """A claim that cannot go on now; it stays in `.processing/` and is retried."""
+
+
+def rejected_name(name: str) -> str:
+    """A rejected file keeps its bytes but not a name Obsidian would parse as a note
+    (a binary `x.md` crashes vault tooling): `x.md` → `x.md.rejected`."""
+    return f"{name}.rejected" if name.lower().endswith(".md") else name
+
+
+def free_name(
+    folder: Path, name: str, reserved: Iterable[str] = (), *, companions: tuple[str, ...] = ()
+) -> Path:
+    """`folder/name`, or `folder/stem-2.ext`, `-3`... : the first name not taken."""
+    taken = set(reserved)
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        stem, ext = name, ""
+    n = 1
+    while True:
+        candidate = name if n == 1 else (f"{stem}-{n}.{ext}" if ext else f"{stem}-{n}")
+        path = folder / candidate
+        paths = [path, *(Path(f"{path}{c}") for c in companions)]
+        if not any(p.exists() or str(p) in taken for p in paths):
+            return path
+        n += 1
+
+
+def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
+    """Make `dest` name the file `src` names; False if `dest` is another file already.
+
+    A hard link never replaces a name; without hard links (or for a folder) we check then
+    rename under the inbox lock.  Both folders are opened and checked from `root` and
+    fsynced, so one swapped for a link is refused and `src` keeps its name."""
+    vault_folder(root, dest.parent)
+    with checked_folders(root) as folders:
+        src_fd = folders.fd(src.parent, target=src)
+        dest_fd = folders.fd(dest.parent, target=dest)
+        try:
+            os.link(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd, follow_symlinks=False)
+        except FileExistsError:
+            return bool(_same_file(folders, src, dest))
+        except OSError:
+            return _rename_no_replace(folders, src, dest)
+        return True
+
+
+def _rename_no_replace(folders: CheckedFolders, src: Path, dest: Path) -> bool:
+    """`link_no_replace` on a filesystem without hard links: rename `src` to `dest`
+    unless that name is taken (then: True if it is `src`'s file)."""
+    same = _same_file(folders, src, dest)
+    if same is None:
+        folders.rename(src, dest)
+        return True
+    return same
+
+
+def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
+    """Whether `dest` is `src`'s file, both looked up in their checked folders and neither
+    followed if a link; None if `dest` is not there."""
+    try:
+        there = os.stat(dest.name, dir_fd=folders.fd(dest.parent, target=dest), follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    here = os.stat(src.name, dir_fd=folders.fd(src.parent, target=src), follow_symlinks=False)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def remove_empty_tree(folders: CheckedFolders, top: Path) -> str | None:
+    """Remove `top` if it holds only empty folders; else name one file it still holds.
+    Walked by descriptor from folders checked from the vault root, never through a link."""
+    try:
+        top_fd = folders.fd(top)
+    except FileNotFoundError:
+        return None
+    for dirpath, dirnames, filenames, fd in os.fwalk(".", topdown=False, dir_fd=top_fd):
+        here = top / dirpath
+        if filenames:
+            return str(here / filenames[0])
+        for name in dirnames:
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError:
+                return str(here / name)
+    try:
+        os.rmdir(top.name, dir_fd=folders.fd(top.parent, target=top))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return str(top)
+    return None
 
 
 class ClaimFolders:
@@ -176,7 +308,7 @@ class ClaimFolders:
                 query_file=self.vault.rel(processed),
                 turn_key=self.vault.rel(processed),
                 answer=self.vault.rel(answer),
-                after=highest_turn(self.vault, verdict.user),
+                after=max(0, self.vault.layout.highest_turn(verdict.user)),
                 **common,
             )
         self.write_plan(claim, plan)

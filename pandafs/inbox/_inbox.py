@@ -1,26 +1,29 @@
-"""The inbox's front: which files wait, when each has settled, and carrying every claim
-from whatever state it is in to answered, rejected or failed."""
+"""The inbox's front: which files wait, when each has settled, carrying every claim from
+whatever state it is in to answered, rejected or failed, and what the user reads: the
+answer in `outbox/{user}/`, or the explanation published beside a rejected file (found
+again after a crash by the claim it names)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
 
-from events.fsio import atomic_write
+from events.clock import utcnow
+from events.documents import parse_document, render_document
+from events.errors import FrontmatterError
+from events.fsio import atomic_write, read_vault_bytes
 
 from ..assembly import open_memory
 from ..errors import Busy
 from ..memory.api import Memory
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, TurnResult
 from ..vault import Vault
-from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, Log
-from ._outbox import answer_turn, explained, publish_explanation, render_answer, render_error
+from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck, link_no_replace
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, is_query_candidate
-from ._plan import ClaimPlan, Stuck
-from ._results import InboxReport, InboxResult
 from ._turns import TurnStarts, outcome_of
 
 
@@ -390,3 +393,176 @@ def _mtime(entry: os.DirEntry[str]) -> int:
         return entry.stat(follow_symlinks=False).st_mtime_ns
     except FileNotFoundError:
         return 0
+
+
+@dataclass(frozen=True)
+class InboxResult:
+    """What became of one file."""
+
+    source: str
+    status: Literal["answered", "rejected", "deferred", "failed"]
+    user: str | None = None
+    turn: str | None = None
+    outcome: str | None = None
+    answer: str | None = None
+    query_file: str | None = None
+    rejected: str | None = None
+    error_file: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    recovered: bool = False
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"source": self.source, "status": self.status}
+        if self.status == "answered":
+            data.update(
+                user=self.user,
+                turn_id=self.turn,
+                doc_id=f"{self.user}/{self.turn}",
+                outcome=self.outcome,
+                answer=self.answer,
+                query_file=self.query_file,
+            )
+        elif self.status == "rejected":
+            data.update(
+                rejected=self.rejected,
+                error_file=self.error_file,
+                reason=self.reason,
+                message=self.message,
+            )
+        else:
+            data.update(reason=self.reason, message=self.message)
+        data["recovered"] = self.recovered
+        data["seconds"] = round(self.seconds, 4)
+        return data
+
+    def describe(self) -> str:
+        """One log line."""
+        again = " (resumed after a crash)" if self.recovered else ""
+        if self.status == "answered":
+            return (
+                f"answered {self.source} → {self.answer} "
+                f"[{self.outcome}] {self.user}/{self.turn} in {self.seconds:.2f} s{again}"
+            )
+        if self.status == "rejected":
+            return f"rejected {self.source} → {self.rejected or self.error_file}: {self.message}{again}"
+        return f"{self.status} {self.source}: {self.message}"
+
+
+@dataclass
+class InboxReport:
+    results: list[InboxResult] = field(default_factory=list)
+
+    def of(self, status: str) -> list[InboxResult]:
+        return [r for r in self.results if r.status == status]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "answered": [r.as_json() for r in self.of("answered")],
+            "rejected": [r.as_json() for r in self.of("rejected")],
+            "failed": [r.as_json() for r in self.of("failed")],
+            "deferred": [r.as_json() for r in self.of("deferred")],
+            "recovered": sum(1 for r in self.results if r.recovered),
+        }
+
+
+_HEAD_CHARS = 4096  # frontmatter is looked for in the first characters only
+
+
+def _front(root: Path, path: Path) -> dict[str, Any]:
+    """The frontmatter in the head of `path` ({} if it has none, is missing, or is a link:
+    a link is never ours, whatever its target says)."""
+    try:
+        data = read_vault_bytes(root, path, limit=4 * _HEAD_CHARS)
+        head = (data or b"").decode("utf-8", errors="replace")[:_HEAD_CHARS]
+        return parse_document(head if "\n---" in head[3:] else "", path).frontmatter
+    except (OSError, FrontmatterError):
+        return {}
+
+
+def answer_turn(root: Path, path: Path) -> str | None:
+    """The `doc_id` an answer file in the outbox names, if it is one of ours."""
+    value = _front(root, path).get("doc_id")
+    return value if isinstance(value, str) else None
+
+
+def _names_claim(root: Path, path: Path, claim: str) -> bool:
+    return _front(root, path).get("claim") == claim
+
+
+def _explanations(base: Path) -> Iterator[Path]:
+    """`NAME.error.md`, then `NAME.error-2.md`, ... (the second only if a stranger took
+    the first in the instant between our two moves)."""
+    yield Path(f"{base}.error.md")
+    n = 2
+    while True:
+        yield Path(f"{base}.error-{n}.md")
+        n += 1
+
+
+def explained(root: Path, base: Path, claim: str) -> Path | None:
+    """The explanation of this claim, if it is already published."""
+    for path in _explanations(base):
+        if not path.exists():
+            return None
+        if _names_claim(root, path, claim):
+            return path
+    raise AssertionError("unreachable: the names go on for ever")
+
+
+def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:
+    for path in _explanations(base):
+        if link_no_replace(root, src, path) or _names_claim(root, path, claim):
+            return path
+    raise AssertionError("unreachable")
+
+
+def _quote(text: str, limit: int = 2000) -> str:
+    text = text if len(text) <= limit else text[:limit].rstrip() + " …"
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def render_answer(plan: ClaimPlan, result: TurnResult, query: str) -> str:
+    context = result.context_path.removesuffix(".md")
+    link = f"[[{context}|{result.doc_id}]]"
+    query_link = f"[[{plan.query_file}|{Path(plan.query_file or '').name}]]"
+    front = {
+        "doc_id": result.doc_id,
+        "turn_id": result.turn,
+        "user": result.user,
+        "outcome": result.outcome,
+        "context": link,
+        "context_path": result.context_path,
+        "query_file": plan.query_file,
+        "source": plan.source,
+        "claim": plan.claim,
+        "answered_at": utcnow(),
+    }
+    body = (
+        f"# Answer to {Path(plan.source).name}\n\n"
+        f"{_quote(query)}\n\n"
+        f"{result.answer.strip()}\n\n"
+        f"---\n"
+        f"Outcome **{result.outcome}** · turn {link} · query {query_link}\n"
+    )
+    return render_document(front, body)
+
+
+def render_error(plan: ClaimPlan) -> str:
+    name = Path(plan.source).name
+    front = {
+        "rejected_file": plan.rejected,
+        "source": plan.source,
+        "reason": plan.reason,
+        "claim": plan.claim,
+        "rejected_at": utcnow(),
+    }
+    if not plan.keep:
+        del front["rejected_file"]
+    body = f"# `{name}` was not processed\n\n**Why:** {plan.message}.\n\n**What to do:** {plan.hint}\n\n" + (
+        f"The file itself is kept, unchanged, as `{plan.rejected}`.\n"
+        if plan.keep
+        else "Nothing of it was read or kept: the inbox only removed its own name for it.\n"
+    )
+    return render_document(front, body)

@@ -18,15 +18,10 @@ from ..pipeline import Pipeline
 from ..pipeline.recovery import recover
 from ..turns import EVENTS_FILE
 from ..vault import Vault
+from ._claims import ClaimPlan, Stuck
 from ._parse import Query, Rejection, validate_query
-from ._plan import ClaimPlan, Stuck
 
 ADOPT_PROBE_MISSES = 16
-
-
-def highest_turn(vault: Vault, user: str) -> int:
-    """A number every turn of `user` allocated from now on will exceed."""
-    return max(0, vault.layout.highest_turn(user))
 
 
 def outcome_of(vault: Vault, user: str, turn: str) -> str | None:

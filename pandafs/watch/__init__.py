@@ -13,9 +13,7 @@ most one turn.  The index lock is taken per batch, so other commands keep workin
 it.  `run_once()` is the same work without a watcher (`watch --once`, cron).  Upkeep jobs
 (`UPKEEP_JOBS`) record when each last ran in `observability/upkeep.json`."""
 
-from ._index import reconcile_dirs, watch_ignore
-from ._loop import Watch
-from ._report import WatchReport
+from ._loop import Watch, WatchReport, reconcile_dirs, watch_ignore
 from ._upkeep import UPKEEP_JOBS, Upkeep, UpkeepJob, UpkeepResult
 
 __all__ = [

@@ -1,27 +1,30 @@
-"""The watch loop over one vault: batches from the watcher become index work, one inbox
-file a step, periodic reconciles and upkeep, and a status line."""
+"""The watch loop over one vault: batches from the watcher become index work (only the
+folders that changed are reconciled), one inbox file a step, periodic reconciles and
+upkeep, a status line, and the report of what a run did."""
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from events.layout import NOT_DOCUMENTS, classify
 from indexers.changes import ChangeBatch
 from indexers.errors import IndexBusy, IndexDamaged, without_advice
-from indexers.sync import SyncReport
-from indexers.watcher import VaultWatcher, WatcherError
+from indexers.sync import SyncReport, scan_documents
+from indexers.watcher import VaultWatcher, WatcherError, default_ignore
 
 from ..assembly import open_memory
 from ..errors import Busy
-from ..inbox import Inbox, InboxResult, is_query_candidate
+from ..inbox import Inbox, InboxReport, InboxResult, is_query_candidate
 from ..memory.api import Memory
 from ..vault import Vault
-from ._index import brief_paths, mtime_of, reconcile_dirs, watch_ignore
-from ._report import WatchReport
-from ._upkeep import Log, Upkeep
+from ._upkeep import Log, Upkeep, UpkeepResult
 
 MAX_RESCAN_DIRS = 64
 """More changed folders than this in one batch: one full reconcile is cheaper."""
@@ -33,6 +36,95 @@ REBUILD_AGAIN_S = 600.0
 """Damaged again this soon after a rebuild: the disk is failing, the watch ends with it
 (out of step again: logged, not rebuilt)."""
 WATCHER_RESTARTS = 3
+
+_UNWATCHED = ("outbox/", "inbox/processed/", "inbox/rejected/", "observability/", "archive/turns/")
+
+
+def watch_ignore(rel_path: str) -> bool:
+    """Paths the watch loop never needs: `default_ignore` plus answers, filed-away
+    queries, observability files and the Parquet archive (none is a document or a query)."""
+    return default_ignore(rel_path) or (rel_path + "/").startswith(_UNWATCHED)
+
+
+def reconcile_dirs(memory: Memory, dirs: Iterable[str]) -> SyncReport:
+    """Reconcile only these vault-relative folders: index what changed, drop what left."""
+    started = time.perf_counter()
+    tops = sorted(set(dirs))
+    tops = [d for d in tops if not any(d.startswith(o + "/") for o in tops if o != d)]
+    root = memory.vault.root
+    state = memory.index.state()
+    wanted: set[str] = set()
+    unchanged = 0
+    for top in tops:
+        files = scan_documents(root, top)
+        for rel, (mtime, size) in files.items():
+            known = state.get(rel)
+            if known is None or (known.mtime_ns, known.size) != (mtime, size):
+                wanted.add(rel)
+            else:
+                unchanged += 1
+        prefix = top + "/"
+        wanted.update(p for p in state if p.startswith(prefix) and p not in files)
+    report = memory.index_paths(sorted(wanted)) if wanted else SyncReport()
+    report.unchanged += unchanged
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def brief_paths(paths: Iterable[str], limit: int = 3) -> str:
+    """The first `limit` paths, sorted, and how many more (for a log line)."""
+    items = sorted(paths)
+    shown = ", ".join(items[:limit])
+    return shown + (f" +{len(items) - limit} more" if len(items) > limit else "")
+
+
+def mtime_of(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+@dataclass
+class WatchReport:
+    """What a watch run did (cumulative for the foreground loop)."""
+
+    inbox: InboxReport = field(default_factory=InboxReport)
+    index: dict[str, int] = field(
+        default_factory=lambda: {"indexed": 0, "deleted": 0, "unchanged": 0, "skipped": 0}
+    )
+    reconciles: int = 0
+    documents: int = 0
+    upkeep: list[UpkeepResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.problems
+            or self.inbox.of("failed")
+            or self.inbox.of("rejected")
+            or any(u.status == "error" for u in self.upkeep)
+        )
+
+    def add_sync(self, report: SyncReport) -> None:
+        self.index["indexed"] += report.indexed
+        self.index["deleted"] += report.deleted
+        self.index["unchanged"] += report.unchanged
+        self.index["skipped"] += len(report.skipped)
+        if report.documents:
+            self.documents = report.documents
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "inbox": self.inbox.as_json(),
+            "index": {**self.index, "documents": self.documents, "reconciles": self.reconciles},
+            "upkeep": [u.as_json() for u in self.upkeep],
+            "problems": self.problems,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 class Watch:

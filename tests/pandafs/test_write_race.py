@@ -126,8 +126,8 @@ def test_turn_projection_never_lands_in_a_swapped_turn_folder(
 
 
 def _swap_after_outbox_check(monkeypatch: pytest.MonkeyPatch, outbox: Path, outside: Path) -> None:
-    """Swap `outbox` for a link to `outside` right after `_moves` checked it (`vault_folder`)."""
-    import pandafs.inbox._moves as moves
+    """Swap `outbox` for a link to `outside` right after `_claims` checked it (`vault_folder`)."""
+    import pandafs.inbox._claims as moves
 
     real = moves.vault_folder
 
@@ -165,7 +165,7 @@ def test_the_rename_fallback_never_lands_in_a_swapped_outbox_folder(
     """On a filesystem without hard links (`os.link` fails) the answer is renamed into
     place instead.  That rename went by path with no check: a folder swapped after the
     check took the answer out of the vault.  Now it is refused and the file stays put."""
-    from pandafs.inbox._moves import link_no_replace
+    from pandafs.inbox._claims import link_no_replace
 
     outside = _outside(tmp_path, "notes.md")
     _swap_after_outbox_check(monkeypatch, vault.root / "outbox" / "alice", outside)
@@ -186,7 +186,7 @@ def test_the_rename_fallback_never_lands_in_a_swapped_outbox_folder(
 def test_the_rename_fallback_still_names_the_file_and_never_replaces_one(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pandafs.inbox._moves import link_no_replace
+    from pandafs.inbox._claims import link_no_replace
 
     def no_hard_links(*args: object, **kw: object) -> None:
         raise OSError(errno.EPERM, "hard links not supported")
