@@ -138,8 +138,7 @@ def _chatgpt_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair
     return pairs
 
 
-def read_chatgpt(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
-    out = out if out is not None else Conversion()
+def read_chatgpt(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
     for index, conv in conversations(path, limit, "ChatGPT", out, "mapping"):
         conv_id = nonblank(conv.get("conversation_id")) or nonblank(conv.get("id"))
         label = conversation_label(index, conv.get("title"), conv_id)

@@ -115,8 +115,7 @@ def _claude_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair]
     return pairs
 
 
-def read_claude(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
-    out = out if out is not None else Conversion()
+def read_claude(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
     for index, conv in conversations(path, limit, "claude.ai", out, "chat_messages"):
         conv_id = nonblank(conv.get("uuid"))
         label = conversation_label(index, conv.get("name"), conv_id)

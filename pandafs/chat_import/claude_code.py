@@ -359,8 +359,7 @@ def _count_tools(pair: Pair, record: dict[str, Any]) -> None:
             pair.tool_messages += 1
 
 
-def read_claude_code(path: Path, user: str, limit: int, out: Conversion | None = None) -> Conversion:
-    out = out if out is not None else Conversion()
+def read_claude_code(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
     files = _transcripts(path)
     for file in files:
         try:

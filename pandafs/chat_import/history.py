@@ -60,7 +60,7 @@ class HistoryReport:
         return lines
 
 
-READERS: dict[str, Callable[[Path, str, int, Conversion | None], Conversion]] = {
+READERS: dict[str, Callable[[Path, str, int, Conversion], Conversion]] = {
     "chatgpt": read_chatgpt,
     "claude": read_claude,
     "claude-code": read_claude_code,

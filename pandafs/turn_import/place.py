@@ -23,8 +23,7 @@ from indexers.documents import IndexDoc, Skipped, index_doc_from_parts
 from ..turns import EVENTS_FILE
 from ..vault import STAGING_DIR, Vault
 from .lines import ImportLine
-from .render import turn_files
-from .threads import Threads
+from .render import Threads, turn_files
 
 __all__ = ["Placed", "Placer"]
 

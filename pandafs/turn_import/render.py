@@ -1,14 +1,28 @@
-"""Render one imported turn in memory: its event log, projected files and index document parts."""
+"""One imported turn: rendered in memory (its event log, projected files and index document
+parts), linked in its conversation, and completed when an import finds it in place already.
+
+A turn whose `meta` names a conversation gets a `Conversation` block in its §2: links to
+the conversation's note (`users/{u}/conversations/{source}-{id}.md`) and to the turns
+before and after it.  A turn rendered before its next one existed gets its `Next:` link
+later as a new context event (`Threads.fix_ups`).  A turn found in place is completed when
+its line grew (new events, projected and indexed again; nothing rewritten)."""
 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from events.log import encode_events
+from events.clock import utcnow
+from events.documents import DocumentMetadata, parse_document, render_document, wikilink
+from events.errors import FrontmatterError, NotInVault
+from events.fsio import atomic_write, read_vault_file
+from events.log import append_events, encode_events
 from events.projection import project_turn
 from events.render import context_parts, render_turn
 from events.schema import (
@@ -20,11 +34,26 @@ from events.schema import (
     TurnStarted,
     parse_event,
 )
+from events.stamps import format_ts
+from indexers.documents import IndexDoc, Skipped, load_index_doc
 
+from ..links import turn_keys
+from ..turns import TurnRef, load_view, project
+from ..vault import Vault
 from .lines import ImportLine
-from .threads import THREAD_HEADING
 
-__all__ = ["TurnFiles", "context_blocks", "held_digest", "line_digest", "size_bound", "turn_files"]
+__all__ = [
+    "THREAD_HEADING",
+    "Completer",
+    "Threads",
+    "TurnFiles",
+    "context_blocks",
+    "conversation_of",
+    "line_digest",
+    "size_bound",
+    "turn_files",
+    "write_notes",
+]
 
 # (events.jsonl bytes, {projected file: bytes}, context.md frontmatter, context.md body)
 TurnFiles = tuple[bytes, dict[str, bytes], dict[str, Any], str]
@@ -87,3 +116,206 @@ def turn_files(
     view = project_turn([parse_event(r) for r in records])
     front, body = context_parts(view)
     return log, render_turn(view, parts=(front, body)), front, body
+
+
+THREAD_HEADING = "Conversation"
+
+
+def conversation_of(line: ImportLine) -> tuple[str, str, str] | None:
+    """(key, source, conversation id) of the conversation `line` belongs to, if it names one."""
+    meta = line.meta or {}
+    ident = meta.get("conversation_id")
+    if not isinstance(ident, str | int) or ident == "":
+        return None
+    source = str(meta.get("source") or "import")
+    return orjson.dumps([source, str(ident)]).decode(), source, str(ident)
+
+
+def note_rel(user: str, source: str, ident: str) -> str:
+    """Where the note of a conversation lives: readable, and distinct for distinct ids."""
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "-", ident).strip("-")[:60] or "conversation"
+    tag = hashlib.sha256(orjson.dumps([source, ident])).hexdigest()[:8]
+    return f"users/{user}/conversations/{re.sub(r'[^a-z0-9_-]+', '-', source.lower())}-{readable}-{tag}.md"
+
+
+def _turn_link(user: str, turn: str) -> str:
+    return wikilink(f"users/{user}/turns/{turn}/context.md", f"turn {int(turn.removeprefix('turn_'))}")
+
+
+def thread_block(user: str, note: str, title: str, prev: str | None, nxt: str | None) -> ContextBlock:
+    lines = [f"In {wikilink(note, title)}"]
+    if prev is not None:
+        lines.append(f"Previous: {_turn_link(user, prev)}")
+    if nxt is not None:
+        lines.append(f"Next: {_turn_link(user, nxt)}")
+    return ContextBlock(heading=THREAD_HEADING, text="\n\n".join(lines))
+
+
+def with_next(block: ContextBlock, user: str, nxt: str) -> ContextBlock:
+    """`block` (a turn's `Conversation` block) linking `nxt` as the turn after it."""
+    kept = [part for part in block.text.split("\n\n") if not part.startswith("Next: ")]
+    return ContextBlock(heading=THREAD_HEADING, text="\n\n".join([*kept, f"Next: {_turn_link(user, nxt)}"]))
+
+
+@dataclass
+class Touched:
+    """A conversation that got turns in this import: what its note lists."""
+
+    user: str
+    source: str
+    ident: str
+    title: str
+    turns: list[tuple[str, str]] = field(default_factory=list)  # (turn, when it was said)
+
+    @property
+    def note(self) -> str:
+        return note_rel(self.user, self.source, self.ident)
+
+
+@dataclass
+class Threads:
+    """The conversations of one import: each one's last turn so far, and turns to fix up."""
+
+    last: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # key → (turn, its Next)
+    touched: dict[str, Touched] = field(default_factory=dict)
+    fix_ups: list[tuple[str, str, str]] = field(default_factory=list)  # (user, turn, its next)
+
+    def blocks(
+        self, user: str, names: list[str], lines: list[ImportLine], before: Callable[[str], str | None]
+    ) -> list[ContextBlock | None]:
+        """The `Conversation` block of each of a batch's lines (numbered `names`); `before(key)`
+        is the conversation's last turn from an earlier import, if any."""
+        keys = [conversation_of(line) for line in lines]
+        out: list[ContextBlock | None] = []
+        for i, (name, line, conv) in enumerate(zip(names, lines, keys, strict=True)):
+            if conv is None:
+                out.append(None)
+                continue
+            key, source, ident = conv
+            title = str((line.meta or {}).get("conversation_title") or ident)
+            touched = self.touched.setdefault(key, Touched(user, source, ident, title))
+            touched.turns.append((name, format_ts(line.timestamp)[:16].replace("T", " ")))
+            prev: str | None
+            if key in self.last:
+                prev, prev_next = self.last[key]
+                if prev_next != name:
+                    self.fix_ups.append((user, prev, name))
+            else:
+                prev = before(key)
+                if prev is not None:
+                    self.fix_ups.append((user, prev, name))
+            after = keys[i + 1] if i + 1 < len(keys) else None
+            nxt = names[i + 1] if after is not None and after[0] == key else None
+            self.last[key] = (name, nxt)
+            out.append(thread_block(user, touched.note, title, prev, nxt))
+        return out
+
+
+class Completer:
+    """Reads, completes and links turns already in the vault (live ones; an archived turn
+    is left as its stub holds it)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+
+    def _ref(self, user: str, turn: str) -> TurnRef | None:
+        ref = TurnRef(user, turn, self.vault.layout.turns_dir(user))
+        return ref if ref.events_path.is_file() else None
+
+    def _doc(self, ref: TurnRef) -> IndexDoc | Skipped | None:
+        rel = f"users/{ref.user}/turns/{ref.turn}/context.md"
+        return load_index_doc(self.vault.root, rel, max_bytes=self.vault.config.index.max_file_bytes)
+
+    def held(self, user: str, turn: str) -> str | None:
+        """The digest of what `turn` holds of its line; None when it is not live."""
+        ref = self._ref(user, turn)
+        if ref is None:
+            return None
+        view = load_view(ref)
+        return held_digest(view.answer or "", list(view.context.blocks) if view.context else [])
+
+    def complete(self, user: str, turn: str, line: ImportLine) -> tuple[IndexDoc | Skipped, int] | str | None:
+        """Add to `turn` what `line` holds beyond it: its index document and the messages it
+        held before (its line's `meta.messages`, 0 if not said), why not, or None when the
+        line holds nothing the turn lacks (an older export: its answer a prefix of the turn's)."""
+        ref = self._ref(user, turn)
+        if ref is None:
+            return f"its turn {turn} is archived: `pandafs restore {user}/{turn}`, then import again"
+        view = load_view(ref)
+        held = (view.started.meta or {}).get("messages")
+        old = list(view.context.blocks) if view.context else []
+        thread = next((b for b in old if b.heading == THREAD_HEADING), None)
+        payloads: list[Payload] = []
+        blocks = context_blocks(line, thread)
+        if blocks != old:
+            payloads.append(ContextSynthesized(blocks=blocks))
+        if not (view.answer or "").startswith(line.response):
+            payloads.append(ResponseSynthesized(answer=line.response))
+        if not payloads:
+            return None
+        append_events(ref.events_path, user, turn, payloads, root=self.vault.root)
+        project(ref)
+        doc = self._doc(ref) or Skipped(f"users/{user}/turns/{turn}/context.md", "not readable")
+        return doc, held if isinstance(held, int) else 0
+
+    def link_next(self, user: str, turn: str, nxt: str, threads: Threads) -> IndexDoc | Skipped | None:
+        """`turn` linking `nxt` as the turn after it (a context event); its index document."""
+        ref = self._ref(user, turn)
+        if ref is None:
+            return None  # archived: its stub keeps what it said
+        view = load_view(ref)
+        old = list(view.context.blocks) if view.context else []
+        thread = next((b for b in old if b.heading == THREAD_HEADING), None)
+        if thread is None:  # imported before turns were linked: link it now
+            touched = next(
+                (t for t in threads.touched.values() if t.user == user and any(n == nxt for n, _ in t.turns)),
+                None,
+            )
+            if touched is None:
+                return None
+            thread = thread_block(user, touched.note, touched.title, None, None)
+        blocks = [b for b in old if b.heading != THREAD_HEADING] + [with_next(thread, user, nxt)]
+        if blocks == old:
+            return None
+        append_events(ref.events_path, user, turn, [ContextSynthesized(blocks=blocks)], root=self.vault.root)
+        project(ref)
+        return self._doc(ref)
+
+
+def write_notes(vault: Vault, touched: Iterable[Touched]) -> list[IndexDoc | Skipped]:
+    """Write (or extend) the note of each conversation in `touched`: its turns in order."""
+    docs: list[IndexDoc | Skipped] = []
+    max_bytes = vault.config.index.max_file_bytes
+    for conv in touched:
+        rel = conv.note
+        try:
+            text = read_vault_file(vault.root, rel)[0].decode("utf-8")
+            parsed = parse_document(text, rel)
+            front, body = dict(parsed.frontmatter), parsed.body
+        except (FileNotFoundError, NotInVault, UnicodeDecodeError, FrontmatterError):
+            front = DocumentMetadata(
+                id=rel.removeprefix("users/").removesuffix(".md"),
+                user=conv.user,
+                title=conv.title,
+                primary_topic="conversation",
+                content_types=["note"],
+                scope="user",
+                quality=0.5,
+                created_at=utcnow(),
+                tags=["pandafs/conversation"],
+            ).to_frontmatter()
+            front |= {"source": conv.source, "conversation_id": conv.ident}
+            body = f"# {conv.title}\n\nA {conv.source} conversation, imported: its turns in order.\n\n"
+        listed = {turn for _, turn in turn_keys(body)}
+        # each item: the turn's link and when it was said (no words of it, so a search finds
+        # the turn, not the list)
+        new = [f"- {_turn_link(conv.user, t)} · {when}" for t, when in conv.turns if t not in listed]
+        if not new:
+            continue
+        front["updated_at"] = format_ts(utcnow())
+        body = body.rstrip("\n") + "\n" + ("\n" if not listed else "") + "\n".join(new) + "\n"
+        atomic_write(vault.root / rel, render_document(front, body), root=vault.root)
+        doc = load_index_doc(vault.root, rel, max_bytes=max_bytes)
+        if doc is not None:
+            docs.append(doc)
+    return docs
