@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from pandafs.archive import archive_turns
-from pandafs.archive._links import relink_users
+from pandafs.archive._common import relink_users
 from pandafs.links import relink
 from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns

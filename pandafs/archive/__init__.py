@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ._check import CHECKS, check_archive
 from ._common import archive_lock, parse_turn_id, pending_journals
-from ._jobs import ArchiveReport, Expansion, archive_turns, expand_turn, restore_turns
+from ._jobs import ArchiveReport, Expansion, RestoreReport, archive_turns, expand_turn, recover, restore_turns
 from ._policy import (
     Candidate,
     expansion_counts,
@@ -37,7 +37,6 @@ from ._policy import (
     record_expansion,
     turn_created_at,
 )
-from ._steps import RestoreReport, recover
 from ._stubs import StubInfo, key_claims, read_stub, render_stub
 
 __all__ = [

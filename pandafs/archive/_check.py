@@ -14,18 +14,19 @@ from ..checks import Problem
 from ..learning.state import learned_memory
 from ..vault import Vault
 from ._common import (
+    RELINK_FILE,
     TurnKey,
     archive_lock,
     document_paths,
     pending_journals,
+    pending_relink,
     reindex,
     store_of,
     stub_file,
     stub_relpath,
     turn_folder,
 )
-from ._links import RELINK_FILE, pending_relink
-from ._steps import leftovers, recover
+from ._jobs import leftovers, recover
 from ._stubs import StubInfo, all_stubs, read_stub, render_stub
 
 

@@ -37,12 +37,23 @@ from events.ledger import read_ledger, record_turn_hash
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
 from events.schema import SCHEMA_VERSION, Forgotten, parse_event
 from events.stamps import format_ts
+from indexers.words import stems_of
 
 from ..checks import Problem
 from ..errors import BadInput, Busy
 from ..vault import Vault, file_lock
-from ._area import PROJECTED, archived_rows, redact_file, segments_of_file, user_files
-from ._text import REDACTED, Matcher, content_stems, segments, sentences_of
+from ._area import (
+    PROJECTED,
+    REDACTED,
+    Matcher,
+    archived_rows,
+    content_stems,
+    redact_file,
+    segments,
+    segments_of_file,
+    sentences_of,
+    user_files,
+)
 
 __all__ = ["CHECKS", "ForgetReport", "check_pending", "forget", "intent_path", "resume_pending"]
 
@@ -239,8 +250,6 @@ def _choose_words(vault: Vault, user: str, matcher: Matcher, candidates: set[str
     targets' own files and the segments that quote it)."""
     if not candidates:
         return
-    from ._text import stems_of
-
     elsewhere: set[str] = set()
 
     def look(rel: str, data: bytes) -> None:

@@ -16,8 +16,7 @@ from events.errors import EventsError, NotInVault
 from events.fsio import read_vault_file
 
 from ..vault import Vault
-from ._area import archived_rows, segments_of_file, user_files
-from ._text import Matcher, segments
+from ._area import Matcher, archived_rows, segments, segments_of_file, user_files
 
 __all__ = ["Survivor", "scan_user", "scan_vault"]
 

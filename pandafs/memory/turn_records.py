@@ -131,23 +131,19 @@ class TurnReader:
     def live(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
         rel = f"{self.turns}/{name}/context.md"
-        if self.cache is not None:
-            return self.cache.read(self.root, rel, lambda text: parse_turn_context(self.user, name, text))
-        try:  # never through a symlink: a linked folder could be another user's turn
-            raw, _ = read_vault_file(self.root, rel)
-            text = raw.decode("utf-8")
-        except (OSError, NotInVault, UnicodeDecodeError):
-            return None
-        return parse_turn_context(self.user, name, text)
+        parse = lambda text: parse_turn_context(self.user, name, text)  # noqa: E731
+        return self._read(rel, parse) if self.cache is None else self.cache.read(self.root, rel, parse)
 
     def stub(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
-        try:
-            raw, _ = read_vault_file(self.root, f"{self.stubs}/{name}.md")
-            text = raw.decode("utf-8")
+        return self._read(f"{self.stubs}/{name}.md", lambda text: parse_stub(self.user, name, text))
+
+    def _read(self, rel: str, parse: Callable[[str], TurnRecord | None]) -> TurnRecord | None:
+        try:  # never through a symlink: a linked folder could be another user's turn
+            raw, _ = read_vault_file(self.root, rel)
+            return parse(raw.decode("utf-8"))
         except (OSError, NotInVault, UnicodeDecodeError):
             return None
-        return parse_stub(self.user, name, text)
 
     def any(self, number: int) -> TurnRecord | None:
         return self.live(number) or self.stub(number)

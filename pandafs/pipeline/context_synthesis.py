@@ -36,7 +36,7 @@ from events.stamps import format_ts
 from indexers.words import query_terms, stem, words_of
 
 from ..errors import BadInput, Unreadable
-from ..memory.packing import TIER_NAMES
+from ..memory.tiers import TIER_NAMES
 from ..memory.turn_records import TurnRecord
 from ..tasks.schemas import (
     DocRow,

@@ -31,9 +31,8 @@ from indexers.errors import IndexingError
 from indexers.words import query_terms
 
 from ..errors import BadInput
-from ..memory.packing import TierItem
 from ..memory.store import parse_entries
-from ..memory.tiers import assemble_tiers
+from ..memory.tiers import TierItem, assemble_tiers
 from ..memory.turn_records import TurnReader
 from ..research.visits import find_visits
 from ..tasks.schemas import (

@@ -568,7 +568,7 @@ def test_a_restore_never_writes_a_turn_through_a_swapped_staging_folder(
     written out of the vault, wherever the link pointed.  Now the folder is made in
     `.staging` as opened and checked from the vault root, its files by descriptor."""
     from events.errors import NotInVault
-    from pandafs.archive import _steps as archive_steps
+    from pandafs.archive import _jobs as archive_steps
     from pandafs.archive._common import STAGING_DIR
 
     _import(vault, tmp_path, [_turn("alice", 90, "hamster chat")])

@@ -17,11 +17,8 @@ from events.layout import TURN_DIR_RE, turn_name, turn_number
 from events.log import read_events
 from pandafs.config import TiersConfig
 from pandafs.llm.offline import OfflineBackend
-from pandafs.memory.anchors import identity_anchors
 from pandafs.memory.api import Memory
-from pandafs.memory.cold_tier import sample_numbers
-from pandafs.memory.packing import Tiers
-from pandafs.memory.tiers import assemble_tiers
+from pandafs.memory.tiers import Tiers, assemble_tiers, identity_anchors, sample_numbers
 from pandafs.memory.turn_records import TurnReader, live_turn, parse_turn_context
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens, truncate_tokens
@@ -393,7 +390,7 @@ def test_a_turn_records_its_tiers_and_survives_a_failing_cold_tier(
     vault: Vault, broken: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if broken:
-        import pandafs.memory.cold_tier as tiers_module
+        import pandafs.memory.tiers as tiers_module
 
         monkeypatch.setattr(tiers_module, "sample_numbers", _broken_history)
     with Pipeline(vault, backend=OfflineBackend()) as pipeline:
