@@ -7,7 +7,7 @@ from pathlib import Path
 
 from events.clock import utcnow
 from events.fsio import atomic_write, checked_folders
-from indexers.archive import PartContents, collect_turn_files
+from indexers.archive import PartContents
 from indexers.errors import ArchiveError
 
 from ..checks import Problem
@@ -18,6 +18,7 @@ from ._common import (
     TurnKey,
     archive_lock,
     document_paths,
+    live_matches,
     pending_journals,
     pending_relink,
     reindex,
@@ -122,11 +123,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                 continue
             rows = part.intact(key)
             if repair and rows is not None:
-                try:
-                    same = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
-                except ArchiveError:
-                    same = None
-                if same == rows.checksums():
+                if live_matches(vault, key, rows):
                     with checked_folders(vault.root) as stubs:  # by name, never through a link
                         stubs.unlink(info.path)
                     store.drop_turns(vault.root / info.archive_file, [key])
@@ -166,7 +163,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                 )
             if drop:
                 store.drop_turns(vault.root / rel, drop)
-        reindex(vault, memory, touched)
+        reindex(memory, touched)
     return problems
 
 
@@ -184,11 +181,7 @@ def _orphan_action(
         return None
     folder, stub = turn_folder(vault, key), stub_file(vault, key)
     if folder.is_dir():
-        try:
-            same = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
-        except ArchiveError:
-            return None
-        return "drop" if same == rows.checksums() else None
+        return "drop" if live_matches(vault, key, rows) else None
     info = infos.get(key)
     if info is not None:
         other = parts.get(info.archive_file)

@@ -34,7 +34,8 @@ from events.fsio import (
     vault_folder,
 )
 from events.layout import classify, is_user_id, turn_number, validate_user_id
-from indexers.archive import ArchiveStore
+from indexers.archive import ArchiveStore, TurnFiles, collect_turn_files
+from indexers.errors import ArchiveError
 
 from ..errors import BadInput
 from ..links import relink
@@ -123,6 +124,15 @@ def staging_folder(vault: Vault, key: TurnKey, job: str) -> Path:
     return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / STAGING_DIR) / f"{key[1]}.{job}"
 
 
+def live_matches(vault: Vault, key: TurnKey, rows: TurnFiles) -> bool:
+    """Whether the live folder of `key` holds exactly the archived `rows` (unreadable: no)."""
+    try:
+        live = collect_turn_files(turn_folder(vault, key), *key, rows.created_at, root=vault.root)
+    except ArchiveError:
+        return False
+    return live.checksums() == rows.checksums()
+
+
 def stub_relpath(key: TurnKey) -> str:
     return f"archive/stubs/{key[0]}/{key[1]}.md"
 
@@ -177,7 +187,7 @@ def log_held(folder: Path) -> Iterator[str | None]:
         os.close(fd)
 
 
-def reindex(vault: Vault, memory: Memory, paths: Iterable[str]) -> None:
+def reindex(memory: Memory, paths: Iterable[str]) -> None:
     """Bring these paths into the index (deleting the gone ones), if there is an index."""
     wanted = sorted(set(paths))
     if not wanted or not memory.index.exists():
@@ -235,7 +245,7 @@ def finish_relink(vault: Vault, memory: Memory) -> list[str]:
     if not users:
         return []
     changed = relink_users(vault, users)
-    reindex(vault, memory, [rel for rel in changed if classify(rel) is not None])
+    reindex(memory, [rel for rel in changed if classify(rel) is not None])
     unlink_in_vault(vault.root, _pending(vault), missing_ok=True)
     return changed
 

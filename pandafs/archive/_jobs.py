@@ -49,6 +49,7 @@ from ._common import (
     document_paths,
     drop_journal,
     finish_relink,
+    live_matches,
     log_held,
     mark_relink,
     new_id,
@@ -267,7 +268,7 @@ def _archive_batch(
         remove_tree_in_vault(vault.root, path, ignore_errors=False)
     for month, keys in dropped.items():
         store.drop_turns(written[month], keys)
-    reindex(vault, memory, touched)
+    reindex(memory, touched)
     drop_journal(vault, journal)
     for path in written.values():
         if path.exists():
@@ -324,7 +325,7 @@ def restore_turns(
                 data = {"op": "restore", "job": job, "turns": items}
                 journal = write_journal(vault, f"restore-{job}", data)
                 touched = restore_entries(vault, items, job, report)
-                reindex(vault, memory, touched)
+                reindex(memory, touched)
                 drop_journal(vault, journal)
                 if progress is not None:
                     progress(len(chunk))
@@ -427,13 +428,7 @@ def restore_entries(
                 fail(key, f"{part_rel} holds no intact rows for {'/'.join(key)}; left archived")
                 continue
             if live:
-                try:
-                    current = collect_turn_files(
-                        turn_folder(vault, key), *key, rows.created_at, root=vault.root
-                    )
-                except ArchiveError:
-                    current = None
-                if current is None or current.checksums() != rows.checksums():
+                if not live_matches(vault, key, rows):
                     fail(key, "both live and archived, and they differ: resolve by hand")
                     continue
                 finished.setdefault(part_rel, []).append(key)
@@ -488,7 +483,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
             touched = restore_entries(vault, data.get("turns", []), data["job"], before)
             notes += [f"{d}: finished restoring" for d in before.turns]
             notes += [f"{f['doc_id']}: {f['error']}" for f in before.failed]
-        reindex(vault, memory, touched)
+        reindex(memory, touched)
         drop_journal(vault, journal)
     store_of(vault).clean_temp()
     notes += _sweep_leftovers(vault)
@@ -531,11 +526,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                 notes.append(f"{doc_id}: stays live (batch {batch} had not copied it)")
                 continue
             if live:
-                try:
-                    current = collect_turn_files(folder, *key, rows.created_at, root=vault.root).checksums()
-                except ArchiveError:
-                    current = None
-                if current != rows.checksums() or (info is not None and not stub_here):
+                if not live_matches(vault, key, rows) or (info is not None and not stub_here):
                     if stub_here:
                         renames.unlink(stub)
                         touched.append(stub_relpath(key))

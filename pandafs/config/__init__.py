@@ -80,15 +80,9 @@ def load_config(path: Path) -> Config:
 
 
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+    """A setting's value in TOML: for the finite numbers, booleans, strings and lists a
+    setting holds, TOML spells it as JSON does."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _render_section(name: str, section: _Section, out: list[str]) -> None:

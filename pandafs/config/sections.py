@@ -170,27 +170,9 @@ class IndexConfig(_Section):
     )
 
 
-IDENTITY_KEYS = (
-    "name",
-    "full_name",
-    "preferred_name",
-    "nickname",
-    "pronouns",
-    "job",
-    "occupation",
-    "profession",
-    "role",
-    "work",
-    "works_at",
-    "employer",
-    "company",
-    "location",
-    "lives_in",
-    "home",
-    "hometown",
-    "city",
-    "country",
-    "timezone",
+IDENTITY_KEYS = tuple(
+    "name full_name preferred_name nickname pronouns job occupation profession role work "
+    "works_at employer company location lives_in home hometown city country timezone".split()
 )
 
 

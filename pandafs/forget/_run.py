@@ -59,29 +59,9 @@ __all__ = ["CHECKS", "ForgetReport", "check_pending", "forget", "intent_path", "
 
 INTENT = ".forget-intent.json"
 KEEP_KEYS = frozenset(
-    {
-        "doc_id",
-        "doc_path",
-        "doc_ids",
-        "candidate_id",
-        "tool",
-        "gate",
-        "kind",
-        "tier",
-        "query_type",
-        "decision",
-        "outcome",
-        "source",
-        "backend",
-        "external_id",
-        "inbox_file",
-        "status",
-        "phase",
-        "error_type",
-        "old_scope",
-        "new_scope",
-        "citations",
-    }
+    "doc_id doc_path doc_ids candidate_id tool gate kind tier query_type decision outcome "
+    "source backend external_id inbox_file status phase error_type old_scope new_scope "
+    "citations".split()
 )
 """Strings of a forgotten turn's events that are structure, not what was said: kept so
 the turn still replays (an `external_id` also keeps a re-import from bringing it back)."""

@@ -4,7 +4,7 @@ archive source returns it (`Expansion`); `pandafs.assembly` wires the source in.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,13 +20,7 @@ class Retrieved:
     archived: bool
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "doc_id": self.doc_id,
-            "doc_path": self.doc_path,
-            "metadata": self.metadata,
-            "content": self.content,
-            "archived": self.archived,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class Extraction:
     page_type: str = "page"
 
 
-def extract_page(html: str, url: str) -> Extraction:
+def extract_page(html: str) -> Extraction:
     """Title, readable text and product fields of one page; never raises on bad HTML."""
     parser = PageParser()
     try:
@@ -146,28 +146,19 @@ def extract_page(html: str, url: str) -> Extraction:
     )
 
 
-def _main_heading(lines: list[str]) -> int:
-    for index, line in enumerate(lines):
-        if line.startswith("# "):
-            return index
-    return 0
+def _near_title(lines: list[str]) -> tuple[str, str]:
+    """The text of the lines from the page's main heading on, then of the whole page."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("# ")), 0)
+    return "\n".join(lines[start : start + PRICE_WINDOW_LINES]), "\n".join(lines)
 
 
 def _price_near_title(lines: list[str]) -> Price | None:
-    start = _main_heading(lines)
-    window = "\n".join(lines[start : start + PRICE_WINDOW_LINES])
-    for text in (window, "\n".join(lines)):
-        for match in PRICE.finditer(text):
-            found = text_price(match)
-            if found:
-                return found
-    return None
+    found = (text_price(m) for text in _near_title(lines) for m in PRICE.finditer(text))
+    return next((p for p in found if p is not None), None)
 
 
 def _availability_near_title(lines: list[str]) -> str | None:
-    start = _main_heading(lines)
-    window = "\n".join(lines[start : start + PRICE_WINDOW_LINES])
-    for text in (window, "\n".join(lines)):
+    for text in _near_title(lines):
         match = AVAILABILITY_TEXT.search(text)
         if match:
             return availability_of(match.group(1).lower())

@@ -69,10 +69,10 @@ class FetchResult:
     final_url: str
     status: int | None
     content_type: str
-    text: str
-    bytes_read: int
-    truncated: bool
     elapsed_ms: float
+    text: str = ""
+    bytes_read: int = 0
+    truncated: bool = False
     error: str | None = None
 
     @property
@@ -195,26 +195,17 @@ class PoliteFetcher:
         try:
             body = self._follow(trail)
         except _Failed as failed:
-            return FetchResult(
-                url=url,
-                final_url=trail[-1],
-                status=failed.status,
-                content_type=failed.content_type,
-                text="",
-                bytes_read=0,
-                truncated=False,
-                elapsed_ms=_ms_since(started),
-                error=failed.reason,
-            )
+            elapsed, why = _ms_since(started), failed.reason
+            return FetchResult(url, trail[-1], failed.status, failed.content_type, elapsed, error=why)
         return FetchResult(
-            url=url,
-            final_url=trail[-1],
-            status=body.status,
-            content_type=body.content_type,
+            url,
+            trail[-1],
+            body.status,
+            body.content_type,
+            _ms_since(started),
             text=_decode(body.data, body.charset),
             bytes_read=len(body.data),
             truncated=body.truncated,
-            elapsed_ms=_ms_since(started),
         )
 
     def _follow(self, trail: list[str]) -> _Body:

@@ -187,7 +187,7 @@ class ResearchTool:
             fetched = fetcher.fetch(url)
             if not fetched.ok:
                 return fetched, None
-            return fetched, extract_page(fetched.text, fetched.final_url)
+            return fetched, extract_page(fetched.text)
 
         if not urls:
             return []

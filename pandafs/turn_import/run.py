@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,16 +130,9 @@ class ImportReport:
 
     def as_json(self) -> dict[str, Any]:
         rate = self.imported / self.seconds if self.seconds else 0.0
-        return {
-            "imported": self.imported,
-            "skipped": self.skipped,
-            "completed": self.completed,
-            "failed": self.failed,
-            "seconds": round(self.seconds, 3),
-            "turns_per_s": round(rate, 1),
-            "recovered": self.recovered,
-            "stages": {name: round(seconds, 3) for name, seconds in self.stages.items()},
-        }
+        data = {k: v for k, v in asdict(self).items() if k != "turns"}
+        stages = {name: round(seconds, 3) for name, seconds in self.stages.items()}
+        return {**data, "seconds": round(self.seconds, 3), "turns_per_s": round(rate, 1), "stages": stages}
 
 
 class _Importer:

@@ -184,7 +184,7 @@ class Watch:
         started = time.perf_counter()
         report = self.report
         report.inbox = self.inbox.process_pending(final=True, on_result=lambda r: self._log(r.describe()))
-        self._reconcile(full=True)
+        self._reconcile()
         if upkeep:
             report.upkeep += self.upkeep.run_due()
         report.seconds = time.perf_counter() - started
@@ -209,7 +209,7 @@ class Watch:
             + (f"every {self.upkeep.interval_s / 3600:g} h)" if self.upkeep.enabled else "off)")
         )
         try:
-            self._reconcile(full=True)
+            self._reconcile()
             for result in self.inbox.recover():
                 self._note_inbox(result)
             while not stop.is_set():
@@ -294,10 +294,10 @@ class Watch:
         if not self._has_index_work() or time.monotonic() < self._index_retry_at:
             return
         if self._full or len(self._dirs) > MAX_RESCAN_DIRS:
-            self._reconcile(full=True)
+            self._reconcile()
             return
         paths, dirs, first = self._paths, self._dirs, self._first_seen
-        self._paths, self._dirs, self._first_seen = set(), set(), None
+        self._drop_index_work()
         started = time.perf_counter()
         try:
             report = SyncReport()
@@ -325,11 +325,12 @@ class Watch:
                 f"({brief_paths(paths | dirs)}) in {took:.2f} s{since}"
             )
 
-    def _reconcile(self, *, full: bool) -> None:
+    def _drop_index_work(self) -> None:
+        self._paths, self._dirs, self._first_seen = set(), set(), None
+
+    def _reconcile(self) -> None:
         self._full = False
-        self._paths.clear()
-        self._dirs.clear()
-        self._first_seen = None
+        self._drop_index_work()
         try:
             report = self.memory.reconcile()
         except IndexDamaged as exc:
@@ -371,9 +372,7 @@ class Watch:
             )
             return
         self._log(f"{why}; rebuilding it from the documents")
-        self._paths.clear()
-        self._dirs.clear()
-        self._first_seen = None
+        self._drop_index_work()
         try:
             report = self.memory.rebuild()  # built beside the damaged one, then swapped in
         except (IndexBusy, Busy, OSError) as busy:
@@ -402,17 +401,14 @@ class Watch:
             self._inbox_wake = None
             self._queue = deque(self.inbox.pending())
         while self._queue:
-            rel = self._queue[0]
+            rel = self._queue.popleft()
             wait = self.inbox.readiness(rel)
             if wait is None:
-                self._queue.popleft()
                 continue
             if wait > 0:
-                self._queue.popleft()
                 due = now + wait
                 self._inbox_wake = due if self._inbox_wake is None else min(self._inbox_wake, due)
                 continue
-            self._queue.popleft()
             try:
                 results = self.inbox.process(rel)
             except Busy as exc:
@@ -445,7 +441,7 @@ class Watch:
                 except Busy:
                     pass
         if now >= self._next_reconcile and now >= self._index_retry_at:
-            self._reconcile(full=True)
+            self._reconcile()
         if now >= self._next_upkeep_check:
             self._next_upkeep_check = now + 60.0
             if self.upkeep.due():

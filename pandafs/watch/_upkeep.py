@@ -8,7 +8,7 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -127,30 +127,23 @@ class Upkeep:
         except ValueError:
             return None
 
-    def due(self, now: datetime | None = None) -> list[UpkeepJob]:
-        """Jobs that never ran, or last ran `interval_s` ago or more."""
-        if not self.enabled:
-            return []
-        now = now or self.clock()
-        state = self.state()
-        due = []
-        for job in self.jobs:
-            last = self._last_run(state.get(job.name))
-            if last is None or now - last >= timedelta(seconds=self.interval_s):
-                due.append(job)
-        return due
-
-    def seconds_until_due(self, now: datetime | None = None) -> float | None:
-        """Seconds until the next job is due (0 if one is); None if none ever will be."""
-        if not self.enabled:
-            return None
+    def _waits(self, now: datetime | None) -> list[tuple[UpkeepJob, float]]:
+        """Each job and the seconds until it is due (≤ 0: due; never run: due)."""
         now = now or self.clock()
         state = self.state()
         waits = []
         for job in self.jobs:
             last = self._last_run(state.get(job.name))
-            waits.append(0.0 if last is None else self.interval_s - (now - last).total_seconds())
-        return max(0.0, min(waits))
+            waits.append((job, 0.0 if last is None else self.interval_s - (now - last).total_seconds()))
+        return waits
+
+    def due(self, now: datetime | None = None) -> list[UpkeepJob]:
+        """Jobs that never ran, or last ran `interval_s` ago or more."""
+        return [job for job, wait in self._waits(now) if wait <= 0] if self.enabled else []
+
+    def seconds_until_due(self, now: datetime | None = None) -> float | None:
+        """Seconds until the next job is due (0 if one is); None if none ever will be."""
+        return max(0.0, min(wait for _, wait in self._waits(now))) if self.enabled else None
 
     def run_due(self, now: datetime | None = None, *, force: bool = False) -> list[UpkeepResult]:
         """Run every due job (all with `force`); record when each ran.  One process at a time
@@ -192,12 +185,7 @@ class Upkeep:
 
     def _record(self, name: str, result: UpkeepResult, now: datetime) -> None:
         state = self.state()
-        state[name] = {
-            "last_run": format_ts(now),
-            "status": result.status,
-            "message": result.message,
-            "summary": result.summary,
-            "seconds": round(result.seconds, 3),
-        }
+        done = {k: v for k, v in result.as_json().items() if k != "job"}
+        state[name] = {"last_run": format_ts(now), **done}
         data = orjson.dumps({"jobs": state}, option=orjson.OPT_INDENT_2)
         atomic_write(self.path, data, root=self.vault.root)

@@ -24,7 +24,7 @@ def _visit(turn_dir: Path, availability: str) -> Path:
     from pandafs.research.visits import write_visit
 
     url = "http://shop.example/product/lenovo-loq"
-    fetched = FetchResult(url, url, 200, "text/html", "<html></html>", 10, False, 1.0)
+    fetched = FetchResult(url, url, 200, "text/html", 1.0, "<html></html>", 10)
     extraction = Extraction(
         title="Lenovo LOQ 15 laptop",
         text="A gaming laptop.",

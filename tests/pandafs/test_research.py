@@ -119,7 +119,7 @@ def test_fetch_and_extract_each_page_shape(
     assert (result.status, result.truncated) == (200, False)
     assert result.content_type.startswith("text/html")
     assert result.bytes_read == len(result.text.encode("utf-8"))
-    extraction = extract_page(result.text, result.final_url)
+    extraction = extract_page(result.text)
     assert extraction.title == title
     assert extraction.fields["price"] == price
     assert extraction.fields["currency"] == currency
@@ -130,7 +130,7 @@ def test_fetch_and_extract_each_page_shape(
 
 
 def test_extraction_drops_navigation_scripts_and_footer() -> None:
-    extraction = extract_page(MICRODATA, "http://shop.example/p")
+    extraction = extract_page(MICRODATA)
     assert extraction.text.startswith("# Lenovo LOQ 15 Gaming Laptop")
     assert "## Specifications" in extraction.text
     assert "- GPU: NVIDIA RTX 4050\n- RAM: 16GB DDR5" in extraction.text
@@ -140,7 +140,7 @@ def test_extraction_drops_navigation_scripts_and_footer() -> None:
 
 
 def test_extraction_of_a_listing_counts_its_products() -> None:
-    extraction = extract_page(LISTING, "http://shop.example/list")
+    extraction = extract_page(LISTING)
     assert extraction.page_type == "listing"
     assert extraction.title == "Gaming laptops under $1000"
     assert extraction.items == 3
@@ -162,7 +162,7 @@ def test_price_patterns(snippet: str, price: str, currency: str) -> None:
     html = f"<html><head><title>Thing</title></head><body><h1>Thing</h1>{snippet}</body></html>"
     if "itemprop" in snippet:
         html = html.replace("<h1>", '<meta itemprop="priceCurrency" content="USD"><h1>')
-    extraction = extract_page(html, "http://x.example/")
+    extraction = extract_page(html)
     assert extraction.fields["price"] == price
     assert extraction.fields["currency"] == currency
 
@@ -175,12 +175,12 @@ def test_parse_amount() -> None:
 
 
 def test_extraction_of_text_without_product_fields() -> None:
-    extraction = extract_page("<html><body><h1>Notes</h1><p>" + "words " * 80, "http://x/")
+    extraction = extract_page("<html><body><h1>Notes</h1><p>" + "words " * 80)
     assert extraction.fields_present == ["title"]
     assert extraction.items == 0
     assert extraction.page_type == "article"
     assert extraction.confidence < 0.4
-    assert extract_page("", "http://x/").confidence == 0.0
+    assert extract_page("").confidence == 0.0
 
 
 def test_slow_page_times_out_within_the_timeout(web: WebFixtures) -> None:
@@ -223,7 +223,7 @@ def test_huge_page_is_cut_at_the_size_limit(web: WebFixtures) -> None:
     assert result.ok and result.truncated
     assert limit - CHUNK_BYTES <= result.bytes_read <= limit + CHUNK_BYTES
     assert len(result.text) <= limit + CHUNK_BYTES
-    assert extract_page(result.text, result.final_url).title == "Huge page"
+    assert extract_page(result.text).title == "Huge page"
 
 
 def test_page_of_exactly_the_limit_is_not_truncated(web: WebFixtures) -> None:
