@@ -1,7 +1,8 @@
 """The inbox's front: which files wait, when each has settled, carrying every claim from
-whatever state it is in to answered, rejected or failed, and what the user reads: the
-answer in `outbox/{user}/`, or the explanation published beside a rejected file (found
-again after a crash by the claim it names)."""
+whatever state it is in to answered, rejected or failed (its turn started exactly once:
+found, a dead run's empty folder adopted, or allocated; its index commit landed once),
+and what the user reads: the answer in `outbox/{user}/`, or the explanation published
+beside a rejected file (found again after a crash by the claim it names)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from events.clock import utcnow
 from events.documents import parse_document, render_document
-from events.errors import FrontmatterError
-from events.fsio import atomic_write, read_vault_bytes
+from events.errors import FrontmatterError, LogBusyError, NotInVault
+from events.fsio import atomic_write, is_real_dir, read_vault_bytes, read_vault_file
+from events.layout import turn_name
+from events.log import EventWriter, read_log, repair_torn_tail
+from events.schema import TornTailRepaired, TurnStarted
 
 from ..assembly import open_memory
 from ..errors import Busy
 from ..memory.api import Memory
 from ..pipeline import Pipeline, TurnResult
+from ..pipeline.recovery import recover
+from ..turns import EVENTS_FILE
 from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck, link_no_replace
-from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, is_query_candidate
-from ._turns import TurnStarts, outcome_of
+from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query_candidate, validate_query
 
 
 class Inbox:
@@ -566,3 +573,139 @@ def render_error(plan: ClaimPlan) -> str:
         else "Nothing of it was read or kept: the inbox only removed its own name for it.\n"
     )
     return render_document(front, body)
+
+
+ADOPT_PROBE_MISSES = 16
+
+
+def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
+    try:
+        rel = vault.rel(vault.layout.turn_dir(user, turn) / "metadata.json")
+        meta = orjson.loads(read_vault_file(vault.root, rel)[0])
+    except (OSError, NotInVault, orjson.JSONDecodeError):
+        return None
+    value = meta.get("outcome")
+    return value if isinstance(value, str) else None
+
+
+class TurnStarts:
+    """Starts each claim's turn exactly once, through the inbox's pipeline (`pipeline()`,
+    made when first needed); `checkpoint(step)` as for `ClaimFolders`."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        pipeline: Callable[[], Pipeline],
+        *,
+        log: Callable[[str], None],
+        checkpoint: Callable[[str], None],
+    ) -> None:
+        self.vault = vault
+        self._pipeline = pipeline
+        self._log = log
+        self._checkpoint = checkpoint
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self._pipeline()
+
+    def read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
+        verdict = validate_query(self.vault, plan.source, query_path)
+        if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
+            raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
+        return verdict
+
+    def find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
+        """The turn started for this plan, or the empty turn folders that may be ours (probed
+        above `plan.after`: one a dead process allocated, or another writer is about to fill)."""
+        assert plan.user is not None
+        turns = self.vault.layout.turns_dir(plan.user)
+        empties: list[tuple[str, Path]] = []
+        number, misses = plan.after + 1, 0
+        while misses < ADOPT_PROBE_MISSES:
+            name = turn_name(number)
+            folder = turns / name
+            number += 1
+            if not is_real_dir(folder):  # a linked folder is nobody's turn to adopt
+                misses += 1
+                continue
+            misses = 0
+            log = read_log(folder / EVENTS_FILE, root=self.vault.root)
+            if log.records:
+                first = log.records[0]
+                data = first.get("data") or {}
+                if first.get("type") == "turn_started" and data.get("inbox_file") == plan.turn_key:
+                    return name
+            else:
+                empties.append((name, folder))
+        return empties
+
+    def start(self, plan: ClaimPlan, query_path: Path, found: str | list[tuple[str, Path]]) -> str:
+        """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
+        assert plan.user is not None
+        user = plan.user
+        query = self.read_query(plan, query_path)
+        candidates = found if isinstance(found, list) else []
+        planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
+        planned_ns = planned - 1_000_000_000
+        for turn, folder in candidates:
+            try:
+                mtime = folder.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if mtime < planned_ns:
+                continue
+            with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
+                if held and self.begin(user, turn, plan, query):
+                    self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
+                    return turn
+        with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
+            self._checkpoint("allocated")
+            if not self.begin(user, turn, plan, query):
+                raise Stuck(f"{user}/{turn} was taken by another writer")
+        return turn
+
+    def begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
+        """Write `turn_started` into an empty turn folder; False if another writer has it."""
+        path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
+        started = TurnStarted(
+            query=query.text,
+            source="inbox",
+            occurred_at=query.now or self.pipeline.clock(),
+            asked_at=query.now,
+            inbox_file=plan.turn_key,
+            backend=self.pipeline.backend.name,
+        )
+        try:
+            if not path.exists():
+                with EventWriter(path, user=user, turn=turn, new=True, root=self.vault.root) as writer:
+                    writer.append(started)
+            else:
+                log = read_log(path, root=self.vault.root)
+                if log.records:
+                    return False
+                moved = repair_torn_tail(path, root=self.vault.root) if log.torn_tail is not None else 0
+                with EventWriter(path, user=user, turn=turn, root=self.vault.root) as writer:
+                    if writer.next_seq:  # decided again under the lock: another writer started it
+                        return False
+                    writer.append(started)
+                    if moved:
+                        writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+        except (FileExistsError, LogBusyError):
+            return False
+        self._checkpoint("started")
+        return True
+
+    def index_again(self, user: str, turn: str | None) -> None:
+        """Index an answered turn whose index commit, written behind its answer, died
+        with the run that answered it (still marked `.indexing`: `recovery.UNINDEXED`)."""
+        if turn is not None:
+            recover(self.pipeline, user, turn, by="watch")
+
+    def settle_index(self, user: str, turn: str | None) -> None:
+        """Wait for the index commit written behind the answer; a failure is logged, not raised
+        (the turn keeps its `.indexing` mark and upkeep indexes it again)."""
+        try:
+            self.pipeline.settle()
+        except Exception as exc:  # any failure of the commit is logged the same way
+            self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")

@@ -15,9 +15,8 @@ import pytest
 from events.documents import DocumentMetadata, parse_document
 from events.layout import Layout
 from pandafs.config import ResearchConfig
-from pandafs.research.extract import extract_page
+from pandafs.research.extract import extract_page, parse_amount
 from pandafs.research.fetch import CHUNK_BYTES, PoliteFetcher, SearchFailed
-from pandafs.research.prices import parse_amount
 from pandafs.research.report import ResearchResult
 from pandafs.research.tool import NOT_CONFIGURED, ResearchTool
 from pandafs.research.visits import CACHE_DIR, find_visits, load_visits, url_slug
