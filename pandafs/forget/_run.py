@@ -21,8 +21,10 @@ import fcntl
 import os
 import re
 import secrets
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,10 @@ class ForgetReport:
 
 def intent_path(vault: Vault, user: str) -> Path:
     return vault.layout.user_dir(user) / INTENT
+
+
+def _forget_lock(vault: Vault, user: str) -> AbstractContextManager[None]:
+    return file_lock(vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}")
 
 
 # --- targets ---------------------------------------------------------------------------
@@ -456,7 +462,7 @@ def forget(
     """Forget a statement, memory, turn or words of `user` everywhere (module docstring)."""
     vault.require_user(user)
     now = now or utcnow()
-    with file_lock(vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}"):
+    with _forget_lock(vault, user):
         user_files(vault, user)  # a file it could not name refuses the forget before it starts
         resumed = [] if dry_run else _resume_user(vault, user, now)
         targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
@@ -492,9 +498,7 @@ def resume_pending(vault: Vault, now: datetime | None = None) -> list[str]:
     done = []
     for user in vault.layout.users():
         if os.path.isfile(intent_path(vault, user)):
-            with file_lock(
-                vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}"
-            ):
+            with _forget_lock(vault, user):
                 if _resume_user(vault, user, now or utcnow()):
                     done.append(vault.rel(intent_path(vault, user)))
     return done
@@ -519,6 +523,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
     user, by, kind, forget_id = intent["user"], intent["by"], intent["kind"], intent["forget_id"]
     matcher = Matcher.from_json(intent["matcher"])
     own_hashes = set(intent["own"])
+    rewrite = partial(_rewritten_log, matcher=matcher, forget_id=forget_id, by=by, kind=kind, now=now)
     _record(vault, user, intent, matcher, now)
     archived = _tainted_archived(vault, user, matcher, own_hashes)
     if archived:
@@ -538,13 +543,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
             logs.append(rel)
             continue
         if rel == f"users/{user}/{LOG_NAME}":
-            _replace_log(
-                vault,
-                rel,
-                lambda raw: _rewritten_log(
-                    raw, matcher, full=False, forget_id=forget_id, by=by, kind=kind, now=now, anchor=False
-                ),
-            )
+            _replace_log(vault, rel, partial(rewrite, full=False, anchor=False))
             continue
         if name in PROJECTED and folder.startswith(f"users/{user}/turns/"):
             continue
@@ -568,13 +567,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
     for rel in logs:
         folder = rel.rsplit("/", 1)[0]
         full = folder in own_turns
-        changed = _replace_log(
-            vault,
-            rel,
-            lambda raw, full=full: _rewritten_log(
-                raw, matcher, full=full, forget_id=forget_id, by=by, kind=kind, now=now, anchor=True
-            ),
-        )
+        changed = _replace_log(vault, rel, partial(rewrite, full=full, anchor=True))
         if changed or full or _anchored_by(vault, rel, forget_id):
             # (a killed run may have rewritten the log, not its projections or ledger line)
             _reanchor(vault, user, folder)

@@ -3,21 +3,24 @@
 Search goes to the tantivy index; save writes markdown and indexes it at once; retrieve
 reads the file (an archived turn's original from the archive).  What Memory needs from
 the learning loop (`learned`) and the archive (`archive`) is handed in by
-`pandafs.assembly.open_memory`; it imports neither."""
+`pandafs.assembly.open_memory`; it imports neither.  What it refuses from its callers
+(the CLI, the tools, scripts) raises `BadInput` naming the value, so every door says the
+same thing about it."""
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from events.clock import aware, utcnow
-from events.doctypes import ENTRY_TYPES, SAVE_TYPES
+from events.clock import TIME_RANGE, aware, out_of_range, utcnow
+from events.doctypes import ENTRY_TYPES, SAVE_TYPES, TOPIC_RE
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
@@ -28,7 +31,6 @@ from indexers.request import SCOPES, Ranking, SearchRequest
 
 from ..errors import BadInput, Unreadable
 from ..vault import Vault
-from .inputs import check_times, check_topic, check_ttl
 
 if TYPE_CHECKING:  # imported where used: a search writes nothing and retrieves nothing
     from indexers.documents import IndexDoc, Skipped
@@ -371,3 +373,26 @@ class Memory:
             held=held,
             barrier=barrier,
         )
+
+
+def check_ttl(hours: float, now: datetime, name: str) -> None:
+    """A TTL is a positive, finite number of hours whose expiry stays in `TIME_RANGE`."""
+    if not (math.isfinite(hours) and hours > 0):
+        raise BadInput(f"{name} must be a positive number of hours, not {hours!r}")
+    latest = (TIME_RANGE[1] - aware(now)) / timedelta(hours=1)
+    if hours > latest:
+        raise BadInput(f"{name} {hours:g} is too long: a memory must expire by {TIME_RANGE[1].year}")
+
+
+def check_topic(topic: str) -> None:
+    """A topic is dot-separated lowercase words: one a document can carry, so a filter
+    with any other would match nothing, silently."""
+    if not TOPIC_RE.fullmatch(topic):
+        raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
+
+
+def check_times(**times: datetime | None) -> None:
+    """Each time given is inside `TIME_RANGE` (the `--now` rule, for every time a search takes)."""
+    for name, when in times.items():
+        if when is not None and (problem := out_of_range(when)) is not None:
+            raise BadInput(f"{name}: {problem}")

@@ -103,8 +103,7 @@ def edit_document(
     (`text`), title, topic or keywords.  The file is rewritten atomically and reindexed."""
     from events.documents import parse_document, render_document
 
-    from .api import Memory
-    from .inputs import check_topic
+    from .api import Memory, check_topic
     from .store import default_title
 
     rel, ref = owned_document(vault, id_or_path, user)

@@ -13,7 +13,9 @@ An unknown domain has no score (the tool assumes ½); three failed pages bring a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -112,6 +114,10 @@ class ReliabilityTable:
         self._cache = (mtime, stats)
         return stats
 
+    def _locked(self) -> AbstractContextManager[None]:
+        lock = self.vault.layout.indexes / "source_reliability.lock"
+        return file_lock(lock, what="reliability table", root=self.vault.root)
+
     def score(self, domain: str) -> float | None:
         row = self.load().get(domain)
         return None if row is None else row.reliability
@@ -149,17 +155,8 @@ class ReliabilityTable:
         if not events:
             return []
         when = format_ts(at)
-        with file_lock(
-            self.vault.layout.indexes / "source_reliability.lock",
-            what="reliability table",
-            root=self.vault.root,
-        ):
-            stats = {
-                d: DomainStats(
-                    **{**s.__dict__, "turns": list(s.turns), "worked_fields": list(s.worked_fields)}
-                )
-                for d, s in self.load().items()
-            }
+        with self._locked():
+            stats = copy.deepcopy(self.load())  # the cached table stays as read
             if all(turn in stats.get(e.domain, DomainStats(e.domain)).turns for e in events):
                 return []
             changed = _fold(stats, turn, events, when)
@@ -186,11 +183,7 @@ class ReliabilityTable:
                 found = (view.extractions, view.occurred_at) if view.extractions else None
             if found is not None:
                 _fold(stats, ref.doc_id, found[0], format_ts(found[1]))
-        with file_lock(
-            self.vault.layout.indexes / "source_reliability.lock",
-            what="reliability table",
-            root=self.vault.root,
-        ):
+        with self._locked():
             self._write(stats)
             for row in stats.values():
                 latest = max(t for t in (row.last_success, row.last_failure) if t is not None)
