@@ -241,11 +241,7 @@ def write_memory(
 ) -> SavedDoc:
     """One memory document under users/{user}/memories/ (the same content saved again:
     the same file, nothing written)."""
-    from events.documents import (  # YAML, pydantic: when writing
-        DocumentMetadata,
-        render_document,
-        wikilink,
-    )
+    from events.documents import DocumentMetadata, render_document, wikilink  # YAML, pydantic: when writing
 
     folder = vault.layout.memories_dir(user)
     with vault.memory_lock(user):
@@ -326,10 +322,7 @@ def publish(
     The caller has checked `by` is a publisher; the act is appended (fsynced) to
     `observability/sharing.jsonl` before the document exists, so every shared document can
     be traced to who published it."""
-    from events.documents import (  # YAML, pydantic: when writing
-        DocumentMetadata,
-        render_document,
-    )
+    from events.documents import DocumentMetadata, render_document  # YAML, pydantic: when writing
 
     folder = vault.layout.knowledge / "published"
     with vault.memory_lock(None):

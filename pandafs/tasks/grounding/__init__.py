@@ -13,24 +13,9 @@ facts.py      `Fact` and `settle`: dedupe, origin rank, newest wins
 checks.py     the requested datum and `answer_checks`
 """
 
-from .checks import (
-    PRICE,
-    about_focus,
-    answer_checks,
-    asks_now,
-    has_requested,
-    requested_kind,
-    speaker_fits,
-)
+from .checks import PRICE, about_focus, answer_checks, asks_now, has_requested, requested_kind, speaker_fits
 from .facts import ORIGIN_RANK, Fact, end_of_day, settle
-from .sentences import (
-    NOTED,
-    SECOND_PERSON,
-    is_honest_unknown,
-    is_question,
-    norm,
-    statement_form,
-)
+from .sentences import NOTED, SECOND_PERSON, is_honest_unknown, is_question, norm, statement_form
 from .slots import (
     STRONG_SLOTS,
     asked_predicate,
