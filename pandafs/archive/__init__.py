@@ -26,18 +26,10 @@ its rows are dropped.  Restore is journalled the same way."""
 
 from __future__ import annotations
 
-from ._check import CHECKS, check_archive
-from ._common import archive_lock, parse_turn_id, pending_journals
+from ._check import CHECKS
 from ._jobs import ArchiveReport, Expansion, RestoreReport, archive_turns, expand_turn, recover, restore_turns
-from ._policy import (
-    Candidate,
-    expansion_counts,
-    find_candidates,
-    recent_uses,
-    record_expansion,
-    turn_created_at,
-)
-from ._stubs import StubInfo, key_claims, read_stub, render_stub
+from ._policy import Candidate, find_candidates, recent_uses
+from ._stubs import key_claims, read_stub
 
 __all__ = [
     "CHECKS",
@@ -45,21 +37,12 @@ __all__ = [
     "Candidate",
     "Expansion",
     "RestoreReport",
-    "StubInfo",
-    "archive_lock",
     "archive_turns",
-    "check_archive",
     "expand_turn",
-    "expansion_counts",
     "find_candidates",
     "key_claims",
-    "parse_turn_id",
-    "pending_journals",
     "read_stub",
     "recent_uses",
-    "record_expansion",
     "recover",
-    "render_stub",
     "restore_turns",
-    "turn_created_at",
 ]

@@ -34,16 +34,7 @@ An allocated but empty turn folder is adopted once no process holds its allocati
 (`Vault.new_turn`).  One process works on the inbox at a time
 (`inbox/.processing/.lock`), so a claim folder found while holding it is an orphan."""
 
-from ._claims import ClaimPlan
 from ._inbox import Inbox, InboxReport, InboxResult
-from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, is_query_candidate
+from ._parse import is_query_candidate
 
-__all__ = [
-    "ClaimPlan",
-    "Inbox",
-    "InboxReport",
-    "InboxResult",
-    "QUERY_SUFFIXES",
-    "RESERVED_FOLDERS",
-    "is_query_candidate",
-]
+__all__ = ["Inbox", "InboxReport", "InboxResult", "is_query_candidate"]

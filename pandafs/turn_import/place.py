@@ -58,31 +58,21 @@ def _write_folder(staging_fd: int, name: str, files: list[tuple[str, bytes]]) ->
     """Make the folder `name` in the checked staging folder `staging_fd`, by name and never
     through a link, holding `files`, each and the folder fsynced; the first file's mtime_ns."""
     dir_fd = make_folder_at(staging_fd, name)
-    try:
-        return _fill(dir_fd, files)
-    finally:
-        os.close(dir_fd)
-
-
-def _fill(dir_fd: int, files: list[tuple[str, bytes]]) -> int:
-    """`files` created in the new folder `dir_fd`, each and the folder fsynced; the first
-    file's mtime_ns."""
     fds: list[int] = []
     try:
-        for name, data in files:
+        for file_name, data in files:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
-            fds.append(fd)
+            fds.append(fd := os.open(file_name, flags, 0o644, dir_fd=dir_fd))
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
         stamp = os.fstat(fds[0]).st_mtime_ns
         for fd in fds:
             os.fsync(fd)
+        os.fsync(dir_fd)
     finally:
-        for fd in fds:
+        for fd in [*fds, dir_fd]:
             os.close(fd)
-    os.fsync(dir_fd)
     return stamp
 
 

@@ -164,7 +164,7 @@ def test_relinking_after_an_archive_never_copies_a_linked_file_in(
     """After turns move, relinking reads each markdown file of the user's live turns, then
     reads it again under the turn's lock and rewrites it.  A file swapped for a link in
     between was read through the link and its target's text written into the vault."""
-    from pandafs.archive import _links, archive_turns
+    from pandafs.archive import _common, archive_turns
 
     _import(vault, tmp_path, ("an old question", 40), ("a young question", 5))
     note = vault.layout.turn_dir("alice", "turn_000002") / "notes.md"
@@ -172,7 +172,7 @@ def test_relinking_after_an_archive_never_copies_a_linked_file_in(
     target, data = _outside(
         tmp_path, "stolen.md", f"{SECRET} [[users/alice/turns/turn_000001/context|turn 1]]\n".encode()
     )
-    real_relink = _links.relink
+    real_relink = _common.relink
     swapped: list[Path] = []
 
     def relink_then_swap(text: str, where):  # a second process's move, timed
@@ -181,7 +181,7 @@ def test_relinking_after_an_archive_never_copies_a_linked_file_in(
             swapped.append(note)
         return real_relink(text, where)
 
-    monkeypatch.setattr(_links, "relink", relink_then_swap)
+    monkeypatch.setattr(_common, "relink", relink_then_swap)
     report = archive_turns(vault, now=NOW)
     assert report.archived == 1 and swapped == [note]
     assert note.is_symlink() and target.read_bytes() == data
