@@ -357,16 +357,8 @@ def expand_turn(vault: Vault, doc_id: str, *, now: datetime | None = None, recor
         count = expansion_counts(vault, since=since, doc_id=files.doc_id)[files.doc_id]
         if count >= cfg.expansions_to_restore:
             restored = restore_turns(vault, [files.doc_id]).restored == 1
-    return Expansion(
-        files.doc_id,
-        stub_relpath(key),
-        dict(parsed.frontmatter),
-        parsed.body,
-        info.archive_file,
-        info.archived_at,
-        count,
-        restored,
-    )
+    stub, front, at = stub_relpath(key), dict(parsed.frontmatter), info.archived_at
+    return Expansion(files.doc_id, stub, front, parsed.body, info.archive_file, at, count, restored)
 
 
 @dataclass

@@ -192,14 +192,8 @@ def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
     if archive_file is None:
         raise ArchiveError(f"{rel}: no valid archive_file property (archive/turns/...parquet)")
     batch = front.get("archive_batch")
-    return StubInfo(
-        user,
-        turn,
-        path,
-        archive_file,
-        parse_ts(front.get("archived_at")),
-        str(batch) if batch is not None else None,
-    )
+    batch = str(batch) if batch is not None else None
+    return StubInfo(user, turn, path, archive_file, parse_ts(front.get("archived_at")), batch)
 
 
 def stub_or_none(vault: Vault, key: TurnKey) -> StubInfo | None:

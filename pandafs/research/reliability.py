@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -126,23 +126,11 @@ class ReliabilityTable:
         import pyarrow as pa  # only a turn that researched (or a rebuild) writes the table
         import pyarrow.parquet as pq
 
-        schema = pa.schema(
-            [
-                ("domain", pa.string()),
-                ("attempts", pa.int64()),
-                ("successes", pa.int64()),
-                ("items", pa.int64()),
-                ("confidence_sum", pa.float64()),
-                ("last_success", pa.string()),
-                ("last_failure", pa.string()),
-                ("last_error", pa.string()),
-                ("worked_url", pa.string()),
-                ("worked_fields", pa.list_(pa.string())),
-                ("recovered", pa.bool_()),
-                ("turns", pa.list_(pa.string())),
-                ("reliability", pa.float64()),
-            ]
-        )
+        # the columns of `DomainStats` (its annotations are strings), then the score
+        text_list = pa.list_(pa.string())
+        arrow = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "list[str]": text_list}
+        columns = [(f.name, arrow.get(str(f.type), pa.string())) for f in fields(DomainStats)]
+        schema = pa.schema([*columns, ("reliability", pa.float64())])
         table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=schema)
         # derived from the events: rebuilt from them
         with atomic_file(self.path, durable=False, root=self.vault.root) as out:

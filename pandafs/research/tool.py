@@ -124,34 +124,19 @@ class ResearchTool:
         for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):
             candidate.status = "fetched" if fetched.ok else "failed"
             if extraction is None:
-                result.outcomes.append(
-                    ExtractionOutcome(
-                        domain=candidate.domain,
-                        url=fetched.url,
-                        success=False,
-                        items=0,
-                        fields_present=[],
-                        confidence=0.0,
-                        error=fetched.error,
-                    )
-                )
+                failed = ExtractionOutcome(candidate.domain, fetched.url, False, 0, [], 0.0, fetched.error)
+                result.outcomes.append(failed)
                 continue
             visit = write_visit(turn_dir, fetched, extraction, now, root=root)
             result.visits.append(visit)
             success = all(name in extraction.fields for name in required) and (
                 extraction.items > 0 or len(extraction.text) >= MIN_TEXT_CHARS
             )
-            result.outcomes.append(
-                ExtractionOutcome(
-                    domain=candidate.domain,
-                    url=fetched.url,
-                    success=success,
-                    items=extraction.items,
-                    fields_present=list(extraction.fields_present),
-                    confidence=extraction.confidence,
-                    error=None,
-                )
+            fields = list(extraction.fields_present)
+            outcome = ExtractionOutcome(
+                candidate.domain, fetched.url, success, extraction.items, fields, extraction.confidence
             )
+            result.outcomes.append(outcome)
             result.findings.extend(findings(candidate, fetched, extraction, visit))
 
         good = [o.confidence for o in result.outcomes if o.success]

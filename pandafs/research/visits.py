@@ -166,14 +166,8 @@ def write_visit(
         "fields_present": extraction.fields_present,
         "files": [PAGE, EXTRACTED],
     }
-    seed_record = {
-        "visit_id": record.visit_id,
-        "url": url,
-        "visited_at": format_ts(visited_at),
-        "page_type": record.page_type,
-        "extracted_data": record.extracted_data,
-        "extraction_quality": record.extraction_quality,
-    }
+    seeded = ("visit_id", "url", "visited_at", "page_type", "extracted_data", "extraction_quality")
+    seed_record = {key: manifest[key] for key in seeded}
     text = extraction.text
     if len(text) > PAGE_TEXT_CHARS:
         text = text[:PAGE_TEXT_CHARS].rstrip() + "\n\n*[cut: page text was longer]*"

@@ -60,7 +60,7 @@ class BackgroundIndexer:
     def submit(self, docs: list[IndexDoc | Skipped], marks: list[tuple[Ledger, int]]) -> None:
         """Index `docs`, then mark each `(ledger, turn number)`: after the previous batch is done."""
         self.drain()
-        if self._pool is None or self.after_batch is None or not docs:
+        if self._pool is None or not docs:
             self._mark(marks)
             return
         self._pending = (self._pool.submit(self._index, docs), marks)
