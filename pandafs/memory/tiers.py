@@ -27,7 +27,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -83,15 +83,7 @@ class Anchor:
     truncated: bool = False
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "value": self.value,
-            "line": self.line,
-            "source_turn": self.source_turn,
-            "doc_id": self.doc_id,
-            "tokens": self.tokens,
-            "truncated": self.truncated,
-        }
+        return {k: v for k, v in asdict(self).items() if k not in ("statement", "doc_path", "text")}
 
 
 def _norm_key(key: str) -> str:
