@@ -29,15 +29,7 @@ if TYPE_CHECKING:  # httpx and the page reader: a turn reads its visits without 
     from .extract import Extraction
     from .fetch import FetchResult
 
-__all__ = [
-    "CACHE_DIR",
-    "VisitRecord",
-    "find_visits",
-    "load_visits",
-    "read_visit",
-    "url_slug",
-    "write_visit",
-]
+__all__ = ["CACHE_DIR", "VisitRecord", "find_visits", "load_visits", "read_visit", "url_slug", "write_visit"]
 
 CACHE_DIR = "webpage_cache"
 MANIFEST = "manifest.json"
