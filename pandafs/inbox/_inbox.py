@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -402,6 +402,12 @@ def _mtime(entry: os.DirEntry[str]) -> int:
         return 0
 
 
+_SHOWN = {
+    "answered": ("user", "turn_id", "doc_id", "outcome", "answer", "query_file"),
+    "rejected": ("rejected", "error_file", "reason", "message"),
+}
+
+
 @dataclass(frozen=True)
 class InboxResult:
     """What became of one file."""
@@ -421,28 +427,11 @@ class InboxResult:
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"source": self.source, "status": self.status}
-        if self.status == "answered":
-            data.update(
-                user=self.user,
-                turn_id=self.turn,
-                doc_id=f"{self.user}/{self.turn}",
-                outcome=self.outcome,
-                answer=self.answer,
-                query_file=self.query_file,
-            )
-        elif self.status == "rejected":
-            data.update(
-                rejected=self.rejected,
-                error_file=self.error_file,
-                reason=self.reason,
-                message=self.message,
-            )
-        else:
-            data.update(reason=self.reason, message=self.message)
-        data["recovered"] = self.recovered
-        data["seconds"] = round(self.seconds, 4)
-        return data
+        """The fields its status has (an answer's turn, a rejection's files, else why)."""
+        values = {**asdict(self), "turn_id": self.turn, "doc_id": f"{self.user}/{self.turn}"}
+        values["seconds"] = round(self.seconds, 4)
+        shown = _SHOWN.get(self.status, ("reason", "message"))
+        return {k: values[k] for k in ("source", "status", *shown, "recovered", "seconds")}
 
     def describe(self) -> str:
         """One log line."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -101,17 +101,7 @@ class VisitRecord:
         return self.path.as_posix()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "visit_id": self.visit_id,
-            "url": self.url,
-            "final_url": self.final_url,
-            "visited_at": format_ts(self.visited_at),
-            "page_type": self.page_type,
-            "title": self.title,
-            "extracted_data": self.extracted_data,
-            "extraction_quality": self.extraction_quality,
-            "path": self.rel_path,
-        }
+        return {**asdict(self), "visited_at": format_ts(self.visited_at), "path": self.rel_path}
 
 
 def _visit_id(url: str, visited_at: datetime) -> str:
