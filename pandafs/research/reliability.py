@@ -16,9 +16,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, get_type_hints
 
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import EventsError, FrontmatterError, NotInVault
@@ -126,10 +126,9 @@ class ReliabilityTable:
         import pyarrow as pa  # only a turn that researched (or a rebuild) writes the table
         import pyarrow.parquet as pq
 
-        # the columns of `DomainStats` (its annotations are strings), then the score
-        text_list = pa.list_(pa.string())
-        arrow = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "list[str]": text_list}
-        columns = [(f.name, arrow.get(str(f.type), pa.string())) for f in fields(DomainStats)]
+        # the columns of `DomainStats` (the rest are text), then the score
+        arrow = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), list[str]: pa.list_(pa.string())}
+        columns = [(name, arrow.get(kind, pa.string())) for name, kind in get_type_hints(DomainStats).items()]
         schema = pa.schema([*columns, ("reliability", pa.float64())])
         table = pa.Table.from_pylist([stats[d].as_row() for d in sorted(stats)], schema=schema)
         # derived from the events: rebuilt from them
