@@ -85,8 +85,10 @@ def _toml_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _render_section(name: str, section: _Section, out: list[str]) -> None:
-    out.append(f"[{name}]")
+def _render_section(name: str, section: _Section, out: list[str], header: str = "") -> None:
+    """`header` is "# " for a table whose presence replaces a default table whole (a role,
+    the topics): commented out with its keys, so that a vault left alone keeps the defaults."""
+    out.append(f"{header}[{name}]")
     nested: list[tuple[str, Any]] = []
     for spec in section.settings.values():
         value = getattr(section, spec.name)
@@ -95,21 +97,22 @@ def _render_section(name: str, section: _Section, out: list[str]) -> None:
             continue
         if spec.description:
             out.append(f"# {spec.description}")
-        out.append(f"{spec.name} = {_toml_value(value)}")
+        out.append(f"# {spec.name} = {_toml_value(value)}")
     out.append("")
     for field_name, value in nested:
         if isinstance(value, _Section):
             _render_section(f"{name}.{field_name}", value, out)
         else:
             for key, item in value.items():
-                _render_section(f"{name}.{field_name}.{key}", item, out)
+                _render_section(f"{name}.{field_name}.{key}", item, out, header="# ")
 
 
 def render_default_config() -> str:
     config = Config()
     out = [
-        "# PandaFS vault configuration. Every value below is the default;",
-        "# change what you need. A key PandaFS does not know is an error that names it.",
+        "# PandaFS vault configuration: every setting with its default, commented out.",
+        "# Uncomment a line to change it; a setting left commented follows PandaFS's",
+        "# default, in later versions too. A key PandaFS does not know is an error that names it.",
         "",
     ]
     for spec in Config.settings.values():
@@ -118,8 +121,8 @@ def render_default_config() -> str:
         if isinstance(value, _Section):
             _render_section(spec.name, value, out)
         else:
-            out.append(f"[{spec.name}]")
+            out.append(f"# [{spec.name}]")
             for key, words in value.items():
-                out.append(f"{json.dumps(key)} = {_toml_value(words)}")
+                out.append(f"# {json.dumps(key)} = {_toml_value(words)}")
             out.append("")
     return "\n".join(out)

@@ -5,6 +5,8 @@ Each case here would otherwise be a traceback, an exit 0 or a silent acceptance.
 
 from __future__ import annotations
 
+from tests.support.config import set_setting
+
 import socket
 from pathlib import Path
 
@@ -74,27 +76,30 @@ def test_an_import_line_out_of_the_time_range_fails_and_imports_nothing(
 
 
 @pytest.mark.parametrize(
-    ("old", "new"),
+    ("name", "value"),
     [
-        ("age_days = 30\n", "age_days = -30\n"),  # archived every turn, even one from the future
-        ("batch_size = 500", "batch_size = 0"),
-        ("zstd_level = 3", "zstd_level = 99"),
-        ("max_bytes = 1000000", "max_bytes = -1"),
-        ("freshness_half_life_days = 30.0", "freshness_half_life_days = 0.0"),
-        ("publishers = []", 'publishers = ["../x"]'),
-        ('default_user = "me"', 'default_user = "Me Myself"'),
-        ('"travel" = [', '"Travel Plans" = ['),
+        ("age_days", -30),  # archived every turn, even one from the future
+        ("archive.batch_size", 0),
+        ("zstd_level", 99),
+        ("inbox.max_bytes", -1),
+        ("freshness_half_life_days", 0.0),
+        ("publishers", ["../x"]),
+        ("default_user", '"Me Myself"'),
+        ("topics", '{"Travel Plans" = ["trip"]}'),
     ],
 )
 def test_a_bad_value_in_pandafs_toml_is_refused_before_anything_moves(
-    cli, vault: Vault, tmp_path: Path, old: str, new: str
+    cli, vault: Vault, tmp_path: Path, name: str, value: object
 ) -> None:
     source = tmp_path / "turns.jsonl"
     source.write_bytes(_turn_line("2026-01-05T10:00:00"))
     assert cli("--root", vault.root, "import-turns", source).code == 0
-    config = vault.layout.config_file
-    assert old in config.read_text()
-    config.write_text(config.read_text().replace(old, new, 1))
+    if name == "topics":  # a table of its own: a key of the top level, before any section
+        config = vault.layout.config_file
+        config.write_text(f"topics = {value}\n{config.read_text()}")
+    else:
+        section, _, key = name.rpartition(".")
+        set_setting(vault.root, key, value, section=section)
     before = _tree(vault.root)
     got = cli("--root", vault.root, "archive", "--now", "2026-02-01")
     assert got.code == 2, (got.out, got.err)
@@ -202,11 +207,9 @@ def _closed_port() -> int:
 
 
 def test_unreachable_llm_is_a_recorded_fail_on_stderr_exit_1(vault: Vault) -> None:
-    config = vault.layout.config_file
-    text = config.read_text()
-    text = text.replace('backend = "offline"', 'backend = "openai"', 1)
-    text = text.replace("max_retries = 3", "max_retries = 0", 1)
-    config.write_text(text.replace('base_url = "', f'base_url = "http://127.0.0.1:{_closed_port()}/v1" #', 1))
+    set_setting(vault.root, "backend", '"openai"')
+    set_setting(vault.root, "max_retries", 0)
+    set_setting(vault.root, "base_url", f'"http://127.0.0.1:{_closed_port()}/v1"')
     got = run_pandafs("--root", vault.root, "ask", "hello there", "--user", "alice")
     assert got.code == 1 and got.out == "", got.out
     assert (

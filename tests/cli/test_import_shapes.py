@@ -13,6 +13,7 @@ import pytest
 
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 SHAPES = Path(__file__).resolve().parents[1] / "pandafs" / "fixtures" / "shapes"
 
@@ -24,13 +25,6 @@ def _turns(vault: Vault, user: str = "alice") -> list[str]:
 
 def _found(vault: Vault, words: str) -> list[str]:
     return [str(h["doc_id"]) for h in Memory(vault).search(words, user="alice", limit=3)]
-
-
-def _configure(vault: Vault, setting: str, value: int) -> None:
-    config = vault.root / "pandafs.toml"
-    text = config.read_text()
-    old = next(line for line in text.splitlines() if line.startswith(f"{setting} = "))
-    config.write_text(text.replace(old, f"{setting} = {value}", 1))
 
 
 def _question(text: str) -> str:
@@ -216,7 +210,7 @@ def test_unsafe_or_wrong_input_is_one_line_and_exit_2(cli, vault: Vault, tmp_pat
         path = tmp_path / "export"
         path.mkdir()
     elif kind == "over-limit":
-        _configure(vault, "import_max_bytes", 1000)
+        set_setting(vault.root, "import_max_bytes", 1000)
         path = SHAPES / "chatgpt_conversations.json"
     elif kind == "symlink":
         path = tmp_path / "link.json"
@@ -243,7 +237,7 @@ def test_a_source_that_grows_past_the_limit_while_read_is_refused(tmp_path: Path
 
 
 def test_a_message_larger_than_the_index_takes_is_refused_not_acknowledged(cli, vault: Vault, tmp_path: Path):
-    _configure(vault, "max_file_bytes", 200_000)
+    set_setting(vault.root, "max_file_bytes", 200_000)
     data = json.loads((SHAPES / "chatgpt_one_conversation.json").read_text())
     data["mapping"]["b-4"]["message"]["content"]["parts"] = ["White. " + "wax " * 60_000]
     source = tmp_path / "conversations.json"

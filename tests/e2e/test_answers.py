@@ -7,7 +7,6 @@ HTTP to a loopback server) in a tmp vault with a fixed clock.
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +23,7 @@ from pandafs.pipeline.tools import tool_schemas
 from pandafs.tokens import count_tokens
 from pandafs.vault import Vault
 from tests.support.chat import Chat
+from tests.support.config import set_setting
 from tests.support.openai_stub import OpenAIStub, StubReply
 from tests.support.pipeline_llm import offline_responder, task_of, tool_call
 
@@ -238,11 +238,7 @@ def _tool_server(saved_id: str) -> tuple[OpenAIStub, list[dict[str, Any]]]:
 
 
 def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_results(vault: Vault) -> None:
-    config = vault.root / "pandafs.toml"  # one step per exported tool
-    steps = len(tool_schemas("planner"))
-    config.write_text(
-        re.sub(r"(?m)^executor_max_steps = \d+", f"executor_max_steps = {steps}", config.read_text())
-    )
+    set_setting(vault.root, "executor_max_steps", len(tool_schemas("planner")))  # one step per tool
     saved = Memory(vault).save(SEEDED, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     stub, seen = _tool_server(saved.doc_id)
     with stub:

@@ -4,16 +4,14 @@ found by search."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 
 def _limit(vault: Vault, max_bytes: int) -> None:
-    config = vault.layout.config_file
-    text = re.sub(r"(?m)^max_file_bytes = .*$", f"max_file_bytes = {max_bytes}", config.read_text("utf-8"))
-    config.write_text(text, encoding="utf-8")
+    set_setting(vault.root, "max_file_bytes", max_bytes)
 
 
 def test_a_query_the_index_could_not_take_is_refused_and_writes_nothing(cli, vault: Vault) -> None:

@@ -19,6 +19,7 @@ import time
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 from ..conftest import REPO, run_pandafs
 
@@ -91,8 +92,7 @@ def test_a_process_killed_before_its_commit_landed_leaves_the_turn_for_the_next_
 
 
 def test_a_commit_that_fails_is_said_by_settle_and_mended_by_verify_repair(vault: Vault) -> None:
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("writer_wait_s = 30.0", "writer_wait_s = 0.2"))
+    set_setting(vault.root, "writer_wait_s", 0.2)
     memory = Memory(vault)
     memory.index_paths([])
     with Pipeline(vault) as pipeline:

@@ -23,23 +23,18 @@ from pandafs.pipeline import Pipeline
 from pandafs.pipeline.interrupted import close_all_interrupted
 from pandafs.pipeline.recovery import REPROJECTED, UNPROJECTED, recover, recover_recent, turn_state
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 from tests.support.openai_stub import OpenAIStub, StubReply
 
 from ..conftest import REPO, run_pandafs
 
 
 def _use_backend(vault: Vault, base_url: str | None) -> None:
-    config = vault.layout.config_file
-    text = config.read_text()
     if base_url is None:
-        text = text.replace('backend = "openai"', 'backend = "offline"', 1)
+        set_setting(vault.root, "backend", '"offline"')
     else:
-        text = text.replace('backend = "offline"', 'backend = "openai"', 1)
-        text = "\n".join(
-            f'base_url = "{base_url}"' if line.startswith("base_url = ") else line
-            for line in text.split("\n")
-        )
-    config.write_text(text)
+        set_setting(vault.root, "backend", '"openai"')
+        set_setting(vault.root, "base_url", f'"{base_url}"')
 
 
 def _kill_mid_turn(vault: Vault, stub: OpenAIStub, query: str) -> None:

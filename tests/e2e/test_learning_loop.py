@@ -13,6 +13,7 @@ from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
@@ -32,8 +33,7 @@ def _learned(vault: Vault, rel: str) -> dict:
 def test_a_memory_cited_by_twelve_approved_turns_goes_new_user_and_is_never_shared(cli, vault: Vault) -> None:
     # Six §2 slots would go to the earlier turns on the same question after a few turns;
     # with room for all of them every turn cites the memory (the gatherer's choice, not ours).
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("max_sources = 6", "max_sources = 20"))
+    set_setting(vault.root, "max_sources", 20)
     vault = Vault.open(vault.root)
     saved = Memory(vault).save(
         HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster", "biscuit"], now=T0

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from pandafs.config import Config, ConfigError, LLMConfig, SearchConfig, TiersConfig, load_config
+from pandafs.config import (
+    Config,
+    ConfigError,
+    LLMConfig,
+    SearchConfig,
+    TiersConfig,
+    load_config,
+    render_default_config,
+)
 from pandafs.errors import BadInput
 
 
@@ -92,3 +100,23 @@ def test_the_ranking_takes_every_search_setting_and_nothing_else() -> None:
     assert [f.name for f in fields] == list(SearchConfig.settings)
     assert all(f.default is dataclasses.MISSING for f in fields)
     assert Ranking(**SearchConfig().model_dump()).candidate_pool == SearchConfig().candidate_pool
+
+
+def test_the_file_init_writes_leaves_every_setting_to_the_defaults_and_one_line_changes_one(
+    tmp_path: Path,
+) -> None:
+    """Every setting is written commented out, so a vault keeps following the defaults a
+    later version brings; uncommenting one line changes that setting and nothing else."""
+    path = tmp_path / "pandafs.toml"
+    path.write_text(render_default_config(), encoding="utf-8")
+    assert load_config(path) == Config()
+    path.write_text(path.read_text().replace("# feedback_docs = ", "feedback_docs = 3 #"), encoding="utf-8")
+    changed, default = load_config(path), Config()
+    assert [name for name in Config.settings if getattr(changed, name) != getattr(default, name)] == [
+        "search"
+    ]
+    assert [
+        name
+        for name in SearchConfig.settings
+        if getattr(changed.search, name) != getattr(default.search, name)
+    ] == ["feedback_docs"]

@@ -131,7 +131,7 @@ def forgotten(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = vault.root
     config = (root / "pandafs.toml").read_text()  # a topic named by the word: the catalog's rows hold it
     (root / "pandafs.toml").write_text(
-        config.replace("[topics]\n", f'[topics]\n"garden.{SECRET}" = ["{SECRET}"]\n')
+        config.replace("# [topics]\n", f'[topics]\n"garden.{SECRET}" = ["{SECRET}"]\n')
     )
     memory = Memory(vault)
     memory.save(f"Likes {SECRET} tea", user="alice", doc_type="preference")

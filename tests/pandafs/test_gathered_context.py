@@ -19,6 +19,7 @@ from pandafs.pipeline.sources import abridge, date_phrases, sentence_pieces
 from pandafs.tokens import count_tokens
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 ASKED = datetime(2023, 6, 1, 12, 0, tzinfo=UTC)
 FILLER = (
@@ -49,8 +50,7 @@ def _line(n: int, when: datetime, query: str, response: str, session: str = "s1"
 
 
 def _set_budget(vault: Vault, tokens: int) -> None:
-    config = vault.root / "pandafs.toml"
-    config.write_text(re.sub(r"(?m)^context_tokens = \d+", f"context_tokens = {tokens}", config.read_text()))
+    set_setting(vault.root, "context_tokens", tokens)
 
 
 def _ask(vault: Vault, memory: Memory, question: str) -> tuple[Any, list[list[str]]]:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -44,9 +45,7 @@ def test_save_refuses_a_ttl_that_is_not_a_finite_number_of_hours(cli, vault: Vau
 def test_save_refuses_a_config_ttl_that_is_not_a_positive_finite_number(
     cli, vault: Vault, value: str
 ) -> None:
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("new_ttl_hours = 24.0", f"new_ttl_hours = {value}", 1))
-    assert f"new_ttl_hours = {value}" in config.read_text()
+    set_setting(vault.root, "new_ttl_hours", value)
     before = _digest(vault.root)
     got = cli("--root", vault.root, "save", "tea at five", "--user", "alice")
     _refused(got)

@@ -11,14 +11,13 @@ from pathlib import Path
 
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 SECRET = "purplemoose"
 
 
 def _publishers(vault: Vault, *names: str) -> None:
-    config = vault.layout.config_file
-    listed = ", ".join(f'"{n}"' for n in names)
-    config.write_text(config.read_text().replace("publishers = []", f"publishers = [{listed}]"))
+    set_setting(vault.root, "publishers", list(names))
 
 
 def test_a_user_may_not_be_named_like_the_global_documents_ids(vault: Vault, cli) -> None:

@@ -23,6 +23,7 @@ from pandafs.memory.api import Memory
 from pandafs.pipeline import turn as turn_module
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import check_index, verify_vault
+from tests.support.config import set_setting
 
 
 class Died(BaseException):
@@ -165,8 +166,7 @@ def test_a_file_name_that_is_not_utf8_is_answered_under_a_utf8_name(vault: Vault
 
 
 def test_allowed_users_limit_who_may_ask(vault: Vault) -> None:
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("allowed_users = []", 'allowed_users = ["alice"]'))
+    set_setting(vault.root, "allowed_users", ["alice"])
     vault = Vault.open(vault.root)
     drop(vault, "inbox/alice/ok.md", "Is this allowed?")
     drop(vault, "inbox/carol/no.md", "And this?")

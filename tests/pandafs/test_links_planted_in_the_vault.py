@@ -13,6 +13,7 @@ import pytest
 
 from events.errors import NotInVault
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 SECRET = "purplemoose"
@@ -86,8 +87,7 @@ def test_the_sharing_log_is_not_appended_through_a_link(vault: Vault, tmp_path: 
     outside = tmp_path / "precious.txt"
     outside.write_text("a file outside the vault that must not change\n")
     before = outside.read_bytes()
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    set_setting(vault.root, "publishers", ["carol"])
     (vault.root / "observability").mkdir(exist_ok=True)
     (vault.root / "observability" / "sharing.jsonl").symlink_to(outside)
     cli("--root", vault.root, "save", "the ridge path is dry", "--user", "carol", "--scope", "global")

@@ -10,13 +10,13 @@ import pytest
 from pandafs.errors import BadInput
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def _limit(vault: Vault, value: int) -> Vault:
-    config = vault.root / "pandafs.toml"
-    config.write_text(config.read_text().replace("max_file_bytes = 5000000", f"max_file_bytes = {value}"))
+    set_setting(vault.root, "max_file_bytes", value)
     return Vault.open(vault.root)
 
 

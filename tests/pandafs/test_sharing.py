@@ -22,6 +22,7 @@ from pandafs.learning.api import sync
 from pandafs.learning.maintenance import append_changes
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SECRET = "purplemoose is the hint for my bank pin"
@@ -101,8 +102,7 @@ def test_only_a_publisher_publishes_and_the_act_is_recorded(cli, vault: Vault) -
     assert not (vault.layout.knowledge / "published").exists()
     assert not (vault.root / "observability" / "sharing.jsonl").exists()
 
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    set_setting(vault.root, "publishers", ["carol"])
     tip = "The quarry trail floods after rain; take the ridge path."
     done = cli("--root", vault.root, "save", tip, "--user", "carol", "--scope", "global", "--json")
     assert done.code == 0, done.err
@@ -149,8 +149,7 @@ def test_a_file_moved_into_published_by_hand_is_named_by_verify(cli, vault: Vaul
     }
     # what a publisher publishes is on record, and verify says nothing of it
     moved.unlink()
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    set_setting(vault.root, "publishers", ["carol"])
     assert (
         cli("--root", vault.root, "save", "Ridge path tip", "--user", "carol", "--scope", "global").code == 0
     )
@@ -162,8 +161,7 @@ def _scores_beside_bob(tmp_path, bob_has_word: int, *, published: bool = False) 
     """alice's hits for "herpes prescriptions" in a vault where `bob_has_word` of bob's four
     private notes name the word (the others another), and bob changed one note twice."""
     vault, _ = Vault.init(tmp_path / f"vault{bob_has_word}{published}")
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    set_setting(vault.root, "publishers", ["carol"])
     vault = Vault.open(vault.root)
     memory = Memory(vault)
     for i in range(4):

@@ -11,6 +11,7 @@ import orjson
 
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 from tests.support.orphans import add_orphan
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -55,17 +56,14 @@ def test_repair_indexes_a_file_skipped_as_too_large_once_the_limit_allows_it(vau
     memories = vault.layout.memories_dir("alice")
     memories.mkdir(parents=True)
     (memories / "long.md").write_text("zanzibar spice notes " * 400)  # 8.4 KB
-    config = vault.root / "pandafs.toml"
-    limit = "max_file_bytes = 5000000"
-    assert limit in config.read_text()
-    config.write_text(config.read_text().replace(limit, "max_file_bytes = 4000"))
+    set_setting(vault.root, "max_file_bytes", 4000)
     cli("--root", vault.root, "rebuild")
     assert (
         _problems(cli("--root", vault.root, "verify", "--json"))["users/alice/memories/long.md"][0]
         == "skipped"
     )
 
-    config.write_text(config.read_text().replace("max_file_bytes = 4000", limit))
+    set_setting(vault.root, "max_file_bytes", 5_000_000)
     before = _problems(cli("--root", vault.root, "verify", "--json"))
     assert before == {"users/alice/memories/long.md": ("index_stale", "skipped when indexed, readable now")}
     repaired = cli("--root", vault.root, "verify", "--repair", "--json")

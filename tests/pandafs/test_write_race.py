@@ -24,6 +24,7 @@ from pandafs.inbox import Inbox
 from pandafs.memory.api import Memory
 from pandafs.turns import TurnRef, project
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 from tests.support.links import moved_aside, swap_for_link
 
 OUTSIDE_BYTES = b"# not the vault's\n\nkept as it is\n"
@@ -84,8 +85,7 @@ def test_cli_save_refuses_the_race_in_one_line(
 def test_sharing_log_append_never_lands_outside(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:
-    config = vault.layout.config_file
-    config.write_text(config.read_text().replace("publishers = []", 'publishers = ["carol"]'))
+    set_setting(vault.root, "publishers", ["carol"])
     tip = "The quarry trail floods after rain; take the ridge path."
     assert cli("--root", vault.root, "save", tip, "--user", "carol", "--scope", "global").code == 0
     folder = vault.root / "observability"

@@ -33,13 +33,14 @@ A route that raises answers 500 and leaves the exception in `errors`.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.config import set_setting
 
 from .loopback import LoopbackServer, QuietHandler
 
@@ -306,10 +307,8 @@ def configure(vault: Vault, web: WebFixtures, *, revisions: int = 2) -> Vault:
     """`vault` researching on `web`: its search URL, no politeness wait, short timeouts."""
     from pandafs.vault import Vault
 
-    text = vault.layout.config_file.read_text()
-    text = re.sub(r"(?m)^max_revisions = 2$", f"max_revisions = {revisions}", text)
-    text = re.sub(r'(?m)^search_url = ""$', f'search_url = "{web.search_url}"', text)
-    text = re.sub(r"(?m)^per_domain_interval_s = .*$", "per_domain_interval_s = 0.0", text)
-    text = re.sub(r"(?m)^timeout_s = 10.0$", "timeout_s = 2.0", text)
-    vault.layout.config_file.write_text(text)
+    set_setting(vault.root, "max_revisions", revisions)
+    set_setting(vault.root, "search_url", f'"{web.search_url}"')
+    set_setting(vault.root, "per_domain_interval_s", 0.0)
+    set_setting(vault.root, "timeout_s", 2.0, section="research")
     return Vault.open(vault.root)
