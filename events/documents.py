@@ -9,7 +9,7 @@ writes Obsidian-valid properties (block lists, ISO timestamps, plain scalars).""
 # classes are built, which pydantic would otherwise compile from their strings one by one.
 
 import re
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Container, Iterator
 from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
@@ -94,12 +94,8 @@ class DocumentMetadata(BaseModel):
 
     @classmethod
     def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every declared field, the unknown keys) of `data`, as `model_validate` gives them
-        (raising as it does).  Values that already have their field's exact type, as our own
-        files hold, are taken as they are; anything else goes through `model_validate`."""
-        plain = _plain_fields(data)
-        if plain is not None:
-            return plain
+        """(every declared field, the unknown keys) of `data`, validated (raising as
+        `model_validate` does)."""
         meta = cls.model_validate(data)
         return {name: getattr(meta, name) for name in cls.model_fields}, dict(meta.model_extra or {})
 
@@ -117,81 +113,6 @@ class DocumentMetadata(BaseModel):
         for key, value in (self.model_extra or {}).items():
             out[key] = value
         return out
-
-
-def _is_str(value: Any) -> bool:
-    return type(value) is str
-
-
-def _is_str_or_none(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
-def _is_str_list(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str for item in value)
-
-
-def _is_aware(value: Any) -> bool:
-    return type(value) is datetime and value.tzinfo is not None
-
-
-_PLAIN: dict[str, Callable[[Any], bool]] = {
-    "id": _is_str,
-    "user": _is_str_or_none,
-    "title": _is_str_or_none,
-    "primary_topic": _is_str,
-    "keywords": _is_str_list,
-    "content_types": _is_str_list,
-    "scope": lambda v: type(v) is str and v in ("new", "user", "global"),
-    "quality": lambda v: type(v) is float and 0.0 <= v <= 1.0,
-    "created_at": _is_aware,
-    "expires_at": lambda v: v is None or _is_aware(v),
-    "user_purpose": _is_str_or_none,
-    "data_requirements": _is_str_list,
-    "usage_count": lambda v: type(v) is int,
-    "validation_count": lambda v: type(v) is int,
-    "validation_success": lambda v: type(v) is int,
-    "trust": lambda v: v is None or type(v) is float,
-    "archived": lambda v: type(v) is bool,
-    "tags": _is_str_list,
-    "aliases": _is_str_list,
-}
-"""Per field of `DocumentMetadata`: the values validation returns unchanged (exact
-types, within the field's bounds).  tests/events/test_documents.py keeps it in step
-with the model and checks it against `model_validate`."""
-_REQUIRED = tuple(n for n, f in DocumentMetadata.model_fields.items() if f.is_required())
-_DEFAULTS = {
-    n: f.get_default(call_default_factory=True)
-    for n, f in DocumentMetadata.model_fields.items()
-    if not f.is_required()
-}
-
-
-_UNSET = {name: _DEFAULTS.get(name) for name in _PLAIN}
-"""Every field in declared order, each its default (None for a required one, set below)."""
-_LIST_DEFAULTS = tuple(name for name, default in _DEFAULTS.items() if type(default) is list)
-
-
-def _plain_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """`DocumentMetadata.fields_of(data)` if validation would keep each value as it is,
-    else None.  One pass over `data` (a rebuild calls this for every document)."""
-    fields = _UNSET.copy()
-    for name in _LIST_DEFAULTS:
-        fields[name] = []  # a list of its own: the caller may change it
-    extra: dict[str, Any] = {}
-    required = 0
-    for key, value in data.items():
-        plain = _PLAIN.get(key)
-        if plain is None:
-            if type(key) is not str or key.startswith("_"):
-                return None  # keys pydantic may treat its own way
-            extra[key] = value
-        elif not plain(value):
-            return None
-        else:
-            fields[key] = list(value) if type(value) is list else value
-            required += key in _REQUIRED
-    return (fields, extra) if required == len(_REQUIRED) else None
 
 
 class ParsedDocument(BaseModel):

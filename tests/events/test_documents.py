@@ -298,52 +298,6 @@ def test_single_quoted_is_what_pyyaml_writes(seed: int) -> None:
     assert sure > 50
 
 
-def test_plain_fields_cover_the_model() -> None:
-    from events.documents import _PLAIN
-
-    assert list(_PLAIN) == list(DocumentMetadata.model_fields)
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_fields_of_agrees_with_model_validate(seed: int) -> None:
-    """The shortcut for values that already have their field's type gives what
-    validation gives, and leaves everything else (and every error) to pydantic."""
-    import random
-
-    from pydantic import ValidationError
-
-    rng = random.Random(seed)
-    when = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
-    pool = [
-        None, "", "x", "user", "global", "new", "a, b", 0, 1, -3, 0.0, 0.5, 1.0, 1.5, -0.1,
-        float("nan"), True, False, when, datetime(2026, 1, 2), [], ["k"], ["a", 1], ("t",), {"s": 1},
-    ]  # fmt: skip
-    names = list(DocumentMetadata.model_fields)
-    for _ in range(300):
-        data: dict = {"id": "a/x", "created_at": when}
-        for name in rng.sample(names, rng.randrange(0, 8)):
-            data[name] = rng.choice(pool)
-        if rng.random() < 0.2:
-            data.pop(rng.choice(["id", "created_at"]))
-        for key in rng.sample(["meta", "turn", "_private", "source"], rng.randrange(0, 3)):
-            data[key] = rng.choice(pool)
-        try:
-            meta = DocumentMetadata.model_validate(data)
-        except ValidationError as exc:
-            with pytest.raises(ValidationError) as caught:
-                DocumentMetadata.fields_of(data)
-            assert caught.value.errors() == exc.errors()
-            continue
-        fields, extra = DocumentMetadata.fields_of(data)
-        assert _no_nan(fields) == _no_nan({n: getattr(meta, n) for n in names}), data
-        assert _no_nan(extra) == _no_nan(meta.model_extra or {}), data
-
-
-def _no_nan(values: dict) -> object:
-    """`_typed`, with nan (not equal to itself) spelled so that it compares equal."""
-    return _typed({k: "nan" if isinstance(v, float) and v != v else v for k, v in values.items()})
-
-
 @pytest.mark.parametrize(
     "closing",
     ["---\n", "---", "--- \n", "---\t\n", "---\r\n", "...\n", "----\n---\n", "... x\n---\n", "\n---\n"],
