@@ -135,26 +135,32 @@ def _checked_stat(fd: int, rel: str) -> os.stat_result:
 
 def open_outside_file(path: Path | str) -> BinaryIO:
     """Open `path`, a file outside any vault (an import's source), under the one rule:
-    `NotInVault` for what it refuses, `FileNotFoundError` if absent.  `O_NOFOLLOW |
-    O_NONBLOCK`, so a FIFO never blocks.  A pipe this process was handed (`/dev/fd/N`, the
-    shell's `<(zcat …)`) is read from its descriptor: it names no file anyone could plant."""
+    `NotInVault` for what it refuses, `FileNotFoundError` if absent.  A pipe this process
+    was handed (`/dev/fd/N`, the shell's `<(zcat …)`) is read from its descriptor: it names
+    no file anyone could plant."""
     name = os.fspath(path)
     handed = _handed_pipe(name)
     if handed is not None:
         return os.fdopen(handed, "rb")
+    fd, _ = _open_checked(name, name)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _open_checked(name: str, rel: str, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+    """`name` (in the folder `dir_fd`) opened to read, never through a link nor blocking on
+    a FIFO, and its stat, if the rule lets it be read; else `NotInVault` naming `rel`."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise NotInVault(name, REASONS["symlink"]) from None
+            raise NotInVault(rel, REASONS["symlink"]) from None
         raise
     try:
-        _checked_stat(fd, name)
+        return fd, _checked_stat(fd, rel)
     except BaseException:
         os.close(fd)
         raise
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
 
 
 def _handed_pipe(name: str) -> int | None:
@@ -414,21 +420,23 @@ def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, 
         raise NotInVault(rel, "not a plain vault-relative path")
     base = os.fspath(root)
     full = os.path.join(base, rel)
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
+    if folder:
+        try:
+            fd = os.open(full, FOLDER_FLAGS | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(full)):
+                raise NotInVault(rel, REASONS["symlink"]) from None
+            raise
+        st = os.fstat(fd)
+    else:
+        fd, st = _open_checked(full, rel)
     try:
-        fd = os.open(full, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or (folder and exc.errno == errno.ENOTDIR and os.path.islink(full)):
-            raise NotInVault(rel, "is a symbolic link") from None
-        raise
-    try:
-        st = os.fstat(fd) if folder else _checked_stat(fd, rel)
         if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
-        return fd, st
     except BaseException:
         os.close(fd)
         raise
+    return fd, st
 
 
 def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
@@ -459,18 +467,7 @@ def read_in_folder(
     """`read_vault_file` of `name` in the checked vault folder open as `folder` (its
     vault-relative path `rel`): opened by name with `O_NOFOLLOW`, it is `root/rel` without
     asking the kernel where it landed."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(name, flags, dir_fd=folder)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotInVault(rel, "is a symbolic link") from None
-        raise
-    try:
-        st = _checked_stat(fd, rel)
-    except BaseException:
-        os.close(fd)
-        raise
+    fd, st = _open_checked(name, rel, folder)
     return _read_open(fd, st, limit), st
 
 
