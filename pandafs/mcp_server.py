@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from events.clock import utcnow
 from events.errors import EventsError, NotInVault
-from events.fsio import open_vault_folder, read_vault_file, refusal
+from events.fsio import open_vault_folder, read_in_folder, read_vault_file
 from events.layout import classify, validate_user_id
 from indexers.errors import IndexingError
 from indexers.walk import is_utf8_name
@@ -105,15 +105,9 @@ def _is_file_at(fd: int, name: str) -> bool:
     """Whether the file `name` in the folder open as `fd` would be served: the read rule
     lets it be read and its head is UTF-8 text."""
     try:
-        file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    except OSError:
+        head, _ = read_in_folder(fd, name, name, limit=_HEAD_BYTES)
+    except (OSError, NotInVault):
         return False
-    try:
-        if refusal(os.fstat(file)) is not None:
-            return False
-        head = os.read(file, _HEAD_BYTES)
-    finally:
-        os.close(file)
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
