@@ -148,11 +148,8 @@ class ArchiveStore:
         self, turns: Iterable[TurnFiles], *, batch: str, archived_at: datetime
     ) -> dict[str, Path]:
         """Write one part file per month for these turns; returns month → path."""
-        by_month: dict[str, list[TurnFiles]] = {}
-        for turn in turns:
-            by_month.setdefault(turn.month, []).append(turn)
         written: dict[str, Path] = {}
-        for month, group in sorted(by_month.items()):
+        for month, group in sorted(_by_month(turns).items()):
             path = self.part_path(month, batch)
             self._write_atomic(_to_table(group, batch, archived_at), path)
             written[month] = path
@@ -162,11 +159,8 @@ class ArchiveStore:
         self, turns: Iterable[TurnFiles], *, batch: str, archived_at: datetime
     ) -> dict[str, int]:
         """month → bytes the part file of these turns would take (written to memory only)."""
-        by_month: dict[str, list[TurnFiles]] = {}
-        for turn in turns:
-            by_month.setdefault(turn.month, []).append(turn)
         sizes: dict[str, int] = {}
-        for month, group in by_month.items():
+        for month, group in _by_month(turns).items():
             sink = pa.BufferOutputStream()
             self._write_table(_to_table(group, batch, archived_at), sink)
             sizes[month] = sink.getvalue().size
@@ -276,6 +270,13 @@ class ArchiveStore:
                 )
             raise ArchiveError(f"{self.name(path)}: holds no rows for {user}/{turn}")
         return found
+
+
+def _by_month(turns: Iterable[TurnFiles]) -> dict[str, list[TurnFiles]]:
+    by_month: dict[str, list[TurnFiles]] = {}
+    for turn in turns:
+        by_month.setdefault(turn.month, []).append(turn)
+    return by_month
 
 
 def _row_groups(table: pa.Table) -> list[tuple[int, int]]:

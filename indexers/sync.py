@@ -239,26 +239,6 @@ def reconcile(
     return report
 
 
-class _Packed:
-    """Sorted paths held as one NUL-separated string while a rebuild works through them
-    (a list of path strings holds several times the memory)."""
-
-    def __init__(self, paths: list[str]) -> None:
-        self._count = len(paths)
-        self._joined = "\0".join(paths)
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[str]:
-        joined, start = self._joined, 0
-        for _ in range(self._count):
-            end = joined.find("\0", start)
-            end = len(joined) if end < 0 else end
-            yield joined[start:end]
-            start = end + 1
-
-
 def _unless(held: Callable[[str], bool], paths: Iterable[str], later: list[str]) -> Iterator[str]:
     """The paths `held` says no to; the others go to `later`."""
     for path in paths:
@@ -301,11 +281,8 @@ def rebuild(
         # the turn folders are listed, not walked: their documents are read as they are
         # walked (`read_turn_folders`), the others by path; the progress counts each turn
         # folder as one step and each other document as one
-        folders: list[str] = []
-        others = sorted(rel for rel, _ in walk_documents(root, refused=report.skipped, turn_folders=folders))
-        paths = _Packed(others)
-        turns = _Packed(folders)
-        del folders, others
+        turns: list[str] = []
+        paths = sorted(rel for rel, _ in walk_documents(root, refused=report.skipped, turn_folders=turns))
         report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
             on_total(len(paths) + len(turns))
