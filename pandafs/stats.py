@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
@@ -10,6 +9,7 @@ from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import classify
+from indexers.walk import walk_documents
 
 from .vault import Vault
 
@@ -24,31 +24,25 @@ def vault_stats(vault: Vault) -> dict[str, Any]:
     for user in vault.layout.users():
         turns = vault.layout.turn_dirs(user)
         users[user] = {"turns": len(turns)}
-    for dirpath, dirnames, filenames in os.walk(vault.root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "indexes"]
-        for name in filenames:
-            if not name.endswith(".md"):
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, vault.root).replace(os.sep, "/")
-            ref = classify(rel)
-            if ref is None:
-                continue
-            try:
-                data, _ = read_vault_file(vault.root, rel)
-            except (OSError, NotInVault):  # a link or a vanished file: not a document of the vault
-                continue
-            try:
-                meta = parse_document(data.decode("utf-8"), path).frontmatter
-            except (FrontmatterError, UnicodeDecodeError):
-                broken += 1
-                continue
-            for content_type in meta.get("content_types") or [ref.kind]:
-                types[str(content_type)] += 1
-            scopes[str(meta.get("scope", "user" if ref.user else "global"))] += 1
-            if ref.user is not None and ref.kind != "turn":
-                counts = users.setdefault(ref.user, {"turns": 0})
-                counts["documents"] = counts.get("documents", 0) + 1
+    for rel, _ in walk_documents(vault.root):
+        ref = classify(rel)
+        if ref is None:
+            continue
+        try:
+            data, _ = read_vault_file(vault.root, rel)
+        except (OSError, NotInVault):  # a hard link or a vanished file: not a document of the vault
+            continue
+        try:
+            meta = parse_document(data.decode("utf-8"), rel).frontmatter
+        except (FrontmatterError, UnicodeDecodeError):
+            broken += 1
+            continue
+        for content_type in meta.get("content_types") or [ref.kind]:
+            types[str(content_type)] += 1
+        scopes[str(meta.get("scope", "user" if ref.user else "global"))] += 1
+        if ref.user is not None and ref.kind != "turn":
+            counts = users.setdefault(ref.user, {"turns": 0})
+            counts["documents"] = counts.get("documents", 0) + 1
     return {
         "users": users,
         "content_types": dict(sorted(types.items())),
