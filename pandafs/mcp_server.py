@@ -25,10 +25,10 @@ from pydantic import BaseModel, Field
 
 from events.clock import utcnow
 from events.errors import EventsError, NotInVault
-from events.fsio import open_vault_folder, read_in_folder, read_vault_file
+from events.fsio import read_vault_file
 from events.layout import classify, validate_user_id
 from indexers.errors import IndexingError
-from indexers.walk import is_utf8_name
+from indexers.walk import walk_documents
 
 from .assembly import open_memory
 from .errors import BadInput, PandaError
@@ -69,43 +69,31 @@ def visible_path(vault: Vault, user: str, rel: str) -> Path:
 
 
 def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
-    """(vault-relative path, name) of the documents the resource listing names, each folder
-    checked from the vault root and listed by descriptor, never through a link."""
+    """(vault-relative path, name) of the documents the resource listing names, each read
+    as `read_vault_file` reads (never through a link) and found by the one walk rule."""
     found: list[tuple[str, str]] = []
     home = f"users/{user}"
     for name in ("preferences.md", "facts.md"):
-        if _plain_files(vault.root, home, [name]):
+        if _served_text(vault.root, f"{home}/{name}"):
             found.append((f"{home}/{name}", f"{user}/{name[:-3]}"))
     for base in (f"{home}/memories", "knowledge", "site_knowledge"):
-        for rel in _documents_under(vault.root, base):
+        for rel in sorted(rel for rel, _ in walk_documents(vault.root, base)):
             ref = classify(rel)
-            if ref is not None:
+            if ref is not None and _served_text(vault.root, rel):
                 found.append((rel, ref.doc_id))
     turns = sorted(vault.layout.turn_dirs(user), key=lambda p: p.name)[-LATEST_TURNS:]
     for folder in reversed(turns):
         rel = f"{home}/turns/{folder.name}"
-        if _plain_files(vault.root, rel, ["context.md"]):
+        if _served_text(vault.root, f"{rel}/context.md"):
             found.append((f"{rel}/context.md", f"{user}/{folder.name}"))
     return found
 
 
-def _plain_files(root: Path, folder: str, names: list[str]) -> list[str]:
-    """Which of `names` are regular files (not links) in the vault folder `folder`."""
+def _served_text(root: Path, rel: str) -> bool:
+    """Whether the file at `rel` would be served: the read rule lets it be read and its
+    head is UTF-8 text."""
     try:
-        fd = open_vault_folder(root, folder)
-    except (OSError, NotInVault):
-        return []
-    try:
-        return [n for n in names if _is_file_at(fd, n)]
-    finally:
-        os.close(fd)
-
-
-def _is_file_at(fd: int, name: str) -> bool:
-    """Whether the file `name` in the folder open as `fd` would be served: the read rule
-    lets it be read and its head is UTF-8 text."""
-    try:
-        head, _ = read_in_folder(fd, name, name, limit=_HEAD_BYTES)
+        head, _ = read_vault_file(root, rel, limit=_HEAD_BYTES)
     except (OSError, NotInVault):
         return False
     try:
@@ -116,26 +104,6 @@ def _is_file_at(fd: int, name: str) -> bool:
 
 
 _HEAD_BYTES = 8192
-
-
-def _documents_under(root: Path, base: str) -> list[str]:
-    """Vault-relative paths of the files under the vault folder `base`, in walk order,
-    not in hidden folders, no link followed or named."""
-    try:
-        top = open_vault_folder(root, base)
-    except (OSError, NotInVault):
-        return []
-    found: list[str] = []
-    try:
-        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
-            # (a name that is not UTF-8 cannot be a URI, nor a document search finds)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and is_utf8_name(d))
-            folder = base if dirpath == "." else f"{base}/{dirpath.removeprefix('./')}"
-            names = [name for name in sorted(filenames) if is_utf8_name(name)]
-            found += [f"{folder}/{name}" for name in names if _is_file_at(fd, name)]
-    finally:
-        os.close(top)
-    return found
 
 
 def _signature_of(model: type[BaseModel], returns: Any) -> inspect.Signature:
