@@ -140,13 +140,7 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
 
 
 def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[str, str]:
-    """The frontmatter (from `start`) and what follows its closing `---` line: `str.find`
-    for our own files, `_END` for anything else."""
-    close = text.find("\n---\n", start - 1)
-    if close >= 0:
-        raw = text[start : close + 1]
-        if "\n---" not in raw and "\n..." not in raw and not raw.startswith(("---", "...")):
-            return raw, text[close + 4 :]
+    """The frontmatter (from `start`) and what follows its closing `---` (or `...`) line."""
     end = _END.search(text, start)
     if end is None:
         raise FrontmatterError(path, 1, "opening '---' has no closing '---'")

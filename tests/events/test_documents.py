@@ -298,22 +298,17 @@ def test_single_quoted_is_what_pyyaml_writes(seed: int) -> None:
     assert sure > 50
 
 
-@pytest.mark.parametrize(
-    "closing",
-    ["---\n", "---", "--- \n", "---\t\n", "---\r\n", "...\n", "----\n---\n", "... x\n---\n", "\n---\n"],
-)
-@pytest.mark.parametrize("inside", ["", "id: a/x\n", "id: a/x\n--- x\n", "id: a/x\n...\n", "a: b\n---- c\n"])
-def test_split_document_finds_the_closing_line_as_the_pattern_does(inside: str, closing: str) -> None:
-    from events.documents import _END, _FENCE, split_document
+@pytest.mark.parametrize("closing", ["---", "--- ", "---\t", "---\r", "...", "...  "])
+def test_the_closing_line_may_end_in_blanks_or_be_three_dots(closing: str) -> None:
+    from events.documents import split_document
 
-    text = "---\n" + inside + closing + "\n# Body\n--- not a fence\n"
-    start = _FENCE.match(text).end()  # type: ignore[union-attr]
-    end = _END.search(text, start)
-    assert end is not None
-    try:
-        frontmatter, body, _ = split_document(text)
-    except FrontmatterError:
-        return  # the frontmatter is not YAML; which part was is the pattern's answer too
-    expected = text[end.end() :]
-    assert body == expected.removeprefix("\r\n").removeprefix("\n")
-    assert frontmatter == split_document("---\n" + text[start : end.start()] + "---\n")[0]
+    text = f"---\nid: a/x\ntags:\n- t\n{closing}\n# Body\n--- not a fence\n"
+    assert split_document(text) == ({"id": "a/x", "tags": ["t"]}, "# Body\n--- not a fence\n", True)
+
+
+@pytest.mark.parametrize("line", ["----", "---x", "... x", " ---"])
+def test_a_line_that_only_starts_like_the_fence_does_not_close_it(line: str) -> None:
+    from events.documents import split_document
+
+    with pytest.raises(FrontmatterError, match="no closing"):
+        split_document(f"---\nid: a/x\n{line}\nbody\n")
