@@ -5,8 +5,6 @@ Each case here would otherwise be a traceback, an exit 0 or a silent acceptance.
 
 from __future__ import annotations
 
-from tests.support.config import set_setting
-
 import socket
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import orjson
 import pytest
 
 from pandafs.vault import Vault
+from tests.support.config import set_setting
 
 from ..conftest import run_pandafs
 
