@@ -223,8 +223,7 @@ class ToolResultView(_Model):
     text: str = ""
 
 
-# The docstring below is part of the JSON schema a model is sent, so it stays word for word
-# ("grounding.py" is now the `tasks.grounding` package).
+# The docstring below is part of the JSON schema a model is sent: changing it changes prompts.
 class FactView(_Model):
     """One statement the answer may use, with where it came from (grounding.py)."""
 

@@ -52,7 +52,7 @@ def test_facts_in_any_script_reach_the_answer() -> None:
     """Statements are keyed by their words for settling repeats and disagreements; until
     2026-11-24 only a-z and 0-9 made words, so a fact in Russian or Greek had no key and
     was dropped before the answer was written."""
-    from pandafs.tasks.grounding.facts import Fact, settle
+    from pandafs.tasks.grounding import Fact, settle
 
     facts = [
         Fact("Я люблю зелёный чай", "memory", 1, "alice/preferences"),
@@ -76,7 +76,7 @@ def test_facts_in_any_script_reach_the_answer() -> None:
     ],
 )
 def test_asking_to_keep_or_drop_a_memory_is_not_a_question(text: str, asks: bool) -> None:
-    from pandafs.tasks.grounding.sentences import is_question
+    from pandafs.tasks.grounding import is_question
 
     assert is_question(text) is asks
 

@@ -1,0 +1,1251 @@
+"""What an answer may be built from, and the checks an answer must pass.
+
+Synthesis reads *facts*: sentences of the §2 sources and the §4 tool results, each
+with its origin and date, deduplicated, and with disagreements settled (newest wins).
+Validation reads *checks*: whether the answer holds what the question asked for and
+whether it contradicts a stated fact.  Both are computed here, beneath the pipeline
+and the backends, the same for every backend, so a model can use them but cannot
+talk its way past them.
+
+Sentence kinds: a question or a request is never something the user stated; neither is
+what the pipeline says when it has nothing (`is_non_answer`).  A statement is stored in
+the third person ("I live in Oslo" → "Lives in Oslo"), and said back in the second
+(`SECOND_PERSON`); `norm` is the key two wordings of one statement share.
+
+Slots: a statement normalised to third person ("Lives in Oslo", "Their dentist is
+Dr. Berg") has a slot — the thing it is about.  Slots of single-valued predicates
+(where one lives, one's job, name, "my X is …") hold one value: two statements with
+different values disagree.  Preferences are many-valued, except that "prefers"
+chooses one thing of a kind (same head noun) and "likes" / "dislikes" of the same
+thing disagree.  These lists are English grammar, not tuned to any data.
+
+Facts, strongest origin first (what the user said outranks what the assistant said):
+`memory` (preferences.md, facts.md, saved memories — "the file says what is true now",
+docs/vault-format.md), `stated` (what the user said in an earlier turn),
+`document` (research, knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply),
+`assistant` (an imported conversation's reply: it answers what the assistant said).
+Non-answers, questions and the current query itself are never facts; of
+disagreeing statements the newest wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time
+from functools import lru_cache
+
+from events.schema import GateResult
+from indexers.query import plan_query
+from indexers.words import STOP_WORDS, _lexicon, stem
+
+__all__ = [
+    "NOTED",
+    "ORIGIN_RANK",
+    "PRICE",
+    "SECOND_PERSON",
+    "STRONG_SLOTS",
+    "Fact",
+    "about_focus",
+    "answer_checks",
+    "asks_now",
+    "asked_predicate",
+    "asked_slots",
+    "end_of_day",
+    "focus_of",
+    "has_requested",
+    "is_about",
+    "is_honest_unknown",
+    "is_question",
+    "norm",
+    "related_overlap",
+    "requested_kind",
+    "settle",
+    "slot_of",
+    "speaker_fits",
+    "states",
+    "statement_form",
+]
+
+# --- sentence kinds -------------------------------------------------------------------------
+
+# Interrogatives and auxiliaries that open an English question, and the imperatives that
+# open a request: neither is ever something the user stated about themselves.
+_QUESTION_START = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|where|when|why|how|do|does|did|is|are|was|were|am|can|"
+    r"could|should|would|will|shall|have|has|had|may|might|any|is there|are there)\b",
+    re.IGNORECASE,
+)
+# A request (a directive speech act, Searle 1976) in English is an imperative: a clause
+# without a subject whose verb is in its base form, often after "please", a negation
+# ("don't …"), "let's", or an introductory phrase ("In the above table, add …"); "please
+# remember …" and "don't forget …" ask to keep a statement, "please forget …" to drop one:
+# they are about memory, not questions.  The verbs are common action verbs that are not
+# also everyday nouns a statement starts with.
+_IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search look compare explain
+    help check name add make create write rewrite draft generate summarize summarise translate fix
+    change update edit modify remove delete replace rename move convert calculate compute estimate
+    sort format organize organise schedule send put keep use try run install build open stop
+    include exclude provide describe outline analyze analyse review rank choose pick select
+    continue expand elaborate clarify simplify shorten improve proofread correct imagine consider
+    assume pretend go come take bring get set let""".split()
+# Compiled by `re` (and cached there) when first matched: a question's own start decides most.
+_REQUEST_START = (
+    r"(?i)^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
+    r"okay|great|thanks|thank\s+you|next|first|finally)\b[^,.;:!?]{0,80},\s*)?"
+    r"(?:(?:please|kindly)\b(?!\s+(?:remember|note|forget|don'?t\s+forget)\b)|let'?s\b|let\s+us\b|"
+    r"(?:don'?t|do\s+not|never)\b(?!\s+forget\b)|"
+    r"(?:(?:just|also|now|then)\s+)?(?:"
+    + "|".join(_IMPERATIVE_VERBS)
+    + r")\b(?!['’]s|\s*:|\s+(?:is|are|was|were)\b))"
+)
+# What the pipeline itself says when it has nothing: never evidence.
+_NON_ANSWER = re.compile(
+    r"\bI don'?t have anything\b|\bI don'?t know\b|\bI couldn'?t\b|\bcouldn'?t give a reliable\b|"
+    r"\bnothing in memory\b|\bno earlier turn names\b|\bI found no topic\b|^Noted\b|"
+    r"\bI'll remember\b|^Hello! Ask me anything|^Thanks for telling me|^Which one do you mean|"
+    r"^Sorry\b",
+    re.IGNORECASE,
+)
+_HONEST = re.compile(r"\bI don'?t (?:know|have anything)\b", re.IGNORECASE)
+
+
+def is_question(text: str) -> bool:
+    """A question or a request, not a statement."""
+    text = text.strip()
+    return text.endswith("?") or bool(_QUESTION_START.match(text) or re.match(_REQUEST_START, text))
+
+
+# The labels events/render.py writes into a turn's context.md (§0, §1): the pipeline's own
+# text, never something the user or a document said.
+PIPELINE_TEXT = re.compile(
+    r"\b(?:Query type|Topic|Resolved query|Refers to|Decision|User purpose|Data requirements|"
+    r"Reasoning|Question for the user|Source References|Quality Gates)\b\s*:",
+)
+
+
+def is_non_answer(text: str) -> bool:
+    return bool(_NON_ANSWER.search(text) or PIPELINE_TEXT.search(text))
+
+
+def is_honest_unknown(text: str) -> bool:
+    """An answer that says plainly it does not know (a fine answer, but not an APPROVE)."""
+    return bool(_HONEST.search(text))
+
+
+# --- statements and slots -------------------------------------------------------------------
+
+# How a stored statement is said to the user, and back (the answer's own words are
+# normalised the same way, so an answer and the fact it repeats compare equal).
+SECOND_PERSON = [
+    ("Lives ", "You live "),
+    ("Works ", "You work "),
+    ("Name: ", "Your name is "),
+    ("Their ", "Your "),
+    ("Prefers ", "You prefer "),
+    ("Likes ", "You like "),
+    ("Dislikes ", "You dislike "),
+    ("Does not like ", "You don't like "),
+    ("Planning ", "You're planning "),
+    ("Going ", "You're going "),
+    ("Will ", "You will "),
+    ("Is ", "You are "),
+    ("Has ", "You have "),
+]
+
+# First person → third person, as the memory files store statements.
+STATEMENT_LEADS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?prefer\s+", re.I), "Prefers "),
+    (re.compile(r"^(?:i|we)\s+(?:really\s+|usually\s+)?(?:like|love|enjoy)\s+", re.I), "Likes "),
+    (re.compile(r"^(?:i|we)\s+(?:hate|dislike|avoid|can't stand|cannot stand)\s+", re.I), "Dislikes "),
+    (re.compile(r"^i\s+(?:don't|do not)\s+(?:like|eat|want)\s+", re.I), "Does not like "),
+    (re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?", re.I), ""),
+    (re.compile(r"^my\s+name\s+is\s+", re.I), "Name: "),
+    (re.compile(r"^(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\s+", re.I), "Lives in "),
+    (re.compile(r"^(?:i|we)\s+(?:now\s+|currently\s+)?live\s+", re.I), "Lives "),
+    (re.compile(r"^(?:i|we)\s+(?:now\s+|currently\s+)?work\s+", re.I), "Works "),
+    (
+        re.compile(
+            r"^(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?=(?:planning|going|flying|travel|moving|visiting|"
+            r"heading|starting|getting|taking|having)\b)",
+            re.I,
+        ),
+        "",
+    ),
+    (
+        re.compile(
+            r"^(?:i|we)\s+(?=(?:plan|booked|bought|visited|went|adopted|started|finished|met|got|"
+            r"signed|ordered|sold)\b)",
+            re.I,
+        ),
+        "",
+    ),
+    (re.compile(r"^(?:i|we)\s*(?:'ll|\s+will)\s+", re.I), "Will "),
+    (re.compile(r"^i'?m\s+|^i\s+am\s+", re.I), "Is "),
+    (re.compile(r"^(?:i|we)\s+have\s+", re.I), "Has "),
+    (re.compile(r"^my\s+", re.I), "Their "),
+    *[
+        (re.compile("^" + re.escape(said).replace(r"\ ", r"\s+"), re.I), stored)
+        for stored, said in SECOND_PERSON
+    ],
+    (re.compile(r"^you'?re\s+|^you\s+are\s+", re.I), "Is "),
+]
+
+
+_REMEMBER = re.compile(
+    r"^(?:(?:actually|well|oh|also|so|by the way|btw|these days|nowadays|now|update)[,:]?\s+)*"
+    r"(?:(?:please\s+)?(?:remember|note|don't forget)\s+(?:that\s+)?)?",
+    re.I,
+)
+_ADVERB = re.compile(r"^((?:i|we)\s+)(?:really|usually|always|now|still|actually|also|definitely)\s+", re.I)
+_TRAILING = re.compile(r",?\s+(?:now|these days|nowadays|anymore|instead)$", re.I)
+
+
+@lru_cache(maxsize=65536)
+def statement_form(sentence: str) -> str:
+    """'I live in Oslo' → 'Lives in Oslo'; other sentences unchanged (but capitalised)."""
+    text = _TRAILING.sub("", _ADVERB.sub(r"\1", _REMEMBER.sub("", sentence.strip().rstrip(".!;"))))
+    for pattern, lead in STATEMENT_LEADS:
+        if pattern.search(text):
+            text = pattern.sub(lead, text, count=1)
+            break
+    return text[:1].upper() + text[1:] if text else text
+
+
+# What an answer says it will remember: the user's own words, not a claim to check.
+NOTED = re.compile(r"^Noted — I'll remember: .*?\.(?=\s+[A-Z]|\s*$)")
+# a source [n], a tool by its name, or a tool's result cited in words ("found by search memory")
+CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory|found by [a-z ]+)\))")
+SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
+
+
+_KEY_WORD = re.compile(r"(?:[^\W_]|[$€£])+")
+
+
+@lru_cache(maxsize=65536)
+def norm(text: str) -> str:
+    """A statement's key: its words (letters and digits of any script, currency signs),
+    lower-cased.  Any script: with only a-z and 0-9 a fact in Russian or Greek would have
+    the key "" and `facts.settle` would drop it from the context."""
+    plain = SAID_NOTE.sub("", CITE.sub("", text))
+    return " ".join(_KEY_WORD.findall(statement_form(plain).lower()))
+
+
+_KEY_SLOTS = {  # keyed entries (`**job:** carpenter`, `Name: Alex`) of config.IDENTITY_KEYS
+    **dict.fromkeys(("name", "full_name", "preferred_name", "nickname"), "name"),
+    **dict.fromkeys(("job", "occupation", "profession", "role", "work", "works_at", "employer"), "job"),
+    **dict.fromkeys(("location", "lives_in", "home", "hometown", "city"), "home"),
+}
+_SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity)
+    (re.compile(r"^(?P<s>[a-z][a-z _-]{1,30}):\s*(?P<v>.+)$", re.I), "", "one"),
+    (re.compile(r"^lives\s+(?:in|at|near)\s+(?P<v>.+)$", re.I), "home", "one"),
+    (re.compile(r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", re.I), "job", "one"),
+    (
+        re.compile(
+            r"^their\s+(?:favou?rite|preferred)\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,2}?)\s+(?:is|are|was)\s+(?P<v>.+)$",
+            re.I,
+        ),
+        "prefers",
+        "one",
+    ),
+    (
+        re.compile(r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,4}?)\s+(?:is|are|was)\s+(?P<v>.+)$", re.I),
+        "",
+        "one",
+    ),
+    (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
+    (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "one"),
+]
+# Questions about the user's own identity and taste (the identity keys of
+# config.IDENTITY_KEYS, and preferences): only a statement of that slot answers them.
+_ASKED = {
+    "home": re.compile(
+        r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
+        r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b|\bwhere(?:'s|\s+is)\s+home\b",
+        re.I,
+    ),
+    "job": re.compile(
+        r"\bmy\s+(?:job|occupation|profession|work|career|employer|line\s+of\s+work)\b|"
+        r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+do\b(?!\s+(?:about|with|if|when|now|next|to))|"
+        r"\bwhere\s+(?:do|did)\s+(?:i|we)\s+work\b",
+        re.I,
+    ),
+    "name": re.compile(r"\bmy\s+(?:own\s+)?name\b|\bwhat\s+am\s+i\s+called\b|\bwho\s+am\s+i\b", re.I),
+    "prefers": re.compile(
+        r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?prefer\b|\bmy\s+(?:favou?rite|preferred)\b", re.I
+    ),
+    "likes": re.compile(r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?(?:like|love|enjoy)\b", re.I),
+}
+STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a statement
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a statement is about (`key`), what it says of it (`value`), and `said`: the
+    words an answer stating it must hold.  Taste is keyed by its object, so "Likes tea"
+    and "Dislikes tea" are two values of one slot and the newer wins."""
+
+    key: str
+    value: str
+    arity: str  # one | head
+    said: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.key.split(":", 1)[0]
+
+
+# Coordinated clauses share their subject (conjunction reduction): in "I changed careers
+# and now work as a pilot" the last clause says "I work as a pilot".
+_LAST_CLAUSE = re.compile(
+    r",?\s+(?:and|but)\s+(?:now\s+|then\s+|so\s+|these\s+days\s+)?(?!.*\s(?:and|but)\s)", re.I
+)
+_SUBJECT = re.compile(r"^(?:i|i'm|i've|we|we're|my|our)\b", re.I)
+
+
+@lru_cache(maxsize=65536)
+def slot_of(statement: str) -> Slot | None:
+    text = statement_form(statement)
+    found = _lead_slot(text)
+    if found is None and (clause := _LAST_CLAUSE.search(text)):
+        rest = text[clause.end() :]
+        found = _lead_slot(statement_form(rest if _SUBJECT.match(rest) else f"I {rest}"))
+    return found
+
+
+def _lead_slot(text: str) -> Slot | None:
+    for pattern, slot, arity in _SLOT_LEADS:
+        match = pattern.match(text)
+        if match:
+            named = (match.groupdict().get("s") or "").lower().replace(" ", "_").replace("-", "_")
+            key = slot or _KEY_SLOTS.get(named, named)
+            value = match.group("v").strip().rstrip(".")
+            if slot == "likes":  # key by the object, the polarity is the value
+                return Slot(f"likes:{value.lower()}", named, arity, said=value)
+            if slot == "prefers" and named:  # "my favourite tea is …": one favourite per thing
+                return Slot(f"prefers:{named}", value, arity, said=value)
+            return Slot(key, value, arity, said=value)
+    return None
+
+
+_TASTES = frozenset({"prefers", "likes"})
+
+
+def asked_slots(query: str) -> set[str]:
+    """The slots a question asks about: 'what's my job' → job; 'who is my dentist' → dentist.
+    A preference is a liking of one thing over others: 'which seat do I like?' is answered
+    by what the user prefers, and 'what do I prefer?' by what they like."""
+    slots = {slot for slot, pattern in _ASKED.items() if pattern.search(query)}
+    if slots & _TASTES:
+        slots |= _TASTES
+    for match in re.finditer(r"\bmy\s+([a-z]+)", query.lower()):
+        slots.add(match.group(1))
+    return slots
+
+
+@lru_cache(maxsize=65536)
+def _en_stem(word: str) -> str:
+    return stem(word)
+
+
+@lru_cache(maxsize=4096)
+def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    plan = plan_query(query)
+    return tuple((g.stem, frozenset(g.variants)) for g in plan.groups if g.weight >= 1.0)
+
+
+@lru_cache(maxsize=8192)
+def stems_of(text: str, *, content: bool = False) -> frozenset[str]:
+    """The index's English stems of the words of `text` (`content`: stop words left out)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return frozenset(_en_stem(w) for w in words if not (content and w in STOP_WORDS))
+
+
+def related_overlap(query: str, text: str) -> int:
+    """Query words found in `text` as themselves or as a synonym of the index's everyday
+    thesaurus (`indexers.words`: trip ↔ holiday, job ↔ occupation)."""
+    words = stems_of(text)
+    return sum(1 for term, variants in _groups(query) if term in words or words & variants)
+
+
+def disagree(a: Slot, b: Slot) -> bool:
+    """Two statements of one slot that cannot both hold."""
+    if a.key != b.key or a.value.lower() == b.value.lower():
+        return False
+    if a.arity == "one":
+        return True
+    if a.arity == "head":  # "Prefers Lenovo laptops" / "Prefers Dell laptops"
+        return a.value.lower().split()[-1] == b.value.lower().split()[-1]
+    return False
+
+
+# --- the focus of a question ------------------------------------------------------------------
+
+# A wh-question's focus is the noun phrase it asks about (the "question focus" of question
+# answering, Moldovan et al. 2000; the answer type's head noun, Li & Roth 2002): "my dog",
+# "what car do I have", "that desk".  A cited fact answers the question only if it is
+# about that thing.  The phrase ends where a verb, a preposition or a clause begins.
+_FOCUS_LEADS = (
+    # "how many Korean restaurants have I tried in my city?": what is counted, not the city
+    re.compile(r"^\s*how\s+(?:many|much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(  # "can you remind me what the recommended ratio is?"
+        r"\b(?:remind\s+me|tell\s+me|know)\s+(?:of\s+)?(?:what|which)\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?"
+        r"(?P<np>[a-z][a-z'’ -]*)",
+        re.I,
+    ),
+    re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+)
+_MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
+# "my line of work", "what kind of music": the thing is what follows "of".
+_CLASSIFIERS = frozenset(
+    "kind kinds type types sort sorts brand make model line style genre number amount".split()
+)
+# "the price of a laptop", "the name of my dog": the attribute asked is the answer's type
+# (Li & Roth 2002's numeric and human classes), the thing it is of follows "of".
+_ATTRIBUTES = frozenset(
+    "price cost value name date age size colour color address length weight height".split()
+)
+_OF_DETERMINERS = frozenset("a an the my our his her their your this that".split())
+# "how many days …", "how much money …": a unit measures the answer, it is not the thing.
+_UNITS = frozenset(
+    """seconds minutes hours days weeks months years times dollars euros pounds miles kilometers
+    km meters metres money time""".split()
+)
+_NP_END = frozenset(
+    """a an the is are was were be been being am do does did have has had called named now
+    these those this that again for in on at to from of with which who whom whose and or as by
+    than currently still right today yesterday tonight last next i you we he she it they my your
+    our his her their me us him them can could should would will shall may might must not
+    there here when where why how what all any some one ones thing things stuff like likes love
+    loves want wants need needs eat eats get gets go goes use uses think say said""".split()
+)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_part(query: str) -> str:
+    """The question of a message that first says something ("I remember you told me to
+    dilute it. Can you remind me what the ratio is?"): its last sentence that asks."""
+    parts = [p for p in _SENTENCE_END.split(query.strip()) if p.strip()]
+    asking = [p for p in parts if p.rstrip().endswith("?")]
+    return asking[-1] if asking else query
+
+
+@lru_cache(maxsize=4096)
+def focus_of(query: str) -> tuple[str, ...]:
+    """The words of the thing a question asks about, its head noun last ('what is my
+    favourite football team?' → ('football', 'team')); () when it names none."""
+    query = asked_part(query)
+    for lead in _FOCUS_LEADS:
+        for match in lead.finditer(query):
+            words: list[str] = []
+            for raw in re.findall(r"[a-z]+(?:-[a-z]+)*(?:['’]s)?", match.group("np").lower()):
+                word = re.sub(r"['’]s$", "", raw)
+                if word == "of" and len(words) == 1 and words[0] in _CLASSIFIERS | _ATTRIBUTES:
+                    words = ["of"]  # the thing follows (past a determiner)
+                    continue
+                if words == ["of"]:
+                    if word in _OF_DETERMINERS:
+                        continue
+                    words = []
+                if word in _NP_END:
+                    break
+                if not words and word in _MODIFIERS:
+                    continue
+                words.append(word)
+                if raw != word or len(words) == 2:  # "my sister's name": the sister
+                    break
+            if words and words[-1] not in _UNITS and words != ["of"] and words[-1] not in _CLASSIFIERS:
+                return tuple(words)
+    return ()
+
+
+def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
+    """Is a statement about the focus: each of its words in the statement (as itself or a
+    word of the index's thesaurus), or the statement's slot (its key) is the thing asked
+    about ("Works as a pilot" is about one's job)?"""
+    if not focus:
+        return True
+    if slot:
+        key = slot.replace(":", " ").replace("_", " ")
+        if _KEY_SLOTS.get(focus[-1], focus[-1]) == slot.split(":", 1)[0] or all(
+            related_overlap(word, key) for word in focus
+        ):
+            return True
+    return all(related_overlap(word, text) for word in focus)
+
+
+# --- what a question asks of its focus --------------------------------------------------------
+
+# With do-support ("what does my hamster like to eat?", "where did I park?", "does Biscuit
+# like seeds?") the main verb follows the subject in its base form (Quirk et al. 1985,
+# "A Comprehensive Grammar of the English Language", §3.37): the words from that verb on
+# are what the question asks of its subject, the predicate an answer must address.  The
+# subject is a pronoun, or a noun phrase: determiners and possessives, then nouns (after a
+# determiner, capitalised, or plural) until the first bare lower-case word, the verb.
+_DO_SUPPORT = re.compile(
+    r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:do|does|did)\s+"
+    r"(?P<rest>[^?]+)",
+    re.I,
+)
+_PRONOUNS = frozenset("i we you he she it they".split())
+_DETERMINERS = frozenset("my our your his her their its the a an this that these those".split())
+# The verbs `statement_form` reads as one "Likes" (sentences.STATEMENT_LEADS), and "adore"
+# of the index's love ring (indexers.words.RINGS): "does he like seeds?" asks what "he
+# loves seeds" states.
+_TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore prefer prefers".split())
+# "Which laptop did we look at?", "what book did I mention?": when the wh-word asks for a
+# thing it names, a verb of perception or of communication (Levin 1993, §30 "see",
+# "peer" and §37 "talk", "say" verbs) is how it came up, the act of remembering it, not
+# something said of it: the thing named is what the answer must give.
+_RECALLING = frozenset(
+    stem(w)
+    for w in """see saw seen look looked watch watched notice noticed hear heard talk talked speak
+    spoke discuss discussed mention mentioned say said tell told chat chatted""".split()
+)
+
+
+@lru_cache(maxsize=4096)
+def asked_predicate(query: str) -> tuple[str, ...]:
+    """The stems of what a do-question asks of its subject ('what does my hamster Biscuit
+    like to eat?' → like, eat); () when the question has no such verb phrase."""
+    match = _DO_SUPPORT.search(asked_part(query))
+    if match is None:
+        return ()
+    tokens = re.findall(r"[A-Za-z][\w'’-]*", match.group("rest"))
+    start, after_det, noun = len(tokens), False, False
+    for i, token in enumerate(tokens):
+        low = token.lower()
+        if i == 0 and low == "you":  # what the assistant said: its words are the answer
+            return ()
+        if i == 0 and low in _PRONOUNS:
+            start = 1
+            break
+        if low in _DETERMINERS or low.endswith(("'s", "’s")):
+            after_det = True
+            continue
+        plural = low.endswith("s") and not low.endswith("ss")
+        if noun and not after_det and not token[0].isupper() and not plural:
+            start = i
+            break
+        after_det, noun = False, True
+    stems = [
+        _en_stem(w.lower())
+        for w in tokens[start:]
+        if w.lower() not in STOP_WORDS or _en_stem(w.lower()) in _TASTE
+    ]
+    if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
+        stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
+    return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
+
+
+def _forms(word: str) -> frozenset[str]:
+    """A stem with its irregular forms and the index's synonyms (indexers.words)."""
+    irregular, synonyms = _lexicon()
+    forms = {word} | irregular.get(word, frozenset()) | synonyms.get(word, frozenset())
+    return frozenset(forms | _TASTE if word in _TASTE else forms)
+
+
+def states(predicate: tuple[str, ...], text: str) -> int:
+    """How many words of the asked predicate `text` says (as themselves, an irregular form
+    or a synonym)."""
+    words = stems_of(text)
+    return sum(1 for word in predicate if words & _forms(word))
+
+
+# --- a change of state ------------------------------------------------------------------------
+
+# Statements that one thing took another's place: verbs of exchange and of giving up and
+# getting (Levin 1993, "English Verb Classes and Alternations", §13: "trade X for Y",
+# "replace X with Y", "give away X … get Y"; "switch from X to Y").  The new thing takes
+# the slot the old one held ("My car is a blue Volvo" → "sold the Volvo and bought a
+# white Tesla": the car is now a white Tesla).
+_DET = r"(?:(?:my|our|the|a|an|that|this|some)\s+)?"
+_GAVE_UP = r"(?:sold|gave\s+away|got\s+rid\s+of|traded\s+in|returned|lost|quit|left|ditched|dropped)"
+_GOT = (
+    r"(?:bought|got|purchased|adopted|(?:now\s+)?(?:have|drive|own|use)|switched\s+to|started|joined|"
+    r"took\s+up|picked\s+up|moved\s+to|went\s+with|chose)"
+)
+# Patterns `re` compiles (and caches) the first time a statement is searched with them.
+_CHANGES = (
+    rf"(?i)\b{_GAVE_UP}\s+{_DET}(?P<old>[^,;]+?),?\s+(?:and|then|so)\s+(?:now\s+|then\s+)?"
+    rf"(?:(?:i|we)\s+)?(?:now\s+)?{_GOT}\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\breplaced\s+{_DET}(?P<old>.+?)\s+with\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\b(?:switched|changed|moved|went|upgraded)\s+from\s+{_DET}(?P<old>.+?)\s+to\s+{_DET}(?P<new>.+)$",
+    rf"(?i)\b(?:traded|swapped|exchanged)\s+(?:in\s+)?{_DET}(?P<old>.+?)\s+for\s+{_DET}(?P<new>.+)$",
+)
+
+
+@lru_cache(maxsize=65536)
+def change_of(statement: str) -> tuple[str, str] | None:
+    """(old, new) when a statement says one thing took another's place, else None."""
+    for pattern in _CHANGES:
+        match = re.search(pattern, statement.rstrip(".!"))
+        if match:
+            return match.group("old").strip(), match.group("new").strip()
+    return None
+
+
+def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
+    """The slot a change of state takes over: that of the newest of `earlier` whose value
+    names the old thing ("a blue Volvo" names "the Volvo")."""
+    change = change_of(statement)
+    if change is None:
+        return None
+    old, new = change
+    names = stems_of(old, content=True)
+    for slot in reversed(earlier):
+        if names and names <= stems_of(slot.value, content=True) | stems_of(slot.key.replace("_", " ")):
+            return Slot(slot.key, new, slot.arity, said=new)
+    return None
+
+
+# --- a tally ----------------------------------------------------------------------------------
+
+# A number the user keeps of something ("I've watched 4 MCU films", weeks later "I've now
+# watched 5 MCU films"): one value per thing counted and per verb, so the newest wins, as
+# for any one-valued slot.
+_TALLY = (
+    r"(?i)\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
+    r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
+    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)"
+)
+
+
+def tally_slot(statement: str) -> Slot | None:
+    """The slot of a statement of how many of a thing the user has done or has."""
+    match = re.search(_TALLY, statement)
+    if match is None:
+        return None
+    words: list[str] = []
+    for word in match.group("np").lower().split():
+        if word in _NP_END or word in ("since", "so", "but", "because", "until"):
+            break
+        words.append(word.strip("'’-"))
+        if len(words) == 2:
+            break
+    if not words:
+        return None
+    thing = " ".join(words)
+    said = f"{match.group('n')} {thing}"
+    key = f"count:{_en_stem(match.group('verb').lower())}:{_en_stem(words[-1])}"
+    return Slot(key, said, "one", said=said)
+
+
+ORIGIN_RANK = {"memory": 0, "stated": 1, "document": 2, "tool": 3, "answer": 4, "assistant": 5}
+REPLIES = frozenset({"answer", "assistant"})  # what the assistant said, never over the user
+
+
+@dataclass
+class Fact:
+    text: str
+    origin: str
+    n: int  # the §2 source number it came from, 0 for a tool result
+    doc_id: str
+    when: datetime | None = None
+    seq: int = 0  # order within one file: a later line of the same day is newer
+    slot: Slot | None = None
+    replaces: list[str] = field(default_factory=list)
+
+    def rank(self) -> tuple[int, float]:
+        stamp = self.when.timestamp() if self.when else 0.0
+        return (ORIGIN_RANK.get(self.origin, 5), -stamp)
+
+
+def end_of_day(day: str) -> datetime | None:
+    """A file entry noted on `day` counts as of that day's end: the file is the truth."""
+    try:
+        return datetime.combine(datetime.fromisoformat(day[:10]).date(), time.max, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+_OWN_DOCS = ("memories", "preferences", "facts")
+
+
+def _own_slot(fact: Fact) -> Slot | None:
+    """A statement a user saved about themselves under their own user id ("alice likes tea"
+    in alice's memories) has the slot of "likes tea"; a name in anyone else's document, or
+    another name, is someone else."""
+    owner, _, rest = fact.doc_id.partition("/")
+    if fact.origin != "memory" or rest.split("/", 1)[0] not in _OWN_DOCS:
+        return None
+    head, _, said = fact.text.partition(" ")
+    return slot_of(said) if said and head.lower() == owner.lower() else None
+
+
+def settle(facts: list[Fact], query: str) -> list[Fact]:
+    """Drop non-facts and repeats, and let the newest of disagreeing statements win."""
+    asked = norm(query)
+    kept: dict[str, Fact] = {}
+    for fact in facts:  # statements here are stored forms ("Is a nurse", "Does not like tea"):
+        text = fact.text.strip()  # only a question mark makes one a question
+        key = norm(text)
+        if not key or text.endswith("?") or is_non_answer(text) or key == asked:
+            continue
+        fact.text = CITE.sub("", text).strip()
+        fact.slot = slot_of(fact.text) or _own_slot(fact)
+        if key not in kept or fact.rank() < kept[key].rank():
+            kept[key] = fact
+    out = sorted(kept.values(), key=lambda f: (-(f.when.timestamp() if f.when else 0.0), -f.seq, f.rank()))
+    held: list[Slot] = []
+    for fact in reversed(out):  # oldest first: a change of state takes the slot it changes
+        if fact.slot is None:
+            fact.slot = takes_slot(fact.text, held) or tally_slot(fact.text)
+        if fact.slot is not None:
+            held.append(fact.slot)
+    winners: list[Fact] = []
+    for fact in out:  # newest first: a later one that disagrees with a winner loses
+        slot = fact.slot
+        rival = next((w for w in winners if w.slot and slot and disagree(w.slot, slot)), None)
+        if rival is not None and (rival.origin not in REPLIES or fact.origin in REPLIES):
+            rival.replaces.append(fact.text if slot is None or slot.kind == "likes" else slot.value)
+            continue
+        if rival is not None:  # an earlier answer never outranks what the user stated
+            winners.remove(rival)
+            old = rival.slot
+            fact.replaces.append(rival.text if old is None or old.kind == "likes" else old.value)
+        winners.append(fact)
+    return winners
+
+
+# --- requested data -------------------------------------------------------------------------
+
+PRICE = re.compile(
+    r"(?:[$€£]\s?\d[\d,]*(?:\.\d{1,2})?|\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|NOK|dollars|euros|kr)\b)",
+    re.IGNORECASE,
+)
+_MONTHS = "january february march april may june july august september october november december"
+# Dates said relative to when they were said (deixis: "yesterday" in last month's turn is
+# not yesterday now): an answer to "when" must carry a date that holds on its own.
+DEICTIC = (
+    r"(?i)\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b"
+)
+_ABSOLUTE_DATE = (
+    r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
+    + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
+    + r")\b)"
+)
+# Questions whose answer is worked out from several statements, not read off one (a total,
+# a difference, an elapsed time, an order: the answer types of Li & Roth 2002 that need
+# arithmetic or comparison), and requests for suggestions, which are composed for the
+# user.  A quoted statement is neither.
+COMPUTED = re.compile(
+    r"\b(?:in\s+total|total|altogether|combined|sum|save|saved|increase|decrease|difference|"
+    r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
+    r"percentage|average|ago|passed|between|order|earliest|latest|first\s+to\s+last|"
+    r"how\s+long\s+did\s+it\s+take|how\s+many\s+\w+\s+did\s+it\s+take|"
+    r"suggest|suggestions?|recommend|recommendations?|ideas?|advice|tips|most\s+recently|"
+    r"more\s+recently|first\b[^?]*\bor|or\b[^?]*\bfirst|how\s+many\b[^?]*\b(?:and|or)|"
+    r"how\s+long\b[^?]*\b(?:before|after|since|until))\b",
+    re.IGNORECASE,
+)
+# What each kind of question looks like, checked in order (the question's own words
+# decide); pattern sources, compiled by `re` when first searched: a turn reaches few.
+_REQUESTED = [
+    ("count", r"(?i)\bhow\s+many\b"),
+    ("duration", r"(?i)\bhow\s+long\b"),
+    (  # a polar question ("did I finish it?") is answered yes or no
+        "polar",
+        r"(?i)^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
+        r"would|should)\s+(?:i|we|my|our)\b",
+    ),
+    ("price", r"(?i)\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b"),
+    ("date", r"(?i)^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b"),
+    (
+        "name",
+        r"(?i)^\s*who\b|\bwhat(?:'s|\s+is|\s+was)\s+(?:my|the|his|her|their)\s+\w*\s*name\b|"
+        r"\bname\s+of\b|\bcalled\b",
+    ),
+    ("place", r"(?i)^\s*where\b"),
+    ("list", r"(?i)\blist\b|\bwhat\s+(?:are|were)\s+(?:all\s+)?(?:my|the)\b|\ball\s+(?:my|the)\b"),
+    (  # "what play did I see?", "which laptop with an RTX GPU …": the answer names the one
+        "which",
+        r"(?i)^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
+        r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?"
+        r"(?:\s+(?:with|from|for)\s+(?:(?:a|an|the)\s+)?[a-z0-9]+(?:\s+[a-z0-9]+)?)?"
+        r"\s+(?:is|are|was|were|do|does|did|"
+        r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
+    ),
+]
+
+
+_POLAR = re.compile(dict(_REQUESTED)["polar"])
+
+
+def requested_kind(query: str) -> str:
+    """The datum a question asks for — count, duration, polar (yes or no), price, date,
+    name, place, list, which — or ''."""
+    if not is_question(query):
+        return ""
+    query = asked_part(query)
+    for kind, pattern in _REQUESTED:
+        if re.search(pattern, query):
+            if kind in ("polar", "which", "place") and asked_slots(query) & STRONG_SLOTS:
+                continue  # "do I like tea?", "where do I prefer to sit?": the statement answers
+            return kind
+    return ""
+
+
+_CAPITAL = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+_NOT_NAME = frozenset(
+    """I I'm I've I'd The A An From About You Your My It Its This That These Those And But Or
+    Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
+    Is Has Will Planning Going I'll Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
+    February March April May June July August September October November December Today
+    Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually""".split()
+)
+
+
+def _names(text: str) -> set[str]:
+    found = set()
+    for match in _CAPITAL.finditer(text):
+        words = [w for w in match.group(0).split() if w not in _NOT_NAME]
+        if words:
+            found.add(" ".join(words).lower())
+    return found
+
+
+_CARDINAL = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+dozen|"
+    r"dozens|hundreds|twenty|thirty|forty|fifty)"
+)
+_HOW_MANY = (
+    r"(?i)\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
+    r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)"
+)
+
+
+# "my 5th project": an ordinal of a thing the user keeps doing says how many so far
+_COUNTED = rf"(?:{_CARDINAL}|\d+(?:st|nd|rd|th))"
+# "my follower count is close to 1300", "the number of followers is 1,300": the count
+# named by a noun of counting, its cardinal said within a few words after it
+_COUNT_NOUNS = frozenset("count number total tally".split())
+
+
+def _counts(answer: str, query: str) -> bool:
+    """ "How many N": the answer states a number of N (a cardinal or an ordinal within four
+    words before N, a cardinal of "ones" after N, or N's count and a cardinal after it)."""
+    asked = re.search(_HOW_MANY, query)
+    if asked is None:
+        return bool(re.search(rf"\b{_CARDINAL}\b", answer, re.I))
+    head = stem(asked.group(1).split()[-1])
+    for match in re.finditer(rf"\b{_COUNTED}\b((?:\s+[\w'-]+){{1,4}})", answer, re.I):
+        if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
+            return True
+    words = re.findall(r"[\w,.]+", answer.lower())
+    for match in re.finditer(rf"\b{_COUNTED}\s+(?:[a-z-]+\s+)?ones\b", answer, re.I):
+        if head in {stem(w.strip(",.")) for w in words[: len(answer[: match.start()].split())]}:
+            return True  # "Korean restaurants … I've tried four different ones": the ones are N
+    for n, word in enumerate(words[:-1]):
+        near = words[max(0, n - 2) : n + 3]
+        if stem(word) == head and _COUNT_NOUNS & {w.strip(",.") for w in near}:
+            after = " ".join(words[n + 1 : n + 11])
+            if re.search(rf"\b{_CARDINAL}\b", after):
+                return True
+    return False
+
+
+def has_requested(kind: str, answer: str, query: str) -> bool:
+    if not kind:
+        return True
+    if is_honest_unknown(answer):
+        return False
+    if kind == "price":
+        return bool(PRICE.search(answer))
+    if kind == "date":
+        return bool(re.search(_ABSOLUTE_DATE, re.sub(DEICTIC, "", answer)))
+    if kind == "count":
+        return _counts(answer, query)
+    if kind == "duration":
+        return bool(re.search(_DURATION, answer))
+    if kind == "polar":
+        return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
+    if kind == "place":  # a place is named after a preposition of place ("at Target")
+        asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+        return any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer)) or _located(
+            answer, query
+        )
+    if kind == "name":
+        asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+        return any(n not in asked for n in _names(answer))
+    if kind == "list":
+        return len(re.findall(r"\[\d+\]", answer)) >= 2 or answer.count(",") + answer.count(" and ") >= 1
+    if kind == "which":
+        return _identifies(answer, query)
+    return True
+
+
+# pattern sources for one kind of question each, compiled by `re` when first searched
+_DURATION = (
+    rf"(?i)\b{_CARDINAL}(?:\s+and\s+a\s+half)?\s+"
+    r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b"
+)
+_AT_PLACE = (
+    r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
+)
+# A place said as a common noun phrase after the asked verb ("hides them in his cheeks"
+# for "where does he hide his seeds?"): the locative complement of that verb.
+_LOCATIVE = (
+    r"(?i)\b(?:in|at|on|inside|under|behind|near|beside|into|onto)\s+"
+    r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?([a-z]+)"
+)
+
+
+def _located(answer: str, query: str) -> bool:
+    predicate = asked_predicate(query)
+    if not predicate:
+        return False
+    asked = stems_of(query)
+    words = [(m.start(), m.group(0)) for m in re.finditer(r"[A-Za-z]+", CITE.sub("", answer))]
+    verbs = [n for n, (_, w) in enumerate(words) if states(predicate[:1], w)]
+    for match in re.finditer(_LOCATIVE, CITE.sub("", answer)):
+        at = sum(1 for start, _ in words if start < match.start())
+        if stem(match.group(1)) not in asked and any(0 < at - v <= 4 for v in verbs):
+            return True
+    return False
+
+
+_PLACE_NOUNS = frozenset(
+    "city town country place state village neighbourhood neighborhood area region".split()
+)
+_QUOTED = r"(?<!\w)[\"“'‘]([^\"”'’]{2,80})[\"”'’](?!\w)"
+
+
+def _identifies(answer: str, query: str) -> bool:
+    """Does the answer name which one: a name, a quoted title or a number that the question
+    does not hold, near the thing asked about when it says that thing?"""
+    asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
+    plain = CITE.sub("", answer)
+    named = [m for m in _CAPITAL.finditer(plain) if _names(m.group(0)) - asked]
+    named += [m for m in re.finditer(_QUOTED, plain) if m.group(1).lower() not in query.lower()]
+    numbers = [m for m in re.finditer(r"\b\d[\d,.]*\b", plain) if m.group(0) not in query]
+    focus = focus_of(query)
+    if not focus:
+        return bool(named or numbers)
+    head = stem(focus[-1])
+    words = [(m.start(), stem(m.group(0))) for m in re.finditer(r"[a-z]+", plain.lower())]
+    near = [n for n, (_, w) in enumerate(words) if w == head]
+    if not near:  # the answer does not say the thing: only a place named as one stands for a place,
+        # or a name that extends the question's own ("Lenovo LOQ 15" for "which Lenovo laptop")
+        extends = any(
+            set(focus[:-1]) & set(n.split()) for m in named for n in _names(m.group(0)) if n not in asked
+        )
+        return extends or (focus[-1] in _PLACE_NOUNS and has_requested("place", answer, query))
+
+    def within(found: list[re.Match[str]], span: int) -> bool:
+        at = [sum(1 for start, _ in words if start < m.start()) for m in found]
+        return any(abs(a - b) <= span for a in near for b in at)
+
+    return within(named, 8) or within(numbers, 3)  # "my internet plan to 500 Mbps"
+
+
+def about_focus(focus: tuple[str, ...], text: str, key: str, query: str) -> bool:
+    """Is a statement about the question's focus (`slots.is_about`)?  For "which Lenovo
+    laptop …" the head noun is the answer's type (Li & Roth 2002), and a statement that
+    names one ("The Lenovo LOQ 15 has …") is about it without saying "laptop"."""
+    if is_about(focus, text, key):
+        return True
+    return (
+        len(focus) > 1
+        and requested_kind(query) == "which"
+        and is_about(focus[:-1], text)
+        and _identifies(text, query)
+    )
+
+
+# --- answer checks --------------------------------------------------------------------------
+
+
+# Sentence ends, but not after an honorific or a Latin abbreviation ("Dr. Berg").
+_CLAUSE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?;])\s+|\s+—\s+"
+)
+
+
+def answer_checks(
+    answer: str, query: str, requested: str, facts: list[Fact], resolved: str = ""
+) -> list[GateResult]:
+    """Is the answer about what was asked (`resolved`: the query with its references
+    resolved), does it hold what was asked, and does it contradict no settled fact?"""
+    answer = NOTED.sub("", answer).strip()  # what it will remember is no claim
+    present = has_requested(requested, answer, query) and not (
+        is_question(query) and is_honest_unknown(answer)
+    )
+    contradictions = []
+    lowered = answer.lower()
+    computed = (
+        is_question(query) and bool(COMPUTED.search(resolved or query)) and not ASKS_ASSISTANT.search(query)
+    )
+    if present and computed and _quotes(answer, facts):
+        present = False  # a total, a difference or an order is worked out, not quoted
+    strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
+    if strong and present:  # "what's my job?" is answered by the job, not by a neighbour
+        present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
+    said = [slot_of(s) for s in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer)))]
+    for fact in facts:
+        if fact.slot is None or fact.origin in REPLIES:
+            continue
+        for slot in said:
+            if slot is not None and disagree(fact.slot, slot):
+                contradictions.append(f"{slot.said} (memory says {fact.text})")
+        for old in fact.replaces:
+            if old.lower() in lowered and fact.slot.said.lower() not in lowered:
+                contradictions.append(f"{old} (replaced by {fact.slot.said})")
+    if is_question(query):
+        contradictions += _superseded(answer, query, requested, facts, focus_of(resolved or query))
+    return [
+        _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
+        GateResult(
+            gate="requested_data",
+            passed=present,
+            detail=(f"a {requested} was asked for" if requested else "an answer was asked for")
+            + (" (worked out from what memory holds, not a quoted statement)" if computed else "")
+            + ("" if present else "; the answer lacks it"),
+        ),
+        GateResult(
+            gate="consistent_with_memory",
+            passed=not contradictions,
+            detail="; ".join(dict.fromkeys(contradictions)),
+        ),
+    ]
+
+
+_ABOUT = "about_what_was_asked"
+_NOTHING = "the question names no thing and no datum to check an answer against"
+_WHO = "the question asks what the assistant said; the answer quotes the user (or the other way round)"
+# A question about what the assistant said earlier ("you suggested", "our previous
+# conversation") is answered by the assistant's words; any other by the user's, the files
+# and documents, never by an imported reply of the assistant quoted as the user's fact.
+ASKS_ASSISTANT = re.compile(
+    r"\byou\s+(?:told|suggested|recommended|mentioned|said|gave|provided|listed|explained|created|"
+    r"wrote|shared|described|advised|named)\b|\bdid\s+you\s+(?:tell|suggest|recommend|mention|say|give|"
+    r"provide|list|explain|create|write|share|describe|advise|name)\b|\b(?:our|the)\s+(?:previous|last|earlier)\s+"
+    r"(?:conversation|chat|discussion)\b|\bremind\s+me\s+what\s+you\b",
+    re.IGNORECASE,
+)
+
+
+def _who(query: str) -> str:
+    if ASKS_ASSISTANT.search(query):
+        return _WHO
+    return "the answer quotes what the assistant said, not what the user stated"
+
+
+_WE = re.compile(r"\b(?:we|us|our)\b", re.IGNORECASE)
+_I = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def speaker_fits(query: str, origin: str) -> bool:
+    """May a fact of this origin answer this question (`ASKS_ASSISTANT`; "what did we set"
+    asks about both speakers)?"""
+    if ASKS_ASSISTANT.search(query):
+        return origin in REPLIES
+    if _WE.search(query):
+        return True
+    if _I.search(query):  # a search snippet mixes both speakers: not the user's own words
+        return origin not in ("assistant", "tool")
+    return origin != "assistant"
+
+
+def _content(text: str) -> frozenset[str]:
+    return stems_of(CITE.sub("", text), content=True)
+
+
+def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkable: bool) -> GateResult:
+    """Is what the answer says taken from facts about the thing the question asks about?
+    The facts it uses are those sharing a word with it that the question does not have;
+    one of them must be about the question's focus (`slots.focus_of`), and the names the
+    question gives ("Kristin Hannah", "Software Engineer Manager") must be in the answer.  A question that
+    names no thing, no datum (`checkable`: a requested kind or an identity slot) leaves
+    nothing to check an answer against: it is not approved.  The pipeline's own labels are
+    never an answer."""
+    if PIPELINE_TEXT.search(answer):
+        return GateResult(
+            gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
+        )
+    focus = focus_of(resolved) if is_question(query) else ()
+    if is_honest_unknown(answer) or not is_question(query):
+        return GateResult(gate=_ABOUT, passed=True)
+    said = set(re.findall(r"\w+", answer.lower()))
+    named = {w for n in _names(query.split(None, 1)[-1]) for w in n.split()}
+    acronyms = {w.lower() for w in re.findall(r"\b[A-Z0-9]{2,5}\b", query)}  # "RTX", "GPU": said many ways
+    missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
+    if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
+        return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
+    predicate = asked_predicate(resolved)
+    polar = _POLAR.search(asked_part(query)) is not None
+    if not focus:  # then at least: a datum to check, from who was asked about
+        if not checkable and not predicate:
+            return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
+        new = _content(answer) - _content(resolved)
+        quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
+        sources = quoted or [f for f in facts if new & _content(f.text)]
+        fitting = [f for f in sources if speaker_fits(query, f.origin)]
+        if quoted and not _fits_quoted(answer, query, quoted):
+            return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
+        if sources and not fitting:
+            return GateResult(gate=_ABOUT, passed=False, detail=_WHO)
+        passed = not fitting or _addresses(answer, predicate, fitting, polar=polar, query=query)
+        asked = " ".join(predicate)
+        return GateResult(
+            gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
+        )
+    new = _content(answer) - _content(resolved)
+    quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
+    if quoted and not _fits_quoted(answer, query, quoted):
+        return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
+    used = quoted or [f for f in facts if new & _content(f.text)]
+    used = [f for f in used if speaker_fits(query, f.origin)]
+    about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
+    thing = " ".join(focus)
+    if not about:
+        return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")
+    if not _addresses(answer, predicate, about, polar=polar, query=query):
+        asked = " ".join(predicate)
+        return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
+    return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
+
+
+def _quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
+    """The facts an answer is made of: those whose content words (three or more) are nearly
+    all in the answer.  The answer is judged by these, not by any fact that shares a word
+    with it: a reply quoted beside a user's sentence that merely shares "skin" is the reply."""
+    said = _content(answer)
+    out = []
+    for fact in facts:
+        words = {w for w in _content(fact.text) if len(w) > 2}
+        if len(words) >= 3 and len(words & said) >= 0.8 * len(words):
+            out.append(fact)
+    return out
+
+
+def _fits_quoted(answer: str, query: str, quoted: list[Fact]) -> bool:
+    """Does the answer say only what facts from whom the question asks about give
+    (`speaker_fits`)?  A quoted fact of another speaker may echo them (a reply repeating
+    what the user said), but the words only it gives are another speaker's: an imported
+    reply of the assistant is not what the user stated, however it is phrased."""
+    said = _content(answer)
+    given = [_content(f.text) for f in quoted if speaker_fits(query, f.origin)]
+    covered = _content(query).union(*given)
+    return all(
+        len((_content(f.text) & said) - covered) < 2 for f in quoted if not speaker_fits(query, f.origin)
+    )
+
+
+_NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\bhates?\b", re.I)
+
+
+def _addresses(
+    answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool, query: str = ""
+) -> bool:
+    """Does a fact the answer uses say what was asked of the thing (`slots.asked_predicate`),
+    not only name it?  A yes or no is read off a fact that states the whole predicate, or
+    negates it: a "yes" from a negated statement is wrong."""
+    if not predicate:
+        return True
+    if not polar:
+        return any(states(predicate, f.text) for f in facts)
+    choice = _alternatives(predicate, query)
+    if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
+        rest = tuple(w for w in predicate if w not in choice)
+        return any(states(rest, f.text) == len(rest) and states(choice, f.text) for f in facts)
+    whole = [f for f in facts if states(predicate, f.text) == len(predicate)]
+    says_yes = bool(re.match(r"\s*yes\b", answer, re.I))
+    return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
+
+
+def _alternatives(predicate: tuple[str, ...], query: str) -> tuple[str, ...]:
+    """The two words an alternative question ("do I prefer aisle or window seats?") asks
+    to choose between, when both are of its predicate; () for a yes-or-no question."""
+    match = re.search(r"\b([a-z]+)\s+or\s+([a-z]+)\b", query.lower())
+    if match is None:
+        return ()
+    pair = tuple(stem(w) for w in match.groups())
+    return pair if all(w in predicate for w in pair) else ()
+
+
+def _quotes(answer: str, facts: list[Fact]) -> bool:
+    """Is the answer made of statements of memory as they are (each clause a fact's words)?"""
+    clauses = [c for c in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer))) if c.strip()]
+    known = [stems_of(f.text, content=True) for f in facts]
+    said = [{w for w in stems_of(c, content=True) if len(w) > 2} for c in clauses]
+    return bool(said) and all(len(words) > 2 and any(words <= fact for fact in known) for words in said)
+
+
+# --- the newest statement ---------------------------------------------------------------------
+
+# How things stand (how many, how much, which, who, where) is read off the newest statement
+# about the thing asked: a value the user gave and later gave again differently is no
+# answer, whatever its slot (the newest-wins of `facts.settle` reaches only the statements
+# whose slot it recognises).  A question that asks for an earlier value is not about now.
+_UPDATED_KINDS = frozenset({"count", "price", "name", "place", "which"})
+_ASKS_EARLIER = re.compile(
+    r"\b(?:first|initially|originally|before|previously|used\s+to|earlier|at\s+the\s+(?:start|beginning))\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    w: str(n)
+    for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
+
+
+def _values(text: str, kind: str, query: str) -> frozenset[str]:
+    """The values a statement gives of the kind asked — its numbers (digits, number words,
+    "5th"), and for a name, place or which its names (not a sentence's first word) — less
+    those the question holds."""
+    plain = CITE.sub("", text)
+    found = {n.replace(",", "") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", plain)}
+    found |= {_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", plain.lower()) if w in _NUMBER_WORDS}
+    if kind in ("name", "place", "which"):
+        found |= _names(plain.split(None, 1)[-1] if " " in plain.strip() else "")
+    asked = {n.replace(",", "") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", query)}
+    asked |= {_NUMBER_WORDS.get(w, w) for w in re.findall(r"[a-z]+", query.lower())} | _names(query)
+    return frozenset(found - asked)
+
+
+def asks_now(query: str, requested: str) -> bool:
+    """Does a question ask how a thing stands now (a value a later statement may change)?"""
+    return (
+        requested in _UPDATED_KINDS
+        and not _ASKS_EARLIER.search(query)
+        and not ASKS_ASSISTANT.search(query)
+        and not COMPUTED.search(query)
+    )
+
+
+def _superseded(
+    answer: str, query: str, requested: str, facts: list[Fact], focus: tuple[str, ...]
+) -> list[str]:
+    """The values of an answer that a later statement by the user about the same thing
+    (its focus, `about_focus`) no longer gives: for each, the later statement.  A question
+    that names no datum ("what is my monthly rent?") is held to the numbers it is given."""
+    if not focus or not asks_now(query, requested or "count"):
+        return []
+    said = _values(answer, requested, query)
+    if not said:
+        return []
+    stated = []
+    for fact in facts:
+        if fact.when is None or fact.origin in REPLIES or not speaker_fits(query, fact.origin):
+            continue
+        if about_focus(focus, fact.text, fact.slot.key if fact.slot else "", query):
+            values = _values(fact.text, requested, query)
+            if values:
+                stated.append((fact, fact.when, values))
+    since = max((when for _, when, values in stated if values & said), default=None)
+    if since is None:
+        return []
+    return [
+        f"{', '.join(sorted(said))} (a later statement, {when.date().isoformat()}: {fact.text[:160]})"
+        for fact, when, values in stated
+        if when > since and not values <= said
+    ]
