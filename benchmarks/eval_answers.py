@@ -61,8 +61,7 @@ from events.projection import project_turn
 from indexers.words import STOP_WORDS
 from pandafs.assembly import open_memory
 from pandafs.llm.base import Backend, make_backend
-from pandafs.llm.offline import OfflineBackend, sentences
-from pandafs.llm.offline.text import stem
+from pandafs.llm.offline import OfflineBackend, sentences, stem
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.context import context_text

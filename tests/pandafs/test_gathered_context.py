@@ -185,7 +185,7 @@ def test_a_key_fact_the_row_already_says_is_not_repeated(vault: Vault) -> None:
 def test_the_offline_planner_weighs_every_word_of_a_long_question() -> None:
     # a long question names what it asks for after the analyzer's first ten keywords; the
     # best hit shares only those words and is still judged highly relevant
-    from pandafs.llm.offline.gather import plan_retrieval
+    from pandafs.llm.offline import plan_retrieval
     from pandafs.tasks.schemas import CandidateView, RetrievalIn
 
     question = (

@@ -30,7 +30,7 @@ def test_the_offline_rules_stem_words_as_the_index_does() -> None:
     """A word and its -s / -es form meet, as they do in search ("likes" ~ "like", "prices" ~
     "price"): the light stemmer used before cut "likes" to "lik" and "like" to "like"."""
     from indexers.words import stem as index_stem
-    from pandafs.llm.offline.text import stem, stems_overlap
+    from pandafs.llm.offline import stem, stems_overlap
 
     assert stems_overlap(["like", "tea"], "alice likes tea") == 2
     assert stems_overlap(["price", "place"], "the prices of both places") == 2
@@ -82,7 +82,7 @@ def test_asking_to_keep_or_drop_a_memory_is_not_a_question(text: str, asks: bool
 
 
 def test_a_table_row_cut_into_a_search_snippet_is_never_flattened_into_a_sentence() -> None:
-    from pandafs.llm.offline.text import sentences
+    from pandafs.llm.offline import sentences
 
     snippet = (
         "…Key Facts | | [[users/demo/memories/memory-lenovo-loq-15-gaming-laptop-102e5c\\|demo/memories/"
