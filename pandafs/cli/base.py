@@ -1,9 +1,9 @@
 """Shared pieces of the command line: the `cli` group, per-invocation state, options.
 
-The group is lazy: `COMMANDS` (in `commands`, free of click) names each command's module
-and its one-line help, so `pandafs --help` imports no command module and `pandafs search` imports only the
-module holding `search` (and what that imports).  A command module registers its
-commands on `cli` when it is imported, as before.
+The group is lazy: `COMMANDS` names each command's module and its one-line help, so
+`pandafs --help` imports no command module and `pandafs search` imports only the module
+holding `search` (and what that imports).  A command module registers its commands on
+`cli` when it is imported.
 """
 
 from __future__ import annotations
@@ -21,13 +21,42 @@ from events.clock import aware, out_of_range
 from events.errors import InvalidUserId
 
 from ..errors import BadInput
-from .commands import COMMANDS, DESCRIPTION, ROOT_DEFAULT, ROOT_ENV, ROOT_HELP
 
 if TYPE_CHECKING:
     from ..memory.api import Memory
     from ..vault import Vault
 
 __all__ = ["COMMANDS", "App", "cli", "now_option", "parse_now", "pass_app", "user_option"]
+
+ROOT_ENV = "PANDAFS_ROOT"
+
+# command → (module under pandafs.cli, the first line of its help: shown by --help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("records", "Create a vault (layout, pandafs.toml, .obsidian/, home note); keeps what exists."),
+    "ask": ("turns", "Run one turn through the pipeline and print the answer."),
+    "watch": ("watch", "Keep the search index in step with the vault and answer queries dropped in inbox/."),
+    "search": ("memory", "Unified search over every document (natural language or keywords)."),
+    "retrieve": ("memory", "Print one document by id (alice/turn_000001) or vault-relative path."),
+    "save": ("memory", "Save a memory document and index it."),
+    "import-turns": ("records", "Import past turns from JSON Lines."),
+    "import": ("imports", "Import a chat history: each question and its answer become one turn."),
+    "rebuild": ("memory", "Rebuild every derived artefact from the files: the index, trust, the catalog."),
+    "archive": ("archive", "Move old, rarely used turns to Parquet, leaving a searchable summary stub."),
+    "restore": ("archive", "Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."),
+    "replay": (
+        "records",
+        "Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN).",
+    ),
+    "verify": ("records", "Check hash chains, torn tails and projections (TARGET: user or user/turn)."),
+    "promote": ("learning", "Run scope promotion and demotion (new → user → global) now."),
+    "prune": ("learning", "Move expired documents to the archive (archive/expired/…); nothing is deleted."),
+    "edit": ("forgetting", "Change a memory document: an entry's text, or a memory's text, title, topic."),
+    "delete": ("forgetting", "Delete a memory document or entry: it moves to archive/expired/."),
+    "forget": ("forgetting", "Remove a statement, memory or turn from everything the vault keeps."),
+    "tools": ("turns", "The memory tools as LLM tool schemas (OpenAI function-calling format)."),
+    "mcp": ("mcp", "Serve the memory tools and documents over MCP, bound to one user."),
+    "stats": ("records", "Counts per user, content type and scope; with --since, the daily rollups."),
+}
 
 
 class LazyGroup(click.Group):
@@ -107,19 +136,19 @@ def user_option(required: bool = False, help: str = "User id.") -> Any:
     return click.option("--user", "-u", required=required, callback=_check_user, help=help)
 
 
-@click.group(cls=LazyGroup, help=DESCRIPTION, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
     envvar=ROOT_ENV,
-    default=ROOT_DEFAULT,
+    default="./panda-system-docs",
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help=ROOT_HELP,
+    help=f"Vault folder (or set {ROOT_ENV}).",
 )
 @click.version_option(package_name="pandafs")
 @click.pass_context
 def cli(ctx: click.Context, root: Path) -> None:
-    # no docstring: the group's help is DESCRIPTION, shared with the click-free --help
+    """PandaFS: the file-first, event-sourced memory of a local assistant."""
     ctx.obj = App(root, defaulted=ctx.get_parameter_source("root") is ParameterSource.DEFAULT)
 
 
