@@ -1,5 +1,6 @@
 """The OpenAI-compatible backend: chat completions over httpx (vLLM, Ollama, llama.cpp
-server differ only in `[llm] base_url`).
+server differ only in `[llm] base_url`).  `OpenAIBackend` sends a task's prompt and input
+as JSON and validates the JSON reply; `OpenAIChat` is the client.
 
 Transient failures (connection, timeout, 429, 5xx) are retried with backoff.  Structured
 output is asked for as `response_format` json_schema; a server that refuses the mode is
@@ -10,29 +11,199 @@ and `response_format`.  httpx and pydantic errors are translated here, and only 
 
 from __future__ import annotations
 
+import email.utils
 import functools
 import json
 import logging
 import os
+import re
 import time
+from dataclasses import dataclass
+from datetime import UTC
 from importlib.metadata import version
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from events.clock import utcnow
 from pandafs.config import LLMConfig, RoleConfig
 
 from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
-from .replies import THINK, ToolCall, parse_reply, tool_call
-from .server import check_base_url, hint_for, refuses_format, retry_after, server_message
 from .usage import Usage
 
-__all__ = ["OpenAIChat", "inline_schema"]
+__all__ = ["OpenAIBackend", "OpenAIChat", "ToolCall", "inline_schema", "parse_reply", "tool_call"]
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("pandafs.llm")
 _LOWER = {"json_schema": "json_object", "json_object": "none"}
+
+
+# --- reading a reply ---------------------------------------------------------------------
+
+_MAX_JSON_STARTS = 200  # bounds the scan for an object in a long, brace-heavy reply
+THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One `tool_calls` entry of a reply: the function name and its parsed arguments."""
+
+    name: str
+    args: dict[str, Any]
+
+
+def tool_call(raw: object) -> ToolCall | None:
+    """One `tool_calls` entry; arguments arrive as a JSON string (OpenAI, vLLM, llama.cpp)
+    or an object (some Ollama versions).  An unreadable entry is dropped, not fatal."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        return None
+    function = raw["function"]
+    name, args = function.get("name"), function.get("arguments") or {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return None
+    return ToolCall(name=name, args=args)
+
+
+def parse_reply(text: str, output: type[T]) -> T:
+    """Validate the first JSON value found in a reply; ValueError says what was wrong."""
+    value = _extract_json(text)
+    try:
+        return output.model_validate(value)
+    except ValidationError as exc:
+        raise ValueError(_describe(exc)) from exc
+
+
+def _extract_json(text: str) -> object:
+    """The reply as JSON, tolerating ``` fences, a <think> block and prose around one object."""
+    text = THINK.sub("", text, count=1)
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            pass
+        start = candidate.find("{")
+        for _ in range(_MAX_JSON_STARTS):
+            if start == -1:
+                break
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except ValueError:
+                pass
+            else:
+                if isinstance(value, dict):
+                    return value
+            start = candidate.find("{", start + 1)
+    if not text.strip():
+        raise ValueError("the reply was empty")
+    raise ValueError("no JSON object found in the reply")
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    parts = []
+    for error in errors[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        parts.append(f"{where}: {error['msg']}")
+    if len(errors) > 5:
+        parts.append(f"and {len(errors) - 5} more")
+    return "; ".join(parts)
+
+
+# --- what a server's error answer says ------------------------------------------------------
+
+_MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is ignored in favour of our own backoff
+_MAX_DETAIL_CHARS = 200
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|grammar|structured", re.I)
+
+
+def check_base_url(base_url: str) -> None:
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise LLMError(_bad_base_url(base_url)) from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise LLMError(_bad_base_url(base_url))
+
+
+def _bad_base_url(base_url: str) -> str:
+    return (
+        f"[llm] base_url {base_url!r} is not an http(s) URL: set it in pandafs.toml, "
+        "e.g. http://127.0.0.1:8000/v1"
+    )
+
+
+def refuses_format(status: int, detail: str) -> bool:
+    """Does a refusal say the server cannot give the structured output asked for?  (Some
+    answer 500 to a response_format they do not know.)"""
+    return status in (400, 422, 500, 501) and bool(_FORMAT_WORDS.search(detail))
+
+
+def hint_for(status: int, detail: str = "", structured: str = "") -> str:
+    """What to change in pandafs.toml, from the status and the server's words (`structured`:
+    the `[llm] structured_output` mode the request used)."""
+    if structured and refuses_format(status, detail):
+        lower = "json_object" if structured == "json_schema" else "none"
+        return f'the server does not accept {structured} output: set [llm] structured_output = "{lower}"'
+    if status in (401, 403):
+        return "put the API key in the environment variable named by [llm] api_key_env"
+    if status == 404:
+        return "check [llm] base_url (it usually ends in /v1) and the model names in pandafs.toml"
+    return "check [llm] model and [llm.roles] in pandafs.toml against what the server serves"
+
+
+def server_message(response: httpx.Response) -> str:
+    """The server's own words: OpenAI, vLLM and Ollama each nest them differently."""
+    message: object = None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            message = error.get("message")
+        elif isinstance(error, str):
+            message = error
+        if message is None:
+            message = body.get("message") or body.get("detail")
+    if not message:
+        message = response.text or response.reason_phrase or "no message"
+    text = " ".join(str(message).split())
+    if len(text) > _MAX_DETAIL_CHARS:
+        text = text[: _MAX_DETAIL_CHARS - 1] + "…"
+    return text
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asked us to wait, if it asked and the wait is short."""
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - utcnow()).total_seconds()
+    if not 0 <= seconds <= _MAX_RETRY_AFTER_S:
+        return None
+    return seconds
+
+
+# --- the client ------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -310,3 +481,32 @@ def _int_or(value: object, default: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return default
+
+
+class OpenAIBackend:
+    """Sends the task's prompt and input as JSON and validates the JSON reply; a tool-calling
+    task sends `tools` and reads the reply's `tool_calls`."""
+
+    name = "openai"
+
+    def __init__(self, config: LLMConfig, *, chat: OpenAIChat | None = None) -> None:
+        self.chat = chat or OpenAIChat(config)
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        if task.tool_calls:
+            return self._call_tools(task, data)
+        return self.chat.structured(task.role, task.prompt(), data.model_dump_json(), task.output)
+
+    def _call_tools(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        messages = [
+            {"role": "system", "content": task.prompt()},
+            {"role": "user", "content": data.model_dump_json()},
+        ]
+        calls, text, usage = self.chat.tool_calls(task.role, messages, getattr(data, "tools", []))
+        requests = [{"tool": c.name, "args": c.args, "reason": "called by the model"} for c in calls]
+        return task.output.model_validate(
+            {"tool_requests": requests, "reasoning": text[:500] or f"{len(calls)} tool call(s)"}
+        ), usage
+
+    def close(self) -> None:
+        self.chat.close()

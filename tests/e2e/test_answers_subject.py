@@ -167,8 +167,7 @@ def test_a_newer_tally_replaces_the_older_one(chat: Chat) -> None:
 def test_a_model_that_answers_junk_ends_the_turn_as_a_recorded_fail(vault: Vault) -> None:
     from events.log import read_events
     from pandafs.config import LLMConfig
-    from pandafs.llm.base import OpenAIBackend
-    from pandafs.llm.openai_compat import OpenAIChat
+    from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
     from tests.support.openai_stub import OpenAIStub
 
     with OpenAIStub(lambda request: "Sure!!! {{{ not json") as stub:

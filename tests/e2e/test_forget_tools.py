@@ -9,8 +9,7 @@ from typing import Any
 
 from events.log import read_events
 from pandafs.config import LLMConfig
-from pandafs.llm.base import OpenAIBackend
-from pandafs.llm.openai_compat import OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault

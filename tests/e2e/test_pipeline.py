@@ -10,9 +10,8 @@ import pytest
 from events.documents import parse_document, split_sections
 from events.log import EventWriter, read_events
 from pandafs.config import LLMConfig
-from pandafs.llm.base import OpenAIBackend
 from pandafs.llm.offline import OfflineBackend
-from pandafs.llm.openai_compat import OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
 from pandafs.memory.api import Memory
 from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
