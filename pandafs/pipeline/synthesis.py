@@ -41,7 +41,7 @@ from .context import TurnContext, context_text
 from .sources import source_text, visit_text
 from .tools import canonical_tool, finding_line
 
-__all__ = ["answer", "facts_of", "sources_of", "tool_results_of", "validate"]
+__all__ = ["answer", "validate"]
 
 _TURN_KINDS = ("turn", "archived_turn")
 _ITEMS = re.compile(r"(?:^|\s)[-*]\s+")
@@ -176,15 +176,10 @@ def _newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
     older value may be missing from it; a search of the thing's words alone (its focus),
     over the user's turns, put in time order, finds it.  Statements of turns §2 already
     holds are left to §2."""
-    cache: dict[str, list[Fact]] = ctx.extras.setdefault("_newest", {})
-    if "facts" in cache:
-        return cache["facts"]
-    facts: list[Fact] = []
-    cache["facts"] = facts
     resolved = view.analysis.resolved_query if view.analysis else view.query
     focus = focus_of(resolved) if is_question(view.query) else ()
     if not focus or not asks_now(view.query, requested_kind(view.query)):
-        return facts
+        return []
     try:
         hits = ctx.memory.search(
             " ".join(focus),
@@ -196,7 +191,8 @@ def _newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
             snippets=False,
         )
     except IndexingError:  # the search is a second look; §2 stands without it
-        return facts
+        return []
+    facts: list[Fact] = []
     held = {s.doc_id for s in view.context.sources} if view.context else set()
     hits.sort(key=lambda h: str(h.get("created_at") or ""), reverse=True)
     for hit in hits[:NEWEST_TURNS]:
@@ -218,6 +214,13 @@ def _newest_result(facts: list[Fact]) -> list[ToolResultView]:
     lines = [f"{f.when.date().isoformat() if f.when else ''} ({f.doc_id}): {f.text}" for f in facts]
     summary = f"{len(facts)} newest statement(s) about the thing asked"
     return [ToolResultView(tool=NEWEST, ok=True, summary=summary, text="\n".join(lines))]
+
+
+def _tool_results(ctx: TurnContext, view: TurnView) -> list[ToolResultView]:
+    """§4 and the newest statements, as Synthesis and Validation read them."""
+    return tool_results_of(view, ctx.config.pipeline.tool_tokens) + _newest_result(
+        newest_statements(ctx, view)
+    )
 
 
 def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
@@ -288,8 +291,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     previous = next((a for a in view.attempts if a.number == attempt - 1), None)
     if previous is not None and previous.validation is not None:
         feedback = list(previous.validation.reasons)
-    tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
-    tools += _newest_result(newest_statements(ctx, view))
+    tools = _tool_results(ctx, view)
     out: AnswerOut = ctx.think(
         "answer",
         AnswerIn(
@@ -316,8 +318,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     assert analysis is not None and reflection is not None
     response = view.attempts[-1].response
     assert response is not None
-    tools = tool_results_of(view, ctx.config.pipeline.tool_tokens)
-    tools += _newest_result(newest_statements(ctx, view))
+    tools = _tool_results(ctx, view)
     facts = facts_of(ctx, view, tools)
     requested = requested_kind(view.query)
     checks = answer_checks(response.answer, view.query, requested, facts, analysis.resolved_query)
