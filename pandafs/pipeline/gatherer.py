@@ -32,8 +32,8 @@ from indexers.words import query_terms
 
 from ..errors import BadInput
 from ..memory.store import parse_entries
-from ..memory.tiers import TierItem, assemble_tiers
-from ..memory.turn_records import TurnReader
+from ..memory.tiers import assemble_tiers
+from ..memory.turn_records import TurnReader, TurnRecord
 from ..research.visits import find_visits
 from ..tasks.schemas import (
     CandidateView,
@@ -105,28 +105,29 @@ def _entry_text(entry: MemoryEntry) -> str:
     return f"{entry.key}: {entry.value}" if entry.key else entry.value
 
 
-def _tier_candidate(tier: str, item: TierItem) -> Candidate:
-    record = item.record
-    return Candidate(
-        doc_id=record.doc_id,
-        doc_path=record.doc_path,
-        kind=record.kind,
-        title=record.query[:80],
-        score=item.search_score,
-        tier=tier,
-    )
-
-
-def _tier_view(tier: str, item: TierItem, now: datetime) -> CandidateView:
-    created = item.record.created_at
-    return CandidateView(
-        doc_id=item.doc_id,
-        kind=item.record.kind,
-        title=item.record.query[:80],
-        score=item.search_score,
-        snippet=item.text[:600],
-        age_days=max(0.0, (now - created).total_seconds() / 86400.0) if created else 0.0,
-        tier=tier,
+def _turn_offer(
+    record: TurnRecord, score: float, tier: str, snippet: str, now: datetime
+) -> tuple[Candidate, CandidateView]:
+    """A past turn as a candidate, and as the backend is shown it."""
+    created = record.created_at
+    return (
+        Candidate(
+            doc_id=record.doc_id,
+            doc_path=record.doc_path,
+            kind=record.kind,
+            title=record.query[:80],
+            score=score,
+            tier=tier,
+        ),
+        CandidateView(
+            doc_id=record.doc_id,
+            kind=record.kind,
+            title=record.query[:80],
+            score=score,
+            snippet=snippet[:600],
+            age_days=max(0.0, (now - created).total_seconds() / 86400.0) if created else 0.0,
+            tier=tier,
+        ),
     )
 
 
@@ -161,27 +162,7 @@ def _neighbours(
             if abs((record.created_at - origin.created_at).total_seconds()) > gap:
                 continue
             score = float(hit["score"]) * NEIGHBOUR_WEIGHT
-            out.append(
-                (
-                    Candidate(
-                        doc_id=record.doc_id,
-                        doc_path=record.doc_path,
-                        kind="turn",
-                        title=record.query[:80],
-                        score=score,
-                        tier="neighbour",
-                    ),
-                    CandidateView(
-                        doc_id=record.doc_id,
-                        kind="turn",
-                        title=record.query[:80],
-                        score=score,
-                        snippet=record.full_text()[:600],
-                        age_days=max(0.0, (now - record.created_at).total_seconds() / 86400.0),
-                        tier="neighbour",
-                    ),
-                )
-            )
+            out.append(_turn_offer(record, score, "neighbour", record.full_text(), now))
     return out
 
 
@@ -271,7 +252,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     tiers: dict[str, Any] = assembled.summary()
     in_tier = {item.doc_id: name for name, item in assembled.items()}
     for item in assembled.hot.items:
-        add(_tier_candidate("hot", item))
+        add(_turn_offer(item.record, item.search_score, "hot", item.text, now)[0])
     extra_tiers = ctx.extras.get("tiers")
     if callable(extra_tiers):
         for candidate in extra_tiers(ctx, view, tiers):
@@ -305,9 +286,10 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         add(candidate)
         views.setdefault(candidate.doc_id, neighbour)
     for name, item in assembled.items():  # after the search: its hits lead the ties
-        add(_tier_candidate(name, item))
+        candidate, shown = _turn_offer(item.record, item.search_score, name, item.text, now)
+        add(candidate)
         if item.doc_id in candidates and candidates[item.doc_id].tier == name:
-            views.setdefault(item.doc_id, _tier_view(name, item, now))
+            views.setdefault(item.doc_id, shown)
     for c in candidates.values():
         if c.doc_id not in views:
             snippet = source_text(ctx, c.doc_path, c.kind)[:600]
