@@ -6,7 +6,6 @@ appends them."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,7 +102,3 @@ def context_text(blocks: Iterable[Any]) -> str:
     """The gathered context's rows as plain lines (`a | b | c`), as the phases' prompts
     quote them."""
     return "\n".join(" | ".join(row) for block in blocks for row in block.rows)
-
-
-def elapsed_ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000.0, 3)

@@ -14,9 +14,9 @@ from events.projection import TurnView
 from events.schema import ExecutorStepped, MemoryStaged, Payload, PhaseFailed, ToolExecuted
 
 from ..tasks.schemas import ToolCallsIn, ToolCallsOut
-from .context import TurnContext, context_text, elapsed_ms
+from .context import TurnContext, context_text
 from .planner import is_transient
-from .tools import canonical_request, run_tool, tool_schemas
+from .tools import ToolOutcome, canonical_request, run_tool, tool_schemas
 
 __all__ = ["run"]
 
@@ -57,28 +57,12 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             )
         )
         started = time.perf_counter()
+        crash: Exception | None = None
         try:
             outcome = run_tool(ctx, request.tool, request.args)
         except Exception as exc:  # a tool that crashes ends the turn, recorded
-            events.append(
-                ToolExecuted(
-                    attempt=attempt,
-                    tool=request.tool,
-                    args=request.args,
-                    ok=False,
-                    error=f"{type(exc).__name__}: {exc}",
-                    duration_ms=elapsed_ms(started),
-                )
-            )
-            events.append(
-                PhaseFailed(
-                    phase="coordinator",
-                    error_type=type(exc).__name__,
-                    message=f"{request.tool} failed: {exc}",
-                    attempt=attempt,
-                )
-            )
-            return events
+            crash = exc
+            outcome = ToolOutcome(False, "", error=f"{type(exc).__name__}: {exc}")
         events.append(
             ToolExecuted(
                 attempt=attempt,
@@ -88,9 +72,17 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
                 summary=outcome.summary,
                 result=outcome.result,
                 error=outcome.error,
-                duration_ms=elapsed_ms(started),
+                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
             )
         )
+        if crash is not None:
+            message = f"{request.tool} failed: {crash}"
+            events.append(
+                PhaseFailed(
+                    phase="coordinator", error_type=type(crash).__name__, message=message, attempt=attempt
+                )
+            )
+            return events
         events.extend(outcome.events)
         if outcome.staged is not None and not is_transient(outcome.staged.content):
             events.append(

@@ -65,16 +65,6 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
         if draft.content.lower() in known or is_transient(draft.content):
             continue
         known.add(draft.content.lower())
-        events.append(
-            MemoryStaged(
-                candidate=MemoryCandidate(
-                    candidate_id=f"a{attempt}-c{number}",
-                    doc_type=draft.doc_type,
-                    content=draft.content,
-                    topic=draft.topic,
-                    keywords=draft.keywords,
-                    key=draft.key,
-                )
-            )
-        )
+        candidate = MemoryCandidate(candidate_id=f"a{attempt}-c{number}", **draft.model_dump())
+        events.append(MemoryStaged(candidate=candidate))
     return events
