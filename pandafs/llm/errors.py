@@ -37,9 +37,6 @@ class LLMRejected(LLMError):
 
 class LLMUnavailable(LLMError):
     def __init__(self, base_url: str, reason: str, *, attempts: int, status: int | None = None) -> None:
-        self.base_url = base_url
-        self.reason = reason
-        self.attempts = attempts
         self.status = status
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         if status is None:
@@ -57,9 +54,6 @@ class LLMUnavailable(LLMError):
 
 class LLMTimeout(LLMError):
     def __init__(self, base_url: str, timeout_s: float, *, attempts: int) -> None:
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-        self.attempts = attempts
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         super().__init__(
             f"the LLM server at {base_url} did not answer within {timeout_s:g} s ({tries}): "
@@ -81,9 +75,6 @@ class LLMOutputError(LLMError):
         validation: str,
         usage: Usage | None = None,
     ) -> None:
-        self.role = role
-        self.model = model
-        self.schema = schema
         self.raw = raw
         self.validation = validation
         self.usage = usage
