@@ -140,76 +140,49 @@ class _Block:
     row_ids: list[str]
 
 
+def _block(
+    priority: int, heading: str, kind: str, columns: list[str], rows: list[list[str]], ids: list[str]
+) -> _Block:
+    meta: dict[str, Any] = {"type": kind, "count": len(rows)}
+    return _Block(priority, ContextBlock(heading=heading, meta=meta, columns=columns, rows=rows), ids)
+
+
 def _blocks(out: SynthesizeContextOut, paths: dict[str, str], memory: list[MemoryEntry]) -> list[_Block]:
     built: list[_Block] = []
     anchors = [e for e in memory if (e.model_extra or {}).get("identity")]
     if anchors:
-        built.append(
-            _Block(
-                -1,
-                ContextBlock(
-                    heading="Identity Anchors",
-                    meta={"type": "identity_anchors", "count": len(anchors)},
-                    columns=["Fact", "Source"],
-                    rows=[[a.value, wikilink(a.doc_path, "facts")] for a in anchors],
-                ),
-                [a.doc_id for a in anchors],
-            )
-        )
+        rows = [[a.value, wikilink(a.doc_path, "facts")] for a in anchors]
+        ids = [a.doc_id for a in anchors]
+        built.append(_block(-1, "Identity Anchors", "identity_anchors", ["Fact", "Source"], rows, ids))
     stated = {plain_text(a.value) for a in anchors}
     for kind, heading, label in (
         ("preference", "User Preferences", "Preference"),
         ("fact", "Known Facts", "Fact"),
     ):
-        rows = [
+        said = [
             m
             for m in out.memory
             if m.kind == kind and plain_text(f"{m.key}: {m.value}" if m.key else m.value) not in stated
         ]
         entry = next((e for e in memory if e.kind == kind), None)
-        if rows and entry is not None:
+        if said and entry is not None:
             link = wikilink(entry.doc_path, f"{kind}s")
+            rows = [[m.key or "-", m.value, link] for m in said]
             built.append(
-                _Block(
-                    0,
-                    ContextBlock(
-                        heading=heading,
-                        meta={"type": f"{kind}s", "count": len(rows)},
-                        columns=[label, "Value", "Source"],
-                        rows=[[m.key or "-", m.value, link] for m in rows],
-                    ),
-                    [entry.doc_id] * len(rows),
-                )
+                _block(0, heading, f"{kind}s", [label, "Value", "Source"], rows, [entry.doc_id] * len(rows))
             )
-
-    def add(priority: int, heading: str, meta: dict[str, Any], rows: list[DocRow]) -> None:
-        rows = [r for r in rows if r.doc_id in paths]
-        if not rows:
-            return
-        cells = [
-            [
-                wikilink(paths[r.doc_id], _label(r.doc_id)),
-                r.relevance,
-                r.summary,
-                "; ".join(r.key_facts),
+    columns = ["Source", "Relevance", "Summary", "Key Facts"]
+    for priority, heading, kind, found in (
+        (1, "Cached Research Intelligence", "research_cache", out.research),
+        (2, "Forever Memory Knowledge", "knowledge", out.knowledge),
+    ):
+        kept = [r for r in found if r.doc_id in paths]
+        if kept:
+            rows = [
+                [wikilink(paths[r.doc_id], _label(r.doc_id)), r.relevance, r.summary, "; ".join(r.key_facts)]
+                for r in kept
             ]
-            for r in rows
-        ]
-        built.append(
-            _Block(
-                priority,
-                ContextBlock(
-                    heading=heading,
-                    meta={**meta, "count": len(rows)},
-                    columns=["Source", "Relevance", "Summary", "Key Facts"],
-                    rows=cells,
-                ),
-                [r.doc_id for r in rows],
-            )
-        )
-
-    add(1, "Cached Research Intelligence", {"type": "research_cache"}, out.research)
-    add(2, "Forever Memory Knowledge", {"type": "knowledge"}, out.knowledge)
+            built.append(_block(priority, heading, kind, columns, rows, [r.doc_id for r in kept]))
     return built
 
 
