@@ -13,26 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from .schemas import (
-    AnalyzeIn,
-    AnalyzeOut,
-    AnswerIn,
-    AnswerOut,
-    PlanIn,
-    PlanOut,
-    ReflectIn,
-    ReflectOut,
-    RetrievalIn,
-    RetrievalOut,
-    SummarizeIn,
-    SummarizeOut,
-    SynthesizeContextIn,
-    SynthesizeContextOut,
-    ToolCallsIn,
-    ToolCallsOut,
-    ValidateIn,
-    ValidateOut,
-)
+from . import schemas as t
 
 __all__ = ["TASKS", "Task"]
 
@@ -63,13 +44,13 @@ class Task(Generic[I, O]):
 
 
 TASKS: dict[str, Task[Any, Any]] = {
-    t.name: t
-    for t in (
+    task.name: task
+    for task in (
         Task(
             "analyze_query",
             "reflex",
-            AnalyzeIn,
-            AnalyzeOut,
+            t.AnalyzeIn,
+            t.AnalyzeOut,
             "You are the Query Analyzer. Resolve references ('that one', 'it', 'there') to the "
             "latest matching thing or place in recent_turns and write the query with it in "
             "resolved_query. query_type is one of: question, recall, followup, commerce, "
@@ -94,8 +75,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "reflect",
             "reflex",
-            ReflectIn,
-            ReflectOut,
+            t.ReflectIn,
+            t.ReflectOut,
             "You are Reflection, a fast gate. decision is PROCEED if the query can be acted on, "
             "CLARIFY (with one short clarification_question) if it cannot. State user_purpose "
             "and data_requirements (any of: user_memory, prior_turns, knowledge, research, "
@@ -112,8 +93,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "plan_retrieval",
             "mind",
-            RetrievalIn,
-            RetrievalOut,
+            t.RetrievalIn,
+            t.RetrievalOut,
             "You are the Context Gatherer (retrieval). From the candidates pick only the "
             "documents relevant to the query (relevant: doc_id, relevance high|medium|low, "
             "reason) and copy the memory_entries that help, verbatim, into relevant_memory.",
@@ -126,8 +107,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "synthesize_context",
             "mind",
-            SynthesizeContextIn,
-            SynthesizeContextOut,
+            t.SynthesizeContextIn,
+            t.SynthesizeContextOut,
             "You are the Context Gatherer (synthesis). Extract from the documents only what "
             "helps answer the query; omit irrelevant preferences and facts entirely. Every "
             "row names the doc_id it came from; key_facts are sentences copied from that "
@@ -153,8 +134,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "plan",
             "mind",
-            PlanIn,
-            PlanOut,
+            t.PlanIn,
+            t.PlanOut,
             "You are the Planner. route is 'synthesis' when the gathered context answers the "
             "query, 'coordinator' when tools are needed; then list tool_requests (tool = one "
             "of the names in tools, args as that tool's JSON arguments). Write a short todo "
@@ -181,8 +162,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "call_tools",
             "mind",
-            ToolCallsIn,
-            ToolCallsOut,
+            t.ToolCallsIn,
+            t.ToolCallsOut,
             "You are the Executor. Call the tools the plan needs, by their exact names, with "
             "JSON arguments that match each tool's parameters (planned lists the Planner's "
             "suggestions). Call no tool when none is needed.",
@@ -197,8 +178,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "answer",
             "voice",
-            AnswerIn,
-            AnswerOut,
+            t.AnswerIn,
+            t.AnswerOut,
             "You are Synthesis. Answer the user from facts only (each fact is numbered; cite "
             "it as [n]). When facts disagree the newest wins (a fact's 'replaces' lists what "
             "it overrides): say so briefly when it matters. Facts of origin 'memory' and "
@@ -214,8 +195,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "validate",
             "mind",
-            ValidateIn,
-            ValidateOut,
+            t.ValidateIn,
+            t.ValidateOut,
             "You are Validation. checks holds the results of mechanical checks (requested "
             "data present, no contradiction of a stated fact, numbers grounded, citations "
             "valid). decision: APPROVE only if the answer contains what was requested and "
@@ -231,8 +212,8 @@ TASKS: dict[str, Task[Any, Any]] = {
         Task(
             "summarize_turn",
             "mind",
-            SummarizeIn,
-            SummarizeOut,
+            t.SummarizeIn,
+            t.SummarizeOut,
             "Summarise the completed turn in one or two sentences for the turn index, with "
             "2-5 topic keywords and the main subject discussed (the thing or place named).",
             {
