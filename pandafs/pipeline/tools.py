@@ -34,7 +34,7 @@ from ..memory.args import SearchArgs, SearchArgsModel
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
 from ..vault import Vault
-from .sources import turn_text
+from .sources import PER_DOC_TOKENS, turn_text
 
 if TYPE_CHECKING:
     from .context import TurnContext
@@ -55,8 +55,6 @@ __all__ = [
     "tool_schemas",
 ]
 
-
-RETRIEVE_TOKENS = 1500  # one retrieved document, as the Context Gatherer cuts one (PER_DOC_TOKENS)
 
 DOORS = ("planner", "mcp")
 """Who calls tools: the Planner inside a turn, an MCP client outside one.  `pandafs tools
@@ -240,7 +238,7 @@ def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
     content = doc.content
     if re.search(r"/turn_\d+$", doc.doc_id):
         content = turn_text(content)  # a turn teaches its question and its answer
-    text = truncate_tokens(content, RETRIEVE_TOKENS)
+    text = truncate_tokens(content, PER_DOC_TOKENS)  # as the Context Gatherer cuts one
     return ToolOutcome(
         True,
         f"retrieved {doc.doc_id}",
