@@ -129,40 +129,23 @@ def next_step(view: TurnView, max_attempts: int) -> Step | None:
     return ("save", n)
 
 
-PHASE_OF = {
-    "analyze": "query_analyzer",
-    "reflect": "reflection",
-    "retrieve": "context_gatherer",
-    "synthesize_context": "context_gatherer",
-    "plan": "planner",
-    "execute": "executor",
-    "answer": "synthesis",
-    "validate": "validation",
-    "save": "save",
+Phase = Callable[[TurnContext, TurnView, int], list[Payload]]
+STEPS: dict[str, tuple[str, Phase]] = {
+    "analyze": ("query_analyzer", lambda ctx, view, _: analyzer.run(ctx, view)),
+    "reflect": ("reflection", lambda ctx, view, _: reflection.run(ctx, view)),
+    "retrieve": ("context_gatherer", lambda ctx, view, _: gatherer.retrieve(ctx, view)),
+    "synthesize_context": ("context_gatherer", lambda ctx, view, _: context_synthesis.synthesize(ctx, view)),
+    "plan": ("planner", planner.run),
+    "execute": ("executor", executor.run),
+    "answer": ("synthesis", synthesis.answer),
+    "validate": ("validation", synthesis.validate),
+    "save": ("save", lambda ctx, view, _: save.run(ctx, view)),
 }
+"""Each step `next_step` names: the phase it belongs to, and what runs it (with the attempt)."""
 
 
 def _run_step(ctx: TurnContext, view: TurnView, name: str, attempt: int) -> list[Payload]:
-    match name:
-        case "analyze":
-            return analyzer.run(ctx, view)
-        case "reflect":
-            return reflection.run(ctx, view)
-        case "retrieve":
-            return gatherer.retrieve(ctx, view)
-        case "synthesize_context":
-            return context_synthesis.synthesize(ctx, view)
-        case "plan":
-            return planner.run(ctx, view, attempt)
-        case "execute":
-            return executor.run(ctx, view, attempt)
-        case "answer":
-            return synthesis.answer(ctx, view, attempt)
-        case "validate":
-            return synthesis.validate(ctx, view, attempt)
-        case "save":
-            return save.run(ctx, view)
-    raise AssertionError(name)
+    return STEPS[name][1](ctx, view, attempt)
 
 
 def _with_metrics(payloads: list[Payload], metrics: PhaseMetrics) -> list[Payload]:
@@ -344,7 +327,7 @@ class Pipeline:
                             raise
                     payloads = [
                         PhaseFailed(
-                            phase=PHASE_OF[name],
+                            phase=STEPS[name][0],
                             error_type=type(exc).__name__,
                             message=str(exc).splitlines()[0][:500] if str(exc) else repr(exc),
                             attempt=attempt,
