@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 from click.core import ParameterSource
 
-from events.clock import utcnow
+from events.clock import aware, utcnow
 from events.doctypes import CONTENT_TYPES
+from events.errors import EventsError
 from indexers.request import Argument, search_arguments
 
-from ..errors import ProblemFound
-from ..memory.api import SCOPES
+from ..errors import PandaError, ProblemFound
+from ..memory.api import SCOPES, Memory
 from ..output import echo_err, emit, json_option, lazy_progress
 from .base import App, cli, now_option, parse_now, pass_app, user_option
 
@@ -87,9 +89,7 @@ def search(
         _nothing_beside_batch(click.get_current_context())
     memory = app.memory()
     if batch is not None:
-        from .batch import batch_search  # pydantic: only for --batch
-
-        failed = batch_search(memory, batch)
+        failed = _batch_search(memory, batch)
         if failed:
             raise ProblemFound(f"{failed} line(s) of {batch} failed (see their error objects)")
         return
@@ -110,6 +110,34 @@ def search(
                 click.echo(f"    {hit['snippet']}")
 
     emit(hits, as_json, human)
+
+
+def _batch_search(memory: Memory, source: Path) -> int:
+    """`search --batch`: one JSON query per line in, one JSON hit list (or error) per line
+    out; the number of lines that failed."""
+    from pydantic import ValidationError  # pydantic: only for --batch
+
+    from ..memory.args import BatchQuery
+
+    failed = 0
+    with source.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                line = BatchQuery.model_validate(orjson.loads(raw))
+                now = aware(line.now) if line.now else line.now
+                out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
+            except orjson.JSONDecodeError as exc:
+                out = {"error": f"not valid JSON: {exc}"}
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
+            except (PandaError, EventsError) as exc:
+                out = {"error": str(exc)}
+            failed += isinstance(out, dict)
+            click.echo(orjson.dumps(out).decode())
+    return failed
 
 
 @cli.command()
