@@ -157,7 +157,7 @@ def entities_in(text: str) -> list[str]:
     return found
 
 
-# --- phases 0-1: analyze_query, reflect ---------------------------------------------------
+# --- phase 0: analyze_query -----------------------------------------------------------------
 
 # What the user states, as patterns `re` compiles (and caches) the first time one is
 # searched: a turn that asks a question needs none of them.
@@ -323,7 +323,7 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     )
 
 
-# --- phase 1 ---------------------------------------------------------------------------------
+# --- phase 1: reflect -----------------------------------------------------------------------
 
 STATEMENTS = ("preference_statement", "fact_statement")
 
