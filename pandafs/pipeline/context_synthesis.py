@@ -38,13 +38,7 @@ from indexers.words import query_terms, stem, words_of
 from ..errors import BadInput, Unreadable
 from ..memory.tiers import TIER_NAMES
 from ..memory.turn_records import TurnRecord
-from ..tasks.schemas import (
-    DocRow,
-    LoadedDoc,
-    MemoryRow,
-    SynthesizeContextIn,
-    SynthesizeContextOut,
-)
+from ..tasks.schemas import DocRow, LoadedDoc, MemoryRow, SynthesizeContextIn, SynthesizeContextOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
 from .sources import (

@@ -20,13 +20,7 @@ from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import TURN_DIR_RE, turn_number
 from events.projection import TurnView
-from events.schema import (
-    Candidate,
-    ContextRetrieved,
-    MemoryEntry,
-    Payload,
-    TierFailed,
-)
+from events.schema import Candidate, ContextRetrieved, MemoryEntry, Payload, TierFailed
 from indexers.errors import IndexingError
 from indexers.words import query_terms
 
@@ -35,12 +29,7 @@ from ..memory.store import parse_entries
 from ..memory.tiers import assemble_tiers
 from ..memory.turn_records import TurnReader, TurnRecord
 from ..research.visits import find_visits
-from ..tasks.schemas import (
-    CandidateView,
-    Pick,
-    RetrievalIn,
-    RetrievalOut,
-)
+from ..tasks.schemas import CandidateView, Pick, RetrievalIn, RetrievalOut
 from ..tokens import count_tokens
 from .context import RECORD_CACHE, TurnContext
 from .sources import age_days, first_share, plain_text, prior_turn, source_text
