@@ -242,10 +242,6 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     in_tier = {item.doc_id: name for name, item in assembled.items()}
     for item in assembled.hot.items:
         add(_turn_offer(item.record, item.search_score, "hot", item.text, now)[0])
-    extra_tiers = ctx.extras.get("tiers")
-    if callable(extra_tiers):
-        for candidate in extra_tiers(ctx, view, tiers):
-            add(candidate)
     visit_terms = query_terms(reference.title) if reference is not None else analysis.keywords
     for candidate in _visit_candidates(ctx, visit_terms):
         add(candidate)

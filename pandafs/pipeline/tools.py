@@ -304,11 +304,9 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
             "internet_research is not configured",
             error="unavailable: set [research] search_url in pandafs.toml",
         )
-    tool = ctx.extras.get("research_tool")
-    if tool is None:
-        from ..research.tool import ResearchTool
+    from ..research.tool import ResearchTool
 
-        tool = ResearchTool(ctx.config.research, reliability=ctx.extras.get("reliability"))
+    tool = ResearchTool(ctx.config.research, reliability=ctx.extras.get("reliability"))
     analysis = ctx.extras.get("analysis")
     topic = getattr(analysis, "primary_topic", "general")
     keywords = list(getattr(analysis, "keywords", []))

@@ -166,7 +166,6 @@ class Pipeline:
         backend: Backend | None = None,
         memory: Memory | None = None,
         clock: Callable[[], datetime] | None = None,
-        extras: dict[str, Any] | None = None,
     ) -> None:
         self.vault = vault
         self.memory = memory or open_memory(vault)
@@ -176,7 +175,6 @@ class Pipeline:
         self.extras = {
             "reliability": self.reliability.score,
             RECORD_CACHE: RecordCache(),  # past turns the tiers parsed, for the next turns
-            **(extras or {}),
         }
         self.finisher = Finisher(vault, self.memory, self.reliability)
 
