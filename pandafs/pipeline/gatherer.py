@@ -18,7 +18,6 @@ from typing import Any
 from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
-from events.layout import TURN_DIR_RE, turn_number
 from events.projection import TurnView
 from events.schema import Candidate, ContextRetrieved, MemoryEntry, Payload, TierFailed
 from indexers.errors import IndexingError
@@ -138,10 +137,7 @@ def _neighbours(
     gap = ctx.config.search.episode_gap_minutes * 60.0
     out = []
     for hit in hits:
-        user, _, name = str(hit["doc_id"]).partition("/")
-        if hit["kind"] != "turn" or user != ctx.user or not TURN_DIR_RE.fullmatch(name):
-            continue
-        origin = reader.live(turn_number(name))
+        origin = prior_turn(ctx, str(hit["doc_id"]), "turn") if hit["kind"] == "turn" else None
         if origin is None or origin.created_at is None:
             continue
         for number in (origin.number - 1, origin.number + 1):
