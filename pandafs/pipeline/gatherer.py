@@ -97,7 +97,6 @@ def _turn_offer(
     record: TurnRecord, score: float, tier: str, snippet: str, now: datetime
 ) -> tuple[Candidate, CandidateView]:
     """A past turn as a candidate, and as the backend is shown it."""
-    created = record.created_at
     return (
         Candidate(
             doc_id=record.doc_id,
@@ -113,7 +112,7 @@ def _turn_offer(
             title=record.query[:80],
             score=score,
             snippet=snippet[:600],
-            age_days=max(0.0, (now - created).total_seconds() / 86400.0) if created else 0.0,
+            age_days=age_days(record.created_at, now),
             tier=tier,
         ),
     )

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from events.documents import split_sections
 from events.layout import TURN_DIR_RE, TURN_KINDS, turn_number
@@ -24,6 +25,7 @@ __all__ = [
     "abridge",
     "first_share",
     "age_days",
+    "parse_stamp",
     "date_phrases",
     "plain_text",
     "prior_turn",
@@ -34,12 +36,19 @@ __all__ = [
 ]
 
 
-def age_days(created: str, now: datetime) -> float:
+def parse_stamp(value: Any) -> datetime | None:
+    """A stored time as a datetime (ISO text, `Z` for UTC); None when it is not one."""
+    if isinstance(value, datetime):
+        return value
     try:
-        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
-        return 0.0
-    return max(0.0, (now - when).total_seconds() / 86400.0)
+        return None
+
+
+def age_days(created: Any, now: datetime) -> float:
+    when = parse_stamp(created)
+    return 0.0 if when is None else max(0.0, (now - when).total_seconds() / 86400.0)
 
 
 def turn_text(content: str) -> str:

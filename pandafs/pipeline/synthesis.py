@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from events.documents import split_sections
@@ -38,7 +37,7 @@ from ..tasks.grounding import (
 from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext, context_text
-from .sources import source_text, visit_text
+from .sources import parse_stamp, source_text, visit_text
 from .tools import canonical_tool, finding_line
 
 __all__ = ["answer", "validate"]
@@ -97,15 +96,6 @@ def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
     return results
 
 
-def _stamp(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _sentences(text: str) -> list[str]:
     from ..llm.offline import sentences
 
@@ -117,7 +107,7 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
     (§5); an imported turn's reply is what the assistant said then."""
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
-    when = _stamp(meta.get("created_at"))
+    when = parse_stamp(meta.get("created_at"))
     facts = [
         Fact(statement_form(s), "stated", n, doc_id, when) for s in _sentences(asked) if not is_question(s)
     ]
@@ -139,7 +129,7 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
     sections = split_sections(doc.content) if kind in _TURN_KINDS else {}
     if sections:
         return _turn_facts(n, doc_id, sections, meta)
-    when = _stamp(meta.get("updated_at") or meta.get("created_at"))
+    when = parse_stamp(meta.get("updated_at") or meta.get("created_at"))
     types = meta.get("content_types") or []
     if doc_id.endswith(("/preferences", "/facts")) or {"preference", "fact"} & set(types):
         facts = []
