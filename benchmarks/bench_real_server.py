@@ -78,7 +78,7 @@ def configure(vault: Path, base_url: str, model: str, timeout: float) -> None:
     for key, value in values.items():
         line = f"{key} = {value}"
         pattern = re.compile(rf"^(?:#\s*)?{key}\s*=.*$", re.M)
-        section = pattern.sub(line, section) if pattern.search(section) else f"{line}\n{section}"
+        section = pattern.sub(line, section, count=1) if pattern.search(section) else f"{line}\n{section}"
     path.write_text(f"{head}[llm]\n{section}{sep}{tail}", encoding="utf-8")
 
 
