@@ -25,7 +25,6 @@ from .maintenance import check_learning
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .promotion import check_shared
 from .rollups import daily_path, days_between, empty_rollup, rollup, summarize
-from .state import StaleCache
 
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from ..research.reliability import TurnsRead
@@ -87,11 +86,7 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
             engine.documents.index_mode = QUEUE_INDEX
             try:
                 engine.sync(rollups=False, users=[view.user])
-                try:
-                    return list(engine.policy.on_turn(view, pending, ctx.now()))
-                except StaleCache:  # a torn shard of a document this turn used
-                    engine.rebuild()
-                    return list(engine.policy.on_turn(view, pending, ctx.now()))
+                return list(engine.policy.on_turn(view, pending, ctx.now()))
             finally:
                 if isinstance(queue, list):
                     queue.extend(engine.documents.take_index_queue())
@@ -146,7 +141,7 @@ def trends(
     if (until - since).days >= MAX_WINDOW_DAYS:
         raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
     with Learning.of(vault, memory).open() as engine:
-        engine.sync_checked()
+        engine.sync()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
         scope: dict[str, int] = {}
@@ -200,9 +195,9 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
 
 
 def check_caches(vault: Vault, repair: bool) -> list[Problem]:
-    """Every file of the learning cache and every daily rollup reads as a JSON object, or
-    is named `unreadable`.  Either is rebuilt (by the next sync, or from the catalog) and
-    `--repair` rebuilds them now."""
+    """The learning cache's snapshot and each line of its journal, and every daily rollup,
+    read as JSON objects, or are named `unreadable`.  Each is made again from the events
+    (by the next sync, or from the catalog) and `--repair` does it now."""
     from .state import STATE_FILE, learning_dir
 
     cache = learning_dir(vault)
@@ -210,18 +205,22 @@ def check_caches(vault: Vault, repair: bool) -> list[Problem]:
     found: list[tuple[Path, str]] = []
     for folder, pattern, what in (
         (cache, STATE_FILE, "the learning cache"),
-        (cache / "counts", "*.json", "a counter shard of the learning cache"),
+        (cache, "journal-*.jsonl", "the learning cache's journal"),
         (daily, "????-??-??.json", "a daily rollup"),
     ):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.glob(pattern)):
             data = read_vault_bytes(vault.root, path)  # a link, a FIFO: the one read rule names it
-            if data is not None and _json_object(data) is None:
+            if data is None:
+                continue
+            lines = data.splitlines() if path.suffix == ".jsonl" else [data]
+            torn = path.suffix == ".jsonl" and data and not data.endswith(b"\n")
+            if torn or any(_json_object(line) is None for line in lines):
                 found.append((path, what))
     problems = [
         Problem(
-            vault.rel(path), "unreadable", f"{what} does not read as a JSON object (rebuilt from the events)"
+            vault.rel(path), "unreadable", f"{what} does not read as JSON objects (rebuilt from the events)"
         )
         for path, what in found
     ]

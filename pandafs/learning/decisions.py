@@ -53,7 +53,7 @@ class ScopePolicy:
         """What the policy does now to every promotable document that has been used."""
         decisions: list[ScopeDecision] = []
         projection = self.cache.projection()
-        for doc_id in sorted(self.cache.counts):
+        for doc_id in sorted(self.cache.state.counts):
             owner, _, rest = doc_id.partition("/")
             if not rest.startswith("memories/") and not rest.endswith("/research"):
                 continue
@@ -63,7 +63,7 @@ class ScopePolicy:
             record = projection.scope.get(doc_id)
             if record is not None and _utc(record.at) and now < _utc(record.at):  # type: ignore[operator]
                 continue  # decided after `now`: nothing to decide in its past
-            decisions += decide_steps(self.doc_state(info, self.cache.counts[doc_id], now), self.cfg)
+            decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
         return decisions
 
     def record_decisions(self, decisions: Sequence[ScopeDecision], now: datetime) -> list[Event]:
@@ -108,7 +108,7 @@ class ScopePolicy:
         plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets)
         if plans:
             self.cache.state.dirty = sorted(set(self.cache.state.dirty) | set(plans))
-            self.cache.write_state_file()
+            self.cache.save()
         if plans or overlay:
             self.documents.apply(plans, overlay)
         return changes

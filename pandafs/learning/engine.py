@@ -43,7 +43,7 @@ from .materialise import Materialiser
 from .reading import TurnReader
 from .rollups import ROW_FIELDS, rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values
-from .state import Cursor, LearningCache, StaleCache, learned_memory, learning_dir
+from .state import Cursor, LearningCache, StaleCache, learned_memory
 from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
 
 if TYPE_CHECKING:  # pyarrow
@@ -121,7 +121,7 @@ class Learning:
     @classmethod
     def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
         """The fold of `vault`, indexing through `memory` (else one with what it learned)."""
-        cache = LearningCache(learning_dir(vault), vault.config.memory.trust_prior_weight, vault.root)
+        cache = LearningCache.of(vault)
         reader = TurnReader(vault)
         documents = Materialiser(vault, memory or learned_memory(vault), cache)
         return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
@@ -141,7 +141,10 @@ class Learning:
             except StaleCache as exc:
                 self.cache.reset()
                 self.stale = str(exc)
-            yield self
+            try:
+                yield self
+            finally:
+                self.cache.release()
 
     # --- the fold ----------------------------------------------------------------------
 
@@ -233,7 +236,7 @@ class Learning:
             report.turns += 1
         if tick is not None and len(numbers) % PROGRESS_EVERY:
             tick(len(numbers) % PROGRESS_EVERY)
-        self.cache.state.users[user] = Cursor(upto=max(high, cursor.upto), pending=pending)
+        self.cache.state.users[user] = Cursor(max(high, cursor.upto), tuple(pending))
         return changed
 
     def _fold_logs(
@@ -269,31 +272,15 @@ class Learning:
             return self.rebuild(write=write)
         started = time.perf_counter()
         report = SyncReport()
-        try:  # a torn shard shows up when it is first read, always before anything is written
-            projection = self.cache.projection()
-            rows: list[TurnRow] = []
-            changed = self._fold_users(projection, report, rows.append, full=False, users=users)
-            more, days = self._fold_logs(projection, report, full=False, users=users)
-            days |= {r.date.isoformat() for r in rows}
-            self.cache.keep(projection)
-            if write:
-                docs = changed | more | set(self.cache.state.dirty)
-                self._commit(report, docs, rows, days, projection, rollups=rollups)
-        except StaleCache as exc:
-            self.stale = str(exc)
-            return self.rebuild(write=write)
+        projection = self.cache.projection()
+        rows: list[TurnRow] = []
+        changed = self._fold_users(projection, report, rows.append, full=False, users=users)
+        more, days = self._fold_logs(projection, report, full=False, users=users)
+        days |= {r.date.isoformat() for r in rows}
+        if write:
+            docs = changed | more | set(self.cache.state.dirty)
+            self._commit(report, docs, rows, days, projection, rollups=rollups)
         report.seconds = time.perf_counter() - started
-        return report
-
-    def sync_checked(self, *, write: bool = True) -> SyncReport:
-        """`sync`, then read every shard, recomputing if any is torn (for whole-vault jobs that
-        look at every document)."""
-        report = self.sync(write=write)
-        try:
-            len(self.cache.counts)
-        except StaleCache as exc:
-            self.stale = str(exc)
-            return self.rebuild(write=write)
         return report
 
     def rebuild(self, *, write: bool = True) -> SyncReport:
@@ -312,7 +299,6 @@ class Learning:
         add = catalog.add if catalog is not None else lambda row: None
         changed = self._fold_users(projection, report, add, full=True)
         more, _ = self._fold_logs(projection, report, full=True)
-        self.cache.keep(projection)
         folded = time.perf_counter()
         report.stages["learning fold"] = folded - started
         if catalog is not None:
@@ -337,11 +323,14 @@ class Learning:
     ) -> None:
         """Steps 2-5 of a sync (see the module docstring)."""
         plans, overlay = self.documents.plan(sorted(docs), projection)
-        waiting = [*self.cache.state.catalog_rows, *(r.model_dump(mode="json") for r in rows)]
+        waiting = self.cache.state.catalog_rows
+        for row in rows:
+            waiting[f"{row.user}/{row.turn}"] = row.model_dump(mode="json")
         if waiting and (rollups or len(waiting) >= CATALOG_BATCH):  # before the rollups read them
-            report.catalog_months = self.catalog.append([TurnRow.model_validate(r) for r in waiting])
-            waiting = []
-        self.cache.state.catalog_rows = waiting
+            written = [TurnRow.model_validate(r) for r in waiting.values()]
+            report.catalog_months = self.catalog.append(written)
+            for key in list(waiting):
+                del waiting[key]
         days |= set(self.cache.state.rollup_days)
         if rollups:
             report.rollup_days = self._write_rollups(days)
@@ -352,7 +341,7 @@ class Learning:
         report.documents, report.index_updates = self.documents.apply(plans, overlay)
         if plans:  # else the cache just saved names nothing dirty already
             self.cache.state.dirty = []
-            self.cache.write_state_file()
+            self.cache.save()
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []

@@ -147,7 +147,7 @@ class Materialiser:
         except (TypeError, ValueError):
             quality = 0.5
         scope = str(front.get("scope") or ("user" if owner else "global"))
-        record = (projection.scope if projection else self.cache.state.scope_records()).get(doc_id)
+        record = (projection.scope if projection else self.cache.state.scope).get(doc_id)
         if record is not None and record.new in SCOPE_RANK:
             scope = record.new
         elif record is None and front.get("scope_origin") in SCOPE_RANK:
@@ -211,24 +211,25 @@ class Materialiser:
             if preview is not None and doc_id in preview:
                 target = preview[doc_id]
             else:
-                counts = self.cache.counts.get(doc_id)
+                counts = self.cache.state.counts.get(doc_id)
                 target = _Target(counts, self.scope_target(info, projection.scope.get(doc_id)))
             if info.kind in INDEX_ONLY_KINDS:
                 if target.counts is None:
                     continue
                 trust = trust_of(target.counts, self._turn_quality(info.rel), w)
-                if self.cache.counts.trust(doc_id) != trust:
+                if self.cache.state.trust.get(doc_id) != trust:
                     if preview is not None:
                         overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
                         continue
-                    self.cache.counts.set_trust(doc_id, trust)
+                    self.cache.state.trust[doc_id] = trust
                     # Save's preview may have indexed this value already
                     if self.index_mode != SKIP_INDEX and self._indexed(info.rel).get("trust") != trust:
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
-            if preview is None and target.counts is not None:
-                self.cache.counts.set_trust(doc_id, front.get("trust"))
+            trust = front.get("trust")
+            if preview is None and target.counts is not None and self.cache.state.trust.get(doc_id) != trust:
+                self.cache.state.trust[doc_id] = trust
             if front != info.front:
                 plans[doc_id] = (info.rel, target)
             elif preview is None and self._shared_now(info, projection.scope.get(doc_id)):

@@ -69,7 +69,7 @@ def promote(
     now = now or utcnow()
     report = PromotionReport(now, dry_run)
     with Learning.of(vault, memory).open() as engine:
-        report.sync = engine.rebuild(write=not dry_run) if full else engine.sync_checked(write=not dry_run)
+        report.sync = engine.rebuild(write=not dry_run) if full else engine.sync(write=not dry_run)
         report.changes = engine.policy.decide_all(now)
         if report.changes and not dry_run:
             engine.policy.record_decisions(report.changes, now)
@@ -138,7 +138,7 @@ def prune_expired(
     report = PruneReport(now, dry_run)
     memory = memory or learned_memory(vault)
     with Learning.of(vault, memory).open() as engine:
-        engine.sync_checked(write=not dry_run)
+        engine.sync(write=not dry_run)
         projection = engine.cache.projection()
         moves: list[tuple[DocInfo, datetime, ScopeDecision | None]] = []
         for rel in _candidates(vault, memory, now):
@@ -146,7 +146,7 @@ def prune_expired(
             info = engine.documents.doc_info(ref.doc_id, projection) if ref is not None else None
             if info is None or info.rel != rel or info.owner is None:
                 continue
-            counts = engine.cache.counts.get(info.doc_id) or Counts()
+            counts = engine.cache.state.counts.get(info.doc_id) or Counts()
             steps = decide_steps(engine.policy.doc_state(info, counts, now), engine.policy.cfg)
             if steps and promotable(info.kind, info.owner):
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})

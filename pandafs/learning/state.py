@@ -1,28 +1,40 @@
-"""The learning fold's cache under `indexes/learning/` (disposable, rebuildable).
+"""The learning fold's cache under `indexes/learning/` (disposable: made again from the events).
 
-    state.json         how far the fold got and the small maps (`LearningState`)
-    counts/{xx}.json   {"gen": g, "docs": {doc id: [usage, validations, successes, trust]}},
-                       256 shards by blake2b(doc id), so a turn rewrites a few small files
-    ../learning.lock   one writer at a time
+    state.json          a snapshot of the fold: how far it got, its maps, every counted
+                        document's counters and last materialised trust; it names its journal
+    journal-{n}.jsonl   what changed since the snapshot, one JSON line per save: each map's
+                        changed keys (null: removed), each list whole
+    ../learning.lock    one writer at a time
 
-The trust column is what was last materialised, which the indexer reads for a document
-whose frontmatter carries none.  Shards are written first and `state.json` last, naming
-the generation each shard must carry; a shard that disagrees makes `load` report the
-cache stale, and the engine recomputes everything from the events."""
+A save appends one line.  When the journal outgrows the snapshot, a new snapshot naming a
+new, empty journal replaces it and the old journal goes; a crash between the two leaves the
+old journal named by nothing, so no line is folded twice.  A torn or unreadable file makes
+`load` report the cache stale, and the engine recomputes everything from the events.
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
+A process keeps the state it last saved (`LearningCache.of`) and reads only the lines
+appended since; the indexer's readers (`learned_of`) do the same without the lock, up to
+the last whole line."""
 
-import hashlib
+from __future__ import annotations
+
 import os
-from collections.abc import Callable, Iterator, MutableMapping
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, NamedTuple
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from events.fsio import FileKey, atomic_write, file_key, read_vault_bytes, remove_tree_in_vault
+from events.errors import NotInVault
+from events.fsio import (
+    FileKey,
+    append_file,
+    atomic_write,
+    file_key,
+    open_vault_file,
+    remove_tree_in_vault,
+    unlink_in_vault,
+)
 from indexers.learned import Learned
 
 from ..memory.api import Memory
@@ -30,155 +42,121 @@ from ..vault import Vault
 from .trust import Counts, Projection, ScopeRecord, shares
 
 __all__ = [
-    "CounterStore",
     "Cursor",
     "LearningCache",
     "LearningState",
-    "SharedReader",
     "StaleCache",
-    "TrustReader",
-    "shard_of",
+    "cache_json",
+    "learned_of",
+    "learning_dir",
 ]
 
-CACHE_VERSION = 1
-
-T = TypeVar("T")
+CACHE_VERSION = 2
+STATE_FILE = "state.json"
+JOURNAL_MIN_BYTES = 1 << 20
+"""A journal is folded into a new snapshot once it is this long and longer than the snapshot."""
 
 
 class StaleCache(Exception):
     """The cache cannot be trusted (missing, another version, torn); recompute it."""
 
 
-def shard_of(doc_id: str) -> str:
-    return hashlib.blake2b(doc_id.encode(), digest_size=1).hexdigest()
+class Cursor(NamedTuple):
+    """How far the fold got in one user's turns: all up to `upto`, but those `pending`."""
 
-
-class Cursor(BaseModel):
-    model_config = ConfigDict(extra="forbid")
     upto: int = 0
-    pending: list[int] = Field(default_factory=list)
+    pending: tuple[int, ...] = ()
 
 
-class LearningState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    version: int = CACHE_VERSION
-    prior_weight: float
-    generation: int = 0
-    shard_gens: dict[str, int] = Field(default_factory=dict)
-    users: dict[str, Cursor] = Field(default_factory=dict)
-    logs: dict[str, int] = Field(default_factory=dict)
-    feedback: dict[str, tuple[int, str]] = Field(default_factory=dict)
-    scope: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    scope_days: dict[str, dict[str, int]] = Field(default_factory=dict)
-    dirty: list[str] = Field(default_factory=list)
-    rollup_days: list[str] = Field(default_factory=list)
-    catalog_rows: list[dict[str, Any]] = Field(default_factory=list)
-    """Catalog rows Save folded and has not written yet (`TurnRow`s as JSON values): the
-    next sync that writes rollups writes them first, or Save once there are
-    `CATALOG_BATCH` of them."""
+class Tracked(dict[str, Any]):
+    """A dict that remembers the keys set or removed since the last save."""
 
-    def scope_records(self) -> dict[str, ScopeRecord]:
-        return {doc: ScopeRecord(**data) for doc, data in self.scope.items()}
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.changed: set[str] = set()
 
-    def set_scope_records(self, records: dict[str, ScopeRecord]) -> None:
-        self.scope = {doc: r.__dict__.copy() for doc, r in sorted(records.items())}
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.changed.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.changed.add(key)
 
 
-class CounterStore(MutableMapping[str, Counts]):
-    """Per-document counters in hash shards, loaded lazily, written when dirty."""
-
-    def __init__(
-        self, directory: Path, shard_gens: dict[str, int], *, root: Path, fresh: bool = False
-    ) -> None:
-        """`fresh`: start empty and ignore the shards on disk (a full recompute).  `root`,
-        the vault: nothing below it is read through a link, nor written through one."""
-        self.dir = directory
-        self.root = root
-        self.expected = shard_gens
-        self.fresh = fresh
-        self._shards: dict[str, dict[str, list[Any]]] = {}
-        self._dirty: set[str] = set()
-
-    def _shard(self, name: str) -> dict[str, list[Any]]:
-        if name not in self._shards and self.fresh:
-            self._shards[name] = {}
-        if name not in self._shards:
-            path = self.dir / f"{name}.json"
-            try:
-                raw = read_vault_bytes(self.root, path)  # a link: as if missing
-                data: dict[str, Any] = {"gen": 0, "docs": {}} if raw is None else orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise StaleCache(f"{path}: unreadable ({exc})") from None
-            if data.get("gen", 0) != self.expected.get(name, 0):
-                raise StaleCache(f"{path}: generation {data.get('gen')} is not the recorded one")
-            docs: dict[str, list[Any]] = data["docs"]
-            self._shards[name] = docs
-        return self._shards[name]
-
-    def __getitem__(self, doc_id: str) -> Counts:
-        row = self._shard(shard_of(doc_id))[doc_id]
-        return Counts(row[0], row[1], row[2])
-
-    def __setitem__(self, doc_id: str, value: Counts) -> None:
-        name = shard_of(doc_id)
-        docs = self._shard(name)
-        trust = docs[doc_id][3] if doc_id in docs else None
-        docs[doc_id] = [value.usage, value.validations, value.successes, trust]
-        self._dirty.add(name)
-
-    def __delitem__(self, doc_id: str) -> None:
-        name = shard_of(doc_id)
-        del self._shard(name)[doc_id]
-        self._dirty.add(name)
-
-    def __iter__(self) -> Iterator[str]:
-        for name in self.all_shards():
-            yield from list(self._shard(name))
-
-    def __len__(self) -> int:
-        return sum(len(self._shard(name)) for name in self.all_shards())
-
-    def all_shards(self) -> list[str]:
-        on_disk: set[str] = set()
-        if not self.fresh and self.dir.is_dir():
-            on_disk = {p.stem for p in self.dir.glob("*.json") if len(p.stem) == 2}
-        return sorted(on_disk | set(self._shards) | set(self.expected))
-
-    def trust(self, doc_id: str) -> float | None:
-        row = self._shard(shard_of(doc_id)).get(doc_id)
-        return row[3] if row else None
-
-    def set_trust(self, doc_id: str, trust: float | None) -> None:
-        name = shard_of(doc_id)
-        row = self._shard(name).get(doc_id)
-        if row is not None and row[3] != trust:
-            row[3] = trust
-            self._dirty.add(name)
-
-    def flush(self, generation: int) -> dict[str, int]:
-        """Write dirty shards stamped with `generation` (a fresh store replaces every shard); the
-        new shard → generation map."""
-        if self.fresh:
-            remove_tree_in_vault(self.root, self.dir)  # never through a link
-            self.expected, self.fresh = {}, False
-            self._dirty = {name for name, docs in self._shards.items() if docs}
-        gens = dict(self.expected)
-        for name in sorted(self._dirty):
-            docs = dict(sorted(self._shards[name].items()))
-            atomic_write(
-                self.dir / f"{name}.json",
-                orjson.dumps({"gen": generation, "docs": docs}),
-                durable=False,
-                root=self.root,
-            )
-            gens[name] = generation
-        self._dirty.clear()
-        self.expected = gens
-        return gens
+# each map's values as JSON and back (the others are JSON already)
+_DUMP = {
+    "counts": list,
+    "users": lambda c: {"upto": c.upto, "pending": list(c.pending)},
+    "scope": lambda r: r.__dict__,
+}
+_LOAD = {
+    "counts": lambda v: Counts(*v),
+    "users": lambda v: Cursor(v["upto"], tuple(v["pending"])),
+    "feedback": lambda v: (int(v[0]), str(v[1])),
+    "scope": lambda v: ScopeRecord(**v),
+}
+MAPS = ("counts", "trust", "users", "logs", "feedback", "scope", "scope_days", "catalog_rows")
+LISTS = ("dirty", "rollup_days")
 
 
-STATE_FILE = "state.json"
-"""The cache's state file in its folder (module docstring)."""
+@dataclass
+class LearningState:
+    """The fold's state.  `counts`: usage, validations, successes per document; `trust`: what
+    was last materialised (the indexer's trust for a document whose file carries none);
+    `users`: each user's `Cursor`; `logs`: maintenance log events folded per user;
+    `feedback`, `scope`, `scope_days`: the `Projection`'s maps; `catalog_rows`: rows Save folded
+    and has not written yet, by turn id; `dirty`: documents being written; `rollup_days`:
+    days whose rollups are out of date."""
+
+    counts: Tracked = field(default_factory=Tracked)
+    trust: Tracked = field(default_factory=Tracked)
+    users: Tracked = field(default_factory=Tracked)
+    logs: Tracked = field(default_factory=Tracked)
+    feedback: Tracked = field(default_factory=Tracked)
+    scope: Tracked = field(default_factory=Tracked)
+    scope_days: Tracked = field(default_factory=Tracked)
+    catalog_rows: Tracked = field(default_factory=Tracked)
+    dirty: list[str] = field(default_factory=list)
+    rollup_days: list[str] = field(default_factory=list)
+
+    def fold(self, data: dict[str, Any]) -> None:
+        """Apply one journal line (or a snapshot's maps)."""
+        for name in MAPS:
+            changes = data.get(name)
+            if changes:
+                target: Tracked = getattr(self, name)
+                load = _LOAD.get(name)
+                for key, value in changes.items():
+                    if value is None:
+                        dict.pop(target, key, None)
+                    else:
+                        dict.__setitem__(target, key, load(value) if load else value)
+        for name in LISTS:
+            if name in data:
+                setattr(self, name, list(data[name]))
+
+    def dump(self, *, changes: bool, saved: dict[str, list[str]]) -> dict[str, Any]:
+        """The maps (only their changed keys with `changes`) and the lists (with `changes`,
+        those that differ from `saved`) as JSON values."""
+        out: dict[str, Any] = {}
+        for name in MAPS:
+            target: Tracked = getattr(self, name)
+            dump = _DUMP.get(name)
+            keys = sorted(target.changed) if changes else sorted(target)
+            values = {k: (dump(target[k]) if dump else target[k]) if k in target else None for k in keys}
+            if values or not changes:
+                out[name] = values
+        for name in LISTS:
+            if not changes or getattr(self, name) != saved.get(name):
+                out[name] = getattr(self, name)
+        return out
+
+    def saved(self) -> dict[str, list[str]]:
+        """Forget what changed: it is on disk now."""
+        for name in MAPS:
+            getattr(self, name).changed.clear()
+        return {name: list(getattr(self, name)) for name in LISTS}
 
 
 def learning_dir(vault: Vault) -> Path:
@@ -192,153 +170,202 @@ def cache_is_there(vault: Vault) -> bool:
     return (learning_dir(vault) / STATE_FILE).is_file()
 
 
+_KEPT: dict[tuple[str, float], LearningCache] = {}
+
+
 class LearningCache:
-    """The fold's cache as loaded: `state.json`'s state and the counter shards it names."""
+    """The fold's state as loaded from a snapshot and its journal (module docstring)."""
 
     def __init__(self, directory: Path, prior_weight: float, root: Path) -> None:
         self.dir = directory
         self.prior_weight = prior_weight
         self.root = root  # the vault: nothing below it is read or written through a link
-        self.state = LearningState(prior_weight=prior_weight)
-        self.counts = CounterStore(directory / "counts", {}, fresh=True, root=root)
+        self.state = LearningState()
+        self._snapshot: FileKey | None = None  # the snapshot the state holds, as read or written
+        self._snapshot_bytes = 0
+        self._journal = ""  # the journal's file name
+        self._offset = 0  # the journal's bytes folded into the state
+        self._lists: dict[str, list[str]] = {}
+        self._clean = False  # the state is what the files say (nothing folded since, unsaved)
+
+    @classmethod
+    def of(cls, vault: Vault) -> LearningCache:
+        """This process's cache of `vault`, kept between uses (used under the learning lock)."""
+        key = (os.fspath(learning_dir(vault)), vault.config.memory.trust_prior_weight)
+        kept = _KEPT.get(key)
+        if kept is None:
+            kept = _KEPT[key] = cls(learning_dir(vault), key[1], vault.root)
+        return kept
 
     def reset(self) -> None:
-        """Start empty: a full recompute replaces every shard when it is saved."""
-        self.state = LearningState(prior_weight=self.prior_weight)
-        self.counts = CounterStore(self.dir / "counts", {}, fresh=True, root=self.root)
+        """Start empty: the next save writes a whole new snapshot."""
+        self.state = LearningState()
+        self._snapshot = None
+        self._clean = False
 
-    def load(self) -> None:
-        """Load the cached state, or raise `StaleCache` when there is none we can use."""
+    def load(self, *, strict: bool = True) -> None:
+        """Bring the state up to what the files say, or raise `StaleCache` when there is none
+        we can use.  Only what was appended since the last load or save is read, if the
+        state is as that left it.  `strict=False` (a reader without the lock): a line still
+        being written is left for later."""
         path = self.dir / STATE_FILE
-        raw = read_vault_bytes(self.root, path)
-        if raw is None:
-            raise StaleCache("no learning cache yet")
         try:
-            state = LearningState.model_validate(orjson.loads(raw))
-        except (orjson.JSONDecodeError, ValidationError) as exc:
-            raise StaleCache(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
-        if state.version != CACHE_VERSION:
-            raise StaleCache(f"{path}: cache version {state.version}, this PandaFS writes {CACHE_VERSION}")
-        if state.prior_weight != self.prior_weight:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self.reset()
+            raise StaleCache("no learning cache yet") from None
+        if not (self._clean and self._snapshot == file_key(st)):
+            self._clean = False
+            self._load_snapshot(path)
+        self._clean = False
+        self._fold_journal(strict)
+        self._clean = True
+
+    def _load_snapshot(self, path: Path) -> None:
+        try:
+            with open_vault_file(self.root, path.relative_to(self.root).as_posix()) as handle:
+                st = os.fstat(handle.fileno())
+                raw = handle.read()
+            data = orjson.loads(raw)
+        except (FileNotFoundError, NotInVault):
+            raise StaleCache(f"{path}: not a file of the cache") from None
+        except orjson.JSONDecodeError as exc:
+            raise StaleCache(f"{path}: unreadable ({exc})") from None
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+            raise StaleCache(f"{path}: not a cache this PandaFS writes (version {CACHE_VERSION})")
+        if data.get("prior_weight") != self.prior_weight:
             raise StaleCache("[memory] trust_prior_weight changed")
-        self.state = state
-        self.counts = CounterStore(self.dir / "counts", state.shard_gens, root=self.root)
+        state = LearningState()
+        try:
+            state.fold(data)
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise StaleCache(f"{path}: unreadable ({exc})") from None
+        state.saved()
+        self.state, self._lists = state, {name: list(getattr(state, name)) for name in LISTS}
+        self._snapshot, self._snapshot_bytes = file_key(st), len(raw)
+        self._journal, self._offset = str(data.get("journal", "")), 0
+
+    def _fold_journal(self, strict: bool) -> None:
+        path = self.dir / self._journal
+        try:
+            if os.stat(path).st_size == self._offset:
+                return  # nothing appended since (a link is refused below, when it grows)
+            with open_vault_file(self.root, path.relative_to(self.root).as_posix()) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size < self._offset:
+                    raise StaleCache(f"{path}: shorter than what was folded from it")
+                handle.seek(self._offset)
+                raw = handle.read()
+        except FileNotFoundError:
+            if self._offset:
+                raise StaleCache(f"{path}: gone") from None
+            return
+        except NotInVault:
+            raise StaleCache(f"{path}: not a file of the cache") from None
+        whole = raw[: raw.rfind(b"\n") + 1]
+        if strict and len(whole) < len(raw):
+            raise StaleCache(f"{path}: ends in a torn line")
+        try:
+            for line in whole.splitlines():
+                self.state.fold(orjson.loads(line))
+        except (orjson.JSONDecodeError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise StaleCache(f"{path}: unreadable ({exc})") from None
+        self.state.saved()
+        self._lists = {name: list(getattr(self.state, name)) for name in LISTS}
+        self._offset += len(whole)
+
+    def release(self) -> None:
+        """The caller is done with the state: folded changes it did not save make the next
+        load read the files again."""
+        lists = {name: getattr(self.state, name) for name in LISTS}
+        if lists != self._lists or any(getattr(self.state, name).changed for name in MAPS):
+            self._clean = False
 
     def save(self) -> None:
-        """Shards first, then state.json naming their generation (see the module docstring)."""
-        state = self.state
-        state.generation += 1
-        state.shard_gens = self.counts.flush(state.generation)
-        self.write_state_file()
+        """Append what changed to the journal (a whole snapshot after a reset, or once the
+        journal outgrows the snapshot)."""
+        self._clean = False
+        if self._snapshot is None or self._offset > max(JOURNAL_MIN_BYTES, self._snapshot_bytes):
+            self._write_snapshot()
+        else:
+            line = self.state.dump(changes=True, saved=self._lists)
+            if line:
+                data = orjson.dumps(line) + b"\n"
+                append_file(self.dir / self._journal, data, root=self.root, durable=False)
+                self._offset += len(data)
+        self._lists = self.state.saved()
+        self._clean = True
 
-    def write_state_file(self) -> None:
-        atomic_write(
-            self.dir / STATE_FILE,
-            orjson.dumps(self.state.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS),
-            durable=False,
-            root=self.root,
+    def _write_snapshot(self) -> None:
+        old = self._journal
+        self._journal, self._offset = f"journal-{time.time_ns():020d}.jsonl", 0
+        data = orjson.dumps(
+            {
+                "version": CACHE_VERSION,
+                "prior_weight": self.prior_weight,
+                "journal": self._journal,
+                **self.state.dump(changes=False, saved={}),
+            }
         )
+        path = self.dir / STATE_FILE
+        atomic_write(path, data, durable=False, root=self.root)
+        self._snapshot, self._snapshot_bytes = file_key(os.lstat(path)), len(data)
+        for stale in [p for p in self.dir.glob("journal-*.jsonl") if p.name != self._journal]:
+            unlink_in_vault(self.root, stale, missing_ok=True, durable=False)
+        if old == "":  # a recompute: what an older PandaFS kept here goes
+            remove_tree_in_vault(self.root, self.dir / "counts")
 
     def projection(self) -> Projection:
-        """The fold so far, to fold more into (its counters are the cache's own)."""
+        """The fold so far, to fold more into (its maps are the state's own)."""
         state = self.state
-        return Projection(
-            counts=self.counts,
-            feedback={k: (int(v[0]), str(v[1])) for k, v in state.feedback.items()},
-            scope=state.scope_records(),
-            scope_days={d: dict(c) for d, c in state.scope_days.items()},
-        )
-
-    def keep(self, projection: Projection) -> None:
-        """Take the small maps of `projection` into the state (its counters are ours)."""
-        state = self.state
-        state.feedback = dict(sorted(projection.feedback.items()))
-        state.set_scope_records(projection.scope)
-        state.scope_days = dict(sorted(projection.scope_days.items()))
+        return Projection(state.counts, state.feedback, state.scope, state.scope_days)
 
 
-class _ReadWhenReplaced(Generic[T]):
-    """What `parse` makes of a JSON file of the cache, read again only when its (inode,
-    size, mtime) changed; `empty` when it is missing, a link or unreadable."""
+class LearnedReader:
+    """What the indexer takes from the learning cache, read without its lock: `trust(doc_id)`
+    (turns keep theirs in the index only, so a re-indexed turn gets it from here) and
+    `shared(doc_id)`, whether a recorded scope change made the document `global`.  No
+    readable cache: no trust, nothing shared."""
 
-    def __init__(self, root: Path, parse: Callable[[Any], T], empty: T) -> None:
-        self.root = root
-        self.parse = parse
-        self.empty = empty
-        self._cache: dict[str, tuple[FileKey, T]] = {}
+    def __init__(self, vault: Vault) -> None:
+        self.cache = LearningCache(learning_dir(vault), vault.config.memory.trust_prior_weight, vault.root)
 
-    def get(self, path: str) -> T:
+    def _state(self) -> LearningState:
         try:
-            key = file_key(os.lstat(path))
-        except FileNotFoundError:
-            return self.empty
-        cached = self._cache.get(path)
-        if cached is None or cached[0] != key:
-            try:
-                raw = read_vault_bytes(self.root, path)
-                value = self.empty if raw is None else self.parse(orjson.loads(raw))
-            except (orjson.JSONDecodeError, OSError, AttributeError, TypeError):
-                value = self.empty
-            cached = (key, value)
-            self._cache[path] = cached
-        return cached[1]
+            self.cache.load(strict=False)
+        except StaleCache:
+            self.cache.reset()
+        return self.cache.state
 
+    def trust(self, doc_id: str) -> float | None:
+        value = self._state().trust.get(doc_id)
+        return value if isinstance(value, float | int) else None
 
-class TrustReader:
-    """Trust lookup for the indexer: `reader(doc_id) -> trust | None`.  Turns keep their trust
-    in the index only, so a re-indexed turn gets it from here."""
-
-    def __init__(self, directory: Path, root: Path | None = None) -> None:
-        self._prefix = os.path.join(directory, "")  # a string: asked once per indexed document
-        self._shards: _ReadWhenReplaced[dict[str, Any]] = _ReadWhenReplaced(
-            root or directory, lambda data: dict(data.get("docs", {})), {}
-        )
-
-    def __call__(self, doc_id: str) -> float | None:
-        row = self._shards.get(f"{self._prefix}{shard_of(doc_id)}.json").get(doc_id)
-        return row[3] if row else None
+    def shared(self, doc_id: str) -> bool:
+        record = self._state().scope.get(doc_id)
+        return record is not None and shares(record)
 
     def table(self) -> dict[str, float]:
-        """Every document's trust the shards hold, read now (a rebuild indexes turns from
-        it while the fold rewrites them, and compares it with what the fold wrote)."""
-        try:
-            names = sorted(n for n in os.listdir(self._prefix) if len(n) == 7 and n.endswith(".json"))
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        return {
-            doc_id: row[3]
-            for name in names
-            for doc_id, row in self._shards.get(self._prefix + name).items()
-            if isinstance(row, list) and len(row) > 3 and row[3] is not None
-        }
+        """Every document's trust, read now (a rebuild indexes turns from it while the fold
+        rewrites it, and compares it with what the fold wrote)."""
+        return {d: t for d, t in self._state().trust.items() if t is not None}
 
 
-def _shared_in(state: Any) -> frozenset[str]:
-    return frozenset(d for d, r in state.get("scope", {}).items() if isinstance(r, dict) and shares(r))
+def cache_json(vault: Vault) -> dict[str, Any]:
+    """The state the cache's files say, as JSON values (empty: no readable cache)."""
+    reader = LearnedReader(vault)
+    reader._state()
+    return reader.cache.state.dump(changes=False, saved={})
 
 
-class SharedReader:
-    """Sharing lookup for the indexer: `reader(doc_id) -> bool`, whether the fold recorded a
-    scope change that made the document `global`.  No readable cache: nothing is shared."""
-
-    def __init__(self, path: Path, root: Path) -> None:
-        self.path = os.fspath(path)
-        self._state: _ReadWhenReplaced[frozenset[str]] = _ReadWhenReplaced(root, _shared_in, frozenset())
-
-    def __call__(self, doc_id: str) -> bool:
-        return doc_id in self._state.get(self.path)
-
-
-def trust_reader(vault: Vault) -> TrustReader:
-    return TrustReader(learning_dir(vault) / "counts", vault.root)
+def trust_reader(vault: Vault) -> LearnedReader:
+    return LearnedReader(vault)
 
 
 def learned_of(vault: Vault) -> Learned:
     """What the indexer takes from the learning loop (`Memory(learned=…)`)."""
-    return Learned(
-        trust=trust_reader(vault),
-        shared=SharedReader(learning_dir(vault) / STATE_FILE, vault.root),
-    )
+    reader = LearnedReader(vault)
+    return Learned(trust=reader.trust, shared=reader.shared)
 
 
 def learned_memory(vault: Vault) -> Memory:

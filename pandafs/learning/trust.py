@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from events.layout import turn_number
 from events.stamps import format_ts
@@ -61,8 +61,7 @@ def verdict(outcome: str | None, feedback: str | None = None) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Counts:
+class Counts(NamedTuple):
     usage: int = 0
     validations: int = 0
     successes: int = 0
@@ -250,9 +249,10 @@ class Projection:
             return set()
         if current is None or record.key > current.key:
             self.scope[record.doc_id] = record
-        day = self.scope_days.setdefault(record.at[:10], {})
+        day = dict(self.scope_days.get(record.at[:10], {}))
         kind = change_kind(record.old, record.new)
         day[kind] = day.get(kind, 0) + 1
+        self.scope_days[record.at[:10]] = day  # a new value: the cache journals what is set
         return {record.doc_id}
 
     def preview(self, facts: TurnFacts, target: TargetLookup, folded: FoldedCheck) -> dict[str, Counts]:

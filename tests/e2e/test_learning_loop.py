@@ -77,14 +77,14 @@ def test_a_memory_cited_by_twelve_approved_turns_goes_new_user_and_is_never_shar
     # recomputing from the events alone gives the same trust and scope, byte for byte
     memory_file = (vault.root / saved.doc_path).read_bytes()
     with Learning.of(vault).open() as engine:
-        counts = {d: engine.cache.counts[d] for d in engine.cache.counts}
+        counts = {d: engine.cache.state.counts[d] for d in engine.cache.state.counts}
     full = cli("--root", vault.root, "promote", "--full", "--now", now, "--json")
     assert full.code == 0 and full.json["sync"]["full"] and full.json["changes"] == []
     assert full.json["sync"]["documents_written"] == []
     assert (vault.root / saved.doc_path).read_bytes() == memory_file
     with Learning.of(vault).open() as engine:
-        assert {d: engine.cache.counts[d] for d in engine.cache.counts} == counts
-        assert engine.cache.state.scope[saved.doc_id]["new"] == "user"
+        assert {d: engine.cache.state.counts[d] for d in engine.cache.state.counts} == counts
+        assert engine.cache.state.scope[saved.doc_id].new == "user"
 
     # the rollups count both promotions on the days they were decided
     stats = cli("--root", vault.root, "stats", "--since", "2026-01-05", "--now", now, "--json").json

@@ -21,7 +21,7 @@ from pandafs.learning.api import rebuild, sync
 from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.promotion import promote
-from pandafs.learning.state import shard_of
+from pandafs.learning.state import cache_json
 from pandafs.learning.trust import Counts, Projection, TurnFacts, trust_of, verdict
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
@@ -152,7 +152,8 @@ def test_the_fold_does_not_depend_on_the_order_turns_arrive_in() -> None:
 def snapshot(vault: Vault) -> dict[str, dict]:
     """Every counter of the cache and every memory file's bytes."""
     with Learning.of(vault).open() as engine:
-        counts = {d: (engine.cache.counts[d], engine.cache.counts.trust(d)) for d in engine.cache.counts}
+        state = engine.cache.state
+        counts = {d: (state.counts[d], state.trust.get(d)) for d in state.counts}
         feedback = dict(engine.cache.state.feedback)
     files = {
         vault.rel(p): p.read_bytes()
@@ -325,19 +326,17 @@ def test_a_torn_cache_is_recomputed_from_the_events(
         pipeline.ask("What does my hamster Biscuit eat?", user="alice")
     sync(vault)
     before = snapshot(vault)
-    counts = vault.layout.indexes / "learning" / "counts"
+    cache = vault.layout.indexes / "learning"
 
     def tear(doc_id: str, usage: int | None = None) -> None:
-        """Make a shard disagree with state.json, as a crash between the two writes would."""
-        shard = counts / f"{shard_of(doc_id)}.json"
-        data = orjson.loads(shard.read_bytes())
-        data["gen"] += 100
-        if usage is not None:
-            data["docs"][doc_id][0] = usage
-        shard.write_bytes(orjson.dumps(data))
+        """End the journal in a torn line, as a crash in the middle of an append would."""
+        journal = cache / orjson.loads((cache / "state.json").read_bytes())["journal"]
+        line = orjson.dumps({"counts": {doc_id: [usage or 0, 0, 0]}})
+        with journal.open("ab") as out:
+            out.write(line[: len(line) // 2])
 
     tear(saved.doc_id, usage=999)
-    assert promote(vault, now=T0).sync.full  # promote reads every shard: it recomputes
+    assert promote(vault, now=T0).sync.full  # promote folds the journal: it recomputes
     assert snapshot(vault) == before
 
     tear("alice/turn_000002")
@@ -345,7 +344,7 @@ def test_a_torn_cache_is_recomputed_from_the_events(
     result = pipeline.ask("What does my hamster Biscuit eat?", user="alice")
     events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")
     used = next(e.data.doc_ids for e in events if e.type == "documents_used")
-    assert "alice/turn_000002" in used  # so its Save reads the torn shard and recomputes
+    assert "alice/turn_000002" in used  # its Save folds the torn journal and recomputes
     assert not [e for e in events if isinstance(e.data, PhaseFailed)]
     sync(vault)
     after = snapshot(vault)
@@ -376,7 +375,7 @@ def test_state_file_names_how_far_the_fold_got(vault: Vault, pipeline: Pipeline)
     pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
     pipeline.ask("How much is a ThinkPad?", user="alice")
     sync(vault)
-    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    state = cache_json(vault)
     assert state["users"] == {"alice": {"upto": 2, "pending": []}}
     assert sync(vault).turns == 0  # nothing new: nothing re-read
     assert format_ts(T0).endswith("Z") and Path(vault.root / "indexes/learning/state.json").exists()
@@ -462,13 +461,13 @@ def test_a_save_folds_only_its_own_users_turns_and_a_sync_the_rest(
     pipeline.ask("Does my hamster Biscuit like seeds?", user="alice")
     clock["t"] = T0 + timedelta(hours=2)
     pipeline.ask("Where does a hamster hide seeds?", user="alice")
-    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    state = cache_json(vault)
     assert state["users"] == {  # a Save's own turn is still running when it folds: pending
         "alice": {"upto": 2, "pending": [2]},
         "bob": {"upto": 1, "pending": [1]},  # finished since, but alice's Saves never looked
     }
     assert sync(vault).turns == 2  # bob's turn and alice's second
-    state = orjson.loads((vault.layout.indexes / "learning" / "state.json").read_bytes())
+    state = cache_json(vault)
     assert state["users"] == {"alice": {"upto": 2, "pending": []}, "bob": {"upto": 1, "pending": []}}
     incremental = snapshot(vault)
     assert incremental["counts"][bobs.doc_id][0].usage == 1  # bob's turn, folded by the sync
