@@ -3,12 +3,12 @@ what one turn used, at its Save (`on_turn`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from events.layout import turn_number
 from events.projection import TurnView
 from events.schema import DocumentsUsed, Event, ScopeChanged, TurnCompleted
 
@@ -87,15 +87,12 @@ class ScopePolicy:
         def folded(_user: str, number: int) -> bool:
             return number <= cursor.upto and number not in cursor.pending
 
-        def target(user: str, turn: str) -> TurnFacts | None:
-            loaded = self.reader.load_turn(user, turn_number(turn))
-            return turn_facts(*loaded) if isinstance(loaded, tuple) else None
-
-        preview = projection.preview(facts, target, folded)
+        preview = projection.preview(facts, self.reader.facts, folded)
         changes: list[ScopeChanged] = []
         targets: dict[str, _Target] = {}
+        infos: dict[str, DocInfo] = {}
         for doc_id, counts in preview.items():
-            info = self.documents.doc_info(doc_id, projection)
+            info = infos[doc_id] = self.documents.doc_info(doc_id, projection)
             if info is None:
                 continue
             scope = self.documents.scope_target(info, projection.scope.get(doc_id))
@@ -105,12 +102,14 @@ class ScopePolicy:
                 if steps:  # dated like the fold will date it: when the turn happened
                     scope = (steps[-1].new_scope, facts.occurred_at)
             targets[doc_id] = _Target(counts, scope)
-        plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets)
+        plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets, infos=infos)
         if plans:
             self.cache.state.dirty = sorted(set(self.cache.state.dirty) | set(plans))
             self.cache.save()
         if plans or overlay:
             self.documents.apply(plans, overlay)
+        folder = os.fspath(self.vault.layout.turn_dir(view.user, view.turn))
+        self.cache.queued = (folder, {d: t for d, (_, t) in overlay.items() if t is not None})
         return changes
 
 

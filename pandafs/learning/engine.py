@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from events.collector import collector_paused
 from events.errors import EventsError
 from events.fsio import check_folders, lock_is_held, vault_folder
-from events.layout import turn_name, turn_number
+from events.layout import turn_name
 from events.schema import ScopeChanged
 
 from ..memory.api import Memory
@@ -44,7 +44,7 @@ from .reading import TurnReader
 from .rollups import ROW_FIELDS, rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values
 from .state import Cursor, LearningCache, StaleCache, learned_memory
-from .trust import Projection, ScopeRecord, TurnFacts, turn_facts
+from .trust import Projection, ScopeRecord, turn_facts
 
 if TYPE_CHECKING:  # pyarrow
     from .catalog import Catalog
@@ -55,9 +55,6 @@ LOCK_NAME = "learning.lock"
 CATALOG_BATCH = 32
 """Catalog rows Save lets wait in the learning cache before it writes them as a delta itself."""
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
-SEEN_TURNS = 4096
-"""Folded turns whose facts a fold keeps for the feedback of later turns (bounded, not all of
-them); one judged from further back is read again (`load_turn`: the same facts)."""
 
 
 @dataclass
@@ -122,7 +119,7 @@ class Learning:
     def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
         """The fold of `vault`, indexing through `memory` (else one with what it learned)."""
         cache = LearningCache.of(vault)
-        reader = TurnReader(vault)
+        reader = TurnReader(vault, cache.seen)
         documents = Materialiser(vault, memory or learned_memory(vault), cache)
         return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
 
@@ -191,19 +188,12 @@ class Learning:
         else:
             high = self.reader.highest(user, cursor.upto)
             numbers = sorted(old_pending | set(range(cursor.upto + 1, high + 1)))
-        seen: dict[str, TurnFacts] = {}  # the last `SEEN_TURNS` folded, for their feedback
         done: set[int] = set()
         pending: list[int] = []
         changed: set[str] = set()
 
         def folded(_user: str, number: int) -> bool:
             return number in done or (number <= cursor.upto and number not in old_pending)
-
-        def target(user: str, turn: str) -> TurnFacts | None:
-            if turn in seen:
-                return seen[turn]
-            loaded = self.reader.load_turn(user, turn_number(turn))
-            return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
         tick = self.progress if full else None
         for at, number in enumerate(numbers, 1):
@@ -227,10 +217,8 @@ class Learning:
                 continue
             view, events = loaded
             fact = turn_facts(view, events)
-            changed |= projection.fold_turn(fact, target, folded)
-            seen[fact.turn] = fact
-            if len(seen) > SEEN_TURNS:  # the oldest goes: feedback names a recent turn, or is read again
-                del seen[next(iter(seen))]
+            changed |= projection.fold_turn(fact, self.reader.facts, folded)
+            self.reader.remember(fact)
             rows(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1

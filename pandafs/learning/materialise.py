@@ -13,13 +13,14 @@ import orjson
 
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import read_vault_bytes, read_vault_file
+from events.fsio import file_key, read_vault_bytes, read_vault_file
 from events.layout import candidate_paths, classify
 from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
 from indexers.errors import IndexingError
 
 from ..memory.api import Memory
+from ..turns import INDEXING
 from ..vault import Vault
 from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
@@ -27,6 +28,7 @@ from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
 __all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "IndexMode", "Materialiser"]
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
+QUALITIES_KEPT = 65_536
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
 _ORDER = list(DocumentMetadata.model_fields)
 
@@ -102,13 +104,14 @@ class Materialiser:
         self.cache = cache
         self.cfg = vault.config.memory
         self.index_mode: IndexMode = COMMIT_INDEX
+        self.root = os.fspath(vault.root)
         self._index_queue: list[IndexDoc] = []
 
     def locate(self, doc_id: str) -> tuple[str, str, str | None] | None:
         """(vault-relative path, kind, owner) of the file behind `doc_id`, if it exists."""
         for rel in candidate_paths(doc_id):
             ref = classify(rel)
-            if ref is not None and (self.vault.root / rel).is_file():
+            if ref is not None and os.path.isfile(f"{self.root}/{rel}"):
                 return rel, ref.kind, ref.user
         return None
 
@@ -156,17 +159,34 @@ class Materialiser:
 
     def _turn_quality(self, rel: str) -> float:
         """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
-        0.5 when that file is missing, unreadable or a link (never followed)."""
-        path = self.vault.root / rel
+        0.5 when that file is missing, unreadable or a link (never followed).  Read again
+        only when the file changed (`LearningCache.qualities`)."""
+        path = (
+            f"{self.root}/{rel.removesuffix('context.md')}metadata.json"
+            if rel.endswith("/context.md")
+            else f"{self.root}/{rel}"
+        )
         try:
-            if path.name == "context.md":
-                data = read_vault_bytes(self.vault.root, path.parent / "metadata.json")
-                return 0.5 if data is None else float(orjson.loads(data)["quality"])
-            data = read_vault_bytes(self.vault.root, path)
-            front = {} if data is None else parse_document(data.decode("utf-8"), rel).frontmatter
-            return float(front.get("quality", 0.5))
-        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
+            key = file_key(os.lstat(path))
+        except OSError:
             return 0.5
+        known = self.cache.qualities.get(path)
+        if known is not None and known[0] == key:
+            return known[1]
+        try:
+            data = read_vault_bytes(self.root, path)
+            if data is None:
+                quality = 0.5
+            elif path.endswith("/metadata.json"):
+                quality = float(orjson.loads(data)["quality"])
+            else:
+                quality = float(parse_document(data.decode("utf-8"), rel).frontmatter.get("quality", 0.5))
+        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
+            quality = 0.5
+        if len(self.cache.qualities) >= QUALITIES_KEPT:
+            self.cache.qualities.clear()
+        self.cache.qualities[path] = (key, quality)
+        return quality
 
     def _target_front(self, info: DocInfo, target: _Target) -> dict[str, Any]:
         front = dict(info.front)
@@ -197,15 +217,19 @@ class Materialiser:
         return None
 
     def plan(
-        self, docs: Sequence[str], projection: Projection, preview: dict[str, _Target] | None = None
+        self,
+        docs: Sequence[str],
+        projection: Projection,
+        preview: dict[str, _Target] | None = None,
+        infos: dict[str, DocInfo] | None = None,
     ) -> tuple[dict[str, tuple[str, _Target]], dict[str, tuple[str, float | None]]]:
         """Files to rewrite ({doc: (rel, target)}) and what to index again as it is, with
-        a turn's trust ({doc: (rel, trust or None)})."""
+        a turn's trust ({doc: (rel, trust or None)}).  `infos`: documents read already."""
         plans: dict[str, tuple[str, _Target]] = {}
         overlay: dict[str, tuple[str, float | None]] = {}
         w = self.cfg.trust_prior_weight
         for doc_id in docs:
-            info = self.doc_info(doc_id, projection)
+            info = infos[doc_id] if infos and doc_id in infos else self.doc_info(doc_id, projection)
             if info is None:
                 continue
             if preview is not None and doc_id in preview:
@@ -222,8 +246,7 @@ class Materialiser:
                         overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
                         continue
                     self.cache.state.trust[doc_id] = trust
-                    # Save's preview may have indexed this value already
-                    if self.index_mode != SKIP_INDEX and self._indexed(info.rel).get("trust") != trust:
+                    if self.index_mode != SKIP_INDEX and not self._indexed(doc_id, info.rel, trust):
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
@@ -244,13 +267,21 @@ class Materialiser:
             and shares(record)
             and info.owner is not None
             and self.index_mode != SKIP_INDEX
-            and self._indexed(info.rel).get("scope") != "global"
+            and self._lookup(info.rel).get("scope") != "global"
         )
 
-    def _indexed(self, rel: str) -> dict[str, Any]:
-        """What the index holds for the document at `rel` (empty: not indexed, or unreadable).
+    def _indexed(self, doc_id: str, rel: str, trust: float) -> bool:
+        """Whether the index holds `trust` for the turn at `rel`: Save's preview gave it in a
+        turn's commit that landed (its folder is projected and not marked `.indexing`), or
+        the index says so.  A fold that finds the value already indexed re-indexes nothing."""
+        folder, queued = self.cache.queued
+        if queued.get(doc_id) == trust and folder:
+            if os.path.exists(f"{folder}/metadata.json") and not os.path.lexists(f"{folder}/{INDEXING}"):
+                return True
+        return self._lookup(rel).get("trust") == trust
 
-        A fold that finds the value Save's preview already indexed re-indexes nothing."""
+    def _lookup(self, rel: str) -> dict[str, Any]:
+        """What the index holds for the document at `rel` (empty: not indexed, or unreadable)."""
         try:
             return self.memory.index.lookup(rel) or {}
         except IndexingError:

@@ -13,13 +13,14 @@ import orjson
 from events.documents import parse_document
 from events.errors import EventLogError, EventsError, NotInVault
 from events.fsio import is_real_dir, open_folder_at, open_vault_folder, read_in_folder, read_vault_file
-from events.layout import turn_name
+from events.layout import turn_name, turn_number
 from events.log import events_of, parse_log, read_events
 from events.projection import TurnView, project_turn
 from events.schema import Event
 from indexers.errors import ArchiveError
 
 from ..vault import Vault
+from .trust import TurnFacts, turn_facts
 
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from ..research.reliability import TurnsRead
@@ -27,14 +28,16 @@ if TYPE_CHECKING:  # the reliability table's module loads pyarrow
 __all__ = ["TurnReader"]
 
 EVENTS_FILE = "events.jsonl"
+SEEN_TURNS = 4096
 
 
 class TurnReader:
     """Reads turns of one vault for the fold, keeping what a run of reads shares: the archived
     part last read and each user's `turns/` folder."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, seen: dict[str, TurnFacts] | None = None) -> None:
         self.vault = vault
+        self.seen = {} if seen is None else seen
         # When given (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
         self.extractions: TurnsRead | None = None
@@ -111,6 +114,21 @@ class TurnReader:
             return None
         view = project_turn(events)
         return (view, events) if view.is_complete else "pending"
+
+    def remember(self, facts: TurnFacts) -> None:
+        """Keep the facts of a turn just folded, for the feedback of later turns (the last
+        `SEEN_TURNS`; one judged from further back is read again, to the same facts)."""
+        self.seen[facts.doc_id] = facts
+        if len(self.seen) > SEEN_TURNS:
+            del self.seen[next(iter(self.seen))]
+
+    def facts(self, user: str, turn: str) -> TurnFacts | None:
+        """The facts of a completed turn: remembered, or read (None: not a completed turn)."""
+        known = self.seen.get(f"{user}/{turn}")
+        if known is not None:
+            return known
+        loaded = self.load_turn(user, turn_number(turn))
+        return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
     def highest(self, user: str, upto: int) -> int:
         """The highest turn of `user` to fold up to (`Layout.newest_turn`, never below `upto`)."""

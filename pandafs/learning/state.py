@@ -39,7 +39,7 @@ from indexers.learned import Learned
 
 from ..memory.api import Memory
 from ..vault import Vault
-from .trust import Counts, Projection, ScopeRecord, shares
+from .trust import Counts, Projection, ScopeRecord, TurnFacts, shares
 
 __all__ = [
     "Cursor",
@@ -187,6 +187,13 @@ class LearningCache:
         self._offset = 0  # the journal's bytes folded into the state
         self._lists: dict[str, list[str]] = {}
         self._clean = False  # the state is what the files say (nothing folded since, unsaved)
+        self.qualities: dict[str, tuple[FileKey, float]] = {}
+        """The quality each used turn's file states, by path, as of its (inode, size, mtime)."""
+        self.seen: dict[str, TurnFacts] = {}
+        """The facts of the turns folded last (`TurnReader.facts`)."""
+        self.queued: tuple[str, dict[str, float]] = ("", {})
+        """The turn folder whose index commit carries the trust Save's preview gave the
+        documents it used, and that trust."""
 
     @classmethod
     def of(cls, vault: Vault) -> LearningCache:
@@ -202,6 +209,8 @@ class LearningCache:
         self.state = LearningState()
         self._snapshot = None
         self._clean = False
+        self.queued = ("", {})
+        self.seen.clear()
 
     def load(self, *, strict: bool = True) -> None:
         """Bring the state up to what the files say, or raise `StaleCache` when there is none
@@ -242,6 +251,8 @@ class LearningCache:
             raise StaleCache(f"{path}: unreadable ({exc})") from None
         state.saved()
         self.state, self._lists = state, {name: list(getattr(state, name)) for name in LISTS}
+        self.queued = ("", {})
+        self.seen.clear()
         self._snapshot, self._snapshot_bytes = file_key(st), len(raw)
         self._journal, self._offset = str(data.get("journal", "")), 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
@@ -81,7 +82,6 @@ def test_every_derived_artefact_comes_back_the_same_after_deleting_indexes(cli, 
         stats = cli("--root", vault.root, "stats", "--since", "30d", "--json")  # (the turns' own clock)
         assert stats.code == 0, stats.err  # (first: it folds the turns the last Save left to the next)
         memory = Memory(vault)
-        counts = vault.layout.indexes / "learning" / "counts"
         return {
             "stats": stats.json,
             "reliability": sorted(
@@ -89,7 +89,7 @@ def test_every_derived_artefact_comes_back_the_same_after_deleting_indexes(cli, 
                 key=lambda row: row["domain"],
             ),
             "site notes": {p.name: p.read_text() for p in (vault.root / "site_knowledge").glob("*.md")},
-            "counts": {p.name: orjson.loads(p.read_bytes())["docs"] for p in counts.glob("*.json")},
+            "counts": {k: v for k, v in cache_json(vault).items() if k in ("counts", "trust")},
             "documents": {
                 str(p.relative_to(vault.root)): p.read_text() for p in vault.root.rglob("users/*/**/*.md")
             },

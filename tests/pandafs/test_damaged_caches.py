@@ -1,6 +1,6 @@
 """A damaged cache or turn catalog costs what it holds, not the turn.
 
-The learning cache (`indexes/learning/state.json`, its counter shards), a daily rollup
+The learning cache (`indexes/learning/state.json`, its journal), a daily rollup
 (`observability/daily/*.json`) and a part of the turn catalog
 (`observability/catalog/month=…/*.parquet`) are all made from the events: damaged, each
 is named by `verify` at its vault-relative path, `ask` still answers, `stats` either
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
 from events.log import read_log
@@ -25,9 +26,11 @@ def _state(root: Path) -> list[Path]:
     return [path]
 
 
-def _shard(root: Path) -> list[Path]:
-    (path,) = sorted((root / "indexes" / "learning" / "counts").glob("*.json"))[:1]
-    path.write_bytes(b"xx\n")
+def _journal(root: Path) -> list[Path]:
+    cache = root / "indexes" / "learning"
+    path = cache / orjson.loads((cache / "state.json").read_bytes())["journal"]
+    with path.open("ab") as out:
+        out.write(b"xx\n")
     return [path]
 
 
@@ -44,7 +47,7 @@ def _catalog(root: Path) -> list[Path]:
     return [path]
 
 
-@pytest.mark.parametrize("damage", [_state, _shard, _rollup, _catalog])
+@pytest.mark.parametrize("damage", [_state, _journal, _rollup, _catalog])
 def test_a_damaged_cache_is_named_costs_no_turn_and_is_rebuilt(
     cli, vault: Vault, tmp_path: Path, damage: Callable[[Path], list[Path]]
 ) -> None:

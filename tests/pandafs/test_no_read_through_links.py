@@ -100,22 +100,29 @@ def test_turn_trust_never_comes_from_a_linked_metadata_json(vault: Vault, tmp_pa
 
 
 def test_the_learning_cache_is_never_read_through_a_link(vault: Vault, tmp_path: Path) -> None:
-    """state.json and the counter shards (whose trust the indexer gives turns) were read by
-    path: a shard linked to a file outside the vault set a turn's trust, and a linked
-    state.json was taken for the cache.  Now each reads as missing and is recomputed."""
-    from pandafs.learning.state import learned_of, shard_of
+    """state.json and its journal (whose trust the indexer gives turns) are read in the vault
+    only: a journal linked to a file outside the vault does not set a turn's trust, and a
+    linked state.json is not taken for the cache.  Each reads as missing and is recomputed."""
+    from pandafs.learning.state import CACHE_VERSION, learned_of
 
     _import(vault, tmp_path, ("which laptop do I like", 3))
     doc = "alice/turn_000001"
     cache = vault.layout.indexes / "learning"
-    (cache / "counts").mkdir(parents=True)
-    shard, shard_data = _outside(
-        tmp_path, "shard.json", orjson.dumps({"gen": 0, "docs": {doc: [9, 9, 9, 0.123]}})
-    )
-    _link(cache / "counts" / f"{shard_of(doc)}.json", shard)
+    cache.mkdir(parents=True)
+    weight = vault.config.memory.trust_prior_weight
+    head = {"version": CACHE_VERSION, "prior_weight": weight, "journal": "journal-1.jsonl"}
+    (cache / "state.json").write_bytes(orjson.dumps(head))
+    shard, shard_data = _outside(tmp_path, "journal.jsonl", orjson.dumps({"trust": {doc: 0.123}}) + b"\n")
+    _link(cache / "journal-1.jsonl", shard)
     assert learned_of(vault).trust(doc) is None
-    state, state_data = _outside(tmp_path, "state.json", orjson.dumps({"note": SECRET}))
+    state, state_data = _outside(
+        tmp_path, "state.json", orjson.dumps({**head, "trust": {doc: 0.123}, "note": SECRET})
+    )
+    (cache / "journal-1.jsonl").unlink()
+    assert learned_of(vault).trust(doc) is None
+    (cache / "state.json").unlink()
     _link(cache / "state.json", state)
+    assert learned_of(vault).trust(doc) is None
     got = run_pandafs("--root", vault.root, "promote", "--now", NOW.isoformat(), "--json")
     assert got.code == 0 and SECRET not in got.out + got.err, got.err
     assert not (cache / "state.json").is_symlink() and learned_of(vault).trust(doc) != 0.123

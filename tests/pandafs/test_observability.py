@@ -18,6 +18,7 @@ from pandafs.learning.api import rebuild, sync
 from pandafs.learning.catalog import COMPACT_AFTER, Catalog, CatalogRebuild
 from pandafs.learning.rollups import percentile
 from pandafs.learning.rows import TurnRow, row_values
+from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.usage import Usage
 from pandafs.pipeline import Pipeline
@@ -309,7 +310,6 @@ def test_saves_rows_wait_in_the_cache_until_a_batch_or_the_next_sync_writes_them
     monkeypatch.setattr(pandafs.learning.engine, "CATALOG_BATCH", 4)
     vault, _ = Vault.init(tmp_path / "vault")
     catalog = Catalog(vault.root / "observability" / "catalog")
-    state = vault.root / "indexes" / "learning" / "state.json"
     clock = {"t": START}
 
     def ask(n: int) -> None:
@@ -319,11 +319,11 @@ def test_saves_rows_wait_in_the_cache_until_a_batch_or_the_next_sync_writes_them
                 pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
 
     ask(4)  # each Save folds the turns before its own: three rows, under the batch
-    assert catalog.months() == [] and len(orjson.loads(state.read_bytes())["catalog_rows"]) == 3
+    assert catalog.months() == [] and len(cache_json(vault)["catalog_rows"]) == 3
     sync(vault)
     assert [r["turn_number"] for r in catalog.read_rows()] == [1, 2, 3, 4]
     ask(5)  # Saves of turns 6-9 fold turns 5-8: the fourth row makes a batch
-    assert len(catalog.files("2026-01")) == 2 and orjson.loads(state.read_bytes())["catalog_rows"] == []
+    assert len(catalog.files("2026-01")) == 2 and cache_json(vault)["catalog_rows"] == {}
     written = catalog.read_rows()
     assert [r["turn_number"] for r in written] == list(range(1, 9))
     rebuild(vault)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from pandafs.learning.state import shard_of
+from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
@@ -74,16 +74,16 @@ def test_a_cache_out_of_step_with_the_events_is_caught_and_the_turns_indexed_aga
     rebuild_all(vault, beside=False)
     expected = _answers(vault)
     turn = next(h for hits in expected for h in hits if h["kind"] == "turn" and h["trust"] is not None)
-    shard = vault.layout.indexes / "learning" / "counts" / f"{shard_of(turn['doc_id'])}.json"
-    data = orjson.loads(shard.read_bytes())
-    data["docs"][turn["doc_id"]][3] = 0.0123  # a cache that no longer says what the events do
-    shard.write_bytes(orjson.dumps(data))
+    cache = vault.layout.indexes / "learning"
+    journal = cache / orjson.loads((cache / "state.json").read_bytes())["journal"]
+    with journal.open("ab") as out:  # a cache that no longer says what the events do
+        out.write(orjson.dumps({"trust": {turn["doc_id"]: 0.0123}}) + b"\n")
 
     said: list[str] = []
     rebuild_all(vault, beside=True, stage=said.append)
     assert any("out of step" in line for line in said)
     assert _answers(vault) == expected
-    assert orjson.loads(shard.read_bytes())["docs"][turn["doc_id"]][3] == turn["trust"]
+    assert cache_json(vault)["trust"][turn["doc_id"]] == turn["trust"]
 
 
 def _imported(vault: Vault) -> None:

@@ -17,6 +17,7 @@ from events.stamps import format_ts
 from pandafs.assembly import open_memory
 from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
+from pandafs.learning import reading as reading_module
 from pandafs.learning.api import rebuild, sync
 from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
@@ -172,7 +173,7 @@ def test_incremental_sync_and_full_recompute_agree(
     seen_turns: int | None,
 ) -> None:
     """With `seen_turns` 0 the full fold keeps no turn's facts: each turn that feedback
-    judges is read again from its log (`engine.SEEN_TURNS`), to the same counts."""
+    judges is read again from its log (`reading.SEEN_TURNS`), to the same counts."""
     memory = open_memory(vault)
     saved = memory.save(HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     fact = memory.save("My hamster is called Biscuit", user="alice", doc_type="fact", now=T0)
@@ -207,7 +208,7 @@ def test_incremental_sync_and_full_recompute_agree(
     mtimes = {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]}
 
     if seen_turns is not None:
-        monkeypatch.setattr(engine_module, "SEEN_TURNS", seen_turns)
+        monkeypatch.setattr(reading_module, "SEEN_TURNS", seen_turns)
     report = rebuild(vault)
     assert report.full and report.turns == 5
     assert snapshot(vault) == incremental
