@@ -27,7 +27,7 @@ from indexers.learned import Learned
 
 from .assembly import open_memory
 from .learning import api as learning_api
-from .learning.state import cache_is_there, trust_reader
+from .learning.state import LearnedReader, cache_is_there
 from .memory.api import Memory
 from .research.reliability import ReliabilityTable, TurnsRead
 from .vault import Vault
@@ -122,7 +122,7 @@ def _beside(
     vault: Vault, memory: Memory, progress: Progress | None, on_total: Progress | None
 ) -> dict[str, Any]:
     """The fold in a forked process, the turns indexed meanwhile (module docstring)."""
-    cached = trust_reader(vault).table()  # read before the fork: the fold rewrites it
+    cached = LearnedReader(vault).table()  # read before the fork: the fold rewrites it
     was_there = cache_is_there(vault)
     wait = _fork(lambda: _fold(vault, memory))
     folded: dict[str, Any] | None = None
@@ -132,7 +132,7 @@ def _beside(
         nonlocal folded, waited
         waited = True
         folded = wait()  # the other documents are indexed next, with what it wrote
-        if trust_reader(vault).table() != cached:
+        if LearnedReader(vault).table() != cached:
             raise _TrustMoved(folded, was_there)
 
     given = memory.index.writer.learned

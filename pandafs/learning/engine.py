@@ -37,9 +37,9 @@ from events.schema import ScopeChanged
 
 from ..memory.api import Memory
 from ..vault import Vault, file_lock
-from .decisions import ScopePolicy
 from .maintenance import read_changes
 from .materialise import Materialiser
+from .policy import ScopePolicy
 from .reading import TurnReader
 from .rollups import ROW_FIELDS, rollup, write_rollups
 from .rows import TurnRow, turn_row, turn_row_values

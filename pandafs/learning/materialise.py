@@ -227,7 +227,7 @@ class Materialiser:
         a turn's trust ({doc: (rel, trust or None)}).  `infos`: documents read already."""
         plans: dict[str, tuple[str, _Target]] = {}
         overlay: dict[str, tuple[str, float | None]] = {}
-        w = self.cfg.trust_prior_weight
+        w, trusts = self.cfg.trust_prior_weight, self.cache.state.trust
         for doc_id in docs:
             info = infos[doc_id] if infos and doc_id in infos else self.doc_info(doc_id, projection)
             if info is None:
@@ -241,18 +241,18 @@ class Materialiser:
                 if target.counts is None:
                     continue
                 trust = trust_of(target.counts, self._turn_quality(info.rel), w)
-                if self.cache.state.trust.get(doc_id) != trust:
+                if trusts.get(doc_id) != trust:
                     if preview is not None:
                         overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
                         continue
-                    self.cache.state.trust[doc_id] = trust
+                    trusts[doc_id] = trust
                     if self.index_mode != SKIP_INDEX and not self._indexed(doc_id, info.rel, trust):
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
-            trust = front.get("trust")
-            if preview is None and target.counts is not None and self.cache.state.trust.get(doc_id) != trust:
-                self.cache.state.trust[doc_id] = trust
+            written = front.get("trust")
+            if preview is None and target.counts is not None and trusts.get(doc_id) != written:
+                trusts[doc_id] = written
             if front != info.front:
                 plans[doc_id] = (info.rel, target)
             elif preview is None and self._shared_now(info, projection.scope.get(doc_id)):

@@ -9,17 +9,32 @@ One run may take a document two steps, each its own event.  Only what PandaFS in
 (`PROMOTABLE_KINDS`: memories, research) moves between `new` and `user`; only documents
 about the world (`SHAREABLE_KINDS`: research) go on to `global`.  A memory is never shared
 automatically (that is `pandafs save --scope global`).  What a user stated stays `user`;
-documents without an owner are global already."""
+documents without an owner are global already.
+
+`ScopePolicy` runs the rules over every used document (`pandafs promote`), or over what one
+turn used, at its Save (`on_turn`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
 from events.layout import SHAREABLE_KINDS
+from events.projection import TurnView
+from events.schema import DocumentsUsed, Event, ScopeChanged, TurnCompleted
 
 from ..config import MemoryConfig
+from ..vault import Vault
+from .maintenance import append_changes
+from .materialise import DocInfo, Materialiser, _Target, _utc
+from .reading import TurnReader
+from .state import Cursor, LearningCache
+from .trust import Counts, TurnFacts, trust_of, turn_facts
 
-__all__ = ["DocState", "ScopeDecision", "decide", "decide_steps", "promotable"]
+__all__ = ["DocState", "ScopeDecision", "ScopePolicy", "decide", "decide_steps", "promotable"]
 
 PROMOTABLE_KINDS = frozenset({"memory", "research"})
 
@@ -111,3 +126,120 @@ def decide_steps(doc: DocState, cfg: MemoryConfig) -> list[ScopeDecision]:
         steps.append(step)
         doc = DocState(**{**doc.__dict__, "scope": step.new_scope})
     return steps
+
+
+class ScopePolicy:
+    """Runs the scope policy over one vault's documents, on the fold's cache: reads turns
+    with `reader`, sees and writes documents with `documents`."""
+
+    def __init__(
+        self, vault: Vault, cache: LearningCache, reader: TurnReader, documents: Materialiser
+    ) -> None:
+        self.vault = vault
+        self.cfg = vault.config.memory
+        self.cache = cache
+        self.reader = reader
+        self.documents = documents
+
+    def doc_state(self, info: DocInfo, counts: Counts, now: datetime) -> DocState:
+        return DocState(
+            doc_id=info.doc_id,
+            doc_path=info.rel,
+            kind=info.kind,
+            owner=info.owner,
+            scope=info.scope,
+            trust=trust_of(counts, info.quality, self.cfg.trust_prior_weight),
+            usage=counts.usage,
+            validations=counts.validations,
+            age_hours=max(0.0, (now - info.created_at).total_seconds() / 3600.0),
+        )
+
+    def decide_all(self, now: datetime) -> list[ScopeDecision]:
+        """What the policy does now to every promotable document that has been used."""
+        decisions: list[ScopeDecision] = []
+        projection = self.cache.projection()
+        for doc_id in sorted(self.cache.state.counts):
+            owner, _, rest = doc_id.partition("/")
+            if not rest.startswith("memories/") and not rest.endswith("/research"):
+                continue
+            info = self.documents.doc_info(doc_id, projection)
+            if info is None or not promotable(info.kind, info.owner):
+                continue
+            record = projection.scope.get(doc_id)
+            if record is not None and _utc(record.at) and now < _utc(record.at):  # type: ignore[operator]
+                continue  # decided after `now`: nothing to decide in its past
+            decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
+        return decisions
+
+    def record_decisions(self, decisions: Sequence[ScopeDecision], now: datetime) -> list[Event]:
+        """Append decisions to their owners' maintenance logs, dated `now` (the next sync
+        folds them and writes the documents: events first)."""
+        written: list[Event] = []
+        by_owner: dict[str, list[ScopeChanged]] = {}
+        for d in decisions:
+            by_owner.setdefault(d.owner, []).append(_event(d))
+        for owner, changes in sorted(by_owner.items()):
+            written += append_changes(self.vault, owner, changes, now)
+        return written
+
+    def on_turn(self, view: TurnView, pending: Sequence[Any], now: datetime) -> list[ScopeChanged]:
+        """Run the policy for what this turn used (its events not yet written); write the
+        documents at once and return the scope changes as events of the turn."""
+        facts = _pending_facts(view, pending)
+        projection = self.cache.projection()
+        cursor = self.cache.state.users.get(view.user, Cursor())
+
+        def folded(_user: str, number: int) -> bool:
+            return number <= cursor.upto and number not in cursor.pending
+
+        preview = projection.preview(facts, self.reader.facts, folded)
+        changes: list[ScopeChanged] = []
+        targets: dict[str, _Target] = {}
+        infos: dict[str, DocInfo] = {}
+        for doc_id, counts in preview.items():
+            info = self.documents.doc_info(doc_id, projection)
+            if info is None:
+                continue
+            infos[doc_id] = info
+            scope = self.documents.scope_target(info, projection.scope.get(doc_id))
+            if doc_id in facts.used and promotable(info.kind, info.owner):
+                steps = decide_steps(self.doc_state(info, counts, now), self.cfg)
+                changes += [_event(step) for step in steps]
+                if steps:  # dated like the fold will date it: when the turn happened
+                    scope = (steps[-1].new_scope, facts.occurred_at)
+            targets[doc_id] = _Target(counts, scope)
+        plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets, infos=infos)
+        if plans:
+            self.cache.state.dirty = sorted(set(self.cache.state.dirty) | set(plans))
+            self.cache.save()
+        if plans or overlay:
+            self.documents.apply(plans, overlay)
+        folder = os.fspath(self.vault.layout.turn_dir(view.user, view.turn))
+        self.cache.queued = (folder, {d: t for d, (_, t) in overlay.items() if t is not None})
+        return changes
+
+
+def _event(d: ScopeDecision) -> ScopeChanged:
+    return ScopeChanged(
+        doc_id=d.doc_id,
+        doc_path=d.doc_path,
+        old_scope=d.old_scope,
+        new_scope=d.new_scope,
+        reason=d.reason,
+        trust=d.trust,
+        usage_count=d.usage_count,
+    )
+
+
+def _pending_facts(view: TurnView, pending: Sequence[Any]) -> TurnFacts:
+    """The facts of a turn whose Save events are about to be written."""
+    facts = turn_facts(view)
+    used = next((p for p in pending if isinstance(p, DocumentsUsed)), view.used)
+    completed = next((p for p in pending if isinstance(p, TurnCompleted)), view.completed)
+    technical = any(f.phase != "learning" for f in view.failures)
+    return replace(
+        facts,
+        used=tuple(dict.fromkeys(used.doc_ids)) if used else (),
+        outcome=used.outcome if used and not technical else None,
+        quality=completed.quality if completed else facts.quality,
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,15 +42,7 @@ from ..memory.api import Memory
 from ..vault import Vault
 from .trust import Counts, Projection, ScopeRecord, TurnFacts, shares
 
-__all__ = [
-    "Cursor",
-    "LearningCache",
-    "LearningState",
-    "StaleCache",
-    "cache_json",
-    "learned_of",
-    "learning_dir",
-]
+__all__ = ["Cursor", "LearnedReader", "LearningCache", "StaleCache", "cache_json", "learned_of"]
 
 CACHE_VERSION = 2
 STATE_FILE = "state.json"
@@ -85,12 +78,12 @@ class Tracked(dict[str, Any]):
 
 
 # each map's values as JSON and back (the others are JSON already)
-_DUMP = {
+_DUMP: dict[str, Callable[[Any], Any]] = {
     "counts": list,
     "users": lambda c: {"upto": c.upto, "pending": list(c.pending)},
     "scope": lambda r: r.__dict__,
 }
-_LOAD = {
+_LOAD: dict[str, Callable[[Any], Any]] = {
     "counts": lambda v: Counts(*v),
     "users": lambda v: Cursor(v["upto"], tuple(v["pending"])),
     "feedback": lambda v: (int(v[0]), str(v[1])),
@@ -308,7 +301,6 @@ class LearningCache:
         self._clean = True
 
     def _write_snapshot(self) -> None:
-        old = self._journal
         self._journal, self._offset = f"journal-{time.time_ns():020d}.jsonl", 0
         data = orjson.dumps(
             {
@@ -323,8 +315,7 @@ class LearningCache:
         self._snapshot, self._snapshot_bytes = file_key(os.lstat(path)), len(data)
         for stale in [p for p in self.dir.glob("journal-*.jsonl") if p.name != self._journal]:
             unlink_in_vault(self.root, stale, missing_ok=True, durable=False)
-        if old == "":  # a recompute: what an older PandaFS kept here goes
-            remove_tree_in_vault(self.root, self.dir / "counts")
+        remove_tree_in_vault(self.root, self.dir / "counts")  # what an older PandaFS kept here
 
     def projection(self) -> Projection:
         """The fold so far, to fold more into (its maps are the state's own)."""
@@ -367,10 +358,6 @@ def cache_json(vault: Vault) -> dict[str, Any]:
     reader = LearnedReader(vault)
     reader._state()
     return reader.cache.state.dump(changes=False, saved={})
-
-
-def trust_reader(vault: Vault) -> LearnedReader:
-    return LearnedReader(vault)
 
 
 def learned_of(vault: Vault) -> Learned:

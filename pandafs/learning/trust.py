@@ -21,7 +21,8 @@ document by decision time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -257,32 +258,7 @@ class Projection:
 
     def preview(self, facts: TurnFacts, target: TargetLookup, folded: FoldedCheck) -> dict[str, Counts]:
         """Counters of the documents `facts` touches as if the turn were folded (no change)."""
-        overlay = _Overlay(self.counts)
-        scratch = Projection(overlay, dict(self.feedback), dict(self.scope), {})
+        written: dict[str, Counts] = {}
+        scratch = Projection(ChainMap(written, self.counts), dict(self.feedback), dict(self.scope), {})
         scratch.fold_turn(replace(facts, scope_changes=()), target, folded)
-        return dict(overlay.written)
-
-
-class _Overlay(MutableMapping[str, Counts]):
-    """Reads through to a base mapping, keeps writes to itself."""
-
-    def __init__(self, base: MutableMapping[str, Counts]) -> None:
-        self.base = base
-        self.written: dict[str, Counts] = {}
-
-    def __getitem__(self, key: str) -> Counts:
-        if key in self.written:
-            return self.written[key]
-        return self.base[key]
-
-    def __setitem__(self, key: str, value: Counts) -> None:
-        self.written[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError("a preview overlay only adds counts; it never deletes one")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(self.base), **dict.fromkeys(self.written)})
-
-    def __len__(self) -> int:
-        return len(set(self.base) | set(self.written))
+        return written
