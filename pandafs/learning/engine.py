@@ -7,10 +7,11 @@ One `sync`, under `indexes/learning.lock`:
      maintenance logs (`trust.Projection`; Save: its own user's only);
   2. append the folded turns' catalog rows and rewrite their days' rollups (Save leaves
      both to the next other sync; its rows wait in `LearningState.catalog_rows`);
-  3. save the cache, naming the documents about to be written as dirty;
+  3. append what changed to the cache's journal, naming the documents about to be
+     written as dirty;
   4. write changed usage, validation, trust and scope into each document's frontmatter,
      atomically, keeping every other key; re-index them;
-  5. clear the dirty list.
+  5. clear the dirty list (one more line).
 
 A turn's usage and trust go to the index only (`IndexDoc.trust`), never into its
 context.md; so do site_knowledge notes'.  A crash is repaired by the next sync: step 4

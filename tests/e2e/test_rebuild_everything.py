@@ -73,7 +73,6 @@ def test_every_derived_artefact_comes_back_the_same_after_deleting_indexes(cli, 
     (the documents found, not their order: a live index's BM25 still counts old copies).
     (It found a turn folded into the reliability table at the clock's time at Save and at
     the turn's own time in a rebuild.)"""
-    import orjson
     import pyarrow.parquet as pq
 
     from tests.support.web_fixtures import WebFixtures, configure
