@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -72,17 +72,8 @@ class SyncReport:
     stages: dict[str, float] = field(default_factory=dict)  # a rebuild's seconds per stage
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "full": self.full,
-            "turns": self.turns,
-            "log_events": self.log_events,
-            "documents_written": self.documents,
-            "index_updates": self.index_updates,
-            "catalog_months": self.catalog_months,
-            "rollup_days": self.rollup_days,
-            "problems": self.problems,
-            "seconds": round(self.seconds, 3),
-        }
+        out = {k: v for k, v in asdict(self).items() if k != "stages"}
+        return {**out, "documents_written": out.pop("documents"), "seconds": round(self.seconds, 3)}
 
 
 class Learning:
@@ -187,7 +178,7 @@ class Learning:
             if lock_is_held(self.vault.layout.import_lock):  # it may hold numbers below `high`
                 numbers = list(range(1, high + 1))  # not placed yet: pending, below
         else:
-            high = self.reader.highest(user, cursor.upto)
+            high = self.vault.layout.newest_turn(user, cursor.upto)
             numbers = sorted(old_pending | set(range(cursor.upto + 1, high + 1)))
         done: set[int] = set()
         pending: list[int] = []

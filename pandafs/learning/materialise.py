@@ -161,11 +161,8 @@ class Materialiser:
         """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
         0.5 when that file is missing, unreadable or a link (never followed).  Read again
         only when the file changed (`LearningCache.qualities`)."""
-        path = (
-            f"{self.root}/{rel.removesuffix('context.md')}metadata.json"
-            if rel.endswith("/context.md")
-            else f"{self.root}/{rel}"
-        )
+        turn = rel.endswith("/context.md")
+        path = f"{self.root}/{rel.removesuffix('context.md')}metadata.json" if turn else f"{self.root}/{rel}"
         try:
             key = file_key(os.lstat(path))
         except OSError:
@@ -177,7 +174,7 @@ class Materialiser:
             data = read_vault_bytes(self.root, path)
             if data is None:
                 quality = 0.5
-            elif path.endswith("/metadata.json"):
+            elif turn:
                 quality = float(orjson.loads(data)["quality"])
             else:
                 quality = float(parse_document(data.decode("utf-8"), rel).frontmatter.get("quality", 0.5))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -64,15 +64,7 @@ class ScopeDecision:
     usage_count: int
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "doc_id": self.doc_id,
-            "doc_path": self.doc_path,
-            "old_scope": self.old_scope,
-            "new_scope": self.new_scope,
-            "reason": self.reason,
-            "trust": self.trust,
-            "usage_count": self.usage_count,
-        }
+        return {k: v for k, v in asdict(self).items() if k != "owner"}
 
 
 def promotable(kind: str, owner: str | None) -> bool:

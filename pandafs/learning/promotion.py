@@ -12,7 +12,7 @@ finishes at the next run without a second event."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -147,23 +147,16 @@ def prune_expired(
             if info is None or info.rel != rel or info.owner is None:
                 continue
             counts = engine.cache.state.counts.get(info.doc_id) or Counts()
-            steps = decide_steps(engine.policy.doc_state(info, counts, now), engine.policy.cfg)
+            state = engine.policy.doc_state(info, counts, now)
+            steps = decide_steps(state, engine.policy.cfg)
             if steps and promotable(info.kind, info.owner):
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
                 continue
             record = projection.scope.get(info.doc_id)
-            already = record is not None and record.new == "expired"
             decision = None
-            if not already:
+            if record is None or record.new != "expired":
                 decision = ScopeDecision(
-                    info.doc_id,
-                    rel,
-                    info.owner,
-                    "new",
-                    "expired",
-                    "",
-                    engine.policy.doc_state(info, counts, now).trust,
-                    counts.usage,
+                    info.doc_id, rel, info.owner, "new", "expired", "", state.trust, counts.usage
                 )
             moves.append((info, _expiry(vault, rel) or now, decision))
         for info, expired_at, decision in moves:
@@ -182,9 +175,7 @@ def prune_expired(
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
-                engine.policy.record_decisions(
-                    [ScopeDecision(**{**decision.__dict__, "reason": reason})], now
-                )
+                engine.policy.record_decisions([replace(decision, reason=reason)], now)
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
                 rename_in_vault(vault.root, vault.root / info.rel, target)

@@ -130,10 +130,6 @@ class TurnReader:
         loaded = self.load_turn(user, turn_number(turn))
         return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 
-    def highest(self, user: str, upto: int) -> int:
-        """The highest turn of `user` to fold up to (`Layout.newest_turn`, never below `upto`)."""
-        return self.vault.layout.newest_turn(user, upto)
-
 
 Live = list[Event] | str | None
 """A live turn's events, "pending" (no metadata.json says it ended), or None (no live folder)."""

@@ -18,6 +18,7 @@ the last whole line."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -331,13 +332,15 @@ class LearnedReader:
 
     def __init__(self, vault: Vault) -> None:
         self.cache = LearningCache(learning_dir(vault), vault.config.memory.trust_prior_weight, vault.root)
+        self._lock = threading.Lock()  # a turn's index commit is written on a thread of its own
 
     def _state(self) -> LearningState:
-        try:
-            self.cache.load(strict=False)
-        except StaleCache:
-            self.cache.reset()
-        return self.cache.state
+        with self._lock:
+            try:
+                self.cache.load(strict=False)
+            except StaleCache:
+                self.cache.reset()
+            return self.cache.state
 
     def trust(self, doc_id: str) -> float | None:
         value = self._state().trust.get(doc_id)
