@@ -278,6 +278,8 @@ class LearningCache:
         self.state.saved()
         self._lists = {name: list(getattr(self.state, name)) for name in LISTS}
         self._offset += len(whole)
+        if whole:  # another process saved meanwhile: what it indexed is not known here
+            self.queued = ("", {})
 
     def release(self) -> None:
         """The caller is done with the state: folded changes it did not save make the next
