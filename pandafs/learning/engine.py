@@ -315,12 +315,12 @@ class Learning:
         if rollups:
             report.rollup_days = self._write_rollups(days)
             days = set()
-        self.cache.state.rollup_days = sorted(days)
-        self.cache.state.dirty = sorted(plans)
+        self.cache.state.rollup_days.hold(days)
+        self.cache.state.dirty.hold(plans)
         self.cache.save()
         report.documents, report.index_updates = self.documents.apply(plans, overlay)
         if plans:  # else the cache just saved names nothing dirty already
-            self.cache.state.dirty = []
+            self.cache.state.dirty.hold(())
             self.cache.save()
 
     def _write_rollups(self, days: set[str]) -> list[str]:

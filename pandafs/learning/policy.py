@@ -202,7 +202,7 @@ class ScopePolicy:
             targets[doc_id] = _Target(counts, scope)
         plans, overlay = self.documents.plan(sorted(targets), projection, preview=targets, infos=infos)
         if plans:
-            self.cache.state.dirty = sorted(set(self.cache.state.dirty) | set(plans))
+            self.cache.state.dirty.hold({*self.cache.state.dirty, *plans})
             self.cache.save()
         if plans or overlay:
             self.documents.apply(plans, overlay)

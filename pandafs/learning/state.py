@@ -3,7 +3,7 @@
     state.json          a snapshot of the fold: how far it got, its maps, every counted
                         document's counters and last materialised trust; it names its journal
     journal-{n}.jsonl   what changed since the snapshot, one JSON line per save: each map's
-                        changed keys (null: removed), each list whole
+                        changed keys (null: removed)
     ../learning.lock    one writer at a time
 
 A save appends one line.  When the journal outgrows the snapshot, a new snapshot naming a
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,6 +77,14 @@ class Tracked(dict[str, Any]):
         super().__delitem__(key)
         self.changed.add(key)
 
+    def hold(self, keys: Iterable[str]) -> None:
+        """Hold exactly `keys` (a set kept as a map of each key to 1)."""
+        keys = set(keys)
+        for key in [k for k in self if k not in keys]:
+            del self[key]
+        for key in keys - set(self):
+            self[key] = 1
+
 
 # each map's values as JSON and back (the others are JSON already)
 _DUMP: dict[str, Callable[[Any], Any]] = {
@@ -90,8 +98,18 @@ _LOAD: dict[str, Callable[[Any], Any]] = {
     "feedback": lambda v: (int(v[0]), str(v[1])),
     "scope": lambda v: ScopeRecord(**v),
 }
-MAPS = ("counts", "trust", "users", "logs", "feedback", "scope", "scope_days", "catalog_rows")
-LISTS = ("dirty", "rollup_days")
+MAPS = (
+    "counts",
+    "trust",
+    "users",
+    "logs",
+    "feedback",
+    "scope",
+    "scope_days",
+    "catalog_rows",
+    "dirty",
+    "rollup_days",
+)
 
 
 @dataclass
@@ -101,7 +119,7 @@ class LearningState:
     `users`: each user's `Cursor`; `logs`: maintenance log events folded per user;
     `feedback`, `scope`, `scope_days`: the `Projection`'s maps; `catalog_rows`: rows Save folded
     and has not written yet, by turn id; `dirty`: documents being written; `rollup_days`:
-    days whose rollups are out of date."""
+    days whose rollups are out of date (both sets: `Tracked.hold`)."""
 
     counts: Tracked = field(default_factory=Tracked)
     trust: Tracked = field(default_factory=Tracked)
@@ -111,8 +129,8 @@ class LearningState:
     scope: Tracked = field(default_factory=Tracked)
     scope_days: Tracked = field(default_factory=Tracked)
     catalog_rows: Tracked = field(default_factory=Tracked)
-    dirty: list[str] = field(default_factory=list)
-    rollup_days: list[str] = field(default_factory=list)
+    dirty: Tracked = field(default_factory=Tracked)
+    rollup_days: Tracked = field(default_factory=Tracked)
 
     def fold(self, data: dict[str, Any]) -> None:
         """Apply one journal line (or a snapshot's maps)."""
@@ -126,13 +144,9 @@ class LearningState:
                         dict.pop(target, key, None)
                     else:
                         dict.__setitem__(target, key, load(value) if load else value)
-        for name in LISTS:
-            if name in data:
-                setattr(self, name, list(data[name]))
 
-    def dump(self, *, changes: bool, saved: dict[str, list[str]]) -> dict[str, Any]:
-        """The maps (only their changed keys with `changes`) and the lists (with `changes`,
-        those that differ from `saved`) as JSON values."""
+    def dump(self, *, changes: bool = False) -> dict[str, Any]:
+        """The maps (only their changed keys with `changes`) as JSON values."""
         out: dict[str, Any] = {}
         for name in MAPS:
             target: Tracked = getattr(self, name)
@@ -141,16 +155,12 @@ class LearningState:
             values = {k: (dump(target[k]) if dump else target[k]) if k in target else None for k in keys}
             if values or not changes:
                 out[name] = values
-        for name in LISTS:
-            if not changes or getattr(self, name) != saved.get(name):
-                out[name] = getattr(self, name)
         return out
 
-    def saved(self) -> dict[str, list[str]]:
+    def saved(self) -> None:
         """Forget what changed: it is on disk now."""
         for name in MAPS:
             getattr(self, name).changed.clear()
-        return {name: list(getattr(self, name)) for name in LISTS}
 
 
 def learning_dir(vault: Vault) -> Path:
@@ -179,7 +189,6 @@ class LearningCache:
         self._snapshot_bytes = 0
         self._journal = ""  # the journal's file name
         self._offset = 0  # the journal's bytes folded into the state
-        self._lists: dict[str, list[str]] = {}
         self._clean = False  # the state is what the files say (nothing folded since, unsaved)
         self.qualities: dict[str, tuple[FileKey, float]] = {}
         """The quality each used turn's file states, by path, as of its (inode, size, mtime)."""
@@ -244,7 +253,7 @@ class LearningCache:
         except (TypeError, ValueError, IndexError, AttributeError) as exc:
             raise StaleCache(f"{path}: unreadable ({exc})") from None
         state.saved()
-        self.state, self._lists = state, {name: list(getattr(state, name)) for name in LISTS}
+        self.state = state
         self.queued = ("", {})
         self.seen.clear()
         self._snapshot, self._snapshot_bytes = file_key(st), len(raw)
@@ -276,7 +285,6 @@ class LearningCache:
         except (orjson.JSONDecodeError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise StaleCache(f"{path}: unreadable ({exc})") from None
         self.state.saved()
-        self._lists = {name: list(getattr(self.state, name)) for name in LISTS}
         self._offset += len(whole)
         if whole:  # another process saved meanwhile: what it indexed is not known here
             self.queued = ("", {})
@@ -284,8 +292,7 @@ class LearningCache:
     def release(self) -> None:
         """The caller is done with the state: folded changes it did not save make the next
         load read the files again."""
-        lists = {name: getattr(self.state, name) for name in LISTS}
-        if lists != self._lists or any(getattr(self.state, name).changed for name in MAPS):
+        if any(getattr(self.state, name).changed for name in MAPS):
             self._clean = False
 
     def save(self) -> None:
@@ -295,12 +302,12 @@ class LearningCache:
         if self._snapshot is None or self._offset > max(JOURNAL_MIN_BYTES, self._snapshot_bytes):
             self._write_snapshot()
         else:
-            line = self.state.dump(changes=True, saved=self._lists)
+            line = self.state.dump(changes=True)
             if line:
                 data = orjson.dumps(line) + b"\n"
                 append_file(self.dir / self._journal, data, root=self.root, durable=False)
                 self._offset += len(data)
-        self._lists = self.state.saved()
+        self.state.saved()
         self._clean = True
 
     def _write_snapshot(self) -> None:
@@ -310,7 +317,7 @@ class LearningCache:
                 "version": CACHE_VERSION,
                 "prior_weight": self.prior_weight,
                 "journal": self._journal,
-                **self.state.dump(changes=False, saved={}),
+                **self.state.dump(),
             }
         )
         path = self.dir / STATE_FILE
@@ -362,7 +369,7 @@ def cache_json(vault: Vault) -> dict[str, Any]:
     """The state the cache's files say, as JSON values (empty: no readable cache)."""
     reader = LearnedReader(vault)
     reader._state()
-    return reader.cache.state.dump(changes=False, saved={})
+    return reader.cache.state.dump()
 
 
 def learned_of(vault: Vault) -> Learned:
