@@ -1,7 +1,7 @@
 """`pandafs rebuild`: every derived artefact, recomputed from the files and events.
 
 1. usage, trust and scope, the turn catalog and the daily rollups (from turn events),
-   written into the documents' frontmatter and the trust shards;
+   written into the documents' frontmatter and the learning cache's trust;
 2. the full-text index, built beside the live one and swapped in, each document indexed
    once with its trust;
 3. the per-domain source reliability table and its site notes (from extraction events).

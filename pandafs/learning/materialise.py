@@ -91,7 +91,7 @@ COMMIT_INDEX: IndexMode = "commit"
 QUEUE_INDEX: IndexMode = "queue"
 """Collected for the caller (Save: they join the turn's own commit, `take_index_queue`)."""
 SKIP_INDEX: IndexMode = "skip"
-"""None: the index is rebuilt next, from the files and the trust shards (`rebuild_all`)."""
+"""None: the index is rebuilt next, from the files and the learning cache's trust (`rebuild_all`)."""
 
 
 class Materialiser:
@@ -313,7 +313,7 @@ class Materialiser:
                 if found is None or found[0] != rel or not self._rewrite(doc_id, rel, target):
                     continue
             written.append(rel)
-        if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the trust shards
+        if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the cache's trust
             return sorted(written), 0
         max_bytes = self.vault.config.index.max_file_bytes
         for rel in written:
