@@ -1,6 +1,6 @@
 """The sections of `pandafs.toml`: one frozen settings class each, defaults and their reasons."""
 
-from typing import Literal
+from typing import Any, Literal
 
 from events.doctypes import TOPIC_RE
 from events.errors import InvalidUserId
@@ -59,6 +59,20 @@ class LLMConfig(_Section):
 
     def _after_init(self) -> None:
         object.__setattr__(self, "roles", {**_roles(), **self.roles})  # setting one role keeps the others
+
+    @classmethod
+    def model_validate(cls, data: Any, where: str = "") -> Any:
+        """A role's table keeps that role's defaults for what it leaves out: `[llm.roles.reflex]
+        model = "small"` stays at REFLEX's temperature, not a role's generic one."""
+        roles = data.get("roles") if isinstance(data, dict) else None
+        if isinstance(roles, dict):
+            defaults = {name: role.model_dump() for name, role in _roles().items()}
+            roles = {
+                name: {**defaults[name], **given} if name in defaults and isinstance(given, dict) else given
+                for name, given in roles.items()
+            }
+            data = {**data, "roles": roles}
+        return super().model_validate(data, where)
 
 
 class PipelineConfig(_Section):

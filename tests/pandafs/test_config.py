@@ -120,3 +120,10 @@ def test_the_file_init_writes_leaves_every_setting_to_the_defaults_and_one_line_
         for name in SearchConfig.settings
         if getattr(changed.search, name) != getattr(default.search, name)
     ] == ["feedback_docs"]
+
+
+def test_a_role_table_keeps_that_roles_defaults_for_what_it_leaves_out(tmp_path: Path) -> None:
+    config = _load(tmp_path, '[llm.roles.reflex]\nmodel = "small"\n')
+    assert config.llm.roles["reflex"].model == "small"
+    assert config.llm.roles["reflex"].temperature == Config().llm.roles["reflex"].temperature == 0.3
+    assert config.llm.roles["voice"] == Config().llm.roles["voice"]
