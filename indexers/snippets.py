@@ -45,6 +45,17 @@ def _folded(text: str) -> bool:
     return text.isprintable()
 
 
+def conversation_of(body: str) -> str:
+    """A turn body's §0 and §5: what was asked and what was answered, which is what a person
+    looks for in a past turn.  The pipeline's own sections (reflection, gathered context,
+    plan, tools, validation) are no snippet's text.  A body without numbered sections is
+    returned whole."""
+    from events.documents import split_sections  # index time only: `search` never loads it
+
+    sections = split_sections(body, numbers=(0, 5))
+    return "\n".join(sections.values()) if sections else body
+
+
 def prose_of(body: str) -> str:
     """The text a snippet is cut from: `body` without the lines it skips, whitespace
     folded, at most `PROSE_CHARS` (then ending in `CUT`)."""
