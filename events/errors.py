@@ -29,6 +29,7 @@ __all__ = [
     "NotInVault",
     "ProjectionError",
     "TornTailError",
+    "json_problem",
 ]
 
 
@@ -106,3 +107,14 @@ class ChangedMeanwhile(EventsError):
         super().__init__(
             f"{path} changed{tries} while it was being rewritten; nothing was written (try again)"
         )
+
+
+def json_problem(raw: bytes, exc: Exception) -> str:
+    """Why `raw` is no JSON, in the user's terms: bytes that are not UTF-8 (an export saved
+    as Latin-1) by their offset, where the parser would say "surrogates not allowed" at
+    line 1 column 1; anything else in the parser's own words."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"not valid UTF-8 (byte {bad.start})"
+    return f"not valid JSON: {exc}"

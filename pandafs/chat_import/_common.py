@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import orjson
 
+from events.errors import json_problem
+
 from ..errors import BadInput
 from ..turn_import.lines import open_source
 
@@ -219,15 +221,17 @@ def _entries(data: Any, signature: str) -> list[Any] | None:
 
 def _json_entries(path: Path, limit: int, what: str, signature: str) -> Iterator[Any]:
     with _export_stream(path, limit, "conversations.json") as (stream, size):
+        read = b""
         try:
-            head = stream.read(CHUNK)
+            read = head = stream.read(CHUNK)
             if size > STREAM_ABOVE and head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"[":
-                for raw in array_items(stream, head):
-                    yield orjson.loads(raw)
+                for read in array_items(stream, head):
+                    yield orjson.loads(read)
                 return
-            data = orjson.loads(head + stream.read(limit + 1))
+            read = head + stream.read(limit + 1)
+            data = orjson.loads(read)
         except ValueError as exc:  # orjson.JSONDecodeError, or the array's reader
-            raise BadInput(f"{path} is not a {what} export (not valid JSON: {exc})") from None
+            raise BadInput(f"{path} is not a {what} export ({json_problem(read, exc)})") from None
     entries = _entries(data, signature)
     if entries is None:
         raise BadInput(f"{path} is not a {what} export: expected a list of conversations")

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from events.errors import json_problem
+
 from ..errors import BadInput
 from ._common import (
     BEFORE_FIRST,
@@ -122,7 +124,7 @@ def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[d
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 bad += 1
-                out.fail(f"{label} line {number}", f"not valid JSON: {exc}")
+                out.fail(f"{label} line {number}", json_problem(raw, exc))
                 continue
             if not isinstance(record, dict):
                 bad += 1

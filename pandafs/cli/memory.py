@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from events.clock import aware, utcnow
 from events.doctypes import CONTENT_TYPES
-from events.errors import EventsError
+from events.errors import EventsError, json_problem
 from indexers.request import Argument, search_arguments
 
 from ..errors import PandaError, ProblemFound
@@ -129,7 +129,7 @@ def _batch_search(memory: Memory, source: Path) -> int:
                 now = aware(line.now) if line.now else line.now
                 out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:
-                out = {"error": f"not valid JSON: {exc}"}
+                out = {"error": json_problem(raw, exc)}
             except ValidationError as exc:
                 err = exc.errors()[0]
                 out = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}

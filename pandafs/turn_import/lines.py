@@ -11,7 +11,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from events.clock import out_of_range
-from events.errors import InvalidUserId, NotInVault
+from events.errors import InvalidUserId, NotInVault, json_problem
 from events.fsio import open_outside_file
 from events.layout import validate_user_id
 
@@ -94,7 +94,7 @@ def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return {"line": number, "error": f"not valid JSON: {exc}"}
+        return {"line": number, "error": json_problem(raw, exc)}
     if not isinstance(data, dict):
         return {"line": number, "error": "not a JSON object"}
     try:

@@ -164,6 +164,22 @@ def test_an_argument_that_is_not_utf8_is_bad_input(vault: Vault, args: tuple[str
     assert _tree(vault.root) == before and not (vault.root / "users" / "alice").exists()
 
 
+def test_a_file_saved_as_latin1_is_named_not_utf8_at_its_byte(vault: Vault, tmp_path: Path) -> None:
+    """orjson calls such bytes "surrogates not allowed" at line 1 column 1: a person saving an
+    export in another encoding is told which byte, in each door that reads JSON."""
+    export = tmp_path / "conversations.json"
+    export.write_bytes('[{"title": "café", "mapping": {}}]'.encode("latin-1"))
+    lines = tmp_path / "turns.jsonl"
+    lines.write_bytes(_turn_line("2026-01-05T10:00:00").replace(b"hamster", "h\xe1mster".encode("latin-1")))
+    before = _tree(vault.root)
+    chat = run_pandafs("--root", vault.root, "import", "chatgpt", export, "--user", "alice")
+    assert chat.code == 2 and "not valid UTF-8 (byte 15)" in chat.err and "surrogates" not in chat.err
+    turns = run_pandafs("--root", vault.root, "import-turns", lines, "--json")
+    offset = _turn_line("2026-01-05T10:00:00").index(b"hamster") + 1
+    assert turns.code == 1 and f"not valid UTF-8 (byte {offset})" in turns.out, turns.out
+    assert _tree(vault.root) == before
+
+
 def test_unknown_search_type_warns_but_searches(cli, vault: Vault) -> None:
     assert cli("--root", vault.root, "save", "a hamster cage", "--user", "alice").code == 0
     got = cli("--root", vault.root, "search", "hamster", "--type", "nonsense", "--json")
