@@ -85,10 +85,8 @@ def _toml_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _render_section(name: str, section: _Section, out: list[str], header: str = "") -> None:
-    """`header` is "# " for a table whose presence replaces a default table whole (a role,
-    the topics): commented out with its keys, so that a vault left alone keeps the defaults."""
-    out.append(f"{header}[{name}]")
+def _render_section(name: str, section: _Section, out: list[str]) -> None:
+    out.append(f"[{name}]")
     nested: list[tuple[str, Any]] = []
     for spec in section.settings.values():
         value = getattr(section, spec.name)
@@ -104,7 +102,7 @@ def _render_section(name: str, section: _Section, out: list[str], header: str = 
             _render_section(f"{name}.{field_name}", value, out)
         else:
             for key, item in value.items():
-                _render_section(f"{name}.{field_name}.{key}", item, out, header="# ")
+                _render_section(f"{name}.{field_name}.{key}", item, out)
 
 
 def render_default_config() -> str:
@@ -121,6 +119,7 @@ def render_default_config() -> str:
         if isinstance(value, _Section):
             _render_section(spec.name, value, out)
         else:
+            out.append(f"# uncomment [{spec.name}] and what you keep of it: it replaces the defaults whole")
             out.append(f"# [{spec.name}]")
             for key, words in value.items():
                 out.append(f"# {json.dumps(key)} = {_toml_value(words)}")
