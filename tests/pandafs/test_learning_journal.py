@@ -98,6 +98,26 @@ def test_an_old_journal_left_beside_a_new_snapshot_is_never_folded(
     assert sync(vault).full is False and cache_json(vault) == expected
 
 
+def test_a_snapshot_naming_a_file_that_is_no_journal_is_stale_and_nothing_else_is_read(
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
+) -> None:
+    """The journal's name comes from the snapshot, a file anyone can edit: another user's
+    document named there is not folded as counts; the cache is recomputed from the events."""
+    open_memory(vault).save(HAMSTER, user="alice", topic="pet.hamster", now=T0)
+    _ask(pipeline, clock, 3)
+    bob = vault.root / "users" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "facts.md").write_bytes(orjson.dumps({"counts": {"alice/turn_000001": [99, 99, 0]}}) + b"\n")
+    sync(vault)
+    expected = cache_json(vault)
+    cache = vault.layout.indexes / "learning"
+    snapshot = orjson.loads((cache / "state.json").read_bytes())
+    snapshot["journal"] = "../../users/bob/facts.md"
+    (cache / "state.json").write_bytes(orjson.dumps(snapshot))
+    assert sync(vault).full is True
+    assert cache_json(vault) == expected
+
+
 def test_a_kept_state_sees_what_another_process_appended(
     vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
 ) -> None:
