@@ -170,12 +170,13 @@ def test_a_file_saved_as_latin1_is_named_not_utf8_at_its_byte(vault: Vault, tmp_
     export = tmp_path / "conversations.json"
     export.write_bytes('[{"title": "café", "mapping": {}}]'.encode("latin-1"))
     lines = tmp_path / "turns.jsonl"
-    lines.write_bytes(_turn_line("2026-01-05T10:00:00").replace(b"hamster", "h\xe1mster".encode("latin-1")))
+    good = _turn_line("2026-01-05T10:00:00")  # a fixed moment of the line's own, not today
+    lines.write_bytes(good.replace(b"hamster", "h\xe1mster".encode("latin-1")))
     before = _tree(vault.root)
     chat = run_pandafs("--root", vault.root, "import", "chatgpt", export, "--user", "alice")
     assert chat.code == 2 and "not valid UTF-8 (byte 15)" in chat.err and "surrogates" not in chat.err
     turns = run_pandafs("--root", vault.root, "import-turns", lines, "--json")
-    offset = _turn_line("2026-01-05T10:00:00").index(b"hamster") + 1
+    offset = good.index(b"hamster") + 1
     assert turns.code == 1 and f"not valid UTF-8 (byte {offset})" in turns.out, turns.out
     assert _tree(vault.root) == before
 
