@@ -180,10 +180,7 @@ def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
                 problems.append(
                     Problem(vault.rel(path), "unreadable", f"not a readable catalog part ({exc.why})")
                 )
-    if problems and repair:
-        rebuild(vault)
-        return [replace(p, message=f"{p.message}: catalog rebuilt", repaired=True) for p in problems]
-    return problems
+    return _rebuilt(vault, problems, "catalog") if repair else problems
 
 
 def _json_object(data: bytes) -> dict[str, Any] | None:
@@ -218,16 +215,16 @@ def check_caches(vault: Vault, repair: bool) -> list[Problem]:
             torn = path.suffix == ".jsonl" and data and not data.endswith(b"\n")
             if torn or any(_json_object(line) is None for line in lines):
                 found.append((path, what))
-    problems = [
-        Problem(
-            vault.rel(path), "unreadable", f"{what} does not read as JSON objects (rebuilt from the events)"
-        )
-        for path, what in found
-    ]
-    if problems and repair:
+    why = "does not read as JSON objects (rebuilt from the events)"
+    problems = [Problem(vault.rel(path), "unreadable", f"{what} {why}") for path, what in found]
+    return _rebuilt(vault, problems, "learning state") if repair else problems
+
+
+def _rebuilt(vault: Vault, problems: list[Problem], what: str) -> list[Problem]:
+    """`problems` repaired by a rebuild of the learning state (none: nothing is rebuilt)."""
+    if problems:
         rebuild(vault)
-        return [replace(p, message=f"{p.message}: learning state rebuilt", repaired=True) for p in problems]
-    return problems
+    return [replace(p, message=f"{p.message}: {what} rebuilt", repaired=True) for p in problems]
 
 
 CHECKS = (check_learning, check_catalog, check_caches, check_shared)

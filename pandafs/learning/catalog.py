@@ -4,13 +4,11 @@
     observability/catalog/month=YYYY-MM/delta-{ns}-{pid}.parquet   the rows of one sync
 
 Hive-style month partitions (by `created_at`, UTC), so DuckDB and pyarrow see a `month`
-column.  A sync appends one delta per month; Save's rows wait in the learning cache until
-`engine.CATALOG_BATCH` have gathered, so there is no file per turn.  More than
-`COMPACT_AFTER` deltas merge into a part, more than `MERGE_PARTS_AFTER` parts into one.
-A rebuild (`CatalogRebuild`) writes a new folder and swaps it in.
-
-Rows are unique by (user, turn) except after a crash between writing a compacted file and
-removing what it replaced; `read_rows` keeps the last copy, as a DuckDB query can:
+column.  A sync appends one delta per month (Save's rows wait in the learning cache for
+`engine.CATALOG_BATCH` of them); more than `COMPACT_AFTER` deltas merge into a part, more
+than `MERGE_PARTS_AFTER` parts into one.  A rebuild writes a new folder and swaps it in.
+A crash between writing a compacted file and removing what it replaced leaves a row twice;
+`read_rows` keeps the last copy, as a DuckDB query can:
 
     SELECT * FROM read_parquet('observability/catalog/*/*.parquet', hive_partitioning=true)
     QUALIFY row_number() OVER (PARTITION BY "user", turn ORDER BY filename DESC) = 1
@@ -84,9 +82,9 @@ _READ_ORDER = [("created_at", "ascending"), ("user", "ascending"), ("turn_number
 """The order rows are read in (a UTF-8 string's bytes sort in arrow as its code points do)."""
 
 
-def _table(rows: Iterable[TurnRow | RowValues]) -> pa.Table:
+def _table(rows: Iterable[RowValues]) -> pa.Table:
     names = CATALOG_SCHEMA.names
-    values = sorted((r if isinstance(r, tuple) else row_values(r) for r in rows), key=_ROW_ORDER)
+    values = sorted(rows, key=_ROW_ORDER)
     columns: dict[str, list[Any]] = {name: [] for name in names}
     if values:
         for name, column in zip(names, zip(*values, strict=True), strict=True):
@@ -139,13 +137,10 @@ class Catalog:
 
     def append(self, rows: Sequence[TurnRow]) -> list[str]:
         """Write `rows` as one delta per month; compact crowded months.  Months touched."""
-        by_month: dict[str, list[TurnRow]] = {}
-        for row in rows:
-            by_month.setdefault(row.created_at.strftime("%Y-%m"), []).append(row)
+        by_month = _by_month(row_values(r) for r in rows)
         for month, items in sorted(by_month.items()):
-            name = f"delta-{time.time_ns():020d}-{os.getpid()}.parquet"
-            _write(_table(items), self.month_dir(month) / name, self.root)
             folder = self.month_dir(month)
+            _write(_table(items), folder / f"delta-{time.time_ns():020d}-{os.getpid()}.parquet", self.root)
             if len(list(folder.glob("delta-*.parquet"))) > COMPACT_AFTER:
                 self.compact(month, deltas_only=len(list(folder.glob("part-*.parquet"))) < MERGE_PARTS_AFTER)
         return sorted(by_month)
@@ -247,23 +242,24 @@ class CatalogRebuild:
         self._rows.append(row)
         self.days.add(row[ROW_DATE])
         if len(self._rows) >= SPILL_ROWS:
-            self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
+            self._write(f"chunk-{self._chunks:06d}")
             self._chunks += 1
             self._rows = []
             # what the chunk's table and the rows freed, handed back: the fold runs beside the indexing
             pa.default_memory_pool().release_unused()
             release_freed_memory()
 
-    def _write(self, months: dict[str, list[RowValues]], name: str) -> None:
-        for month, items in sorted(months.items()):
+    def _write(self, name: str) -> None:
+        """The rows held, written as `name` in each of their months' folders."""
+        for month, items in sorted(_by_month(self._rows).items()):
             _write(_table(items), self.new / f"month={month}" / f"{name}.parquet", self.root)
 
     def finish(self) -> list[str]:
         """Every month's part written, the new catalog in place.  Months written."""
         if not self._chunks:  # all of it in memory: each month's part at once
-            self._write(_by_month(self._rows), f"part-{time.time_ns():020d}")
+            self._write(f"part-{time.time_ns():020d}")
         else:
-            self._write(_by_month(self._rows), f"chunk-{self._chunks:06d}")
+            self._write(f"chunk-{self._chunks:06d}")
             for folder in sorted(self.new.iterdir()):
                 chunks = sorted(folder.glob("chunk-*.parquet"))
                 table = self._chunk_reader.read_table(chunks).sort_by(_PART_ORDER)

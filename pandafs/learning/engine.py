@@ -1,23 +1,16 @@
 """The learning engine: `sync` (or `rebuild`) folds turn events into usage and trust, the
 turn catalog and the daily rollups, under the cache in `indexes/learning/`.
 
-One `sync`, under `indexes/learning.lock`:
+One `sync`, under `indexes/learning.lock`: (1) fold the turns completed since the last sync
+and the maintenance logs' new events (`trust.Projection`; Save: its own user's only); (2)
+append their catalog rows and rewrite their days' rollups (Save leaves both to a later
+sync; its rows wait in `LearningState.catalog_rows`); (3) journal what changed, naming the
+documents about to be written dirty; (4) write usage, validation, trust and scope into
+their frontmatter, atomically, other keys kept, and re-index them; (5) clear the dirty list.
 
-  1. fold every turn completed since the last sync and every new event of the
-     maintenance logs (`trust.Projection`; Save: its own user's only);
-  2. append the folded turns' catalog rows and rewrite their days' rollups (Save leaves
-     both to the next other sync; its rows wait in `LearningState.catalog_rows`);
-  3. append what changed to the cache's journal, naming the documents about to be
-     written as dirty;
-  4. write changed usage, validation, trust and scope into each document's frontmatter,
-     atomically, keeping every other key; re-index them;
-  5. clear the dirty list (one more line).
-
-A turn's usage and trust go to the index only (`IndexDoc.trust`), never into its
-context.md; so do site_knowledge notes'.  A crash is repaired by the next sync: step 4
-by the dirty list, a torn cache by a full recompute, which gives the same numbers.
-
-Save calls `on_turn` after a sync: the turn's own contribution is folded in a preview
+Turns and site notes keep usage and trust in the index only (`IndexDoc.trust`).  A crash
+is repaired by the next sync: step 4 by the dirty list, a torn cache by a full recompute
+to the same numbers.  Save's `on_turn` folds the turn's own contribution in a preview
 (its events are not written yet) so the policy can promote what the turn used."""
 
 from __future__ import annotations
@@ -263,12 +256,9 @@ class Learning:
         report.seconds = time.perf_counter() - started
         return report
 
+    @collector_paused()  # what it keeps of every turn holds no cycle (events.collector)
     def rebuild(self, *, write: bool = True) -> SyncReport:
         """Recompute everything from the events: counters, scope, catalog, rollups."""
-        with collector_paused():  # what it keeps of every turn holds no cycle (events.collector)
-            return self._rebuild(write)
-
-    def _rebuild(self, write: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(full=True)
         self.cache.reset()

@@ -18,14 +18,7 @@ from events.schema import Event, ScopeChanged, parse_event
 from ..checks import Problem
 from ..vault import Vault
 
-__all__ = [
-    "LOG_NAME",
-    "LOG_TURN",
-    "append_changes",
-    "check_learning",
-    "log_path",
-    "read_changes",
-]
+__all__ = ["LOG_NAME", "LOG_TURN", "append_changes", "check_learning", "log_path", "read_changes"]
 
 LOG_NAME = "memory.events.jsonl"
 LOG_TURN = "memory"

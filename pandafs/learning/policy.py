@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from events.layout import SHAREABLE_KINDS
 from events.projection import TurnView
-from events.schema import DocumentsUsed, Event, ScopeChanged, TurnCompleted
+from events.schema import Event, ScopeChanged
 
 from ..config import MemoryConfig
 from ..vault import Vault
@@ -32,7 +32,7 @@ from .maintenance import append_changes
 from .materialise import DocInfo, Materialiser, _Target, _utc
 from .reading import TurnReader
 from .state import Cursor, LearningCache
-from .trust import Counts, TurnFacts, trust_of, turn_facts
+from .trust import Counts, trust_of, turn_facts
 
 __all__ = ["DocState", "ScopeDecision", "ScopePolicy", "decide", "decide_steps", "promotable"]
 
@@ -177,7 +177,7 @@ class ScopePolicy:
     def on_turn(self, view: TurnView, pending: Sequence[Any], now: datetime) -> list[ScopeChanged]:
         """Run the policy for what this turn used (its events not yet written); write the
         documents at once and return the scope changes as events of the turn."""
-        facts = _pending_facts(view, pending)
+        facts = turn_facts(view, pending=pending)
         projection = self.cache.projection()
         cursor = self.cache.state.users.get(view.user, Cursor())
 
@@ -212,26 +212,4 @@ class ScopePolicy:
 
 
 def _event(d: ScopeDecision) -> ScopeChanged:
-    return ScopeChanged(
-        doc_id=d.doc_id,
-        doc_path=d.doc_path,
-        old_scope=d.old_scope,
-        new_scope=d.new_scope,
-        reason=d.reason,
-        trust=d.trust,
-        usage_count=d.usage_count,
-    )
-
-
-def _pending_facts(view: TurnView, pending: Sequence[Any]) -> TurnFacts:
-    """The facts of a turn whose Save events are about to be written."""
-    facts = turn_facts(view)
-    used = next((p for p in pending if isinstance(p, DocumentsUsed)), view.used)
-    completed = next((p for p in pending if isinstance(p, TurnCompleted)), view.completed)
-    technical = any(f.phase != "learning" for f in view.failures)
-    return replace(
-        facts,
-        used=tuple(dict.fromkeys(used.doc_ids)) if used else (),
-        outcome=used.outcome if used and not technical else None,
-        quality=completed.quality if completed else facts.quality,
-    )
+    return ScopeChanged(**d.as_json())

@@ -14,14 +14,7 @@ from events.layout import turn_number
 from events.projection import TurnView, metrics_of
 from events.schema import Event, PhaseFailed, ScopeChanged
 
-__all__ = [
-    "PHASES",
-    "RowValues",
-    "TurnRow",
-    "row_values",
-    "turn_row",
-    "turn_row_values",
-]
+__all__ = ["PHASES", "RowValues", "TurnRow", "row_values", "turn_row", "turn_row_values"]
 
 PHASES = (
     "query_analyzer",

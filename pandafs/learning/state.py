@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -98,18 +98,6 @@ _LOAD: dict[str, Callable[[Any], Any]] = {
     "feedback": lambda v: (int(v[0]), str(v[1])),
     "scope": lambda v: ScopeRecord(**v),
 }
-MAPS = (
-    "counts",
-    "trust",
-    "users",
-    "logs",
-    "feedback",
-    "scope",
-    "scope_days",
-    "catalog_rows",
-    "dirty",
-    "rollup_days",
-)
 
 
 @dataclass
@@ -161,6 +149,9 @@ class LearningState:
         """Forget what changed: it is on disk now."""
         for name in MAPS:
             getattr(self, name).changed.clear()
+
+
+MAPS = tuple(f.name for f in fields(LearningState))
 
 
 def learning_dir(vault: Vault) -> Path:

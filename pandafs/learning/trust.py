@@ -22,7 +22,7 @@ document by decision time."""
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -85,11 +85,10 @@ def change_kind(old: str, new: str) -> str:
     return "promoted" if SCOPE_RANK[new] > SCOPE_RANK.get(old, -1) else "demoted"
 
 
-def shares(record: ScopeRecord | Mapping[str, Any]) -> bool:
-    """Whether a recorded scope change made its document global (`record`: a `ScopeRecord` or
-    its dict): sharing a user's document is this record and nothing else."""
-    new = record.get("new") if isinstance(record, Mapping) else record.new
-    return new == "global"
+def shares(record: ScopeRecord) -> bool:
+    """Whether a recorded scope change made its document global: sharing a user's document
+    is this record and nothing else."""
+    return record.new == "global"
 
 
 @dataclass(frozen=True)
@@ -110,10 +109,6 @@ class ScopeRecord:
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.at, self.log, self.seq)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.log}#{self.seq}"
 
     @classmethod
     def from_event(cls, event: Event, at: datetime) -> ScopeRecord:
@@ -157,20 +152,23 @@ class TurnFacts:
         return turn_number(self.turn)
 
 
-def turn_facts(view: TurnView, events: Sequence[Event] = ()) -> TurnFacts:
-    """The facts of a turn from its view (and its events, for the scope changes' seq)."""
-    from events.schema import ScopeChanged  # the schemas load only when turns are folded
+def turn_facts(view: TurnView, events: Sequence[Event] = (), pending: Sequence[Any] = ()) -> TurnFacts:
+    """The facts of a turn from its view (and its events, for the scope changes' seq), or of
+    one whose Save events (`pending`) are about to be written."""
+    from events.schema import DocumentsUsed, ScopeChanged, TurnCompleted  # loaded when turns are folded
 
     at = view.occurred_at if view.occurred_at.tzinfo else view.occurred_at.replace(tzinfo=UTC)
     changes = tuple(ScopeRecord.from_event(e, at) for e in events if isinstance(e.data, ScopeChanged))
     technical = any(f.phase != "learning" for f in view.failures)
+    used = next((p for p in pending if isinstance(p, DocumentsUsed)), view.used)
+    completed = next((p for p in pending if isinstance(p, TurnCompleted)), view.completed)
     return TurnFacts(
         user=view.user,
         turn=view.turn,
         occurred_at=at,
-        used=tuple(dict.fromkeys(view.used.doc_ids)) if view.used else (),
-        outcome=view.used.outcome if view.used and not technical else None,
-        quality=view.completed.quality if view.completed else 0.5,
+        used=tuple(dict.fromkeys(used.doc_ids)) if used else (),
+        outcome=used.outcome if used and not technical else None,
+        quality=completed.quality if completed else 0.5,
         feedback=tuple((f.target_turn, f.status) for f in view.feedback),
         scope_changes=changes,
     )
