@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from events.errors import EventsError
 
-__all__ = ["BadInput", "Busy", "NoVault", "PandaError", "ProblemFound", "Unreadable", "exit_code_for"]
+__all__ = [
+    "BadInput",
+    "Busy",
+    "NoVault",
+    "PandaError",
+    "ProblemFound",
+    "Unreadable",
+    "exit_code_for",
+    "first_line",
+]
 
 
 class PandaError(Exception):
@@ -43,6 +52,12 @@ class Unreadable(PandaError):
     vault-relative; a turn goes on without it (`tier_failed`), `verify` names it."""
 
     exit_code = 1
+
+
+def first_line(exc: BaseException) -> str:
+    """An error as an event or an outcome records it: its first line (500 characters at most),
+    else its repr."""
+    return str(exc).splitlines()[0][:500] if str(exc) else repr(exc)
 
 
 def exit_code_for(exc: BaseException) -> int:

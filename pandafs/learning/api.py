@@ -17,7 +17,7 @@ from events.projection import TurnView
 from events.schema import Payload, PhaseFailed
 
 from ..checks import Problem
-from ..errors import BadInput
+from ..errors import BadInput, first_line
 from ..memory.api import Memory
 from ..vault import Vault
 from .engine import Learning, SyncReport
@@ -93,8 +93,7 @@ def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> l
                 else:
                     engine.documents.flush_index()
     except Exception as exc:  # recorded in the turn's log; the turn itself stands
-        message = str(exc).splitlines()[0][:500] if str(exc) else repr(exc)
-        return [PhaseFailed(phase="learning", error_type=type(exc).__name__, message=message)]
+        return [PhaseFailed(phase="learning", error_type=type(exc).__name__, message=first_line(exc))]
 
 
 _SINCE = re.compile(r"^(\d+)\s*([dhw])$")

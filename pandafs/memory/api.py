@@ -296,19 +296,16 @@ class Memory:
 
     # --- index upkeep -----------------------------------------------------------------
 
+    def _sizes(self) -> dict[str, int]:
+        """The `[index]` sizes every walk of `indexers.sync` takes."""
+        cfg = self.vault.config.index
+        return {"max_bytes": cfg.max_file_bytes, "batch_size": cfg.batch_size}
+
     def index_paths(self, paths: Iterable[str | Path], *, force: bool = False) -> SyncReport:
         from indexers import sync
 
         rels = [self.vault.rel(p) if isinstance(p, Path) else p for p in paths]
-        cfg = self.vault.config.index
-        return sync.index_paths(
-            self.index,
-            self.vault.root,
-            rels,
-            max_bytes=cfg.max_file_bytes,
-            batch_size=cfg.batch_size,
-            force=force,
-        )
+        return sync.index_paths(self.index, self.vault.root, rels, force=force, **self._sizes())
 
     def index_docs(
         self,
@@ -337,14 +334,7 @@ class Memory:
     def reconcile(self, progress: Callable[[int], None] | None = None) -> SyncReport:
         from indexers import sync
 
-        cfg = self.vault.config.index
-        return sync.reconcile(
-            self.index,
-            self.vault.root,
-            max_bytes=cfg.max_file_bytes,
-            batch_size=cfg.batch_size,
-            progress=progress,
-        )
+        return sync.reconcile(self.index, self.vault.root, progress=progress, **self._sizes())
 
     def rebuild(
         self,
@@ -361,12 +351,10 @@ class Memory:
             self.vault.require_user(user)
         from indexers import sync
 
-        cfg = self.vault.config.index
         return sync.rebuild(
             self.index,
             self.vault.root,
-            max_bytes=cfg.max_file_bytes,
-            batch_size=cfg.batch_size,
+            **self._sizes(),
             user=user,
             progress=progress,
             on_total=on_total,

@@ -82,15 +82,8 @@ def parse_entries(body: str) -> list[Entry]:
     for number, line in enumerate(body.splitlines(), 1):
         match = _ENTRY.match(line)
         if match and match.group("value").strip():
-            key = match.group("key")
-            entries.append(
-                Entry(
-                    key.strip() if key else None,
-                    match.group("value").strip(),
-                    match.group("note"),
-                    number,
-                )
-            )
+            key, value, note = match.group("key", "value", "note")
+            entries.append(Entry(key.strip() if key else None, value.strip(), note, number))
     return entries
 
 
@@ -376,10 +369,5 @@ def check_published(vault: Vault, repair: bool) -> list[Problem]:
             record = orjson.loads(line)
             if record.get("act") == "publish":
                 recorded.add(str(record.get("doc_path")))
-    return [
-        Problem(
-            rel, "unrecorded_share", f"is global, but {SHARING_LOG} has no record of anyone publishing it"
-        )
-        for rel in sorted(found)
-        if rel not in recorded
-    ]
+    why = f"is global, but {SHARING_LOG} has no record of anyone publishing it"
+    return [Problem(rel, "unrecorded_share", why) for rel in sorted(found) if rel not in recorded]

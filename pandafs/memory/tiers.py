@@ -27,6 +27,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from events.fsio import read_vault_file
 from events.layout import TURN_DIR_RE, turn_name, turn_number, validate_user_id
 
 from ..config import TiersConfig
+from ..errors import first_line
 from ..tokens import count_tokens, truncate_tokens
 from ..vault import Vault
 from .store import Entry, parse_entries
@@ -236,9 +238,17 @@ class Tiers:
         return {t.name: t.summary() for t in self}
 
 
-def fail_tier(tier: Tier, exc: BaseException) -> None:
-    message = str(exc).splitlines()[0][:500] if str(exc) else repr(exc)
-    tier.error = (type(exc).__name__, message)
+@contextmanager
+def _assembling(tier: Tier) -> Iterator[None]:
+    """Time the block that fills `tier`; an error in it fails the tier alone (its `error`
+    is set, a `tier_failed` event): a partial answer beats none."""
+    started, cpu = time.perf_counter(), time.thread_time()
+    try:
+        yield
+    except Exception as exc:
+        tier.error = (type(exc).__name__, first_line(exc))
+    tier.ms = (time.perf_counter() - started) * 1000.0
+    tier.cpu_ms = (time.thread_time() - cpu) * 1000.0
 
 
 def pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, int, bool] | None]:
@@ -469,8 +479,7 @@ def assemble_tiers(
     skip = set(exclude) | {f"{user}/{before}"}
     window_low = limit
 
-    started, cpu = time.perf_counter(), time.thread_time()
-    try:
+    with _assembling(hot):
         recent = _walk_back(reader, limit, config.hot_turns)
         window_low = recent[-1].number if recent else limit
         packed = pack_all([(r.full_text(), r.query_text()) for r in recent], hot.budget)
@@ -478,12 +487,7 @@ def assemble_tiers(
             if fit is not None:
                 hot.items.append(TierItem(record, *fit))
         hot.stats["considered"] = len(recent)
-    except Exception as exc:  # a tier that fails leaves the others standing: a partial answer beats none
-        fail_tier(hot, exc)
-    hot.ms, hot.cpu_ms = _elapsed(started, cpu)
-
-    started, cpu = time.perf_counter(), time.thread_time()
-    try:
+    with _assembling(warm):
         older = _walk_back(reader, window_low, config.warm_turns)
         window_low = older[-1].number if older else window_low
         room, skipped = warm.budget, 0
@@ -497,12 +501,7 @@ def assemble_tiers(
             warm.items.append(TierItem(record, *fit))
             room -= fit[1]
         warm.stats.update(considered=len(older), skipped=skipped)
-    except Exception as exc:
-        fail_tier(warm, exc)
-    warm.ms, warm.cpu_ms = _elapsed(started, cpu)
-
-    started, cpu = time.perf_counter(), time.thread_time()
-    try:
+    with _assembling(cold):
         assemble_cold(
             cold,
             reader,
@@ -515,12 +514,6 @@ def assemble_tiers(
             memory=memory,
             search_hits=search_hits,
         )
-    except Exception as exc:
-        fail_tier(cold, exc)
+    if cold.error is not None:
         cold.items.clear()  # the anchors, packed first, stay
-    cold.ms, cold.cpu_ms = _elapsed(started, cpu)
     return Tiers(hot, warm, cold)
-
-
-def _elapsed(wall: float, cpu: float) -> tuple[float, float]:
-    return (time.perf_counter() - wall) * 1000.0, (time.thread_time() - cpu) * 1000.0

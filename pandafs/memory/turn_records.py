@@ -163,13 +163,16 @@ _IDENTITY_META = re.compile(r"^meta:[ \t]*\n(?:[ \t]+.*\n)*?  identity:[ \t]*tru
 _S0_LABEL = re.compile(r"\n\n\*\*(?:Resolved query|Query type|Refers to|Feedback on [^*\n]*):\*\*")
 
 
+def _front_end(text: str) -> int:
+    """Where the frontmatter's closing `---` line starts (-1: the text has none)."""
+    return text.find("\n---", 3) if text.startswith("---") else -1
+
+
 def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
     """A live turn read from its context.md by a scan, not YAML: `created_at` and `identity`
     from the frontmatter, the query from §0 and the answer from §5 (a hand-corrected answer
     is what the tiers see)."""
-    if not text.startswith("---"):
-        return None
-    end = text.find("\n---", 3)
+    end = _front_end(text)
     if end < 0:
         return None
     front_text = text[3 : end + 1]
@@ -206,9 +209,7 @@ def _session(text: str) -> str | None:
 def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
     """A stub read by a line scan, not YAML: `created_at`, `title`, `identity`, and the
     `**Query:**`, `**Summary:**` and `## Key claims` of the body."""
-    if not text.startswith("---"):
-        return None
-    end = text.find("\n---", 3)
+    end = _front_end(text)
     if end < 0:
         return None
     front = {k: v.strip("'\"") for k, v in _FRONT_FIELD.findall(text[3:end])}

@@ -251,16 +251,8 @@ def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
 def _save(session: ToolSession, args: SaveArgs) -> ToolOutcome:
     turn = session.turn
     if turn is None:
-        saved = session.memory.save(
-            args.content,
-            user=session.user,
-            doc_type=args.type,
-            topic=args.topic,
-            keywords=args.keywords,
-            scope=args.scope or "new",
-            ttl_hours=args.ttl_hours,
-            key=args.key,
-        )
+        given = args.model_dump(exclude={"type", "scope"})  # content, topic, keywords, key, ttl_hours
+        saved = session.memory.save(**given, user=session.user, doc_type=args.type, scope=args.scope or "new")
         data = saved.as_json()
         return ToolOutcome(True, f"saved {saved.doc_id}", data, answer=data)
     staged = turn.extras.setdefault("staged_by_tool", [])
@@ -324,18 +316,7 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
     rows = [dict(f) for f in result.findings]
     outcomes = [o.__dict__ for o in result.outcomes]
     text = "\n".join(finding_line(f) for f in rows)
-    extractions: list[Payload] = [
-        ExtractionRecorded(
-            domain=o.domain,
-            url=o.url,
-            success=o.success,
-            items=o.items,
-            fields_present=list(o.fields_present),
-            confidence=o.confidence,
-            error=o.error,
-        )
-        for o in result.outcomes
-    ]
+    extractions: list[Payload] = [ExtractionRecorded(**o) for o in outcomes]
     return ToolOutcome(
         True,
         result.summary,
@@ -349,17 +330,8 @@ def _edit(session: ToolSession, args: EditArgs) -> ToolOutcome:
     from ..memory.editing import edit_document
 
     try:
-        changed = edit_document(
-            session.vault,
-            args.identifier,
-            session.user,
-            text=args.text,
-            entry=args.entry,
-            title=args.title,
-            topic=args.topic,
-            keywords=args.keywords,
-            now=session.now(),
-        )
+        changes = args.model_dump(exclude={"identifier"})  # text, entry, title, topic, keywords
+        changed = edit_document(session.vault, args.identifier, session.user, now=session.now(), **changes)
     except BadInput as exc:
         return ToolOutcome(False, "not edited", error=str(exc))
     return ToolOutcome(True, f"edited {changed.doc_id}", changed.as_json())
@@ -418,7 +390,7 @@ def _ask(session: ToolSession, args: AskArgs) -> ToolOutcome:
     return ToolOutcome(True, f"answered in {data['turn_id']}", data, answer=data)
 
 
-register(
+for _tool in (
     Tool(
         "search_memory",
         "Search memory",
@@ -429,9 +401,7 @@ register(
         read_only=True,
         idempotent=True,
         returns=list[dict[str, Any]],
-    )
-)
-register(
+    ),
     Tool(
         "retrieve_memory",
         "Retrieve a document",
@@ -440,9 +410,7 @@ register(
         _retrieve,
         read_only=True,
         idempotent=True,
-    )
-)
-register(
+    ),
     Tool(
         "save_memory",
         "Save a memory",
@@ -452,9 +420,7 @@ register(
         SaveArgs,
         _save,
         idempotent=True,
-    )
-)
-register(
+    ),
     Tool(
         "edit_memory",
         "Edit a memory",
@@ -464,9 +430,7 @@ register(
         _edit,
         destructive=True,
         idempotent=True,
-    )
-)
-register(
+    ),
     Tool(
         "delete_memory",
         "Delete a memory",
@@ -476,9 +440,7 @@ register(
         DeleteArgs,
         _delete,
         destructive=True,
-    )
-)
-register(
+    ),
     Tool(
         "forget",
         "Forget",
@@ -489,9 +451,7 @@ register(
         _forget,
         destructive=True,
         idempotent=True,
-    )
-)
-register(
+    ),
     Tool(
         "internet_research",
         "Research the web",
@@ -503,9 +463,7 @@ register(
         open_world=True,
         doors=("planner",),
         available=_research_available,
-    )
-)
-register(
+    ),
     Tool(
         "ask",
         "Ask the assistant",
@@ -515,8 +473,9 @@ register(
         _ask,
         open_world=True,  # a turn may research the web when that is configured
         doors=("mcp",),
-    )
-)
+    ),
+):
+    register(_tool)
 
 
 _RENAMED: dict[str, tuple[str, dict[str, str]]] = {

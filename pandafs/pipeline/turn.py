@@ -26,7 +26,7 @@ from events.projection import TurnView, project_turn
 from events.schema import Event, Payload, PhaseFailed, PhaseMetrics, TornTailRepaired, TurnStarted
 
 from ..assembly import open_memory
-from ..errors import BadInput, PandaError
+from ..errors import BadInput, PandaError, first_line
 from ..learning.api import INDEX_QUEUE
 from ..llm.base import Backend, make_backend
 from ..memory.api import Memory
@@ -59,11 +59,9 @@ class TurnResult:
     seconds: float
     phase_ms: dict[str, float] = field(default_factory=dict)
     steps_ms: dict[str, float] = field(default_factory=dict)
-    """Where the turn's time went outside its phases: `start` (allocation, recovery of an
-    earlier turn), `append` (event writes and their fsyncs), `fold` (re-projecting the
-    view after each phase), `project` (rendering and writing the projected files),
-    `index` (the turn's index commit, or for a new turn handing its batch over: the
-    commit itself is `Pipeline.behind_ms`).  Benchmarks read it; nothing else depends on it."""
+    """For benchmarks, the time outside the phases: `start` (allocation, recovery), `append`
+    (event writes), `fold` (re-projecting), `project` (projected files), `index` (the index
+    commit, or handing a new turn's batch over: the commit is `Pipeline.behind_ms`)."""
     failure: str | None = None
     """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
     recorded as FAIL and the command that ran it reports an error.  An honest "I don't
@@ -142,10 +140,6 @@ STEPS: dict[str, tuple[str, Phase]] = {
     "save": ("save", lambda ctx, view, _: save.run(ctx, view)),
 }
 """Each step `next_step` names: the phase it belongs to, and what runs it (with the attempt)."""
-
-
-def _run_step(ctx: TurnContext, view: TurnView, name: str, attempt: int) -> list[Payload]:
-    return STEPS[name][1](ctx, view, attempt)
 
 
 def _with_metrics(payloads: list[Payload], metrics: PhaseMetrics) -> list[Payload]:
@@ -317,19 +311,15 @@ class Pipeline:
                 ctx.extras["analysis"] = view.analysis
                 begun = time.perf_counter()
                 try:
-                    payloads = _run_step(ctx, view, name, attempt)
+                    payloads = STEPS[name][1](ctx, view, attempt)
                 except Exception as exc:  # every failure is recorded, then Save ends the turn
                     if name == "save":
                         save_failures += 1
                         if save_failures > 1:
                             raise
+                    phase, kind = STEPS[name][0], type(exc).__name__
                     payloads = [
-                        PhaseFailed(
-                            phase=STEPS[name][0],
-                            error_type=type(exc).__name__,
-                            message=str(exc).splitlines()[0][:500] if str(exc) else repr(exc),
-                            attempt=attempt,
-                        )
+                        PhaseFailed(phase=phase, error_type=kind, message=first_line(exc), attempt=attempt)
                     ]
                 payloads = [*ctx.take_tier_failures(), *payloads]  # what a read cost, said before
                 usage = ctx.take_usage()
