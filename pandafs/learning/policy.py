@@ -5,14 +5,11 @@
     global → user   trust < global_trust            (demotion needs `demotion_min_verdicts`
     user → new      trust < user_trust               (3) verdicts: one bad turn is not enough)
 
-One run may take a document two steps, each its own event.  Only what PandaFS inferred
-(`PROMOTABLE_KINDS`: memories, research) moves between `new` and `user`; only documents
-about the world (`SHAREABLE_KINDS`: research) go on to `global`.  A memory is never shared
-automatically (that is `pandafs save --scope global`).  What a user stated stays `user`;
-documents without an owner are global already.
-
-`ScopePolicy` runs the rules over every used document (`pandafs promote`), or over what one
-turn used, at its Save (`on_turn`)."""
+One run may take two steps, each its own event.  Only what PandaFS inferred (memories,
+research) moves between `new` and `user`; only documents about the world (research) go on
+to `global` (sharing a memory is `pandafs save --scope global`).  What a user stated stays
+`user`; documents without an owner are global already.  `ScopePolicy` runs the rules over
+every used document (`pandafs promote`), or over what one turn used, at its Save."""
 
 from __future__ import annotations
 

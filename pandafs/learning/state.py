@@ -1,19 +1,16 @@
 """The learning fold's cache under `indexes/learning/` (disposable: made again from the events).
 
-    state.json          a snapshot of the fold: how far it got, its maps, every counted
-                        document's counters and last materialised trust; it names its journal
-    journal-{n}.jsonl   what changed since the snapshot, one JSON line per save: each map's
-                        changed keys (null: removed)
+    state.json          a snapshot of the fold (how far it got, its maps, every counted
+                        document's counters and last trust); it names its journal
+    journal-{n}.jsonl   one JSON line per save since: each map's changed keys (null: removed)
     ../learning.lock    one writer at a time
 
-A save appends one line.  When the journal outgrows the snapshot, a new snapshot naming a
-new, empty journal replaces it and the old journal goes; a crash between the two leaves the
-old journal named by nothing, so no line is folded twice.  A torn or unreadable file makes
-`load` report the cache stale, and the engine recomputes everything from the events.
-
-A process keeps the state it last saved (`LearningCache.of`) and reads only the lines
-appended since; the indexer's readers (`learned_of`) do the same without the lock, up to
-the last whole line."""
+When the journal outgrows the snapshot, a new snapshot naming a new, empty journal replaces
+it, then the old journal goes (a crash between leaves it named by nothing: no line is folded
+twice).  A torn or unreadable file makes `load` report the cache stale, and the engine
+recomputes everything.  A process keeps the state it last saved (`LearningCache.of`) and
+reads only the lines appended since; the indexer's readers (`learned_of`) do the same
+without the lock, up to the last whole line."""
 
 from __future__ import annotations
 

@@ -1,23 +1,18 @@
 """Usage and trust of documents: a pure fold over turn events (docs/memory.md).
 
     usage_count         turns whose §2 cited the document (`documents_used`)
-    validation_count    those uses whose turn has a verdict, plus, for a turn itself,
-                        the user's direct feedback on it
+    validation_count    those uses whose turn has a verdict (for a turn itself, also the
+                        user's direct feedback on it)
     validation_success  the verdicts that were successes
 
 A turn's verdict is the user's latest implicit feedback about it ("thanks" → success,
-"that's wrong" → failure), else its validation outcome: APPROVE → success, RETRY / FAIL
-→ failure, REVISE or a technical failure → none.
-
-Trust is the posterior mean of the success rate under a Beta prior centred on the
-document's own `quality`, worth `w` validations (`[memory] trust_prior_weight`):
-
-    trust = (validation_success + w · quality) / (validation_count + w)
-
-rounded to 4 decimals.  The counters are a pure function of the events, in any order (a
-late feedback applies as a delta against the verdict it replaces), so the incremental
-fold and a full recompute agree exactly.  Scope changes fold into the latest per
-document by decision time."""
+"that's wrong" → failure), else its outcome: APPROVE → success, RETRY / FAIL → failure,
+REVISE or a technical failure → none.  Trust is the posterior mean of the success rate
+under a Beta prior centred on the document's `quality`, worth `w` validations (`[memory]
+trust_prior_weight`): `(validation_success + w · quality) / (validation_count + w)`, to 4
+decimals.  The counters do not depend on the events' order (a late feedback applies as a
+delta against the verdict it replaces), so the incremental fold and a full recompute
+agree exactly.  Scope changes fold into the latest per document by decision time."""
 
 from __future__ import annotations
 

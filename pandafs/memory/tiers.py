@@ -1,25 +1,20 @@
-"""Tiered context (docs/memory.md): what of a user's history a turn gets to see.
-
-`assemble_tiers` reads past turns (live context.md, archived stubs; never the Parquet
-originals) into three tiers, each within its `[tiers]` token budget:
+"""Tiered context (docs/memory.md): what of a user's history a turn sees.  `assemble_tiers`
+reads past turns (live context.md, archived stubs; never the Parquet originals) into three
+tiers, each within its `[tiers]` token budget:
 
 - **hot**: the last `hot_turns` live turns, newest first, whole if it fits, else the query
   only (`truncated`); each keeps a reserve so an early long turn cannot crowd a later one out.
 - **warm**: the next `warm_turns` live turns, packed greedily: whole, else query, else skipped.
 - **cold**: the user's identity anchors first, always; then archived summaries and older
-  turns ranked by `0.5·recency + 0.3·similarity + 0.2·anchor`, packed greedily.
-  recency = `e^(−λ·days)`; similarity = the larger of the search score over the best
-  hit's and the share of query terms in the turn.  Candidates: the search's
-  `cold_candidates`, identity facts' source turns, and a sample of older history
-  (first, every Nth, last 5, at most `max_sampled`), found by number, never by listing.
+  turns ranked by `0.5·recency + 0.3·similarity + 0.2·anchor` (recency `e^(−λ·days)`;
+  similarity the larger of the score over the best search hit's and the share of query
+  terms in the turn), packed greedily.  Candidates: the search's `cold_candidates`, identity
+  facts' source turns, and a sample of older history found by number, never by listing.
 
-**Identity anchors** (the lines of a user's facts.md that say who they are: name, work,
-home…) are lines of `facts.md` tagged `#identity`, or whose key (bold, or a
-leading `Key:`) is one of `[tiers] identity_keys`, or that start with `Works ` or `Lives `;
-never one tagged `#not-identity`.  The last line of a key wins.
-
-A tier that fails is left empty with `error` set (a `tier_failed` event); the others
-stand.  An unreadable turn is skipped."""
+**Identity anchors** are the lines of facts.md tagged `#identity`, keyed (bold, or a leading
+`Key:`) by one of `[tiers] identity_keys`, or starting `Works ` or `Lives `; never one tagged
+`#not-identity`; the last line of a key wins.  A tier that fails is left empty with `error`
+set (a `tier_failed` event); the others stand.  An unreadable turn is skipped."""
 
 from __future__ import annotations
 

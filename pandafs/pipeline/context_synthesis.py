@@ -64,18 +64,8 @@ READ_TOKENS = 400
 """... and what it reads of each of the others."""
 USER_WORDS = 1000.0
 """The score that puts a sentence of the user's own message before any that matches."""
-KIND_PRIORITY = {
-    "preferences": 0,
-    "facts": 0,
-    "memory": 1,
-    "research": 2,
-    "knowledge": 3,
-    "site": 3,
-    "note": 3,
-    "turn": 4,
-    "archived_turn": 5,
-    "visit": 2,
-}
+KIND_PRIORITY = {"preferences": 0, "facts": 0, "memory": 1, "research": 2, "visit": 2, "knowledge": 3}
+KIND_PRIORITY |= {"site": 3, "note": 3, "turn": 4, "archived_turn": 5}
 
 
 def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) -> LoadedDoc | None:
@@ -84,17 +74,8 @@ def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) ->
     the matching sentences first); §2's rows read the turns again, whole."""
     if candidate.kind == "visit":
         text = visit_text(ctx.vault.root, candidate.doc_path)
-        return (
-            LoadedDoc(
-                doc_id=candidate.doc_id,
-                kind="research",
-                title=candidate.title,
-                text=text,
-                relevance=candidate.relevance,
-            )
-            if text
-            else None
-        )
+        seen = {"doc_id": candidate.doc_id, "title": candidate.title, "relevance": candidate.relevance}
+        return LoadedDoc(**seen, kind="research", text=text) if text else None
     record = prior_turn(ctx, candidate.doc_id, candidate.kind)
     if record is not None:
         return LoadedDoc(
@@ -354,11 +335,7 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     budget = ctx.config.pipeline.context_tokens
     assessment = ContextBlock(
         heading="Context Assessment",
-        meta={
-            "type": "assessment",
-            "context_quality": out.context_quality,
-            "gaps_identified": out.gaps,
-        },
+        meta={"type": "assessment", "context_quality": out.context_quality, "gaps_identified": out.gaps},
         text=f"**Context Quality:** {out.context_quality:.2f} · "
         f"**Gaps:** {', '.join(out.gaps) or 'none identified'}",
     )

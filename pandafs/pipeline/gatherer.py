@@ -54,16 +54,10 @@ def _memory_entries(ctx: TurnContext) -> list[MemoryEntry]:
         except (OSError, NotInVault, FrontmatterError, UnicodeDecodeError):
             continue  # reported by rebuild/verify; a broken file must not break the turn
         doc_id = f"{ctx.user}/{path.stem}"
-        for entry in parse_entries(body):
-            entries.append(
-                MemoryEntry(
-                    kind=kind,
-                    key=entry.key or "",
-                    value=entry.value,  # type: ignore[arg-type]
-                    doc_id=doc_id,
-                    doc_path=rel,
-                )
-            )
+        entries += [
+            MemoryEntry(kind=kind, key=e.key or "", value=e.value, doc_id=doc_id, doc_path=rel)  # type: ignore[arg-type]
+            for e in parse_entries(body)
+        ]
     return entries
 
 
@@ -97,23 +91,11 @@ def _turn_offer(
     record: TurnRecord, score: float, tier: str, snippet: str, now: datetime
 ) -> tuple[Candidate, CandidateView]:
     """A past turn as a candidate, and as the backend is shown it."""
+    both: dict[str, Any] = {"doc_id": record.doc_id, "kind": record.kind, "title": record.query[:80]}
     return (
-        Candidate(
-            doc_id=record.doc_id,
-            doc_path=record.doc_path,
-            kind=record.kind,
-            title=record.query[:80],
-            score=score,
-            tier=tier,
-        ),
+        Candidate(**both, doc_path=record.doc_path, score=score, tier=tier),
         CandidateView(
-            doc_id=record.doc_id,
-            kind=record.kind,
-            title=record.query[:80],
-            score=score,
-            snippet=snippet[:600],
-            age_days=age_days(record.created_at, now),
-            tier=tier,
+            **both, score=score, snippet=snippet[:600], age_days=age_days(record.created_at, now), tier=tier
         ),
     )
 
@@ -242,21 +224,10 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         add(candidate)
     views: dict[str, CandidateView] = {}
     for hit in hits:
-        add(
-            Candidate(
-                doc_id=hit["doc_id"],
-                doc_path=hit["doc_path"],
-                kind=hit["kind"],
-                title=hit["title"],
-                score=hit["score"],
-                tier=in_tier.get(hit["doc_id"], "search"),
-            )
-        )
+        both = {k: hit[k] for k in ("doc_id", "kind", "title", "score")}
+        add(Candidate(**both, doc_path=hit["doc_path"], tier=in_tier.get(hit["doc_id"], "search")))
         views[hit["doc_id"]] = CandidateView(
-            doc_id=hit["doc_id"],
-            kind=hit["kind"],
-            title=hit["title"],
-            score=hit["score"],
+            **both,
             snippet=hit["snippet"].replace("**", ""),
             age_days=age_days(hit["created_at"], now),
             quality=hit["quality"],
@@ -299,13 +270,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     ] + [c for c in candidates.values() if c.doc_id not in chosen]
     wanted = set(plan.relevant_memory)
     anchors = [
-        MemoryEntry(
-            kind="fact",
-            value=a.statement,
-            doc_id=a.doc_id,
-            doc_path=a.doc_path,
-            identity=True,  # type: ignore[call-arg]
-        )
+        MemoryEntry(kind="fact", value=a.statement, doc_id=a.doc_id, doc_path=a.doc_path, identity=True)  # type: ignore[call-arg]
         for a in assembled.cold.anchors
     ]
     stated = {plain_text(a.value) for a in anchors}

@@ -80,9 +80,7 @@ def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
                 lines.append(tool.result["text"])
             for hit in tool.result.get("hits", []):
                 snippet = str(hit.get("snippet", "")).replace("**", "")
-                is_turn = re.search(
-                    r"/turn_\d+$", str(hit.get("doc_id", ""))
-                )  # a turn's title is its question
+                is_turn = re.search(r"/turn_\d+$", str(hit.get("doc_id", "")))  # its title is its question
                 lines.append(f"{_TURN_HIT}{snippet}" if is_turn else f"{hit.get('title', '')}: {snippet}")
             lines += [finding_line(f) for f in tool.result.get("findings", [])]
             raw.append((canonical_tool(tool.tool), tool.ok, tool.summary, "\n".join(lines)))
@@ -208,9 +206,8 @@ def _newest_result(facts: list[Fact]) -> list[ToolResultView]:
 
 def _tool_results(ctx: TurnContext, view: TurnView) -> list[ToolResultView]:
     """§4 and the newest statements, as Synthesis and Validation read them."""
-    return tool_results_of(view, ctx.config.pipeline.tool_tokens) + _newest_result(
-        newest_statements(ctx, view)
-    )
+    newest = _newest_result(newest_statements(ctx, view))
+    return tool_results_of(view, ctx.config.pipeline.tool_tokens) + newest
 
 
 def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
@@ -226,9 +223,7 @@ def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
                     if not is_question(s)
                 ]
             elif line.startswith("Answered:"):
-                facts += [
-                    Fact(s, "answer", 0, result.tool) for s in _sentences(line.removeprefix("Answered:"))
-                ]
+                facts += [Fact(s, "answer", 0, result.tool) for s in _sentences(line[len("Answered:") :])]
             elif line.startswith(_TURN_HIT):
                 facts += [Fact(s, "tool", 0, result.tool) for s in _sentences(line.removeprefix(_TURN_HIT))]
             else:  # a document's snippet ("Facts of alice: - … - …"): its entries, in its own words
