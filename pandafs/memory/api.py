@@ -135,26 +135,16 @@ class Memory:
             raise BadInput(f"a key names a preference or fact entry; a {doc_type} has none")
         check_topic(topic)
         now = now or utcnow()
-        if ttl_hours is None:
-            ttl_hours = self.vault.config.memory.new_ttl_hours
-            check_ttl(ttl_hours, now, "[memory] new_ttl_hours")
-        else:
-            check_ttl(ttl_hours, now, "ttl_hours")
+        ttl_name = "ttl_hours" if ttl_hours is not None else "[memory] new_ttl_hours"
+        ttl_hours = ttl_hours if ttl_hours is not None else self.vault.config.memory.new_ttl_hours
+        check_ttl(ttl_hours, now, ttl_name)
         words = [k.strip() for k in keywords if k.strip()]
+        doc: dict[str, Any] = dict(doc_type=doc_type, topic=topic, keywords=words, title=title, now=now)
         from .store import append_entry, publish, write_memory
 
         if scope == "global":
             self._check_publisher(user, doc_type)
-            saved = publish(
-                self.vault,
-                user,
-                content,
-                doc_type=doc_type,
-                topic=topic,
-                keywords=words,
-                title=title,
-                now=now,
-            )
+            saved = publish(self.vault, user, content, **doc)
         elif doc_type in ENTRY_TYPES:
             saved = append_entry(
                 self.vault,
@@ -168,17 +158,7 @@ class Memory:
             )
         else:
             saved = write_memory(
-                self.vault,
-                user,
-                content,
-                doc_type=doc_type,
-                topic=topic,
-                keywords=words,
-                scope=scope,
-                ttl_hours=ttl_hours,
-                title=title,
-                source_turn=source_turn,
-                now=now,
+                self.vault, user, content, **doc, scope=scope, ttl_hours=ttl_hours, source_turn=source_turn
             )
         if index:
             self.index_paths([saved.doc_path])

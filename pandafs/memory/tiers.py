@@ -161,20 +161,12 @@ class TierItem:
         return self.record.doc_id
 
     def summary(self, tier: str) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "doc_id": self.record.doc_id,
-            "turn": self.record.turn,
-            "archived": self.record.archived,
-            "tokens": self.tokens,
-            "truncated": self.truncated,
-        }
+        r = self.record
+        out = {"doc_id": r.doc_id, "turn": r.turn, "archived": r.archived, "tokens": self.tokens}
+        out["truncated"] = self.truncated
         if tier == "cold":
-            out.update(
-                score=round(self.score, 4),
-                recency=round(self.recency, 4),
-                similarity=round(self.similarity, 4),
-                anchor=self.anchor,
-            )
+            out |= {k: round(getattr(self, k), 4) for k in ("score", "recency", "similarity")}
+            out["anchor"] = self.anchor
         return out
 
 
@@ -408,18 +400,9 @@ def assemble_cold(
         similarity = max(hit_scores.get(doc_id, 0.0) / top if top else 0.0, overlap)
         anchored = 1.0 if record.identity or record.turn in anchor_turns else 0.0
         score = WEIGHTS[0] * recency + WEIGHTS[1] * similarity + WEIGHTS[2] * anchored
+        parts = {"recency": recency, "similarity": similarity, "anchor": anchored}
         scored.append(
-            TierItem(
-                record,
-                "",
-                0,
-                False,
-                score=score,
-                recency=recency,
-                similarity=similarity,
-                anchor=anchored,
-                search_score=hit_scores.get(doc_id, 0.0),
-            )
+            TierItem(record, "", 0, False, score, **parts, search_score=hit_scores.get(doc_id, 0.0))
         )
     scored.sort(key=lambda i: (-i.score, -i.record.number))
     tier.stats["ranked"] = len(scored)
