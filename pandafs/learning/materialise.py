@@ -316,11 +316,7 @@ class Materialiser:
         if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the cache's trust
             return sorted(written), 0
         max_bytes = self.vault.config.index.max_file_bytes
-        for rel in written:
-            loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
-            if isinstance(loaded, IndexDoc):
-                self._index_queue.append(loaded)
-        for rel, trust in overlay.values():
+        for rel, trust in [*((rel, None) for rel in written), *overlay.values()]:
             loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
             if isinstance(loaded, IndexDoc):
                 self._index_queue.append(loaded if trust is None else replace(loaded, trust=trust))

@@ -68,10 +68,6 @@ def promotable(kind: str, owner: str | None) -> bool:
     return owner is not None and kind in PROMOTABLE_KINDS
 
 
-def _hours(value: float) -> str:
-    return f"{value:.1f} h"
-
-
 def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
     """The one scope change `doc` qualifies for now, or None."""
     if not promotable(doc.kind, doc.owner) or doc.scope not in ("new", "user", "global"):
@@ -83,7 +79,7 @@ def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
             new_scope = "user"
             reason = (
                 f"promoted: trust {t:.2f} ≥ {cfg.user_trust:g}, used {u} ≥ {cfg.user_usage} times, "
-                f"age {_hours(age)} ≥ {cfg.user_age_hours:g} h"
+                f"age {age:.1f} h ≥ {cfg.user_age_hours:g} h"
             )
     elif doc.scope == "user":
         shareable = doc.kind in SHAREABLE_KINDS
@@ -91,7 +87,7 @@ def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
             new_scope = "global"
             reason = (
                 f"promoted: trust {t:.2f} ≥ {cfg.global_trust:g}, used {u} ≥ {cfg.global_usage} "
-                f"times, age {_hours(age)} ≥ {cfg.global_age_hours:g} h"
+                f"times, age {age:.1f} h ≥ {cfg.global_age_hours:g} h"
             )
         elif doc.validations >= cfg.demotion_min_verdicts and t < cfg.user_trust:
             new_scope = "new"

@@ -1,17 +1,13 @@
-"""Phase 2 — Context Gatherer (MIND), step two, SYNTHESIS: compile §2 from the
-documents RETRIEVAL chose (`pipeline.gatherer`).
+"""Phase 2 — Context Gatherer (MIND), step two, SYNTHESIS: compile §2 from the documents
+RETRIEVAL chose (`pipeline.gatherer`).
 
-It loads the chosen documents (each at most `PER_DOC_TOKENS`), asks the backend to
-extract what helps, and compiles §2: markdown tables with YAML `_meta` blocks, capped at
-`[pipeline] context_tokens`.  Memory, research and knowledge come first; the prior turns
-spend the rest, most relevant first, each with its own text — the question and the
-answer, dated (when it happened, its episode, and the date each relative phrase such as
-"two days ago" names) — whole while it fits, else abridged by dropping its least
-relevant sentences, never one that shares a word with the question.  A turn is read
-from its own file, so no tier's budget upstream cuts it.  Irrelevant preferences and
-facts are omitted, not labelled.  Everything used is listed with its doc id, and the
-quality gates are recorded.
-"""
+It loads them (each at most `PER_DOC_TOKENS`), asks the backend what helps, and compiles
+§2 as markdown tables with YAML `_meta` blocks within `[pipeline] context_tokens`: memory,
+research and knowledge first, then the prior turns, most relevant first, each dated (when,
+its episode, the date each "two days ago" names), read from its own file, whole while it
+fits, else abridged by its least relevant sentences, never one sharing a word with the
+question.  Irrelevant preferences and facts are omitted; every source used is listed with
+its doc id, and the quality gates are recorded."""
 
 from __future__ import annotations
 

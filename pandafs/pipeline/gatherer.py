@@ -1,14 +1,11 @@
-"""Phase 2 — Context Gatherer (MIND), step one, RETRIEVAL: collect candidates
-from every source and ask the backend which are relevant and why.
+"""Phase 2 — Context Gatherer (MIND), step one, RETRIEVAL: collect candidates from every
+source and ask the backend which are relevant and why.
 
-The sources: the turn the query refers to, the hot, warm and cold tiers
-(`memory.tiers`: last turns, recent turns, ranked archive stubs and older turns,
-each within its token budget), the unified search over turns, research, memories,
-knowledge and archive stubs, the user's preference and fact lines, and cached visit
-records.  The user's identity anchors always go into §2.  A tier that fails, or a
-search that cannot read the index, is a `tier_failed` event; the turn goes on with the
-others.  Step two, SYNTHESIS, is `pipeline.context_synthesis`.
-"""
+Sources: the turn the query refers to, the hot, warm and cold tiers (`memory.tiers`), the
+unified search, the user's preference and fact lines, and cached visit records; the
+identity anchors always go into §2.  A tier that fails, or a search that cannot read the
+index, is a `tier_failed` event and the turn goes on.  Step two is
+`pipeline.context_synthesis`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,13 @@
 """Turns whose process died: closed, re-projected or removed as soon as anyone looks.
-
 Whether a turn's process lives is told by a lock the kernel releases when it dies, never
 by the turn's age:
 
-- A turn with events but no `turn_completed` whose log nobody holds is interrupted: a
-  `phase_failed` (`Interrupted`), then Save ends it as FAIL with an intervention note.
-  Inbox turns are left to `watch`, which resumes them.
-- A completed turn whose metadata.json (written last) does not say so, or that is still
-  marked `.indexing`, died while projecting or indexing: `Pipeline.resume` finishes it.
-- An eventless turn folder nobody holds was left by a process that died before its first
-  event, and is removed; one a live process holds never is.
+- events but no `turn_completed`, log held by nobody: interrupted; a `phase_failed`
+  (`Interrupted`), then Save ends it as FAIL with an intervention note (inbox turns are
+  left to `watch`, which resumes them);
+- completed, but metadata.json (written last) does not say so, or still marked
+  `.indexing`: it died projecting or indexing; `Pipeline.resume` finishes it;
+- no event, held by nobody: its allocator died; the folder is removed.
 
 `ask` checks the user's latest turns (`recover_recent`); upkeep and `verify --repair`
 check every turn."""

@@ -1,17 +1,13 @@
-"""The tool registry: every tool once — its name, its argument model, its function and
-its hints — served alike by the Planner, `pandafs tools --json` and the MCP server.
+"""The tool registry: every tool once (name, argument model, function, hints), served alike
+by the Planner, `pandafs tools --json` and the MCP server.  Adding a tool is one
+`register(Tool(…))`.
 
-A tool runs in a `ToolSession`: whose memory it acts on, as which user, and whether it
-runs inside a turn.  Inside a turn (`session.turn` set) `save_memory` only *stages* a
-candidate that Save commits on APPROVE; outside one (MCP) it saves at once.  Each tool
-says which doors serve it (`doors`): `internet_research` needs a turn's folder, `ask`
-runs a turn and so is not offered inside one.  Adding a tool is one `register(Tool(…))`.
-
-Plans and events written before the names settled say `memory_search`,
-`memory_retrieve(id)`, `memory_save(doc_type)` or the dotted `memory.search`;
-`canonical_request` maps those to today's names and argument spellings, so a replayed
-or recovered turn still reaches its tool.
-"""
+A tool runs in a `ToolSession`: whose memory, as which user, inside a turn or not.  Inside
+a turn `save_memory` only *stages* a candidate that Save commits on APPROVE; outside one
+(MCP) it saves at once.  `doors` says who serves a tool: `internet_research` needs a turn's
+folder, `ask` runs a turn.  Stored plans and events may still say `memory_search`,
+`memory_retrieve(id)`, `memory_save(doc_type)` or `memory.search`: `canonical_request` maps
+them to today's names and arguments, so a replayed or recovered turn reaches its tool."""
 
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
 """The orchestrator: one query, one user → one turn folder, phase by phase.
 
-The turn folder is the only state.  `next_step(view)` names the phase that runs next from
-the events so far, so a new turn and one resumed after a crash run the same loop: fold,
-run the phase, append its events (one fsync), repeat until `turn_completed`.  A phase
-that raises becomes a `phase_failed` event and the turn goes to Save, which ends it with
-a clear FAIL and an intervention note.
-
-A completed turn is projected and indexed while its log's lock is held, so a turn killed
-before that is known dead and re-projected (`recovery`).  Projections are not fsynced:
-the events are the record, and `verify --repair` re-projects what a power cut lost."""
+The turn folder is the only state: `next_step(view)` names the next phase from the events
+so far, so a new turn and one resumed after a crash run the same loop (fold, run the phase,
+append its events with one fsync) until `turn_completed`.  A phase that raises becomes a
+`phase_failed` event and Save ends the turn as FAIL with an intervention note.  A completed
+turn is projected and indexed while its log's lock is held, so one killed before that is
+known dead and re-projected (`recovery`); projections are not fsynced (the events are the
+record; `verify --repair` re-projects what a power cut lost)."""
 
 from __future__ import annotations
 
@@ -281,15 +279,8 @@ class Pipeline:
         moved = 0
         if start is None and read_log(path, root=self.vault.root).torn_tail is not None:
             moved = repair_torn_tail(path, root=self.vault.root)
-        ctx = TurnContext(
-            vault=self.vault,
-            memory=self.memory,
-            backend=self.backend,
-            user=user,
-            turn=turn,
-            clock=self.clock,
-            extras={**self.extras, INDEX_QUEUE: []},
-        )
+        extras = {**self.extras, INDEX_QUEUE: []}
+        ctx = TurnContext(self.vault, self.memory, self.backend, user, turn, self.clock, extras=extras)
         max_attempts = self.vault.config.pipeline.max_revisions + 1
         with EventWriter(path, user=user, turn=turn, new=start is not None, root=self.vault.root) as writer:
             events: list[Event] = writer.history()  # read under the lock as it opened (none if new)
@@ -302,8 +293,7 @@ class Pipeline:
                     [TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn")]
                 )
             view = project_turn(events)
-            if view.started.asked_at is not None:
-                asked = view.started.asked_at
+            if (asked := view.started.asked_at) is not None:
                 ctx.clock = lambda: asked
             save_failures = 0
             while (step := next_step(view, max_attempts)) is not None:
