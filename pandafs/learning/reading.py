@@ -95,16 +95,10 @@ class TurnReader:
             live = _live_events(opened, f"users/{user}/turns/{name}", f"{folder}/{EVENTS_FILE}")
         else:
             live = _live_by_path(folder, self.vault)
+        if isinstance(live, str):
+            return live
         if live is not None:
-            if isinstance(live, str):
-                return live
             events = live
-            view = project_turn(events)
-            if self.extractions is not None:
-                self.extractions.add(
-                    user, name, (view.extractions, view.occurred_at) if view.extractions else None
-                )
-            return (view, events) if view.is_complete else "pending"
         elif self._stub(user, name).exists():
             found = self._archived_events(user, name)
             if found is None:
@@ -113,6 +107,10 @@ class TurnReader:
         else:
             return None
         view = project_turn(events)
+        if live is not None and self.extractions is not None:
+            self.extractions.add(
+                user, name, (view.extractions, view.occurred_at) if view.extractions else None
+            )
         return (view, events) if view.is_complete else "pending"
 
     def remember(self, facts: TurnFacts) -> None:

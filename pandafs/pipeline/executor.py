@@ -49,11 +49,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             continue
         events.append(
             ExecutorStepped(
-                attempt=attempt,
-                step=step,
-                action="call_tool",
-                request=request,
-                reasoning=request.reason,
+                attempt=attempt, step=step, action="call_tool", request=request, reasoning=request.reason
             )
         )
         started = time.perf_counter()
@@ -76,28 +72,16 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             )
         )
         if crash is not None:
-            message = f"{request.tool} failed: {crash}"
-            events.append(
-                PhaseFailed(
-                    phase="coordinator", error_type=type(crash).__name__, message=message, attempt=attempt
-                )
-            )
+            kind, message = type(crash).__name__, f"{request.tool} failed: {crash}"
+            events.append(PhaseFailed(phase="coordinator", error_type=kind, message=message, attempt=attempt))
             return events
         events.extend(outcome.events)
         if outcome.staged is not None and not is_transient(outcome.staged.content):
-            events.append(
-                MemoryStaged(
-                    candidate=outcome.staged.model_copy(update={"candidate_id": f"a{attempt}-t{step}"})
-                )
-            )
+            staged = outcome.staged.model_copy(update={"candidate_id": f"a{attempt}-t{step}"})
+            events.append(MemoryStaged(candidate=staged))
     skipped = len(wanted) - len(requests)
     note = f"; {skipped} request(s) over the step limit skipped" if skipped else ""
-    events.append(
-        ExecutorStepped(
-            attempt=attempt,
-            step=len(requests) + 1,
-            action="done",
-            reasoning=f"{len(requests)} tool call(s){note}",
-        )
-    )
+    done_step = len(requests) + 1
+    reasoning = f"{len(requests)} tool call(s){note}"
+    events.append(ExecutorStepped(attempt=attempt, step=done_step, action="done", reasoning=reasoning))
     return events

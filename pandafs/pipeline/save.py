@@ -52,10 +52,7 @@ def outcome_of(view: TurnView, max_attempts: int) -> tuple[str, str]:
         return "APPROVE", "validated"
     if last.decision == "FAIL":
         return "FAIL", "; ".join(last.reasons) or "validation failed"
-    return (
-        "FAIL",
-        f"still {last.decision} after {max_attempts} attempt(s): {'; '.join(last.reasons)}",
-    )
+    return "FAIL", f"still {last.decision} after {max_attempts} attempt(s): {'; '.join(last.reasons)}"
 
 
 def _final_answer(view: TurnView, outcome: str, why: str) -> str:
@@ -92,12 +89,8 @@ def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime
         phase=failure.phase if failure else "validation",
         error_type=kind,
     )
-    advice = ADVICE.get(
-        kind,
-        ADVICE["LLMError"]
-        if kind.startswith("LLM")
-        else "Look at the turn's events.jsonl and toolresults.md for the failing step.",
-    )
+    other = "Look at the turn's events.jsonl and toolresults.md for the failing step."
+    advice = ADVICE.get(kind, ADVICE["LLMError"] if kind.startswith("LLM") else other)
     body = (
         f"# Turn {ctx.turn} of {ctx.user} needs attention\n\n"
         f"- **Turn:** {wikilink(f'users/{ctx.user}/turns/{ctx.turn}/context.md', ctx.doc_id)}\n"
@@ -135,13 +128,8 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
                 now=now,
                 index=False,  # indexed with the turn, in one commit
             )
-            events.append(
-                MemoryCommitted(
-                    candidate_id=candidate.candidate_id,
-                    doc_id=saved.doc_id,
-                    doc_path=saved.doc_path,
-                )
-            )
+            committed = {"doc_id": saved.doc_id, "doc_path": saved.doc_path}
+            events.append(MemoryCommitted(candidate_id=candidate.candidate_id, **committed))
         else:
             events.append(
                 MemoryDiscarded(candidate_id=candidate.candidate_id, reason=f"turn outcome {outcome}: {why}")

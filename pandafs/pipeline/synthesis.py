@@ -47,6 +47,8 @@ _ITEMS = re.compile(r"(?:^|\s)[-*]\s+")
 _TURN_HIT = "From a conversation: "  # a turn's snippet mixes what the user and the assistant said
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TAGS = re.compile(r"(?<!\S)#[\w-]+")
+ASKED = {"resolved_query", "query_type", "keywords", "entities"}
+"""What Synthesis and Validation are told of the question's analysis."""
 
 
 def sources_of(ctx: TurnContext, view: TurnView) -> list[SourceView]:
@@ -281,11 +283,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
         "answer",
         AnswerIn(
             query=view.query,
-            resolved_query=analysis.resolved_query,
-            query_type=analysis.query_type,
-            keywords=analysis.keywords,
-            entities=analysis.entities,
-            content_reference=analysis.content_reference,
+            **analysis.model_dump(include=ASKED | {"content_reference"}),
             requested=requested_kind(view.query),
             facts=_views(facts_of(ctx, view, tools)),
             context_text=context_text(view.context.blocks if view.context else []),
@@ -313,10 +311,7 @@ def validate(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
         "validate",
         ValidateIn(
             query=view.query,
-            resolved_query=analysis.resolved_query,
-            query_type=analysis.query_type,
-            keywords=analysis.keywords,
-            entities=analysis.entities,
+            **analysis.model_dump(include=ASKED),
             data_requirements=reflection.data_requirements,
             requested=requested,
             facts=_views(facts),
