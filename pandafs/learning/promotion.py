@@ -113,17 +113,12 @@ def _expiry(vault: Vault, rel: str) -> datetime | None:
 def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
     """Vault-relative paths of `new` documents whose expiry has passed: those the index
     knows, and memories written by hand and not indexed yet."""
-    found: set[str] = set()
-    for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now):
-        found.add(hit["doc_path"])
+    found = {
+        hit["doc_path"] for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now)
+    }
     for user in vault.layout.users():  # the same walk as the indexer's: symlinks are not documents
         found |= set(scan_documents(vault.root, f"users/{user}/memories"))
-    expired = []
-    for rel in sorted(found):
-        when = _expiry(vault, rel)
-        if when is not None and when <= now:
-            expired.append(rel)
-    return expired
+    return [rel for rel in sorted(found) if (when := _expiry(vault, rel)) is not None and when <= now]
 
 
 def prune_expired(
@@ -207,13 +202,10 @@ def check_shared(vault: Vault, repair: bool) -> list[Problem]:
     with Learning.of(vault).open() as engine:
         engine.sync(write=False)
         shared = {d for d, r in engine.cache.state.scope.items() if shares(r)}
+    why = "says `scope: global`, but no promotion of it is recorded: searched as {}'s only"
+    why += " (research is shared by `pandafs promote`)"
     return [
-        Problem(
-            rel,
-            "scope_claim",
-            "says `scope: global`, but no promotion of it is recorded: searched as "
-            f"{doc_id.partition('/')[0]}'s only (research is shared by `pandafs promote`)",
-        )
+        Problem(rel, "scope_claim", why.format(doc_id.partition("/")[0]))
         for doc_id, rel in claims
         if doc_id not in shared
     ]

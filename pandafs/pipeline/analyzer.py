@@ -49,19 +49,14 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
     reference = out.content_reference
     if reference is not None and reference.doc_id is None:
         reference = reference.model_copy(update={"doc_id": f"{ctx.user}/{reference.source_turn}"})
-    events: list[Payload] = [
-        QueryAnalyzed(
-            resolved_query=out.resolved_query or view.query,
-            query_type=out.query_type,
-            reference_status=out.reference_status,
-            original_references=out.original_references,
-            content_reference=reference,
-            primary_topic=out.primary_topic or "general",
-            keywords=out.keywords,
-            entities=out.entities,
-            reasoning=out.reasoning,
-        )
-    ]
+    as_said = out.model_dump(exclude={"resolved_query", "content_reference", "primary_topic", "feedback"})
+    analyzed = QueryAnalyzed(
+        **as_said,
+        resolved_query=out.resolved_query or view.query,
+        content_reference=reference,
+        primary_topic=out.primary_topic or "general",
+    )
+    events: list[Payload] = [analyzed]
     if out.feedback is not None and recent:
         events.append(
             FeedbackRecorded(target_turn=recent[-1].turn, status=out.feedback, signal=view.query[:200])

@@ -9,6 +9,7 @@ index, is a `tier_failed` event and the turn goes on.  Step two is
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
@@ -171,19 +172,17 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
 
     reference = analysis.content_reference
     if reference is not None and reference.doc_id:
-        try:
-            path = ctx.memory.resolve(reference.doc_id)
+        with suppress(BadInput):  # a turn that is not there is no candidate
+            path = ctx.vault.rel(ctx.memory.resolve(reference.doc_id))
             add(
                 Candidate(
                     doc_id=reference.doc_id,
-                    doc_path=ctx.vault.rel(path),
+                    doc_path=path,
                     kind="turn",
                     title=reference.title,
                     tier="reference",
                 )
             )
-        except BadInput:
-            pass
     topic = analysis.primary_topic if analysis.primary_topic != "general" else None
     unsearched: list[Payload] = []
     try:

@@ -51,15 +51,8 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
         ),
     )
     todos = [Todo(id=i, text=text, status="pending") for i, text in enumerate(out.todos, 1)]
-    events: list[Payload] = [
-        PlanCreated(
-            attempt=attempt,
-            route=out.route,
-            todos=todos,
-            tool_requests=out.tool_requests,
-            reasoning=out.reasoning,
-        )
-    ]
+    planned = {"route": out.route, "tool_requests": out.tool_requests, "reasoning": out.reasoning}
+    events: list[Payload] = [PlanCreated(attempt=attempt, todos=todos, **planned)]
     known = {c.content.lower() for c in view.staged}
     for number, draft in enumerate(out.memory_candidates, 1):
         if draft.content.lower() in known or is_transient(draft.content):

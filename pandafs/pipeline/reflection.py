@@ -18,13 +18,7 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
     question = out.clarification_question
     if out.decision == "CLARIFY" and not question:
         question = "Could you say a little more about what you need?"
+    decided = out.model_dump(exclude={"clarification_question"})
     return [
-        ReflectionDecided(
-            decision=out.decision,
-            confidence=out.confidence,
-            reasoning=out.reasoning,
-            user_purpose=out.user_purpose,
-            data_requirements=out.data_requirements,
-            clarification_question=question if out.decision == "CLARIFY" else None,
-        )
+        ReflectionDecided(**decided, clarification_question=question if out.decision == "CLARIFY" else None)
     ]
