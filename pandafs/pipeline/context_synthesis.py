@@ -33,7 +33,6 @@ from indexers.words import query_terms, stem, words_of
 
 from ..errors import BadInput, Unreadable
 from ..memory.tiers import TIER_NAMES
-from ..memory.turn_records import TurnRecord
 from ..tasks.schemas import DocRow, LoadedDoc, MemoryRow, SynthesizeContextIn, SynthesizeContextOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
@@ -168,12 +167,6 @@ class _Turn:
     tier: str | None
 
 
-def _when(record: TurnRecord) -> str:
-    """When the turn happened, and its episode (the session it was imported with)."""
-    when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
-    return f"{when}, session {record.session}" if record.session else when
-
-
 def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -> list[_Turn]:
     out = []
     for candidate in chosen:
@@ -186,7 +179,10 @@ def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -
         said = {_stem(w) for w in words} - {""}
         facts = [f for f in row.key_facts if not _said(f, said, words)]
         link = wikilink(candidate.doc_path, _label(candidate.doc_id))
-        cells = [link, _when(record), row.relevance]
+        when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
+        if record.session:  # its episode: the session it was imported with
+            when += f", session {record.session}"
+        cells = [link, when, row.relevance]
         out.append(_Turn(candidate.doc_id, cells, text, facts, candidate.tier))
     return out
 

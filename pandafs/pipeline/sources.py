@@ -141,15 +141,10 @@ _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5
 _COUNTS.update({"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3})
 
 
-def sentence_pieces(text: str) -> list[str]:
+@lru_cache(maxsize=256)  # a turn's text is scored, then abridged, by the same pieces
+def sentence_pieces(text: str) -> tuple[str, ...]:
     """`text` cut into sentences (and lines), each with its own trailing punctuation;
     joined again they give `text` back, spacing aside."""
-    return list(_pieces(text))
-
-
-@lru_cache(maxsize=256)
-def _pieces(text: str) -> tuple[str, ...]:
-    """Cut once: a turn's text is scored and then abridged, by the same pieces."""
     return tuple(p.strip() for p in _PIECE.findall(text) if p.strip())
 
 
