@@ -77,14 +77,8 @@ def check_learning(vault: Vault, repair: bool) -> list[Problem]:
         if chain is not None:
             problems.append(Problem(rel, "chain", str(chain).removeprefix(f"{path}: ")))
             continue
-        for record in log.records:
-            if record.get("user") != user or record.get("turn") != LOG_TURN:
-                problems.append(
-                    Problem(
-                        rel,
-                        "misplaced",
-                        f"seq {record.get('seq')} names {record.get('user')}/{record.get('turn')}",
-                    )
-                )
-                break
+        stray = next((r for r in log.records if r.get("user") != user or r.get("turn") != LOG_TURN), None)
+        if stray is not None:
+            names = f"{stray.get('user')}/{stray.get('turn')}"
+            problems.append(Problem(rel, "misplaced", f"seq {stray.get('seq')} names {names}"))
     return problems

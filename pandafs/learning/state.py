@@ -355,9 +355,7 @@ class LearnedReader:
 
 def cache_json(vault: Vault) -> dict[str, Any]:
     """The state the cache's files say, as JSON values (empty: no readable cache)."""
-    reader = LearnedReader(vault)
-    reader._state()
-    return reader.cache.state.dump()
+    return LearnedReader(vault)._state().dump()
 
 
 def learned_of(vault: Vault) -> Learned:

@@ -188,6 +188,18 @@ def test_verify_checks_the_maintenance_log(vault: Vault) -> None:
     assert log.read_bytes() == good and log.with_name(log.name + ".torn").exists()
 
 
+def test_verify_names_a_maintenance_log_copied_into_another_users_folder(vault: Vault) -> None:
+    Memory(vault).save("Water the plants on Friday.", user="alice", now=T0)
+    assert prune_expired(vault, now=T0 + timedelta(days=2)).pruned
+    copied = log_path(vault, "bob")
+    copied.parent.mkdir(parents=True, exist_ok=True)
+    copied.write_bytes(log_path(vault, "alice").read_bytes())
+    problems = verify_vault(vault, checks=default_checks()).problems
+    assert [(p.path, p.message) for p in problems if p.kind == "misplaced"] == [
+        ("users/bob/memory.events.jsonl", "seq 0 names alice/memory")
+    ]
+
+
 class Crash(Exception):
     pass
 
