@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import orjson
@@ -20,6 +20,7 @@ from indexers.documents import IndexDoc, load_index_doc
 from indexers.errors import IndexingError
 
 from ..memory.api import Memory
+from ..memory.turn_records import parse_time
 from ..turns import INDEXING
 from ..vault import Vault
 from .state import LearningCache
@@ -54,19 +55,6 @@ class _Target:
 
     counts: Counts | None
     scope: tuple[str, datetime | None] | None  # (scope, when decided) or None: leave it
-
-
-def _utc(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, str):
-        try:
-            return _utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-        except ValueError:
-            return None
-    return None
 
 
 def _put(front: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
@@ -144,7 +132,7 @@ class Materialiser:
             return None
         stat_time = datetime.fromtimestamp(st.st_mtime, UTC)
         front = dict(parsed.frontmatter)
-        created = _utc(front.get("created_at")) or stat_time
+        created = parse_time(front.get("created_at")) or stat_time
         try:
             quality = float(front.get("quality", 0.5))
         except (TypeError, ValueError):
@@ -208,7 +196,7 @@ class Materialiser:
 
     def scope_target(self, info: DocInfo, record: ScopeRecord | None) -> tuple[str, datetime | None] | None:
         if record is not None and record.new in SCOPE_RANK:
-            return (record.new, _utc(record.at))
+            return (record.new, parse_time(record.at))
         if record is None and info.front.get("scope_origin") in SCOPE_RANK:
             return (str(info.front["scope_origin"]), None)
         return None

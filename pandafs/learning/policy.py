@@ -24,9 +24,10 @@ from events.projection import TurnView
 from events.schema import Event, ScopeChanged
 
 from ..config import MemoryConfig
+from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .maintenance import append_changes
-from .materialise import DocInfo, Materialiser, _Target, _utc
+from .materialise import DocInfo, Materialiser, _Target
 from .reading import TurnReader
 from .state import Cursor, LearningCache
 from .trust import Counts, trust_of, turn_facts
@@ -151,7 +152,7 @@ class ScopePolicy:
             if info is None or not promotable(info.kind, info.owner):
                 continue
             record = projection.scope.get(doc_id)
-            if record is not None and _utc(record.at) and now < _utc(record.at):  # type: ignore[operator]
+            if record is not None and parse_time(record.at) and now < parse_time(record.at):  # type: ignore[operator]
                 continue  # decided after `now`: nothing to decide in its past
             decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
         return decisions

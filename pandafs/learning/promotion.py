@@ -27,9 +27,10 @@ from indexers.sync import scan_documents
 
 from ..checks import Problem, frontmatter_of
 from ..memory.api import Memory
+from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
-from .materialise import DocInfo, _utc
+from .materialise import DocInfo
 from .policy import ScopeDecision, decide_steps, promotable
 from .state import learned_memory
 from .trust import Counts, shares
@@ -107,7 +108,7 @@ def _expiry(vault: Vault, rel: str) -> datetime | None:
         return None
     if front.get("scope") != "new":
         return None
-    return _utc(front.get("expires_at"))
+    return parse_time(front.get("expires_at"))
 
 
 def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from functools import cached_property
 
 from events.clock import aware
@@ -20,7 +20,7 @@ from events.layout import turn_name, turn_number, validate_user_id
 from ..vault import Vault
 from .retrieved import jsonable
 
-__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_turn_context"]
+__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_time", "parse_turn_context"]
 
 
 @dataclass(frozen=True)
@@ -73,17 +73,19 @@ class TurnRecord:
 _WORDS = re.compile(r"\w{3,}")
 
 
-def _parse_ts(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        when = value
-    elif isinstance(value, str) and value.strip():
+def parse_time(value: object) -> datetime | None:
+    """A stored time as an aware datetime (naive is UTC): a datetime, a date (its midnight),
+    or ISO text, quoted or not; None for anything else."""
+    if isinstance(value, str):
         try:
-            when = datetime.fromisoformat(value.strip().strip("'\""))
+            value = datetime.fromisoformat(value.strip().strip("'\""))
         except ValueError:
             return None
-    else:
-        return None
-    return aware(when)
+    if isinstance(value, datetime):
+        return aware(value)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return None
 
 
 class RecordCache:
@@ -186,7 +188,7 @@ def parse_turn_context(user: str, turn: str, text: str) -> TurnRecord | None:
         user=user,
         turn=turn,
         archived=False,
-        created_at=_parse_ts(front.get("created_at")),
+        created_at=parse_time(front.get("created_at")),
         query="" if query == "_(empty query)_" else query,
         body="" if answer == "_(no response)_" else answer,
         identity="identity:" in front_text and bool(_IDENTITY_META.search(front_text)),
@@ -236,7 +238,7 @@ def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
         user=user,
         turn=turn,
         archived=True,
-        created_at=_parse_ts(front.get("created_at")),
+        created_at=parse_time(front.get("created_at")),
         query=query,
         body="\n".join(parts),
         identity=front.get("identity", "").lower() == "true",
