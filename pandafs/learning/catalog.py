@@ -122,18 +122,12 @@ class Catalog:
         return self.dir / f"month={month}"
 
     def months(self) -> list[str]:
-        if not self.dir.is_dir():
-            return []
         return sorted(p.name.removeprefix("month=") for p in self.dir.glob("month=*") if p.is_dir())
 
     def files(self, month: str) -> list[Path]:
         """Part files first, then deltas, each oldest first: later copies of a row win."""
-        folder = self.month_dir(month)
-        if not folder.is_dir():
-            return []
-        parts = sorted(folder.glob("part-*.parquet"))
-        deltas = sorted(folder.glob("delta-*.parquet"))
-        return parts + deltas
+        folder = self.month_dir(month)  # (none there: no files)
+        return sorted(folder.glob("part-*.parquet")) + sorted(folder.glob("delta-*.parquet"))
 
     def append(self, rows: Sequence[TurnRow]) -> list[str]:
         """Write `rows` as one delta per month; compact crowded months.  Months touched."""

@@ -127,15 +127,8 @@ def identity_anchors(vault: Vault, user: str, keys: Iterable[str]) -> list[Ancho
         source = _SOURCE_TURN.search(entry.note or "")
         slot = key or " ".join(value.lower().split())
         found.pop(slot, None)  # re-inserted: the latest statement, at its own position
-        found[slot] = Anchor(
-            key=key,
-            value=value,
-            statement=statement,
-            line=entry.line,
-            source_turn=source.group(1) if source else None,
-            doc_id=f"{user}/facts",
-            doc_path=rel,
-        )
+        turn = source.group(1) if source else None
+        found[slot] = Anchor(key, value, statement, entry.line, turn, f"{user}/facts", rel)
     return list(found.values())
 
 
