@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
@@ -143,11 +144,10 @@ def trends(
         engine.sync()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
-        scope: dict[str, int] = {}
+        scope: Counter[str] = Counter()
         for name, counts in engine.cache.state.scope_days.items():
             if since.isoformat() <= name <= until.isoformat():
-                for kind, n in counts.items():
-                    scope[kind] = scope.get(kind, 0) + n
+                scope.update(counts)
     days = []
     for day in days_between(since, until):
         data = read_vault_bytes(vault.root, daily_path(engine.daily_dir, day))
@@ -156,12 +156,8 @@ def trends(
             changes = engine.cache.state.scope_days.get(day.isoformat(), {})
             rollup_read = rollup(day, [r for r in rows if r["date"] == day], changes)
         days.append(rollup_read)
-    return {
-        "since": since.isoformat(),
-        "until": until.isoformat(),
-        "daily": days,
-        "totals": summarize(rows, scope),
-    }
+    window = {"since": since.isoformat(), "until": until.isoformat()}
+    return {**window, "daily": days, "totals": summarize(rows, scope)}
 
 
 def check_catalog(vault: Vault, repair: bool) -> list[Problem]:
