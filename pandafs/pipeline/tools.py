@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from events.schema import ExtractionRecorded, MemoryCandidate, Payload
 from indexers.errors import IndexingError
 
-from ..errors import BadInput, Unreadable
+from ..errors import BadInput, Unreadable, first_line
 from ..memory.api import Memory
 from ..memory.args import SearchArgs, SearchArgsModel
 from ..tasks.schemas import ToolSpec
@@ -219,7 +219,7 @@ def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
             args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
         )
     except IndexingError as exc:  # an index that cannot be read costs the hits, not the turn
-        return ToolOutcome(False, "not searched", error=str(exc).splitlines()[0][:500])
+        return ToolOutcome(False, "not searched", error=first_line(exc))
     keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
     rows = [{k: h.get(k) for k in keys} for h in hits]
     text = "\n".join(_hit_line(h) for h in hits)
@@ -253,15 +253,8 @@ def _save(session: ToolSession, args: SaveArgs) -> ToolOutcome:
         return ToolOutcome(True, f"saved {saved.doc_id}", data, answer=data)
     staged = turn.extras.setdefault("staged_by_tool", [])
     extra = {k: v for k, v in (("scope", args.scope), ("ttl_hours", args.ttl_hours)) if v is not None}
-    candidate = MemoryCandidate(
-        candidate_id=f"tool-{len(staged) + 1}",
-        doc_type=args.type,
-        content=args.content,
-        topic=args.topic,
-        keywords=args.keywords,
-        key=args.key,
-        **extra,
-    )
+    given = args.model_dump(include={"content", "topic", "keywords", "key"})
+    candidate = MemoryCandidate(candidate_id=f"tool-{len(staged) + 1}", doc_type=args.type, **given, **extra)
     staged.append(candidate)
     return ToolOutcome(
         True,
