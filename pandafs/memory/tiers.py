@@ -377,7 +377,7 @@ def assemble_cold(
         doc_id = f"{reader.user}/{turn_name(number)}"
         if doc_id in records or not eligible(doc_id, number):
             continue
-        record = reader.any(number)
+        record = reader.live(number) or reader.stub(number)
         if record is not None:
             records[doc_id] = record
             sampled += 1

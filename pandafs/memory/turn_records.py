@@ -147,9 +147,6 @@ class TurnReader:
         except (OSError, NotInVault, UnicodeDecodeError):
             return None
 
-    def any(self, number: int) -> TurnRecord | None:
-        return self.live(number) or self.stub(number)
-
 
 _FRONT_FIELD = re.compile(r"^(created_at|title|identity):[ \t]*(.*?)\s*$", re.M)
 _QUERY_LINE = re.compile(r"^\*\*Query:\*\*\s*(.*)$", re.M)

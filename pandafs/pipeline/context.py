@@ -99,6 +99,5 @@ class TurnContext:
 
 
 def context_text(blocks: Iterable[Any]) -> str:
-    """The gathered context's rows as plain lines (`a | b | c`), as the phases' prompts
-    quote them."""
+    """The gathered context's rows as plain lines (`a | b | c`), as the phases' prompts quote them."""
     return "\n".join(" | ".join(row) for block in blocks for row in block.rows)

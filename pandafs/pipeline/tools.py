@@ -184,8 +184,7 @@ class Tool:
 
 @cache
 def _parameters(args: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments, built once per model (every planner call
-    sends them all)."""
+    """The JSON schema of a tool's arguments, built once per model (every planner call sends them all)."""
     parameters = args.model_json_schema()
     parameters.pop("title", None)
     return parameters
