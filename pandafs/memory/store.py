@@ -230,7 +230,6 @@ def write_memory(
     title: str | None,
     source_turn: str | None,
     now: datetime,
-    quality: float = 0.6,
 ) -> SavedDoc:
     """One memory document under users/{user}/memories/ (the same content saved again:
     the same file, nothing written)."""
@@ -254,7 +253,7 @@ def write_memory(
             keywords=keywords,
             content_types=[doc_type],
             scope=scope,  # type: ignore[arg-type]
-            quality=quality,
+            quality=0.6,
             created_at=now,
             expires_at=expires,
             tags=["pandafs/memory"],

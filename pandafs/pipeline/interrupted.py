@@ -13,17 +13,17 @@ from .turn import Pipeline
 
 __all__ = ["CHECKS", "check_interrupted", "close_all_interrupted"]
 
-EVENTS = "events.jsonl"
 REPAIRED = {
-    OPEN: ("interrupted", EVENTS),
+    OPEN: ("interrupted", "events.jsonl"),
     UNPROJECTED: ("missing", "metadata.json"),
     UNINDEXED: ("unindexed", INDEXING),
 }
-"""How a repaired turn is reported, by its `turn_state`: the problem and the file it names."""
-NEVER_ENDED = "the turn never ended (its process died); `verify --repair` closes it as FAIL"
-NEVER_INDEXED = (
-    "the turn's index commit never landed (its process died after the answer); `verify --repair` indexes it"
-)
+"""How a turn needing recovery is reported, by its `turn_state`: the problem and the file it names."""
+UNREPAIRED = {
+    OPEN: "the turn never ended (its process died); `verify --repair` closes it as FAIL",
+    UNINDEXED: "the turn's index commit never landed (its process died after the answer); "
+    "`verify --repair` indexes it",
+}
 
 
 def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
@@ -36,11 +36,9 @@ def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
                 if not repair:
-                    found = find_interrupted(vault.root, folder)
-                    if found == OPEN:
-                        problems.append(Problem(vault.rel(folder / EVENTS), "interrupted", NEVER_ENDED))
-                    elif found == UNINDEXED:
-                        problems.append(Problem(vault.rel(folder / INDEXING), "unindexed", NEVER_INDEXED))
+                    if (found := find_interrupted(vault.root, folder)) is not None:
+                        kind, name = REPAIRED[found]
+                        problems.append(Problem(vault.rel(folder / name), kind, UNREPAIRED[found]))
                     continue
                 state = turn_state(vault.root, folder)
                 if state is None:
