@@ -108,8 +108,6 @@ class Learning:
         documents = Materialiser(vault, memory or learned_memory(vault), cache)
         return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
 
-    # --- opening ----------------------------------------------------------------------
-
     @contextmanager
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:
         root = self.vault.root
