@@ -91,7 +91,8 @@ def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
             failures += 1
     tools = view.tool_calls()
     feedback = view.feedback[-1] if view.feedback else None
-    fields: dict[str, Any] = {
+    ms = {f"ms_{p}": None if view.phase_ms.get(p) is None else float(view.phase_ms[p]) for p in PHASES}
+    return {
         "user": view.user,
         "turn": view.turn,
         "turn_number": turn_number(view.turn),
@@ -106,26 +107,21 @@ def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
         "attempts": len(view.attempts),
         "revisions": max(0, len(validations) - 1),
         "ms_total": float(round(sum(view.phase_ms.values()), 3)),
+        **ms,
+        "llm_calls": llm_calls,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "tool_calls": len(tools),
+        "tool_errors": sum(1 for t in tools if not t.ok),
+        "tools": [t.tool for t in tools],
+        "sources_used": len(view.used.doc_ids) if view.used else 0,
+        "memory_committed": len(view.committed),
+        "scope_changes": scope_changes,
+        "failures": failures,
+        "feedback_on": feedback.target_turn if feedback else None,
+        "feedback_status": feedback.status if feedback else None,
+        "has_research": bool(completed.has_research) if completed else False,
     }
-    for phase in PHASES:
-        ms = view.phase_ms.get(phase)
-        fields[f"ms_{phase}"] = None if ms is None else float(ms)
-    fields.update(
-        llm_calls=llm_calls,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        tool_calls=len(tools),
-        tool_errors=sum(1 for t in tools if not t.ok),
-        tools=[t.tool for t in tools],
-        sources_used=len(view.used.doc_ids) if view.used else 0,
-        memory_committed=len(view.committed),
-        scope_changes=scope_changes,
-        failures=failures,
-        feedback_on=feedback.target_turn if feedback else None,
-        feedback_status=feedback.status if feedback else None,
-        has_research=bool(completed.has_research) if completed else False,
-    )
-    return fields
 
 
 def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
