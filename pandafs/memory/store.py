@@ -128,23 +128,23 @@ def slug(text: str, limit: int = 6) -> str:
     return "-".join(words)[:60] + "-" + digest
 
 
-def _name_for(vault: Vault, folder: Path, name: str, content: str) -> tuple[str, bool]:
-    """The file name `content` is saved under in `folder`, and whether that file holds it
-    already.  `name` unless a file there holds another text (same first words and 24-bit
-    hash), then `name-2`, `name-3`…: a different text is never reported "already saved".
+def _name_for(vault: Vault, folder: Path, doc_type: str, content: str) -> tuple[str, Path, bool]:
+    """The name and path `content` is saved under in `folder`, and whether that file holds it
+    already: its `slug`, unless a file there holds another text (same first words and 24-bit
+    hash), then the slug with `-2`, `-3`…: a different text is never reported "already saved".
     Called under the memory lock."""
-    wanted = f"\n\n{content.strip()}\n"
+    wanted, name = f"\n\n{content.strip()}\n", slug(f"{doc_type} {content}")
     for number in itertools.count(1):
         candidate = name if number == 1 else f"{name}-{number}"
         path = folder / f"{candidate}.md"
         if not os.path.lexists(path):
-            return candidate, False
+            return candidate, path, False
         try:  # never through a link; unreadable or not UTF-8: not this text
             held = read_vault_file(vault.root, vault.rel(path))[0].decode("utf-8")
         except (OSError, NotInVault, UnicodeDecodeError):
             continue
         if wanted in held:
-            return candidate, True
+            return candidate, path, True
     raise AssertionError("unreachable")
 
 
@@ -237,8 +237,7 @@ def write_memory(
 
     folder = vault.layout.memories_dir(user)
     with vault.memory_lock(user):
-        name, held = _name_for(vault, folder, slug(f"{doc_type} {content}"), content)
-        path = folder / f"{name}.md"
+        name, path, held = _name_for(vault, folder, doc_type, content)
         doc_id = f"{user}/memories/{name}"
         expires = now + timedelta(hours=ttl_hours) if scope == "new" and ttl_hours else None
         if held:
@@ -318,8 +317,7 @@ def publish(
 
     folder = vault.layout.knowledge / "published"
     with vault.memory_lock(None):
-        name, held = _name_for(vault, folder, slug(f"{doc_type} {content}"), content)
-        path = folder / f"{name}.md"
+        name, path, held = _name_for(vault, folder, doc_type, content)
         rel = f"knowledge/published/{name}.md"
         doc_id = rel[: -len(".md")]
         if held:
