@@ -21,6 +21,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from functools import cached_property
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from events.collector import collector_paused
@@ -313,10 +314,7 @@ class Learning:
 
     def _write_rollups(self, days: set[str]) -> list[str]:
         made = []
-        months: dict[str, list[str]] = {}
-        for day in sorted(days):
-            months.setdefault(day[:7], []).append(day)
-        for month, month_days in months.items():
+        for month, month_days in groupby(sorted(days), key=lambda day: day[:7]):
             rows_of = self.catalog.days_of(month, ROW_FIELDS)  # each month's catalog is read once
             for day in month_days:
                 when = date.fromisoformat(day)
