@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from itertools import groupby
 from typing import Any
 
 from events.layout import SHAREABLE_KINDS
@@ -161,11 +162,8 @@ class ScopePolicy:
         """Append decisions to their owners' maintenance logs, dated `now` (the next sync
         folds them and writes the documents: events first)."""
         written: list[Event] = []
-        by_owner: dict[str, list[ScopeChanged]] = {}
-        for d in decisions:
-            by_owner.setdefault(d.owner, []).append(_event(d))
-        for owner, changes in sorted(by_owner.items()):
-            written += append_changes(self.vault, owner, changes, now)
+        for owner, owned in groupby(sorted(decisions, key=lambda d: d.owner), key=lambda d: d.owner):
+            written += append_changes(self.vault, owner, [_event(d) for d in owned], now)
         return written
 
     def on_turn(self, view: TurnView, pending: Sequence[Any], now: datetime) -> list[ScopeChanged]:
