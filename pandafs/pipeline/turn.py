@@ -289,8 +289,8 @@ class Pipeline:
             elif not events:
                 raise BadInput(f"{user}/{turn} has no turn_started event; it cannot be resumed")
             if moved:
-                events += writer.append_many(
-                    [TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn")]
+                events.append(
+                    writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
                 )
             view = project_turn(events)
             if (asked := view.started.asked_at) is not None:
@@ -331,13 +331,12 @@ class Pipeline:
             queued = list(ctx.extras.get(INDEX_QUEUE, []))
             self.finisher.finish(ref, view, queued, steps, writer if behind else None)
         self._forget_after(ctx, view)
-        context = ref.path / "context.md"
         return TurnResult(
             user=user,
             turn=turn,
             answer=view.answer or "",
             outcome=view.outcome or "INCOMPLETE",
-            context_path=self.vault.rel(context),
+            context_path=self.vault.rel(ref.path / "context.md"),
             seconds=time.perf_counter() - started,
             phase_ms=dict(view.phase_ms),
             steps_ms={k: round(v * 1000.0, 3) for k, v in steps.items()},
