@@ -101,7 +101,7 @@ class DocumentMetadata(BaseModel):
 
     def to_frontmatter(self) -> dict[str, Any]:
         """Known fields that are set (declared order) followed by unknown keys."""
-        data = self.model_dump(mode="python", exclude_unset=False)
+        data = self.model_dump()
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = data.get(name)
@@ -110,8 +110,7 @@ class DocumentMetadata(BaseModel):
             if name in ("usage_count", "validation_count", "validation_success") and not value:
                 continue
             out[name] = value
-        for key, value in (self.model_extra or {}).items():
-            out[key] = value
+        out.update(self.model_extra or {})
         return out
 
 
@@ -139,21 +138,16 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
 
 
-def _split_at_end(text: str, start: int, path: Path | str = "<text>") -> tuple[str, str]:
-    """The frontmatter (from `start`) and what follows its closing `---` (or `...`) line."""
-    end = _END.search(text, start)
-    if end is None:
-        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
-    return text[start : end.start()], text[end.end() :]
-
-
 def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
     """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
     indexer's hot loop (no model built per document)."""
     fence = _FENCE.match(text)
     if fence is None:
         return {}, text, False
-    raw, body = _split_at_end(text, fence.end(), path)
+    end = _END.search(text, fence.end())  # the closing `---` (or `...`) line
+    if end is None:
+        raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
+    raw, body = text[fence.end() : end.start()], text[end.end() :]
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):
@@ -209,17 +203,12 @@ def _quoted(value: str) -> str | None:
     return None
 
 
-def _fast_dump(data: dict[str, Any]) -> str | None:
-    """What `yaml.dump` writes for the simple shapes we write ourselves, or None."""
-    return fast_dump(data, _quoted)
-
-
 def dump_frontmatter(data: dict[str, Any]) -> str:
     """YAML for a frontmatter block (without the fences): simple shapes written directly (the
     bytes PyYAML would write; a test holds them together), the rest by PyYAML."""
     if not data:
         return ""
-    fast = _fast_dump(data)
+    fast = fast_dump(data, _quoted)
     if fast is not None:
         return fast
     return _slow_dump(data, sort_keys=False, default_flow_style=False)

@@ -69,14 +69,10 @@ class TurnView(BaseModel):
     used: DocumentsUsed | None = None
     completed: TurnCompleted | None = None
     failures: tuple[PhaseFailed, ...] = ()
-    repairs: tuple[TornTailRepaired, ...] = ()
     feedback: tuple[FeedbackRecorded, ...] = ()
-    tier_failures: tuple[TierFailed, ...] = ()
     extractions: tuple[ExtractionRecorded, ...] = ()
-    scope_changes: tuple[ScopeChanged, ...] = ()
     unknown_types: tuple[str, ...] = ()
     event_count: int = 0
-    last_seq: int = -1
     last_hash: str = ""
     phase_ms: dict[str, float] = Field(default_factory=dict)
     phase_tokens: dict[str, int] = Field(default_factory=dict)
@@ -140,6 +136,32 @@ def _metrics(payload: Any) -> tuple[float, int]:
     return metrics.duration_ms, metrics.tokens_in + metrics.tokens_out
 
 
+_LATEST: dict[type, str] = {
+    QueryAnalyzed: "analysis",
+    ReflectionDecided: "reflection",
+    ContextRetrieved: "retrieval",
+    ContextSynthesized: "context",
+    DocumentsUsed: "used",
+    TurnCompleted: "completed",
+}
+"""The kinds a turn holds one of (the last one counts), by their `TurnView` field."""
+_LISTED: dict[type, str] = {
+    MemoryCommitted: "committed",
+    MemoryDiscarded: "discarded",
+    PhaseFailed: "failures",
+    FeedbackRecorded: "feedback",
+    ExtractionRecorded: "extractions",
+}
+"""The kinds a turn holds several of, in order, by their `TurnView` field."""
+_OF_ATTEMPT: dict[type, str] = {
+    PlanCreated: "plan",
+    ResponseSynthesized: "response",
+    ValidationDecided: "validation",
+}
+_SILENT = (TornTailRepaired, TierFailed, ScopeChanged, Forgotten)
+"""Kinds recorded for verify, the learning rows and the chain that project to nothing."""
+
+
 def project_turn(events: Sequence[Event]) -> TurnView:
     """Fold events (in seq order) into the view of their turn."""
     if not events:
@@ -149,29 +171,13 @@ def project_turn(events: Sequence[Event]) -> TurnView:
         raise ProjectionError(f"{first.user}/{first.turn}: first event is {first.type!r}")
     state: dict[str, Any] = {"user": first.user, "turn": first.turn, "started": first.data}
     attempts: dict[int, dict[str, Any]] = {}
-    lists: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "staged",
-            "committed",
-            "discarded",
-            "failures",
-            "repairs",
-            "feedback",
-            "tier_failures",
-            "extractions",
-            "scope_changes",
-        )
-    }
+    lists: dict[str, list[Any]] = {k: [] for k in ("staged", *_LISTED.values())}
     unknown: list[str] = []
     phase_ms: dict[str, float] = {}
     phase_tokens: dict[str, int] = {}
-
-    def attempt(number: int) -> dict[str, Any]:
-        return attempts.setdefault(number, {"number": number, "steps": [], "tools": []})
-
     for event in events[1:]:
         data = event.data
+        kind: type = type(data)
         if not event.known:
             unknown.append(event.type)
             continue
@@ -179,54 +185,26 @@ def project_turn(events: Sequence[Event]) -> TurnView:
         if ms or tokens:
             phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + ms, 3)
             phase_tokens[event.phase] = phase_tokens.get(event.phase, 0) + tokens
-        match data:
-            case QueryAnalyzed():
-                state["analysis"] = data
-            case ReflectionDecided():
-                state["reflection"] = data
-            case ContextRetrieved():
-                state["retrieval"] = data
-            case ContextSynthesized():
-                state["context"] = data
-            case PlanCreated():
-                attempt(data.attempt)["plan"] = data
-            case ExecutorStepped():
-                attempt(data.attempt)["steps"].append(data)
-            case ToolExecuted():
-                attempt(data.attempt)["tools"].append(data)
-                phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + data.duration_ms, 3)
-            case ResponseSynthesized():
-                attempt(data.attempt)["response"] = data
-            case ValidationDecided():
-                attempt(data.attempt)["validation"] = data
-            case MemoryStaged():
-                lists["staged"].append(data.candidate)
-            case MemoryCommitted():
-                lists["committed"].append(data)
-            case MemoryDiscarded():
-                lists["discarded"].append(data)
-            case DocumentsUsed():
-                state["used"] = data
-            case TurnCompleted():
-                state["completed"] = data
-            case PhaseFailed():
-                lists["failures"].append(data)
-            case TornTailRepaired():
-                lists["repairs"].append(data)
-            case FeedbackRecorded():
-                lists["feedback"].append(data)
-            case TierFailed():
-                lists["tier_failures"].append(data)
-            case ExtractionRecorded():
-                lists["extractions"].append(data)
-            case ScopeChanged():
-                lists["scope_changes"].append(data)
-            case Forgotten():
-                pass  # anchors a chain rewritten by a forgetting; projects to nothing
-            case TurnStarted():
-                raise ProjectionError(f"{event.user}/{event.turn}: second turn_started at seq {event.seq}")
-            case _:
-                unknown.append(event.type)
+        if isinstance(data, ToolExecuted):
+            phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + data.duration_ms, 3)
+        if kind in _LATEST:
+            state[_LATEST[kind]] = data
+        elif kind in _LISTED:
+            lists[_LISTED[kind]].append(data)
+        elif isinstance(data, MemoryStaged):
+            lists["staged"].append(data.candidate)
+        elif isinstance(
+            data, PlanCreated | ExecutorStepped | ToolExecuted | ResponseSynthesized | ValidationDecided
+        ):
+            attempt = attempts.setdefault(data.attempt, {"number": data.attempt, "steps": [], "tools": []})
+            if kind in _OF_ATTEMPT:
+                attempt[_OF_ATTEMPT[kind]] = data
+            else:
+                attempt["steps" if kind is ExecutorStepped else "tools"].append(data)
+        elif isinstance(data, TurnStarted):
+            raise ProjectionError(f"{event.user}/{event.turn}: second turn_started at seq {event.seq}")
+        elif not isinstance(data, _SILENT):
+            unknown.append(event.type)
     last = events[-1]
     return TurnView(
         **state,
@@ -237,7 +215,6 @@ def project_turn(events: Sequence[Event]) -> TurnView:
         **{k: tuple(v) for k, v in lists.items()},
         unknown_types=tuple(unknown),
         event_count=len(events),
-        last_seq=last.seq,
         last_hash=last.hash,
         phase_ms=phase_ms,
         phase_tokens=phase_tokens,

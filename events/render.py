@@ -205,18 +205,9 @@ repeats it (an import's `summary`, an unchanged `resolved_query`)."""
 def _metadata_json(view: TurnView) -> dict[str, Any]:
     """What machines read without parsing markdown: ids, outcome, quality, counts, how much
     of the log the projection saw.  No text of the turn (that is in the log and context.md)."""
-    full = _metadata_fields(view)
-    return {
-        k: v
-        for k, v in full.items()
-        if k in KEPT_EMPTY or (k != "query" and v not in (None, "", [], {}) and v != full["query"])
-    }
-
-
-def _metadata_fields(view: TurnView) -> dict[str, Any]:
     analysis, completed = view.analysis, view.completed
     validation = view.last_validation
-    return {
+    full = {
         "id": view.doc_id,
         "user": view.user,
         "turn": view.turn,
@@ -252,6 +243,11 @@ def _metadata_fields(view: TurnView) -> dict[str, Any]:
         "events": view.event_count,
         "last_hash": view.last_hash,
     }
+    return {
+        k: v
+        for k, v in full.items()
+        if k in KEPT_EMPTY or (k != "query" and v not in (None, "", [], {}) and v != full["query"])
+    }
 
 
 def _ticket_md(view: TurnView) -> str:
@@ -272,12 +268,8 @@ def _toolresults_md(view: TurnView) -> str:
     for a in view.attempts:
         for t in a.tools:
             lines.append(f"## {t.tool} (attempt {a.number + 1}, {'ok' if t.ok else 'error'})")
-            lines.append("")
-            lines.append("```json")
             payload = {"args": t.args, "result": t.result, "error": t.error}
-            lines.append(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
-            lines.append("```")
-            lines.append("")
+            lines += ["", "```json", orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode(), "```", ""]
     if len(lines) == 2:
         lines.append("_(no tools were called)_")
     return "\n".join(lines).rstrip() + "\n"

@@ -221,7 +221,8 @@ def test_real_exports_plain_strings_are_read_on_the_fast_path(value: str) -> Non
 def test_fast_dump_writes_what_pyyaml_writes(seed: int) -> None:
     import random
 
-    from events.documents import _fast_dump, _slow_dump
+    from events.documents import _quoted, _slow_dump
+    from events.yaml_subset import fast_dump
 
     rng = random.Random(seed)
     pool = TRICKY + [
@@ -254,7 +255,7 @@ def test_fast_dump_writes_what_pyyaml_writes(seed: int) -> None:
                     value["l"] = [rng.choice(pool) for _ in range(rng.randrange(0, 3))]
                     value["m"] = {"hot": [rng.choice(pool)], "n": {"x": rng.choice(pool)}}
             data[rng.choice(["id", "title", "yes", "k"]) + str(i)] = value
-        fast = _fast_dump(data)
+        fast = fast_dump(data, _quoted)
         slow = _slow_dump(data, sort_keys=False, default_flow_style=False)
         if fast is not None:
             assert fast == slow, data
@@ -263,7 +264,8 @@ def test_fast_dump_writes_what_pyyaml_writes(seed: int) -> None:
 def test_a_context_blocks_meta_is_written_without_pyyaml() -> None:
     """A turn's context blocks carry nested `_meta` (lists, a mapping of lists, an empty
     list): written directly, byte for byte what PyYAML writes."""
-    from events.documents import _fast_dump, _slow_dump
+    from events.documents import _quoted, _slow_dump
+    from events.yaml_subset import fast_dump
 
     data = {
         "_meta": {
@@ -274,7 +276,7 @@ def test_a_context_blocks_meta_is_written_without_pyyaml() -> None:
             "context_quality": 0.5,
         }
     }
-    fast = _fast_dump(data)
+    fast = fast_dump(data, _quoted)
     assert fast is not None
     assert fast == _slow_dump(data, sort_keys=False, default_flow_style=False)
 
