@@ -1,12 +1,75 @@
-"""The payloads of a turn's phases, intake to Save (phases 0-8): what each phase decided."""
+"""Typed turn events.
+
+An event is one JSON line in a turn's `events.jsonl`:
+
+    {"v":1,"seq":3,"ts":"…Z","user":"alice","turn":"turn_000001","phase":"planner",
+     "type":"plan_created","data":{…},"prev":"<sha256 of event 2>","hash":"<sha256>"}
+
+Each event type is a frozen pydantic payload class (`data`) registered under its
+`type` name; `Event` is the envelope.  `parse_event` validates a raw record into the
+discriminated union `any_event()`; a type this version does not know becomes an
+`UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it), so nothing
+is ever dropped.  Payloads allow extra keys for the same reason.  Each type's event
+class is built when first asked for (`event_class`): a turn reads and writes a few."""
 
 # No `from __future__ import annotations`: the models' annotations are objects when the
 # classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
+
+from .clock import utcnow
+
+__all__ = [
+    "Candidate",
+    "ContentReference",
+    "ContextBlock",
+    "ContextRetrieved",
+    "ContextSynthesized",
+    "Decision",
+    "DocumentsUsed",
+    "Event",
+    "ExecutorStepped",
+    "ExtractionRecorded",
+    "FeedbackRecorded",
+    "Forgotten",
+    "GateResult",
+    "MemoryCandidate",
+    "MemoryCommitted",
+    "MemoryDiscarded",
+    "MemoryEntry",
+    "MemoryStaged",
+    "Outcome",
+    "PAYLOADS",
+    "PAYLOAD_CLASSES",
+    "Payload",
+    "PhaseFailed",
+    "PhaseMetrics",
+    "PlanCreated",
+    "QueryAnalyzed",
+    "ReflectionDecided",
+    "ResponseSynthesized",
+    "SCHEMA_VERSION",
+    "ScopeChanged",
+    "SourceRef",
+    "TierFailed",
+    "Todo",
+    "ToolExecuted",
+    "ToolRequest",
+    "TornTailRepaired",
+    "TurnCompleted",
+    "TurnOutcome",
+    "TurnStarted",
+    "UnknownEvent",
+    "any_event",
+    "event_class",
+    "ValidationDecided",
+    "parse_event",
+    "utcnow",
+]
 
 SCHEMA_VERSION = 1
 
@@ -294,3 +357,200 @@ class TurnCompleted(Payload):
     quality: float = 0.5
     intervention: str | None = None
     metrics: PhaseMetrics | None = None
+
+
+# --- failures and housekeeping ---------------------------------------------------------
+
+
+class PhaseFailed(Payload):
+    TYPE = "phase_failed"
+    PHASE = "system"
+    phase: str
+    error_type: str
+    message: str
+    attempt: int = 0
+    metrics: PhaseMetrics | None = None  # what the phase spent before it failed
+
+
+class TornTailRepaired(Payload):
+    TYPE = "torn_tail_repaired"
+    PHASE = "system"
+    bytes_moved: int
+    moved_to: str
+
+
+class TierFailed(Payload):
+    """A context tier could not be assembled, or the unified search (`search`) could not
+    read the index; the turn goes on without it."""
+
+    TYPE = "tier_failed"
+    PHASE = "context_gatherer"
+    tier: Literal["hot", "warm", "cold", "search"]
+    error_type: str
+    message: str
+
+
+class ExtractionRecorded(Payload):
+    """How extracting one page went (folded into the per-domain reliability table)."""
+
+    TYPE = "extraction_recorded"
+    PHASE = "coordinator"
+    domain: str
+    url: str
+    success: bool
+    items: int = 0
+    fields_present: list[str] = []
+    confidence: float = 0.0
+    error: str | None = None
+
+
+class ScopeChanged(Payload):
+    """A document was promoted or demoted (new ↔ user ↔ global) or expired, and why."""
+
+    TYPE = "scope_changed"
+    PHASE = "save"
+    doc_id: str
+    doc_path: str
+    old_scope: str
+    new_scope: str
+    reason: str
+    trust: float | None = None
+    usage_count: int = 0
+
+
+class FeedbackRecorded(Payload):
+    TYPE = "feedback_recorded"
+    PHASE = "query_analyzer"
+    target_turn: str
+    status: Literal["accepted", "rejected"]
+    signal: str
+
+
+class Forgotten(Payload):
+    """A person made the vault forget something: the one rewrite of history, recorded.
+
+    In the owner's maintenance log it is the forgetting itself (who, when, what kind, and
+    salted hashes of the forgotten words, so `verify --forgotten` can prove they are gone
+    without the text being kept); at the end of a turn log it anchors the chain that was
+    rewritten without the forgotten payload (`redacted`: how many events changed;
+    `replaces`: the hash the log ended with before, so a record of each turn's final
+    hash can follow the log from the old end to the new one)."""
+
+    TYPE = "forgotten"
+    PHASE = "system"
+    forget_id: str
+    by: str
+    kind: Literal["statement", "memory", "turn", "words"]
+    targets: int = 0
+    redacted: int = 0
+    replaces: str = ""
+    salt: str = ""
+    word_hashes: list[str] = []
+    sentence_hashes: list[str] = []
+    all_of_hashes: list[str] = []
+
+
+# --- the envelope and the registry ----------------------------------------------------
+
+PAYLOAD_CLASSES: tuple[type[Payload], ...] = (
+    TurnStarted,
+    QueryAnalyzed,
+    ReflectionDecided,
+    ContextRetrieved,
+    ContextSynthesized,
+    PlanCreated,
+    ExecutorStepped,
+    ToolExecuted,
+    MemoryStaged,
+    ResponseSynthesized,
+    ValidationDecided,
+    MemoryCommitted,
+    MemoryDiscarded,
+    DocumentsUsed,
+    TurnCompleted,
+    PhaseFailed,
+    TornTailRepaired,
+    FeedbackRecorded,
+    TierFailed,
+    ExtractionRecorded,
+    ScopeChanged,
+    Forgotten,
+)
+PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
+
+
+class Event(BaseModel):
+    """The envelope every line shares.  `data` is typed by the concrete subclass."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    v: int = SCHEMA_VERSION
+    seq: int = Field(ge=0)
+    ts: datetime
+    user: str
+    turn: str
+    phase: str
+    type: str
+    data: Any
+    prev: str
+    hash: str
+
+    @property
+    def known(self) -> bool:
+        return True
+
+
+class UnknownEvent(Event):
+    """An event type this version does not know; kept verbatim and reported."""
+
+    data: dict[str, Any]
+
+    @property
+    def known(self) -> bool:
+        return False
+
+
+@cache
+def event_class(kind: str) -> type[Event]:
+    """The envelope class of the known event type `kind`, named after its payload."""
+    payload = PAYLOADS[kind]
+    return create_model(  # type: ignore[no-any-return]  # built at run time
+        f"{payload.__name__}Event",
+        __base__=Event,
+        type=(Literal[kind], kind),  # type: ignore[arg-type,valid-type]
+        data=(payload, ...),
+    )
+
+
+def _tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in PAYLOADS else "unknown"
+
+
+@cache
+def any_event() -> Any:
+    """The discriminated union of every event class and `UnknownEvent`, by `type`."""
+    members = tuple(Annotated[event_class(t), Tag(t)] for t in PAYLOADS)
+    members += (Annotated[UnknownEvent, Tag("unknown")],)
+    return Annotated[Union[members], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
+
+
+@cache
+def _validate_any() -> Any:
+    """`any_event()`'s own validator (`TypeAdapter.validate_python` wraps it in Python)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(any_event()).validator.validate_python
+
+
+def parse_event(record: dict[str, Any]) -> Event:
+    """Validate one raw log record into its typed event (or an `UnknownEvent`).
+
+    The class its type names validates it, as `any_event()` would, without building every
+    event class; a record that does not fit is validated by `any_event()`, whose error is
+    the one to report (it names the type)."""
+    kind = _tag(record)
+    cls = UnknownEvent if kind == "unknown" else event_class(kind)
+    try:
+        return cls.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
+    except ValidationError:
+        return _validate_any()(record)  # type: ignore[no-any-return]  # raises that error
