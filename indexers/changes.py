@@ -53,19 +53,11 @@ class PendingChanges:
     def seal(self, previous: ChangeBatch | None) -> ChangeBatch:
         """This pending state as a batch, merged into a batch the consumer has not taken yet."""
         assert self.first_seen is not None
-        batch = ChangeBatch(
-            paths=frozenset(self.paths),
-            rescan_dirs=frozenset(self.dirs),
-            overflow=self.overflow,
-            first_seen=self.first_seen,
-            error=self.error,
-        )
-        if previous is None:
-            return batch
+        previous = previous or ChangeBatch(frozenset(), frozenset(), False, self.first_seen)
         return ChangeBatch(
-            paths=previous.paths | batch.paths,
-            rescan_dirs=previous.rescan_dirs | batch.rescan_dirs,
-            overflow=previous.overflow or batch.overflow,
-            first_seen=min(previous.first_seen, batch.first_seen),
-            error=batch.error or previous.error,
+            paths=previous.paths | self.paths,
+            rescan_dirs=previous.rescan_dirs | self.dirs,
+            overflow=previous.overflow or self.overflow,
+            first_seen=min(previous.first_seen, self.first_seen),
+            error=self.error or previous.error,
         )

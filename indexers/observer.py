@@ -101,12 +101,8 @@ def child_main(root: str, events_fd: int, control_fd: int) -> None:
     # watchdog's bookkeeping noise when a folder that left the vault comes back
     # (the kernel reuses its watch); no events are lost.
     warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning)
-    _observe(root, Connection(events_fd, readable=False), Connection(control_fd, writable=False))
-
-
-def _observe(root: str, events: Connection, control: Connection) -> None:
-    """Watch `root`, relaying events to `events`, until `control` is closed."""
-    sender = _Sender(events)
+    events, control = Connection(events_fd, readable=False), Connection(control_fd, writable=False)
+    sender = _Sender(events)  # events relayed to the parent until `control` is closed
     crashed = threading.Event()
 
     def on_thread_crash(args: threading.ExceptHookArgs) -> None:

@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import TracebackType
 from typing import Literal, Self
 
 from watchdog.events import EVENT_TYPE_MOVED
@@ -169,12 +168,7 @@ class VaultWatcher:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- consumer side -----------------------------------------------------------
