@@ -94,8 +94,7 @@ def walk_documents(
     else:
         top, prefix = os.open(root, FOLDER_FLAGS), ""
     try:
-        for rel, entry, _, _ in _walk_folder(top, prefix, refused, turn_folders):
-            yield rel, entry
+        yield from _walk_folder(top, prefix, refused, turn_folders)
     finally:
         os.close(top)
 
@@ -117,7 +116,11 @@ def read_turn_folders(
             if head != parent_rel:
                 if parent >= 0:
                     os.close(parent)
-                parent_rel, parent = head, _open_checked(root, head)
+                try:
+                    parent = open_vault_folder(root, head)
+                except (FileNotFoundError, NotADirectoryError, NotInVault):  # gone, or a link since
+                    parent = -1
+                parent_rel = head
             if parent >= 0:
                 yield from _read_turn_folder(parent, name, folder, refused, max_bytes)
             if progress is not None:
@@ -125,14 +128,6 @@ def read_turn_folders(
     finally:
         if parent >= 0:
             os.close(parent)
-
-
-def _open_checked(root: Path, rel: str) -> int:
-    """`open_vault_folder(root, rel)`, or -1 when it is gone or a link since it was listed."""
-    try:
-        return open_vault_folder(root, rel)
-    except (FileNotFoundError, NotADirectoryError, NotInVault):
-        return -1
 
 
 def _read_turn_folder(
@@ -173,16 +168,10 @@ def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped] | None) -
     return sub
 
 
-def _is_turns_folder(rel_dir: str) -> bool:
-    """`rel_dir` is a user's `users/{u}/turns/` (its turn folders are listed, not walked)."""
-    return rel_dir.startswith("users/") and rel_dir.endswith("/turns/") and rel_dir.count("/") == 3
-
-
 def _walk_folder(
     fd: int, rel_dir: str, refused: list[Skipped] | None, turn_folders: list[str] | None = None
-) -> Iterator[tuple[str, os.DirEntry[str], int, DocRef]]:
-    """`walk_documents` below the folder open as `fd` (at `rel_dir`): each document, what it
-    is, and its folder's descriptor (open while the walk waits at it)."""
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """`walk_documents` below the folder open as `fd` (at `rel_dir`)."""
     with os.scandir(fd) as listing:
         entries = list(listing)
     top = not rel_dir
@@ -205,15 +194,15 @@ def _walk_folder(
         if not name.endswith(".md"):
             continue
         rel = rel_dir + name
-        ref = classify(rel)
-        if ref is None:
+        if classify(rel) is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
             if refused is not None and mode_at(fd, name) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
-        yield rel, entry, fd, ref
-    if turn_folders is not None and _is_turns_folder(rel_dir):
+        yield rel, entry
+    turns = rel_dir.startswith("users/") and rel_dir.endswith("/turns/") and rel_dir.count("/") == 3
+    if turn_folders is not None and turns:  # a user's turn folders: listed for the caller, not walked
         turn_folders += (rel_dir + name for name in sorted(folders) if TURN_DIR_RE.fullmatch(name))
         folders = [name for name in folders if not TURN_DIR_RE.fullmatch(name)]
     for name in folders:
