@@ -151,13 +151,6 @@ def _apply(
             report.stages[name] = report.stages.get(name, 0.0) + seconds
 
 
-def upsert_paths(batch: IndexBatch, root: Path, paths: Iterable[str], *, max_bytes: int) -> SyncReport:
-    """Index (or delete, if gone) `paths` inside a batch the caller already holds."""
-    report = SyncReport()
-    _apply(batch, root, paths, {}, report, max_bytes, None)
-    return report
-
-
 def upsert_rendered(
     batch: IndexBatch, *, root: Path, docs: list[IndexDoc | Skipped], paths: list[str], max_bytes: int
 ) -> None:
@@ -170,7 +163,7 @@ def upsert_rendered(
             again.append(doc.path)
         else:
             record_loaded(batch, root, doc)
-    upsert_paths(batch, root, again, max_bytes=max_bytes)
+    _apply(batch, root, again, {}, SyncReport(), max_bytes, None)  # read (or deleted, if gone)
 
 
 def _unchanged(root: Path, doc: IndexDoc) -> bool:
@@ -287,13 +280,15 @@ def rebuild(
         if on_total is not None:
             on_total(len(paths) + len(turns))
 
-        def turn_documents(later: list[str] | None = None) -> Iterator[tuple[str, DocRef, Loaded]]:
+        hold = held if barrier is not None else None
+
+        def turn_documents(later: list[str]) -> Iterator[tuple[str, DocRef, Loaded]]:
             """The turn folders' documents, those `held` says yes to left for `later`."""
             found = read_turn_folders(
                 root, turns, refused=report.skipped, max_bytes=max_bytes, progress=progress
             )
             for rel, ref, loaded in found:
-                if later is not None and held is not None and held(rel):
+                if hold is not None and hold(rel):
                     later.append(rel)  # read again after the barrier: it may be rewritten
                 else:
                     yield rel, ref, loaded
@@ -323,14 +318,12 @@ def rebuild(
                     _apply(batch, root, sorted(paths), built(), report, max_bytes, None)
 
         with index.rebuild(catch_up) as batch:
-            if barrier is None or held is None:
-                _apply(batch, root, turn_documents(), {}, report, max_bytes, None, fresh=True)
-                _apply(batch, root, paths, {}, report, max_bytes, progress, fresh=True)
-            else:
-                later_in_turns: list[str] = []  # (their folders were counted: no progress step)
-                later: list[str] = []
-                _apply(batch, root, turn_documents(later_in_turns), {}, report, max_bytes, None, fresh=True)
-                _apply(batch, root, _unless(held, paths, later), {}, report, max_bytes, progress, fresh=True)
+            later_in_turns: list[str] = []  # (their folders were counted: no progress step)
+            later: list[str] = []
+            _apply(batch, root, turn_documents(later_in_turns), {}, report, max_bytes, None, fresh=True)
+            first = paths if hold is None else _unless(hold, paths, later)
+            _apply(batch, root, first, {}, report, max_bytes, progress, fresh=True)
+            if barrier is not None and hold is not None:
                 waited = time.perf_counter()
                 barrier()
                 report.stages["waiting"] = time.perf_counter() - waited
