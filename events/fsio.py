@@ -1,22 +1,14 @@
-"""Files of the vault, read and written without ever leaving it: the one module of the
-vault boundary.
+"""Files of the vault, read and written without ever leaving it: the vault boundary.
 
 The one rule: PandaFS reads only a regular file with one name (`refusal`).  A symbolic
-link, a FIFO, a device, a socket, a folder where a file is expected, or a hard-linked
-file (its other name may be another user's or outside the vault) is never read,
-wherever it is.  Every reader applies the rule to the file it actually opened.
-
-Reads open a vault-relative path with `O_NOFOLLOW`, then check where the opened file
-really is (`/proc/self/fd`, else `realpath`): a linked folder on the way or a path
-leaving the root raises `NotInVault`, and swapping a folder between check and read gains
-nothing.  `read_vault_bytes` treats a refused file of PandaFS's own as missing.
-
-Writes: writers check the file they opened too (`check_opened`), and renames, links and
-unlinks go through folders opened and checked from the root (`checked_folders`), never
-by path.  `atomic_write` writes a temporary file beside the target, fsyncs it and
-`os.replace`s it (bulk jobs pass `durable=False` and `sync_all()` once); a reader sees
-the old bytes or the new.  A link planted in the vault raises `NotInVault` instead of
-carrying a write out of it."""
+link, a FIFO, a device, a socket, a folder where a file is expected, or a hard-linked file
+(its other name may be another user's or outside the vault) is never read, wherever it is.
+Reads open a vault-relative path with `O_NOFOLLOW` and check where the opened file really
+is (`/proc/self/fd`, else `realpath`): a linked folder on the way or a path leaving the root
+raises `NotInVault`, and swapping a folder between check and read gains nothing.  Writers
+check the file they opened too (`check_opened`); renames, links and unlinks go through
+folders opened and checked from the root (`checked_folders`).  `atomic_write` writes a
+temporary file beside the target, fsyncs it and `os.replace`s it."""
 
 from __future__ import annotations
 

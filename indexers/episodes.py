@@ -21,11 +21,9 @@ GAP_SPAN = 12
 """The second stage looks this many gaps either side of a turn for the rest of its run."""
 BY_NUMBER = 128
 """A kept slice of an episode of up to this many turns is scored by turn number (one term
-query each), a longer one by its time range.  A per-group search with a time range
-beside its terms costs several times one by number, and a range also covers same-time
-turns left out; but thousands of numbers cost more than their range
-(`bench_episodes.py`, the whole-run column: episode_reach = 0).
-An `episode_reach` of 32 keeps slices of at most 65 turns."""
+query each), a longer one by its time range: a range beside the terms costs several times
+the numbers, but thousands of numbers cost more than their range.  An `episode_reach` of
+32 keeps slices of at most 65 turns."""
 
 
 def in_time_order(keys: list[_Key], created: dict[_Key, int], turn: dict[_Key, int]) -> list[_Key]:

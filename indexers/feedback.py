@@ -1,36 +1,21 @@
-"""Pseudo-relevance feedback: words of the best first-round turns re-weigh the candidates (RM3).
+"""Pseudo-relevance feedback (RM3): words of the best first-round turns re-weigh the candidates.
 
-A question and the conversations that answer it often share few words ("how many
-musical instruments do I own?" is answered by turns about a guitar and a cello).  RM3
-(Lavrenko & Croft 2001, "Relevance-based language models"; in the form of Abdul-Jaleel
-et al. 2004, "UMass at TREC 2004", as Anserini ships it) reads the `feedback_docs`
-best documents of a first retrieval round, estimates the relevance model
+A question and the turns that answer it often share few words ("how many musical
+instruments do I own?": turns about a guitar and a cello).  RM3 (Lavrenko & Croft 2001, in
+Anserini's form) estimates from the `feedback_docs` best documents of the first round
 
-    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ score(D)
+    P(w|R) = Σ_D P(w|D) · P(D|Q),   P(w|D) = tf(w, D) / |D|,   P(D|Q) ∝ BM25 score(D)
 
-(P(D|Q) is the first round's BM25 score normalised over the feedback documents, as
-Anserini weighs a BM25 run's documents: every feedback turn speaks in proportion to its
-score.  Taken as a log-likelihood, exp(score), the best turn alone would make the model,
-and a turn of a two-person chat is one short utterance whose every word would become a
-feedback word) and adds its `feedback_terms` most likely words that
-are not already in the query (nor stop words) as one more term group, the sum of
-their BM25 (the relevance model is one weighted query).  The second round re-weighs:
-it keeps only documents with at least one of the question's own words (the added
-words rank, they do not bring in what the question never said).  RM3's interpolation
-(1 − λ)·Q + λ·R, with the query's groups of weight w_g, gives each feedback word e
-the weight
+(not exp(score), with which the best turn alone would make the model) and adds its
+`feedback_terms` likeliest words not in the query (nor stop words) as one more term group,
+each weighted
 
     w_e = λ / (1 − λ) · Σ_g w_g · P(e|R) / Σ_{e' kept} P(e'|R)      [λ = feedback_weight]
 
-so λ = ½ is Anserini's default balance: the added words together weigh what the
-question does, before each is scaled, as a question's word is, by how few of the
-user's conversations use it (`indexers.search`: the spread factor; a word of most
-conversations, the other speaker's name, "make", "love", tells none apart).
-
-The feedback documents' words are read from the prose the index stores
-for snippets (`indexers.snippets.prose_of`: no file is read), as the index's own stems
-(`en_stem`).
-"""
+so at λ = ½ the added words together weigh what the question does, before each is scaled
+by its spread (`indexers.search`).  The second round keeps only documents with one of the
+question's own words: the added words rank, they bring in nothing.  Words are read from
+the prose the index stores for snippets, as the index's own stems (`en_stem`)."""
 
 from __future__ import annotations
 
@@ -58,9 +43,7 @@ def _stop_stems() -> frozenset[str]:
 
 
 CHUNK_CACHE = 65536
-"""Chunks (runs between white space) whose analysis is remembered: a vocabulary's words
-and their punctuated forms recur across documents, so after a few searches most of a
-document's chunks are known (~8k distinct in 500 turns of the search benchmark)."""
+"""Chunks (runs between white space) whose analysis is remembered: words recur across documents."""
 
 _chunks: dict[str, tuple[tuple[str, ...], int]] = {}
 
@@ -82,20 +65,10 @@ def _chunk_terms(chunk: str) -> tuple[tuple[str, ...], int]:
 def _term_counts(prose: str) -> tuple[dict[str, int], int]:
     """{term: tf} of `prose` as `en_stem` indexes it, in first-seen order, without the terms
     no query keeps (short, numbers, stop words), and its length in terms (all of them);
-    remembered for the last documents read (the best turns recur across searches).  The
-    counts are shared with the cache: read them, never change them.
-
-    A dict of strings and ints is one object the garbage collector never tracks; the
-    tuple of (term, tf) pairs would be ~160 tracked objects per document.  An evicted
-    entry frees as many old ones, so the young generation's count stays low while its
-    list grows to tens of thousands of pairs, and each collection that finally comes
-    stalls one search (the search benchmark's p99).
-
-    Counted per white-space chunk, each chunk analysed once: `en_stem`'s tokenizer splits
-    at every character that is not a letter or digit (white space among them) and its
-    filters see one token at a time, so a text's terms are its chunks' terms in order.
-    Analysing the whole text made a Python string of every token; this is a third faster
-    and gives the same counts in the same order."""
+    remembered for the last documents read (the best turns recur).  Read the counts, never
+    change them (shared with the cache).  A dict, not a tuple of pairs: one object the
+    garbage collector never tracks.  Counted per white-space chunk, each analysed once:
+    `en_stem` splits at white space too, so a text's terms are its chunks' terms in order."""
     counts: dict[str, int] = {}
     get = counts.get
     length = 0

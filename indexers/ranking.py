@@ -82,13 +82,11 @@ class _Scorer:
     def add_members(self, addresses: list[Any], episodes: list[_Ep], gap_s: int) -> None:
         """Every turn of the expanded episodes; gap episodes are cut into runs here, and a
         run or session longer than a conversation keeps only the turns near its anchors
-        (see `episodes.reach_slices`); `narrowed` then names the runs and the sessions it
-        cut, and `spans` and `kept_turns` the turns the second stage scores in them (a
-        session kept whole is scored whole, by its term).  The members are read
-        as fast-field columns and only those kept are placed: a run of 3,000 same-time
-        turns keeps ~120, and placing every one was half of such a search; each is one
-        flat tuple (nested ones doubled the garbage collector's work, whose full passes
-        made a long-session search's slowest 1 %)."""
+        (`episodes.reach_slices`); `narrowed` then names the runs and the sessions it cut,
+        and `spans` and `kept_turns` the turns the second stage scores in them (a session
+        kept whole is scored whole, by its term).  The members are read as fast-field
+        columns, only those kept are placed, each one flat tuple (few objects for the
+        garbage collector to walk)."""
         anchors = self._anchors(episodes)  # before the runs re-key their turns
         wanted = {ep for ep in episodes if ep[0] == SESSION_EP}
         centres = {(ep[1], ep[2]) for ep in episodes if ep[0] == GAP_EP}

@@ -1,13 +1,9 @@
 """Searching the full-text index: the two stages of the ranking, and the page of hits.
 
-Stage 1 builds one query per term group of the plan (`indexers.query`), weighted by
-how spread the word is over the user's conversations, and takes the candidate pool;
-stage 2 fetches every turn of the best episodes.  `indexers.ranking` does the
-arithmetic (docs/search.md has the formula); the hits get a snippet each.  Readers
-wait for no writer but a batch their own process writes behind (`indexers.behind`):
-every search reloads the reader (cheap) and reopens the index if a rebuild swapped
-the folder.
-"""
+Stage 1 runs one query per term group of the plan (`indexers.query`), weighted by the
+word's spread over the user's conversations, for the candidate pool; stage 2 fetches every
+turn of the best episodes.  `indexers.ranking` does the arithmetic (docs/search.md);
+the hits get a snippet each."""
 
 from __future__ import annotations
 
@@ -40,11 +36,9 @@ if TYPE_CHECKING:
     from .folder import IndexFolder
 
 PREFIX_MIN = 6
-"""Query stems at least this long also match index terms sharing all but their last
-letter (allergi → allerg…, assembl → assemb…): the derived forms Porter's rules leave one
-letter apart (its y → i and final-e steps).  A shorter shared prefix is not a word form:
-cutting three letters made "assembl" match "asse…" (assess, asset) and "partner" match
-"part…", which moved results by coincidence on both evaluation sets."""
+"""Query stems at least this long also match index terms sharing all but their last letter
+(allergi → allerg…): the forms Porter's y → i and final-e steps leave one letter apart.  A
+shorter prefix is no word form ("assembl" would match "asse…": assess, asset)."""
 PREFIX_TERMS = 10
 EXPAND_LIMIT = 4096
 """Turns fetched at most for the expanded days of one query."""
@@ -211,15 +205,10 @@ class IndexReader:
         ranking: Ranking,
         now: datetime,
     ) -> Callable[[str], float]:
-        """The spread factor of a stem: how few of the user's days use it.
-
-        A word said on most of a user's days (their own name in greetings, "work",
-        "today", in a two-person log the other speaker's name) is a poor guide to
-        *which* conversation answers: its weight is scaled by
-        `(idf(n, N) / idf(1, N)) ^ spread_weight`, N = days of the documents the user
-        may see (with the request's filters), n = those whose body has the word.
-        Without a user there is no one person's days to count: 1 for every stem.
-        """
+        """The spread factor of a stem: `(idf(n, N) / idf(1, N)) ^ spread_weight`, N the days
+        of the documents the user may see (with the request's filters), n those whose body
+        has it.  A word of most of a user's days (their name in greetings, "work") tells no
+        conversation apart.  Without a user, 1 for every stem."""
         visible = Query.boolean_query([(Occur.Must, f) for f in filters]) if filters else None
         if req.user is None or visible is None or not ranking.spread_weight:
             return lambda stem: 1.0

@@ -24,20 +24,14 @@ _NOT_PROSE = ("#", "```", "_meta", "|---", "  type:")
 
 
 _ASCII_SPACES = ("\t", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f")
-_DOUBLE_SPACE = re.compile("  ")
-"""Two spaces: faster as a pattern than `"  " in text`, which starts a partial match at
-every one of the prose's spaces."""
+_DOUBLE_SPACE = re.compile("  ")  # faster than `"  " in text`, which tries at every space
 
 
 def _folded(text: str) -> bool:
-    """`text` already equals `" ".join(text.split())`: single spaces between words and
-    no other white space.  Checking is a few scans of the text; splitting a turn into
-    its words and joining them again was most of `prose_of`'s time.
-
-    Beyond ASCII, `str.isprintable` is the scan: every white space `str.split` splits
-    at but the space itself is a control character or a separator, which are not
-    printable.  (Not only ASCII: every turn we write holds an em dash, and most real chat
-    text a curly quote.)"""
+    """`text` already equals `" ".join(text.split())`: single spaces between words and no
+    other white space, checked by a few scans instead of a split and a join.  Beyond ASCII,
+    `str.isprintable` is the scan: every white space `str.split` splits at but the space
+    itself is a control character or a separator, which are not printable."""
     if text[:1] == " " or text[-1:] == " " or _DOUBLE_SPACE.search(text):
         return False
     if text.isascii():  # (a flag of the string: no scan)
@@ -119,12 +113,9 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
 
 
 def _find_words(haystack: str, stems: tuple[str, ...]) -> list[tuple[int, int]]:
-    """(start, end of the stem) of each word of `haystack` (lower-case ASCII) that
-    begins with a stem; `snippet_of` extends to the word's end only the few it bolds.
-
-    `str.find` per stem: several times faster than one regex alternation scanning
-    every position.
-    """
+    """(start, end of the stem) of each word of `haystack` (lower-case ASCII) that begins
+    with a stem (`str.find` per stem, not one regex alternation over every position);
+    `snippet_of` extends to the word's end only the few it bolds."""
     spans: dict[int, int] = {}
     for stem_text in stems:
         size = len(stem_text)

@@ -1,17 +1,12 @@
 """BM25's idf over what one user may see, not over every user's documents.
 
-Tantivy counts a term's idf(n, N) over the whole index, so a user's score for their own
-note would fall each time another user saved a private note with that word.  Each term
-query of a user's search is boosted by
-
-    idf(n_v, N_v) / idf(n, N)
-
-with n_v, N_v counted over what the user may see (`filters.visible_to`): the idf of a plain
-BM25 over the user's own collection.  n is tantivy's `doc_freq` and N its total, deleted
-versions included (N read once per reader generation from one hit's explanation).  n_v is
-kept per (user, field, term) while n and the deleted count are unchanged: anything that
-changes the user's count moves one of them.  A user's `Sight` also names what they may see
-(`within`), so a stem's word forms are counted over that alone."""
+Tantivy's idf(n, N) counts the whole index, so a user's score for their own note would fall
+each time another user saved a private note with that word.  Each term query of a user's
+search is boosted by idf(n_v, N_v) / idf(n, N), n_v and N_v counted over what the user may
+see (`filters.visible_to`).  n is tantivy's `doc_freq`, N its total with deleted versions
+(read once per reader generation from one hit's explanation); n_v is kept per (user,
+field, term) while n and the deleted count are unchanged.  `Sight.within` names what the
+user may see, so a stem's word forms are counted over that alone."""
 
 from __future__ import annotations
 

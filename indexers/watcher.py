@@ -5,16 +5,14 @@
     watchdog Observer (inotify)            pump thread: filter, debounce ──▶ next_batch()
       └ handler ─▶ buffer ─▶ sender ─pipe─▶   (paths, rescan_dirs, overflow)
 
-A child process, because an observer in our process competes for the GIL on every event
-and slows our own writes.  It is a fresh interpreter (`subprocess`, never a fork of a
-threaded parent, nor multiprocessing's spawn, which re-runs the parent's main script)
-importing only this module and watchdog.
+A child process, because an observer in our process competes for the GIL on every event;
+a fresh interpreter (`subprocess`: never a fork of a threaded parent, nor multiprocessing's
+spawn, which re-runs the parent's main script) importing only `indexers.observer`.
 
-Batches of paths, not events: inotify is lossy and editors' event shapes vary, so an
-event only means "this path may have changed" and the consumer confirms by checksum.
-`rescan_dirs` names every folder created, moved or deleted (some changes have no per-file
-events); `overflow` relays any watchdog warning (a kernel queue overflow is only logged),
-and the consumer answers it with a full reconcile.
+Batches of paths, not events: inotify is lossy and editors' event shapes vary, so an event
+only means "this path may have changed" and the consumer confirms by checksum.
+`rescan_dirs` names every folder created, moved or deleted; `overflow` relays any watchdog
+warning (a kernel queue overflow is only logged): the consumer answers with a reconcile.
 
 When the child dies, the pending changes come in a last batch with `overflow=True` and
 `error` set, `alive` turns False, and the next `next_batch` raises `WatcherError`; the
