@@ -757,11 +757,7 @@ def sync_all() -> None:
 
 @contextmanager
 def held_lock(
-    path: Path,
-    *,
-    wait_s: float | None,
-    on_busy: Callable[[str], Exception],
-    root: Path | str | None = None,
+    path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exception], root: Path | str | None = None
 ) -> Iterator[None]:
     """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
 

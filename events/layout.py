@@ -358,10 +358,7 @@ def candidate_paths(doc_id: str) -> list[str]:
     rest = parts[1:]
     if TURN_DIR_RE.fullmatch(rest[0]):
         if len(rest) == 1:
-            return [
-                f"users/{head}/turns/{rest[0]}/context.md",
-                f"archive/stubs/{head}/{rest[0]}.md",
-            ]
+            return [f"users/{head}/turns/{rest[0]}/context.md", f"archive/stubs/{head}/{rest[0]}.md"]
         if rest[1:] == ["research"]:
             return [f"users/{head}/turns/{rest[0]}/research.md"]
         return []

@@ -67,13 +67,7 @@ def event_hash(record: dict[str, Any]) -> str:
 
 
 def encode_events(
-    user: str,
-    turn: str,
-    payloads: Iterable[Payload],
-    *,
-    ts: datetime,
-    seq: int = 0,
-    prev: str = GENESIS,
+    user: str, turn: str, payloads: Iterable[Payload], *, ts: datetime, seq: int = 0, prev: str = GENESIS
 ) -> tuple[bytes, list[dict[str, Any]]]:
     """The exact log lines (and records) of `payloads` appended after `seq`/`prev`: what
     `EventWriter` and the importer both write, so both give identical logs."""

@@ -12,13 +12,7 @@ from .log import format_ts
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
 
-__all__ = [
-    "context_parts",
-    "render_block",
-    "render_turn",
-    "turn_metadata",
-    "wikilink",
-]
+__all__ = ["context_parts", "render_block", "render_turn", "turn_metadata", "wikilink"]
 
 TITLE_CHARS = 80
 

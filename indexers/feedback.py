@@ -81,11 +81,7 @@ def _term_counts(prose: str) -> tuple[dict[str, int], int]:
 
 
 def feedback_terms(
-    documents: Iterable[tuple[float, str]],
-    groups: Iterable[TermGroup],
-    *,
-    terms: int,
-    weight: float,
+    documents: Iterable[tuple[float, str]], groups: Iterable[TermGroup], *, terms: int, weight: float
 ) -> dict[str, float]:
     """RM3's feedback words and their weights, from (score, prose) of the best first-round documents."""
     groups = list(groups)

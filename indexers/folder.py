@@ -159,10 +159,7 @@ class IndexFolder:
     def _recover_swap(self, *, locked: bool = False) -> None:
         """Finish a rebuild swap a killed rebuild left between its two renames.  Only under the
         index lock: one seen half done while the lock is held is in progress."""
-        new, old = (
-            self.dir.with_name(self.dir.name + ".new"),
-            self.dir.with_name(self.dir.name + ".old"),
-        )
+        new, old = self.dir.with_name(self.dir.name + ".new"), self.dir.with_name(self.dir.name + ".old")
         live = self.dir.exists()
         if not ((not live and (new / "complete").exists()) or (live and old.exists())):
             return

@@ -50,11 +50,7 @@ class Ranking:
 
     def lexicon(self) -> Lexicon:
         """Which lexical resources of `indexers.query` the query planner uses."""
-        return Lexicon(
-            stop_words=self.stop_words,
-            framing=self.framing,
-            word_forms=self.word_forms,
-        )
+        return Lexicon(stop_words=self.stop_words, framing=self.framing, word_forms=self.word_forms)
 
     def field_boosts(self) -> dict[str, float]:
         boosts = {"title": self.title_boost, "keywords": self.keywords_boost, "body": 1.0}
@@ -138,8 +134,7 @@ class SearchRequest:
         ),
     )
     after: datetime | None = field(
-        default=None,
-        metadata=_arg("only documents created at or after this date/time (ISO-8601)", "--after"),
+        default=None, metadata=_arg("only documents created at or after this date/time (ISO-8601)", "--after")
     )
     before: datetime | None = field(
         default=None, metadata=_arg("only documents created before this date/time (ISO-8601)", "--before")

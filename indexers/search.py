@@ -231,9 +231,7 @@ class IndexReader:
         def spread(stem: str) -> float:
             word = Query.term_query(self._schema, "body", stem)
             n = self._count_days(
-                searcher,
-                (*scope_key, stem),
-                Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)]),
+                searcher, (*scope_key, stem), Query.boolean_query([(Occur.Must, word), (Occur.Must, visible)])
             )
             if n < 1:
                 return 1.0

@@ -77,10 +77,7 @@ def _patterns() -> list[tuple[str, re.Pattern[str]]]:
                 rf"\b(?:in |during |since |back in )?(?:early |late |mid-?)?({_MONTH})\b" r"(?:,? (\d{4}))?"
             ),
         ),
-        (
-            "weekday",
-            re.compile(r"\b(?:last |on |this past )?" rf"({'|'.join(WEEKDAYS)})\b"),
-        ),
+        ("weekday", re.compile(r"\b(?:last |on |this past )?" rf"({'|'.join(WEEKDAYS)})\b")),
         (
             "first",
             re.compile(

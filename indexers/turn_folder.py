@@ -23,14 +23,7 @@ from .documents import sha256_bytes
 from .errors import ArchiveError
 from .walk import is_utf8_name
 
-__all__ = [
-    "FileEntry",
-    "TurnFiles",
-    "TurnKey",
-    "collect_turn_files",
-    "folder_signature",
-    "write_turn_folder",
-]
+__all__ = ["FileEntry", "TurnFiles", "TurnKey", "collect_turn_files", "folder_signature", "write_turn_folder"]
 
 TurnKey = tuple[str, str]
 

@@ -44,10 +44,7 @@ SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
 
 def scan_documents(
-    root: Path,
-    under: str | None = None,
-    *,
-    refused: list[Skipped] | None = None,
+    root: Path, under: str | None = None, *, refused: list[Skipped] | None = None
 ) -> dict[str, tuple[int, int]]:
     """Every document path (vault-relative) with its (mtime_ns, size).  Links, linked folders
     and hard-linked files go to `refused` with their reason; only documents cost a stat."""
