@@ -14,22 +14,10 @@ __all__ = ["TimeHint", "resolve_time"]
 MONTHS = {
     name: i + 1
     for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
+        "january jan|february feb|march mar|april apr|may|june jun|july jul|august aug|"
+        "september sep sept|october oct|november nov|december dec".split("|")
     )
-    for name in names
+    for name in names.split()
 }
 WEEKDAYS = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 NUMBER_WORDS = {
