@@ -32,27 +32,23 @@ __all__ = [
 
 USER_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 RESERVED_USER_IDS = frozenset({"knowledge", "site"})
-"""What the ids of global documents begin with (`knowledge/x`, `site/example.com`): a
-user of that name would give a private document a global one's id (`users/knowledge/
-facts.md` and `knowledge/facts.md`, both `knowledge/facts`), and a reader that went by
-the id would let another user read it."""
+"""What global documents' ids begin with: a user of that name would give a private document a
+global one's id (`users/knowledge/facts.md` and `knowledge/facts.md`: `knowledge/facts`)."""
 TURN_DIR_RE = re.compile(r"turn_(\d{6,})")
 STAGING_DIR = ".staging"
 """Under `users/{u}/turns/`: where bulk writers build turn folders before placing them."""
 
-# Folders under the vault root that never hold indexable documents.
 TURN_KINDS = frozenset({"turn", "archived_turn"})
 """The kinds `classify` gives a turn's context.md: live, or its archive stub."""
 TURN_DOCUMENTS = ("context.md", "research.md")
 """The documents a turn folder can hold (`classify`: nothing else in it is one)."""
 SHAREABLE_KINDS = frozenset({"research"})
-"""Documents under `users/{u}/` that may be seen by every user once their scope is
-`global`: what PandaFS inferred about the world (a turn's research.md).  Everything else
-there — what the user said or saved about themselves, their turns, their notes — stays
-theirs whatever its frontmatter claims; it reaches others only when a publisher copies
-it to `knowledge/` (`pandafs save --scope global`, recorded in observability/sharing.jsonl)."""
+"""Documents under `users/{u}/` every user may see once their scope is `global`: what PandaFS
+inferred about the world.  Everything else there stays the user's whatever its frontmatter
+claims; it reaches others only when copied to `knowledge/` (`pandafs save --scope global`)."""
 
 NOT_DOCUMENTS = frozenset({"indexes", "inbox", "outbox", "observability", ".obsidian", ".trash"})
+"""Folders under the vault root that never hold documents."""
 
 
 def validate_user_id(user: object) -> str:

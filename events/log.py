@@ -1,13 +1,11 @@
 """The append-only event log of one turn (`events.jsonl`).
 
-`EventWriter` holds an exclusive `flock` while open (a second writer gets
-`LogBusyError`), appends each event as one `write()` on an O_APPEND descriptor and
-fsyncs it (`durable=False`: the caller's batch does).  `seq` counts from 0 without gaps;
-each event carries its predecessor's hash (`prev`) and its own `hash`, the sha256 of its
-canonical bytes, so any edit, reorder or deletion breaks the chain.
-
-`read_log` returns the complete lines and, apart, a torn tail left by a crash mid-write;
-`repair_torn_tail` moves only those bytes to `events.jsonl.torn`."""
+`EventWriter` holds an exclusive `flock` while open (a second writer gets `LogBusyError`)
+and appends each batch of events as one `write()` on an O_APPEND descriptor, fsynced.
+`seq` counts from 0 without gaps; each event carries its predecessor's hash (`prev`) and its
+own (`hash`, the sha256 of its canonical bytes), so any edit, reorder or deletion breaks the
+chain.  A torn tail left by a crash mid-write is read apart and moved aside by
+`repair_torn_tail` to `events.jsonl.torn`."""
 
 from __future__ import annotations
 
@@ -61,7 +59,7 @@ TORN_SUFFIX = ".torn"
 
 def event_hash(record: dict[str, Any]) -> str:
     """sha256 of the canonical bytes of `record` (every key but `hash`, sorted)."""
-    body = record.copy()  # a copy less one key: faster than a comprehension over every key
+    body = record.copy()
     body.pop("hash", None)
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -133,7 +131,7 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     os.set_blocking(fd, True)
     if root is not None:
         check_opened(fd, path, root, created=False, action="read")  # (closes fd when it refuses)
-    try:  # os.read: a file object around the descriptor cost as much again as the reading
+    try:
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
@@ -141,7 +139,7 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), fd) from None
     finally:
         os.close(fd)
-    return parse_log(path, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+    return parse_log(path, b"".join(chunks))
 
 
 def _read_fd(fd: int) -> bytes:

@@ -1,13 +1,12 @@
 """A batch written behind its caller: filled and committed on a thread of its own.
 
-A turn's index commit changes nothing the person reads, so the pipeline hands it to
-`WrittenBehind` and returns the answer while it commits.  One job at a time per index
-folder and process (`of`), in order; every read and write of the index in this process
-waits for the job in flight first (`FullTextIndex.settle_behind`), so the process never
-reads the index without what it wrote.  A job's outcome goes to its own `then`, on its
-thread, which releases what was handed over (a turn's lock, its marker) and reports the
-error.  A process killed meanwhile loses the commit, never what it was indexing: the
-caller marks that first (the turn's `.indexing` file).  The thread is not a daemon."""
+A turn's index commit changes nothing the person reads, so the pipeline returns the answer
+while it commits.  One job at a time per index folder and process (`of`), in order; every
+read and write of the index in this process waits for the job in flight first, so the
+process never reads the index without what it wrote.  A job's outcome goes to its `then`,
+on its thread (not a daemon), which releases what was handed over and reports the error.
+A process killed meanwhile loses the commit, never what it was indexing: the caller marks
+that first (the turn's `.indexing` file)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""What follows an index commit, off the writer's way: tantivy's merges, and the memory
-its threads freed.
-
-A commit may start merges, which tantivy runs on its own threads.  So that a batch does
-not pay for a whole merge, a live-index batch hands its committed writer and its lock to
-`MergesInFlight`, whose thread waits for the merges and then releases the lock.  What the
-batch wrote is durable and visible when it returns; a killed merge loses only itself.
-This process's next lock first waits for the thread (`settle`), which raises a merge's
-failure: the index's disk is failing.  The thread is not a daemon."""
+"""What follows an index commit, off the writer's way: tantivy's merges, and the memory its
+threads freed.  A live-index batch hands its committed writer and its lock to
+`MergesInFlight`, whose thread (not a daemon) waits for the merges and then releases the
+lock: what the batch wrote is durable and visible when it returns, a killed merge loses
+only itself.  This process's next lock first waits for it (`settle`), which raises a
+merge's failure: the index's disk is failing."""
 
 from __future__ import annotations
 
@@ -62,12 +59,8 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 TRIM_EVERY = 1_000
-"""Documents an index writes between two hand-backs of freed memory (`release_freed_memory`).
-
-`malloc_trim(0)` walks the whole heap, and after a turn's one-document commit it would
-hand back the pages tantivy's writer heap had just used, so the next commit faulted them
-all in again, slowing each turn's index step (and raw tantivy's own commit in the same
-process too)."""
+"""Documents an index writes between two hand-backs of freed memory: `malloc_trim(0)` walks
+the whole heap, and after each small commit it would hand back pages the next commit uses."""
 
 
 def release_freed_memory() -> None:
