@@ -116,15 +116,6 @@ def has_other_names(st: os.stat_result) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
-def _checked_stat(fd: int, rel: str) -> os.stat_result:
-    """The stat of the file open as `fd` if the rule lets it be read; else `NotInVault`."""
-    st = os.fstat(fd)
-    kind = refusal(st)
-    if kind is not None:
-        raise NotInVault(rel, REASONS[kind])
-    return st
-
-
 def open_outside_file(path: Path | str) -> BinaryIO:
     """Open `path`, a file outside any vault (an import's source), under the one rule:
     `NotInVault` for what it refuses, `FileNotFoundError` if absent.  A pipe this process
@@ -149,10 +140,14 @@ def _open_checked(name: str, rel: str, dir_fd: int | None = None) -> tuple[int, 
             raise NotInVault(rel, REASONS["symlink"]) from None
         raise
     try:
-        return fd, _checked_stat(fd, rel)
+        st = os.fstat(fd)
+        kind = refusal(st)
+        if kind is not None:
+            raise NotInVault(rel, REASONS[kind])
     except BaseException:
         os.close(fd)
         raise
+    return fd, st
 
 
 def _handed_pipe(name: str) -> int | None:
@@ -624,8 +619,13 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
     fd = os.open(base, FOLDER_FLAGS)
     try:
         for depth, part in enumerate(parts):
-            try:
-                child = _open_part(fd, part, create)
+            try:  # opened by name, never through a link; made first when missing and `create`
+                try:
+                    child = os.open(part, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    child = make_folder_at(fd, part, exist_ok=True)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
@@ -637,17 +637,6 @@ def vault_folder(root: Path | str, folder: Path | str, *, create: bool = True) -
     finally:
         os.close(fd)
     return folder
-
-
-def _open_part(parent: int, name: str, create: bool) -> int:
-    """The folder `name` in `parent`, opened by name, never through a link; made first when
-    missing and `create`."""
-    try:
-        return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
-    except FileNotFoundError:
-        if not create:
-            raise
-    return make_folder_at(parent, name, exist_ok=True)
 
 
 def check_folders(root: Path | str, *folders: Path) -> None:
