@@ -129,7 +129,12 @@ class IndexReader:
                 visible = visible_to(self._schema, req.user)
                 sight = self._visible_idf.sight(searcher, self._schema, self._generation, req.user, visible)
             spread = self._spreads(searcher, req, filters, ranking, now)
-            groups = self._group_queries(plan, ranking, searcher, sight, spread)
+            groups = {  # one query per term group, weighted by its spread over the user's days
+                group.stem: Query.boost_query(
+                    self._term_group_query(searcher, group, ranking, sight), group.weight * spread(group.stem)
+                )
+                for group in plan.groups
+            }
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
             query = Query.boolean_query([(Occur.Must, text_query), *clauses])
             hits = searcher.search(query, pool, count=False).hits
@@ -138,7 +143,13 @@ class IndexReader:
                 # evidence is spread over conversations that need not say the question's words
                 plan = self._with_feedback(searcher, plan, hits, ranking, loaded)
                 if plan.feedback:  # the question's groups are the first round's, unchanged
-                    words = self._feedback_query(plan.feedback, sight, spread)
+                    # RM3's words: one query, body only, each word scaled by its spread as a question's
+                    words = Query.boolean_query(
+                        [
+                            (Occur.Should, self._term("body", term, weight * spread(term), sight))
+                            for term, weight in sorted(plan.feedback.items())
+                        ]
+                    )
                     groups = {**groups, FEEDBACK_GROUP: words}
                     # the question's words must match (the added words re-weigh, never widen
                     # the hits); their postings are read once, as in the first round
@@ -239,39 +250,10 @@ class IndexReader:
 
         return spread
 
-    def _group_queries(
-        self,
-        plan: QueryPlan,
-        ranking: Ranking,
-        searcher: tantivy.Searcher,
-        sight: Sight,
-        spread: Callable[[str], float],
-    ) -> dict[str, Query]:
-        """One query per term group, weighted by its `spread` over the user's days;
-        each term's idf is over what the user may see (`sight`: `indexers.visible_idf`)."""
-        return {
-            group.stem: Query.boost_query(
-                self._term_group_query(searcher, group, ranking, sight), group.weight * spread(group.stem)
-            )
-            for group in plan.groups
-        }
-
     def _term(self, field: str, term: str, weight: float, sight: Sight) -> Query:
         """One term query of a search, weighted, its idf the user's."""
         return Query.boost_query(
             Query.term_query(self._schema, field, term), weight * sight.scale(field, term)
-        )
-
-    def _feedback_query(
-        self, feedback: dict[str, float], sight: Sight, spread: Callable[[str], float]
-    ) -> Query:
-        """RM3's words: one weighted query, body only, each word scaled by its `spread`
-        as a question's word is."""
-        return Query.boolean_query(
-            [
-                (Occur.Should, self._term("body", term, weight * spread(term), sight))
-                for term, weight in sorted(feedback.items())
-            ]
         )
 
     def _term_group_query(
