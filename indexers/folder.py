@@ -133,7 +133,7 @@ class IndexFolder:
 
     def where(self) -> str:
         """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
-        return self.dir.relative_to(self.root).as_posix()
+        return self.rel(self.dir)
 
     def tantivy_error(self, exc: ValueError, *, writing: bool) -> IndexingError:
         """`tantivy_error` for this index."""

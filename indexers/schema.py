@@ -22,10 +22,7 @@ if TYPE_CHECKING:  # a search builds no IndexDoc
     from .documents import IndexDoc
 
 SCHEMA_VERSION = 6
-"""4: the stored `prose` a snippet is cut from (searches no longer read hits' files);
-5: `turn`, the turn number, which orders same-time turns (`indexers.episodes`);
-6: text fields keep term frequencies but no word positions: no query reads them (there
-is no phrase query), and they were half of the index's bytes."""
+"""The fields below (text fields with term frequencies, no positions: no query reads them)."""
 READABLE_VERSIONS = frozenset({5, SCHEMA_VERSION})
 """Versions this code opens: a version-5 index differs only by the positions it keeps,
 which no query reads, so it serves on until the next rebuild makes it version 6."""
