@@ -304,22 +304,14 @@ def _row_groups(table: pa.Table) -> list[tuple[int, int]]:
 
 
 def _to_table(turns: list[TurnFiles], batch: str, archived_at: datetime) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in ARCHIVE_SCHEMA.names}
-    stamp = archived_at.astimezone(UTC)
-    for turn in sorted(turns, key=lambda t: t.key):
-        for entry in turn.files:
-            columns["user"].append(turn.user)
-            columns["turn"].append(turn.turn)
-            columns["path"].append(entry.path)
-            columns["content"].append(entry.data)
-            columns["size"].append(len(entry.data))
-            columns["sha256"].append(entry.sha256)
-            columns["mode"].append(entry.mode)
-            columns["mtime_ns"].append(entry.mtime_ns)
-            columns["created_at"].append(turn.created_at)
-            columns["archived_at"].append(stamp)
-            columns["batch"].append(batch)
-    return pa.table(columns, schema=ARCHIVE_SCHEMA)
+    at = archived_at.astimezone(UTC)
+    rows = [  # in ARCHIVE_SCHEMA's order (`ArchiveRow`'s fields)
+        (t.user, t.turn, e.path, e.data, len(e.data), e.sha256, e.mode, e.mtime_ns, t.created_at, at, batch)
+        for t in sorted(turns, key=lambda t: t.key)
+        for e in t.files
+    ]
+    columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in ARCHIVE_SCHEMA.names]
+    return pa.table(dict(zip(ARCHIVE_SCHEMA.names, columns, strict=True)), schema=ARCHIVE_SCHEMA)
 
 
 def _from_table(path: Path, table: pa.Table) -> PartContents:
