@@ -1,6 +1,6 @@
-"""Reading and writing the YAML subset PandaFS itself writes, without PyYAML (whose object
-construction is most of a rebuild's cost of reading a document).  Each returns None for
-anything it is not sure of, and `events.documents` falls back to PyYAML."""
+"""Reading and writing the YAML subset PandaFS itself writes, without PyYAML (its import and
+object construction).  Each returns None for anything it is not sure of, and
+`events.documents` falls back to PyYAML."""
 
 from __future__ import annotations
 

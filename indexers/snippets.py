@@ -55,8 +55,7 @@ def prose_of(body: str) -> str:
     folded, at most `PROSE_CHARS` (then ending in `CUT`)."""
     if "\x00" in body:
         body = body.replace("\x00", "")
-    # line by line with `str.startswith`: a MULTILINE regex tries every position of the
-    # body (it was a fifth of a rebuild's Python time per document)
+    # line by line with `str.startswith`: a MULTILINE regex would try every position
     kept = [line for line in body.split("\n") if line and not line.startswith(_NOT_PROSE)]
     flat = " ".join(kept)
     if not _folded(flat):

@@ -135,9 +135,8 @@ def _read_turn_folder(
     if sub is None:
         return
     try:
-        # each opened by name, not listed (a listing per folder is a large share of a
-        # turn's read); the seldom one asked for first (an open that fails raises, which
-        # costs more than access(); a link is there)
+        # each opened by name, not listed; the seldom one asked for first (`access`: cheaper
+        # than an open that fails, and true for a link, which the read then refuses)
         for doc in TURN_DOCUMENTS:
             if doc != TURN_DOCUMENTS[0] and not os.access(doc, os.F_OK, dir_fd=sub, follow_symlinks=False):
                 continue
