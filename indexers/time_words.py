@@ -39,6 +39,8 @@ TRIGGERS = frozenset(
 weekday name, "ago", "last", …; a year is a number, and "mid" may prefix a month):
 a query without any is left as it is without compiling or running the patterns."""
 _WORD = re.compile(r"\w+")
+_DAY_ONLY = frozenset("jan feb mar apr jun jul aug sep oct nov dec".split())
+"""Month abbreviations taken only with a day ("Mar 5"); "may" is mostly the verb."""
 
 
 @cache
@@ -133,19 +135,7 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
                 and not re.search(r"\b(?:in|during|since) may\b|\bmay,? \d{4}", m.group(0))
             ):
                 continue  # "may" is mostly the verb
-            if kind == "month" and m.group(1) in (
-                "mar",
-                "jun",
-                "sep",
-                "dec",
-                "jan",
-                "oct",
-                "nov",
-                "aug",
-                "apr",
-                "feb",
-                "jul",
-            ):
+            if kind == "month" and m.group(1) in _DAY_ONLY:
                 continue  # abbreviations only with a day ("Mar 5")
             phrases.append(m.group(0).strip())
             if kind == "ago":
