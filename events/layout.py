@@ -82,52 +82,24 @@ def turn_number(name: str) -> int:
     return int(match.group(1))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Layout:
     """Paths of one vault.  Construct with the vault root; every method validates users."""
 
     root: Path
 
-    @property
-    def config_file(self) -> Path:
-        return self.root / "pandafs.toml"
-
-    @property
-    def users_dir(self) -> Path:
-        return self.root / "users"
-
-    @property
-    def import_lock(self) -> Path:
-        """Held by `import-turns` for its whole run (one import at a time per vault)."""
-        return self.users_dir / ".import.lock"
-
-    @property
-    def inbox(self) -> Path:
-        return self.root / "inbox"
-
-    @property
-    def outbox(self) -> Path:
-        return self.root / "outbox"
-
-    @property
-    def knowledge(self) -> Path:
-        return self.root / "knowledge"
-
-    @property
-    def site_knowledge(self) -> Path:
-        return self.root / "site_knowledge"
-
-    @property
-    def observability(self) -> Path:
-        return self.root / "observability"
-
-    @property
-    def indexes(self) -> Path:
-        return self.root / "indexes"
-
-    @property
-    def archive(self) -> Path:
-        return self.root / "archive"
+    def __post_init__(self) -> None:
+        root = self.root
+        self.config_file = root / "pandafs.toml"
+        self.users_dir = root / "users"
+        self.import_lock = self.users_dir / ".import.lock"  # held by `import-turns` for its whole run
+        self.inbox = root / "inbox"
+        self.outbox = root / "outbox"
+        self.knowledge = root / "knowledge"
+        self.site_knowledge = root / "site_knowledge"
+        self.observability = root / "observability"
+        self.indexes = root / "indexes"
+        self.archive = root / "archive"
 
     def user_dir(self, user: str) -> Path:
         return self.users_dir / validate_user_id(user)
