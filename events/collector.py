@@ -13,8 +13,7 @@ __all__ = ["collector_paused"]
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause the cycle collector for the block (as it was after: a caller that had
-    paused it keeps it paused)."""
+    """Pause the cycle collector for the block (then as it was: a caller's pause stays)."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -94,8 +94,7 @@ class DocumentMetadata(BaseModel):
 
     @classmethod
     def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every declared field, the unknown keys) of `data`, validated (raising as
-        `model_validate` does)."""
+        """(every declared field, the unknown keys) of `data`, validated as `model_validate` does."""
         meta = cls.model_validate(data)
         return {name: getattr(meta, name) for name in cls.model_fields}, dict(meta.model_extra or {})
 

@@ -167,8 +167,7 @@ def _handed_pipe(name: str) -> int | None:
 # -- where an open really landed ------------------------------------------------------
 
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-"""How a folder is opened to be walked or written in by descriptor (add `O_NOFOLLOW` for
-one opened by name in its parent)."""
+"""How a folder is opened to be used by descriptor (with `O_NOFOLLOW` by name in its parent)."""
 
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC_FD = os.path.isdir(_PROC_FD)
@@ -353,8 +352,7 @@ def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
 def unlink_in_vault(
     root: Path | str | None, path: Path, *, missing_ok: bool = False, durable: bool = True
 ) -> None:
-    """Remove the file `path` by name in its checked folder, never the file of that name
-    behind a link."""
+    """Remove the file `path` by name in its checked folder, never a file behind a link."""
     with checked_folders(root, durable=durable) as folders:
         folders.unlink(path, missing_ok=missing_ok)
 
@@ -436,14 +434,12 @@ def open_vault_file(root: Path | str, rel: str) -> BinaryIO:
 
 
 def open_vault_folder(root: Path | str, rel: str) -> int:
-    """A descriptor of the folder `root/rel` to walk and list by, with `open_vault_file`'s
-    checks; the caller closes it."""
+    """A descriptor of the folder `root/rel`, with `open_vault_file`'s checks; the caller closes it."""
     return _open_fd(root, rel, folder=True)[0]
 
 
 def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
-    """Bytes (at most `limit` + 1 with a `limit`) and stat of a vault file, with
-    `open_vault_file`'s checks."""
+    """Bytes (at most `limit` + 1) and stat of a vault file, with `open_vault_file`'s checks."""
     fd, st = _open_fd(root, rel)
     return _read_open(fd, st, limit), st
 
@@ -558,15 +554,13 @@ def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = N
 
 
 def make_folders_for(path: Path, root: Path | str | None) -> None:
-    """The folders `path` goes in, made if missing (one that is there is left to the
-    after-open check)."""
+    """The folders `path` goes in, made if missing (one there is left to the after-open check)."""
     if root is None or not os.path.lexists(path.parent):
         make_folder(path.parent, root)
 
 
 def make_folder(folder: Path, root: Path | str | None) -> None:
-    """`folder`, made if missing: from `root` down, never through a link (`vault_folder`);
-    without a root as any folder."""
+    """`folder`, made if missing: from `root` down, never through a link (`vault_folder`)."""
     if root is None:
         folder.mkdir(parents=True, exist_ok=True)
     else:

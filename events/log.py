@@ -152,8 +152,7 @@ def _read_fd(fd: int) -> bytes:
 
 
 def parse_log(path: Path | str, raw: bytes) -> LogRead:
-    """A log's bytes (read from `path`, or held in memory: an archived turn's) as records,
-    without judging the chain."""
+    """A log's bytes (from `path`, or an archived turn's) as records, without judging the chain."""
     result = LogRead(path)
     body, sep, tail = raw.rpartition(b"\n")
     if not sep:
@@ -335,8 +334,7 @@ class EventWriter:
         self._completed = any(r.get("type") == COMPLETED for r in log.records)
 
     def _open_log(self) -> tuple[int, bool]:
-        """The log's descriptor (read and append: the history is read from it), and
-        whether this open created it."""
+        """The log's descriptor (read and append: history is read from it), and if this made it."""
         flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
         if self.new:
             return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True

@@ -285,8 +285,7 @@ def _metrics_json(view: TurnView) -> dict[str, Any]:
 
 
 def render_turn(view: TurnView, *, parts: tuple[dict[str, Any], str] | None = None) -> dict[str, bytes]:
-    """Every projected file of the turn folder, as bytes (`parts`: `context_parts(view)`
-    when the caller already has them)."""
+    """Every projected file of the turn folder, as bytes (`parts`: `context_parts(view)`, if made)."""
     files = {
         "context.md": render_document(*(parts or context_parts(view))).encode("utf-8"),
         "metadata.json": orjson.dumps(_metadata_json(view), option=orjson.OPT_SORT_KEYS) + b"\n",

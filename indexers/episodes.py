@@ -138,8 +138,7 @@ def prefer_order(
 
 
 def one_per_episode(ranked: list[_Key], episode_of: dict[_Key, _Ep | None]) -> list[_Key]:
-    """The best turn of each episode, in rank order: a ranking of conversations (a
-    document outside any episode is its own)."""
+    """The best turn of each episode in rank order (a document outside any episode is its own)."""
     seen: set[_Ep] = set()
     out: list[_Key] = []
     for key in ranked:

@@ -24,8 +24,7 @@ __all__ = ["FullTextIndex"]
 
 
 class FullTextIndex:
-    """One vault's full-text index: a folder, its state log, a writer and a reader.
-    Cheap to construct; opens tantivy lazily."""
+    """One vault's full-text index: a folder, its state log, a writer and a reader (tantivy opened lazily)."""
 
     def __init__(self, folder: IndexFolder, log: StateLog, writer: IndexWriter, reader: IndexReader) -> None:
         self.folder = folder

@@ -16,8 +16,7 @@ PROSE_CHARS = 8000
 """Prose kept per document for its snippet: a turn's whole text, a long note's first
 pages (a snippet of a longer document comes from those)."""
 CUT = "\x1f"
-"""Ends a stored prose that was cut at `PROSE_CHARS` (`str.split` counts it as white
-space, so folded prose never holds it)."""
+"""Ends a prose cut at `PROSE_CHARS` (white space to `str.split`: folded prose never holds it)."""
 
 _NOT_PROSE = ("#", "```", "_meta", "|---", "  type:")
 """How the lines a snippet skips begin: headings, code fences, `_meta` blocks, table rules."""

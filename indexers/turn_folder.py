@@ -189,8 +189,7 @@ def write_turn_folder(turn: TurnFiles, dest: Path, *, root: Path | None = None) 
 
 
 def _make_below(folders: CheckedFolders, dest: Path, folder: Path) -> int:
-    """`folder` (`dest` or a folder below it) made if missing, each part by name in its
-    parent's descriptor; its descriptor."""
+    """The descriptor of `folder` (`dest` or below), each part made if missing in its parent."""
     if folder != dest:
         _make_below(folders, dest, folder.parent)
     return folders.make(folder, exist_ok=True)

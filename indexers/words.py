@@ -170,8 +170,7 @@ vehicle: car bike motorbike scooter van
 
 
 def _en_stem(*, stemmed: bool) -> tantivy.TextAnalyzer:
-    """tantivy's `en_stem`: simple tokenizer, long tokens removed, lower case, and (when
-    `stemmed`) the English stemmer."""
+    """tantivy's `en_stem`: simple tokenizer, long tokens out, lower case, English stemmer if `stemmed`."""
     builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
