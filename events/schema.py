@@ -44,7 +44,6 @@ __all__ = [
     "MemoryStaged",
     "Outcome",
     "PAYLOADS",
-    "PAYLOAD_CLASSES",
     "Payload",
     "PhaseFailed",
     "PhaseMetrics",
@@ -78,16 +77,20 @@ Outcome = Literal["APPROVE", "RETRY", "REVISE", "FAIL"]
 TurnOutcome = Literal["APPROVE", "REVISE", "FAIL", "CLARIFY", "IMPORTED"]
 
 
-class Payload(BaseModel):
-    """Base of every event's `data`.  Subclasses set TYPE and PHASE."""
+class Record(BaseModel):
+    """A frozen part of an event; keys it does not know are kept (a newer PandaFS wrote them)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class Payload(Record):
+    """Base of every event's `data`.  Subclasses set TYPE and PHASE."""
+
     TYPE: ClassVar[str]
     PHASE: ClassVar[str]
 
 
-class PhaseMetrics(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class PhaseMetrics(Record):
     duration_ms: float = 0.0
     llm_calls: int = 0
     tokens_in: int = 0
@@ -117,8 +120,7 @@ class TurnStarted(Payload):
 # --- phase 0: query analyzer ----------------------------------------------------------
 
 
-class ContentReference(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class ContentReference(Record):
     title: str
     source_turn: str
     doc_id: str | None = None
@@ -158,8 +160,7 @@ class ReflectionDecided(Payload):
 # --- phase 2: context gatherer --------------------------------------------------------
 
 
-class Candidate(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class Candidate(Record):
     doc_id: str
     doc_path: str
     kind: str
@@ -171,10 +172,9 @@ class Candidate(BaseModel):
     selected: bool = False
 
 
-class MemoryEntry(BaseModel):
+class MemoryEntry(Record):
     """One line of preferences.md / facts.md that the gatherer considered."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
     kind: Literal["preference", "fact"]
     key: str = ""
     value: str
@@ -193,17 +193,15 @@ class ContextRetrieved(Payload):
     metrics: PhaseMetrics | None = None
 
 
-class GateResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class GateResult(Record):
     gate: str
     passed: bool
     detail: str = ""
 
 
-class ContextBlock(BaseModel):
+class ContextBlock(Record):
     """One `###` block of §2: a table (rows of cells) plus its `_meta` mapping."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
     heading: str
     meta: dict[str, Any] = {}
     columns: list[str] = []
@@ -211,8 +209,7 @@ class ContextBlock(BaseModel):
     text: str = ""
 
 
-class SourceRef(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class SourceRef(Record):
     doc_id: str
     doc_path: str
     title: str = ""
@@ -231,22 +228,19 @@ class ContextSynthesized(Payload):
 # --- phase 3-5: planner, executor, coordinator ----------------------------------------
 
 
-class Todo(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class Todo(Record):
     id: int
     text: str
     status: Literal["pending", "in_progress", "completed", "skipped"] = "pending"
 
 
-class ToolRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class ToolRequest(Record):
     tool: str
     args: dict[str, Any] = {}
     reason: str = ""
 
 
-class MemoryCandidate(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class MemoryCandidate(Record):
     candidate_id: str
     doc_type: Literal["preference", "fact", "memory"]
     content: str
@@ -452,31 +446,8 @@ class Forgotten(Payload):
 
 # --- the envelope and the registry ----------------------------------------------------
 
-PAYLOAD_CLASSES: tuple[type[Payload], ...] = (
-    TurnStarted,
-    QueryAnalyzed,
-    ReflectionDecided,
-    ContextRetrieved,
-    ContextSynthesized,
-    PlanCreated,
-    ExecutorStepped,
-    ToolExecuted,
-    MemoryStaged,
-    ResponseSynthesized,
-    ValidationDecided,
-    MemoryCommitted,
-    MemoryDiscarded,
-    DocumentsUsed,
-    TurnCompleted,
-    PhaseFailed,
-    TornTailRepaired,
-    FeedbackRecorded,
-    TierFailed,
-    ExtractionRecorded,
-    ScopeChanged,
-    Forgotten,
-)
-PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
+PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in Payload.__subclasses__()}
+"""Every event type this version knows, by its `type` name (each payload class above)."""
 
 
 class Event(BaseModel):
