@@ -117,10 +117,9 @@ def has_other_names(st: os.stat_result) -> bool:
 
 
 def open_outside_file(path: Path | str) -> BinaryIO:
-    """Open `path`, a file outside any vault (an import's source), under the one rule:
-    `NotInVault` for what it refuses, `FileNotFoundError` if absent.  A pipe this process
-    was handed (`/dev/fd/N`, the shell's `<(zcat …)`) is read from its descriptor: it names
-    no file anyone could plant."""
+    """Open `path`, a file outside any vault (an import's source), under the one rule.  A pipe
+    this process was handed (`/dev/fd/N`, the shell's `<(zcat …)`) names no file anyone could
+    plant: it is read from its descriptor."""
     name = os.fspath(path)
     handed = _handed_pipe(name)
     if handed is not None:
@@ -500,9 +499,8 @@ def is_temp_name(name: str) -> bool:
 
 
 def _create_temp(path: Path, folders: CheckedFolders) -> tuple[int, str, int]:
-    """A new temporary file beside `path`: its checked folder's descriptor, name and
-    descriptor.  Made exclusively, never through a link: its name is predictable, so a link
-    planted there is removed, not filled."""
+    """A new temporary file beside `path` (its folder's descriptor, its name, its descriptor),
+    made exclusively: a link planted at its predictable name is removed, not filled."""
     folder = folders.fd(path.parent, target=path)
     tmp = f"{TMP_PREFIX}{path.name}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -658,10 +656,8 @@ def _open_no_link(path: Path, flags: int) -> int:
 
 
 def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durable: bool = True) -> None:
-    """Append `data` to `path` (created if missing) in the vault `root`, never through a
-    link; fsynced when `durable`, with the folder's entry for a new file.  The opened file is
-    checked before a byte is appended, and the folder fsynced is the one opened and checked
-    first, not the path again."""
+    """Append `data` to `path` (created if missing) in the vault `root`, checked once opened,
+    never through a link; fsynced when `durable`, with the checked folder's new entry."""
     folder = open_folder(path.parent, root, target=path) if durable else None
     try:
         fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
@@ -678,11 +674,9 @@ def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durabl
 
 
 def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
-    """Write all of `data` at the end of `fd` (opened `O_APPEND`), fsynced when `durable`.
-
-    An append that fails (disk full, an I/O error, an interrupt) is cut back when what it
-    wrote is one run at the file's end, so no partial line is left for the next append to
-    glue onto, and no unacknowledged line stays."""
+    """Write all of `data` at the end of `fd` (opened `O_APPEND`), fsynced when `durable`.  A
+    failed append (disk full, an interrupt) is cut back when what it wrote is one run at the
+    file's end: no partial line for the next to glue onto, no unacknowledged line."""
     view, start, end = memoryview(data), -1, -1
     try:
         while view:
@@ -742,11 +736,9 @@ def sync_all() -> None:
 def held_lock(
     path: Path, *, wait_s: float | None, on_busy: Callable[[str], Exception], root: Path | str | None = None
 ) -> Iterator[None]:
-    """Exclusive `flock` on `path` (created if missing), the holder's pid written in it.
-
-    `wait_s=None` waits forever; otherwise, after `wait_s`, raise `on_busy(holder_pid)`.  A
-    killed holder's lock is released by the kernel.  A lock file that is a link is refused;
-    with `root` it gets the writers' after-open check."""
+    """Exclusive `flock` on `path` (created if missing, never through a link), the holder's pid
+    in it; after `wait_s` (None: forever) `on_busy(holder_pid)` is raised.  With `root` the
+    lock file gets the writers' after-open check."""
     make_folders_for(path, root)
     if root is None:
         fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)

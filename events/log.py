@@ -233,11 +233,9 @@ def torn_path(path: Path) -> Path:
 
 
 def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
-    """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.
-
-    Under the log's lock, read again once held: a line a live writer is appending looks torn
-    from outside (`LogBusyError` if a writer holds it).  With `root` both files get the
-    writers' after-open check."""
+    """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.  Read
+    under the log's lock (`LogBusyError` if a writer holds it: its line in progress looks torn
+    from outside).  With `root` both files get the writers' after-open check."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:

@@ -22,12 +22,10 @@ def rewrite_file(
     rel: str,
     change: Callable[[bytes | None, os.stat_result | None], tuple[bytes | None, T]],
 ) -> T:
-    """Read-modify-write of a vault file a person may edit at the same time.
-
-    `change(data, st)` (None, None: no file) returns the new bytes (None: write nothing) and
-    its result; the file is replaced only if still the one read (`atomic_write(unchanged=…)`),
-    else read and changed again, so an edit meanwhile is kept.  After REWRITE_ATTEMPTS,
-    `ChangedMeanwhile`."""
+    """Read-modify-write of a vault file a person may edit at the same time: `change(data, st)`
+    (None, None: no file) returns the new bytes (None: write nothing) and its result; the file
+    is replaced only if still the one read, else read and changed again (an edit meanwhile is
+    kept), up to REWRITE_ATTEMPTS times (then `ChangedMeanwhile`)."""
     path = Path(root) / rel
     for _ in range(REWRITE_ATTEMPTS):
         try:

@@ -514,11 +514,8 @@ def _validate_any() -> Any:
 
 
 def parse_event(record: dict[str, Any]) -> Event:
-    """Validate one raw log record into its typed event (or an `UnknownEvent`).
-
-    The class its type names validates it, as `any_event()` would, without building every
-    event class; a record that does not fit is validated by `any_event()`, whose error is
-    the one to report (it names the type)."""
+    """Validate one raw log record into its typed event (or an `UnknownEvent`) by the class its
+    type names; one that does not fit, by `any_event()`, whose error names the type."""
     kind = _tag(record)
     cls = UnknownEvent if kind == "unknown" else event_class(kind)
     try:

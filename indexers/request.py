@@ -12,11 +12,8 @@ from .query import Lexicon
 
 @dataclass(frozen=True)
 class Ranking:
-    """Weights and switches of the ranking formula (docs/search.md).
-
-    No defaults here: a `Ranking` is built from `[search]` in pandafs.toml, whose
-    settings class (`pandafs.config.sections.SearchConfig`) holds each default, its
-    bounds and its meaning, once."""
+    """Weights and switches of the ranking formula (docs/search.md), built from `[search]`:
+    `pandafs.config.sections.SearchConfig` holds each default, its bounds and its meaning."""
 
     quality_weight: float
     freshness_weight: float

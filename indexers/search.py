@@ -84,11 +84,8 @@ class IndexReader:
         return self.searcher().num_docs
 
     def lookup(self, path: str) -> dict[str, Any] | None:
-        """Stored payload of the document at this vault-relative path (None if not indexed).
-
-        By path, the one key the index holds once (its state's), not by id: two documents
-        can share one (a user named `knowledge`: `users/knowledge/facts.md` and the global
-        `knowledge/facts.md` are both `knowledge/facts`)."""
+        """Stored payload of the document at this vault-relative path (None if not indexed): by
+        path, the one key the index holds once, not by id, which two documents can share."""
         searcher = self.searcher()
         try:
             result = searcher.search(Query.term_query(self._schema, "path", path), 1)
@@ -334,10 +331,8 @@ class IndexReader:
         snippet_hits: int,
         loaded: dict[tuple[int, int], Any],
     ) -> list[dict[str, Any]]:
-        """The first `limit` hits; each run of exact ties (score and time) is ordered by path.
-
-        One stored document read per hit: its payload, and its prose when `terms` asks
-        for a snippet (cut for the first `snippet_hits` hits of the page only)."""
+        """The first `limit` hits, each run of exact ties (score and time) ordered by path, with a
+        snippet for the first `snippet_hits` when `terms` asks for one."""
         cut = min(limit, len(ranked))
         while 0 < cut < len(ranked) and ranked[cut][:2] == ranked[cut - 1][:2]:
             cut += 1

@@ -297,11 +297,8 @@ def rebuild(
         mark = live_log.stat().st_size if live_log.exists() else 0
 
         def catch_up(open_batch: Callable[[], Any], built: Callable[[], dict[str, StateEntry]]) -> None:
-            """Redo on the new index what other writers did to the live one meanwhile.
-
-            Their changes are the lines the live state log gained since the rebuild
-            began; an edit no writer saw (no watcher running) is reconcile's job, as ever.
-            """
+            """Redo on the new index what other writers did to the live one meanwhile: the lines
+            its state log gained since the rebuild began (an edit no writer saw: reconcile's)."""
             if not live_log.exists() or live_log.stat().st_size <= mark:
                 return
             with index.log.open_log(live_log) as handle:  # never through a link

@@ -61,11 +61,9 @@ _State = Literal["new", "running", "stopped", "dead"]
 
 
 class VaultWatcher:
-    """Debounced batches of changed vault-relative paths, from an observer in a child process.
-
-    A batch is sealed after `debounce_s` of quiet, or when its oldest change is `max_delay_s`
-    old; a slow consumer gets sealed batches merged.  `ignore(rel_path)` drops paths nobody
-    should index (extend `default_ignore`)."""
+    """Batches of changed vault-relative paths, sealed after `debounce_s` of quiet or when the
+    oldest change is `max_delay_s` old (merged for a slow consumer); `ignore(rel_path)` drops
+    paths nobody should index (extend `default_ignore`)."""
 
     def __init__(
         self,
