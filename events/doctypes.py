@@ -7,18 +7,9 @@ import re
 
 __all__ = ["CONTENT_TYPES", "ENTRY_TYPES", "SAVE_TYPES", "SESSION_KEYS", "TOPIC_RE"]
 
-CONTENT_TYPES = (
-    "context",
-    "preference",
-    "fact",
-    "memory",
-    "note",
-    "research",
-    "vendor_info",
-    "pricing",
-    "site_pattern",
-    "knowledge",
-    "intervention",
+CONTENT_TYPES = tuple(
+    """context preference fact memory note research vendor_info pricing site_pattern knowledge
+    intervention""".split()
 )
 """The content types PandaFS writes (docs/vault-format.md).  Search treats the list as open — a
 hand-written document may carry its own types, and an unknown one only earns a warning —
