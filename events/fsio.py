@@ -40,7 +40,6 @@ __all__ = [
     "check_opened",
     "checked_folders",
     "file_key",
-    "has_other_names",
     "held_lock",
     "is_real_dir",
     "is_real_file",
@@ -109,11 +108,6 @@ def refusal_at(path: Path | str, *, dir_fd: int | None = None) -> str | None:
         return refusal(os.stat(path, dir_fd=dir_fd, follow_symlinks=False))
     except OSError:
         return None
-
-
-def has_other_names(st: os.stat_result) -> bool:
-    """A regular file with more than one name (`HARD_LINK`)."""
-    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def open_outside_file(path: Path | str) -> BinaryIO:
@@ -214,7 +208,7 @@ def check_opened(
     base = os.fspath(root)
     opened = where_opened(fd, os.fspath(path))
     if is_inside(opened, base, _rel(path, base)):
-        if created or not has_other_names(os.fstat(fd)):
+        if created or refusal(os.fstat(fd)) != "hard_link":
             return
         os.close(fd)
         raise NotInVault(_rel(target or path, base), HARD_LINK, action=action)

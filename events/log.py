@@ -29,9 +29,9 @@ from .fsio import (
     append_all,
     append_file,
     check_opened,
-    has_other_names,
     make_folders_for,
     open_created,
+    refusal,
 )
 from .ledger import record_turn_hash
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
@@ -125,7 +125,7 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         os.close(fd)
         raise EventLogError(path, "is not a regular file; not read")
-    if has_other_names(st):  # its other name may be outside the vault or another user's
+    if refusal(st) == "hard_link":  # its other name may be outside the vault or another user's
         os.close(fd)
         raise EventLogError(path, f"{HARD_LINK}; not read")
     os.set_blocking(fd, True)

@@ -19,11 +19,11 @@ from events.errors import NotInVault
 from events.fsio import (
     FOLDER_FLAGS,
     HARD_LINK,
-    has_other_names,
     mode_at,
     open_folder_at,
     open_vault_folder,
     read_in_folder,
+    refusal,
     refusal_at,
 )
 from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
@@ -54,7 +54,7 @@ def scan_documents(
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        if has_other_names(st):  # read by no one (`events.fsio`): named, as a link is
+        if refusal(st) == "hard_link":  # read by no one (`events.fsio`): named, as a link is
             if refused is not None:
                 refused.append(Skipped(rel, HARD_LINK, refused=True))
             continue
