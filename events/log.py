@@ -299,8 +299,12 @@ class EventWriter:
     def open(self) -> None:
         if not self.new:
             make_folders_for(self.path, self.root)
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC  # (the history is read from it)
         try:
-            fd, created = self._open_log()
+            if self.new:
+                fd, created = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+            else:
+                fd, created = open_created(self.path, flags, lambda path, how: os.open(path, how, 0o644))
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # never append to another turn's log through a link
                 raise EventLogError(self.path, "is a symbolic link; not written") from None
@@ -330,13 +334,6 @@ class EventWriter:
         self._prev = log.last_hash
         self._records = log.records
         self._completed = any(r.get("type") == COMPLETED for r in log.records)
-
-    def _open_log(self) -> tuple[int, bool]:
-        """The log's descriptor (read and append: history is read from it), and if this made it."""
-        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        if self.new:
-            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
-        return open_created(self.path, flags, lambda path, how: os.open(path, how, 0o644))
 
     def history(self) -> list[Event]:
         """The events the log held when this writer opened it, as read under its lock

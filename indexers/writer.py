@@ -155,9 +155,15 @@ class IndexWriter:
         or by the caller the committed writer is handed to (`committed`)."""
         writer = self._tantivy_writer(index)
         fresh = not redoable  # a new index, no one reads it before the swap
-        spill = self._spiller(state_path) if fresh else None
-        schema = self.folder.schema
-        batch = IndexBatch(writer, schema, self.learned, redoable=redoable, fresh=fresh, spill=spill)
+
+        def spill(changes: dict[str, StateEntry | None]) -> None:
+            self.log.append(state_path, changes)
+            release_freed_memory()
+
+        spilled = spill if fresh else None
+        batch = IndexBatch(
+            writer, self.folder.schema, self.learned, redoable=redoable, fresh=fresh, spill=spilled
+        )
         try:
             yield batch  # (an add can fail too: tantivy writes a segment when its heap fills)
         except BaseException as exc:
@@ -203,13 +209,6 @@ class IndexWriter:
             self.folder.raise_io_error(exc)
             raise
         return writer
-
-    def _spiller(self, state_path: Path) -> Callable[[dict[str, StateEntry | None]], None]:
-        def spill(changes: dict[str, StateEntry | None]) -> None:
-            self.log.append(state_path, changes)
-            release_freed_memory()
-
-        return spill
 
     @contextmanager
     def batch(self) -> Iterator[IndexBatch]:
