@@ -13,7 +13,7 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
@@ -87,14 +87,7 @@ def record_turns(
         lines = []
         for anchor in anchors:
             line_hash = _line_hash(prev, anchor)
-            record = {
-                "turn": anchor.turn,
-                "events": anchor.events,
-                "last_hash": anchor.last_hash,
-                "prev": prev,
-                "hash": line_hash,
-            }
-            lines.append(orjson.dumps(record) + b"\n")
+            lines.append(orjson.dumps({**asdict(anchor), "prev": prev, "hash": line_hash}) + b"\n")
             prev = line_hash
         append_all(fd, b"".join(lines), durable=durable)
     finally:
