@@ -17,21 +17,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .doctypes import CONTENT_TYPES, SAVE_TYPES, TOPIC_RE
 from .errors import FrontmatterError
 from .stamps import format_ts
 from .yaml_subset import fast_dump, fast_frontmatter
 
 __all__ = [
-    "CONTENT_TYPES",
-    "SAVE_TYPES",
-    "TOPIC_RE",
     "DocumentMetadata",
     "ParsedDocument",
     "Scope",
     "SECTION_TITLES",
     "dump_frontmatter",
-    "fast_frontmatter",
     "parse_document",
     "render_document",
     "split_document",

@@ -157,7 +157,8 @@ def test_fast_frontmatter_agrees_with_pyyaml(seed: int) -> None:
 
     import yaml
 
-    from events.documents import dump_frontmatter, fast_frontmatter
+    from events.documents import dump_frontmatter
+    from events.yaml_subset import fast_frontmatter
 
     rng = random.Random(seed)
 
@@ -209,7 +210,7 @@ def test_real_exports_plain_strings_are_read_on_the_fast_path(value: str) -> Non
     (~190 µs each) for lines like these; they are read as PyYAML reads them."""
     import yaml
 
-    from events.documents import fast_frontmatter
+    from events.yaml_subset import fast_frontmatter
 
     raw = f"title: {value}\nmeta:\n  session: {value}\n"
     expected = yaml.load(raw, Loader=yaml.SafeLoader)
