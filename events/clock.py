@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import ClockOutOfRange
 
-__all__ = ["SHIFT_ENV", "TIME_RANGE", "ClockOutOfRange", "aware", "clock_shift", "out_of_range", "utcnow"]
+__all__ = ["SHIFT_ENV", "TIME_RANGE", "aware", "clock_shift", "out_of_range", "utcnow"]
 
 SHIFT_ENV = "PANDAFS_CLOCK_SHIFT"
 _SHIFT = re.compile(r"^\s*([+-]?\d+)\s*([dhms])\s*$")

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from .clock import utcnow
 from .errors import ChainError, EventLogError, LogBusyError, TornTailError
 from .fsio import (
     HARD_LINK,
@@ -34,7 +35,7 @@ from .fsio import (
     refusal,
 )
 from .ledger import record_turn_hash
-from .schema import SCHEMA_VERSION, Event, Payload, parse_event, utcnow
+from .schema import SCHEMA_VERSION, Event, Payload, parse_event
 from .stamps import format_ts
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "check_chain",
     "encode_events",
     "event_hash",
-    "format_ts",
     "read_events",
     "read_log",
     "repair_torn_tail",

@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 
 from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document, wikilink
-from .log import format_ts
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
+from .stamps import format_ts
 
 __all__ = ["context_parts", "render_block", "render_turn", "turn_metadata", "wikilink"]
 

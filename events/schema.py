@@ -21,8 +21,6 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
 
-from .clock import utcnow
-
 __all__ = [
     "Candidate",
     "ContentReference",
@@ -67,7 +65,6 @@ __all__ = [
     "event_class",
     "ValidationDecided",
     "parse_event",
-    "utcnow",
 ]
 
 SCHEMA_VERSION = 1
