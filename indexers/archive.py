@@ -181,22 +181,18 @@ class ArchiveStore:
                 writer.write_table(table.slice(start, stop - start), row_group_size=stop - start)
 
     def _write_atomic(self, table: pa.Table, path: Path) -> None:
-        if not os.path.lexists(path.parent):
-            self._make_month(path.parent)
+        month = path.parent
+        if not os.path.lexists(month):  # made in the store's folder checked from the root, fsynced
+            if Path(self.root) == self.dir:
+                self.dir.mkdir(parents=True, exist_ok=True)
+            else:
+                vault_folder(self.root, self.dir)
+            with checked_folders(self.root) as folders:
+                folders.fd(self.dir, target=month)
+                with suppress(FileExistsError):  # made meanwhile by another writer
+                    folders.make(month)
         with atomic_file(path, root=self.root) as out:
             self._write_table(table, out)
-
-    def _make_month(self, folder: Path) -> None:
-        """A new month folder, never made through a link: made in the store's folder as opened
-        and checked from the vault root, both fsynced."""
-        if Path(self.root) == self.dir:
-            self.dir.mkdir(parents=True, exist_ok=True)
-        else:
-            vault_folder(self.root, self.dir)
-        with checked_folders(self.root) as folders:
-            folders.fd(self.dir, target=folder)
-            with suppress(FileExistsError):  # made meanwhile by another writer
-                folders.make(folder)
 
     def drop_turns(self, path: Path, turns: Iterable[TurnKey]) -> int:
         """Rewrite `path` without the rows of these turns (delete it if none is left)."""
