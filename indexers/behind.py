@@ -25,7 +25,8 @@ class WrittenBehind:
     _of: ClassVar[dict[str, WrittenBehind]] = {}
     _making: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "pandafs-index-behind") -> None:
+        self._name = name  # its thread's
         self._thread: threading.Thread | None = None
 
     @classmethod
@@ -50,7 +51,7 @@ class WrittenBehind:
                 error = exc
             then(error)
 
-        self._thread = threading.Thread(target=run, name="pandafs-index-behind")
+        self._thread = threading.Thread(target=run, name=self._name)
         self._thread.start()
 
     def settle(self) -> None:

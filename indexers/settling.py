@@ -7,10 +7,11 @@ merge's failure: the index's disk is failing."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from functools import cache
 from typing import Any
+
+from .behind import WrittenBehind
 
 __all__ = ["TRIM_EVERY", "MergesInFlight", "release_freed_memory"]
 
@@ -19,30 +20,23 @@ class MergesInFlight:
     """The merges of this index's last commit, waited for on their own thread."""
 
     def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
+        self._job = WrittenBehind("pandafs-index-merges")
         self._error: BaseException | None = None
 
     def hand_over(self, writer: Any, release: Callable[[], None]) -> None:
-        """Wait for `writer`'s merges on a thread, then call `release` (the writer lock's
-        exit) there.  The caller has settled the previous thread (it held the lock)."""
+        """Wait for `writer`'s merges on a thread, then call `release` (the writer lock's exit)
+        there: a merge's error is kept for the next `settle`, the lock goes anyway."""
 
-        def finish() -> None:
-            try:
-                writer.wait_merging_threads()
-            except BaseException as exc:  # kept for the next settle; the lock goes anyway
-                self._error = exc
-            finally:
-                release()
+        def then(error: BaseException | None) -> None:
+            self._error = self._error or error
+            release()
 
-        self._thread = threading.Thread(target=finish, name="pandafs-index-merges")
-        self._thread.start()
+        self._job.start(writer.wait_merging_threads, then)
 
     def settle(self) -> None:
         """Wait until the last commit's merges have ended and its lock is released; raise
         the error a merge ended with, if one did."""
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
+        self._job.settle()
         error, self._error = self._error, None
         if error is not None:
             raise error
