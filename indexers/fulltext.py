@@ -70,9 +70,6 @@ class FullTextIndex:
     def state(self) -> dict[str, StateEntry]:
         return self.log.state()
 
-    def paths(self) -> list[str]:
-        return sorted(self.log.state())
-
     def counts(self) -> tuple[int, int]:
         """(documents tantivy holds, documents the state records), read under the writer lock.
         They differ when tantivy kept a document no path names (a lost delete, which no
