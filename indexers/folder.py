@@ -105,17 +105,15 @@ class _Busy(Exception):
 class IndexFolder:
     """One index folder of a vault and the tantivy index opened from it (lazily)."""
 
-    def __init__(
-        self, indexes_dir: Path, *, name: str = "fulltext", wait_s: float = 30.0, read_only: bool = False
-    ) -> None:
+    def __init__(self, indexes_dir: Path, *, wait_s: float = 30.0, read_only: bool = False) -> None:
         """`read_only`: open the index for searching only, as on a vault that cannot be
         written (which `open` also finds out by itself: `_open_read_only`)."""
         self.indexes_dir = indexes_dir
         self.read_only = read_only
         self._shadow: str | None = None  # a read-only vault's index, opened through links
         self.root = indexes_dir.parent  # the vault
-        self.dir = indexes_dir / name
-        self.lock_path = indexes_dir / f"{name}.lock"
+        self.dir = indexes_dir / "fulltext"
+        self.lock_path = indexes_dir / "fulltext.lock"
         self.wait_s = wait_s
         self.schema = build_schema()
         self.index: tantivy.Index | None = None

@@ -39,13 +39,12 @@ class FullTextIndex:
         *,
         wait_s: float = 30.0,
         heap_mb: int = 128,
-        name: str = "fulltext",
         learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
         read_only: bool = False,
     ) -> FullTextIndex:
-        """The index named `name` under a vault's `indexes/` folder (`read_only`: opened
-        for searching only, as a vault that cannot be written is: `IndexFolder`)."""
-        folder = IndexFolder(indexes_dir, name=name, wait_s=wait_s, read_only=read_only)
+        """The index under a vault's `indexes/` folder (`read_only`: opened for searching only,
+        as a vault that cannot be written is: `IndexFolder`)."""
+        folder = IndexFolder(indexes_dir, wait_s=wait_s, read_only=read_only)
         log = StateLog(folder)
         writer = IndexWriter(folder, log, heap_mb=heap_mb, learned=learned)
         return cls(folder, log, writer, IndexReader(folder))
