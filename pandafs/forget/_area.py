@@ -136,10 +136,6 @@ class Matcher:
                     return True
         return False
 
-    @property
-    def empty(self) -> bool:
-        return not (self.words or self.all_of or self.sentences)
-
     def tainted(self, segment: str) -> bool:
         stems = stems_of(segment)
         if not stems:
@@ -314,6 +310,11 @@ def segments_of_file(rel: str, data: bytes) -> Iterator[str]:
         return
     yield data.decode("utf-8", errors="replace")
     yield rel  # a file's name says what it holds too (a memory is named after its words)
+
+
+def file_tainted(matcher: Matcher, rel: str, data: bytes) -> bool:
+    """Does any segment of the file hold the forgotten text?"""
+    return any(matcher.any_tainted(text) for text in segments_of_file(rel, data))
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -21,8 +21,9 @@ import fcntl
 import os
 import re
 import secrets
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -50,6 +51,7 @@ from ._area import (
     Matcher,
     archived_rows,
     content_stems,
+    file_tainted,
     redact_file,
     segments,
     segments_of_file,
@@ -84,9 +86,8 @@ class ForgetReport:
     forget_id: str
     dry_run: bool
     targets: list[str] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    words: int = 0
+    words: int = 0  # distinctive words
     resumed: list[str] = field(default_factory=list)
     survivors: list[str] = field(default_factory=list)
 
@@ -95,18 +96,9 @@ class ForgetReport:
         return not self.survivors
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "user": self.user,
-            "forget_id": self.forget_id,
-            "dry_run": self.dry_run,
-            "targets": self.targets,
-            "files": self.files,
-            "changed": len(self.files),
-            "distinctive_words": self.words,
-            "resumed": self.resumed,
-            "survivors": self.survivors,
-            "ok": not self.survivors,
-        }
+        data = asdict(self)
+        data["distinctive_words"] = data.pop("words")
+        return {**data, "changed": len(self.files), "ok": self.ok}
 
 
 def intent_path(vault: Vault, user: str) -> Path:
@@ -437,13 +429,7 @@ def _changes(vault: Vault, plan: _Plan) -> tuple[list[str], list[tuple[str, str]
                 ]
         elif redact_file(rel, data, plan.matcher) != data:
             files.append(rel)
-    archived: set[tuple[str, str]] = set()
-    for part, turn, path, data in archived_rows(vault, plan.user):
-        folder = f"users/{plan.user}/turns/{turn}"
-        if _is_own(folder, plan.own) or any(
-            plan.matcher.any_tainted(t) for t in segments_of_file(f"{folder}/{path}", data)
-        ):
-            archived.add((vault.rel(part), turn))
+    archived = _tainted_archived(vault, plan.user, plan.matcher, lambda folder: _is_own(folder, plan.own))
     return sorted(dict.fromkeys(files)), sorted(archived)
 
 
@@ -470,19 +456,18 @@ def forget(
         _choose_words(vault, user, matcher, candidates, own)
         plan = _Plan(user, by or user, kind, secrets.token_hex(8), matcher, own, [t.label for t in targets])
         files, archived = _changes(vault, plan)
-        report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, [kind], resumed=resumed)
+        report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, resumed=resumed)
         report.words = len(matcher.words)
         report.files = files + [
             item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")
         ]
         if not files and not archived:
             raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
-        if report.files:
-            report.files = list(dict.fromkeys(report.files)) + [
-                "indexes/fulltext (rebuilt)",
-                "indexes/learning (rebuilt)",
-                "observability/catalog (rebuilt)",
-            ]
+        report.files = list(dict.fromkeys(report.files)) + [
+            "indexes/fulltext (rebuilt)",
+            "indexes/learning (rebuilt)",
+            "observability/catalog (rebuilt)",
+        ]
         if dry_run:
             return report
         atomic_write(intent_path(vault, user), orjson.dumps(plan.as_json()), root=vault.root)
@@ -525,11 +510,11 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
     own_hashes = set(intent["own"])
     rewrite = partial(_rewritten_log, matcher=matcher, forget_id=forget_id, by=by, kind=kind, now=now)
     _record(vault, user, intent, matcher, now)
-    archived = _tainted_archived(vault, user, matcher, own_hashes)
+    archived = _tainted_archived(vault, user, matcher, lambda folder: matcher.hash(folder) in own_hashes)
     if archived:
         from ..archive import restore_turns
 
-        restore_turns(vault, [f"{user}/{turn}" for turn in sorted(archived)])
+        restore_turns(vault, sorted({f"{user}/{turn}" for _, turn in archived}))
     own_turns = {
         f"users/{user}/turns/{name}"
         for name in vault.layout.turn_names(user)
@@ -608,17 +593,16 @@ def _anchored_by(vault: Vault, rel: str, forget_id: str) -> bool:
         return False
 
 
-def _tainted_archived(vault: Vault, user: str, matcher: Matcher, own: set[str]) -> set[str]:
-    """The archived turns of `user` that hold it (or are the forgotten turn)."""
-    found = set()
-    for _part, turn, path, data in archived_rows(vault, user):
+def _tainted_archived(
+    vault: Vault, user: str, matcher: Matcher, own: Callable[[str], bool]
+) -> set[tuple[str, str]]:
+    """(part, turn) of the archived turns of `user` that hold it (or whose folder is `own`)."""
+    found: set[tuple[str, str]] = set()
+    for part, turn, path, data in archived_rows(vault, user):
         folder = f"users/{user}/turns/{turn}"
-        if turn in found:
-            continue
-        if matcher.hash(folder) in own or any(
-            matcher.any_tainted(t) for t in segments_of_file(f"{folder}/{path}", data)
-        ):
-            found.add(turn)
+        key = (vault.rel(part), turn)
+        if key not in found and (own(folder) or file_tainted(matcher, f"{folder}/{path}", data)):
+            found.add(key)
     return found
 
 

@@ -16,7 +16,7 @@ from events.errors import EventsError, NotInVault
 from events.fsio import read_vault_file
 
 from ..vault import Vault
-from ._area import Matcher, archived_rows, segments, segments_of_file, user_files
+from ._area import Matcher, archived_rows, file_tainted, user_files
 
 __all__ = ["Survivor", "scan_user", "scan_vault"]
 
@@ -29,9 +29,6 @@ class Survivor:
 
     def describe(self) -> str:
         return f"{self.where} (forget {self.forget_id})"
-
-    def as_json(self) -> dict[str, str]:
-        return {"user": self.user, "path": self.where, "forget_id": self.forget_id}
 
 
 def matchers_of(vault: Vault, user: str) -> list[tuple[str, Matcher]]:
@@ -53,10 +50,6 @@ def matchers_of(vault: Vault, user: str) -> list[tuple[str, Matcher]]:
     return found
 
 
-def _tainted(matcher: Matcher, rel: str, data: bytes) -> bool:
-    return any(matcher.tainted(s) for text in segments_of_file(rel, data) for s in segments(text))
-
-
 def scan_user(vault: Vault, user: str) -> list[Survivor]:
     """Every place of `user`'s area that still holds something they made the vault forget."""
     matchers = matchers_of(vault, user)
@@ -66,7 +59,7 @@ def scan_user(vault: Vault, user: str) -> list[Survivor]:
 
     def check(where: str, rel: str, data: bytes) -> None:
         for forget_id, matcher in matchers:
-            if _tainted(matcher, rel, data):
+            if file_tainted(matcher, rel, data):
                 found.append(Survivor(user, where, forget_id))
 
     for rel in user_files(vault, user):
@@ -161,6 +154,6 @@ def _index_survivors(vault: Vault, user: str, matchers: list[tuple[str, Matcher]
                 continue
             data = bytes(value) if not isinstance(value, str) else value.encode("utf-8")
             for forget_id, matcher in matchers:
-                if _tainted(matcher, f"{field_name}.json" if field_name == "payload" else "prose", data):
+                if file_tainted(matcher, f"{field_name}.json" if field_name == "payload" else "prose", data):
                     found.append(Survivor(user, f"index stored {field_name} of {path}", forget_id))
     return found
