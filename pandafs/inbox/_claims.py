@@ -1,7 +1,6 @@
-"""The claim folders of `inbox/.processing/`: taking a file into one, planning what it
-becomes (`ClaimPlan`, written before any of it happens, so a restart finishes the same
-plan), publishing it under the planned names without ever overwriting one, and clearing
-the folder away."""
+"""The claim folders of `inbox/.processing/`: taking a file into one, planning what it becomes
+(`ClaimPlan`: a restart finishes the same plan), publishing it under the planned names without
+ever overwriting one, and clearing the folder away."""
 
 from __future__ import annotations
 
@@ -53,15 +52,14 @@ class ClaimPlan(BaseModel):
     """Its path inside the claim folder's `query/`, e.g. `alice/q.md`."""
     planned_at: datetime
     planned_fs_ns: int | None = None
-    """The file system's clock (`time.time_ns`) when planned: folder mtimes are compared
-    with it, not with `planned_at`, which follows the (shiftable) PandaFS clock."""
+    """`time.time_ns()` when planned: folder mtimes are compared with it (`planned_at` follows
+    the PandaFS clock, which may be shifted)."""
     decision: Literal["answer", "reject"]
     user: str | None = None
     query_file: str | None = None
     """Where the query ends up (`inbox/processed/NAME`)."""
     turn_key: str | None = None
-    """The turn's `turn_started.inbox_file`: the first planned `query_file`, never changed
-    (if a stranger takes that name before the move, `query_file` changes, this does not)."""
+    """The turn's `turn_started.inbox_file`: the first planned `query_file`, never changed."""
     answer: str | None = None
     """Where the answer goes (`outbox/{user}/NAME.md`)."""
     after: int = 0
@@ -72,8 +70,7 @@ class ClaimPlan(BaseModel):
     rejected: str | None = None
     """`inbox/rejected/NAME` (the query); its explanation is `NAME.error.md`."""
     keep: bool = True
-    """False: the rejected entry is not kept at `rejected` (`_parse.Rejection.keep`); the
-    inbox's name for it is removed and only `NAME.error.md` is written."""
+    """False: only the inbox's name for the entry is removed (`_parse.Rejection.keep`)."""
 
 
 class Stuck(Exception):
@@ -105,11 +102,9 @@ def free_name(
 
 
 def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
-    """Make `dest` name the file `src` names; False if `dest` is another file already.
-
-    A hard link never replaces a name; without hard links (or for a folder) we check then
-    rename under the inbox lock.  Both folders are opened and checked from `root` and
-    fsynced, so one swapped for a link is refused and `src` keeps its name."""
+    """Make `dest` name the file `src` names; False if `dest` is another file already.  A hard
+    link never replaces a name; without hard links (or for a folder): check, then rename, under
+    the inbox lock.  Both folders are checked from `root`: one swapped for a link is refused."""
     vault_folder(root, dest.parent)
     with checked_folders(root) as folders:
         src_fd = folders.fd(src.parent, target=src)
@@ -119,23 +114,15 @@ def link_no_replace(root: Path, src: Path, dest: Path) -> bool:
         except FileExistsError:
             return bool(_same_file(folders, src, dest))
         except OSError:
-            return _rename_no_replace(folders, src, dest)
+            same = _same_file(folders, src, dest)
+            if same is not None:
+                return same
+            folders.rename(src, dest)
         return True
-
-
-def _rename_no_replace(folders: CheckedFolders, src: Path, dest: Path) -> bool:
-    """`link_no_replace` on a filesystem without hard links: rename `src` to `dest`
-    unless that name is taken (then: True if it is `src`'s file)."""
-    same = _same_file(folders, src, dest)
-    if same is None:
-        folders.rename(src, dest)
-        return True
-    return same
 
 
 def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
-    """Whether `dest` is `src`'s file, both looked up in their checked folders and neither
-    followed if a link; None if `dest` is not there."""
+    """Whether `dest` is `src`'s file (neither followed if a link); None if `dest` is not there."""
     try:
         there = os.stat(dest.name, dir_fd=folders.fd(dest.parent, target=dest), follow_symlinks=False)
     except FileNotFoundError:
@@ -145,8 +132,7 @@ def _same_file(folders: CheckedFolders, src: Path, dest: Path) -> bool | None:
 
 
 def remove_empty_tree(folders: CheckedFolders, top: Path) -> str | None:
-    """Remove `top` if it holds only empty folders; else name one file it still holds.
-    Walked by descriptor from folders checked from the vault root, never through a link."""
+    """Remove `top` if it holds only empty folders, else name a file it holds (never through a link)."""
     try:
         top_fd = folders.fd(top)
     except FileNotFoundError:
@@ -218,11 +204,10 @@ class ClaimFolders:
         return f"{time.time_ns():020d}-{os.getpid()}-{self._claims}"
 
     def claim(self, rel: str) -> Path | None:
-        """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).
-        All through folders opened and checked from the vault root: a folder swapped for a link
-        would otherwise receive another user's query, or hand over a file from outside."""
-        # a name's bytes that are not UTF-8 become U+FFFD here, as the file is moved: every
-        # record of it after (its plan, turn, answer) is UTF-8 text
+        """Move `rel` into a fresh claim folder; None if it vanished (or a rival took it).  All
+        through folders checked from the vault root: one swapped for a link would receive another
+        user's query, or hand over a file from outside."""
+        # a name's bytes that are not UTF-8 become U+FFFD: every record of it after is UTF-8
         inner = os.fsencode(rel.removeprefix("inbox/")).decode("utf-8", "replace")
         claim = self.processing / self.new_claim_id()
         target = claim / QUERY_DIR / inner
@@ -245,8 +230,7 @@ class ClaimFolders:
 
     def claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
         """The entry the claim holds (the planned one, else the one found), None if none:
-        `query/NAME` or `query/FOLDER/NAME`, named, never followed, looked up through folders
-        opened and checked from the vault root."""
+        `query/NAME` or `query/FOLDER/NAME`, never followed, through folders checked from the root."""
         base = claim / QUERY_DIR
         with checked_folders(self.root, durable=False) as checked:
             try:
@@ -358,13 +342,11 @@ class ClaimFolders:
             self.write_plan(claim, plan)
 
     def drop(self, path: Path) -> None:
-        """Remove `path`, a file of a claim folder (gone is fine), by name in its folder checked
-        from the vault root, never the file of that name behind a link."""
+        """Remove `path`, a file of a claim folder (gone is fine), never through a link."""
         unlink_in_vault(self.root, path, missing_ok=True, durable=False)
 
     def cleanup(self, claim: Path) -> None:
-        """Remove our own bookkeeping; anything unexpected stays (and is reported).  The walk
-        goes through the claim folder checked from the vault root, never through a link."""
+        """Remove our own bookkeeping (never through a link); anything unexpected stays, reported."""
         with checked_folders(self.root, durable=False) as checked:
             top = checked.fd(claim)
             for name in (ANSWER, ERROR):

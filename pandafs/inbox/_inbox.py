@@ -1,11 +1,10 @@
-"""The inbox's front: which files wait, when each has settled, carrying every claim from
-whatever state it is in to answered, rejected or failed (its turn started exactly once:
-found, a dead run's empty folder adopted, or allocated; its index commit landed once),
-and what the user reads: the answer in `outbox/{user}/`, or the explanation published
-beside a rejected file (found again after a crash by the claim it names)."""
+"""The inbox's front: which files wait and when each has settled; each claim carried from
+whatever state it is in to answered, rejected or failed (its turn started exactly once);
+what the user reads: the answer in `outbox/{user}/` or the explanation beside a rejected file."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -60,8 +59,7 @@ class Inbox:
         self._log = log or (lambda line: None)
         self._seen: dict[str, tuple[int, int, int, float]] = {}
         self._retry_at: dict[str, tuple[int, float]] = {}
-        # the steps a claim goes through: its folders, and its turn; each tells the
-        # inbox's `_checkpoint` what it has made durable (looked up when called)
+        # each step tells `_checkpoint` (looked up when called: tests replace it) what is durable
         self.claims = ClaimFolders(
             vault, lock_wait_s=lock_wait_s, log=self._log, checkpoint=lambda step: self._checkpoint(step)
         )
@@ -149,12 +147,10 @@ class Inbox:
         final: bool = True,
         on_result: Callable[[InboxResult], None] | None = None,
     ) -> InboxReport:
-        """Finish orphaned claims, then handle every waiting file, oldest first.
-
-        `final=True` (`watch --once`) waits up to 3 × `settle_s` (at least 5 s) for young
-        files to settle and rejects an empty file once settled.  Files still unsettled are
-        `deferred`, and so is everything when another process holds the inbox past
-        `lock_wait_s`."""
+        """Finish orphaned claims, then handle every waiting file, oldest first.  `final=True`
+        (`watch --once`) waits up to 3 × `settle_s` (at least 5 s) for young files to settle and
+        rejects an empty file once settled.  What is still unsettled is `deferred`, and so is
+        everything when another process holds the inbox past `lock_wait_s`."""
         report = InboxReport()
         notify = on_result or (lambda result: None)
 
@@ -188,23 +184,14 @@ class Inbox:
         except Busy as exc:
             add([InboxResult(rel, "deferred", reason="busy", message=str(exc)) for rel in self.pending()])
             return report
-        add(
-            [
-                InboxResult(
-                    rel,
-                    "deferred",
-                    reason="unsettled",
-                    message="still being written (or empty and young); left for later",
-                )
-                for rel in self.pending()
-                if self.readiness(rel, final=final)
-            ]
-        )
+        young = "still being written (or empty and young); left for later"
+        unsettled = [rel for rel in self.pending() if self.readiness(rel, final=final)]
+        add([InboxResult(rel, "deferred", reason="unsettled", message=young) for rel in unsettled])
         return report
 
     def process(self, rel: str, *, final: bool = False) -> list[InboxResult]:
-        """Claim and handle one waiting file (after any orphaned claims); empty if `rel` is gone
-        or unsettled.  `Busy` if another process holds the inbox longer than `lock_wait_s`."""
+        """Claim and handle one waiting file (after any orphaned claims); [] if gone or unsettled.
+        `Busy` if another process holds the inbox longer than `lock_wait_s`."""
         if not is_query_candidate(rel):
             raise ValueError(f"{rel} is not a place for query files")
         wait = self.readiness(rel, final=final)
@@ -454,21 +441,15 @@ class InboxReport:
         return [r for r in self.results if r.status == status]
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "answered": [r.as_json() for r in self.of("answered")],
-            "rejected": [r.as_json() for r in self.of("rejected")],
-            "failed": [r.as_json() for r in self.of("failed")],
-            "deferred": [r.as_json() for r in self.of("deferred")],
-            "recovered": sum(1 for r in self.results if r.recovered),
-        }
+        shown = {s: [r.as_json() for r in self.of(s)] for s in ("answered", "rejected", "failed", "deferred")}
+        return {**shown, "recovered": sum(1 for r in self.results if r.recovered)}
 
 
 _HEAD_CHARS = 4096  # frontmatter is looked for in the first characters only
 
 
 def _front(root: Path, path: Path) -> dict[str, Any]:
-    """The frontmatter in the head of `path` ({} if it has none, is missing, or is a link:
-    a link is never ours, whatever its target says)."""
+    """The frontmatter in the head of `path` ({} if none, missing, or a link: never ours)."""
     try:
         data = read_vault_bytes(root, path, limit=4 * _HEAD_CHARS)
         head = (data or b"").decode("utf-8", errors="replace")[:_HEAD_CHARS]
@@ -483,18 +464,10 @@ def answer_turn(root: Path, path: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _names_claim(root: Path, path: Path, claim: str) -> bool:
-    return _front(root, path).get("claim") == claim
-
-
 def _explanations(base: Path) -> Iterator[Path]:
-    """`NAME.error.md`, then `NAME.error-2.md`, ... (the second only if a stranger took
-    the first in the instant between our two moves)."""
+    """`NAME.error.md`, then `NAME.error-2.md`, ... (if a stranger took the first meanwhile)."""
     yield Path(f"{base}.error.md")
-    n = 2
-    while True:
-        yield Path(f"{base}.error-{n}.md")
-        n += 1
+    yield from (Path(f"{base}.error-{n}.md") for n in itertools.count(2))
 
 
 def explained(root: Path, base: Path, claim: str) -> Path | None:
@@ -502,14 +475,14 @@ def explained(root: Path, base: Path, claim: str) -> Path | None:
     for path in _explanations(base):
         if not path.exists():
             return None
-        if _names_claim(root, path, claim):
+        if _front(root, path).get("claim") == claim:
             return path
     raise AssertionError("unreachable: the names go on for ever")
 
 
 def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:
     for path in _explanations(base):
-        if link_no_replace(root, src, path) or _names_claim(root, path, claim):
+        if link_no_replace(root, src, path) or _front(root, path).get("claim") == claim:
             return path
     raise AssertionError("unreachable")
 
@@ -578,8 +551,8 @@ def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
 
 
 class TurnStarts:
-    """Starts each claim's turn exactly once, through the inbox's pipeline (`pipeline()`,
-    made when first needed); `checkpoint(step)` as for `ClaimFolders`."""
+    """Starts each claim's turn exactly once, through the inbox's pipeline (made when first
+    needed); `checkpoint(step)` as for `ClaimFolders`."""
 
     def __init__(
         self,
@@ -686,14 +659,12 @@ class TurnStarts:
         return True
 
     def index_again(self, user: str, turn: str | None) -> None:
-        """Index an answered turn whose index commit, written behind its answer, died
-        with the run that answered it (still marked `.indexing`: `recovery.UNINDEXED`)."""
+        """Index an answered turn whose index commit died with the run that answered it."""
         if turn is not None:
             recover(self.pipeline, user, turn, by="watch")
 
     def settle_index(self, user: str, turn: str | None) -> None:
-        """Wait for the index commit written behind the answer; a failure is logged, not raised
-        (the turn keeps its `.indexing` mark and upkeep indexes it again)."""
+        """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
         try:
             self.pipeline.settle()
         except Exception as exc:  # any failure of the commit is logged the same way

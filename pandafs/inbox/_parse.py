@@ -54,17 +54,16 @@ class Rejection:
     message: str
     hint: str
     keep: bool = True
-    """False: the inbox's name for the file is removed, not moved to `inbox/rejected/`
-    (a link, a FIFO, a device, or a second name of a file that lives elsewhere: a name
-    kept there would still be that file's)."""
+    """False: the inbox's name for it is removed, not moved to `inbox/rejected/` (a link, FIFO,
+    device or second name of a file elsewhere: a name kept there would still be that file's)."""
 
 
 _NOT_A_FILE_HINT = "Save the question as a plain .md or .txt file and drop it into inbox/ again."
 
 
 def not_a_file(kind: str) -> Rejection:
-    """The rejection of a dropped entry the one rule refuses: never read; a folder is moved
-    to `inbox/rejected/`, anything else only loses its inbox name."""
+    """A dropped entry the one rule refuses: never read; a folder is moved to `inbox/rejected/`,
+    anything else only loses its inbox name."""
     reason = {"symlink": "symlink", "hard_link": "hard_link"}.get(kind, "not_a_file")
     why = REASONS[kind]
     if kind == "hard_link":
