@@ -1,6 +1,5 @@
-"""The watch loop over one vault: batches from the watcher become index work (only the
-folders that changed are reconciled), one inbox file a step, periodic reconciles and
-upkeep, a status line, and the report of what a run did."""
+"""The watch loop over one vault: the watcher's batches become index work (only changed folders
+are reconciled), one inbox file a step, periodic reconciles and upkeep, a status line, a report."""
 
 from __future__ import annotations
 
@@ -36,13 +35,14 @@ REBUILD_AGAIN_S = 600.0
 """Damaged again this soon after a rebuild: the disk is failing, the watch ends with it
 (out of step again: logged, not rebuilt)."""
 WATCHER_RESTARTS = 3
+STATUS_EVERY_S = 10.0
 
 _UNWATCHED = ("outbox/", "inbox/processed/", "inbox/rejected/", "observability/", "archive/turns/")
 
 
 def watch_ignore(rel_path: str) -> bool:
-    """Paths the watch loop never needs: `default_ignore` plus answers, filed-away
-    queries, observability files and the Parquet archive (none is a document or a query)."""
+    """Paths the watch loop never needs: `default_ignore` plus answers, filed-away queries,
+    observability files and the Parquet archive (none is a document or a query)."""
     return default_ignore(rel_path) or (rel_path + "/").startswith(_UNWATCHED)
 
 
@@ -134,26 +134,21 @@ class Watch:
         self,
         vault: Vault,
         *,
-        memory: Memory | None = None,
-        inbox: Inbox | None = None,
         upkeep: Upkeep | None = None,
         log: Log | None = None,
-        status_every_s: float = 10.0,
         reconcile_interval_s: float | None = None,
     ) -> None:
         self.vault = vault
         cfg = vault.config.watch
         self._log = log or (lambda line: None)
-        self.memory = memory or (inbox.memory if inbox is not None else open_memory(vault))
-        self._owns_inbox = inbox is None
-        self.inbox = inbox or Inbox(vault, memory=self.memory, log=self._log)
+        self.memory = open_memory(vault)
+        self.inbox = Inbox(vault, memory=self.memory, log=self._log)
         self.upkeep = upkeep or Upkeep(vault, log=self._log)
         self.debounce_s = max(cfg.debounce_ms, 1) / 1000.0
         self.max_delay_s = max(cfg.max_delay_ms / 1000.0, self.debounce_s)
         self.reconcile_interval_s = (
             cfg.reconcile_interval_s if reconcile_interval_s is None else reconcile_interval_s
         )
-        self.status_every_s = status_every_s
         self.watcher: VaultWatcher | None = None
         self.report = WatchReport()
         self._paths: set[str] = set()
@@ -174,8 +169,7 @@ class Watch:
         self._skips_reported: dict[str, tuple[str, str]] = {}
 
     def close(self) -> None:
-        if self._owns_inbox:
-            self.inbox.close()
+        self.inbox.close()
 
     # -- once -----------------------------------------------------------------------
 
@@ -361,9 +355,9 @@ class Watch:
         self._log(f"{'index busy' if busy else failed}, will retry: {exc}")
 
     def _rebuild(self, why: str, *, damage: IndexDamaged | None = None) -> None:
-        """Make the index anew from the documents, as `verify --repair` does: when it is
-        damaged, or holds documents its state does not record (a delete tantivy lost).  At most
-        once per `REBUILD_AGAIN_S`: damage back sooner is the disk failing (raised)."""
+        """Make the index anew from the documents, as `verify --repair` does (damaged, or holding
+        documents its state does not record).  At most once per `REBUILD_AGAIN_S`: damage back
+        sooner is the disk failing (raised)."""
         if time.monotonic() - self._rebuilt_at < REBUILD_AGAIN_S:
             if damage is not None:
                 raise damage
@@ -474,6 +468,6 @@ class Watch:
         settled = self._was_busy and not busy
         self._was_busy = busy
         elapsed = now - self._last_status
-        if settled or (busy and elapsed >= self.status_every_s) or elapsed >= 30 * self.status_every_s:
+        if settled or (busy and elapsed >= STATUS_EVERY_S) or elapsed >= 30 * STATUS_EVERY_S:
             self._last_status = now
             self._log(self.status_line())
