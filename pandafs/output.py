@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-__all__ = ["LazyProgress", "echo_err", "emit", "json_option", "lazy_progress", "progress_bar"]
+__all__ = ["LazyProgress", "echo_err", "emit", "json_option", "progress_bar"]
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,8 +39,7 @@ def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Itera
     if quiet or total == 0 or not sys.stderr.isatty():
         yield lambda n: None
         return
-    # drawn each thousandth of the way: drawing at each step is a visible share of a
-    # large rebuild's indexing thread, on a terminal
+    # drawn each thousandth of the way: each step would cost a large rebuild visibly
     steps = max(1, (total or 0) // 1000)
     bar: Any
     with click.progressbar(length=total, label=label, file=sys.stderr, update_min_steps=steps) as bar:
@@ -54,7 +53,7 @@ def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Itera
 class LazyProgress:
     """A bar whose length is known only once the work has counted it (`start(total)`)."""
 
-    def __init__(self, label: str, quiet: bool) -> None:
+    def __init__(self, label: str, *, quiet: bool = False) -> None:
         self.label = label
         self.quiet = quiet
         self._bar: Any = None
@@ -72,11 +71,8 @@ class LazyProgress:
             self._bar.__exit__(None, None, None)
             self._bar = None
 
+    def __enter__(self) -> LazyProgress:
+        return self
 
-@contextmanager
-def lazy_progress(label: str, *, quiet: bool = False) -> Iterator[LazyProgress]:
-    bar = LazyProgress(label, quiet)
-    try:
-        yield bar
-    finally:
-        bar.close()
+    def __exit__(self, *exc: object) -> None:
+        self.close()

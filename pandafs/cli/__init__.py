@@ -1,11 +1,9 @@
 """The `pandafs` command line: thin commands over the library API.
 
-Each command parses options, calls one library function and prints text or, with
-`--json`, one JSON document.  Exit codes: 0 success, 1 a problem was found (damage,
-drift, failed lines), 2 bad usage or bad input — always with a one-line message on
-stderr.  Commands live in one module per area; importing one registers its commands on
-`cli`, which imports it only when one of them runs (`base.COMMANDS`), so start-up stays
-instant however heavy a command's own imports are.
+Each command calls one library function and prints text or, with `--json`, one JSON document.
+Exit codes: 0 success, 1 a problem was found (damage, drift, failed lines), 2 bad usage or
+input — always with one line on stderr.  A command's module is imported only when it runs
+(`base.COMMANDS`), so start-up stays instant however heavy a command's imports are.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps every known error to a one-line message and exit code."""
-    # pydantic would scan every installed package's entry points for plugins the
-    # first time it builds a model; the CLI uses none (a user may still set this).
+    # pydantic would scan every package's entry points for plugins; the CLI uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     _skip_plugin_loader()
     import click
@@ -47,8 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     from .base import cli
 
     def fail(message: str, code: int) -> NoReturn:
-        """The one line an error is, however its message was laid out (click lists a
-        missing choice argument's choices one per line; a value may hold a newline)."""
+        """The error on one line, however its message was laid out (click's choice lists)."""
         echo_err(" ".join(f"error: {message}".split()))
         sys.exit(code)
 
@@ -77,8 +73,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _skip_plugin_loader() -> None:
     """With every pydantic plugin disabled, pydantic's loader would still import
-    `importlib.metadata` (and with it email, zipfile, csv and socket) the first time a
-    model is built, only to return no plugins: stand in for it with that answer."""
+    `importlib.metadata` (email, zipfile, csv, socket) to find none: stand in for it."""
     if os.environ["PYDANTIC_DISABLE_PLUGINS"] not in ("__all__", "1", "true"):
         return
     loader = types.ModuleType("pydantic.plugin._loader", "No pydantic plugins (disabled).")
@@ -89,15 +84,10 @@ def _skip_plugin_loader() -> None:
 def program() -> None:
     """The `pandafs` program (and `python -m pandafs`): `main`, then the process ends.
 
-    Importing a command's modules makes objects that live as long as the process (classes,
-    functions, tables), which every collection on the way would walk again: the collector
-    is off until the command's module is imported (`LazyGroup.get_command`), then what
-    exists is frozen out of later collections and the command runs with the collector on.
-    Exiting, the interpreter would walk every object once more looking for cycles; frozen,
-    they are skipped, and still freed; atexit handlers still run, and no file of ours
-    waits for a collector (each is closed and fsynced by the code that wrote it).  Only
-    here, where the process starts and ends: a caller of `main` in its own process (the
-    tests) keeps its collector."""
+    Imported modules live as long as the process, so the collector stays off until the
+    command's module is imported (`LazyGroup.get_command`), which freezes what exists; at exit
+    the frozen objects are not walked again (still freed; no file of ours waits for a
+    collector).  Only here: a caller of `main` in its own process keeps its collector."""
     gc.disable()
     try:
         main()

@@ -8,7 +8,7 @@ import click
 
 from ..archive import ArchiveReport, archive_turns, restore_turns
 from ..errors import ProblemFound
-from ..output import emit, json_option, lazy_progress
+from ..output import LazyProgress, emit, json_option
 from .base import App, cli, now_option, pass_app, user_option
 
 
@@ -57,7 +57,7 @@ def archive(
     Defaults come from [archive] in pandafs.toml: older than 30 days and used at most
     twice in the last 30 days, or older than 365 days whatever their use.
     """
-    with lazy_progress("archiving", quiet=as_json or dry_run) as bar:
+    with LazyProgress("archiving", quiet=as_json or dry_run) as bar:
         report = archive_turns(
             app.vault(),
             age_days=age_days,
@@ -81,7 +81,7 @@ def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | N
     """Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."""
     if bool(ids) == all_turns:
         raise click.UsageError("give turn ids or --all (not both)")
-    with lazy_progress("restoring", quiet=as_json) as bar:
+    with LazyProgress("restoring", quiet=as_json) as bar:
         report = restore_turns(
             app.vault(),
             None if all_turns else ids,

@@ -1,9 +1,7 @@
-"""Shared pieces of the command line: the `cli` group, per-invocation state, options.
+"""Shared pieces of the command line: the lazy `cli` group, per-invocation state, options.
 
-The group is lazy: `COMMANDS` names each command's module and its one-line help, so
-`pandafs --help` imports no command module and `pandafs search` imports only the module
-holding `search` (and what that imports).  A command module registers its commands on
-`cli` when it is imported.
+`COMMANDS` names each command's module and one-line help: `pandafs --help` imports no command
+module, `pandafs search` only the one holding `search`, which registers its commands on `cli`.
 """
 
 from __future__ import annotations
@@ -74,9 +72,8 @@ class LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list from `COMMANDS`, without importing any command module."""
+        """The command list from `COMMANDS` (cut as click cuts a short help), nothing imported."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        # each one-liner cut as click cuts a command's short help, the command not imported
         rows = [
             (name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
             for name in sorted(COMMANDS)
@@ -86,12 +83,10 @@ class LazyGroup(click.Group):
 
 
 class App:
-    """Per-invocation state: where the vault is.  Opened lazily by commands that need it.
+    """Per-invocation state: where the vault is (opened by the commands that need it).
 
-    Without `--root` (or `PANDAFS_ROOT`) the vault is `./panda-system-docs`; in a checkout
-    of PandaFS that is the example vault the repository tracks, and a command run there
-    would write turns, indexes and counters into it.  So there no command opens it: each
-    says, in one line, to give a vault.
+    Without `--root` (or `PANDAFS_ROOT`) the vault is `./panda-system-docs`; in a checkout of
+    PandaFS that is the tracked example vault, which no command opens: each asks for a vault.
     """
 
     def __init__(self, root: Path, *, defaulted: bool = False) -> None:

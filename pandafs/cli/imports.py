@@ -9,7 +9,7 @@ import click
 from ..assembly import open_memory
 from ..chat_import import FORMATS, import_history
 from ..errors import ProblemFound
-from ..output import echo_err, emit, json_option, lazy_progress
+from ..output import LazyProgress, echo_err, emit, json_option
 from .base import App, cli, pass_app, user_option
 
 
@@ -43,7 +43,7 @@ def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None
             echo_err(f"read {path.name}: {total} turns to import")
         bar.start(total)
 
-    with lazy_progress("importing", quiet=as_json) as bar:
+    with LazyProgress("importing", quiet=as_json) as bar:
         report = import_history(
             vault, fmt, path, user, on_total=counted, progress=bar.advance, after_batch=memory.index_docs
         )

@@ -17,7 +17,7 @@ from indexers.request import Argument, search_arguments
 
 from ..errors import PandaError, ProblemFound
 from ..memory.api import SCOPES, Memory
-from ..output import echo_err, emit, json_option, lazy_progress
+from ..output import LazyProgress, echo_err, emit, json_option
 from .base import App, cli, now_option, parse_now, pass_app, user_option
 
 
@@ -225,8 +225,8 @@ def rebuild(app: App, user: str | None, as_json: bool) -> None:
     from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding
 
     with (
-        lazy_progress("reading turns", quiet=as_json) as folding,
-        lazy_progress("indexing", quiet=as_json) as bar,
+        LazyProgress("reading turns", quiet=as_json) as folding,
+        LazyProgress("indexing", quiet=as_json) as bar,
     ):
 
         def indexing(total: int) -> None:

@@ -15,7 +15,7 @@ from events.fsio import is_real_file, open_outside_file
 from ..assembly import open_memory
 from ..errors import ProblemFound
 from ..learning.api import trends
-from ..output import emit, json_option, lazy_progress, progress_bar
+from ..output import LazyProgress, emit, json_option
 from ..stats import vault_stats
 from ..turn_import import import_turns
 from ..turns import replay as replay_turns
@@ -58,12 +58,13 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
         with suppress(OSError, NotInVault), open_outside_file(source) as handle:
             lines = sum(1 for line in handle if line.strip())
     memory = open_memory(vault)
-    with progress_bar(lines, "importing", quiet=as_json) as advance:
+    with LazyProgress("importing", quiet=as_json) as bar:
+        bar.start(lines)
         report = import_turns(
             vault,
             source,
             batch_size=batch_size,
-            progress=advance,
+            progress=bar.advance,
             after_batch=memory.index_docs,
             keep_turns=False,
         )
@@ -90,7 +91,7 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 @pass_app
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     """Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN)."""
-    with lazy_progress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
+    with LazyProgress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
         report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
     data: dict[str, Any] = {
         "checked": report.checked,
@@ -131,7 +132,7 @@ def verify(app: App, repair: bool, forgotten: bool, target: str | None, as_json:
     if forgotten:
         _verify_forgotten(vault, target, as_json)
         return
-    with lazy_progress("verifying turns", quiet=as_json) as bar:
+    with LazyProgress("verifying turns", quiet=as_json) as bar:
         report = verify_vault(
             vault,
             repair=repair,
