@@ -1,9 +1,8 @@
 """`pandafs verify`: check everything that can be checked against its source.
 
-Each problem is `{path, kind, message}`; the kinds are stable for scripts and listed in
-docs/safety.md.  The turns are checked here (their logs, projections, ledger anchors and
-commits), the index by `check_index`; each other area publishes its checkers as `CHECKS`
-(`default_checks()`).  A problem with `repaired=True` is a repair `--repair` made."""
+Each problem is `{path, kind, message}` (kinds listed in docs/safety.md; `repaired=True`: a
+repair `--repair` made).  Turns are checked here, the index by `check_index`, each other
+area by the checkers it publishes as `CHECKS` (`default_checks()`)."""
 
 from __future__ import annotations
 
@@ -51,13 +50,8 @@ class VerifyReport:
         return not self.problems
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "checked_turns": self.checked_turns,
-            "problems": [p.as_json() for p in self.problems],
-            "warnings": [p.as_json() for p in self.warnings],
-            "repaired": [p.as_json() for p in self.repaired],
-        }
+        found = {k: [p.as_json() for p in getattr(self, k)] for k in ("problems", "warnings", "repaired")}
+        return {"ok": self.ok, "checked_turns": self.checked_turns, **found}
 
 
 def _verify_turn(
@@ -103,8 +97,7 @@ def _verify_turn(
             log = read_log(ref.events_path, root=vault.root)
             ledger = None if ledgers is None else _ledger_of(vault, ref, ledgers, report)
             anchor = ledger.anchors.get(ref.turn) if ledger and ledger.problem is None else None
-            # a log the ledger does not vouch for keeps that evidence: the repair event would
-            # record its end as the turn's, and re-project metadata.json over a cut tail
+            # a log the ledger does not vouch for is left as evidence (no repair event on it)
             if log.records and anchor in (None, _end(ref, log.records)):
                 _note_repair(ref, moved)
                 log = read_log(ref.events_path, root=vault.root)
@@ -121,9 +114,8 @@ def _verify_turn(
         if log.torn_tail is not None:
             return
         kept = torn_path(ref.events_path)
-        if is_real_file(kept):  # its only line was torn, then moved aside by
-            # a repair: a turn that never began, whose bytes are kept; not a problem `--repair`
-            # could ever clear, so a warning, and verify is clean again
+        if is_real_file(kept):  # its only line was torn and moved aside: a turn that never
+            # began, bytes kept; nothing `--repair` could clear, so a warning
             why = f"no event: its only line was torn and is kept in {kept.name}"
             report.warnings.append(Problem(rel, "empty_turn", why))
         else:
@@ -152,7 +144,7 @@ def _verify_turn(
         )
     if view.committed and not any(r.get("type") == "forgotten" for r in log.records):
         _check_commits(vault, ref, view, report, {} if saved is None else saved)
-    if noted:  # the repair event is history too: metadata.json counts it (context.md is left alone)
+    if noted:  # metadata.json counts the repair event (context.md is left alone)
         project(ref, view, files={"metadata.json": render_turn(view)["metadata.json"]})
     cut = cut_tail_of(vault, ref, view)
     if cut is not None:
@@ -172,8 +164,7 @@ def _verify_turn(
         except EventsError:  # (a torn tail left unrepaired: named above) as first read
             report.problems += [_drift_problem(d) for d in drifts]
             return
-        # read again under the lock: the turn may have ended since, its files written from a
-        # longer log (projecting the log as first read would write over them)
+        # read again under the lock: the turn may have ended since, from a longer log
         view = project_turn(writer.history())
         for drift in drift_of(vault, ref, view):
             if repair and drift.kind == "missing":
@@ -206,9 +197,9 @@ def _check_anchor(
     report: VerifyReport,
     ledgers: dict[str, LedgerRead],
 ) -> None:
-    """That the turn's log ends as the user's ledger recorded it, else a `ledger` problem (a
-    log rewritten whole passes its own chain check, not this one).  A completed turn the
-    ledger does not name is the warning `unanchored`, which `--repair` records."""
+    """That the turn's log ends as the user's ledger recorded it, else a `ledger` problem (a log
+    rewritten whole passes its chain check, not this); a completed turn the ledger does not
+    name is the warning `unanchored`, which `--repair` records."""
     ledger = _ledger_of(vault, ref, ledgers, report)
     if ledger.problem is not None:
         return
@@ -242,8 +233,8 @@ def _check_anchor(
 
 
 def _saved_statements(vault: Vault, rel: str, saved: dict[str, set[str] | None]) -> set[str] | None:
-    """The normalized statements of the list at `rel` and its deleted entries, read once a
-    verify; None when it cannot be read as text (the index check names why)."""
+    """The normalized statements of the list at `rel`, deleted entries too, read once a verify;
+    None when it cannot be read as text (the index check names why)."""
     if rel not in saved:
         try:
             data, _ = read_vault_file(vault.root, rel)
@@ -306,11 +297,9 @@ def _note_repair(ref: TurnRef, moved: int) -> None:
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:
-    """Every document on disk is in the index at its current bytes, or named with the reason
-    it is not; nothing gone lingers; every symlink among the documents is named.
-
-    `--repair` reconciles, lists each path it changed and checks again.  An index that is
-    damaged, missing, or holds documents its state does not name is rebuilt instead."""
+    """Every document on disk is in the index at its current bytes, or named with the reason it
+    is not; nothing gone lingers; every refused file is named.  `--repair` reconciles and checks
+    again; an index damaged, missing or holding documents its state does not name is rebuilt."""
     memory = open_memory(vault)
     found = _index_problems(vault, memory)
     if not repair:
@@ -320,8 +309,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
     stale = [p for p in found if p.kind == "index_stale" and p.path != whole]
     if stale and not any(p.kind == "index_damaged" for p in found):
         report = memory.reconcile()
-        # reconcile re-reads a file only when its mtime or size moved: one skipped when it
-        # was indexed and readable now (the size limit raised since) is re-read by name
+        # reconcile re-reads only what moved: one skipped then, readable now, is re-read by name
         again = memory.index_paths([p.path for p in stale], force=True)
         skipped = {s.path for s in report.skipped} | {s.path for s in again.skipped}
         repaired += [
@@ -329,8 +317,7 @@ def check_index(vault: Vault, repair: bool) -> list[Problem]:
             for p in stale
             if p.path not in skipped
         ]
-        # checked again in full, not only the reconciled paths: the document count spans
-        # the whole index, and files may change while it runs
+        # checked again in full: the document count spans the whole index
         found = _index_problems(vault, memory)
     to_rebuild = [p for p in found if p.kind == "index_damaged" or p.path == whole]
     if to_rebuild:
@@ -394,8 +381,7 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
 
 
 def _index_damage(memory: Memory) -> Problem | None:
-    """The first file of the index that does not read as tantivy wrote it, by its
-    vault-relative path (`IndexFolder.damaged_file`), as `index_damaged`."""
+    """The first file of the index that does not read as tantivy wrote it, as `index_damaged`."""
     found = memory.index.folder.damaged_file()
     if found is None:
         return None
@@ -404,8 +390,7 @@ def _index_damage(memory: Memory) -> Problem | None:
 
 
 def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
-    """Under `--repair`, before any other check writes to the index: rebuild an index with a
-    damaged file from the documents (`check_index` names it otherwise)."""
+    """Under `--repair`, before any other check writes to the index: rebuild a damaged index."""
     if not repair:
         return []
     memory = open_memory(vault)
@@ -426,8 +411,8 @@ CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 
 def default_checks() -> list[Checker]:
-    """Every vault-wide checker: each area's published `CHECKS`, then the vault's own;
-    first, under `--repair`, a damaged index rebuilt, as the others' repairs write to it."""
+    """Every vault-wide checker: a damaged index rebuilt first (the others' repairs write to
+    it), each area's published `CHECKS`, then the vault's own."""
     return [
         repair_damaged_index,
         *forget.CHECKS,
@@ -447,8 +432,7 @@ def verify_vault(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> VerifyReport:
-    """Check every live turn of `target` (a user, a turn, or all), then run `checks`;
-    `on_total` is told how many turns there are (`iter_turns`), `progress` each checked."""
+    """Check every live turn of `target` (a user, a turn, or all), then run `checks`."""
     report = VerifyReport()
     ledgers: dict[str, LedgerRead] = {}
     if repair:  # a half-done forget first: what it rewrites would otherwise show as drift
@@ -471,9 +455,8 @@ def verify_vault(
 
 
 def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Problem], list[Problem]]:
-    """(still wrong, repaired) of one vault-wide check.  Under `--repair` it runs first
-    without repairing: what it saw then and no longer sees after the repairing run was
-    repaired, even by a checker that repairs silently."""
+    """(still wrong, repaired) of one check.  Under `--repair` it runs first without repairing:
+    what it saw then and no longer sees was repaired, even by a checker that repairs silently."""
     if not repair:
         return list(checker(vault, False)), []
     before = list(checker(vault, False))

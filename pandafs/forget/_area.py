@@ -1,15 +1,11 @@
-"""A user's area (every file PandaFS keeps for them), what counts as the forgotten text,
-and how each kind of file is redacted.  The derived stores (index, learning caches,
-catalog, rollups) are rebuilt, not redacted.
+"""A user's area (every file PandaFS keeps for them), what counts as the forgotten text, and
+how each kind of file is redacted (the derived stores are rebuilt, not redacted).
 
-Text is looked at in segments: a line, a table cell, a sentence, or one JSON string.  A
-segment is tainted when it holds one of the text's distinctive words, all the words a
-person asked to forget, or a copy of one of its sentences (in a JSON list, any one of
-words the list holds between them).  Words are compared as the index stems them.  A
-tainted segment becomes `REDACTED`, keeping its leading markup ("- ", "| ", "# ").
-
-`Matcher` holds only sha256 hashes of a random salt and each stem, so a plan can be
-written down and resumed without the text stored anywhere."""
+Text is looked at in segments: a line, a table cell, a sentence, one JSON string.  A segment
+is tainted when it holds one of the distinctive words, all the words asked for (in a JSON
+list: between its items), or a copy of a forgotten sentence, words compared as the index
+stems them; it becomes `REDACTED`, keeping its leading markup ("- ", "| ", "# ").
+`Matcher` holds only salted hashes, so a plan is written down without the text."""
 
 from __future__ import annotations
 
@@ -49,9 +45,8 @@ BOOKKEEPING = frozenset(
         ".ledger.jsonl",
     }
 )
-"""Locks, counters, the forget's own intent, the import ledger (external ids: it keeps a
-re-import of a forgotten turn from bringing it back) and the ledger of final hashes: not
-what a person said."""
+"""Locks, counters, the forget's intent and the ledgers (the import ledger keeps a re-import
+from bringing a forgotten turn back): not what a person said."""
 
 ENTRY_DOCS = ("preferences.md", "facts.md")
 REDACTED = "(forgotten)"
@@ -96,8 +91,7 @@ class Matcher:
         self._sentence_lengths: list[int] | None = None
 
     def hash(self, term: str) -> str:
-        """The salted hash of a stem, a sentence's stems or a path (words are cached: a
-        vault's vocabulary is bounded, its sentences are not)."""
+        """The salted hash of a stem, a sentence's stems or a path (only words are cached)."""
         found = self._cache.get(term)
         if found is None:
             found = self._digest(term)
@@ -115,8 +109,7 @@ class Matcher:
         self.all_of |= {self.hash(s) for s in stems}
 
     def add_sentences(self, texts: Iterable[str]) -> None:
-        """Sentences recognised wherever they are quoted (a run of their stems in order),
-        kept as `{length}:{hash}`."""
+        """Sentences recognised wherever quoted (a run of their stems), as `{length}:{hash}`."""
         for text in texts:
             stems = stems_of(text)
             if stems:
@@ -173,16 +166,15 @@ class Matcher:
         return "".join(out)
 
     def _spread(self, items: list[Any]) -> bool:
-        """Do the strings of a list hold all the words asked for between them (a keyword
-        list, one word an item, that no single item taints)?"""
+        """Do a list's strings hold all the words asked for between them (a keyword list)?"""
         if not self.all_of:
             return False
         hashes = {self.hash(s) for v in items if isinstance(v, str) for s in stems_of(v)}
         return self.all_of <= hashes
 
     def redact_value(self, value: Any) -> Any:
-        """A JSON value with every string redacted (keys kept); in a list whose strings
-        hold all the words asked for between them, each segment holding one of them."""
+        """A JSON value with every string redacted (keys kept); in a list whose strings hold
+        all the words asked for between them, each segment holding one of them."""
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, list):
@@ -294,8 +286,7 @@ def archived_rows(vault: Vault, user: str) -> Iterator[tuple[Path, str, str, byt
 
 
 def segments_of_file(rel: str, data: bytes) -> Iterator[str]:
-    """The text of a file as strings to look at: a JSON file's strings one by one (keys
-    included), any other file's text whole (not UTF-8: what decodes)."""
+    """A file's text as strings: a JSON file's strings (keys too) one by one, else its text."""
     name = rel.rsplit("/", 1)[-1]
     if name.endswith((".json", ".jsonl")) or name == "events.jsonl":
         for line in data.split(b"\n") if name.endswith(".jsonl") else [data]:
@@ -332,8 +323,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
-    """The file's bytes with the forgotten text cut out (the same bytes if untouched);
-    None: the file goes (a memory holding it)."""
+    """The file's bytes with the forgotten text cut out; None: the file goes (a memory)."""
     name = rel.rsplit("/", 1)[-1]
     if name.endswith(".jsonl"):
         lines = data.split(b"\n")
@@ -377,8 +367,8 @@ def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
 
 
 def _redact_markdown(rel: str, text: str, matcher: Matcher, *, entries: bool) -> str:
-    """A markdown document redacted: its frontmatter as data (keys kept), its body as
-    text; in preferences.md / facts.md an entry that says it loses its whole line."""
+    """A markdown document redacted: frontmatter as data, body as text; an entry of
+    preferences.md / facts.md that says it loses its whole line."""
     from events.documents import parse_document, render_document
     from events.errors import FrontmatterError
 

@@ -1,15 +1,12 @@
-"""`forget`: plan what goes, write the intent, record the forgetting, rewrite, rebuild.
-
-Crash-safe at every step (each file is replaced atomically; the intent says how to finish):
+"""`forget`, crash-safe at every step (files are replaced atomically; the intent says how to finish):
 
   1. plan: the targets, the forgotten text as a `Matcher` (hashes), the files to change;
   2. write the intent `users/{u}/.forget-intent.json` (hashes and counts, no text);
   3. record the forgetting in the owner's maintenance log (once per forget id);
   4. restore the archived turns that hold it, so they are redacted live;
-  5. rewrite every file of the area that holds it: a turn's log is redacted, chained
-     again and anchored by a `forgotten` event, then its projections written again;
-  6. rebuild the derived stores: a fresh index, the learning caches, catalog and rollups;
-  7. remove the intent, then prove it: `proof.scan_user` finds none of it.
+  5. rewrite every file of the area that holds it (a turn's log redacted, chained again and
+     anchored by a `forgotten` event, its projections written again);
+  6. rebuild the derived stores; 7. remove the intent, then prove it (`proof.scan_user`).
 
 `resume_pending` (first in every forget, and `verify --repair`) finishes a killed one."""
 
@@ -67,8 +64,8 @@ KEEP_KEYS = frozenset(
     "source backend external_id inbox_file status phase error_type old_scope new_scope "
     "citations".split()
 )
-"""Strings of a forgotten turn's events that are structure, not what was said: kept so
-the turn still replays (an `external_id` also keeps a re-import from bringing it back)."""
+"""Strings of a forgotten turn's events that are structure, not what was said: kept so the
+turn still replays (an `external_id` keeps a re-import from bringing it back)."""
 
 _ENTRY_ID = re.compile(r"^(?P<user>[a-z0-9][a-z0-9_-]{0,63})/(?P<doc>preferences|facts)#(?P<entry>.+)$")
 
@@ -113,7 +110,7 @@ def _forget_lock(vault: Vault, user: str) -> AbstractContextManager[None]:
 
 
 def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], Matcher, set[str], str]:
-    """What `query_or_id` names, the matcher of its text (words not yet chosen), the
+    """The targets `query_or_id` names, the matcher of its text (words not yet chosen), the
     candidate distinctive words (stems) and the kind of the forgetting."""
     from events.documents import parse_document
 
@@ -224,8 +221,7 @@ def _is_own(rel: str, own: list[str]) -> bool:
 
 
 def _choose_words(vault: Vault, user: str, matcher: Matcher, candidates: set[str], own: list[str]) -> None:
-    """The distinctive words: candidates said nowhere in the area but in what goes (the
-    targets' own files and the segments that quote it)."""
+    """The distinctive words: candidates said nowhere in the area but in what goes."""
     if not candidates:
         return
     elsewhere: set[str] = set()
@@ -341,8 +337,7 @@ def _rewritten_log(
 
 
 def _anchor(vault: Vault, rel: str, data: bytes) -> None:
-    """Record a turn log a forget rewrote in the user's ledger, so `verify` holds the turn to
-    its new end; still under the log's lock."""
+    """Record a rewritten turn log's new end in the user's ledger (under the log's lock)."""
     parts = rel.split("/")
     if len(parts) != 5 or parts[0] != "users" or parts[2] != "turns" or parts[4] != "events.jsonl":
         return
@@ -353,8 +348,7 @@ def _anchor(vault: Vault, rel: str, data: bytes) -> None:
 
 
 def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
-    """Rewrite a log under its writers' lock: a turn being written is not rewritten
-    under its writer (`Busy`: the forget resumes later)."""
+    """Rewrite a log under its writers' lock (`Busy` if a writer has it: resumed later)."""
     path = vault.root / rel
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -563,8 +557,8 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
 
 
 def _reanchor(vault: Vault, user: str, folder: str) -> None:
-    """Record a rewritten turn's new end in the user's ledger of final hashes, so `verify`
-    holds it to the redacted log (a turn still running is recorded when it completes)."""
+    """Record a rewritten turn's new end in the user's ledger, so `verify` holds it to the
+    redacted log (a turn still running is recorded when it completes)."""
     turns = vault.layout.turns_dir(user)
     turn = folder.rsplit("/", 1)[1]
     log = parse_log(folder, read_vault_file(vault.root, f"{folder}/events.jsonl")[0])
@@ -649,8 +643,7 @@ def _project(vault: Vault, folder: str) -> None:
 
 
 def _rebuild(vault: Vault) -> None:
-    """Every derived store again from the files: the learning fold and a fresh index, so no
-    segment keeps a deleted document (the binding has no forced merge)."""
+    """The learning fold and a fresh index (no segment keeps a deleted document)."""
     from ..assembly import open_memory
     from ..learning.api import rebuild as rebuild_learning
     from ..research.reliability import ReliabilityTable, TurnsRead
@@ -663,8 +656,7 @@ def _rebuild(vault: Vault) -> None:
 
 
 def check_pending(vault: Vault, repair: bool) -> list[Problem]:
-    """A forget a killed process left half done (kind `forget_pending`): some files still
-    hold what the person asked to forget.  `--repair` finishes it."""
+    """A forget a killed process left half done (`forget_pending`); `--repair` finishes it."""
     pending = [u for u in vault.layout.users() if os.path.isfile(intent_path(vault, u))]
     problems = [
         Problem(vault.rel(intent_path(vault, u)), "forget_pending", "a forget did not finish")

@@ -1,9 +1,6 @@
-"""`pandafs verify --forgotten`: prove that what a person made the vault forget is gone.
-
-For every forgetting in a user's maintenance log, the scan finds none of its hashes in:
-every live file of the area (JSON strings one by one, file names too); the user's
-archived rows and catalog rows; the derived files under `indexes/`; and the index's
-terms and stored documents through tantivy.  A survivor names where, never the text."""
+"""`pandafs verify --forgotten`: for every forgetting in a user's maintenance log, none of its
+hashes is in the area's files (names too), archived and catalog rows, `indexes/`' derived
+files, or the index's terms and stored documents.  A survivor names where, never the text."""
 
 from __future__ import annotations
 
