@@ -1,9 +1,8 @@
 """`pandafs import-turns FILE.jsonl`: bulk-load past conversations as completed turns.
 
-Each line `{"user", "external_id"?, "timestamp", "query", "response", "meta"?}` becomes
-one turn folder numbered like any other, holding its events and their projections.  A
-line whose turn is larger than the index takes is refused by name; a line already in
-completes its turn if it holds more.  `run` drives the batches."""
+Each line `{"user", "external_id"?, "timestamp", "query", "response", "meta"?}` becomes one
+turn folder numbered like any other; one larger than the index takes is refused by name; one
+already in completes its turn if it holds more."""
 
 from .lines import ImportLine
 from .run import ImportReport, import_turns

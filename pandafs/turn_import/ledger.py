@@ -1,7 +1,6 @@
-"""One user's import ledger (`users/{u}/turns/.external_ids.jsonl`): which external ids
-are in, and how far turns were scanned and indexed.  It only summarises the turn folders:
-`recover` reads the turns newer than its marks, so a crash neither duplicates a line nor
-leaves a turn unindexed."""
+"""One user's import ledger (`users/{u}/turns/.external_ids.jsonl`): which external ids are in,
+how far turns were scanned and indexed.  A summary of the turn folders: `recover` reads those
+newer than its marks, so a crash neither duplicates a line nor leaves a turn unindexed."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ _HEX = re.compile(r"[0-9a-f]{1,16}")
 
 
 def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
-    """The first event of a log (a turn's `turn_started`), reading one line only; None
-    when it is not there or not plainly a file of the vault (a linked turn folder)."""
+    """The first event of a log (one line read); None if absent or not plainly a vault file."""
     try:
         with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
             line = handle.readline()
@@ -45,9 +43,8 @@ def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
 
 
 class Ledger:
-    """One user's imported external ids, with the `scanned` and `indexed` marks.  An entry
-    `{"e": external id, "t": turn, "h": digest of what the turn holds, "c": conversation}`;
-    a later entry for the same id replaces `h`."""
+    """One user's imported external ids and the `scanned` / `indexed` marks.  An entry: `{"e":
+    external id, "t": turn, "h": digest of what it holds, "c": conversation}` (a later one wins)."""
 
     def __init__(self, vault: Vault, user: str) -> None:
         self.vault = vault
@@ -143,9 +140,8 @@ class Ledger:
                 yield number
 
     def recover(self) -> list[str]:
-        """Catch up with turns newer than the marks; returns import turns still to index.
-        Removes staging leftovers, learns the ids of turns placed after `scanned`, and
-        re-projects an import turn whose projections are missing."""
+        """Catch up with turns newer than the marks (staging leftovers removed, ids learnt, missing
+        projections written); the import turns still to index."""
         turns = self.vault.layout.turns_dir(self.user)
         remove_tree_in_vault(self.vault.root, turns / STAGING_DIR)  # never through a link
         found: list[dict[str, Any]] = []

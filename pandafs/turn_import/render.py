@@ -1,11 +1,10 @@
-"""One imported turn: rendered in memory (its event log, projected files and index document
-parts), linked in its conversation, and completed when an import finds it in place already.
+"""One imported turn: rendered in memory (event log, projected files, index document parts),
+linked in its conversation, and completed when an import finds it in place and its line grew
+(new events, projected and indexed again; nothing rewritten).
 
-A turn whose `meta` names a conversation gets a `Conversation` block in its §2: links to
-the conversation's note (`users/{u}/conversations/{source}-{id}.md`) and to the turns
-before and after it.  A turn rendered before its next one existed gets its `Next:` link
-later as a new context event (`Threads.fix_ups`).  A turn found in place is completed when
-its line grew (new events, projected and indexed again; nothing rewritten)."""
+A turn whose `meta` names a conversation gets a `Conversation` block in its §2 linking the
+conversation's note and the turns before and after it; a `Next:` link to a turn not yet
+rendered comes later as a new context event (`Threads.fix_ups`)."""
 
 from __future__ import annotations
 
@@ -61,20 +60,19 @@ TurnFiles = tuple[bytes, dict[str, bytes], dict[str, Any], str]
 
 SUMMARY_CHARS = 240
 OVERHEAD = 8192
-"""What a turn's context.md holds besides the line's texts: frontmatter, headings, its
-title and summary (each bounded), the conversation's links."""
+"""A turn's context.md besides the line's texts: frontmatter, headings, bounded title and
+summary, the conversation's links."""
 
 
 def size_bound(line: ImportLine) -> int:
-    """At least the bytes of the context.md `line` renders to: checked against the index's
-    limit before any number is reserved for it."""
+    """At least the bytes of the context.md `line` renders to (checked before a number is reserved)."""
     texts = [line.query, line.response, *(c.heading + c.text for c in line.context)]
     return sum(len(t.encode()) for t in texts) + 2 * len(orjson.dumps(line.meta or {})) + OVERHEAD
 
 
 def held_digest(answer: str, blocks: list[ContextBlock]) -> str:
-    """What an imported turn holds of its line — the answer and the context that came with
-    the question (not its links) — as a digest: a line whose digest differs has grown."""
+    """A digest of what an imported turn holds of its line (answer and context, not its links):
+    a line whose digest differs has grown."""
     kept = [[b.heading, b.text] for b in blocks if b.heading != THREAD_HEADING]
     return hashlib.sha256(orjson.dumps([answer, kept])).hexdigest()[:16]
 
@@ -92,8 +90,7 @@ def context_blocks(line: ImportLine, thread: ContextBlock | None) -> list[Contex
 def turn_files(
     user: str, turn: str, line: ImportLine, *, ts: datetime, thread: ContextBlock | None = None
 ) -> TurnFiles:
-    """The files of `turn` holding `line` as events stamped `ts`, and their projections,
-    exactly as a replay of the log would render them."""
+    """The files of `turn` holding `line` as events stamped `ts`, projected as a replay would."""
     started = TurnStarted(
         query=line.query,
         source="import",
@@ -183,8 +180,8 @@ class Threads:
     def blocks(
         self, user: str, names: list[str], lines: list[ImportLine], before: Callable[[str], str | None]
     ) -> list[ContextBlock | None]:
-        """The `Conversation` block of each of a batch's lines (numbered `names`); `before(key)`
-        is the conversation's last turn from an earlier import, if any."""
+        """The `Conversation` block of each of a batch's lines (numbered `names`); `before(key)`:
+        the conversation's last turn from an earlier import."""
         keys = [conversation_of(line) for line in lines]
         out: list[ContextBlock | None] = []
         for i, (name, line, conv) in enumerate(zip(names, lines, keys, strict=True)):
@@ -212,8 +209,7 @@ class Threads:
 
 
 class Completer:
-    """Reads, completes and links turns already in the vault (live ones; an archived turn
-    is left as its stub holds it)."""
+    """Reads, completes and links live turns already in the vault (an archived one is left)."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -235,9 +231,8 @@ class Completer:
         return held_digest(view.answer or "", list(view.context.blocks) if view.context else [])
 
     def complete(self, user: str, turn: str, line: ImportLine) -> tuple[IndexDoc | Skipped, int] | str | None:
-        """Add to `turn` what `line` holds beyond it: its index document and the messages it
-        held before (its line's `meta.messages`, 0 if not said), why not, or None when the
-        line holds nothing the turn lacks (an older export: its answer a prefix of the turn's)."""
+        """Add to `turn` what `line` holds beyond it: (its index document, the messages it held
+        before, `meta.messages`), or why not, or None if the line holds nothing new."""
         ref = self._ref(user, turn)
         if ref is None:
             return f"its turn {turn} is archived: `pandafs restore {user}/{turn}`, then import again"
@@ -307,8 +302,7 @@ def write_notes(vault: Vault, touched: Iterable[Touched]) -> list[IndexDoc | Ski
             front |= {"source": conv.source, "conversation_id": conv.ident}
             body = f"# {conv.title}\n\nA {conv.source} conversation, imported: its turns in order.\n\n"
         listed = {turn for _, turn in turn_keys(body)}
-        # each item: the turn's link and when it was said (no words of it, so a search finds
-        # the turn, not the list)
+        # the turn's link and when (none of its words: a search finds the turn, not the list)
         new = [f"- {_turn_link(conv.user, t)} · {when}" for t, when in conv.turns if t not in listed]
         if not new:
             continue

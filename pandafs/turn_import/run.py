@@ -31,9 +31,8 @@ __all__ = ["ImportReport", "import_turns"]
 
 
 Outcome = Callable[[int, str, int], None]
-"""Told, for each line number, what became of it — `new` (a turn placed), `completed` (its
-turn held less and got new events), `present` (held already), `failed` — and, when
-completed, how many messages its turn held before (its first line's `meta.messages`)."""
+"""Told what became of each line number — `new`, `completed` (its turn got new events),
+`present`, `failed` — and, when completed, the messages its turn held before."""
 
 
 AfterBatch = Callable[[list[IndexDoc | Skipped]], None]
@@ -224,22 +223,16 @@ class _Importer:
 
     def settle_present(self, ledger: Ledger, key: str, turn: str, line: ImportLine) -> None:
         """A line whose id is in already: skipped if its turn holds it, completed if it grew."""
-        if turn == "":  # the same id earlier in this file
-            self.report.skipped += 1
-            self.on_line(line.number, "present", 0)
-            return
-        digest = line_digest(line)
-        held = ledger.digest_of(key)
-        if held is None:
-            held = self.completer.held(ledger.user, turn)
-            if held == digest:
-                ledger.record([{"e": key, "t": turn, "h": digest}])
-        if held is None or held == digest:  # archived (its stub holds it) or unchanged
-            self.report.skipped += 1
-            self.on_line(line.number, "present", 0)
-            return
-        result = self.completer.complete(ledger.user, turn, line)
-        if result is None:  # an older export: the turn holds more than the line
+        digest, result = line_digest(line), None
+        if turn:  # "": the same id earlier in this file
+            held = ledger.digest_of(key)
+            if held is None:
+                held = self.completer.held(ledger.user, turn)
+                if held == digest:
+                    ledger.record([{"e": key, "t": turn, "h": digest}])
+            if held is not None and held != digest:  # else archived (its stub holds it) or unchanged
+                result = self.completer.complete(ledger.user, turn, line)
+        if result is None:  # held already (`complete` says None for an older export)
             self.report.skipped += 1
             self.on_line(line.number, "present", 0)
             return
@@ -321,11 +314,10 @@ def import_turns(
     keep_turns: bool = True,
     on_line: Outcome | None = None,
 ) -> ImportReport:
-    """Import every valid line of `source`; bad lines are reported, the rest go in.
-
-    `progress(n)`: lines handled so far; `on_line(number, outcome)`: what became of each.
-    `keep_turns=False` leaves `report.turns` empty.  One import runs at a time per vault.  On
-    return every imported turn is durable and (with `after_batch`) indexed."""
+    """Import every valid line of `source`; bad lines are reported, the rest go in (one import
+    at a time per vault).  `progress(n)`: lines handled; `on_line`: what became of each;
+    `keep_turns=False`: `report.turns` left empty.  On return every imported turn is durable
+    and (with `after_batch`) indexed."""
     started = time.perf_counter()
     report = ImportReport()
     batch_size = batch_size or vault.config.index.batch_size
