@@ -1,12 +1,10 @@
-"""`pandafs import chatgpt|claude|claude-code PATH --user U`: the chat histories people
-have (docs/importing.md).
+"""`pandafs import chatgpt|claude|claude-code PATH --user U` (docs/importing.md).
 
-Each reader turns one export format into `import-turns` lines, one per question and
-answer, and `import_history` hands them to `turn_import.import_turns`, so numbering,
-events, idempotence and indexing are those of `pandafs import-turns`.  `external_id` is
-`{format}:{conversation}:{message}`, each part percent-encoded (a content sha256 for a
-message without an id).  Each import ends with an account of every conversation and
-message (`HistoryReport.account`).  Shapes of each format: tests/pandafs/fixtures/shapes/."""
+Each reader turns an export into `import-turns` lines, one per question and answer, which
+`turn_import.import_turns` takes as `pandafs import-turns` does.  `external_id` is
+`{format}:{conversation}:{message}`, parts percent-encoded (a content sha256 for a message
+without an id).  Each import accounts for every conversation and message
+(`HistoryReport.account`).  Shapes of each format: tests/pandafs/fixtures/shapes/."""
 
 from ._common import Conversion
 from .history import FORMATS, HistoryReport, convert, import_history

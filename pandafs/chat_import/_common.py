@@ -39,9 +39,8 @@ class EntryError(ValueError):
 
 
 SHAPE_ERRORS = (EntryError, AttributeError, KeyError, TypeError)
-"""What reading one entry of an export raises when its JSON is not the shape the format
-has (a list where an id belongs, text where an object does): that entry fails, the
-others go on — as `EntryError` says, without a check written for every field."""
+"""What reading an entry whose JSON is not the format's shape raises: that entry fails, the
+others go on (as with `EntryError`, without a check written for every field)."""
 
 
 def shape_error(exc: Exception) -> str:
@@ -53,9 +52,9 @@ def shape_error(exc: Exception) -> str:
 
 @dataclass
 class Conversion:
-    """What a reader made of an export: import lines (each with a label, a message count and
-    a conversation number), failures, and what was not imported.  A message is something said
-    in words; anything else a file holds is counted by kind in `not_messages`."""
+    """What a reader made of an export: import lines (each with a label, message count and
+    conversation number), failures, what was not imported, and anything not said in words
+    (`not_messages`, by kind)."""
 
     sink: IO[bytes] | None = None  # where lines go as they are made (else kept in `lines`)
     lines: list[dict[str, Any]] = field(default_factory=list)
@@ -80,8 +79,7 @@ class Conversion:
         self.owners.append(self.conversations)
 
     def fail(self, entry: str, error: str) -> None:
-        # (a file of a folder may have a name that is not UTF-8: shown with U+FFFD, as the
-        # account is printed and may be JSON)
+        # a name that is not UTF-8 is shown with U+FFFD: the account may be printed as JSON
         self.failed.append({"entry": _shown(entry), "error": _shown(error)})
 
     def skip(self, reason: str, messages: int = 1) -> None:
@@ -96,8 +94,7 @@ def _shown(text: str) -> str:
 
 
 def open_export(path: Path, limit: int) -> IO[bytes]:
-    """`path` opened under the vault's one rule for outside files, at most `limit` bytes;
-    else BadInput, before a byte is read."""
+    """`path` opened under the one rule for outside files, at most `limit` bytes, else BadInput."""
     handle = open_source(path)
     size = os.fstat(handle.fileno()).st_size
     if size > limit:
@@ -114,15 +111,15 @@ def _over(path: Path | str, size: int, limit: int) -> str:
 
 
 STREAM_ABOVE = 64 * 1024 * 1024
-"""An export JSON larger than this is read as a stream, one conversation at a time (memory
-bounded by the largest conversation, not the file); a smaller one is parsed whole, faster."""
+"""A larger export JSON is read one conversation at a time (memory bounded by the largest
+conversation); a smaller one is parsed whole, faster."""
 
 CHUNK = 4 * 1024 * 1024
 
 
 class Capped:
-    """A stream that refuses (BadInput) to yield more than `limit` bytes in all: a file that
-    grew since it was measured, or a ZIP member larger than its directory says."""
+    """A stream refusing (BadInput) more than `limit` bytes in all: a file that grew since it
+    was measured, a ZIP member larger than its directory says."""
 
     def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
         self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
@@ -142,8 +139,8 @@ class Capped:
 
 @contextmanager
 def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[Capped, int]]:
-    """(stream, size) of an export's JSON: the file itself, or `member` (conversations.json)
-    of a ZIP export, read as it comes (never unpacked to disk), at most `limit` bytes."""
+    """(stream, size) of an export's JSON: the file, or `member` of a ZIP export read as it comes
+    (never unpacked to disk), at most `limit` bytes."""
     with open_export(path, limit) as handle:
         if not zipfile.is_zipfile(handle):
             handle.seek(0)
@@ -170,8 +167,8 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
 
 
 def array_items(stream: Capped, head: bytes = b"") -> Iterator[bytes]:
-    """The bytes of each item of the top-level JSON array in `stream` (after `head`), read
-    CHUNK bytes at a time, so only the current item is held."""
+    """The bytes of each item of the top-level JSON array in `stream` (after `head`), read CHUNK
+    bytes at a time: only the current item is held."""
     buf = bytearray(head)
     pos = start = depth = 0
     eof = False
@@ -241,9 +238,8 @@ def _json_entries(path: Path, limit: int, what: str, signature: str) -> Iterator
 def conversations(
     path: Path, limit: int, what: str, out: Conversion, signature: str
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(number, conversation) of a JSON export: a list, `{"conversations": [...]}`, or one
-    object.  An export none of whose conversations has the format's `signature` key is
-    refused whole (another format); a conversation that is not an object is recorded as failed."""
+    """(number, conversation) of a JSON export.  One none of whose conversations has the format's
+    `signature` key is refused whole; a conversation that is not an object fails alone."""
     matched = index = 0
     for index, conv in enumerate(_json_entries(path, limit, what, signature), 1):
         if not isinstance(conv, dict):
@@ -287,15 +283,13 @@ _MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|[\ue200-\ue2ff]")
 
 
 def without_markers(text: str) -> str:
-    """`text` without the citation markers an assistant's private-use characters wrap
-    (`\\ue200cite\\ue202turn0search3\\ue201`, `…filecite…`): they point into the
-    exporting product, not at anything a reader here can open."""
+    """`text` without the citation markers of private-use characters (`\\ue200cite…\\ue201`):
+    they point into the exporting product, at nothing a reader here can open."""
     return _MARKER.sub("", text)
 
 
 def external_id(fmt: str, conversation: str, message: str) -> str:
-    """An id no two (conversation, message) pairs share: each part percent-encoded, so the
-    separator never occurs inside one (`a:b` + `c` and `a` + `b:c` differ)."""
+    """An id no two (conversation, message) pairs share (parts percent-encoded: no `:` inside)."""
     return f"{fmt}:{quote(conversation, safe='')}:{quote(message, safe='')}"
 
 

@@ -1,6 +1,5 @@
-"""The ChatGPT reader: `conversations.json` of a data export (or its ZIP, or one
-conversation), the branch the user last saw (`current_node` up to the root) of each
-conversation.  Messages on branches the user left are counted, not imported."""
+"""The ChatGPT reader: `conversations.json` of an export (or its ZIP, or one conversation), the
+branch the user last saw of each; messages on branches the user left are counted, not imported."""
 
 from __future__ import annotations
 

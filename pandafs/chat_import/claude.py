@@ -1,6 +1,5 @@
 """The claude.ai reader: `conversations.json` of an export (or its ZIP), the path to each
-conversation's current leaf.  An attached file's `extracted_content` is its question's
-context; messages on branches the user left are counted, not imported."""
+conversation's current leaf; an attachment's `extracted_content` is its question's context."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The Claude Code reader: a session transcript (`*.jsonl`) or a folder of them, every
-chain of every session, read line by line.
+"""The Claude Code reader: a transcript (`*.jsonl`) or a folder of them, read line by line.
 
 A transcript is a tree of records linked by `parentUuid` (`logicalParentUuid` across a
-compaction).  Every record stays in the tree so none cuts a chain; only messages in words
-are read:
+compaction); every record stays in the tree, only messages in words are read:
 
 - each prompt a person typed starts a turn; an assistant message belongs to the nearest
   prompt above it, so parallel tool calls all count;
@@ -139,9 +137,8 @@ def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[d
 
 
 class _Tree:
-    """The records of one file by uuid, and the prompt each record hangs below.  A walk that
-    ends at a compaction's boundary (whose parent the file often lacks) continues at the last
-    prompt of the session above it in the file."""
+    """The records of one file by uuid, and the prompt each hangs below (a walk ending at a
+    compaction's boundary continues at the session's last prompt above it in the file)."""
 
     def __init__(self, records: list[dict[str, Any]], prompts: set[str]) -> None:
         self.by_id = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}

@@ -1,17 +1,9 @@
 """`pandafs.toml`: one frozen settings class per section, defaults and their reasons in one place.
 
-`render_default_config()` writes the commented file `pandafs init` creates from
-these classes (every default written out, each with its description), so the file
-and the code cannot disagree.  `load_config(path)` reads it back; unknown keys are
-an error that names them, so a typo never silently falls back to a default.
-
-Plain `_Section` classes rather than pydantic models: every command
-opens the vault and so loads this file, and building pydantic would cost `pandafs
-search` several times the search itself.  The checks are the few a TOML file needs —
-the annotated type (an int where a float is wanted becomes a float), `Literal`
-choices, `ge` / `le` / `gt` bounds, old key names (`aliases`), no unknown keys — and
-they run on construction too, so `TiersConfig(hot_turns=9)` fails like a bad file.
-`model_validate` / `model_dump` keep the names their callers knew.
+`render_default_config()` writes the commented file `pandafs init` creates from these classes,
+so file and code cannot disagree; `load_config(path)` reads it back, an unknown key an error
+that names it.  Plain `_Section` classes (`checked`), not pydantic models: every command loads
+this file, and building pydantic would cost `pandafs search` several times the search itself.
 """
 
 import json
@@ -59,10 +51,8 @@ __all__ = [
 
 
 def load_config(path: Path) -> Config:
-    """The settings in `path` (a vault's `pandafs.toml`), or the defaults if it is missing.
-
-    Read as every vault file is: a link there (to another vault's config, or one
-    outside any vault) is refused with `BadInput`, never followed nor taken for absent."""
+    """The settings in `path` (a vault's `pandafs.toml`), or the defaults if it is missing; a
+    link there is refused with `BadInput`, never followed nor taken for absent."""
     try:
         data = tomllib.loads(read_vault_file(path.parent, path.name)[0].decode("utf-8"))
     except FileNotFoundError:
@@ -80,8 +70,7 @@ def load_config(path: Path) -> Config:
 
 
 def _toml_value(value: Any) -> str:
-    """A setting's value in TOML: for the finite numbers, booleans, strings and lists a
-    setting holds, TOML spells it as JSON does."""
+    """A setting's value in TOML: spelt as JSON for the values a setting holds."""
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -1,9 +1,9 @@
-"""Checked settings: the small type-and-bounds checking a `pandafs.toml` section needs.
+"""Checked settings: the type-and-bounds checking a `pandafs.toml` section needs.
 
-`setting(…)` declares a key (default, description, bounds, choices, old names);
-`_Section` subclasses collect them, check every value on construction (an int where
-a float is wanted becomes a float, finite, `Literal` choices, `ge`/`le`/`gt`, no unknown
-keys) and keep `model_validate` / `model_dump`, the names their callers knew.
+`setting(…)` declares a key (default, description, bounds, old names); `_Section` subclasses
+check every value on construction (an int becomes a float where one is wanted, finite,
+`Literal` choices, `ge`/`le`/`gt`, no unknown keys), so `TiersConfig(hot_turns=9)` fails like
+a bad file; `model_validate` / `model_dump` keep the names their callers knew.
 """
 
 import math
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from ..errors import BadInput
 
-# No `from __future__ import annotations` here: the checks read the annotations as
-# types, and resolving strings (typing.get_type_hints) compiles each one.
+# No `from __future__ import annotations`: the checks read annotations as types (strings
+# would each be compiled).
 
 
 class ConfigError(BadInput):
@@ -118,11 +118,8 @@ def _dump(value: Any) -> Any:
 
 
 class _Section:
-    """A section of pandafs.toml: immutable, keyword-only, checked on construction.
-
-    Not a dataclass: generating each class's methods compiles code, and every command
-    pays for it at start-up.
-    """
+    """A section of pandafs.toml: immutable, keyword-only, checked on construction (not a
+    dataclass: generating its methods compiles code every command pays for at start-up)."""
 
     settings: typing.ClassVar[dict[str, Setting]] = {}
 
