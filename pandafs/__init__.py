@@ -7,9 +7,8 @@
     with Pipeline(vault) as pipeline:
         print(pipeline.ask("What does my hamster eat?", user="alice").answer)
 
-The names are imported when first used: every `pandafs` command imports this package,
-and the memory API and the pipeline would cost each command's start-up their imports
-(tantivy, pyarrow, the event schema) whether it needs them or not.
+The names are imported when first used: every `pandafs` command imports this package, and
+their imports (tantivy, pyarrow, the event schema) would cost each command's start-up.
 """
 
 from typing import Any

@@ -1,5 +1,4 @@
-"""What a vault check reports: `Problem`, and the shape of a vault-wide checker.  Each
-area publishes its checkers as `CHECKS`, which `pandafs verify` runs."""
+"""What a vault check reports (`Problem`) and the shape of a checker (each area's `CHECKS`)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ Checker = Callable[["Vault", bool], Iterable[Problem]]
 
 
 def frontmatter_of(vault: Vault, rel: str) -> dict[str, Any] | None:
-    """The frontmatter of the document at `rel`, or None when it cannot be read as one (the
-    index check names why, so a claims check passes over it)."""
+    """The frontmatter of the document at `rel`, None if unreadable (the index check names why)."""
     from events.documents import parse_document
     from events.errors import EventsError
     from events.fsio import read_vault_file

@@ -15,10 +15,9 @@ NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or s
 
 
 def check_claims(vault: Vault, repair: bool) -> list[Problem]:
-    """Frontmatter that claims what only the path decides: `scope: global` on a user's
-    document that cannot be shared, an `id:` other than the path's (a warning, unless it is
-    another document's), a folder under users/ that is no user's.  `--repair` changes
-    nothing: the file is the person's to edit."""
+    """Frontmatter that claims what only the path decides: `scope: global` on a user's document,
+    an `id:` other than the path's (a warning, unless another document's), a folder under
+    users/ that is no user's.  `--repair` changes nothing: the file is the person's to edit."""
     problems: list[Problem] = []
     roots = ["knowledge"]
     for e in sorted(vault.layout.users_dir.iterdir()) if vault.layout.users_dir.is_dir() else []:

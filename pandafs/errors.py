@@ -13,8 +13,6 @@ Errors of `events` and `indexers` are translated at the CLI edge by `exit_code_f
 
 from __future__ import annotations
 
-from events.errors import EventsError
-
 __all__ = [
     "BadInput",
     "Busy",
@@ -48,8 +46,7 @@ class Busy(PandaError):
 
 
 class Unreadable(PandaError):
-    """A file PandaFS keeps cannot be read (a damaged archive part): the message names it
-    vault-relative; a turn goes on without it (`tier_failed`), `verify` names it."""
+    """A file PandaFS keeps cannot be read (a damaged archive part), named vault-relative."""
 
     exit_code = 1
 
@@ -61,10 +58,9 @@ def first_line(exc: BaseException) -> str:
 
 
 def exit_code_for(exc: BaseException) -> int:
+    """Ours carry their code; those of `events` and `indexers` say whether the input was bad."""
     if isinstance(exc, PandaError):
         return exc.exit_code
-    if isinstance(exc, EventsError):
-        return 2 if exc.is_bad_input else 1
     is_bad_input = getattr(exc, "is_bad_input", None)
     if is_bad_input is not None:
         return 2 if is_bad_input else 1

@@ -1,10 +1,8 @@
 """Wikilinks to turns that keep resolving in Obsidian while turns move to the archive and back.
 
-A turn is linked by its path, `[[users/alice/turns/turn_000007/context|…]]`, or, archived,
-by its stub, `[[archive/stubs/alice/turn_000007|…]]`; moving it breaks one form, so links
-are rewritten (no second copy is kept at the old path).  `relink` points every turn link
-where the turn is now, keeping the label, dropping a heading anchor when the target
-changes; a turn that is nowhere is left alone.  `same_but_turn_links` says whether two
+A turn is linked by its path, `[[users/alice/turns/turn_000007/context|…]]`, or, archived, by
+its stub, `[[archive/stubs/alice/turn_000007|…]]`.  `relink` points every turn link where the
+turn is now (label kept, a heading anchor dropped); `same_but_turn_links` says whether two
 texts differ only so, which is not drift."""
 
 from __future__ import annotations

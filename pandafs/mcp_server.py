@@ -1,14 +1,11 @@
 """`pandafs mcp`: the memory tools and the vault's documents over the Model Context Protocol.
 
-The server (the SDK's `MCPServer`) is bound to ONE user, given when it starts: no tool
-takes a user argument, every search and retrieve runs as that user, every save writes
-under `users/{user}/`, and resource reads accept only that user's documents and the
-global areas.  Ownership comes from the path; a path through a link is refused.
-
-Tools: those of the registry (`pandafs.pipeline.tools`) that serve this door, with its
-names, argument models and hints.  Resources: `pandafs://vault/{+path}` reads one visible
-document; the listing names the user's memory documents, global knowledge and latest
-turns.  One lock serialises the library calls of the SDK's worker threads."""
+The server is bound to ONE user, given when it starts: no tool takes a user, every call acts
+as that user, resource reads accept only that user's documents and the global areas
+(ownership from the path; a path through a link is refused).  Tools: those of the registry
+(`pipeline.tools`) that serve this door.  Resources: `pandafs://vault/{+path}`; the listing
+names the user's memory documents, global knowledge and latest turns.  One lock serialises
+the library calls of the SDK's worker threads."""
 
 from __future__ import annotations
 
@@ -42,8 +39,8 @@ LATEST_TURNS = 50  # how many of the user's turns the resource listing names
 
 
 def visible_path(vault: Vault, user: str, rel: str) -> Path:
-    """The file behind vault-relative `rel` if `user` may read it, else `BadInput`, worded
-    alike for "not yours" and "not there" so a client cannot probe another user's documents."""
+    """The file behind `rel` if `user` may read it, else `BadInput`, the same for "not yours" and
+    "not there" (no probing another user's documents)."""
     text = rel.strip().removeprefix("./")
     refused = BadInput(f"no document {rel!r} visible to user {user!r}")
     if not text or "\x00" in text or "\\" in text or text.startswith("/"):
@@ -69,8 +66,7 @@ def visible_path(vault: Vault, user: str, rel: str) -> Path:
 
 
 def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
-    """(vault-relative path, name) of the documents the resource listing names, each read
-    as `read_vault_file` reads (never through a link) and found by the one walk rule."""
+    """(vault-relative path, name) of the documents the resource listing names."""
     found: list[tuple[str, str]] = []
     home = f"users/{user}"
     for name in ("preferences.md", "facts.md"):
@@ -90,8 +86,7 @@ def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
 
 
 def _served_text(root: Path, rel: str) -> bool:
-    """Whether the file at `rel` would be served: the read rule lets it be read and its
-    head is UTF-8 text."""
+    """Whether the file at `rel` would be served: readable by the one rule, its head UTF-8 text."""
     try:
         head, _ = read_vault_file(root, rel, limit=_HEAD_BYTES)
     except (OSError, NotInVault):
@@ -107,8 +102,7 @@ _HEAD_BYTES = 8192
 
 
 def _signature_of(model: type[BaseModel], returns: Any) -> inspect.Signature:
-    """The keyword parameters of `model`'s fields, which the SDK turns into the tool's
-    JSON schema: the MCP tool takes the memory tool's own arguments, not a copy of them."""
+    """The keyword parameters of `model`'s fields, which the SDK turns into the tool's schema."""
     params = []
     for name, spec in model.model_fields.items():
         factory: dict[str, Any] = {"default_factory": spec.default_factory} if spec.default_factory else {}
@@ -122,8 +116,7 @@ def _signature_of(model: type[BaseModel], returns: Any) -> inspect.Signature:
 
 
 def _served(tool: Tool, session: ToolSession, guarded: Any, failure: type[Exception]) -> Any:
-    """`tool` as a function the SDK serves: keyword arguments of the tool's own argument
-    model (its signature gives the JSON schema), validated by that model."""
+    """`tool` as a function the SDK serves, its arguments validated by the tool's own model."""
 
     def call(**arguments: Any) -> Any:
         args = tool.args.model_validate(arguments)
@@ -158,8 +151,8 @@ def build_server(vault: Vault, user: str) -> Any:
 
     class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            """Refuse arguments a tool does not declare (the SDK would drop them silently):
-            a client passing `user` must learn that it cannot act as someone else."""
+            """Refuse arguments a tool does not declare (the SDK would drop them silently): a
+            client passing `user` learns that it cannot act as someone else."""
             declared = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
             unknown = sorted(set(arguments) - declared.get(name, set(arguments)))
             if unknown:

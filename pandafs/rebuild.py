@@ -1,16 +1,12 @@
 """`pandafs rebuild`: every derived artefact, recomputed from the files and events.
 
-1. usage, trust and scope, the turn catalog and the daily rollups (from turn events),
-   written into the documents' frontmatter and the learning cache's trust;
-2. the full-text index, built beside the live one and swapped in, each document indexed
-   once with its trust;
-3. the per-domain source reliability table and its site notes (from extraction events).
+1. usage, trust and scope, the turn catalog and daily rollups (the learning fold);
+2. the full-text index, built beside the live one and swapped in;
+3. the per-domain source reliability table and its site notes.
 
-The fold (1 and 3) runs in a forked process while this one indexes the turns with the
-trust the learning cache held before the fork; then it indexes the other documents and
-compares that trust with what the fold wrote.  If they differ, the new index is dropped
-before the swap and built again with the fold's trust, so the index is the same either
-way.  Without `fork`, the fold runs first.  `--user U` rebuilds only that user's entries."""
+The fold (1 and 3) runs in a forked process while this one indexes the turns with the trust
+the learning cache held; if the fold's trust differs, the new index is built again with it
+before the swap, so the index is the same either way.  Without `fork`, the fold runs first."""
 
 from __future__ import annotations
 
@@ -48,9 +44,9 @@ def rebuild_all(
     on_fold_total: Progress | None = None,
     beside: bool | None = None,
 ) -> dict[str, Any]:
-    """Rebuild it all (module docstring).  `progress` / `on_total` follow the indexing,
-    `fold_progress` / `on_fold_total` a fold that runs first, `stage` hears what begins.
-    `beside` runs the fold beside the indexing (None: when the cache is there and we can fork)."""
+    """Rebuild it all (`user`: only that user's entries).  `progress` / `on_total` follow the
+    indexing, `fold_progress` / `on_fold_total` a fold run first, `stage` hears what begins;
+    `beside` runs the fold beside the indexing (None: where we can fork)."""
     memory = open_memory(vault)
     if user is not None:
         index = memory.rebuild(user=user, progress=progress, on_total=on_total)
@@ -91,8 +87,7 @@ def _result(
 def _fold(
     vault: Vault, memory: Memory, progress: Progress | None = None, on_total: Progress | None = None
 ) -> dict[str, Any]:
-    """Steps 1 and 3: the learning fold, then the reliability table from the extraction
-    events it read (each events.jsonl is read once)."""
+    """Steps 1 and 3 (the table from the extraction events the fold read: each log read once)."""
     seen = TurnsRead()
     folded = learning_api.rebuild(
         vault, memory=memory, extractions=seen, index=False, progress=progress, on_total=on_total
@@ -104,8 +99,8 @@ def _fold(
 
 
 class _TrustMoved(Exception):
-    """A turn was indexed with a trust the fold did not recompute (`folded`: its result;
-    `cached`: whether a learning cache gave the trust the turns were indexed with)."""
+    """A turn was indexed with a trust the fold did not recompute (`cached`: a learning cache
+    gave that trust)."""
 
     def __init__(self, folded: dict[str, Any], cached: bool) -> None:
         super().__init__("a turn's trust moved")
@@ -150,8 +145,7 @@ def _beside(
 
 
 def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-    """Run `work` in a forked process that dies with this one; the returned `wait()` gives its
-    result or raises the exception it ended with."""
+    """Run `work` in a forked process that dies with this one; `wait()` gives its result or raises."""
     parent = os.getpid()
     reading, writing = os.pipe()
     pid = os.fork()
@@ -186,8 +180,8 @@ def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
 
 
 def _pickled_error(exc: BaseException) -> bytes:
-    """`exc` pickled as class, arguments and attributes, for the parent to raise as this
-    process would have (a plain pickle loses an `__init__` with other arguments)."""
+    """`exc` pickled as class, arguments and attributes (a plain pickle loses an `__init__` with
+    other arguments)."""
     try:
         return pickle.dumps((False, (type(exc), exc.args, dict(vars(exc)))))
     except Exception:  # an attribute that does not pickle

@@ -22,8 +22,7 @@ def vault_stats(vault: Vault) -> dict[str, Any]:
     scopes: Counter[str] = Counter()
     broken = 0
     for user in vault.layout.users():
-        turns = vault.layout.turn_dirs(user)
-        users[user] = {"turns": len(turns)}
+        users[user] = {"turns": len(vault.layout.turn_dirs(user))}
     for rel, _ in walk_documents(vault.root):
         ref = classify(rel)
         if ref is None:

@@ -21,9 +21,8 @@ _CLASSES = bytes(ord(_class(chr(code))) if code < 128 else ord(".") for code in 
 
 
 def count_tokens(text: str) -> int:
-    """`_TOKEN`'s matches, counted on the text mapped to a class letter a character (the
-    marks its "."s, the words its runs of "a"): bytes' `translate` and `count` are several
-    times faster than the regex.  Text mostly beyond ASCII goes to the regex itself."""
+    """`_TOKEN`'s matches, counted on the text mapped to class letters (marks ".", words runs
+    of "a") with bytes' faster `translate` and `count`; text mostly beyond ASCII: the regex."""
     if not text.isascii():
         others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
         if len(others) > len(text) >> 4:

@@ -40,10 +40,8 @@ __all__ = [
 
 EVENTS_FILE = "events.jsonl"
 INDEXING = ".indexing"
-"""Marks a turn whose index batch is written behind its answer (`pipeline.turn`): made
-before its metadata.json, removed once the batch is committed.  One that no live process
-holds (the log's lock) was left by a process that died before the commit landed:
-recovery indexes the turn again (`pipeline.recovery`)."""
+"""Marks a turn whose index batch is written behind its answer, until it is committed; one no
+live process holds (the log's lock) is indexed again by `pipeline.recovery`."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +54,7 @@ class TurnRef:
 
     @cached_property
     def path(self) -> Path:
-        """The turn's folder, made when first asked for: a walk over every turn that reads
-        few of them (a rebuild's reliability table) built a `Path` for each, 0.5 s of 100k."""
+        """The turn's folder, made when first asked for (a walk over every turn reads few)."""
         return self.turns / self.turn
 
     @property
@@ -77,8 +74,7 @@ class TurnRef:
 def iter_turns(
     vault: Vault, target: str | None = None, *, on_total: Callable[[int], None] | None = None
 ) -> Iterator[TurnRef]:
-    """Live turns selected by `target`: None (all), `user`, or `user/turn_NNNNNN`; `on_total`
-    is told how many first."""
+    """Live turns of `target`: None (all), `user`, or `user/turn_NNNNNN`; `on_total` told first."""
     if on_total is not None:
         on_total(sum(1 for _ in iter_turns(vault, target)))
     if target is None:
@@ -110,9 +106,8 @@ def load_view(ref: TurnRef) -> TurnView:
 def project(
     ref: TurnRef, view: TurnView | None = None, *, durable: bool = True, files: dict[str, bytes] | None = None
 ) -> TurnView:
-    """Write the turn's projected files from its events; unchanged files are left alone.
-    metadata.json goes last, so one that records how the turn ended says every other file
-    was written (recovery's test for a turn left unprojected)."""
+    """Write the turn's projected files from its events, unchanged ones left alone; metadata.json
+    last, so one that records how the turn ended says every other file was written."""
     if view is None:
         view = load_view(ref)
     rendered = files or render_turn(view)
@@ -145,9 +140,8 @@ class ReplayReport:
 
 
 def same_projection(name: str, on_disk: bytes, rendered: bytes) -> bool:
-    """Whether a projected file on disk says what its events say.  Markdown may differ only
-    in where its turn links point; metadata.json is compared as data, ignoring keys it no
-    longer writes, so older vaults neither drift nor get rewritten."""
+    """Whether a projected file on disk says what its events say: markdown but for where its turn
+    links point; metadata.json as data, keys no longer written ignored (older vaults)."""
     if same_but_turn_links(on_disk, rendered):
         return True
     if name != "metadata.json":
@@ -183,8 +177,8 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
 
 
 def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
-    """A log whose end was cut: its metadata.json recorded more events than it holds (a hash
-    chain cannot see that).  Re-projecting it would silently make a finished turn INCOMPLETE."""
+    """A log whose end was cut (metadata.json recorded more events than it holds, which a hash
+    chain cannot see); re-projecting would silently make a finished turn INCOMPLETE."""
     rel = f"{vault.rel(ref.path)}/metadata.json"
     try:
         raw, _ = read_vault_file(vault.root, rel)
@@ -218,8 +212,7 @@ def replay(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ReplayReport:
-    """Re-project turns from their events (`check=True`: report drift only); `on_total`
-    and `progress` follow the turns, as for `verify_vault`."""
+    """Re-project turns from their events (`check=True`: report drift only)."""
     report = ReplayReport()
     for ref in iter_turns(vault, target, on_total=on_total):
         report.checked += 1
@@ -247,8 +240,7 @@ def _replay_turn(vault: Vault, ref: TurnRef, check: bool, report: ReplayReport) 
 
 
 def is_abandoned(ref: TurnRef) -> bool:
-    """A turn folder that holds no event (nothing, or an empty `events.jsonl` and temporary
-    files); `remove_abandoned` tells by its lock whether its writer is dead."""
+    """A turn folder that holds no event (nothing, or an empty `events.jsonl` and temporary files)."""
     try:
         entries = list(os.scandir(ref.path))
     except FileNotFoundError:
@@ -263,9 +255,8 @@ def is_abandoned(ref: TurnRef) -> bool:
 
 
 def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
-    """Remove an eventless turn folder whose writer is dead, whatever its age: a live
-    allocator holds the folder's lock until its turn ends, and the kernel releases it when
-    the process dies, so one we can lock (`Vault.held_turn`) is abandoned."""
+    """Remove an eventless turn folder whose writer is dead, whatever its age: a live allocator
+    holds the folder's lock until its turn ends, so one we can lock is abandoned."""
     with vault.held_turn(ref.user, ref.turn) as held, checked_folders(vault.root, durable=False) as checked:
         if not held or not is_abandoned(ref):
             return False
@@ -287,8 +278,7 @@ def remove_abandoned(vault: Vault, ref: TurnRef) -> bool:
 
 
 def _unlink_unheld_empty_log(folder: int, name: str) -> bool:
-    """Remove the empty events.jsonl `name` in `folder` if no writer holds it, unlinking it
-    under that same lock so no writer can take it up in between."""
+    """Remove the empty events.jsonl `name` in `folder` if no writer holds it, under that lock."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except OSError:

@@ -1,10 +1,9 @@
 """A vault on disk: its layout, its config, creating it, and allocating turn numbers.
 
-Turn numbers are per user and never reused: under `users/{u}/turns/.alloc.lock` each is
-claimed by `mkdir`, starting from the counter hint `.counter` and skipping numbers whose
-folder or stub exists.  A turn folder without events is live exactly while a process
-holds a `flock` on it (`new_turn` takes it under the allocation lock; the kernel releases
-it when the process dies), so removing or adopting one takes both locks (`held_turn`)."""
+Turn numbers are per user and never reused: under `users/{u}/turns/.alloc.lock` each is claimed
+by `mkdir` from the counter hint `.counter`, skipping numbers whose folder or stub exists.  A
+turn folder without events is live exactly while a process holds a `flock` on it (released
+by the kernel when it dies), so removing or adopting one takes both locks (`held_turn`)."""
 
 from __future__ import annotations
 
@@ -80,8 +79,8 @@ Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs
 def file_lock(
     path: Path, *, wait_s: float | None = None, what: str = "lock", root: Path | None = None
 ) -> Iterator[None]:
-    """Exclusive lock on `path`; after `wait_s` (None: forever) raise `Busy` naming the holder.
-    With `root` (the vault root) the lock file is checked once opened (`held_lock`)."""
+    """Exclusive lock on `path`; after `wait_s` (None: forever) `Busy` naming the holder.  With
+    `root` the lock file is checked once opened (`held_lock`)."""
 
     def busy(holder: str) -> Exception:
         return Busy(f"{what} is busy, held by pid {holder}; try again when it finishes")
@@ -151,17 +150,15 @@ class Vault:
         return self.layout.relative(path)
 
     def require_user(self, user: str) -> str:
-        """`user`, if the vault holds anything of theirs (a folder or archive stubs): a
-        mistyped user given to select work is refused, not reported as "0 turns: ok"."""
+        """`user`, if the vault holds anything of theirs: a mistyped user is refused, not "0 turns: ok"."""
         if not self.layout.has_user(validate_user_id(user)):
             raise BadInput(f"no user {user!r} in {self.root}")
         return user
 
     @contextmanager
     def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:
-        """The one lock over an owner's memory documents (`None`: the global ones).  Every writer
-        of preferences.md, facts.md and memories/ holds it and re-reads the file under it, so no
-        acknowledged line is overwritten; a link at the owner's folder is refused."""
+        """The one lock over an owner's memory documents (`None`: the global ones); every writer
+        holds it and re-reads under it, so no acknowledged line is overwritten."""
         if owner is None:
             path, what = self.layout.indexes / "global-memory.lock", "the global memory"
         else:
@@ -173,8 +170,8 @@ class Vault:
             yield
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
-        """Claim `count` new turn folders for `user`; their names in order.  The counter is not
-        fsynced: a stale one costs a few probes, never a reused number."""
+        """Claim `count` new turn folders for `user`; their names in order (the counter is not
+        fsynced: a stale one costs a few probes, never a reused number)."""
 
         def made(turns: int, name: str) -> bool:
             try:
@@ -187,8 +184,8 @@ class Vault:
 
     @contextmanager
     def new_turn(self, user: str) -> Iterator[str]:
-        """Claim one new turn folder for `user`, made and locked in one step under the
-        allocation lock, and hold it while the block runs."""
+        """Claim one new turn folder for `user`, made and locked under the allocation lock, and
+        hold it while the block runs."""
         held: list[int] = []
 
         def made(turns: int, name: str) -> bool:
@@ -211,8 +208,8 @@ class Vault:
 
     @contextmanager
     def held_turn(self, user: str, turn: str) -> Iterator[bool]:
-        """Hold `turn`'s folder if no live process does (taken under the allocation lock);
-        yields whether it is held now.  False also when the folder is gone."""
+        """Hold `turn`'s folder if no live process does (under the allocation lock); yields whether
+        it is held (False also when it is gone)."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             fd = _lock_folder(turns / turn)
@@ -223,8 +220,8 @@ class Vault:
                 os.close(fd)
 
     def reserve_turns(self, user: str, count: int) -> list[str]:
-        """Reserve `count` turn numbers for folders built elsewhere and placed later
-        (`place_turns`): the counter moves past them; a number nobody placed is skipped."""
+        """Reserve `count` turn numbers for folders placed later (`place_turns`); one never placed
+        is skipped."""
 
         def free(turns: int, name: str) -> bool:
             try:
@@ -236,9 +233,8 @@ class Vault:
         return self._claim_numbers(user, count, free)
 
     def _claim_numbers(self, user: str, count: int, take: Callable[[int, str], bool]) -> list[str]:
-        """Under the allocation lock, walk up from the counter hint and keep the first `count`
-        numbers `take(turns, name)` accepts, skipping archived ones; move the counter past them.
-        `turns` is the user's checked turns folder, probed by descriptor."""
+        """Under the allocation lock, the first `count` numbers from the counter hint that
+        `take(turns folder fd, name)` accepts, archived ones skipped; the counter moves past them."""
         validate_user_id(user)
         turns = vault_folder(self.root, self.layout.turns_dir(user))  # never a linked folder
         counter = turns / ".counter"
@@ -259,9 +255,8 @@ class Vault:
         return names
 
     def place_turns(self, user: str, staged: list[tuple[str, Path]]) -> list[str]:
-        """Rename complete folders `(name, staged path)` into place, each in one step, so a
-        reader sees a turn folder whole or not at all.  A name something holds already is not
-        placed (returned); the renames go between checked folders, fsynced once each."""
+        """Rename complete folders `(name, staged path)` into place, so a reader sees a turn whole
+        or not at all; a name taken already is not placed (returned)."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
         with (
@@ -278,14 +273,14 @@ class Vault:
         return taken
 
     def _stubs_dir(self, user: str) -> str | None:
-        """The folder of `user`'s archive stubs if it exists (checked once per batch, not per name)."""
+        """The folder of `user`'s archive stubs if it exists (checked once per batch)."""
         stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
 
 
 def _lock_folder(path: Path | str, dir_fd: int | None = None) -> int | None:
-    """An open descriptor of the folder `path` (a name in `dir_fd`, if given) holding its
-    exclusive `flock`, or None if another process holds it (or it is gone, or a link)."""
+    """A descriptor of the folder `path` (in `dir_fd`) holding its `flock`; None if another
+    process holds it, or it is gone or a link."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
