@@ -56,8 +56,7 @@ class Conversion:
     conversation number), failures, what was not imported, and anything not said in words
     (`not_messages`, by kind)."""
 
-    sink: IO[bytes] | None = None  # where lines go as they are made (else kept in `lines`)
-    lines: list[dict[str, Any]] = field(default_factory=list)
+    sink: IO[bytes]  # where lines go as they are made
     turns: int = 0
     labels: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
@@ -69,10 +68,7 @@ class Conversion:
     not_messages: Counter[str] = field(default_factory=Counter)
 
     def add(self, label: str, line: dict[str, Any], messages: int) -> None:
-        if self.sink is not None:
-            self.sink.write(orjson.dumps(line) + b"\n")
-        else:
-            self.lines.append(line)
+        self.sink.write(orjson.dumps(line) + b"\n")
         self.turns += 1
         self.labels.append(label)
         self.counts.append(messages)

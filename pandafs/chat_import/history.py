@@ -67,9 +67,8 @@ READERS: dict[str, Callable[[Path, str, int, Conversion], Conversion]] = {
 }
 
 
-def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes] | None = None) -> Conversion:
-    """Read an export (each file at most `limit` bytes) into import-turns lines, written to
-    `sink` as they are made or else kept in the conversion (nothing goes to a vault)."""
+def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes]) -> Conversion:
+    """Read an export (each file at most `limit` bytes) into import-turns lines written to `sink`."""
     if fmt not in READERS:
         raise BadInput(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
     return READERS[fmt](path, user, limit, Conversion(sink=sink))

@@ -9,7 +9,7 @@ import click
 from ..archive import ArchiveReport, archive_turns, restore_turns
 from ..errors import ProblemFound
 from ..output import LazyProgress, emit, json_option
-from .base import App, cli, now_option, pass_app, user_option
+from .base import App, command, now_option, pass_app, user_option
 
 
 def _print_archive(report: ArchiveReport) -> None:
@@ -35,7 +35,7 @@ def _print_archive(report: ArchiveReport) -> None:
     )
 
 
-@cli.command()
+@command("archive")
 @click.option("--age-days", type=click.IntRange(0), help="Archive turns older than this.")
 @click.option("--dry-run", is_flag=True, help="Show what would be archived and why; change nothing.")
 @user_option(help="Only this user's turns.")
@@ -52,9 +52,7 @@ def archive(
     batch_size: int | None,
     as_json: bool,
 ) -> None:
-    """Move old, rarely used turns to Parquet, leaving a searchable summary stub.
-
-    Defaults come from [archive] in pandafs.toml: older than 30 days and used at most
+    """Defaults come from [archive] in pandafs.toml: older than 30 days and used at most
     twice in the last 30 days, or older than 365 days whatever their use.
     """
     with LazyProgress("archiving", quiet=as_json or dry_run) as bar:
@@ -71,14 +69,13 @@ def archive(
     emit(report.as_json(), as_json, lambda: _print_archive(report))
 
 
-@cli.command()
+@command("restore")
 @click.argument("ids", nargs=-1)
 @click.option("--all", "all_turns", is_flag=True, help="Restore every archived turn (rollback).")
 @click.option("--batch-size", type=click.IntRange(1), help="Turns per durable batch.")
 @json_option
 @pass_app
 def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | None, as_json: bool) -> None:
-    """Put archived turns (IDS like alice/turn_000001) back as byte-identical folders."""
     if bool(ids) == all_turns:
         raise click.UsageError("give turn ids or --all (not both)")
     with LazyProgress("restoring", quiet=as_json) as bar:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ..memory.api import Memory
     from ..vault import Vault
 
-__all__ = ["COMMANDS", "App", "cli", "now_option", "parse_now", "pass_app", "user_option"]
+__all__ = ["COMMANDS", "App", "cli", "command", "now_option", "parse_now", "pass_app", "user_option"]
 
 ROOT_ENV = "PANDAFS_ROOT"
 
@@ -145,6 +146,18 @@ def user_option(required: bool = False, help: str = "User id.") -> Any:
 def cli(ctx: click.Context, root: Path) -> None:
     """PandaFS: the file-first, event-sourced memory of a local assistant."""
     ctx.obj = App(root, defaulted=ctx.get_parameter_source("root") is ParameterSource.DEFAULT)
+
+
+def command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
+    """Register `name` on `cli`: its help is its one-liner in `COMMANDS`, then the docstring."""
+
+    def register(fn: Callable[..., Any]) -> click.Command:
+        import inspect
+
+        more = inspect.cleandoc(fn.__doc__ or "")
+        return cli.command(name, help=COMMANDS[name][1] + (f"\n\n{more}" if more else ""))(fn)
+
+    return register
 
 
 def is_repository(folder: Path) -> bool:

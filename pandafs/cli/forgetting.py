@@ -8,12 +8,12 @@ import click
 
 from ..errors import ProblemFound
 from ..output import emit, json_option
-from .base import App, cli, now_option, pass_app, user_option
+from .base import App, command, now_option, pass_app, user_option
 
 _ENTRY_HELP = "An entry of preferences.md / facts.md: its number in the list or its key."
 
 
-@cli.command()
+@command("edit")
 @click.argument("doc_id")
 @user_option(required=True, help="Owner of the document (ownership comes from its path).")
 @click.option("--text", help="The new text (an entry's value, or a memory's body).")
@@ -36,7 +36,6 @@ def edit(
     now: datetime | None,
     as_json: bool,
 ) -> None:
-    """Change a memory document: an entry's text, or a memory's text, title, topic."""
     from ..memory.editing import edit_document
 
     words = keywords.split(",") if keywords is not None else None
@@ -47,7 +46,7 @@ def edit(
     emit(changed.as_json(), as_json, lambda: click.echo(f"edited {changed.doc_id}{what}"))
 
 
-@cli.command()
+@command("delete")
 @click.argument("doc_id")
 @user_option(required=True, help="Owner of the document (ownership comes from its path).")
 @click.option("--entry", help=_ENTRY_HELP)
@@ -55,7 +54,6 @@ def edit(
 @json_option
 @pass_app
 def delete(app: App, doc_id: str, user: str, entry: str | None, now: datetime | None, as_json: bool) -> None:
-    """Delete a memory document or entry: it moves to archive/expired/."""
     from ..memory.editing import delete_document
 
     changed = delete_document(app.vault(), doc_id, user, entry=entry, now=now)
@@ -67,7 +65,7 @@ def delete(app: App, doc_id: str, user: str, entry: str | None, now: datetime | 
     )
 
 
-@cli.command()
+@command("forget")
 @click.argument("query_or_id")
 @user_option(required=True, help="Whose memory forgets.")
 @click.option("--dry-run", is_flag=True, help="List every file that would change; change nothing.")
@@ -75,9 +73,7 @@ def delete(app: App, doc_id: str, user: str, entry: str | None, now: datetime | 
 @json_option
 @pass_app
 def forget(app: App, query_or_id: str, user: str, dry_run: bool, now: datetime | None, as_json: bool) -> None:
-    """Remove a statement, memory or turn from everything the vault keeps.
-
-    QUERY_OR_ID: a document id (alice/memories/x, alice/turn_000003, alice/preferences#2)
+    """QUERY_OR_ID: a document id (alice/memories/x, alice/turn_000003, alice/preferences#2)
     or words: every entry and memory holding all of them goes, and every sentence that
     quotes them, in turns, archive, index, caches, outbox and inbox copies.
     """

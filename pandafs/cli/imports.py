@@ -10,19 +10,17 @@ from ..assembly import open_memory
 from ..chat_import import FORMATS, import_history
 from ..errors import ProblemFound
 from ..output import LazyProgress, echo_err, emit, json_option
-from .base import App, cli, pass_app, user_option
+from .base import App, command, pass_app, user_option
 
 
-@cli.command("import")
+@command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @user_option(required=True, help="Whose history this is: every conversation becomes this user's turns.")
 @json_option
 @pass_app
 def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None:
-    """Import a chat history: each question and its answer become one turn.
-
-    \b
+    """\b
     chatgpt      conversations.json of a ChatGPT data export
     claude       conversations.json of a claude.ai data export
     claude-code  a Claude Code transcript (~/.claude/projects/<project>/<session>.jsonl)

@@ -10,19 +10,17 @@ import click
 from ..learning.promotion import promote as run_promotion
 from ..learning.promotion import prune_expired
 from ..output import emit, json_option
-from .base import App, cli, now_option, pass_app
+from .base import App, command, now_option, pass_app
 
 
-@cli.command()
+@command("promote")
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @now_option()
 @click.option("--full", is_flag=True, help="Recompute usage and trust from every event first.")
 @json_option
 @pass_app
 def promote(app: App, dry_run: bool, now: datetime | None, full: bool, as_json: bool) -> None:
-    """Run scope promotion and demotion (new → user → global) now.
-
-    Usage and trust are folded from the turns' events first; each change is recorded
+    """Usage and trust are folded from the turns' events first; each change is recorded
     as a scope_changed event in the owner's users/{user}/memory.events.jsonl.
     """
     report = run_promotion(app.vault(), now=now, dry_run=dry_run, full=full)
@@ -39,14 +37,13 @@ def promote(app: App, dry_run: bool, now: datetime | None, full: bool, as_json: 
     emit(report.as_json(), as_json, human)
 
 
-@cli.command()
+@command("prune")
 @click.option("--expired", is_flag=True, help="Move expired 'new' documents to archive/expired/.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; move nothing.")
 @now_option()
 @json_option
 @pass_app
 def prune(app: App, expired: bool, dry_run: bool, now: datetime | None, as_json: bool) -> None:
-    """Move expired documents to the archive (archive/expired/…); nothing is deleted."""
     if not expired:
         raise click.UsageError("say what to prune: --expired")
     report = prune_expired(app.vault(), now=now, dry_run=dry_run)

@@ -9,7 +9,7 @@ import socket
 import click
 
 from ..errors import BadInput
-from .base import App, cli, pass_app, user_option
+from .base import App, command, pass_app, user_option
 
 
 def _loopback(host: str) -> bool:
@@ -34,7 +34,7 @@ def _check_free(host: str, port: int) -> None:
         raise BadInput(f"cannot listen on {host}:{port}: {reason} (choose another --port)") from None
 
 
-@cli.command()
+@command("mcp")
 @user_option(required=True, help="The one user this server acts as (its documents plus global ones).")
 @click.option(
     "--transport",
@@ -47,9 +47,7 @@ def _check_free(host: str, port: int) -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP only.")
 @pass_app
 def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
-    """Serve the memory tools and documents over MCP, bound to one user.
-
-    Tools: search_memory, retrieve_memory (read-only), save_memory, edit_memory,
+    """Tools: search_memory, retrieve_memory (read-only), save_memory, edit_memory,
     delete_memory, forget, ask.  Resources:
     pandafs://vault/{path} for the user's documents and global ones.  No tool takes a
     user: every call acts as --user, and what other users keep to themselves cannot be

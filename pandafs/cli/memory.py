@@ -18,7 +18,7 @@ from indexers.request import Argument, search_arguments
 from ..errors import PandaError, ProblemFound
 from ..memory.api import SCOPES, Memory
 from ..output import LazyProgress, echo_err, emit, json_option
-from .base import App, cli, now_option, parse_now, pass_app, user_option
+from .base import App, command, now_option, parse_now, pass_app, user_option
 
 
 def _nothing_beside_batch(ctx: click.Context) -> None:
@@ -62,7 +62,7 @@ def search_options(command: Any) -> Any:
     return command
 
 
-@cli.command()
+@command("search")
 @click.argument("query", required=False, default="")
 @user_option(help="Search as this user: their documents plus global ones.")
 @search_options
@@ -84,7 +84,6 @@ def search(
     as_json: bool,
     **request: Any,
 ) -> None:
-    """Unified search over every document (natural language or keywords)."""
     if batch is not None:
         _nothing_beside_batch(click.get_current_context())
     memory = app.memory()
@@ -140,23 +139,21 @@ def _batch_search(memory: Memory, source: Path) -> int:
     return failed
 
 
-@cli.command()
+@command("retrieve")
 @click.argument("id_or_path")
 @user_option(help="Retrieve as this user: their documents and global ones only.")
 @now_option("Count an archived turn's expansion at this time (UTC if naive).")
 @json_option
 @pass_app
 def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, as_json: bool) -> None:
-    """Print one document by id (alice/turn_000001) or vault-relative path.
-
-    Without --user this is the vault owner's view (any user's document); with it,
+    """Without --user this is the vault owner's view (any user's document); with it,
     another user's document is refused like a missing one and nothing is counted.
     """
     doc = app.memory().retrieve(id_or_path, user=user, now=now or utcnow())
     emit(doc.as_json(), as_json, lambda: click.echo(doc.content))
 
 
-@cli.command()
+@command("save")
 @click.argument("content")
 @user_option(required=True, help="Owner of the memory.")
 @click.option(
@@ -197,7 +194,6 @@ def save(
     ttl_hours: float | None,
     as_json: bool,
 ) -> None:
-    """Save a memory document and index it."""
     saved = app.memory().save(
         content,
         user=user,
@@ -213,15 +209,12 @@ def save(
     emit(data, as_json, lambda: click.echo(f"{verb} {saved.doc_id} ({saved.doc_path})"))
 
 
-@cli.command()
+@command("rebuild")
 @user_option(help="Rebuild only this user's documents.")
 @json_option
 @pass_app
 def rebuild(app: App, user: str | None, as_json: bool) -> None:
-    """Rebuild every derived artefact from the files: the index, trust, the catalog.
-
-    Searches keep working meanwhile (the new index is swapped in at the end).
-    """
+    """Searches keep working meanwhile (the new index is swapped in at the end)."""
     from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding
 
     with (

@@ -13,6 +13,7 @@ from events.errors import NotInVault
 from events.fsio import is_real_file, open_outside_file
 
 from ..assembly import open_memory
+from ..checks import Problem
 from ..errors import ProblemFound
 from ..learning.api import trends
 from ..output import LazyProgress, emit, json_option
@@ -21,15 +22,14 @@ from ..turn_import import import_turns
 from ..turns import replay as replay_turns
 from ..vault import Vault
 from ..verify import default_checks, verify_vault
-from .base import App, cli, now_option, pass_app
+from .base import App, command, now_option, pass_app
 from .learning import print_trends
 
 
-@cli.command()
+@command("init")
 @json_option
 @pass_app
 def init(app: App, as_json: bool) -> None:
-    """Create a vault (layout, pandafs.toml, .obsidian/, home note); keeps what exists."""
     vault, created = Vault.init(app.root)
     emit(
         {"root": str(vault.root), "created": created},
@@ -38,15 +38,13 @@ def init(app: App, as_json: bool) -> None:
     )
 
 
-@cli.command("import-turns")
+@command("import-turns")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Turns per durable batch.")
 @json_option
 @pass_app
 def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bool) -> None:
-    """Import past turns from JSON Lines.
-
-    Each line: {"user", "external_id"?, "timestamp", "query", "response", "context"?, "meta"?}
+    """Each line: {"user", "external_id"?, "timestamp", "query", "response", "context"?, "meta"?}
     ("context": [{"heading", "text"}], shown in the turn's §2).  Re-importing the same
     external_id for the same user adds nothing, or completes its turn if the line holds more
     (a longer response, more context).  A line whose turn the index would not take
@@ -84,13 +82,12 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
         raise ProblemFound(f"{len(report.failed)} line(s) of {source.name} failed to import")
 
 
-@cli.command()
+@command("replay")
 @click.argument("target", required=False)
 @click.option("--check", is_flag=True, help="Only report drift; change nothing.")
 @json_option
 @pass_app
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
-    """Re-project context.md and metadata.json from events (TARGET: user or user/turn_NNNNNN)."""
     with LazyProgress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
         report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
     data: dict[str, Any] = {
@@ -116,7 +113,7 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
         raise ProblemFound(f"drift in {len(report.drift)} file(s)")
 
 
-@cli.command()
+@command("verify")
 @click.option("--repair", is_flag=True, help="Move torn tails aside and re-project missing files.")
 @click.option(
     "--forgotten",
@@ -127,7 +124,6 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
 @json_option
 @pass_app
 def verify(app: App, repair: bool, forgotten: bool, target: str | None, as_json: bool) -> None:
-    """Check hash chains, torn tails and projections (TARGET: user or user/turn)."""
     vault = app.vault()
     if forgotten:
         _verify_forgotten(vault, target, as_json)
@@ -163,17 +159,9 @@ def _verify_forgotten(vault: Vault, user: str | None, as_json: bool) -> None:
     if user is not None:
         vault.require_user(user)
     survivors = scan_vault(vault, user)
-    data = {
-        "ok": not survivors,
-        "problems": [
-            {
-                "path": s.where,
-                "kind": "forgotten_survives",
-                "message": f"holds words forgotten by {s.forget_id}",
-            }
-            for s in survivors
-        ],
-    }
+    kind = "forgotten_survives"
+    found = [Problem(s.where, kind, f"holds words forgotten by {s.forget_id}") for s in survivors]
+    data = {"ok": not survivors, "problems": [p.as_json() for p in found]}
 
     def human() -> None:
         for s in survivors:
@@ -185,13 +173,12 @@ def _verify_forgotten(vault: Vault, user: str | None, as_json: bool) -> None:
         raise ProblemFound(f"{len(survivors)} place(s) still hold forgotten words")
 
 
-@cli.command()
+@command("stats")
 @click.option("--since", metavar="WINDOW", help="Also show daily trends: 7d, 24h, 2w or a date.")
 @now_option()
 @json_option
 @pass_app
 def stats(app: App, since: str | None, now: datetime | None, as_json: bool) -> None:
-    """Counts per user, content type and scope; with --since, the daily rollups."""
     vault = app.vault()
     data = vault_stats(vault)
     if since is not None:

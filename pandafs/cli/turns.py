@@ -12,17 +12,16 @@ from indexers.errors import IndexingError
 from ..output import echo_err, emit, json_option
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
-from .base import App, cli, now_option, pass_app, user_option
+from .base import App, command, now_option, pass_app, user_option
 
 
-@cli.command()
+@command("ask")
 @click.argument("query")
 @user_option(required=True, help="Whose turn this is.")
 @now_option("Ask at this time (UTC if naive): the turn happens then and reads its history as of then.")
 @json_option
 @pass_app
 def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) -> None:
-    """Run one turn through the pipeline and print the answer."""
     vault = app.vault()
     unindexed: IndexingError | None = None
     with Pipeline(vault) as pipeline:
@@ -48,11 +47,10 @@ def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) ->
     emit(result.as_json(), as_json, human)
 
 
-@cli.command()
+@command("tools")
 @json_option
 @pass_app
 def tools(app: App, as_json: bool) -> None:
-    """The memory tools as LLM tool schemas (OpenAI function-calling format)."""
     schemas = tool_schemas()
 
     def human() -> None:

@@ -15,7 +15,7 @@ from events.clock import utcnow
 from ..errors import ProblemFound
 from ..output import echo_err, emit, json_option
 from ..watch import Upkeep, Watch, WatchReport
-from .base import App, cli, pass_app
+from .base import App, command, pass_app
 
 
 @contextmanager
@@ -52,7 +52,7 @@ def _summary(report: WatchReport) -> str:
     )
 
 
-@cli.command()
+@command("watch")
 @click.option("--once", is_flag=True, help="Process what is pending, reconcile the index, exit.")
 @click.option(
     "--no-upkeep",
@@ -63,9 +63,7 @@ def _summary(report: WatchReport) -> str:
 @json_option
 @pass_app
 def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> None:
-    """Keep the search index in step with the vault and answer queries dropped in inbox/.
-
-    Runs in the foreground and logs one line per event (and a status line with the
+    """Runs in the foreground and logs one line per event (and a status line with the
     queue length) on stderr; Ctrl-C or SIGTERM stops it cleanly.  With --once it
     answers every pending inbox file, reconciles the index, runs upkeep if due and
     exits 1 if a file was rejected or failed.  --json prints the summary as JSON.

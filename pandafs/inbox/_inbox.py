@@ -287,17 +287,12 @@ class Inbox:
             )
         found = self.turns.find_turn(plan)
         turn = found if isinstance(found, str) else None
-        self.turns.index_again(plan.user, turn)
-        return InboxResult(
-            plan.source,
-            "answered",
-            user=plan.user,
-            turn=turn,
-            outcome=outcome_of(self.vault, plan.user, turn) if turn else None,
-            answer=plan.answer,
-            query_file=plan.query_file,
-            recovered=recovered,
-        )
+        return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
+
+    def _indexed_again(self, user: str, turn: str | None) -> str | None:
+        """The outcome of a turn answered before, its index commit made again."""
+        self.turns.index_again(user, turn)
+        return outcome_of(self.vault, user, turn) if turn else None
 
     # -- rejection --------------------------------------------------------------------
 
@@ -358,28 +353,30 @@ class Inbox:
             self._checkpoint("answer_published")
             outcome: str | None = result.outcome
         else:
-            outcome = outcome_of(self.vault, user, turn) if turn else None
-            self.turns.index_again(user, turn)
+            outcome = self._indexed_again(user, turn)
         plan = self.claims.publish_planned(claim, plan, query_path, "query_file")
         self.claims.drop(query_path)
         self._checkpoint("moved")
-        # the index commit, before the claim goes: a kill meanwhile leaves the claim, whose
-        # next run indexes the turn again (`TurnStarts.index_again`)
+        # the index commit before the claim goes: killed meanwhile, the claim's next run indexes again
         self.turns.settle_index(user, turn)
         self.claims.cleanup(claim)
-        return InboxResult(
-            plan.source,
-            "answered",
-            user=user,
-            turn=turn,
-            outcome=outcome,
-            answer=plan.answer,
-            query_file=plan.query_file,
-            recovered=recovered,
-        )
+        return _answered(plan, turn, outcome, recovered)
 
     def _checkpoint(self, step: str) -> None:
         """A named point between two steps (tests make a process die here)."""
+
+
+def _answered(plan: ClaimPlan, turn: str | None, outcome: str | None, recovered: bool) -> InboxResult:
+    return InboxResult(
+        plan.source,
+        "answered",
+        user=plan.user,
+        turn=turn,
+        outcome=outcome,
+        answer=plan.answer,
+        query_file=plan.query_file,
+        recovered=recovered,
+    )
 
 
 def _mtime(entry: os.DirEntry[str]) -> int:
