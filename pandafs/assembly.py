@@ -1,5 +1,4 @@
-"""Builds the `Memory` everything above the learning loop and the archive uses, handing
-it their parts (derived trust and sharing; archived originals), each loaded on first use."""
+"""Builds the `Memory` the upper layers use, with derived trust and the archive, loaded on first use."""
 
 from __future__ import annotations
 

@@ -39,8 +39,7 @@ LATEST_TURNS = 50  # how many of the user's turns the resource listing names
 
 
 def visible_path(vault: Vault, user: str, rel: str) -> Path:
-    """The file behind `rel` if `user` may read it, else `BadInput`, the same for "not yours" and
-    "not there" (no probing another user's documents)."""
+    """The file behind `rel` if `user` may read it, else `BadInput` (alike for theirs and missing)."""
     text = rel.strip().removeprefix("./")
     refused = BadInput(f"no document {rel!r} visible to user {user!r}")
     if not text or "\x00" in text or "\\" in text or text.startswith("/"):
@@ -151,8 +150,7 @@ def build_server(vault: Vault, user: str) -> Any:
 
     class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            """Refuse arguments a tool does not declare (the SDK would drop them silently): a
-            client passing `user` learns that it cannot act as someone else."""
+            """Refuse arguments a tool does not declare: a client passing `user` learns it cannot."""
             declared = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
             unknown = sorted(set(arguments) - declared.get(name, set(arguments)))
             if unknown:

@@ -1,5 +1,4 @@
-"""How commands print: `--json` gives one JSON document on stdout, otherwise text;
-progress goes to stderr."""
+"""How commands print: `--json` one JSON document on stdout, else text; progress on stderr."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def echo_err(message: str) -> None:
 
 @contextmanager
 def progress_bar(total: int | None, label: str, *, quiet: bool = False) -> Iterator[Callable[[int], None]]:
-    """Yield an `advance(n)` callable drawing a bar on stderr, only on a terminal (as `git`
-    does: piped, a bar is noise) and not when `quiet`."""
+    """Yield an `advance(n)` drawing a bar on stderr, only on a terminal and not when `quiet`."""
     if quiet or total == 0 or not sys.stderr.isatty():
         yield lambda n: None
         return

@@ -99,8 +99,7 @@ def _fold(
 
 
 class _TrustMoved(Exception):
-    """A turn was indexed with a trust the fold did not recompute (`cached`: a learning cache
-    gave that trust)."""
+    """A turn was indexed with a trust the fold did not recompute (`cached`: the cache's)."""
 
     def __init__(self, folded: dict[str, Any], cached: bool) -> None:
         super().__init__("a turn's trust moved")
@@ -180,8 +179,7 @@ def _fork(work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
 
 
 def _pickled_error(exc: BaseException) -> bytes:
-    """`exc` pickled as class, arguments and attributes (a plain pickle loses an `__init__` with
-    other arguments)."""
+    """`exc` pickled as class, arguments and attributes (a plain pickle loses some `__init__`s)."""
     try:
         return pickle.dumps((False, (type(exc), exc.args, dict(vars(exc)))))
     except Exception:  # an attribute that does not pickle

@@ -12,8 +12,7 @@ _ASCII = bytes(range(128))
 
 
 def _class(char: str) -> str:
-    """A character's class as `_TOKEN` sees it: "a" in a word (`\\w`: alphanumeric or
-    "_"), " " a space (`\\s`), "." a mark of its own."""
+    """A character's class as `_TOKEN` sees it: "a" in a word, " " a space, "." a mark."""
     return "a" if char.isalnum() or char == "_" else " " if char.isspace() else "."
 
 

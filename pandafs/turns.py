@@ -40,8 +40,7 @@ __all__ = [
 
 EVENTS_FILE = "events.jsonl"
 INDEXING = ".indexing"
-"""Marks a turn whose index batch is written behind its answer, until it is committed; one no
-live process holds (the log's lock) is indexed again by `pipeline.recovery`."""
+"""Marks a turn whose index batch is not yet committed (`pipeline.recovery` indexes it again)."""
 
 
 @dataclass(frozen=True)

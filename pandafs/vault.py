@@ -79,8 +79,7 @@ Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs
 def file_lock(
     path: Path, *, wait_s: float | None = None, what: str = "lock", root: Path | None = None
 ) -> Iterator[None]:
-    """Exclusive lock on `path`; after `wait_s` (None: forever) `Busy` naming the holder.  With
-    `root` the lock file is checked once opened (`held_lock`)."""
+    """Exclusive lock on `path`; after `wait_s` (None: forever) `Busy` naming the holder."""
 
     def busy(holder: str) -> Exception:
         return Busy(f"{what} is busy, held by pid {holder}; try again when it finishes")
@@ -170,8 +169,7 @@ class Vault:
             yield
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
-        """Claim `count` new turn folders for `user`; their names in order (the counter is not
-        fsynced: a stale one costs a few probes, never a reused number)."""
+        """Claim `count` new turn folders for `user`; their names in order."""
 
         def made(turns: int, name: str) -> bool:
             try:
@@ -184,8 +182,7 @@ class Vault:
 
     @contextmanager
     def new_turn(self, user: str) -> Iterator[str]:
-        """Claim one new turn folder for `user`, made and locked under the allocation lock, and
-        hold it while the block runs."""
+        """Claim one new turn folder for `user`, made and locked, held while the block runs."""
         held: list[int] = []
 
         def made(turns: int, name: str) -> bool:
@@ -208,8 +205,7 @@ class Vault:
 
     @contextmanager
     def held_turn(self, user: str, turn: str) -> Iterator[bool]:
-        """Hold `turn`'s folder if no live process does (under the allocation lock); yields whether
-        it is held (False also when it is gone)."""
+        """Hold `turn`'s folder if no live process does; yields whether it is held (not if gone)."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         with file_lock(turns / ALLOC_LOCK, what=f"turn allocation for {user}", root=self.root):
             fd = _lock_folder(turns / turn)
@@ -220,8 +216,7 @@ class Vault:
                 os.close(fd)
 
     def reserve_turns(self, user: str, count: int) -> list[str]:
-        """Reserve `count` turn numbers for folders placed later (`place_turns`); one never placed
-        is skipped."""
+        """Reserve `count` turn numbers for folders placed later (`place_turns`)."""
 
         def free(turns: int, name: str) -> bool:
             try:
@@ -251,12 +246,11 @@ class Vault:
                 number += 1
                 if not (stubs and os.path.lexists(f"{stubs}/{name}.md")) and take(folder, name):
                     names.append(name)
-            atomic_write(counter, str(number), durable=False, root=self.root)
+            atomic_write(counter, str(number), durable=False, root=self.root)  # stale: a few probes more
         return names
 
     def place_turns(self, user: str, staged: list[tuple[str, Path]]) -> list[str]:
-        """Rename complete folders `(name, staged path)` into place, so a reader sees a turn whole
-        or not at all; a name taken already is not placed (returned)."""
+        """Rename complete folders into place (seen whole or not at all); names taken are returned."""
         turns = vault_folder(self.root, self.layout.turns_dir(user))
         taken: list[str] = []
         with (
@@ -279,8 +273,7 @@ class Vault:
 
 
 def _lock_folder(path: Path | str, dir_fd: int | None = None) -> int | None:
-    """A descriptor of the folder `path` (in `dir_fd`) holding its `flock`; None if another
-    process holds it, or it is gone or a link."""
+    """A descriptor of the folder `path` holding its `flock`; None if held elsewhere, gone or a link."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:

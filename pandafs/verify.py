@@ -233,8 +233,7 @@ def _check_anchor(
 
 
 def _saved_statements(vault: Vault, rel: str, saved: dict[str, set[str] | None]) -> set[str] | None:
-    """The normalized statements of the list at `rel`, deleted entries too, read once a verify;
-    None when it cannot be read as text (the index check names why)."""
+    """The normalized statements of the list at `rel`, deleted ones too; None if unreadable."""
     if rel not in saved:
         try:
             data, _ = read_vault_file(vault.root, rel)
@@ -256,8 +255,7 @@ _DELETED = re.compile(r"\s*<!-- deleted [^>]*-->[ \t]*$", re.MULTILINE)
 def _check_commits(
     vault: Vault, ref: TurnRef, view: TurnView, report: VerifyReport, saved: dict[str, set[str] | None]
 ) -> None:
-    """Each memory the turn committed is in its document, or among the deleted, else a
-    `commit_missing` warning: an acknowledged save that is gone."""
+    """Each memory the turn committed is in its document or deleted, else `commit_missing`."""
     staged = {c.candidate_id: c for c in view.staged}
     for commit in view.committed:
         candidate = staged.get(commit.candidate_id)
@@ -411,8 +409,7 @@ CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)
 
 
 def default_checks() -> list[Checker]:
-    """Every vault-wide checker: a damaged index rebuilt first (the others' repairs write to
-    it), each area's published `CHECKS`, then the vault's own."""
+    """Every vault-wide checker: a damaged index rebuilt first, each area's `CHECKS`, the vault's."""
     return [
         repair_damaged_index,
         *forget.CHECKS,

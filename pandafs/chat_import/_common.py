@@ -1,5 +1,4 @@
-"""What the export readers share: opening an export safely, the conversion a reader fills,
-times and ids, and one conversation's question-and-answer pairs as `import-turns` lines."""
+"""What the export readers share: opening an export, the conversion, times, ids, pairs as lines."""
 
 from __future__ import annotations
 
@@ -107,15 +106,13 @@ def _over(path: Path | str, size: int, limit: int) -> str:
 
 
 STREAM_ABOVE = 64 * 1024 * 1024
-"""A larger export JSON is read one conversation at a time (memory bounded by the largest
-conversation); a smaller one is parsed whole, faster."""
+"""A larger export JSON is read one conversation at a time; a smaller one is parsed whole."""
 
 CHUNK = 4 * 1024 * 1024
 
 
 class Capped:
-    """A stream refusing (BadInput) more than `limit` bytes in all: a file that grew since it
-    was measured, a ZIP member larger than its directory says."""
+    """A stream refusing (BadInput) more than `limit` bytes in all, whatever its size said."""
 
     def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
         self.stream, self.limit, self.name, self.read_so_far = stream, limit, name, 0
@@ -135,8 +132,7 @@ class Capped:
 
 @contextmanager
 def _export_stream(path: Path, limit: int, member: str) -> Iterator[tuple[Capped, int]]:
-    """(stream, size) of an export's JSON: the file, or `member` of a ZIP export read as it comes
-    (never unpacked to disk), at most `limit` bytes."""
+    """(stream, size) of an export's JSON: the file, or `member` of a ZIP read as it comes."""
     with open_export(path, limit) as handle:
         if not zipfile.is_zipfile(handle):
             handle.seek(0)
@@ -163,8 +159,7 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{},]')
 
 
 def array_items(stream: Capped, head: bytes = b"") -> Iterator[bytes]:
-    """The bytes of each item of the top-level JSON array in `stream` (after `head`), read CHUNK
-    bytes at a time: only the current item is held."""
+    """The bytes of each item of the top-level JSON array in `stream` (after `head`), one at a time."""
     buf = bytearray(head)
     pos = start = depth = 0
     eof = False
@@ -203,8 +198,7 @@ def array_items(stream: Capped, head: bytes = b"") -> Iterator[bytes]:
 
 
 def _entries(data: Any, signature: str) -> list[Any] | None:
-    """The conversations of a parsed export: a list, `{"conversations": [...]}`, or one
-    conversation object (it has `signature`); None if it is none of these."""
+    """The conversations of a parsed export (a list, `{"conversations": …}`, or one); else None."""
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
         return list(data["conversations"])
     if isinstance(data, dict) and signature in data:

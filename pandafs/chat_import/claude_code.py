@@ -202,8 +202,7 @@ def _roles(records: list[dict[str, Any]], out: Conversion, label: str) -> dict[i
 def _anchors(
     records: list[dict[str, Any]], roles: dict[int, tuple[str, str]]
 ) -> tuple[set[str], set[str], set[str]]:
-    """(prompts typed in words, slash commands, rewound prompts — those replaced by a later
-    prompt typed on the same parent) by uuid."""
+    """(prompts typed in words, slash commands, prompts rewound by a later one) by uuid."""
     typed: set[str] = set()
     commands: set[str] = set()
     siblings: dict[str, list[str]] = defaultdict(list)  # parent → prompts typed on it, file order

@@ -1,5 +1,4 @@
-"""Importing a chat history: the reader for its format converts the export, then
-`turn_import.import_turns` does the rest, exactly as for `pandafs import-turns`."""
+"""Importing a chat history: its format's reader converts it, `turn_import.import_turns` does the rest."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ FORMATS = ("chatgpt", "claude", "claude-code")
 
 @dataclass
 class HistoryReport:
-    """What an import did (`imported`, `completed`, `skipped`, `failed`), and its `account` of
-    every conversation and message of the export."""
+    """What an import did, and its `account` of every conversation and message of the export."""
 
     format: str
     source: str
@@ -108,8 +106,7 @@ def import_history(
 
 
 class _Tally:
-    """The account of an import: what became of each line, summed over its messages and
-    conversations."""
+    """The account of an import: what became of each line, over its messages and conversations."""
 
     def __init__(self, conversion: Conversion) -> None:
         self.conversion = conversion

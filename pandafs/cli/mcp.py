@@ -22,8 +22,7 @@ def _loopback(host: str) -> bool:
 
 
 def _check_free(host: str, port: int) -> None:
-    """Refuse a port another program listens on before the server starts (its own
-    failure is a multi-line log); the server binds the same way (SO_REUSEADDR)."""
+    """Refuse a port in use before the server starts (its own failure is a multi-line log)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as probe:

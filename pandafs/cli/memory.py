@@ -22,8 +22,7 @@ from .base import App, command, now_option, parse_now, pass_app, user_option
 
 
 def _nothing_beside_batch(ctx: click.Context) -> None:
-    """`--batch` takes each query and its filters from the file's lines: a query or a
-    filter given beside it would be ignored, silently, so it is refused."""
+    """`--batch` takes queries and filters from its lines: one given beside it is refused."""
     given = [
         param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
         for param in ctx.command.params
@@ -112,8 +111,7 @@ def search(
 
 
 def _batch_search(memory: Memory, source: Path) -> int:
-    """`search --batch`: one JSON query per line in, one JSON hit list (or error) per line
-    out; the number of lines that failed."""
+    """`search --batch`: a JSON query a line in, a hit list (or error) a line out; how many failed."""
     from pydantic import ValidationError  # pydantic: only for --batch
 
     from ..memory.args import BatchQuery

@@ -20,8 +20,7 @@ from .base import App, command, pass_app
 
 @contextmanager
 def _stop_on_signals() -> Iterator[threading.Event]:
-    """Ctrl-C or SIGTERM asks the loop to stop after the file in hand; a second Ctrl-C
-    interrupts at once (a claimed file is resumed on the next start)."""
+    """Ctrl-C or SIGTERM stops the loop after the file in hand; a second Ctrl-C at once."""
     stop = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:

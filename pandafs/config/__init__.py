@@ -51,8 +51,7 @@ __all__ = [
 
 
 def load_config(path: Path) -> Config:
-    """The settings in `path` (a vault's `pandafs.toml`), or the defaults if it is missing; a
-    link there is refused with `BadInput`, never followed nor taken for absent."""
+    """The settings in `path`, or the defaults if missing; a link there is refused (`BadInput`)."""
     try:
         data = tomllib.loads(read_vault_file(path.parent, path.name)[0].decode("utf-8"))
     except FileNotFoundError:

@@ -1,5 +1,4 @@
-"""Forgetting: a person takes back a statement, a memory or a turn, everywhere, provably
-(docs/forgetting.md)."""
+"""Forgetting: take back a statement, memory or turn, everywhere, provably (docs/forgetting.md)."""
 
 from ._run import CHECKS, ForgetReport, check_pending, forget, intent_path, resume_pending
 from .proof import Survivor, scan_user, scan_vault

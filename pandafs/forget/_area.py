@@ -367,8 +367,7 @@ def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
 
 
 def _redact_markdown(rel: str, text: str, matcher: Matcher, *, entries: bool) -> str:
-    """A markdown document redacted: frontmatter as data, body as text; an entry of
-    preferences.md / facts.md that says it loses its whole line."""
+    """A markdown document redacted; an entry of preferences.md / facts.md loses its whole line."""
     from events.documents import parse_document, render_document
     from events.errors import FrontmatterError
 

@@ -110,8 +110,7 @@ def _forget_lock(vault: Vault, user: str) -> AbstractContextManager[None]:
 
 
 def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], Matcher, set[str], str]:
-    """The targets `query_or_id` names, the matcher of its text (words not yet chosen), the
-    candidate distinctive words (stems) and the kind of the forgetting."""
+    """The targets `query_or_id` names, their text's matcher, candidate words and the kind."""
     from events.documents import parse_document
 
     from ..memory.editing import pick_entry
@@ -557,8 +556,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
 
 
 def _reanchor(vault: Vault, user: str, folder: str) -> None:
-    """Record a rewritten turn's new end in the user's ledger, so `verify` holds it to the
-    redacted log (a turn still running is recorded when it completes)."""
+    """Record a rewritten turn's new end in the user's ledger (a running turn's when it completes)."""
     turns = vault.layout.turns_dir(user)
     turn = folder.rsplit("/", 1)[1]
     log = parse_log(folder, read_vault_file(vault.root, f"{folder}/events.jsonl")[0])

@@ -78,8 +78,7 @@ class Stuck(Exception):
 
 
 def rejected_name(name: str) -> str:
-    """A rejected file keeps its bytes but not a name Obsidian would parse as a note
-    (a binary `x.md` crashes vault tooling): `x.md` → `x.md.rejected`."""
+    """A rejected file keeps its bytes, not a name Obsidian would parse: `x.md` → `x.md.rejected`."""
     return f"{name}.rejected" if name.lower().endswith(".md") else name
 
 
@@ -156,8 +155,7 @@ def remove_empty_tree(folders: CheckedFolders, top: Path) -> str | None:
 
 
 class ClaimFolders:
-    """The inbox's claim folders, `inbox/.processing/{claim}/`: claim, plan, publish, clean up.
-    `checkpoint(step)` hears each durable step (where tests simulate a death)."""
+    """The claim folders `inbox/.processing/{claim}/`; `checkpoint(step)` hears each durable step."""
 
     def __init__(
         self, vault: Vault, *, lock_wait_s: float, log: Log, checkpoint: Callable[[str], None]

@@ -34,8 +34,7 @@ from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query
 
 
 class Inbox:
-    """Claims, answers and files away the query files of one vault's `inbox/`.
-    Not thread-safe: one `Inbox` per thread; processes coordinate through the lock."""
+    """Claims, answers and files away the query files of `inbox/` (one `Inbox` per thread)."""
 
     def __init__(
         self,
@@ -548,8 +547,7 @@ def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
 
 
 class TurnStarts:
-    """Starts each claim's turn exactly once, through the inbox's pipeline (made when first
-    needed); `checkpoint(step)` as for `ClaimFolders`."""
+    """Starts each claim's turn exactly once; `checkpoint(step)` as for `ClaimFolders`."""
 
     def __init__(
         self,

@@ -1,5 +1,4 @@
-"""Deciding what a dropped file is: where queries may be dropped, and whether a file
-holds a question (and whose) or why it cannot."""
+"""Deciding what a dropped file is: whose question it holds, or why it cannot be one."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ _NOT_A_FILE_HINT = "Save the question as a plain .md or .txt file and drop it in
 
 
 def not_a_file(kind: str) -> Rejection:
-    """A dropped entry the one rule refuses: never read; a folder is moved to `inbox/rejected/`,
-    anything else only loses its inbox name."""
+    """A dropped entry the one rule refuses, never read: a folder is kept, anything else unnamed."""
     reason = {"symlink": "symlink", "hard_link": "hard_link"}.get(kind, "not_a_file")
     why = REASONS[kind]
     if kind == "hard_link":

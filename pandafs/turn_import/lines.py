@@ -21,8 +21,7 @@ __all__ = ["ImportContext", "ImportLine", "chunks", "open_source", "parse_line"]
 
 
 def open_source(path: Path | str) -> IO[bytes]:
-    """An import source opened under the vault's one rule for outside files (a pipe handed
-    over on the command line too); else BadInput, before a byte is read."""
+    """An import source opened under the one rule for outside files (a pipe too), else BadInput."""
     try:
         return open_outside_file(path)
     except NotInVault as exc:
@@ -34,8 +33,7 @@ def open_source(path: Path | str) -> IO[bytes]:
 
 
 class ImportContext(BaseModel):
-    """Text that came with the question but is not the question: an attached file's
-    extracted text, the summary a compaction left.  Rendered in the turn's §2."""
+    """Text that came with the question (an attachment, a compaction's summary), shown in §2."""
 
     model_config = ConfigDict(extra="forbid")
     heading: str

@@ -80,8 +80,7 @@ Batch = dict[str, list[_Staged]]  # user → turns staged for them
 
 
 def _settle(batch: Batch) -> BaseException | None:
-    """Wait for every folder of `batch`, then close its staging folders' descriptors (no
-    I/O thread uses them any more); the first failure, if any."""
+    """Wait for every folder of `batch`, close its staging descriptors; the first failure, if any."""
     errors = [item.written.exception() for staged in batch.values() for item in staged]
     for fd in {item.staging_fd for staged in batch.values() for item in staged}:
         os.close(fd)
@@ -89,8 +88,7 @@ def _settle(batch: Batch) -> BaseException | None:
 
 
 class Placer:
-    """Stage a batch of turns (rendered here, written by the I/O threads), then `place`
-    it once every folder is on disk; the caller may stage the next batch meanwhile."""
+    """Stage a batch of turns, then `place` it once on disk; the next may be staged meanwhile."""
 
     def __init__(self, vault: Vault, before: Callable[[str, str], str | None] | None = None) -> None:
         self.vault = vault
@@ -110,8 +108,7 @@ class Placer:
         self._pool.shutdown()
 
     def stage(self, by_user: dict[str, list[ImportLine]]) -> Batch:
-        """Reserve turn numbers for each user's lines, render each turn and hand its
-        folder to the I/O threads."""
+        """Reserve numbers for each user's lines, render each turn and hand it to the I/O threads."""
         batch: Batch = {}
         self._unplaced.append(batch)
         for user, lines in by_user.items():
@@ -150,8 +147,7 @@ class Placer:
         return staged
 
     def place(self, batch: Batch) -> list[Placed]:
-        """Wait until every folder of `batch` is durable, rename them into place and
-        return what was placed; a number someone else took meanwhile is staged again."""
+        """Rename `batch`'s durable folders into place; a number taken meanwhile is staged again."""
         placed: list[Placed] = []
         while batch:
             start = time.perf_counter()

@@ -60,8 +60,7 @@ TurnFiles = tuple[bytes, dict[str, bytes], dict[str, Any], str]
 
 SUMMARY_CHARS = 240
 OVERHEAD = 8192
-"""A turn's context.md besides the line's texts: frontmatter, headings, bounded title and
-summary, the conversation's links."""
+"""A turn's context.md besides the line's texts: frontmatter, headings, title, summary, links."""
 
 
 def size_bound(line: ImportLine) -> int:
@@ -71,8 +70,7 @@ def size_bound(line: ImportLine) -> int:
 
 
 def held_digest(answer: str, blocks: list[ContextBlock]) -> str:
-    """A digest of what an imported turn holds of its line (answer and context, not its links):
-    a line whose digest differs has grown."""
+    """A digest of what an imported turn holds of its line: one that differs has grown."""
     kept = [[b.heading, b.text] for b in blocks if b.heading != THREAD_HEADING]
     return hashlib.sha256(orjson.dumps([answer, kept])).hexdigest()[:16]
 
@@ -180,8 +178,7 @@ class Threads:
     def blocks(
         self, user: str, names: list[str], lines: list[ImportLine], before: Callable[[str], str | None]
     ) -> list[ContextBlock | None]:
-        """The `Conversation` block of each of a batch's lines (numbered `names`); `before(key)`:
-        the conversation's last turn from an earlier import."""
+        """The `Conversation` block of each line; `before(key)`: the conversation's last turn so far."""
         keys = [conversation_of(line) for line in lines]
         out: list[ContextBlock | None] = []
         for i, (name, line, conv) in enumerate(zip(names, lines, keys, strict=True)):

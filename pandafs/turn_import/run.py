@@ -93,8 +93,7 @@ class BackgroundIndexer:
             self.submit([], [(ledger, ledger.scanned)])
 
     def close(self, *, failed: bool) -> None:
-        """Finish the batch in flight and stop the thread.  Its marks are written if it
-        was committed; its failure is raised unless the caller is already failing."""
+        """Finish the batch in flight (its failure raised unless already failing), stop the thread."""
         try:
             pending, self._pending = self._pending, None
             if pending is not None:
@@ -277,8 +276,7 @@ class _Importer:
             self.progress(lines)
 
     def link(self) -> None:
-        """The `Next:` links of turns rendered before their next turn existed, and the notes of
-        the conversations that got turns; indexed like the turns."""
+        """The `Next:` links rendered late and the notes of the conversations, indexed like the turns."""
         docs = [
             doc
             for user, turn, nxt in self.placer.threads.fix_ups

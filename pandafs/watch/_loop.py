@@ -32,8 +32,7 @@ IDLE_WAIT_S = 0.25
 INDEX_RETRY_S = 1.0
 ERROR_RETRY_S = 10.0
 REBUILD_AGAIN_S = 600.0
-"""Damaged again this soon after a rebuild: the disk is failing, the watch ends with it
-(out of step again: logged, not rebuilt)."""
+"""Damaged again this soon after a rebuild: the disk is failing, the watch ends with it."""
 WATCHER_RESTARTS = 3
 STATUS_EVERY_S = 10.0
 
@@ -41,8 +40,7 @@ _UNWATCHED = ("outbox/", "inbox/processed/", "inbox/rejected/", "observability/"
 
 
 def watch_ignore(rel_path: str) -> bool:
-    """Paths the watch loop never needs: `default_ignore` plus answers, filed-away queries,
-    observability files and the Parquet archive (none is a document or a query)."""
+    """Paths the watch loop never needs: `default_ignore`, answers, filed queries, observability, archive."""
     return default_ignore(rel_path) or (rel_path + "/").startswith(_UNWATCHED)
 
 

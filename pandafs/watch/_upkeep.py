@@ -1,5 +1,4 @@
-"""Upkeep: the registry of jobs, when each is due, running them, and remembering when
-each last ran (`observability/upkeep.json`)."""
+"""Upkeep: the jobs, when each is due, running them, and when each last ran (`upkeep.json`)."""
 
 from __future__ import annotations
 
