@@ -121,16 +121,11 @@ def _verify_turn(
         else:
             report.problems.append(Problem(rel, "empty_turn", "events.jsonl holds no events"))
         return
-    for record in log.records:
-        if record.get("user") != ref.user or record.get("turn") != ref.turn:
-            report.problems.append(
-                Problem(
-                    rel,
-                    "misplaced",
-                    f"seq {record.get('seq')} names {record.get('user')}/{record.get('turn')}",
-                )
-            )
-            return
+    stray = next((r for r in log.records if (r.get("user"), r.get("turn")) != (ref.user, ref.turn)), None)
+    if stray is not None:
+        names = f"{stray.get('user')}/{stray.get('turn')}"
+        report.problems.append(Problem(rel, "misplaced", f"seq {stray.get('seq')} names {names}"))
+        return
     if ledgers is not None:
         _check_anchor(vault, ref, log.records, repair, report, ledgers)
     try:
@@ -214,11 +209,8 @@ def _check_anchor(
             ledger.anchors[ref.turn] = Anchor(ref.turn, events, last)
             report.repaired.append(Problem(rel, "unanchored", "recorded in the ledger as it is now"))
         else:
-            report.warnings.append(
-                Problem(
-                    rel, "unanchored", "a completed turn the ledger does not name (`--repair` records it)"
-                )
-            )
+            why = "a completed turn the ledger does not name (`--repair` records it)"
+            report.warnings.append(Problem(rel, "unanchored", why))
         return
     if (anchor.events, anchor.last_hash) == (events, last):
         return

@@ -181,11 +181,7 @@ class ClaimFolders:
 
     def has_claims(self) -> bool:
         """True if `inbox/.processing/` holds claims (orphans, or ones waiting for a retry)."""
-        try:
-            with os.scandir(self.processing) as entries:
-                return any(not e.name.startswith(".") for e in entries)
-        except FileNotFoundError:
-            return False
+        return bool(self.claim_dirs())
 
     def claim_dirs(self) -> list[Path]:
         try:
