@@ -95,14 +95,10 @@ class BackgroundIndexer:
     def close(self, *, failed: bool) -> None:
         """Finish the batch in flight (its failure raised unless already failing), stop the thread."""
         try:
-            pending, self._pending = self._pending, None
-            if pending is not None:
-                future, marks = pending
-                error = future.exception()
-                if error is None:
-                    self._mark(marks)
-                elif not failed:
-                    raise error
+            self.drain()
+        except BaseException:
+            if not failed:
+                raise
         finally:
             if self._pool is not None:
                 self._pool.shutdown()
