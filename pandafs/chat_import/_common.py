@@ -85,9 +85,6 @@ def _shown(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-# --- opening an export ----------------------------------------------------------------------
-
-
 def open_export(path: Path, limit: int) -> IO[bytes]:
     """`path` opened under the one rule for outside files, at most `limit` bytes, else BadInput."""
     handle = open_source(path)
@@ -239,9 +236,6 @@ def conversations(
         yield index, conv
     if index and not matched:
         raise BadInput(f"{path} is not a {what} export: no conversation has `{signature}`")
-
-
-# --- shared helpers -----------------------------------------------------------------------
 
 
 def iso_time(value: Any) -> str | None:

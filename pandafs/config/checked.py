@@ -13,8 +13,7 @@ from typing import Any, Literal
 
 from ..errors import BadInput
 
-# No `from __future__ import annotations`: the checks read annotations as types (strings
-# would each be compiled).
+# No `from __future__ import annotations`: the checks read annotations as types.
 
 
 class ConfigError(BadInput):

@@ -106,9 +106,6 @@ def _forget_lock(vault: Vault, user: str) -> AbstractContextManager[None]:
     return file_lock(vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}")
 
 
-# --- targets ---------------------------------------------------------------------------
-
-
 def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], Matcher, set[str], str]:
     """The targets `query_or_id` names, their text's matcher, candidate words and the kind."""
     from events.documents import parse_document
@@ -240,9 +237,6 @@ def _choose_words(vault: Vault, user: str, matcher: Matcher, candidates: set[str
         if not _is_own(f"users/{user}/turns/{turn}", own):
             look(f"users/{user}/turns/{turn}/{path}", data)
     matcher.add_words(candidates - elsewhere)
-
-
-# --- changes ---------------------------------------------------------------------------
 
 
 def _redact_record_data(record: dict[str, Any], matcher: Matcher, full: bool) -> dict[str, Any] | None:
@@ -424,9 +418,6 @@ def _changes(vault: Vault, plan: _Plan) -> tuple[list[str], list[tuple[str, str]
             files.append(rel)
     archived = _tainted_archived(vault, plan.user, plan.matcher, lambda folder: _is_own(folder, plan.own))
     return sorted(dict.fromkeys(files)), sorted(archived)
-
-
-# --- running ---------------------------------------------------------------------------
 
 
 def forget(

@@ -169,8 +169,6 @@ class ClaimFolders:
         self._checkpoint = checkpoint
         self._claims = 0  # claims made by this process, in each new claim's id
 
-    # -- locking and claims -----------------------------------------------------------
-
     @contextmanager
     def locked(self) -> Iterator[None]:
         vault_folder(self.root, self.processing)  # claims move queries here: never through a link
@@ -219,8 +217,6 @@ class ClaimFolders:
             return None
         self._checkpoint("claimed")
         return claim
-
-    # -- step 2: read, validate, plan -------------------------------------------------
 
     def claimed_file(self, claim: Path, plan: ClaimPlan | None) -> Path | None:
         """The entry the claim holds (the planned one, else the one found), None if none:
@@ -308,8 +304,6 @@ class ClaimFolders:
             if plan.rejected:
                 taken.add(str(self.root / f"{plan.rejected}.error.md"))
         return taken
-
-    # -- moving files without ever overwriting -----------------------------------------
 
     def publish_planned(
         self,

@@ -66,8 +66,6 @@ class Inbox:
             vault, lambda: self.pipeline, log=self._log, checkpoint=lambda step: self._checkpoint(step)
         )
 
-    # -- services --------------------------------------------------------------------
-
     @property
     def pipeline(self) -> Pipeline:
         if self._pipeline is None:
@@ -84,8 +82,6 @@ class Inbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- what is waiting ---------------------------------------------------------------
 
     def pending(self) -> list[str]:
         """Vault-relative paths of files waiting in the inbox, oldest first."""
@@ -137,8 +133,6 @@ class Inbox:
         if st.st_size == 0 and not final:
             needed = max(needed, self.empty_grace_s)
         return max(0.0, needed - quiet)
-
-    # -- processing --------------------------------------------------------------------
 
     def process_pending(
         self,
@@ -224,8 +218,6 @@ class Inbox:
                 results.append(result)
         return results
 
-    # -- one claim, from whatever state it is in ----------------------------------------
-
     def _finish(self, claim: Path, *, recovered: bool) -> InboxResult | None:
         started = time.perf_counter()
         try:
@@ -293,8 +285,6 @@ class Inbox:
         self.turns.index_again(user, turn)
         return outcome_of(self.vault, user, turn) if turn else None
 
-    # -- rejection --------------------------------------------------------------------
-
     def _reject(self, claim: Path, plan: ClaimPlan, query_path: Path | None, recovered: bool) -> InboxResult:
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
         if query_path is not None:
@@ -322,8 +312,6 @@ class Inbox:
             message=plan.message,
             recovered=recovered,
         )
-
-    # -- answering --------------------------------------------------------------------
 
     def _answer(self, claim: Path, plan: ClaimPlan, query_path: Path, recovered: bool) -> InboxResult:
         assert plan.user is not None and plan.answer is not None

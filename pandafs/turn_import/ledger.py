@@ -50,8 +50,7 @@ class Ledger:
         self.vault = vault
         self.user = user
         self.path = vault.layout.turns_dir(user) / LEDGER
-        # external id → its turn's number << 64 | the 64-bit digest of what the turn holds
-        # (0: not known), one int a line; PENDING while its turn is being placed
+        # external id → turn number << 64 | 64-bit digest of what it holds (0: unknown); or PENDING
         self.ids: dict[str, int] = {}
         self.last_of: dict[str, str] = {}  # conversation → its newest turn
         self.scanned = 0

@@ -27,8 +27,7 @@ from .render import Threads, turn_files
 
 __all__ = ["Placed", "Placer"]
 
-# Threads that make folders and write and fsync files: they spend their time waiting
-# on the disk (the GIL is released), and concurrent fsyncs share journal commits.
+# Threads writing and fsyncing files wait on the disk (GIL released); their fsyncs share journal commits
 IO_THREADS = 8
 
 

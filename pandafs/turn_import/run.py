@@ -118,8 +118,7 @@ class ImportReport:
     seconds: float = 0.0
     turns: list[str] = field(default_factory=list)
     recovered: int = 0  # turns a killed import had placed, indexed (again) by this one
-    # seconds per stage: on the importing thread, except "index" (the indexer's thread,
-    # overlapping the others; "index wait" is what the importing thread waited for it)
+    # seconds per stage on the importing thread; "index" on the indexer's thread, overlapping
     stages: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -160,8 +159,7 @@ class _Importer:
             finally:
                 for user in self.ledgers:
                     turns = self.vault.layout.turns_dir(user)
-                    # absent, or holds what a failed batch left (the next import clears it),
-                    # or its folder is a link (removed nowhere): left
+                    # absent, holding a failed batch's (the next import clears it), or a link: left
                     with (
                         suppress(OSError, NotInVault),
                         checked_folders(self.vault.root, durable=False) as folders,

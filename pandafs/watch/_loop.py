@@ -9,6 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,8 +170,6 @@ class Watch:
     def close(self) -> None:
         self.inbox.close()
 
-    # -- once -----------------------------------------------------------------------
-
     def run_once(self, *, upkeep: bool = True) -> WatchReport:
         """Answer every pending inbox file, reconcile the index, run upkeep if due."""
         started = time.perf_counter()
@@ -181,8 +180,6 @@ class Watch:
             report.upkeep += self.upkeep.run_due()
         report.seconds = time.perf_counter() - started
         return report
-
-    # -- foreground loop ------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> WatchReport:
         """Watch until `stop` is set (Ctrl-C / SIGTERM); finishes the file in hand first."""
@@ -279,8 +276,6 @@ class Watch:
 
     def _has_index_work(self) -> bool:
         return self._full or bool(self._paths or self._dirs)
-
-    # -- index ----------------------------------------------------------------------
 
     def _sync_index(self) -> None:
         if not self._has_index_work() or time.monotonic() < self._index_retry_at:
@@ -383,8 +378,6 @@ class Watch:
                 self._skips_reported[skipped.path] = key
                 self._log(f"not indexed {skipped.path}: {skipped.reason}")
 
-    # -- inbox ----------------------------------------------------------------------
-
     def _inbox_step(self) -> bool:
         """Handle at most one inbox file; True if one was handled (or tried)."""
         now = time.monotonic()
@@ -420,18 +413,13 @@ class Watch:
         self.report.inbox.results.append(result)
         self._log(result.describe())
 
-    # -- periodic -------------------------------------------------------------------
-
     def _periodic(self) -> None:
         now = time.monotonic()
         if now >= self._next_claim_retry:
             self._next_claim_retry = now + 5.0
-            if self.inbox.claims.has_claims():
-                try:
-                    for result in self.inbox.recover():
-                        self._note_inbox(result)
-                except Busy:
-                    pass
+            with suppress(Busy):  # (`recover` looks for claims before it takes the inbox's lock)
+                for result in self.inbox.recover():
+                    self._note_inbox(result)
         if now >= self._next_reconcile and now >= self._index_retry_at:
             self._reconcile()
         if now >= self._next_upkeep_check:
@@ -441,8 +429,6 @@ class Watch:
             wait = self.upkeep.seconds_until_due()
             if wait is not None:
                 self._next_upkeep_check = now + min(max(wait, 1.0), 3600.0)
-
-    # -- status ---------------------------------------------------------------------
 
     def queue_length(self) -> int:
         """Changes and files waiting: inbox files, index paths and folders, watcher backlog."""
