@@ -67,6 +67,7 @@ KEEP_KEYS = frozenset(
 """Strings of a forgotten turn's events that are structure, not what was said: kept so the
 turn still replays (an `external_id` keeps a re-import from bringing it back)."""
 
+REBUILT = ("indexes/fulltext", "indexes/learning", "observability/catalog")
 _ENTRY_ID = re.compile(r"^(?P<user>[a-z0-9][a-z0-9_-]{0,63})/(?P<doc>preferences|facts)#(?P<entry>.+)$")
 
 
@@ -440,18 +441,11 @@ def forget(
         _choose_words(vault, user, matcher, candidates, own)
         plan = _Plan(user, by or user, kind, secrets.token_hex(8), matcher, own, [t.label for t in targets])
         files, archived = _changes(vault, plan)
-        report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, resumed=resumed)
-        report.words = len(matcher.words)
-        report.files = files + [
-            item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")
-        ]
         if not files and not archived:
             raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
-        report.files = list(dict.fromkeys(report.files)) + [
-            "indexes/fulltext (rebuilt)",
-            "indexes/learning (rebuilt)",
-            "observability/catalog (rebuilt)",
-        ]
+        files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
+        files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
+        report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, files, len(matcher.words), resumed)
         if dry_run:
             return report
         atomic_write(intent_path(vault, user), orjson.dumps(plan.as_json()), root=vault.root)
