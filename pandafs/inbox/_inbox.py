@@ -276,8 +276,7 @@ class Inbox:
                 "before it was answered (by hand?); nothing more can be done with it",
                 recovered=recovered,
             )
-        found = self.turns.find_turn(plan)
-        turn = found if isinstance(found, str) else None
+        turn, _ = self.turns.find_turn(plan)
         return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
 
     def _indexed_again(self, user: str, turn: str | None) -> str | None:
@@ -317,8 +316,7 @@ class Inbox:
         assert plan.user is not None and plan.answer is not None
         user = plan.user
         answer_tmp = claim / ANSWER
-        found = self.turns.find_turn(plan)
-        turn = found if isinstance(found, str) else None
+        turn, empties = self.turns.find_turn(plan)
         published = (
             turn is not None
             and not answer_tmp.exists()
@@ -326,7 +324,7 @@ class Inbox:
         )
         if not published:
             if turn is None:
-                turn = self.turns.start(plan, query_path, found)
+                turn = self.turns.start(plan, query_path, empties)
             result = self.pipeline.resume(user, turn, behind=True)  # its index commit lands meanwhile
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
@@ -560,9 +558,9 @@ class TurnStarts:
             raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
         return verdict
 
-    def find_turn(self, plan: ClaimPlan) -> str | list[tuple[str, Path]]:
-        """The turn started for this plan, or the empty turn folders that may be ours (probed
-        above `plan.after`: one a dead process allocated, or another writer is about to fill)."""
+    def find_turn(self, plan: ClaimPlan) -> tuple[str | None, list[tuple[str, Path]]]:
+        """The turn started for this plan, else (None, the empty turn folders that may be ours,
+        probed above `plan.after`: one a dead process allocated, or another writer is to fill)."""
         assert plan.user is not None
         turns = self.vault.layout.turns_dir(plan.user)
         empties: list[tuple[str, Path]] = []
@@ -580,20 +578,18 @@ class TurnStarts:
                 first = log.records[0]
                 data = first.get("data") or {}
                 if first.get("type") == "turn_started" and data.get("inbox_file") == plan.turn_key:
-                    return name
+                    return name, []
             else:
                 empties.append((name, folder))
-        return empties
+        return None, empties
 
-    def start(self, plan: ClaimPlan, query_path: Path, found: str | list[tuple[str, Path]]) -> str:
+    def start(self, plan: ClaimPlan, query_path: Path, empties: list[tuple[str, Path]]) -> str:
         """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
         assert plan.user is not None
         user = plan.user
         query = self.read_query(plan, query_path)
-        candidates = found if isinstance(found, list) else []
-        planned = plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)
-        planned_ns = planned - 1_000_000_000
-        for turn, folder in candidates:
+        planned_ns = (plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)) - 1_000_000_000
+        for turn, folder in empties:
             try:
                 mtime = folder.stat().st_mtime_ns
             except FileNotFoundError:
