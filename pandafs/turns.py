@@ -188,19 +188,15 @@ def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
         return None  # projected before the count was recorded
     count = recorded["events"]
     if count > view.event_count:
-        return Drift(
-            vault.rel(ref.path) + "/events.jsonl",
-            "cut_tail",
+        why = (
             f"holds {view.event_count} events but metadata.json recorded {count} "
-            f"(last hash {str(recorded.get('last_hash', ''))[:12]}…): events were cut from its end",
+            f"(last hash {str(recorded.get('last_hash', ''))[:12]}…): events were cut from its end"
         )
-    if count == view.event_count and recorded.get("last_hash") not in (None, view.last_hash):
-        return Drift(
-            vault.rel(ref.path) + "/events.jsonl",
-            "cut_tail",
-            f"its last event's hash differs from the one metadata.json recorded after {count} events",
-        )
-    return None
+    elif count == view.event_count and recorded.get("last_hash") not in (None, view.last_hash):
+        why = f"its last event's hash differs from the one metadata.json recorded after {count} events"
+    else:
+        return None
+    return Drift(vault.rel(ref.path) + "/events.jsonl", "cut_tail", why)
 
 
 def replay(
