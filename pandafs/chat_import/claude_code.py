@@ -47,6 +47,7 @@ _INTERRUPTED = "[Request interrupted by user"
 COMPACTED = "Summary of the conversation before (compacted)"
 META = "written by Claude Code, not the person (meta, notifications)"
 COMMAND = "slash command or its output"
+_SKIPPED = {META: META, COMMAND: COMMAND, "interruption": INTERRUPTION, "sidechain": SIDECHAIN}  # role → why
 _TRANSCRIPT_TYPES = frozenset(("user", "assistant", "system", "summary", "progress", "file-history-snapshot"))
 
 
@@ -233,17 +234,13 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
     waiting: dict[str, list[str]] = defaultdict(list)  # prompt → summaries above it, kept as context
     for i, (role, text) in roles.items():
         record = records[i]
-        if role in ("prompt", "command", "answer", "summary", "interruption", "sidechain", META, COMMAND):
+        if role in ("prompt", "command", "answer", "summary", *_SKIPPED):
             out.messages += 1
         else:
             out.not_messages[role] += 1
             continue
-        if role in (META, COMMAND):
-            out.skip(role)
-        elif role == "interruption":
-            out.skip(INTERRUPTION)
-        elif role == "sidechain":
-            out.skip(SIDECHAIN)
+        if role in _SKIPPED:
+            out.skip(_SKIPPED[role])
         elif role == "prompt" and record.get("uuid") in rewound:
             out.skip(REWOUND)
         elif role in ("prompt", "command"):
