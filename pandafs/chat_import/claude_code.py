@@ -286,10 +286,8 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
                 model = (record.get("message") or {}).get("model")
                 if isinstance(model, str) and not model.startswith("<"):
                     pair.extra["model"] = model
-        if role == "answer" and (above := tree.prompt_above(record, prompts)) in pairs:
-            _count_tools(pairs[above], record)
     for i, (role, _) in roles.items():  # tool calls and results of each exchange, by name
-        if role in ("thinking or tool call", "tool result"):
+        if role in ("answer", "thinking or tool call", "tool result"):
             above = tree.prompt_above(records[i], prompts)
             if above in pairs:
                 _count_tools(pairs[above], records[i])
