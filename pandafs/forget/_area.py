@@ -16,6 +16,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,6 @@ class Matcher:
 
     def __post_init__(self) -> None:
         self._cache: dict[str, str] = {}
-        self._sentence_lengths: list[int] | None = None
 
     def hash(self, term: str) -> str:
         """The salted hash of a stem, a sentence's stems or a path (only words are cached)."""
@@ -115,11 +115,9 @@ class Matcher:
             if stems:
                 self.sentences.add(f"{len(stems)}:{self.hash(' '.join(stems))}")
 
-    @property
+    @cached_property
     def _lengths(self) -> list[int]:
-        if self._sentence_lengths is None:
-            self._sentence_lengths = sorted({int(s.split(":", 1)[0]) for s in self.sentences})
-        return self._sentence_lengths
+        return sorted({int(s.split(":", 1)[0]) for s in self.sentences})
 
     def _quotes(self, stems: list[str]) -> bool:
         for length in self._lengths:
