@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,17 +75,15 @@ Useful commands: `pandafs ask "…" --user me`, `pandafs search "…"`, `pandafs
 """
 
 
-@contextmanager
 def file_lock(
     path: Path, *, wait_s: float | None = None, what: str = "lock", root: Path | None = None
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Exclusive lock on `path`; after `wait_s` (None: forever) `Busy` naming the holder."""
 
     def busy(holder: str) -> Exception:
         return Busy(f"{what} is busy, held by pid {holder}; try again when it finishes")
 
-    with held_lock(path, wait_s=wait_s, on_busy=busy, root=root):
-        yield
+    return held_lock(path, wait_s=wait_s, on_busy=busy, root=root)
 
 
 @dataclass

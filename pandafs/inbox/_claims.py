@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -169,13 +169,11 @@ class ClaimFolders:
         self._checkpoint = checkpoint
         self._claims = 0  # claims made by this process, in each new claim's id
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> AbstractContextManager[None]:
         vault_folder(self.root, self.processing)  # claims move queries here: never through a link
-        with file_lock(
+        return file_lock(
             self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox", root=self.root
-        ):
-            yield
+        )
 
     def has_claims(self) -> bool:
         """True if `inbox/.processing/` holds claims (orphans, or ones waiting for a retry)."""
