@@ -152,8 +152,7 @@ class Vault:
             raise BadInput(f"no user {user!r} in {self.root}")
         return user
 
-    @contextmanager
-    def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> Iterator[None]:
+    def memory_lock(self, owner: str | None, *, wait_s: float | None = 120.0) -> AbstractContextManager[None]:
         """The one lock over an owner's memory documents (`None`: the global ones); every writer
         holds it and re-reads under it, so no acknowledged line is overwritten."""
         if owner is None:
@@ -163,8 +162,7 @@ class Vault:
             path, what = self.layout.user_dir(owner) / ".memory.lock", f"the memory of {owner}"
             check_folders(self.root, self.layout.memories_dir(owner))
         vault_folder(self.root, path.parent)
-        with file_lock(path, wait_s=wait_s, what=what, root=self.root):
-            yield
+        return file_lock(path, wait_s=wait_s, what=what, root=self.root)
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
         """Claim `count` new turn folders for `user`; their names in order."""
