@@ -195,11 +195,9 @@ def _raised(kind: type[BaseException], args: tuple[Any, ...], attributes: dict[s
 
 def _die_with(parent: int) -> None:
     """Ask Linux to SIGKILL this process when its parent dies (elsewhere: nothing)."""
-    try:
+    with suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
     if os.getppid() != parent:  # it died before that was asked
         os._exit(1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -114,11 +115,9 @@ def project(
     folder = ref.path.relative_to(root).as_posix()
     for name, data in sorted(rendered.items(), key=lambda item: item[0] == "metadata.json"):
         path = ref.path / name
-        try:  # a linked file (or turn folder) is not read: the write below refuses or replaces it
+        with suppress(FileNotFoundError, NotInVault):  # a link is not read: the write refuses it
             if same_projection(name, read_vault_file(root, f"{folder}/{name}")[0], data):
                 continue  # unchanged, or only its turn links moved, or an older metadata.json
-        except (FileNotFoundError, NotInVault):
-            pass
         atomic_write(path, data, durable=durable, root=root)
     return view
 

@@ -15,6 +15,7 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -290,11 +291,9 @@ def segments_of_file(rel: str, data: bytes) -> Iterator[str]:
         for line in data.split(b"\n") if name.endswith(".jsonl") else [data]:
             if not line.strip():
                 continue
-            try:
+            with suppress(orjson.JSONDecodeError):
                 yield from _strings(orjson.loads(line))
                 continue
-            except orjson.JSONDecodeError:
-                pass
             yield line.decode("utf-8", errors="replace")
         return
     yield data.decode("utf-8", errors="replace")

@@ -248,11 +248,9 @@ def _redact_record_data(record: dict[str, Any], matcher: Matcher, full: bool) ->
     new = _wipe(data) if full else matcher.redact_value(data)
     if new == data:
         return None
-    try:
+    with contextlib.suppress(ValidationError):
         parse_event({**record, "data": new})
         return new
-    except ValidationError:
-        pass
     kept = dict(data)  # key by key: a field that must keep its form (an enum) keeps it
     for key, value in new.items():
         trial = {**kept, key: value}
