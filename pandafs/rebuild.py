@@ -51,23 +51,20 @@ def rebuild_all(
     if user is not None:
         index = memory.rebuild(user=user, progress=progress, on_total=on_total)
         return _result(index.as_json(), dict(index.stages))
+    say = stage or (lambda line: None)
+    folding = "recomputing trust, scope and the turn catalog from every turn's events"
     if beside is None:
         beside = hasattr(os, "fork")
     if beside:
-        if stage is not None:
-            stage(
-                "recomputing trust, scope and the turn catalog from every turn's events, beside the indexing"
-            )
+        say(f"{folding}, beside the indexing")
         try:
             return _beside(vault, memory, progress, on_total)
         except _TrustMoved as moved:
-            if stage is not None:
-                why = "out of step" if moved.cached else "not there (the turns have earned trust)"
-                stage(f"the learning cache was {why}: indexing the turns again with the recomputed trust")
+            why = "out of step" if moved.cached else "not there (the turns have earned trust)"
+            say(f"the learning cache was {why}: indexing the turns again with the recomputed trust")
             index = memory.rebuild(progress=progress, on_total=on_total)
             return _result(index.as_json(), dict(index.stages), moved.folded)
-    if stage is not None:
-        stage("recomputing trust, scope and the turn catalog from every turn's events")
+    say(folding)
     folded = _fold(vault, memory, fold_progress, on_fold_total)
     index = memory.rebuild(progress=progress, on_total=on_total)
     return _result(index.as_json(), dict(index.stages), folded)
