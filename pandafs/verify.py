@@ -59,8 +59,8 @@ def _verify_turn(
     ref: TurnRef,
     repair: bool,
     report: VerifyReport,
-    ledgers: dict[str, LedgerRead] | None = None,
-    saved: dict[str, set[str] | None] | None = None,
+    ledgers: dict[str, LedgerRead],
+    saved: dict[str, set[str] | None],
 ) -> None:
     rel = vault.rel(ref.path) + "/events.jsonl"
     if ref.events_path.is_symlink():
@@ -95,14 +95,14 @@ def _verify_turn(
                 return  # a live writer is appending that line: nothing torn, nothing to check yet
             report.repaired.append(torn)
             log = read_log(ref.events_path, root=vault.root)
-            ledger = None if ledgers is None else _ledger_of(vault, ref, ledgers, report)
-            anchor = ledger.anchors.get(ref.turn) if ledger and ledger.problem is None else None
+            ledger = _ledger_of(vault, ref, ledgers, report)
+            anchor = ledger.anchors.get(ref.turn) if ledger.problem is None else None
             # a log the ledger does not vouch for is left as evidence (no repair event on it)
             if log.records and anchor in (None, _end(ref, log.records)):
                 _note_repair(ref, moved)
                 log = read_log(ref.events_path, root=vault.root)
                 noted = True
-                if ledger and anchor:  # its writer recorded the new end in the ledger file
+                if anchor:  # its writer recorded the new end in the ledger file
                     ledger.anchors[ref.turn] = _end(ref, log.records)
         else:
             report.problems.append(torn)
@@ -126,8 +126,7 @@ def _verify_turn(
         names = f"{stray.get('user')}/{stray.get('turn')}"
         report.problems.append(Problem(rel, "misplaced", f"seq {stray.get('seq')} names {names}"))
         return
-    if ledgers is not None:
-        _check_anchor(vault, ref, log.records, repair, report, ledgers)
+    _check_anchor(vault, ref, log.records, repair, report, ledgers)
     try:
         view = project_turn(typed_events(ref.events_path, log.records))
     except (EventsError, ValueError) as exc:
@@ -138,7 +137,7 @@ def _verify_turn(
             Problem(rel, "unknown_event", f"event type {kind!r} from a newer version (kept)")
         )
     if view.committed and not any(r.get("type") == "forgotten" for r in log.records):
-        _check_commits(vault, ref, view, report, {} if saved is None else saved)
+        _check_commits(vault, ref, view, report, saved)
     if noted:  # metadata.json counts the repair event (context.md is left alone)
         project(ref, view, files={"metadata.json": render_turn(view)["metadata.json"]})
     cut = cut_tail_of(vault, ref, view)
