@@ -424,8 +424,7 @@ class Watch:
             self._reconcile()
         if now >= self._next_upkeep_check:
             self._next_upkeep_check = now + 60.0
-            if self.upkeep.due():
-                self.report.upkeep += self.upkeep.run_due()
+            self.report.upkeep += self.upkeep.run_due()  # (nothing when none is due)
             wait = self.upkeep.seconds_until_due()
             if wait is not None:
                 self._next_upkeep_check = now + min(max(wait, 1.0), 3600.0)
