@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from contextlib import suppress
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -90,12 +90,7 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     with LazyProgress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
         report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
-    data: dict[str, Any] = {
-        "checked": report.checked,
-        "drift": [d.__dict__ for d in report.drift],
-        "rewritten": report.rewritten,
-        "errors": [d.__dict__ for d in report.errors],
-    }
+    data = asdict(report)
 
     def human() -> None:
         for d in report.drift:
