@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -56,27 +57,24 @@ class Ledger:
         self.scanned = 0
         indexed: int | None = None
         torn = False
-        try:  # a linked ledger is refused (`NotInVault`), never read through
-            handle = open_vault_file(vault.root, self.path.relative_to(vault.root).as_posix())
-        except FileNotFoundError:
-            handle = None
-        if handle is not None:
-            with handle:
-                for line in handle:
-                    torn = not line.endswith(b"\n")
-                    try:
-                        entry = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue  # a torn last line: its turns are newer than `scanned`
-                    if not isinstance(entry, dict):
-                        continue
-                    if "e" in entry:
-                        self._learn(entry)
-                        self.scanned = max(self.scanned, turn_number(entry["t"]))
-                    elif "indexed" in entry:
-                        indexed = max(indexed or 0, int(entry["indexed"]))
-                    elif "scanned" in entry:
-                        self.scanned = max(self.scanned, int(entry["scanned"]))
+        rel = self.path.relative_to(vault.root).as_posix()
+        # a linked ledger is refused (`NotInVault`), never read through
+        with suppress(FileNotFoundError), open_vault_file(vault.root, rel) as handle:
+            for line in handle:
+                torn = not line.endswith(b"\n")
+                try:
+                    entry = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a torn last line: its turns are newer than `scanned`
+                if not isinstance(entry, dict):
+                    continue
+                if "e" in entry:
+                    self._learn(entry)
+                    self.scanned = max(self.scanned, turn_number(entry["t"]))
+                elif "indexed" in entry:
+                    indexed = max(indexed or 0, int(entry["indexed"]))
+                elif "scanned" in entry:
+                    self.scanned = max(self.scanned, int(entry["scanned"]))
         # A ledger written before the `indexed` mark existed: its turns were indexed.
         self.indexed = self.scanned if indexed is None else min(indexed, self.scanned)
         self._torn = torn
