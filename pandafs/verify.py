@@ -97,9 +97,11 @@ def _verify_turn(
             log = read_log(ref.events_path, root=vault.root)
             ledger = _ledger_of(vault, ref, ledgers, report)
             anchor = ledger.anchors.get(ref.turn) if ledger.problem is None else None
-            # a log the ledger does not vouch for is left as evidence (no repair event on it)
+            # the repair is recorded in the log's own history, unless the ledger does not vouch for
+            # the log: then it is left as evidence
             if log.records and anchor in (None, _end(ref, log.records)):
-                _note_repair(ref, moved)
+                with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=vault.root) as writer:
+                    writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
                 log = read_log(ref.events_path, root=vault.root)
                 noted = True
                 if anchor:  # its writer recorded the new end in the ledger file
@@ -277,12 +279,6 @@ def _drift_problem(drift: Drift) -> Problem:
 
 def _end(ref: TurnRef, records: list[dict[str, Any]]) -> Anchor:
     return Anchor(ref.turn, len(records), records[-1].get("hash", ""))
-
-
-def _note_repair(ref: TurnRef, moved: int) -> None:
-    """Record the repair in the turn's own log so its history says what happened."""
-    with EventWriter(ref.events_path, user=ref.user, turn=ref.turn, root=ref.vault_root) as writer:
-        writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
 
 
 def check_index(vault: Vault, repair: bool) -> list[Problem]:

@@ -36,10 +36,6 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-def _log_line(line: str) -> None:
-    echo_err(f"{utcnow():%H:%M:%S} {line}")
-
-
 def _summary(report: WatchReport) -> str:
     inbox = report.inbox
     upkeep = ", ".join(f"{u.job} {u.status}" for u in report.upkeep) or "nothing due"
@@ -68,7 +64,7 @@ def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> 
     exits 1 if a file was rejected or failed.  --json prints the summary as JSON.
     """
     vault = app.vault()
-    log = (lambda line: None) if quiet else _log_line
+    log = (lambda line: None) if quiet else (lambda line: echo_err(f"{utcnow():%H:%M:%S} {line}"))
     upkeep = Upkeep(vault, log=log, interval_s=0.0 if no_upkeep else None)
     runner = Watch(vault, log=log, upkeep=upkeep)
     try:

@@ -68,10 +68,6 @@ def setting(
     return Setting(default, factory, description, ge=ge, le=le, gt=gt, aliases=aliases)
 
 
-def _type_name(kind: Any) -> str:
-    return {int: "integer", float: "number", bool: "boolean", str: "string"}.get(kind, str(kind))
-
-
 def _coerce(value: Any, kind: Any, where: str) -> Any:
     """`value` as the annotated `kind`, or ConfigError (messages worded like pydantic's)."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
@@ -103,7 +99,8 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
         return bool(value)
     if isinstance(kind, type) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
-    raise ConfigError(where, f"Input should be a valid {_type_name(kind)}")
+    name = {int: "integer", float: "number", bool: "boolean", str: "string"}.get(kind, str(kind))
+    raise ConfigError(where, f"Input should be a valid {name}")
 
 
 def _dump(value: Any) -> Any:

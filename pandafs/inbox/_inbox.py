@@ -320,7 +320,7 @@ class Inbox:
         published = (
             turn is not None
             and not answer_tmp.exists()
-            and answer_turn(self.root, self.root / plan.answer) == f"{user}/{turn}"
+            and _front(self.root, self.root / plan.answer).get("doc_id") == f"{user}/{turn}"
         )
         if not published:
             if turn is None:
@@ -438,12 +438,6 @@ def _front(root: Path, path: Path) -> dict[str, Any]:
         return parse_document(head if "\n---" in head[3:] else "", path).frontmatter
     except (OSError, FrontmatterError):
         return {}
-
-
-def answer_turn(root: Path, path: Path) -> str | None:
-    """The `doc_id` an answer file in the outbox names, if it is one of ours."""
-    value = _front(root, path).get("doc_id")
-    return value if isinstance(value, str) else None
 
 
 def _explanations(base: Path) -> Iterator[Path]:
