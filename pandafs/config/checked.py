@@ -39,9 +39,6 @@ class Setting:
         self.name = ""
         self.kind: Any = None
 
-    def initial(self) -> Any:
-        return self.factory() if self.factory is not None else self.default
-
     def check(self, value: Any) -> Any:
         value = _coerce(value, self.kind, self.name)
         for limit, ok, word in (
@@ -134,7 +131,7 @@ class _Section:
         if unknown:
             raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
         for name, spec in self.settings.items():
-            value = values[name] if name in values else spec.initial()
+            value = values[name] if name in values else spec.factory() if spec.factory else spec.default
             object.__setattr__(self, name, spec.check(value))
         self._after_init()
 

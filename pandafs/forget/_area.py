@@ -139,10 +139,6 @@ class Matcher:
             return True
         return bool(self.sentences) and self._quotes(stems)
 
-    def is_word(self, term: str) -> bool:
-        """Is `term` (an index term: a stem) one of the distinctive words?"""
-        return self.hash(term) in self.words
-
     def any_tainted(self, text: str) -> bool:
         return any(self.tainted(s) for s in segments(text))
 

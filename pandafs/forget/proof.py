@@ -133,7 +133,7 @@ def _index_survivors(vault: Vault, user: str, matchers: list[tuple[str, Matcher]
         mine = dict(searcher.terms_with_prefix(name, "", filter_query=own))
         for term, count in searcher.terms_with_prefix(name, ""):
             for forget_id, matcher in matchers:
-                if not matcher.is_word(term):
+                if matcher.hash(term) not in matcher.words:  # (an index term is a stem)
                     continue
                 if mine.get(term):
                     found.append(Survivor(user, f"index term of a document of {user} ({name})", forget_id))

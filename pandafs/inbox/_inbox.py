@@ -280,9 +280,11 @@ class Inbox:
         return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
 
     def _indexed_again(self, user: str, turn: str | None) -> str | None:
-        """The outcome of a turn answered before, its index commit made again."""
-        self.turns.index_again(user, turn)
-        return outcome_of(self.vault, user, turn) if turn else None
+        """The outcome of a turn answered before, indexed again (its commit may have died with the run)."""
+        if turn is None:
+            return None
+        recover(self.pipeline, user, turn, by="watch")
+        return outcome_of(self.vault, user, turn)
 
     def _reject(self, claim: Path, plan: ClaimPlan, query_path: Path | None, recovered: bool) -> InboxResult:
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
@@ -630,11 +632,6 @@ class TurnStarts:
             return False
         self._checkpoint("started")
         return True
-
-    def index_again(self, user: str, turn: str | None) -> None:
-        """Index an answered turn whose index commit died with the run that answered it."""
-        if turn is not None:
-            recover(self.pipeline, user, turn, by="watch")
 
     def settle_index(self, user: str, turn: str | None) -> None:
         """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
