@@ -614,20 +614,18 @@ class TurnStarts:
             backend=self.pipeline.backend.name,
         )
         try:
-            if not path.exists():
-                with EventWriter(path, user=user, turn=turn, new=True, root=self.vault.root) as writer:
-                    writer.append(started)
-            else:
+            new, moved = not path.exists(), 0
+            if not new:
                 log = read_log(path, root=self.vault.root)
                 if log.records:
                     return False
                 moved = repair_torn_tail(path, root=self.vault.root) if log.torn_tail is not None else 0
-                with EventWriter(path, user=user, turn=turn, root=self.vault.root) as writer:
-                    if writer.next_seq:  # decided again under the lock: another writer started it
-                        return False
-                    writer.append(started)
-                    if moved:
-                        writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+            with EventWriter(path, user=user, turn=turn, new=new, root=self.vault.root) as writer:
+                if writer.next_seq:  # decided again under the lock: another writer started it
+                    return False
+                writer.append(started)
+                if moved:
+                    writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
         except (FileExistsError, LogBusyError):
             return False
         self._checkpoint("started")
