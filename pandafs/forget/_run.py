@@ -349,10 +349,7 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
             return False
         raise
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         raw = read_vault_file(vault.root, rel)[0]
         if parse_log(rel, raw).torn_tail is not None:
             os.close(fd)
@@ -364,7 +361,7 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
             atomic_write(path, new, root=vault.root)
         _anchor(vault, rel, raw if new is None else new)  # (again, for a forget killed before it)
         return new is not None
-    except LogBusyError:
+    except (BlockingIOError, LogBusyError):  # its writer holds it
         raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
     finally:
         if fd >= 0:
