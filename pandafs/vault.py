@@ -166,15 +166,7 @@ class Vault:
 
     def allocate_turns(self, user: str, count: int = 1) -> list[str]:
         """Claim `count` new turn folders for `user`; their names in order."""
-
-        def made(turns: int, name: str) -> bool:
-            try:
-                os.mkdir(name, dir_fd=turns)
-            except FileExistsError:
-                return False
-            return True
-
-        return self._claim_numbers(user, count, made)
+        return self._claim_numbers(user, count, _made)
 
     @contextmanager
     def new_turn(self, user: str) -> Iterator[str]:
@@ -182,9 +174,7 @@ class Vault:
         held: list[int] = []
 
         def made(turns: int, name: str) -> bool:
-            try:
-                os.mkdir(name, dir_fd=turns)
-            except FileExistsError:
+            if not _made(turns, name):
                 return False
             fd = _lock_folder(name, turns)
             if fd is None:  # nobody locks a folder without the allocation lock we hold
@@ -266,6 +256,15 @@ class Vault:
         """The folder of `user`'s archive stubs if it exists (checked once per batch)."""
         stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
+
+
+def _made(turns: int, name: str) -> bool:
+    """Make the turn folder `name` in `turns` (a descriptor); False if it exists."""
+    try:
+        os.mkdir(name, dir_fd=turns)
+    except FileExistsError:
+        return False
+    return True
 
 
 def _lock_folder(path: Path | str, dir_fd: int | None = None) -> int | None:
