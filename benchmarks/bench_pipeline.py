@@ -9,10 +9,8 @@ events, projections, the index update.  The offline backend's rules are part of 
 measured time (there is no model to subtract), so the figure is an upper bound of
 PandaFS's own overhead.  `--keep DIR` builds each vault once under DIR and reuses it
 in later runs (a 100k-turn vault takes minutes to build).  Each run measures on a fresh
-copy of the kept vault (`copy_s`), since its turns would otherwise stay in it: until
-2026-11-25 they did, and a kept "1k" vault run ~18 times held 1,100 more turns of the
-measured user, one burst run that every later search expanded (p50 ~90 ms against ~69 ms
-on a true 1k history).
+copy of the kept vault (`copy_s`), since its turns would otherwise stay in it and every
+later run would search a longer history than its size says.
 
 Where the time goes, per turn (p50 of each row, and the mean share of the turn):
 the phases (their `phase_metrics`), then the orchestrator's own steps
@@ -74,10 +72,8 @@ HISTORY_START = datetime(2023, 1, 1, 9, 0, tzinfo=UTC)
 def history_time(i: int, users: int = 10) -> str:
     """When line `i` of the prior history happened.  Each of the `users` users talks in
     sessions of five turns two minutes apart, two sessions a day (09:00 and 15:00), one
-    day after another: a person's pace.  (Until 2026-11-24 the month and the user both
-    came from `i % 10`, so each user's turns fell in one month, ~357 of them at one
-    identical minute per day at 100k: time-gap episodes of hundreds of turns, which the
-    search expands whole.)"""
+    day after another: a person's pace (turns crowded at one minute would make time-gap
+    episodes of hundreds of turns, which the search expands whole)."""
     n = i // users  # the user's own turn number
     day, session, step = n // 10, n % 10 // 5, n % 5
     when = HISTORY_START + timedelta(days=day, hours=6 * session, minutes=2 * step)

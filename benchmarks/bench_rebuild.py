@@ -187,10 +187,9 @@ with tempfile.TemporaryFile() as out:
 def run_child(command: list[str], env: dict[str, str]) -> tuple[float, float, float, float, str]:
     """Wall seconds, peak MiB (largest process), CPU seconds, peak MiB (sum over the
     process tree, sampled) and stdout of `command`, run twice (a fresh probe each time):
-    timed, then again for the sampled peak.  Reading every process's `smaps_rollup`
-    each 10 ms took ~3 CPU seconds of a 100k rebuild's 13.7: on two cores both busy,
-    time taken from the rebuild measured (~1.4 s of its wall time), and little from
-    the raw script, which leaves half a core idle (until 2026-11-28 one run did both)."""
+    timed, then again for the sampled peak: reading every process's `smaps_rollup` each
+    10 ms takes CPU from the rebuild measured, far more than from the raw script, which
+    leaves half a core idle."""
     timed = _probe("time", command, env)
     first, _, rest = timed.partition("\n")
     seconds, peak, cpu, _ = first.split()
