@@ -55,21 +55,21 @@ class DocumentMetadata(BaseModel):
     user: str | None = None
     title: str | None = None
     primary_topic: str = "general"
-    keywords: list[str] = Field(default_factory=list)
-    content_types: list[str] = Field(default_factory=list)
+    keywords: list[str] = []
+    content_types: list[str] = []
     scope: Scope = "user"
     quality: float = Field(default=0.5, ge=0.0, le=1.0)
     created_at: datetime
     expires_at: datetime | None = None
     user_purpose: str | None = None
-    data_requirements: list[str] = Field(default_factory=list)
+    data_requirements: list[str] = []
     usage_count: int = 0
     validation_count: int = 0
     validation_success: int = 0
     trust: float | None = None
     archived: bool = False
-    tags: list[str] = Field(default_factory=list)
-    aliases: list[str] = Field(default_factory=list)
+    tags: list[str] = []
+    aliases: list[str] = []
 
     @field_validator("created_at", "expires_at", mode="after")
     @classmethod

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from .errors import ProjectionError
 from .schema import (
@@ -74,8 +74,8 @@ class TurnView(BaseModel):
     unknown_types: tuple[str, ...] = ()
     event_count: int = 0
     last_hash: str = ""
-    phase_ms: dict[str, float] = Field(default_factory=dict)
-    phase_tokens: dict[str, int] = Field(default_factory=dict)
+    phase_ms: dict[str, float] = {}
+    phase_tokens: dict[str, int] = {}
 
     @property
     def doc_id(self) -> str:

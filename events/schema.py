@@ -81,8 +81,10 @@ class Record(BaseModel):
 
 
 class Payload(Record):
-    """Base of every event's `data`.  Subclasses set TYPE and PHASE."""
+    """Base of every event's `data`.  Subclasses set TYPE and PHASE; each is built when a
+    turn first writes or reads it."""
 
+    model_config = ConfigDict(defer_build=True)
     TYPE: ClassVar[str]
     PHASE: ClassVar[str]
 
