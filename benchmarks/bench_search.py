@@ -58,7 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -852,7 +852,7 @@ def bench_size(n: int, args: argparse.Namespace, lexicon: Lexicon, work: Path) -
     }
     configured = memory.ranking
     if args.feedback_docs is not None:  # RM3 on beside the configured ranking, alternating
-        rm3 = replace(configured, feedback_docs=args.feedback_docs, feedback_always=True)
+        rm3 = configured._replace(feedback_docs=args.feedback_docs, feedback_always=True)
         filtered = pandafs_search(memory, "filtered")
         pair = time_alternating(
             {

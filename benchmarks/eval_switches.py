@@ -40,7 +40,6 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -198,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             for component in chosen:
                 on, off = COMPONENTS[component]
                 on_now = is_on(shipped, component)
-                memory.ranking = replace(shipped, **(off if on_now else on))
+                memory.ranking = shipped._replace(**(off if on_now else on))
                 row = effects(base, recall(memory, dataset), on_now, args.resamples, args.seed)
                 report["components"].setdefault(component, {"on": on_now, "sets": {}})["sets"][name] = row
                 _say(f"{name}: {component} {row['effect']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}]")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .query import Lexicon
 
 
-@dataclass(frozen=True)
-class Ranking:
+class Ranking(NamedTuple):
     """Weights and switches of the ranking formula (docs/search.md), built from `[search]`:
     `pandafs.config.sections.SearchConfig` holds each default, its bounds and its meaning."""
 
@@ -60,8 +59,7 @@ UNITS = ("turn", "episode")
 """What one hit stands for: a document (a turn), or a conversation (its best turn)."""
 
 
-@dataclass(frozen=True)
-class Argument:
+class Argument(NamedTuple):
     """One search argument as the doors spell it: the field of `SearchRequest` (and keyword
     of `Memory.search`) `name`, the memory tool's argument `tool`, the CLI option `flags`,
     what it means, and its bounds.  The tool may have its own default and upper bound

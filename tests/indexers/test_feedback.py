@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,9 +51,9 @@ def _sessions(memory: Memory, query: str) -> list[str]:
 def test_feedback_lifts_the_turn_that_shares_the_best_turns_words(vault: Vault, tmp_path: Path) -> None:
     memory = _memory(vault, tmp_path)
     question = "How many musical instruments are in my collection?"
-    memory.ranking = replace(memory.ranking, feedback_docs=0)
+    memory.ranking = memory.ranking._replace(feedback_docs=0)
     assert _sessions(memory, question) == ["s1", "s3", "s2"]  # "collection" twice beats once
-    memory.ranking = replace(memory.ranking, feedback_docs=1)
+    memory.ranking = memory.ranking._replace(feedback_docs=1)
     assert _sessions(memory, question) == ["s1", "s2", "s3"]  # "banjo", read from s1, lifts s2
     assert _sessions(memory, "harbour") == ["s4"]  # the hits still say the question's words
 
@@ -63,11 +62,11 @@ def test_feedback_runs_for_a_count_or_a_sum_unless_asked_for_every_query(
     vault: Vault, tmp_path: Path
 ) -> None:
     memory = _memory(vault, tmp_path)
-    memory.ranking = replace(memory.ranking, feedback_docs=1, feedback_always=False)
+    memory.ranking = memory.ranking._replace(feedback_docs=1, feedback_always=False)
     question = "Which musical instruments are in my collection?"
     assert _sessions(memory, question) == ["s1", "s3", "s2"]  # no count asked: one round, BM25's order
     assert _sessions(memory, "How many musical instruments are in my collection?") == ["s1", "s2", "s3"]
-    memory.ranking = replace(memory.ranking, feedback_always=True)
+    memory.ranking = memory.ranking._replace(feedback_always=True)
     assert _sessions(memory, question) == ["s1", "s2", "s3"]
     assert plan_query("how much did I spend in total on the bike").counts
     assert plan_query("I own many instruments in all").counts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,7 +158,7 @@ def test_time_words_in_the_question_pick_the_dated_turn(dated: Memory) -> None:
     assert top("what did I cook two months ago?") == "july"
     assert top("what did I cook last week?") == "sept"
     assert dated.ranking.latest_weight == 0.0  # off by default: no gain on the real sets
-    dated.ranking = replace(dated.ranking, latest_weight=1.0)
+    dated.ranking = dated.ranking._replace(latest_weight=1.0)
     assert top("what did I cook for the first time?") == "may"
 
 
@@ -228,7 +227,7 @@ def test_a_long_episode_is_scored_near_its_best_turns_and_keeps_its_name(
     memory = _import(vault, tmp_path, lines)
     name = session or "gap:2026-09-01T09:00:00Z"
     for reach in (3, 0):  # 0: the whole episode, as before the reach existed
-        memory.ranking = replace(memory.ranking, episode_reach=reach)
+        memory.ranking = memory.ranking._replace(episode_reach=reach)
         hits = {h["external_id"]: h for h in memory.search("kayak name", user="alice", now=NOW)}
         assert list(hits)[:2] == ["q", "a"], reach
         assert hits["q"]["episode"] == hits["a"]["episode"] == name, reach
@@ -313,7 +312,7 @@ def test_a_conversation_that_says_the_word_in_more_turns_ranks_higher(vault: Vau
         hits = memory.search("kayak", user="alice", now=NOW, snippets=False, unit="episode")
         return [h["episode"] for h in hits]
 
-    memory.ranking = replace(memory.ranking, coverage_k1=0.0)  # the best turn alone speaks
+    memory.ranking = memory.ranking._replace(coverage_k1=0.0)  # the best turn alone speaks
     assert order() == ["once", "about"]
-    memory.ranking = replace(memory.ranking, coverage_k1=1.2)
+    memory.ranking = memory.ranking._replace(coverage_k1=1.2)
     assert order() == ["about", "once"]

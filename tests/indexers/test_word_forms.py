@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,12 +21,12 @@ def test_a_stem_meets_the_form_porter_leaves_one_letter_apart(vault: Vault, tmp_
     memory = memory_with(vault, tmp_path, TURNS)
     assert memory.ranking.prefix_weight == 0.0  # off by default: no gain on the real sets
     assert sessions_found(memory, "What about the economy?", NOW) == []
-    memory.ranking = replace(memory.ranking, prefix_weight=0.5)
+    memory.ranking = memory.ranking._replace(prefix_weight=0.5)
     assert sessions_found(memory, "What about the economy?", NOW) == ["s1"]  # economi → econom(ic)
 
 
 def test_a_shorter_shared_prefix_is_not_a_word_form(vault: Vault, tmp_path: Path) -> None:
     memory = memory_with(vault, tmp_path, TURNS)
-    memory.ranking = replace(memory.ranking, prefix_weight=0.5)
+    memory.ranking = memory.ranking._replace(prefix_weight=0.5)
     assert sessions_found(memory, "the assembly of the shelf", NOW) == []  # not "asse…": assess, asset
     assert sessions_found(memory, "Where does my partner come from?", NOW) == ["s4"]  # not "part…": party

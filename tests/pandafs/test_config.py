@@ -91,14 +91,11 @@ def test_a_config_that_is_not_utf8_is_bad_input(tmp_path: Path) -> None:
 def test_the_ranking_takes_every_search_setting_and_nothing_else() -> None:
     """`[search]` (SearchConfig) is the one home of the ranking's defaults: `Ranking` has
     the same fields and no defaults of its own."""
-    import dataclasses
-
     from indexers.request import Ranking
     from pandafs.config.sections import SearchConfig
 
-    fields = dataclasses.fields(Ranking)
-    assert [f.name for f in fields] == list(SearchConfig.settings)
-    assert all(f.default is dataclasses.MISSING for f in fields)
+    assert list(Ranking._fields) == list(SearchConfig.settings)
+    assert Ranking._field_defaults == {}
     assert Ranking(**SearchConfig().model_dump()).candidate_pool == SearchConfig().candidate_pool
 
 
