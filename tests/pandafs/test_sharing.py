@@ -9,7 +9,6 @@ before every user — into `knowledge/published/`, with a record.
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -202,7 +201,7 @@ def _word_forms_beside_bob(tmp_path, bob_words: int) -> list[tuple[str, float]]:
     sharing its prefix), while bob's two private notes hold twelve words, `bob_words` of
     them with that prefix (as many words either way: tantivy's average length is kept)."""
     memory = Memory(Vault.init(tmp_path / f"forms{bob_words}")[0])
-    memory.ranking = replace(memory.ranking, prefix_weight=0.5)  # the longer forms are off by default
+    memory.ranking = memory.ranking._replace(prefix_weight=0.5)  # the longer forms are off by default
     words = " ".join(f"{'allergx' if i < bob_words else 'sunburnx'}{chr(97 + i)}" for i in range(12))
     for i in range(2):
         memory.save(f"bob private {i}: {words}", user="bob", scope="user", now=NOW)
