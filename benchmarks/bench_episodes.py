@@ -27,7 +27,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -119,7 +118,7 @@ def main() -> int:
         for shape in SHAPES:
             memory = build(folder, shape, args.turns)
             reach = memory.ranking
-            whole = replace(reach, episode_reach=0)
+            whole = reach._replace(episode_reach=0)
             reach_value = reach.episode_reach
             times: dict[str, list[float]] = {"reach": [], "whole": []}
             for ranking in (reach, whole):  # warm both
