@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InvalidUserId, NotInVault
 from .fsio import is_real_dir, open_vault_folder, read_vault_file
@@ -234,8 +234,7 @@ class Layout:
         return rel.as_posix()
 
 
-@dataclass(frozen=True)
-class DocRef:
+class DocRef(NamedTuple):
     """What a vault-relative markdown path is, as far as the layout can tell."""
 
     doc_id: str

@@ -4,8 +4,8 @@ a search builds no document, and the front doors hand one over at start-up)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .documents import IndexDoc
@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 __all__ = ["Learned"]
 
 
-@dataclass(frozen=True)
-class Learned:
+class Learned(NamedTuple):
     """What the index holds about a document beyond its file, from the learning loop (handed
     in: this layer cannot read it).  `trust(doc_id)`: derived trust for a document whose
     file carries none.  `shared(doc_id)`: whether a recorded scope change made a user's

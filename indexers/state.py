@@ -4,9 +4,8 @@ appended and fsynced after each commit; folding it gives path → (checksum, mti
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
     from .folder import IndexFolder
 
 
-@dataclass(frozen=True)
-class StateEntry:
+class StateEntry(NamedTuple):
     checksum: str
     mtime_ns: int
     size: int

@@ -5,9 +5,9 @@ of creation times: it boosts, it does not filter."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import NamedTuple
 
 __all__ = ["TimeHint", "resolve_time"]
 
@@ -86,8 +86,7 @@ def _may_hold_time(lowered: str) -> bool:
     return not words.isdisjoint(TRIGGERS) or any(w.isdigit() or w.startswith("mid") for w in words)
 
 
-@dataclass(frozen=True)
-class TimeHint:
+class TimeHint(NamedTuple):
     """What the query says about *when*: a window of creation times and/or an order."""
 
     after: datetime | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.documents import wikilink
 from events.projection import TurnView
@@ -156,8 +156,7 @@ def _blocks(out: SynthesizeContextOut, paths: dict[str, str], memory: list[Memor
     return built
 
 
-@dataclass(frozen=True)
-class _Turn:
+class _Turn(NamedTuple):
     """A chosen prior turn as §2 shows it: its row's cells but the text, and its text."""
 
     doc_id: str

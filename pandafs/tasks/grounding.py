@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from functools import lru_cache
+from typing import NamedTuple
 
 from events.schema import GateResult
 from indexers.query import plan_query
@@ -279,8 +280,7 @@ _ASKED = {
 STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a statement
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     """What a statement is about (`key`), what it says of it (`value`), and `said`: the
     words an answer stating it must hold.  Taste is keyed by its object, so "Likes tea"
     and "Dislikes tea" are two values of one slot and the newer wins."""
