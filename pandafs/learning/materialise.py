@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -34,8 +34,7 @@ LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust
 _ORDER = list(DocumentMetadata.model_fields)
 
 
-@dataclass(frozen=True)
-class DocInfo:
+class DocInfo(NamedTuple):
     """A document as the policy and the materialiser see it."""
 
     doc_id: str
@@ -49,8 +48,7 @@ class DocInfo:
     quality: float
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):
     """What a document's file should say after materialisation."""
 
     counts: Counts | None

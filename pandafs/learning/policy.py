@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from itertools import groupby
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.layout import SHAREABLE_KINDS
 from events.projection import TurnView
@@ -38,8 +37,7 @@ __all__ = ["DocState", "ScopeDecision", "ScopePolicy", "decide", "decide_steps",
 PROMOTABLE_KINDS = frozenset({"memory", "research"})
 
 
-@dataclass(frozen=True)
-class DocState:
+class DocState(NamedTuple):
     doc_id: str
     doc_path: str
     kind: str
@@ -51,8 +49,7 @@ class DocState:
     age_hours: float
 
 
-@dataclass(frozen=True)
-class ScopeDecision:
+class ScopeDecision(NamedTuple):
     doc_id: str
     doc_path: str
     owner: str
@@ -63,7 +60,7 @@ class ScopeDecision:
     usage_count: int
 
     def as_json(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if k != "owner"}
+        return {k: v for k, v in self._asdict().items() if k != "owner"}
 
 
 def promotable(kind: str, owner: str | None) -> bool:
@@ -111,7 +108,7 @@ def decide_steps(doc: DocState, cfg: MemoryConfig) -> list[ScopeDecision]:
         if step is None:
             break
         steps.append(step)
-        doc = DocState(**{**doc.__dict__, "scope": step.new_scope})
+        doc = doc._replace(scope=step.new_scope)
     return steps
 
 

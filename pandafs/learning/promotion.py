@@ -12,7 +12,7 @@ finishes at the next run without a second event."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ def prune_expired(
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
                     f"used {decision.usage_count} times; moved to {item['archived_to']}"
                 )
-                engine.policy.record_decisions([replace(decision, reason=reason)], now)
+                engine.policy.record_decisions([decision._replace(reason=reason)], now)
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
                 rename_in_vault(vault.root, vault.root / info.rel, target)

@@ -87,7 +87,7 @@ class Tracked(dict[str, Any]):
 _DUMP: dict[str, Callable[[Any], Any]] = {
     "counts": list,
     "users": lambda c: {"upto": c.upto, "pending": list(c.pending)},
-    "scope": lambda r: r.__dict__,
+    "scope": lambda r: r._asdict(),
 }
 _LOAD: dict[str, Callable[[Any], Any]] = {
     "counts": lambda v: Counts(*v),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -86,8 +86,7 @@ def shares(record: ScopeRecord) -> bool:
     return record.new == "global"
 
 
-@dataclass(frozen=True)
-class ScopeRecord:
+class ScopeRecord(NamedTuple):
     """One `scope_changed` event: what changed, why, and where it is recorded."""
 
     doc_id: str
@@ -125,8 +124,7 @@ class ScopeRecord:
         )
 
 
-@dataclass(frozen=True)
-class TurnFacts:
+class TurnFacts(NamedTuple):
     """What one completed turn tells the fold."""
 
     user: str
@@ -253,5 +251,5 @@ class Projection:
         """Counters of the documents `facts` touches as if the turn were folded (no change)."""
         written: dict[str, Counts] = {}
         scratch = Projection(ChainMap(written, self.counts), dict(self.feedback), dict(self.scope), {})
-        scratch.fold_turn(replace(facts, scope_changes=()), target, folded)
+        scratch.fold_turn(facts._replace(scope_changes=()), target, folded)
         return written
