@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["ArchiveSource", "Expansion", "Retrieved", "jsonable"]
 
@@ -23,8 +23,7 @@ class Retrieved:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Expansion:
+class Expansion(NamedTuple):
     """An archived turn's original context.md, as an archive source returns it."""
 
     doc_id: str

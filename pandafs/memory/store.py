@@ -15,9 +15,9 @@ import contextlib
 import itertools
 import os
 import re
-from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -53,8 +53,7 @@ KIND_FILES = {
 }
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     key: str | None
     value: str
     note: str | None
@@ -65,8 +64,7 @@ class Entry:
         return f"{self.key}: {self.value}" if self.key else self.value
 
 
-@dataclass(frozen=True)
-class SavedDoc:
+class SavedDoc(NamedTuple):
     doc_id: str
     doc_path: str
     created: bool = True
@@ -74,7 +72,7 @@ class SavedDoc:
 
     def as_json(self) -> dict[str, object]:
         """What every door that saves answers with (CLI `save --json`, MCP's save tool)."""
-        return asdict(self)
+        return self._asdict()
 
 
 def parse_entries(body: str) -> list[Entry]:

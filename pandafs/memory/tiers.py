@@ -23,9 +23,9 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from events.clock import utcnow
 from events.documents import parse_document
@@ -64,8 +64,7 @@ _LEADS = {"works": "work", "lives": "location"}
 _SOURCE_TURN = re.compile(r"turns/(turn_\d{6,})/")
 
 
-@dataclass(frozen=True)
-class Anchor:
+class Anchor(NamedTuple):
     """One identity fact; `text` is what the cold tier holds of it (maybe cut)."""
 
     key: str  # normalised identity key ('' for a tagged line without one)
@@ -80,7 +79,7 @@ class Anchor:
     truncated: bool = False
 
     def summary(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k not in ("statement", "doc_path", "text")}
+        return {k: v for k, v in self._asdict().items() if k not in ("statement", "doc_path", "text")}
 
 
 def _norm_key(key: str) -> str:
@@ -135,8 +134,7 @@ def identity_anchors(vault: Vault, user: str, keys: Iterable[str]) -> list[Ancho
 TIER_NAMES = ("hot", "warm", "cold")
 
 
-@dataclass(frozen=True)
-class TierItem:
+class TierItem(NamedTuple):
     """One turn in a tier: the text given to the model and how it was scored."""
 
     record: TurnRecord
@@ -334,7 +332,7 @@ def assemble_cold(
     packed = pack_all([(a.statement, a.statement) for a in found], tier.budget)
     for anchor, fit in zip(found, packed, strict=True):
         if fit is not None:
-            tier.anchors.append(replace(anchor, text=fit[0], tokens=fit[1], truncated=fit[2]))
+            tier.anchors.append(anchor._replace(text=fit[0], tokens=fit[1], truncated=fit[2]))
     tier.stats["anchors_dropped"] = len(found) - len(tier.anchors)
     anchor_turns = {a.source_turn for a in found if a.source_turn}
 
@@ -404,7 +402,7 @@ def assemble_cold(
         fit = fit_turn(item.record, room)
         if fit is None:
             continue
-        tier.items.append(replace(item, text=fit[0], tokens=fit[1], truncated=fit[2]))
+        tier.items.append(item._replace(text=fit[0], tokens=fit[1], truncated=fit[2]))
         room -= fit[1]
 
 
