@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -154,8 +154,7 @@ class ToolOutcome:
         return self.result if self.answer is None else self.answer
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(NamedTuple):
     """One tool: `run(session, args)` with `args` an instance of `args`.  The hints are
     MCP's tool annotations (what a client may assume about a call)."""
 
