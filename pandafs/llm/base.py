@@ -16,6 +16,7 @@ __all__ = ["Backend", "make_backend"]
 
 class Backend(Protocol):
     name: str
+    sends_tools: bool  # `call_tools` sends the tools' schemas to a model
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]: ...
 

@@ -819,6 +819,7 @@ class OfflineBackend:
     usage counts the tokens a model would have been sent and returned, so runs compare."""
 
     name = "offline"
+    sends_tools = False  # `call_tools` follows the plan
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
         result = task.output.model_validate(RULES[task.name](data).model_dump())

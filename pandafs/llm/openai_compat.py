@@ -488,6 +488,7 @@ class OpenAIBackend:
     task sends `tools` and reads the reply's `tool_calls`."""
 
     name = "openai"
+    sends_tools = True
 
     def __init__(self, config: LLMConfig, *, chat: OpenAIChat | None = None) -> None:
         self.chat = chat or OpenAIChat(config)
