@@ -13,9 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.clock import aware, out_of_range, utcnow
 from events.layout import turn_name, validate_user_id
@@ -47,16 +46,15 @@ and §2: a query larger than this share of `[index] max_file_bytes` is refused b
 the turn exists."""
 
 
-@dataclass(frozen=True)
-class TurnResult:
+class TurnResult(NamedTuple):
     user: str
     turn: str
     answer: str
     outcome: str
     context_path: str
     seconds: float
-    phase_ms: dict[str, float] = field(default_factory=dict)
-    steps_ms: dict[str, float] = field(default_factory=dict)
+    phase_ms: dict[str, float]
+    steps_ms: dict[str, float]
     """For benchmarks, the time outside the phases: `start` (allocation, recovery), `append`
     (event writes), `fold` (re-projecting), `project` (projected files), `index` (the index
     commit, or handing a new turn's batch over: the commit is `Pipeline.behind_ms`)."""
