@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.doctypes import SESSION_KEYS
 from events.errors import FrontmatterError, NotInVault
@@ -51,8 +50,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(NamedTuple):
     path: str
     reason: str
     refused: bool = False
@@ -60,8 +58,7 @@ class Skipped:
     not a document at all, so nothing about it is remembered in the index state."""
 
 
-@dataclass(frozen=True)
-class IndexDoc:
+class IndexDoc(NamedTuple):
     """What the full-text index stores about one file (and where it came from)."""
 
     path: str

@@ -4,7 +4,6 @@ a search builds no document, and the front doors hand one over at start-up)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ class Learned(NamedTuple):
         if doc.trust is None and self.trust is not None:
             trust = self.trust(doc.doc_id)
             if trust is not None:
-                doc = replace(doc, trust=trust)
+                doc = doc._replace(trust=trust)
         if doc.user is not None and doc.scope == "global" and not (self.shared and self.shared(doc.doc_id)):
-            doc = replace(doc, scope="user")
+            doc = doc._replace(scope="user")
         return doc

@@ -128,7 +128,7 @@ def _apply(
         else:
             rel, ref, loaded = item
         t1 = clock()
-        if isinstance(loaded, tuple):
+        if not isinstance(loaded, IndexDoc | Skipped | None):  # read, not yet parsed
             loaded = parse_index_doc(rel, *loaded, max_bytes=max_bytes, ref=ref)
         t2 = clock()
         known = state.get(rel)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -305,7 +304,7 @@ class Materialiser:
         for rel, trust in [*((rel, None) for rel in written), *overlay.values()]:
             loaded = load_index_doc(self.vault.root, rel, max_bytes=max_bytes)
             if isinstance(loaded, IndexDoc):
-                self._index_queue.append(loaded if trust is None else replace(loaded, trust=trust))
+                self._index_queue.append(loaded if trust is None else loaded._replace(trust=trust))
         count = len(self._index_queue)
         if self.index_mode == COMMIT_INDEX:
             self.flush_index()
