@@ -1,31 +1,21 @@
-"""What an answer may be built from, and the checks an answer must pass.
+"""What an answer may be built from (*facts*), and the checks an answer must pass.
 
-Synthesis reads *facts*: sentences of the §2 sources and the §4 tool results, each
-with its origin and date, deduplicated, and with disagreements settled (newest wins).
-Validation reads *checks*: whether the answer holds what the question asked for and
-whether it contradicts a stated fact.  Both are computed here, beneath the pipeline
-and the backends, the same for every backend, so a model can use them but cannot
-talk its way past them.
+Facts are the sentences of the §2 sources and §4 tool results, each with its origin and
+date, deduplicated, disagreements settled (newest wins); checks say whether an answer holds
+what was asked and contradicts no stated fact.  Both live here, beneath the pipeline and
+the backends, the same for every backend: a model can use them but not talk past them.
 
-Sentence kinds: a question or a request is never something the user stated; neither is
-what the pipeline says when it has nothing (`is_non_answer`).  A statement is stored in
-the third person ("I live in Oslo" → "Lives in Oslo"), and said back in the second
-(`SECOND_PERSON`); `norm` is the key two wordings of one statement share.
+A question, a request or a non-answer (`is_non_answer`) is never a statement.  Statements
+are stored in the third person ("I live in Oslo" → "Lives in Oslo") and said back in the
+second (`SECOND_PERSON`); `norm` is the key two wordings share.  A statement's *slot* is
+what it is about: single-valued slots (home, job, name, "my X is …") hold one value;
+tastes are many-valued, but "prefers" chooses one of a kind (same head noun) and "likes" /
+"dislikes" of one thing disagree.  These lists are English grammar, not tuned to any data.
 
-Slots: a statement normalised to third person ("Lives in Oslo", "Their dentist is
-Dr. Berg") has a slot — the thing it is about.  Slots of single-valued predicates
-(where one lives, one's job, name, "my X is …") hold one value: two statements with
-different values disagree.  Preferences are many-valued, except that "prefers"
-chooses one thing of a kind (same head noun) and "likes" / "dislikes" of the same
-thing disagree.  These lists are English grammar, not tuned to any data.
-
-Facts, strongest origin first (what the user said outranks what the assistant said):
-`memory` (preferences.md, facts.md, saved memories — "the file says what is true now",
-docs/vault-format.md), `stated` (what the user said in an earlier turn),
-`document` (research, knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply),
-`assistant` (an imported conversation's reply: it answers what the assistant said).
-Non-answers, questions and the current query itself are never facts; of
-disagreeing statements the newest wins.
+Origins, strongest first: `memory` (preferences.md, facts.md, saved memories: the file
+says what is true now), `stated` (the user in an earlier turn), `document` (research,
+knowledge), `tool` (§4), `answer` (an earlier APPROVEd reply), `assistant` (an imported
+reply: it answers what the assistant said).
 """
 
 from __future__ import annotations
@@ -38,7 +28,8 @@ from typing import NamedTuple
 
 from events.schema import GateResult
 from indexers.query import plan_query
-from indexers.words import STOP_WORDS, _lexicon, stem
+from indexers.words import STOP_WORDS, _lexicon
+from indexers.words import stem as _index_stem
 
 __all__ = [
     "NOTED",
@@ -70,19 +61,16 @@ __all__ = [
 
 # --- sentence kinds -------------------------------------------------------------------------
 
-# Interrogatives and auxiliaries that open an English question, and the imperatives that
-# open a request: neither is ever something the user stated about themselves.
+# Interrogatives and auxiliaries that open an English question.
 _QUESTION_START = re.compile(
     r"^\s*(?:what|which|who|whom|whose|where|when|why|how|do|does|did|is|are|was|were|am|can|"
     r"could|should|would|will|shall|have|has|had|may|might|any|is there|are there)\b",
     re.IGNORECASE,
 )
-# A request (a directive speech act, Searle 1976) in English is an imperative: a clause
-# without a subject whose verb is in its base form, often after "please", a negation
-# ("don't …"), "let's", or an introductory phrase ("In the above table, add …"); "please
-# remember …" and "don't forget …" ask to keep a statement, "please forget …" to drop one:
-# they are about memory, not questions.  The verbs are common action verbs that are not
-# also everyday nouns a statement starts with.
+# A request is an imperative: a base-form verb without a subject, often after "please", a
+# negation, "let's" or an introductory phrase ("In the above table, add …").  "Please
+# remember …" and "don't forget …" are about memory, not requests.  The verbs are common
+# action verbs that are not also everyday nouns a statement starts with.
 _IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search look compare explain
     help check name add make create write rewrite draft generate summarize summarise translate fix
     change update edit modify remove delete replace rename move convert calculate compute estimate
@@ -90,7 +78,7 @@ _IMPERATIVE_VERBS = """tell remind recommend suggest show find list give search 
     include exclude provide describe outline analyze analyse review rank choose pick select
     continue expand elaborate clarify simplify shorten improve proofread correct imagine consider
     assume pretend go come take bring get set let""".split()
-# Compiled by `re` (and cached there) when first matched: a question's own start decides most.
+# Compiled by `re` when first matched: a question's own start decides most.
 _REQUEST_START = (
     r"(?i)^\s*(?:(?:in|for|on|at|from|with|using|based\s+on|after|before|now|then|also|and|so|ok|"
     r"okay|great|thanks|thank\s+you|next|first|finally)\b[^,.;:!?]{0,80},\s*)?"
@@ -117,8 +105,7 @@ def is_question(text: str) -> bool:
     return text.endswith("?") or bool(_QUESTION_START.match(text) or re.match(_REQUEST_START, text))
 
 
-# The labels events/render.py writes into a turn's context.md (§0, §1): the pipeline's own
-# text, never something the user or a document said.
+# The labels events/render.py writes into context.md (§0, §1): the pipeline's own text.
 PIPELINE_TEXT = re.compile(
     r"\b(?:Query type|Topic|Resolved query|Refers to|Decision|User purpose|Data requirements|"
     r"Reasoning|Question for the user|Source References|Quality Gates)\b\s*:",
@@ -136,8 +123,8 @@ def is_honest_unknown(text: str) -> bool:
 
 # --- statements and slots -------------------------------------------------------------------
 
-# How a stored statement is said to the user, and back (the answer's own words are
-# normalised the same way, so an answer and the fact it repeats compare equal).
+# How a stored statement is said to the user, and back (an answer is normalised the same
+# way, so it and the fact it repeats compare equal).
 SECOND_PERSON = [
     ("Lives ", "You live "),
     ("Works ", "You work "),
@@ -225,9 +212,8 @@ _KEY_WORD = re.compile(r"(?:[^\W_]|[$€£])+")
 
 @lru_cache(maxsize=65536)
 def norm(text: str) -> str:
-    """A statement's key: its words (letters and digits of any script, currency signs),
-    lower-cased.  Any script: with only a-z and 0-9 a fact in Russian or Greek would have
-    the key "" and `facts.settle` would drop it from the context."""
+    """A statement's key: its words, lower-cased (letters and digits of any script, or a
+    Russian or Greek fact would have the key "" and `settle` would drop it)."""
     plain = SAID_NOTE.sub("", CITE.sub("", text))
     return " ".join(_KEY_WORD.findall(statement_form(plain).lower()))
 
@@ -257,8 +243,8 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
     (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "one"),
 ]
-# Questions about the user's own identity and taste (the identity keys of
-# config.IDENTITY_KEYS, and preferences): only a statement of that slot answers them.
+# Questions about the user's identity (config.IDENTITY_KEYS) and taste: only a statement
+# of that slot answers them.
 _ASKED = {
     "home": re.compile(
         r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
@@ -281,9 +267,9 @@ STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a sta
 
 
 class Slot(NamedTuple):
-    """What a statement is about (`key`), what it says of it (`value`), and `said`: the
-    words an answer stating it must hold.  Taste is keyed by its object, so "Likes tea"
-    and "Dislikes tea" are two values of one slot and the newer wins."""
+    """What a statement is about (`key`), what it says of it (`value`), and the words an
+    answer stating it must hold (`said`).  Taste is keyed by its object: "Likes tea" and
+    "Dislikes tea" are two values of one slot."""
 
     key: str
     value: str
@@ -295,8 +281,7 @@ class Slot(NamedTuple):
         return self.key.split(":", 1)[0]
 
 
-# Coordinated clauses share their subject (conjunction reduction): in "I changed careers
-# and now work as a pilot" the last clause says "I work as a pilot".
+# Coordinated clauses share their subject: "I changed careers and now work as a pilot".
 _LAST_CLAUSE = re.compile(
     r",?\s+(?:and|but)\s+(?:now\s+|then\s+|so\s+|these\s+days\s+)?(?!.*\s(?:and|but)\s)", re.I
 )
@@ -329,6 +314,7 @@ def _lead_slot(text: str) -> Slot | None:
 
 
 _TASTES = frozenset({"prefers", "likes"})
+stem = lru_cache(maxsize=65536)(_index_stem)  # the index's English stem
 
 
 def asked_slots(query: str) -> set[str]:
@@ -343,11 +329,6 @@ def asked_slots(query: str) -> set[str]:
     return slots
 
 
-@lru_cache(maxsize=65536)
-def _en_stem(word: str) -> str:
-    return stem(word)
-
-
 @lru_cache(maxsize=4096)
 def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
     plan = plan_query(query)
@@ -358,7 +339,7 @@ def _groups(query: str) -> tuple[tuple[str, frozenset[str]], ...]:
 def stems_of(text: str, *, content: bool = False) -> frozenset[str]:
     """The index's English stems of the words of `text` (`content`: stop words left out)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return frozenset(_en_stem(w) for w in words if not (content and w in STOP_WORDS))
+    return frozenset(stem(w) for w in words if not (content and w in STOP_WORDS))
 
 
 def related_overlap(query: str, text: str) -> int:
@@ -372,19 +353,16 @@ def disagree(a: Slot, b: Slot) -> bool:
     """Two statements of one slot that cannot both hold."""
     if a.key != b.key or a.value.lower() == b.value.lower():
         return False
-    if a.arity == "one":
-        return True
     if a.arity == "head":  # "Prefers Lenovo laptops" / "Prefers Dell laptops"
         return a.value.lower().split()[-1] == b.value.lower().split()[-1]
-    return False
+    return a.arity == "one"
 
 
 # --- the focus of a question ------------------------------------------------------------------
 
-# A wh-question's focus is the noun phrase it asks about (the "question focus" of question
-# answering, Moldovan et al. 2000; the answer type's head noun, Li & Roth 2002): "my dog",
-# "what car do I have", "that desk".  A cited fact answers the question only if it is
-# about that thing.  The phrase ends where a verb, a preposition or a clause begins.
+# A wh-question's focus is the noun phrase it asks about ("my dog", "what car do I have",
+# "that desk"): a cited fact answers only if it is about that thing.  The phrase ends where
+# a verb, a preposition or a clause begins.
 _FOCUS_LEADS = (
     # "how many Korean restaurants have I tried in my city?": what is counted, not the city
     re.compile(r"^\s*how\s+(?:many|much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
@@ -404,8 +382,7 @@ _MODIFIERS = frozenset("favourite favorite preferred current new old usual own m
 _CLASSIFIERS = frozenset(
     "kind kinds type types sort sorts brand make model line style genre number amount".split()
 )
-# "the price of a laptop", "the name of my dog": the attribute asked is the answer's type
-# (Li & Roth 2002's numeric and human classes), the thing it is of follows "of".
+# "the price of a laptop", "the name of my dog": the thing follows "of".
 _ATTRIBUTES = frozenset(
     "price cost value name date age size colour color address length weight height".split()
 )
@@ -482,12 +459,10 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
 
 # --- what a question asks of its focus --------------------------------------------------------
 
-# With do-support ("what does my hamster like to eat?", "where did I park?", "does Biscuit
-# like seeds?") the main verb follows the subject in its base form (Quirk et al. 1985,
-# "A Comprehensive Grammar of the English Language", §3.37): the words from that verb on
-# are what the question asks of its subject, the predicate an answer must address.  The
-# subject is a pronoun, or a noun phrase: determiners and possessives, then nouns (after a
-# determiner, capitalised, or plural) until the first bare lower-case word, the verb.
+# With do-support ("what does my hamster like to eat?", "does Biscuit like seeds?") the
+# main verb follows the subject in its base form: the words from it on are the predicate
+# an answer must address.  The subject is a pronoun, or determiners and possessives, then
+# nouns (after a determiner, capitalised, or plural) until the first bare lower-case word.
 _DO_SUPPORT = re.compile(
     r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:do|does|did)\s+"
     r"(?P<rest>[^?]+)",
@@ -495,14 +470,11 @@ _DO_SUPPORT = re.compile(
 )
 _PRONOUNS = frozenset("i we you he she it they".split())
 _DETERMINERS = frozenset("my our your his her their its the a an this that these those".split())
-# The verbs `statement_form` reads as one "Likes" (sentences.STATEMENT_LEADS), and "adore"
-# of the index's love ring (indexers.words.RINGS): "does he like seeds?" asks what "he
-# loves seeds" states.
+# The verbs `statement_form` reads as "Likes", and "adore" (indexers.words.RINGS): "does he
+# like seeds?" asks what "he loves seeds" states.
 _TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore prefer prefers".split())
-# "Which laptop did we look at?", "what book did I mention?": when the wh-word asks for a
-# thing it names, a verb of perception or of communication (Levin 1993, §30 "see",
-# "peer" and §37 "talk", "say" verbs) is how it came up, the act of remembering it, not
-# something said of it: the thing named is what the answer must give.
+# "Which laptop did we look at?": when the wh-word names a thing, a verb of perception or
+# communication is how it came up, not something said of it: the thing is the answer.
 _RECALLING = frozenset(
     stem(w)
     for w in """see saw seen look looked watch watched notice noticed hear heard talk talked speak
@@ -535,9 +507,7 @@ def asked_predicate(query: str) -> tuple[str, ...]:
             break
         after_det, noun = False, True
     stems = [
-        _en_stem(w.lower())
-        for w in tokens[start:]
-        if w.lower() not in STOP_WORDS or _en_stem(w.lower()) in _TASTE
+        stem(w.lower()) for w in tokens[start:] if w.lower() not in STOP_WORDS or stem(w.lower()) in _TASTE
     ]
     if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
         stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
@@ -560,18 +530,15 @@ def states(predicate: tuple[str, ...], text: str) -> int:
 
 # --- a change of state ------------------------------------------------------------------------
 
-# Statements that one thing took another's place: verbs of exchange and of giving up and
-# getting (Levin 1993, "English Verb Classes and Alternations", §13: "trade X for Y",
-# "replace X with Y", "give away X … get Y"; "switch from X to Y").  The new thing takes
-# the slot the old one held ("My car is a blue Volvo" → "sold the Volvo and bought a
-# white Tesla": the car is now a white Tesla).
+# Statements that one thing took another's place ("trade X for Y", "replace X with Y",
+# "sold X … bought Y", "switch from X to Y"): the new thing takes the old one's slot ("My
+# car is a blue Volvo" → "sold the Volvo and bought a white Tesla": a white Tesla).
 _DET = r"(?:(?:my|our|the|a|an|that|this|some)\s+)?"
 _GAVE_UP = r"(?:sold|gave\s+away|got\s+rid\s+of|traded\s+in|returned|lost|quit|left|ditched|dropped)"
 _GOT = (
     r"(?:bought|got|purchased|adopted|(?:now\s+)?(?:have|drive|own|use)|switched\s+to|started|joined|"
     r"took\s+up|picked\s+up|moved\s+to|went\s+with|chose)"
 )
-# Patterns `re` compiles (and caches) the first time a statement is searched with them.
 _CHANGES = (
     rf"(?i)\b{_GAVE_UP}\s+{_DET}(?P<old>[^,;]+?),?\s+(?:and|then|so)\s+(?:now\s+|then\s+)?"
     rf"(?:(?:i|we)\s+)?(?:now\s+)?{_GOT}\s+{_DET}(?P<new>.+)$",
@@ -607,9 +574,8 @@ def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
 
 # --- a tally ----------------------------------------------------------------------------------
 
-# A number the user keeps of something ("I've watched 4 MCU films", weeks later "I've now
-# watched 5 MCU films"): one value per thing counted and per verb, so the newest wins, as
-# for any one-valued slot.
+# A number the user keeps of something ("I've watched 4 MCU films", later "… 5 MCU films"):
+# one value per thing counted and per verb, so the newest wins.
 _TALLY = (
     r"(?i)\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
     r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
@@ -633,7 +599,7 @@ def tally_slot(statement: str) -> Slot | None:
         return None
     thing = " ".join(words)
     said = f"{match.group('n')} {thing}"
-    key = f"count:{_en_stem(match.group('verb').lower())}:{_en_stem(words[-1])}"
+    key = f"count:{stem(match.group('verb').lower())}:{stem(words[-1])}"
     return Slot(key, said, "one", said=said)
 
 
@@ -721,8 +687,8 @@ PRICE = re.compile(
     re.IGNORECASE,
 )
 _MONTHS = "january february march april may june july august september october november december"
-# Dates said relative to when they were said (deixis: "yesterday" in last month's turn is
-# not yesterday now): an answer to "when" must carry a date that holds on its own.
+# Dates relative to when they were said ("yesterday" in last month's turn): an answer to
+# "when" must carry a date that holds on its own.
 DEICTIC = (
     r"(?i)\b(?:today|tonight|tomorrow|yesterday|(?:this|last|next)\s+(?:week|weekend|month|year|"
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
@@ -733,10 +699,8 @@ _ABSOLUTE_DATE = (
     + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
     + r")\b)"
 )
-# Questions whose answer is worked out from several statements, not read off one (a total,
-# a difference, an elapsed time, an order: the answer types of Li & Roth 2002 that need
-# arithmetic or comparison), and requests for suggestions, which are composed for the
-# user.  A quoted statement is neither.
+# Questions answered by working out from several statements (a total, a difference, an
+# elapsed time, an order) and requests for suggestions: a quoted statement is neither.
 COMPUTED = re.compile(
     r"\b(?:in\s+total|total|altogether|combined|sum|save|saved|increase|decrease|difference|"
     r"more\s+than|less\s+than|fewer\s+than|how\s+many\s+more|how\s+much\s+more|left|remaining|"
@@ -747,8 +711,7 @@ COMPUTED = re.compile(
     r"how\s+long\b[^?]*\b(?:before|after|since|until))\b",
     re.IGNORECASE,
 )
-# What each kind of question looks like, checked in order (the question's own words
-# decide); pattern sources, compiled by `re` when first searched: a turn reaches few.
+# What each kind of question looks like, checked in order; compiled by `re` when first used.
 _REQUESTED = [
     ("count", r"(?i)\bhow\s+many\b"),
     ("duration", r"(?i)\bhow\s+long\b"),
@@ -1061,13 +1024,10 @@ def _content(text: str) -> frozenset[str]:
 
 
 def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkable: bool) -> GateResult:
-    """Is what the answer says taken from facts about the thing the question asks about?
-    The facts it uses are those sharing a word with it that the question does not have;
-    one of them must be about the question's focus (`slots.focus_of`), and the names the
-    question gives ("Kristin Hannah", "Software Engineer Manager") must be in the answer.  A question that
-    names no thing, no datum (`checkable`: a requested kind or an identity slot) leaves
-    nothing to check an answer against: it is not approved.  The pipeline's own labels are
-    never an answer."""
+    """Is what the answer says taken from facts about the thing asked (`focus_of`)?  The facts
+    it uses share a word with it that the question lacks; one must be about the focus, and
+    the names the question gives must be in the answer.  A question naming no thing and no
+    datum (`checkable`: a requested kind or an identity slot) is not approved."""
     if PIPELINE_TEXT.search(answer):
         return GateResult(
             gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
@@ -1082,43 +1042,35 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
     predicate = asked_predicate(resolved)
+    asked = " ".join(predicate)
     polar = _POLAR.search(asked_part(query)) is not None
-    if not focus:  # then at least: a datum to check, from who was asked about
-        if not checkable and not predicate:
-            return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
-        new = _content(answer) - _content(resolved)
-        quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
-        sources = quoted or [f for f in facts if new & _content(f.text)]
-        fitting = [f for f in sources if speaker_fits(query, f.origin)]
-        if quoted and not _fits_quoted(answer, query, quoted):
-            return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
-        if sources and not fitting:
+    if not focus and not checkable and not predicate:  # no thing, no datum to check
+        return GateResult(gate=_ABOUT, passed=False, detail=_NOTHING)
+    new = _content(answer) - _content(resolved)
+    quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
+    sources = quoted or [f for f in facts if new & _content(f.text)]
+    used = [f for f in sources if speaker_fits(query, f.origin)]  # from who was asked about
+    if quoted and not _fits_quoted(answer, query, quoted):
+        return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
+    if not focus:
+        if sources and not used:
             return GateResult(gate=_ABOUT, passed=False, detail=_WHO)
-        passed = not fitting or _addresses(answer, predicate, fitting, polar=polar, query=query)
-        asked = " ".join(predicate)
+        passed = not used or _addresses(answer, predicate, used, polar=polar, query=query)
         return GateResult(
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
         )
-    new = _content(answer) - _content(resolved)
-    quoted = [f for f in _quoted_facts(answer, facts) if new & _content(f.text)]
-    if quoted and not _fits_quoted(answer, query, quoted):
-        return GateResult(gate=_ABOUT, passed=False, detail=_who(query))
-    used = quoted or [f for f in facts if new & _content(f.text)]
-    used = [f for f in used if speaker_fits(query, f.origin)]
     about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
     thing = " ".join(focus)
     if not about:
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")
     if not _addresses(answer, predicate, about, polar=polar, query=query):
-        asked = " ".join(predicate)
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
     return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
 
 
 def _quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
     """The facts an answer is made of: those whose content words (three or more) are nearly
-    all in the answer.  The answer is judged by these, not by any fact that shares a word
-    with it: a reply quoted beside a user's sentence that merely shares "skin" is the reply."""
+    all in it (not any fact that merely shares a word with it)."""
     said = _content(answer)
     out = []
     for fact in facts:
@@ -1129,10 +1081,8 @@ def _quoted_facts(answer: str, facts: list[Fact]) -> list[Fact]:
 
 
 def _fits_quoted(answer: str, query: str, quoted: list[Fact]) -> bool:
-    """Does the answer say only what facts from whom the question asks about give
-    (`speaker_fits`)?  A quoted fact of another speaker may echo them (a reply repeating
-    what the user said), but the words only it gives are another speaker's: an imported
-    reply of the assistant is not what the user stated, however it is phrased."""
+    """Does the answer say only what facts of the speaker asked about give (`speaker_fits`)?
+    Another speaker's quoted fact may echo them, but the words only it gives are not theirs."""
     said = _content(answer)
     given = [_content(f.text) for f in quoted if speaker_fits(query, f.origin)]
     covered = _content(query).union(*given)
@@ -1147,9 +1097,9 @@ _NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\b
 def _addresses(
     answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool, query: str = ""
 ) -> bool:
-    """Does a fact the answer uses say what was asked of the thing (`slots.asked_predicate`),
-    not only name it?  A yes or no is read off a fact that states the whole predicate, or
-    negates it: a "yes" from a negated statement is wrong."""
+    """Does a fact the answer uses say what was asked of the thing (`asked_predicate`), not
+    only name it?  A yes or no needs a fact stating the whole predicate, and no "yes" from a
+    negated one."""
     if not predicate:
         return True
     if not polar:
@@ -1184,9 +1134,7 @@ def _quotes(answer: str, facts: list[Fact]) -> bool:
 # --- the newest statement ---------------------------------------------------------------------
 
 # How things stand (how many, how much, which, who, where) is read off the newest statement
-# about the thing asked: a value the user gave and later gave again differently is no
-# answer, whatever its slot (the newest-wins of `facts.settle` reaches only the statements
-# whose slot it recognises).  A question that asks for an earlier value is not about now.
+# about the thing asked, whatever its slot (`settle` reaches only slots it recognises).
 _UPDATED_KINDS = frozenset({"count", "price", "name", "place", "which"})
 _ASKS_EARLIER = re.compile(
     r"\b(?:first|initially|originally|before|previously|used\s+to|earlier|at\s+the\s+(?:start|beginning))\b",
@@ -1199,9 +1147,8 @@ _NUMBER_WORDS = {
 
 
 def _values(text: str, kind: str, query: str) -> frozenset[str]:
-    """The values a statement gives of the kind asked — its numbers (digits, number words,
-    "5th"), and for a name, place or which its names (not a sentence's first word) — less
-    those the question holds."""
+    """The values a statement gives of the kind asked (numbers; names for a name, place or
+    which), less those the question holds."""
     plain = CITE.sub("", text)
     found = {n.replace(",", "") for n in re.findall(r"\d[\d,]*(?:\.\d+)?", plain)}
     found |= {_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", plain.lower()) if w in _NUMBER_WORDS}
@@ -1225,9 +1172,8 @@ def asks_now(query: str, requested: str) -> bool:
 def _superseded(
     answer: str, query: str, requested: str, facts: list[Fact], focus: tuple[str, ...]
 ) -> list[str]:
-    """The values of an answer that a later statement by the user about the same thing
-    (its focus, `about_focus`) no longer gives: for each, the later statement.  A question
-    that names no datum ("what is my monthly rent?") is held to the numbers it is given."""
+    """The values of an answer that a later statement about the same thing (`about_focus`) no
+    longer gives, each with that statement; with no datum asked, its numbers."""
     if not focus or not asks_now(query, requested or "count"):
         return []
     said = _values(answer, requested, query)
