@@ -1,16 +1,10 @@
-"""The offline backend: every pipeline task answered by deterministic rules.  No model,
-no network, same input → same output; the default, and the reference the
-OpenAI-compatible backend is tested against.
-
-Memory text is read the way the rules need it: sentences (markdown structure skipped),
-words by the index's English stem, names as capitalised runs.  Phases 0-1 find keywords,
-topic, type, references, entities and implicit feedback, and CLARIFY only when nothing
-can be acted on.  Phase 2 keeps the documents and memory that share words with the query
-and extracts the sentences that do.  Phases 3-4 stage what the user stated as memory
-candidates and call tools only when the gathered context is not enough.  Phases 6-7
-give an extractive answer citing its facts [n], and validate it (numbers grounded in the
-sources, citations valid, the requested datum present).  The turn summary is what was
-asked, the answer's first sentence, and the subject "it" will mean in the next turn."""
+"""The offline backend: every pipeline task answered by deterministic rules (no model, no
+network, same input → same output); the default, and the reference the OpenAI-compatible
+backend is tested against.  Memory text is read as sentences (markdown skipped), words by
+the index's English stem, names as capitalised runs.  Phases 0-1 CLARIFY only when nothing
+can be acted on; 2 keeps what shares words with the query; 3-4 stage what the user stated
+and call tools only when the context is not enough; 6-7 answer extractively, citing [n],
+and validate (numbers grounded, citations valid, the requested datum present)."""
 
 from __future__ import annotations
 
@@ -36,7 +30,7 @@ __all__ = ["RULES", "OfflineBackend", "entities_in", "sentences", "stem", "stems
 
 # --- reading memory text ------------------------------------------------------------------
 
-# Sentence ends, but not after an honorific or a common Latin abbreviation ("Dr. Berg").
+# Sentence ends, not after an honorific or a Latin abbreviation ("Dr. Berg").
 _SENTENCE = re.compile(
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
     r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+"
@@ -159,8 +153,7 @@ def entities_in(text: str) -> list[str]:
 
 # --- phase 0: analyze_query -----------------------------------------------------------------
 
-# What the user states, as patterns `re` compiles (and caches) the first time one is
-# searched: a turn that asks a question needs none of them.
+# What the user states (compiled by `re` when first used: a question needs none of them).
 PREFERENCE = (
     r"(?i)\b(?:i|we)\s+(?:(?:really|usually|always|now|still|actually|also|definitely)\s+)?"
     r"(?:prefer|like|love|enjoy|hate|dislike|"
@@ -194,8 +187,7 @@ _REJECTED = re.compile(
     re.IGNORECASE,
 )
 _ACCEPTED = re.compile(r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE)
-# A greeting (the opening of phatic talk): a greeting word and at most a few words more
-# ("hello there", "hi again, friend"), no question and nothing stated.
+# A greeting word and at most a few words more ("hi again, friend").
 _GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|evening|afternoon|day))\b"
     r"[\s,!.]*(?:[a-z']+[\s,!.]*){0,3}$",
@@ -624,10 +616,6 @@ def _answer_form(fact: t.FactView, data: t.AnswerIn) -> str:
 _WHAT = {"which": "which", "count": "number of", "duration": "how long for", "polar": "answer about"}
 
 
-def _holds(kind: str, text: str, query: str) -> bool:
-    return g.has_requested(kind, text, query) if kind else True
-
-
 def _pick(data: t.AnswerIn) -> list[t.FactView]:
     """The facts that answer the question, best first (slot, shared words, datum, origin)."""
     keywords = list(data.keywords)
@@ -645,7 +633,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             score += 3
         if title and title.lower() in fact.text.lower():
             score += 2
-        if score and data.requested and _holds(data.requested, _answer_form(fact, data), data.query):
+        if score and data.requested and g.has_requested(data.requested, _answer_form(fact, data), data.query):
             score += 2
         if score and predicate and g.states(predicate, fact.text):
             score += 2
@@ -656,7 +644,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     if focus:  # only what is about the thing asked for (a cat does not answer for a dog)
         picked = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
     # it says what was asked of the thing, as much of it as any fact giving the datum says
-    giving = [f for f in picked if _holds(data.requested, _answer_form(f, data), data.query)]
+    giving = [f for f in picked if g.has_requested(data.requested, _answer_form(f, data), data.query)]
     most = max((g.states(predicate, f.text) for f in giving or picked), default=0) if predicate else 0
     if most:
         picked = [f for f in picked if g.states(predicate, f.text) >= most]
@@ -664,7 +652,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]
     if focus and g.asks_now(data.query, data.requested):  # how it stands: the newest statement giving it
-        newest = [f for f in picked if _holds(data.requested, _answer_form(f, data), data.query)]
+        newest = [f for f in picked if g.has_requested(data.requested, _answer_form(f, data), data.query)]
         newest.sort(key=data.facts.index)  # the facts come newest first
         picked = newest[:1] + [f for f in picked if f not in newest[:1]]
     if slots & {f.slot for f in picked if f.slot} or data.requested not in ("", "list"):
@@ -701,7 +689,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             or "that"
         )
         if data.requested and not any(
-            _holds(data.requested, _answer_form(f, data), data.query) for f in picked
+            g.has_requested(data.requested, _answer_form(f, data), data.query) for f in picked
         ):
             about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
             seen = (

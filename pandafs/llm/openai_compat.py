@@ -3,11 +3,10 @@ server differ only in `[llm] base_url`).  `OpenAIBackend` sends a task's prompt 
 as JSON and validates the JSON reply; `OpenAIChat` is the client.
 
 Transient failures (connection, timeout, 429, 5xx) are retried with backoff.  Structured
-output is asked for as `response_format` json_schema; a server that refuses the mode is
-asked again with the next one (json_schema → json_object → none), kept from then on and
-said once on stderr.  The schema is also in the system prompt, and an invalid reply is
-corrected once by telling the model what was wrong.  A request never carries both `tools`
-and `response_format`.  httpx and pydantic errors are translated here, and only here."""
+output is asked for as `response_format` json_schema; a server that refuses a mode gets the
+next (json_schema → json_object → none) from then on, said once on stderr.  The schema is
+also in the system prompt, and an invalid reply is corrected once.  A request never carries
+both `tools` and `response_format`.  httpx and pydantic errors are translated here only."""
 
 from __future__ import annotations
 
@@ -128,17 +127,14 @@ _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|gram
 def check_base_url(base_url: str) -> None:
     try:
         url = httpx.URL(base_url)
-    except httpx.InvalidURL as exc:
-        raise LLMError(_bad_base_url(base_url)) from exc
-    if url.scheme not in ("http", "https") or not url.host:
-        raise LLMError(_bad_base_url(base_url))
-
-
-def _bad_base_url(base_url: str) -> str:
-    return (
-        f"[llm] base_url {base_url!r} is not an http(s) URL: set it in pandafs.toml, "
-        "e.g. http://127.0.0.1:8000/v1"
-    )
+        valid = url.scheme in ("http", "https") and bool(url.host)
+    except httpx.InvalidURL:
+        valid = False
+    if not valid:
+        raise LLMError(
+            f"[llm] base_url {base_url!r} is not an http(s) URL: set it in pandafs.toml, "
+            "e.g. http://127.0.0.1:8000/v1"
+        )
 
 
 def refuses_format(status: int, detail: str) -> bool:
@@ -408,18 +404,16 @@ class OpenAIChat:
             delay = self._config.backoff_s * 2**attempt
             try:
                 response = self._client.post(url, json=payload)
-            except httpx.ConnectTimeout as exc:
-                error = LLMUnavailable(self.base_url, "connect timed out", attempts=attempt + 1)
-                cause = exc
-                continue
-            except httpx.TimeoutException as exc:
-                error = LLMTimeout(self.base_url, self._config.timeout_s, attempts=attempt + 1)
-                cause = exc
-                continue
             except httpx.TransportError as exc:
-                reason = str(exc) or type(exc).__name__
-                error = LLMUnavailable(self.base_url, reason, attempts=attempt + 1)
                 cause = exc
+                if isinstance(exc, httpx.ConnectTimeout):
+                    error = LLMUnavailable(self.base_url, "connect timed out", attempts=attempt + 1)
+                elif isinstance(exc, httpx.TimeoutException):
+                    error = LLMTimeout(self.base_url, self._config.timeout_s, attempts=attempt + 1)
+                else:
+                    error = LLMUnavailable(
+                        self.base_url, str(exc) or type(exc).__name__, attempts=attempt + 1
+                    )
                 continue
             status = response.status_code
             if (

@@ -33,31 +33,19 @@ AVAILABILITY_TEXT = re.compile(
     r"not in stock|no longer available|in stock|available now|pre-?order|backordered)\b",
     re.IGNORECASE,
 )
-_AVAILABILITY_WORDS = {
-    "instock": "In stock",
-    "in stock": "In stock",
-    "in_stock": "In stock",
-    "available": "In stock",
-    "available now": "In stock",
-    "onlineonly": "In stock",
-    "instoreonly": "In stock (store only)",
-    "limitedavailability": "Limited availability",
-    "outofstock": "Out of stock",
-    "out of stock": "Out of stock",
-    "out_of_stock": "Out of stock",
-    "oos": "Out of stock",
-    "soldout": "Out of stock",
-    "sold out": "Out of stock",
-    "temporarily out of stock": "Out of stock",
-    "currently unavailable": "Out of stock",
-    "not in stock": "Out of stock",
-    "no longer available": "Discontinued",
-    "discontinued": "Discontinued",
-    "preorder": "Pre-order",
-    "pre-order": "Pre-order",
-    "presale": "Pre-order",
-    "backorder": "Backorder",
-    "backordered": "Backorder",
+_AVAILABILITY_WORDS = {  # a vendor's word (lower case) → the one form shown
+    word: shown
+    for shown, words in {
+        "In stock": "instock|in stock|in_stock|available|available now|onlineonly",
+        "In stock (store only)": "instoreonly",
+        "Limited availability": "limitedavailability",
+        "Out of stock": "outofstock|out of stock|out_of_stock|oos|soldout|sold out|temporarily out of stock|"
+        "currently unavailable|not in stock",
+        "Discontinued": "no longer available|discontinued",
+        "Pre-order": "preorder|pre-order|presale",
+        "Backorder": "backorder|backordered",
+    }.items()
+    for word in words.split("|")
 }
 
 
@@ -397,23 +385,16 @@ def extract_page(html: str) -> Extraction:
         or meta.get("twitter:title", "")
     )
 
-    prices: list[Price] = []
-    for product in products:
-        found = structured_price(
-            product.get("price"), product.get("pricecurrency") or product.get("currency")
-        )
-        if found:
-            prices.append(found)
     currency_hint = next(iter(props.get("pricecurrency") or ()), None)
-    for raw in props.get("price", []):
-        found = structured_price(raw, currency_hint)
-        if found:
-            prices.append(found)
-    meta_price = meta.get("og:price:amount") or meta.get("product:price:amount")
-    meta_currency = meta.get("og:price:currency") or meta.get("product:price:currency")
-    found = structured_price(meta_price, meta_currency)
-    if found:
-        prices.append(found)
+    offered = [(p.get("price"), _currency(p)) for p in products]
+    offered += [(raw, currency_hint) for raw in props.get("price", [])]
+    offered.append(
+        (
+            meta.get("og:price:amount") or meta.get("product:price:amount"),
+            meta.get("og:price:currency") or meta.get("product:price:currency"),
+        )
+    )
+    prices = [found for raw, currency in offered if (found := structured_price(raw, currency))]
 
     text_prices = [p for m in PRICE.finditer(text) if (p := text_price(m))]
     main_price = prices[0] if prices else _price_near_title(lines)
@@ -493,15 +474,17 @@ def _availability_near_title(lines: list[str]) -> str | None:
     return None
 
 
+def _currency(product: dict[str, Any]) -> str | None:
+    return product.get("pricecurrency") or product.get("currency")
+
+
 def _listed_products(products: list[dict[str, Any]]) -> list[dict[str, Any]]:
     listed: list[dict[str, Any]] = []
     for product in products[:MAX_PRODUCTS]:
         entry: dict[str, Any] = {}
         if product.get("name"):
             entry["title"] = clean(str(product["name"]))
-        price = structured_price(
-            product.get("price"), product.get("pricecurrency") or product.get("currency")
-        )
+        price = structured_price(product.get("price"), _currency(product))
         if price:
             entry["price"] = format_price(price.value, price.currency)
         availability = availability_of(product.get("availability"))

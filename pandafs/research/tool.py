@@ -14,26 +14,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+import orjson
+
+from events.documents import DocumentMetadata, render_document
+from events.fsio import atomic_write
 from events.layout import validate_user_id
+from events.render import wikilink
+from events.stamps import format_ts
 from pandafs.config import ResearchConfig
 
 from .extract import Extraction, extract_page
 from .fetch import FetchResult, PoliteFetcher, SearchFailed, SearchHit
-from .report import (
-    Candidate,
-    ExtractionOutcome,
-    ResearchResult,
-    findings,
-    summary,
-    write_json,
-    write_markdown,
-)
-from .visits import write_visit
+from .visits import PAGE, VisitRecord, write_visit
 
-__all__ = ["NOT_CONFIGURED", "ResearchTool"]
+__all__ = ["NOT_CONFIGURED", "ExtractionOutcome", "ResearchResult", "ResearchTool"]
 
 NOT_CONFIGURED = "internet.research is not configured (set [research] search_url in pandafs.toml)"
 DEFAULT_RELIABILITY = 0.5
@@ -43,6 +42,46 @@ PRICING_WORDS = frozenset(
     "price prices pricing cost costs cheap cheaper cheapest buy deal deals budget under "
     "afford affordable usd eur gbp $ € £".split()
 )
+LISTING_ROWS = 10
+RESEARCH_MD = "research.md"
+RESEARCH_JSON = "research.json"
+RESEARCH_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """How one page went: the unit of per-domain source reliability."""
+
+    domain: str
+    url: str
+    success: bool
+    items: int
+    fields_present: list[str]
+    confidence: float
+    error: str | None = None
+
+
+@dataclass
+class ResearchResult:
+    available: bool
+    query: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    visits: list[VisitRecord] = field(default_factory=list)
+    outcomes: list[ExtractionOutcome] = field(default_factory=list)
+    skipped_domains: list[str] = field(default_factory=list)
+    research_md: Path | None = None
+    summary: str = ""
+    research_json: Path | None = None
+    quality: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Candidate:
+    hit: SearchHit
+    domain: str
+    reliability: float
+    status: str = "not_fetched"
 
 
 def required_fields_for(query: str, keywords: Sequence[str] = ()) -> tuple[str, ...]:
@@ -78,11 +117,6 @@ class ResearchTool:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _get_fetcher(self) -> PoliteFetcher:
-        if self._fetcher is None:
-            self._fetcher = PoliteFetcher(self.config)
-        return self._fetcher
-
     def reliability_of(self, domain: str) -> float:
         """`reliability(domain)`, or `DEFAULT_RELIABILITY` for a domain it does not know."""
         score = self._reliability(domain) if self._reliability is not None else None
@@ -105,7 +139,7 @@ class ResearchTool:
             return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
         validate_user_id(user)
         required = required_fields_for(query, keywords)
-        fetcher = self._get_fetcher()
+        fetcher = self._fetcher = self._fetcher or PoliteFetcher(self.config)
         try:
             hits = fetcher.search(query)
         except SearchFailed as exc:
@@ -178,3 +212,207 @@ class ResearchTool:
             return []
         with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(urls))) as pool:
             return list(pool.map(one, urls))
+
+
+# --- what a call leaves in the turn folder ---------------------------------------------------
+
+
+def findings(
+    candidate: Candidate, fetched: FetchResult, extraction: Extraction, visit: VisitRecord
+) -> list[dict[str, Any]]:
+    """One row per page, or one per product of a listing page (at most `LISTING_ROWS`)."""
+    fields = extraction.fields
+    page = {
+        "domain": candidate.domain,
+        "url": fetched.url,
+        "final_url": fetched.final_url,
+        "page_type": extraction.page_type,
+        "page_title": extraction.title or candidate.hit.title or fetched.final_url,
+        "items": extraction.items,
+        "confidence": extraction.confidence,
+        "visit_id": visit.visit_id,
+        "visit_path": visit.rel_path,
+    }
+    products = fields.get("products") or []
+    if products:
+        return [
+            {
+                "title": product.get("title") or page["page_title"],
+                "price": product.get("price"),
+                "availability": product.get("availability"),
+                **page,
+            }
+            for product in products[:LISTING_ROWS]
+        ]
+    return [
+        {
+            "title": page["page_title"],
+            "price": fields.get("price"),
+            "price_value": fields.get("price_value"),
+            "currency": fields.get("currency"),
+            "availability": fields.get("availability"),
+            **page,
+        }
+    ]
+
+
+def summary(hits: list[SearchHit], chosen: list[Candidate], result: ResearchResult) -> str:
+    if not hits:
+        return f"The search for “{result.query}” returned no results."
+    sites = {v.domain for v in result.visits}
+    priced = sum(1 for f in result.findings if f.get("price"))
+    parts = [
+        f"Fetched {len(result.visits)} of {len(chosen)} pages from "
+        f"{len(sites)} site{'s' if len(sites) != 1 else ''} for “{result.query}”; "
+        f"{priced} price{'s' if priced != 1 else ''} found."
+    ]
+    failed = [o for o in result.outcomes if o.error]
+    if failed:
+        reasons = ", ".join(f"{o.domain} ({o.error})" for o in failed)
+        parts.append(f"Failed: {reasons}.")
+    if result.skipped_domains:
+        parts.append(f"Skipped as unreliable: {', '.join(result.skipped_domains)}.")
+    return " ".join(parts)
+
+
+def write_markdown(
+    turn_dir: Path,
+    result: ResearchResult,
+    user: str,
+    topic: str,
+    keywords: list[str],
+    now: datetime,
+    *,
+    root: Path | None = None,
+) -> Path:
+    """research.md: frontmatter (`DocumentMetadata`), summary, findings table, sources
+    (`root`: the vault root, for the writers' after-open check)."""
+    content_types = ["research"]
+    if any(v.page_type in ("product", "listing") for v in result.visits):
+        content_types.append("vendor_info")
+    if any(f.get("price") for f in result.findings):
+        content_types.append("pricing")
+    metadata = DocumentMetadata(
+        id=f"{user}/{turn_dir.name}/research",
+        user=user,
+        title=_shorten(f"Research: {result.query}", 100),
+        primary_topic=topic or "general",
+        keywords=list(keywords),
+        content_types=content_types,
+        scope="new",
+        quality=result.quality,
+        created_at=now,
+        query=result.query,
+        sources=sorted({v.domain for v in result.visits}),
+    )
+    path = turn_dir / RESEARCH_MD
+    atomic_write(path, render_document(metadata, _body(result)), root=root)
+    return path
+
+
+def write_json(
+    turn_dir: Path,
+    result: ResearchResult,
+    candidates: list[Candidate],
+    user: str,
+    topic: str,
+    keywords: list[str],
+    now: datetime,
+    *,
+    root: Path | None = None,
+) -> Path:
+    """research.json: everything the call saw (quality_score, summary, claims and
+    webpage_cache among its keys), for the turn's record and for tools that read it."""
+    data = {
+        "version": RESEARCH_VERSION,
+        "query": result.query,
+        "user": user,
+        "turn": turn_dir.name,
+        "topic": topic,
+        "keywords": list(keywords),
+        "created_at": format_ts(now),
+        "available": result.available,
+        "error": result.error,
+        "quality_score": result.quality,
+        "summary": result.summary,
+        "claims": [
+            {
+                "claim": f"{f['title']} @ {f['price']}",
+                "source": f["domain"],
+                "confidence": f["confidence"],
+            }
+            for f in result.findings
+            if f.get("price")
+        ],
+        "webpage_cache": [v.visit_id for v in result.visits],
+        "hits": [
+            {
+                "url": c.hit.url,
+                "title": c.hit.title,
+                "snippet": c.hit.snippet,
+                "engine": c.hit.engine,
+                "domain": c.domain,
+                "reliability": c.reliability,
+                "status": c.status,
+            }
+            for c in candidates
+        ],
+        "visits": [v.to_json() for v in result.visits],
+        "findings": result.findings,
+        "outcomes": [asdict(o) for o in result.outcomes],
+        "skipped_domains": result.skipped_domains,
+    }
+    path = turn_dir / RESEARCH_JSON
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
+    return path
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _link(label: str, url: str) -> str:
+    label = _cell(label).replace("[", "\\[").replace("]", "\\]")
+    target = url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    return f"[{label}]({target})"
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _body(result: ResearchResult) -> str:
+    lines = [f"# Research: {_shorten(result.query, 200)}", "", result.summary, ""]
+    if result.findings:
+        lines += [
+            "## Findings",
+            "",
+            "| # | Title | Price | Availability | Source |",
+            "|---|---|---|---|---|",
+        ]
+        for number, f in enumerate(result.findings, 1):
+            lines.append(
+                f"| {number} | {_link(f['title'], f['final_url'])} | {_cell(f['price'])} "
+                f"| {_cell(f['availability'])} | {_cell(f['domain'])} |"
+            )
+        lines.append("")
+    if result.visits:
+        lines += ["## Sources", ""]
+        for number, visit in enumerate(result.visits, 1):
+            cached = wikilink(f"{visit.rel_path}/{PAGE}", "cached page")
+            label = visit.title or visit.final_url
+            lines.append(
+                f"{number}. {_link(label, visit.final_url)} — {visit.domain}, {visit.page_type}, "
+                f"extraction quality {visit.extraction_quality:.2f}, {cached}"
+            )
+        lines.append("")
+    failed = [o for o in result.outcomes if o.error]
+    if failed or result.skipped_domains:
+        lines += ["## Not used", ""]
+        lines += [f"- <{o.url}> — {o.error}" for o in failed]
+        lines += [f"- `{d}` — source reliability below threshold" for d in result.skipped_domains]
+        lines.append("")
+    return "\n".join(lines)

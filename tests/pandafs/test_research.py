@@ -17,8 +17,7 @@ from events.layout import Layout
 from pandafs.config import ResearchConfig
 from pandafs.research.extract import extract_page, parse_amount
 from pandafs.research.fetch import CHUNK_BYTES, PoliteFetcher, SearchFailed
-from pandafs.research.report import ResearchResult
-from pandafs.research.tool import NOT_CONFIGURED, ResearchTool
+from pandafs.research.tool import NOT_CONFIGURED, ResearchResult, ResearchTool
 from pandafs.research.visits import CACHE_DIR, find_visits, load_visits, url_slug
 from tests.support.web_fixtures import ARTICLE, LISTING, MICRODATA, WebFixtures
 
