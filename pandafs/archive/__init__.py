@@ -26,8 +26,7 @@ its rows are dropped.  Restore is journalled the same way."""
 
 from __future__ import annotations
 
-from ._check import CHECKS
-from ._jobs import ArchiveReport, Expansion, RestoreReport, archive_turns, expand_turn, recover, restore_turns
+from ._jobs import CHECKS, ArchiveReport, RestoreReport, archive_turns, expand_turn, restore_turns
 from ._policy import Candidate, find_candidates, recent_uses
 from ._stubs import key_claims, read_stub
 
@@ -35,7 +34,6 @@ __all__ = [
     "CHECKS",
     "ArchiveReport",
     "Candidate",
-    "Expansion",
     "RestoreReport",
     "archive_turns",
     "expand_turn",
@@ -43,6 +41,5 @@ __all__ = [
     "key_claims",
     "read_stub",
     "recent_uses",
-    "recover",
     "restore_turns",
 ]

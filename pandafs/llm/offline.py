@@ -352,10 +352,8 @@ def reflect(data: t.ReflectIn) -> t.ReflectOut:
     elif a.query_type == "recall":
         purpose, needs = f"Recall what was said about {subject}", ["prior_turns", "user_memory"]
     elif a.query_type == "followup":
-        purpose, needs = (
-            f"Follow up on {a.content_reference.title if a.content_reference else subject}",
-            ["prior_turns"],
-        )
+        title = a.content_reference.title if a.content_reference else subject
+        purpose, needs = f"Follow up on {title}", ["prior_turns"]
     elif a.query_type == "commerce":
         purpose, needs = f"Find buying information for {subject}", ["prior_turns", "research"]
     else:
@@ -497,31 +495,20 @@ def _statement_candidates(query: str, topic: str, keywords: list[str], today: st
 def plan(data: t.PlanIn) -> t.PlanOut:
     tools = {spec.name for spec in data.tools if spec.available}
     drafts = _statement_candidates(data.query, data.topic, data.keywords, data.today)
-    question = g.is_question(data.query) or data.query_type in (
-        "recall",
-        "followup",
-        "commerce",
-        "question",
-    )
+    question = g.is_question(data.query) or data.query_type in ("recall", "followup", "commerce", "question")
     found = sum(int(m.get("count", 0) or 0) for m in data.context_meta)
     todos: list[str] = []
     requests: list[ToolRequest] = []
     if drafts:
         todos.append(f"Stage {len(drafts)} memory candidate(s) from what the user stated")
     if question and data.query_type not in ("greeting", "feedback"):
-        needs_price = "price" in data.data_requirements
+        needs_price, fresh = "price" in data.data_requirements, "fresh_data" in data.data_requirements
         can_research = "internet_research" in tools
         unpriced = needs_price and not PRICE.search(data.context_text)  # §2 cannot answer it
-        if (
-            data.attempt == 0
-            and found
-            and not (can_research and ("fresh_data" in data.data_requirements or unpriced))
-        ):
+        if data.attempt == 0 and found and not (can_research and (fresh or unpriced)):
             todos.append("Answer from the gathered context (§2)")
         else:
-            if "internet_research" in tools and (
-                data.query_type == "commerce" or needs_price or "fresh_data" in data.data_requirements
-            ):
+            if can_research and (data.query_type == "commerce" or needs_price or fresh):
                 requests.append(
                     ToolRequest(
                         tool="internet_research",
@@ -589,12 +576,8 @@ def _said(fact: t.FactView) -> str:
     ("Your car: Sold the Volvo and bought a white Tesla")."""
     text = _to_user(_own_words(fact)).rstrip(".")
     thing = fact.key.split(":")[-1].replace("_", " ")
-    if (
-        fact.key
-        and ":" not in fact.key
-        and fact.slot not in g.STRONG_SLOTS
-        and not g.is_about((thing,), fact.text)
-    ):
+    own_key = fact.key and ":" not in fact.key and fact.slot not in g.STRONG_SLOTS
+    if own_key and not g.is_about((thing,), fact.text):
         return f"Your {thing}: {text}"
     return text
 
@@ -692,15 +675,12 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             g.has_requested(data.requested, _answer_form(f, data), data.query) for f in picked
         ):
             about = [f for f in picked if stems_overlap(query_terms(subject), f.text)][:1]
-            seen = (
-                f"; the last thing memory holds about it: {_to_user(about[0].text).rstrip('.')} "
-                if about
-                else ""
+            what = _WHAT.get(data.requested, f"the {data.requested} of")
+            seen = "".join(
+                f"; the last thing memory holds about it: {_to_user(f.text).rstrip('.')} {_cite(f)}"
+                for f in about
             )
-            parts.append(
-                f"I don't know {_WHAT.get(data.requested, 'the ' + data.requested + ' of')} {subject}"
-                f"{seen}{_cite(about[0]) if about else ''}."
-            )
+            parts.append(f"I don't know {what} {subject}{seen}.")
             picked = about
         elif picked:
             said = []
@@ -726,15 +706,11 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     present = bool(text.strip())
     checks.append(GateResult(gate="answer_present", passed=present))
     claims = g.NOTED.sub("", text)  # what it will remember is the user's own words, not a claim
-    numbers = {
-        n
-        for n in (m.group(0).replace(",", "") for m in NUMBER.finditer(claims))
-        if n not in {str(s.n) for s in data.sources}
-    }
+    valid = {str(s.n) for s in data.sources}
+    numbers = {n for n in (m.group(0).replace(",", "") for m in NUMBER.finditer(claims)) if n not in valid}
     quoted_query = data.query + " " + data.resolved_query
     ungrounded = sorted(n for n in numbers if n not in corpus_flat and n not in quoted_query)
     checks.append(GateResult(gate="grounded", passed=not ungrounded, detail=", ".join(ungrounded)))
-    valid = {str(s.n) for s in data.sources}
     cited = set(re.findall(r"\[(\d+)\]", text))
     bad = sorted(cited - valid)
     checks.append(GateResult(gate="citations_valid", passed=not bad, detail=", ".join(bad)))
