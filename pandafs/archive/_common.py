@@ -1,11 +1,10 @@
-"""Shared pieces of the archive jobs: names of things on disk, the lock, the journal, and
-keeping wikilinks to turns resolvable after archive and restore (`pandafs.links`).
+"""Shared pieces of the archive jobs: names on disk, the lock, the journal, and keeping
+wikilinks to turns resolvable after archive and restore (`pandafs.links`).
 
-After turns move, every markdown file PandaFS writes for their users goes through
-`relink`; only turn links change.  A turn whose writer holds its log is skipped (the next
-pass fixes it), memory documents are rewritten under the memory lock, every write is
-atomic.  The users are recorded in `archive/.journal/relink.users` before any turn moves,
-so a pass a crash cut short is finished by the next archive, restore or `verify --repair`."""
+After turns move, every markdown file PandaFS writes for their users goes through `relink`
+(only turn links change; a turn whose writer holds its log waits for the next pass; memory
+documents under the memory lock).  The users are recorded in `archive/.journal/relink.users`
+before any turn moves, so the next archive, restore or `verify --repair` finishes a pass."""
 
 from __future__ import annotations
 

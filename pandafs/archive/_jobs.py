@@ -211,16 +211,10 @@ def _archive_batch(
         return
     months = sorted({files.month for _, files in plan})
     parts = {m: vault.rel(store.part_path(m, batch)) for m in months}
+    turns = [{"user": f.user, "turn": f.turn, "month": f.month} for _, f in plan]
+    at = format_ts(archived_at)
     journal = write_journal(
-        vault,
-        batch,
-        {
-            "op": "archive",
-            "batch": batch,
-            "archived_at": format_ts(archived_at),
-            "parts": parts,
-            "turns": [{"user": f.user, "turn": f.turn, "month": f.month} for _, f in plan],
-        },
+        vault, batch, {"op": "archive", "batch": batch, "archived_at": at, "parts": parts, "turns": turns}
     )
     written = store.write_parts([f for _, f in plan], batch=batch, archived_at=archived_at)
     for month, path in written.items():
@@ -537,11 +531,8 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
                 if info is not None or stub.exists():
                     notes.append(f"{doc_id}: has another stub; rows of batch {batch} dropped")
                     continue
-                atomic_write(
-                    stub,
-                    render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month]),
-                    root=vault.root,
-                )
+                text = render_stub(rows, archived_at=archived_at, batch=batch, archive_file=parts[month])
+                atomic_write(stub, text, root=vault.root)
             if trash.exists():
                 moved.append(trash)
             keep[month].add(key)

@@ -50,10 +50,9 @@ def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None 
 
 
 def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> datetime | None:
-    """When a turn dated before it entered the vault came in (its first event's stamp): a
-    conversation brought in by `import`, or a question asked `--now` in the past.  Its
-    archive age counts from its entry, so what a user has just brought in is not archived
-    at once.  None for any other turn (a history moved in by `import-turns` keeps its dates)."""
+    """When a turn dated before it entered the vault came in (its first event's stamp: an
+    `import`ed conversation, or a question asked `--now` in the past), so what a user just
+    brought in is not archived at once; None for any other turn (`import-turns` keeps dates)."""
     imported = metadata is not None and metadata.get("source") == "import"
     if imported:
         meta = metadata.get("meta") if metadata is not None else None
@@ -87,9 +86,7 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
             raw = read_vault_bytes(vault.root, log)
         except OSError:
             continue
-        if raw is None:  # gone, or a link: no uses read through it
-            continue
-        if USED_MARK not in raw:
+        if raw is None or USED_MARK not in raw:  # gone, or a link: no uses read through it
             continue
         for line in raw.split(b"\n"):
             if USED_MARK not in line:

@@ -27,8 +27,8 @@ _WIKILINK = re.compile(r"!?\[\[([^\]\n]+)\]\]")
 LINKS = 20  # at most this many of the turn's links are kept on its stub
 
 
-def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
-    """The first `limit` distinct statements of §4 (tool results), else of §5 (the answer)."""
+def key_claims(body: str) -> list[str]:
+    """The first `CLAIMS` distinct statements of §4 (tool results), else of §5 (the answer)."""
     sections = split_sections(body)
     for number in (4, 5):
         claims: list[str] = []
@@ -45,14 +45,14 @@ def key_claims(body: str, limit: int = CLAIMS) -> list[str]:
                 text = shorten(text, CLAIM_CHARS)
                 if len(text) >= 12 and text not in claims:
                     claims.append(text)
-                if len(claims) == limit:
+                if len(claims) == CLAIMS:
                     return claims
         if claims:
             return claims
     return []
 
 
-def linked_from(body: str, user: str, turn: str, limit: int = LINKS) -> list[str]:
+def linked_from(body: str, user: str, turn: str) -> list[str]:
     """The wikilinks of the turn's context.md other than into the turn itself, so the stub
     keeps the archived turn's place in Obsidian's graph."""
     own = (f"users/{user}/turns/{turn}/", f"archive/stubs/{user}/{turn}")
@@ -64,7 +64,7 @@ def linked_from(body: str, user: str, turn: str, limit: int = LINKS) -> list[str
             continue
         targets.add(target)
         found.append(match.group(0).lstrip("!"))
-        if len(found) == limit:
+        if len(found) == LINKS:
             break
     return found
 

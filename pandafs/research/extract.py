@@ -1,12 +1,10 @@
-"""Readable text and a few product fields from an HTML page, with the standard library
-(`html.parser`: text blocks, title and main heading, meta tags, microdata and JSON-LD
-products).  Prices and availability are shown in one form for every source
-(`$1,299.99`, `€12.34`, "In stock").
+"""Readable text and a few product fields from an HTML page, with `html.parser`; prices
+and availability in one form for every source (`$1,299.99`, `€12.34`, "In stock").
 
 Structured data is believed first (schema.org microdata and JSON-LD, then Open Graph /
-product meta tags); text patterns (`$12.34`, `12.34 USD`, "In stock") fill the gaps.
-`confidence` says how much was found and how: a price from markup counts more than one
-read out of the text, so reliability rewards sites that are easy to read."""
+product meta tags); text patterns fill the gaps.  `confidence` says how much was found and
+how: a price from markup counts more than one read from text, so reliability rewards sites
+that are easy to read."""
 
 from __future__ import annotations
 
@@ -132,7 +130,6 @@ VOID_TAGS = frozenset(
 
 
 def clean(text: str) -> str:
-    """Whitespace runs collapsed to one space."""
     return " ".join(text.split())
 
 

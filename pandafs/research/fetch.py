@@ -2,12 +2,8 @@
 
 Every request carries the `[research]` User-Agent, waits for its domain's turn (at most
 `per_domain_concurrency` in flight, starts `per_domain_interval_s` apart) and is bounded
-in time and size; the gates are thread-safe.  `fetch` never raises: a failure is a
-`FetchResult.error` the caller records per domain.  `search` raises `SearchFailed`.
-
-    PandaError
-    └── ResearchError
-        └── SearchFailed       the search endpoint could not be used"""
+in time and size.  `fetch` never raises: a failure is a `FetchResult.error`.  `search`
+raises `SearchFailed` (a `ResearchError`, a `PandaError`)."""
 
 from __future__ import annotations
 

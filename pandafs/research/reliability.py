@@ -1,9 +1,6 @@
-"""Source reliability: per-domain extraction outcomes folded into one global table.
-
-`ReliabilityTable.apply` folds a turn's `extraction_recorded` events into
-`indexes/source_reliability.parquet` (one row per domain; a turn is applied once),
-`rebuild` recomputes it from every turn's events, and the research tool ranks and skips
-domains by `score(domain)`:
+"""Source reliability: per-domain extraction outcomes folded into one global table,
+`indexes/source_reliability.parquet` (`apply`: one turn's `extraction_recorded` events,
+once; `rebuild`: every turn's).  The research tool ranks and skips domains by
 
     reliability = (successes + 1) / (attempts + 2) · (½ + ½ · mean confidence)
 

@@ -235,14 +235,11 @@ def find_visits(
     url_or_terms: str | list[str],
     *,
     recent_turns: int = RECENT_TURNS,
-    min_match: float = 0.5,
     limit: int = 10,
 ) -> list[VisitRecord]:
-    """Earlier visits of `user` to a URL, or whose title matches the words; newest first.
-
-    Only the `recent_turns` latest turns are scanned.  A URL matches ignoring scheme, `www.`,
-    a trailing slash and the fragment; words match when `min_match` of them are in the
-    title or URL.  Each URL is returned once."""
+    """Earlier visits of `user` to a URL, or whose title matches the words; newest first,
+    each URL once, from the `recent_turns` latest turns.  A URL matches ignoring scheme,
+    `www.`, a trailing slash and the fragment; words when half of them are in the title or URL."""
     counter = layout.turn_counter(user)
     if counter is not None:  # probing down from the counter costs `recent_turns` stats, whatever the size
         turn_dirs = layout.recent_turn_dirs(
@@ -266,7 +263,7 @@ def find_visits(
                     scored.append((1.0, record.visited_at, record))
                 continue
             share = len(wanted_words & _haystack(record)) / len(wanted_words)
-            if share >= min_match:
+            if share >= 0.5:
                 scored.append((share, record.visited_at, record))
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
     found: list[VisitRecord] = []

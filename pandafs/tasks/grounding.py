@@ -143,40 +143,34 @@ SECOND_PERSON = [
 
 # First person → third person, as the memory files store statements.
 STATEMENT_LEADS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?prefer\s+", re.I), "Prefers "),
-    (re.compile(r"^(?:i|we)\s+(?:really\s+|usually\s+)?(?:like|love|enjoy)\s+", re.I), "Likes "),
-    (re.compile(r"^(?:i|we)\s+(?:hate|dislike|avoid|can't stand|cannot stand)\s+", re.I), "Dislikes "),
-    (re.compile(r"^i\s+(?:don't|do not)\s+(?:like|eat|want)\s+", re.I), "Does not like "),
-    (re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?", re.I), ""),
-    (re.compile(r"^my\s+name\s+is\s+", re.I), "Name: "),
-    (re.compile(r"^(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\s+", re.I), "Lives in "),
-    (re.compile(r"^(?:i|we)\s+(?:now\s+|currently\s+)?live\s+", re.I), "Lives "),
-    (re.compile(r"^(?:i|we)\s+(?:now\s+|currently\s+)?work\s+", re.I), "Works "),
-    (
-        re.compile(
+    (re.compile(pattern, re.I), lead)
+    for pattern, lead in [
+        (r"^(?:i|we)\s+(?:really\s+|usually\s+|always\s+)?prefer\s+", "Prefers "),
+        (r"^(?:i|we)\s+(?:really\s+|usually\s+)?(?:like|love|enjoy)\s+", "Likes "),
+        (r"^(?:i|we)\s+(?:hate|dislike|avoid|can't stand|cannot stand)\s+", "Dislikes "),
+        (r"^i\s+(?:don't|do not)\s+(?:like|eat|want)\s+", "Does not like "),
+        (r"^(?:please\s+)?remember\s+(?:that\s+)?", ""),
+        (r"^my\s+name\s+is\s+", "Name: "),
+        (r"^(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*moved\s+to\s+", "Lives in "),
+        (r"^(?:i|we)\s+(?:now\s+|currently\s+)?live\s+", "Lives "),
+        (r"^(?:i|we)\s+(?:now\s+|currently\s+)?work\s+", "Works "),
+        (
             r"^(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?=(?:planning|going|flying|travel|moving|visiting|"
             r"heading|starting|getting|taking|having)\b)",
-            re.I,
+            "",
         ),
-        "",
-    ),
-    (
-        re.compile(
+        (
             r"^(?:i|we)\s+(?=(?:plan|booked|bought|visited|went|adopted|started|finished|met|got|"
             r"signed|ordered|sold)\b)",
-            re.I,
+            "",
         ),
-        "",
-    ),
-    (re.compile(r"^(?:i|we)\s*(?:'ll|\s+will)\s+", re.I), "Will "),
-    (re.compile(r"^i'?m\s+|^i\s+am\s+", re.I), "Is "),
-    (re.compile(r"^(?:i|we)\s+have\s+", re.I), "Has "),
-    (re.compile(r"^my\s+", re.I), "Their "),
-    *[
-        (re.compile("^" + re.escape(said).replace(r"\ ", r"\s+"), re.I), stored)
-        for stored, said in SECOND_PERSON
-    ],
-    (re.compile(r"^you'?re\s+|^you\s+are\s+", re.I), "Is "),
+        (r"^(?:i|we)\s*(?:'ll|\s+will)\s+", "Will "),
+        (r"^i'?m\s+|^i\s+am\s+", "Is "),
+        (r"^(?:i|we)\s+have\s+", "Has "),
+        (r"^my\s+", "Their "),
+        *[("^" + re.escape(said).replace(r"\ ", r"\s+"), stored) for stored, said in SECOND_PERSON],
+        (r"^you'?re\s+|^you\s+are\s+", "Is "),
+    ]
 ]
 
 
@@ -224,44 +218,35 @@ _KEY_SLOTS = {  # keyed entries (`**job:** carpenter`, `Name: Alex`) of config.I
     **dict.fromkeys(("location", "lives_in", "home", "hometown", "city"), "home"),
 }
 _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity)
-    (re.compile(r"^(?P<s>[a-z][a-z _-]{1,30}):\s*(?P<v>.+)$", re.I), "", "one"),
-    (re.compile(r"^lives\s+(?:in|at|near)\s+(?P<v>.+)$", re.I), "home", "one"),
-    (re.compile(r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", re.I), "job", "one"),
-    (
-        re.compile(
+    (re.compile(pattern, re.I), slot, arity)
+    for pattern, slot, arity in [
+        (r"^(?P<s>[a-z][a-z _-]{1,30}):\s*(?P<v>.+)$", "", "one"),
+        (r"^lives\s+(?:in|at|near)\s+(?P<v>.+)$", "home", "one"),
+        (r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", "job", "one"),
+        (
             r"^their\s+(?:favou?rite|preferred)\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,2}?)\s+(?:is|are|was)\s+(?P<v>.+)$",
-            re.I,
+            "prefers",
+            "one",
         ),
-        "prefers",
-        "one",
-    ),
-    (
-        re.compile(r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,4}?)\s+(?:is|are|was)\s+(?P<v>.+)$", re.I),
-        "",
-        "one",
-    ),
-    (re.compile(r"^prefers\s+(?P<v>.+)$", re.I), "prefers", "head"),
-    (re.compile(r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", re.I), "likes", "one"),
+        (r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,4}?)\s+(?:is|are|was)\s+(?P<v>.+)$", "", "one"),
+        (r"^prefers\s+(?P<v>.+)$", "prefers", "head"),
+        (r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", "likes", "one"),
+    ]
 ]
 # Questions about the user's identity (config.IDENTITY_KEYS) and taste: only a statement
 # of that slot answers them.
 _ASKED = {
-    "home": re.compile(
-        r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
+    slot: re.compile(pattern, re.I)
+    for slot, pattern in {
+        "home": r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
         r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b|\bwhere(?:'s|\s+is)\s+home\b",
-        re.I,
-    ),
-    "job": re.compile(
-        r"\bmy\s+(?:job|occupation|profession|work|career|employer|line\s+of\s+work)\b|"
+        "job": r"\bmy\s+(?:job|occupation|profession|work|career|employer|line\s+of\s+work)\b|"
         r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+do\b(?!\s+(?:about|with|if|when|now|next|to))|"
         r"\bwhere\s+(?:do|did)\s+(?:i|we)\s+work\b",
-        re.I,
-    ),
-    "name": re.compile(r"\bmy\s+(?:own\s+)?name\b|\bwhat\s+am\s+i\s+called\b|\bwho\s+am\s+i\b", re.I),
-    "prefers": re.compile(
-        r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?prefer\b|\bmy\s+(?:favou?rite|preferred)\b", re.I
-    ),
-    "likes": re.compile(r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?(?:like|love|enjoy)\b", re.I),
+        "name": r"\bmy\s+(?:own\s+)?name\b|\bwhat\s+am\s+i\s+called\b|\bwho\s+am\s+i\b",
+        "prefers": r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?prefer\b|\bmy\s+(?:favou?rite|preferred)\b",
+        "likes": r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?(?:like|love|enjoy)\b",
+    }.items()
 }
 STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a statement
 
