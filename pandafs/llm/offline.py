@@ -396,13 +396,9 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
         relevance = (
             "high" if norm >= 0.6 and overlap >= 2 else "medium" if norm >= 0.3 or overlap >= 2 else "low"
         )
-        where = f"{c.tier} tier, " if c.tier else ""
+        reason = f"{c.tier} tier, " if c.tier else ""
         picks.append(
-            t.Pick(
-                doc_id=c.doc_id,
-                relevance=relevance,
-                reason=f"{where}shares {overlap} query term(s)",
-            )
+            t.Pick(doc_id=c.doc_id, relevance=relevance, reason=f"{reason}shares {overlap} query term(s)")
         )
     memory = [m for m in data.memory_entries if stems_overlap(data.keywords, m) > 0]
     reasoning = (
@@ -481,14 +477,9 @@ def _statement_candidates(query: str, topic: str, keywords: list[str], today: st
         if is_plan and today and not content.startswith("Lives "):
             content += f" (said {today})"
         words = [k for k in keywords if stems_overlap([k], sentence)]
-        drafts.append(
-            t.CandidateDraft(
-                doc_type="preference" if is_pref else "fact",
-                content=content,
-                topic=topic if topic != "general" else ("user.preference" if is_pref else "user.fact"),
-                keywords=words[:6],
-            )
-        )
+        kind = "preference" if is_pref else "fact"
+        where = topic if topic != "general" else f"user.{kind}"
+        drafts.append(t.CandidateDraft(doc_type=kind, content=content, topic=where, keywords=words[:6]))
     return drafts
 
 

@@ -272,20 +272,14 @@ class OpenAIChat:
     ) -> tuple[str, Usage]:
         """One completion for `role`; returns the reply text and what it cost."""
         extra = {"response_format": response_format} if response_format else {}
-        text, _, usage = self._complete(role, messages, extra)
+        text, _, usage = self.complete(role, messages, extra)
         return text, usage
 
-    def tool_calls(
-        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> tuple[list[ToolCall], str, Usage]:
-        """One completion that may call `tools` (OpenAI function-calling schemas)."""
-        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
-        text, calls, usage = self._complete(role, messages, extra)
-        return calls, text, usage
-
-    def _complete(
+    def complete(
         self, role: str, messages: list[dict[str, Any]], extra: dict[str, Any]
     ) -> tuple[str, list[ToolCall], Usage]:
+        """One completion for `role` with `extra` request fields (`tools`, `response_format`):
+        the reply text, its tool calls and what it cost."""
         settings = self._role(role)
         payload: dict[str, Any] = {
             "model": settings.model or self._config.model,
@@ -497,7 +491,9 @@ class OpenAIBackend:
             {"role": "system", "content": task.prompt()},
             {"role": "user", "content": data.model_dump_json()},
         ]
-        calls, text, usage = self.chat.tool_calls(task.role, messages, getattr(data, "tools", []))
+        tools = getattr(data, "tools", [])  # OpenAI function-calling schemas
+        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
+        text, calls, usage = self.chat.complete(task.role, messages, extra)
         requests = [{"tool": c.name, "args": c.args, "reason": "called by the model"} for c in calls]
         return task.output.model_validate(
             {"tool_requests": requests, "reasoning": text[:500] or f"{len(calls)} tool call(s)"}
