@@ -162,12 +162,8 @@ def write_visit(
         "page_type": record.page_type,
         "truncated": fetch_result.truncated or None,
     }
-    source = f"Source: <{fetch_result.final_url}>"
-    if text.startswith("# "):
-        body = f"{source}\n\n{text}\n"
-    else:
-        heading = extraction.title or fetch_result.final_url
-        body = f"# {heading}\n\n{source}\n\n{text}\n"
+    heading = "" if text.startswith("# ") else f"# {extraction.title or fetch_result.final_url}\n\n"
+    body = f"{heading}Source: <{fetch_result.final_url}>\n\n{text}\n"
     atomic_write(folder / PAGE, render_document({k: v for k, v in front.items() if v}, body), root=root)
     atomic_write(folder / EXTRACTED, _json(seed_record), root=root)
     atomic_write(folder / MANIFEST, _json(manifest), root=root)
@@ -266,14 +262,7 @@ def find_visits(
             if share >= 0.5:
                 scored.append((share, record.visited_at, record))
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    found: list[VisitRecord] = []
-    seen: set[str] = set()
+    best: dict[str, VisitRecord] = {}  # each URL's best record
     for _, _, record in scored:
-        key = _comparable(record.final_url or record.url)
-        if key in seen:
-            continue
-        seen.add(key)
-        found.append(record)
-        if len(found) >= limit:
-            break
-    return found
+        best.setdefault(_comparable(record.final_url or record.url), record)
+    return list(best.values())[:limit]
