@@ -113,20 +113,13 @@ def text_price(match: re.Match[str]) -> Price | None:
     return Price(value, CURRENCY_SYMBOLS.get(marker, marker.upper() or None), False)
 
 
-SKIPPED_TAGS = frozenset(
-    {"script", "style", "noscript", "template", "svg", "nav", "footer", "iframe", "canvas"}
-)
+SKIPPED_TAGS = frozenset("script style noscript template svg nav footer iframe canvas".split())
 BLOCK_TAGS = frozenset(
-    {
-        "p", "div", "section", "article", "main", "header", "aside", "blockquote", "pre",
-        "ul", "ol", "li", "dl", "dt", "dd", "table", "tr", "td", "th", "br", "hr", "form",
-        "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6", "title", "body",
-    }
-)  # fmt: skip
-HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-VOID_TAGS = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+    """p div section article main header aside blockquote pre ul ol li dl dt dd table tr td th br hr
+    form figure figcaption h1 h2 h3 h4 h5 h6 title body""".split()
 )
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+VOID_TAGS = frozenset("area base br col embed hr img input link meta source wbr".split())
 
 
 def clean(text: str) -> str:
@@ -134,21 +127,20 @@ def clean(text: str) -> str:
 
 
 @dataclass
-class _Capture:
-    """Text of an element with an `itemprop` but no `content` attribute."""
+class _Scope:
+    """An open element (`depth`: how many of its tag are open) and the product it is in."""
 
-    name: str
     tag: str
     product: dict[str, Any] | None
     depth: int = 1
-    parts: list[str] = field(default_factory=list)
 
 
 @dataclass
-class _Scope:
-    tag: str
-    product: dict[str, Any] | None
-    depth: int = 1
+class _Capture(_Scope):
+    """Text of an element with an `itemprop` (`name`) but no `content` attribute."""
+
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
 
 
 class PageParser(HTMLParser):
@@ -206,10 +198,7 @@ class PageParser(HTMLParser):
         if tag in SKIPPED_TAGS:
             self._skip.append(tag)
             return
-        for capture in self._captures:
-            if capture.tag == tag:
-                capture.depth += 1
-        for scope in self._scopes:
+        for scope in [*self._captures, *self._scopes]:
             if scope.tag == tag:
                 scope.depth += 1
         itemprop = a.get("itemprop", "").strip().lower()
@@ -218,7 +207,7 @@ class PageParser(HTMLParser):
             if tag == "meta" or tag == "link" or value:
                 self._prop(itemprop, value or "", self._product())
             elif tag not in VOID_TAGS:
-                self._captures.append(_Capture(itemprop, tag, self._product()))
+                self._captures.append(_Capture(tag, self._product(), name=itemprop))
         if "itemscope" in a and tag not in VOID_TAGS:
             is_product = a.get("itemtype", "").rstrip("/").lower().endswith("/product")
             product: dict[str, Any] | None = {} if is_product else None
