@@ -374,9 +374,7 @@ class RestoreReport:
         return {**asdict(self), "seconds": round(self.seconds, 3), "turns_per_s": round(rate, 1)}
 
 
-def restore_entries(
-    vault: Vault, items: list[dict[str, str]], job: str, report: RestoreReport | None
-) -> list[str]:
+def restore_entries(vault: Vault, items: list[dict[str, str]], job: str, report: RestoreReport) -> list[str]:
     """Make these turns live (idempotent: also finishes a restore that was killed)."""
     store = store_of(vault)
     by_part: dict[str, list[TurnKey]] = {}
@@ -388,8 +386,7 @@ def restore_entries(
     touched: list[str] = []
 
     def fail(key: TurnKey, error: str) -> None:
-        if report is not None:
-            report.failed.append({"doc_id": "/".join(key), "error": error})
+        report.failed.append({"doc_id": "/".join(key), "error": error})
 
     for part_rel, keys in by_part.items():
         part = vault.root / part_rel
@@ -410,17 +407,14 @@ def restore_entries(
             rows = contents.intact(key) if contents is not None else None
             live = turn_folder(vault, key).is_dir()
             has_stub = stub_file(vault, key).exists()
-            if live and (not has_stub or rows is None):
+            if live and (not has_stub or rows is None or live_matches(vault, key, rows)):
                 finished.setdefault(part_rel, []).append(key)  # already restored
                 continue
             if rows is None:
                 fail(key, f"{part_rel} holds no intact rows for {'/'.join(key)}; left archived")
                 continue
             if live:
-                if not live_matches(vault, key, rows):
-                    fail(key, "both live and archived, and they differ: resolve by hand")
-                    continue
-                finished.setdefault(part_rel, []).append(key)
+                fail(key, "both live and archived, and they differ: resolve by hand")
                 continue
             staging = staging_folder(vault, key, job)
             if staging.exists():
@@ -446,10 +440,9 @@ def restore_entries(
                 touched += document_paths(key, names)
     for part_rel, keys in finished.items():
         store.drop_turns(vault.root / part_rel, keys)
-    if report is not None:
-        report.restored += len(restored)
-        report.turns += [r.doc_id for r in restored]
-        report.bytes += sum(r.size for r in restored)
+    report.restored += len(restored)
+    report.turns += [r.doc_id for r in restored]
+    report.bytes += sum(r.size for r in restored)
     return touched
 
 

@@ -291,14 +291,8 @@ def _parse_hits(results: list[object]) -> list[SearchHit]:
         if not isinstance(engine, str):
             engines = item.get("engines")
             engine = engines[0] if isinstance(engines, list) and engines else None
-        hits.append(
-            SearchHit(
-                url=url,
-                title=_text(item.get("title")),
-                snippet=_text(item.get("content")),
-                engine=engine if isinstance(engine, str) else None,
-            )
-        )
+        title, snippet = _text(item.get("title")), _text(item.get("content"))
+        hits.append(SearchHit(url, title, snippet, engine if isinstance(engine, str) else None))
     return hits
 
 
@@ -324,14 +318,15 @@ def _decode(data: bytes, charset: str | None) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+_REASONS = (
+    (httpx.UnsupportedProtocol, "bad url"),
+    (httpx.ConnectError, "connection failed"),
+    (httpx.RemoteProtocolError, "protocol error"),
+)
+
+
 def _reason(exc: httpx.HTTPError) -> str:
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return "bad url"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection failed"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "protocol error"
-    return type(exc).__name__
+    return next((why for kind, why in _REASONS if isinstance(exc, kind)), type(exc).__name__)
 
 
 def _ms_since(started: float) -> float:

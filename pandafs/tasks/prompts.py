@@ -9,7 +9,7 @@ the reply against the output model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -17,18 +17,15 @@ from . import schemas as t
 
 __all__ = ["TASKS", "Task"]
 
-I = TypeVar("I", bound=BaseModel)  # noqa: E741
-O = TypeVar("O", bound=BaseModel)  # noqa: E741
-
 
 @dataclass(frozen=True)
-class Task(Generic[I, O]):
+class Task:
     """One thinking step: who does it (role), what it is told, what it must return."""
 
     name: str
     role: Literal["reflex", "mind", "voice"]
-    input: type[I]
-    output: type[O]
+    input: type[BaseModel]
+    output: type[BaseModel]
     instructions: str
     example: dict[str, Any]
     tool_calls: bool = False  # answered with OpenAI `tool_calls`, not JSON content
@@ -43,7 +40,7 @@ class Task(Generic[I, O]):
         )
 
 
-TASKS: dict[str, Task[Any, Any]] = {
+TASKS: dict[str, Task] = {
     task.name: task
     for task in (
         Task(
