@@ -79,10 +79,6 @@ def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def unique(items: Iterable[Any]) -> list[Any]:
-    return list(dict.fromkeys(items))
-
-
 def new_id() -> str:
     return f"{utcnow():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 

@@ -67,7 +67,6 @@ from ._common import (
     stub_relpath,
     trash_folder,
     turn_folder,
-    unique,
     write_journal,
 )
 from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
@@ -293,7 +292,7 @@ def restore_turns(
     report = RestoreReport()
     memory = learned_memory(vault)
     batch_size = batch_size or vault.config.archive.batch_size
-    wanted = None if ids is None else unique(parse_turn_id(i) for i in ids)
+    wanted = None if ids is None else list(dict.fromkeys(parse_turn_id(i) for i in ids))
     with archive_lock(vault):
         report.recovered = recover(vault, memory)
         keys: list[TurnKey] = []

@@ -20,7 +20,7 @@ from indexers.errors import ArchiveError
 
 from ..memory.turn_records import parse_turn_context
 from ..vault import Vault
-from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath, unique
+from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WIKILINK = re.compile(r"!?\[\[([^\]\n]+)\]\]")
@@ -97,9 +97,7 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
     revisions = info.get("revision_count") if isinstance(info.get("revision_count"), int) else 0
     claims = key_claims(body)
     title = str(front.get("title") or shorten(query, 80) or turn.doc_id)
-    tags = front.get("tags")
-    if not isinstance(tags, list):
-        tags = []
+    tags = front["tags"] if isinstance(front.get("tags"), list) else []
     archive_extra = {
         "outcome": outcome,
         "revision_count": revisions,
@@ -113,7 +111,7 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
     fields.update(id=turn.doc_id, user=turn.user, archived=True, title=title)
     fields.setdefault("created_at", turn.created_at)
     fields.setdefault("content_types", ["context"])
-    fields["tags"] = unique([*map(str, tags), "pandafs/archived"])
+    fields["tags"] = list(dict.fromkeys([*map(str, tags), "pandafs/archived"]))
     fields.update(archive_extra)
     try:
         meta = DocumentMetadata.model_validate(fields)
