@@ -281,9 +281,7 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
             data = read_vault_bytes(vault.root, path)
         except OSError:
             return None
-        if data is None:
-            return None
-        if b"[[users/" not in data and b"[[archive/stubs/" not in data:
+        if data is None or (b"[[users/" not in data and b"[[archive/stubs/" not in data):
             return None
         try:
             text = data.decode("utf-8")
