@@ -393,8 +393,7 @@ def extract_page(html: str) -> Extraction:
     )
     availability = availability_of(availability_raw)
     availability_structured = availability is not None
-    if availability is None:
-        availability = _availability_near_title(lines)
+    availability = availability or _availability_near_title(lines)
 
     fields: dict[str, Any] = {}
     if title:
@@ -416,11 +415,7 @@ def extract_page(html: str) -> Extraction:
     distinct = {(round(p.value, 2), p.currency) for p in prices + text_prices}
     items = len(products) or len(distinct)
     page_type = _page_type(meta, products, distinct, main_price, text)
-    fields_present: list[str] = [
-        name
-        for name in ("title", "price", "currency", "availability", "description", "products")
-        if name in fields
-    ]
+    fields_present = [name for name in fields if name != "price_value"]  # the price says it
 
     confidence = 0.0
     if title:
@@ -430,15 +425,7 @@ def extract_page(html: str) -> Extraction:
     if availability:
         confidence += 0.2 if availability_structured else 0.15
     confidence += 0.15 * min(1.0, len(text) / 400)
-    return Extraction(
-        title=title,
-        text=text,
-        fields=fields,
-        items=items,
-        fields_present=fields_present,
-        confidence=round(min(1.0, confidence), 3),
-        page_type=page_type,
-    )
+    return Extraction(title, text, fields, items, fields_present, round(min(1.0, confidence), 3), page_type)
 
 
 def _near_title(lines: list[str]) -> tuple[str, str]:
