@@ -249,11 +249,7 @@ def _latest_subject(turns: list[t.PriorTurn]) -> tuple[str, t.PriorTurn] | None:
 def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
     query = data.query.strip()
     question = g.is_question(query)
-    feedback = None
-    if _REJECTED.search(query):
-        feedback = "rejected"
-    elif _ACCEPTED.search(query):
-        feedback = "accepted"
+    feedback = "rejected" if _REJECTED.search(query) else "accepted" if _ACCEPTED.search(query) else None
     resolved, status, references, reference = query, "not_needed", [], None
     stated = not question and any(re.search(pattern, query) for pattern in (PREFERENCE, FACT, PLAN))
     there = _THERE.search(query)
@@ -732,9 +728,7 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
 
 def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
     first = sentences(data.answer)[:1]
-    summary = f"Asked: {data.resolved_query[:140]}"
-    if first:
-        summary += f" — answered: {first[0][:160]}"
+    summary = f"Asked: {data.resolved_query[:140]}" + "".join(f" — answered: {s[:160]}" for s in first)
     answer_entities = entities_in(data.answer)
     subject = None
     for name in answer_entities:  # the most specific name the answer gives for what was asked
