@@ -146,7 +146,7 @@ class ResearchTool:
             result = ResearchResult(
                 available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
             )
-            result.research_json = write_json(turn_dir, result, [], user, topic, keywords, now, root=root)
+            write_record(turn_dir, result, [], user, topic, keywords, now, root=root, markdown=False)
             return result
 
         candidates, skipped = self._rank(hits)
@@ -176,8 +176,7 @@ class ResearchTool:
         good = [o.confidence for o in result.outcomes if o.success]
         result.quality = round(sum(good) / len(good), 3) if good else 0.0
         result.summary = summary(hits, chosen, result)
-        result.research_md = write_markdown(turn_dir, result, user, topic, keywords, now, root=root)
-        result.research_json = write_json(turn_dir, result, candidates, user, topic, keywords, now, root=root)
+        write_record(turn_dir, result, candidates, user, topic, keywords, now, root=root)
         return result
 
     def _rank(self, hits: list[SearchHit]) -> tuple[list[Candidate], list[str]]:
@@ -275,42 +274,7 @@ def summary(hits: list[SearchHit], chosen: list[Candidate], result: ResearchResu
     return " ".join(parts)
 
 
-def write_markdown(
-    turn_dir: Path,
-    result: ResearchResult,
-    user: str,
-    topic: str,
-    keywords: list[str],
-    now: datetime,
-    *,
-    root: Path | None = None,
-) -> Path:
-    """research.md: frontmatter (`DocumentMetadata`), summary, findings table, sources
-    (`root`: the vault root, for the writers' after-open check)."""
-    content_types = ["research"]
-    if any(v.page_type in ("product", "listing") for v in result.visits):
-        content_types.append("vendor_info")
-    if any(f.get("price") for f in result.findings):
-        content_types.append("pricing")
-    metadata = DocumentMetadata(
-        id=f"{user}/{turn_dir.name}/research",
-        user=user,
-        title=_shorten(f"Research: {result.query}", 100),
-        primary_topic=topic or "general",
-        keywords=list(keywords),
-        content_types=content_types,
-        scope="new",
-        quality=result.quality,
-        created_at=now,
-        query=result.query,
-        sources=sorted({v.domain for v in result.visits}),
-    )
-    path = turn_dir / RESEARCH_MD
-    atomic_write(path, render_document(metadata, _body(result)), root=root)
-    return path
-
-
-def write_json(
+def write_record(
     turn_dir: Path,
     result: ResearchResult,
     candidates: list[Candidate],
@@ -320,9 +284,32 @@ def write_json(
     now: datetime,
     *,
     root: Path | None = None,
-) -> Path:
-    """research.json: everything the call saw (quality_score, summary, claims and
-    webpage_cache among its keys), for the turn's record and for tools that read it."""
+    markdown: bool = True,
+) -> None:
+    """research.md (`markdown`: frontmatter, summary, findings table, sources), then
+    research.json: everything the call saw (quality_score, summary, claims and webpage_cache
+    among its keys); their paths go into `result` (`root`: the vault, for the after-open check)."""
+    if markdown:
+        content_types = ["research"]
+        if any(v.page_type in ("product", "listing") for v in result.visits):
+            content_types.append("vendor_info")
+        if any(f.get("price") for f in result.findings):
+            content_types.append("pricing")
+        metadata = DocumentMetadata(
+            id=f"{user}/{turn_dir.name}/research",
+            user=user,
+            title=_shorten(f"Research: {result.query}", 100),
+            primary_topic=topic or "general",
+            keywords=list(keywords),
+            content_types=content_types,
+            scope="new",
+            quality=result.quality,
+            created_at=now,
+            query=result.query,
+            sources=sorted({v.domain for v in result.visits}),
+        )
+        result.research_md = turn_dir / RESEARCH_MD
+        atomic_write(result.research_md, render_document(metadata, _body(result)), root=root)
     data = {
         "version": RESEARCH_VERSION,
         "query": result.query,
@@ -336,25 +323,13 @@ def write_json(
         "quality_score": result.quality,
         "summary": result.summary,
         "claims": [
-            {
-                "claim": f"{f['title']} @ {f['price']}",
-                "source": f["domain"],
-                "confidence": f["confidence"],
-            }
+            {"claim": f"{f['title']} @ {f['price']}", "source": f["domain"], "confidence": f["confidence"]}
             for f in result.findings
             if f.get("price")
         ],
         "webpage_cache": [v.visit_id for v in result.visits],
         "hits": [
-            {
-                "url": c.hit.url,
-                "title": c.hit.title,
-                "snippet": c.hit.snippet,
-                "engine": c.hit.engine,
-                "domain": c.domain,
-                "reliability": c.reliability,
-                "status": c.status,
-            }
+            {**asdict(c.hit), "domain": c.domain, "reliability": c.reliability, "status": c.status}
             for c in candidates
         ],
         "visits": [v.to_json() for v in result.visits],
@@ -362,9 +337,8 @@ def write_json(
         "outcomes": [asdict(o) for o in result.outcomes],
         "skipped_domains": result.skipped_domains,
     }
-    path = turn_dir / RESEARCH_JSON
-    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
-    return path
+    result.research_json = turn_dir / RESEARCH_JSON
+    atomic_write(result.research_json, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
 
 
 def _cell(value: Any) -> str:
