@@ -108,13 +108,9 @@ def _extract_json(text: str) -> object:
 
 def _describe(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
-    parts = []
-    for error in errors[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        parts.append(f"{where}: {error['msg']}")
-    if len(errors) > 5:
-        parts.append(f"and {len(errors) - 5} more")
-    return "; ".join(parts)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in errors[:5]]
+    more = [f"and {len(errors) - 5} more"] if len(errors) > 5 else []
+    return "; ".join(parts + more)
 
 
 # --- what a server's error answer says ------------------------------------------------------
@@ -194,9 +190,7 @@ def retry_after(response: httpx.Response) -> float | None:
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         seconds = (when - utcnow()).total_seconds()
-    if not 0 <= seconds <= _MAX_RETRY_AFTER_S:
-        return None
-    return seconds
+    return seconds if 0 <= seconds <= _MAX_RETRY_AFTER_S else None
 
 
 # --- the client ------------------------------------------------------------------------------
