@@ -178,14 +178,8 @@ def _estimate_batch(vault: Vault, chunk: Sequence[Candidate], report: ArchiveRep
         share = round(month_bytes[files.month] * files.size / max(1, month_raw[files.month]))
         archive_file = f"archive/turns/month={files.month}/part-{batch}.parquet"
         stub = len(render_stub(files, archived_at=now, batch=batch, archive_file=archive_file).encode())
-        item = candidate.as_json()
-        item.update(
-            bytes=files.size,
-            parquet_bytes=share,
-            stub_bytes=stub,
-            saves=files.size - share - stub,
-            month=files.month,
-        )
+        item, saves = candidate.as_json(), files.size - share - stub
+        item.update(bytes=files.size, parquet_bytes=share, stub_bytes=stub, saves=saves, month=files.month)
         report.turns.append(item)
         report.bytes_before += files.size
         report.parquet_bytes += share
