@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from itertools import pairwise
 from typing import Any
 
 __all__ = ["Extraction", "extract_page"]
@@ -321,12 +322,9 @@ def walk_jsonld(node: Any, out: list[dict[str, Any]]) -> None:
 
 def join_lines(lines: list[str]) -> str:
     """Blocks separated by a blank line; consecutive list items kept together."""
-    out: list[str] = []
-    for index, line in enumerate(lines):
-        if index:
-            tight = line.startswith("- ") and lines[index - 1].startswith("- ")
-            out.append("\n" if tight else "\n\n")
-        out.append(line)
+    out = lines[:1]
+    for previous, line in pairwise(lines):
+        out += ["\n" if previous.startswith("- ") and line.startswith("- ") else "\n\n", line]
     return "".join(out)
 
 
