@@ -753,12 +753,8 @@ _NOT_NAME = frozenset(
 
 
 def _names(text: str) -> set[str]:
-    found = set()
-    for match in _CAPITAL.finditer(text):
-        words = [w for w in match.group(0).split() if w not in _NOT_NAME]
-        if words:
-            found.add(" ".join(words).lower())
-    return found
+    runs = ([w for w in m.group(0).split() if w not in _NOT_NAME] for m in _CAPITAL.finditer(text))
+    return {" ".join(words).lower() for words in runs if words}
 
 
 _CARDINAL = (
@@ -818,9 +814,8 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
         return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
     if kind == "place":  # a place is named after a preposition of place ("at Target")
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
-        return any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer)) or _located(
-            answer, query
-        )
+        named = any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer))
+        return named or _located(answer, query)
     if kind == "name":
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         return any(n not in asked for n in _names(answer))
