@@ -143,8 +143,6 @@ def entities_in(text: str) -> list[str]:
             words = words[1:]
         while words and words[-1] in _NOT_ENTITY:
             words = words[:-1]
-        if not words:
-            continue
         name = " ".join(words).strip(".,;:!?")
         if len(name) > 1 and name not in found:
             found.append(name)
@@ -392,10 +390,8 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
         relevance = (
             "high" if norm >= 0.6 and overlap >= 2 else "medium" if norm >= 0.3 or overlap >= 2 else "low"
         )
-        reason = f"{c.tier} tier, " if c.tier else ""
-        picks.append(
-            t.Pick(doc_id=c.doc_id, relevance=relevance, reason=f"{reason}shares {overlap} query term(s)")
-        )
+        reason = (f"{c.tier} tier, " if c.tier else "") + f"shares {overlap} query term(s)"
+        picks.append(t.Pick(doc_id=c.doc_id, relevance=relevance, reason=reason))
     memory = [m for m in data.memory_entries if stems_overlap(data.keywords, m) > 0]
     reasoning = (
         f"{len(picks)} of {len(data.candidates)} documents and {len(memory)} memory entries share query terms"
