@@ -399,11 +399,9 @@ def plan_retrieval(data: t.RetrievalIn) -> t.RetrievalOut:
     return t.RetrievalOut(relevant=picks, relevant_memory=memory, reasoning=reasoning)
 
 
-def _key_facts(keywords: list[str], text: str, limit: int = 3) -> list[str]:
+def _key_facts(keywords: list[str], text: str) -> list[str]:
     scored = [(stems_overlap(keywords, s), -i, s) for i, s in enumerate(sentences(text))]
-    scored = [x for x in scored if x[0] > 0]
-    scored.sort(reverse=True)
-    return [s[:300] for _, _, s in scored[:limit]]
+    return [s[:300] for _, _, s in sorted((x for x in scored if x[0] > 0), reverse=True)[:3]]
 
 
 def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
@@ -415,9 +413,7 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
         facts = _key_facts(keywords, doc.text)
         if not facts:
             continue
-        for word in keywords:
-            if any(stems_overlap([word], f) for f in facts):
-                covered.add(word)
+        covered |= {word for word in keywords if any(stems_overlap([word], f) for f in facts)}
         row = t.DocRow(
             doc_id=doc.doc_id,
             relevance=doc.relevance,
