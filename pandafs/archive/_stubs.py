@@ -41,8 +41,7 @@ def key_claims(body: str) -> list[str]:
             if fenced or not line or line.startswith(("#", "|", "**Args:**", "_(")):
                 continue
             for sentence in _SENTENCE.split(line):
-                text = " ".join(sentence.split()).strip("-* ")
-                text = shorten(text, CLAIM_CHARS)
+                text = shorten(" ".join(sentence.split()).strip("-* "), CLAIM_CHARS)
                 if len(text) >= 12 and text not in claims:
                     claims.append(text)
                 if len(claims) == CLAIMS:
@@ -189,8 +188,7 @@ def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
     archive_file = _valid_archive_file(front.get("archive_file"))
     if archive_file is None:
         raise ArchiveError(f"{rel}: no valid archive_file property (archive/turns/...parquet)")
-    batch = front.get("archive_batch")
-    batch = str(batch) if batch is not None else None
+    batch = None if front.get("archive_batch") is None else str(front["archive_batch"])
     return StubInfo(user, turn, path, archive_file, parse_ts(front.get("archived_at")), batch)
 
 
