@@ -386,7 +386,9 @@ class OpenAIChat:
         error: LLMError = LLMError("no request was made")
         cause: BaseException | None = None
         delay = 0.0
+        formatted = "response_format" in payload
         for attempt in range(attempts):
+            tries = attempt + 1
             if attempt:
                 time.sleep(delay)
             delay = self._config.backoff_s * 2**attempt
@@ -395,33 +397,24 @@ class OpenAIChat:
             except httpx.TransportError as exc:
                 cause = exc
                 if isinstance(exc, httpx.ConnectTimeout):
-                    error = LLMUnavailable(self.base_url, "connect timed out", attempts=attempt + 1)
+                    error = LLMUnavailable(self.base_url, "connect timed out", attempts=tries)
                 elif isinstance(exc, httpx.TimeoutException):
-                    error = LLMTimeout(self.base_url, self._config.timeout_s, attempts=attempt + 1)
+                    error = LLMTimeout(self.base_url, self._config.timeout_s, attempts=tries)
                 else:
-                    error = LLMUnavailable(
-                        self.base_url, str(exc) or type(exc).__name__, attempts=attempt + 1
-                    )
+                    error = LLMUnavailable(self.base_url, str(exc) or type(exc).__name__, attempts=tries)
                 continue
             status = response.status_code
-            if (
-                status >= 500
-                and "response_format" in payload
-                and refuses_format(status, server_message(response))
-            ):
+            if status >= 500 and formatted and refuses_format(status, server_message(response)):
                 status = 400  # not transient: the format asked for is refused, every time
             if status == 429 or status >= 500:
-                error = LLMUnavailable(
-                    self.base_url, server_message(response), attempts=attempt + 1, status=status
-                )
+                error = LLMUnavailable(self.base_url, server_message(response), attempts=tries, status=status)
                 cause = None
-                asked = retry_after(response)
-                if asked is not None:
+                if (asked := retry_after(response)) is not None:
                     delay = asked
                 continue
             if response.is_error:
                 detail = server_message(response)
-                structured = self.structured_output if "response_format" in payload else ""
+                structured = self.structured_output if formatted else ""
                 raise LLMRejected(
                     f"the LLM server at {self.base_url} rejected the request "
                     f"(HTTP {response.status_code}: {detail}): {hint_for(status, detail, structured)}",
