@@ -298,10 +298,8 @@ class OpenAIChat:
         """What `[llm] structured_output` asks the server for."""
         mode = self.structured_output
         if mode == "json_schema":
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": output.__name__, "schema": inline_schema(output)},
-            }
+            schema = {"name": output.__name__, "schema": inline_schema(output)}
+            return {"type": "json_schema", "json_schema": schema}
         if mode == "json_object":
             return {"type": "json_object"}
         return None

@@ -920,17 +920,14 @@ def answer_checks(
     """Is the answer about what was asked (`resolved`: the query with its references
     resolved), does it hold what was asked, and does it contradict no settled fact?"""
     answer = NOTED.sub("", answer).strip()  # what it will remember is no claim
-    present = has_requested(requested, answer, query) and not (
-        is_question(query) and is_honest_unknown(answer)
-    )
+    asking = is_question(query)
+    present = has_requested(requested, answer, query) and not (asking and is_honest_unknown(answer))
     contradictions = []
     lowered = answer.lower()
-    computed = (
-        is_question(query) and bool(COMPUTED.search(resolved or query)) and not ASKS_ASSISTANT.search(query)
-    )
+    computed = asking and bool(COMPUTED.search(resolved or query)) and not ASKS_ASSISTANT.search(query)
     if present and computed and _quotes(answer, facts):
         present = False  # a total, a difference or an order is worked out, not quoted
-    strong = asked_slots(query) & STRONG_SLOTS if is_question(query) else set()
+    strong = asked_slots(query) & STRONG_SLOTS if asking else set()
     if strong and present:  # "what's my job?" is answered by the job, not by a neighbour
         present = any(f.slot and f.slot.kind in strong and f.slot.said.lower() in lowered for f in facts)
     said = [slot_of(s) for s in _CLAUSE_END.split(SAID_NOTE.sub("", CITE.sub("", answer)))]
@@ -943,7 +940,7 @@ def answer_checks(
         for old in fact.replaces:
             if old.lower() in lowered and fact.slot.said.lower() not in lowered:
                 contradictions.append(f"{old} (replaced by {fact.slot.said})")
-    if is_question(query):
+    if asking:
         contradictions += _superseded(answer, query, requested, facts, focus_of(resolved or query))
     return [
         _about(answer, query, resolved or query, facts, checkable=bool(requested or strong)),
@@ -1009,9 +1006,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     the names the question gives must be in the answer.  A question naming no thing and no
     datum (`checkable`: a requested kind or an identity slot) is not approved."""
     if PIPELINE_TEXT.search(answer):
-        return GateResult(
-            gate="about_what_was_asked", passed=False, detail="it quotes the pipeline's own text"
-        )
+        return GateResult(gate=_ABOUT, passed=False, detail="it quotes the pipeline's own text")
     focus = focus_of(resolved) if is_question(query) else ()
     if is_honest_unknown(answer) or not is_question(query):
         return GateResult(gate=_ABOUT, passed=True)
