@@ -117,11 +117,6 @@ class ResearchTool:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def reliability_of(self, domain: str) -> float:
-        """`reliability(domain)`, or `DEFAULT_RELIABILITY` for a domain it does not know."""
-        score = self._reliability(domain) if self._reliability is not None else None
-        return DEFAULT_RELIABILITY if score is None else float(score)
-
     def run(
         self,
         query: str,
@@ -180,22 +175,18 @@ class ResearchTool:
         return result
 
     def _rank(self, hits: list[SearchHit]) -> tuple[list[Candidate], list[str]]:
-        """Hits of reliable domains, most reliable first (search order breaks ties)."""
-        candidates: list[Candidate] = []
-        skipped: list[str] = []
+        """Hits of reliable domains, most reliable first (search order breaks ties), then the
+        others; and the domains skipped (one it does not know scores `DEFAULT_RELIABILITY`)."""
         scores: dict[str, float] = {}
-        for hit in hits:
-            domain = hit.domain
-            if domain not in scores:
-                scores[domain] = self.reliability_of(domain)
-            candidate = Candidate(hit, domain, scores[domain])
-            if candidate.reliability < self.config.min_reliability:
+        for domain in dict.fromkeys(hit.domain for hit in hits):
+            score = self._reliability(domain) if self._reliability is not None else None
+            scores[domain] = DEFAULT_RELIABILITY if score is None else float(score)
+        skipped = [domain for domain, score in scores.items() if score < self.config.min_reliability]
+        candidates = [Candidate(hit, hit.domain, scores[hit.domain]) for hit in hits]
+        for candidate in candidates:
+            if candidate.domain in skipped:
                 candidate.status = "skipped"
-                if domain not in skipped:
-                    skipped.append(domain)
-            candidates.append(candidate)
-        usable = [c for c in candidates if c.status != "skipped"]
-        usable.sort(key=lambda c: -c.reliability)
+        usable = sorted((c for c in candidates if c.status != "skipped"), key=lambda c: -c.reliability)
         return usable + [c for c in candidates if c.status == "skipped"], skipped
 
     def _fetch_all(
