@@ -21,6 +21,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
+class _Asked(_Model):  # a step's input: the query as asked and with its references resolved
+    query: str
+    resolved_query: str
+
+
 # --- phase 0: query analyzer -------------------------------------------------------------
 
 
@@ -82,9 +87,7 @@ class CandidateView(_Model):
     tier: str | None = None
 
 
-class RetrievalIn(_Model):
-    query: str
-    resolved_query: str
+class RetrievalIn(_Asked):
     keywords: list[str] = []
     topic: str = "general"
     candidates: list[CandidateView] = []
@@ -122,9 +125,7 @@ class MemoryRow(_Model):
     source: str = ""
 
 
-class SynthesizeContextIn(_Model):
-    query: str
-    resolved_query: str
+class SynthesizeContextIn(_Asked):
     keywords: list[str] = []
     documents: list[LoadedDoc] = []
     memory: list[MemoryRow] = []
@@ -190,11 +191,9 @@ class PlanOut(_Model):
 # --- phase 4: executor (native tool calls) --------------------------------------------------
 
 
-class ToolCallsIn(_Model):
+class ToolCallsIn(_Asked):
     """What the Executor's model sees; `tools` go out as the request's `tools`, not as text."""
 
-    query: str
-    resolved_query: str
     todos: list[str] = []
     planned: list[ToolRequest] = []
     context_text: str = ""
@@ -237,9 +236,7 @@ class FactView(_Model):
     replaces: list[str] = []
 
 
-class AnswerIn(_Model):
-    query: str
-    resolved_query: str
+class AnswerIn(_Asked):
     query_type: str
     keywords: list[str] = []
     entities: list[str] = []
@@ -258,9 +255,7 @@ class AnswerOut(_Model):
     citations: list[str] = []
 
 
-class ValidateIn(_Model):
-    query: str
-    resolved_query: str
+class ValidateIn(_Asked):
     query_type: str
     keywords: list[str] = []
     entities: list[str] = []
@@ -286,9 +281,7 @@ class ValidateOut(_Model):
 # --- save: turn summary --------------------------------------------------------------------------
 
 
-class SummarizeIn(_Model):
-    query: str
-    resolved_query: str
+class SummarizeIn(_Asked):
     answer: str
     outcome: str
     keywords: list[str] = []
