@@ -8,6 +8,7 @@ input — always with one line on stderr.  A command's module is imported only w
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -85,11 +86,34 @@ def program() -> None:
     """The `pandafs` program (and `python -m pandafs`): `main`, then the process ends.
 
     Imported modules live as long as the process, so the collector stays off until the
-    command's module is imported (`LazyGroup.get_command`), which freezes what exists; at exit
-    the frozen objects are not walked again (still freed; no file of ours waits for a
-    collector).  Only here: a caller of `main` in its own process keeps its collector."""
+    command's module is imported (`LazyGroup.get_command`), which freezes what exists.  The
+    process then ends as a normal exit does, less freeing every object one by one
+    (`_exit_now`).  Only here: a caller of `main` in its own process keeps its collector."""
     gc.disable()
     try:
         main()
+    except SystemExit as done:
+        if done.code is None or isinstance(done.code, int):
+            _exit_now(done.code or 0)
+        raise
     finally:
         gc.freeze()
+
+
+def _exit_now(code: int) -> None:
+    """End the process with `code` after what a normal exit waits for: the threads that are
+    not daemons (an index commit's merges) joined, the atexit handlers run, stdout and stderr
+    flushed.  Returns, for the normal exit to report it, if the output cannot be flushed.
+
+    What is skipped is freeing the objects still alive, which a normal exit of this program
+    does not finalize either: the collector is frozen over them."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # type: ignore[attr-defined]  # what a normal exit calls first
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)

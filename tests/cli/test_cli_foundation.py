@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -104,3 +106,34 @@ def test_stats_json(cli, tmp_path: Path) -> None:
     assert result.code == 0
     assert result.json["users"]["alice"]["turns"] == 1
     assert result.json["content_types"]["context"] == 1
+
+
+_ENDING = """
+import atexit, sys, threading, time
+import click
+from pandafs.cli import program
+from pandafs.cli.base import cli
+
+@cli.command("probe")
+@click.argument("folder")
+def probe(folder):
+    def late():
+        time.sleep(0.3)
+        with open(f"{folder}/thread", "w") as out:
+            out.write("joined")
+    threading.Thread(target=late).start()
+    atexit.register(lambda: open(f"{folder}/atexit", "w").close())
+    print("out", end="")
+    sys.exit(3)
+
+program()
+"""
+
+
+def test_the_program_ends_as_a_normal_exit_does(tmp_path: Path) -> None:
+    """`pandafs` ends without the interpreter's teardown, but only after what a normal exit
+    waits for: its output and exit code, a thread that is not a daemon, the atexit handlers."""
+    args = ["probe", str(tmp_path)]
+    proc = subprocess.run([sys.executable, "-c", _ENDING, *args], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (3, "out")
+    assert (tmp_path / "thread").read_text() == "joined" and (tmp_path / "atexit").exists()
