@@ -6,11 +6,11 @@ An event is one JSON line in a turn's `events.jsonl`:
      "type":"plan_created","data":{…},"prev":"<sha256 of event 2>","hash":"<sha256>"}
 
 Each event type is a frozen pydantic payload class (`data`) registered under its
-`type` name; `Event` is the envelope.  `parse_event` validates a raw record into the
-discriminated union `any_event()`; a type this version does not know becomes an
-`UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it), so nothing
-is ever dropped.  Payloads allow extra keys for the same reason.  Each type's event
-class is built when first asked for (`event_class`): a turn reads and writes a few."""
+`type` name; `Event` is the envelope.  `parse_event` validates a raw record's envelope and
+its type's payload, as the discriminated union `any_event()` does; a type this version does
+not know becomes an `UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it),
+so nothing is ever dropped.  Payloads allow extra keys for the same reason.  Each payload
+class is built when a turn first writes or reads it."""
 
 # No `from __future__ import annotations`: the models' annotations are objects when the
 # classes are built, which pydantic would otherwise compile from their strings one by one.
@@ -450,7 +450,7 @@ PAYLOADS: dict[str, type[Payload]] = {cls.TYPE: cls for cls in Payload.__subclas
 
 
 class Event(BaseModel):
-    """The envelope every line shares.  `data` is typed by the concrete subclass."""
+    """The envelope every line shares.  `data` is the payload of its `type` (`PAYLOADS`)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
     v: int = SCHEMA_VERSION
@@ -481,7 +481,8 @@ class UnknownEvent(Event):
 
 @cache
 def event_class(kind: str) -> type[Event]:
-    """The envelope class of the known event type `kind`, named after its payload."""
+    """The envelope class of the known event type `kind`, named after its payload: a member
+    of `any_event()`."""
     payload = PAYLOADS[kind]
     return create_model(  # type: ignore[no-any-return]  # built at run time
         f"{payload.__name__}Event",
@@ -513,11 +514,14 @@ def _validate_any() -> Any:
 
 
 def parse_event(record: dict[str, Any]) -> Event:
-    """Validate one raw log record into its typed event (or an `UnknownEvent`) by the class its
-    type names; one that does not fit, by `any_event()`, whose error names the type."""
+    """Validate one raw log record into its event, its `data` the payload its type names (an
+    `UnknownEvent` for a type this version does not know); one that does not fit, by
+    `any_event()`, whose error names the type."""
     kind = _tag(record)
-    cls = UnknownEvent if kind == "unknown" else event_class(kind)
     try:
-        return cls.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
+        if kind == "unknown":
+            return UnknownEvent.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
+        payload = PAYLOADS[kind].__pydantic_validator__.validate_python(record.get("data"))
+        return Event.__pydantic_validator__.validate_python({**record, "data": payload})  # type: ignore[no-any-return]
     except ValidationError:
         return _validate_any()(record)  # type: ignore[no-any-return]  # raises that error
