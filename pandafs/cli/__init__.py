@@ -93,7 +93,9 @@ def program() -> None:
     try:
         main()
     except SystemExit as done:
-        if done.code is None or isinstance(done.code, int):
+        # a profiler or tracer (cProfile, coverage) writes its results after this returns
+        watched = sys.getprofile() is not None or sys.gettrace() is not None
+        if not watched and (done.code is None or isinstance(done.code, int)):
             _exit_now(done.code or 0)
         raise
     finally:
