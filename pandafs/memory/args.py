@@ -12,10 +12,16 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from indexers.request import Argument, search_arguments
 
-__all__ = ["BatchQuery", "SearchArgs", "SearchArgsModel"]
+__all__ = ["BatchQuery", "SearchArgs", "SearchArgsModel", "empty_list"]
 
 BATCH_SPELLING = {"content_types": "types"}
 """How a `search --batch` line may also spell a tool argument (as `--type` does)."""
+
+
+def empty_list() -> list[Any]:
+    """A list argument's default factory: pydantic reads a factory's signature, and that of
+    `list` itself is parsed from its text (which compiles `tokenize`'s patterns)."""
+    return []
 
 
 class SearchArgsModel(BaseModel):
@@ -45,7 +51,7 @@ def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
         alias = (
             AliasChoices(BATCH_SPELLING[arg.tool], arg.tool) if batch and arg.tool in BATCH_SPELLING else None
         )
-        return hint, Field(default_factory=list, description=arg.description, validation_alias=alias)
+        return hint, Field(default_factory=empty_list, description=arg.description, validation_alias=alias)
     default = arg.default if batch or arg.tool_default is None else arg.tool_default
     return hint, Field(default, description=arg.description, ge=arg.ge, le=le)
 

@@ -26,7 +26,7 @@ from indexers.errors import IndexingError
 
 from ..errors import BadInput, Unreadable, first_line
 from ..memory.api import Memory
-from ..memory.args import SearchArgs, SearchArgsModel
+from ..memory.args import SearchArgs, SearchArgsModel, empty_list
 from ..tasks.schemas import ToolSpec
 from ..tokens import truncate_tokens
 from ..vault import Vault
@@ -72,7 +72,7 @@ class SaveArgs(_Args):
         "memory", description="preference and fact go to preferences.md / facts.md; memory to memories/"
     )
     topic: str = Field("general", description="hierarchical topic, e.g. travel.flights")
-    keywords: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=empty_list)
     key: str | None = Field(None, description="key of a preference or fact, e.g. seat")
     scope: Literal["new", "user"] | None = Field(
         None, description="new expires after its TTL unless promoted; default: user for a preference or fact"
