@@ -56,6 +56,8 @@ class Lexicon:
 
 @dataclass(frozen=True)
 class QueryPlan:
+    """A query as term groups to search, and what it asks for beyond its words."""
+
     groups: tuple[TermGroup, ...]
     wants_latest: bool
     """The query asks for the current state ("now", "currently", "these days")."""

@@ -39,6 +39,8 @@ def count_mismatch(held: int, recorded: int) -> str | None:
 
 @dataclass
 class SyncReport:
+    """What an index sync did to each document it looked at, and how long it took."""
+
     indexed: int = 0
     deleted: int = 0
     unchanged: int = 0

@@ -14,6 +14,8 @@ __all__ = ["Checker", "Problem", "frontmatter_of"]
 
 @dataclass(frozen=True)
 class Problem:
+    """What a check found at `path`: its kind and a one-line message."""
+
     path: str
     kind: str
     message: str

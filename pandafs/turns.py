@@ -124,6 +124,8 @@ def project(
 
 @dataclass(frozen=True)
 class Drift:
+    """A projected file that no longer says what its turn's events say."""
+
     path: str
     kind: str  # missing | modified
     message: str
@@ -131,6 +133,8 @@ class Drift:
 
 @dataclass
 class ReplayReport:
+    """What a replay check compared, rewrote and found drifted."""
+
     checked: int = 0
     rewritten: list[str] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)

@@ -54,6 +54,8 @@ PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
 
 @dataclass
 class SyncReport:
+    """What a learning sync folded and wrote."""
+
     full: bool = False
     turns: int = 0
     log_events: int = 0

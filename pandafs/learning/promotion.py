@@ -42,6 +42,8 @@ EXPIRED_DIR = "expired"
 
 @dataclass
 class PromotionReport:
+    """The scope changes a promotion run made (or would make, dry run)."""
+
     now: datetime
     dry_run: bool
     changes: list[ScopeDecision] = field(default_factory=list)
@@ -81,6 +83,8 @@ def promote(
 
 @dataclass
 class PruneReport:
+    """The expired documents a prune moved to the archive (or would move, dry run), and those kept."""
+
     now: datetime
     dry_run: bool
     pruned: list[dict[str, Any]] = field(default_factory=list)

@@ -13,6 +13,8 @@ __all__ = ["ArchiveSource", "Expansion", "Retrieved", "jsonable"]
 
 @dataclass(frozen=True)
 class Retrieved:
+    """A document read by id or path: its metadata and content, and whether it is archived."""
+
     doc_id: str
     doc_path: str
     metadata: dict[str, Any]

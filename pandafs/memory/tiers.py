@@ -163,6 +163,8 @@ class TierItem(NamedTuple):
 
 @dataclass
 class Tier:
+    """One tier of the gathered context: its items within its token budget, and how it went."""
+
     name: str
     budget: int
     items: list[TierItem] = field(default_factory=list)
@@ -197,6 +199,8 @@ class Tier:
 
 @dataclass
 class Tiers:
+    """The hot, warm and cold tiers of one gathered context."""
+
     hot: Tier
     warm: Tier
     cold: Tier

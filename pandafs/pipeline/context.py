@@ -35,6 +35,8 @@ TIER_FAILED = "_tier_failed"
 
 @dataclass
 class TurnContext:
+    """What every phase of one turn works with: the vault, memory, backend, user and clock."""
+
     vault: Vault
     memory: Memory
     backend: Backend

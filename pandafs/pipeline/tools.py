@@ -140,6 +140,8 @@ class ToolSession:
 
 @dataclass
 class ToolOutcome:
+    """What one tool call did: its result for the model, its text, the events it adds."""
+
     ok: bool
     summary: str
     result: dict[str, Any] = field(default_factory=dict)

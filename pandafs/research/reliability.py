@@ -33,6 +33,8 @@ TABLE = "source_reliability.parquet"
 
 @dataclass
 class DomainStats:
+    """How the research tool fared on one domain: attempts, successes, the last outcomes."""
+
     domain: str
     attempts: int = 0
     successes: int = 0

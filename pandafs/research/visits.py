@@ -76,6 +76,8 @@ def url_slug(url: str) -> str:
 
 @dataclass(frozen=True)
 class VisitRecord:
+    """One visit of the research tool to a page: where it went, what it extracted, how well."""
+
     visit_id: str
     url: str
     final_url: str

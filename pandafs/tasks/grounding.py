@@ -594,6 +594,8 @@ REPLIES = frozenset({"answer", "assistant"})  # what the assistant said, never o
 
 @dataclass
 class Fact:
+    """One line of evidence an answer may rest on, and where it came from."""
+
     text: str
     origin: str
     n: int  # the §2 source number it came from, 0 for a tool result
