@@ -114,7 +114,7 @@ def _batch_search(memory: Memory, source: Path) -> int:
     """`search --batch`: a JSON query a line in, a hit list (or error) a line out; how many failed."""
     from pydantic import ValidationError  # pydantic: only for --batch
 
-    from ..memory.args import BatchQuery
+    from ..memory.args import batch_query
 
     failed = 0
     with source.open("rb") as handle:
@@ -122,7 +122,7 @@ def _batch_search(memory: Memory, source: Path) -> int:
             if not raw.strip():
                 continue
             try:
-                line = BatchQuery.model_validate(orjson.loads(raw))
+                line = batch_query().model_validate(orjson.loads(raw))
                 now = aware(line.now) if line.now else line.now
                 out: Any = memory.search(line.query, user=line.user, now=now, **line.search_kwargs())
             except orjson.JSONDecodeError as exc:

@@ -1,18 +1,19 @@
 """The search arguments of the memory tool and of `search --batch` as pydantic models,
-built from `indexers.request.search_arguments()`.  `BatchQuery`, a line of `search
+built from `indexers.request.search_arguments()`.  `batch_query()`, a line of `search
 --batch`, adds whose search it is and when."""
 
 # No `from __future__ import annotations`: the models' annotations are objects when the
 # classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from indexers.request import Argument, search_arguments
 
-__all__ = ["BatchQuery", "SearchArgs", "SearchArgsModel", "empty_list"]
+__all__ = ["SearchArgs", "SearchArgsModel", "batch_query", "empty_list"]
 
 BATCH_SPELLING = {"content_types": "types"}
 """How a `search --batch` line may also spell a tool argument (as `--type` does)."""
@@ -27,7 +28,7 @@ def empty_list() -> list[Any]:
 class SearchArgsModel(BaseModel):
     """What every model of search arguments has (its fields come from `search_arguments()`)."""
 
-    # built when first used: `search --batch` alone needs `BatchQuery`
+    # built when first used: a command validates one of them at most
     model_config = ConfigDict(extra="forbid", defer_build=True)
     if TYPE_CHECKING:  # the one field every caller reads by name
         query: str
@@ -71,10 +72,14 @@ class _BatchBase(SearchArgsModel):
     now: datetime | None = Field(None, description="search as of this time (time words resolve to it)")
 
 
-BatchQuery: type[_BatchBase] = _build(
-    "BatchQuery",
-    _BatchBase,
-    "One line of `search --batch`: the search arguments, whose search it is, and content "
-    "types also spelled `types`.",
-    batch=True,
-)
+@cache
+def batch_query() -> type[_BatchBase]:
+    """The model of a line of `search --batch`, made when a batch is read (no other command
+    reads one)."""
+    return _build(  # type: ignore[no-any-return]
+        "BatchQuery",
+        _BatchBase,
+        "One line of `search --batch`: the search arguments, whose search it is, and content "
+        "types also spelled `types`.",
+        batch=True,
+    )

@@ -110,7 +110,7 @@ def test_every_door_takes_the_search_arguments_of_one_definition(vault: Vault) -
 
     from indexers.request import SearchRequest, search_arguments
     from pandafs.cli import cli as root
-    from pandafs.memory.args import BatchQuery, SearchArgs
+    from pandafs.memory.args import SearchArgs, batch_query
 
     arguments = search_arguments()
     command = root.get_command(click.Context(root), "search")
@@ -130,7 +130,7 @@ def test_every_door_takes_the_search_arguments_of_one_definition(vault: Vault) -
             assert (option.type.min, option.type.max) == (arg.ge, arg.le)
 
     assert list(SearchArgs.model_fields) == [a.tool for a in arguments]
-    assert list(BatchQuery.model_fields) >= [a.tool for a in arguments]
+    assert list(batch_query().model_fields) >= [a.tool for a in arguments]
     kwargs = SearchArgs.model_validate({"query": "x"}).search_kwargs()
     assert set(kwargs) == {a.name for a in arguments} - {"query"}
     assert set(kwargs) <= {f for f in SearchRequest.__dataclass_fields__}
