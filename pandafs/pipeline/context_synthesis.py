@@ -175,7 +175,7 @@ def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -
             continue
         text = " ".join(date_phrases(record.full_text(), record.created_at).split())
         words = words_of(text)
-        said = {_stem(w) for w in words} - {""}
+        said = {_stem(w) for w in set(words)} - {""}
         facts = [f for f in row.key_facts if not _said(f, said, words)]
         link = wikilink(candidate.doc_path, _label(candidate.doc_id))
         when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
@@ -201,7 +201,7 @@ def _stem(word: str) -> str:
 
 
 def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in words_of(text)} - {""}
+    return {_stem(w) for w in set(words_of(text))} - {""}
 
 
 def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
