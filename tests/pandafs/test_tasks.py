@@ -92,3 +92,30 @@ def test_a_table_row_cut_into_a_search_snippet_is_never_flattened_into_a_sentenc
     assert sentences(snippet) == ["Lenovo LOQ 15 gaming laptop with an RTX 4050 GPU:"]
     row = "| Lenovo LOQ 15 | $749.99 | Out of stock |"
     assert sentences(row) == ["Lenovo LOQ 15, $749.99, Out of stock"]
+
+
+@pytest.mark.parametrize(
+    ("text", "non_answer"),
+    [
+        ("Well, I don't know which one you mean.", True),
+        ("i dont KNOW", True),
+        ("I couldn't find it", True),
+        ("The search couldn't give a reliable price.", True),
+        ("There is nothing in memory about that.", True),
+        ("I'll remember that you like tea.", True),
+        ("Noted: you live in Oslo.", True),
+        ("sorry, no idea", True),
+        ("Which one do you mean?", True),
+        ("Resolved query: where do I live", True),  # the pipeline's own label
+        ("HI don't know", False),  # no phrase starts inside a word
+        ("_I couldn't", False),
+        ("I don't knowledge", False),  # nor ends inside one
+        ("It was Noted in the log", False),  # the greetings and apologies only open a text
+        ("I am not sorry about the laptop", False),
+        ("You live in Oslo.", False),
+    ],
+)
+def test_the_pipelines_own_non_answers_are_never_facts(text: str, non_answer: bool) -> None:
+    from pandafs.tasks.grounding import is_non_answer
+
+    assert is_non_answer(text) is non_answer
