@@ -83,6 +83,8 @@ def forget(app: App, query_or_id: str, user: str, dry_run: bool, now: datetime |
 
     def human() -> None:
         verb = "would change" if dry_run else "changed"
+        for forget_id in report.resumed:
+            click.echo(f"finished the forget {forget_id} that a busy file had stopped")
         for target in report.targets:
             click.echo(f"forget {target}")
         for path in report.files:

@@ -431,20 +431,29 @@ def forget(
     with _forget_lock(vault, user):
         user_files(vault, user)  # a file it could not name refuses the forget before it starts
         resumed = [] if dry_run else _resume_user(vault, user, now)
-        targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
-        own = [o for t in targets for o in t.own]
-        _choose_words(vault, user, matcher, candidates, own)
-        plan = _Plan(user, by or user, kind, secrets.token_hex(8), matcher, own, [t.label for t in targets])
-        files, archived = _changes(vault, plan)
-        if not files and not archived:
-            raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
-        files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
-        files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
-        report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, files, len(matcher.words), resumed)
-        if dry_run:
-            return report
-        atomic_write(intent_path(vault, user), orjson.dumps(plan.as_json()), root=vault.root)
-        _run(vault, plan.as_json(), now)
+        try:
+            targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
+            own = [o for t in targets for o in t.own]
+            _choose_words(vault, user, matcher, candidates, own)
+            labels = [t.label for t in targets]
+            plan = _Plan(user, by or user, kind, secrets.token_hex(8), matcher, own, labels)
+            files, archived = _changes(vault, plan)
+            if not files and not archived:
+                raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
+        except BadInput:
+            if not resumed:
+                raise
+            # run again after `Busy`: the forget just finished was this one, and nothing is left
+            report = ForgetReport(user, resumed[-1], dry_run, resumed=resumed)
+        else:
+            files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
+            files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
+            words = len(matcher.words)
+            report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, files, words, resumed)
+            if dry_run:
+                return report
+            atomic_write(intent_path(vault, user), orjson.dumps(plan.as_json()), root=vault.root)
+            _run(vault, plan.as_json(), now)
     from .proof import scan_user
 
     report.survivors = [s.describe() for s in scan_user(vault, user)]

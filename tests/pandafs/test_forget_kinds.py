@@ -150,3 +150,34 @@ def test_words_spread_over_a_keyword_list_are_forgotten(vault: Vault) -> None:
     assert _alice_files(vault.root, "larch") == []
     assert verify_vault(vault, checks=default_checks()).ok
     assert Memory(vault).search("larch", user="alice") == []
+
+
+@pytest.mark.parametrize("asked", ["flowerpot", "memory"])
+def test_run_again_after_busy_finishes_the_forget_and_says_so(told: Vault, asked: str) -> None:
+    """A turn's log held by its writer stops the forget (`Busy`: "run it again"); the run
+    again finishes it and reports that, where it used to say there was nothing to forget."""
+    import fcntl
+    import os
+
+    from pandafs.errors import Busy
+
+    if asked == "memory":
+        (path,) = (told.root / "users/alice/memories").glob("*.md")
+        asked = f"alice/memories/{path.stem}"
+    held = next(
+        p for p in _alice_files(told.root, "flowerpot") if p.endswith("events.jsonl") and "/turns/" in p
+    )
+    fd = os.open(told.root / held, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(Busy, match="again to finish"):
+            forget(told, asked, "alice")
+    finally:
+        os.close(fd)
+    assert intent_path(told, "alice").exists()
+    report = forget(told, asked, "alice")
+    assert report.resumed and report.ok
+    assert not intent_path(told, "alice").exists()
+    assert _alice_files(told.root, "flowerpot") == []
+    with pytest.raises(BadInput, match="nothing to forget|no memory"):
+        forget(told, asked, "alice")  # once finished, there is nothing to forget
