@@ -28,6 +28,7 @@ from . import archive, forget, pipeline
 from .assembly import open_memory
 from .checks import Checker, Problem
 from .claims import check_claims
+from .errors import first_line
 from .learning import api as learning_api
 from .memory.api import Memory
 from .memory.editing import EXPIRED
@@ -132,7 +133,7 @@ def _verify_turn(
     try:
         view = project_turn(typed_events(ref.events_path, log.records))
     except (EventsError, ValueError) as exc:
-        report.problems.append(Problem(rel, "unreadable", str(exc).splitlines()[0]))
+        report.problems.append(Problem(rel, "unreadable", first_line(exc)))
         return
     for kind in sorted(set(view.unknown_types)):
         report.warnings.append(

@@ -30,6 +30,7 @@ from events.fsio import check_folders, lock_is_held, vault_folder
 from events.layout import turn_name
 from events.schema import ScopeChanged
 
+from ..errors import first_line
 from ..memory.api import Memory
 from ..vault import Vault, file_lock
 from .maintenance import read_changes
@@ -193,7 +194,7 @@ class Learning:
                     else:  # looked at again: an import places its turns before it lets go
                         loaded = self.reader.load_turn(user, number)
             except (EventsError, OSError, ValueError) as exc:
-                report.problems.append(f"{user}/{turn_name(number)}: {str(exc).splitlines()[0]}")
+                report.problems.append(f"{user}/{turn_name(number)}: {first_line(exc)}")
                 pending.append(number)
                 continue
             if loaded is None:
