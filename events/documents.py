@@ -13,7 +13,7 @@ from collections.abc import Container, Iterator
 from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,7 +29,6 @@ __all__ = [
     "dump_frontmatter",
     "parse_document",
     "render_document",
-    "split_document",
     "split_sections",
 ]
 
@@ -108,8 +107,7 @@ class DocumentMetadata(BaseModel):
         return out
 
 
-class ParsedDocument(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ParsedDocument(NamedTuple):
     frontmatter: dict[str, Any]
     body: str
     has_frontmatter: bool
@@ -128,16 +126,9 @@ def wikilink(doc_path: str, label: str | None = None) -> str:
 
 def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     """Split `text` into frontmatter (a dict) and body; broken YAML raises with the line."""
-    frontmatter, body, has_frontmatter = split_document(text, path)
-    return ParsedDocument(frontmatter=frontmatter, body=body, has_frontmatter=has_frontmatter)
-
-
-def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, Any], str, bool]:
-    """`parse_document` as a plain (frontmatter, body, has_frontmatter) tuple, for the
-    indexer's hot loop (no model built per document)."""
     fence = _FENCE.match(text)
     if fence is None:
-        return {}, text, False
+        return ParsedDocument({}, text, False)
     end = _END.search(text, fence.end())  # the closing `---` (or `...`) line
     if end is None:
         raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
@@ -160,7 +151,7 @@ def split_document(text: str, path: Path | str = "<text>") -> tuple[dict[str, An
         loaded = {}
     if not isinstance(loaded, dict):
         raise FrontmatterError(path, 2, "frontmatter is not a mapping of properties")
-    return loaded, body, True
+    return ParsedDocument(loaded, body, True)
 
 
 @cache

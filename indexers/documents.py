@@ -186,10 +186,10 @@ def parse_index_doc(
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text
-    from events.documents import split_document  # YAML and the metadata schema: only when reading one
+    from events.documents import parse_document  # YAML and the metadata schema: only when reading one
 
     try:
-        frontmatter, body, _ = split_document(text, rel_path)
+        frontmatter, body, _ = parse_document(text, rel_path)
     except FrontmatterError as exc:
         return Skipped(rel_path, str(exc))
     return _index_doc_of(rel_path, data, frontmatter, body, stat.st_mtime_ns, stat.st_mtime, ref)

@@ -12,7 +12,7 @@ from functools import cached_property
 
 from events.clock import aware
 from events.doctypes import SESSION_KEYS
-from events.documents import split_document, split_sections
+from events.documents import parse_document, split_sections
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import turn_name, turn_number, validate_user_id
@@ -197,7 +197,7 @@ def _session(text: str) -> str | None:
     """The first of `SESSION_KEYS` set in the frontmatter's `meta`, as YAML reads it (only
     files that name one pay for the parse)."""
     try:
-        meta = jsonable(split_document(text)[0].get("meta"))
+        meta = jsonable(parse_document(text).frontmatter.get("meta"))
     except FrontmatterError:
         return None
     if not isinstance(meta, dict):

@@ -303,15 +303,15 @@ def test_single_quoted_is_what_pyyaml_writes(seed: int) -> None:
 
 @pytest.mark.parametrize("closing", ["---", "--- ", "---\t", "---\r", "...", "...  "])
 def test_the_closing_line_may_end_in_blanks_or_be_three_dots(closing: str) -> None:
-    from events.documents import split_document
+    from events.documents import parse_document
 
     text = f"---\nid: a/x\ntags:\n- t\n{closing}\n# Body\n--- not a fence\n"
-    assert split_document(text) == ({"id": "a/x", "tags": ["t"]}, "# Body\n--- not a fence\n", True)
+    assert parse_document(text) == ({"id": "a/x", "tags": ["t"]}, "# Body\n--- not a fence\n", True)
 
 
 @pytest.mark.parametrize("line", ["----", "---x", "... x", " ---"])
 def test_a_line_that_only_starts_like_the_fence_does_not_close_it(line: str) -> None:
-    from events.documents import split_document
+    from events.documents import parse_document
 
     with pytest.raises(FrontmatterError, match="no closing"):
-        split_document(f"---\nid: a/x\n{line}\nbody\n")
+        parse_document(f"---\nid: a/x\n{line}\nbody\n")
