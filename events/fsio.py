@@ -53,8 +53,10 @@ __all__ = [
     "open_folder",
     "open_folder_at",
     "open_outside_file",
+    "open_to_read",
     "open_vault_file",
     "open_vault_folder",
+    "read_and_close",
     "read_in_folder",
     "read_vault_bytes",
     "read_vault_file",
@@ -118,25 +120,25 @@ def open_outside_file(path: Path | str) -> BinaryIO:
     handed = _handed_pipe(name)
     if handed is not None:
         return os.fdopen(handed, "rb")
-    fd, _ = _open_checked(name, name)
+    fd, _ = open_to_read(name)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
 
-def _open_checked(name: str, rel: str, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+def open_to_read(name: str, rel: str | None = None, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
     """`name` (in the folder `dir_fd`) opened to read, never through a link nor blocking on
     a FIFO, and its stat, if the rule lets it be read; else `NotInVault` naming `rel`."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise NotInVault(rel, REASONS["symlink"]) from None
+            raise NotInVault(rel or name, REASONS["symlink"]) from None
         raise
     try:
         st = os.fstat(fd)
         kind = refusal(st)
         if kind is not None:
-            raise NotInVault(rel, REASONS[kind])
+            raise NotInVault(rel or name, REASONS[kind])
     except BaseException:
         os.close(fd)
         raise
@@ -407,7 +409,7 @@ def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, 
             raise
         st = os.fstat(fd)
     else:
-        fd, st = _open_checked(full, rel)
+        fd, st = open_to_read(full, rel)
     try:
         if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")
@@ -434,7 +436,7 @@ def open_vault_folder(root: Path | str, rel: str) -> int:
 def read_vault_file(root: Path | str, rel: str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
     """Bytes (at most `limit` + 1) and stat of a vault file, with `open_vault_file`'s checks."""
     fd, st = _open_fd(root, rel)
-    return _read_open(fd, st, limit), st
+    return read_and_close(fd, st, limit), st
 
 
 def read_in_folder(
@@ -443,11 +445,11 @@ def read_in_folder(
     """`read_vault_file` of `name` in the checked vault folder open as `folder` (its
     vault-relative path `rel`): opened by name with `O_NOFOLLOW`, it is `root/rel` without
     asking the kernel where it landed."""
-    fd, st = _open_checked(name, rel, folder)
-    return _read_open(fd, st, limit), st
+    fd, st = open_to_read(name, rel, folder)
+    return read_and_close(fd, st, limit), st
 
 
-def _read_open(fd: int, st: os.stat_result, limit: int | None) -> bytes:
+def read_and_close(fd: int, st: os.stat_result, limit: int | None = None) -> bytes:
     """The bytes of the file open as `fd` (at most `limit` + 1; without a limit, however
     far it grew meanwhile); `fd` is closed."""
     try:

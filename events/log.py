@@ -13,7 +13,6 @@ import errno
 import fcntl
 import hashlib
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,15 +23,15 @@ import orjson
 from pydantic import ValidationError
 
 from .clock import utcnow
-from .errors import ChainError, EventLogError, LogBusyError, TornTailError
+from .errors import ChainError, EventLogError, LogBusyError, NotInVault, TornTailError
 from .fsio import (
-    HARD_LINK,
     append_all,
     append_file,
     check_opened,
     make_folders_for,
     open_created,
-    refusal,
+    open_to_read,
+    read_and_close,
 )
 from .ledger import record_turn_hash
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event
@@ -112,34 +111,15 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     """Read `path` without judging the chain; a missing file reads as empty.  With `root`,
     the log opened must be `root/<its path>` (`check_opened`), so a turn folder swapped for a
     link never reads another user's log as this one: `NotInVault` instead."""
-    result = LogRead(path)
-    try:  # a log is never read through a symlink (it could be another user's turn)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:  # never a link (it could be another user's turn), a FIFO (it would block), a folder
+        fd, st = open_to_read(os.fspath(path))
     except FileNotFoundError:
-        return result
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise EventLogError(path, "is a symbolic link; not read") from None
-        raise
-    st = os.fstat(fd)  # a fifo or device there would block the read for good
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        os.close(fd)
-        raise EventLogError(path, "is not a regular file; not read")
-    if refusal(st) == "hard_link":  # its other name may be outside the vault or another user's
-        os.close(fd)
-        raise EventLogError(path, f"{HARD_LINK}; not read")
-    os.set_blocking(fd, True)
+        return LogRead(path)
+    except NotInVault as exc:
+        raise EventLogError(path, f"{exc.reason}; not read") from None
     if root is not None:
         check_opened(fd, path, root, created=False, action="read")  # (closes fd when it refuses)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    except IsADirectoryError:  # worded as the file object worded it (a problem names it)
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), fd) from None
-    finally:
-        os.close(fd)
-    return parse_log(path, b"".join(chunks))
+    return parse_log(path, read_and_close(fd, st))
 
 
 def _read_fd(fd: int) -> bytes:

@@ -275,6 +275,24 @@ def test_a_log_is_never_read_or_appended_through_a_symlink(tmp_path: Path) -> No
     assert real.read_bytes() == before
 
 
+def test_a_folder_or_a_hard_linked_file_in_a_log_s_place_is_named_not_read(tmp_path: Path) -> None:
+    """What the one read rule refuses in a log's place is an `EventLogError` naming the log
+    and why, as a link is: a folder (not an `IsADirectoryError` from the read), a file with
+    other names (one may be another user's log)."""
+    from events.errors import EventLogError
+
+    folder = tmp_path / "a" / "events.jsonl"
+    folder.mkdir(parents=True)
+    with pytest.raises(EventLogError, match="events.jsonl: is a folder, not a file; not read"):
+        read_log(folder)
+    real = tmp_path / "b" / "events.jsonl"
+    real.parent.mkdir()
+    _write_turn(real)
+    os.link(real, tmp_path / "b" / "other.jsonl")
+    with pytest.raises(EventLogError, match="has other names .*; not read"):
+        read_log(real)
+
+
 def test_repair_with_a_root_cuts_no_log_outside_it(tmp_path: Path) -> None:
     """With the vault root, the log opened for the cut is checked too: a turn folder that
     is a link to a folder outside has that folder's log left whole and no `.torn` file."""

@@ -304,7 +304,8 @@ def test_verify_names_a_fifo_for_an_event_log_and_does_not_hang(vault: Vault, tm
     got = run_pandafs("--root", vault.root, "verify", "--json", timeout=60)
     assert got.code == 1 and "Traceback" not in got.err, got.err
     problems = [(p["path"], p["message"]) for p in orjson.loads(got.out)["problems"]]
-    assert ("users/bob/turns/turn_000001/events.jsonl", "is not a regular file; not read") in problems
+    why = "is not a regular file (a FIFO); not read"
+    assert ("users/bob/turns/turn_000001/events.jsonl", why) in problems
 
 
 def test_prune_never_follows_a_link_in_memories(vault: Vault, tmp_path: Path, cli) -> None:
