@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import threading
 import warnings
@@ -43,39 +44,34 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
 
 
 class _Sender:
-    """Buffers messages from watchdog's threads and sends them to the parent in lists; the
-    observer thread only appends, so a slow parent never stalls inotify reading."""
+    """Sends messages from watchdog's threads to the parent in lists, on a thread of its own:
+    the observer thread only puts, so a slow parent never stalls inotify reading."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._buffer: list[tuple[str, ...]] = []
-        self._cond = threading.Condition()
-        self._closed = False
+        self._queue: queue.SimpleQueue[tuple[str, ...] | None] = queue.SimpleQueue()  # None: stop
         self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
         self._thread.start()
 
     def put(self, message: tuple[str, ...]) -> None:
-        with self._cond:
-            self._buffer.append(message)
-            self._cond.notify()
+        self._queue.put(message)
 
     def close(self) -> None:
-        """Send what is buffered, then stop."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
+        """Send what is queued, then stop."""
+        self._queue.put(None)
         self._thread.join(STOP_TIMEOUT_S)
 
     def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._buffer and not self._closed:
-                    self._cond.wait()
-                messages, self._buffer = self._buffer, []
-            if not messages:
-                return
+        stop = False
+        while not stop:
+            queued = [self._queue.get()]  # then whatever came meanwhile, in one list
+            while not self._queue.empty():
+                queued.append(self._queue.get())
+            messages = [m for m in queued if m is not None]
+            stop = len(messages) < len(queued)
             try:
-                self._conn.send(messages)
+                if messages:
+                    self._conn.send(messages)
             except OSError:
                 return  # the parent is gone; the main loop sees EOF on the control pipe
 

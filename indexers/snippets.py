@@ -80,8 +80,7 @@ def snippet_of(prose: str, terms: Iterable[str]) -> str:
     if len(haystack) == len(flat):  # each character folded to one: offsets kept, find on the copy
         matches = _find_words(haystack, folded)
     else:  # a character that folds to two ("ß", "İ"): the offsets move
-        pattern = _snippet_pattern(stems, True)
-        matches = [m.span() for m in pattern.finditer(flat)]
+        matches = [m.span() for m in _snippet_pattern(stems).finditer(flat)]
     if not matches:
         return flat[:SNIPPET_CHARS]
     best_start, best_count, right = matches[0][0], 0, 0
@@ -131,6 +130,5 @@ _REST_OF_WORD = re.compile(r"\w*")
 
 
 @lru_cache(maxsize=512)
-def _snippet_pattern(stems: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(s.lower() if not ignore_case else s) for s in stems)
-    return re.compile(r"\b(" + alternatives + r")\w*", re.IGNORECASE if ignore_case else 0)
+def _snippet_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(map(re.escape, stems)) + r")\w*", re.IGNORECASE)
