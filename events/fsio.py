@@ -125,18 +125,23 @@ def open_outside_file(path: Path | str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def open_to_read(name: str, rel: str | None = None, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+def open_to_read(
+    name: str, rel: str | None = None, dir_fd: int | None = None, *, folder: bool = False
+) -> tuple[int, os.stat_result]:
     """`name` (in the folder `dir_fd`) opened to read, never through a link nor blocking on
-    a FIFO, and its stat, if the rule lets it be read; else `NotInVault` naming `rel`."""
+    a FIFO, and its stat, if the rule lets it be read; else `NotInVault` naming `rel`.  With
+    `folder`, a folder is wanted: `NotADirectoryError` for anything else but a link."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:  # (a link met with O_DIRECTORY may say ENOTDIR)
+        link = exc.errno == errno.ENOTDIR and folder and refusal_at(name, dir_fd=dir_fd) == "symlink"
+        if exc.errno == errno.ELOOP or link:
             raise NotInVault(rel or name, REASONS["symlink"]) from None
         raise
     try:
         st = os.fstat(fd)
-        kind = refusal(st)
+        kind = None if folder else refusal(st)
         if kind is not None:
             raise NotInVault(rel or name, REASONS[kind])
     except BaseException:
@@ -400,16 +405,7 @@ def _open_fd(root: Path | str, rel: str, *, folder: bool = False) -> tuple[int, 
         raise NotInVault(rel, "not a plain vault-relative path")
     base = os.fspath(root)
     full = os.path.join(base, rel)
-    if folder:
-        try:
-            fd = os.open(full, FOLDER_FLAGS | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(full)):
-                raise NotInVault(rel, REASONS["symlink"]) from None
-            raise
-        st = os.fstat(fd)
-    else:
-        fd, st = open_to_read(full, rel)
+    fd, st = open_to_read(full, rel, folder=folder)
     try:
         if not is_inside(where_opened(fd, full), base, rel):
             raise NotInVault(rel, "a folder on its path is a symbolic link or leaves the vault")

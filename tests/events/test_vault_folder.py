@@ -54,3 +54,22 @@ def test_links_and_files_on_the_way_are_refused_by_name(tmp_path: Path, outside:
     assert not (root / "users" / "cy").exists()
     assert vault_folder(root, root / "users" / "cy" / "turns") == root / "users" / "cy" / "turns"
     assert (root / "users" / "cy" / "turns").is_dir()
+
+
+def test_open_vault_folder_refuses_a_link_and_names_a_file(tmp_path: Path, outside: Path) -> None:
+    """The folder a reader lists is opened as a file is: a link in its place, or on its way,
+    is `NotInVault`; a file there is `NotADirectoryError`; a real folder opens."""
+    from events.fsio import open_vault_folder
+
+    root = tmp_path / "vault"
+    (root / "users" / "ann" / "turns").mkdir(parents=True)
+    (root / "users" / "ann" / "facts.md").write_text("x")
+    (root / "users" / "bob").symlink_to(outside, target_is_directory=True)
+    (outside / "turns").mkdir()
+    os.close(open_vault_folder(root, "users/ann/turns"))
+    with pytest.raises(NotInVault, match="is a symbolic link"):
+        open_vault_folder(root, "users/bob")
+    with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
+        open_vault_folder(root, "users/bob/turns")
+    with pytest.raises(NotADirectoryError):
+        open_vault_folder(root, "users/ann/facts.md")
