@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 import tantivy
@@ -343,18 +344,12 @@ class IndexReader:
             prose = doc.get_first("prose") if terms is not None else None
             rows.append((score, created, payload, label, prose))
         page: list[dict[str, Any]] = []
-        start = 0
-        while start < len(rows):
-            end = start + 1
-            while end < len(rows) and rows[end][:2] == rows[start][:2]:
-                end += 1
-            tied = sorted(rows[start:end], key=lambda row: row[2]["doc_path"])
-            for score, _, payload, label, prose in tied:
+        for _, tied in groupby(rows, key=lambda row: row[:2]):
+            for score, _, payload, label, prose in sorted(tied, key=lambda row: row[2]["doc_path"]):
                 snippet = ""
                 if terms is not None and len(page) < snippet_hits:
                     snippet = snippet_of(prose.decode() if prose else "", terms)
                 page.append(self._hit(payload, score, label, snippet))
-            start = end
         return page[:limit]
 
     def _hit(
