@@ -48,7 +48,6 @@ __all__ = [
     "make_folder",
     "make_folder_at",
     "make_folders_for",
-    "mode_at",
     "open_created",
     "open_folder",
     "open_folder_at",
@@ -332,14 +331,6 @@ def open_folder_at(fd: int, name: str) -> int | None:
         if exc.errno == errno.ELOOP:
             return None
         raise
-
-
-def mode_at(fd: int, name: str) -> int | None:
-    """The lstat mode of `name` in the folder open as `fd`; None if it cannot be stat'ed."""
-    try:
-        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
-    except OSError:
-        return None
 
 
 def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:

@@ -10,7 +10,6 @@ folder's descriptor."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -19,7 +18,6 @@ from events.errors import NotInVault
 from events.fsio import (
     FOLDER_FLAGS,
     HARD_LINK,
-    mode_at,
     open_folder_at,
     open_vault_folder,
     read_in_folder,
@@ -143,10 +141,10 @@ def _read_turn_folder(
             rel = f"{folder}/{doc}"
             loaded = read_checked(rel, partial(read_in_folder, sub, doc, rel), max_bytes)
             if isinstance(loaded, Skipped) and loaded.refused:  # as the walk names it, or skips it
-                mode = mode_at(sub, doc) or 0
-                if stat.S_ISDIR(mode):
+                kind = refusal_at(doc, dir_fd=sub)
+                if kind == "folder":
                     continue
-                if stat.S_ISLNK(mode):
+                if kind == "symlink":
                     loaded = Skipped(rel, _LINK_REASON, refused=True)
             if loaded is not None:
                 ref = classify(rel)
@@ -159,7 +157,7 @@ def _read_turn_folder(
 def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped] | None) -> int | None:
     """`open_folder_at(fd, name)`; a link in its place since it was listed is refused."""
     sub = open_folder_at(fd, name)
-    if sub is None and refused is not None and stat.S_ISLNK(mode_at(fd, name) or 0):
+    if sub is None and refused is not None and refusal_at(name, dir_fd=fd) == "symlink":
         refused.append(Skipped(rel_dir.rstrip("/"), _LINK_REASON, refused=True))
     return sub
 
@@ -193,7 +191,7 @@ def _walk_folder(
         if classify(rel) is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
-            if refused is not None and mode_at(fd, name) is not None:  # (not just removed)
+            if refused is not None and refusal_at(name, dir_fd=fd) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
         yield rel, entry
