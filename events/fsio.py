@@ -51,6 +51,7 @@ __all__ = [
     "open_created",
     "open_folder",
     "open_folder_at",
+    "open_no_link",
     "open_outside_file",
     "open_to_read",
     "open_vault_file",
@@ -621,7 +622,7 @@ def check_folders(root: Path | str, *folders: Path) -> None:
             vault_folder(root, folder, create=False)
 
 
-def _open_no_link(path: Path, flags: int) -> int:
+def open_no_link(path: Path, flags: int) -> int:
     """`os.open` of a regular file that is not a link (`NotInVault` otherwise)."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
@@ -681,19 +682,16 @@ def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
         raise
 
 
-def open_created(
-    path: Path, flags: int, opener: Callable[[Path, int], int] | None = None
-) -> tuple[int, bool]:
-    """`path` opened with `flags` by `opener` (default `_open_no_link`), made if missing,
-    and whether this open made it, so `check_opened` only removes a file of our own making."""
-    opener = opener or _open_no_link
+def open_created(path: Path, flags: int) -> tuple[int, bool]:
+    """`path` opened with `flags` by `open_no_link`, made if missing, and whether this open
+    made it, so `check_opened` only removes a file of our own making."""
     while True:
         try:
-            return opener(path, flags), False
+            return open_no_link(path, flags), False
         except FileNotFoundError:
             pass
         try:
-            return opener(path, flags | os.O_CREAT | os.O_EXCL), True
+            return open_no_link(path, flags | os.O_CREAT | os.O_EXCL), True
         except FileExistsError:
             pass  # made meanwhile by another writer: open that one
 
@@ -724,7 +722,7 @@ def held_lock(
     lock file gets the writers' after-open check."""
     make_folders_for(path, root)
     if root is None:
-        fd = _open_no_link(path, os.O_RDWR | os.O_CREAT)
+        fd = open_no_link(path, os.O_RDWR | os.O_CREAT)
     else:
         fd, created = open_created(path, os.O_RDWR)
         check_opened(fd, path, root, created=created)

@@ -9,7 +9,6 @@ chain.  A torn tail left by a crash mid-write is read apart and moved aside by
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import os
@@ -30,6 +29,7 @@ from .fsio import (
     check_opened,
     make_folders_for,
     open_created,
+    open_no_link,
     open_to_read,
     read_and_close,
 )
@@ -217,11 +217,9 @@ def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     under the log's lock (`LogBusyError` if a writer holds it: its line in progress looks torn
     from outside).  With `root` both files get the writers' after-open check."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise EventLogError(path, "is a symbolic link; not written") from None
-        raise
+        fd = open_no_link(path, os.O_RDWR)
+    except NotInVault as exc:
+        raise EventLogError(path, f"{exc.reason}; not written") from None
     if root is not None:
         check_opened(fd, path, root, created=False)  # (closes fd when it refuses)
     try:
@@ -279,16 +277,14 @@ class EventWriter:
     def open(self) -> None:
         if not self.new:
             make_folders_for(self.path, self.root)
-        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC  # (the history is read from it)
-        try:
+        flags = os.O_RDWR | os.O_APPEND  # (the history is read from it)
+        try:  # never appended to through a link (another turn's log), nor as a FIFO
             if self.new:
-                fd, created = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+                fd, created = open_no_link(self.path, flags | os.O_CREAT | os.O_EXCL), True
             else:
-                fd, created = open_created(self.path, flags, lambda path, how: os.open(path, how, 0o644))
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # never append to another turn's log through a link
-                raise EventLogError(self.path, "is a symbolic link; not written") from None
-            raise
+                fd, created = open_created(self.path, flags)
+        except NotInVault as exc:
+            raise EventLogError(self.path, f"{exc.reason}; not written") from None
         if self.root is not None:
             check_opened(fd, self.path, self.root, created=created)
         try:

@@ -293,6 +293,19 @@ def test_a_folder_or_a_hard_linked_file_in_a_log_s_place_is_named_not_read(tmp_p
         read_log(real)
 
 
+def test_a_fifo_in_a_log_s_place_is_neither_appended_to_nor_repaired(tmp_path: Path) -> None:
+    """A writer opens a log by the writers' one rule (a regular file, never a link): a FIFO
+    there is an `EventLogError` naming it, for an append and for a repair alike."""
+    from events.errors import EventLogError
+
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(EventLogError, match="events.jsonl: is not a regular file; not written"):
+        EventWriter(fifo, user="alice", turn="turn_000001").open()
+    with pytest.raises(EventLogError, match="is not a regular file; not written"):
+        repair_torn_tail(fifo)
+
+
 def test_repair_with_a_root_cuts_no_log_outside_it(tmp_path: Path) -> None:
     """With the vault root, the log opened for the cut is checked too: a turn folder that
     is a link to a folder outside has that folder's log left whole and no `.torn` file."""

@@ -90,7 +90,7 @@ def test_sharing_log_append_never_lands_outside(
     assert cli("--root", vault.root, "save", tip, "--user", "carol", "--scope", "global").code == 0
     folder = vault.root / "observability"
     outside = _outside(tmp_path, "sharing.jsonl")
-    _swap_when(monkeypatch, "_open_no_link", folder, outside, "sharing.jsonl")
+    _swap_when(monkeypatch, "open_no_link", folder, outside, "sharing.jsonl")
     got = cli("--root", vault.root, "save", "Ferry leaves at six.", "--user", "carol", "--scope", "global")
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err
     assert "sharing.jsonl: a folder on its path is a symbolic link" in got.err
@@ -106,7 +106,7 @@ def test_sharing_log_append_creates_nothing_outside(
     folder = vault.root / "observability"
     folder.mkdir(exist_ok=True)
     outside = _outside(tmp_path, "other.txt")
-    _swap_when(monkeypatch, "_open_no_link", folder, outside, "new.jsonl")
+    _swap_when(monkeypatch, "open_no_link", folder, outside, "new.jsonl")
     with pytest.raises(NotInVault):
         fsio.append_file(folder / "new.jsonl", b"{}\n", root=vault.root)
     _untouched(outside, "other.txt")
@@ -230,7 +230,7 @@ def test_import_ledger_append_never_lands_in_a_swapped_turns_folder(
     turns.mkdir(parents=True)
     ledger = Ledger(vault, "alice")
     outside = _outside(tmp_path, "notes.md")
-    _swap_when(monkeypatch, "_open_no_link", turns, outside, LEDGER)
+    _swap_when(monkeypatch, "open_no_link", turns, outside, LEDGER)
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
         ledger.append([{"e": "chat-1", "t": "turn_000001"}])
     _untouched(outside, "notes.md")
@@ -313,7 +313,7 @@ def test_verify_repair_moves_no_torn_bytes_into_a_swapped_turn_folder(
     with open(turn / "events.jsonl", "ab") as log:
         log.write(torn)
     outside = _outside(tmp_path, "events.jsonl.torn")
-    _swap_when(monkeypatch, "_open_no_link", turn, outside, "events.jsonl.torn")
+    _swap_when(monkeypatch, "open_no_link", turn, outside, "events.jsonl.torn")
     got = cli("--root", vault.root, "verify", "--repair")
     assert got.code == 2 and got.err.count("\n") == 1 and "Traceback" not in got.err, got
     assert "events.jsonl.torn: a folder on its path is a symbolic link" in got.err
@@ -334,7 +334,7 @@ def test_memory_lock_file_never_lands_in_a_swapped_user_folder(
     folder = vault.layout.user_dir("alice")
     (folder / ".memory.lock").unlink()
     outside = _outside(tmp_path, "preferences.md")
-    _swap_when(monkeypatch, "_open_no_link", folder, outside, ".memory.lock")
+    _swap_when(monkeypatch, "open_no_link", folder, outside, ".memory.lock")
     with pytest.raises(NotInVault, match=r"alice/\.memory\.lock: a folder on its path is a symbolic link"):
         memory.save("prefers window seats", user="alice", doc_type="preference", index=False)
     _untouched(outside, "preferences.md")
@@ -347,7 +347,7 @@ def test_an_existing_lock_file_outside_is_refused_and_kept(
     """A lock file found through the swapped folder is not this open's: it is left as is."""
     folder = vault.root / "indexes"
     outside = _outside(tmp_path, "x.lock")
-    _swap_when(monkeypatch, "_open_no_link", folder, outside, "x.lock")
+    _swap_when(monkeypatch, "open_no_link", folder, outside, "x.lock")
     with (
         pytest.raises(NotInVault),
         fsio.held_lock(folder / "x.lock", wait_s=0.0, on_busy=RuntimeError, root=vault.root),
