@@ -11,7 +11,6 @@ it, and finishes a swap a killed rebuild left half done."""
 from __future__ import annotations
 
 import os
-import stat
 import struct
 import zlib
 from collections.abc import Iterator
@@ -21,7 +20,16 @@ from pathlib import Path
 import orjson
 import tantivy
 
-from events.fsio import atomic_write, check_folders, checked_folders, held_lock, read_vault_file, vault_folder
+from events.errors import NotInVault
+from events.fsio import (
+    atomic_write,
+    check_folders,
+    checked_folders,
+    held_lock,
+    open_to_read,
+    read_vault_file,
+    vault_folder,
+)
 
 from .behind import WrittenBehind
 from .errors import (
@@ -62,18 +70,18 @@ def _json_damage(root: Path, path: Path, shape: type = dict) -> str | None:
 
 
 def _footer_damage(path: Path) -> str | None:
-    """Why a segment file at `path` fails its own footer's checksum, or None.  Opened
-    without following a link (a link here is damage, never read through)."""
+    """Why a segment file at `path` fails its own footer's checksum, or None.  Opened by the
+    one read rule (a link, a FIFO or a file with other names here is damage, never read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd, st = open_to_read(os.fspath(path))
     except FileNotFoundError:
         return "missing"
+    except NotInVault as exc:
+        return exc.reason
     except OSError as exc:
         return f"unreadable ({exc.strerror or exc})"
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not a regular file"
-        size = os.fstat(fd).st_size
+        size = st.st_size
         if size < 8:
             return f"truncated to {size} bytes"
         handle.seek(size - 8)

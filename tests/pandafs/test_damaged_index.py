@@ -82,3 +82,24 @@ def test_a_damaged_index_file_costs_its_hits_not_the_turn(
     assert cli("--root", root, "verify").code == 0
     found = cli("--root", root, "search", "oolong", "--user", "bob", "--json")
     assert found.code == 0 and "users/bob/facts.md" in found.out
+
+
+def test_a_fifo_in_place_of_a_segment_file_is_named_without_a_wait(vault: Vault) -> None:
+    """Checking the index's files reads each by the one read rule: a FIFO where a segment
+    file should be is named as damage at once (an open of it would wait for a writer)."""
+    import os
+    import threading
+
+    from pandafs.memory.api import Memory
+
+    memory = Memory(vault)
+    memory.save("bob likes oolong tea", user="bob", doc_type="fact")
+    tantivy = vault.root / "indexes" / "fulltext" / "tantivy"
+    (segment,) = sorted(tantivy.glob("*.idx"))[:1]
+    segment.unlink()
+    os.mkfifo(segment)
+    found: list[object] = []
+    checking = threading.Thread(target=lambda: found.append(memory.index.folder.damaged_file()), daemon=True)
+    checking.start()
+    checking.join(20)
+    assert found == [(segment.relative_to(vault.root).as_posix(), "is not a regular file (a FIFO)")]
