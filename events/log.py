@@ -122,15 +122,6 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
     return parse_log(path, read_and_close(fd, st))
 
 
-def _read_fd(fd: int) -> bytes:
-    """Everything in the open file `fd`, from its start (its offset is left alone)."""
-    chunks, at = [], 0
-    while chunk := os.pread(fd, 1 << 16, at):
-        chunks.append(chunk)
-        at += len(chunk)
-    return b"".join(chunks)
-
-
 def parse_log(path: Path | str, raw: bytes) -> LogRead:
     """A log's bytes (from `path`, or an archived turn's) as records, without judging the chain."""
     result = LogRead(path)
@@ -296,7 +287,7 @@ class EventWriter:
             self._fd, self._seq, self._prev = fd, 0, GENESIS
             return
         try:  # the file just opened (and checked), not the path again
-            log = parse_log(self.path, _read_fd(fd))
+            log = parse_log(self.path, read_and_close(os.dup(fd), os.fstat(fd)))
             problem = check_chain(log)
             if problem is not None:
                 raise problem
