@@ -124,14 +124,10 @@ class ArchiveStore:
         return self.dir / f"month={month}" / f"part-{batch}.parquet"
 
     def parts(self) -> list[Path]:
-        """Every part file, oldest month first."""
-        if not self.dir.is_dir():
-            return []
+        """Every part file, oldest month first (none when the folder is missing)."""
         return sorted(self.dir.glob("month=*/part-*.parquet"))
 
     def temp_files(self) -> list[Path]:
-        if not self.dir.is_dir():
-            return []
         return sorted(self.dir.glob(f"month=*/{TMP_PREFIX}*"))
 
     def clean_temp(self) -> int:
