@@ -251,14 +251,15 @@ class IndexFolder:
         """(vault-relative path, why) of the first index file that does not read as tantivy
         wrote it, or None: every byte of the JSON files, `meta.json` and each segment file,
         against its footer's CRC32 (opening reads only the footers)."""
-        for path, shape in ((self.dir / "schema.json", dict), (self.tantivy_dir / ".managed.json", list)):
+        meta = self.tantivy_dir / "meta.json"
+        for path, shape in (
+            (self.dir / "schema.json", dict),
+            (self.tantivy_dir / ".managed.json", list),
+            (meta, dict),
+        ):
             why = _json_damage(self.root, path, shape)
             if why is not None:
                 return self.rel(path), why
-        meta = self.tantivy_dir / "meta.json"
-        why = _json_damage(self.root, meta)
-        if why is not None:
-            return self.rel(meta), why
         data = orjson.loads(read_vault_file(self.root, self.rel(meta))[0])
         segments = data.get("segments") if isinstance(data, dict) else None
         if not isinstance(segments, list):
