@@ -138,7 +138,7 @@ class _Scope:
 
 @dataclass
 class _Capture(_Scope):
-    """Text of an element with an `itemprop` (`name`) but no `content` attribute."""
+    """Text of an element with an `itemprop` (`name`) but no `content` attribute, or of an h1."""
 
     name: str = ""
     parts: list[str] = field(default_factory=list)
@@ -148,7 +148,6 @@ class PageParser(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.title_parts: list[str] = []
-        self.h1: str = ""
         self.meta: dict[str, str] = {}
         self.props: dict[str, list[str]] = {}
         self.products: list[dict[str, Any]] = []
@@ -157,8 +156,6 @@ class PageParser(HTMLParser):
         self._buffer: list[str] = []
         self._heading: int = 0
         self._in_title = False
-        self._in_h1 = False
-        self._h1_parts: list[str] = []
         self._in_li = False
         self._skip: list[str] = []
         self._jsonld_parts: list[str] | None = None
@@ -223,8 +220,8 @@ class PageParser(HTMLParser):
             self._in_li = True
         if tag == "title":
             self._in_title = True
-        if tag == "h1" and not self.h1:
-            self._in_h1 = True
+        if tag == "h1":  # its text is kept as the property "h1"
+            self._captures.append(_Capture(tag, None, name="h1"))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -258,9 +255,6 @@ class PageParser(HTMLParser):
             self._in_li = False
         if tag == "title":
             self._in_title = False
-        if tag == "h1" and self._in_h1:
-            self._in_h1 = False
-            self.h1 = clean("".join(self._h1_parts))
 
     def handle_data(self, data: str) -> None:
         if self._jsonld_parts is not None:
@@ -272,8 +266,6 @@ class PageParser(HTMLParser):
         if self._skip:
             return
         self._buffer.append(data)
-        if self._in_h1:
-            self._h1_parts.append(data)
         for capture in self._captures:
             capture.parts.append(data)
 
@@ -364,7 +356,7 @@ def extract_page(html: str) -> Extraction:
     title = clean(
         (first.get("name") if len(products) == 1 else None)
         or meta.get("og:title")
-        or parser.h1
+        or next(iter(props.get("h1") or ()), None)
         or "".join(parser.title_parts)
         or meta.get("twitter:title", "")
     )

@@ -136,17 +136,16 @@ class PoliteFetcher:
     def _gate(self, url: str) -> _DomainGate:
         host = domain_of(url)
         with self._gates_lock:
-            gate = self._gates.get(host)
-            if gate is None:
-                gate = _DomainGate(self.config.per_domain_concurrency, self.config.per_domain_interval_s)
-                self._gates[host] = gate
-            return gate
+            if host not in self._gates:
+                self._gates[host] = _DomainGate(
+                    self.config.per_domain_concurrency, self.config.per_domain_interval_s
+                )
+            return self._gates[host]
 
     def search(self, query: str) -> list[SearchHit]:
         """Ask the SearxNG-compatible endpoint; hits in its order, duplicates dropped."""
         if not self.config.search_url:
             raise SearchFailed("no search endpoint configured ([research] search_url)")
-        limit = self.config.max_page_bytes
         try:
             with self._gate(self.config.search_url).turn():
                 with self._client.stream(
@@ -156,12 +155,7 @@ class PoliteFetcher:
                     headers={"Accept": "application/json"},
                 ) as response:
                     status = response.status_code
-                    body = bytearray()
-                    if status == 200:
-                        for chunk in response.iter_bytes(CHUNK_BYTES):
-                            body += chunk
-                            if len(body) > limit:
-                                raise SearchFailed("search answer is larger than max_page_bytes")
+                    body, cut = _read_body(response, self.config.max_page_bytes)
         except httpx.TimeoutException:
             raise SearchFailed("search endpoint timed out") from None
         except httpx.HTTPError as exc:
@@ -169,8 +163,10 @@ class PoliteFetcher:
         if status != 200:
             hint = " (is format=json enabled in SearxNG?)" if status == 403 else ""
             raise SearchFailed(f"search endpoint answered HTTP {status}{hint}")
+        if cut:
+            raise SearchFailed("search answer is larger than max_page_bytes")
         try:
-            payload = orjson.loads(bytes(body))
+            payload = orjson.loads(body)
         except orjson.JSONDecodeError:
             raise SearchFailed("search endpoint did not answer JSON") from None
         results = payload.get("results") if isinstance(payload, dict) else None
@@ -256,22 +252,22 @@ class PoliteFetcher:
         mime = content_type.split(";", 1)[0].strip().lower()
         if mime and mime not in HTML_TYPES:
             raise _Failed(f"not HTML ({mime})", status, content_type)
-        limit = self.config.max_page_bytes
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
-        for chunk in response.iter_bytes(CHUNK_BYTES):
-            if time.monotonic() > deadline:
-                raise _Failed("timeout", status, content_type)
-            room = limit - size
-            if len(chunk) > room:
-                chunks.append(chunk[:room])
-                size = limit
-                truncated = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return _Body(status, content_type, b"".join(chunks), truncated, response.charset_encoding)
+        data, truncated = _read_body(response, self.config.max_page_bytes, deadline)
+        return _Body(status, content_type, data, truncated, response.charset_encoding)
+
+
+def _read_body(response: httpx.Response, limit: int, deadline: float = float("inf")) -> tuple[bytes, bool]:
+    """The body's first `limit` bytes, and whether there was more (`_Failed` past `deadline`)."""
+    chunks: list[bytes] = []
+    room = limit
+    for chunk in response.iter_bytes(CHUNK_BYTES):
+        if time.monotonic() > deadline:
+            raise _Failed("timeout", response.status_code, response.headers.get("content-type", ""))
+        chunks.append(chunk[:room])
+        if len(chunk) > room:
+            return b"".join(chunks), True
+        room -= len(chunk)
+    return b"".join(chunks), False
 
 
 def _parse_hits(results: list[object]) -> list[SearchHit]:

@@ -6,8 +6,8 @@ One call leaves in the turn folder:
     research.json     machine-readable: query, hits, visits, findings, outcomes
     webpage_cache/    one visit record per fetched page (`visits.py`)
 
-Each page attempted yields an `ExtractionOutcome`, which the caller records and folds into
-the reliability table that ranks the next search."""
+Each page attempted yields an `ExtractionRecorded` event, which the caller records and folds
+into the reliability table that ranks the next search."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from events.documents import DocumentMetadata, render_document
 from events.fsio import atomic_write
 from events.layout import validate_user_id
 from events.render import wikilink
+from events.schema import ExtractionRecorded
 from events.stamps import format_ts
 from pandafs.config import ResearchConfig
 
@@ -32,7 +33,7 @@ from .extract import Extraction, extract_page
 from .fetch import FetchResult, PoliteFetcher, SearchFailed, SearchHit
 from .visits import PAGE, VisitRecord, write_visit
 
-__all__ = ["NOT_CONFIGURED", "ExtractionOutcome", "ResearchResult", "ResearchTool"]
+__all__ = ["NOT_CONFIGURED", "ResearchResult", "ResearchTool"]
 
 NOT_CONFIGURED = "internet.research is not configured (set [research] search_url in pandafs.toml)"
 DEFAULT_RELIABILITY = 0.5
@@ -48,26 +49,13 @@ RESEARCH_JSON = "research.json"
 RESEARCH_VERSION = 1
 
 
-@dataclass(frozen=True)
-class ExtractionOutcome:
-    """How one page went: the unit of per-domain source reliability."""
-
-    domain: str
-    url: str
-    success: bool
-    items: int
-    fields_present: list[str]
-    confidence: float
-    error: str | None = None
-
-
 @dataclass
 class ResearchResult:
     available: bool
     query: str
     findings: list[dict[str, Any]] = field(default_factory=list)
     visits: list[VisitRecord] = field(default_factory=list)
-    outcomes: list[ExtractionOutcome] = field(default_factory=list)
+    outcomes: list[ExtractionRecorded] = field(default_factory=list)  # how each page went
     skipped_domains: list[str] = field(default_factory=list)
     research_md: Path | None = None
     summary: str = ""
@@ -152,19 +140,17 @@ class ResearchTool:
         result = ResearchResult(available=True, query=query, skipped_domains=skipped)
         for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):
             candidate.status = "fetched" if fetched.ok else "failed"
+            page = {"domain": candidate.domain, "url": fetched.url}
             if extraction is None:
-                failed = ExtractionOutcome(candidate.domain, fetched.url, False, 0, [], 0.0, fetched.error)
-                result.outcomes.append(failed)
+                result.outcomes.append(ExtractionRecorded(**page, success=False, error=fetched.error))
                 continue
             visit = write_visit(turn_dir, fetched, extraction, now, root=root)
             result.visits.append(visit)
             success = all(name in extraction.fields for name in required) and (
                 extraction.items > 0 or len(extraction.text) >= MIN_TEXT_CHARS
             )
-            fields = list(extraction.fields_present)
-            outcome = ExtractionOutcome(
-                candidate.domain, fetched.url, success, extraction.items, fields, extraction.confidence
-            )
+            fields = {"items": extraction.items, "fields_present": extraction.fields_present}
+            outcome = ExtractionRecorded(**page, **fields, success=success, confidence=extraction.confidence)
             result.outcomes.append(outcome)
             result.findings.extend(findings(candidate, fetched, extraction, visit))
 
@@ -325,7 +311,7 @@ def write_record(
         ],
         "visits": [v.to_json() for v in result.visits],
         "findings": result.findings,
-        "outcomes": [asdict(o) for o in result.outcomes],
+        "outcomes": [o.model_dump() for o in result.outcomes],
         "skipped_domains": result.skipped_domains,
     }
     result.research_json = turn_dir / RESEARCH_JSON
