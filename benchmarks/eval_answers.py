@@ -61,11 +61,11 @@ from events.projection import project_turn
 from indexers.words import STOP_WORDS
 from pandafs.assembly import open_memory
 from pandafs.llm.base import Backend, make_backend
-from pandafs.llm.offline import OfflineBackend, sentences, stem
+from pandafs.llm.offline import OfflineBackend, sentences
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.pipeline.context import context_text
-from pandafs.tasks.grounding import is_honest_unknown
+from pandafs.tasks.grounding import is_honest_unknown, stem
 from pandafs.tokens import count_tokens
 from pandafs.turn_import.run import import_turns
 from pandafs.vault import Vault

@@ -18,30 +18,21 @@ from pydantic import BaseModel
 from events.layout import TURN_KINDS
 from events.schema import ContentReference, GateResult, ToolRequest
 from indexers.words import query_terms
-from indexers.words import stem as index_stem
 
 from ..tasks import grounding as g
 from ..tasks import schemas as t
 from ..tokens import count_tokens
 from .usage import Usage
 
-__all__ = ["RULES", "OfflineBackend", "entities_in", "sentences", "stem", "stems_overlap"]
+__all__ = ["RULES", "OfflineBackend", "entities_in", "sentences", "stems_overlap"]
 
 
 # --- reading memory text ------------------------------------------------------------------
 
-# Sentence ends, not after an honorific or a Latin abbreviation ("Dr. Berg").
-_SENTENCE = re.compile(
-    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
-    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+"
-)
+_SENTENCE = re.compile(g.NOT_ABBREVIATED + r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _LINK = re.compile(r"\[\[[^\]|]*?(?:\\?\|([^\]]*))?\]\]")
 _MARKDOWN = re.compile(r"[*_`#>|]+")
-PRICE = re.compile(
-    r"(?:[$€£]\s?\d[\d,]*(?:\.\d{1,2})?|\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|dollars|euros))"
-)
 NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
-_WORDS = re.compile(r"[A-Za-z0-9$€£]+")
 URL = re.compile(r"https?://|www\.", re.IGNORECASE)
 _ENTITY = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\w-]*))*")
 _NOT_ENTITY = frozenset(
@@ -117,21 +108,10 @@ def _cells(line: str) -> list[str]:
     return prose or ([", ".join(kept)] if kept else [])
 
 
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """The index's own stem (`en_stem`), so "likes" and "like" meet, as they do in search."""
-    return index_stem(word) or word.lower()
-
-
-@lru_cache(maxsize=8192)
-def _text_stems(text: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in _WORDS.findall(text))
-
-
 def stems_overlap(keywords: list[str], text: str) -> int:
     """How many distinct keyword stems occur in `text`."""
-    words = _text_stems(text)
-    return sum(1 for k in {stem(k) for k in keywords} if k in words)
+    words = g.stems_of(text)
+    return sum(1 for k in {g.stem(k) for k in keywords} if k in words)
 
 
 def entities_in(text: str) -> list[str]:
@@ -204,32 +184,28 @@ _VAGUE = frozenset(
 
 
 def _topic(words: list[str], topics: dict[str, list[str]]) -> str:
-    stems = {stem(w) for w in words}
+    stems = {g.stem(w) for w in words}
     best, best_key = "general", (0, 0)
     for topic, keys in topics.items():
-        hits = sum(1 for k in keys if stem(k) in stems)
+        hits = sum(1 for k in keys if g.stem(k) in stems)
         if hits and (hits, topic.count(".")) > best_key:
             best, best_key = topic, (hits, topic.count("."))
     if best != "general":  # prefer the most specific topic that also matched
         for topic, keys in topics.items():
-            if topic.startswith(best + ".") and any(stem(k) in stems for k in keys):
+            if topic.startswith(best + ".") and any(g.stem(k) in stems for k in keys):
                 best = topic
     return best
 
 
 _THERE = re.compile(r"\b(?:there|that\s+place|that\s+city)\b(?!\s+(?:is|are|was|were)\b)", re.IGNORECASE)
 _PLACE = re.compile(r"\b(?:to|in|at|from|visit|visiting|near)\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)*)")
-_NOT_PLACE = frozenset(
-    """January February March April May June July August September October November December
-    Monday Tuesday Wednesday Thursday Friday Saturday Sunday I""".split()
-)
 
 
 def _latest_place(turns: list[t.PriorTurn]) -> tuple[str, t.PriorTurn] | None:
     """The place the newest earlier turn names ("a trip to Rome in May" → Rome)."""
     for turn in reversed(turns):
         for text in (turn.query, turn.answer):
-            places = [m.group(1) for m in _PLACE.finditer(text) if m.group(1) not in _NOT_PLACE]
+            places = [m.group(1) for m in _PLACE.finditer(text) if m.group(1) not in g.NOT_NAMES]
             if places:
                 return places[-1] if text is turn.query else places[0], turn
     return None
@@ -239,7 +215,7 @@ def _latest_subject(turns: list[t.PriorTurn]) -> tuple[str, t.PriorTurn] | None:
     """The thing the newest earlier turn was about (its subject or what it referred to)."""
     for turn in reversed(turns):
         target = turn.subject or (turn.content_reference.title if turn.content_reference else None)
-        if target and target not in _NOT_PLACE:
+        if target and target not in g.NOT_NAMES:
             return target, turn
     return None
 
@@ -258,8 +234,8 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
         named = _NAMED.match(match.group(0))
         if named and named.group(1).lower() not in _VAGUE:
             # "that desk" names its referent: the latest subject stands for it only if it is one
-            noun = stem(named.group(1))
-            if found is None or noun not in {stem(w) for w in query_terms(found[0])}:
+            noun = g.stem(named.group(1))
+            if found is None or noun not in {g.stem(w) for w in query_terms(found[0])}:
                 match = None
     if match and len(query.split()) <= 14 and not stated:
         references = [match.group(0)]
@@ -288,7 +264,7 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
         kind = "recall"
     elif status == "resolved":
         kind = "followup"
-    elif _COMMERCE & set(resolved_words) or PRICE.search(query) or "how much" in query.lower():
+    elif _COMMERCE & set(resolved_words) or g.PRICE.search(query) or "how much" in query.lower():
         kind = "commerce"
     else:
         kind = "question"
@@ -312,6 +288,13 @@ def analyze_query(data: t.AnalyzeIn) -> t.AnalyzeOut:
 # --- phase 1: reflect -----------------------------------------------------------------------
 
 STATEMENTS = ("preference_statement", "fact_statement")
+# What a query of each kind is for (said of its subject), and where its answer lies.
+_PURPOSES = {
+    **dict.fromkeys(STATEMENTS, ("Tell the assistant about themselves ({})", ["user_memory"])),
+    "recall": ("Recall what was said about {}", ["prior_turns", "user_memory"]),
+    "followup": ("Follow up on {}", ["prior_turns"]),
+    "commerce": ("Find buying information for {}", ["prior_turns", "research"]),
+}
 
 
 def reflect(data: t.ReflectIn) -> t.ReflectOut:
@@ -339,19 +322,10 @@ def reflect(data: t.ReflectIn) -> t.ReflectOut:
             reasoning="the query names nothing to look up or act on",
             clarification_question="I found no topic in your message: what should I look into?",
         )
-    needs: list[str] = []
-    if a.query_type in STATEMENTS:
-        purpose = f"Tell the assistant about themselves ({subject})"
-        needs.append("user_memory")
-    elif a.query_type == "recall":
-        purpose, needs = f"Recall what was said about {subject}", ["prior_turns", "user_memory"]
-    elif a.query_type == "followup":
-        title = a.content_reference.title if a.content_reference else subject
-        purpose, needs = f"Follow up on {title}", ["prior_turns"]
-    elif a.query_type == "commerce":
-        purpose, needs = f"Find buying information for {subject}", ["prior_turns", "research"]
-    else:
-        purpose, needs = f"Get information about {subject}", ["prior_turns", "knowledge"]
+    if a.query_type == "followup" and a.content_reference:
+        subject = a.content_reference.title
+    purpose, sources = _PURPOSES.get(a.query_type, ("Get information about {}", ["prior_turns", "knowledge"]))
+    needs = [*sources]
     lowered = data.query.lower()
     if "how much" in lowered or {"price", "cost", "costs", "prices"} & set(a.keywords):
         needs.append("price")
@@ -361,7 +335,7 @@ def reflect(data: t.ReflectIn) -> t.ReflectOut:
         decision="PROCEED",
         confidence=0.85 if a.keywords[1:] else 0.7,
         reasoning=f"clear {a.query_type} with keywords {', '.join(a.keywords[:5])}",
-        user_purpose=purpose,
+        user_purpose=purpose.format(subject),
         data_requirements=list(dict.fromkeys(needs)),
     )
 
@@ -436,14 +410,10 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
 
 # --- phases 3-4: plan, call_tools ---------------------------------------------------------
 
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|we|us|our)\b", re.I)  # "i'm", "we're" too
 _CLAUSES = re.compile(
-    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!;?])\s+|"
-    r"\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)",
-    re.IGNORECASE,
+    g.NOT_ABBREVIATED + r"(?<=[.!;?])\s+|\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)", re.IGNORECASE
 )
-
-
-_OWN = re.compile(r"\b(?:my|our|i|i'm|i've|we|we're)\b", re.IGNORECASE)
 
 
 def _statement_candidates(query: str, topic: str, keywords: list[str], today: str) -> list[t.CandidateDraft]:
@@ -455,7 +425,7 @@ def _statement_candidates(query: str, topic: str, keywords: list[str], today: st
         sentence = sentence.strip().rstrip(".!;")
         if not sentence or g.is_question(sentence) or URL.search(sentence):
             continue
-        if PRICE.search(sentence) and not _OWN.search(sentence):
+        if g.PRICE.search(sentence) and not _FIRST_PERSON.search(sentence):
             continue
         is_pref = bool(re.search(PREFERENCE, sentence))
         is_plan = not is_pref and bool(re.search(PLAN, sentence))
@@ -483,7 +453,7 @@ def plan(data: t.PlanIn) -> t.PlanOut:
     if question and data.query_type not in ("greeting", "feedback"):
         needs_price, fresh = "price" in data.data_requirements, "fresh_data" in data.data_requirements
         can_research = "internet_research" in tools
-        unpriced = needs_price and not PRICE.search(data.context_text)  # §2 cannot answer it
+        unpriced = needs_price and not g.PRICE.search(data.context_text)  # §2 cannot answer it
         if data.attempt == 0 and found and not (can_research and (fresh or unpriced)):
             todos.append("Answer from the gathered context (§2)")
         else:
@@ -537,9 +507,6 @@ def _to_user(text: str) -> str:
     return text
 
 
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|we|us|our)\b", re.I)
-
-
 def _own_words(fact: t.FactView) -> str:
     """A taste or identity the user saved in their own words ("I prefer aisle seats") in
     the stored form `_to_user` says to them ("Prefers aisle seats"); any other text as it
@@ -561,6 +528,8 @@ def _said(fact: t.FactView) -> str:
     return text
 
 
+# A statement that says no: its lead ("Does not like", "Dislikes") or a negation in it.  The
+# checks refuse a "yes" from any statement with a negative word; a "no" is said only of these.
 _NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|^dislikes\b|\bhates?\b", re.I)
 
 

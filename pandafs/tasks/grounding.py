@@ -298,7 +298,12 @@ def _lead_slot(text: str) -> Slot | None:
 
 
 _TASTES = frozenset({"prefers", "likes"})
-stem = lru_cache(maxsize=65536)(_index_stem)  # the index's English stem
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The index's own stem (`en_stem`), so "likes" and "like" meet, as they do in search."""
+    return _index_stem(word) or word.lower()
 
 
 def asked_slots(query: str) -> set[str]:
@@ -744,7 +749,8 @@ def requested_kind(query: str) -> str:
 
 
 _CAPITAL = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
-_NOT_NAME = frozenset(
+# Capitalised words that name nothing (days and months are no name and no place).
+NOT_NAMES = frozenset(
     """I I'm I've I'd The A An From About You Your My It Its This That These Those And But Or
     Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
     Is Has Will Planning Going I'll Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
@@ -754,7 +760,7 @@ _NOT_NAME = frozenset(
 
 
 def _names(text: str) -> set[str]:
-    runs = ([w for w in m.group(0).split() if w not in _NOT_NAME] for m in _CAPITAL.finditer(text))
+    runs = ([w for w in m.group(0).split() if w not in NOT_NAMES] for m in _CAPITAL.finditer(text))
     return {" ".join(words).lower() for words in runs if words}
 
 
@@ -908,11 +914,12 @@ def about_focus(focus: tuple[str, ...], text: str, key: str, query: str) -> bool
 # --- answer checks --------------------------------------------------------------------------
 
 
-# Sentence ends, but not after an honorific or a Latin abbreviation ("Dr. Berg").
-_CLAUSE_END = re.compile(
+# Not after an honorific or a Latin abbreviation ("Dr. Berg"): where a sentence may end.
+NOT_ABBREVIATED = (
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<!\bvs\.)"
-    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?;])\s+|\s+—\s+"
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)"
 )
+_CLAUSE_END = re.compile(NOT_ABBREVIATED + r"(?<=[.!?;])\s+|\s+—\s+")
 
 
 def answer_checks(

@@ -30,7 +30,8 @@ def test_the_offline_rules_stem_words_as_the_index_does() -> None:
     """A word and its -s / -es form meet, as they do in search ("likes" ~ "like", "prices" ~
     "price"): the light stemmer used before cut "likes" to "lik" and "like" to "like"."""
     from indexers.words import stem as index_stem
-    from pandafs.llm.offline import stem, stems_overlap
+    from pandafs.llm.offline import stems_overlap
+    from pandafs.tasks.grounding import stem
 
     assert stems_overlap(["like", "tea"], "alice likes tea") == 2
     assert stems_overlap(["price", "place"], "the prices of both places") == 2
@@ -119,3 +120,40 @@ def test_the_pipelines_own_non_answers_are_never_facts(text: str, non_answer: bo
     from pandafs.tasks.grounding import is_non_answer
 
     assert is_non_answer(text) is non_answer
+
+
+def test_a_statement_with_an_example_in_it_is_staged_whole() -> None:
+    """A sentence ends at a full stop, but not at the one of "e.g.", "i.e." or "vs.": the
+    offline rules split a message into statements the way the answer checks split clauses."""
+    from pandafs.llm.offline import RULES
+    from pandafs.tasks import schemas as t
+
+    query = "I love spicy food, e.g. Thai curries. I live in Oslo."
+    plan = RULES["plan"](t.PlanIn(query=query, resolved_query=query, query_type="preference_statement"))
+    assert [d.content for d in plan.memory_candidates] == [
+        "Likes spicy food, e.g. Thai curries",
+        "Lives in Oslo",
+    ]
+
+
+def test_a_price_in_the_gathered_context_is_any_price_the_checks_accept() -> None:
+    """ "4500 kr" answers "how much" for the answer checks (`grounding.PRICE`), so the planner
+    answers from §2 instead of calling internet research for a price it already holds."""
+    from pandafs.llm.offline import RULES
+    from pandafs.tasks import schemas as t
+    from pandafs.tasks.grounding import has_requested
+
+    query = "how much was the sofa?"
+    context = "The sofa cost 4500 kr at IKEA."
+    tools = [t.ToolSpec(name=name, description="") for name in ("internet_research", "search_memory")]
+    data = t.PlanIn(
+        query=query,
+        resolved_query=query,
+        query_type="commerce",
+        data_requirements=["price"],
+        context_meta=[{"count": 1}],
+        context_text=context,
+        tools=tools,
+    )
+    assert has_requested("price", context, query)
+    assert RULES["plan"](data).tool_requests == []
