@@ -17,9 +17,11 @@ import logging
 import os
 import re
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC
 from importlib.metadata import version
+from itertools import islice
 from typing import Any, TypeVar
 
 import httpx
@@ -85,22 +87,13 @@ def _extract_json(text: str) -> object:
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
-        try:
+        with suppress(ValueError):
             return json.loads(candidate)
-        except ValueError:
-            pass
-        start = candidate.find("{")
-        for _ in range(_MAX_JSON_STARTS):
-            if start == -1:
-                break
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except ValueError:
-                pass
-            else:
+        for brace in islice(re.finditer("{", candidate), _MAX_JSON_STARTS):
+            with suppress(ValueError):
+                value, _ = decoder.raw_decode(candidate, brace.start())
                 if isinstance(value, dict):
                     return value
-            start = candidate.find("{", start + 1)
     if not text.strip():
         raise ValueError("the reply was empty")
     raise ValueError("no JSON object found in the reply")
@@ -317,34 +310,27 @@ class OpenAIChat:
             },
             {"role": "user", "content": user},
         ]
-        text, usage = self._chat_structured(role, messages, output)
-        try:
-            return parse_reply(text, output), usage
-        except ValueError as exc:
-            problem = str(exc)
-        messages += [
-            {"role": "assistant", "content": text},
-            {
-                "role": "user",
-                "content": (
-                    f"Your reply was not valid: {problem}. Reply again with only the "
-                    "corrected JSON object matching the schema, no prose and no code fences."
-                ),
-            },
-        ]
-        text, more = self._chat_structured(role, messages, output)
-        usage += more
-        try:
-            return parse_reply(text, output), usage
-        except ValueError as exc:
-            raise LLMOutputError(
-                role=role,
-                model=self.model_for(role),
-                schema=output.__name__,
-                raw=text,
-                validation=str(exc),
-                usage=usage,
-            ) from exc
+        usage = Usage()
+        for _ in range(2):
+            text, more = self._chat_structured(role, messages, output)
+            usage += more
+            try:
+                return parse_reply(text, output), usage
+            except ValueError as exc:
+                problem = str(exc)
+            correction = (
+                f"Your reply was not valid: {problem}. Reply again with only the "
+                "corrected JSON object matching the schema, no prose and no code fences."
+            )
+            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": correction}]
+        raise LLMOutputError(
+            role=role,
+            model=self.model_for(role),
+            schema=output.__name__,
+            raw=text,
+            validation=problem,
+            usage=usage,
+        )
 
     def _chat_structured(
         self, role: str, messages: list[dict[str, Any]], output: type[BaseModel]

@@ -16,10 +16,6 @@ class Usage:
     calls: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
         return Usage(
-            self.tokens_in + other.tokens_in,
-            self.tokens_out + other.tokens_out,
-            self.calls + other.calls,
+            self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out, self.calls + other.calls
         )
