@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import secrets
 import stat
@@ -260,18 +261,12 @@ def _markdown(base: Path) -> Iterator[Path]:
 
 def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
     """Rewrite turn links in the files PandaFS writes for `users`; returns what changed."""
-    state: dict[TurnKey, Literal["live", "archived"] | None] = {}
 
+    @functools.cache
     def where(user: str, turn: str) -> Literal["live", "archived"] | None:
-        key = (user, turn)
-        if key not in state:
-            if (turn_folder(vault, key) / "context.md").is_file():
-                state[key] = "live"
-            elif stub_file(vault, key).is_file():
-                state[key] = "archived"
-            else:
-                state[key] = None
-        return state[key]
+        if (turn_folder(vault, (user, turn)) / "context.md").is_file():
+            return "live"
+        return "archived" if stub_file(vault, (user, turn)).is_file() else None
 
     changed: list[str] = []
 
