@@ -81,29 +81,17 @@ def required_fields_for(query: str, keywords: Sequence[str] = ()) -> tuple[str, 
 
 
 class ResearchTool:
-    """Run `internet.research` calls.  Close it (or use `with`)."""
+    """Run `internet.research` calls (each with its own HTTP client, closed when it returns)."""
 
     def __init__(
         self, config: ResearchConfig, *, reliability: Callable[[str], float | None] | None = None
     ) -> None:
         self.config = config
-        self._fetcher: PoliteFetcher | None = None
         self._reliability = reliability
 
     @property
     def available(self) -> bool:
         return bool(self.config.search_url)
-
-    def close(self) -> None:
-        if self._fetcher is not None:
-            self._fetcher.close()
-            self._fetcher = None
-
-    def __enter__(self) -> ResearchTool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def run(
         self,
@@ -122,20 +110,20 @@ class ResearchTool:
             return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
         validate_user_id(user)
         required = required_fields_for(query, keywords)
-        fetcher = self._fetcher = self._fetcher or PoliteFetcher(self.config)
-        try:
-            hits = fetcher.search(query)
-        except SearchFailed as exc:
-            result = ResearchResult(
-                available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
-            )
-            write_record(turn_dir, result, [], user, topic, keywords, now, root=root, markdown=False)
-            return result
+        with PoliteFetcher(self.config) as fetcher:
+            try:
+                hits = fetcher.search(query)
+            except SearchFailed as exc:
+                result = ResearchResult(
+                    available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
+                )
+                write_record(turn_dir, result, [], user, topic, keywords, now, root=root, markdown=False)
+                return result
 
-        candidates, skipped = self._rank(hits)
-        usable = [c for c in candidates if c.status != "skipped"]
-        chosen = usable[: self.config.max_results]
-        pages = self._fetch_all(fetcher, [c.hit.url for c in chosen])
+            candidates, skipped = self._rank(hits)
+            usable = [c for c in candidates if c.status != "skipped"]
+            chosen = usable[: self.config.max_results]
+            pages = self._fetch_all(fetcher, [c.hit.url for c in chosen])
 
         result = ResearchResult(available=True, query=query, skipped_domains=skipped)
         for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):

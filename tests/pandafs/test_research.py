@@ -323,15 +323,14 @@ def run_tool(
     config: ResearchConfig | None = None,
     reliability: Callable[[str], float | None] | None = None,
 ) -> ResearchResult:
-    with ResearchTool(config or make_config(web), reliability=reliability) as tool:
-        return tool.run(
-            query,
-            layout.turn_dir("alice", turn),
-            user="alice",
-            topic="electronics.laptop",
-            keywords=["laptop", "gaming"],
-            now=NOW,
-        )
+    return ResearchTool(config or make_config(web), reliability=reliability).run(
+        query,
+        layout.turn_dir("alice", turn),
+        user="alice",
+        topic="electronics.laptop",
+        keywords=["laptop", "gaming"],
+        now=NOW,
+    )
 
 
 def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, layout: Layout) -> None:
@@ -460,8 +459,9 @@ def test_more_reliable_domains_are_fetched_first(web: WebFixtures, layout: Layou
 
 def test_unconfigured_search_url_is_unavailable(tmp_path: Path) -> None:
     turn_dir = tmp_path / "users" / "alice" / "turns" / "turn_000001"
-    with ResearchTool(ResearchConfig()) as tool:
-        result = tool.run("laptops", turn_dir, user="alice", topic="t", keywords=[], now=NOW)
+    result = ResearchTool(ResearchConfig()).run(
+        "laptops", turn_dir, user="alice", topic="t", keywords=[], now=NOW
+    )
     assert result.available is False
     assert result.summary == NOT_CONFIGURED
     assert "set [research] search_url in pandafs.toml" in NOT_CONFIGURED
@@ -525,10 +525,9 @@ def test_find_visits_never_follows_a_link(web: WebFixtures, layout: Layout, tmp_
     """A link in alice's turns — to bob's turn, to a folder outside the vault, or a linked
     cache, visit folder or manifest inside her own turn — brings no visit back."""
     bob = layout.turn_dir("bob", "turn_000001")
-    with ResearchTool(make_config(web)) as tool:
-        tool.run(
-            "cheap gaming laptop price", bob, user="bob", topic="electronics.laptop", keywords=[], now=NOW
-        )
+    ResearchTool(make_config(web)).run(
+        "cheap gaming laptop price", bob, user="bob", topic="electronics.laptop", keywords=[], now=NOW
+    )
     outside = tmp_path / "outside"
     shutil.copytree(bob, outside)
     turns = layout.turns_dir("alice")
