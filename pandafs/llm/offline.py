@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from events.layout import TURN_KINDS
-from events.schema import ContentReference, GateResult, ToolRequest
+from events.schema import ContentReference, GateResult, Outcome, ToolRequest
 from indexers.words import query_terms
 
 from ..tasks import grounding as g
@@ -380,8 +380,7 @@ def _key_facts(keywords: list[str], text: str) -> list[str]:
 
 def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
     keywords = data.keywords
-    out = t.SynthesizeContextOut()
-    out.memory = list(data.memory)
+    out = t.SynthesizeContextOut(memory=list(data.memory))
     covered: set[str] = set()
     for doc in data.documents:
         facts = _key_facts(keywords, doc.text)
@@ -640,9 +639,7 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
             parts.append(" ".join(said))
         elif not data.requested:
             parts.append(f"I don't have anything in memory about {subject} yet.")
-        for fact in picked:
-            if fact.n and fact.doc_id not in citations:
-                citations.append(fact.doc_id)
+        citations = list(dict.fromkeys(fact.doc_id for fact in picked if fact.n))
     return t.AnswerOut(answer=" ".join(parts).strip() or "Noted.", citations=citations)
 
 
@@ -665,23 +662,20 @@ def validate(data: t.ValidateIn) -> t.ValidateOut:
     checks += data.checks
     failed = {c.gate: c for c in data.checks if not c.passed}
     last = data.attempt + 1 >= data.max_attempts
+    decision: Outcome
+    revise: Outcome = "FAIL" if last else "REVISE"
     if not present:
-        return t.ValidateOut(decision="FAIL", reasons=["the answer is empty"], checks=checks)
-    if ungrounded or bad:
-        reasons = [f"claims not found in the sources: {', '.join(ungrounded + bad)}"]
-        return t.ValidateOut(decision="FAIL" if last else "REVISE", reasons=reasons, checks=checks)
-    if "consistent_with_memory" in failed:
-        reasons = [f"contradicts memory: {failed['consistent_with_memory'].detail}"]
-        return t.ValidateOut(decision="FAIL" if last else "REVISE", reasons=reasons, checks=checks)
-    if "requested_data" in failed:
-        reasons = [f"the answer lacks the {data.requested or 'answer'} that was asked for"]
-        retry = not last and not data.tools_tried
-        return t.ValidateOut(decision="RETRY" if retry else "FAIL", reasons=reasons, checks=checks)
-    return t.ValidateOut(
-        decision="APPROVE",
-        reasons=["grounded in the cited sources" if cited else "no unsupported claims"],
-        checks=checks,
-    )
+        decision, reason = "FAIL", "the answer is empty"
+    elif ungrounded or bad:
+        decision, reason = revise, f"claims not found in the sources: {', '.join(ungrounded + bad)}"
+    elif "consistent_with_memory" in failed:
+        decision, reason = revise, f"contradicts memory: {failed['consistent_with_memory'].detail}"
+    elif "requested_data" in failed:
+        decision = "RETRY" if not last and not data.tools_tried else "FAIL"
+        reason = f"the answer lacks the {data.requested or 'answer'} that was asked for"
+    else:
+        decision, reason = "APPROVE", "grounded in the cited sources" if cited else "no unsupported claims"
+    return t.ValidateOut(decision=decision, reasons=[reason], checks=checks)
 
 
 # --- save: the turn's summary -------------------------------------------------------------
@@ -691,11 +685,11 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
     first = sentences(data.answer)[:1]
     summary = f"Asked: {data.resolved_query[:140]}" + "".join(f" — answered: {s[:160]}" for s in first)
     answer_entities = entities_in(data.answer)
-    subject = None
-    for name in answer_entities:  # the most specific name the answer gives for what was asked
-        if any(e.lower() in name.lower() for e in data.entities) or stems_overlap(data.keywords, name):
-            if subject is None or len(name) > len(subject):
-                subject = name
+    asked = [e.lower() for e in data.entities]
+    named = [
+        n for n in answer_entities if any(e in n.lower() for e in asked) or stems_overlap(data.keywords, n)
+    ]
+    subject = max(named, key=len, default=None)  # the most specific name the answer gives for what was asked
     if subject is None and data.entities:
         subject = max(data.entities, key=len)
     if subject is None and answer_entities and g.is_question(data.query):
@@ -705,17 +699,9 @@ def summarize_turn(data: t.SummarizeIn) -> t.SummarizeOut:
 
 # --- the backend --------------------------------------------------------------------------
 
-RULES: dict[str, Callable[[Any], BaseModel]] = {
-    "call_tools": call_tools,
-    "analyze_query": analyze_query,
-    "reflect": reflect,
-    "plan_retrieval": plan_retrieval,
-    "synthesize_context": synthesize_context,
-    "plan": plan,
-    "answer": answer,
-    "validate": validate,
-    "summarize_turn": summarize_turn,
-}
+# Each task's rule, under the task's name.
+_PHASES = (analyze_query, reflect, plan_retrieval, synthesize_context, plan, call_tools, answer, validate)
+RULES: dict[str, Callable[[Any], BaseModel]] = {rule.__name__: rule for rule in (*_PHASES, summarize_turn)}
 
 
 @lru_cache(maxsize=64)
