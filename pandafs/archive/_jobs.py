@@ -289,16 +289,13 @@ def restore_turns(
     wanted = None if ids is None else list(dict.fromkeys(parse_turn_id(i) for i in ids))
     with archive_lock(vault):
         report.recovered = recover(vault, memory)
-        keys: list[TurnKey] = []
-        for key in all_stubs(vault) if wanted is None else wanted:
-            if stub_file(vault, key).exists():
-                keys.append(key)
-            elif turn_folder(vault, key).is_dir():
-                report.skipped.append({"doc_id": "/".join(key), "reason": "not archived (live)"})
-            else:
-                raise BadInput(f"no turn {'/'.join(key)} in {vault.root} (live or archived)")
         entries: list[tuple[str, TurnKey]] = []
-        for key in keys:
+        for key in all_stubs(vault) if wanted is None else wanted:
+            if not stub_file(vault, key).exists():
+                if not turn_folder(vault, key).is_dir():
+                    raise BadInput(f"no turn {'/'.join(key)} in {vault.root} (live or archived)")
+                report.skipped.append({"doc_id": "/".join(key), "reason": "not archived (live)"})
+                continue
             try:
                 entries.append((read_stub(vault, *key).archive_file, key))
             except ArchiveError as exc:

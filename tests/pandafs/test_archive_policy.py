@@ -303,6 +303,8 @@ def test_restore_cli_and_turn_numbers_are_never_reused(
     assert cli("--root", vault.root, "restore").code == 2
     assert cli("--root", vault.root, "restore", "alice/turn_000001", "--all").code == 2
     assert cli("--root", vault.root, "restore", "alice/turn_000099").code == 2
+    assert cli("--root", vault.root, "restore", "alice/turn_000003", "alice/turn_000099").code == 2
+    assert "alice/turn_000003" in _stub_ids(vault)  # a bad id among good ones: nothing is restored
     assert cli("--root", vault.root, "archive", "--now", "yesterday").code == 2
     got = cli("--root", vault.root, "restore", "alice/turn_000003", "--json")
     assert got.code == 0 and got.json["restored"] == 1 and got.json["turns"] == ["alice/turn_000003"]
