@@ -160,12 +160,8 @@ def server_message(response: httpx.Response) -> str:
             message = error
         if message is None:
             message = body.get("message") or body.get("detail")
-    if not message:
-        message = response.text or response.reason_phrase or "no message"
-    text = " ".join(str(message).split())
-    if len(text) > _MAX_DETAIL_CHARS:
-        text = text[: _MAX_DETAIL_CHARS - 1] + "…"
-    return text
+    text = " ".join(str(message or response.text or response.reason_phrase or "no message").split())
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 1] + "…"
 
 
 def retry_after(response: httpx.Response) -> float | None:

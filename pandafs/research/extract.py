@@ -223,11 +223,6 @@ class PageParser(HTMLParser):
         if tag == "h1":  # its text is kept as the property "h1"
             self._captures.append(_Capture(tag, None, name="h1"))
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in VOID_TAGS:
-            self.handle_endtag(tag)
-
     def handle_endtag(self, tag: str) -> None:
         if tag == "script" and self._jsonld_parts is not None:
             self.jsonld.append("".join(self._jsonld_parts))
