@@ -90,15 +90,14 @@ class ArchiveReport:
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
-        rate = self.archived / self.seconds if self.seconds else 0.0
         share = self.parquet_bytes / self.bytes_before if self.bytes_before else 0.0
-        return {
-            **asdict(self),
-            "eligible": len(self.turns),
-            "parquet_share": round(share, 4),
-            "seconds": round(self.seconds, 3),
-            "turns_per_s": round(rate, 1),
-        }
+        return _timed(self, self.archived, eligible=len(self.turns), parquet_share=round(share, 4))
+
+
+def _timed(report: ArchiveReport | RestoreReport, moved: int, **more: Any) -> dict[str, Any]:
+    """A job's report as JSON, its seconds rounded and the turns it moved per second beside them."""
+    rate = moved / report.seconds if report.seconds else 0.0
+    return {**asdict(report), **more, "seconds": round(report.seconds, 3), "turns_per_s": round(rate, 1)}
 
 
 def archive_turns(
@@ -360,8 +359,7 @@ class RestoreReport:
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
-        rate = self.restored / self.seconds if self.seconds else 0.0
-        return {**asdict(self), "seconds": round(self.seconds, 3), "turns_per_s": round(rate, 1)}
+        return _timed(self, self.restored)
 
 
 def restore_entries(vault: Vault, items: list[dict[str, str]], job: str, report: RestoreReport) -> list[str]:

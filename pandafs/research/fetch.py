@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -299,9 +299,7 @@ def _text(value: object) -> str:
 def _canonical(url: str) -> str:
     """Comparable form of a URL: no fragment, lower-case scheme and host."""
     parts = urlsplit(url)
-    path = parts.path or "/"
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}{query}"
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, ""))
 
 
 def _decode(data: bytes, charset: str | None) -> str:
