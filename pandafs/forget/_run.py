@@ -377,6 +377,7 @@ class _Plan:
     matcher: Matcher
     own: list[str]
     targets: list[str]
+    asked: str
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -387,6 +388,7 @@ class _Plan:
             "matcher": self.matcher.as_json(),
             "own": [self.matcher.hash(o) for o in self.own],
             "targets": len(self.targets),
+            "asked": self.matcher.hash(self.asked),
         }
 
 
@@ -430,22 +432,21 @@ def forget(
     now = now or utcnow()
     with _forget_lock(vault, user):
         user_files(vault, user)  # a file it could not name refuses the forget before it starts
-        resumed = [] if dry_run else _resume_user(vault, user, now)
-        try:
+        finished = None if dry_run else _resume_user(vault, user, now)
+        resumed = [str(finished["forget_id"])] if finished else []
+        if finished and _asks_again(finished, query_or_id):
+            report = ForgetReport(user, resumed[0], dry_run, resumed=resumed)
+        else:
             targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
             own = [o for t in targets for o in t.own]
             _choose_words(vault, user, matcher, candidates, own)
             labels = [t.label for t in targets]
-            plan = _Plan(user, by or user, kind, secrets.token_hex(8), matcher, own, labels)
+            plan = _Plan(
+                user, by or user, kind, secrets.token_hex(8), matcher, own, labels, query_or_id.strip()
+            )
             files, archived = _changes(vault, plan)
             if not files and not archived:
                 raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
-        except BadInput:
-            if not resumed:
-                raise
-            # run again after `Busy`: the forget just finished was this one, and nothing is left
-            report = ForgetReport(user, resumed[-1], dry_run, resumed=resumed)
-        else:
             files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
             files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
             words = len(matcher.words)
@@ -471,16 +472,23 @@ def resume_pending(vault: Vault, now: datetime | None = None) -> list[str]:
     return done
 
 
-def _resume_user(vault: Vault, user: str, now: datetime) -> list[str]:
+def _asks_again(intent: dict[str, Any], query_or_id: str) -> bool:
+    """Is this the forget `intent` describes, run again as `Busy` said? (Then finishing it is
+    the whole run: an entry named by its number must not go on to the entry now numbered so.)"""
+    return intent.get("asked") == Matcher.from_json(intent["matcher"]).hash(query_or_id.strip())
+
+
+def _resume_user(vault: Vault, user: str, now: datetime) -> dict[str, Any] | None:
+    """Finish the forget `user`'s intent describes; its intent (None: there was none)."""
     rel = vault.rel(intent_path(vault, user))
     try:
-        intent = orjson.loads(read_vault_file(vault.root, rel)[0])
+        intent: dict[str, Any] = orjson.loads(read_vault_file(vault.root, rel)[0])
     except FileNotFoundError:
-        return []
+        return None
     except (orjson.JSONDecodeError, OSError, NotInVault) as exc:
         raise BadInput(f"{rel} cannot be read ({exc.__class__.__name__}); a forget cannot finish") from None
     _run(vault, intent, now)
-    return [str(intent.get("forget_id"))]
+    return intent
 
 
 def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:

@@ -181,3 +181,45 @@ def test_run_again_after_busy_finishes_the_forget_and_says_so(told: Vault, asked
     assert _alice_files(told.root, "flowerpot") == []
     with pytest.raises(BadInput, match="nothing to forget|no memory"):
         forget(told, asked, "alice")  # once finished, there is nothing to forget
+
+
+def _busy_forget(vault: Vault, asked: str, word: str) -> None:
+    """`forget(asked)` stopped by a turn log holding `word` that its writer has (`Busy`)."""
+    import fcntl
+    import os
+
+    from pandafs.errors import Busy
+
+    held = next(p for p in _alice_files(vault.root, word) if p.endswith("events.jsonl") and "/turns/" in p)
+    fd = os.open(vault.root / held, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(Busy, match="again to finish"):
+            forget(vault, asked, "alice")
+    finally:
+        os.close(fd)
+    assert intent_path(vault, "alice").exists()
+
+
+def test_another_query_after_a_busy_forget_finishes_it_and_is_answered_for_itself(told: Vault) -> None:
+    """Words that nothing holds are 'nothing to forget' (exit 2), also in the run that
+    finishes an interrupted forget of other words."""
+    _busy_forget(told, "flowerpot", "flowerpot")
+    with pytest.raises(BadInput, match="nothing to forget"):
+        forget(told, "zebraphone", "alice")
+    assert not intent_path(told, "alice").exists()
+    assert _alice_files(told.root, "flowerpot") == []
+
+
+def test_an_entry_by_number_run_again_after_busy_forgets_only_that_entry(told: Vault) -> None:
+    """Run again, `preferences#1` finishes the forget of the entry it named; it does not go on
+    to forget the entry that has become number 1 since."""
+    memory = Memory(told)
+    memory.save("Drinks green tea every morning", user="alice", doc_type="preference")
+    with Pipeline(told, memory=memory) as pipeline:
+        pipeline.ask("Do I like hiking in the hills?", user="alice")
+    _busy_forget(told, "alice/preferences#1", "hiking")
+    report = forget(told, "alice/preferences#1", "alice")
+    assert report.resumed and report.ok
+    assert _alice_files(told.root, "hiking") == []
+    assert "green tea" in (told.root / "users/alice/preferences.md").read_text()
