@@ -32,9 +32,13 @@ from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck, link_no_replace
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query_candidate, validate_query
 
+ADOPT_PROBE_MISSES = 16
+"""`find_turn` stops probing after this many missing turn folders in a row."""
+
 
 class Inbox:
-    """Claims, answers and files away the query files of `inbox/` (one `Inbox` per thread)."""
+    """Claims, answers and files away the query files of `inbox/`, starting each claim's turn
+    exactly once (one `Inbox` per thread)."""
 
     def __init__(
         self,
@@ -61,9 +65,6 @@ class Inbox:
         # each step tells `_checkpoint` (looked up when called: tests replace it) what is durable
         self.claims = ClaimFolders(
             vault, lock_wait_s=lock_wait_s, log=self._log, checkpoint=lambda step: self._checkpoint(step)
-        )
-        self.turns = TurnStarts(
-            vault, lambda: self.pipeline, log=self._log, checkpoint=lambda step: self._checkpoint(step)
         )
 
     @property
@@ -276,7 +277,7 @@ class Inbox:
                 "before it was answered (by hand?); nothing more can be done with it",
                 recovered=recovered,
             )
-        turn, _ = self.turns.find_turn(plan)
+        turn, _ = self.find_turn(plan)
         return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
 
     def _indexed_again(self, user: str, turn: str | None) -> str | None:
@@ -318,7 +319,7 @@ class Inbox:
         assert plan.user is not None and plan.answer is not None
         user = plan.user
         answer_tmp = claim / ANSWER
-        turn, empties = self.turns.find_turn(plan)
+        turn, empties = self.find_turn(plan)
         published = (
             turn is not None
             and not answer_tmp.exists()
@@ -326,13 +327,13 @@ class Inbox:
         )
         if not published:
             if turn is None:
-                turn = self.turns.start(plan, query_path, empties)
+                turn = self.start_turn(plan, query_path, empties)
             result = self.pipeline.resume(user, turn, behind=True)  # its index commit lands meanwhile
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
                 atomic_write(
                     answer_tmp,
-                    render_answer(plan, result, self.turns.read_query(plan, query_path).text),
+                    render_answer(plan, result, self.read_query(plan, query_path).text),
                     root=self.root,
                 )
             plan = self.claims.publish_planned(claim, plan, answer_tmp, "answer")
@@ -345,9 +346,99 @@ class Inbox:
         self.claims.drop(query_path)
         self._checkpoint("moved")
         # the index commit before the claim goes: killed meanwhile, the claim's next run indexes again
-        self.turns.settle_index(user, turn)
+        self.settle_index(user, turn)
         self.claims.cleanup(claim)
         return _answered(plan, turn, outcome, recovered)
+
+    def read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
+        verdict = validate_query(self.vault, plan.source, query_path)
+        if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
+            raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
+        return verdict
+
+    def find_turn(self, plan: ClaimPlan) -> tuple[str | None, list[tuple[str, Path]]]:
+        """The turn started for this plan, else (None, the empty turn folders that may be ours,
+        probed above `plan.after`: one a dead process allocated, or another writer is to fill)."""
+        assert plan.user is not None
+        turns = self.vault.layout.turns_dir(plan.user)
+        empties: list[tuple[str, Path]] = []
+        number, misses = plan.after + 1, 0
+        while misses < ADOPT_PROBE_MISSES:
+            name = turn_name(number)
+            folder = turns / name
+            number += 1
+            if not is_real_dir(folder):  # a linked folder is nobody's turn to adopt
+                misses += 1
+                continue
+            misses = 0
+            log = read_log(folder / EVENTS_FILE, root=self.root)
+            if log.records:
+                first = log.records[0]
+                data = first.get("data") or {}
+                if first.get("type") == "turn_started" and data.get("inbox_file") == plan.turn_key:
+                    return name, []
+            else:
+                empties.append((name, folder))
+        return None, empties
+
+    def start_turn(self, plan: ClaimPlan, query_path: Path, empties: list[tuple[str, Path]]) -> str:
+        """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
+        assert plan.user is not None
+        user = plan.user
+        query = self.read_query(plan, query_path)
+        planned_ns = (plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)) - 1_000_000_000
+        for turn, folder in empties:
+            try:
+                mtime = folder.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if mtime < planned_ns:
+                continue
+            with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
+                if held and self.begin(user, turn, plan, query):
+                    self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
+                    return turn
+        with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
+            self._checkpoint("allocated")
+            if not self.begin(user, turn, plan, query):
+                raise Stuck(f"{user}/{turn} was taken by another writer")
+        return turn
+
+    def begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
+        """Write `turn_started` into an empty turn folder; False if another writer has it."""
+        path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
+        started = TurnStarted(
+            query=query.text,
+            source="inbox",
+            occurred_at=query.now or self.pipeline.clock(),
+            asked_at=query.now,
+            inbox_file=plan.turn_key,
+            backend=self.pipeline.backend.name,
+        )
+        try:
+            new, moved = not path.exists(), 0
+            if not new:
+                log = read_log(path, root=self.root)
+                if log.records:
+                    return False
+                moved = repair_torn_tail(path, root=self.root) if log.torn_tail is not None else 0
+            with EventWriter(path, user=user, turn=turn, new=new, root=self.root) as writer:
+                if writer.next_seq:  # decided again under the lock: another writer started it
+                    return False
+                writer.append(started)
+                if moved:
+                    writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
+        except (FileExistsError, LogBusyError):
+            return False
+        self._checkpoint("started")
+        return True
+
+    def settle_index(self, user: str, turn: str | None) -> None:
+        """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
+        try:
+            self.pipeline.settle()
+        except Exception as exc:  # any failure of the commit is logged the same way
+            self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")
 
     def _checkpoint(self, step: str) -> None:
         """A named point between two steps (tests make a process die here)."""
@@ -515,9 +606,6 @@ def render_error(plan: ClaimPlan) -> str:
     return render_document(front, body)
 
 
-ADOPT_PROBE_MISSES = 16
-
-
 def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
     try:
         rel = vault.rel(vault.layout.turn_dir(user, turn) / "metadata.json")
@@ -526,114 +614,3 @@ def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
         return None
     value = meta.get("outcome")
     return value if isinstance(value, str) else None
-
-
-class TurnStarts:
-    """Starts each claim's turn exactly once; `checkpoint(step)` as for `ClaimFolders`."""
-
-    def __init__(
-        self,
-        vault: Vault,
-        pipeline: Callable[[], Pipeline],
-        *,
-        log: Callable[[str], None],
-        checkpoint: Callable[[str], None],
-    ) -> None:
-        self.vault = vault
-        self._pipeline = pipeline
-        self._log = log
-        self._checkpoint = checkpoint
-
-    @property
-    def pipeline(self) -> Pipeline:
-        return self._pipeline()
-
-    def read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
-        verdict = validate_query(self.vault, plan.source, query_path)
-        if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
-            raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
-        return verdict
-
-    def find_turn(self, plan: ClaimPlan) -> tuple[str | None, list[tuple[str, Path]]]:
-        """The turn started for this plan, else (None, the empty turn folders that may be ours,
-        probed above `plan.after`: one a dead process allocated, or another writer is to fill)."""
-        assert plan.user is not None
-        turns = self.vault.layout.turns_dir(plan.user)
-        empties: list[tuple[str, Path]] = []
-        number, misses = plan.after + 1, 0
-        while misses < ADOPT_PROBE_MISSES:
-            name = turn_name(number)
-            folder = turns / name
-            number += 1
-            if not is_real_dir(folder):  # a linked folder is nobody's turn to adopt
-                misses += 1
-                continue
-            misses = 0
-            log = read_log(folder / EVENTS_FILE, root=self.vault.root)
-            if log.records:
-                first = log.records[0]
-                data = first.get("data") or {}
-                if first.get("type") == "turn_started" and data.get("inbox_file") == plan.turn_key:
-                    return name, []
-            else:
-                empties.append((name, folder))
-        return None, empties
-
-    def start(self, plan: ClaimPlan, query_path: Path, empties: list[tuple[str, Path]]) -> str:
-        """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
-        assert plan.user is not None
-        user = plan.user
-        query = self.read_query(plan, query_path)
-        planned_ns = (plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)) - 1_000_000_000
-        for turn, folder in empties:
-            try:
-                mtime = folder.stat().st_mtime_ns
-            except FileNotFoundError:
-                continue
-            if mtime < planned_ns:
-                continue
-            with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
-                if held and self.begin(user, turn, plan, query):
-                    self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
-                    return turn
-        with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
-            self._checkpoint("allocated")
-            if not self.begin(user, turn, plan, query):
-                raise Stuck(f"{user}/{turn} was taken by another writer")
-        return turn
-
-    def begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
-        """Write `turn_started` into an empty turn folder; False if another writer has it."""
-        path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
-        started = TurnStarted(
-            query=query.text,
-            source="inbox",
-            occurred_at=query.now or self.pipeline.clock(),
-            asked_at=query.now,
-            inbox_file=plan.turn_key,
-            backend=self.pipeline.backend.name,
-        )
-        try:
-            new, moved = not path.exists(), 0
-            if not new:
-                log = read_log(path, root=self.vault.root)
-                if log.records:
-                    return False
-                moved = repair_torn_tail(path, root=self.vault.root) if log.torn_tail is not None else 0
-            with EventWriter(path, user=user, turn=turn, new=new, root=self.vault.root) as writer:
-                if writer.next_seq:  # decided again under the lock: another writer started it
-                    return False
-                writer.append(started)
-                if moved:
-                    writer.append(TornTailRepaired(bytes_moved=moved, moved_to="events.jsonl.torn"))
-        except (FileExistsError, LogBusyError):
-            return False
-        self._checkpoint("started")
-        return True
-
-    def settle_index(self, user: str, turn: str | None) -> None:
-        """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
-        try:
-            self.pipeline.settle()
-        except Exception as exc:  # any failure of the commit is logged the same way
-            self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")
