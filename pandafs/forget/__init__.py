@@ -1,12 +1,11 @@
 """Forgetting: take back a statement, memory or turn, everywhere, provably (docs/forgetting.md)."""
 
-from ._run import CHECKS, ForgetReport, check_pending, forget, intent_path, resume_pending
+from ._run import CHECKS, ForgetReport, forget, intent_path, resume_pending
 from .proof import Survivor, scan_user, scan_vault
 
 __all__ = [
     "CHECKS",
     "ForgetReport",
-    "check_pending",
     "Survivor",
     "forget",
     "intent_path",

@@ -56,7 +56,7 @@ from ._area import (
     user_files,
 )
 
-__all__ = ["CHECKS", "ForgetReport", "check_pending", "forget", "intent_path", "resume_pending"]
+__all__ = ["CHECKS", "ForgetReport", "forget", "intent_path", "resume_pending"]
 
 INTENT = ".forget-intent.json"
 KEEP_KEYS = frozenset(
@@ -368,35 +368,13 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
             os.close(fd)
 
 
-@dataclass
-class _Plan:
-    user: str
-    by: str
-    kind: str
-    forget_id: str
-    matcher: Matcher
-    own: list[str]
-    targets: list[str]
-    asked: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "user": self.user,
-            "by": self.by,
-            "kind": self.kind,
-            "forget_id": self.forget_id,
-            "matcher": self.matcher.as_json(),
-            "own": [self.matcher.hash(o) for o in self.own],
-            "targets": len(self.targets),
-            "asked": self.matcher.hash(self.asked),
-        }
-
-
-def _changes(vault: Vault, plan: _Plan) -> tuple[list[str], list[tuple[str, str]]]:
+def _changes(
+    vault: Vault, user: str, matcher: Matcher, own: list[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """(files that change, archived turns (part, turn) that hold it)."""
     files: list[str] = []
-    for rel in user_files(vault, plan.user):
-        if _is_own(rel, plan.own):
+    for rel in user_files(vault, user):
+        if _is_own(rel, own):
             files.append(rel)
             continue
         if rel.rsplit("/", 1)[-1] in PROJECTED and "/turns/" in rel:
@@ -406,15 +384,15 @@ def _changes(vault: Vault, plan: _Plan) -> tuple[list[str], list[tuple[str, str]
         except (OSError, NotInVault, EventsError):
             continue
         if rel.endswith("events.jsonl"):
-            if any(_redact_record_data(r, plan.matcher, False) for r in parse_log(rel, data).records):
+            if any(_redact_record_data(r, matcher, False) for r in parse_log(rel, data).records):
                 files.append(rel)
                 folder = rel.rsplit("/", 1)[0]
                 files += [
                     f"{folder}/{n}" for n in sorted(PROJECTED) if os.path.isfile(vault.root / folder / n)
                 ]
-        elif redact_file(rel, data, plan.matcher) != data:
+        elif redact_file(rel, data, matcher) != data:
             files.append(rel)
-    archived = _tainted_archived(vault, plan.user, plan.matcher, lambda folder: _is_own(folder, plan.own))
+    archived = _tainted_archived(vault, user, matcher, lambda folder: _is_own(folder, own))
     return sorted(dict.fromkeys(files)), sorted(archived)
 
 
@@ -440,21 +418,28 @@ def forget(
             targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
             own = [o for t in targets for o in t.own]
             _choose_words(vault, user, matcher, candidates, own)
-            labels = [t.label for t in targets]
-            plan = _Plan(
-                user, by or user, kind, secrets.token_hex(8), matcher, own, labels, query_or_id.strip()
-            )
-            files, archived = _changes(vault, plan)
+            files, archived = _changes(vault, user, matcher, own)
             if not files and not archived:
                 raise BadInput(f"nothing of {user} holds {query_or_id!r}: nothing to forget")
             files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
             files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
-            words = len(matcher.words)
-            report = ForgetReport(user, plan.forget_id, dry_run, plan.targets, files, words, resumed)
+            forget_id = secrets.token_hex(8)
+            labels = [t.label for t in targets]
+            report = ForgetReport(user, forget_id, dry_run, labels, files, len(matcher.words), resumed)
             if dry_run:
                 return report
-            atomic_write(intent_path(vault, user), orjson.dumps(plan.as_json()), root=vault.root)
-            _run(vault, plan.as_json(), now)
+            intent = {  # the plan in hashes: no word of what goes
+                "user": user,
+                "by": by or user,
+                "kind": kind,
+                "forget_id": forget_id,
+                "matcher": matcher.as_json(),
+                "own": [matcher.hash(o) for o in own],
+                "targets": len(targets),
+                "asked": matcher.hash(query_or_id.strip()),
+            }
+            atomic_write(intent_path(vault, user), orjson.dumps(intent), root=vault.root)
+            _run(vault, intent, now)
     from .proof import scan_user
 
     report.survivors = [s.describe() for s in scan_user(vault, user)]
@@ -651,16 +636,13 @@ def _rebuild(vault: Vault) -> None:
 
 
 def check_pending(vault: Vault, repair: bool) -> list[Problem]:
-    """A forget a killed process left half done (`forget_pending`); `--repair` finishes it."""
-    pending = [u for u in vault.layout.users() if os.path.isfile(intent_path(vault, u))]
-    problems = [
+    """A forget a killed process left half done (`forget_pending`); `verify --repair` finishes
+    it before it checks the turns (`resume_pending`), whose files it rewrites."""
+    return [
         Problem(vault.rel(intent_path(vault, u)), "forget_pending", "a forget did not finish")
-        for u in pending
+        for u in vault.layout.users()
+        if os.path.isfile(intent_path(vault, u))
     ]
-    if repair and pending:
-        resume_pending(vault)
-        return [Problem(p.path, p.kind, f"{p.message}: finished", repaired=True) for p in problems]
-    return problems
 
 
 CHECKS = (check_pending,)
