@@ -9,6 +9,7 @@ import click
 
 from indexers.errors import IndexingError
 
+from ..errors import first_line
 from ..output import echo_err, emit, json_option
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
@@ -31,8 +32,7 @@ def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) ->
         except IndexingError as exc:  # the answer stands; its turn keeps its `.indexing` mark
             unindexed = exc
     if unindexed is not None:
-        why = str(unindexed).splitlines()[0] if str(unindexed) else type(unindexed).__name__
-        echo_err(f"warning: {result.doc_id} is answered but not yet searchable ({why})")
+        echo_err(f"warning: {result.doc_id} is answered but not yet searchable ({first_line(unindexed)})")
 
     if result.failure:  # recorded as a FAIL turn; the failure is not an answer
         if as_json:

@@ -33,7 +33,7 @@ from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.layout import TURN_DIR_RE, classify, is_user_id
-from events.ledger import read_ledger, record_turn_hash
+from events.ledger import record_turn_hash
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
 from events.schema import SCHEMA_VERSION, Forgotten, parse_event
 from events.stamps import format_ts
@@ -329,7 +329,9 @@ def _rewritten_log(
 
 
 def _anchor(vault: Vault, rel: str, data: bytes) -> None:
-    """Record a rewritten turn log's new end in the user's ledger (under the log's lock)."""
+    """Record a rewritten turn log's new end in the user's ledger (under the log's lock), so
+    `verify` holds the turn to its redacted log; run on every log, rewritten now or by a
+    forget killed before it recorded the end."""
     parts = rel.split("/")
     if len(parts) != 5 or parts[0] != "users" or parts[2] != "turns" or parts[4] != "events.jsonl":
         return
@@ -359,7 +361,7 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
         new = build(raw)
         if new is not None:
             atomic_write(path, new, root=vault.root)
-        _anchor(vault, rel, raw if new is None else new)  # (again, for a forget killed before it)
+        _anchor(vault, rel, raw if new is None else new)
         return new is not None
     except (BlockingIOError, LogBusyError):  # its writer holds it
         raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
@@ -529,27 +531,10 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
         full = folder in own_turns
         changed = _replace_log(vault, rel, partial(rewrite, full=full, anchor=True))
         if changed or full or _anchored_by(vault, rel, forget_id):
-            # (a killed run may have rewritten the log, not its projections or ledger line)
-            _reanchor(vault, user, folder)
-            _project(vault, folder)
+            _project(vault, folder)  # (a killed run may have rewritten the log, not its projections)
     _rebuild(vault)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(intent_path(vault, user))
-
-
-def _reanchor(vault: Vault, user: str, folder: str) -> None:
-    """Record a rewritten turn's new end in the user's ledger (a running turn's when it completes)."""
-    turns = vault.layout.turns_dir(user)
-    turn = folder.rsplit("/", 1)[1]
-    log = parse_log(folder, read_vault_file(vault.root, f"{folder}/events.jsonl")[0])
-    if not log.records:
-        return
-    anchored = read_ledger(vault.root, turns).anchors.get(turn)
-    completed = any(r.get("type") == "turn_completed" for r in log.records)
-    if anchored is None and not completed:
-        return
-    if anchored is None or (anchored.events, anchored.last_hash) != (len(log.records), log.last_hash):
-        record_turn_hash(turns, turn, len(log.records), log.last_hash, root=vault.root)
 
 
 def _anchored_by(vault: Vault, rel: str, forget_id: str) -> bool:

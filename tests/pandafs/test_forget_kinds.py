@@ -118,7 +118,7 @@ def test_a_forget_killed_midway_is_finished_by_verify_repair(
     assert sum(orjson.loads(line)["type"] == "forgotten" for line in log) == 1  # recorded once
 
 
-@pytest.mark.parametrize("step", ["_reanchor", "_project"])
+@pytest.mark.parametrize("step", ["_anchor", "_project"])
 def test_a_forget_killed_between_a_log_and_its_projections_projects_on_resume(
     told: Vault, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
@@ -126,7 +126,11 @@ def test_a_forget_killed_between_a_log_and_its_projections_projects_on_resume(
     was: the resumed forget finds nothing left to redact in that log, and records and
     re-projects it all the same."""
 
-    def dying(*args, **kwargs):
+    real = getattr(run_module, step)
+
+    def dying(vault, rel, *args, **kwargs):
+        if "/turns/" not in rel:  # (the owner's maintenance log is rewritten first)
+            return real(vault, rel, *args, **kwargs)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_module, step, dying)
