@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -68,7 +68,9 @@ class ClaimPlan(BaseModel):
     message: str | None = None
     hint: str | None = None
     rejected: str | None = None
-    """`inbox/rejected/NAME` (the query); its explanation is `NAME.error.md`."""
+    """`inbox/rejected/NAME` (the query)."""
+    error_file: str | None = None
+    """Its explanation, `NAME.error.md` (planned with `rejected`, moved with it)."""
     keep: bool = True
     """False: only the inbox's name for the entry is removed (`_parse.Rejection.keep`)."""
 
@@ -267,6 +269,7 @@ class ClaimFolders:
                 message=verdict.message,
                 hint=verdict.hint,
                 rejected=self.vault.rel(rejected),
+                error_file=self.vault.rel(rejected) + ".error.md",
                 keep=verdict.keep,
                 **common,
             )
@@ -296,11 +299,9 @@ class ClaimFolders:
             plan = self.read_plan(claim)
             if plan is None:
                 continue
-            for rel in (plan.query_file, plan.turn_key, plan.answer, plan.rejected):
+            for rel in (plan.query_file, plan.turn_key, plan.answer, plan.rejected, plan.error_file):
                 if rel:
                     taken.add(str(self.root / rel))
-            if plan.rejected:
-                taken.add(str(self.root / f"{plan.rejected}.error.md"))
         return taken
 
     def publish_planned(
@@ -308,7 +309,7 @@ class ClaimFolders:
         claim: Path,
         plan: ClaimPlan,
         src: Path,
-        field_name: Literal["answer", "query_file", "rejected"],
+        field_name: Literal["answer", "query_file", "rejected", "error_file"],
     ) -> ClaimPlan:
         """Hard-link `src` to the planned name; if a stranger took it, plan another name."""
         while True:
@@ -324,7 +325,10 @@ class ClaimFolders:
                 companions=(".error.md",) if field_name == "rejected" else (),
             )
             self._log(f"{planned} appeared meanwhile; using {self.vault.rel(fresh)} instead")
-            plan = plan.model_copy(update={field_name: self.vault.rel(fresh)})
+            update: dict[str, Any] = {field_name: self.vault.rel(fresh)}
+            if field_name == "rejected":  # its explanation goes beside it
+                update["error_file"] = update["rejected"] + ".error.md"
+            plan = plan.model_copy(update=update)
             self.write_plan(claim, plan)
 
     def drop(self, path: Path) -> None:

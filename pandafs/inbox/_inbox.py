@@ -4,10 +4,9 @@ what the user reads: the answer in `outbox/{user}/` or the explanation beside a 
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +28,7 @@ from ..pipeline import Pipeline, TurnResult
 from ..pipeline.recovery import recover
 from ..turns import EVENTS_FILE
 from ..vault import Vault
-from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck, link_no_replace
+from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query_candidate, validate_query
 
 ADOPT_PROBE_MISSES = 16
@@ -294,22 +293,22 @@ class Inbox:
                 plan = self.claims.publish_planned(claim, plan, query_path, "rejected")
             self.claims.drop(query_path)  # not kept: the inbox's own name goes, no other
             self._checkpoint("moved")
-        assert plan.rejected is not None
+        if plan.error_file is None:  # planned by a version that did not record it
+            plan = plan.model_copy(update={"error_file": f"{plan.rejected}.error.md"})
+        assert plan.error_file is not None
         error_tmp = claim / ERROR
-        base = self.root / plan.rejected
-        done = explained(self.root, base, plan.claim)
-        if done is None and not error_tmp.exists():
-            atomic_write(error_tmp, render_error(plan), root=self.root)
-            self._checkpoint("error_written")
-        if done is None:
-            done = publish_explanation(self.root, error_tmp, base, plan.claim)
+        if _front(self.root, self.root / plan.error_file).get("claim") != plan.claim:  # not yet published
+            if not error_tmp.exists():
+                atomic_write(error_tmp, render_error(plan), root=self.root)
+                self._checkpoint("error_written")
+            plan = self.claims.publish_planned(claim, plan, error_tmp, "error_file")
             self.claims.drop(error_tmp)
         self.claims.cleanup(claim)
         return InboxResult(
             plan.source,
             "rejected",
             rejected=plan.rejected if plan.keep else None,
-            error_file=self.vault.rel(done),
+            error_file=plan.error_file,
             reason=plan.reason,
             message=plan.message,
             recovered=recovered,
@@ -531,29 +530,6 @@ def _front(root: Path, path: Path) -> dict[str, Any]:
         return parse_document(head if "\n---" in head[3:] else "", path).frontmatter
     except (OSError, FrontmatterError):
         return {}
-
-
-def _explanations(base: Path) -> Iterator[Path]:
-    """`NAME.error.md`, then `NAME.error-2.md`, ... (if a stranger took the first meanwhile)."""
-    yield Path(f"{base}.error.md")
-    yield from (Path(f"{base}.error-{n}.md") for n in itertools.count(2))
-
-
-def explained(root: Path, base: Path, claim: str) -> Path | None:
-    """The explanation of this claim, if it is already published."""
-    for path in _explanations(base):
-        if not path.exists():
-            return None
-        if _front(root, path).get("claim") == claim:
-            return path
-    raise AssertionError("unreachable: the names go on for ever")
-
-
-def publish_explanation(root: Path, src: Path, base: Path, claim: str) -> Path:
-    for path in _explanations(base):
-        if link_no_replace(root, src, path) or _front(root, path).get("claim") == claim:
-            return path
-    raise AssertionError("unreachable")
 
 
 def _quote(text: str, limit: int = 2000) -> str:
