@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import codecs
 import inspect
-import os
-import stat
 import threading
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -28,7 +26,7 @@ from indexers.errors import IndexingError
 from indexers.walk import walk_documents
 
 from .assembly import open_memory
-from .errors import BadInput, PandaError
+from .errors import PandaError
 from .pipeline.tools import TOOLS, Tool, ToolSession
 from .vault import Vault
 
@@ -38,30 +36,14 @@ RESOURCE_PREFIX = "pandafs://vault/"
 LATEST_TURNS = 50  # how many of the user's turns the resource listing names
 
 
-def visible_path(vault: Vault, user: str, rel: str) -> Path:
-    """The file behind `rel` if `user` may read it, else `BadInput` (alike for theirs and missing)."""
-    text = rel.strip().removeprefix("./")
-    refused = BadInput(f"no document {rel!r} visible to user {user!r}")
-    if not text or "\x00" in text or "\\" in text or text.startswith("/"):
-        raise refused
-    parts = PurePosixPath(text).parts
-    if any(p in ("", ".", "..") for p in parts):
-        raise refused
-    ref = classify(text)
-    if ref is None or (ref.user is not None and ref.user != user):
-        raise refused
-    path = vault.root
-    for part in parts:
-        path = path / part
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            raise refused from None
-        if stat.S_ISLNK(mode):
-            raise refused
-    if not stat.S_ISREG(mode):
-        raise refused
-    return path
+def visible(user: str, rel: str) -> bool:
+    """Does `rel` name a document `user` may read: theirs, or one of a global area?"""
+    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        return False
+    if any(p in ("", ".", "..") for p in PurePosixPath(rel).parts):
+        return False
+    ref = classify(rel)
+    return ref is not None and ref.user in (None, user)
 
 
 def _listing(vault: Vault, user: str) -> list[tuple[str, str]]:
@@ -207,13 +189,18 @@ def build_server(vault: Vault, user: str) -> Any:
     )
     def read_document(path: str) -> str:
         with lock:
-            try:
-                rel = vault.rel(visible_path(vault, user, path))
-                text = read_vault_file(vault.root, rel)[0].decode("utf-8")  # no link, even one made since
-                if "\x00" in text:
-                    raise ResourceError(f"{rel} is binary (it holds NUL bytes): not served")
-                return text
-            except (BadInput, NotInVault, UnicodeDecodeError, OSError) as exc:
-                raise ResourceError(str(exc)) from None
+            rel = path.strip().removeprefix("./")
+            refused = ResourceError(f"no document {path!r} visible to user {user!r}")
+            if not visible(user, rel):
+                raise refused
+            try:  # the one read rule: no link on the way, a plain file with one name
+                text = read_vault_file(vault.root, rel)[0].decode("utf-8")
+            except (NotInVault, OSError):
+                raise refused from None
+            except UnicodeDecodeError as exc:
+                raise ResourceError(f"{rel} is not UTF-8 text ({exc.reason})") from None
+            if "\x00" in text:
+                raise ResourceError(f"{rel} is binary (it holds NUL bytes): not served")
+            return text
 
     return server
