@@ -169,7 +169,8 @@ class Matcher:
 
     def redact_value(self, value: Any) -> Any:
         """A JSON value with every string redacted (keys kept); in a list whose strings hold
-        all the words asked for between them, each segment holding one of them."""
+        all the words asked for between them, each segment holding one of them.  Equal to
+        `value` when nothing in it holds the forgotten text."""
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, list):
@@ -182,15 +183,6 @@ class Matcher:
         if isinstance(value, dict):
             return {k: self.redact_value(v) for k, v in value.items()}
         return value
-
-    def value_tainted(self, value: Any) -> bool:
-        if isinstance(value, str):
-            return self.any_tainted(value)
-        if isinstance(value, list):
-            return self._spread(value) or any(self.value_tainted(v) for v in value)
-        if isinstance(value, dict):
-            return any(self.value_tainted(v) for v in value.values())
-        return False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -319,20 +311,17 @@ def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
     """The file's bytes with the forgotten text cut out; None: the file goes (a memory)."""
     name = rel.rsplit("/", 1)[-1]
     if name.endswith(".jsonl"):
-        lines = data.split(b"\n")
         out = []
-        for line in lines:
+        for line in data.split(b"\n"):
             try:
                 value = orjson.loads(line) if line.strip() else None
-            except orjson.JSONDecodeError:
-                value = None
+            except orjson.JSONDecodeError:  # a line that is not JSON is text
                 text = line.decode("utf-8", errors="replace")
-                out.append(matcher.redact(text).encode("utf-8") if matcher.any_tainted(text) else line)
+                redacted = matcher.redact(text)
+                out.append(line if redacted == text else redacted.encode("utf-8"))
                 continue
-            if value is None or not matcher.value_tainted(value):
-                out.append(line)
-            else:
-                out.append(orjson.dumps(matcher.redact_value(value)))
+            new = matcher.redact_value(value)
+            out.append(line if new == value else orjson.dumps(new))
         return b"\n".join(out)
     if name.endswith(".json"):
         try:
@@ -340,11 +329,12 @@ def redact_file(rel: str, data: bytes, matcher: Matcher) -> bytes | None:
         except orjson.JSONDecodeError:
             value = None
         if value is not None:
-            if not matcher.value_tainted(value):
+            new = matcher.redact_value(value)
+            if new == value:
                 return data
             indented = b"\n  " in data
             option = orjson.OPT_INDENT_2 if indented else 0
-            return orjson.dumps(matcher.redact_value(value), option=option) + (b"\n" if indented else b"")
+            return orjson.dumps(new, option=option) + (b"\n" if indented else b"")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -22,7 +22,7 @@ from events.documents import DocumentMetadata, parse_document, render_document, 
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import atomic_write, read_vault_file
 from events.log import append_events, encode_events
-from events.projection import project_turn
+from events.projection import TurnView, project_turn
 from events.render import context_parts, render_turn
 from events.schema import (
     ContextBlock,
@@ -211,31 +211,34 @@ class Completer:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
 
-    def _ref(self, user: str, turn: str) -> TurnRef | None:
+    def _live(self, user: str, turn: str) -> tuple[TurnRef, TurnView, list[ContextBlock]] | None:
+        """The turn, its view and its §2 blocks; None when it is not live."""
         ref = TurnRef(user, turn, self.vault.layout.turns_dir(user))
-        return ref if ref.events_path.is_file() else None
+        if not ref.events_path.is_file():
+            return None
+        view = load_view(ref)
+        return ref, view, list(view.context.blocks) if view.context else []
 
-    def _doc(self, ref: TurnRef) -> IndexDoc | Skipped | None:
+    def _append(self, ref: TurnRef, payloads: list[Payload]) -> IndexDoc | Skipped | None:
+        """`payloads` appended to the turn's log, projected; its context.md's index document."""
+        append_events(ref.events_path, ref.user, ref.turn, payloads, root=self.vault.root)
+        project(ref)
         rel = f"users/{ref.user}/turns/{ref.turn}/context.md"
         return load_index_doc(self.vault.root, rel, max_bytes=self.vault.config.index.max_file_bytes)
 
     def held(self, user: str, turn: str) -> str | None:
         """The digest of what `turn` holds of its line; None when it is not live."""
-        ref = self._ref(user, turn)
-        if ref is None:
-            return None
-        view = load_view(ref)
-        return held_digest(view.answer or "", list(view.context.blocks) if view.context else [])
+        live = self._live(user, turn)
+        return None if live is None else held_digest(live[1].answer or "", live[2])
 
     def complete(self, user: str, turn: str, line: ImportLine) -> tuple[IndexDoc | Skipped, int] | str | None:
         """Add to `turn` what `line` holds beyond it: (its index document, the messages it held
         before, `meta.messages`), or why not, or None if the line holds nothing new."""
-        ref = self._ref(user, turn)
-        if ref is None:
+        live = self._live(user, turn)
+        if live is None:
             return f"its turn {turn} is archived: `pandafs restore {user}/{turn}`, then import again"
-        view = load_view(ref)
+        ref, view, old = live
         held = (view.started.meta or {}).get("messages")
-        old = list(view.context.blocks) if view.context else []
         thread = next((b for b in old if b.heading == THREAD_HEADING), None)
         payloads: list[Payload] = []
         blocks = context_blocks(line, thread)
@@ -245,18 +248,15 @@ class Completer:
             payloads.append(ResponseSynthesized(answer=line.response))
         if not payloads:
             return None
-        append_events(ref.events_path, user, turn, payloads, root=self.vault.root)
-        project(ref)
-        doc = self._doc(ref) or Skipped(f"users/{user}/turns/{turn}/context.md", "not readable")
+        doc = self._append(ref, payloads) or Skipped(f"users/{user}/turns/{turn}/context.md", "not readable")
         return doc, held if isinstance(held, int) else 0
 
     def link_next(self, user: str, turn: str, nxt: str, threads: Threads) -> IndexDoc | Skipped | None:
         """`turn` linking `nxt` as the turn after it (a context event); its index document."""
-        ref = self._ref(user, turn)
-        if ref is None:
+        live = self._live(user, turn)
+        if live is None:
             return None  # archived: its stub keeps what it said
-        view = load_view(ref)
-        old = list(view.context.blocks) if view.context else []
+        ref, _, old = live
         thread = next((b for b in old if b.heading == THREAD_HEADING), None)
         if thread is None:  # imported before turns were linked: link it now
             touched = next(
@@ -269,9 +269,7 @@ class Completer:
         blocks = [b for b in old if b.heading != THREAD_HEADING] + [with_next(thread, user, nxt)]
         if blocks == old:
             return None
-        append_events(ref.events_path, user, turn, [ContextSynthesized(blocks=blocks)], root=self.vault.root)
-        project(ref)
-        return self._doc(ref)
+        return self._append(ref, [ContextSynthesized(blocks=blocks)])
 
 
 def write_notes(vault: Vault, touched: Iterable[Touched]) -> list[IndexDoc | Skipped]:
