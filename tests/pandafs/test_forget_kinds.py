@@ -156,37 +156,6 @@ def test_words_spread_over_a_keyword_list_are_forgotten(vault: Vault) -> None:
     assert Memory(vault).search("larch", user="alice") == []
 
 
-@pytest.mark.parametrize("asked", ["flowerpot", "memory"])
-def test_run_again_after_busy_finishes_the_forget_and_says_so(told: Vault, asked: str) -> None:
-    """A turn's log held by its writer stops the forget (`Busy`: "run it again"); the run
-    again finishes it and reports that, where it used to say there was nothing to forget."""
-    import fcntl
-    import os
-
-    from pandafs.errors import Busy
-
-    if asked == "memory":
-        (path,) = (told.root / "users/alice/memories").glob("*.md")
-        asked = f"alice/memories/{path.stem}"
-    held = next(
-        p for p in _alice_files(told.root, "flowerpot") if p.endswith("events.jsonl") and "/turns/" in p
-    )
-    fd = os.open(told.root / held, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with pytest.raises(Busy, match="again to finish"):
-            forget(told, asked, "alice")
-    finally:
-        os.close(fd)
-    assert intent_path(told, "alice").exists()
-    report = forget(told, asked, "alice")
-    assert report.resumed and report.ok
-    assert not intent_path(told, "alice").exists()
-    assert _alice_files(told.root, "flowerpot") == []
-    with pytest.raises(BadInput, match="nothing to forget|no memory"):
-        forget(told, asked, "alice")  # once finished, there is nothing to forget
-
-
 def _busy_forget(vault: Vault, asked: str, word: str) -> None:
     """`forget(asked)` stopped by a turn log holding `word` that its writer has (`Busy`)."""
     import fcntl
@@ -203,6 +172,22 @@ def _busy_forget(vault: Vault, asked: str, word: str) -> None:
     finally:
         os.close(fd)
     assert intent_path(vault, "alice").exists()
+
+
+@pytest.mark.parametrize("asked", ["flowerpot", "memory"])
+def test_run_again_after_busy_finishes_the_forget_and_says_so(told: Vault, asked: str) -> None:
+    """A turn's log held by its writer stops the forget (`Busy`: "run it again"); the run
+    again finishes it and reports that, where it used to say there was nothing to forget."""
+    if asked == "memory":
+        (path,) = (told.root / "users/alice/memories").glob("*.md")
+        asked = f"alice/memories/{path.stem}"
+    _busy_forget(told, asked, "flowerpot")
+    report = forget(told, asked, "alice")
+    assert report.resumed and report.ok
+    assert not intent_path(told, "alice").exists()
+    assert _alice_files(told.root, "flowerpot") == []
+    with pytest.raises(BadInput, match="nothing to forget|no memory"):
+        forget(told, asked, "alice")  # once finished, there is nothing to forget
 
 
 def test_another_query_after_a_busy_forget_finishes_it_and_is_answered_for_itself(told: Vault) -> None:
