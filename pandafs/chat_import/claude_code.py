@@ -19,11 +19,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from events.errors import json_problem
-
 from ..errors import BadInput
+from ..turn_import.lines import json_object
 from ._common import (
     BEFORE_FIRST,
     INTERRUPTION,
@@ -119,15 +116,10 @@ def _read_records(file: Path, limit: int, out: Conversion, label: str) -> list[d
         for number, raw in enumerate(Capped(handle, limit, str(file)), 1):
             if not raw.strip():
                 continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
+            record = json_object(raw)
+            if isinstance(record, str):
                 bad += 1
-                out.fail(f"{label} line {number}", json_problem(raw, exc))
-                continue
-            if not isinstance(record, dict):
-                bad += 1
-                out.fail(f"{label} line {number}", "not a JSON object")
+                out.fail(f"{label} line {number}", record)
                 continue
             record["_line"] = number
             records.append(record)

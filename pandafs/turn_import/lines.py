@@ -17,7 +17,7 @@ from events.layout import validate_user_id
 
 from ..errors import BadInput
 
-__all__ = ["ImportContext", "ImportLine", "chunks", "open_source", "parse_line"]
+__all__ = ["ImportContext", "ImportLine", "chunks", "json_object", "open_source", "parse_line"]
 
 
 def open_source(path: Path | str) -> IO[bytes]:
@@ -87,14 +87,20 @@ def _error_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
-    """The validated line, or its failure `{line, error}`."""
+def json_object(raw: bytes) -> dict[str, Any] | str:
+    """One line of JSON Lines as an object, or why it is not one."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return {"line": number, "error": json_problem(raw, exc)}
-    if not isinstance(data, dict):
-        return {"line": number, "error": "not a JSON object"}
+        return json_problem(raw, exc)
+    return data if isinstance(data, dict) else "not a JSON object"
+
+
+def parse_line(number: int, raw: bytes) -> ImportLine | dict[str, Any]:
+    """The validated line, or its failure `{line, error}`."""
+    data = json_object(raw)
+    if isinstance(data, str):
+        return {"line": number, "error": data}
     try:
         line = ImportLine.model_validate(data)
     except ValidationError as exc:
