@@ -32,7 +32,7 @@ from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, St
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query_candidate, validate_query
 
 ADOPT_PROBE_MISSES = 16
-"""`find_turn` stops probing after this many missing turn folders in a row."""
+"""`_find_turn` stops probing after this many missing turn folders in a row."""
 
 
 class Inbox:
@@ -276,7 +276,7 @@ class Inbox:
                 "before it was answered (by hand?); nothing more can be done with it",
                 recovered=recovered,
             )
-        turn, _ = self.find_turn(plan)
+        turn, _ = self._find_turn(plan)
         return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
 
     def _indexed_again(self, user: str, turn: str | None) -> str | None:
@@ -318,7 +318,7 @@ class Inbox:
         assert plan.user is not None and plan.answer is not None
         user = plan.user
         answer_tmp = claim / ANSWER
-        turn, empties = self.find_turn(plan)
+        turn, empties = self._find_turn(plan)
         published = (
             turn is not None
             and not answer_tmp.exists()
@@ -326,13 +326,13 @@ class Inbox:
         )
         if not published:
             if turn is None:
-                turn = self.start_turn(plan, query_path, empties)
+                turn = self._start_turn(plan, query_path, empties)
             result = self.pipeline.resume(user, turn, behind=True)  # its index commit lands meanwhile
             self._checkpoint("turn_done")
             if not answer_tmp.exists():
                 atomic_write(
                     answer_tmp,
-                    render_answer(plan, result, self.read_query(plan, query_path).text),
+                    render_answer(plan, result, self._read_query(plan, query_path).text),
                     root=self.root,
                 )
             plan = self.claims.publish_planned(claim, plan, answer_tmp, "answer")
@@ -345,17 +345,17 @@ class Inbox:
         self.claims.drop(query_path)
         self._checkpoint("moved")
         # the index commit before the claim goes: killed meanwhile, the claim's next run indexes again
-        self.settle_index(user, turn)
+        self._settle_index(user, turn)
         self.claims.cleanup(claim)
         return _answered(plan, turn, outcome, recovered)
 
-    def read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
+    def _read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
         verdict = validate_query(self.vault, plan.source, query_path)
         if isinstance(verdict, Rejection):  # the claimed copy is ours alone: cannot happen
             raise Stuck(f"{plan.source} no longer reads as a query: {verdict.message}")
         return verdict
 
-    def find_turn(self, plan: ClaimPlan) -> tuple[str | None, list[tuple[str, Path]]]:
+    def _find_turn(self, plan: ClaimPlan) -> tuple[str | None, list[tuple[str, Path]]]:
         """The turn started for this plan, else (None, the empty turn folders that may be ours,
         probed above `plan.after`: one a dead process allocated, or another writer is to fill)."""
         assert plan.user is not None
@@ -380,11 +380,11 @@ class Inbox:
                 empties.append((name, folder))
         return None, empties
 
-    def start_turn(self, plan: ClaimPlan, query_path: Path, empties: list[tuple[str, Path]]) -> str:
+    def _start_turn(self, plan: ClaimPlan, query_path: Path, empties: list[tuple[str, Path]]) -> str:
         """Start the turn: adopt the empty folder a dead run allocated, or allocate one."""
         assert plan.user is not None
         user = plan.user
-        query = self.read_query(plan, query_path)
+        query = self._read_query(plan, query_path)
         planned_ns = (plan.planned_fs_ns or int(plan.planned_at.timestamp() * 1e9)) - 1_000_000_000
         for turn, folder in empties:
             try:
@@ -394,16 +394,16 @@ class Inbox:
             if mtime < planned_ns:
                 continue
             with self.vault.held_turn(user, turn) as held:  # not held: its allocator died
-                if held and self.begin(user, turn, plan, query):
+                if held and self._begin(user, turn, plan, query):
                     self._log(f"adopted {user}/{turn}, allocated for {plan.source} before a crash")
                     return turn
         with self.vault.new_turn(user) as turn:  # held until its first event: never taken for dead
             self._checkpoint("allocated")
-            if not self.begin(user, turn, plan, query):
+            if not self._begin(user, turn, plan, query):
                 raise Stuck(f"{user}/{turn} was taken by another writer")
         return turn
 
-    def begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
+    def _begin(self, user: str, turn: str, plan: ClaimPlan, query: Query) -> bool:
         """Write `turn_started` into an empty turn folder; False if another writer has it."""
         path = self.vault.layout.turn_dir(user, turn) / EVENTS_FILE
         started = TurnStarted(
@@ -432,7 +432,7 @@ class Inbox:
         self._checkpoint("started")
         return True
 
-    def settle_index(self, user: str, turn: str | None) -> None:
+    def _settle_index(self, user: str, turn: str | None) -> None:
         """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
         try:
             self.pipeline.settle()
