@@ -20,8 +20,6 @@ from .chatgpt import read_chatgpt
 from .claude import read_claude
 from .claude_code import read_claude_code
 
-FORMATS = ("chatgpt", "claude", "claude-code")
-
 
 @dataclass
 class HistoryReport:
@@ -63,6 +61,7 @@ READERS: dict[str, Callable[[Path, str, int, Conversion], Conversion]] = {
     "claude": read_claude,
     "claude-code": read_claude_code,
 }
+FORMATS = tuple(READERS)
 
 
 def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes]) -> Conversion:
