@@ -47,17 +47,35 @@ class Query:
     """The frontmatter's `now:`: the question is asked at that time (`Pipeline.ask`'s `now`)."""
 
 
+HINTS = {
+    "not_a_file": "Save the question as a plain .md or .txt file and drop it into inbox/ again.",
+    "wrong_extension": "Save the question as a .md or .txt file and drop it into inbox/ again.",
+    "too_large": "Put only the question in the file (long material belongs in a document "
+    "under knowledge/), or raise `[inbox] max_bytes`.",
+    "empty": "Write the question into the file, then drop it into inbox/ again.",
+    "binary": "Save the question as plain UTF-8 text (.md or .txt).",
+    "bad_frontmatter": "Fix the YAML between the `---` lines (or remove it) and drop the file again.",
+    "user_conflict": "Keep one of them: move the file or fix `user:` in the frontmatter.",
+    "unknown_user": "Put the file in inbox/<user>/ or set `user:` in its frontmatter to a valid user "
+    "id (lowercase letters, digits, '-' and '_').",
+    "too_long": "Shorten the question; long material belongs in a document under knowledge/.",
+}
+"""What to do about a rejected file, by reason (where the reason alone says it)."""
+
+
 @dataclass(frozen=True)
 class Rejection:
     reason: str
     message: str
-    hint: str
+    hint: str = ""
+    """What to do; by default `HINTS[reason]`."""
     keep: bool = True
     """False: the inbox's name for it is removed, not moved to `inbox/rejected/` (a link, FIFO,
     device or second name of a file elsewhere: a name kept there would still be that file's)."""
 
-
-_NOT_A_FILE_HINT = "Save the question as a plain .md or .txt file and drop it into inbox/ again."
+    def __post_init__(self) -> None:
+        if not self.hint:
+            object.__setattr__(self, "hint", HINTS.get(self.reason, HINTS["not_a_file"]))
 
 
 def not_a_file(kind: str) -> Rejection:
@@ -69,7 +87,6 @@ def not_a_file(kind: str) -> Rejection:
     return Rejection(
         reason,
         f"the dropped entry {why}: PandaFS reads only plain files with one name",
-        _NOT_A_FILE_HINT,
         keep=kind == "folder",
     )
 
@@ -84,83 +101,52 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
         return not_a_file(kind)
     if not name.lower().endswith(QUERY_SUFFIXES):
         return Rejection(
-            "wrong_extension",
-            f"`{name}` is not a .md or .txt file; the inbox only reads text queries",
-            "Save the question as a .md or .txt file and drop it into inbox/ again.",
+            "wrong_extension", f"`{name}` is not a .md or .txt file; the inbox only reads text queries"
         )
     try:  # the vault is the boundary: a link swapped in after the claim is never read
         with open_vault_file(vault.root, path.relative_to(vault.root).as_posix()) as handle:
             size = os.fstat(handle.fileno()).st_size
             raw = handle.read(cfg.max_bytes + 1)
     except NotInVault as exc:  # swapped since the look above: dropped, never read
-        return Rejection(
-            "symlink",
-            f"the file {exc.reason}: PandaFS never reads through links",
-            _NOT_A_FILE_HINT,
-            keep=False,
-        )
+        return Rejection("symlink", f"the file {exc.reason}: PandaFS never reads through links", keep=False)
     if size > cfg.max_bytes:
         return Rejection(
             "too_large",
             f"the file is {size:,} bytes; query files may be at most {cfg.max_bytes:,} "
             "bytes (`[inbox] max_bytes` in pandafs.toml)",
-            "Put only the question in the file (long material belongs in a document "
-            "under knowledge/), or raise `[inbox] max_bytes`.",
         )
     if size == 0:
-        return Rejection(
-            "empty",
-            "the file is empty",
-            "Write the question into the file, then drop it into inbox/ again.",
-        )
+        return Rejection("empty", "the file is empty")
     nul = raw.find(b"\0")
     if nul >= 0:
-        return Rejection(
-            "binary",
-            f"the file contains NUL bytes (the first at byte {nul:,}): it is not text",
-            "Save the question as plain UTF-8 text (.md or .txt).",
-        )
+        return Rejection("binary", f"the file contains NUL bytes (the first at byte {nul:,}): it is not text")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return Rejection(
-            "binary",
-            f"the file is not UTF-8 text (invalid byte at offset {exc.start:,})",
-            "Save the question as plain UTF-8 text (.md or .txt).",
-        )
+        return Rejection("binary", f"the file is not UTF-8 text (invalid byte at offset {exc.start:,})")
     try:
         parsed = parse_document(text, source)
     except FrontmatterError as exc:
-        return Rejection(
-            "bad_frontmatter",
-            str(exc),
-            "Fix the YAML between the `---` lines (or remove it) and drop the file again.",
-        )
+        return Rejection("bad_frontmatter", str(exc))
     folder_user = parts[1] if len(parts) == 3 else None
     fm_user = parsed.frontmatter.get("user")
     if folder_user is not None and fm_user is not None and fm_user != folder_user:
         return Rejection(
-            "user_conflict",
-            f"the file is in inbox/{folder_user}/ but its frontmatter says user: {fm_user!r}",
-            "Keep one of them: move the file or fix `user:` in the frontmatter.",
+            "user_conflict", f"the file is in inbox/{folder_user}/ but its frontmatter says user: {fm_user!r}"
         )
     user = folder_user if folder_user is not None else fm_user
     if user is None:
         user = cfg.default_user
-    hint = (
-        "Put the file in inbox/<user>/ or set `user:` in its frontmatter to a valid user "
-        "id (lowercase letters, digits, '-' and '_')."
-    )
     try:
         validate_user_id(user)
     except InvalidUserId as exc:
-        return Rejection("unknown_user", f"unknown user: {exc}", hint)
+        return Rejection("unknown_user", f"unknown user: {exc}")
     if cfg.allowed_users and user not in cfg.allowed_users:
         allowed = ", ".join(cfg.allowed_users)
         return Rejection(
             "unknown_user",
             f"unknown user {user!r}: not in `[inbox] allowed_users` ({allowed})",
-            hint.replace("a valid user id", "one of the allowed users")
+            HINTS["unknown_user"].replace("a valid user id", "one of the allowed users")
             + " Or add the user to `[inbox] allowed_users`.",
         )
     query = parsed.body.strip()
@@ -172,9 +158,7 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
         )
     if len(query) > MAX_QUERY_CHARS:
         return Rejection(
-            "too_long",
-            f"the question is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})",
-            "Shorten the question; long material belongs in a document under knowledge/.",
+            "too_long", f"the question is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,})"
         )
     now = _asked_at(parsed.frontmatter.get("now"))
     if isinstance(now, Rejection):
