@@ -68,11 +68,6 @@ def load_config(path: Path) -> Config:
         raise BadInput(f"{path}: {exc}") from None
 
 
-def _toml_value(value: Any) -> str:
-    """A setting's value in TOML: spelt as JSON for the values a setting holds."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _render_section(name: str, section: _Section, out: list[str]) -> None:
     out.append(f"[{name}]")
     nested: list[tuple[str, Any]] = []
@@ -83,7 +78,7 @@ def _render_section(name: str, section: _Section, out: list[str]) -> None:
             continue
         if spec.description:
             out.append(f"# {spec.description}")
-        out.append(f"# {spec.name} = {_toml_value(value)}")
+        out.append(f"# {spec.name} = {json.dumps(value, ensure_ascii=False)}")  # (its JSON spelling is TOML)
     out.append("")
     for field_name, value in nested:
         if isinstance(value, _Section):
@@ -110,6 +105,6 @@ def render_default_config() -> str:
             out.append(f"# uncomment [{spec.name}] and what you keep of it: it replaces the defaults whole")
             out.append(f"# [{spec.name}]")
             for key, words in value.items():
-                out.append(f"# {json.dumps(key)} = {_toml_value(words)}")
+                out.append(f"# {json.dumps(key)} = {json.dumps(words, ensure_ascii=False)}")
             out.append("")
     return "\n".join(out)
