@@ -177,10 +177,6 @@ class ClaimFolders:
             self.processing / LOCK_NAME, wait_s=self.lock_wait_s, what="the inbox", root=self.root
         )
 
-    def has_claims(self) -> bool:
-        """True if `inbox/.processing/` holds claims (orphans, or ones waiting for a retry)."""
-        return bool(self.claim_dirs())
-
     def claim_dirs(self) -> list[Path]:
         try:
             return sorted(

@@ -126,13 +126,6 @@ def conversation_of(line: ImportLine) -> tuple[str, str, str] | None:
     return orjson.dumps([source, str(ident)]).decode(), source, str(ident)
 
 
-def note_rel(user: str, source: str, ident: str) -> str:
-    """Where the note of a conversation lives: readable, and distinct for distinct ids."""
-    readable = re.sub(r"[^A-Za-z0-9_-]+", "-", ident).strip("-")[:60] or "conversation"
-    tag = hashlib.sha256(orjson.dumps([source, ident])).hexdigest()[:8]
-    return f"users/{user}/conversations/{re.sub(r'[^a-z0-9_-]+', '-', source.lower())}-{readable}-{tag}.md"
-
-
 def _turn_link(user: str, turn: str) -> str:
     return wikilink(f"users/{user}/turns/{turn}/context.md", f"turn {int(turn.removeprefix('turn_'))}")
 
@@ -164,7 +157,11 @@ class Touched:
 
     @property
     def note(self) -> str:
-        return note_rel(self.user, self.source, self.ident)
+        """Where the note of the conversation lives: readable, and distinct for distinct ids."""
+        readable = re.sub(r"[^A-Za-z0-9_-]+", "-", self.ident).strip("-")[:60] or "conversation"
+        tag = hashlib.sha256(orjson.dumps([self.source, self.ident])).hexdigest()[:8]
+        source = re.sub(r"[^a-z0-9_-]+", "-", self.source.lower())
+        return f"users/{self.user}/conversations/{source}-{readable}-{tag}.md"
 
 
 @dataclass
