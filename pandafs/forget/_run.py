@@ -532,7 +532,9 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
         changed = _replace_log(vault, rel, partial(rewrite, full=full, anchor=True))
         if changed or full or _anchored_by(vault, rel, forget_id):
             _project(vault, folder)  # (a killed run may have rewritten the log, not its projections)
-    _rebuild(vault)
+    from ..rebuild import rebuild_all
+
+    rebuild_all(vault, beside=False)  # a fresh index: no segment keeps a deleted document
     with contextlib.suppress(FileNotFoundError):
         os.unlink(intent_path(vault, user))
 
@@ -605,19 +607,6 @@ def _project(vault: Vault, folder: str) -> None:
     parts = folder.split("/")
     with contextlib.suppress(EventLogError, EventsError):
         project(TurnRef(parts[1], parts[3], vault.layout.turns_dir(parts[1])))
-
-
-def _rebuild(vault: Vault) -> None:
-    """The learning fold and a fresh index (no segment keeps a deleted document)."""
-    from ..assembly import open_memory
-    from ..learning.api import rebuild as rebuild_learning
-    from ..research.reliability import ReliabilityTable, TurnsRead
-
-    memory = open_memory(vault)
-    seen = TurnsRead()
-    rebuild_learning(vault, memory=memory, extractions=seen, index=False)
-    ReliabilityTable(vault).rebuild(known=seen)
-    memory.rebuild()
 
 
 def check_pending(vault: Vault, repair: bool) -> list[Problem]:
