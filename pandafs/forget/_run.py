@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
-from events.fsio import atomic_write, read_vault_file
+from events.fsio import atomic_write, read_vault_file, unlink_in_vault
 from events.layout import TURN_DIR_RE, classify, is_user_id
 from events.ledger import record_turn_hash
 from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
@@ -510,7 +510,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
         if name in PROJECTED and folder.startswith(f"users/{user}/turns/"):
             continue
         if in_own_turn or matcher.hash(rel) in own_hashes:
-            _remove(vault, rel)
+            unlink_in_vault(vault.root, vault.root / rel, missing_ok=True)
             continue
         try:
             data = read_vault_file(vault.root, rel)[0]
@@ -518,7 +518,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
             continue
         new = redact_file(rel, data, matcher)
         if new is None:
-            _remove(vault, rel)
+            unlink_in_vault(vault.root, vault.root / rel, missing_ok=True)
         elif new != data:
             with (
                 vault.memory_lock(user)
@@ -591,14 +591,6 @@ def _record(vault: Vault, user: str, intent: dict[str, Any], matcher: Matcher, n
             ),
             ts=now,
         )
-
-
-def _remove(vault: Vault, rel: str) -> None:
-    from events.fsio import checked_folders
-
-    path = vault.root / rel
-    with contextlib.suppress(FileNotFoundError), checked_folders(vault.root) as folders:
-        folders.unlink(path)
 
 
 def _project(vault: Vault, folder: str) -> None:
