@@ -64,17 +64,6 @@ def as_utc(value: datetime | None) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def parse_ts(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return as_utc(value)
-    if isinstance(value, str):
-        try:
-            return as_utc(datetime.fromisoformat(value))
-        except ValueError:
-            return None
-    return None
-
-
 def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]

@@ -38,6 +38,7 @@ from ..errors import BadInput
 from ..learning.state import learned_memory
 from ..memory.api import Memory
 from ..memory.retrieved import Expansion
+from ..memory.turn_records import parse_time
 from ..vault import Vault
 from ._common import (
     POINT_LOOKUPS,
@@ -56,7 +57,6 @@ from ._common import (
     log_held,
     mark_relink,
     new_id,
-    parse_ts,
     parse_turn_id,
     pending_journals,
     pending_relink,
@@ -464,7 +464,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
 def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> list[str]:
     store = store_of(vault)
     batch = str(data["batch"])
-    archived_at = parse_ts(data.get("archived_at")) or utcnow()
+    archived_at = parse_time(data.get("archived_at")) or utcnow()
     parts: dict[str, str] = data["parts"]
     contents: dict[str, PartContents] = {}
     for month, rel in parts.items():

@@ -18,9 +18,10 @@ from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
 from indexers.archive import folder_signature
 
+from ..memory.turn_records import parse_time
 from ..turns import EVENTS_FILE
 from ..vault import Vault
-from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, parse_ts, stub_file
+from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, stub_file
 
 
 def _metadata(vault: Vault, folder: Path) -> dict[str, Any] | None:
@@ -37,14 +38,14 @@ def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None 
     """`created_at` of a turn from metadata.json (fast; `metadata` when read already), else
     from context.md's frontmatter (a file that is a link is not read: as if it were missing)."""
     data = metadata if metadata is not None else _metadata(vault, folder)
-    if data is not None and (found := parse_ts(data.get("created_at"))):
+    if data is not None and (found := parse_time(data.get("created_at"))):
         return found
     try:
         raw = read_vault_bytes(vault.root, folder / "context.md")
         if raw is None:
             return None
         front = parse_document(raw.decode("utf-8"), folder / "context.md").frontmatter
-        return parse_ts(front.get("created_at"))
+        return parse_time(front.get("created_at"))
     except (OSError, UnicodeDecodeError, FrontmatterError):
         return None
 
@@ -68,7 +69,7 @@ def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> d
     data = first.get("data")
     if not imported and not (isinstance(data, dict) and data.get("asked_at")):
         return None
-    return parse_ts(first.get("ts"))
+    return parse_time(first.get("ts"))
 
 
 def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) -> Counter[str]:
@@ -97,7 +98,7 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
                 continue
             if record.get("type") != "documents_used":
                 continue
-            ts = parse_ts(record.get("ts"))
+            ts = parse_time(record.get("ts"))
             if ts is None or not since <= ts <= until:
                 continue
             data = record.get("data") or {}
@@ -131,7 +132,7 @@ def expansion_counts(
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        ts = parse_ts(entry.get("ts")) if isinstance(entry, dict) else None
+        ts = parse_time(entry.get("ts")) if isinstance(entry, dict) else None
         if ts is not None and since <= ts <= until and doc_id in (None, entry.get("id")):
             counts[str(entry.get("id"))] += 1
     return counts

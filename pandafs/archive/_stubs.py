@@ -18,9 +18,9 @@ from events.layout import classify
 from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
 
-from ..memory.turn_records import parse_turn_context
+from ..memory.turn_records import parse_time, parse_turn_context
 from ..vault import Vault
-from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, parse_ts, stub_relpath
+from ._common import CLAIM_CHARS, CLAIMS, TurnKey, as_utc, stub_relpath
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WIKILINK = re.compile(r"!?\[\[([^\]\n]+)\]\]")
@@ -189,7 +189,7 @@ def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
     if archive_file is None:
         raise ArchiveError(f"{rel}: no valid archive_file property (archive/turns/...parquet)")
     batch = None if front.get("archive_batch") is None else str(front["archive_batch"])
-    return StubInfo(user, turn, path, archive_file, parse_ts(front.get("archived_at")), batch)
+    return StubInfo(user, turn, path, archive_file, parse_time(front.get("archived_at")), batch)
 
 
 def stub_or_none(vault: Vault, key: TurnKey) -> StubInfo | None:

@@ -74,15 +74,15 @@ _WORDS = re.compile(r"\w{3,}")
 
 
 def parse_time(value: object) -> datetime | None:
-    """A stored time as an aware datetime (naive is UTC): a datetime, a date (its midnight),
-    or ISO text, quoted or not; None for anything else."""
+    """A stored time in UTC (naive is UTC, as every time PandaFS writes is): a datetime, a date
+    (its midnight), or ISO text, quoted or not; None for anything else."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().strip("'\""))
         except ValueError:
             return None
     if isinstance(value, datetime):
-        return aware(value)
+        return aware(value).astimezone(UTC)
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     return None

@@ -21,7 +21,7 @@ from events.schema import Candidate, ContextRetrieved, MemoryEntry, Payload, Tie
 from indexers.errors import IndexingError
 from indexers.words import query_terms
 
-from ..errors import BadInput
+from ..errors import BadInput, first_line
 from ..memory.store import parse_entries
 from ..memory.tiers import assemble_tiers
 from ..memory.turn_records import TurnReader, TurnRecord
@@ -198,8 +198,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     except IndexingError as exc:  # a damaged or unreadable index costs its hits, not the turn:
         # the tiers, memory lines and visits are read from the files (`verify` names the damage)
         found = []
-        message = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
-        unsearched.append(TierFailed(tier="search", error_type=type(exc).__name__, message=message))
+        unsearched.append(TierFailed(tier="search", error_type=type(exc).__name__, message=first_line(exc)))
     hits = found[:SEARCH_LIMIT]
     assembled = assemble_tiers(
         ctx.vault,

@@ -15,7 +15,7 @@ from events.layout import TURN_DIR_RE, TURN_KINDS, turn_number
 from events.stamps import format_ts
 
 from ..errors import BadInput, Unreadable
-from ..memory.turn_records import TurnReader, TurnRecord
+from ..memory.turn_records import TurnReader, TurnRecord, parse_time
 from ..research.visits import read_visit
 from ..tokens import count_tokens
 from .context import RECORD_CACHE, TurnContext
@@ -25,7 +25,6 @@ __all__ = [
     "abridge",
     "first_share",
     "age_days",
-    "parse_stamp",
     "date_phrases",
     "plain_text",
     "prior_turn",
@@ -36,18 +35,8 @@ __all__ = [
 ]
 
 
-def parse_stamp(value: Any) -> datetime | None:
-    """A stored time as a datetime (ISO text, `Z` for UTC); None when it is not one."""
-    if isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def age_days(created: Any, now: datetime) -> float:
-    when = parse_stamp(created)
+    when = parse_time(created)
     return 0.0 if when is None else max(0.0, (now - when).total_seconds() / 86400.0)
 
 

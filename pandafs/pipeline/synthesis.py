@@ -22,6 +22,7 @@ from indexers.errors import IndexingError
 
 from ..errors import BadInput, Unreadable
 from ..memory.store import parse_entries
+from ..memory.turn_records import parse_time
 from ..tasks.grounding import (
     Fact,
     about_focus,
@@ -37,7 +38,7 @@ from ..tasks.grounding import (
 from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext, context_text
-from .sources import parse_stamp, source_text, visit_text
+from .sources import source_text, visit_text
 from .tools import canonical_tool, finding_line
 
 __all__ = ["answer", "validate"]
@@ -107,7 +108,7 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
     (§5); an imported turn's reply is what the assistant said then."""
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
-    when = parse_stamp(meta.get("created_at"))
+    when = parse_time(meta.get("created_at"))
     facts = [
         Fact(statement_form(s), "stated", n, doc_id, when) for s in _sentences(asked) if not is_question(s)
     ]
@@ -129,7 +130,7 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
     sections = split_sections(doc.content) if kind in _TURN_KINDS else {}
     if sections:
         return _turn_facts(n, doc_id, sections, meta)
-    when = parse_stamp(meta.get("updated_at") or meta.get("created_at"))
+    when = parse_time(meta.get("updated_at") or meta.get("created_at"))
     types = meta.get("content_types") or []
     if doc_id.endswith(("/preferences", "/facts")) or {"preference", "fact"} & set(types):
         facts = []
