@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from events.clock import utcnow
@@ -27,6 +26,7 @@ from indexers.sync import scan_documents
 
 from ..checks import Problem, frontmatter_of
 from ..memory.api import Memory
+from ..memory.editing import expired_path
 from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
@@ -36,8 +36,6 @@ from .state import learned_memory
 from .trust import Counts, shares
 
 __all__ = ["PromotionReport", "PruneReport", "check_shared", "promote", "prune_expired"]
-
-EXPIRED_DIR = "expired"
 
 
 @dataclass
@@ -92,16 +90,6 @@ class PruneReport:
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "now": format_ts(self.now), "count": len(self.pruned)}
-
-
-def expired_path(vault: Vault, rel: str) -> Path:
-    """Where an expired document goes: archive/expired/{rel}, never over another file."""
-    base = vault.layout.archive / EXPIRED_DIR / rel
-    target, n = base, 1
-    while target.exists():
-        n += 1
-        target = base.with_name(f"{base.stem}-{n}{base.suffix}")
-    return target
 
 
 def _expiry(vault: Vault, rel: str) -> datetime | None:

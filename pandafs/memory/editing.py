@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from events.clock import utcnow
@@ -23,9 +24,10 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import Entry, parse_entries
 
-__all__ = ["Changed", "delete_document", "edit_document", "pick_entry"]
+__all__ = ["EXPIRED", "Changed", "delete_document", "edit_document", "expired_path", "pick_entry"]
 
 EXPIRED = "archive/expired"
+"""Where deleted and expired documents go, under their own vault-relative path."""
 
 
 @dataclass
@@ -70,6 +72,16 @@ def owned_document(vault: Vault, id_or_path: str, user: str) -> tuple[str, DocRe
             raise BadInput(f"{rel} is not a plain file: PandaFS never writes through links")
         return rel, ref
     raise missing
+
+
+def expired_path(vault: Vault, rel: str) -> Path:
+    """Where a deleted or expired document goes: `archive/expired/{rel}`, never over another file."""
+    base = vault.root / EXPIRED / rel
+    target, n = base, 1
+    while os.path.lexists(target):
+        n += 1
+        target = base.with_name(f"{base.stem}-{n}{base.suffix}")
+    return target
 
 
 def pick_entry(entries: list[Entry], entry: str | None, rel: str) -> Entry:
@@ -188,9 +200,10 @@ def delete_document(
 
     rel, ref = owned_document(vault, id_or_path, user)
     now = now or utcnow()
-    target = f"{EXPIRED}/{rel}"
+    is_list = ref.kind in ("preferences", "facts")  # its entries gather in one file there
+    target = f"{EXPIRED}/{rel}" if is_list else vault.rel(expired_path(vault, rel))
     changed = Changed(ref.doc_id, rel, "deleted", moved_to=target)
-    if ref.kind in ("preferences", "facts"):
+    if is_list:
         removed: list[str] = []
 
         def change(data: bytes | None, _st: os.stat_result | None) -> tuple[bytes | None, None]:

@@ -136,3 +136,15 @@ def test_forget_dry_run_then_forget_in_a_real_process(vault: Vault) -> None:
     (root / "users/alice/memories/again.md").write_text("# again\n\nThe wobbleduck is back.\n")
     proof = run_pandafs("--root", root, "verify", "--forgotten", "--json")
     assert proof.code == 1 and proof.json["problems"][0]["path"] == "users/alice/memories/again.md"
+
+
+def test_a_memory_deleted_again_under_the_same_name_keeps_the_first_deleted_copy(cli, vault: Vault) -> None:
+    root = vault.root
+    moved = []
+    for _ in range(2):  # the same text saved again is the same file name
+        saved = Memory(vault).save("The wobbleduck lives by the mill pond.", user="alice", topic="pet")
+        result = cli("--root", root, "delete", saved.doc_id, "--user", "alice", "--json")
+        assert result.code == 0, result
+        moved.append(result.json["moved_to"])
+    assert moved[0] == f"archive/expired/{saved.doc_path}" and moved[1] != moved[0]
+    assert all("wobbleduck" in (root / path).read_text() for path in moved)
