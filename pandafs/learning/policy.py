@@ -69,35 +69,28 @@ def promotable(kind: str, owner: str | None) -> bool:
 
 def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
     """The one scope change `doc` qualifies for now, or None."""
-    if not promotable(doc.kind, doc.owner) or doc.scope not in ("new", "user", "global"):
+    if not promotable(doc.kind, doc.owner):
         return None
     t, u, age = doc.trust, doc.usage, doc.age_hours
-    new_scope, reason = None, ""
-    if doc.scope == "new":
-        if t >= cfg.user_trust and u >= cfg.user_usage and age >= cfg.user_age_hours:
-            new_scope = "user"
-            reason = (
-                f"promoted: trust {t:.2f} ≥ {cfg.user_trust:g}, used {u} ≥ {cfg.user_usage} times, "
-                f"age {age:.1f} h ≥ {cfg.user_age_hours:g} h"
-            )
-    elif doc.scope == "user":
-        shareable = doc.kind in SHAREABLE_KINDS
-        if shareable and t >= cfg.global_trust and u >= cfg.global_usage and age >= cfg.global_age_hours:
-            new_scope = "global"
-            reason = (
-                f"promoted: trust {t:.2f} ≥ {cfg.global_trust:g}, used {u} ≥ {cfg.global_usage} "
-                f"times, age {age:.1f} h ≥ {cfg.global_age_hours:g} h"
-            )
-        elif doc.validations >= cfg.demotion_min_verdicts and t < cfg.user_trust:
-            new_scope = "new"
-            reason = f"demoted: trust {t:.2f} < {cfg.user_trust:g} after {doc.validations} verdicts"
-    elif doc.validations >= cfg.demotion_min_verdicts and t < cfg.global_trust:
-        new_scope = "user"
-        reason = f"demoted: trust {t:.2f} < {cfg.global_trust:g} after {doc.validations} verdicts"
-    if new_scope is None:
+    up = {  # the next scope, and the trust, usage and age in hours it takes
+        "new": ("user", cfg.user_trust, cfg.user_usage, cfg.user_age_hours),
+        "user": ("global", cfg.global_trust, cfg.global_usage, cfg.global_age_hours),
+    }
+    down = {"user": ("new", cfg.user_trust), "global": ("user", cfg.global_trust)}  # below that trust
+    step = None
+    if doc.scope == "new" or (doc.scope == "user" and doc.kind in SHAREABLE_KINDS):
+        new, trust, usage, hours = up[doc.scope]
+        if t >= trust and u >= usage and age >= hours:
+            why = f"trust {t:.2f} ≥ {trust:g}, used {u} ≥ {usage} times, age {age:.1f} h ≥ {hours:g} h"
+            step = (new, f"promoted: {why}")
+    if step is None and doc.scope in down and doc.validations >= cfg.demotion_min_verdicts:
+        new, trust = down[doc.scope]
+        if t < trust:
+            step = (new, f"demoted: trust {t:.2f} < {trust:g} after {doc.validations} verdicts")
+    if step is None:
         return None
     assert doc.owner is not None
-    return ScopeDecision(doc.doc_id, doc.doc_path, doc.owner, doc.scope, new_scope, reason, t, u)
+    return ScopeDecision(doc.doc_id, doc.doc_path, doc.owner, doc.scope, *step, t, u)
 
 
 def decide_steps(doc: DocState, cfg: MemoryConfig) -> list[ScopeDecision]:
