@@ -182,6 +182,18 @@ class Tier:
     def doc_ids(self) -> list[str]:
         return [i.doc_id for i in self.items]
 
+    def fill(self, items: Iterable[TierItem]) -> int:
+        """Add each item greedily in what is left of the budget (`fit_turn`); how many did not fit."""
+        room, left = self.budget - self.tokens, 0
+        for item in items:
+            fit = fit_turn(item.record, room)
+            if fit is None:
+                left += 1
+                continue
+            self.items.append(item._replace(text=fit[0], tokens=fit[1], truncated=fit[2]))
+            room -= fit[1]
+        return left
+
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "budget": self.budget,
@@ -401,13 +413,7 @@ def assemble_cold(
         )
     scored.sort(key=lambda i: (-i.score, -i.record.number))
     tier.stats["ranked"] = len(scored)
-    room = tier.budget - tier.tokens
-    for item in scored:
-        fit = fit_turn(item.record, room)
-        if fit is None:
-            continue
-        tier.items.append(item._replace(text=fit[0], tokens=fit[1], truncated=fit[2]))
-        room -= fit[1]
+    tier.fill(scored)
 
 
 def _walk_back(reader: TurnReader, before: int, wanted: int) -> list[TurnRecord]:
@@ -463,16 +469,7 @@ def assemble_tiers(
     with _assembling(warm):
         older = _walk_back(reader, window_low, config.warm_turns)
         window_low = older[-1].number if older else window_low
-        room, skipped = warm.budget, 0
-        for record in older:
-            if record.doc_id in skip:
-                continue
-            fit = fit_turn(record, room)
-            if fit is None:
-                skipped += 1
-                continue
-            warm.items.append(TierItem(record, *fit))
-            room -= fit[1]
+        skipped = warm.fill(TierItem(r, "", 0, False) for r in older if r.doc_id not in skip)
         warm.stats.update(considered=len(older), skipped=skipped)
     with _assembling(cold):
         assemble_cold(

@@ -83,13 +83,6 @@ class TurnResult(NamedTuple):
 Step = tuple[str, int]
 
 
-def _failure(failures: Any) -> str | None:
-    if not failures:
-        return None
-    last = failures[-1]
-    return f"{last.phase} failed ({last.error_type}: {last.message})"
-
-
 def next_step(view: TurnView, max_attempts: int) -> Step | None:
     """The phase to run next (with its attempt number), or None when the turn is complete."""
     if view.completed is not None:
@@ -338,5 +331,5 @@ class Pipeline:
             seconds=time.perf_counter() - started,
             phase_ms=dict(view.phase_ms),
             steps_ms={k: round(v * 1000.0, 3) for k, v in steps.items()},
-            failure=_failure(view.failures),
+            failure=save.outcome_of(view, max_attempts)[1] if view.failures else None,
         )
