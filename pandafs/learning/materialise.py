@@ -12,7 +12,7 @@ import orjson
 
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import file_key, read_vault_bytes, read_vault_file
+from events.fsio import read_vault_bytes, read_vault_file
 from events.layout import candidate_paths, classify
 from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
@@ -28,7 +28,6 @@ from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
 __all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "IndexMode", "Materialiser"]
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
-QUALITIES_KEPT = 65_536
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
 _ORDER = list(DocumentMetadata.model_fields)
 
@@ -144,31 +143,18 @@ class Materialiser:
 
     def _turn_quality(self, rel: str) -> float:
         """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
-        0.5 when that file is missing, unreadable or a link (never followed).  Read again
-        only when the file changed (`LearningCache.qualities`)."""
+        0.5 when that file is missing, unreadable or a link (never followed)."""
         turn = rel.endswith("/context.md")
         path = f"{self.root}/{rel.removesuffix('context.md')}metadata.json" if turn else f"{self.root}/{rel}"
         try:
-            key = file_key(os.lstat(path))
-        except OSError:
-            return 0.5
-        known = self.cache.qualities.get(path)
-        if known is not None and known[0] == key:
-            return known[1]
-        try:
             data = read_vault_bytes(self.root, path)
             if data is None:
-                quality = 0.5
-            elif turn:
-                quality = float(orjson.loads(data)["quality"])
-            else:
-                quality = float(parse_document(data.decode("utf-8"), rel).frontmatter.get("quality", 0.5))
+                return 0.5
+            if turn:
+                return float(orjson.loads(data)["quality"])
+            return float(parse_document(data.decode("utf-8"), rel).frontmatter.get("quality", 0.5))
         except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
-            quality = 0.5
-        if len(self.cache.qualities) >= QUALITIES_KEPT:
-            self.cache.qualities.clear()
-        self.cache.qualities[path] = (key, quality)
-        return quality
+            return 0.5
 
     def _target_front(self, info: DocInfo, target: _Target) -> dict[str, Any]:
         front = dict(info.front)

@@ -178,8 +178,6 @@ class LearningCache:
         self._journal = ""  # the journal's file name
         self._offset = 0  # the journal's bytes folded into the state
         self._clean = False  # the state is what the files say (nothing folded since, unsaved)
-        self.qualities: dict[str, tuple[FileKey, float]] = {}
-        """The quality each used turn's file states, by path, as of its (inode, size, mtime)."""
         self.seen: dict[str, TurnFacts] = {}
         """The facts of the turns folded last (`TurnReader.facts`)."""
         self.queued: tuple[str, dict[str, float]] = ("", {})
