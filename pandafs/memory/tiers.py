@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from events.clock import utcnow
 from events.documents import parse_document
@@ -39,9 +39,6 @@ from ..tokens import count_tokens, truncate_tokens
 from ..vault import Vault
 from .store import Entry, parse_entries
 from .turn_records import RecordCache, TurnReader, TurnRecord
-
-if TYPE_CHECKING:
-    from .api import Memory
 
 __all__ = [
     "TIER_NAMES",
@@ -340,7 +337,6 @@ def assemble_cold(
     exclude: set[str],
     now: datetime,
     config: TiersConfig,
-    memory: Memory | None,
     search_hits: list[dict[str, Any]] | None = None,
 ) -> None:
     """Anchors first (always), then the ranked history in what is left of the budget."""
@@ -357,21 +353,8 @@ def assemble_cold(
 
     records: dict[str, TurnRecord] = {}
     hit_scores: dict[str, float] = {}
-    if search_hits is not None or (memory is not None and query.strip() and config.cold_candidates > 0):
-        if search_hits is not None:
-            hits = search_hits[: config.cold_candidates]
-        else:
-            assert memory is not None
-            hits = memory.search(
-                query,
-                user=reader.user,
-                kinds=("turn", "archived_turn"),
-                limit=config.cold_candidates,
-                now=now,
-                exclude_ids=sorted(exclude),
-                snippets=False,  # ranked by score; the tier reads the turns' own summaries
-            )
-        for hit in hits:
+    if search_hits is not None:
+        for hit in search_hits[: config.cold_candidates]:
             user, _, name = str(hit["doc_id"]).partition("/")
             if user != reader.user or not TURN_DIR_RE.fullmatch(name):
                 continue
@@ -437,17 +420,15 @@ def assemble_tiers(
     *,
     before: str,
     now: datetime | None = None,
-    memory: Memory | None = None,
     config: TiersConfig | None = None,
-    exclude: Iterable[str] = (),
     search_hits: list[dict[str, Any]] | None = None,
     cache: RecordCache | None = None,
 ) -> Tiers:
     """The hot, warm and cold tiers of `user` for a turn `before` (turns numbered below it).
 
-    `search_hits`: the Context Gatherer's turn hits, used instead of searching again;
-    `cache`: past turns parsed before.  `memory` adds search similarity to the cold ranking
-    (else term overlap alone); `exclude` keeps doc ids out of warm and cold.  Writes nothing."""
+    `search_hits`: the turns a search of the query found (the Context Gatherer's), which add
+    their score to the cold ranking (else term overlap alone); `cache`: past turns parsed
+    before.  Writes nothing."""
     config = config or vault.config.tiers
     now = now or utcnow()
     reader = TurnReader(vault, user, cache)
@@ -455,7 +436,7 @@ def assemble_tiers(
     hot = Tier("hot", config.hot_tokens)
     warm = Tier("warm", config.warm_tokens)
     cold = Tier("cold", config.cold_tokens)
-    skip = set(exclude) | {f"{user}/{before}"}
+    skip = {f"{user}/{before}"}
     window_low = limit
 
     with _assembling(hot):
@@ -481,7 +462,6 @@ def assemble_tiers(
             exclude=skip | set(hot.doc_ids) | set(warm.doc_ids),
             now=now,
             config=config,
-            memory=memory,
             search_hits=search_hits,
         )
     if cold.error is not None:

@@ -206,7 +206,6 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         analysis.resolved_query,
         before=ctx.turn,
         now=now,
-        memory=ctx.memory,
         search_hits=[h for h in found if h["kind"] in ("turn", "archived_turn")],
         cache=ctx.extras.get(RECORD_CACHE),
     )

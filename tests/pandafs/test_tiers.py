@@ -52,6 +52,15 @@ def item_text(vault: Vault, user: str, item: Mapping[str, Any]) -> str | None:
     return truncate_tokens(text, tokens)
 
 
+def _turn_hits(memory: Memory, user: str, query: str, limit: int = 40) -> list[dict[str, Any]] | None:
+    """What the Context Gatherer hands the cold tier: its search's turns (None: no search)."""
+    if not query.strip() or limit <= 0:
+        return None
+    return memory.search(
+        query, user=user, kinds=("turn", "archived_turn"), limit=limit, now=NOW, snippets=False
+    )
+
+
 def _import(vault: Vault, memory: Memory, lines: list[dict[str, Any]]) -> None:
     source = vault.root / "lines.jsonl"
     source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
@@ -190,13 +199,15 @@ def test_random_histories_keep_every_tier_within_budget_hot_latest_and_anchors(
                 max_sampled=rng.choice([1, 7, 50, 200]),
             )
             before = rng.choice([count + 1, count + 4, rng.randint(1, count + 1)])
+            query = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(0, 6)))
+            searched = rng.random() < 0.7
             tiers = assemble_tiers(
                 vault,
                 user,
-                " ".join(rng.choice(VOCAB) for _ in range(rng.randint(0, 6))),
+                query,
                 before=turn_name(before),
                 now=NOW,
-                memory=memory if rng.random() < 0.7 else None,
+                search_hits=_turn_hits(memory, user, query, config.cold_candidates) if searched else None,
                 config=config,
             )
             assemblies += 1
@@ -322,8 +333,10 @@ def test_cold_ranks_by_recency_similarity_and_anchor(vault: Vault) -> None:
         index=False,
     )
     config = TiersConfig(hot_turns=3, warm_turns=0, cold_tokens=900)
+    query = "sourdough starter feeding"
+    hits = _turn_hits(memory, "lee", query)
     tiers = assemble_tiers(
-        vault, "lee", "sourdough starter feeding", before="turn_000029", now=NOW, memory=memory, config=config
+        vault, "lee", query, before="turn_000029", now=NOW, search_hits=hits, config=config
     )
     assert [i.record.turn for i in tiers.hot.items] == ["turn_000028", "turn_000027", "turn_000026"]
     ranked = {i.record.turn: i for i in tiers.cold.items}
@@ -354,7 +367,8 @@ def test_cold_reads_the_stubs_the_archiver_writes(vault: Vault) -> None:
     )
     report = archive.archive_turns(vault, age_days=30, user="zoe", now=NOW)
     assert report.archived == 1
-    tiers = assemble_tiers(vault, "zoe", "tomato seedlings", before="turn_000006", now=NOW, memory=memory)
+    hits = _turn_hits(memory, "zoe", "tomato seedlings")
+    tiers = assemble_tiers(vault, "zoe", "tomato seedlings", before="turn_000006", now=NOW, search_hits=hits)
     (item,) = tiers.cold.items
     assert item.record.archived and item.record.turn == "turn_000001"
     assert "greenhouse tomato seedlings" in item.text and item.similarity == 1.0
@@ -368,7 +382,7 @@ def test_long_histories_are_sampled_so_the_cost_stays_bounded(vault: Vault) -> N
     memory = Memory(vault)
     _import(vault, memory, [_line("max", NOW - timedelta(hours=600 - i), f"turn {i}") for i in range(600)])
     config = TiersConfig(warm_turns=20, max_sampled=25, cold_candidates=0)
-    tiers = assemble_tiers(vault, "max", "turn", before="turn_000601", now=NOW, memory=memory, config=config)
+    tiers = assemble_tiers(vault, "max", "turn", before="turn_000601", now=NOW, config=config)
     assert 20 <= tiers.cold.stats["sampled"] <= 25 + 6
     assert "max/turn_000001" in {i.doc_id for i in tiers.cold.items}  # the first turn, always
 
