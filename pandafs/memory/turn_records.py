@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from functools import cached_property
+from functools import cached_property, partial
 
 from events.clock import aware
 from events.doctypes import SESSION_KEYS
@@ -120,7 +120,8 @@ class RecordCache:
 
 
 class TurnReader:
-    """Reads turns of one user by number (live folder first, then its stub)."""
+    """Reads turns of one user by number (live folder first, then its stub), through `cache`
+    (a process's, kept across turns; else one of its own)."""
 
     def __init__(self, vault: Vault, user: str, cache: RecordCache | None = None) -> None:
         self.vault = vault
@@ -128,24 +129,17 @@ class TurnReader:
         self.root = str(vault.root)
         self.turns = f"users/{self.user}/turns"  # vault-relative; str joins: hundreds of reads per turn
         self.stubs = f"archive/stubs/{self.user}"
-        self.cache = cache
+        self.cache = RecordCache() if cache is None else cache
 
     def live(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
-        rel = f"{self.turns}/{name}/context.md"
-        parse = lambda text: parse_turn_context(self.user, name, text)  # noqa: E731
-        return self._read(rel, parse) if self.cache is None else self.cache.read(self.root, rel, parse)
+        return self.cache.read(
+            self.root, f"{self.turns}/{name}/context.md", partial(parse_turn_context, self.user, name)
+        )
 
     def stub(self, number: int) -> TurnRecord | None:
         name = turn_name(number)
-        return self._read(f"{self.stubs}/{name}.md", lambda text: parse_stub(self.user, name, text))
-
-    def _read(self, rel: str, parse: Callable[[str], TurnRecord | None]) -> TurnRecord | None:
-        try:  # never through a symlink: a linked folder could be another user's turn
-            raw, _ = read_vault_file(self.root, rel)
-            return parse(raw.decode("utf-8"))
-        except (OSError, NotInVault, UnicodeDecodeError):
-            return None
+        return self.cache.read(self.root, f"{self.stubs}/{name}.md", partial(parse_stub, self.user, name))
 
 
 _FRONT_FIELD = re.compile(r"^(created_at|title|identity):[ \t]*(.*?)\s*$", re.M)
