@@ -44,17 +44,13 @@ SCOPE_RANK = {"new": 0, "user": 1, "global": 2}
 SUCCESS, FAILURE = "success", "failure"
 
 
+_BY_FEEDBACK = {"accepted": SUCCESS, "rejected": FAILURE}
+_BY_OUTCOME = {"APPROVE": SUCCESS, "RETRY": FAILURE, "FAIL": FAILURE}
+
+
 def verdict(outcome: str | None, feedback: str | None = None) -> str | None:
-    """success / failure / None for a turn's validation outcome and the user's feedback."""
-    if feedback == "accepted":
-        return SUCCESS
-    if feedback == "rejected":
-        return FAILURE
-    if outcome == "APPROVE":
-        return SUCCESS
-    if outcome in ("RETRY", "FAIL"):
-        return FAILURE
-    return None
+    """success / failure / None for a turn's validation outcome and the user's feedback (first)."""
+    return _BY_FEEDBACK.get(feedback or "") or _BY_OUTCOME.get(outcome or "")
 
 
 class Counts(NamedTuple):

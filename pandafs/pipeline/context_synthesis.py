@@ -36,6 +36,7 @@ from ..memory.tiers import TIER_NAMES
 from ..tasks.schemas import DocRow, LoadedDoc, MemoryRow, SynthesizeContextIn, SynthesizeContextOut
 from ..tokens import count_tokens, truncate_tokens
 from .context import TurnContext
+from .gatherer import RANK
 from .sources import (
     PER_DOC_TOKENS,
     abridge,
@@ -236,7 +237,7 @@ def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
     if not kept:
         return None
     numbers = [int(re.sub(r"\D", "", t.doc_id.split("/")[-1]) or 0) for t, _ in kept]
-    best = min((t.cells[2] for t, _ in kept), key=["high", "medium", "low"].index)
+    best = min((t.cells[2] for t, _ in kept), key=RANK.__getitem__)
     by_tier = {
         tier: [n for n, (t, _) in zip(numbers, kept, strict=True) if t.tier == tier] for tier in TIER_NAMES
     }

@@ -476,17 +476,17 @@ _RENAMED: dict[str, tuple[str, dict[str, str]]] = {
 _RENAMED |= {old.replace("_", ".", 1): new for old, new in _RENAMED.items()}
 
 
-def canonical_tool(name: str) -> str:
-    """The registered name of a tool, also for the spellings of stored plans."""
-    return _RENAMED[name][0] if name in _RENAMED else name
-
-
 def canonical_request(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A tool call in today's name and argument spellings."""
     if name not in _RENAMED:
         return name, args
     new, renames = _RENAMED[name]
     return new, {renames.get(key, key): value for key, value in args.items()}
+
+
+def canonical_tool(name: str) -> str:
+    """The registered name of a tool, also for the spellings of stored plans."""
+    return canonical_request(name, {})[0]
 
 
 def _session(ctx: TurnContext) -> ToolSession:
