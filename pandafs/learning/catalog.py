@@ -180,15 +180,11 @@ class Catalog:
                 table = table.take(sorted(last.values()))
         return table
 
-    def read_rows(
-        self, *, months: Iterable[str] | None = None, day: date | None = None
-    ) -> list[dict[str, Any]]:
-        """Rows (one per turn) of the given months (all by default), or of one day."""
-        if day is not None:
-            months = [day.strftime("%Y-%m")]
+    def read_rows(self, *, months: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Rows (one per turn) of the given months (all by default)."""
         chosen = self.months() if months is None else sorted(set(months))
         tables = [self.read_table(self.files(month)) for month in chosen]
-        return _day_rows(pa.concat_tables(tables) if tables else CATALOG_SCHEMA.empty_table(), day)
+        return _day_rows(pa.concat_tables(tables) if tables else CATALOG_SCHEMA.empty_table(), None)
 
     def days_of(
         self, month: str, columns: Sequence[str] | None = None

@@ -239,7 +239,7 @@ def test_small_files_are_compacted_and_a_row_written_twice_counts_once(tmp_path:
     rows = catalog.read_rows()
     assert len(rows) == COMPACT_AFTER and rows[0]["quality"] == 0.9
     assert [r["turn_number"] for r in rows] == list(range(1, COMPACT_AFTER + 1))
-    assert catalog.read_rows(day=date(2026, 2, 2)) == []
+    assert catalog.days_of("2026-02")(date(2026, 2, 2)) == []
     for n in range(COMPACT_AFTER + 1, 2 * COMPACT_AFTER + 3):  # the next deltas: a second part
         catalog.append([_row(n)])
     assert [f.name.split("-")[0] for f in catalog.files("2026-02")] == ["part", "part", "delta"]
