@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -28,18 +28,9 @@ from .promotion import check_shared
 from .rollups import daily_path, days_between, empty_rollup, rollup, summarize
 
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
+    from indexers.documents import IndexDoc
+
     from ..research.reliability import TurnsRead
-
-
-class SavingTurn(Protocol):
-    """What Phase 8 hands the learning loop of the turn it saves (the pipeline's
-    `TurnContext` is one): the vault, its memory, the turn's clock and its extras."""
-
-    vault: Vault
-    memory: Memory
-    extras: dict[str, Any]
-
-    def now(self) -> datetime: ...
 
 
 __all__ = ["CHECKS", "INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "rebuild", "sync", "trends"]
@@ -74,22 +65,28 @@ def rebuild(
         return engine.rebuild()
 
 
-def after_save(ctx: SavingTurn, view: TurnView, pending: Sequence[Payload]) -> list[Payload]:
+def after_save(
+    vault: Vault,
+    memory: Memory,
+    view: TurnView,
+    pending: Sequence[Payload],
+    now: datetime,
+    queue: list[IndexDoc] | None = None,
+) -> list[Payload]:
     """The end of Phase 8: fold what is new, run the policy for the documents this turn
     used, and return its scope changes as events of the turn.
 
     Never fails the turn: an error comes back as a `phase_failed` event of phase "learning"
     and the next sync makes up for it.  The rewritten documents are re-indexed in one commit,
-    or handed to the turn's own commit through `ctx.extras[INDEX_QUEUE]`."""
-    queue = ctx.extras.get(INDEX_QUEUE)
+    or handed to the turn's own commit through `queue` (its `extras[INDEX_QUEUE]`)."""
     try:
-        with Learning.of(ctx.vault, ctx.memory).open(wait_s=SAVE_WAIT_S) as engine:
+        with Learning.of(vault, memory).open(wait_s=SAVE_WAIT_S) as engine:
             engine.documents.index_mode = QUEUE_INDEX
             try:
                 engine.sync(rollups=False, users=[view.user])
-                return list(engine.policy.on_turn(view, pending, ctx.now()))
+                return list(engine.policy.on_turn(view, pending, now))
             finally:
-                if isinstance(queue, list):
+                if queue is not None:
                     queue.extend(engine.documents.take_index_queue())
                 else:
                     engine.documents.flush_index()

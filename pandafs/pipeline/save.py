@@ -17,7 +17,7 @@ from events.projection import TurnView
 from events.schema import DocumentsUsed, MemoryCommitted, MemoryDiscarded, Payload, TurnCompleted
 from events.stamps import format_ts
 
-from ..learning.api import after_save
+from ..learning.api import INDEX_QUEUE, after_save
 from ..llm.errors import LLMError
 from ..tasks.grounding import is_honest_unknown
 from ..tasks.schemas import SummarizeIn, SummarizeOut
@@ -175,5 +175,6 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
             intervention=intervention,
         )
     )
-    events[-1:-1] = after_save(ctx, view, events)  # scope changes; turn_completed stays last
+    changes = after_save(ctx.vault, ctx.memory, view, events, now, ctx.extras.get(INDEX_QUEUE))
+    events[-1:-1] = changes  # scope changes; turn_completed stays last
     return events
