@@ -74,20 +74,19 @@ class TurnContext:
 
     def read(self, id_or_path: str) -> Retrieved:
         """`memory.retrieve`, read once per turn (phases look at the same documents)."""
-        cache: dict[str, Retrieved] = self.extras.setdefault("_read_cache", {})
-        unread: dict[str, Unreadable] = self.extras.setdefault("_unread", {})
-        if id_or_path in unread:
-            raise unread[id_or_path]
+        cache: dict[str, Retrieved | Unreadable] = self.extras.setdefault("_read_cache", {})
         if id_or_path not in cache:
             try:
                 cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
             except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's
-                unread[id_or_path] = exc
+                cache[id_or_path] = exc
                 self.extras.setdefault(TIER_FAILED, []).append(
                     TierFailed(tier="cold", error_type="Unreadable", message=str(exc)[:500])
                 )
-                raise
-        return cache[id_or_path]
+        found = cache[id_or_path]
+        if isinstance(found, Unreadable):
+            raise found
+        return found
 
     def take_tier_failures(self) -> list[TierFailed]:
         """The `tier_failed` events of documents `read` could not read since last asked
