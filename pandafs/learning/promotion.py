@@ -26,7 +26,6 @@ from indexers.sync import scan_documents
 
 from ..checks import Problem, frontmatter_of
 from ..memory.api import Memory
-from ..memory.editing import expired_path
 from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
@@ -122,6 +121,8 @@ def prune_expired(
     memory: Memory | None = None,
 ) -> PruneReport:
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
+    from ..memory.editing import expired_path  # not loaded by a turn's Save, which imports this module
+
     now = now or utcnow()
     report = PruneReport(now, dry_run)
     memory = memory or learned_memory(vault)
