@@ -145,13 +145,14 @@ class Catalog:
         inputs = self.files(month)
         if deltas_only:
             inputs = [p for p in inputs if p.name.startswith("delta-")]
-        if len(inputs) <= 1:
-            return
-        _write(
-            self.read_table(inputs).sort_by(_PART_ORDER),
-            self.month_dir(month) / f"part-{time.time_ns():020d}.parquet",
-            self.root,
-        )
+        if len(inputs) > 1:
+            self.merge(inputs, self.month_dir(month))
+
+    def merge(self, inputs: Sequence[Path], folder: Path) -> None:
+        """`inputs` as one new part in `folder`, sorted, one row per turn (the later copy wins);
+        then the inputs go."""
+        part = folder / f"part-{time.time_ns():020d}.parquet"
+        _write(self.read_table(inputs).sort_by(_PART_ORDER), part, self.root)
         with checked_folders(self.root, durable=False) as folders:  # by name, never through a link
             for path in inputs:
                 folders.unlink(path, missing_ok=True)
@@ -221,7 +222,7 @@ class CatalogRebuild:
         self.dir = catalog.dir
         self.new = catalog.dir.with_name(catalog.dir.name + ".new")
         self.root = catalog.root
-        self._chunk_reader = Catalog(self.new)  # the chunks it has just written there
+        self._chunks_in = Catalog(self.new, self.root)  # the chunks it has just written there
         remove_tree_in_vault(self.root, self.new)  # never through a link
         make_folder(self.new, self.root)
         self.days: set[date] = set()
@@ -251,12 +252,7 @@ class CatalogRebuild:
         else:
             self._write(f"chunk-{self._chunks:06d}")
             for folder in sorted(self.new.iterdir()):
-                chunks = sorted(folder.glob("chunk-*.parquet"))
-                table = self._chunk_reader.read_table(chunks).sort_by(_PART_ORDER)
-                _write(table, folder / f"part-{time.time_ns():020d}.parquet", self.root)
-                with checked_folders(self.root, durable=False) as folders:
-                    for chunk in chunks:
-                        folders.unlink(chunk)
+                self._chunks_in.merge(sorted(folder.glob("chunk-*.parquet")), folder)
         self._rows = []
         swap_in(self.new, self.dir, root=self.root)
         # pyarrow's pool keeps what the parts' buffers freed, and a rebuild indexes next
