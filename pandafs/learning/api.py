@@ -25,7 +25,7 @@ from .engine import Learning, SyncReport
 from .maintenance import check_learning
 from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .promotion import check_shared
-from .rollups import daily_path, days_between, empty_rollup, rollup, summarize
+from .rollups import daily_path, days_between, rollup, summarize
 
 if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from indexers.documents import IndexDoc
@@ -148,7 +148,7 @@ def trends(
     days = []
     for day in days_between(since, until):
         data = read_vault_bytes(vault.root, daily_path(engine.daily_dir, day))
-        rollup_read = _json_object(data) if data is not None else empty_rollup(day)  # a link: quiet
+        rollup_read = _json_object(data) if data is not None else rollup(day, [], {})  # a link: quiet
         if rollup_read is None:  # a damaged rollup costs itself: made again from the catalog
             changes = engine.cache.state.scope_days.get(day.isoformat(), {})
             rollup_read = rollup(day, [r for r in rows if r["date"] == day], changes)

@@ -38,7 +38,6 @@ __all__ = [
     "ROW_FIELDS",
     "daily_path",
     "days_between",
-    "empty_rollup",
     "percentile",
     "rollup",
     "summarize",
@@ -124,12 +123,9 @@ def rollup(day: date, rows: Sequence[dict[str, Any]], scope_changes: dict[str, i
     return {"date": day.isoformat(), **summarize(rows, scope_changes)}
 
 
-def empty_rollup(day: date) -> dict[str, Any]:
-    return rollup(day, [], {})
-
-
-def daily_path(directory: Path, day: date) -> Path:
-    return directory / f"{day.isoformat()}.json"
+def daily_path(directory: Path, day: date | str) -> Path:
+    """A day's rollup file (`day` a date or its ISO text)."""
+    return directory / f"{day}.json"
 
 
 def write_rollups(directory: Path, rollups: Iterable[dict[str, Any]], root: Path | None = None) -> list[Path]:
@@ -137,7 +133,7 @@ def write_rollups(directory: Path, rollups: Iterable[dict[str, Any]], root: Path
     that is a link is not read (nothing below `root` is): it is replaced, never its target."""
     written: list[Path] = []
     for data in rollups:
-        path = directory / f"{data['date']}.json"
+        path = daily_path(directory, data["date"])
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
         if read_vault_bytes(root or directory, path) == payload:
             continue
