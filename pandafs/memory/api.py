@@ -178,11 +178,7 @@ class Memory:
 
     # --- retrieve ---------------------------------------------------------------------
 
-    def resolve(self, id_or_path: str) -> Path:
-        """The file behind a document id or a vault-relative path."""
-        return self.vault.root / self._resolve_rel(id_or_path)
-
-    def _resolve_rel(self, id_or_path: str, user: str | None = None) -> str:
+    def resolve(self, id_or_path: str, user: str | None = None) -> str:
         """The vault-relative path of the document behind an id or a path.  A link (or a
         path through a linked folder) is refused with `BadInput`; with `user`, another user's
         document is reported exactly like a missing one."""
@@ -228,7 +224,7 @@ class Memory:
         counted; `user=None` is the vault owner's view."""
         if user is not None:
             validate_user_id(user)
-        rel = self._resolve_rel(id_or_path, user)
+        rel = self.resolve(id_or_path, user)
         ref = classify(rel)
         assert ref is not None
         if ref.kind == "archived_turn" and self.archive is not None:

@@ -173,7 +173,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     reference = analysis.content_reference
     if reference is not None and reference.doc_id:
         with suppress(BadInput):  # a turn that is not there is no candidate
-            path = ctx.vault.rel(ctx.memory.resolve(reference.doc_id))
+            path = ctx.memory.resolve(reference.doc_id)
             add(
                 Candidate(
                     doc_id=reference.doc_id,
