@@ -108,7 +108,7 @@ class Learning:
     def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
         """The fold of `vault`, indexing through `memory` (else one with what it learned)."""
         cache = LearningCache.of(vault)
-        reader = TurnReader(vault, cache.seen)
+        reader = TurnReader(vault)
         documents = Materialiser(vault, memory or learned_memory(vault), cache)
         return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
 
@@ -205,7 +205,6 @@ class Learning:
             view, events = loaded
             fact = turn_facts(view, events)
             changed |= projection.fold_turn(fact, self.reader.facts, folded)
-            self.reader.remember(fact)
             rows(turn_row_values(view, events) if full else turn_row(view, events))
             done.add(number)
             report.turns += 1

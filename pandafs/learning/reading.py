@@ -28,16 +28,14 @@ if TYPE_CHECKING:  # the reliability table's module loads pyarrow
 __all__ = ["TurnReader"]
 
 EVENTS_FILE = "events.jsonl"
-SEEN_TURNS = 4096
 
 
 class TurnReader:
     """Reads turns of one vault for the fold, keeping what a run of reads shares: the archived
     part last read and each user's `turns/` folder."""
 
-    def __init__(self, vault: Vault, seen: dict[str, TurnFacts] | None = None) -> None:
+    def __init__(self, vault: Vault) -> None:
         self.vault = vault
-        self.seen = {} if seen is None else seen
         # When given (rebuild): each live turn's extractions as the fold reads it, so the
         # reliability table is rebuilt without reading every events.jsonl a second time.
         self.extractions: TurnsRead | None = None
@@ -113,18 +111,9 @@ class TurnReader:
             )
         return (view, events) if view.is_complete else "pending"
 
-    def remember(self, facts: TurnFacts) -> None:
-        """Keep the facts of a turn just folded, for the feedback of later turns (the last
-        `SEEN_TURNS`; one judged from further back is read again, to the same facts)."""
-        self.seen[facts.doc_id] = facts
-        if len(self.seen) > SEEN_TURNS:
-            del self.seen[next(iter(self.seen))]
-
     def facts(self, user: str, turn: str) -> TurnFacts | None:
-        """The facts of a completed turn: remembered, or read (None: not a completed turn)."""
-        known = self.seen.get(f"{user}/{turn}")
-        if known is not None:
-            return known
+        """The facts of a completed turn, read again (None: not a completed turn): a turn that
+        feedback judges."""
         loaded = self.load_turn(user, turn_number(turn))
         return turn_facts(*loaded) if isinstance(loaded, tuple) else None
 

@@ -38,7 +38,7 @@ from indexers.learned import Learned
 
 from ..memory.api import Memory
 from ..vault import Vault
-from .trust import Counts, Projection, ScopeRecord, TurnFacts, shares
+from .trust import Counts, Projection, ScopeRecord, shares
 
 __all__ = ["Cursor", "LearnedReader", "LearningCache", "StaleCache", "cache_json", "learned_of"]
 
@@ -178,8 +178,6 @@ class LearningCache:
         self._journal = ""  # the journal's file name
         self._offset = 0  # the journal's bytes folded into the state
         self._clean = False  # the state is what the files say (nothing folded since, unsaved)
-        self.seen: dict[str, TurnFacts] = {}
-        """The facts of the turns folded last (`TurnReader.facts`)."""
         self.queued: tuple[str, dict[str, float]] = ("", {})
         """The turn folder whose index commit carries the trust Save's preview gave the
         documents it used, and that trust."""
@@ -199,7 +197,6 @@ class LearningCache:
         self._snapshot = None
         self._clean = False
         self.queued = ("", {})
-        self.seen.clear()
 
     def load(self, *, strict: bool = True) -> None:
         """Bring the state up to what the files say, or raise `StaleCache` when there is none
@@ -241,7 +238,6 @@ class LearningCache:
         state.saved()
         self.state = state
         self.queued = ("", {})
-        self.seen.clear()
         self._snapshot, self._snapshot_bytes = file_key(st), len(raw)
         self._journal, self._offset = str(data.get("journal", "")), 0
 

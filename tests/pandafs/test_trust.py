@@ -17,7 +17,6 @@ from events.stamps import format_ts
 from pandafs.assembly import open_memory
 from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
-from pandafs.learning import reading as reading_module
 from pandafs.learning.api import rebuild, sync
 from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
@@ -164,16 +163,10 @@ def snapshot(vault: Vault) -> dict[str, dict]:
     return {"counts": counts, "feedback": feedback, "files": files}
 
 
-@pytest.mark.parametrize("seen_turns", [None, 0])
 def test_incremental_sync_and_full_recompute_agree(
-    vault: Vault,
-    pipeline: Pipeline,
-    clock: dict[str, datetime],
-    monkeypatch: pytest.MonkeyPatch,
-    seen_turns: int | None,
+    vault: Vault, pipeline: Pipeline, clock: dict[str, datetime]
 ) -> None:
-    """With `seen_turns` 0 the full fold keeps no turn's facts: each turn that feedback
-    judges is read again from its log (`reading.SEEN_TURNS`), to the same counts."""
+    """Each turn that feedback judges is read again from its log, to the same counts."""
     memory = open_memory(vault)
     saved = memory.save(HAMSTER, user="alice", topic="pet.hamster", keywords=["hamster"], now=T0)
     fact = memory.save("My hamster is called Biscuit", user="alice", doc_type="fact", now=T0)
@@ -207,8 +200,6 @@ def test_incremental_sync_and_full_recompute_agree(
     assert front["trust"] == trust_of(c, 0.6, 2.0) == counts[saved.doc_id][1]
     mtimes = {rel: (vault.root / rel).stat().st_mtime_ns for rel in incremental["files"]}
 
-    if seen_turns is not None:
-        monkeypatch.setattr(reading_module, "SEEN_TURNS", seen_turns)
     report = rebuild(vault)
     assert report.full and report.turns == 5
     assert snapshot(vault) == incremental
