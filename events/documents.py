@@ -114,7 +114,9 @@ class ParsedDocument(NamedTuple):
 
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n")
-_END = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+_END = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+"""The closing `---` (or `...`) line with the newline before it: a pattern that opens with a
+literal is searched for that character, one that opens with `^` is tried at every position."""
 
 
 def wikilink(doc_path: str, label: str | None = None) -> str:
@@ -129,10 +131,10 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     fence = _FENCE.match(text)
     if fence is None:
         return ParsedDocument({}, text, False)
-    end = _END.search(text, fence.end())  # the closing `---` (or `...`) line
+    end = _END.search(text, fence.end() - 1)  # (the fence's own newline: an empty frontmatter)
     if end is None:
         raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
-    raw, body = text[fence.end() : end.start()], text[end.end() :]
+    raw, body = text[fence.end() : end.start() + 1], text[end.end() :]
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):

@@ -315,3 +315,16 @@ def test_a_line_that_only_starts_like_the_fence_does_not_close_it(line: str) -> 
 
     with pytest.raises(FrontmatterError, match="no closing"):
         parse_document(f"---\nid: a/x\n{line}\nbody\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("---\n---\n# Body\n", ({}, "# Body\n", True)),  # closed on the line after the fence
+        ("---\r\n---\r\nbody", ({}, "body", True)),
+        ("---\nid: a/x\n---", ({"id": "a/x"}, "", True)),  # the text's last line closes it
+        ("---\ntitle: Turn — “café”…\n...\n# T\n", ({"title": "Turn — “café”…"}, "# T\n", True)),
+    ],
+)
+def test_the_closing_line_is_found_wherever_it_starts(text: str, parsed: tuple[object, ...]) -> None:
+    assert parse_document(text) == parsed
