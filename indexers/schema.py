@@ -16,7 +16,7 @@ from events.layout import turn_number
 from events.stamps import format_ts
 
 from .errors import REBUILD, IndexDamaged
-from .snippets import conversation_of, prose_of
+from .snippets import conversation_prose, prose_of
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
     from .documents import IndexDoc
@@ -110,7 +110,7 @@ def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
         "topic_h": _h64(doc.primary_topic),
         "topic_ph": _h64(_parent(doc.primary_topic)),
         "payload": orjson.dumps(payload),
-        "prose": prose_of(conversation_of(doc.body) if doc.is_turn else doc.body).encode(),
+        "prose": (conversation_prose(doc.body) if doc.is_turn else prose_of(doc.body)).encode(),
     }
     if doc.external_id is not None:
         fields["external_id"] = doc.external_id

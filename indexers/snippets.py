@@ -38,15 +38,34 @@ def _folded(text: str) -> bool:
     return text.isprintable()
 
 
-def conversation_of(body: str) -> str:
-    """A turn body's §0 and §5: what was asked and what was answered, which is what a person
-    looks for in a past turn.  The pipeline's own sections (reflection, gathered context,
-    plan, tools, validation) are no snippet's text.  A body without numbered sections is
-    returned whole."""
+def conversation_prose(body: str) -> str:
+    """`prose_of` a turn body's §0 and §5: what was asked and what was answered, which is
+    what a person looks for in a past turn.  The pipeline's own sections (reflection,
+    gathered context, plan, tools, validation) are no snippet's text.  A body without
+    numbered sections is read whole.
+
+    A body whose only `## ` heading lines are §0's then §5's, with nothing but lines
+    `prose_of` skips before them (an imported turn: its title), is read whole too: the rest
+    of it is those heading lines, so the prose is the same without copying the sections out.
+    (The headings are found by their `#`: one character is searched for much faster than a
+    string in text beyond Latin-1.)"""
+    headings: list[int] = []
+    at = body.find("#")
+    while at >= 0 and len(headings) < 3:
+        if (at == 0 or body[at - 1] == "\n") and body.startswith("## ", at):
+            headings.append(at)
+        at = body.find("#", at + 2)
+    if (
+        len(headings) == 2
+        and body.startswith("## 0. ", headings[0])
+        and body.startswith("## 5. ", headings[1])
+        and all(not line or line.startswith(_NOT_PROSE) for line in body[: headings[0]].split("\n"))
+    ):
+        return prose_of(body)
     from events.documents import split_sections  # index time only: `search` never loads it
 
     sections = split_sections(body, numbers=(0, 5))
-    return "\n".join(sections.values()) if sections else body
+    return prose_of("\n".join(sections.values()) if sections else body)
 
 
 def prose_of(body: str) -> str:

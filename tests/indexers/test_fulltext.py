@@ -546,6 +546,48 @@ def test_prose_folds_white_space_as_str_split_does(seed: int) -> None:
         assert prose_of(body) == (flat if len(flat) <= PROSE_CHARS else flat[:PROSE_CHARS] + "\x1f")
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_a_turns_prose_is_that_of_its_question_and_answer(seed: int) -> None:
+    """`conversation_prose` is `prose_of` §0 and §5 joined, whichever way it reads them:
+    imported turns (a title, §0, §5), pipeline turns (§0–§6), answers with their own `## `
+    headings, text before the sections, sections out of order or repeated, none."""
+    import random
+
+    from events.documents import split_sections
+    from indexers.snippets import conversation_prose, prose_of
+
+    rng = random.Random(seed)
+    lines = [
+        "# Turn 000001 — a title…",
+        "## 0. User Query",
+        "## 5. Synthesis",
+        "## 2. Gathered Context",
+        "## 6. Validation",
+        "## An answer's own heading",
+        "asked or answered, café — “quoted”",
+        "more text",
+        "",
+        "",
+        "```",
+        "| a | b |",
+        "|---|---|",
+        "#not a heading",
+        "in C#",
+        "not at a line's start: ## 5. x",
+        "text\x00with a NUL",
+        "\x00",
+    ]
+    bodies = ["## 5. Synthesis\n## 0. User Query\nq\n## 5. Synthesis\na"]  # §5 first, then again
+    for _ in range(300):
+        body = "\n".join(rng.choice(lines) for _ in range(rng.randrange(0, 14)))
+        if rng.random() < 0.5:  # the shape the importer writes
+            body = f"# Turn 1 — t\n\n## 0. User Query\n\n{rng.choice(lines)}\n\n## 5. Synthesis\n\n{body}"
+        bodies.append(body)
+    for body in bodies:
+        sections = split_sections(body, numbers=(0, 5))
+        assert conversation_prose(body) == prose_of("\n".join(sections.values()) if sections else body), body
+
+
 def test_a_question_in_any_script_finds_the_note_that_says_it(vault: Vault, memory: Memory) -> None:
     """A query's words are split as the index splits a document's (`words.words_of`):
     until 2026-11-24 only Latin-1 letters made words, so a question in Russian, Greek or
