@@ -45,6 +45,12 @@ SECTION_TITLES = {
 }
 
 
+def _no_items() -> list[str]:
+    """A list field's default: a new list for each document, where a `[]` default is deep-copied
+    for each (and `list` as the factory would have its signature parsed from its text)."""
+    return []
+
+
 class DocumentMetadata(BaseModel):
     """Shared metadata of every document (frontmatter keys)."""
 
@@ -54,21 +60,21 @@ class DocumentMetadata(BaseModel):
     user: str | None = None
     title: str | None = None
     primary_topic: str = "general"
-    keywords: list[str] = []
-    content_types: list[str] = []
+    keywords: list[str] = Field(default_factory=_no_items)
+    content_types: list[str] = Field(default_factory=_no_items)
     scope: Scope = "user"
     quality: float = Field(default=0.5, ge=0.0, le=1.0)
     created_at: datetime
     expires_at: datetime | None = None
     user_purpose: str | None = None
-    data_requirements: list[str] = []
+    data_requirements: list[str] = Field(default_factory=_no_items)
     usage_count: int = 0
     validation_count: int = 0
     validation_success: int = 0
     trust: float | None = None
     archived: bool = False
-    tags: list[str] = []
-    aliases: list[str] = []
+    tags: list[str] = Field(default_factory=_no_items)
+    aliases: list[str] = Field(default_factory=_no_items)
 
     @field_validator("created_at", "expires_at", mode="after")
     @classmethod
