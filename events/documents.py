@@ -29,6 +29,7 @@ __all__ = [
     "dump_frontmatter",
     "parse_document",
     "render_document",
+    "shorten",
     "split_sections",
 ]
 
@@ -123,6 +124,13 @@ _FENCE = re.compile(r"\A---[ \t]*\r?\n")
 _END = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 """The closing `---` (or `...`) line with the newline before it: a pattern that opens with a
 literal is searched for that character, one that opens with `^` is tried at every position."""
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line (each run of white space one space), cut to `limit` characters
+    with "…" where it is longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def wikilink(doc_path: str, label: str | None = None) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document, wikilink
+from .documents import SECTION_TITLES, DocumentMetadata, dump_frontmatter, render_document, shorten, wikilink
 from .projection import TurnView
 from .schema import ContextBlock, GateResult
 from .stamps import format_ts
@@ -15,11 +15,6 @@ from .stamps import format_ts
 __all__ = ["context_parts", "render_block", "render_turn", "turn_metadata", "wikilink"]
 
 TITLE_CHARS = 80
-
-
-def _title(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 def _cell(value: Any) -> str:
@@ -75,7 +70,7 @@ def turn_metadata(view: TurnView) -> DocumentMetadata:
     return DocumentMetadata(
         id=view.doc_id,
         user=view.user,
-        title=_title(view.query),
+        title=shorten(view.query, TITLE_CHARS),
         primary_topic=analysis.primary_topic if analysis else "conversation",
         keywords=keywords,
         content_types=["context"],
@@ -186,7 +181,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         if view.completed is not None:
             s6.append(f"**Outcome:** {view.completed.outcome}")
         sections.append(_section(6, "\n\n".join(s6)))
-    title = f"# Turn {view.turn.removeprefix('turn_')} — {_title(view.query)}\n\n"
+    title = f"# Turn {view.turn.removeprefix('turn_')} — {shorten(view.query, TITLE_CHARS)}\n\n"
     return turn_metadata(view).to_frontmatter(), title + "\n".join(sections)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from events.documents import DocumentMetadata, parse_document, render_document, split_sections
+from events.documents import DocumentMetadata, parse_document, render_document, shorten, split_sections
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import classify
@@ -66,11 +66,6 @@ def linked_from(body: str, user: str, turn: str) -> list[str]:
         if len(found) == LINKS:
             break
     return found
-
-
-def shorten(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_file: str) -> str:

@@ -28,6 +28,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from events.clock import utcnow
+from events.documents import shorten
 from pandafs.config import LLMConfig, RoleConfig
 
 from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
@@ -160,8 +161,7 @@ def server_message(response: httpx.Response) -> str:
             message = error
         if message is None:
             message = body.get("message") or body.get("detail")
-    text = " ".join(str(message or response.text or response.reason_phrase or "no message").split())
-    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 1] + "…"
+    return shorten(str(message or response.text or response.reason_phrase or "no message"), _MAX_DETAIL_CHARS)
 
 
 def retry_after(response: httpx.Response) -> float | None:

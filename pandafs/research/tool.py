@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from events.documents import DocumentMetadata, render_document
+from events.documents import DocumentMetadata, render_document, shorten
 from events.fsio import atomic_write
 from events.layout import validate_user_id
 from events.render import wikilink
@@ -263,7 +263,7 @@ def write_record(
         metadata = DocumentMetadata(
             id=f"{user}/{turn_dir.name}/research",
             user=user,
-            title=_shorten(f"Research: {result.query}", 100),
+            title=shorten(f"Research: {result.query}", 100),
             primary_topic=topic or "general",
             keywords=list(keywords),
             content_types=content_types,
@@ -318,13 +318,8 @@ def _link(label: str, url: str) -> str:
     return f"[{label}]({target})"
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _body(result: ResearchResult) -> str:
-    lines = [f"# Research: {_shorten(result.query, 200)}", "", result.summary, ""]
+    lines = [f"# Research: {shorten(result.query, 200)}", "", result.summary, ""]
     if result.findings:
         lines += [
             "## Findings",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from events.documents import DocumentMetadata, parse_document, render_document, split_sections
+from events.documents import DocumentMetadata, parse_document, render_document, shorten, split_sections
 from events.errors import FrontmatterError
 
 
@@ -328,3 +328,9 @@ def test_a_line_that_only_starts_like_the_fence_does_not_close_it(line: str) -> 
 )
 def test_the_closing_line_is_found_wherever_it_starts(text: str, parsed: tuple[object, ...]) -> None:
     assert parse_document(text) == parsed
+
+
+def test_shorten_puts_text_on_one_line_and_cuts_it_with_an_ellipsis() -> None:
+    assert shorten("  a\n\tb  c ", 10) == "a b c"
+    assert shorten("one two three", 5) == "one…"  # cut at 4, the space before "…" dropped
+    assert shorten("abcdef", 6) == "abcdef"
