@@ -20,7 +20,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from .errors import ChangedMeanwhile, NotInVault
 
@@ -44,6 +46,7 @@ __all__ = [
     "is_real_dir",
     "is_real_file",
     "is_temp_name",
+    "json_lines",
     "lock_is_held",
     "make_folder",
     "make_folder_at",
@@ -469,6 +472,21 @@ def read_vault_bytes(root: Path | str, path: Path | str, *, limit: int | None = 
         return read_vault_file(root, Path(path).relative_to(root).as_posix(), limit=limit)[0]
     except (FileNotFoundError, NotInVault):
         return None
+
+
+def json_lines(data: bytes, mentioning: bytes = b"") -> Iterator[dict[str, Any]]:
+    """The JSON objects of JSON Lines `data`, one a line, of the lines that hold `mentioning`
+    (the others are not parsed); a line that is not one (a crashed writer's torn last line, a
+    foreign one) is passed over."""
+    for line in data.splitlines():
+        if mentioning not in line:
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
 
 
 # -- writing ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
-from events.fsio import append_file, atomic_write, open_vault_file
+from events.fsio import append_file, atomic_write, json_lines, open_vault_file
 
 if TYPE_CHECKING:
     from .folder import IndexFolder
@@ -30,11 +30,7 @@ def _state_line(path: str, entry: StateEntry) -> bytes:
 
 
 def _fold_state(state: dict[str, StateEntry], raw: bytes) -> None:
-    for line in raw.splitlines():
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # torn last line of a crashed writer; reconcile re-checks that file
+    for entry in json_lines(raw):  # a torn last line: reconcile re-checks that file
         if entry.get("d"):
             state.pop(entry["p"], None)
         else:

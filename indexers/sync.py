@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from events.fsio import json_lines
 from events.layout import DocRef, classify
 
 from .documents import IndexDoc, Loaded, Skipped, parse_index_doc, read_document
@@ -306,12 +305,7 @@ def rebuild(
             with index.log.open_log(live_log) as handle:  # never through a link
                 handle.seek(mark)
                 added = handle.read()
-            paths = set()
-            for line in added.splitlines():
-                try:
-                    paths.add(orjson.loads(line)["p"])
-                except (orjson.JSONDecodeError, KeyError, TypeError):
-                    continue
+            paths = {entry["p"] for entry in json_lines(added) if "p" in entry}
             if paths:
                 with open_batch() as batch:
                     _apply(batch, root, sorted(paths), built(), report, max_bytes, None)

@@ -13,7 +13,7 @@ import orjson
 
 from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import append_file, open_vault_file, read_vault_bytes, vault_folder
+from events.fsio import append_file, json_lines, open_vault_file, read_vault_bytes, vault_folder
 from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
 from indexers.archive import folder_signature
@@ -89,13 +89,7 @@ def recent_uses(vault: Vault, user: str, *, since: datetime, until: datetime) ->
             continue
         if raw is None or USED_MARK not in raw:  # gone, or a link: no uses read through it
             continue
-        for line in raw.split(b"\n"):
-            if USED_MARK not in line:
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
+        for record in json_lines(raw, USED_MARK):
             if record.get("type") != "documents_used":
                 continue
             ts = parse_time(record.get("ts"))
@@ -124,15 +118,8 @@ def expansion_counts(
     raw = read_vault_bytes(vault.root, vault.layout.archive / EXPANSIONS_FILE)
     if raw is None:  # none recorded (a link there is not ours: nothing read through it)
         return counts
-    needle = orjson.dumps(doc_id) if doc_id is not None else b""
-    for line in raw.splitlines():
-        if needle not in line:
-            continue
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        ts = parse_time(entry.get("ts")) if isinstance(entry, dict) else None
+    for entry in json_lines(raw, orjson.dumps(doc_id) if doc_id is not None else b""):
+        ts = parse_time(entry.get("ts"))
         if ts is not None and since <= ts <= until and doc_id in (None, entry.get("id")):
             counts[str(entry.get("id"))] += 1
     return counts

@@ -58,3 +58,11 @@ def test_a_failed_write_leaves_the_target_and_no_temporary_file(tmp_path: Path) 
         pass
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["part.parquet"]
+
+
+def test_json_lines_yields_the_objects_and_passes_over_torn_and_foreign_lines() -> None:
+    from events.fsio import json_lines
+
+    data = b'{"a": 1}\n[1, 2]\nnot json\n{"b": "used"}\n{"c": 3'
+    assert list(json_lines(data)) == [{"a": 1}, {"b": "used"}]
+    assert list(json_lines(data, b"used")) == [{"b": "used"}]
