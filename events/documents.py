@@ -26,6 +26,7 @@ __all__ = [
     "ParsedDocument",
     "Scope",
     "SECTION_TITLES",
+    "TITLE_CHARS",
     "dump_frontmatter",
     "parse_document",
     "render_document",
@@ -126,7 +127,11 @@ _END = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 literal is searched for that character, one that opens with `^` is tried at every position."""
 
 
-def shorten(text: str, limit: int) -> str:
+TITLE_CHARS = 80
+"""The longest title PandaFS makes of a text (a turn's query, a memory's first words)."""
+
+
+def shorten(text: str, limit: int = TITLE_CHARS) -> str:
     """`text` on one line (each run of white space one space), cut to `limit` characters
     with "…" where it is longer."""
     flat = " ".join(text.split())

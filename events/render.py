@@ -14,8 +14,6 @@ from .stamps import format_ts
 
 __all__ = ["context_parts", "render_block", "render_turn", "turn_metadata", "wikilink"]
 
-TITLE_CHARS = 80
-
 
 def _cell(value: Any) -> str:
     text = " ".join(str(value).split())
@@ -70,7 +68,7 @@ def turn_metadata(view: TurnView) -> DocumentMetadata:
     return DocumentMetadata(
         id=view.doc_id,
         user=view.user,
-        title=shorten(view.query, TITLE_CHARS),
+        title=shorten(view.query),
         primary_topic=analysis.primary_topic if analysis else "conversation",
         keywords=keywords,
         content_types=["context"],
@@ -181,7 +179,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         if view.completed is not None:
             s6.append(f"**Outcome:** {view.completed.outcome}")
         sections.append(_section(6, "\n\n".join(s6)))
-    title = f"# Turn {view.turn.removeprefix('turn_')} — {shorten(view.query, TITLE_CHARS)}\n\n"
+    title = f"# Turn {view.turn.removeprefix('turn_')} — {shorten(view.query)}\n\n"
     return turn_metadata(view).to_frontmatter(), title + "\n".join(sections)
 
 

@@ -90,7 +90,7 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
     outcome = str(info.get("outcome") or front.get("outcome") or "UNKNOWN")
     revisions = info.get("revision_count") if isinstance(info.get("revision_count"), int) else 0
     claims = key_claims(body)
-    title = str(front.get("title") or shorten(query, 80) or turn.doc_id)
+    title = str(front.get("title") or shorten(query) or turn.doc_id)
     tags = front["tags"] if isinstance(front.get("tags"), list) else []
     archive_extra = {
         "outcome": outcome,

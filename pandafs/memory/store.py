@@ -11,7 +11,6 @@ under `memories/`, scope `new` with an `expires_at` unless promoted."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import re
@@ -22,8 +21,9 @@ from typing import NamedTuple
 import orjson
 
 from events.clock import aware
+from events.documents import shorten
 from events.errors import NotInVault
-from events.fsio import append_file, atomic_write, read_vault_file, vault_folder
+from events.fsio import append_file, atomic_write, json_lines, read_vault_file, vault_folder
 from events.rewrite import rewrite_file
 from events.stamps import format_ts
 
@@ -95,14 +95,10 @@ def norm_statement(text: str) -> str:
     return " ".join(_STATEMENT_WORD.findall(text.casefold()))
 
 
-TITLE_CHARS = 80
-
-
 def default_title(content: str) -> str:
-    """A memory's title when none is given: its first ten words, at most TITLE_CHARS long
+    """A memory's title when none is given: its first ten words, shortened to a title's length
     (it is written twice, in the frontmatter and as the heading)."""
-    title = " ".join(content.split()[:10])
-    return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "…"
+    return shorten(" ".join(content.split()[:10]))
 
 
 def fitting(vault: Vault, rel: str, text: str) -> bytes:
@@ -352,17 +348,12 @@ def check_published(vault: Vault, repair: bool) -> list[Problem]:
     found = scan_documents(vault.root, "knowledge/published")
     if not found:
         return []
-    recorded: set[str] = set()
     try:
         data, _ = read_vault_file(vault.root, SHARING_LOG)
     except FileNotFoundError:
         data = b""
     except (OSError, NotInVault) as exc:
         return [Problem(SHARING_LOG, "unreadable", f"cannot be read ({exc.__class__.__name__})")]
-    for line in data.splitlines():
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
-            record = orjson.loads(line)
-            if record.get("act") == "publish":
-                recorded.add(str(record.get("doc_path")))
+    recorded = {str(record.get("doc_path")) for record in json_lines(data) if record.get("act") == "publish"}
     why = f"is global, but {SHARING_LOG} has no record of anyone publishing it"
     return [Problem(rel, "unrecorded_share", why) for rel in sorted(found) if rel not in recorded]
