@@ -203,8 +203,10 @@ def stems_of(text: str) -> list[str]:
     return _analyzer().analyze(text)
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """The term `en_stem` indexes for `word` ("" for none)."""
+    """The term `en_stem` indexes for `word` ("" for none); kept for the words a long-lived
+    process meets again and again."""
     tokens = _analyzer().analyze(word)
     return tokens[0] if tokens else ""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from events.documents import wikilink
@@ -176,7 +175,7 @@ def _turns(ctx: TurnContext, chosen: list[Candidate], rows: dict[str, DocRow]) -
             continue
         text = " ".join(date_phrases(record.full_text(), record.created_at).split())
         words = words_of(text)
-        said = {_stem(w) for w in set(words)} - {""}
+        said = {stem(w) for w in set(words)} - {""}
         facts = [f for f in row.key_facts if not _said(f, said, words)]
         link = wikilink(candidate.doc_path, _label(candidate.doc_id))
         when = record.created_at.strftime("%Y-%m-%d (%a) %H:%M") if record.created_at else "undated"
@@ -191,18 +190,13 @@ def _said(fact: str, stems: set[str], words: list[str]) -> bool:
     """Whether a text (its `stems` and `words`) already says `fact`: every word of it, the
     last one perhaps cut short."""
     said = words_of(fact)
-    if not said or {_stem(w) for w in said[:-1]} - {""} - stems:
+    if not said or {stem(w) for w in said[:-1]} - {""} - stems:
         return False
-    return _stem(said[-1]) in stems or any(w.startswith(said[-1]) for w in words)
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return stem(word)
+    return stem(said[-1]) in stems or any(w.startswith(said[-1]) for w in words)
 
 
 def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in set(words_of(text))} - {""}
+    return {stem(w) for w in set(words_of(text))} - {""}
 
 
 def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
