@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from events.fsio import json_lines
 from events.layout import DocRef, classify
@@ -26,6 +26,7 @@ from .writer import IndexBatch
 __all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents", "upsert_rendered"]
 
 Progress = Callable[[int], None]
+T = TypeVar("T")
 
 
 def count_mismatch(held: int, recorded: int) -> str | None:
@@ -176,7 +177,8 @@ def _unchanged(root: Path, doc: IndexDoc) -> bool:
     return (st.st_mtime_ns, st.st_size) == (doc.mtime_ns, doc.size)
 
 
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+def chunked(items: list[T], size: int) -> Iterator[list[T]]:
+    """`items` in slices of `size` (the last one shorter)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -197,7 +199,7 @@ def index_paths(
     report.skipped += [not_utf8(p) for p in wanted if not is_utf8_name(p)]  # never in the index
     wanted = [p for p in wanted if is_utf8_name(p)]
     state = {} if force else index.state()
-    for chunk in _chunks(wanted, batch_size):
+    for chunk in chunked(wanted, batch_size):
         with index.batch() as batch:
             _apply(batch, root, chunk, state, report, max_bytes, None)
     report.seconds = time.perf_counter() - started
@@ -224,7 +226,7 @@ def reconcile(
     )
     gone = sorted(p for p in state if p not in files)
     report.unchanged = len(files) - len(changed)
-    for chunk in _chunks(changed + gone, batch_size):
+    for chunk in chunked(changed + gone, batch_size):
         with index.batch() as batch:
             _apply(batch, root, chunk, state, report, max_bytes, progress)
     index.compact_state()  # the state log only grows; reconcile is the periodic moment to fold it
@@ -268,7 +270,7 @@ def rebuild(
         with index.batch() as batch:
             for path in old:
                 batch.delete(path)
-        for chunk in _chunks(sorted(files), batch_size):
+        for chunk in chunked(sorted(files), batch_size):
             with index.batch() as batch:
                 _apply(batch, root, chunk, {}, report, max_bytes, progress)
     else:

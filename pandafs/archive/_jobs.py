@@ -32,6 +32,7 @@ from events.layout import turn_number
 from events.stamps import format_ts
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, folder_signature, write_turn_folder
 from indexers.errors import ArchiveError
+from indexers.sync import chunked
 
 from ..checks import Problem
 from ..errors import BadInput
@@ -49,7 +50,6 @@ from ._common import (
     TurnKey,
     archive_lock,
     as_utc,
-    chunked,
     document_paths,
     drop_journal,
     finish_relink,
