@@ -11,7 +11,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from events.clock import out_of_range
-from events.errors import InvalidUserId, NotInVault, json_problem
+from events.errors import NotInVault, json_problem
 from events.fsio import open_outside_file
 from events.layout import validate_user_id
 
@@ -58,10 +58,7 @@ class ImportLine(BaseModel):
     @field_validator("user")
     @classmethod
     def _user(cls, value: str) -> str:
-        try:
-            return validate_user_id(value)
-        except InvalidUserId as exc:
-            raise ValueError(str(exc)) from None
+        return validate_user_id(value)  # an InvalidUserId is a ValueError: pydantic names it
 
     @field_validator("timestamp")
     @classmethod
