@@ -11,11 +11,12 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from events.errors import EventsError, NotInVault
-from events.fsio import TMP_PREFIX, atomic_write, checked_folders, read_vault_file
+from events.fsio import TMP_PREFIX, atomic_write, checked_folders, read_vault_bytes, read_vault_file
 from events.layout import turn_number
 from events.log import read_events
 from events.projection import TurnView, project_turn
@@ -35,6 +36,7 @@ __all__ = [
     "iter_turns",
     "load_view",
     "project",
+    "read_metadata",
     "remove_abandoned",
     "replay",
 ]
@@ -97,6 +99,16 @@ def iter_turns(
         turns = vault.layout.turns_dir(user)
         for name in vault.layout.turn_names(user):
             yield TurnRef(user, name, turns)
+
+
+def read_metadata(root: Path, folder: Path | str) -> dict[str, Any] | None:
+    """The metadata.json of the turn folder `folder` (under `root`); None when it is missing,
+    unreadable, a link (never followed) or not a JSON object."""
+    try:
+        data = orjson.loads(read_vault_bytes(root, f"{folder}/metadata.json") or b"null")
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def load_view(ref: TurnRef) -> TurnView:
@@ -181,13 +193,8 @@ def drift_of(vault: Vault, ref: TurnRef, view: TurnView) -> list[Drift]:
 def cut_tail_of(vault: Vault, ref: TurnRef, view: TurnView) -> Drift | None:
     """A log whose end was cut (metadata.json recorded more events than it holds, which a hash
     chain cannot see); re-projecting would silently make a finished turn INCOMPLETE."""
-    rel = f"{vault.rel(ref.path)}/metadata.json"
-    try:
-        raw, _ = read_vault_file(vault.root, rel)
-        recorded = orjson.loads(raw)
-    except (OSError, EventsError, orjson.JSONDecodeError):
-        return None  # missing or unreadable: drift reports it
-    if not isinstance(recorded, dict) or not isinstance(recorded.get("events"), int):
+    recorded = read_metadata(vault.root, ref.path)  # None: missing or unreadable, drift reports it
+    if recorded is None or not isinstance(recorded.get("events"), int):
         return None  # projected before the count was recorded
     count = recorded["events"]
     if count > view.event_count:

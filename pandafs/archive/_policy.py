@@ -19,25 +19,15 @@ from events.stamps import format_ts
 from indexers.archive import folder_signature
 
 from ..memory.turn_records import parse_time
-from ..turns import EVENTS_FILE
+from ..turns import EVENTS_FILE, read_metadata
 from ..vault import Vault
 from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, stub_file
-
-
-def _metadata(vault: Vault, folder: Path) -> dict[str, Any] | None:
-    """A turn's metadata.json, or None (missing, unreadable, or a link: never read)."""
-    try:
-        raw = read_vault_bytes(vault.root, folder / "metadata.json")
-        data = orjson.loads(raw) if raw is not None else None
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None = None) -> datetime | None:
     """`created_at` of a turn from metadata.json (fast; `metadata` when read already), else
     from context.md's frontmatter (a file that is a link is not read: as if it were missing)."""
-    data = metadata if metadata is not None else _metadata(vault, folder)
+    data = metadata if metadata is not None else read_metadata(vault.root, folder)
     if data is not None and (found := parse_time(data.get("created_at"))):
         return found
     try:
@@ -179,7 +169,7 @@ def find_candidates(
         for folder in vault.layout.turn_dirs(name):
             key = (name, folder.name)
             doc_id = f"{name}/{folder.name}"
-            metadata = _metadata(vault, folder)
+            metadata = read_metadata(vault.root, folder)
             created = turn_created_at(vault, folder, metadata)
             if created is None:
                 skipped.append({"doc_id": doc_id, "reason": "no created_at (metadata.json)"})

@@ -11,12 +11,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from events.clock import utcnow
 from events.documents import parse_document, render_document
-from events.errors import FrontmatterError, LogBusyError, NotInVault
-from events.fsio import atomic_write, is_real_dir, read_vault_bytes, read_vault_file
+from events.errors import FrontmatterError, LogBusyError
+from events.fsio import atomic_write, is_real_dir, read_vault_bytes
 from events.layout import turn_name
 from events.log import EventWriter, read_log, repair_torn_tail
 from events.schema import TornTailRepaired, TurnStarted
@@ -26,7 +24,7 @@ from ..errors import Busy
 from ..memory.api import Memory
 from ..pipeline import Pipeline, TurnResult
 from ..pipeline.recovery import recover
-from ..turns import EVENTS_FILE
+from ..turns import EVENTS_FILE, read_metadata
 from ..vault import Vault
 from ._claims import ANSWER, ERROR, PROCESSING, ClaimFolders, ClaimPlan, Log, Stuck
 from ._parse import QUERY_SUFFIXES, RESERVED_FOLDERS, Query, Rejection, is_query_candidate, validate_query
@@ -583,10 +581,5 @@ def render_error(plan: ClaimPlan) -> str:
 
 
 def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
-    try:
-        rel = vault.rel(vault.layout.turn_dir(user, turn) / "metadata.json")
-        meta = orjson.loads(read_vault_file(vault.root, rel)[0])
-    except (OSError, NotInVault, orjson.JSONDecodeError):
-        return None
-    value = meta.get("outcome")
+    value = (read_metadata(vault.root, vault.layout.turn_dir(user, turn)) or {}).get("outcome")
     return value if isinstance(value, str) else None

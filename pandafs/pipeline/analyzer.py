@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import orjson
-
-from events.errors import EventsError
-from events.fsio import read_vault_file
 from events.projection import TurnView
 from events.schema import ContentReference, FeedbackRecorded, Payload, QueryAnalyzed
 
 from ..memory.turn_records import live_turn
 from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
+from ..turns import read_metadata
 from .context import RECORD_CACHE, TurnContext
 
 __all__ = ["recent_turns", "run"]
@@ -20,10 +17,8 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
     """The user's last `count` completed turns before this one, oldest first (hot memory)."""
     out: list[PriorTurn] = []
     for path in ctx.vault.layout.recent_turn_dirs(ctx.user, ctx.turn, count):
-        try:  # through the safe reader: a linked metadata.json is never followed
-            data, _ = read_vault_file(ctx.vault.root, ctx.vault.rel(path) + "/metadata.json")
-            meta = orjson.loads(data)
-        except (OSError, EventsError, orjson.JSONDecodeError):
+        meta = read_metadata(ctx.vault.root, path)
+        if meta is None:
             continue
         ref = meta.get("content_reference")
         record = live_turn(ctx.vault, ctx.user, path.name, ctx.extras.get(RECORD_CACHE))  # text: context.md

@@ -17,15 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import orjson
-
 from events.errors import EventsError, LogBusyError
 from events.fsio import lock_is_held, read_vault_bytes
 from events.log import EventWriter, events_of, parse_log
 from events.schema import Event, PhaseFailed, TurnCompleted, TurnStarted
 from indexers.errors import IndexingError
 
-from ..turns import INDEXING, TurnRef, is_abandoned, remove_abandoned
+from ..turns import INDEXING, TurnRef, is_abandoned, read_metadata, remove_abandoned
 
 __all__ = [
     "OPEN",
@@ -55,12 +53,7 @@ def _needs_look(root: Path, rel: str) -> bool:
 
 def _said_ended(root: Path, rel: str) -> bool:
     """The turn's metadata.json says how it ended."""
-    data = read_vault_bytes(root, f"{root}/{rel}/metadata.json")
-    try:
-        outcome = orjson.loads(data).get("outcome") if data is not None else None
-    except (orjson.JSONDecodeError, AttributeError):
-        return False
-    return outcome not in (None, "INCOMPLETE")
+    return (read_metadata(root, f"{root}/{rel}") or {}).get("outcome") not in (None, "INCOMPLETE")
 
 
 def _left_open(events: list[Event]) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from pandafs.turn_import import import_turns
-from pandafs.turns import iter_turns, replay
+from pandafs.turns import iter_turns, read_metadata, replay
 from pandafs.vault import Vault
 from pandafs.verify import verify_vault
 
@@ -189,3 +189,19 @@ def test_an_event_of_the_wrong_type_under_a_valid_chain_is_named_not_a_crash(cli
         if (p["path"], p["kind"]) == (vault.rel(log), "unreadable")
     )
     assert "does not match its schema" in detail and "confidence" in detail
+
+
+def test_read_metadata_gives_an_object_and_nothing_through_a_link(vault: Vault, tmp_path: Path) -> None:
+    _import(vault, tmp_path, n=1)
+    folder = next(iter_turns(vault)).path
+    meta = read_metadata(vault.root, folder)
+    assert meta is not None and meta["outcome"] == "IMPORTED"
+    (folder / "metadata.json").write_bytes(b"[1, 2]")
+    assert read_metadata(vault.root, folder) is None  # JSON, but not an object
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(b'{"outcome": "APPROVE"}')
+    (folder / "metadata.json").unlink()
+    (folder / "metadata.json").symlink_to(outside)
+    assert read_metadata(vault.root, folder) is None
+    (folder / "metadata.json").unlink()
+    assert read_metadata(vault.root, folder) is None
