@@ -279,15 +279,12 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
     for user in sorted(set(users)):
         home = vault.layout.user_dir(user)
         turns = vault.layout.turns_dir(user)
-        if turns.is_dir() and not turns.is_symlink():
-            for folder in sorted(turns.iterdir()):
-                if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
-                    continue
-                stale = [path for path in _markdown(folder) if fixed_text(path) is not None]
-                if stale:  # read again under the turn's log lock: a writer may have just projected
-                    with log_held(folder) as refused:
-                        for path in () if refused else stale:
-                            rewrite(path)
+        for folder in vault.layout.turn_dirs(user):
+            stale = [path for path in _markdown(folder) if fixed_text(path) is not None]
+            if stale:  # read again under the turn's log lock: a writer may have just projected
+                with log_held(folder) as refused:
+                    for path in () if refused else stale:
+                        rewrite(path)
         if home.is_dir() and not home.is_symlink():
             with vault.memory_lock(user):
                 for path in _markdown(home):
