@@ -44,7 +44,7 @@ __all__ = ["Attempt", "TurnView", "metrics_of", "project_turn"]
 class Attempt(BaseModel):
     """One pass through planner → executor/coordinator → synthesis → validation."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     number: int
     plan: PlanCreated | None = None
     steps: tuple[ExecutorStepped, ...] = ()
@@ -54,7 +54,10 @@ class Attempt(BaseModel):
 
 
 class TurnView(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """What a turn's events say, folded (`project_turn`).  Built when a caller validates one:
+    `project_turn` assembles it from payloads its events have validated already."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
     user: str
     turn: str
     started: TurnStarted
@@ -206,13 +209,13 @@ def project_turn(events: Sequence[Event]) -> TurnView:
         elif not isinstance(data, _SILENT):
             unknown.append(event.type)
     last = events[-1]
-    return TurnView(
+    state.update({k: tuple(v) for k, v in lists.items()})
+    state["attempts"] = tuple(
+        Attempt.model_construct(**{**a, "steps": tuple(a["steps"]), "tools": tuple(a["tools"])})
+        for _, a in sorted(attempts.items())
+    )
+    return TurnView.model_construct(
         **state,
-        attempts=tuple(
-            Attempt(**{**a, "steps": tuple(a["steps"]), "tools": tuple(a["tools"])})
-            for _, a in sorted(attempts.items())
-        ),
-        **{k: tuple(v) for k, v in lists.items()},
         unknown_types=tuple(unknown),
         event_count=len(events),
         last_hash=last.hash,
