@@ -9,10 +9,13 @@ thesaurus adds synonyms and, one way, the kinds of a category word ("pet" → "k
 weighted below the user's words.  Prefix variants come from the index's vocabulary
 (`indexers.search`); time words are `indexers.time_words`'.  The lists: `indexers.words`."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: NamedTuple checks each annotation, and a string
+# would be compiled one by one when the module is imported.
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 from .words import FRAME_WORDS, SEARCH_STOP_WORDS, _lexicon, stem, words_of
 
@@ -32,21 +35,22 @@ COUNT_CUES = re.compile(r"\b(?:how (?:many|much)|in total|altogether|in all)\b")
 that mentions one of the things counted, most of which need not say the question's words."""
 
 
-@dataclass
 class TermGroup:
     """One query word: its stem, its weight, and other stems that may stand for it."""
 
-    stem: str
-    weight: float
-    variants: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("stem", "variants", "weight")
+
+    def __init__(self, stem: str, weight: float) -> None:
+        self.stem = stem
+        self.weight = weight
+        self.variants: dict[str, float] = {}
 
     def add_variant(self, term: str, weight: float) -> None:
         if term and term != self.stem and weight > self.variants.get(term, 0.0):
             self.variants[term] = weight
 
 
-@dataclass(frozen=True)
-class Lexicon:
+class Lexicon(NamedTuple):
     """Which lexical resources the planner uses (each can be switched off to show its effect)."""
 
     stop_words: bool = True
@@ -54,8 +58,10 @@ class Lexicon:
     word_forms: bool = True
 
 
-@dataclass(frozen=True)
-class QueryPlan:
+EVERY_RESOURCE = Lexicon()
+
+
+class QueryPlan(NamedTuple):
     """A query as term groups to search, and what it asks for beyond its words."""
 
     groups: tuple[TermGroup, ...]
@@ -63,12 +69,12 @@ class QueryPlan:
     """The query asks for the current state ("now", "currently", "these days")."""
     counts: bool = False
     """The query asks for a count or a sum (`COUNT_CUES`): RM3's feedback is for such a query."""
-    feedback: dict[str, float] = field(default_factory=dict)
+    feedback: Mapping[str, float] = MappingProxyType({})
     """Pseudo-relevance feedback words and weights (`indexers.feedback`): one group of their own."""
 
 
 def plan_query(
-    text: str, *, synonym_weight: float = SYNONYM_WEIGHT, lexicon: Lexicon = Lexicon()
+    text: str, *, synonym_weight: float = SYNONYM_WEIGHT, lexicon: Lexicon = EVERY_RESOURCE
 ) -> QueryPlan:
     """The term groups of a natural-language query.  `synonym_weight` scales thesaurus
     variants (0 leaves them out); `lexicon` switches stop words, framing and word forms."""

@@ -1,11 +1,12 @@
 """What a search asks for (`SearchRequest`) and the weights it ranks by (`Ranking`)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: NamedTuple checks each annotation, and a string
+# would be compiled one by one when the module is imported.
 
 import typing
-from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, NamedTuple
+from functools import cache
+from typing import Annotated, Any, NamedTuple
 
 from .query import Lexicon
 
@@ -80,67 +81,67 @@ class Argument(NamedTuple):
 
 
 def _arg(description: str, *flags: str, tool: str | None = None, **spec: Any) -> dict[str, Any]:
-    """Field metadata: the field is a search argument of every door (see `Argument`)."""
-    return {"argument": {"description": description, "flags": flags, "tool": tool, **spec}}
+    """A field's `Annotated` metadata: the field is a search argument of every door (see `Argument`)."""
+    return {"description": description, "flags": flags, "tool": tool, **spec}
 
 
-@dataclass(frozen=True)
-class SearchRequest:
+class SearchRequest(NamedTuple):
     """What a search asks for: the one shape of search arguments.
 
-    `Memory.search` takes these fields as keywords under the same names.  The fields with
-    `argument` metadata (`search_arguments()`) are what a person or a model may ask for:
-    the memory tool's JSON schema, the MCP signature, `search --batch`'s lines and the
-    `pandafs search` options are derived from them.  The rest are set by the caller
+    `Memory.search` takes these fields as keywords under the same names.  The fields
+    annotated with `_arg` metadata (`search_arguments()`) are what a person or a model may
+    ask for: the memory tool's JSON schema, the MCP signature, `search --batch`'s lines and
+    the `pandafs search` options are derived from them.  The rest are set by the caller
     (whose search, when, what to leave out).
     """
 
-    query: str = field(default="", metadata=_arg("natural language or keywords", required=True))
+    query: Annotated[str, _arg("natural language or keywords", required=True)] = ""
     user: str | None = None
-    topic_filter: str | None = field(
-        default=None, metadata=_arg("hierarchical topic filter, e.g. pet.hamster", "--topic", tool="topic")
-    )
+    topic_filter: Annotated[
+        str | None, _arg("hierarchical topic filter, e.g. pet.hamster", "--topic", tool="topic")
+    ] = None
     topic: str | None = None
     """The conversation's current topic: a boost, not a filter."""
-    content_types: tuple[str, ...] = field(
-        default=(), metadata=_arg("content types to keep, e.g. preference, research", "--type")
-    )
-    scope: str | None = field(default=None, metadata=_arg("scope filter", "--scope", choices=SCOPES))
-    min_quality: float | None = field(
-        default=None, metadata=_arg("minimum quality", "--min-quality", ge=0, le=1)
-    )
-    include_expired: bool = field(
-        default=False, metadata=_arg("also return expired documents", "--include-expired")
-    )
-    limit: int = field(
-        default=10,
-        metadata=_arg("hits to return", "--limit", "-k", ge=1, le=1000, tool_default=5, tool_le=50),
-    )
+    content_types: Annotated[
+        tuple[str, ...], _arg("content types to keep, e.g. preference, research", "--type")
+    ] = ()
+    scope: Annotated[str | None, _arg("scope filter", "--scope", choices=SCOPES)] = None
+    min_quality: Annotated[float | None, _arg("minimum quality", "--min-quality", ge=0, le=1)] = None
+    include_expired: Annotated[bool, _arg("also return expired documents", "--include-expired")] = False
+    limit: Annotated[
+        int, _arg("hits to return", "--limit", "-k", ge=1, le=1000, tool_default=5, tool_le=50)
+    ] = 10
     now: datetime | None = None
     exclude_ids: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     snippets: bool | int = True  # every hit's, none, or the first that many hits'
-    unit: str = field(
-        default="turn",
-        metadata=_arg(
+    unit: Annotated[
+        str,
+        _arg(
             "turn: one hit per document; episode: one per conversation, its best turn standing for it",
             "--unit",
             choices=UNITS,
         ),
-    )
-    after: datetime | None = field(
-        default=None, metadata=_arg("only documents created at or after this date/time (ISO-8601)", "--after")
-    )
-    before: datetime | None = field(
-        default=None, metadata=_arg("only documents created before this date/time (ISO-8601)", "--before")
-    )
+    ] = "turn"
+    after: Annotated[
+        datetime | None, _arg("only documents created at or after this date/time (ISO-8601)", "--after")
+    ] = None
+    before: Annotated[
+        datetime | None, _arg("only documents created before this date/time (ISO-8601)", "--before")
+    ] = None
 
 
+@cache
 def search_arguments() -> tuple[Argument, ...]:
     """The search arguments a person or a model may give, in `SearchRequest`'s order."""
-    hints = typing.get_type_hints(SearchRequest)
+    hints = typing.get_type_hints(SearchRequest, include_extras=True)
     return tuple(
-        Argument(f.name, hints[f.name], f.default, **{**spec, "tool": spec["tool"] or f.name})
-        for f in fields(SearchRequest)
-        if (spec := f.metadata.get("argument")) is not None
+        Argument(
+            name,
+            hint.__origin__,
+            SearchRequest._field_defaults[name],
+            **{**spec, "tool": spec["tool"] or name},
+        )
+        for name, hint in hints.items()
+        if (spec := getattr(hint, "__metadata__", (None,))[0]) is not None
     )

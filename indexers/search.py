@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
@@ -204,7 +203,7 @@ class IndexReader:
         extra = feedback_terms(
             docs, plan.groups, terms=ranking.feedback_terms, weight=ranking.feedback_weight
         )
-        return replace(plan, feedback=extra) if extra else plan
+        return plan._replace(feedback=extra) if extra else plan
 
     def _spreads(
         self,

@@ -13,7 +13,6 @@ import math
 import os
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -79,8 +78,7 @@ class Memory:
         check_times(after=after, before=before, now=request.now)
         if after is not None and before is not None and aware(after) >= aware(before):
             raise BadInput("after must be earlier than before")
-        request = replace(
-            request,
+        request = request._replace(
             topic_filter=request.topic_filter or None,
             topic=request.topic or None,
             content_types=tuple(request.content_types),

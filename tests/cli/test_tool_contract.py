@@ -133,7 +133,7 @@ def test_every_door_takes_the_search_arguments_of_one_definition(vault: Vault) -
     assert list(batch_query().model_fields) >= [a.tool for a in arguments]
     kwargs = SearchArgs.model_validate({"query": "x"}).search_kwargs()
     assert set(kwargs) == {a.name for a in arguments} - {"query"}
-    assert set(kwargs) <= {f for f in SearchRequest.__dataclass_fields__}
+    assert set(kwargs) <= {f for f in SearchRequest._fields}
     assert Memory(vault).search("x", user="alice", **kwargs) == []  # Memory.search takes them all
     with pytest.raises(TypeError):
         Memory(vault).search("x", topik="pets")
