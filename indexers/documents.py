@@ -4,7 +4,8 @@ What a path is comes from `events.layout.classify`, what it says from its frontm
 (with defaults by kind for hand-written files).  Broken frontmatter, binary content and
 oversized files are skipped with a one-line reason; nothing is ever rewritten."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
+# when its class is made, and this module is imported by every ask.
 
 import os
 from collections.abc import Callable

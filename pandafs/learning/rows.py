@@ -1,7 +1,8 @@
 """A catalog row: what one completed turn was about, how it went, what it cost.
 `TurnRow` is the row; the catalog's Arrow schema is derived from it."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each string annotation
+# of `TurnRow` when the class is made, and this module is imported by every ask.
 
 import operator
 from collections.abc import Callable, Sequence
@@ -129,7 +130,7 @@ def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
     return TurnRow(**_row_fields(view, events))
 
 
-def turn_row_values(view: TurnView, events: Sequence[Event]) -> RowValues:
+def turn_row_values(view: TurnView, events: Sequence[Event]) -> "RowValues":
     """`row_values(turn_row(view, events))` without building the model (a rebuild makes
     one per turn of the vault; the fields are typed already, from the events)."""
     fields = _row_fields(view, events)
