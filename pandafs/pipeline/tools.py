@@ -9,7 +9,8 @@ folder, `ask` runs a turn.  Stored plans and events may still say `memory_search
 `memory_retrieve(id)`, `memory_save(doc_type)` or `memory.search`: `canonical_request` maps
 them to today's names and arguments, so a replayed or recovered turn reaches its tool."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the argument models and `Tool` would compile each
+# string annotation when made, and this module is imported by every ask.
 
 import copy
 import re
@@ -129,7 +130,7 @@ class ToolSession:
     memory: Memory
     user: str
     clock: Callable[[], datetime]
-    turn: TurnContext | None = None
+    turn: "TurnContext | None" = None
     ask: Callable[[str, datetime | None], dict[str, Any]] | None = None
     """Runs one turn for the user, asked at a time or now, and returns its JSON (handed in
     by a door outside a turn)."""
@@ -489,11 +490,11 @@ def canonical_tool(name: str) -> str:
     return canonical_request(name, {})[0]
 
 
-def _session(ctx: TurnContext) -> ToolSession:
+def _session(ctx: "TurnContext") -> ToolSession:
     return ToolSession(ctx.vault, ctx.memory, ctx.user, ctx.clock, turn=ctx)
 
 
-def available_tools(ctx: TurnContext) -> list[ToolSpec]:
+def available_tools(ctx: "TurnContext") -> list[ToolSpec]:
     """The Planner's tools, each saying whether it can run in this turn."""
     session = _session(ctx)
     return [
@@ -503,7 +504,7 @@ def available_tools(ctx: TurnContext) -> list[ToolSpec]:
     ]
 
 
-def run_tool(ctx: TurnContext, name: str, raw_args: dict[str, Any]) -> ToolOutcome:
+def run_tool(ctx: "TurnContext", name: str, raw_args: dict[str, Any]) -> ToolOutcome:
     """Validate arguments and run a tool for the Planner; an unknown tool or bad arguments
     are an outcome, not a crash."""
     name, raw_args = canonical_request(name, raw_args)
