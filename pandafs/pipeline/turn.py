@@ -8,7 +8,8 @@ turn is projected and indexed while its log's lock is held, so one killed before
 known dead and re-projected (`recovery`); projections are not fsynced (the events are the
 record; `verify --repair` re-projects what a power cut lost)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
+# when its class is made, and this module is imported by every ask.
 
 import time
 from collections.abc import Callable, Sequence
@@ -177,7 +178,7 @@ class Pipeline:
         finally:
             self.backend.close()
 
-    def __enter__(self) -> Pipeline:
+    def __enter__(self) -> "Pipeline":
         return self
 
     def __exit__(self, kind: object, *_: object) -> None:
