@@ -177,7 +177,7 @@ def _busy_forget(vault: Vault, asked: str, word: str) -> None:
 @pytest.mark.parametrize("asked", ["flowerpot", "memory"])
 def test_run_again_after_busy_finishes_the_forget_and_says_so(told: Vault, asked: str) -> None:
     """A turn's log held by its writer stops the forget (`Busy`: "run it again"); the run
-    again finishes it and reports that, where it used to say there was nothing to forget."""
+    again finishes it and reports that, rather than finding nothing left to forget."""
     if asked == "memory":
         (path,) = (told.root / "users/alice/memories").glob("*.md")
         asked = f"alice/memories/{path.stem}"
