@@ -101,7 +101,7 @@ def iter_turns(
             yield TurnRef(user, name, turns)
 
 
-def read_metadata(root: Path, folder: Path | str) -> dict[str, Any] | None:
+def read_metadata(root: Path | str, folder: Path | str) -> dict[str, Any] | None:
     """The metadata.json of the turn folder `folder` (under `root`); None when it is missing,
     unreadable, a link (never followed) or not a JSON object."""
     try:

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
-import orjson
-
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_bytes, read_vault_file
@@ -21,7 +19,7 @@ from indexers.errors import IndexingError
 
 from ..memory.api import Memory
 from ..memory.turn_records import parse_time
-from ..turns import INDEXING
+from ..turns import INDEXING, read_metadata
 from ..vault import Vault
 from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
@@ -145,16 +143,15 @@ class Materialiser:
     def _turn_quality(self, rel: str) -> float:
         """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
         0.5 when that file is missing, unreadable or a link (never followed)."""
-        turn = rel.endswith("/context.md")
-        path = f"{self.root}/{rel.removesuffix('context.md')}metadata.json" if turn else f"{self.root}/{rel}"
         try:
-            data = read_vault_bytes(self.root, path)
+            if rel.endswith("/context.md"):
+                folder = f"{self.root}/{rel.removesuffix('/context.md')}"
+                return float((read_metadata(self.root, folder) or {})["quality"])
+            data = read_vault_bytes(self.root, f"{self.root}/{rel}")
             if data is None:
                 return 0.5
-            if turn:
-                return float(orjson.loads(data)["quality"])
             return float(parse_document(data.decode("utf-8"), rel).frontmatter.get("quality", 0.5))
-        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError, FrontmatterError):
+        except (OSError, KeyError, TypeError, ValueError, FrontmatterError):
             return 0.5
 
     def _target_front(self, info: DocInfo, target: _Target) -> dict[str, Any]:
