@@ -328,14 +328,13 @@ def _rewritten_log(
     return b"".join(line + b"\n" for line in out)
 
 
-def _anchor(vault: Vault, rel: str, data: bytes) -> None:
+def _anchor(vault: Vault, rel: str, records: list[dict[str, Any]]) -> None:
     """Record a rewritten turn log's new end in the user's ledger (under the log's lock), so
     `verify` holds the turn to its redacted log; run on every log, rewritten now or by a
     forget killed before it recorded the end."""
     parts = rel.split("/")
     if len(parts) != 5 or parts[0] != "users" or parts[2] != "turns" or parts[4] != "events.jsonl":
         return
-    records = parse_log(rel, data).records
     if records and records[-1].get("type") == "forgotten":
         turns = vault.layout.turns_dir(parts[1])
         record_turn_hash(turns, parts[3], len(records), records[-1]["hash"], root=vault.root)
@@ -353,7 +352,8 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         raw = read_vault_file(vault.root, rel)[0]
-        if parse_log(rel, raw).torn_tail is not None:
+        log = parse_log(rel, raw)
+        if log.torn_tail is not None:
             os.close(fd)
             fd = -1
             repair_torn_tail(path, root=vault.root)  # the torn bytes go to .torn, redacted there
@@ -361,7 +361,8 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
         new = build(raw)
         if new is not None:
             atomic_write(path, new, root=vault.root)
-        _anchor(vault, rel, raw if new is None else new)
+            log = parse_log(rel, new)
+        _anchor(vault, rel, log.records)
         return new is not None
     except (BlockingIOError, LogBusyError):  # its writer holds it
         raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
