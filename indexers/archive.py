@@ -2,7 +2,7 @@
 
     archive/turns/month=YYYY-MM/part-{batch}.parquet    one file per archive batch and month
 
-One row per file of an archived turn (`ArchiveRow`: bytes, sha256, size, mode, mtime;
+One row per file of an archived turn (`ARCHIVE_SCHEMA`: bytes, sha256, size, mode, mtime;
 a `path` ending in `/` is an empty folder), sorted by (user, turn, path), zstd, in small
 row groups with statistics on `user` and `turn` so a lookup decodes one row group.  Every
 part is written to a temporary name, fsynced and renamed.  Which turns to archive, the
@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict
 
 from events.errors import NotInVault
 from events.fsio import TMP_PREFIX, atomic_file, checked_folders, vault_folder
@@ -39,7 +38,6 @@ from .turn_folder import (
 
 __all__ = [
     "ARCHIVE_SCHEMA",
-    "ArchiveRow",
     "ArchiveStore",
     "FileEntry",
     "PartContents",
@@ -54,41 +52,26 @@ ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 4 << 20
 
 
-class ArchiveRow(BaseModel):
-    """One file of an archived turn folder — one row of the archive (the schema's source)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    user: str
-    turn: str
-    path: str
-    content: bytes
-    size: int
-    sha256: str
-    mode: int
-    mtime_ns: int
-    created_at: datetime
-    archived_at: datetime
-    batch: str
-
-
-_ARROW_TYPES: dict[Any, pa.DataType] = {
-    str: pa.string(),
-    bytes: pa.binary(),
-    int: pa.int64(),
-    datetime: pa.timestamp("us", tz="UTC"),
-}
-
-
-def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    fields = [
-        pa.field(name, _ARROW_TYPES[info.annotation], nullable=False)
-        for name, info in model.model_fields.items()
-    ]
-    return pa.schema(fields, metadata={"pandafs.archive.format": FORMAT_VERSION})
-
-
-ARCHIVE_SCHEMA = _arrow_schema(ArchiveRow)
+ARCHIVE_SCHEMA = pa.schema(
+    [
+        pa.field(name, kind, nullable=False)
+        for name, kind in [
+            ("user", pa.string()),
+            ("turn", pa.string()),
+            ("path", pa.string()),
+            ("content", pa.binary()),
+            ("size", pa.int64()),
+            ("sha256", pa.string()),
+            ("mode", pa.int64()),
+            ("mtime_ns", pa.int64()),
+            ("created_at", pa.timestamp("us", tz="UTC")),
+            ("archived_at", pa.timestamp("us", tz="UTC")),
+            ("batch", pa.string()),
+        ]
+    ],
+    metadata={"pandafs.archive.format": FORMAT_VERSION},
+)
+"""One row per file of an archived turn folder."""
 KEY_COLUMNS = ["user", "turn", "path", "batch"]
 STATS_COLUMNS = ["user", "turn", "path", "batch", "size", "created_at"]
 
@@ -297,7 +280,7 @@ def _row_groups(table: pa.Table) -> list[tuple[int, int]]:
 
 def _to_table(turns: list[TurnFiles], batch: str, archived_at: datetime) -> pa.Table:
     at = archived_at.astimezone(UTC)
-    rows = [  # in ARCHIVE_SCHEMA's order (`ArchiveRow`'s fields)
+    rows = [  # in ARCHIVE_SCHEMA's order
         (t.user, t.turn, e.path, e.data, len(e.data), e.sha256, e.mode, e.mtime_ns, t.created_at, at, batch)
         for t in sorted(turns, key=lambda t: t.key)
         for e in t.files

@@ -4,7 +4,7 @@
     indexes/fulltext.lock    writer lock (flock; holds the writer's pid)
     indexes/fulltext.new/    a rebuild in progress (swapped in when complete)
 
-Writers hold the lock for one batch (and its merges: `settling`); a second writer waits
+Writers hold the lock for one batch (and its merges: `behind`); a second writer waits
 up to `wait_s`, then gets `IndexBusy`.  A reader reopens the index when a rebuild swapped
 it, and finishes a swap a killed rebuild left half done."""
 
@@ -43,7 +43,6 @@ from .errors import (
     tantivy_error,
 )
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, build_schema
-from .settling import MergesInFlight
 
 __all__ = ["IndexFolder"]
 
@@ -126,7 +125,7 @@ class IndexFolder:
         self.schema = build_schema()
         self.index: tantivy.Index | None = None
         self.ino: int | None = None  # the inode of the folder `index` was opened from
-        self.merges = MergesInFlight()  # the last commit's, ended on their own thread
+        self.merges = WrittenBehind("pandafs-index-merges")  # the last commit's, ended on their own thread
         self.behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +14,10 @@ import tantivy
 from events.errors import NotInVault
 from events.fsio import atomic_write, remove_tree_in_vault, swap_in
 
+from .behind import TRIM_EVERY, release_freed_memory
 from .errors import IndexBusy, IndexingError
 from .learned import Learned
 from .schema import _to_document
-from .settling import TRIM_EVERY, release_freed_memory
 from .state import StateEntry
 
 if TYPE_CHECKING:  # a search builds no IndexDoc
@@ -105,6 +106,14 @@ def _give_up(writer: Any) -> None:
         writer.rollback()
     with suppress(ValueError, RuntimeError):
         writer.wait_merging_threads()
+
+
+def _merged(writer: Any, release: Callable[[], None]) -> None:
+    """Wait for `writer`'s merges, then release the writer lock (`release`) whatever they end with."""
+    try:
+        writer.wait_merging_threads()
+    finally:
+        release()
 
 
 class IndexWriter:
@@ -213,7 +222,7 @@ class IndexWriter:
     @contextmanager
     def batch(self) -> Iterator[IndexBatch]:
         """Hold the writer lock for one batch of upserts/deletes, then commit.  The merges
-        the commit started end on a thread that holds the lock until then (`settling`)."""
+        the commit started end on a thread that holds the lock until then (`_merged`)."""
         folder = self.folder
         folder.open()
         committed: list[Any] = []
@@ -224,7 +233,7 @@ class IndexWriter:
                 yield batch
         finally:
             if committed:
-                folder.merges.hand_over(committed[0], held.pop_all().close)
+                folder.merges.start(partial(_merged, committed[0], held.pop_all().close))
             held.close()
 
     @contextmanager

@@ -35,8 +35,8 @@ from pydantic import BaseModel
 
 from events.errors import NotInVault
 from events.fsio import atomic_file, checked_folders, make_folder, remove_tree_in_vault, swap_in
+from indexers.behind import release_freed_memory
 from indexers.parquet import read_parquet
-from indexers.settling import release_freed_memory
 
 from ..errors import ProblemFound
 from ..vault import Vault

@@ -794,16 +794,19 @@ class _SlowMerges:
 
 
 def test_merges_end_on_their_own_thread_which_releases_the_lock_after_them() -> None:
-    from indexers.settling import MergesInFlight
+    from functools import partial
 
-    merges, writer, released = MergesInFlight(), _SlowMerges(), threading.Event()
-    merges.hand_over(writer, released.set)  # returns while the merges still run
+    from indexers.behind import WrittenBehind
+    from indexers.writer import _merged
+
+    merges, writer, released = WrittenBehind("merges"), _SlowMerges(), threading.Event()
+    merges.start(partial(_merged, writer, released.set))  # returns while the merges still run
     assert not released.wait(0.05)  # the lock stays held until they end
     writer.done.set()
     merges.settle()
     assert released.is_set()
     failing = _SlowMerges(ValueError("merge: disk full"))
-    merges.hand_over(failing, released.clear)
+    merges.start(partial(_merged, failing, released.clear))
     failing.done.set()
     with pytest.raises(ValueError, match="disk full"):  # told to the next writer of this process
         merges.settle()
@@ -824,7 +827,7 @@ for rel in sys.argv[2:]:
 
 def test_merges_a_commit_started_end_before_the_process_does(vault: Vault) -> None:
     """Tantivy merges small segments (here eight one-document commits) on its own threads.
-    A batch no longer waits for them; they still end (on the thread `indexers.settling`
+    A batch no longer waits for them; they still end (on the thread `IndexFolder.merges`
     starts), so the merged segment replaces the small ones, nothing committed is lost and
     the lock is free afterwards.  A batch that let its writer go without waiting left the
     eight segments: tantivy drops a merge whose writer is dropped."""
