@@ -10,18 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from events.errors import NotInVault
-from events.fsio import (
-    FOLDER_FLAGS,
-    CheckedFolders,
-    checked_folders,
-    make_folder,
-    open_vault_folder,
-    read_vault_file,
-)
+from events.fsio import CheckedFolders, checked_folders, make_folder, read_vault_file
 
 from .documents import sha256_bytes
 from .errors import ArchiveError
-from .walk import is_utf8_name
+from .walk import is_utf8_name, walk_tree
 
 __all__ = ["FileEntry", "TurnFiles", "TurnKey", "collect_turn_files", "folder_signature", "write_turn_folder"]
 
@@ -82,39 +75,11 @@ class TurnFiles:
         return None
 
 
-def _walk(folder: Path, root: Path | None) -> list[tuple[str, os.stat_result]]:
-    """(path relative to `folder`, lstat) of every file and empty folder, sorted, walked by
-    descriptor from `folder` checked from `root` (None: a bare folder, in tests)."""
-    try:
-        if root is None:
-            top = os.open(folder, FOLDER_FLAGS)
-        else:
-            top = open_vault_folder(root, folder.relative_to(root).as_posix())
-    except (FileNotFoundError, NotADirectoryError):  # gone (or never a folder): nothing in it
-        return []
-    found: list[tuple[str, os.stat_result]] = []
-    try:
-        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
-            dirnames.sort()
-            rel_dir = os.path.normpath(dirpath)
-            prefix = "" if rel_dir == "." else rel_dir + "/"
-            if prefix and not dirnames and not filenames:
-                found.append((prefix, os.fstat(fd)))
-            for name in sorted(filenames) + dirnames:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if name in filenames or stat.S_ISLNK(st.st_mode):  # a linked folder: never entered
-                    found.append((prefix + name, st))
-    finally:
-        os.close(top)
-    found.sort(key=lambda item: item[0])
-    return found
-
-
 def folder_signature(folder: Path, root: Path | None = None) -> dict[str, tuple[int, int]]:
     """path → (size, mtime_ns) of every file in `folder` (empty folders: (0, mtime)), walked as
     `collect_turn_files` walks it; none for a folder that is a link or under one."""
     try:
-        found = _walk(folder, root)
+        found = walk_tree(folder, root)
     except NotInVault:
         return {}
     return {rel: (0 if rel.endswith("/") else st.st_size, st.st_mtime_ns) for rel, st in found}
@@ -128,7 +93,7 @@ def collect_turn_files(
     base, under = (folder, "") if root is None else (root, folder.relative_to(root).as_posix() + "/")
     entries: list[FileEntry] = []
     try:
-        for rel, st in _walk(folder, root):
+        for rel, st in walk_tree(folder, root):
             if not is_utf8_name(rel):  # no Parquet row (a UTF-8 column) can name it
                 shown = os.fsencode(rel).decode("utf-8", "replace")
                 raise ArchiveError(f"{folder}: {shown} has a name that is not UTF-8 text (rename it)")

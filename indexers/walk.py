@@ -10,6 +10,7 @@ folder's descriptor."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "refused_files",
     "scan_documents",
     "walk_documents",
+    "walk_tree",
 ]
 
 SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
@@ -229,33 +231,45 @@ def is_utf8_name(name: str) -> bool:
 
 def refused_files(root: Path) -> Iterator[tuple[str, str]]:
     """Every entry of the vault the one rule refuses, documents or not: its path and kind.
-    Walked by descriptor, never through a link; top-level dot folders are not entered."""
-    top = os.open(root, FOLDER_FLAGS)
+    Walked by `walk_tree`; top-level dot folders are not entered."""
+    for rel, st in walk_tree(root, skip=lambda rel: rel.startswith(".")):
+        kind = refusal(st)
+        if kind is not None and kind != "folder":
+            yield rel, kind
+
+
+def walk_tree(
+    folder: Path, root: Path | None = None, *, skip: Callable[[str], bool] | None = None
+) -> list[tuple[str, os.stat_result]]:
+    """(path relative to `folder`, lstat) of every file, link and empty folder below it
+    (an empty folder's path ends in `/`), sorted, walked by descriptor from `folder` checked
+    from `root` (None: not checked).  A linked folder is listed, never entered, nor a folder
+    `skip(its path)` names."""
     try:
-        yield from _refused_below(top, "")
+        if root is None:
+            top = os.open(folder, FOLDER_FLAGS)
+        else:
+            top = open_vault_folder(root, folder.relative_to(root).as_posix())
+    except (FileNotFoundError, NotADirectoryError):  # gone (or never a folder): nothing in it
+        return []
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        for dirpath, dirnames, filenames, fd in os.fwalk(".", dir_fd=top):
+            dirnames.sort()
+            rel_dir = os.path.normpath(dirpath)
+            prefix = "" if rel_dir == "." else rel_dir + "/"
+            if prefix and not dirnames and not filenames:
+                found.append((prefix, os.fstat(fd)))
+            for name in sorted(filenames) + dirnames:
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:  # removed since the listing
+                    continue
+                if name in filenames or stat.S_ISLNK(st.st_mode):  # a linked folder: never entered
+                    found.append((prefix + name, st))
+            if skip is not None:
+                dirnames[:] = [name for name in dirnames if not skip(prefix + name)]
     finally:
         os.close(top)
-
-
-def _refused_below(fd: int, rel_dir: str) -> Iterator[tuple[str, str]]:
-    with os.scandir(fd) as listing:
-        entries = list(listing)
-    for entry in sorted(entries, key=lambda e: e.name):
-        name = entry.name
-        if entry.is_dir(follow_symlinks=False):
-            if not rel_dir and name.startswith("."):
-                continue
-            sub = open_folder_at(fd, name)
-            if sub is None:  # a link since the listing: named as one
-                kind = refusal_at(name, dir_fd=fd)
-                if kind is not None:
-                    yield rel_dir + name, kind
-                continue
-            try:
-                yield from _refused_below(sub, rel_dir + name + "/")
-            finally:
-                os.close(sub)
-            continue
-        kind = refusal_at(name, dir_fd=fd)
-        if kind is not None and kind != "folder":
-            yield rel_dir + name, kind
+    found.sort(key=lambda item: item[0])
+    return found
