@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from .fsio import append_all, check_opened, open_created, read_vault_bytes
+from .fsio import append_all, check_opened, checked_folders, open_created, read_vault_bytes
 
 __all__ = [
     "LEDGER_NAME",
@@ -92,12 +92,9 @@ def record_turns(
         append_all(fd, b"".join(lines), durable=durable)
     finally:
         os.close(fd)  # (releases the lock)
-    if created and durable:
-        folder = os.open(turns_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+    if created and durable:  # its new entry too
+        with checked_folders(root) as folders:
+            folders.fd(turns_dir, target=path)
 
 
 def _last_hash(fd: int) -> str:

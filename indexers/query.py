@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from .words import FRAME_WORDS, SEARCH_STOP_WORDS, _lexicon, stem, words_of
 
-__all__ = ["Lexicon", "QueryPlan", "TermGroup", "plan_query"]
+__all__ = ["QueryPlan", "TermGroup", "plan_query"]
 
 FRAME_WEIGHT = 0.4
 VARIANT_WEIGHT = 0.9
@@ -50,17 +50,6 @@ class TermGroup:
             self.variants[term] = weight
 
 
-class Lexicon(NamedTuple):
-    """Which lexical resources the planner uses (each can be switched off to show its effect)."""
-
-    stop_words: bool = True
-    framing: bool = True
-    word_forms: bool = True
-
-
-EVERY_RESOURCE = Lexicon()
-
-
 class QueryPlan(NamedTuple):
     """A query as term groups to search, and what it asks for beyond its words."""
 
@@ -74,15 +63,21 @@ class QueryPlan(NamedTuple):
 
 
 def plan_query(
-    text: str, *, synonym_weight: float = SYNONYM_WEIGHT, lexicon: Lexicon = EVERY_RESOURCE
+    text: str,
+    *,
+    synonym_weight: float = SYNONYM_WEIGHT,
+    stop_words: bool = True,
+    framing: bool = True,
+    word_forms: bool = True,
 ) -> QueryPlan:
     """The term groups of a natural-language query.  `synonym_weight` scales thesaurus
-    variants (0 leaves them out); `lexicon` switches stop words, framing and word forms."""
+    variants (0 leaves them out); `stop_words`, `framing` and `word_forms` switch those
+    resources off to show their effect (`Ranking`'s switches of the same names)."""
     lowered = text.lower().replace("’", "'")
     counts = COUNT_CUES.search(lowered) is not None
     lowered, cues = RECENCY_CUES.subn(" ", lowered)
     words = [w for w in words_of(lowered) if w != "s"]
-    stop = SEARCH_STOP_WORDS if lexicon.stop_words else frozenset()
+    stop = SEARCH_STOP_WORDS if stop_words else frozenset()
     kept = [w for w in words if w not in stop and (len(w) > 1 or w.isdigit())]
     if not kept:
         kept = [w for w in words_of(text) if len(w) > 1]
@@ -92,12 +87,12 @@ def plan_query(
         term = stem(word)
         if not term:
             continue
-        weight = FRAME_WEIGHT if lexicon.framing and word in FRAME_WORDS else 1.0
+        weight = FRAME_WEIGHT if framing and word in FRAME_WORDS else 1.0
         group = groups.get(term)
         if group is None:
             group = groups[term] = TermGroup(term, weight)
         group.weight = max(group.weight, weight)
-        for form in irregular.get(term, ()) if lexicon.word_forms else ():
+        for form in irregular.get(term, ()) if word_forms else ():
             group.add_variant(form, VARIANT_WEIGHT)
         if synonym_weight > 0:
             for synonym in synonyms.get(term, ()):

@@ -8,8 +8,6 @@ from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, NamedTuple
 
-from .query import Lexicon
-
 
 class Ranking(NamedTuple):
     """Weights and switches of the ranking formula (docs/search.md), built from `[search]`:
@@ -44,10 +42,6 @@ class Ranking(NamedTuple):
     stop_words: bool
     framing: bool
     word_forms: bool
-
-    def lexicon(self) -> Lexicon:
-        """Which lexical resources of `indexers.query` the query planner uses."""
-        return Lexicon(stop_words=self.stop_words, framing=self.framing, word_forms=self.word_forms)
 
     def field_boosts(self) -> dict[str, float]:
         boosts = {"title": self.title_boost, "keywords": self.keywords_boost, "body": 1.0}

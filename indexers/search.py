@@ -113,7 +113,13 @@ class IndexReader:
         pool = max(ranking.candidate_pool, req.limit * 3)
         loaded: dict[tuple[int, int], Any] = {}  # stored documents read, for RM3 and the page
         text, hint = resolve_time(req.query, now) if ranking.time_words else (req.query, TimeHint())
-        plan = plan_query(text, synonym_weight=ranking.synonym_weight, lexicon=ranking.lexicon())
+        plan = plan_query(
+            text,
+            synonym_weight=ranking.synonym_weight,
+            stop_words=ranking.stop_words,
+            framing=ranking.framing,
+            word_forms=ranking.word_forms,
+        )
         window = None
         if hint.after is not None or hint.before is not None:
             window = (

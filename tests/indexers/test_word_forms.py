@@ -30,3 +30,17 @@ def test_a_shorter_shared_prefix_is_not_a_word_form(vault: Vault, tmp_path: Path
     memory.ranking = memory.ranking._replace(prefix_weight=0.5)
     assert sessions_found(memory, "the assembly of the shelf", NOW) == []  # not "asse…": assess, asset
     assert sessions_found(memory, "Where does my partner come from?", NOW) == ["s4"]  # not "part…": party
+
+
+def test_each_lexical_switch_turns_off_its_resource() -> None:
+    from indexers.query import plan_query
+
+    def groups(**switches: bool) -> dict[str, tuple[float, set[str]]]:
+        plan = plan_query("what car did I buy, the one I like", **switches)
+        return {g.stem: (g.weight, set(g.variants)) for g in plan.groups}
+
+    every = groups()
+    assert "the" not in every and every["like"][0] == 0.4 and "bought" in every["buy"][1]
+    assert "the" in groups(stop_words=False)
+    assert groups(framing=False)["like"][0] == 1.0
+    assert "bought" not in groups(word_forms=False)["buy"][1]
