@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Literal, Self
@@ -35,11 +36,10 @@ from watchdog.events import EVENT_TYPE_MOVED
 
 from events.fsio import is_temp_name
 
-from .changes import ChangeBatch, PendingChanges
 from .errors import IndexingError
 from .observer import STOP_TIMEOUT_S, child_main
 
-__all__ = ["VaultWatcher", "WatcherError", "default_ignore"]
+__all__ = ["ChangeBatch", "VaultWatcher", "WatcherError", "default_ignore"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,45 @@ def default_ignore(rel_path: str) -> bool:
     `.trash/`, `inbox/.processing/`), the derived `indexes/` folder, and temporary files."""
     parts = rel_path.split("/")
     return parts[0] == "indexes" or any(part.startswith(".") for part in parts) or is_temp_name(parts[-1])
+
+
+@dataclass
+class ChangeBatch:
+    """Everything that may have changed in the vault since the previous batch (gathered by
+    the watcher until it is due, then handed to the consumer, merged into one not yet taken)."""
+
+    paths: set[str] = field(default_factory=set)
+    """Vault-relative POSIX paths of files that may have changed (any kind of file)."""
+    rescan_dirs: set[str] = field(default_factory=set)
+    """Vault-relative folders whose whole subtree must be rescanned (or dropped if gone)."""
+    overflow: bool = False
+    """Events may have been lost: run a full reconcile scan."""
+    first_seen: float = 0.0
+    """`time.monotonic()` when the oldest change in this batch reached the watcher."""
+    error: str | None = None
+    """Set on the last batch of a watcher whose observer process died."""
+    last_seen: float = 0.0
+    """`time.monotonic()` when the latest change in this batch reached the watcher."""
+
+    def covers(self, rel_path: str) -> bool:
+        """True if the consumer will look at `rel_path` when it handles this batch."""
+        if self.overflow or rel_path in self.paths:
+            return True
+        parts = rel_path.split("/")
+        return any("/".join(parts[:i]) in self.rescan_dirs for i in range(1, len(parts)))
+
+    def count(self) -> int:
+        return len(self.paths) + len(self.rescan_dirs)
+
+    def merge(self, later: ChangeBatch) -> ChangeBatch:
+        """This batch with the changes of `later` added."""
+        self.paths |= later.paths
+        self.rescan_dirs |= later.rescan_dirs
+        self.overflow = self.overflow or later.overflow
+        self.first_seen = min(self.first_seen, later.first_seen)
+        self.last_seen = max(self.last_seen, later.last_seen)
+        self.error = later.error or self.error
+        return self
 
 
 _State = Literal["new", "running", "stopped", "dead"]
@@ -84,8 +123,8 @@ class VaultWatcher:
         self._cond = threading.Condition()
         self._state: _State = "new"
         self._stopping = False
-        self._open = PendingChanges()
-        self._ready: ChangeBatch | None = None
+        self._open: ChangeBatch | None = None  # not yet due
+        self._ready: ChangeBatch | None = None  # due, not yet taken
         self._error: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._events: Connection | None = None
@@ -193,8 +232,7 @@ class VaultWatcher:
     def pending(self) -> int:
         """Changed paths and folders seen but not yet returned by `next_batch`."""
         with self._cond:
-            ready = 0 if self._ready is None else len(self._ready.paths) + len(self._ready.rescan_dirs)
-            return ready + self._open.count()
+            return sum(batch.count() for batch in (self._ready, self._open) if batch is not None)
 
     @property
     def alive(self) -> bool:
@@ -260,9 +298,9 @@ class VaultWatcher:
             if not self._stopping:
                 self._error = self._error or f"watcher process exited (exit code {code})"
                 logger.error("%s", self._error)
-                self._open.touch(time.monotonic())
-                self._open.overflow = True
-                self._open.error = self._error
+                pending = self._pending(time.monotonic())
+                pending.overflow = True
+                pending.error = self._error
                 self._state = "dead"
             self._seal_locked()
             self._cond.notify_all()
@@ -287,7 +325,7 @@ class VaultWatcher:
     def _flush_due_locked(self, now: float) -> float | None:
         """Seal the pending changes if due; return seconds until they will be, or None."""
         pending = self._open
-        if pending.first_seen is None:
+        if pending is None:
             return None
         due = min(pending.last_seen + self.debounce_s, pending.first_seen + self.max_delay_s)
         if now < due:
@@ -297,41 +335,42 @@ class VaultWatcher:
         return None
 
     def _seal_locked(self) -> None:
-        if self._open.first_seen is not None:
-            self._ready = self._open.seal(self._ready)
-            self._open = PendingChanges()
+        if self._open is not None:
+            self._ready = self._open if self._ready is None else self._ready.merge(self._open)
+            self._open = None
+
+    def _pending(self, now: float) -> ChangeBatch:
+        """The changes not yet due, `now` the time of the latest."""
+        if self._open is None:
+            self._open = ChangeBatch(first_seen=now)
+        self._open.last_seen = now
+        return self._open
 
     def _apply_locked(self, messages: list[tuple[str, ...]], now: float) -> bool:
-        """Fold messages from the child into the pending state; True if one said "ready"."""
+        """Fold messages from the child into the pending changes; True if one said "ready"."""
         ready = False
-        pending = self._open
         for message in messages:
             kind = message[0]
             if kind == "event":
                 _, event_type, src, dest, is_dir = message
-                if self._note(pending, src, is_dir=is_dir == "d") | (
-                    event_type == EVENT_TYPE_MOVED and self._note(pending, dest, is_dir=is_dir == "d")
-                ):
-                    pending.touch(now)
+                for path in (src, dest) if event_type == EVENT_TYPE_MOVED else (src,):
+                    self._note(path, is_dir == "d", now)
             elif kind == "overflow":
                 logger.warning("events may have been lost: %s", message[1])
-                pending.overflow = True
-                pending.touch(now)
+                self._pending(now).overflow = True
             elif kind == "ready":
                 ready = True
             elif kind == "error":
                 self._error = message[1]
         return ready
 
-    def _note(self, pending: PendingChanges, path: str, *, is_dir: bool) -> bool:
-        """Record one end of an event; True if it is a change the consumer wants."""
+    def _note(self, path: str, is_dir: bool, now: float) -> None:
+        """Record one end of an event, if it is a change the consumer wants."""
         if not path.startswith(self._prefix):
             if is_dir and path == self._watched:
-                pending.overflow = True  # the vault folder itself moved or vanished
-                return True
-            return False
+                self._pending(now).overflow = True  # the vault folder itself moved or vanished
+            return
         rel = path[len(self._prefix) :].replace(os.sep, "/")
-        if not rel or self._ignore(rel):
-            return False
-        (pending.dirs if is_dir else pending.paths).add(rel)
-        return True
+        if rel and not self._ignore(rel):
+            pending = self._pending(now)
+            (pending.rescan_dirs if is_dir else pending.paths).add(rel)

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from events.layout import NOT_DOCUMENTS, classify
-from indexers.changes import ChangeBatch
 from indexers.errors import IndexBusy, IndexDamaged, without_advice
 from indexers.sync import SyncReport, scan_documents
-from indexers.watcher import VaultWatcher, WatcherError, default_ignore
+from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError, default_ignore
 
 from ..assembly import open_memory
 from ..errors import Busy

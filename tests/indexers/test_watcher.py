@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from indexers.changes import ChangeBatch
-from indexers.watcher import VaultWatcher, WatcherError, default_ignore
+from indexers.watcher import ChangeBatch, VaultWatcher, WatcherError, default_ignore
 
 Batches = list[ChangeBatch]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from indexers.changes import ChangeBatch
+from indexers.watcher import ChangeBatch
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault, file_lock
 from pandafs.watch import UPKEEP_JOBS, Upkeep, UpkeepJob, Watch, reconcile_dirs, watch_ignore
