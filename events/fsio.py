@@ -8,7 +8,8 @@ is (`/proc/self/fd`, else `realpath`): a linked folder on the way or a path leav
 raises `NotInVault`, and swapping a folder between check and read gains nothing.  Writers
 check the file they opened too (`check_opened`); renames, links and unlinks go through
 folders opened and checked from the root (`checked_folders`).  `atomic_write` writes a
-temporary file beside the target, fsyncs it and `os.replace`s it."""
+temporary file beside the target, fsyncs it and `os.replace`s it;
+`rewrite_file` replaces a file a person may edit only if it is still the one read."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
@@ -32,6 +33,7 @@ __all__ = [
     "HARD_LINK",
     "REASONS",
     "TMP_PREFIX",
+    "REWRITE_ATTEMPTS",
     "CheckedFolders",
     "FileKey",
     "append_all",
@@ -67,6 +69,7 @@ __all__ = [
     "refusal_at",
     "remove_tree_in_vault",
     "rename_in_vault",
+    "rewrite_file",
     "swap_in",
     "sync_all",
     "unlink_in_vault",
@@ -542,6 +545,38 @@ def atomic_write(
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+
+
+T = TypeVar("T")
+
+REWRITE_ATTEMPTS = 20
+
+
+def rewrite_file(
+    root: Path | str,
+    rel: str,
+    change: Callable[[bytes | None, os.stat_result | None], tuple[bytes | None, T]],
+) -> T:
+    """Read-modify-write of a vault file a person may edit at the same time: `change(data, st)`
+    (None, None: no file) returns the new bytes (None: write nothing) and its result; the file
+    is replaced only if still the one read, else read and changed again (an edit meanwhile is
+    kept), up to REWRITE_ATTEMPTS times (then `ChangedMeanwhile`)."""
+    path = Path(root) / rel
+    for _ in range(REWRITE_ATTEMPTS):
+        try:
+            data, st = read_vault_file(root, rel)
+            key = file_key(st)
+        except FileNotFoundError:
+            data, st, key = None, None, ABSENT
+        out, result = change(data, st)
+        if out is None:
+            return result
+        try:
+            atomic_write(path, out, root=root, unchanged=key)
+        except ChangedMeanwhile:
+            continue
+        return result
+    raise ChangedMeanwhile(rel, REWRITE_ATTEMPTS)
 
 
 @contextmanager

@@ -14,11 +14,10 @@ import tantivy
 
 from .errors import CANNOT_WRITE, IndexingError
 from .folder import IndexFolder
-from .learned import Learned
 from .request import Ranking, SearchRequest
 from .search import IndexReader
 from .state import StateEntry, StateLog
-from .writer import CatchUp, IndexBatch, IndexWriter
+from .writer import CatchUp, IndexBatch, IndexWriter, Learned
 
 __all__ = ["FullTextIndex"]
 

@@ -1,5 +1,6 @@
 """Writing the full-text index: batches on the live index (holding the folder's lock,
-committed when they close), and rebuilds beside it, swapped in when complete."""
+committed when they close), and rebuilds beside it, swapped in when complete; each document
+with what the learning loop knows of it (`Learned`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tantivy
 
@@ -16,7 +17,6 @@ from events.fsio import atomic_write, remove_tree_in_vault, swap_in
 
 from .behind import TRIM_EVERY, release_freed_memory
 from .errors import IndexBusy, IndexingError
-from .learned import Learned
 from .schema import _to_document
 from .state import StateEntry
 
@@ -30,6 +30,25 @@ CatchUp = Callable[[Callable[[], Any], Callable[[], dict[str, StateEntry]]], Non
 SPILL_EVERY = 10_000
 """A fresh index's batch writes its state lines every this many changes (not all at the
 end): a rebuild then holds no per-document state, whatever the vault's size."""
+
+
+class Learned(NamedTuple):
+    """What the index holds about a document beyond its file, from the learning loop (handed
+    in: this layer cannot read it).  `trust(doc_id)`: derived trust for a document whose
+    file carries none.  `shared(doc_id)`: whether a recorded scope change made a user's
+    document `global`; a `scope: global` written by hand shares nothing."""
+
+    trust: Callable[[str], float | None] | None = None
+    shared: Callable[[str], bool] | None = None
+
+    def apply(self, doc: IndexDoc) -> IndexDoc:
+        if doc.trust is None and self.trust is not None:
+            trust = self.trust(doc.doc_id)
+            if trust is not None:
+                doc = doc._replace(trust=trust)
+        if doc.user is not None and doc.scope == "global" and not (self.shared and self.shared(doc.doc_id)):
+            doc = doc._replace(scope="user")
+        return doc
 
 
 class IndexBatch:

@@ -6,7 +6,7 @@ import functools
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from indexers.learned import Learned
+from indexers.writer import Learned
 
 from .memory.api import Memory
 from .vault import Vault

@@ -19,7 +19,7 @@ from contextlib import suppress
 from typing import Any
 
 from events.layout import TURN_KINDS, classify
-from indexers.learned import Learned
+from indexers.writer import Learned
 
 from .assembly import open_memory
 from .learning import api as learning_api

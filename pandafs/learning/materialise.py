@@ -11,9 +11,8 @@ from typing import Any, Literal, NamedTuple
 
 from events.documents import DocumentMetadata, parse_document, render_document
 from events.errors import FrontmatterError, NotInVault
-from events.fsio import read_vault_bytes, read_vault_file
+from events.fsio import read_vault_bytes, read_vault_file, rewrite_file
 from events.layout import candidate_paths, classify
-from events.rewrite import rewrite_file
 from indexers.documents import IndexDoc, load_index_doc
 from indexers.errors import IndexingError
 

@@ -34,7 +34,7 @@ from events.fsio import (
     remove_tree_in_vault,
     unlink_in_vault,
 )
-from indexers.learned import Learned
+from indexers.writer import Learned
 
 from ..memory.api import Memory
 from ..vault import Vault

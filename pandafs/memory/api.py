@@ -25,8 +25,8 @@ from events.fsio import read_vault_file
 from events.layout import DocRef, candidate_paths, classify, validate_user_id
 from indexers.errors import ArchiveError
 from indexers.fulltext import FullTextIndex
-from indexers.learned import Learned
 from indexers.request import SCOPES, Ranking, SearchRequest
+from indexers.writer import Learned
 
 from ..errors import BadInput, Unreadable
 from ..vault import Vault

@@ -16,9 +16,8 @@ from typing import Any
 
 from events.clock import utcnow
 from events.errors import NotInVault
-from events.fsio import atomic_write, read_vault_file, rename_in_vault, vault_folder
+from events.fsio import atomic_write, read_vault_file, rename_in_vault, rewrite_file, vault_folder
 from events.layout import DocRef, candidate_paths, classify
-from events.rewrite import rewrite_file
 
 from ..errors import BadInput
 from ..vault import Vault

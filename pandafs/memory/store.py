@@ -24,8 +24,7 @@ import orjson
 from events.clock import aware
 from events.documents import shorten
 from events.errors import NotInVault
-from events.fsio import append_file, atomic_write, json_lines, read_vault_file, vault_folder
-from events.rewrite import rewrite_file
+from events.fsio import append_file, atomic_write, json_lines, read_vault_file, rewrite_file, vault_folder
 from events.stamps import format_ts
 
 from ..checks import Problem

@@ -1,4 +1,4 @@
-"""A file a person edits while PandaFS rewrites it keeps their edit (`events.rewrite`).
+"""A file a person edits while PandaFS rewrites it keeps their edit (`events.fsio.rewrite_file`).
 
 A person's editor takes no lock of ours: the edit lands whenever they save.  Here it
 lands where it used to be lost — after our read, before our replace — by editing the
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from events.errors import ChangedMeanwhile
-from events.rewrite import REWRITE_ATTEMPTS, rewrite_file
+from events.fsio import REWRITE_ATTEMPTS, rewrite_file
 
 
 def _append_in_place(path: Path, line: str) -> None:
