@@ -126,14 +126,14 @@ def _beside(
         if LearnedReader(vault).table() != cached:
             raise _TrustMoved(folded, was_there)
 
-    given = memory.index.writer.learned
-    memory.index.writer.learned = Learned(trust=cached.get, shared=given.shared)
+    given = memory.index.learned
+    memory.index.learned = Learned(trust=cached.get, shared=given.shared)
     try:
         index = memory.rebuild(
             progress=progress, on_total=on_total, held=lambda p: not _is_turn(p), barrier=barrier
         )
     finally:
-        memory.index.writer.learned = given
+        memory.index.learned = given
         if not waited:  # the indexing failed first: the fold still ends on its own
             with suppress(Exception):  # the indexing's error is the one to tell
                 wait()

@@ -50,7 +50,7 @@ class Memory:
         self.vault = vault
         self.archive = archive
         cfg = vault.config
-        self.index = FullTextIndex.at(
+        self.index = FullTextIndex(
             vault.layout.indexes,
             wait_s=cfg.index.writer_wait_s,
             heap_mb=cfg.index.writer_heap_mb,

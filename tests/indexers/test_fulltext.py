@@ -763,7 +763,7 @@ def test_a_rebuild_never_swaps_folders_through_a_swapped_indexes_folder(tmp_path
     (outside / "fulltext").mkdir(parents=True)
     (outside / "fulltext" / "keep.txt").write_text("not the vault's\n")
     (outside / "fulltext.new").mkdir()
-    index = FullTextIndex.at(indexes)
+    index = FullTextIndex(indexes)
 
     def swap(open_batch: object, built: object) -> None:
         indexes.rename(indexes.with_name("indexes.moved"))
@@ -797,7 +797,7 @@ def test_merges_end_on_their_own_thread_which_releases_the_lock_after_them() -> 
     from functools import partial
 
     from indexers.behind import WrittenBehind
-    from indexers.writer import _merged
+    from indexers.fulltext import _merged
 
     merges, writer, released = WrittenBehind("merges"), _SlowMerges(), threading.Event()
     merges.start(partial(_merged, writer, released.set))  # returns while the merges still run

@@ -49,7 +49,7 @@ def test_an_index_opened_read_only_is_searched_and_counted_without_a_write(cli, 
     for lock in vault.root.rglob(".tantivy-*.lock"):
         lock.unlink()
     before = _digest(vault.root)
-    index = FullTextIndex.at(vault.root / "indexes", read_only=True)
+    index = FullTextIndex(vault.root / "indexes", read_only=True)
     assert index.searcher().num_docs > 0
     documents, recorded = index.counts()
     assert documents == recorded > 0
