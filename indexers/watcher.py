@@ -99,6 +99,17 @@ class ChangeBatch:
 _State = Literal["new", "running", "stopped", "dead"]
 
 
+def _reap(proc: subprocess.Popen[bytes] | None) -> int | None:
+    """The exit code of the observer process once it has ended (killed after STOP_TIMEOUT_S)."""
+    if proc is None:
+        return None
+    try:
+        return proc.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 class VaultWatcher:
     """Batches of changed vault-relative paths, sealed after `debounce_s` of quiet or when the
     oldest change is `max_delay_s` old (merged for a slow consumer); `ignore(rel_path)` drops
@@ -286,14 +297,7 @@ class VaultWatcher:
         self._child_gone()
 
     def _child_gone(self) -> None:
-        proc = self._proc
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
+        code = _reap(self._proc)
         with self._cond:
             if not self._stopping:
                 self._error = self._error or f"watcher process exited (exit code {code})"
@@ -310,12 +314,7 @@ class VaultWatcher:
         proc, events, control, pump = self._proc, self._events, self._control, self._pump_thread
         if control is not None:
             control.close()  # EOF on the control pipe tells the child to stop
-        if proc is not None:
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _reap(proc)
         if pump is not None and pump is not threading.current_thread():
             pump.join()
         if events is not None:
