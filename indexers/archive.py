@@ -220,11 +220,6 @@ class ArchiveStore:
             why = str(exc).replace(os.fspath(self.root) + "/", "")
             raise ArchiveError(f"{self.name(path)}: unreadable Parquet file ({why})") from None
 
-    def keys(self, path: Path) -> set[TurnKey]:
-        """The turns that have rows in `path` (reads two columns only)."""
-        table = self._read(path, columns=["user", "turn"])
-        return set(zip(table.column("user").to_pylist(), table.column("turn").to_pylist(), strict=True))
-
     def read_part(self, path: Path) -> PartContents:
         """Every turn of a part file, each row's bytes checked against its sha256."""
         return _from_table(path, self._read(path))

@@ -385,7 +385,7 @@ def test_verify_names_damage_and_repairs_what_is_safe(vault: Vault, tmp_path: Pa
     assert parse_document(stub1.read_text()).frontmatter["archive_file"] == vault.rel(part1)
     assert stub1.read_text().split("archived_at:")[0] == stub1_text.split("archived_at:")[0]
     assert _folders(vault)["alice/turn_000002"] == originals["alice/turn_000002"]
-    assert ("alice", "turn_000002") not in store.keys(part2) if part2.exists() else True
+    assert ("alice", "turn_000002") not in store.read_part(part2).turns if part2.exists() else True
     # a stub that names no valid file, and tampered bytes: reported, never "repaired" away
     stub3 = vault.layout.archive_stub("alice", "turn_000003")
     stub3.write_text(stub3.read_text().replace("archive_file: archive/turns/", "archive_file: x/"))
