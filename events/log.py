@@ -166,19 +166,17 @@ def check_chain(log: LogRead) -> ChainError | None:
     return None
 
 
-def read_events(path: Path, *, allow_torn: bool = True, root: Path | str | None = None) -> list[Event]:
+def read_events(path: Path, *, root: Path | str | None = None) -> list[Event]:
     """Typed events of a log whose chain is intact; raises on a broken chain.  A torn tail
-    is ignored when `allow_torn`, else `TornTailError`.  `root`: as for `read_log`."""
-    return events_of(read_log(path, root=root), allow_torn=allow_torn)
+    is ignored (no writer acknowledged it).  `root`: as for `read_log`."""
+    return events_of(read_log(path, root=root))
 
 
-def events_of(log: LogRead, *, allow_torn: bool = True) -> list[Event]:
+def events_of(log: LogRead) -> list[Event]:
     """`read_events` of a log already read (`read_log`, `parse_log`)."""
     problem = check_chain(log)
     if problem is not None:
         raise problem
-    if log.torn_tail is not None and not allow_torn:
-        raise TornTailError(log.path, "ends in a torn line; run `pandafs verify --repair`")
     return typed_events(log.path, log.records)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events.log import read_events
+from events.log import events_of, read_events, read_log
 from pandafs.memory.api import Memory
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
@@ -74,7 +74,8 @@ def _assert_no_partial_folder(vault: Vault) -> None:
         for folder in vault.layout.turn_dirs(user):
             names = {p.name for p in folder.iterdir()}
             assert {"events.jsonl", "context.md", "metadata.json"} <= names, (folder, names)
-            assert len(read_events(folder / "events.jsonl", allow_torn=False)) == 3, folder
+            log = read_log(folder / "events.jsonl")
+            assert log.torn_tail is None and len(events_of(log)) == 3, folder
 
 
 def _assert_each_line_once_and_indexed(vault: Vault, count: int) -> None:
