@@ -7,19 +7,18 @@ An event is one JSON line in a turn's `events.jsonl`:
 
 Each event type is a frozen pydantic payload class (`data`) registered under its
 `type` name; `Event` is the envelope.  `parse_event` validates a raw record's envelope and
-its type's payload, as the discriminated union `any_event()` does; a type this version does
-not know becomes an `UnknownEvent` that keeps its data untouched (a newer PandaFS wrote it),
-so nothing is ever dropped.  Payloads allow extra keys for the same reason.  Each payload
-class is built when a turn first writes or reads it."""
+its type's payload; a type this version does not know becomes an `UnknownEvent` that keeps
+its data untouched (a newer PandaFS wrote it), so nothing is ever dropped.  Payloads allow
+extra keys for the same reason.  Each payload class is built when a turn first writes or
+reads it."""
 
 # No `from __future__ import annotations`: the models' annotations are objects when the
 # classes are built, which pydantic would otherwise compile from their strings one by one.
 
 from datetime import datetime
-from functools import cache
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Candidate",
@@ -61,8 +60,6 @@ __all__ = [
     "TurnOutcome",
     "TurnStarted",
     "UnknownEvent",
-    "any_event",
-    "event_class",
     "ValidationDecided",
     "parse_event",
 ]
@@ -479,49 +476,12 @@ class UnknownEvent(Event):
         return False
 
 
-@cache
-def event_class(kind: str) -> type[Event]:
-    """The envelope class of the known event type `kind`, named after its payload: a member
-    of `any_event()`."""
-    payload = PAYLOADS[kind]
-    return create_model(  # type: ignore[no-any-return]  # built at run time
-        f"{payload.__name__}Event",
-        __base__=Event,
-        type=(Literal[kind], kind),  # type: ignore[arg-type,valid-type]
-        data=(payload, ...),
-    )
-
-
-def _tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in PAYLOADS else "unknown"
-
-
-@cache
-def any_event() -> Any:
-    """The discriminated union of every event class and `UnknownEvent`, by `type`."""
-    members = tuple(Annotated[event_class(t), Tag(t)] for t in PAYLOADS)
-    members += (Annotated[UnknownEvent, Tag("unknown")],)
-    return Annotated[Union[members], Discriminator(_tag)]  # type: ignore[valid-type]  # noqa: UP007 (built from the registry)
-
-
-@cache
-def _validate_any() -> Any:
-    """`any_event()`'s own validator (`TypeAdapter.validate_python` wraps it in Python)."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(any_event()).validator.validate_python
-
-
 def parse_event(record: dict[str, Any]) -> Event:
     """Validate one raw log record into its event, its `data` the payload its type names (an
-    `UnknownEvent` for a type this version does not know); one that does not fit, by
-    `any_event()`, whose error names the type."""
-    kind = _tag(record)
-    try:
-        if kind == "unknown":
-            return UnknownEvent.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
-        payload = PAYLOADS[kind].__pydantic_validator__.validate_python(record.get("data"))
-        return Event.__pydantic_validator__.validate_python({**record, "data": payload})  # type: ignore[no-any-return]
-    except ValidationError:
-        return _validate_any()(record)  # type: ignore[no-any-return]  # raises that error
+    `UnknownEvent` for a type this version does not know); one that does not fit raises
+    pydantic's `ValidationError` (the payload's, or the envelope's)."""
+    payload = PAYLOADS.get(record.get("type"))  # type: ignore[arg-type]
+    if payload is None:
+        return UnknownEvent.__pydantic_validator__.validate_python(record)  # type: ignore[no-any-return]
+    data = payload.__pydantic_validator__.validate_python(record.get("data"))
+    return Event.__pydantic_validator__.validate_python({**record, "data": data})  # type: ignore[no-any-return]
