@@ -15,6 +15,7 @@ to the same numbers.  Save's `on_turn` folds the turn's own contribution in a pr
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -24,7 +25,6 @@ from functools import cached_property
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from events.collector import collector_paused
 from events.errors import EventsError
 from events.fsio import check_folders, lock_is_held, vault_folder
 from events.layout import turn_name
@@ -51,6 +51,21 @@ LOCK_NAME = "learning.lock"
 CATALOG_BATCH = 32
 """Catalog rows Save lets wait in the learning cache before it writes them as a delta itself."""
 PROGRESS_EVERY = 1024  # turns between two progress reports of a full fold
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a rebuild folds every turn: what it keeps is
+    millions of objects in no cycle, which each full collection would walk for nothing.
+    Objects are still freed by reference counting; the collector runs again afterwards (as
+    it was: a caller's pause stays)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @dataclass
@@ -257,7 +272,7 @@ class Learning:
         report.seconds = time.perf_counter() - started
         return report
 
-    @collector_paused()  # what it keeps of every turn holds no cycle (events.collector)
+    @_collector_paused()
     def rebuild(self, *, write: bool = True) -> SyncReport:
         """Recompute everything from the events: counters, scope, catalog, rollups."""
         started = time.perf_counter()
