@@ -43,11 +43,14 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
 ]
 
 
-class _Sender:
+class _Sender(logging.Handler):
     """Sends messages from watchdog's threads to the parent in lists, on a thread of its own:
-    the observer thread only puts, so a slow parent never stalls inotify reading."""
+    the observer thread only puts, so a slow parent never stalls inotify reading.  As
+    watchdog's log handler it turns its warnings into "overflow" messages: it reports a kernel
+    queue overflow only as a log warning, and any warning means events may be missing."""
 
     def __init__(self, conn: Connection) -> None:
+        super().__init__(logging.WARNING)
         self._conn = conn
         self._queue: queue.SimpleQueue[tuple[str, ...] | None] = queue.SimpleQueue()  # None: stop
         self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
@@ -56,7 +59,13 @@ class _Sender:
     def put(self, message: tuple[str, ...]) -> None:
         self._queue.put(message)
 
-    def close(self) -> None:
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.put(("overflow", f"watchdog: {record.getMessage()}"))
+        except Exception:
+            self.handleError(record)
+
+    def finish(self) -> None:
         """Send what is queued, then stop."""
         self._queue.put(None)
         self._thread.join(STOP_TIMEOUT_S)
@@ -76,21 +85,6 @@ class _Sender:
                 return  # the parent is gone; the main loop sees EOF on the control pipe
 
 
-class _LogRelay(logging.Handler):
-    """Turns watchdog's warnings into "overflow" messages: it reports a kernel queue overflow
-    only as a log warning, and any warning means events may be missing."""
-
-    def __init__(self, sender: _Sender) -> None:
-        super().__init__(logging.WARNING)
-        self._sender = sender
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._sender.put(("overflow", f"watchdog: {record.getMessage()}"))
-        except Exception:
-            self.handleError(record)
-
-
 def child_main(root: str, events_fd: int, control_fd: int) -> None:
     """Entry point of the observer process (started by `VaultWatcher.start`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -108,7 +102,7 @@ def child_main(root: str, events_fd: int, control_fd: int) -> None:
 
     threading.excepthook = on_thread_crash
     watchdog_logger = logging.getLogger("watchdog")
-    watchdog_logger.addHandler(_LogRelay(sender))
+    watchdog_logger.addHandler(sender)
     watchdog_logger.setLevel(logging.WARNING)
 
     class Relay(FileSystemEventHandler):
@@ -130,7 +124,7 @@ def child_main(root: str, events_fd: int, control_fd: int) -> None:
         observer.start()  # returns once every folder has its inotify watch
     except OSError as exc:
         sender.put(("error", f"cannot watch {root}: {exc}"))
-        sender.close()
+        sender.finish()
         events.close()
         raise SystemExit(1) from None
     sender.put(("ready",))
@@ -146,7 +140,7 @@ def child_main(root: str, events_fd: int, control_fd: int) -> None:
     finally:
         observer.stop()
         observer.join(STOP_TIMEOUT_S)
-        sender.close()
+        sender.finish()
         events.close()
         control.close()
     if failed:
