@@ -695,19 +695,17 @@ def open_no_link(path: Path, flags: int) -> int:
 def append_file(path: Path, data: bytes | bytearray, *, root: Path | str, durable: bool = True) -> None:
     """Append `data` to `path` (created if missing) in the vault `root`, checked once opened,
     never through a link; fsynced when `durable`, with the checked folder's new entry."""
-    folder = open_folder(path.parent, root, target=path) if durable else None
-    try:
+    with checked_folders(root, durable=False) as folders:
+        if durable:
+            folders.fd(path.parent, target=path)  # (to fsync a new entry in)
         fd, created = open_created(path, os.O_WRONLY | os.O_APPEND)
         check_opened(fd, path, root, created=created)
         try:
             append_all(fd, data, durable=durable)
         finally:
             os.close(fd)
-        if created and folder is not None:
-            os.fsync(folder)
-    finally:
-        if folder is not None:
-            os.close(folder)
+        if created and durable:
+            folders.fsync()
 
 
 def append_all(fd: int, data: bytes | bytearray, *, durable: bool) -> None:
