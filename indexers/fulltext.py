@@ -1,29 +1,30 @@
 """The tantivy full-text index over every document of a vault: one class, `FullTextIndex`,
-holding its parts: the folder (layout, lock, tantivy index), the state log (which files
-are indexed at which checksum) and the searcher.  It writes batches on the live index
+holding its parts (the folder: layout, lock, tantivy index; the searcher) and keeping its
+state log (which files are indexed at which checksum).  It writes batches on the live index
 (holding the folder's lock, committed when they close) and rebuilds beside it, swapped in
 when complete.  A search waits only for a batch its own process writes behind, and
 reopens the index if a rebuild swapped it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import tantivy
 
 from events.errors import NotInVault
-from events.fsio import atomic_write, remove_tree_in_vault, swap_in
+from events.fsio import append_file, atomic_write, open_vault_file, remove_tree_in_vault, swap_in
 
 from .behind import TRIM_EVERY, release_freed_memory
 from .errors import CANNOT_WRITE, IndexBusy, IndexingError
 from .folder import IndexFolder
 from .request import Ranking, SearchRequest
 from .search import IndexReader
-from .state import StateEntry, StateLog
+from .state import StateEntry, fold_state, state_lines
 from .writer import CatchUp, IndexBatch, Learned
 
 __all__ = ["FullTextIndex"]
@@ -61,7 +62,7 @@ class FullTextIndex:
         """The index under a vault's `indexes/` folder (`read_only`: opened for searching only,
         as a vault that cannot be written is: `IndexFolder`)."""
         self.folder = IndexFolder(indexes_dir, wait_s=wait_s, read_only=read_only)
-        self.log = StateLog(self.folder)
+        self._state_cache: tuple[int, int, dict[str, StateEntry]] | None = None  # (inode, offset read, fold)
         self.reader = IndexReader(self.folder)
         self.heap_mb = heap_mb
         # what the learning loop derived and recorded: trust of turns, sharing of research
@@ -85,9 +86,6 @@ class FullTextIndex:
     def count(self) -> int:
         return self.reader.count()
 
-    def state(self) -> dict[str, StateEntry]:
-        return self.log.state()
-
     def counts(self) -> tuple[int, int]:
         """(documents tantivy holds, documents the state records), read under the writer lock.
         They differ when tantivy kept a document no path names (a lost delete, which no
@@ -103,13 +101,71 @@ class FullTextIndex:
         return self._counts_now()
 
     def _counts_now(self) -> tuple[int, int]:
-        recorded = sum(1 for entry in self.log.state().values() if not entry.skipped)
+        recorded = sum(1 for entry in self.state().values() if not entry.skipped)
         return self.reader.count(), recorded
 
-    # --- writing --------------------------------------------------------------------
+    # --- the state log: which files are indexed, at which checksum -----------------------
+
+    def open_state_log(self, path: Path) -> BinaryIO:
+        """A state log (this index's, or a rebuild's beside it), opened as every vault file
+        is: a link to it, or to a folder on its way, raises `NotInVault`."""
+        root = self.folder.root
+        return open_vault_file(root, path.relative_to(root).as_posix())
+
+    def _append_state(self, path: Path, changes: dict[str, StateEntry | None]) -> None:
+        """Append a line per change to the state log at `path` (this one, or a rebuild's)."""
+        if changes:
+            append_file(path, state_lines(changes), root=self.folder.root)
+
+    def state(self) -> dict[str, StateEntry]:
+        """What has been indexed: path → (checksum, mtime, size).  The fold is cached and only
+        lines appended since are read; callers must not modify the mapping."""
+        self.folder.behind.settle()  # (at once on the job's own thread)
+        try:
+            st = os.stat(self.folder.state_path)
+        except FileNotFoundError:
+            self._state_cache = None
+            return {}
+        cache = self._state_cache
+        if cache is None or cache[0] != st.st_ino or st.st_size < cache[1]:
+            cache = (st.st_ino, 0, {})
+        ino, offset, state = cache
+        if st.st_size > offset:
+            with self.open_state_log(self.folder.state_path) as handle:
+                handle.seek(offset)
+                chunk = handle.read(st.st_size - offset)
+            end = chunk.rfind(b"\n") + 1  # a torn last line is left for the next call
+            fold_state(state, chunk[:end])
+            offset += end
+        self._state_cache = (ino, offset, state)
+        return state
+
+    def _read_state(self, path: Path) -> dict[str, StateEntry]:
+        """The fold of the log at `path` (a rebuild's), read whole and not cached."""
+        state: dict[str, StateEntry] = {}
+        try:
+            with self.open_state_log(path) as handle:
+                fold_state(state, handle.read())
+        except FileNotFoundError:
+            pass
+        return state
 
     def compact_state(self, *, force: bool = False) -> bool:
-        return self.log.compact(force=force)
+        """Rewrite the state log with one line per indexed path, when it has grown to
+        several times that (or `force`).  Returns whether it rewrote it."""
+        with self.folder.lock():
+            state = self.state()
+            try:
+                size = self.folder.state_path.stat().st_size
+            except FileNotFoundError:
+                return False
+            if not force and size < max(1_000_000, 4 * 120 * len(state)):
+                return False
+            data = state_lines(dict(sorted(state.items())))
+            atomic_write(self.folder.state_path, bytes(data), root=self.folder.root)
+            return True
+
+    # --- writing --------------------------------------------------------------------
 
     def batch_behind(
         self, fill: Callable[[IndexBatch], None], then: Callable[[BaseException | None], None]
@@ -161,7 +217,7 @@ class FullTextIndex:
         fresh = not redoable  # a new index, no one reads it before the swap
 
         def spill(changes: dict[str, StateEntry | None]) -> None:
-            self.log.append(state_path, changes)
+            self._append_state(state_path, changes)
             release_freed_memory()
 
         spilled = spill if fresh else None
@@ -183,7 +239,7 @@ class FullTextIndex:
             except ValueError as exc:
                 self.folder.raise_io_error(exc)
                 raise
-        self.log.append(state_path, batch.changes)
+        self._append_state(state_path, batch.changes)
         self._untrimmed += TRIM_EVERY if fresh else len(batch.changes)
         if self._untrimmed >= TRIM_EVERY:
             self._untrimmed = 0
@@ -246,7 +302,7 @@ class FullTextIndex:
                 yield batch
             with folder.lock():
                 if catch_up is not None:
-                    catch_up(lambda: self._batch_on(index, state_path), lambda: self.log.read(state_path))
+                    catch_up(lambda: self._batch_on(index, state_path), lambda: self._read_state(state_path))
                 atomic_write(new / "complete", b"", root=root)
                 swap_in(new, folder.dir, root=root)
         except BaseException:

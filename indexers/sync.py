@@ -304,7 +304,7 @@ def rebuild(
             its state log gained since the rebuild began (an edit no writer saw: reconcile's)."""
             if not live_log.exists() or live_log.stat().st_size <= mark:
                 return
-            with index.log.open_log(live_log) as handle:  # never through a link
+            with index.open_state_log(live_log) as handle:  # never through a link
                 handle.seek(mark)
                 added = handle.read()
             paths = {entry["p"] for entry in json_lines(added) if "p" in entry}
