@@ -132,13 +132,6 @@ def metrics_of(data: Any) -> PhaseMetrics | None:
     return data.metrics if "metrics" in type(data).__pydantic_fields__ else None
 
 
-def _metrics(payload: Any) -> tuple[float, int]:
-    metrics = metrics_of(payload)
-    if metrics is None:
-        return 0.0, 0
-    return metrics.duration_ms, metrics.tokens_in + metrics.tokens_out
-
-
 _LATEST: dict[type, str] = {
     QueryAnalyzed: "analysis",
     ReflectionDecided: "reflection",
@@ -184,9 +177,10 @@ def project_turn(events: Sequence[Event]) -> TurnView:
         if not event.known:
             unknown.append(event.type)
             continue
-        ms, tokens = _metrics(data)
-        if ms or tokens:
-            phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + ms, 3)
+        metrics = metrics_of(data)
+        if metrics is not None and (metrics.duration_ms or metrics.tokens_in or metrics.tokens_out):
+            phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + metrics.duration_ms, 3)
+            tokens = metrics.tokens_in + metrics.tokens_out
             phase_tokens[event.phase] = phase_tokens.get(event.phase, 0) + tokens
         if isinstance(data, ToolExecuted):
             phase_ms[event.phase] = round(phase_ms.get(event.phase, 0.0) + data.duration_ms, 3)
