@@ -1,18 +1,6 @@
-"""Errors of the record layer (events, documents, vault layout).
-
-    EventsError                      root; everything below derives from it
-    ├── InvalidUserId                 a user id that would not be a safe folder name
-    ├── FrontmatterError              YAML frontmatter that cannot be parsed (names file and line)
-    ├── NotInVault                    a symlink, or a path outside the vault root: never read
-    ├── EventLogError
-    │   ├── TornTailError             the last line of a log is incomplete (crash mid-write)
-    │   ├── ChainError                seq gap, bad hash or broken prev link (names file and seq)
-    │   └── LogBusyError              another process holds the log's writer lock
-    └── ProjectionError               events that cannot be folded into a turn view
-
-`is_bad_input` tells the CLI whether the fault is in what the user gave us (exit 2)
-or in what we found on disk (exit 1).
-"""
+"""Errors of the record layer (events, documents, vault layout), each an `EventsError`.
+`is_bad_input` tells the CLI whether the fault is in what the user gave us (exit 2) or in
+what we found on disk (exit 1)."""
 
 from __future__ import annotations
 
@@ -44,6 +32,8 @@ class ClockOutOfRange(EventsError):
 
 
 class InvalidUserId(EventsError, ValueError):
+    """A user id that would not be a safe folder name."""
+
     is_bad_input = True
 
     def __init__(self, user: object, reason: str) -> None:
@@ -55,6 +45,8 @@ class InvalidUserId(EventsError, ValueError):
 
 
 class FrontmatterError(EventsError):
+    """YAML frontmatter that cannot be parsed (names file and line)."""
+
     def __init__(self, path: Path | str, line: int, message: str) -> None:
         self.path = str(path)
         self.line = line
@@ -84,6 +76,8 @@ class TornTailError(EventLogError):
 
 
 class ChainError(EventLogError):
+    """A seq gap, a bad hash or a broken prev link (names file and seq)."""
+
     def __init__(self, path: Path | str, seq: int, message: str) -> None:
         self.seq = seq
         super().__init__(path, f"seq {seq}: {message}")
@@ -94,7 +88,7 @@ class LogBusyError(EventLogError):
 
 
 class ProjectionError(EventsError):
-    pass
+    """Events that cannot be folded into a turn view."""
 
 
 class ChangedMeanwhile(EventsError):

@@ -1,15 +1,5 @@
-"""Errors of the `indexers` package.
-
-IndexingError            root
-├── IndexBusy            another writer holds the index lock past the wait limit
-├── IndexIncompatible    the index on disk was built with another schema: rebuild it
-├── IndexDamaged         a file of the index is corrupt or missing: rebuild it
-├── IndexIOError         the disk refused a read or a commit (full, a size limit, an I/O
-│                        error); also an `OSError`, which every long-lived loop retries
-└── ArchiveError         the Parquet archive is missing or does not match its checksums
-
-tantivy reports all but the first two as `ValueError`; `tantivy_error` says which.
-"""
+"""Errors of the `indexers` package, each an `IndexingError`.  tantivy reports all but
+`IndexBusy` and `IndexIncompatible` as `ValueError`; `tantivy_error` says which."""
 
 from __future__ import annotations
 
@@ -43,11 +33,11 @@ class IndexingError(Exception):
 
 
 class IndexBusy(IndexingError):
-    pass
+    """Another writer holds the index lock past the wait limit."""
 
 
 class IndexIncompatible(IndexingError):
-    pass
+    """The index on disk was built with another schema: rebuild it."""
 
 
 class IndexDamaged(IndexingError):
@@ -56,15 +46,17 @@ class IndexDamaged(IndexingError):
 
 
 class IndexIOError(IndexingError, OSError):
-    """A read or commit of the index the disk refused: nothing of a refused batch is in the
-    index, the files keep everything, and the next reconcile indexes them.  `errno` is the system's."""
+    """A read or commit of the index the disk refused (full, a size limit, an I/O error):
+    nothing of a refused batch is in the index, the files keep everything, and the next
+    reconcile indexes them.  An `OSError` (`errno` the system's), which every long-lived
+    loop retries."""
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()
 
 
 class ArchiveError(IndexingError):
-    pass
+    """The Parquet archive is missing or does not match its checksums."""
 
 
 CANNOT_WRITE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
