@@ -15,6 +15,7 @@ from .fsio import is_real_dir, open_vault_folder, read_vault_file
 
 __all__ = [
     "DocRef",
+    "NOT_DOCUMENTS",
     "Layout",
     "SHAREABLE_KINDS",
     "STAGING_DIR",

@@ -53,7 +53,6 @@ __all__ = [
 
 GENESIS = "0" * 64
 COMPLETED = "turn_completed"
-TORN_SUFFIX = ".torn"
 
 
 def event_hash(record: dict[str, Any]) -> str:
@@ -198,7 +197,7 @@ def typed_events(path: Path | str, records: list[dict[str, Any]]) -> list[Event]
 
 def torn_path(path: Path) -> Path:
     """Where `repair_torn_tail` keeps the torn tails it cuts from the log `path`."""
-    return path.with_name(path.name + TORN_SUFFIX)
+    return path.with_name(path.name + ".torn")
 
 
 def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:

@@ -25,7 +25,7 @@ from events.fsio import (
     refusal,
     refusal_at,
 )
-from events.layout import TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
+from events.layout import NOT_DOCUMENTS, TURN_DIR_RE, TURN_DOCUMENTS, DocRef, classify
 
 from .documents import Loaded, Skipped, read_checked
 
@@ -39,8 +39,6 @@ __all__ = [
     "walk_documents",
     "walk_tree",
 ]
-
-SKIP_TOP = frozenset({"indexes", "inbox", "outbox", "observability"})
 
 
 def scan_documents(
@@ -174,7 +172,7 @@ def _walk_folder(
     folders: list[str] = []
     for entry in entries:
         name = entry.name
-        if name[0] == "." or (top and name in SKIP_TOP):
+        if name[0] == "." or (top and name in NOT_DOCUMENTS):
             continue
         if not is_utf8_name(name):  # no document's path may hold it (its id, the index, JSON)
             if refused is not None and (name.endswith(".md") or entry.is_dir(follow_symlinks=False)):
