@@ -40,11 +40,10 @@ def utcnow() -> datetime:
     """Timezone-aware UTC now, shifted by PANDAFS_CLOCK_SHIFT.  A clock outside `TIME_RANGE`
     is refused (`ClockOutOfRange`), never clamped."""
     now = datetime.now(UTC) + clock_shift()
-    if not TIME_RANGE[0] <= now <= TIME_RANGE[1]:
-        raise ClockOutOfRange(
-            f"the clock says {now.isoformat()}, outside {TIME_RANGE[0].year}–{TIME_RANGE[1].year}: "
-            f"set the system clock (or {SHIFT_ENV}); nothing was written"
-        )
+    problem = out_of_range(now)
+    if problem is not None:
+        why = f"the clock says {problem}: set the system clock (or {SHIFT_ENV}); nothing was written"
+        raise ClockOutOfRange(why)
     return now
 
 

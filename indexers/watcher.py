@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Literal, Self
 
@@ -154,35 +154,31 @@ class VaultWatcher:
         self._release()
         if not os.path.isdir(self._watched):
             raise WatcherError(f"cannot watch {self._watched}: not a folder")
-        events_r, events_w = os.pipe()
+        events, events_w = Pipe(duplex=False)
         try:
-            control_r, control_w = os.pipe()
+            control_r, control = Pipe(duplex=False)
         except BaseException:  # out of descriptors (EMFILE): the first pipe goes too
-            os.close(events_r)
-            os.close(events_w)
+            events.close()
+            events_w.close()
             raise
         boot = (
             "import sys; sys.path[:] = sys.argv[4:]; "
             f"from {child_main.__module__} import child_main; "
             "child_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
         )
-        args = [sys.executable, "-c", boot, self._watched, str(events_w), str(control_r)]
-        try:
-            proc = subprocess.Popen(
-                [*args, *map(str, sys.path)],
-                stdin=subprocess.DEVNULL,
-                pass_fds=(events_w, control_r),
-                start_new_session=True,  # the terminal's Ctrl-C is the parent's to handle
-            )
-        except BaseException:
-            for fd in (events_r, control_w):
-                os.close(fd)
-            raise
-        finally:
-            os.close(events_w)
-            os.close(control_r)
-        events = Connection(events_r, writable=False)
-        control = Connection(control_w, readable=False)
+        fds = (events_w.fileno(), control_r.fileno())
+        with events_w, control_r:  # the child's ends, closed here once it has them
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", boot, self._watched, *map(str, fds), *map(str, sys.path)],
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=fds,
+                    start_new_session=True,  # the terminal's Ctrl-C is the parent's to handle
+                )
+            except BaseException:
+                events.close()
+                control.close()
+                raise
         self._proc, self._events, self._control = proc, events, control
         with self._cond:
             self._error = None  # unread batches of an earlier run are kept
