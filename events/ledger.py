@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 LEDGER_NAME = ".ledger.jsonl"
-_GENESIS = "0" * 64
+GENESIS = "0" * 64
 _TAIL = 4096  # a line is ~200 bytes: the last full one is within this much of the end
 
 
@@ -102,7 +102,7 @@ def _last_hash(fd: int) -> str:
     unacknowledged append) cut away first."""
     size = os.fstat(fd).st_size
     if not size:
-        return _GENESIS
+        return GENESIS
     start = max(0, size - _TAIL)
     tail = os.pread(fd, size - start, start)
     if not tail.endswith(b"\n"):
@@ -114,7 +114,7 @@ def _last_hash(fd: int) -> str:
     lines = tail.split(b"\n")
     last = lines[-2] if len(lines) >= 2 else b""
     if not last:
-        return _GENESIS
+        return GENESIS
     try:
         value = orjson.loads(last).get("hash")
     except orjson.JSONDecodeError:
@@ -136,7 +136,7 @@ def read_ledger(root: Path | str, turns_dir: Path) -> LedgerRead:
             read.present = True
         return read
     read.present = True
-    prev = _GENESIS
+    prev = GENESIS
     lines = data.split(b"\n")
     if lines[-1]:
         read.problem = f"ends in a torn line of {len(lines[-1])} bytes"

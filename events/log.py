@@ -33,7 +33,7 @@ from .fsio import (
     open_to_read,
     read_and_close,
 )
-from .ledger import record_turn_hash
+from .ledger import GENESIS, record_turn_hash
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event
 from .stamps import format_ts
 
@@ -51,7 +51,6 @@ __all__ = [
     "torn_path",
 ]
 
-GENESIS = "0" * 64
 COMPLETED = "turn_completed"
 
 
@@ -124,9 +123,7 @@ def read_log(path: Path, *, root: Path | str | None = None) -> LogRead:
 def parse_log(path: Path | str, raw: bytes) -> LogRead:
     """A log's bytes (from `path`, or an archived turn's) as records, without judging the chain."""
     result = LogRead(path)
-    body, sep, tail = raw.rpartition(b"\n")
-    if not sep:
-        body, tail = b"", raw
+    body, sep, tail = raw.rpartition(b"\n")  # (no newline: all of it is the tail)
     if tail:
         result.torn_tail = tail
     if not body and not sep:
