@@ -281,10 +281,6 @@ class IndexFolder:
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def forget(self) -> None:
-        """Drop the opened index: the next `open` opens the folder anew (after a swap)."""
-        self.index = None
-
     # --- the writer lock ------------------------------------------------------------
 
     @contextmanager

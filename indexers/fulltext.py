@@ -309,4 +309,4 @@ class FullTextIndex:
             with suppress(NotInVault):  # (a link there: the first error is the one to tell)
                 remove_tree_in_vault(root, new)
             raise
-        folder.forget()
+        folder.index = None  # the next `open` opens the folder swapped in
