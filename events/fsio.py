@@ -772,10 +772,8 @@ def held_lock(
     in it; after `wait_s` (None: forever) `on_busy(holder_pid)` is raised.  With `root` the
     lock file gets the writers' after-open check."""
     make_folders_for(path, root)
-    if root is None:
-        fd = open_no_link(path, os.O_RDWR | os.O_CREAT)
-    else:
-        fd, created = open_created(path, os.O_RDWR)
+    fd, created = open_created(path, os.O_RDWR)
+    if root is not None:
         check_opened(fd, path, root, created=created)
     try:
         deadline = None if wait_s is None else time.monotonic() + wait_s
