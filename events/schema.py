@@ -460,20 +460,15 @@ class Event(BaseModel):
     data: Any
     prev: str
     hash: str
-
-    @property
-    def known(self) -> bool:
-        return True
+    known: ClassVar[bool] = True
+    """Whether this version knows the event's type (`UnknownEvent`: no)."""
 
 
 class UnknownEvent(Event):
     """An event type this version does not know; kept verbatim and reported."""
 
     data: dict[str, Any]
-
-    @property
-    def known(self) -> bool:
-        return False
+    known: ClassVar[bool] = False
 
 
 def parse_event(record: dict[str, Any]) -> Event:
