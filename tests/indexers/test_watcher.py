@@ -367,3 +367,23 @@ def test_the_watcher_imports_events_only() -> None:
     }
     assert "pandafs" not in imported
     assert imported & {"events", "watchdog"} == {"events", "watchdog"}
+
+
+def test_a_watchdog_warning_reaches_the_parent_as_an_overflow() -> None:
+    """watchdog reports a kernel queue overflow only as a log warning: the observer's sender,
+    its log handler, relays any warning as an "overflow" message."""
+    import logging
+    from multiprocessing import Pipe
+
+    from indexers.observer import _Sender
+
+    received, sent = Pipe(duplex=False)
+    sender = _Sender(sent)
+    log = logging.getLogger("watchdog.observers.inotify_buffer")
+    log.addHandler(sender)
+    try:
+        log.warning("queue overflow %s", "lost")
+        sender.finish()
+    finally:
+        log.removeHandler(sender)
+    assert received.poll(5) and received.recv() == [("overflow", "watchdog: queue overflow lost")]
