@@ -8,11 +8,7 @@ from typing import Any
 
 import click
 
-__all__ = ["LazyProgress", "echo_err", "emit", "json_option"]
-
-
-def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(func)
+__all__ = ["LazyProgress", "echo_err", "emit"]
 
 
 def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:

@@ -8,8 +8,8 @@ import click
 
 from ..archive import ArchiveReport, archive_turns, restore_turns
 from ..errors import ProblemFound
-from ..output import LazyProgress, emit, json_option
-from .base import App, command, now_option, pass_app, user_option
+from ..output import LazyProgress, emit
+from .base import App, command, now_option, user_option
 
 
 def _print_archive(report: ArchiveReport) -> None:
@@ -41,8 +41,6 @@ def _print_archive(report: ArchiveReport) -> None:
 @user_option(help="Only this user's turns.")
 @now_option("Judge ages and uses as of this ISO time (default: now).")
 @click.option("--batch-size", type=click.IntRange(1), help="Turns per Parquet batch.")
-@json_option
-@pass_app
 def archive(
     app: App,
     age_days: int | None,
@@ -73,8 +71,6 @@ def archive(
 @click.argument("ids", nargs=-1)
 @click.option("--all", "all_turns", is_flag=True, help="Restore every archived turn (rollback).")
 @click.option("--batch-size", type=click.IntRange(1), help="Turns per durable batch.")
-@json_option
-@pass_app
 def restore(app: App, ids: tuple[str, ...], all_turns: bool, batch_size: int | None, as_json: bool) -> None:
     if bool(ids) == all_turns:
         raise click.UsageError("give turn ids or --all (not both)")

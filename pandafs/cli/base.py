@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..memory.api import Memory
     from ..vault import Vault
 
-__all__ = ["COMMANDS", "App", "cli", "command", "now_option", "parse_now", "pass_app", "user_option"]
+__all__ = ["COMMANDS", "App", "cli", "command", "now_option", "parse_now", "user_option"]
 
 ROOT_ENV = "PANDAFS_ROOT"
 
@@ -148,14 +148,21 @@ def cli(ctx: click.Context, root: Path) -> None:
     ctx.obj = App(root, defaulted=ctx.get_parameter_source("root") is ParameterSource.DEFAULT)
 
 
-def command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
-    """Register `name` on `cli`: its help is its one-liner in `COMMANDS`, then the docstring."""
+def command(name: str, *, json: bool = True) -> Callable[[Callable[..., Any]], click.Command]:
+    """Register `name` on `cli`: its help is its one-liner in `COMMANDS`, then the docstring.
+    The function is called with the `App` first and, unless `json=False`, `--json` as `as_json`
+    (one JSON document on stdout: `output.emit`)."""
 
     def register(fn: Callable[..., Any]) -> click.Command:
         import inspect
 
         more = inspect.cleandoc(fn.__doc__ or "")
-        return cli.command(name, help=COMMANDS[name][1] + (f"\n\n{more}" if more else ""))(fn)
+        cmd = cli.command(name, help=COMMANDS[name][1] + (f"\n\n{more}" if more else ""))(pass_app(fn))
+        if json:
+            cmd.params.append(
+                click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document on stdout.")
+            )
+        return cmd
 
     return register
 

@@ -7,8 +7,8 @@ from datetime import datetime
 import click
 
 from ..errors import ProblemFound
-from ..output import emit, json_option
-from .base import App, command, now_option, pass_app, user_option
+from ..output import emit
+from .base import App, command, now_option, user_option
 
 _ENTRY_HELP = "An entry of preferences.md / facts.md: its number in the list or its key."
 
@@ -22,8 +22,6 @@ _ENTRY_HELP = "An entry of preferences.md / facts.md: its number in the list or 
 @click.option("--topic", help="A memory's new topic.")
 @click.option("--keywords", help="Comma-separated keywords (replace the old ones).")
 @now_option()
-@json_option
-@pass_app
 def edit(
     app: App,
     doc_id: str,
@@ -51,8 +49,6 @@ def edit(
 @user_option(required=True, help="Owner of the document (ownership comes from its path).")
 @click.option("--entry", help=_ENTRY_HELP)
 @now_option()
-@json_option
-@pass_app
 def delete(app: App, doc_id: str, user: str, entry: str | None, now: datetime | None, as_json: bool) -> None:
     from ..memory.editing import delete_document
 
@@ -70,8 +66,6 @@ def delete(app: App, doc_id: str, user: str, entry: str | None, now: datetime | 
 @user_option(required=True, help="Whose memory forgets.")
 @click.option("--dry-run", is_flag=True, help="List every file that would change; change nothing.")
 @now_option()
-@json_option
-@pass_app
 def forget(app: App, query_or_id: str, user: str, dry_run: bool, now: datetime | None, as_json: bool) -> None:
     """QUERY_OR_ID: a document id (alice/memories/x, alice/turn_000003, alice/preferences#2)
     or words: every entry and memory holding all of them goes, and every sentence that

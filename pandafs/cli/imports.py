@@ -9,16 +9,14 @@ import click
 from ..assembly import open_memory
 from ..chat_import import FORMATS, import_history
 from ..errors import ProblemFound
-from ..output import LazyProgress, echo_err, emit, json_option
-from .base import App, command, pass_app, user_option
+from ..output import LazyProgress, echo_err, emit
+from .base import App, command, user_option
 
 
 @command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @user_option(required=True, help="Whose history this is: every conversation becomes this user's turns.")
-@json_option
-@pass_app
 def import_cmd(app: App, fmt: str, path: Path, user: str, as_json: bool) -> None:
     """\b
     chatgpt      conversations.json of a ChatGPT data export

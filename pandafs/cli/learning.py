@@ -9,16 +9,14 @@ import click
 
 from ..learning.promotion import promote as run_promotion
 from ..learning.promotion import prune_expired
-from ..output import emit, json_option
-from .base import App, command, now_option, pass_app
+from ..output import emit
+from .base import App, command, now_option
 
 
 @command("promote")
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @now_option()
 @click.option("--full", is_flag=True, help="Recompute usage and trust from every event first.")
-@json_option
-@pass_app
 def promote(app: App, dry_run: bool, now: datetime | None, full: bool, as_json: bool) -> None:
     """Usage and trust are folded from the turns' events first; each change is recorded
     as a scope_changed event in the owner's users/{user}/memory.events.jsonl.
@@ -41,8 +39,6 @@ def promote(app: App, dry_run: bool, now: datetime | None, full: bool, as_json: 
 @click.option("--expired", is_flag=True, help="Move expired 'new' documents to archive/expired/.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; move nothing.")
 @now_option()
-@json_option
-@pass_app
 def prune(app: App, expired: bool, dry_run: bool, now: datetime | None, as_json: bool) -> None:
     if not expired:
         raise click.UsageError("say what to prune: --expired")

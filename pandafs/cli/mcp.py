@@ -9,7 +9,7 @@ import socket
 import click
 
 from ..errors import BadInput
-from .base import App, command, pass_app, user_option
+from .base import App, command, user_option
 
 
 def _loopback(host: str) -> bool:
@@ -33,7 +33,7 @@ def _check_free(host: str, port: int) -> None:
         raise BadInput(f"cannot listen on {host}:{port}: {reason} (choose another --port)") from None
 
 
-@command("mcp")
+@command("mcp", json=False)
 @user_option(required=True, help="The one user this server acts as (its documents plus global ones).")
 @click.option(
     "--transport",
@@ -44,7 +44,6 @@ def _check_free(host: str, port: int) -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback addresses only.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP only.")
-@pass_app
 def mcp(app: App, user: str, transport: str, host: str, port: int) -> None:
     """Tools: search_memory, retrieve_memory (read-only), save_memory, edit_memory,
     delete_memory, forget, ask.  Resources:

@@ -17,8 +17,8 @@ from indexers.request import Argument, search_arguments
 
 from ..errors import PandaError, ProblemFound
 from ..memory.api import SCOPES, Memory
-from ..output import LazyProgress, echo_err, emit, json_option
-from .base import App, command, now_option, parse_now, pass_app, user_option
+from ..output import LazyProgress, echo_err, emit
+from .base import App, command, now_option, parse_now, user_option
 
 
 def _nothing_beside_batch(ctx: click.Context) -> None:
@@ -72,8 +72,6 @@ def search_options(command: Any) -> Any:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="JSON Lines of queries; prints one JSON hit list per line.",
 )
-@json_option
-@pass_app
 def search(
     app: App,
     query: str,
@@ -141,8 +139,6 @@ def _batch_search(memory: Memory, source: Path) -> int:
 @click.argument("id_or_path")
 @user_option(help="Retrieve as this user: their documents and global ones only.")
 @now_option("Count an archived turn's expansion at this time (UTC if naive).")
-@json_option
-@pass_app
 def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, as_json: bool) -> None:
     """Without --user this is the vault owner's view (any user's document); with it,
     another user's document is refused like a missing one and nothing is counted.
@@ -178,8 +174,6 @@ def retrieve(app: App, id_or_path: str, user: str | None, now: datetime | None, 
     default=None,
     help="Expiry of a 'new' memory (default [memory] new_ttl_hours).",
 )
-@json_option
-@pass_app
 def save(
     app: App,
     content: str,
@@ -209,8 +203,6 @@ def save(
 
 @command("rebuild")
 @user_option(help="Rebuild only this user's documents.")
-@json_option
-@pass_app
 def rebuild(app: App, user: str | None, as_json: bool) -> None:
     """Searches keep working meanwhile (the new index is swapped in at the end)."""
     from ..rebuild import rebuild_all  # the learning fold and research: only when rebuilding

@@ -16,19 +16,17 @@ from ..assembly import open_memory
 from ..checks import Problem
 from ..errors import ProblemFound
 from ..learning.api import trends
-from ..output import LazyProgress, emit, json_option
+from ..output import LazyProgress, emit
 from ..stats import vault_stats
 from ..turn_import import import_turns
 from ..turns import replay as replay_turns
 from ..vault import Vault
 from ..verify import default_checks, verify_vault
-from .base import App, command, now_option, pass_app
+from .base import App, command, now_option
 from .learning import print_trends
 
 
 @command("init")
-@json_option
-@pass_app
 def init(app: App, as_json: bool) -> None:
     vault, created = Vault.init(app.root)
     emit(
@@ -41,8 +39,6 @@ def init(app: App, as_json: bool) -> None:
 @command("import-turns")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Turns per durable batch.")
-@json_option
-@pass_app
 def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bool) -> None:
     """Each line: {"user", "external_id"?, "timestamp", "query", "response", "context"?, "meta"?}
     ("context": [{"heading", "text"}], shown in the turn's §2).  Re-importing the same
@@ -85,8 +81,6 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 @command("replay")
 @click.argument("target", required=False)
 @click.option("--check", is_flag=True, help="Only report drift; change nothing.")
-@json_option
-@pass_app
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     with LazyProgress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
         report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
@@ -116,8 +110,6 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     help="Prove what was forgotten is gone: scan every file, archive row and the index (TARGET: user).",
 )
 @click.argument("target", required=False)
-@json_option
-@pass_app
 def verify(app: App, repair: bool, forgotten: bool, target: str | None, as_json: bool) -> None:
     vault = app.vault()
     if forgotten:
@@ -171,8 +163,6 @@ def _verify_forgotten(vault: Vault, user: str | None, as_json: bool) -> None:
 @command("stats")
 @click.option("--since", metavar="WINDOW", help="Also show daily trends: 7d, 24h, 2w or a date.")
 @now_option()
-@json_option
-@pass_app
 def stats(app: App, since: str | None, now: datetime | None, as_json: bool) -> None:
     vault = app.vault()
     data = vault_stats(vault)

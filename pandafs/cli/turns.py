@@ -10,18 +10,16 @@ import click
 from indexers.errors import IndexingError
 
 from ..errors import first_line
-from ..output import echo_err, emit, json_option
+from ..output import echo_err, emit
 from ..pipeline import Pipeline
 from ..pipeline.tools import tool_schemas
-from .base import App, command, now_option, pass_app, user_option
+from .base import App, command, now_option, user_option
 
 
 @command("ask")
 @click.argument("query")
 @user_option(required=True, help="Whose turn this is.")
 @now_option("Ask at this time (UTC if naive): the turn happens then and reads its history as of then.")
-@json_option
-@pass_app
 def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) -> None:
     vault = app.vault()
     unindexed: IndexingError | None = None
@@ -48,8 +46,6 @@ def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) ->
 
 
 @command("tools")
-@json_option
-@pass_app
 def tools(app: App, as_json: bool) -> None:
     schemas = tool_schemas()
 

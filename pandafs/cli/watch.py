@@ -13,9 +13,9 @@ import click
 from events.clock import utcnow
 
 from ..errors import ProblemFound
-from ..output import echo_err, emit, json_option
+from ..output import echo_err, emit
 from ..watch import Upkeep, Watch, WatchReport
-from .base import App, command, pass_app
+from .base import App, command
 
 
 @contextmanager
@@ -55,8 +55,6 @@ def _summary(report: WatchReport) -> str:
     help="Skip the scheduled jobs (interrupted turns, archive, promotion, prune).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No log lines on stderr, only the summary.")
-@json_option
-@pass_app
 def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> None:
     """Runs in the foreground and logs one line per event (and a status line with the
     queue length) on stderr; Ctrl-C or SIGTERM stops it cleanly.  With --once it
