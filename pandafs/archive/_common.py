@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import orjson
 
-from events.clock import utcnow
+from events.clock import aware, utcnow
 from events.errors import InvalidUserId
 from events.fsio import (
     atomic_write,
@@ -59,9 +59,7 @@ TurnKey = tuple[str, str]
 
 
 def as_utc(value: datetime | None) -> datetime:
-    if value is None:
-        return utcnow()
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return utcnow() if value is None else aware(value).astimezone(UTC)
 
 
 def new_id() -> str:

@@ -20,6 +20,7 @@ import orjson
 from events.errors import json_problem
 
 from ..errors import BadInput
+from ..memory.turn_records import parse_time
 from ..turn_import.lines import open_source
 
 NO_TEXT = "(no text)"
@@ -240,14 +241,11 @@ def conversations(
 
 def iso_time(value: Any) -> str | None:
     """An ISO-8601 UTC time from epoch seconds or an ISO string; None if absent or unreadable."""
-    if value is None or isinstance(value, bool):
-        return None
     try:
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and not isinstance(value, bool):
             moment = datetime.fromtimestamp(float(value), UTC)
-        elif isinstance(value, str) and value.strip():
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        elif (parsed := parse_time(value)) is not None:
+            moment = parsed
         else:
             return None
     except (ValueError, OverflowError, OSError):

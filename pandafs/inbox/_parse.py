@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
 
-from events.clock import aware, out_of_range
+from events.clock import out_of_range
 from events.documents import parse_document
 from events.errors import FrontmatterError, InvalidUserId, NotInVault
 from events.fsio import REASONS, is_temp_name, open_vault_file, refusal_at
 from events.layout import validate_user_id
 
+from ..memory.turn_records import parse_time
 from ..pipeline.turn import MAX_QUERY_CHARS
 from ..vault import Vault
 
@@ -167,24 +168,15 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
 
 
 def _asked_at(value: object) -> datetime | None | Rejection:
-    """The frontmatter's `now:` as an aware time (naive = UTC), or why it is not one."""
+    """The frontmatter's `now:` as a UTC time (naive = UTC), or why it is not one."""
     if value is None:
         return None
-    when: datetime | None = None
-    if isinstance(value, datetime):
-        when = value
-    elif isinstance(value, date):
-        when = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            when = None
+    when = parse_time(value)
     problem = f"`now: {value}` is not an ISO-8601 time" if when is None else out_of_range(when)
-    if problem is not None or when is None:
-        return Rejection(
-            "bad_frontmatter",
-            f"{problem}",
-            "Write `now:` as an ISO time (2023-05-20T14:00:00) or remove it, then drop the file again.",
-        )
-    return aware(when)
+    if problem is None:
+        return when
+    return Rejection(
+        "bad_frontmatter",
+        problem,
+        "Write `now:` as an ISO time (2023-05-20T14:00:00) or remove it, then drop the file again.",
+    )

@@ -82,7 +82,10 @@ def parse_time(value: object) -> datetime | None:
         except ValueError:
             return None
     if isinstance(value, datetime):
-        return aware(value).astimezone(UTC)
+        try:
+            return aware(value).astimezone(UTC)
+        except OverflowError:  # an offset that moves it past year 9999
+            return None
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     return None

@@ -10,7 +10,7 @@ from typing import IO, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
-from events.clock import out_of_range
+from events.clock import aware, out_of_range
 from events.errors import NotInVault, json_problem
 from events.fsio import open_outside_file
 from events.layout import validate_user_id
@@ -66,7 +66,7 @@ class ImportLine(BaseModel):
         problem = out_of_range(value)  # the range every other time PandaFS takes is held to
         if problem is not None:
             raise ValueError(problem)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return aware(value).astimezone(UTC)
 
     @field_validator("query")
     @classmethod

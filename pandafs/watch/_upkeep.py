@@ -17,6 +17,7 @@ from events.fsio import atomic_write, read_vault_bytes
 from events.stamps import format_ts
 
 from ..errors import Busy
+from ..memory.turn_records import parse_time
 from ..vault import Vault, file_lock
 
 Log = Callable[[str], None]
@@ -118,21 +119,14 @@ class Upkeep:
         jobs = data.get("jobs") if isinstance(data, dict) else None
         return jobs if isinstance(jobs, dict) else {}
 
-    def _last_run(self, entry: dict[str, Any] | None) -> datetime | None:
-        if not entry or not isinstance(entry.get("last_run"), str):
-            return None
-        try:
-            return datetime.fromisoformat(entry["last_run"].replace("Z", "+00:00"))
-        except ValueError:
-            return None
-
     def _waits(self, now: datetime | None) -> list[tuple[UpkeepJob, float]]:
         """Each job and the seconds until it is due (≤ 0: due; never run: due)."""
         now = now or self.clock()
         state = self.state()
         waits = []
         for job in self.jobs:
-            last = self._last_run(state.get(job.name))
+            entry = state.get(job.name)
+            last = parse_time(entry.get("last_run")) if isinstance(entry, dict) else None
             waits.append((job, 0.0 if last is None else self.interval_s - (now - last).total_seconds()))
         return waits
 
