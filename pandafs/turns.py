@@ -16,7 +16,14 @@ from typing import Any
 import orjson
 
 from events.errors import EventsError, NotInVault
-from events.fsio import TMP_PREFIX, atomic_write, checked_folders, read_vault_bytes, read_vault_file
+from events.fsio import (
+    TMP_PREFIX,
+    atomic_write,
+    checked_folders,
+    open_vault_file,
+    read_vault_bytes,
+    read_vault_file,
+)
 from events.layout import turn_number
 from events.log import read_events
 from events.projection import TurnView, project_turn
@@ -109,6 +116,18 @@ def read_metadata(root: Path | str, folder: Path | str) -> dict[str, Any] | None
     except (OSError, orjson.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def first_event(root: Path, path: Path) -> dict[str, Any] | None:
+    """The first record of the log at `path` (one line read); None if absent, torn, not an
+    object or not plainly a vault file (an unreadable one raises)."""
+    try:
+        with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
+            line = handle.readline()
+        record = orjson.loads(line) if line.endswith(b"\n") else None
+    except (FileNotFoundError, NotADirectoryError, NotInVault, orjson.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def load_view(ref: TurnRef) -> TurnView:

@@ -12,14 +12,14 @@ from typing import Any
 import orjson
 
 from events.documents import parse_document
-from events.errors import FrontmatterError, NotInVault
-from events.fsio import append_file, json_lines, open_vault_file, read_vault_bytes, vault_folder
+from events.errors import FrontmatterError
+from events.fsio import append_file, json_lines, read_vault_bytes, vault_folder
 from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
 from indexers.archive import folder_signature
 
 from ..memory.turn_records import parse_time
-from ..turns import EVENTS_FILE, read_metadata
+from ..turns import EVENTS_FILE, first_event, read_metadata
 from ..vault import Vault
 from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, stub_file
 
@@ -49,12 +49,8 @@ def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> d
         meta = metadata.get("meta") if metadata is not None else None
         if not isinstance(meta, dict) or not meta.get("conversation_id"):
             return None
-    try:
-        with open_vault_file(vault.root, vault.rel(folder / "events.jsonl")) as handle:
-            first = orjson.loads(handle.readline())
-    except (OSError, NotInVault, orjson.JSONDecodeError):
-        return None
-    if not isinstance(first, dict):
+    first = first_event(vault.root, folder / EVENTS_FILE)
+    if first is None:
         return None
     data = first.get("data")
     if not imported and not (isinstance(data, dict) and data.get("asked_at")):

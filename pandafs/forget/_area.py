@@ -23,12 +23,11 @@ from typing import Any
 
 import orjson
 
-from events.errors import EventsError
-from events.fsio import read_vault_file
 from indexers.walk import is_utf8_name
 from indexers.words import STOP_WORDS, stem, stems_of, words_of
 
 from ..errors import BadInput
+from ..turns import EVENTS_FILE, first_event
 from ..vault import Vault
 
 PROJECTED = frozenset(
@@ -247,12 +246,8 @@ def inbox_copies(vault: Vault, user: str) -> set[str]:
     """`inbox/processed/…` files that became turns of `user` (their `inbox_file`)."""
     copies: set[str] = set()
     for folder in vault.layout.turn_dirs(user):
-        try:
-            first = read_vault_file(vault.root, vault.rel(folder / "events.jsonl"))[0].split(b"\n", 1)[0]
-            record = orjson.loads(first)
-        except (OSError, EventsError, orjson.JSONDecodeError):
-            continue
-        name = (record.get("data") or {}).get("inbox_file") if isinstance(record, dict) else None
+        record = first_event(vault.root, folder / EVENTS_FILE)
+        name = (record.get("data") or {}).get("inbox_file") if record is not None else None
         if isinstance(name, str) and name.startswith("inbox/processed/") and ".." not in name:
             if os.path.isfile(vault.root / name) and not os.path.islink(vault.root / name):
                 copies.add(name)

@@ -7,16 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from events.errors import NotInVault
 from events.fsio import append_file, open_vault_file, remove_tree_in_vault
 from events.layout import turn_name, turn_number
 
-from ..turns import EVENTS_FILE, TurnRef, project
+from ..turns import EVENTS_FILE, TurnRef, first_event, project
 from ..vault import STAGING_DIR, Vault
 
 __all__ = ["LEDGER", "Ledger"]
@@ -25,22 +23,6 @@ LEDGER = ".external_ids.jsonl"
 PENDING = -1
 _LOW = (1 << 64) - 1
 _HEX = re.compile(r"[0-9a-f]{1,16}")
-
-
-def _first_record(root: Path, path: Path) -> dict[str, Any] | None:
-    """The first event of a log (one line read); None if absent or not plainly a vault file."""
-    try:
-        with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
-            line = handle.readline()
-    except (FileNotFoundError, NotADirectoryError, NotInVault):
-        return None
-    if not line.endswith(b"\n"):
-        return None
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 class Ledger:
@@ -146,7 +128,7 @@ class Ledger:
         newest = self.scanned
         for number in self._numbers_after(min(self.scanned, self.indexed)):
             name = turn_name(number)
-            first = _first_record(self.vault.root, turns / name / EVENTS_FILE)
+            first = first_event(self.vault.root, turns / name / EVENTS_FILE)
             if first is None or first.get("type") != "turn_started":
                 continue  # empty or torn: not a placed turn (`verify --repair` names it)
             data = first.get("data") or {}
