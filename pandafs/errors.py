@@ -38,17 +38,15 @@ class NoVault(BadInput):
 
 
 class ProblemFound(PandaError):
-    exit_code = 1
+    pass
 
 
 class Busy(PandaError):
-    exit_code = 1
+    pass
 
 
 class Unreadable(PandaError):
     """A file PandaFS keeps cannot be read (a damaged archive part), named vault-relative."""
-
-    exit_code = 1
 
 
 def first_line(exc: BaseException) -> str:

@@ -31,11 +31,18 @@ class Setting:
     __slots__ = ("aliases", "default", "description", "factory", "ge", "gt", "kind", "le", "name")
 
     def __init__(
-        self, default: Any, factory: Callable[[], Any] | None, description: str, **checks: Any
+        self,
+        default: Any = None,
+        *,
+        description: str,
+        factory: Callable[[], Any] | None = None,
+        ge: float | None = None,
+        le: float | None = None,
+        gt: float | None = None,
+        aliases: tuple[str, ...] = (),
     ) -> None:
         self.default, self.factory, self.description = default, factory, description
-        self.ge, self.le, self.gt = checks["ge"], checks["le"], checks["gt"]
-        self.aliases: tuple[str, ...] = checks["aliases"]
+        self.ge, self.le, self.gt, self.aliases = ge, le, gt, aliases
         self.name = ""
         self.kind: Any = None
 
@@ -51,18 +58,8 @@ class Setting:
         return value
 
 
-def setting(
-    default: Any = None,
-    *,
-    description: str,
-    factory: Callable[[], Any] | None = None,
-    ge: float | None = None,
-    le: float | None = None,
-    gt: float | None = None,
-    aliases: tuple[str, ...] = (),
-) -> Any:
-    """Declare a key of a `_Section` subclass (typed `Any` so `x: int = setting(...)` reads well)."""
-    return Setting(default, factory, description, ge=ge, le=le, gt=gt, aliases=aliases)
+setting: Callable[..., Any] = Setting
+"""Declare a key of a `_Section` subclass (typed `Any` so `x: int = setting(...)` reads well)."""
 
 
 def _coerce(value: Any, kind: Any, where: str) -> Any:
