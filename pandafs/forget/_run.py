@@ -34,9 +34,8 @@ from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyE
 from events.fsio import atomic_write, read_vault_file, unlink_in_vault
 from events.layout import TURN_DIR_RE, classify, is_user_id
 from events.ledger import record_turn_hash
-from events.log import GENESIS, event_hash, parse_log, repair_torn_tail
-from events.schema import SCHEMA_VERSION, Forgotten, parse_event
-from events.stamps import format_ts
+from events.log import GENESIS, encode_events, event_hash, parse_log, repair_torn_tail
+from events.schema import Forgotten, parse_event
 from indexers.words import stems_of
 
 from ..checks import Problem
@@ -303,6 +302,7 @@ def _rewritten_log(
         record["hash"] = event_hash(record)
         out.append(orjson.dumps(record))
         prev = record["hash"]
+    tail = b""
     if anchor and records:
         last = records[-1]
         payload = Forgotten(
@@ -312,20 +312,9 @@ def _rewritten_log(
             redacted=changed,
             replaces=log.last_hash,
         )
-        record = {
-            "v": SCHEMA_VERSION,
-            "seq": len(records),
-            "ts": format_ts(now),
-            "user": last.get("user"),
-            "turn": last.get("turn"),
-            "phase": payload.PHASE,
-            "type": payload.TYPE,
-            "data": payload.model_dump(mode="json", exclude_defaults=True),
-            "prev": prev,
-        }
-        record["hash"] = event_hash(record)
-        out.append(orjson.dumps(record))
-    return b"".join(line + b"\n" for line in out)
+        user, turn = last["user"], last["turn"]
+        tail, _ = encode_events(user, turn, [payload], ts=now, seq=len(records), prev=prev)
+    return b"".join(line + b"\n" for line in out) + tail
 
 
 def _anchor(vault: Vault, rel: str, records: list[dict[str, Any]]) -> None:
