@@ -680,7 +680,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     batch = Path(rel).stem.removeprefix("part-")
                     text = render_stub(rows, archived_at=utcnow(), batch=batch, archive_file=rel)
                     atomic_write(stub, text, root=vault.root)
-                    infos[key] = StubInfo(*key, stub, rel, None, batch)
+                    infos[key] = StubInfo(stub, rel, None)
                     touched.append(stub_relpath(key))
                     continue
                 why = f"{'/'.join(key)}: rows no stub points at"

@@ -149,16 +149,11 @@ def render_stub(turn: TurnFiles, *, archived_at: datetime, batch: str, archive_f
 
 @dataclass(frozen=True)
 class StubInfo:
-    user: str
-    turn: str
+    """Where a stub is, the Parquet file it names and when its turn was archived."""
+
     path: Path
     archive_file: str
     archived_at: datetime | None
-    batch: str | None
-
-    @property
-    def key(self) -> TurnKey:
-        return (self.user, self.turn)
 
 
 def _valid_archive_file(value: object) -> str | None:
@@ -183,8 +178,7 @@ def read_stub(vault: Vault, user: str, turn: str) -> StubInfo:
     archive_file = _valid_archive_file(front.get("archive_file"))
     if archive_file is None:
         raise ArchiveError(f"{rel}: no valid archive_file property (archive/turns/...parquet)")
-    batch = None if front.get("archive_batch") is None else str(front["archive_batch"])
-    return StubInfo(user, turn, path, archive_file, parse_time(front.get("archived_at")), batch)
+    return StubInfo(path, archive_file, parse_time(front.get("archived_at")))
 
 
 def stub_or_none(vault: Vault, key: TurnKey) -> StubInfo | None:
