@@ -1,8 +1,9 @@
 """`pandafs verify`: check everything that can be checked against its source.
 
 Each problem is `{path, kind, message}` (kinds listed in docs/safety.md; `repaired=True`: a
-repair `--repair` made).  Turns are checked here, the index by `check_index`, each other
-area by the checkers it publishes as `CHECKS` (`default_checks()`)."""
+repair `--repair` made).  Turns are checked here, the index by `check_index`, what only a
+path decides by `check_claims`, each other area by the checkers it publishes as `CHECKS`
+(`default_checks()`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from events.errors import EventLogError, EventsError, LogBusyError, NotInVault
 from events.fsio import REASONS, is_real_file, read_vault_file
+from events.layout import candidate_paths, classify, effective_scope, is_user_id
 from events.ledger import Anchor, LedgerRead, ledger_path, read_ledger, record_turn_hash
 from events.log import EventWriter, check_chain, read_log, repair_torn_tail, torn_path, typed_events
 from events.projection import TurnView, project_turn
@@ -22,12 +24,11 @@ from events.schema import TornTailRepaired
 from indexers.documents import IndexDoc, Skipped, load_index_doc
 from indexers.errors import REBUILD, IndexDamaged, without_advice
 from indexers.sync import count_mismatch, scan_documents
-from indexers.walk import NOT_UTF8, refused_files
+from indexers.walk import NOT_UTF8, refused_files, walk_documents
 
 from . import archive, forget, pipeline
 from .assembly import open_memory
-from .checks import Checker, Problem
-from .claims import check_claims
+from .checks import Checker, Problem, frontmatter_of
 from .errors import first_line
 from .learning import api as learning_api
 from .memory.api import Memory
@@ -391,6 +392,50 @@ def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
             damage = Problem(_index_itself(vault, memory), "index_damaged", str(exc))
     memory.rebuild()  # beside the live index, then swapped in
     return [replace(damage, message=f"{without_advice(damage.message)}: rebuilt", repaired=True)]
+
+
+NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or served"
+
+
+def check_claims(vault: Vault, repair: bool) -> list[Problem]:
+    """Frontmatter that claims what only the path decides: `scope: global` on a user's document,
+    an `id:` other than the path's (a warning, unless another document's), a folder under
+    users/ that is no user's.  `--repair` changes nothing: the file is the person's to edit."""
+    problems: list[Problem] = []
+    roots = ["knowledge"]
+    for e in sorted(vault.layout.users_dir.iterdir()) if vault.layout.users_dir.is_dir() else []:
+        if e.is_dir() and not e.is_symlink() and not e.name.startswith("."):
+            if is_user_id(e.name):
+                roots.append(f"users/{e.name}")
+            else:  # reserved (`knowledge`, `site`) or no user id: nothing in it is read
+                problems.append(
+                    Problem(f"users/{e.name}", "not_a_user", "is no user's folder: " + NOT_A_USER)
+                )
+    for top in roots:  # turn folders are listed aside, not entered: a turn claims nothing
+        for rel in sorted(rel for rel, _ in walk_documents(vault.root, top, turn_folders=[])):
+            ref = classify(rel)
+            front = frontmatter_of(vault, rel) if ref is not None else None
+            if ref is None or front is None:
+                continue
+            claimed = front.get("scope")
+            if claimed == "global" and effective_scope(ref, claimed) != "global":
+                problems.append(
+                    Problem(
+                        rel,
+                        "scope_claim",
+                        "says `scope: global`, but what a user keeps under users/ stays theirs "
+                        "(searched as theirs); publish it with `pandafs save --scope global`",
+                    )
+                )
+            claimed_id = front.get("id")
+            if claimed_id not in (None, ref.doc_id):
+                why = f"says `id: {claimed_id}`, but its id is {ref.doc_id} (ids come from paths: "
+                taken = [p for p in candidate_paths(str(claimed_id)) if (vault.root / p).is_file()]
+                if taken:  # another document's id: a reader of the file could mistake the two
+                    problems.append(Problem(rel, "id_claim", f"{why}{taken[0]} has that id)"))
+                else:  # a note's own id, as people and other tools write them: ignored, named
+                    problems.append(Problem(rel, "id_claim", why + "the id is ignored)", warning=True))
+    return problems
 
 
 CHECKS: tuple[Checker, ...] = (check_index, check_claims, check_published)

@@ -62,7 +62,6 @@ LAYERS: list[tuple[str, list[str]]] = [
             "pandafs.vault",
             "pandafs.turns",
             "pandafs.checks",
-            "pandafs.claims",
         ],
     ),
     ("memory", ["pandafs.memory"]),
