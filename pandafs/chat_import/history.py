@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from indexers.documents import IndexDoc, Skipped
 
@@ -64,13 +64,6 @@ READERS: dict[str, Callable[[Path, str, int, Conversion], Conversion]] = {
 FORMATS = tuple(READERS)
 
 
-def convert(fmt: str, path: Path, user: str, limit: int, sink: IO[bytes]) -> Conversion:
-    """Read an export (each file at most `limit` bytes) into import-turns lines written to `sink`."""
-    if fmt not in READERS:
-        raise BadInput(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
-    return READERS[fmt](path, user, limit, Conversion(sink=sink))
-
-
 def import_history(
     vault: Vault,
     fmt: str,
@@ -81,12 +74,15 @@ def import_history(
     progress: Callable[[int], None] | None = None,
     after_batch: Callable[[list[IndexDoc | Skipped]], None] | None = None,
 ) -> HistoryReport:
-    """Import one export for `user`: convert it, then `import_turns` does the rest."""
+    """Import one export for `user`: its reader converts it (each file at most [index]
+    import_max_bytes) into import-turns lines, then `import_turns` does the rest."""
+    if fmt not in READERS:
+        raise BadInput(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pandafs-import-") as tmp:
         staged = Path(tmp) / "turns.jsonl"
         with staged.open("wb") as sink:  # lines as the export is read: it is never held whole
-            conversion = convert(fmt, path, user, vault.config.index.import_max_bytes, sink)
+            conversion = READERS[fmt](path, user, vault.config.index.import_max_bytes, Conversion(sink=sink))
         report = HistoryReport(fmt, str(path), conversion.conversations, conversion.turns)
         report.failed = list(conversion.failed)
         tally = _Tally(conversion)
