@@ -84,14 +84,6 @@ def parse_turn_id(text: str) -> TurnKey:
     return user, turn
 
 
-def stub_file(vault: Vault, key: TurnKey) -> Path:
-    return vault.layout.archive_stub(*key)
-
-
-def turn_folder(vault: Vault, key: TurnKey) -> Path:
-    return vault.layout.turn_dir(*key)
-
-
 def trash_folder(vault: Vault, key: TurnKey, batch: str) -> Path:
     """Where a turn folder waits while its batch is archived (its folder made, never a link)."""
     return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / TRASH_DIR) / f"{key[1]}.{batch}"
@@ -105,7 +97,7 @@ def staging_folder(vault: Vault, key: TurnKey, job: str) -> Path:
 def live_matches(vault: Vault, key: TurnKey, rows: TurnFiles) -> bool:
     """Whether the live folder of `key` holds exactly the archived `rows` (unreadable: no)."""
     try:
-        live = collect_turn_files(turn_folder(vault, key), *key, rows.created_at, root=vault.root)
+        live = collect_turn_files(vault.layout.turn_dir(*key), *key, rows.created_at, root=vault.root)
     except ArchiveError:
         return False
     return live.checksums() == rows.checksums()
@@ -246,9 +238,9 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
 
     @functools.cache
     def where(user: str, turn: str) -> Literal["live", "archived"] | None:
-        if (turn_folder(vault, (user, turn)) / "context.md").is_file():
+        if (vault.layout.turn_dir(user, turn) / "context.md").is_file():
             return "live"
-        return "archived" if stub_file(vault, (user, turn)).is_file() else None
+        return "archived" if vault.layout.archive_stub(user, turn).is_file() else None
 
     changed: list[str] = []
 

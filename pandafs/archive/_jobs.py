@@ -63,10 +63,8 @@ from ._common import (
     reindex,
     staging_folder,
     store_of,
-    stub_file,
     stub_relpath,
     trash_folder,
-    turn_folder,
     write_journal,
 )
 from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
@@ -193,7 +191,7 @@ def _archive_batch(
     batch = new_id()
     plan: list[tuple[Candidate, TurnFiles]] = []
     for candidate in chunk:
-        if not candidate.path.is_dir() or stub_file(vault, candidate.key).exists():
+        if not candidate.path.is_dir() or vault.layout.archive_stub(*candidate.key).exists():
             report.skipped.append({"doc_id": candidate.doc_id, "reason": "archived or removed meanwhile"})
             continue
         files = _collect(vault, candidate, report)
@@ -228,7 +226,7 @@ def _archive_batch(
         text = render_stub(
             files, archived_at=archived_at, batch=batch, archive_file=parts[files.month]
         ).encode("utf-8")
-        atomic_write(stub_file(vault, files.key), text, durable=False, root=vault.root)
+        atomic_write(vault.layout.archive_stub(*files.key), text, durable=False, root=vault.root)
         stubs[files.key] = len(text)
     sync_all()
     touched: list[str] = []
@@ -238,7 +236,7 @@ def _archive_batch(
     with checked_folders(vault.root) as moved:  # each folder fsynced once, at the end
         for candidate, files in plan:
             folder = candidate.path
-            stub = stub_file(vault, files.key)
+            stub = vault.layout.archive_stub(*files.key)
             with log_held(folder) as refused:
                 if refused or folder_signature(folder, vault.root) != files.signature():
                     moved.unlink(stub)
@@ -290,8 +288,8 @@ def restore_turns(
         report.recovered = recover(vault, memory)
         entries: list[tuple[str, TurnKey]] = []
         for key in all_stubs(vault) if wanted is None else wanted:
-            if not stub_file(vault, key).exists():
-                if not turn_folder(vault, key).is_dir():
+            if not vault.layout.archive_stub(*key).exists():
+                if not vault.layout.turn_dir(*key).is_dir():
                     raise BadInput(f"no turn {'/'.join(key)} in {vault.root} (live or archived)")
                 report.skipped.append({"doc_id": "/".join(key), "reason": "not archived (live)"})
                 continue
@@ -393,8 +391,8 @@ def restore_entries(vault: Vault, items: list[dict[str, str]], job: str, report:
             continue
         for key in keys:
             rows = contents.intact(key) if contents is not None else None
-            live = turn_folder(vault, key).is_dir()
-            has_stub = stub_file(vault, key).exists()
+            live = vault.layout.turn_dir(*key).is_dir()
+            has_stub = vault.layout.archive_stub(*key).exists()
             if live and (not has_stub or rows is None or live_matches(vault, key, rows)):
                 finished.setdefault(part_rel, []).append(key)  # already restored
                 continue
@@ -413,17 +411,17 @@ def restore_entries(vault: Vault, items: list[dict[str, str]], job: str, report:
         sync_all()
     with checked_folders(vault.root) as moved:
         for key, staging, rows, part_rel in staged:
-            moved.rename(staging, turn_folder(vault, key))
+            moved.rename(staging, vault.layout.turn_dir(*key))
             finished.setdefault(part_rel, []).append(key)
             restored.append(rows)
     with checked_folders(vault.root) as stub_dirs:  # once every restored folder is durable
         for keys in finished.values():
             for key in keys:
-                stub = stub_file(vault, key)
+                stub = vault.layout.archive_stub(*key)
                 if stub.exists():
                     stub_dirs.unlink(stub)
                 touched.append(stub_relpath(key))
-                folder = turn_folder(vault, key)
+                folder = vault.layout.turn_dir(*key)
                 names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
                 touched += document_paths(key, names)
     for part_rel, keys in finished.items():
@@ -478,7 +476,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
             key: TurnKey = (entry["user"], entry["turn"])
             month = entry["month"]
             doc_id = "/".join(key)
-            folder, stub = turn_folder(vault, key), stub_file(vault, key)
+            folder, stub = vault.layout.turn_dir(*key), vault.layout.archive_stub(*key)
             trash = trash_folder(vault, key, batch)
             rows = contents[month].intact(key) if month in contents else None
             info = stub_or_none(vault, key)
@@ -565,12 +563,12 @@ def _sweep_leftovers(vault: Vault) -> list[str]:
     notes: list[str] = []
     for kind, key, path in leftovers(vault):
         doc_id = "/".join(key)
-        folder = turn_folder(vault, key)
+        folder = vault.layout.turn_dir(*key)
         if kind == "trash":
             if _archived_intact(vault, key):
                 remove_tree_in_vault(vault.root, path, ignore_errors=False)
                 notes.append(f"{doc_id}: removed the trash of its archived folder")
-            elif not folder.exists() and not stub_file(vault, key).exists():
+            elif not folder.exists() and not vault.layout.archive_stub(*key).exists():
                 rename_in_vault(vault.root, path, folder)
                 notes.append(f"{doc_id}: put back from the trash (it was not archived)")
         elif folder.exists() or _archived_intact(vault, key):
@@ -620,7 +618,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
             try:
                 infos[key] = read_stub(vault, *key)
             except ArchiveError as exc:
-                problems.append(Problem(vault.rel(stub_file(vault, key)), "archive_stub", str(exc)))
+                problems.append(Problem(vault.rel(vault.layout.archive_stub(*key)), "archive_stub", str(exc)))
         parts: dict[str, PartContents] = {}
         unreadable: dict[str, str] = {}
         for path in store.parts():
@@ -648,7 +646,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     where = "does not exist" if part is None else "holds no rows for this turn"
                     problems.append(Problem(stub_rel, "archive_missing_rows", f"{info.archive_file} {where}"))
                 continue
-            folder = turn_folder(vault, key)
+            folder = vault.layout.turn_dir(*key)
             if not folder.is_dir():
                 continue
             rows = part.intact(key)
@@ -674,7 +672,7 @@ def check_archive(vault: Vault, repair: bool) -> list[Problem]:
                     drop.append(key)
                     continue
                 if action == "adopt":
-                    stub = stub_file(vault, key)
+                    stub = vault.layout.archive_stub(*key)
                     rows = found.intact(key)
                     assert rows is not None
                     batch = Path(rel).stem.removeprefix("part-")
@@ -703,7 +701,7 @@ def _orphan_action(
     rows = found.intact(key)
     if rows is None:
         return None
-    folder, stub = turn_folder(vault, key), stub_file(vault, key)
+    folder, stub = vault.layout.turn_dir(*key), vault.layout.archive_stub(*key)
     if folder.is_dir():
         return "drop" if live_matches(vault, key, rows) else None
     info = infos.get(key)

@@ -21,7 +21,7 @@ from indexers.archive import folder_signature
 from ..memory.turn_records import parse_time
 from ..turns import EVENTS_FILE, first_event, read_metadata
 from ..vault import Vault
-from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc, stub_file
+from ._common import EXPANSIONS_FILE, USED_MARK, TurnKey, as_utc
 
 
 def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None = None) -> datetime | None:
@@ -175,7 +175,7 @@ def find_candidates(
                 age = min(age, (now - entered).total_seconds() / 86400.0)
             if age <= min_age:
                 continue
-            if stub_file(vault, key).exists():
+            if vault.layout.archive_stub(*key).exists():
                 skipped.append({"doc_id": doc_id, "reason": "both live and archived; run `pandafs verify`"})
                 continue
             if uses is None:
