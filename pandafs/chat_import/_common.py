@@ -243,14 +243,12 @@ def iso_time(value: Any) -> str | None:
     """An ISO-8601 UTC time from epoch seconds or an ISO string; None if absent or unreadable."""
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            moment = datetime.fromtimestamp(float(value), UTC)
-        elif (parsed := parse_time(value)) is not None:
-            moment = parsed
+            moment: datetime | None = datetime.fromtimestamp(float(value), UTC)
         else:
-            return None
+            moment = parse_time(value)
     except (ValueError, OverflowError, OSError):
         return None
-    return moment.isoformat().replace("+00:00", "Z")
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 
 def digest(*parts: Any) -> str:

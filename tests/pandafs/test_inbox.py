@@ -124,6 +124,7 @@ def test_files_from_the_inbox_and_user_folders_become_answered_turns(vault: Vaul
         ("inbox/Alice/q.md", b"hi there\n", "unknown_user", "'Alice'"),
         ("inbox/alice/q.md", b"---\nuser: bob\n---\nhi\n", "user_conflict", "inbox/alice/"),
         ("inbox/broken.md", b"---\nuser: [me\n---\nhi\n", "bad_frontmatter", "broken frontmatter"),
+        ("inbox/far.md", b"---\nnow: 9999-12-31T23:00:00-05:00\n---\nhi\n", "bad_frontmatter", "now: 9999"),
         ("inbox/long.txt", ("why " * 6000).encode(), "too_long", "characters long"),
     ],
 )

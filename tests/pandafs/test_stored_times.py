@@ -30,7 +30,10 @@ def test_every_stored_form_of_a_time_reads_as_the_same_utc_moment(stored: object
     assert found == NOON and found is not None and found.tzinfo is UTC
 
 
-@pytest.mark.parametrize("stored", [None, "", "yesterday", 17, ["2026-01-31"]])
+@pytest.mark.parametrize(
+    "stored",
+    [None, "", "yesterday", 17, ["2026-01-31"], "9999-12-31T23:00:00-05:00"],  # (past year 9999 in UTC)
+)
 def test_what_is_not_a_time_reads_as_none(stored: object) -> None:
     assert parse_time(stored) is None
 
