@@ -2,7 +2,6 @@
 
     PandaError                 root; carries the CLI exit code
     ├── BadInput               what the user gave us is wrong (exit 2)
-    │   └── NoVault            --root does not point at a vault
     ├── ProblemFound           a check found damage or drift (exit 1)
     ├── Unreadable             a stored file cannot be read now (a damaged archive part):
     │                          what it holds is missing, the rest goes on (exit 1)
@@ -16,7 +15,6 @@ from __future__ import annotations
 __all__ = [
     "BadInput",
     "Busy",
-    "NoVault",
     "PandaError",
     "ProblemFound",
     "Unreadable",
@@ -31,10 +29,6 @@ class PandaError(Exception):
 
 class BadInput(PandaError):
     exit_code = 2
-
-
-class NoVault(BadInput):
-    pass
 
 
 class ProblemFound(PandaError):

@@ -20,7 +20,7 @@ from events.fsio import atomic_write, check_folders, checked_folders, held_lock,
 from events.layout import STAGING_DIR, Layout, turn_name, validate_user_id
 
 from .config import Config, load_config, render_default_config
-from .errors import BadInput, Busy, NoVault
+from .errors import BadInput, Busy
 
 __all__ = ["STAGING_DIR", "Vault", "file_lock"]
 
@@ -102,7 +102,7 @@ class Vault:
     def open(cls, root: Path | str) -> Vault:
         vault = cls(Path(root))
         if not vault.layout.config_file.is_file():
-            raise NoVault(f"no PandaFS vault at {vault.root} (run `pandafs --root {root} init`)")
+            raise BadInput(f"no PandaFS vault at {vault.root} (run `pandafs --root {root} init`)")
         return vault
 
     @classmethod
