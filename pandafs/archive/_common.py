@@ -8,12 +8,10 @@ before any turn moves, so the next archive, restore or `verify --repair` finishe
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import functools
 import os
 import secrets
-import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,11 +21,12 @@ from typing import Any, Literal
 import orjson
 
 from events.clock import aware, utcnow
-from events.errors import InvalidUserId
+from events.errors import InvalidUserId, NotInVault
 from events.fsio import (
     atomic_write,
     check_folders,
     is_real_dir,
+    open_no_link,
     read_vault_bytes,
     sync_all,
     unlink_in_vault,
@@ -134,19 +133,14 @@ def log_held(folder: Path) -> Iterator[str | None]:
     """Hold the turn's event-log lock while we move it.  Yields None once held, else why the
     turn is left alone now: a writer has the log open, or something not a regular file is there."""
     try:
-        fd = os.open(folder / EVENTS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_no_link(folder / EVENTS_FILE, os.O_RDONLY)
     except FileNotFoundError:
         yield None
         return
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        yield f"its {EVENTS_FILE} is a symbolic link"
+    except NotInVault as exc:  # a link, a fifo or a device: never opened as the log
+        yield f"its {EVENTS_FILE} {exc.reason}"
         return
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            yield f"its {EVENTS_FILE} is not a regular file"
-            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import re
@@ -31,7 +30,7 @@ from pydantic import ValidationError
 
 from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
-from events.fsio import atomic_write, read_vault_file, unlink_in_vault
+from events.fsio import atomic_write, open_no_link, read_vault_file, unlink_in_vault
 from events.layout import TURN_DIR_RE, classify, is_user_id
 from events.ledger import record_turn_hash
 from events.log import GENESIS, encode_events, event_hash, parse_log, repair_torn_tail
@@ -333,11 +332,9 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
     """Rewrite a log under its writers' lock (`Busy` if a writer has it: resumed later)."""
     path = vault.root / rel
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return False
-        raise
+        fd = open_no_link(path, os.O_RDWR)
+    except NotInVault:  # a link or not a regular file: not a log of the area
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         raw = read_vault_file(vault.root, rel)[0]
