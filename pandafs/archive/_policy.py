@@ -11,13 +11,12 @@ from typing import Any
 
 import orjson
 
-from events.documents import parse_document
-from events.errors import FrontmatterError
 from events.fsio import append_file, json_lines, read_vault_bytes, vault_folder
 from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
 from indexers.archive import folder_signature
 
+from ..checks import frontmatter_of
 from ..memory.turn_records import parse_time
 from ..turns import EVENTS_FILE, first_event, read_metadata
 from ..vault import Vault
@@ -30,14 +29,8 @@ def turn_created_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None 
     data = metadata if metadata is not None else read_metadata(vault.root, folder)
     if data is not None and (found := parse_time(data.get("created_at"))):
         return found
-    try:
-        raw = read_vault_bytes(vault.root, folder / "context.md")
-        if raw is None:
-            return None
-        front = parse_document(raw.decode("utf-8"), folder / "context.md").frontmatter
-        return parse_time(front.get("created_at"))
-    except (OSError, UnicodeDecodeError, FrontmatterError):
-        return None
+    front = frontmatter_of(vault, vault.rel(folder / "context.md"))
+    return None if front is None else parse_time(front.get("created_at"))
 
 
 def entered_at(vault: Vault, folder: Path, metadata: dict[str, Any] | None) -> datetime | None:
