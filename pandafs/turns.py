@@ -24,7 +24,7 @@ from events.fsio import (
     read_vault_bytes,
     read_vault_file,
 )
-from events.layout import turn_number
+from events.layout import TURN_DIR_RE
 from events.log import read_events
 from events.projection import TurnView, project_turn
 from events.render import render_turn
@@ -92,10 +92,8 @@ def iter_turns(
         user, _, turn = target.partition("/")
         vault.require_user(user)
         if turn:
-            try:
-                turn_number(turn)
-            except ValueError:
-                raise BadInput(f"not a turn id: {target!r} (expected user/turn_NNNNNN)") from None
+            if not TURN_DIR_RE.fullmatch(turn):
+                raise BadInput(f"not a turn id: {target!r} (expected user/turn_NNNNNN)")
             path = vault.layout.turn_dir(user, turn)
             if not path.is_dir():
                 raise BadInput(f"no live turn {target} in {vault.root}")

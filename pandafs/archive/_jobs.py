@@ -28,7 +28,7 @@ from events.fsio import (
     sync_all,
     vault_folder,
 )
-from events.layout import turn_number
+from events.layout import TURN_DIR_RE
 from events.stamps import format_ts
 from indexers.archive import PartContents, TurnFiles, collect_turn_files, folder_signature, write_turn_folder
 from indexers.errors import ArchiveError
@@ -535,14 +535,9 @@ def leftovers(vault: Vault) -> list[tuple[str, TurnKey, Path]]:
             if not (is_real_dir(vault.layout.turns_dir(user)) and is_real_dir(directory)):
                 continue  # a linked folder is not ours to empty or move from
             for path in sorted(directory.iterdir()):
-                if not is_real_dir(path):
-                    continue
                 turn = path.name.split(".", 1)[0]
-                try:
-                    turn_number(turn)
-                except ValueError:
-                    continue
-                found.append((kind, (user, turn), path))
+                if is_real_dir(path) and TURN_DIR_RE.fullmatch(turn):
+                    found.append((kind, (user, turn), path))
     return found
 
 
