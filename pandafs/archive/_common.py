@@ -21,7 +21,7 @@ from typing import Any, Literal
 import orjson
 
 from events.clock import aware, utcnow
-from events.errors import InvalidUserId, NotInVault
+from events.errors import NotInVault
 from events.fsio import (
     atomic_write,
     check_folders,
@@ -32,7 +32,7 @@ from events.fsio import (
     unlink_in_vault,
     vault_folder,
 )
-from events.layout import classify, is_user_id, turn_number, validate_user_id
+from events.layout import TURN_DIR_RE, classify, is_user_id
 from indexers.archive import ArchiveStore, TurnFiles, collect_turn_files
 from indexers.errors import ArchiveError
 
@@ -75,11 +75,8 @@ def parse_turn_id(text: str) -> TurnKey:
         assert ref.user is not None
         return ref.user, ref.turn
     user, _, turn = raw.partition("/")
-    try:
-        validate_user_id(user)
-        turn_number(turn)
-    except (InvalidUserId, ValueError):
-        raise BadInput(f"not a turn id: {text!r} (expected user/turn_NNNNNN)") from None
+    if not (is_user_id(user) and TURN_DIR_RE.fullmatch(turn)):
+        raise BadInput(f"not a turn id: {text!r} (expected user/turn_NNNNNN)")
     return user, turn
 
 
