@@ -33,7 +33,7 @@ from .reading import TurnReader
 from .state import Cursor, LearningCache
 from .trust import Counts, trust_of, turn_facts
 
-__all__ = ["DocState", "ScopeDecision", "ScopePolicy", "decide", "decide_steps", "promotable"]
+__all__ = ["DocState", "ScopePolicy", "decide", "decide_steps", "promotable", "scope_change"]
 
 PROMOTABLE_KINDS = frozenset({"memory", "research"})
 
@@ -50,25 +50,11 @@ class DocState(NamedTuple):
     age_hours: float
 
 
-class ScopeDecision(NamedTuple):
-    doc_id: str
-    doc_path: str
-    owner: str
-    old_scope: str
-    new_scope: str
-    reason: str
-    trust: float
-    usage_count: int
-
-    def as_json(self) -> dict[str, object]:
-        return {k: v for k, v in self._asdict().items() if k != "owner"}
-
-
 def promotable(kind: str, owner: str | None) -> bool:
     return owner is not None and kind in PROMOTABLE_KINDS
 
 
-def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
+def decide(doc: DocState, cfg: MemoryConfig) -> ScopeChanged | None:
     """The one scope change `doc` qualifies for now, or None."""
     if not promotable(doc.kind, doc.owner):
         return None
@@ -90,13 +76,25 @@ def decide(doc: DocState, cfg: MemoryConfig) -> ScopeDecision | None:
             step = (new, f"demoted: trust {t:.2f} < {trust:g} after {doc.validations} verdicts")
     if step is None:
         return None
-    assert doc.owner is not None
-    return ScopeDecision(doc.doc_id, doc.doc_path, doc.owner, doc.scope, *step, t, u)
+    return scope_change(doc, *step)
 
 
-def decide_steps(doc: DocState, cfg: MemoryConfig) -> list[ScopeDecision]:
+def scope_change(doc: DocState, new: str, reason: str) -> ScopeChanged:
+    """The event of `doc` going from its scope to `new` (its owner's log records it)."""
+    return ScopeChanged(
+        doc_id=doc.doc_id,
+        doc_path=doc.doc_path,
+        old_scope=doc.scope,
+        new_scope=new,
+        reason=reason,
+        trust=doc.trust,
+        usage_count=doc.usage,
+    )
+
+
+def decide_steps(doc: DocState, cfg: MemoryConfig) -> list[ScopeChanged]:
     """Every step `doc` takes now (at most two: new → user → global, global → user → new)."""
-    steps: list[ScopeDecision] = []
+    steps: list[ScopeChanged] = []
     while len(steps) < 2:
         step = decide(doc, cfg)
         if step is None:
@@ -132,9 +130,9 @@ class ScopePolicy:
             age_hours=max(0.0, (now - info.created_at).total_seconds() / 3600.0),
         )
 
-    def decide_all(self, now: datetime) -> list[ScopeDecision]:
+    def decide_all(self, now: datetime) -> list[ScopeChanged]:
         """What the policy does now to every promotable document that has been used."""
-        decisions: list[ScopeDecision] = []
+        decisions: list[ScopeChanged] = []
         projection = self.cache.projection()
         for doc_id in sorted(self.cache.state.counts):
             owner, _, rest = doc_id.partition("/")
@@ -149,12 +147,12 @@ class ScopePolicy:
             decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
         return decisions
 
-    def record_decisions(self, decisions: Sequence[ScopeDecision], now: datetime) -> list[Event]:
+    def record_decisions(self, decisions: Sequence[ScopeChanged], now: datetime) -> list[Event]:
         """Append decisions to their owners' maintenance logs, dated `now` (the next sync
         folds them and writes the documents: events first)."""
         written: list[Event] = []
-        for owner, owned in groupby(sorted(decisions, key=lambda d: d.owner), key=lambda d: d.owner):
-            written += append_changes(self.vault, owner, [_event(d) for d in owned], now)
+        for owner, owned in groupby(sorted(decisions, key=_owner), key=_owner):
+            written += append_changes(self.vault, owner, list(owned), now)
         return written
 
     def on_turn(self, view: TurnView, pending: Sequence[Any], now: datetime) -> list[ScopeChanged]:
@@ -179,7 +177,7 @@ class ScopePolicy:
             scope = self.documents.scope_target(info, projection.scope.get(doc_id))
             if doc_id in facts.used and promotable(info.kind, info.owner):
                 steps = decide_steps(self.doc_state(info, counts, now), self.cfg)
-                changes += [_event(step) for step in steps]
+                changes += steps
                 if steps:  # dated like the fold will date it: when the turn happened
                     scope = (steps[-1].new_scope, facts.occurred_at)
             targets[doc_id] = _Target(counts, scope)
@@ -194,5 +192,6 @@ class ScopePolicy:
         return changes
 
 
-def _event(d: ScopeDecision) -> ScopeChanged:
-    return ScopeChanged(**d.as_json())
+def _owner(change: ScopeChanged) -> str:
+    """Whose maintenance log records a change: the owner named by the document's id."""
+    return change.doc_id.partition("/")[0]

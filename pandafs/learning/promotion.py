@@ -21,6 +21,7 @@ from events.documents import parse_document
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file, rename_in_vault, vault_folder
 from events.layout import classify
+from events.schema import ScopeChanged
 from events.stamps import format_ts
 from indexers.sync import scan_documents
 
@@ -30,7 +31,7 @@ from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
 from .materialise import DocInfo
-from .policy import ScopeDecision, decide_steps, promotable
+from .policy import DocState, decide_steps, promotable, scope_change
 from .state import learned_memory
 from .trust import Counts, shares
 
@@ -43,14 +44,14 @@ class PromotionReport:
 
     now: datetime
     dry_run: bool
-    changes: list[ScopeDecision] = field(default_factory=list)
+    changes: list[ScopeChanged] = field(default_factory=list)
     sync: SyncReport = field(default_factory=SyncReport)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "now": format_ts(self.now),
             "dry_run": self.dry_run,
-            "changes": [c.as_json() for c in self.changes],
+            "changes": [c.model_dump() for c in self.changes],
             "promoted": sum(1 for c in self.changes if c.reason.startswith("promoted")),
             "demoted": sum(1 for c in self.changes if c.reason.startswith("demoted")),
             "sync": self.sync.as_json(),
@@ -129,7 +130,9 @@ def prune_expired(
     with Learning.of(vault, memory).open() as engine:
         engine.sync(write=not dry_run)
         projection = engine.cache.projection()
-        moves: list[tuple[DocInfo, datetime, ScopeDecision | None]] = []
+        moves: list[
+            tuple[DocInfo, datetime, DocState | None]
+        ] = []  # the state: its expiry is not recorded yet
         for rel in _candidates(vault, memory, now):
             ref = classify(rel)
             info = engine.documents.doc_info(ref.doc_id, projection) if ref is not None else None
@@ -142,13 +145,9 @@ def prune_expired(
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
                 continue
             record = projection.scope.get(info.doc_id)
-            decision = None
-            if record is None or record.new != "expired":
-                decision = ScopeDecision(
-                    info.doc_id, rel, info.owner, "new", "expired", "", state.trust, counts.usage
-                )
-            moves.append((info, _expiry(vault, rel) or now, decision))
-        for info, expired_at, decision in moves:
+            unrecorded = record is None or record.new != "expired"
+            moves.append((info, _expiry(vault, rel) or now, state if unrecorded else None))
+        for info, expired_at, expiring in moves:
             target = expired_path(vault, info.rel)
             item = {
                 "doc_id": info.doc_id,
@@ -159,12 +158,13 @@ def prune_expired(
             report.pruned.append(item)
             if dry_run:
                 continue
-            if decision is not None:
+            if expiring is not None:
                 reason = (
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
-                    f"used {decision.usage_count} times; moved to {item['archived_to']}"
+                    f"used {expiring.usage} times; moved to {item['archived_to']}"
                 )
-                engine.policy.record_decisions([decision._replace(reason=reason)], now)
+                expired = scope_change(expiring, "expired", reason)
+                engine.policy.record_decisions([expired], now)
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
                 rename_in_vault(vault.root, vault.root / info.rel, target)
