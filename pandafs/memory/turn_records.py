@@ -20,7 +20,7 @@ from events.layout import turn_name, turn_number, validate_user_id
 from ..vault import Vault
 from .retrieved import jsonable
 
-__all__ = ["RecordCache", "TurnReader", "TurnRecord", "live_turn", "parse_time", "parse_turn_context"]
+__all__ = ["RecordCache", "TurnReader", "TurnRecord", "parse_time", "parse_turn_context"]
 
 
 @dataclass(frozen=True)
@@ -148,11 +148,6 @@ class TurnReader:
 _FRONT_FIELD = re.compile(r"^(created_at|title|identity):[ \t]*(.*?)\s*$", re.M)
 _QUERY_LINE = re.compile(r"^\*\*Query:\*\*\s*(.*)$", re.M)
 _SUMMARY_LINE = re.compile(r"^\*\*Summary:\*\*\s*(.*)$", re.M)
-
-
-def live_turn(vault: Vault, user: str, turn: str, cache: RecordCache | None = None) -> TurnRecord | None:
-    """One live turn as the tiers see it (its context.md), None if it is unreadable."""
-    return TurnReader(vault, user, cache).live(turn_number(turn))
 
 
 _IDENTITY_META = re.compile(r"^meta:[ \t]*\n(?:[ \t]+.*\n)*?  identity:[ \t]*true[ \t]*$", re.M)

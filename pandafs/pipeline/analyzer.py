@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from events.layout import turn_number
 from events.projection import TurnView
 from events.schema import ContentReference, FeedbackRecorded, Payload, QueryAnalyzed
 
-from ..memory.turn_records import live_turn
+from ..memory.turn_records import TurnReader
 from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
 from ..turns import read_metadata
 from .context import RECORD_CACHE, TurnContext
@@ -16,12 +17,13 @@ __all__ = ["recent_turns", "run"]
 def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
     """The user's last `count` completed turns before this one, oldest first (hot memory)."""
     out: list[PriorTurn] = []
+    reader = TurnReader(ctx.vault, ctx.user, ctx.extras.get(RECORD_CACHE))  # their text: context.md
     for path in ctx.vault.layout.recent_turn_dirs(ctx.user, ctx.turn, count):
         meta = read_metadata(ctx.vault.root, path)
         if meta is None:
             continue
         ref = meta.get("content_reference")
-        record = live_turn(ctx.vault, ctx.user, path.name, ctx.extras.get(RECORD_CACHE))  # text: context.md
+        record = reader.live(turn_number(path.name))
         if record is None:
             continue
         out.append(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from pandafs.memory.turn_records import RecordCache, live_turn
+from pandafs.memory.turn_records import RecordCache, TurnReader
 from pandafs.vault import Vault
 
 ANSWER = "Tulips like sandy, well-drained soil. Plant the bulbs in autumn."
@@ -31,7 +31,7 @@ def test_the_answer_and_query_are_stored_twice_not_three_times(vault: Vault, cli
     assert files["events.jsonl"].count(QUERY) <= 2 and ANSWER not in files["metadata.json"]
     meta = orjson.loads(files["metadata.json"])
     assert "query" not in meta and meta["outcome"] == "IMPORTED" and meta["events"] == 3
-    record = live_turn(vault, "alice", "turn_000001")
+    record = TurnReader(vault, "alice").live(1)
     assert record is not None and (record.query, record.body) == (QUERY, ANSWER)
 
 
@@ -51,7 +51,7 @@ def test_an_older_metadata_json_with_the_answer_reads_and_verifies_clean(
     assert checked.code == 0 and checked.json["drift"] == [], checked.out
     assert cli("--root", vault.root, "replay").code == 0
     assert (turn / "metadata.json").read_bytes() == old_bytes  # not rewritten: it says the same
-    record = live_turn(vault, "alice", "turn_000001")
+    record = TurnReader(vault, "alice").live(1)
     assert record is not None and (record.query, record.body) == (QUERY, ANSWER)
 
     (turn / "metadata.json").write_bytes(old_bytes.replace(b'"outcome": "IMPORTED"', b'"outcome": "FAIL"'))
@@ -65,20 +65,20 @@ def test_the_record_cache_sees_a_hand_edit_and_never_follows_a_swapped_in_link(
 ) -> None:
     turn = _import(vault, cli, tmp_path)
     cache = RecordCache()
-    first = live_turn(vault, "alice", "turn_000001", cache)
+    first = TurnReader(vault, "alice", cache).live(1)
     assert first is not None and first.body == ANSWER
-    assert live_turn(vault, "alice", "turn_000001", cache) is first  # parsed once
+    assert TurnReader(vault, "alice", cache).live(1) is first  # parsed once
 
     context = turn / "context.md"
     context.write_text(context.read_text().replace("autumn", "October"))
-    edited = live_turn(vault, "alice", "turn_000001", cache)
+    edited = TurnReader(vault, "alice", cache).live(1)
     assert edited is not None and edited.body == ANSWER.replace("autumn", "October")
 
     other = tmp_path / "elsewhere.md"
     other.write_text(context.read_text().replace("sandy", "SECRET"))
     context.unlink()
     context.symlink_to(other)
-    assert live_turn(vault, "alice", "turn_000001", cache) is None
+    assert TurnReader(vault, "alice", cache).live(1) is None
 
 
 def test_an_answer_with_its_own_headings_reaches_the_tiers_whole(vault: Vault, cli, tmp_path: Path) -> None:
@@ -87,5 +87,5 @@ def test_an_answer_with_its_own_headings_reaches_the_tiers_whole(vault: Vault, c
     line = {"user": "alice", "timestamp": "2026-03-01T10:00:00Z", "query": QUERY, "response": answer}
     source.write_bytes(orjson.dumps(line) + b"\n")
     assert cli("--root", vault.root, "import-turns", str(source)).code == 0
-    record = live_turn(vault, "alice", "turn_000001")
+    record = TurnReader(vault, "alice").live(1)
     assert record is not None and (record.query, record.body) == (QUERY, answer)

@@ -19,7 +19,7 @@ from pandafs.config import TiersConfig
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.memory.tiers import Tiers, assemble_tiers, identity_anchors, sample_numbers
-from pandafs.memory.turn_records import TurnReader, live_turn, parse_turn_context
+from pandafs.memory.turn_records import TurnReader, parse_turn_context
 from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens, truncate_tokens
 from pandafs.turn_import import import_turns
@@ -79,7 +79,7 @@ def _archive_by_hand(vault: Vault, user: str, turn: str) -> list[str]:
     meta = orjson.loads((folder / "metadata.json").read_bytes())
     stub = vault.layout.archive_stub(user, turn)
     stub.parent.mkdir(parents=True, exist_ok=True)
-    record = live_turn(vault, user, turn)
+    record = TurnReader(vault, user).live(turn_number(turn))
     assert record is not None
     claim = record.body.split(".")[0][:200]
     stub.write_text(
