@@ -36,9 +36,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             todos=[t.text for t in plan.todos],
             planned=plan.tool_requests,
             context_text=context_text(context.blocks if context else [])[:4000],
-            tools=tool_schemas("planner", research_configured=bool(ctx.config.research.search_url))
-            if ctx.backend.sends_tools
-            else [],
+            tools=tool_schemas("planner", ctx) if ctx.backend.sends_tools else [],
         ),
     )
     wanted = chosen.tool_requests or plan.tool_requests

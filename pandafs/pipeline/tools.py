@@ -521,11 +521,12 @@ def run_tool(ctx: "TurnContext", name: str, raw_args: dict[str, Any]) -> ToolOut
     return tool.run(_session(ctx), args)
 
 
-def tool_schemas(door: str | None = None, *, research_configured: bool = True) -> list[dict[str, Any]]:
+def tool_schemas(door: str | None = None, ctx: "TurnContext | None" = None) -> list[dict[str, Any]]:
     """OpenAI function-calling schemas of the tools `door` serves (every tool when None);
-    `internet_research` only when research is configured."""
+    with `ctx`, only those that can run in its turn."""
+    session = _session(ctx) if ctx is not None else None
     return [
         tool.schema()
         for tool in TOOLS.values()
-        if (door is None or door in tool.doors) and (research_configured or tool.name != "internet_research")
+        if (door is None or door in tool.doors) and (session is None or tool.available(session))
     ]
