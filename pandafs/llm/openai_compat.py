@@ -136,8 +136,7 @@ def refuses_format(status: int, detail: str) -> bool:
 def hint_for(status: int, detail: str = "", structured: str = "") -> str:
     """What to change in pandafs.toml, from the status and the server's words (`structured`:
     the `[llm] structured_output` mode the request used)."""
-    if structured and refuses_format(status, detail):
-        lower = "json_object" if structured == "json_schema" else "none"
+    if (lower := _LOWER.get(structured)) and refuses_format(status, detail):
         return f'the server does not accept {structured} output: set [llm] structured_output = "{lower}"'
     if status in (401, 403):
         return "put the API key in the environment variable named by [llm] api_key_env"
