@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from events.documents import split_sections
@@ -46,6 +47,8 @@ __all__ = ["answer", "validate"]
 _TURN_KINDS = ("turn", "archived_turn")
 _ITEMS = re.compile(r"(?:^|\s)[-*]\s+")
 _TURN_HIT = "From a conversation: "  # a turn's snippet mixes what the user and the assistant said
+_TOOL_LINES = (("Asked:", "stated"), ("Answered:", "answer"), (_TURN_HIT, "tool"))
+"""How a line of a tool result says whose words follow (a turn's text, a search hit)."""
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TAGS = re.compile(r"(?<!\S)#[\w-]+")
 ASKED = {"resolved_query", "query_type", "keywords", "entities"}
@@ -97,10 +100,20 @@ def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
     return results
 
 
-def _sentences(text: str) -> list[str]:
+def _facts(text: str, origin: str, n: int, doc_id: str, when: datetime | None = None) -> list[Fact]:
+    """The sentences of `text` as facts of `origin`: what the user stated in its stored form,
+    and not its questions (a question states nothing)."""
     from ..llm.offline import sentences
 
-    return sentences(text)
+    if origin == "stated":
+        return [
+            Fact(statement_form(s), origin, n, doc_id, when) for s in sentences(text) if not is_question(s)
+        ]
+    return [Fact(s, origin, n, doc_id, when) for s in sentences(text)]
+
+
+_REPLIES = {"APPROVE": "answer", "IMPORTED": "assistant"}
+"""Whose words a turn's answer (§5) are, by its outcome: an APPROVEd reply, an imported one."""
 
 
 def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, Any]) -> list[Fact]:
@@ -109,19 +122,14 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
     asked = sections.get(0, "").split("\n\n")[0].strip() if sections else ""
     answered = sections.get(5, "").strip() if sections else ""
     when = parse_time(meta.get("created_at"))
-    facts = [
-        Fact(statement_form(s), "stated", n, doc_id, when) for s in _sentences(asked) if not is_question(s)
-    ]
-    if meta.get("outcome") == "APPROVE":
-        facts += [Fact(s, "answer", n, doc_id, when) for s in _sentences(answered)]
-    elif meta.get("outcome") == "IMPORTED":  # a reply of an imported conversation
-        facts += [Fact(s, "assistant", n, doc_id, when) for s in _sentences(answered)]
-    return facts
+    facts = _facts(asked, "stated", n, doc_id, when)
+    replied = _REPLIES.get(str(meta.get("outcome")))
+    return facts + _facts(answered, replied, n, doc_id, when) if replied else facts
 
 
 def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: str) -> list[Fact]:
     if kind == "visit":
-        return [Fact(s, "document", n, doc_id) for s in _sentences(visit_text(ctx.vault.root, doc_path))]
+        return _facts(visit_text(ctx.vault.root, doc_path), "document", n, doc_id)
     try:
         doc = ctx.read(doc_path)
     except (BadInput, Unreadable):
@@ -135,13 +143,12 @@ def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: st
     if doc_id.endswith(("/preferences", "/facts")) or {"preference", "fact"} & set(types):
         facts = []
         for entry in parse_entries(doc.content):
-            text = _TAGS.sub("", f"{entry.key}: {entry.value}" if entry.key else entry.value).strip()
+            text = _TAGS.sub("", entry.text).strip()
             day = _DAY.search(entry.note or "")
             stamp = end_of_day(day.group(0)) if day else when
             facts.append(Fact(text, "memory", n, doc_id, stamp, seq=entry.line))
         return facts
-    origin = "memory" if kind == "memory" else "document"
-    return [Fact(s, origin, n, doc_id, when) for s in _sentences(doc.content)]
+    return _facts(doc.content, "memory" if kind == "memory" else "document", n, doc_id, when)
 
 
 NEWEST = "newest_statements"
@@ -219,19 +226,12 @@ def _tool_facts(results: list[ToolResultView]) -> list[Fact]:
         if result.tool == NEWEST:  # read from `newest_statements` with their dates
             continue
         for line in result.text.splitlines():
-            if line.startswith("Asked:"):
-                facts += [
-                    Fact(statement_form(s), "stated", 0, result.tool)
-                    for s in _sentences(line.removeprefix("Asked:"))
-                    if not is_question(s)
-                ]
-            elif line.startswith("Answered:"):
-                facts += [Fact(s, "answer", 0, result.tool) for s in _sentences(line[len("Answered:") :])]
-            elif line.startswith(_TURN_HIT):
-                facts += [Fact(s, "tool", 0, result.tool) for s in _sentences(line.removeprefix(_TURN_HIT))]
+            lead, origin = next(((lead, o) for lead, o in _TOOL_LINES if line.startswith(lead)), ("", ""))
+            if lead:
+                facts += _facts(line.removeprefix(lead), origin, 0, result.tool)
             else:  # a document's snippet ("Facts of alice: - … - …"): its entries, in its own words
                 entries = _ITEMS.split(line.split(": ", 1)[-1])
-                facts += [Fact(s, "document", 0, result.tool) for e in entries for s in _sentences(e)]
+                facts += [f for e in entries for f in _facts(e, "document", 0, result.tool)]
     return facts
 
 
