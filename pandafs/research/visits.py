@@ -228,16 +228,13 @@ def _haystack(record: VisitRecord) -> set[str]:
 
 
 def find_visits(
-    layout: Layout,
-    user: str,
-    url_or_terms: str | list[str],
-    *,
-    recent_turns: int = RECENT_TURNS,
-    limit: int = 10,
+    layout: Layout, user: str, terms: str | list[str], *, recent_turns: int = RECENT_TURNS, limit: int = 10
 ) -> list[VisitRecord]:
-    """Earlier visits of `user` to a URL, or whose title matches the words; newest first,
-    each URL once, from the `recent_turns` latest turns.  A URL matches ignoring scheme,
-    `www.`, a trailing slash and the fragment; words when half of them are in the title or URL."""
+    """Earlier visits of `user` whose title or URL holds half the words of `terms` or more,
+    the best match first, then the newest; each URL once, from the `recent_turns` latest turns."""
+    wanted = _words(terms if isinstance(terms, str) else " ".join(terms))
+    if not wanted:
+        return []
     counter = layout.turn_counter(user)
     if counter is not None:  # probing down from the counter costs `recent_turns` stats, whatever the size
         turn_dirs = layout.recent_turn_dirs(
@@ -245,22 +242,10 @@ def find_visits(
         )
     else:
         turn_dirs = layout.turn_dirs(user)[::-1][: max(0, recent_turns)]
-
-    query = url_or_terms if isinstance(url_or_terms, str) else " ".join(url_or_terms)
-    is_url = isinstance(url_or_terms, str) and bool(re.match(r"https?://", query.strip(), re.I))
-    wanted_url = _comparable(query) if is_url else ""
-    wanted_words = set() if is_url else _words(query)
-    if not is_url and not wanted_words:
-        return []
-
     scored: list[tuple[float, datetime, VisitRecord]] = []
     for turn_dir in turn_dirs[: max(0, recent_turns)]:
         for record in load_visits(turn_dir, root=layout.root):
-            if is_url:
-                if wanted_url in (_comparable(record.url), _comparable(record.final_url)):
-                    scored.append((1.0, record.visited_at, record))
-                continue
-            share = len(wanted_words & _haystack(record)) / len(wanted_words)
+            share = len(wanted & _haystack(record)) / len(wanted)
             if share >= 0.5:
                 scored.append((share, record.visited_at, record))
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)

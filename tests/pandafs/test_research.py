@@ -483,17 +483,14 @@ def test_follow_up_reuses_visit_records_without_requests(web: WebFixtures, layou
     layout.turn_dir("alice", "turn_000002").mkdir(parents=True)  # a later turn, no research
     before = web.snapshot()
 
-    by_url = find_visits(layout, "alice", web.url("/product/microdata") + "/")
     by_words = find_visits(layout, "alice", "is that Lenovo LOQ still in stock?")
     by_list = find_visits(layout, "alice", ["asus", "tuf"])
-    redirected = find_visits(layout, "alice", web.url("/product/og").replace("http://", "HTTP://"))
 
     assert web.snapshot() == before  # answered from disk: no new request
-    assert [v.visit_id for v in by_url] == [first.visits[0].visit_id]
+    assert [v.visit_id for v in by_words] == [first.visits[0].visit_id]
     assert by_words[0].extracted_data["price"] == "$697.00"
     assert by_words[0].extracted_data["availability"] == "In stock"
     assert [v.title for v in by_list] == ["ASUS TUF Gaming A15"]
-    assert [v.title for v in redirected] == ["ASUS TUF Gaming A15"]
     assert find_visits(layout, "alice", "dishwasher reviews") == []
     assert find_visits(layout, "bob", "Lenovo") == []
     assert find_visits(layout, "alice", "Lenovo", recent_turns=1) == []  # only turn 2 scanned
@@ -502,8 +499,8 @@ def test_follow_up_reuses_visit_records_without_requests(web: WebFixtures, layou
 def test_find_visits_returns_the_newest_visit_of_a_url(web: WebFixtures, layout: Layout) -> None:
     run_tool(web, layout, turn="turn_000001")
     second = run_tool(web, layout, turn="turn_000003")
-    found = find_visits(layout, "alice", web.url("/product/microdata"))
-    assert [v.visit_id for v in found] == [second.visits[0].visit_id]
+    found = find_visits(layout, "alice", "Lenovo LOQ")
+    assert [v.visit_id for v in found] == [second.visits[0].visit_id]  # once, the newer visit
     assert "turn_000003" in found[0].rel_path
 
 
