@@ -231,7 +231,6 @@ class OpenAIChat:
             headers["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(timeout=config.timeout_s, headers=headers, transport=transport)
         self.structured_output: str = config.structured_output
-        self.fallbacks: list[str] = []
 
     def close(self) -> None:
         self._client.close()
@@ -340,13 +339,11 @@ class OpenAIChat:
                 lower = _LOWER.get(mode)
                 if lower is None or not refuses_format(exc.status, exc.detail):
                     raise
-                note = (
+                log.warning(
                     f"the LLM server at {self.base_url} refused {mode} output (HTTP {exc.status}: "
                     f"{exc.detail}); using {lower} from now on (set [llm] structured_output = "
                     f'"{lower}" in pandafs.toml to skip this)'
                 )
-                log.warning("%s", note)
-                self.fallbacks.append(note)
                 self.structured_output = lower
 
     def _role(self, role: str) -> RoleConfig:
