@@ -141,12 +141,12 @@ class ToolSession:
 
 @dataclass
 class ToolOutcome:
-    """What one tool call did: its result for the model, its text, the events it adds."""
+    """What one tool call did: its result for the model (the only part of it Synthesis reads),
+    the events it adds."""
 
     ok: bool
     summary: str
     result: dict[str, Any] = field(default_factory=dict)
-    text: str = ""
     error: str | None = None
     staged: MemoryCandidate | None = None
     events: list[Payload] = field(default_factory=list)
@@ -206,13 +206,6 @@ def register(tool: Tool) -> Tool:
     return tool
 
 
-def _hit_line(hit: dict[str, Any]) -> str:
-    """`Title (2026-05-03): snippet` — each hit says when it was said, which is what a
-    question across conversations needs."""
-    when = f" ({hit['date']})" if hit.get("date") else ""
-    return f"{hit['title']}{when}: {hit['snippet'].replace('**', '')}"
-
-
 def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
     exclude = [session.turn.doc_id] if session.turn is not None else []
     try:
@@ -223,8 +216,7 @@ def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
         return ToolOutcome(False, "not searched", error=first_line(exc))
     keys = ("doc_id", "doc_path", "title", "score", "snippet", "archived", "date", "episode")
     rows = [{k: h.get(k) for k in keys} for h in hits]
-    text = "\n".join(_hit_line(h) for h in hits)
-    return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, text, answer=hits)
+    return ToolOutcome(True, f"{len(hits)} hit(s) for {args.query!r}", {"hits": rows}, answer=hits)
 
 
 def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
@@ -240,7 +232,6 @@ def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
         True,
         f"retrieved {doc.doc_id}",
         {"doc_id": doc.doc_id, "doc_path": doc.doc_path, "archived": doc.archived, "text": text},
-        text,
         answer=doc.as_json(),
     )
 
@@ -305,13 +296,11 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
         return ToolOutcome(False, "internet_research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]
     outcomes = [o.__dict__ for o in result.outcomes]
-    text = "\n".join(finding_line(f) for f in rows)
     extractions: list[Payload] = [ExtractionRecorded(**o) for o in outcomes]
     return ToolOutcome(
         True,
         result.summary,
         {"findings": rows, "outcomes": outcomes, "skipped_domains": list(result.skipped_domains)},
-        text,
         events=extractions,
     )
 
@@ -359,12 +348,10 @@ def _forget(session: ToolSession, args: ForgetArgs) -> ToolOutcome:
     files = len(report.files)
     if not args.confirm:
         data["next"] = "nothing changed yet: call forget again with confirm: true to forget it"
-        text = f"Forgetting it would change {files} file(s); ask the person to confirm."
-        return ToolOutcome(True, f"would change {files} file(s)", data, text)
+        return ToolOutcome(True, f"would change {files} file(s)", data)
     if session.turn is not None:
         session.turn.extras.setdefault(FORGET_AFTER, []).append(args.query_or_id)
-        text = f"It will be forgotten everywhere ({files} file(s)) when this turn ends."
-        return ToolOutcome(True, "forget confirmed: runs when the turn ends", data, text)
+        return ToolOutcome(True, "forget confirmed: runs when the turn ends", data)
     return ToolOutcome(
         report.ok,
         f"forgot it: {files} file(s) changed",

@@ -219,7 +219,7 @@ def test_the_retrieve_tool_uses_path_ownership(vault: Vault) -> None:
         vault=vault, memory=memory, backend=None, user="alice", turn="turn_000001", clock=lambda: NOW
     )
     outcome = run_tool(ctx, "retrieve_memory", {"identifier": "bob/memories/plain"})
-    assert not outcome.ok and "7781" not in outcome.text + str(outcome.error)
+    assert not outcome.ok and "7781" not in f"{outcome.result} {outcome.error}"
 
 
 def test_denied_retrieves_of_an_archived_turn_change_nothing(vault: Vault, tmp_path: Path, cli) -> None:
