@@ -1,9 +1,9 @@
 """The LLM contract of each pipeline step: who does it, its instructions, one example.
 
-`TASKS` names one `Task` per thinking step, with its typed input and output
-(`tasks.schemas`).  The offline backend answers each with deterministic rules; the
-OpenAI-compatible backend sends `Task.prompt()` and the input JSON and validates
-the reply against the output model.
+`TASKS` names one `Task` per thinking step, with its typed output (`tasks.schemas`; its
+input is the model its phase builds, the one its offline rule takes).  The offline backend
+answers each with deterministic rules; the OpenAI-compatible backend sends `Task.prompt()`
+and the input JSON and validates the reply against the output model.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ class Task:
 
     name: str
     role: Literal["reflex", "mind", "voice"]
-    input: type[BaseModel]
     output: type[BaseModel]
     instructions: str
     example: dict[str, Any]
@@ -46,7 +45,6 @@ TASKS: dict[str, Task] = {
         Task(
             "analyze_query",
             "reflex",
-            t.AnalyzeIn,
             t.AnalyzeOut,
             "You are the Query Analyzer. Resolve references ('that one', 'it', 'there') to the "
             "latest matching thing or place in recent_turns and write the query with it in "
@@ -72,7 +70,6 @@ TASKS: dict[str, Task] = {
         Task(
             "reflect",
             "reflex",
-            t.ReflectIn,
             t.ReflectOut,
             "You are Reflection, a fast gate. decision is PROCEED if the query can be acted on, "
             "CLARIFY (with one short clarification_question) if it cannot. State user_purpose "
@@ -90,7 +87,6 @@ TASKS: dict[str, Task] = {
         Task(
             "plan_retrieval",
             "mind",
-            t.RetrievalIn,
             t.RetrievalOut,
             "You are the Context Gatherer (retrieval). From the candidates pick only the "
             "documents relevant to the query (relevant: doc_id, relevance high|medium|low, "
@@ -104,7 +100,6 @@ TASKS: dict[str, Task] = {
         Task(
             "synthesize_context",
             "mind",
-            t.SynthesizeContextIn,
             t.SynthesizeContextOut,
             "You are the Context Gatherer (synthesis). Extract from the documents only what "
             "helps answer the query; omit irrelevant preferences and facts entirely. Every "
@@ -131,7 +126,6 @@ TASKS: dict[str, Task] = {
         Task(
             "plan",
             "mind",
-            t.PlanIn,
             t.PlanOut,
             "You are the Planner. route is 'synthesis' when the gathered context answers the "
             "query, 'coordinator' when tools are needed; then list tool_requests (tool = one "
@@ -159,7 +153,6 @@ TASKS: dict[str, Task] = {
         Task(
             "call_tools",
             "mind",
-            t.ToolCallsIn,
             t.ToolCallsOut,
             "You are the Executor. Call the tools the plan needs, by their exact names, with "
             "JSON arguments that match each tool's parameters (planned lists the Planner's "
@@ -175,7 +168,6 @@ TASKS: dict[str, Task] = {
         Task(
             "answer",
             "voice",
-            t.AnswerIn,
             t.AnswerOut,
             "You are Synthesis. Answer the user from facts only (each fact is numbered; cite "
             "it as [n]). When facts disagree the newest wins (a fact's 'replaces' lists what "
@@ -192,7 +184,6 @@ TASKS: dict[str, Task] = {
         Task(
             "validate",
             "mind",
-            t.ValidateIn,
             t.ValidateOut,
             "You are Validation. checks holds the results of mechanical checks (requested "
             "data present, no contradiction of a stated fact, numbers grounded, citations "
@@ -209,7 +200,6 @@ TASKS: dict[str, Task] = {
         Task(
             "summarize_turn",
             "mind",
-            t.SummarizeIn,
             t.SummarizeOut,
             "Summarise the completed turn in one or two sentences for the turn index, with "
             "2-5 topic keywords and the main subject discussed (the thing or place named).",

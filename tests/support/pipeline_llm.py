@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, get_type_hints
 
 from pandafs.llm.offline import RULES
 from pandafs.tasks.prompts import TASKS
@@ -41,7 +41,8 @@ def tool_call(number: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
 def offline_responder(request: dict[str, Any]) -> str | StubReply:
     task = TASKS[task_of(request)]
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    result = RULES[task.name](task.input.model_validate_json(user))
+    rule = RULES[task.name]
+    result = rule(get_type_hints(rule)["data"].model_validate_json(user))
     if task.tool_calls:
         calls = [tool_call(i, r.tool, r.args) for i, r in enumerate(result.tool_requests, 1)]
         return StubReply(content="", tool_calls=calls)
