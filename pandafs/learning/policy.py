@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from events.layout import SHAREABLE_KINDS
 from events.projection import TurnView
-from events.schema import Event, ScopeChanged
+from events.schema import ScopeChanged
 
 from ..config import MemoryConfig
 from ..memory.turn_records import parse_time
@@ -147,13 +147,11 @@ class ScopePolicy:
             decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
         return decisions
 
-    def record_decisions(self, decisions: Sequence[ScopeChanged], now: datetime) -> list[Event]:
+    def record_decisions(self, decisions: Sequence[ScopeChanged], now: datetime) -> None:
         """Append decisions to their owners' maintenance logs, dated `now` (the next sync
         folds them and writes the documents: events first)."""
-        written: list[Event] = []
         for owner, owned in groupby(sorted(decisions, key=_owner), key=_owner):
-            written += append_changes(self.vault, owner, list(owned), now)
-        return written
+            append_changes(self.vault, owner, list(owned), now)
 
     def on_turn(self, view: TurnView, pending: Sequence[Any], now: datetime) -> list[ScopeChanged]:
         """Run the policy for what this turn used (its events not yet written); write the
