@@ -215,13 +215,7 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
 class OpenAIChat:
     """Chat-completions client for any OpenAI-compatible server (vLLM, Ollama, llama.cpp server)."""
 
-    def __init__(
-        self,
-        config: LLMConfig,
-        *,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
+    def __init__(self, config: LLMConfig, *, api_key: str | None = None) -> None:
         self._config = config
         self.base_url = config.base_url.rstrip("/")
         check_base_url(self.base_url)
@@ -229,7 +223,7 @@ class OpenAIChat:
         headers = {"User-Agent": f"pandafs/{version('pandafs')}"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(timeout=config.timeout_s, headers=headers, transport=transport)
+        self._client = httpx.Client(timeout=config.timeout_s, headers=headers)
         self.structured_output: str = config.structured_output
 
     def close(self) -> None:

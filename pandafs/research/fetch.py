@@ -113,10 +113,9 @@ class _Body:
 class PoliteFetcher:
     """Search and fetch under the `[research]` limits.  Close it (or use `with`)."""
 
-    def __init__(self, config: ResearchConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, config: ResearchConfig) -> None:
         self.config = config
         self._client = httpx.Client(
-            transport=transport,
             timeout=httpx.Timeout(config.timeout_s),
             follow_redirects=False,
             headers={"User-Agent": config.user_agent},
