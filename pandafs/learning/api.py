@@ -123,21 +123,19 @@ def trends(
     vault: Vault,
     *,
     since: date | str,
-    until: date | None = None,
     now: datetime | None = None,
-    memory: Memory | None = None,
 ) -> dict[str, Any]:
-    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to `until` (default: the
-    day of `now`), empty days included, and their totals: `{since, until, daily, totals}`."""
+    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to the day of `now`,
+    empty days included, and their totals: `{since, until, daily, totals}`."""
     now = now or utcnow()
     if isinstance(since, str):
         since = parse_since(since, now)
-    until = until or now.astimezone(UTC).date()
+    until = now.astimezone(UTC).date()
     if until < since:
         raise BadInput(f"the window ends ({until}) before it starts ({since})")
     if (until - since).days >= MAX_WINDOW_DAYS:
         raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
-    with Learning.of(vault, memory).open() as engine:
+    with Learning.of(vault).open() as engine:
         engine.sync()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]

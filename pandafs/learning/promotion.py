@@ -64,12 +64,11 @@ def promote(
     now: datetime | None = None,
     dry_run: bool = False,
     full: bool = False,
-    memory: Memory | None = None,
 ) -> PromotionReport:
     """Run scope promotion / demotion now (`full`: recompute usage and trust first)."""
     now = now or utcnow()
     report = PromotionReport(now, dry_run)
-    with Learning.of(vault, memory).open() as engine:
+    with Learning.of(vault).open() as engine:
         report.sync = engine.rebuild(write=not dry_run) if full else engine.sync(write=not dry_run)
         report.changes = engine.policy.decide_all(now)
         if report.changes and not dry_run:
@@ -119,14 +118,13 @@ def prune_expired(
     *,
     now: datetime | None = None,
     dry_run: bool = False,
-    memory: Memory | None = None,
 ) -> PruneReport:
     """Move expired `new` documents to archive/expired/ (see the module docstring)."""
     from ..memory.editing import expired_path  # not loaded by a turn's Save, which imports this module
 
     now = now or utcnow()
     report = PruneReport(now, dry_run)
-    memory = memory or learned_memory(vault)
+    memory = learned_memory(vault)
     with Learning.of(vault, memory).open() as engine:
         engine.sync(write=not dry_run)
         projection = engine.cache.projection()

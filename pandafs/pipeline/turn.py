@@ -193,9 +193,6 @@ class Pipeline:
         query: str,
         *,
         user: str,
-        source: str = "ask",
-        inbox_file: str | None = None,
-        occurred_at: datetime | None = None,
         now: datetime | None = None,
     ) -> TurnResult:
         """Run one new turn for `user` and return its answer.  `now`: the time it is asked,
@@ -227,12 +224,7 @@ class Pipeline:
                 started=begun,
                 behind=True,
                 start=TurnStarted(
-                    query=query,
-                    source=source,
-                    occurred_at=occurred_at or now or self.clock(),
-                    asked_at=now,
-                    inbox_file=inbox_file,  # type: ignore[arg-type]
-                    backend=self.backend.name,
+                    query=query, occurred_at=now or self.clock(), asked_at=now, backend=self.backend.name
                 ),
             )
 
