@@ -229,12 +229,6 @@ class OpenAIChat:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> OpenAIChat:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def model_for(self, role: str) -> str:
         return self._role(role).model or self._config.model
 

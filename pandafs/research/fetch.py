@@ -111,7 +111,7 @@ class _Body:
 
 
 class PoliteFetcher:
-    """Search and fetch under the `[research]` limits.  Close it (or use `with`)."""
+    """Search and fetch under the `[research]` limits.  Close it (`with closing(…)`)."""
 
     def __init__(self, config: ResearchConfig) -> None:
         self.config = config
@@ -125,12 +125,6 @@ class PoliteFetcher:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> PoliteFetcher:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _gate(self, url: str) -> _DomainGate:
         host = domain_of(url)

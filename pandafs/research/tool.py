@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -110,7 +111,7 @@ class ResearchTool:
             return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
         validate_user_id(user)
         required = required_fields_for(query, keywords)
-        with PoliteFetcher(self.config) as fetcher:
+        with closing(PoliteFetcher(self.config)) as fetcher:
             try:
                 hits = fetcher.search(query)
             except SearchFailed as exc:

@@ -6,6 +6,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import closing
 
 import httpx
 import pytest
@@ -44,7 +45,7 @@ def make_config(base_url: str, **overrides: object) -> LLMConfig:
 
 @pytest.fixture
 def llm(stub: OpenAIStub) -> Iterator[OpenAIChat]:
-    with OpenAIChat(make_config(stub.base_url), api_key="") as client:
+    with closing(OpenAIChat(make_config(stub.base_url), api_key="")) as client:
         yield client
 
 
@@ -88,7 +89,7 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
         "voice": RoleConfig(temperature=0.7),
     }
     config = make_config(stub.base_url, model="small-model", roles=roles)
-    with OpenAIChat(config, api_key="secret") as llm:
+    with closing(OpenAIChat(config, api_key="secret")) as llm:
         for role in ("reflex", "mind", "voice"):
             llm.chat(role, [{"role": "user", "content": "hi"}])
         with pytest.raises(LLMError, match=r"add \[llm\.roles\.critic\] to pandafs\.toml"):
@@ -101,7 +102,7 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
 def test_api_key_comes_from_the_configured_env_var(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PANDAFS_TEST_KEY", "from-env")
     config = make_config(stub.base_url, api_key_env="PANDAFS_TEST_KEY")
-    with OpenAIChat(config) as llm:
+    with closing(OpenAIChat(config)) as llm:
         llm.chat("mind", [{"role": "user", "content": "hi"}])
     assert stub.request_headers[0]["authorization"] == "Bearer from-env"
 
@@ -163,7 +164,7 @@ def test_a_server_refusing_json_object_too_gets_the_prompt_alone(stub: OpenAIStu
 
 
 def test_a_refusal_that_is_not_about_the_format_names_the_setting_to_fix(stub: OpenAIStub) -> None:
-    with OpenAIChat(make_config(stub.base_url, structured_output="none"), api_key="") as client:
+    with closing(OpenAIChat(make_config(stub.base_url, structured_output="none"), api_key="")) as client:
         stub.script(StubReply(status=400, content="model 'x' not found"))
         with pytest.raises(LLMRejected) as caught:
             client.structured("mind", "You pick laptops.", "a light one", Laptop)
@@ -253,7 +254,7 @@ def test_slow_server_times_out_after_retries(stub: OpenAIStub) -> None:
     stub.script(*[StubReply(content="too late", delay_s=3.0)] * 2)
     config = make_config(stub.base_url, timeout_s=0.2, max_retries=1)
     started = time.monotonic()
-    with OpenAIChat(config) as llm, pytest.raises(LLMTimeout) as caught:
+    with closing(OpenAIChat(config)) as llm, pytest.raises(LLMTimeout) as caught:
         llm.chat("voice", [{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < 2.0
     assert len(stub.requests) == 2
@@ -266,7 +267,7 @@ def test_slow_server_times_out_after_retries(stub: OpenAIStub) -> None:
 
 def test_connection_refused_is_unavailable() -> None:
     base_url = closed_port_url()
-    with OpenAIChat(make_config(base_url, max_retries=1)) as llm:
+    with closing(OpenAIChat(make_config(base_url, max_retries=1))) as llm:
         with pytest.raises(LLMUnavailable) as caught:
             llm.chat("mind", [{"role": "user", "content": "hi"}])
     message = str(caught.value)

@@ -6,6 +6,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def layout(tmp_path: Path) -> Layout:
 
 
 def test_search_parses_searxng_json(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         hits = fetcher.search("gaming laptop")
     assert [h.url for h in hits] == [
         web.url("/product/microdata"),
@@ -80,19 +81,19 @@ def test_search_drops_duplicates_and_non_http_results(web: WebFixtures) -> None:
         {"url": "ftp://example.invalid/file", "title": "ftp", "content": ""},
         {"title": "no url"},
     ]
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         hits = fetcher.search("anything")
     assert [h.url for h in hits] == [web.url("/article")]
 
 
 def test_search_endpoint_errors_raise_search_failed(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web, search_url=web.url("/missing"))) as fetcher:
+    with closing(PoliteFetcher(make_config(web, search_url=web.url("/missing")))) as fetcher:
         with pytest.raises(SearchFailed, match="HTTP 404"):
             fetcher.search("x")
-    with PoliteFetcher(make_config(web, search_url=web.url("/article"))) as fetcher:
+    with closing(PoliteFetcher(make_config(web, search_url=web.url("/article")))) as fetcher:
         with pytest.raises(SearchFailed, match="JSON"):
             fetcher.search("x")
-    with PoliteFetcher(make_config(web, search_url=web.url("/huge"))) as fetcher:
+    with closing(PoliteFetcher(make_config(web, search_url=web.url("/huge")))) as fetcher:
         with pytest.raises(SearchFailed, match="larger than max_page_bytes"):
             fetcher.search("x")
 
@@ -111,7 +112,7 @@ def test_search_endpoint_errors_raise_search_failed(web: WebFixtures) -> None:
 def test_fetch_and_extract_each_page_shape(
     web: WebFixtures, path: str, title: str, price: str, currency: str, availability: str
 ) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         result = fetcher.fetch(web.url(path))
     assert result.ok, result.error
     assert (result.status, result.truncated) == (200, False)
@@ -182,7 +183,7 @@ def test_extraction_of_text_without_product_fields() -> None:
 
 
 def test_slow_page_times_out_within_the_timeout(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         started = time.monotonic()
         result = fetcher.fetch(web.url("/slow"))
         took = time.monotonic() - started
@@ -192,13 +193,13 @@ def test_slow_page_times_out_within_the_timeout(web: WebFixtures) -> None:
 
 
 def test_http_error_is_reported_not_raised(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         result = fetcher.fetch(web.url("/missing"))
     assert (result.error, result.status, result.text) == ("HTTP 404", 404, "")
 
 
 def test_redirects_are_followed_and_loops_detected(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         moved = fetcher.fetch(web.url("/redirect"))
         loop = fetcher.fetch(web.url("/loop-a"))
     assert moved.ok and moved.final_url == web.url("/product/og")
@@ -208,7 +209,7 @@ def test_redirects_are_followed_and_loops_detected(web: WebFixtures) -> None:
 
 
 def test_too_many_redirects(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web, max_redirects=0)) as fetcher:
+    with closing(PoliteFetcher(make_config(web, max_redirects=0))) as fetcher:
         result = fetcher.fetch(web.url("/redirect"))
     assert result.error == "too many redirects"
     assert web.hits["/product/og"] == 0
@@ -216,7 +217,7 @@ def test_too_many_redirects(web: WebFixtures) -> None:
 
 def test_huge_page_is_cut_at_the_size_limit(web: WebFixtures) -> None:
     limit = 100_000
-    with PoliteFetcher(make_config(web, max_page_bytes=limit)) as fetcher:
+    with closing(PoliteFetcher(make_config(web, max_page_bytes=limit))) as fetcher:
         result = fetcher.fetch(web.url("/huge"))
     assert result.ok and result.truncated
     assert limit - CHUNK_BYTES <= result.bytes_read <= limit + CHUNK_BYTES
@@ -226,16 +227,16 @@ def test_huge_page_is_cut_at_the_size_limit(web: WebFixtures) -> None:
 
 def test_page_of_exactly_the_limit_is_not_truncated(web: WebFixtures) -> None:
     size = len(ARTICLE.encode())
-    with PoliteFetcher(make_config(web, max_page_bytes=size)) as fetcher:
+    with closing(PoliteFetcher(make_config(web, max_page_bytes=size))) as fetcher:
         exact = fetcher.fetch(web.url("/article"))
-    with PoliteFetcher(make_config(web, max_page_bytes=size - 1)) as fetcher:
+    with closing(PoliteFetcher(make_config(web, max_page_bytes=size - 1))) as fetcher:
         short = fetcher.fetch(web.url("/article"))
     assert (exact.truncated, exact.bytes_read) == (False, size)
     assert (short.truncated, short.bytes_read) == (True, size - 1)
 
 
 def test_non_html_is_refused(web: WebFixtures) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         result = fetcher.fetch(web.url("/file.pdf"))
         bad = fetcher.fetch("ftp://example.invalid/x")
     assert result.error == "not HTML (application/pdf)"
@@ -253,7 +254,7 @@ def test_non_html_is_refused(web: WebFixtures) -> None:
     ],
 )
 def test_bad_urls_are_reported_not_raised(web: WebFixtures, url: str, error: str) -> None:
-    with PoliteFetcher(make_config(web)) as fetcher:
+    with closing(PoliteFetcher(make_config(web))) as fetcher:
         result = fetcher.fetch(url)
     assert (result.error, result.url, result.text) == (error, url, "")
 
@@ -262,14 +263,14 @@ def test_connection_refused_is_reported(web: WebFixtures) -> None:
     config = make_config(web, timeout_s=2.0)
     port = web.port
     web.stop()
-    with PoliteFetcher(config) as fetcher:
+    with closing(PoliteFetcher(config)) as fetcher:
         result = fetcher.fetch(f"http://127.0.0.1:{port}/article")
     assert result.error == "connection failed"
 
 
 def test_every_request_carries_the_configured_user_agent(web: WebFixtures) -> None:
     config = make_config(web)
-    with PoliteFetcher(config) as fetcher:
+    with closing(PoliteFetcher(config)) as fetcher:
         fetcher.search("laptop")
         fetcher.fetch(web.url("/redirect"))
         fetcher.fetch(web.url("/article", alt=True))
@@ -288,9 +289,9 @@ def _fetch_together(fetcher: PoliteFetcher, urls: list[str]) -> None:
 def test_requests_to_one_domain_are_spaced_by_the_interval(web: WebFixtures) -> None:
     interval = 0.5
     config = make_config(web, per_domain_interval_s=interval)
-    with PoliteFetcher(config) as fetcher:
+    with closing(PoliteFetcher(config)) as fetcher:
         _fetch_together(fetcher, [web.url("/article"), web.url("/article")])
-    with PoliteFetcher(config) as fetcher:
+    with closing(PoliteFetcher(config)) as fetcher:
         _fetch_together(fetcher, [web.url("/listing"), web.url("/listing", alt=True)])
     first, second = web.times("/article")
     assert second - first >= interval - 0.05
@@ -301,7 +302,7 @@ def test_requests_to_one_domain_are_spaced_by_the_interval(web: WebFixtures) -> 
 
 def test_per_domain_concurrency_limit(web: WebFixtures) -> None:
     config = make_config(web, per_domain_interval_s=0.0, timeout_s=0.4)
-    with PoliteFetcher(config) as fetcher:
+    with closing(PoliteFetcher(config)) as fetcher:
         _fetch_together(fetcher, [web.url("/slow"), web.url("/slow")])
         same_host = web.times("/slow")
         _fetch_together(fetcher, [web.url("/slow"), web.url("/slow", alt=True)])
