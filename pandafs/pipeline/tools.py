@@ -292,8 +292,6 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
         now=ctx.now(),
         root=ctx.vault.root,
     )
-    if not result.available:
-        return ToolOutcome(False, "internet_research is not available", error=result.error or "unavailable")
     rows = [dict(f) for f in result.findings]
     outcomes = [o.__dict__ for o in result.outcomes]
     extractions: list[Payload] = [ExtractionRecorded(**o) for o in outcomes]

@@ -34,9 +34,8 @@ from .extract import Extraction, extract_page
 from .fetch import FetchResult, PoliteFetcher, SearchFailed, SearchHit
 from .visits import PAGE, VisitRecord, write_visit
 
-__all__ = ["NOT_CONFIGURED", "ResearchResult", "ResearchTool"]
+__all__ = ["ResearchResult", "ResearchTool"]
 
-NOT_CONFIGURED = "internet.research is not configured (set [research] search_url in pandafs.toml)"
 DEFAULT_RELIABILITY = 0.5
 FETCH_WORKERS = 4
 MIN_TEXT_CHARS = 200
@@ -52,7 +51,6 @@ RESEARCH_VERSION = 1
 
 @dataclass
 class ResearchResult:
-    available: bool
     query: str
     findings: list[dict[str, Any]] = field(default_factory=list)
     visits: list[VisitRecord] = field(default_factory=list)
@@ -90,10 +88,6 @@ class ResearchTool:
         self.config = config
         self._reliability = reliability
 
-    @property
-    def available(self) -> bool:
-        return bool(self.config.search_url)
-
     def run(
         self,
         query: str,
@@ -106,18 +100,15 @@ class ResearchTool:
         root: Path | None = None,
     ) -> ResearchResult:
         """Research `query` for `user` and write the results into `turn_dir` (inside the
-        vault `root`, when given: each write is checked where it lands)."""
-        if not self.available:
-            return ResearchResult(available=False, query=query, summary=NOT_CONFIGURED)
+        vault `root`, when given: each write is checked where it lands).  Without `[research]
+        search_url` the search fails, and says so (the tool is offered only with one)."""
         validate_user_id(user)
         required = required_fields_for(query, keywords)
         with closing(PoliteFetcher(self.config)) as fetcher:
             try:
                 hits = fetcher.search(query)
             except SearchFailed as exc:
-                result = ResearchResult(
-                    available=True, query=query, summary=f"Search failed: {exc}", error=str(exc)
-                )
+                result = ResearchResult(query=query, summary=f"Search failed: {exc}", error=str(exc))
                 write_record(turn_dir, result, [], user, topic, keywords, now, root=root, markdown=False)
                 return result
 
@@ -126,7 +117,7 @@ class ResearchTool:
             chosen = usable[: self.config.max_results]
             pages = self._fetch_all(fetcher, [c.hit.url for c in chosen])
 
-        result = ResearchResult(available=True, query=query, skipped_domains=skipped)
+        result = ResearchResult(query=query, skipped_domains=skipped)
         for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):
             candidate.status = "fetched" if fetched.ok else "failed"
             page = {"domain": candidate.domain, "url": fetched.url}
@@ -284,7 +275,7 @@ def write_record(
         "topic": topic,
         "keywords": list(keywords),
         "created_at": format_ts(now),
-        "available": result.available,
+        "available": True,  # (a call without a search endpoint says so in `error`)
         "error": result.error,
         "quality_score": result.quality,
         "summary": result.summary,

@@ -18,7 +18,7 @@ from events.layout import Layout
 from pandafs.config import ResearchConfig
 from pandafs.research.extract import extract_page, parse_amount
 from pandafs.research.fetch import CHUNK_BYTES, PoliteFetcher, SearchFailed
-from pandafs.research.tool import NOT_CONFIGURED, ResearchResult, ResearchTool
+from pandafs.research.tool import ResearchResult, ResearchTool
 from pandafs.research.visits import CACHE_DIR, find_visits, load_visits, url_slug
 from tests.support.web_fixtures import ARTICLE, LISTING, MICRODATA, WebFixtures
 
@@ -337,7 +337,7 @@ def run_tool(
 def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, layout: Layout) -> None:
     result = run_tool(web, layout)
     turn_dir = layout.turn_dir("alice", "turn_000001")
-    assert result.available and result.error is None
+    assert result.error is None
     assert [o.success for o in result.outcomes] == [True, True, True]
     assert [f["price"] for f in result.findings] == ["$697.00", "$749.99", "€799.00"]
     assert [f["domain"] for f in result.findings] == ["127.0.0.1", "127.0.0.1", "localhost"]
@@ -458,21 +458,19 @@ def test_more_reliable_domains_are_fetched_first(web: WebFixtures, layout: Layou
     assert [h["status"] for h in data["hits"]] == ["fetched", "not_fetched", "not_fetched"]
 
 
-def test_unconfigured_search_url_is_unavailable(tmp_path: Path) -> None:
+def test_a_call_without_a_search_endpoint_says_so_and_fetches_nothing(tmp_path: Path) -> None:
     turn_dir = tmp_path / "users" / "alice" / "turns" / "turn_000001"
     result = ResearchTool(ResearchConfig()).run(
         "laptops", turn_dir, user="alice", topic="t", keywords=[], now=NOW
     )
-    assert result.available is False
-    assert result.summary == NOT_CONFIGURED
-    assert "set [research] search_url in pandafs.toml" in NOT_CONFIGURED
-    assert result.research_md is None and not turn_dir.exists()
+    assert result.error == "no search endpoint configured ([research] search_url)"
+    assert result.visits == [] and result.research_md is None
 
 
 def test_search_failure_is_recorded(web: WebFixtures, layout: Layout) -> None:
     config = make_config(web, search_url=web.url("/missing"))
     result = run_tool(web, layout, config=config)
-    assert result.available and result.error == "search endpoint answered HTTP 404"
+    assert result.error == "search endpoint answered HTTP 404"
     assert result.research_md is None
     assert result.research_json is not None
     data = orjson.loads(result.research_json.read_bytes())
