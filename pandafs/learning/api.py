@@ -71,14 +71,14 @@ def after_save(
     view: TurnView,
     pending: Sequence[Payload],
     now: datetime,
-    queue: list[IndexDoc] | None = None,
+    queue: list[IndexDoc],
 ) -> list[Payload]:
     """The end of Phase 8: fold what is new, run the policy for the documents this turn
     used, and return its scope changes as events of the turn.
 
     Never fails the turn: an error comes back as a `phase_failed` event of phase "learning"
-    and the next sync makes up for it.  The rewritten documents are re-indexed in one commit,
-    or handed to the turn's own commit through `queue` (its `extras[INDEX_QUEUE]`)."""
+    and the next sync makes up for it.  The rewritten documents are handed to the turn's own
+    index commit through `queue` (its `extras[INDEX_QUEUE]`)."""
     try:
         with Learning.of(vault, memory).open(wait_s=SAVE_WAIT_S) as engine:
             engine.documents.index_mode = QUEUE_INDEX
@@ -86,10 +86,7 @@ def after_save(
                 engine.sync(rollups=False, users=[view.user])
                 return list(engine.policy.on_turn(view, pending, now))
             finally:
-                if queue is not None:
-                    queue.extend(engine.documents.take_index_queue())
-                else:
-                    engine.documents.flush_index()
+                queue.extend(engine.documents.take_index_queue())
     except Exception as exc:  # recorded in the turn's log; the turn itself stands
         return [PhaseFailed(phase="learning", error_type=type(exc).__name__, message=first_line(exc))]
 

@@ -175,6 +175,6 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
             intervention=intervention,
         )
     )
-    changes = after_save(ctx.vault, ctx.memory, view, events, now, ctx.extras.get(INDEX_QUEUE))
+    changes = after_save(ctx.vault, ctx.memory, view, events, now, ctx.extras[INDEX_QUEUE])
     events[-1:-1] = changes  # scope changes; turn_completed stays last
     return events
