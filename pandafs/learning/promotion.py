@@ -128,9 +128,8 @@ def prune_expired(
     with Learning.of(vault, memory).open() as engine:
         engine.sync(write=not dry_run)
         projection = engine.cache.projection()
-        moves: list[
-            tuple[DocInfo, datetime, DocState | None]
-        ] = []  # the state: its expiry is not recorded yet
+        # each document, when it expired, and its state if no event records that yet
+        moves: list[tuple[DocInfo, datetime, DocState | None]] = []
         for rel in _candidates(vault, memory, now):
             ref = classify(rel)
             info = engine.documents.doc_info(ref.doc_id, projection) if ref is not None else None

@@ -275,7 +275,7 @@ def write_record(
         "topic": topic,
         "keywords": list(keywords),
         "created_at": format_ts(now),
-        "available": True,  # (a call without a search endpoint says so in `error`)
+        "available": True,  # kept for readers of the format: a call without an endpoint has an `error`
         "error": result.error,
         "quality_score": result.quality,
         "summary": result.summary,
