@@ -26,7 +26,7 @@ from events.stamps import format_ts
 
 from ..vault import Vault, file_lock
 
-__all__ = ["DomainStats", "ReliabilityTable", "reliability_of"]
+__all__ = ["DomainStats", "ReliabilityTable"]
 
 TABLE = "source_reliability.parquet"
 
@@ -50,15 +50,11 @@ class DomainStats:
 
     @property
     def reliability(self) -> float:
-        return reliability_of(self.attempts, self.successes, self.confidence_sum)
+        mean_confidence = self.confidence_sum / self.attempts if self.attempts else 0.0
+        return (self.successes + 1) / (self.attempts + 2) * (0.5 + 0.5 * mean_confidence)
 
     def as_row(self) -> dict[str, Any]:
         return {**self.__dict__, "reliability": round(self.reliability, 4)}
-
-
-def reliability_of(attempts: int, successes: int, confidence_sum: float) -> float:
-    mean_confidence = confidence_sum / attempts if attempts else 0.0
-    return (successes + 1) / (attempts + 2) * (0.5 + 0.5 * mean_confidence)
 
 
 def _fold(
