@@ -65,13 +65,9 @@ def _clean(text: str) -> str:
     return " ".join(_MARKDOWN.sub(" ", text).split())
 
 
-def sentences(text: str) -> list[str]:
-    """Readable sentences of a markdown text (headings, tables and YAML skipped)."""
-    return list(_sentences(text))
-
-
 @lru_cache(maxsize=4096)
-def _sentences(text: str) -> tuple[str, ...]:
+def sentences(text: str) -> tuple[str, ...]:
+    """Readable sentences of a markdown text (headings, tables and YAML skipped)."""
     out: list[str] = []
     in_code = False
     for line in text.splitlines():

@@ -90,9 +90,9 @@ def test_a_table_row_cut_into_a_search_snippet_is_never_flattened_into_a_sentenc
         "memory-lenovo-loq-15-gaming-laptop-102e5c]] | high | Lenovo LOQ 15 gaming laptop with an RTX 4050 "
         "GPU: | Lenovo LOQ 15 gaming l…"
     )
-    assert sentences(snippet) == ["Lenovo LOQ 15 gaming laptop with an RTX 4050 GPU:"]
+    assert sentences(snippet) == ("Lenovo LOQ 15 gaming laptop with an RTX 4050 GPU:",)
     row = "| Lenovo LOQ 15 | $749.99 | Out of stock |"
-    assert sentences(row) == ["Lenovo LOQ 15, $749.99, Out of stock"]
+    assert sentences(row) == ("Lenovo LOQ 15, $749.99, Out of stock",)
 
 
 @pytest.mark.parametrize(
