@@ -33,16 +33,10 @@ if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from ..research.reliability import TurnsRead
 
 
-__all__ = ["CHECKS", "INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "rebuild", "sync", "trends"]
+__all__ = ["CHECKS", "INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "rebuild", "trends"]
 
 SAVE_WAIT_S = 10.0
 INDEX_QUEUE = "learning_index_queue"
-
-
-def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
-    """Fold every turn completed since the last sync; materialise what changed."""
-    with Learning.of(vault, memory).open() as engine:
-        return engine.sync()
 
 
 def rebuild(

@@ -120,9 +120,9 @@ def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(
     """An import reserves numbers, then places the turns it built in staging.  A learning
     sync in between (a Save's, say) must not take the reserved numbers for missing turns:
     the turn placed afterwards is folded by the next sync (its catalog row is there)."""
-    from pandafs.learning.api import sync
     from pandafs.learning.catalog import Catalog
     from pandafs.vault import file_lock
+    from tests.support.learning import sync
 
     sync(vault)  # the learning state exists: later syncs fold only what is new
     with file_lock(vault.layout.import_lock):  # the import's own lock, held for its whole run
@@ -136,9 +136,10 @@ def test_a_turn_an_import_places_after_a_sync_passed_its_number_is_still_folded(
 def test_a_turn_an_import_places_after_a_rebuild_passed_its_number_is_still_folded(vault: Vault) -> None:
     """The same for a full rebuild of the learning fold: a number an import holds below a
     turn already placed (another writer's, numbered after it) is not taken for a gap."""
-    from pandafs.learning.api import rebuild, sync
+    from pandafs.learning.api import rebuild
     from pandafs.learning.catalog import Catalog
     from pandafs.vault import file_lock
+    from tests.support.learning import sync
 
     with file_lock(vault.layout.import_lock):
         first, second = vault.reserve_turns("alice", 2)
@@ -151,8 +152,8 @@ def test_a_turn_an_import_places_after_a_rebuild_passed_its_number_is_still_fold
 
 
 def test_a_number_a_killed_import_reserved_is_not_waited_for(vault: Vault) -> None:
-    from pandafs.learning.api import sync
     from pandafs.learning.engine import Learning
+    from tests.support.learning import sync
 
     sync(vault)
     vault.reserve_turns("alice", 2)  # the import died before placing them: no one holds its lock

@@ -18,12 +18,12 @@ import pytest
 
 from pandafs.assembly import open_memory
 from pandafs.learning import state as state_module
-from pandafs.learning.api import rebuild, sync
+from pandafs.learning.api import rebuild
 from pandafs.learning.engine import Learning
 from pandafs.learning.state import cache_json
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
-from tests.support.learning import T0
+from tests.support.learning import T0, sync
 
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
 QUERIES = ("What does my hamster Biscuit eat?", "thanks!", "Where does Biscuit hide his seeds?")

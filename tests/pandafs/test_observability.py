@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from events.stamps import format_ts
-from pandafs.learning.api import rebuild, sync
+from pandafs.learning.api import rebuild
 from pandafs.learning.catalog import COMPACT_AFTER, Catalog, CatalogRebuild
 from pandafs.learning.rollups import percentile
 from pandafs.learning.rows import TurnRow, row_values
@@ -23,6 +23,7 @@ from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.usage import Usage
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
+from tests.support.learning import sync
 
 START = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 WEEK = [

@@ -10,7 +10,6 @@ from events.log import EventWriter, read_events
 from events.schema import TurnCompleted
 from events.stamps import format_ts
 from pandafs.config import MemoryConfig
-from pandafs.learning.api import sync
 from pandafs.learning.maintenance import log_path
 from pandafs.learning.policy import DocState, decide, decide_steps
 from pandafs.learning.promotion import promote, prune_expired
@@ -18,7 +17,7 @@ from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
-from tests.support.learning import T0, front_of
+from tests.support.learning import T0, front_of, sync
 
 CFG = MemoryConfig()
 

@@ -17,11 +17,11 @@ import pytest
 from events.documents import render_document
 from events.schema import ScopeChanged
 from pandafs.assembly import open_memory
-from pandafs.learning.api import sync
 from pandafs.learning.maintenance import append_changes
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault
 from tests.support.config import set_setting
+from tests.support.learning import sync
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SECRET = "purplemoose is the hint for my bank pin"

@@ -17,7 +17,7 @@ from events.stamps import format_ts
 from pandafs.assembly import open_memory
 from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
-from pandafs.learning.api import rebuild, sync
+from pandafs.learning.api import rebuild
 from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.promotion import promote
@@ -29,7 +29,7 @@ from pandafs.rebuild import rebuild_all
 from pandafs.turns import replay
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import default_checks, verify_vault
-from tests.support.learning import T0, front_of
+from tests.support.learning import T0, front_of, sync
 
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
 
@@ -250,8 +250,8 @@ def test_a_full_fold_leaves_a_turn_without_its_metadata_pending_until_it_has_one
     metadata.unlink()
     assert rebuild_all(vault, beside=False)["learning"]["turns"] == 2
     metadata.write_bytes(held)
-    assert learning_api.sync(vault).turns == 1
-    assert learning_api.sync(vault).turns == 0
+    assert sync(vault).turns == 1
+    assert sync(vault).turns == 0
 
 
 def test_materialising_keeps_unknown_keys_and_writes_only_on_change(

@@ -330,7 +330,7 @@ def test_the_learning_engine_never_reads_a_linked_document(vault: Vault, tmp_pat
     (memories / "out.md").symlink_to(outside)
     (memories / "real.md").write_text("a real note about kiwis\n")
     memory = Memory(vault)
-    with Learning.of(vault, memory).open() as engine:
+    with Learning(vault, memory).open() as engine:
         # its counters would be written over the link
         assert engine.documents.doc_info("alice/memories/out") is None
         real = engine.documents.doc_info("alice/memories/real")
@@ -352,7 +352,7 @@ def test_a_linked_turn_counter_is_not_read(vault: Vault, tmp_path: Path) -> None
 
 def _other_vault(tmp_path: Path) -> Vault:
     """Another vault, outside ours: mallory's archived turn, her catalog and reliability table."""
-    from pandafs.learning import api as learning
+    from tests.support.learning import sync
 
     other, _ = Vault.init(tmp_path / "other")
     source = tmp_path / "mallory.jsonl"
@@ -360,7 +360,7 @@ def _other_vault(tmp_path: Path) -> Vault:
     line = {"user": "mallory", "timestamp": old, "query": "the vault key is okapi", "response": "noted"}
     source.write_bytes(orjson.dumps(line) + b"\n")
     import_turns(other, source, after_batch=Memory(other).index_docs)
-    learning.sync(other)
+    sync(other)
     assert archive_turns(other, now=NOW).archived == 1
     return other
 

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 
 from events.documents import parse_document
+from pandafs.learning.engine import Learning, SyncReport
 from pandafs.llm.offline import OfflineBackend
+from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 
-__all__ = ["T0", "clock", "front_of", "pipeline"]
+__all__ = ["T0", "clock", "front_of", "pipeline", "sync"]
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -31,3 +33,10 @@ def pipeline(vault: Vault, clock: dict[str, datetime]) -> Iterator[Pipeline]:
 
 def front_of(vault: Vault, rel: str) -> dict[str, Any]:
     return parse_document((vault.root / rel).read_text(encoding="utf-8")).frontmatter
+
+
+def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
+    """Fold every turn completed since the last sync and materialise what changed (what a
+    Save, a promote or stats does first)."""
+    with Learning.of(vault, memory).open() as engine:
+        return engine.sync()
