@@ -40,7 +40,7 @@ from ..memory.api import Memory
 from ..vault import Vault
 from .trust import Counts, Projection, ScopeRecord, shares
 
-__all__ = ["Cursor", "LearnedReader", "LearningCache", "StaleCache", "cache_json", "learned_of"]
+__all__ = ["Cursor", "LearnedReader", "LearningCache", "StaleCache", "learned_of"]
 
 CACHE_VERSION = 2
 STATE_FILE = "state.json"
@@ -345,11 +345,6 @@ class LearnedReader:
         """Every document's trust, read now (a rebuild indexes turns from it while the fold
         rewrites it, and compares it with what the fold wrote)."""
         return {d: t for d, t in self._state().trust.items() if t is not None}
-
-
-def cache_json(vault: Vault) -> dict[str, Any]:
-    """The state the cache's files say, as JSON values (empty: no readable cache)."""
-    return LearnedReader(vault)._state().dump()
 
 
 def learned_of(vault: Vault) -> Learned:

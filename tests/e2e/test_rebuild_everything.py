@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shutil
 
-from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
+from tests.support.learning import cache_json
 
 QUERIES = ["hamster Biscuit food", "sunflower seeds", "what does Biscuit eat"]
 

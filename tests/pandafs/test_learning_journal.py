@@ -20,10 +20,9 @@ from pandafs.assembly import open_memory
 from pandafs.learning import state as state_module
 from pandafs.learning.api import rebuild
 from pandafs.learning.engine import Learning
-from pandafs.learning.state import cache_json
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
-from tests.support.learning import T0, sync
+from tests.support.learning import T0, cache_json, sync
 
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
 QUERIES = ("What does my hamster Biscuit eat?", "thanks!", "Where does Biscuit hide his seeds?")

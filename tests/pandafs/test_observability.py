@@ -18,12 +18,11 @@ from pandafs.learning.api import rebuild
 from pandafs.learning.catalog import COMPACT_AFTER, Catalog, CatalogRebuild
 from pandafs.learning.rollups import percentile
 from pandafs.learning.rows import TurnRow, row_values
-from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.llm.usage import Usage
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
-from tests.support.learning import sync
+from tests.support.learning import cache_json, sync
 
 START = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 WEEK = [

@@ -12,14 +12,13 @@ from typing import Any
 
 import orjson
 
-from pandafs.learning.state import cache_json
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.rebuild import rebuild_all
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
-from tests.support.learning import T0
+from tests.support.learning import T0, cache_json
 
 QUERIES = ["hamster Biscuit food", "sunflower seeds", "what does Biscuit eat", "thanks"]
 

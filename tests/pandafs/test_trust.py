@@ -21,7 +21,6 @@ from pandafs.learning.api import rebuild
 from pandafs.learning.engine import Learning
 from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.promotion import promote
-from pandafs.learning.state import cache_json
 from pandafs.learning.trust import Counts, Projection, TurnFacts, trust_of, verdict
 from pandafs.llm.offline import OfflineBackend
 from pandafs.pipeline import Pipeline
@@ -29,7 +28,7 @@ from pandafs.rebuild import rebuild_all
 from pandafs.turns import replay
 from pandafs.vault import Vault, file_lock
 from pandafs.verify import default_checks, verify_vault
-from tests.support.learning import T0, front_of, sync
+from tests.support.learning import T0, cache_json, front_of, sync
 
 HAMSTER = "Biscuit the Syrian hamster loves sunflower seeds and hides them in his cheeks."
 

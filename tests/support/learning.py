@@ -10,12 +10,13 @@ import pytest
 
 from events.documents import parse_document
 from pandafs.learning.engine import Learning, SyncReport
+from pandafs.learning.state import LearnedReader
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
 
-__all__ = ["T0", "clock", "front_of", "pipeline", "sync"]
+__all__ = ["T0", "cache_json", "clock", "front_of", "pipeline", "sync"]
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -40,3 +41,9 @@ def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
     Save, a promote or stats does first)."""
     with Learning.of(vault, memory).open() as engine:
         return engine.sync()
+
+
+def cache_json(vault: Vault) -> dict[str, Any]:
+    """The state the learning cache's files say, as JSON values (empty: no readable cache),
+    read as the indexer's readers read it."""
+    return LearnedReader(vault)._state().dump()
