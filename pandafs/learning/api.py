@@ -52,7 +52,7 @@ def rebuild(
 
     `extractions` is filled with each live turn's extraction events as the fold reads them.
     `index=False`: the caller rebuilds the index next, so nothing is re-indexed now."""
-    with Learning.of(vault, memory).open() as engine:
+    with Learning(vault, memory).open() as engine:
         engine.reader.extractions = extractions
         engine.on_total, engine.progress = on_total, progress
         engine.documents.index_mode = COMMIT_INDEX if index else SKIP_INDEX
@@ -74,7 +74,7 @@ def after_save(
     and the next sync makes up for it.  The rewritten documents are handed to the turn's own
     index commit through `queue` (its `extras[INDEX_QUEUE]`)."""
     try:
-        with Learning.of(vault, memory).open(wait_s=SAVE_WAIT_S) as engine:
+        with Learning(vault, memory).open(wait_s=SAVE_WAIT_S) as engine:
             engine.documents.index_mode = QUEUE_INDEX
             try:
                 engine.sync(rollups=False, users=[view.user])
@@ -126,7 +126,7 @@ def trends(
         raise BadInput(f"the window ends ({until}) before it starts ({since})")
     if (until - since).days >= MAX_WINDOW_DAYS:
         raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         engine.sync()
         months = {d.strftime("%Y-%m") for d in days_between(since, until)}
         rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]

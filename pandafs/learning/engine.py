@@ -89,21 +89,15 @@ class SyncReport:
 
 
 class Learning:
-    """The learning fold of one vault.  Use `with Learning.of(vault).open() as engine:`."""
+    """The learning fold of one vault, indexing through `memory` (else one with what it
+    learned).  Use `with Learning(vault).open() as engine:`."""
 
-    def __init__(
-        self,
-        vault: Vault,
-        cache: LearningCache,
-        reader: TurnReader,
-        documents: Materialiser,
-        policy: ScopePolicy,
-    ) -> None:
+    def __init__(self, vault: Vault, memory: Memory | None = None) -> None:
         self.vault = vault
-        self.cache = cache
-        self.reader = reader
-        self.documents = documents
-        self.policy = policy
+        self.cache = LearningCache.of(vault)
+        self.reader = TurnReader(vault)
+        self.documents = Materialiser(vault, memory or learned_memory(vault), self.cache)
+        self.policy = ScopePolicy(vault, self.cache, self.reader, self.documents)
         self.daily_dir = vault.layout.observability / "daily"
         self.stale: str | None = None
         # When given (rebuild): told how many turns the fold will read, then each
@@ -118,14 +112,6 @@ class Learning:
         from .catalog import Catalog
 
         return Catalog.of(self.vault)
-
-    @classmethod
-    def of(cls, vault: Vault, memory: Memory | None = None) -> Learning:
-        """The fold of `vault`, indexing through `memory` (else one with what it learned)."""
-        cache = LearningCache.of(vault)
-        reader = TurnReader(vault)
-        documents = Materialiser(vault, memory or learned_memory(vault), cache)
-        return cls(vault, cache, reader, documents, ScopePolicy(vault, cache, reader, documents))
 
     @contextmanager
     def open(self, *, wait_s: float = 120.0) -> Iterator[Learning]:

@@ -68,7 +68,7 @@ def promote(
     """Run scope promotion / demotion now (`full`: recompute usage and trust first)."""
     now = now or utcnow()
     report = PromotionReport(now, dry_run)
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         report.sync = engine.rebuild(write=not dry_run) if full else engine.sync(write=not dry_run)
         report.changes = engine.policy.decide_all(now)
         if report.changes and not dry_run:
@@ -125,7 +125,7 @@ def prune_expired(
     now = now or utcnow()
     report = PruneReport(now, dry_run)
     memory = learned_memory(vault)
-    with Learning.of(vault, memory).open() as engine:
+    with Learning(vault, memory).open() as engine:
         engine.sync(write=not dry_run)
         projection = engine.cache.projection()
         # each document, when it expired, and its state if no event records that yet
@@ -190,7 +190,7 @@ def check_shared(vault: Vault, repair: bool) -> list[Problem]:
                 claims.append((ref.doc_id, rel))
     if not claims:
         return []
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         engine.sync(write=False)
         shared = {d for d, r in engine.cache.state.scope.items() if shares(r)}
     why = "says `scope: global`, but no promotion of it is recorded: searched as {}'s only"

@@ -76,13 +76,13 @@ def test_a_memory_cited_by_twelve_approved_turns_goes_new_user_and_is_never_shar
 
     # recomputing from the events alone gives the same trust and scope, byte for byte
     memory_file = (vault.root / saved.doc_path).read_bytes()
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         counts = {d: engine.cache.state.counts[d] for d in engine.cache.state.counts}
     full = cli("--root", vault.root, "promote", "--full", "--now", now, "--json")
     assert full.code == 0 and full.json["sync"]["full"] and full.json["changes"] == []
     assert full.json["sync"]["documents_written"] == []
     assert (vault.root / saved.doc_path).read_bytes() == memory_file
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         assert {d: engine.cache.state.counts[d] for d in engine.cache.state.counts} == counts
         assert engine.cache.state.scope[saved.doc_id].new == "user"
 

@@ -158,5 +158,5 @@ def test_a_number_a_killed_import_reserved_is_not_waited_for(vault: Vault) -> No
     sync(vault)
     vault.reserve_turns("alice", 2)  # the import died before placing them: no one holds its lock
     assert sync(vault).turns == 0
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         assert engine.cache.state.users["alice"].upto == 2 and engine.cache.state.users["alice"].pending == ()

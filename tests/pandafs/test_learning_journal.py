@@ -41,7 +41,7 @@ def _ask(pipeline: Pipeline, clock: dict[str, datetime], n: int, start: int = 0)
 
 def _folded(vault: Vault) -> dict[str, object]:
     """The state as this process keeps it and as a fresh read of the files gives it."""
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         kept = engine.cache.state.dump()
     return {"kept": kept, "files": cache_json(vault)}
 

@@ -150,7 +150,7 @@ def test_the_fold_does_not_depend_on_the_order_turns_arrive_in() -> None:
 
 def snapshot(vault: Vault) -> dict[str, dict]:
     """Every counter of the cache and every memory file's bytes."""
-    with Learning.of(vault).open() as engine:
+    with Learning(vault).open() as engine:
         state = engine.cache.state
         counts = {d: (state.counts[d], state.trust.get(d)) for d in state.counts}
         feedback = dict(engine.cache.state.feedback)
@@ -402,7 +402,7 @@ def test_a_learning_commit_does_not_replace_a_document_saved_after_it_was_read(
         clock["t"] = T0 + timedelta(hours=1)
         pipeline.ask("Which seats do I prefer, window seats?", user="alice")
     path = vault.rel(vault.layout.preferences("alice"))
-    with Learning.of(vault, memory).open() as engine:
+    with Learning(vault, memory).open() as engine:
         engine.documents.index_mode = QUEUE_INDEX  # what the sync read is committed by flush_index, below
         engine.sync()
         assert front_of(vault, path)["usage_count"] == 1  # it rewrote the counts, read them back

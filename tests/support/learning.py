@@ -39,7 +39,7 @@ def front_of(vault: Vault, rel: str) -> dict[str, Any]:
 def sync(vault: Vault, *, memory: Memory | None = None) -> SyncReport:
     """Fold every turn completed since the last sync and materialise what changed (what a
     Save, a promote or stats does first)."""
-    with Learning.of(vault, memory).open() as engine:
+    with Learning(vault, memory).open() as engine:
         return engine.sync()
 
 
