@@ -561,7 +561,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             score += 2
         if score and data.requested and g.has_requested(data.requested, _answer_form(fact, data), data.query):
             score += 2
-        if score and predicate and g.states(predicate, fact.text):
+        if score and predicate and g.states(predicate, fact.text, focus):
             score += 2
         if score:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
@@ -571,9 +571,9 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
         picked = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
     # it says what was asked of the thing, as much of it as any fact giving the datum says
     giving = [f for f in picked if g.has_requested(data.requested, _answer_form(f, data), data.query)]
-    most = max((g.states(predicate, f.text) for f in giving or picked), default=0) if predicate else 0
+    most = max((g.states(predicate, f.text, focus) for f in giving or picked), default=0) if predicate else 0
     if most:
-        picked = [f for f in picked if g.states(predicate, f.text) >= most]
+        picked = [f for f in picked if g.states(predicate, f.text, focus) >= most]
     strong = slots & g.STRONG_SLOTS
     if strong:  # a question about the user's job, home, name or taste: only such a statement
         picked = [f for f in picked if f.slot in strong]

@@ -431,10 +431,46 @@ def focus_of(query: str) -> tuple[str, ...]:
     return ()
 
 
+# Where an English word is a verb, not a noun: after a subject pronoun or a modal ("we
+# book", "I'd play", "can't park", "will watch"; an adverb may come between), after "to"
+# with an object ("to book a session"), an -ing form after "be" ("is booking"), an -ed
+# form after "have".
+_SUBJECTS = frozenset(
+    "i you we they he she i'd you'd we'd they'd he'd she'd i'll you'll we'll they'll he'll she'll "
+    "i've you've we've they've will would can could should shall may might must".split()
+)
+_BE = frozenset("am is are was were be been being i'm you're we're they're".split())
+_HAVE = frozenset("have has had i've you've we've they've".split())
+_OBJECTS = frozenset("a an the my your our his her their its it them me us him".split())
+_BETWEEN = frozenset(
+    "also just usually often always never really still already then now sometimes only".split()
+)
+
+
+def _as_nouns(text: str) -> str:
+    """The words of `text` it does not use as verbs: "planning to book a session" names no book."""
+    words = re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", text.lower().replace("’", "'"))
+    kept = []
+    for n, word in enumerate(words):
+        before = [w for w in words[max(0, n - 2) : n] if w not in _BETWEEN][-1:]
+        lead = before[0] if before else ""
+        after = words[n + 1] if n + 1 < len(words) else ""
+        verb = (
+            lead in _SUBJECTS
+            or lead.endswith("n't")
+            or (lead == "to" and after in _OBJECTS)
+            or (lead in _BE and word.endswith("ing"))
+            or (lead in _HAVE and word.endswith("ed"))
+        )
+        if not verb:
+            kept.append(word)
+    return " ".join(kept)
+
+
 def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
     """Is a statement about the focus: each of its words in the statement (as itself or a
-    word of the index's thesaurus), or the statement's slot (its key) is the thing asked
-    about ("Works as a pilot" is about one's job)?"""
+    word of the index's thesaurus), its head noun used as a noun, or the statement's slot
+    (its key) is the thing asked about ("Works as a pilot" is about one's job)?"""
     if not focus:
         return True
     if slot:
@@ -443,7 +479,8 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
             related_overlap(word, key) for word in focus
         ):
             return True
-    return all(related_overlap(word, text) for word in focus)
+    *words, head = focus
+    return all(related_overlap(word, text) for word in words) and bool(related_overlap(head, _as_nouns(text)))
 
 
 # --- what a question asks of its focus --------------------------------------------------------
@@ -455,6 +492,13 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
 _DO_SUPPORT = re.compile(
     r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:do|does|did)\s+"
     r"(?P<rest>[^?]+)",
+    re.I,
+)
+# The progressive asks the same of its -ing verb ("what book am I reading?" → read).
+_PROGRESSIVE = re.compile(
+    r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:am|is|are|was|were)\s+"
+    r"(?:i|we|he|she|they)\s+(?:(?:currently|still|now|already|really|actually|also|just|usually)\s+)?"
+    r"(?P<rest>[a-z]+ing\b[^?]*)",
     re.I,
 )
 _PRONOUNS = frozenset("i we you he she it they".split())
@@ -473,14 +517,17 @@ _RECALLING = frozenset(
 
 @lru_cache(maxsize=4096)
 def asked_predicate(query: str) -> tuple[str, ...]:
-    """The stems of what a do-question asks of its subject ('what does my hamster Biscuit
-    like to eat?' → like, eat); () when the question has no such verb phrase."""
-    match = _DO_SUPPORT.search(asked_part(query))
+    """The stems of what a do-question (or a progressive one) asks of its subject ('what
+    does my hamster Biscuit like to eat?' → like, eat; 'what book am I reading?' → read);
+    () when the question has no such verb phrase."""
+    part = asked_part(query)
+    match = _DO_SUPPORT.search(part)
+    progressive = match is None and (match := _PROGRESSIVE.search(part)) is not None
     if match is None:
         return ()
     tokens = re.findall(r"[A-Za-z][\w'’-]*", match.group("rest"))
-    start, after_det, noun = len(tokens), False, False
-    for i, token in enumerate(tokens):
+    start, after_det, noun = (0 if progressive else len(tokens)), False, False
+    for i, token in enumerate([] if progressive else tokens):
         low = token.lower()
         if i == 0 and low == "you":  # what the assistant said: its words are the answer
             return ()
@@ -510,11 +557,13 @@ def _forms(word: str) -> frozenset[str]:
     return frozenset(forms | _TASTE if word in _TASTE else forms)
 
 
-def states(predicate: tuple[str, ...], text: str) -> int:
+def states(predicate: tuple[str, ...], text: str, thing: tuple[str, ...] = ()) -> int:
     """How many words of the asked predicate `text` says (as themselves, an irregular form
-    or a synonym)."""
+    or a synonym).  A synonym that names the `thing` asked about says nothing of it: "the
+    memory book" names a book, it does not say that anyone reads it."""
     words = stems_of(text)
-    return sum(1 for word in predicate if words & _forms(word))
+    named = {stem(w) for w in thing}
+    return sum(1 for word in predicate if words & (_forms(word) - (named - {word})))
 
 
 # --- a change of state ------------------------------------------------------------------------
@@ -685,10 +734,14 @@ DEICTIC = (
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
     r"\d+\s+\w+\s+ago|recently|the\s+other\s+day)\b"
 )
+# A month by its name or its abbreviation ("Jan", "Sept"), never a word that merely starts
+# like one ("marathon", "decided", "maybe"); "May" and "March" only capitalised (else a verb).
+_MONTH = (
+    "|".join(f"{m}|{m[:3]}" for m in _MONTHS.split() if m not in ("march", "may"))
+    + "|sept|(?-i:March|Mar|May)"
+)
 _ABSOLUTE_DATE = (
-    r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:"
-    + "|".join(m[:3] + "[a-z]*" for m in _MONTHS.split())
-    + r")\b)"
+    r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:1[89]|20)\d{2}|(?:" + _MONTH + r")\b)"
 )
 # Questions answered by working out from several statements (a total, a difference, an
 # elapsed time, an order) and requests for suggestions: a quoted statement is neither.
@@ -712,7 +765,11 @@ _REQUESTED = [
         r"would|should)\s+(?:i|we|my|our)\b",
     ),
     ("price", r"(?i)\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b"),
-    ("date", r"(?i)^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b"),
+    (  # "what was the date on which I …" asks for a date as "what date" does
+        "date",
+        r"(?i)^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b|"
+        r"\b(?:what|which)(?:'s|\s+is|\s+was)\s+the\s+(?:date|day)\b(?!\s+like\b)",
+    ),
     (
         "name",
         r"(?i)^\s*who\b|\bwhat(?:'s|\s+is|\s+was)\s+(?:my|the|his|her|their)\s+\w*\s*name\b|"
@@ -1046,7 +1103,7 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     thing = " ".join(focus)
     if not about:
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")
-    if not _addresses(answer, predicate, about, polar=polar, query=query):
+    if not _addresses(answer, predicate, about, polar=polar, query=query, thing=focus):
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses says what {thing} {asked}")
     return GateResult(gate=_ABOUT, passed=True, detail=f"the answer is about {thing}")
 
@@ -1078,20 +1135,26 @@ _NEGATED = re.compile(r"\bnot\b|\bnever\b|n't\b|\bno\s+longer\b|\bdislikes?\b|\b
 
 
 def _addresses(
-    answer: str, predicate: tuple[str, ...], facts: list[Fact], *, polar: bool, query: str = ""
+    answer: str,
+    predicate: tuple[str, ...],
+    facts: list[Fact],
+    *,
+    polar: bool,
+    query: str = "",
+    thing: tuple[str, ...] = (),
 ) -> bool:
     """Does a fact the answer uses say what was asked of the thing (`asked_predicate`), not
-    only name it?  A yes or no needs a fact stating the whole predicate, and no "yes" from a
-    negated one."""
+    only name it (`states`: the `thing`'s own words say nothing of it)?  A yes or no needs a
+    fact stating the whole predicate, and no "yes" from a negated one."""
     if not predicate:
         return True
     if not polar:
-        return any(states(predicate, f.text) for f in facts)
+        return any(states(predicate, f.text, thing) for f in facts)
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
         rest = tuple(w for w in predicate if w not in choice)
-        return any(states(rest, f.text) == len(rest) and states(choice, f.text) for f in facts)
-    whole = [f for f in facts if states(predicate, f.text) == len(predicate)]
+        return any(states(rest, f.text, thing) == len(rest) and states(choice, f.text, thing) for f in facts)
+    whole = [f for f in facts if states(predicate, f.text, thing) == len(predicate)]
     says_yes = bool(re.match(r"\s*yes\b", answer, re.I))
     return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
 

@@ -80,3 +80,85 @@ def test_yes_or_no_is_read_off_a_fact_that_states_the_whole_predicate() -> None:
     query = "Does my hamster Biscuit like sunflower seeds?"
     assert all(_checks("Yes — " + HAMSTER.rstrip(".") + " [2].", query).values())
     assert not _checks("Yes — your hamster is called Biscuit [1].", query)["about_what_was_asked"]
+
+
+# LongMemEval dev 86f00804: "What book am I currently reading?" over a history where the
+# user also said, in another session, that they plan to book a session with their coach.
+BOOKING = "I'm also planning to book a private session with Rachel soon."
+READING = "I'm reading a book called The Seven Husbands of Evelyn Hugo"
+
+
+def test_the_thing_asked_about_is_named_as_a_noun_not_as_a_verb() -> None:
+    query = "What book am I currently reading?"
+    facts = settle(
+        [
+            Fact(BOOKING, "stated", 1, "alice/turn_000001"),
+            Fact(READING, "stated", 2, "alice/turn_000002"),
+        ],
+        query,
+    )
+
+    def about(answer: str) -> bool:
+        checks = answer_checks(answer, query, requested_kind(query), facts, query)
+        return next(c.passed for c in checks if c.gate == "about_what_was_asked")
+
+    assert not about("You are also planning to book a private session with Rachel soon [1].")
+    assert about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].")
+    assert not is_about(("book",), BOOKING) and is_about(("book",), READING)
+    assert is_about(("book",), "The book I am reading is great") and not is_about(
+        ("park",), "I can't park here"
+    )
+
+
+# The same history: in a session about a memorial, the user wrote of a memory book.
+MEMORY_BOOK = (
+    "I think including recipes in the memory book is a wonderful way to celebrate Rachel's love "
+    "for cooking and the memories you shared around food."
+)
+
+
+def test_a_progressive_question_asks_its_verb_of_the_thing() -> None:
+    query = "What book am I currently reading?"
+    assert asked_predicate(query) == ("read",)
+    facts = settle(
+        [
+            Fact(MEMORY_BOOK, "stated", 1, "alice/turn_000001"),
+            Fact(READING, "stated", 2, "alice/turn_000002"),
+        ],
+        query,
+    )
+
+    def about(answer: str) -> bool:
+        checks = answer_checks(answer, query, requested_kind(query), facts, query)
+        return next(c.passed for c in checks if c.gate == "about_what_was_asked")
+
+    assert not about(MEMORY_BOOK.rstrip(".") + " [1].")
+    assert about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].")
+
+
+def _gates(answer: str, query: str, facts: list[Fact]) -> dict[str, bool]:
+    settled = settle(facts, query)
+    return {c.gate: c.passed for c in answer_checks(answer, query, requested_kind(query), settled, query)}
+
+
+def test_a_date_is_a_month_by_its_name_not_a_word_that_starts_like_one() -> None:
+    # LongMemEval dev 06878be2 and gpt4_78cf46a3: what users wrote, asked as "when did I …"
+    garden = "I decided to clear out the backyard and create a small vegetable garden."
+    yoga = "I signed up for a yoga class on March 15th."
+    facts = [Fact(garden, "stated", 1, "alice/turn_000001"), Fact(yoga, "stated", 2, "alice/turn_000002")]
+    undated = "You decided to clear out the backyard and create a small vegetable garden [1]."
+    assert not _gates(undated, "When did I create my vegetable garden?", facts)["requested_data"]
+    dated = "You signed up for a yoga class on March 15th [2]."
+    assert all(_gates(dated, "When did I sign up for a yoga class?", facts).values())
+
+
+def test_what_was_the_date_asks_for_a_date() -> None:
+    # LongMemEval dev gpt4_4edbafa2, its BBQ sessions left out: what the user wrote elsewhere
+    query = "What was the date on which I attended the first BBQ event in June?"
+    joke = (
+        "I'd like to work on the first joke I shared earlier: \"I've been on so many dates, I've "
+        "started to think my OkCupid profile should just say 'I'm not a serial killer, but I do "
+        "have a lot of free time.'\""
+    )
+    assert requested_kind(query) == "date"
+    assert not all(_gates(joke + " [1].", query, [Fact(joke, "stated", 1, "alice/turn_000001")]).values())
