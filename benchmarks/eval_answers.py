@@ -1,7 +1,7 @@
 """Score the answers of whole turns: on real conversations (LongMemEval) and on scripted dialogues.
 
     python benchmarks/eval_answers.py [--set all|longmemeval|ours] [--lme DIR] [--limit N]
-        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose]
+        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose] [--without-evidence]
 
 **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
 `../shared/data/longmemeval-dev` beside the repository).  Each question is its own
@@ -17,6 +17,9 @@ turn (the question's words over that user's turns, the sentence sharing most of
 them; an answer that is never withheld), and "I don't know" every time.  Also: model
 calls and prompt / completion tokens per phase (the backend's usage: the server's, or
 the offline backend's counted prompt), and the tokens of §2 (its budget 2,000).
+With `--without-evidence` each question's evidence sessions are left out of its import:
+memory then does not hold the answer, so an APPROVE is a wrong approval (unless another
+session repeats the answer), whatever words the answer uses.
 
 **ours** — each dialogue is generated from a seed: one user, a few turns a person might say
 (facts, preferences, updates, plans, filler), then a question, all run through
@@ -430,9 +433,17 @@ def _phase_usage(vault: Vault, user: str, turn: str) -> tuple[dict[str, Counter[
 
 
 def run_longmemeval(
-    folder: Path, limit: int | None, backend: Backend | None = None, verbose: bool = False
+    folder: Path,
+    limit: int | None,
+    backend: Backend | None = None,
+    verbose: bool = False,
+    without_evidence: bool = False,
 ) -> dict[str, Any]:
     dataset = ev.load_longmemeval(folder, limit)
+    lines = dataset.lines
+    if without_evidence:  # each user's history less the sessions that answer its question
+        evidence = {q.user: q.sessions for q in dataset.questions}
+        lines = [line for line in lines if line["meta"]["session"] not in evidence[line["user"]]]
     with gzip.open(folder / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
         gold = {r["question_id"]: str(r["answer"]) for r in map(json.loads, handle)}
     started = time.perf_counter()
@@ -440,13 +451,13 @@ def run_longmemeval(
     phases: dict[str, Counter[str]] = defaultdict(Counter)
     sizes: list[int] = []
     per_user: dict[str, list[str]] = defaultdict(list)
-    for line in dataset.lines:
+    for line in lines:
         per_user[line["user"]].append(f"{line['query']}\n{line['response']}")
     with tempfile.TemporaryDirectory() as tmp:
         vault, _ = Vault.init(Path(tmp) / "vault")
         source = Path(tmp) / "turns.jsonl"
         with open(source, "w", encoding="utf-8") as handle:
-            for line in dataset.lines:
+            for line in lines:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         memory = open_memory(vault)
         imported = import_turns(vault, source, after_batch=memory.index_docs, keep_turns=False)
@@ -471,13 +482,16 @@ def run_longmemeval(
                     tally = rows[system].setdefault(kind, Counter())
                     tally["n"] += 1
                     tally[verdict] += 1
-                    if system == "pandafs" and verdict == "right" and result.outcome == "APPROVE":
-                        tally["right_approved"] += 1
+                    if system == "pandafs" and result.outcome == "APPROVE":
+                        tally["approved"] += 1
+                        tally["right_approved"] += verdict == "right"
                 used, size = _phase_usage(vault, q.user, result.turn)
                 for phase, counts in used.items():
                     phases[phase].update(counts)
                 sizes.append(size)
-                if verbose and kinds["pandafs"] != "right":
+                if verbose and (
+                    kinds["pandafs"] != "right" or without_evidence and result.outcome == "APPROVE"
+                ):
                     print(
                         f"  {kinds['pandafs']:<14} [{kind}] {q.text[:90]!r}\n"
                         f"      gold {gold[q.qid][:80]!r}\n      [{result.outcome}] {result.answer[:240]!r}",
@@ -488,7 +502,8 @@ def run_longmemeval(
     totals = {s: sum((t for t in r.values()), Counter()) for s, r in rows.items()}
     return {
         "questions": n,
-        "turns": len(dataset.lines),
+        "turns": len(lines),
+        "without_evidence": without_evidence,
         "imported": imported.imported,
         "import_seconds": round(import_seconds, 1),
         "ask_seconds": round(ask_seconds, 1),
@@ -522,6 +537,9 @@ def render_longmemeval(res: dict[str, Any]) -> str:
                 f"{t.get('wrong_approved', 0):>14}"
             )
     out.append(f"wrong and APPROVEd: {res['wrong_approved_rate']:.1%} of answers")
+    approved = res["totals"]["pandafs"].get("approved", 0)
+    if res["without_evidence"]:
+        out.append(f"APPROVEd without their evidence sessions: {approved} of {res['questions']}")
     out.append(f"{'phase':<24} {'calls':>7} {'prompt tok':>11} {'completion':>11}   (per turn)")
     n = max(1, res["questions"])
     for phase, c in res["phases"].items():
@@ -556,6 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="print each wrong answer on stderr")
+    parser.add_argument(
+        "--without-evidence",
+        action="store_true",
+        help="LongMemEval: leave each question's evidence sessions out (an APPROVE is then wrong)",
+    )
     args = parser.parse_args(argv)
     if args.dialogues < 1:
         parser.error("--dialogues must be at least 1")
@@ -563,7 +586,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.set in ("all", "longmemeval"):
         if not (args.lme / "questions.jsonl.gz").is_file():
             parser.error(f"no LongMemEval questions in {args.lme}")
-        lme = run_longmemeval(args.lme, args.limit, _backend(args.llm_url, args.llm_model), args.verbose)
+        lme = run_longmemeval(
+            args.lme, args.limit, _backend(args.llm_url, args.llm_model), args.verbose, args.without_evidence
+        )
         if not args.json:
             print(render_longmemeval(lme))
         totals = lme["totals"]
@@ -571,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
             lme_questions=lme["questions"],
             lme_right=totals["pandafs"].get("right", 0),
             lme_right_approved=totals["pandafs"].get("right_approved", 0),
+            lme_approved=totals["pandafs"].get("approved", 0),
+            lme_without_evidence=args.without_evidence,
             lme_wrong_approved=totals["pandafs"].get("wrong_approved", 0),
             lme_wrong_approved_rate=lme["wrong_approved_rate"],
             lme_bm25_right=totals["bm25_sentence"].get("right", 0),
