@@ -469,8 +469,8 @@ def _as_nouns(text: str) -> str:
 
 def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
     """Is a statement about the focus: each of its words in the statement (as itself or a
-    word of the index's thesaurus), its head noun used as a noun, or the statement's slot
-    (its key) is the thing asked about ("Works as a pilot" is about one's job)?"""
+    word of the index's thesaurus), its head noun named as a noun (`_names_head`), or the
+    statement's slot (its key) is the thing asked about ("Works as a pilot" is about one's job)?"""
     if not focus:
         return True
     if slot:
@@ -480,7 +480,14 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
         ):
             return True
     *words, head = focus
-    return all(related_overlap(word, text) for word in words) and bool(related_overlap(head, _as_nouns(text)))
+    return all(related_overlap(word, text) for word in words) and _names_head(head, text)
+
+
+def _names_head(head: str, text: str) -> bool:
+    """Does `text` name the head noun: the word itself used as a noun (`_as_nouns`), or a
+    word of the thesaurus in any use ("I've been working at NovaTech" is about the job)?"""
+    said, nouns = stems_of(text), stems_of(_as_nouns(text))
+    return any(term in nouns or said & (variants - {term}) for term, variants in _groups(head))
 
 
 # --- what a question asks of its focus --------------------------------------------------------

@@ -105,9 +105,10 @@ def test_the_thing_asked_about_is_named_as_a_noun_not_as_a_verb() -> None:
     assert not about("You are also planning to book a private session with Rachel soon [1].")
     assert about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].")
     assert not is_about(("book",), BOOKING) and is_about(("book",), READING)
-    assert is_about(("book",), "The book I am reading is great") and not is_about(
-        ("park",), "I can't park here"
-    )
+    assert is_about(("book",), "The book I am reading is great")
+    assert not is_about(("park",), "I can't park here")
+    # a word of the thesaurus names the thing in any use (LongMemEval dev, the NovaTech job)
+    assert is_about(("job",), "I've been working at NovaTech for about 4 years and 3 months")
 
 
 # The same history: in a session about a memorial, the user wrote of a memory book.
