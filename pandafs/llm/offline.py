@@ -549,7 +549,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     keywords += query_terms(title) if title else []
     slots = g.asked_slots(data.resolved_query)
     focus = g.focus_of(data.resolved_query) if g.is_question(data.query) else ()
-    predicate = g.asked_predicate(data.resolved_query) if g.is_question(data.query) else ()
+    predicate = g.asked_of(g.asked_predicate(data.resolved_query), focus) if g.is_question(data.query) else ()
     scored = []
     for i, fact in enumerate(data.facts):
         if not g.speaker_fits(data.query, fact.origin):

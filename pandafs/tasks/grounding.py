@@ -41,6 +41,7 @@ __all__ = [
     "about_focus",
     "answer_checks",
     "asks_now",
+    "asked_of",
     "asked_predicate",
     "asked_slots",
     "end_of_day",
@@ -447,6 +448,7 @@ _BETWEEN = frozenset(
 )
 
 
+@lru_cache(maxsize=8192)
 def _as_nouns(text: str) -> str:
     """The words of `text` it does not use as verbs: "planning to book a session" names no book."""
     words = re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", text.lower().replace("’", "'"))
@@ -508,6 +510,14 @@ _PROGRESSIVE = re.compile(
     r"(?P<rest>[a-z]+ing\b[^?]*)",
     re.I,
 )
+# A relative clause asks the same of its verb ("what is the artist that I started to listen
+# to?" → start, listen; "the date on which I attended …" → attend, …).
+_RELATIVE = re.compile(
+    r"^\s*(?P<wh>what|which|who)\s+(?:is|was|are|were)\s+(?P<np>the\s+[^?]{1,40}?)\s+"
+    r"(?:(?:on|in|at|to|with|from|for)\s+)?(?:that|which|who|whom|when|where)\s+"
+    r"(?P<rest>(?:i|we|he|she|they)\b[^?]+)",
+    re.I,
+)
 _PRONOUNS = frozenset("i we you he she it they".split())
 _DETERMINERS = frozenset("my our your his her their its the a an this that these those".split())
 # The verbs `statement_form` reads as "Likes", and "adore" (indexers.words.RINGS): "does he
@@ -524,12 +534,13 @@ _RECALLING = frozenset(
 
 @lru_cache(maxsize=4096)
 def asked_predicate(query: str) -> tuple[str, ...]:
-    """The stems of what a do-question (or a progressive one) asks of its subject ('what
-    does my hamster Biscuit like to eat?' → like, eat; 'what book am I reading?' → read);
-    () when the question has no such verb phrase."""
+    """The stems of what a do-question (a progressive one, a relative clause) asks of its
+    subject ('what does my hamster Biscuit like to eat?' → like, eat; 'what book am I
+    reading?' → read); () when the question has no such verb phrase."""
     part = asked_part(query)
     match = _DO_SUPPORT.search(part)
     progressive = match is None and (match := _PROGRESSIVE.search(part)) is not None
+    match = match or _RELATIVE.search(part)
     if match is None:
         return ()
     tokens = re.findall(r"[A-Za-z][\w'’-]*", match.group("rest"))
@@ -562,6 +573,13 @@ def _forms(word: str) -> frozenset[str]:
     irregular, synonyms = _lexicon()
     forms = {word} | irregular.get(word, frozenset()) | synonyms.get(word, frozenset())
     return frozenset(forms | _TASTE if word in _TASTE else forms)
+
+
+def asked_of(predicate: tuple[str, ...], thing: tuple[str, ...]) -> tuple[str, ...]:
+    """What the predicate asks of the thing: its words less the thing's own ("where do I
+    keep my old sneakers?" asks keep, not sneakers, of the sneakers)."""
+    named = {stem(w) for w in thing}
+    return tuple(w for w in predicate if w not in named) or predicate
 
 
 def states(predicate: tuple[str, ...], text: str, thing: tuple[str, ...] = ()) -> int:
@@ -1153,10 +1171,12 @@ def _addresses(
     """Does a fact the answer uses say what was asked of the thing (`asked_predicate`), not
     only name it (`states`: the `thing`'s own words say nothing of it)?  A yes or no needs a
     fact stating the whole predicate, and no "yes" from a negated one."""
+    predicate = asked_of(predicate, thing)
     if not predicate:
         return True
-    if not polar:
-        return any(states(predicate, f.text, thing) for f in facts)
+    if not polar:  # any word of what was done, not of when ("last Friday" is no listening)
+        done = tuple(w for w in predicate if w not in _WHEN_WORDS) or predicate
+        return any(states(done, f.text, thing) for f in facts)
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
         rest = tuple(w for w in predicate if w not in choice)
@@ -1164,6 +1184,15 @@ def _addresses(
     whole = [f for f in facts if states(predicate, f.text, thing) == len(predicate)]
     says_yes = bool(re.match(r"\s*yes\b", answer, re.I))
     return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
+
+
+_WHEN_WORDS = frozenset(
+    stem(w)
+    for w in (
+        "last next this ago yesterday today tonight tomorrow day days week weekend month year morning "
+        "afternoon evening night monday tuesday wednesday thursday friday saturday sunday " + _MONTHS
+    ).split()
+)
 
 
 def _alternatives(predicate: tuple[str, ...], query: str) -> tuple[str, ...]:

@@ -163,3 +163,39 @@ def test_what_was_the_date_asks_for_a_date() -> None:
     )
     assert requested_kind(query) == "date"
     assert not all(_gates(joke + " [1].", query, [Fact(joke, "stated", 1, "alice/turn_000001")]).values())
+
+
+def _about(answer: str, query: str, facts: list[Fact]) -> bool:
+    return _gates(answer, query, facts)["about_what_was_asked"]
+
+
+def test_what_is_asked_of_a_thing_is_not_the_thing_itself() -> None:
+    # LongMemEval dev 07741c45 asked over another user's history (which has navy blue
+    # sneakers), and its own evidence sentence
+    query = "Where do I currently keep my old sneakers?"
+    belt = (
+        "I actually have a nice brown leather belt from H&M that I picked up recently, and I think "
+        "it could complement the navy blue sneakers nicely."
+    )
+    rack = (
+        "By the way, I need to organize my closet this weekend, and I'm looking forward to storing "
+        "my old sneakers in a shoe rack, they're currently taking up space."
+    )
+    assert not _about(belt.rstrip(".") + " [1].", query, [Fact(belt, "stated", 1, "alice/turn_000001")])
+    assert _about(rack.rstrip(".") + " [1].", query, [Fact(rack, "stated", 1, "alice/turn_000001")])
+
+
+def test_a_relative_clause_asks_its_verb_not_its_time() -> None:
+    # LongMemEval dev gpt4_fa19884d asked over another user's history, and its own evidence
+    # sentence with the artist named (it says "a bluegrass band")
+    query = "What is the artist that I started to listen to last Friday?"
+    assert asked_predicate(query) == ("start", "listen", "last", "friday")
+    painting = (
+        "By the way, I recently moved into a new apartment and finally had the chance to unpack my art "
+        'collection, including the painting "Sunset" by an up-and-coming artist I met at an art fair '
+        "in Brooklyn last October."
+    )
+    band = "I recently discovered an artist, a bluegrass band, and started enjoying their music today."
+    facts = [Fact(painting, "stated", 1, "alice/turn_000001"), Fact(band, "stated", 2, "alice/turn_000002")]
+    assert not _about(painting.rstrip(".") + " [1].", query, facts)
+    assert _about(band.rstrip(".") + " [2].", query, facts)
