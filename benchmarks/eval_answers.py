@@ -1,7 +1,8 @@
 """Score the answers of whole turns: on real conversations (LongMemEval) and on scripted dialogues.
 
     python benchmarks/eval_answers.py [--set all|longmemeval|ours] [--lme DIR] [--limit N]
-        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose] [--without-evidence]
+        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose]
+        [--without-evidence | --other-user]
 
 **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
 `../shared/data/longmemeval-dev` beside the repository).  Each question is its own
@@ -19,7 +20,9 @@ calls and prompt / completion tokens per phase (the backend's usage: the server'
 the offline backend's counted prompt), and the tokens of §2 (its budget 2,000).
 With `--without-evidence` each question's evidence sessions are left out of its import:
 memory then does not hold the answer, so an APPROVE is a wrong approval (unless another
-session repeats the answer), whatever words the answer uses.
+session repeats the answer), whatever words the answer uses.  With `--other-user` each
+question is asked of the next question's user, on that user's question date: their
+history is another person's, so again each APPROVE is wrong.
 
 **ours** — each dialogue is generated from a seed: one user, a few turns a person might say
 (facts, preferences, updates, plans, filler), then a question, all run through
@@ -438,6 +441,7 @@ def run_longmemeval(
     backend: Backend | None = None,
     verbose: bool = False,
     without_evidence: bool = False,
+    other_user: bool = False,
 ) -> dict[str, Any]:
     dataset = ev.load_longmemeval(folder, limit)
     lines = dataset.lines
@@ -467,9 +471,12 @@ def run_longmemeval(
         with Pipeline(
             vault, backend=backend or OfflineBackend(), memory=memory, clock=lambda: clock["t"]
         ) as p:
-            for q in dataset.questions:
-                clock["t"] = datetime.fromisoformat(q.now.replace("Z", "+00:00"))
-                result = p.ask(q.text, user=q.user)
+            questions = dataset.questions
+            for i, q in enumerate(questions):
+                # --other-user: asked of the next question's user, whose history lacks its answer
+                asker = questions[(i + 1) % len(questions)] if other_user else q
+                clock["t"] = datetime.fromisoformat(asker.now.replace("Z", "+00:00"))
+                result = p.ask(q.text, user=asker.user)
                 kinds = {
                     "pandafs": judge(result.answer, result.outcome == "APPROVE", gold[q.qid], q.abstention),
                     "bm25_sentence": judge(
@@ -485,13 +492,12 @@ def run_longmemeval(
                     if system == "pandafs" and result.outcome == "APPROVE":
                         tally["approved"] += 1
                         tally["right_approved"] += verdict == "right"
-                used, size = _phase_usage(vault, q.user, result.turn)
+                used, size = _phase_usage(vault, asker.user, result.turn)
                 for phase, counts in used.items():
                     phases[phase].update(counts)
                 sizes.append(size)
-                if verbose and (
-                    kinds["pandafs"] != "right" or without_evidence and result.outcome == "APPROVE"
-                ):
+                probe = without_evidence or other_user
+                if verbose and (kinds["pandafs"] != "right" or probe and result.outcome == "APPROVE"):
                     print(
                         f"  {kinds['pandafs']:<14} [{kind}] {q.text[:90]!r}\n"
                         f"      gold {gold[q.qid][:80]!r}\n      [{result.outcome}] {result.answer[:240]!r}",
@@ -504,6 +510,7 @@ def run_longmemeval(
         "questions": n,
         "turns": len(lines),
         "without_evidence": without_evidence,
+        "other_user": other_user,
         "imported": imported.imported,
         "import_seconds": round(import_seconds, 1),
         "ask_seconds": round(ask_seconds, 1),
@@ -538,8 +545,9 @@ def render_longmemeval(res: dict[str, Any]) -> str:
             )
     out.append(f"wrong and APPROVEd: {res['wrong_approved_rate']:.1%} of answers")
     approved = res["totals"]["pandafs"].get("approved", 0)
-    if res["without_evidence"]:
-        out.append(f"APPROVEd without their evidence sessions: {approved} of {res['questions']}")
+    if res["without_evidence"] or res["other_user"]:
+        where = "without their evidence sessions" if res["without_evidence"] else "of another user"
+        out.append(f"APPROVEd {where}: {approved} of {res['questions']}")
     out.append(f"{'phase':<24} {'calls':>7} {'prompt tok':>11} {'completion':>11}   (per turn)")
     n = max(1, res["questions"])
     for phase, c in res["phases"].items():
@@ -579,6 +587,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="LongMemEval: leave each question's evidence sessions out (an APPROVE is then wrong)",
     )
+    parser.add_argument(
+        "--other-user",
+        action="store_true",
+        help="LongMemEval: ask each question of the next question's user (an APPROVE is then wrong)",
+    )
     args = parser.parse_args(argv)
     if args.dialogues < 1:
         parser.error("--dialogues must be at least 1")
@@ -587,7 +600,12 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.lme / "questions.jsonl.gz").is_file():
             parser.error(f"no LongMemEval questions in {args.lme}")
         lme = run_longmemeval(
-            args.lme, args.limit, _backend(args.llm_url, args.llm_model), args.verbose, args.without_evidence
+            args.lme,
+            args.limit,
+            _backend(args.llm_url, args.llm_model),
+            args.verbose,
+            args.without_evidence,
+            args.other_user,
         )
         if not args.json:
             print(render_longmemeval(lme))
@@ -598,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             lme_right_approved=totals["pandafs"].get("right_approved", 0),
             lme_approved=totals["pandafs"].get("approved", 0),
             lme_without_evidence=args.without_evidence,
+            lme_other_user=args.other_user,
             lme_wrong_approved=totals["pandafs"].get("wrong_approved", 0),
             lme_wrong_approved_rate=lme["wrong_approved_rate"],
             lme_bm25_right=totals["bm25_sentence"].get("right", 0),
