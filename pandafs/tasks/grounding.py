@@ -1174,8 +1174,8 @@ def _addresses(
     predicate = asked_of(predicate, thing)
     if not predicate:
         return True
-    if not polar:  # any word of what was done, not of when ("last Friday" is no listening)
-        done = tuple(w for w in predicate if w not in _WHEN_WORDS) or predicate
+    if not polar:  # any word of what was done, not a deictic one ("last Friday" is no listening)
+        done = tuple(w for w in predicate if w not in _DEICTIC_WORDS) or predicate
         return any(states(done, f.text, thing) for f in facts)
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
@@ -1186,12 +1186,10 @@ def _addresses(
     return any(not (says_yes and _NEGATED.search(f.text)) for f in whole)
 
 
-_WHEN_WORDS = frozenset(
-    stem(w)
-    for w in (
-        "last next this ago yesterday today tonight tomorrow day days week weekend month year morning "
-        "afternoon evening night monday tuesday wednesday thursday friday saturday sunday " + _MONTHS
-    ).split()
+# Words that place a time relative to when they are said: the question's "last Friday" and
+# a statement's "last October" name unrelated times, so they match nothing.
+_DEICTIC_WORDS = frozenset(
+    stem(w) for w in "last next this ago yesterday today tonight tomorrow recent recently".split()
 )
 
 
