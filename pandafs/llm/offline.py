@@ -607,6 +607,8 @@ def answer(data: t.AnswerIn) -> t.AnswerOut:
     if wants_answer:
         picked = _pick(data)
         focus = " ".join(g.focus_of(data.resolved_query)) if g.is_question(data.query) else ""
+        if data.requested and set(query_terms(focus)) <= set(query_terms(data.requested)):
+            focus = ""  # "the date" asked of a thing names the kind asked for, not the thing
         subject = (
             (data.content_reference.title if data.content_reference else "")
             or focus

@@ -318,3 +318,11 @@ def test_a_changed_taste_wins_over_the_older_one(chat: Chat) -> None:
     result = chat.ask("Do I like sushi?")
     assert "don't like sushi" in result.answer and "You like sushi" not in result.answer
     assert result.outcome == "APPROVE"
+
+
+def test_a_date_not_in_memory_is_asked_of_the_thing_not_of_the_word_date(chat: Chat) -> None:
+    # the shape of LongMemEval dev's "What was the date on which I attended the first BBQ event in June?"
+    chat.ask("I went to a BBQ at my neighbour's place and the ribs were great")
+    result = chat.ask("What was the date on which I attended the BBQ event?")
+    assert "date of date" not in result.answer
+    assert "BBQ" in result.answer or "bbq" in result.answer.lower()
