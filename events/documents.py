@@ -23,10 +23,7 @@ from .yaml_subset import fast_dump, fast_frontmatter
 
 __all__ = [
     "DocumentMetadata",
-    "ParsedDocument",
-    "Scope",
     "SECTION_TITLES",
-    "TITLE_CHARS",
     "dump_frontmatter",
     "parse_document",
     "render_document",

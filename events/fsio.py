@@ -28,7 +28,6 @@ import orjson
 from .errors import ChangedMeanwhile, NotInVault
 
 __all__ = [
-    "ABSENT",
     "FOLDER_FLAGS",
     "HARD_LINK",
     "REASONS",

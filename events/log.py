@@ -40,7 +40,6 @@ from .stamps import format_ts
 __all__ = [
     "GENESIS",
     "EventWriter",
-    "LogRead",
     "append_events",
     "check_chain",
     "encode_events",

@@ -38,7 +38,7 @@ from .schema import (
     ValidationDecided,
 )
 
-__all__ = ["Attempt", "TurnView", "metrics_of", "project_turn"]
+__all__ = ["TurnView", "metrics_of", "project_turn"]
 
 
 class Attempt(BaseModel):

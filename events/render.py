@@ -12,7 +12,7 @@ from .projection import TurnView
 from .schema import ContextBlock, GateResult
 from .stamps import format_ts
 
-__all__ = ["context_parts", "render_block", "render_turn", "turn_metadata", "wikilink"]
+__all__ = ["context_parts", "render_block", "render_turn", "wikilink"]
 
 
 def _cell(value: Any) -> str:

@@ -39,7 +39,6 @@ from .turn_folder import (
 __all__ = [
     "ARCHIVE_SCHEMA",
     "ArchiveStore",
-    "FileEntry",
     "PartContents",
     "TurnFiles",
     "collect_turn_files",

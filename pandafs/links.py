@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["Where", "relink", "same_but_turn_links", "turn_keys"]
+__all__ = ["relink", "same_but_turn_links", "turn_keys"]
 
 Where = Callable[[str, str], Literal["live", "archived"] | None]
 

@@ -36,7 +36,6 @@ from .vault import Vault
 __all__ = [
     "INDEXING",
     "Drift",
-    "ReplayReport",
     "TurnRef",
     "cut_tail_of",
     "is_abandoned",

@@ -37,7 +37,7 @@ from .memory.store import check_published, norm_statement, parse_entries
 from .turns import Drift, TurnRef, cut_tail_of, drift_of, is_abandoned, iter_turns, project, remove_abandoned
 from .vault import Vault
 
-__all__ = ["CHECKS", "Problem", "VerifyReport", "default_checks", "repair_damaged_index", "verify_vault"]
+__all__ = ["default_checks", "verify_vault"]
 
 
 @dataclass

@@ -26,15 +26,13 @@ its rows are dropped.  Restore is journalled the same way."""
 
 from __future__ import annotations
 
-from ._jobs import CHECKS, ArchiveReport, RestoreReport, archive_turns, expand_turn, restore_turns
-from ._policy import Candidate, find_candidates, recent_uses
+from ._jobs import CHECKS, ArchiveReport, archive_turns, expand_turn, restore_turns
+from ._policy import find_candidates, recent_uses
 from ._stubs import key_claims, read_stub
 
 __all__ = [
     "CHECKS",
     "ArchiveReport",
-    "Candidate",
-    "RestoreReport",
     "archive_turns",
     "expand_turn",
     "find_candidates",

@@ -6,6 +6,6 @@ Each reader turns an export into `import-turns` lines, one per question and answ
 without an id).  Each import accounts for every conversation and message
 (`HistoryReport.account`).  Shapes of each format: tests/pandafs/fixtures/shapes/."""
 
-from .history import FORMATS, HistoryReport, import_history
+from .history import FORMATS, import_history
 
-__all__ = ["FORMATS", "HistoryReport", "import_history"]
+__all__ = ["FORMATS", "import_history"]

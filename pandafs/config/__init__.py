@@ -17,34 +17,24 @@ from events.fsio import read_vault_file
 from ..errors import BadInput
 from .checked import ConfigError, _Section
 from .sections import (
-    ArchiveConfig,
     Config,
-    InboxConfig,
-    IndexConfig,
     LLMConfig,
     MemoryConfig,
-    PipelineConfig,
     ResearchConfig,
     RoleConfig,
     SearchConfig,
     TiersConfig,
-    WatchConfig,
 )
 
 __all__ = [
-    "ArchiveConfig",
     "Config",
     "ConfigError",
-    "IndexConfig",
-    "InboxConfig",
     "LLMConfig",
     "MemoryConfig",
-    "PipelineConfig",
     "ResearchConfig",
     "RoleConfig",
     "SearchConfig",
     "TiersConfig",
-    "WatchConfig",
     "load_config",
     "render_default_config",
 ]

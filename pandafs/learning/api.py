@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the reliability table's module loads pyarrow
     from ..research.reliability import TurnsRead
 
 
-__all__ = ["CHECKS", "INDEX_QUEUE", "SAVE_WAIT_S", "after_save", "rebuild", "trends"]
+__all__ = ["INDEX_QUEUE", "after_save", "rebuild", "trends"]
 
 SAVE_WAIT_S = 10.0
 INDEX_QUEUE = "learning_index_queue"

@@ -42,7 +42,7 @@ from ..errors import ProblemFound
 from ..vault import Vault
 from .rows import RowValues, TurnRow, row_values
 
-__all__ = ["CATALOG_SCHEMA", "COMPACT_AFTER", "SPILL_ROWS", "Catalog", "CatalogRebuild", "UnreadablePart"]
+__all__ = ["COMPACT_AFTER", "Catalog", "CatalogRebuild", "UnreadablePart"]
 
 _ARROW: dict[Any, pa.DataType] = {
     str: pa.string(),

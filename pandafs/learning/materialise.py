@@ -23,7 +23,7 @@ from ..vault import Vault
 from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
 
-__all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "IndexMode", "Materialiser"]
+__all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "Materialiser"]
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")

@@ -35,7 +35,7 @@ from .policy import DocState, decide_steps, promotable, scope_change
 from .state import learned_memory
 from .trust import Counts, shares
 
-__all__ = ["PromotionReport", "PruneReport", "check_shared", "promote", "prune_expired"]
+__all__ = ["check_shared", "promote", "prune_expired"]
 
 
 @dataclass

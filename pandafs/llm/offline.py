@@ -24,7 +24,7 @@ from ..tasks import schemas as t
 from ..tokens import count_tokens
 from .usage import Usage
 
-__all__ = ["RULES", "OfflineBackend", "entities_in", "sentences", "stems_overlap"]
+__all__ = ["RULES", "OfflineBackend", "sentences", "stems_overlap"]
 
 
 # --- reading memory text ------------------------------------------------------------------

@@ -34,7 +34,7 @@ from pandafs.config import LLMConfig, RoleConfig
 from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
 from .usage import Usage
 
-__all__ = ["OpenAIBackend", "OpenAIChat", "ToolCall", "inline_schema", "parse_reply", "tool_call"]
+__all__ = ["OpenAIBackend", "OpenAIChat", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("pandafs.llm")

@@ -23,7 +23,7 @@ from ..errors import BadInput
 from ..vault import Vault
 from .store import Entry, parse_entries
 
-__all__ = ["EXPIRED", "Changed", "delete_document", "edit_document", "expired_path", "pick_entry"]
+__all__ = ["EXPIRED", "delete_document", "edit_document", "expired_path", "pick_entry"]
 
 EXPIRED = "archive/expired"
 """Where deleted and expired documents go, under their own vault-relative path."""

@@ -43,9 +43,6 @@ from .turn_records import RecordCache, TurnReader, TurnRecord
 
 __all__ = [
     "TIER_NAMES",
-    "Anchor",
-    "Tier",
-    "TierItem",
     "Tiers",
     "assemble_tiers",
     "identity_anchors",

@@ -2,6 +2,6 @@
 one turn; `resume(user, turn)` finishes one whose process died."""
 
 from .interrupted import CHECKS
-from .turn import Pipeline, TurnResult, next_step
+from .turn import Pipeline, TurnResult
 
-__all__ = ["CHECKS", "Pipeline", "TurnResult", "next_step"]
+__all__ = ["CHECKS", "Pipeline", "TurnResult"]

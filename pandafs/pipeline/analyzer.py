@@ -11,7 +11,7 @@ from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
 from ..turns import read_metadata
 from .context import RECORD_CACHE, TurnContext
 
-__all__ = ["recent_turns", "run"]
+__all__ = ["run"]
 
 
 def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:

@@ -11,7 +11,7 @@ from ..vault import Vault
 from .recovery import OPEN, UNINDEXED, UNPROJECTED, find_interrupted, recover, turn_state
 from .turn import Pipeline
 
-__all__ = ["CHECKS", "check_interrupted", "close_all_interrupted"]
+__all__ = ["CHECKS", "close_all_interrupted"]
 
 REPAIRED = {
     OPEN: ("interrupted", "events.jsonl"),

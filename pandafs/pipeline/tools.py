@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .context import TurnContext
 
 __all__ = [
-    "DOORS",
     "FORGET_AFTER",
     "TOOLS",
     "Tool",

@@ -23,7 +23,7 @@ from pandafs.errors import PandaError
 
 from .visits import domain_of
 
-__all__ = ["FetchResult", "PoliteFetcher", "ResearchError", "SearchFailed", "SearchHit"]
+__all__ = ["FetchResult", "PoliteFetcher", "SearchFailed", "SearchHit"]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})

@@ -26,7 +26,7 @@ from events.stamps import format_ts
 
 from ..vault import Vault, file_lock
 
-__all__ = ["DomainStats", "ReliabilityTable"]
+__all__ = ["ReliabilityTable"]
 
 TABLE = "source_reliability.parquet"
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from . import schemas as t
 
-__all__ = ["TASKS", "Task"]
+__all__ = ["TASKS"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ Each line `{"user", "external_id"?, "timestamp", "query", "response", "meta"?}` 
 turn folder numbered like any other; one larger than the index takes is refused by name; one
 already in completes its turn if it holds more."""
 
-from .lines import ImportLine
-from .run import ImportReport, import_turns
+from .run import import_turns
 
-__all__ = ["ImportLine", "ImportReport", "import_turns"]
+__all__ = ["import_turns"]

@@ -17,7 +17,7 @@ from events.layout import validate_user_id
 
 from ..errors import BadInput
 
-__all__ = ["ImportContext", "ImportLine", "chunks", "json_object", "open_source", "parse_line"]
+__all__ = ["ImportLine", "chunks", "json_object", "open_source", "parse_line"]
 
 
 def open_source(path: Path | str) -> IO[bytes]:

@@ -25,7 +25,7 @@ from ..vault import STAGING_DIR, Vault
 from .lines import ImportLine
 from .render import Threads, turn_files
 
-__all__ = ["Placed", "Placer"]
+__all__ = ["Placer"]
 
 # Threads writing and fsyncing files wait on the disk (GIL released); their fsyncs share journal commits
 IO_THREADS = 8

@@ -42,11 +42,8 @@ from ..vault import Vault
 from .lines import ImportLine
 
 __all__ = [
-    "THREAD_HEADING",
     "Completer",
     "Threads",
-    "TurnFiles",
-    "context_blocks",
     "conversation_of",
     "line_digest",
     "size_bound",

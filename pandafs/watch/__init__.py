@@ -14,13 +14,12 @@ it.  `run_once()` is the same work without a watcher (`watch --once`, cron).  Up
 (`UPKEEP_JOBS`) record when each last ran in `observability/upkeep.json`."""
 
 from ._loop import Watch, WatchReport, reconcile_dirs, watch_ignore
-from ._upkeep import UPKEEP_JOBS, Upkeep, UpkeepJob, UpkeepResult
+from ._upkeep import UPKEEP_JOBS, Upkeep, UpkeepJob
 
 __all__ = [
     "UPKEEP_JOBS",
     "Upkeep",
     "UpkeepJob",
-    "UpkeepResult",
     "Watch",
     "WatchReport",
     "reconcile_dirs",
