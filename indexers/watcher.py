@@ -75,13 +75,6 @@ class ChangeBatch:
     last_seen: float = 0.0
     """`time.monotonic()` when the latest change in this batch reached the watcher."""
 
-    def covers(self, rel_path: str) -> bool:
-        """True if the consumer will look at `rel_path` when it handles this batch."""
-        if self.overflow or rel_path in self.paths:
-            return True
-        parts = rel_path.split("/")
-        return any("/".join(parts[:i]) in self.rescan_dirs for i in range(1, len(parts)))
-
     def count(self) -> int:
         return len(self.paths) + len(self.rescan_dirs)
 
