@@ -164,10 +164,6 @@ class Vault:
         vault_folder(self.root, path.parent)
         return file_lock(path, wait_s=wait_s, what=what, root=self.root)
 
-    def allocate_turns(self, user: str, count: int = 1) -> list[str]:
-        """Claim `count` new turn folders for `user`; their names in order."""
-        return self._claim_numbers(user, count, _made)
-
     @contextmanager
     def new_turn(self, user: str) -> Iterator[str]:
         """Claim one new turn folder for `user`, made and locked, held while the block runs."""

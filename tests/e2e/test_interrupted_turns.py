@@ -25,6 +25,7 @@ from pandafs.pipeline.recovery import REPROJECTED, UNPROJECTED, recover, recover
 from pandafs.vault import Vault
 from tests.support.config import set_setting
 from tests.support.openai_stub import OpenAIStub, StubReply
+from tests.support.turns import allocate_turns
 
 from ..conftest import REPO, run_pandafs
 
@@ -97,7 +98,7 @@ def test_killed_asks_are_closed_by_the_next_ask_and_by_verify_repair(vault: Vaul
 
 
 def test_a_turn_a_live_process_holds_is_left_alone(vault: Vault) -> None:
-    [turn] = vault.allocate_turns("alice")
+    [turn] = allocate_turns(vault, "alice")
     path = vault.layout.turn_dir("alice", turn) / "events.jsonl"
     with EventWriter(path, user="alice", turn=turn, new=True) as writer:
         writer.append(TurnStarted(query="still thinking", occurred_at=utcnow()))
@@ -132,7 +133,7 @@ def test_a_turn_seen_unprojected_while_it_was_finishing_is_not_projected_again(v
 
 
 def test_a_folder_whose_ask_died_before_its_first_event_is_removed_by_the_next_ask(vault: Vault) -> None:
-    [turn] = vault.allocate_turns("alice")  # what a killed ask leaves: the folder, no events
+    [turn] = allocate_turns(vault, "alice")  # what a killed ask leaves: the folder, no events
     folder = vault.layout.turn_dir("alice", turn)
     old = time.time() - 10
     os.utime(folder, (old, old))
@@ -254,7 +255,7 @@ def test_a_turn_folder_swapped_for_a_link_is_not_recovered_through_it(vault: Vau
     skip linked folders; this is the moment after they looked)."""
     from pandafs.pipeline.recovery import recover, turn_state
 
-    [bobs] = vault.allocate_turns("bob")
+    [bobs] = allocate_turns(vault, "bob")
     log = vault.layout.turn_dir("bob", bobs) / "events.jsonl"
     with EventWriter(log, user="bob", turn=bobs, new=True) as writer:
         writer.append(TurnStarted(query="bob's secret plan", occurred_at=utcnow()))

@@ -20,6 +20,7 @@ from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
 from tests.support.openai_stub import OpenAIStub, StubReply
 from tests.support.pipeline_llm import offline_responder, task_of
+from tests.support.turns import allocate_turns
 
 QUERIES = [
     "I prefer Lenovo laptops",
@@ -241,7 +242,7 @@ def test_a_killed_turn_resumes_to_completion(vault: Vault) -> None:
         whole = pipeline.ask("What do you know about my hamster Biscuit?", user="alice")
         log = vault.layout.turn_dir("alice", whole.turn) / "events.jsonl"
         originals = read_events(log)[:5]  # as if the process died during planning
-        turn = vault.allocate_turns("alice")[0]
+        turn = allocate_turns(vault, "alice")[0]
         cut = vault.layout.turn_dir("alice", turn) / "events.jsonl"
         with EventWriter(cut, user="alice", turn=turn) as writer:
             writer.append_many([e.data for e in originals])

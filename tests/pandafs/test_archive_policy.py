@@ -26,6 +26,7 @@ from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
 from pandafs.verify import default_checks, verify_vault
 from tests.support.links import swap_for_link
+from tests.support.turns import allocate_turns
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 TOPICS = ["hamster", "laptop", "sourdough", "marathon", "bicycle", "telescope", "kayak"]
@@ -298,7 +299,7 @@ def test_restore_cli_and_turn_numbers_are_never_reused(
     _import(vault, tmp_path, [_turn("alice", 90, f"{t} chat", i) for i, t in enumerate(TOPICS)])
     assert archive_turns(vault, now=NOW).archived == 7
     (vault.layout.turns_dir("alice") / ".counter").unlink()
-    assert vault.allocate_turns("alice") == ["turn_000008"]
+    assert allocate_turns(vault, "alice") == ["turn_000008"]
     (vault.layout.turns_dir("alice") / "turn_000008").rmdir()
     assert cli("--root", vault.root, "restore").code == 2
     assert cli("--root", vault.root, "restore", "alice/turn_000001", "--all").code == 2

@@ -14,6 +14,7 @@ import pytest
 from events.errors import NotInVault
 from pandafs.vault import Vault
 from tests.support.config import set_setting
+from tests.support.turns import allocate_turns
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 SECRET = "purplemoose"
@@ -79,7 +80,7 @@ def test_a_linked_lock_file_is_never_truncated(vault: Vault, tmp_path: Path, cli
     assert refused == lock.endswith(".memory.lock"), got.err
     if lock.endswith(".alloc.lock"):
         with pytest.raises(NotInVault):
-            vault.allocate_turns("alice")
+            allocate_turns(vault, "alice")
     assert outside.read_bytes() == before
 
 

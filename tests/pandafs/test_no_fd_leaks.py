@@ -49,6 +49,7 @@ from pandafs.verify import verify_vault
 from pandafs.watch import Upkeep, Watch, reconcile_dirs
 from tests.conftest import run_pandafs
 from tests.support.links import swap_for_link
+from tests.support.turns import allocate_turns
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
 
@@ -274,7 +275,7 @@ def test_the_watch_loop_and_its_upkeep_leave_no_descriptor_open(staged: tuple[Va
     def upkeep_round() -> None:
         restore_turns(vault)
         import_turns(vault, source)
-        vault.allocate_turns("alice")
+        allocate_turns(vault, "alice")
         upkeep.run_due(NOW, force=True)
         expand_turn(vault, "erin/turn_000001", now=NOW, record=False)
 

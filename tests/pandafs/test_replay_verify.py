@@ -10,6 +10,7 @@ from pandafs.turn_import import import_turns
 from pandafs.turns import iter_turns, read_metadata, replay
 from pandafs.vault import Vault
 from pandafs.verify import verify_vault
+from tests.support.turns import allocate_turns
 
 
 def _import(vault: Vault, tmp_path: Path, n: int = 5) -> None:
@@ -122,7 +123,7 @@ def test_repairing_a_torn_tail_keeps_the_evidence_of_a_cut_log(vault: Vault, tmp
 
 
 def test_empty_turn_folder_is_reported(vault: Vault) -> None:
-    vault.allocate_turns("alice")
+    allocate_turns(vault, "alice")
     report = verify_vault(vault)
     assert [p.kind for p in report.problems] == ["empty_turn"]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pandafs.config import Config
 from pandafs.vault import Vault
+from tests.support.turns import allocate_turns
 
 from ..conftest import REPO
 
@@ -30,25 +31,28 @@ def test_init_creates_layout_config_and_obsidian(tmp_path: Path) -> None:
 
 
 def test_allocation_is_sequential(vault: Vault) -> None:
-    assert vault.allocate_turns("alice", 3) == ["turn_000001", "turn_000002", "turn_000003"]
-    assert vault.allocate_turns("alice") == ["turn_000004"]
-    assert vault.allocate_turns("bob") == ["turn_000001"]
+    assert allocate_turns(vault, "alice", 3) == ["turn_000001", "turn_000002", "turn_000003"]
+    assert allocate_turns(vault, "alice") == ["turn_000004"]
+    assert allocate_turns(vault, "bob") == ["turn_000001"]
 
 
 def test_lost_counter_never_reuses_a_number(vault: Vault) -> None:
-    vault.allocate_turns("alice", 5)
+    allocate_turns(vault, "alice", 5)
     (vault.layout.turns_dir("alice") / ".counter").unlink()
     stub = vault.layout.archive_stub("alice", "turn_000009")
     stub.parent.mkdir(parents=True)
     stub.write_text("archived")
-    assert vault.allocate_turns("alice") == ["turn_000010"]
+    assert allocate_turns(vault, "alice") == ["turn_000010"]
 
 
 ALLOCATE = """
 import sys
 from pandafs.vault import Vault
 vault = Vault.open(sys.argv[1])
-names = [vault.allocate_turns("alice")[0] for _ in range(200)]
+names = []
+for _ in range(200):
+    with vault.new_turn("alice") as name:
+        names.append(name)
 print("\\n".join(names))
 """
 
@@ -76,7 +80,7 @@ def test_reserved_turns_are_never_allocated_and_a_taken_name_is_not_placed(vault
     reserved = vault.reserve_turns("alice", 3)
     assert reserved == ["turn_000001", "turn_000002", "turn_000003"]
     assert not any((vault.layout.turns_dir("alice") / name).exists() for name in reserved)
-    assert vault.allocate_turns("alice") == ["turn_000004"]
+    assert allocate_turns(vault, "alice") == ["turn_000004"]
     staging = vault.layout.turns_dir("alice") / ".staging"
     for name in reserved:
         (staging / name).mkdir(parents=True)

@@ -26,6 +26,7 @@ from pandafs.turns import TurnRef, project
 from pandafs.vault import Vault
 from tests.support.config import set_setting
 from tests.support.links import moved_aside, swap_for_link
+from tests.support.turns import allocate_turns
 
 OUTSIDE_BYTES = b"# not the vault's\n\nkept as it is\n"
 
@@ -605,9 +606,8 @@ def test_scope_changes_never_land_in_a_user_folder_swapped_for_a_link(vault: Vau
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("allocate", ["allocate_turns", "new_turn"])
 def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
-    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allocate: str
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A turn number is claimed by making its folder, under the allocation lock.  That
     `mkdir` went by path after the turns folder was checked: swapped for a link once the
@@ -629,11 +629,8 @@ def test_a_new_turn_folder_is_never_made_in_a_swapped_turns_folder(
 
     monkeypatch.setattr(Layout, "highest_turn", locked_then_swapped)
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link"):
-        if allocate == "allocate_turns":
-            vault.allocate_turns("alice")
-        else:
-            with vault.new_turn("alice"):
-                pass
+        with vault.new_turn("alice"):
+            pass
     assert list(outside.iterdir()) == []
 
 
@@ -647,7 +644,7 @@ def test_an_abandoned_turn_folder_is_never_removed_through_a_link(
     checked from the vault root and emptied by descriptor: refused, nothing removed."""
     import pandafs.turns as turns_module
 
-    [turn] = vault.allocate_turns("alice")
+    [turn] = allocate_turns(vault, "alice")
     folder = vault.layout.turns_dir("alice") / turn
     outside = _outside(tmp_path, f"{fsio.TMP_PREFIX}notes.md.1.tmp")
     (outside / "events.jsonl").write_bytes(b"")
