@@ -134,7 +134,6 @@ class Watch:
         *,
         upkeep: Upkeep | None = None,
         log: Log | None = None,
-        reconcile_interval_s: float | None = None,
     ) -> None:
         self.vault = vault
         cfg = vault.config.watch
@@ -144,9 +143,7 @@ class Watch:
         self.upkeep = upkeep or Upkeep(vault, log=self._log)
         self.debounce_s = max(cfg.debounce_ms, 1) / 1000.0
         self.max_delay_s = max(cfg.max_delay_ms / 1000.0, self.debounce_s)
-        self.reconcile_interval_s = (
-            cfg.reconcile_interval_s if reconcile_interval_s is None else reconcile_interval_s
-        )
+        self.reconcile_interval_s = cfg.reconcile_interval_s
         self.watcher: VaultWatcher | None = None
         self.report = WatchReport()
         self._paths: set[str] = set()

@@ -17,6 +17,7 @@ from indexers.watcher import ChangeBatch
 from pandafs.memory.api import Memory
 from pandafs.vault import Vault, file_lock
 from pandafs.watch import UPKEEP_JOBS, Upkeep, UpkeepJob, Watch, reconcile_dirs, watch_ignore
+from tests.support.config import set_setting
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -199,8 +200,10 @@ def test_the_periodic_reconcile_repairs_a_change_whose_event_was_lost(
     monkeypatch.setattr(
         watch_module, "watch_ignore", lambda rel: real(rel) or rel.startswith("knowledge/lost")
     )
+    set_setting(vault.root, "reconcile_interval_s", 1.0, section="watch")
+    vault = Vault.open(vault.root)
     lines: list[str] = []
-    watch = Watch(vault, log=lines.append, upkeep=Upkeep(vault, interval_s=0), reconcile_interval_s=1.0)
+    watch = Watch(vault, log=lines.append, upkeep=Upkeep(vault, interval_s=0))
     stop = threading.Event()
     runner = threading.Thread(target=watch.run, args=(stop,))
     runner.start()
