@@ -3,7 +3,7 @@
 Every request carries the `[research]` User-Agent, waits for its domain's turn (at most
 `per_domain_concurrency` in flight, starts `per_domain_interval_s` apart) and is bounded
 in time and size.  `fetch` never raises: a failure is a `FetchResult.error`.  `search`
-raises `SearchFailed` (a `ResearchError`, a `PandaError`)."""
+raises `SearchFailed` (a `PandaError`)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,7 @@ _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([a-zA-Z0-9_.:-]+)""", re.I)
 
 
-class ResearchError(PandaError):
-    exit_code = 1
-
-
-class SearchFailed(ResearchError):
+class SearchFailed(PandaError):
     pass
 
 
