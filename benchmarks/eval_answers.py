@@ -464,7 +464,7 @@ def run_longmemeval(
             for line in lines:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         memory = open_memory(vault)
-        imported = import_turns(vault, source, after_batch=memory.index_docs, keep_turns=False)
+        imported = import_turns(vault, source, after_batch=memory.index_docs)
         import_seconds = time.perf_counter() - started
         clock = {"t": utcnow()}
         asked = time.perf_counter()

@@ -89,9 +89,7 @@ def import_history(
         if on_total is not None:
             on_total(conversion.turns)
         if conversion.turns:
-            result = import_turns(
-                vault, staged, progress=progress, after_batch=after_batch, keep_turns=False, on_line=tally
-            )
+            result = import_turns(vault, staged, progress=progress, after_batch=after_batch, on_line=tally)
             report.imported, report.skipped = result.imported, result.skipped
             report.completed = result.completed
             report.failed += [_named(conversion.labels, f) for f in result.failed]

@@ -60,7 +60,6 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
             batch_size=batch_size,
             progress=bar.advance,
             after_batch=memory.index_docs,
-            keep_turns=False,
         )
 
     def human() -> None:

@@ -116,14 +116,13 @@ class ImportReport:
     completed: int = 0  # lines already in whose turn grew: new events on that turn
     failed: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
-    turns: list[str] = field(default_factory=list)
     recovered: int = 0  # turns a killed import had placed, indexed (again) by this one
     # seconds per stage on the importing thread; "index" on the indexer's thread, overlapping
     stages: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         rate = self.imported / self.seconds if self.seconds else 0.0
-        data = {k: v for k, v in asdict(self).items() if k != "turns"}
+        data = asdict(self)
         stages = {name: round(seconds, 3) for name, seconds in self.stages.items()}
         return {**data, "seconds": round(self.seconds, 3), "turns_per_s": round(rate, 1), "stages": stages}
 
@@ -135,13 +134,11 @@ class _Importer:
         report: ImportReport,
         after_batch: AfterBatch | None,
         progress: Callable[[int], None] | None,
-        keep_turns: bool = True,
         on_line: Outcome | None = None,
     ) -> None:
         self.vault = vault
         self.report = report
         self.progress = progress
-        self.keep_turns = keep_turns
         self.on_line = on_line or (lambda number, outcome, held: None)
         self.ledgers: dict[str, Ledger] = {}
         self.placer = Placer(vault, lambda user, key: self.ledgers[user].last_of.get(key))
@@ -259,8 +256,6 @@ class _Importer:
             ]
             ledger.record([*entries, {"scanned": ledger.scanned}])
             marks.append((ledger, ledger.scanned))
-            if self.keep_turns:
-                self.report.turns.extend(f"{user}/{name}" for name in names)
         self.report.imported += len(placed)
         for item in placed:
             self.on_line(item.line.number, "new", 0)
@@ -303,13 +298,11 @@ def import_turns(
     batch_size: int | None = None,
     after_batch: AfterBatch | None = None,
     progress: Callable[[int], None] | None = None,
-    keep_turns: bool = True,
     on_line: Outcome | None = None,
 ) -> ImportReport:
     """Import every valid line of `source`; bad lines are reported, the rest go in (one import
-    at a time per vault).  `progress(n)`: lines handled; `on_line`: what became of each;
-    `keep_turns=False`: `report.turns` left empty.  On return every imported turn is durable
-    and (with `after_batch`) indexed."""
+    at a time per vault).  `progress(n)`: lines handled; `on_line`: what became of each.
+    On return every imported turn is durable and (with `after_batch`) indexed."""
     started = time.perf_counter()
     report = ImportReport()
     batch_size = batch_size or vault.config.index.batch_size
@@ -317,7 +310,7 @@ def import_turns(
     with open_source(source) as handle:
         vault.layout.users_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(vault.layout.import_lock, what="import", root=vault.root):
-            importer = _Importer(vault, report, after_batch, progress, keep_turns, on_line)
+            importer = _Importer(vault, report, after_batch, progress, on_line)
             failed = True
             try:
                 for chunk in chunks(handle, batch_size):
