@@ -12,7 +12,7 @@ record; `verify --repair` re-projects what a power cut lost)."""
 # when its class is made, and this module is imported by every ask.
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -58,7 +58,7 @@ class TurnResult(NamedTuple):
     steps_ms: dict[str, float]
     """For benchmarks, the time outside the phases: `start` (allocation, recovery), `append`
     (event writes), `fold` (re-projecting), `project` (projected files), `index` (the index
-    commit, or handing a new turn's batch over: the commit is `Pipeline.behind_ms`)."""
+    commit, or handing a new turn's batch over: the commit is `Finisher.behind_ms`)."""
     failure: str | None = None
     """Why a phase failed (an LLM out of reach, a crashing tool), if one did: the turn is
     recorded as FAIL and the command that ran it reports an error.  An honest "I don't
@@ -161,11 +161,6 @@ class Pipeline:
             RECORD_CACHE: RecordCache(),  # past turns the tiers parsed, for the next turns
         }
         self.finisher = Finisher(vault, self.memory, self.reliability)
-
-    @property
-    def behind_ms(self) -> Sequence[float]:
-        """How long each index batch written behind an answer took to commit (benchmarks)."""
-        return self.finisher.behind_ms
 
     def settle(self) -> None:
         """Wait until the last turn's index batch, written behind its answer, has ended;

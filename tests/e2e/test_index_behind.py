@@ -48,7 +48,7 @@ def test_every_read_of_this_process_sees_the_turn_its_ask_wrote_behind(vault: Va
         for i in range(3):
             turn = pipeline.ask(f"Remember that my quokka number {i} is called Pip", user="alice").turn
             assert f"alice/{turn}" in _hits(vault, "quokka Pip")
-        assert len(pipeline.behind_ms) == 3
+        assert len(pipeline.finisher.behind_ms) == 3
     for turn in ("turn_000001", "turn_000002", "turn_000003"):
         assert not (vault.layout.turn_dir("alice", turn) / ".indexing").exists()
 
