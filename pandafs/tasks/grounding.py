@@ -32,31 +32,21 @@ from indexers.words import STOP_WORDS, _lexicon
 from indexers.words import stem as _index_stem
 
 __all__ = [
-    "NOTED",
-    "ORIGIN_RANK",
     "PRICE",
-    "SECOND_PERSON",
-    "STRONG_SLOTS",
     "Fact",
     "about_focus",
     "answer_checks",
     "asks_now",
     "asked_of",
     "asked_predicate",
-    "asked_slots",
     "end_of_day",
     "focus_of",
     "has_requested",
     "is_about",
     "is_honest_unknown",
     "is_question",
-    "norm",
-    "related_overlap",
     "requested_kind",
     "settle",
-    "slot_of",
-    "speaker_fits",
-    "states",
     "statement_form",
 ]
 
