@@ -27,23 +27,12 @@ from events.fsio import TMP_PREFIX, atomic_file, checked_folders, vault_folder
 from .documents import sha256_bytes
 from .errors import ArchiveError
 from .parquet import read_parquet
-from .turn_folder import (
-    FileEntry,
-    TurnFiles,
-    TurnKey,
-    collect_turn_files,
-    folder_signature,
-    write_turn_folder,
-)
+from .turn_folder import FileEntry, TurnFiles, TurnKey
 
 __all__ = [
     "ARCHIVE_SCHEMA",
     "ArchiveStore",
     "PartContents",
-    "TurnFiles",
-    "collect_turn_files",
-    "folder_signature",
-    "write_turn_folder",
 ]
 
 FORMAT_VERSION = "1"

@@ -33,8 +33,9 @@ from events.fsio import (
     vault_folder,
 )
 from events.layout import TURN_DIR_RE, classify, is_user_id
-from indexers.archive import ArchiveStore, TurnFiles, collect_turn_files
+from indexers.archive import ArchiveStore
 from indexers.errors import ArchiveError
+from indexers.turn_folder import TurnFiles, collect_turn_files
 
 from ..errors import BadInput
 from ..links import relink

@@ -30,9 +30,10 @@ from events.fsio import (
 )
 from events.layout import TURN_DIR_RE
 from events.stamps import format_ts
-from indexers.archive import PartContents, TurnFiles, collect_turn_files, folder_signature, write_turn_folder
+from indexers.archive import PartContents
 from indexers.errors import ArchiveError
 from indexers.sync import chunked
+from indexers.turn_folder import TurnFiles, collect_turn_files, folder_signature, write_turn_folder
 
 from ..checks import Problem
 from ..errors import BadInput

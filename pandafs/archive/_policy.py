@@ -14,7 +14,7 @@ import orjson
 from events.fsio import append_file, json_lines, read_vault_bytes, vault_folder
 from events.layout import turn_number, validate_user_id
 from events.stamps import format_ts
-from indexers.archive import folder_signature
+from indexers.turn_folder import folder_signature
 
 from ..checks import frontmatter_of
 from ..memory.turn_records import parse_time

@@ -15,8 +15,8 @@ from events.documents import DocumentMetadata, parse_document, render_document, 
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import classify
-from indexers.archive import TurnFiles
 from indexers.errors import ArchiveError
+from indexers.turn_folder import TurnFiles
 
 from ..memory.turn_records import parse_time, parse_turn_context
 from ..vault import Vault

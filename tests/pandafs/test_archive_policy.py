@@ -373,7 +373,7 @@ def test_verify_names_damage_and_repairs_what_is_safe(vault: Vault, tmp_path: Pa
     stub1.unlink()
     # a turn put back by hand while its stub stays: both live and archived
     dest = vault.layout.turn_dir("alice", "turn_000002")
-    from indexers.archive import write_turn_folder
+    from indexers.turn_folder import write_turn_folder
 
     key2 = ("alice", "turn_000002")
     part2 = vault.root / parse_document(stub2.read_text()).frontmatter["archive_file"]
