@@ -200,7 +200,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pandafs-bench-watch-") as tmp:
         vault = seed_vault(Path(tmp), args.turns)
-        documents = Memory(vault).index.count()
+        documents = Memory(vault).index.reader.count()
         latencies = bench_edits(vault, args.edits)
         ask_s = bench_ask(vault, args.inbox)
         inbox_s = bench_inbox(vault, args.inbox)

@@ -22,7 +22,6 @@ from events.fsio import append_file, atomic_write, open_vault_file, remove_tree_
 from .behind import TRIM_EVERY, release_freed_memory
 from .errors import CANNOT_WRITE, IndexBusy, IndexingError
 from .folder import IndexFolder
-from .request import Ranking, SearchRequest
 from .search import IndexReader
 from .state import StateEntry, fold_state, state_lines
 from .writer import CatchUp, IndexBatch, Learned
@@ -70,21 +69,6 @@ class FullTextIndex:
         self._untrimmed = 0  # documents committed since freed memory was handed back
 
     # --- reading --------------------------------------------------------------------
-
-    def exists(self) -> bool:
-        return self.folder.exists()
-
-    def searcher(self) -> tantivy.Searcher:
-        return self.reader.searcher()
-
-    def search(self, req: SearchRequest, ranking: Ranking) -> list[dict[str, Any]]:
-        return self.reader.search(req, ranking)
-
-    def lookup(self, path: str) -> dict[str, Any] | None:
-        return self.reader.lookup(path)
-
-    def count(self) -> int:
-        return self.reader.count()
 
     def counts(self) -> tuple[int, int]:
         """(documents tantivy holds, documents the state records), read under the writer lock.

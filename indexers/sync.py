@@ -326,6 +326,6 @@ def rebuild(
                 _apply(batch, root, later, {}, report, max_bytes, progress, fresh=True)
             filled = time.perf_counter()
         report.stages["commit"] = time.perf_counter() - filled
-    report.documents = index.count()
+    report.documents = index.reader.count()
     report.seconds = time.perf_counter() - started
     return report

@@ -335,7 +335,7 @@ def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
         Problem(r.path, "skipped", f"not indexed: {r.reason}") for r in refused if r.reason == NOT_UTF8
     ]
     whole = _index_itself(vault, memory)
-    if not memory.index.exists():
+    if not memory.index.folder.exists():
         if files:
             problems.append(Problem(whole, "index_stale", f"index is missing ({len(files)} documents)"))
         return problems
@@ -381,7 +381,7 @@ def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
     if not repair:
         return []
     memory = open_memory(vault)
-    if not memory.index.exists():
+    if not memory.index.folder.exists():
         return []
     damage = _index_damage(memory)
     if damage is None:

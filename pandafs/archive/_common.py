@@ -152,7 +152,7 @@ def log_held(folder: Path) -> Iterator[str | None]:
 def reindex(memory: Memory, paths: Iterable[str]) -> None:
     """Bring these paths into the index (deleting the gone ones), if there is an index."""
     wanted = sorted(set(paths))
-    if not wanted or not memory.index.exists():
+    if not wanted or not memory.index.folder.exists():
         return
     memory.index_paths(wanted, force=True)  # the index redoes a commit a killed writer broke
 

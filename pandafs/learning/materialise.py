@@ -248,7 +248,7 @@ class Materialiser:
     def _lookup(self, rel: str) -> dict[str, Any]:
         """What the index holds for the document at `rel` (empty: not indexed, or unreadable)."""
         try:
-            return self.memory.index.lookup(rel) or {}
+            return self.memory.index.reader.lookup(rel) or {}
         except IndexingError:
             return {}
 

@@ -87,9 +87,9 @@ class Memory:
             after=aware(after) if after is not None else None,
             before=aware(before) if before is not None else None,
         )
-        if not self.index.exists():  # a fresh clone or a deleted indexes/: derive it first
+        if not self.index.folder.exists():  # a fresh clone or a deleted indexes/: derive it first
             self.reconcile()
-        return self.index.search(request, self.ranking)
+        return self.index.reader.search(request, self.ranking)
 
     # --- save -------------------------------------------------------------------------
 
@@ -209,9 +209,9 @@ class Memory:
         never from the frontmatter."""
         if ref.user is None or ref.user == user:
             return True
-        if not self.index.exists():
+        if not self.index.folder.exists():
             return False
-        indexed = self.index.lookup(rel)
+        indexed = self.index.reader.lookup(rel)
         return indexed is not None and indexed.get("scope") == "global"
 
     def retrieve(self, id_or_path: str, *, user: str | None = None, now: datetime | None = None) -> Retrieved:

@@ -50,7 +50,7 @@ def test_a_rebuild_indexes_each_document_once_with_its_trust(cli, vault: Vault) 
     memory = Memory(vault)
     hits = memory.search("hamster", user="alice", limit=20)
     assert any(h["trust"] is not None for h in hits)
-    searcher = memory.index.searcher()
+    searcher = memory.index.reader.searcher()
     assert searcher.doc_freq("body", "hamster") == len(hits) == searcher.num_docs
 
 

@@ -282,7 +282,7 @@ def test_a_burst_of_5000_files_all_ends_up_indexed(vault: Vault) -> None:
 
         took = wait_until(lambda: indexed() == 5000, timeout=120, what="5,000 indexed files")
         print(f"5,000 files indexed {took:.1f} s after the burst")
-        assert memory.index.count() == 5000
+        assert memory.index.reader.count() == 5000
         code, out = watch.stop(signal.SIGINT)  # Ctrl-C
     finally:
         watch.ensure_dead()

@@ -102,7 +102,7 @@ def corpus(vault: Vault, memory: Memory) -> Memory:
 
 
 def test_every_kind_is_indexed(corpus: Memory) -> None:
-    assert corpus.index.count() == 7
+    assert corpus.index.reader.count() == 7
 
 
 def test_user_isolation(corpus: Memory) -> None:
@@ -504,9 +504,9 @@ def test_a_half_done_swap_is_finished_only_by_whoever_holds_the_index_lock(corpu
     (new / "complete").write_bytes(b"")
     reader = Memory(corpus.vault)
     with held_lock(corpus.index.folder.lock_path, wait_s=None, on_busy=RuntimeError):
-        assert not reader.index.exists()  # the swap is in progress: a reader does not finish it
+        assert not reader.index.folder.exists()  # the swap is in progress: a reader does not finish it
         assert new.exists() and old.exists() and not live.exists()
-    assert reader.index.exists()  # the rebuild was killed there: the next reader finishes it
+    assert reader.index.folder.exists()  # the rebuild was killed there: the next reader finishes it
     assert live.exists() and not new.exists() and not old.exists()
     assert ids(reader.search("hamster", user="alice", now=NOW))
 
@@ -679,7 +679,7 @@ def test_a_document_read_before_another_writer_changed_it_does_not_replace_the_n
     Memory(vault).save("I prefer oat milk", user="alice", doc_type="preference")  # another writer
     memory.index_docs([early])
     assert ids(memory.search("oat milk", user="alice", now=NOW)) == ["alice/preferences"]
-    assert memory.reconcile().unchanged == memory.index.count()
+    assert memory.reconcile().unchanged == memory.index.reader.count()
 
 
 def test_a_commit_a_killed_writer_broke_is_redone_not_refused_as_busy(vault: Vault, memory: Memory) -> None:
@@ -903,5 +903,5 @@ def test_the_first_delete_after_a_writer_was_killed_before_its_merge_is_not_lost
         cwd=REPO,
         timeout=120,
     )
-    assert memory.index.count() == 22  # k0–k6, m0–m6, n0–n7
+    assert memory.index.reader.count() == 22  # k0–k6, m0–m6, n0–n7
     assert "alice/memories/m3" not in ids(memory.search("walrus", user="alice", limit=20, now=NOW))

@@ -56,8 +56,8 @@ def test_another_users_document_is_judged_by_its_own_path_not_its_id(vault: Vaul
     memory = Memory(vault)
     saved = memory.save(f"the spare key is under {SECRET}", user="bob", topic="home")
     memory.reconcile()
-    assert memory.index.lookup(saved.doc_path)["scope"] == "new"
-    assert memory.index.lookup(saved.doc_id) is None  # an id is not a path
+    assert memory.index.reader.lookup(saved.doc_path)["scope"] == "new"
+    assert memory.index.reader.lookup(saved.doc_id) is None  # an id is not a path
     found = [h["doc_path"] for h in memory.search(SECRET, user="alice")]
     assert found == []
 

@@ -50,7 +50,7 @@ def test_an_index_opened_read_only_is_searched_and_counted_without_a_write(cli, 
         lock.unlink()
     before = _digest(vault.root)
     index = FullTextIndex(vault.root / "indexes", read_only=True)
-    assert index.searcher().num_docs > 0
+    assert index.reader.searcher().num_docs > 0
     documents, recorded = index.counts()
     assert documents == recorded > 0
     assert _digest(vault.root) == before  # no lock file made, nothing touched

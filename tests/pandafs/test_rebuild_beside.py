@@ -58,12 +58,12 @@ def test_beside_the_fold_a_rebuild_swaps_in_the_index_a_fold_first_one_does(vaul
     first = rebuild_all(vault, beside=False)  # the second of two: rollups already written
     expected = _answers(vault)
     assert any(h["trust"] is not None for hits in expected for h in hits if h["kind"] == "turn")
-    held = Memory(vault).index.searcher().num_docs
+    held = Memory(vault).index.reader.searcher().num_docs
 
     beside = rebuild_all(vault, beside=True)
     assert "waiting" in beside["stages"] and "waiting" not in first["stages"]
     assert _answers(vault) == expected  # hits, scores, trust
-    assert Memory(vault).index.searcher().num_docs == held  # no second copy of any turn
+    assert Memory(vault).index.reader.searcher().num_docs == held  # no second copy of any turn
     assert _learning(beside) == _learning(first)
     assert beside["reliability"] == first["reliability"]
 
