@@ -346,12 +346,10 @@ def rename_in_vault(root: Path | str, src: Path, dest: Path) -> None:
         folders.rename(src, dest)
 
 
-def unlink_in_vault(
-    root: Path | str | None, path: Path, *, missing_ok: bool = False, durable: bool = True
-) -> None:
-    """Remove the file `path` by name in its checked folder, never a file behind a link."""
+def unlink_in_vault(root: Path | str | None, path: Path, *, durable: bool = True) -> None:
+    """Remove the file `path`, if there, by name in its checked folder, never a file behind a link."""
     with checked_folders(root, durable=durable) as folders:
-        folders.unlink(path, missing_ok=missing_ok)
+        folders.unlink(path, missing_ok=True)
 
 
 def remove_tree_in_vault(root: Path | str | None, folder: Path, *, ignore_errors: bool = True) -> None:

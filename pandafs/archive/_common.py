@@ -169,7 +169,7 @@ def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
 
 def drop_journal(vault: Vault, path: Path) -> None:
     """Remove a finished job's journal, in its folder as checked from the vault root."""
-    unlink_in_vault(vault.root, path, missing_ok=True)
+    unlink_in_vault(vault.root, path)
 
 
 def pending_journals(vault: Vault) -> list[Path]:
@@ -208,7 +208,7 @@ def finish_relink(vault: Vault, memory: Memory) -> list[str]:
         return []
     changed = relink_users(vault, users)
     reindex(memory, [rel for rel in changed if classify(rel) is not None])
-    unlink_in_vault(vault.root, _pending(vault), missing_ok=True)
+    unlink_in_vault(vault.root, _pending(vault))
     return changed
 
 

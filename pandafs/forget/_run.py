@@ -497,7 +497,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
         if name in PROJECTED and folder.startswith(f"users/{user}/turns/"):
             continue
         if in_own_turn or matcher.hash(rel) in own_hashes:
-            unlink_in_vault(vault.root, vault.root / rel, missing_ok=True)
+            unlink_in_vault(vault.root, vault.root / rel)
             continue
         try:
             data = read_vault_file(vault.root, rel)[0]
@@ -505,7 +505,7 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
             continue
         new = redact_file(rel, data, matcher)
         if new is None:
-            unlink_in_vault(vault.root, vault.root / rel, missing_ok=True)
+            unlink_in_vault(vault.root, vault.root / rel)
         elif new != data:
             with (
                 vault.memory_lock(user)

@@ -329,7 +329,7 @@ class ClaimFolders:
 
     def drop(self, path: Path) -> None:
         """Remove `path`, a file of a claim folder (gone is fine), never through a link."""
-        unlink_in_vault(self.root, path, missing_ok=True, durable=False)
+        unlink_in_vault(self.root, path, durable=False)
 
     def cleanup(self, claim: Path) -> None:
         """Remove our own bookkeeping (never through a link); anything unexpected stays, reported."""

@@ -306,7 +306,7 @@ class LearningCache:
         atomic_write(path, data, durable=False, root=self.root)
         self._snapshot, self._snapshot_bytes = file_key(os.lstat(path)), len(data)
         for stale in [p for p in self.dir.glob("journal-*.jsonl") if p.name != self._journal]:
-            unlink_in_vault(self.root, stale, missing_ok=True, durable=False)
+            unlink_in_vault(self.root, stale, durable=False)
         remove_tree_in_vault(self.root, self.dir / "counts")  # what an older PandaFS kept here
 
     def projection(self) -> Projection:

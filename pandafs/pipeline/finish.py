@@ -91,7 +91,7 @@ class Finisher:
             self.memory.index_docs([doc, *queued], paths)
             index_s = time.perf_counter() - indexed
             if os.path.lexists(mark):  # a dead run's, whose batch was written behind
-                unlink_in_vault(self.vault.root, mark, missing_ok=True, durable=False)
+                unlink_in_vault(self.vault.root, mark, durable=False)
             project(ref, view, durable=False, files=last)
         else:
             atomic_write(mark, b"", durable=False, root=self.vault.root)
@@ -113,7 +113,7 @@ class Finisher:
         was committed, let go of the turn's log, keep an error for `settle`."""
         try:
             if error is None:
-                unlink_in_vault(self.vault.root, mark, missing_ok=True, durable=False)
+                unlink_in_vault(self.vault.root, mark, durable=False)
                 self.behind_ms.append((time.perf_counter() - began) * 1000.0)
         except BaseException as exc:  # the mark stays: the turn is indexed again, harmlessly
             error = error or exc
