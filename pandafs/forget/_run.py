@@ -54,7 +54,7 @@ from ._area import (
     user_files,
 )
 
-__all__ = ["CHECKS", "ForgetReport", "forget", "intent_path", "resume_pending"]
+__all__ = ["CHECKS", "forget", "intent_path", "resume_pending"]
 
 INTENT = ".forget-intent.json"
 KEEP_KEYS = frozenset(

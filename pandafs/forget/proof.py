@@ -15,7 +15,7 @@ from events.fsio import read_vault_file
 from ..vault import Vault
 from ._area import Matcher, archived_rows, file_tainted, user_files
 
-__all__ = ["Survivor", "scan_user", "scan_vault"]
+__all__ = ["scan_user", "scan_vault"]
 
 
 @dataclass(frozen=True)

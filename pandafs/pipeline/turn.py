@@ -38,7 +38,7 @@ from .finish import Finisher
 from .recovery import recover_recent
 from .tools import FORGET_AFTER
 
-__all__ = ["Pipeline", "TurnResult", "next_step"]
+__all__ = ["Pipeline", "TurnResult"]
 
 MAX_QUERY_CHARS = 20_000
 QUERY_SHARE = 8

@@ -27,7 +27,7 @@ from .lines import ImportLine, chunks, open_source, parse_line
 from .place import Batch, Placer
 from .render import OVERHEAD, Completer, conversation_of, line_digest, size_bound, write_notes
 
-__all__ = ["ImportReport", "import_turns"]
+__all__ = ["import_turns"]
 
 
 Outcome = Callable[[int, str, int], None]
