@@ -24,10 +24,10 @@ windows, TTLs and time words ("next year") are added to them, so they stay far f
 `datetime`'s own limits."""
 
 
-def clock_shift(text: str | None = None) -> timedelta:
-    """The shift named by `text` (default: the environment); empty means none.  A malformed
-    value is an error: a test run that believes it moved the clock must have."""
-    text = os.environ.get(SHIFT_ENV, "") if text is None else text
+def clock_shift() -> timedelta:
+    """The shift the environment names; empty means none.  A malformed value is an error:
+    a test run that believes it moved the clock must have."""
+    text = os.environ.get(SHIFT_ENV, "")
     if not text.strip():
         return timedelta(0)
     match = _SHIFT.match(text)

@@ -71,9 +71,7 @@ def record_turn_hash(turns_dir: Path, turn: str, events: int, last_hash: str, *,
     record_turns(turns_dir, [Anchor(turn, events, last_hash)], root=root)
 
 
-def record_turns(
-    turns_dir: Path, anchors: Iterable[Anchor], *, root: Path | str, durable: bool = True
-) -> None:
+def record_turns(turns_dir: Path, anchors: Iterable[Anchor], *, root: Path | str) -> None:
     """`record_turn_hash` of several turns of one user, in one append."""
     anchors = list(anchors)
     if not anchors:
@@ -89,10 +87,10 @@ def record_turns(
             line_hash = _line_hash(prev, anchor)
             lines.append(orjson.dumps({**asdict(anchor), "prev": prev, "hash": line_hash}) + b"\n")
             prev = line_hash
-        append_all(fd, b"".join(lines), durable=durable)
+        append_all(fd, b"".join(lines), durable=True)
     finally:
         os.close(fd)  # (releases the lock)
-    if created and durable:  # its new entry too
+    if created:  # its new entry too
         with checked_folders(root) as folders:
             folders.fd(turns_dir, target=path)
 

@@ -339,9 +339,9 @@ class EventWriter:
 
 
 def append_events(
-    path: Path, user: str, turn: str, payloads: Iterable[Payload], *, root: Path, durable: bool = True
+    path: Path, user: str, turn: str, payloads: Iterable[Payload], *, root: Path
 ) -> list[Event]:
     """Open, append `payloads` in one write, close.  `root` (the vault root) is required:
     a completed turn's new end goes to the ledger, or `verify` takes it for a rewrite."""
-    with EventWriter(path, user=user, turn=turn, durable=durable, root=root) as writer:
+    with EventWriter(path, user=user, turn=turn, root=root) as writer:
         return writer.append_many(payloads)

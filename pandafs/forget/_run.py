@@ -435,13 +435,13 @@ def forget(
     return report
 
 
-def resume_pending(vault: Vault, now: datetime | None = None) -> list[str]:
+def resume_pending(vault: Vault) -> list[str]:
     """Finish every forget a killed process left (`verify --repair`); their intents' paths."""
     done = []
     for user in vault.layout.users():
         if os.path.isfile(intent_path(vault, user)):
             with _forget_lock(vault, user):
-                if _resume_user(vault, user, now or utcnow()):
+                if _resume_user(vault, user, utcnow()):
                     done.append(vault.rel(intent_path(vault, user)))
     return done
 
