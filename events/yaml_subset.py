@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -21,10 +21,11 @@ __all__ = ["fast_dump", "fast_frontmatter", "single_quoted"]
 # tests/events/test_documents.py checks it against PyYAML on generated documents.
 
 _FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
-_FM_STR = re.compile(r"(?:[^\W\d_]|[^\x00-\x7f\s]|\()(?:[^:#\t]|:(?=\S))*")
+_FM_STR = re.compile(r"(?:[^\W\d_]|[^\x00-\x7f\s]|\()[^:#\t]*(?::(?=\S)[^:#\t]*)*")
 """A string that starts with a letter, "(" or any other character beyond ASCII ("¿", "“"):
 never a number, date or bool; a colon only before a non-space ("7:15", "text:…": ": "
-would start a mapping), no "#" (" #" starts a comment)."""
+would start a mapping), no "#" (" #" starts a comment).  The runs between colons are each
+one repeat of a character set, which sre scans in one step, not a character at a time."""
 _FM_DIGITS_ON = re.compile(r"[0-9][^:#\t]*")
 _FM_LETTER = re.compile(r"[^\W\d_]")
 _FM_NOT_EXPONENT = re.compile(r"[^\W\d_eE]")
@@ -48,7 +49,7 @@ def _digit_string(value: str) -> bool:
 
 _FM_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FM_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
-_FM_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
+_FM_TS = re.compile(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{6}Z")
 _FM_WORDS = frozenset(
     "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
     "null Null NULL".split()
@@ -60,6 +61,8 @@ class _NotFast(Exception):
 
 
 def _fm_scalar(value: str) -> Any:
+    if not value:
+        raise _NotFast  # `key: ` with nothing after the space: PyYAML's null
     if value.startswith("'"):
         inner = value[1:-1]
         if len(value) < 2 or not value.endswith("'") or "'" in inner.replace("''", ""):
@@ -72,10 +75,8 @@ def _fm_scalar(value: str) -> Any:
             return int(value)
         if _FM_FLOAT.fullmatch(value):
             return float(value)
-        match = _FM_TS.fullmatch(value)
-        if match:
-            y, mo, d, h, mi, sec, us = map(int, match.groups())
-            return datetime(y, mo, d, h, mi, sec, us, tzinfo=UTC)
+        if _FM_TS.fullmatch(value):
+            return datetime.fromisoformat(value)  # (its "Z": `UTC`)
     if value in _FM_WORDS or value[-1] == " " or not value.isprintable():
         raise _NotFast
     if _plain_string(value):
@@ -93,16 +94,18 @@ def _fm_line(line: str) -> tuple[str, str | None, Any]:
     ("top", key, value or `_OPEN`); `_NotFast` if it is not in our simple form."""
     if line.startswith("- "):
         return "item", None, _fm_scalar(line[2:])
-    if line.startswith("  ") and not line.startswith("   "):
-        match = _FM_KEY.fullmatch(line[2:])
-        if match is None or match.group(2) is None or match.group(1) in _FM_WORDS:
-            raise _NotFast
-        return "child", match.group(1), _fm_scalar(match.group(2))
-    match = _FM_KEY.fullmatch(line)
-    if match is None or match.group(1) in _FM_WORDS:
+    child = line.startswith("  ") and not line.startswith("   ")
+    key, colon, rest = (line[2:] if child else line).partition(":")
+    # `key:` or `key: value`, the key an ASCII identifier (what `_FM_KEY` matches)
+    if not colon or not (key.isascii() and key.isidentifier()) or key in _FM_WORDS:
         raise _NotFast
-    key, value = match.groups()
-    return "top", key, _OPEN if value is None else _fm_scalar(value)
+    if not rest:
+        if child:
+            raise _NotFast
+        return "top", key, _OPEN
+    if rest[0] != " ":
+        raise _NotFast
+    return "child" if child else "top", key, _fm_scalar(rest[1:])
 
 
 def fast_frontmatter(raw: str) -> dict[str, Any] | None:

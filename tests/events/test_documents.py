@@ -330,6 +330,23 @@ def test_the_closing_line_is_found_wherever_it_starts(text: str, parsed: tuple[o
     assert parse_document(text) == parsed
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "title: \nid: a/x\n",  # a property left empty by hand, its space kept
+        "tags:\n- \n",
+        "meta:\n  session: \n",
+        "created_at: \u0662\u0660\u0662\u0666-01-02T03:04:05.000000Z\n",  # digits, not ASCII ones
+        "created_at: 2026-01-02T03:04:05.000000Z\nquality: 0.5\n",
+    ],
+)
+def test_frontmatter_lines_read_as_pyyaml_reads_them(raw: str) -> None:
+    import yaml
+
+    text = f"---\n{raw}---\nbody\n"
+    assert parse_document(text, "a.md").frontmatter == yaml.load(raw, Loader=yaml.SafeLoader)
+
+
 def test_shorten_puts_text_on_one_line_and_cuts_it_with_an_ellipsis() -> None:
     assert shorten("  a\n\tb  c ", 10) == "a b c"
     assert shorten("one two three", 5) == "one…"  # cut at 4, the space before "…" dropped
