@@ -93,9 +93,11 @@ class DocumentMetadata(BaseModel):
 
     @classmethod
     def fields_of(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every declared field, the unknown keys) of `data`, validated as `model_validate` does."""
-        meta = cls.model_validate(data)
-        return {name: getattr(meta, name) for name in cls.model_fields}, dict(meta.model_extra or {})
+        """(every declared field, the unknown keys) of `data`, validated as `model_validate` does
+        (its validator called without the wrapper; the fields are the model's own `__dict__`,
+        which holds the declared fields in order)."""
+        meta = cls.__pydantic_validator__.validate_python(data)
+        return meta.__dict__, dict(meta.__pydantic_extra__ or {})
 
     def to_frontmatter(self) -> dict[str, Any]:
         """Known fields that are set (declared order) followed by unknown keys."""

@@ -10,14 +10,19 @@ oversized files are skipped with a one-line reason; nothing is ever rewritten.""
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from events.doctypes import SESSION_KEYS
 from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import TURN_KINDS, DocRef, classify, effective_scope
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from events.documents import DocumentMetadata, ParsedDocument
 
 __all__ = [
     "IndexDoc",
@@ -43,6 +48,20 @@ DEFAULT_TYPES = {
     "note": ["note"],
 }
 DEFAULT_MAX_BYTES = 5_000_000  # the default of [index] max_file_bytes
+
+
+@cache
+def _reading() -> (
+    "tuple[Callable[[str, str], ParsedDocument], type[DocumentMetadata], type[ValidationError]]"
+):
+    """The parser, the metadata schema and its error: YAML and pydantic are imported when the
+    first document is read, not by a search, and once (an import statement in a function
+    looks its module up again at every call)."""
+    from pydantic import ValidationError
+
+    from events.documents import DocumentMetadata, parse_document
+
+    return parse_document, DocumentMetadata, ValidationError
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -187,8 +206,7 @@ def parse_index_doc(
     text = _text_of(rel_path, data, max_bytes)
     if isinstance(text, Skipped):
         return text
-    from events.documents import parse_document  # YAML and the metadata schema: only when reading one
-
+    parse_document = _reading()[0]
     try:
         frontmatter, body, _ = parse_document(text, rel_path)
     except FrontmatterError as exc:
@@ -228,7 +246,7 @@ def _index_doc_of(
     ref = ref or classify(rel_path)
     if ref is None:
         raise ValueError(f"not a document path: {rel_path}")
-    if "\x00" in body:
+    if b"\x00" in data:  # (the body is text of `data`: its bytes are searched much faster)
         body = body.replace("\x00", "")
     front = dict(frontmatter)
     front["id"] = ref.doc_id
@@ -242,13 +260,10 @@ def _index_doc_of(
         front["created_at"] = datetime.fromtimestamp(mtime if mtime is not None else mtime_ns / 1e9, UTC)
     if ref.kind == "archived_turn":
         front["archived"] = True
-    from pydantic import ValidationError  # the schema is built when a document is, not when searching
-
-    from events.documents import DocumentMetadata
-
+    _, metadata, invalid = _reading()
     try:
-        meta, extra = DocumentMetadata.fields_of(front)
-    except ValidationError as exc:
+        meta, extra = metadata.fields_of(front)
+    except invalid as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         return Skipped(rel_path, f"invalid property {where}: {err['msg']}")

@@ -69,10 +69,8 @@ def conversation_prose(body: str) -> str:
 
 
 def prose_of(body: str) -> str:
-    """The text a snippet is cut from: `body` without the lines it skips, whitespace
-    folded, at most `PROSE_CHARS` (then ending in `CUT`)."""
-    if "\x00" in body:
-        body = body.replace("\x00", "")
+    """The text a snippet is cut from: `body` (an `IndexDoc`'s, which holds no NUL) without
+    the lines it skips, whitespace folded, at most `PROSE_CHARS` (then ending in `CUT`)."""
     # line by line with `str.startswith`: a MULTILINE regex would try every position
     kept = [line for line in body.split("\n") if line and not line.startswith(_NOT_PROSE)]
     flat = " ".join(kept)
