@@ -5,9 +5,6 @@ catalog derive from it, and unknown keys are kept so a round trip loses nothing.
 `parse_document` raises `FrontmatterError` naming file and line; `render_document`
 writes Obsidian-valid properties (block lists, ISO timestamps, plain scalars)."""
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
-
 import re
 from collections.abc import Container, Iterator
 from datetime import UTC, date, datetime

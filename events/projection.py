@@ -1,8 +1,5 @@
 """Fold a turn's events into a `TurnView`: a pure function, no I/O."""
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
-
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any

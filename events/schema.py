@@ -12,9 +12,6 @@ its data untouched (a newer PandaFS wrote it), so nothing is ever dropped.  Payl
 extra keys for the same reason.  Each payload class is built when a turn first writes or
 reads it."""
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
-
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 

@@ -4,9 +4,6 @@ What a path is comes from `events.layout.classify`, what it says from its frontm
 (with defaults by kind for hand-written files).  Broken frontmatter, binary content and
 oversized files are skipped with a one-line reason; nothing is ever rewritten."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime

@@ -9,9 +9,6 @@ thesaurus adds synonyms and, one way, the kinds of a category word ("pet" → "k
 weighted below the user's words.  Prefix variants come from the index's vocabulary
 (`indexers.search`); time words are `indexers.time_words`'.  The lists: `indexers.words`."""
 
-# No `from __future__ import annotations`: NamedTuple checks each annotation, and a string
-# would be compiled one by one when the module is imported.
-
 import re
 from collections.abc import Mapping
 from types import MappingProxyType

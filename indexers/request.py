@@ -1,8 +1,5 @@
 """What a search asks for (`SearchRequest`) and the weights it ranks by (`Ranking`)."""
 
-# No `from __future__ import annotations`: NamedTuple checks each annotation, and a string
-# would be compiled one by one when the module is imported.
-
 import typing
 from datetime import datetime
 from functools import cache

@@ -434,3 +434,33 @@ def test_code_tells_what_and_why_not_its_history() -> None:
                 if timing.search(text) or dated.search(text) or outside.search(text)
             ]
     assert not found, "\n".join(found)
+
+
+# Modules on every ask's path that declare pydantic models or NamedTuples keep their
+# annotations as objects: `from __future__ import annotations` would turn each into a
+# string that pydantic or typing compiles one by one when the class is made.
+ANNOTATIONS_AS_OBJECTS = [
+    "events/documents.py",
+    "events/projection.py",
+    "events/schema.py",
+    "indexers/documents.py",
+    "indexers/query.py",
+    "indexers/request.py",
+    "pandafs/learning/materialise.py",
+    "pandafs/learning/policy.py",
+    "pandafs/learning/rows.py",
+    "pandafs/memory/args.py",
+    "pandafs/memory/retrieved.py",
+    "pandafs/memory/store.py",
+    "pandafs/memory/tiers.py",
+    "pandafs/pipeline/tools.py",
+    "pandafs/pipeline/turn.py",
+    "pandafs/tasks/schemas.py",
+]
+
+
+@pytest.mark.parametrize("module", ANNOTATIONS_AS_OBJECTS)
+def test_ask_path_models_keep_annotations_as_objects(module: str) -> None:
+    tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
+    future = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
+    assert not future, f"{module} postpones its annotations"

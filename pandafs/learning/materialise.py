@@ -1,9 +1,6 @@
 """Materialising the fold: usage, trust and scope written into documents' frontmatter
 and into the index (turns and site notes: the index only)."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta

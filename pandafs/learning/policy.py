@@ -11,9 +11,6 @@ to `global` (sharing a memory is `pandafs save --scope global`).  What a user st
 `user`; documents without an owner are global already.  `ScopePolicy` runs the rules over
 every used document (`pandafs promote`), or over what one turn used, at its Save."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import os
 from collections.abc import Sequence
 from datetime import datetime

@@ -1,9 +1,6 @@
 """A catalog row: what one completed turn was about, how it went, what it cost.
 `TurnRow` is the row; the catalog's Arrow schema is derived from it."""
 
-# No `from __future__ import annotations`: pydantic would compile each string annotation
-# of `TurnRow` when the class is made, and this module is imported by every ask.
-
 import operator
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime

@@ -2,9 +2,6 @@
 built from `indexers.request.search_arguments()`.  `batch_query()`, a line of `search
 --batch`, adds whose search it is and when."""
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
-
 from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal

@@ -1,9 +1,6 @@
 """What `Memory.retrieve` returns (`Retrieved`), and an archived turn's original as an
 archive source returns it (`Expansion`); `pandafs.assembly` wires the source in."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime

@@ -9,9 +9,6 @@ preferences.md and facts.md are lists a person can edit, one entry per line:
 duplicates); they are scope `user` and never expire.  Other memories are one file each
 under `memories/`, scope `new` with an `expires_at` unless promoted."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import itertools
 import os
 import re

@@ -16,9 +16,6 @@ tiers, each within its `[tiers]` token budget:
 `#not-identity`; the last line of a key wins.  A tier that fails is left empty with `error`
 set (a `tier_failed` event); the others stand.  An unreadable turn is skipped."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import math
 import re
 import time

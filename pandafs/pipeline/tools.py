@@ -9,9 +9,6 @@ folder, `ask` runs a turn.  Stored plans and events may still say `memory_search
 `memory_retrieve(id)`, `memory_save(doc_type)` or `memory.search`: `canonical_request` maps
 them to today's names and arguments, so a replayed or recovered turn reaches its tool."""
 
-# No `from __future__ import annotations`: the argument models and `Tool` would compile each
-# string annotation when made, and this module is imported by every ask.
-
 import copy
 import re
 from collections.abc import Callable

@@ -8,9 +8,6 @@ turn is projected and indexed while its log's lock is held, so one killed before
 known dead and re-projected (`recovery`); projections are not fsynced (the events are the
 record; `verify --repair` re-projects what a power cut lost)."""
 
-# No `from __future__ import annotations`: a NamedTuple compiles each string annotation
-# when its class is made, and this module is imported by every ask.
-
 import time
 from collections.abc import Callable
 from contextlib import suppress

@@ -6,9 +6,6 @@ exactly these models, so the contracts live here, below the pipeline and the LLM
 backends (the prompts that go with them: `tasks.prompts`).
 """
 
-# No `from __future__ import annotations`: the models' annotations are objects when the
-# classes are built, which pydantic would otherwise compile from their strings one by one.
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
