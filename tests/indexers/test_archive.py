@@ -13,14 +13,9 @@ import pytest
 
 from events.errors import NotInVault
 from indexers import archive as archive_module
-from indexers.archive import (
-    ARCHIVE_SCHEMA,
-    ArchiveStore,
-    collect_turn_files,
-    folder_signature,
-    write_turn_folder,
-)
+from indexers.archive import ARCHIVE_SCHEMA, ArchiveStore
 from indexers.errors import ArchiveError
+from indexers.turn_folder import collect_turn_files, folder_signature, write_turn_folder
 from tests.support.links import moved_aside, swap_for_link
 
 ARCHIVED_AT = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
