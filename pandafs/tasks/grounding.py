@@ -439,8 +439,10 @@ _BETWEEN = frozenset(
 
 
 @lru_cache(maxsize=8192)
-def _as_nouns(text: str) -> str:
-    """The words of `text` it does not use as verbs: "planning to book a session" names no book."""
+def _as_nouns(text: str, head: str) -> str:
+    """The words of `text` it does not use as verbs: "planning to book a session" names no book.
+    A verb shorter than `head` stays: the head is a noun made from it ("I prefer aisle seats"
+    states a preference), not the same word used as a verb."""
     words = re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", text.lower().replace("’", "'"))
     kept = []
     for n, word in enumerate(words):
@@ -454,7 +456,7 @@ def _as_nouns(text: str) -> str:
             or (lead in _BE and word.endswith("ing"))
             or (lead in _HAVE and word.endswith("ed"))
         )
-        if not verb:
+        if not verb or len(word) < len(head):
             kept.append(word)
     return " ".join(kept)
 
@@ -478,7 +480,7 @@ def is_about(focus: tuple[str, ...], text: str, slot: str = "") -> bool:
 def _names_head(head: str, text: str) -> bool:
     """Does `text` name the head noun: the word itself used as a noun (`_as_nouns`), or a
     word of the thesaurus in any use ("I've been working at NovaTech" is about the job)?"""
-    said, nouns = stems_of(text), stems_of(_as_nouns(text))
+    said, nouns = stems_of(text), stems_of(_as_nouns(text, head))
     return any(term in nouns or said & (variants - {term}) for term, variants in _groups(head))
 
 

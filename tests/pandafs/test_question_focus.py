@@ -109,6 +109,10 @@ def test_the_thing_asked_about_is_named_as_a_noun_not_as_a_verb() -> None:
     assert not is_about(("park",), "I can't park here")
     # a word of the thesaurus names the thing in any use (LongMemEval dev, the NovaTech job)
     assert is_about(("job",), "I've been working at NovaTech for about 4 years and 3 months")
+    # a noun made from a verb is stated by the verb (docs/cli.md's example: the seat preference)
+    assert is_about(("seat", "preference"), "I prefer aisle seats")
+    assert is_about(("meeting",), "I meet Anna every Tuesday")
+    assert not is_about(("book",), "We booked a table for two")
 
 
 # The same history: in a session about a memorial, the user wrote of a memory book.
