@@ -88,22 +88,20 @@ BOOKING = "I'm also planning to book a private session with Rachel soon."
 READING = "I'm reading a book called The Seven Husbands of Evelyn Hugo"
 
 
+def _gates(answer: str, query: str, facts: list[Fact]) -> dict[str, bool]:
+    settled = settle(facts, query)
+    return {c.gate: c.passed for c in answer_checks(answer, query, requested_kind(query), settled, query)}
+
+
+def _about(answer: str, query: str, facts: list[Fact]) -> bool:
+    return _gates(answer, query, facts)["about_what_was_asked"]
+
+
 def test_the_thing_asked_about_is_named_as_a_noun_not_as_a_verb() -> None:
     query = "What book am I currently reading?"
-    facts = settle(
-        [
-            Fact(BOOKING, "stated", 1, "alice/turn_000001"),
-            Fact(READING, "stated", 2, "alice/turn_000002"),
-        ],
-        query,
-    )
-
-    def about(answer: str) -> bool:
-        checks = answer_checks(answer, query, requested_kind(query), facts, query)
-        return next(c.passed for c in checks if c.gate == "about_what_was_asked")
-
-    assert not about("You are also planning to book a private session with Rachel soon [1].")
-    assert about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].")
+    facts = [Fact(BOOKING, "stated", 1, "alice/turn_000001"), Fact(READING, "stated", 2, "alice/turn_000002")]
+    assert not _about("You are also planning to book a private session with Rachel soon [1].", query, facts)
+    assert _about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].", query, facts)
     assert not is_about(("book",), BOOKING) and is_about(("book",), READING)
     assert is_about(("book",), "The book I am reading is great")
     assert not is_about(("park",), "I can't park here")
@@ -125,25 +123,12 @@ MEMORY_BOOK = (
 def test_a_progressive_question_asks_its_verb_of_the_thing() -> None:
     query = "What book am I currently reading?"
     assert asked_predicate(query) == ("read",)
-    facts = settle(
-        [
-            Fact(MEMORY_BOOK, "stated", 1, "alice/turn_000001"),
-            Fact(READING, "stated", 2, "alice/turn_000002"),
-        ],
-        query,
-    )
-
-    def about(answer: str) -> bool:
-        checks = answer_checks(answer, query, requested_kind(query), facts, query)
-        return next(c.passed for c in checks if c.gate == "about_what_was_asked")
-
-    assert not about(MEMORY_BOOK.rstrip(".") + " [1].")
-    assert about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].")
-
-
-def _gates(answer: str, query: str, facts: list[Fact]) -> dict[str, bool]:
-    settled = settle(facts, query)
-    return {c.gate: c.passed for c in answer_checks(answer, query, requested_kind(query), settled, query)}
+    facts = [
+        Fact(MEMORY_BOOK, "stated", 1, "alice/turn_000001"),
+        Fact(READING, "stated", 2, "alice/turn_000002"),
+    ]
+    assert not _about(MEMORY_BOOK.rstrip(".") + " [1].", query, facts)
+    assert _about("You are reading a book called The Seven Husbands of Evelyn Hugo [2].", query, facts)
 
 
 def test_a_date_is_a_month_by_its_name_not_a_word_that_starts_like_one() -> None:
@@ -167,10 +152,6 @@ def test_what_was_the_date_asks_for_a_date() -> None:
     )
     assert requested_kind(query) == "date"
     assert not all(_gates(joke + " [1].", query, [Fact(joke, "stated", 1, "alice/turn_000001")]).values())
-
-
-def _about(answer: str, query: str, facts: list[Fact]) -> bool:
-    return _gates(answer, query, facts)["about_what_was_asked"]
 
 
 def test_what_is_asked_of_a_thing_is_not_the_thing_itself() -> None:
