@@ -14,18 +14,6 @@ from events.schema import Event, PhaseFailed, ScopeChanged
 
 __all__ = ["PHASES", "RowValues", "TurnRow", "row_values", "turn_row", "turn_row_values"]
 
-PHASES = (
-    "query_analyzer",
-    "reflection",
-    "context_gatherer",
-    "planner",
-    "executor",
-    "coordinator",
-    "synthesis",
-    "validation",
-    "save",
-)
-
 
 class TurnRow(BaseModel):
     """One row of the catalog: what a turn was about, how it went, what it cost."""
@@ -68,6 +56,10 @@ class TurnRow(BaseModel):
     feedback_on: str | None
     feedback_status: str | None
     has_research: bool
+
+
+PHASES = tuple(n.removeprefix("ms_") for n in TurnRow.model_fields if n.startswith("ms_") and n != "ms_total")
+"""The phases whose time a row keeps (`ms_{phase}`), in the order they run."""
 
 
 def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
