@@ -23,7 +23,6 @@ from ..memory.api import Memory
 from ..vault import Vault
 from .engine import Learning, SyncReport
 from .maintenance import check_learning
-from .materialise import COMMIT_INDEX, QUEUE_INDEX, SKIP_INDEX
 from .promotion import check_shared
 from .rollups import daily_path, days_between, rollup, summarize
 
@@ -55,7 +54,7 @@ def rebuild(
     with Learning(vault, memory).open() as engine:
         engine.reader.extractions = extractions
         engine.on_total, engine.progress = on_total, progress
-        engine.documents.index_mode = COMMIT_INDEX if index else SKIP_INDEX
+        engine.documents.index_mode = "commit" if index else "skip"
         return engine.rebuild()
 
 
@@ -75,7 +74,7 @@ def after_save(
     index commit through `queue` (its `extras[INDEX_QUEUE]`)."""
     try:
         with Learning(vault, memory).open(wait_s=SAVE_WAIT_S) as engine:
-            engine.documents.index_mode = QUEUE_INDEX
+            engine.documents.index_mode = "queue"
             try:
                 engine.sync(rollups=False, users=[view.user])
                 return list(engine.policy.on_turn(view, pending, now))

@@ -20,7 +20,7 @@ from ..vault import Vault
 from .state import LearningCache
 from .trust import SCOPE_RANK, Counts, Projection, ScopeRecord, shares, trust_of
 
-__all__ = ["COMMIT_INDEX", "QUEUE_INDEX", "SKIP_INDEX", "DocInfo", "Materialiser"]
+__all__ = ["DocInfo", "Materialiser"]
 
 INDEX_ONLY_KINDS = frozenset({"turn", "archived_turn", "site"})
 LEARNING_KEYS = ("usage_count", "validation_count", "validation_success", "trust")
@@ -65,12 +65,9 @@ def _put(front: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 IndexMode = Literal["commit", "queue", "skip"]
-COMMIT_INDEX: IndexMode = "commit"
-"""A sync's index updates are committed at its end (one tantivy commit)."""
-QUEUE_INDEX: IndexMode = "queue"
-"""Collected for the caller (Save: they join the turn's own commit, `take_index_queue`)."""
-SKIP_INDEX: IndexMode = "skip"
-"""None: the index is rebuilt next, from the files and the learning cache's trust (`rebuild_all`)."""
+"""What a sync does with its index updates: "commit" them at its end (one tantivy commit);
+"queue" them for the caller (Save: they join the turn's own commit, `take_index_queue`);
+"skip" them (the index is rebuilt next, from the files and the learning cache's trust)."""
 
 
 class Materialiser:
@@ -82,7 +79,7 @@ class Materialiser:
         self.memory = memory
         self.cache = cache
         self.cfg = vault.config.memory
-        self.index_mode: IndexMode = COMMIT_INDEX
+        self.index_mode: IndexMode = "commit"
         self.root = os.fspath(vault.root)
         self._index_queue: list[IndexDoc] = []
 
@@ -208,7 +205,7 @@ class Materialiser:
                         overlay[doc_id] = (info.rel, trust)  # a preview, too, so the index is current
                         continue
                     trusts[doc_id] = trust
-                    if self.index_mode != SKIP_INDEX and not self._indexed(doc_id, info.rel, trust):
+                    if self.index_mode != "skip" and not self._indexed(doc_id, info.rel, trust):
                         overlay[doc_id] = (info.rel, trust)
                 continue
             front = self._target_front(info, target)
@@ -228,7 +225,7 @@ class Materialiser:
             record is not None
             and shares(record)
             and info.owner is not None
-            and self.index_mode != SKIP_INDEX
+            and self.index_mode != "skip"
             and self._lookup(info.rel).get("scope") != "global"
         )
 
@@ -278,7 +275,7 @@ class Materialiser:
                 if found is None or found[0] != rel or not self._rewrite(doc_id, rel, target):
                     continue
             written.append(rel)
-        if self.index_mode == SKIP_INDEX:  # rebuilt next, from these files and the cache's trust
+        if self.index_mode == "skip":  # rebuilt next, from these files and the cache's trust
             return sorted(written), 0
         max_bytes = self.vault.config.index.max_file_bytes
         for rel, trust in [*((rel, None) for rel in written), *overlay.values()]:
@@ -286,7 +283,7 @@ class Materialiser:
             if isinstance(loaded, IndexDoc):
                 self._index_queue.append(loaded if trust is None else loaded._replace(trust=trust))
         count = len(self._index_queue)
-        if self.index_mode == COMMIT_INDEX:
+        if self.index_mode == "commit":
             self.flush_index()
         return sorted(written), count
 

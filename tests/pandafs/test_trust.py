@@ -19,7 +19,6 @@ from pandafs.learning import api as learning_api
 from pandafs.learning import engine as engine_module
 from pandafs.learning.api import rebuild
 from pandafs.learning.engine import Learning
-from pandafs.learning.materialise import QUEUE_INDEX
 from pandafs.learning.promotion import promote
 from pandafs.learning.trust import Counts, Projection, TurnFacts, trust_of, verdict
 from pandafs.llm.offline import OfflineBackend
@@ -403,7 +402,7 @@ def test_a_learning_commit_does_not_replace_a_document_saved_after_it_was_read(
         pipeline.ask("Which seats do I prefer, window seats?", user="alice")
     path = vault.rel(vault.layout.preferences("alice"))
     with Learning(vault, memory).open() as engine:
-        engine.documents.index_mode = QUEUE_INDEX  # what the sync read is committed by flush_index, below
+        engine.documents.index_mode = "queue"  # what the sync read is committed by flush_index, below
         engine.sync()
         assert front_of(vault, path)["usage_count"] == 1  # it rewrote the counts, read them back
         open_memory(vault).save("I prefer oat milk", user="alice", doc_type="preference", now=T0)
