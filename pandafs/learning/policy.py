@@ -30,7 +30,7 @@ from .reading import TurnReader
 from .state import Cursor, LearningCache
 from .trust import Counts, trust_of, turn_facts
 
-__all__ = ["DocState", "ScopePolicy", "decide", "decide_steps", "promotable", "scope_change"]
+__all__ = ["DocState", "ScopePolicy", "decide", "decide_steps", "scope_change"]
 
 PROMOTABLE_KINDS = frozenset({"memory", "research"})
 
@@ -47,13 +47,9 @@ class DocState(NamedTuple):
     age_hours: float
 
 
-def promotable(kind: str, owner: str | None) -> bool:
-    return owner is not None and kind in PROMOTABLE_KINDS
-
-
 def decide(doc: DocState, cfg: MemoryConfig) -> ScopeChanged | None:
     """The one scope change `doc` qualifies for now, or None."""
-    if not promotable(doc.kind, doc.owner):
+    if doc.owner is None or doc.kind not in PROMOTABLE_KINDS:
         return None
     t, u, age = doc.trust, doc.usage, doc.age_hours
     up = {  # the next scope, and the trust, usage and age in hours it takes
@@ -132,14 +128,14 @@ class ScopePolicy:
         decisions: list[ScopeChanged] = []
         projection = self.cache.projection()
         for doc_id in sorted(self.cache.state.counts):
-            owner, _, rest = doc_id.partition("/")
+            rest = doc_id.partition("/")[2]
             if not rest.startswith("memories/") and not rest.endswith("/research"):
                 continue
             info = self.documents.doc_info(doc_id, projection)
-            if info is None or not promotable(info.kind, info.owner):
+            if info is None:
                 continue
             record = projection.scope.get(doc_id)
-            if record is not None and parse_time(record.at) and now < parse_time(record.at):  # type: ignore[operator]
+            if record is not None and (at := parse_time(record.at)) is not None and now < at:
                 continue  # decided after `now`: nothing to decide in its past
             decisions += decide_steps(self.doc_state(info, self.cache.state.counts[doc_id], now), self.cfg)
         return decisions
@@ -170,7 +166,7 @@ class ScopePolicy:
                 continue
             infos[doc_id] = info
             scope = self.documents.scope_target(info, projection.scope.get(doc_id))
-            if doc_id in facts.used and promotable(info.kind, info.owner):
+            if doc_id in facts.used:
                 steps = decide_steps(self.doc_state(info, counts, now), self.cfg)
                 changes += steps
                 if steps:  # dated like the fold will date it: when the turn happened

@@ -31,7 +31,7 @@ from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
 from .materialise import DocInfo
-from .policy import DocState, decide_steps, promotable, scope_change
+from .policy import DocState, decide_steps, scope_change
 from .state import learned_memory
 from .trust import Counts, shares
 
@@ -138,7 +138,7 @@ def prune_expired(
             counts = engine.cache.state.counts.get(info.doc_id) or Counts()
             state = engine.policy.doc_state(info, counts, now)
             steps = decide_steps(state, engine.policy.cfg)
-            if steps and promotable(info.kind, info.owner):
+            if steps:
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
                 continue
             record = projection.scope.get(info.doc_id)
