@@ -139,9 +139,9 @@ class ReliabilityTable:
         when = format_ts(at)
         with self._locked():
             stats = copy.deepcopy(self.load())  # the cached table stays as read
-            if all(turn in stats.get(e.domain, DomainStats(e.domain)).turns for e in events):
-                return []
             changed = _fold(stats, turn, events, when)
+            if not changed:  # folded before
+                return []
             self._write(stats)
             # the notes project the table: written under its lock, or a slower turn's
             # older numbers could overwrite a newer turn's note
