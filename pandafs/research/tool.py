@@ -56,9 +56,7 @@ class ResearchResult:
     visits: list[VisitRecord] = field(default_factory=list)
     outcomes: list[ExtractionRecorded] = field(default_factory=list)  # how each page went
     skipped_domains: list[str] = field(default_factory=list)
-    research_md: Path | None = None
     summary: str = ""
-    research_json: Path | None = None
     quality: float = 0.0
     error: str | None = None
 
@@ -66,9 +64,8 @@ class ResearchResult:
 @dataclass
 class Candidate:
     hit: SearchHit
-    domain: str
     reliability: float
-    status: str = "not_fetched"
+    status: str = "not_fetched"  # fetched | failed | skipped
 
 
 def required_fields_for(query: str, keywords: Sequence[str] = ()) -> tuple[str, ...]:
@@ -113,14 +110,13 @@ class ResearchTool:
                 return result
 
             candidates, skipped = self._rank(hits)
-            usable = [c for c in candidates if c.status != "skipped"]
-            chosen = usable[: self.config.max_results]
+            chosen = [c for c in candidates if c.status != "skipped"][: self.config.max_results]
             pages = self._fetch_all(fetcher, [c.hit.url for c in chosen])
 
         result = ResearchResult(query=query, skipped_domains=skipped)
         for candidate, (fetched, extraction) in zip(chosen, pages, strict=True):
             candidate.status = "fetched" if fetched.ok else "failed"
-            page = {"domain": candidate.domain, "url": fetched.url}
+            page = {"domain": candidate.hit.domain, "url": fetched.url}
             if extraction is None:
                 result.outcomes.append(ExtractionRecorded(**page, success=False, error=fetched.error))
                 continue
@@ -148,21 +144,16 @@ class ResearchTool:
             score = self._reliability(domain) if self._reliability is not None else None
             scores[domain] = DEFAULT_RELIABILITY if score is None else float(score)
         skipped = [domain for domain, score in scores.items() if score < self.config.min_reliability]
-        candidates = [Candidate(hit, hit.domain, scores[hit.domain]) for hit in hits]
-        for candidate in candidates:
-            if candidate.domain in skipped:
-                candidate.status = "skipped"
-        usable = sorted((c for c in candidates if c.status != "skipped"), key=lambda c: -c.reliability)
-        return usable + [c for c in candidates if c.status == "skipped"], skipped
+        usable = [Candidate(hit, scores[hit.domain]) for hit in hits if hit.domain not in skipped]
+        unused = [Candidate(hit, scores[hit.domain], "skipped") for hit in hits if hit.domain in skipped]
+        return sorted(usable, key=lambda c: -c.reliability) + unused, skipped
 
     def _fetch_all(
         self, fetcher: PoliteFetcher, urls: list[str]
     ) -> list[tuple[FetchResult, Extraction | None]]:
         def one(url: str) -> tuple[FetchResult, Extraction | None]:
             fetched = fetcher.fetch(url)
-            if not fetched.ok:
-                return fetched, None
-            return fetched, extract_page(fetched.text)
+            return fetched, extract_page(fetched.text) if fetched.ok else None
 
         if not urls:
             return []
@@ -179,7 +170,7 @@ def findings(
     """One row per page, or one per product of a listing page (at most `LISTING_ROWS`)."""
     fields = extraction.fields
     page = {
-        "domain": candidate.domain,
+        "domain": candidate.hit.domain,
         "url": fetched.url,
         "final_url": fetched.final_url,
         "page_type": extraction.page_type,
@@ -245,7 +236,7 @@ def write_record(
 ) -> None:
     """research.md (`markdown`: frontmatter, summary, findings table, sources), then
     research.json: everything the call saw (quality_score, summary, claims and webpage_cache
-    among its keys); their paths go into `result` (`root`: the vault, for the after-open check)."""
+    among its keys); `root`: the vault, for the after-open check."""
     if markdown:
         content_types = ["research"]
         if any(v.page_type in ("product", "listing") for v in result.visits):
@@ -265,8 +256,7 @@ def write_record(
             query=result.query,
             sources=sorted({v.domain for v in result.visits}),
         )
-        result.research_md = turn_dir / RESEARCH_MD
-        atomic_write(result.research_md, render_document(metadata, _body(result)), root=root)
+        atomic_write(turn_dir / RESEARCH_MD, render_document(metadata, _body(result)), root=root)
     data = {
         "version": RESEARCH_VERSION,
         "query": result.query,
@@ -286,7 +276,7 @@ def write_record(
         ],
         "webpage_cache": [v.visit_id for v in result.visits],
         "hits": [
-            {**asdict(c.hit), "domain": c.domain, "reliability": c.reliability, "status": c.status}
+            {**asdict(c.hit), "domain": c.hit.domain, "reliability": c.reliability, "status": c.status}
             for c in candidates
         ],
         "visits": [v.to_json() for v in result.visits],
@@ -294,8 +284,7 @@ def write_record(
         "outcomes": [o.model_dump() for o in result.outcomes],
         "skipped_domains": result.skipped_domains,
     }
-    result.research_json = turn_dir / RESEARCH_JSON
-    atomic_write(result.research_json, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
+    atomic_write(turn_dir / RESEARCH_JSON, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", root=root)
 
 
 def _cell(value: Any) -> str:

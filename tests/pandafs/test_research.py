@@ -352,7 +352,6 @@ def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, 
     assert meta.created_at == NOW
     expected_quality = sum(o.confidence for o in result.outcomes) / 3
     assert meta.quality == pytest.approx(expected_quality, abs=0.001)
-    assert result.research_md == turn_dir / "research.md"
     body = parsed.body
     assert "| Title | Price | Availability | Source |" in body
     assert f"[Lenovo LOQ 15 Gaming Laptop]({web.url('/product/microdata')})" in body
@@ -427,10 +426,10 @@ def test_failed_pages_become_outcomes_not_exceptions(web: WebFixtures, layout: L
     assert [o.success for o in result.outcomes] == [False, False, False, True]
     assert len(result.visits) == 1 and result.visits[0].page_type in ("article", "page")
     assert result.findings[0]["price"] is None
-    assert result.research_md is not None
-    meta = parse_document(result.research_md.read_text(encoding="utf-8")).frontmatter
+    research_md = layout.turn_dir("alice", "turn_000001") / "research.md"
+    meta = parse_document(research_md.read_text(encoding="utf-8")).frontmatter
     assert meta["content_types"] == ["research"]
-    assert "HTTP 404" in result.summary and "## Not used" in result.research_md.read_text()
+    assert "HTTP 404" in result.summary and "## Not used" in research_md.read_text()
 
 
 def test_unreliable_domain_is_skipped(web: WebFixtures, layout: Layout) -> None:
@@ -439,8 +438,7 @@ def test_unreliable_domain_is_skipped(web: WebFixtures, layout: Layout) -> None:
     assert result.skipped_domains == ["localhost"]
     assert web.hits["/product/plain"] == 0
     assert {o.domain for o in result.outcomes} == {"127.0.0.1"}
-    assert result.research_json is not None
-    data = orjson.loads(result.research_json.read_bytes())
+    data = orjson.loads((layout.turn_dir("alice", "turn_000001") / "research.json").read_bytes())
     skipped = [h for h in data["hits"] if h["status"] == "skipped"]
     assert [(h["domain"], h["reliability"]) for h in skipped] == [("localhost", 0.1)]
     assert {h["reliability"] for h in data["hits"] if h["status"] == "fetched"} == {0.5}
@@ -453,8 +451,7 @@ def test_more_reliable_domains_are_fetched_first(web: WebFixtures, layout: Layou
     result = run_tool(web, layout, config=config, reliability=scores.__getitem__)
     assert [f["title"] for f in result.findings] == ["HP Victus 15"]
     assert web.hits["/product/microdata"] == 0 and web.hits["/product/og"] == 0
-    assert result.research_json is not None
-    data = orjson.loads(result.research_json.read_bytes())
+    data = orjson.loads((layout.turn_dir("alice", "turn_000001") / "research.json").read_bytes())
     assert [h["status"] for h in data["hits"]] == ["fetched", "not_fetched", "not_fetched"]
 
 
@@ -464,16 +461,15 @@ def test_a_call_without_a_search_endpoint_says_so_and_fetches_nothing(tmp_path: 
         "laptops", turn_dir, user="alice", topic="t", keywords=[], now=NOW
     )
     assert result.error == "no search endpoint configured ([research] search_url)"
-    assert result.visits == [] and result.research_md is None
+    assert result.visits == [] and not (turn_dir / "research.md").exists()
 
 
 def test_search_failure_is_recorded(web: WebFixtures, layout: Layout) -> None:
     config = make_config(web, search_url=web.url("/missing"))
     result = run_tool(web, layout, config=config)
     assert result.error == "search endpoint answered HTTP 404"
-    assert result.research_md is None
-    assert result.research_json is not None
-    data = orjson.loads(result.research_json.read_bytes())
+    assert not (layout.turn_dir("alice", "turn_000001") / "research.md").exists()
+    data = orjson.loads((layout.turn_dir("alice", "turn_000001") / "research.json").read_bytes())
     assert data["error"] == result.error and data["hits"] == []
 
 
