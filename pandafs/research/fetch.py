@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
@@ -97,15 +97,6 @@ class _Failed(Exception):
         self.content_type = content_type
 
 
-@dataclass
-class _Body:
-    status: int
-    content_type: str
-    data: bytes
-    truncated: bool
-    charset: str | None
-
-
 class PoliteFetcher:
     """Search and fetch under the `[research]` limits.  Close it (`with closing(…)`)."""
 
@@ -168,22 +159,12 @@ class PoliteFetcher:
         started = time.monotonic()
         trail = [url]
         try:
-            body = self._follow(trail)
+            page = self._follow(trail)
         except _Failed as failed:
-            elapsed, why = _ms_since(started), failed.reason
-            return FetchResult(url, trail[-1], failed.status, failed.content_type, elapsed, error=why)
-        return FetchResult(
-            url,
-            trail[-1],
-            body.status,
-            body.content_type,
-            _ms_since(started),
-            text=_decode(body.data, body.charset),
-            bytes_read=len(body.data),
-            truncated=body.truncated,
-        )
+            page = FetchResult(url, url, failed.status, failed.content_type, 0.0, error=failed.reason)
+        return replace(page, url=url, final_url=trail[-1], elapsed_ms=_ms_since(started))
 
-    def _follow(self, trail: list[str]) -> _Body:
+    def _follow(self, trail: list[str]) -> FetchResult:
         """Request `trail[-1]`, appending each redirect target to `trail` (loops refused)."""
         try:
             seen = {_canonical(trail[-1])}
@@ -196,7 +177,7 @@ class PoliteFetcher:
             if scheme not in ("http", "https"):
                 raise _Failed(f"unsupported scheme {scheme or '(none)'}")
             outcome = self._hop(current)
-            if isinstance(outcome, _Body):
+            if isinstance(outcome, FetchResult):
                 return outcome
             status, location = outcome
             try:
@@ -212,8 +193,9 @@ class PoliteFetcher:
             trail.append(target)
         raise _Failed("too many redirects", status)
 
-    def _hop(self, url: str) -> _Body | tuple[int, str]:
-        """One request: a body, or (status, Location) of a redirect to follow."""
+    def _hop(self, url: str) -> FetchResult | tuple[int, str]:
+        """One request: the page (`fetch` fills in where it began and how long it took), or
+        (status, Location) of a redirect to follow."""
         deadline = time.monotonic() + self.config.timeout_s
         try:
             with self._gate(url).turn():
@@ -226,7 +208,7 @@ class PoliteFetcher:
         except httpx.HTTPError as exc:
             raise _Failed(_reason(exc)) from None
 
-    def _read(self, response: httpx.Response, deadline: float) -> _Body | tuple[int, str]:
+    def _read(self, response: httpx.Response, deadline: float) -> FetchResult | tuple[int, str]:
         status = response.status_code
         content_type = response.headers.get("content-type", "")
         if status in REDIRECT_CODES:
@@ -242,7 +224,9 @@ class PoliteFetcher:
         if mime and mime not in HTML_TYPES:
             raise _Failed(f"not HTML ({mime})", status, content_type)
         data, truncated = _read_body(response, self.config.max_page_bytes, deadline)
-        return _Body(status, content_type, data, truncated, response.charset_encoding)
+        text = _decode(data, response.charset_encoding)
+        url = str(response.url)
+        return FetchResult(url, url, status, content_type, 0.0, text, len(data), truncated)
 
 
 def _read_body(response: httpx.Response, limit: int, deadline: float = float("inf")) -> tuple[bytes, bool]:
