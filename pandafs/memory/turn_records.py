@@ -214,15 +214,10 @@ def parse_stub(user: str, turn: str, text: str) -> TurnRecord | None:
     if summary and summary.group(1).strip():
         parts.append(f"Summary: {summary.group(1).strip()}")
     claims_at = body.find("## Key claims")
-    if claims_at >= 0:
-        claims = []
-        for line in body[claims_at:].splitlines()[1:]:
-            if line.startswith("## "):
-                break
-            if line.startswith("- "):
-                claims.append(line[2:].strip())
-        if claims:
-            parts.append("Key claims: " + "; ".join(claims))
+    section = body[claims_at:].partition("\n## ")[0] if claims_at >= 0 else ""
+    claims = [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
+    if claims:
+        parts.append("Key claims: " + "; ".join(claims))
     return TurnRecord(
         user=user,
         turn=turn,
