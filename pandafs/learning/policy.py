@@ -57,19 +57,18 @@ def decide(doc: DocState, cfg: MemoryConfig) -> ScopeChanged | None:
         "user": ("global", cfg.global_trust, cfg.global_usage, cfg.global_age_hours),
     }
     down = {"user": ("new", cfg.user_trust), "global": ("user", cfg.global_trust)}  # below that trust
-    step = None
     if doc.scope == "new" or (doc.scope == "user" and doc.kind in SHAREABLE_KINDS):
         new, trust, usage, hours = up[doc.scope]
         if t >= trust and u >= usage and age >= hours:
             why = f"trust {t:.2f} ≥ {trust:g}, used {u} ≥ {usage} times, age {age:.1f} h ≥ {hours:g} h"
-            step = (new, f"promoted: {why}")
-    if step is None and doc.scope in down and doc.validations >= cfg.demotion_min_verdicts:
+            return scope_change(doc, new, f"promoted: {why}")
+    if doc.scope in down and doc.validations >= cfg.demotion_min_verdicts:
         new, trust = down[doc.scope]
         if t < trust:
-            step = (new, f"demoted: trust {t:.2f} < {trust:g} after {doc.validations} verdicts")
-    if step is None:
-        return None
-    return scope_change(doc, *step)
+            return scope_change(
+                doc, new, f"demoted: trust {t:.2f} < {trust:g} after {doc.validations} verdicts"
+            )
+    return None
 
 
 def scope_change(doc: DocState, new: str, reason: str) -> ScopeChanged:
