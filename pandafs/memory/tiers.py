@@ -36,7 +36,7 @@ from ..errors import first_line
 from ..tokens import count_tokens, truncate_tokens
 from ..vault import Vault
 from .store import Entry, parse_entries
-from .turn_records import RecordCache, TurnReader, TurnRecord
+from .turn_records import WORDS, RecordCache, TurnReader, TurnRecord
 
 __all__ = [
     "TIER_NAMES",
@@ -282,7 +282,6 @@ def fit_turn(record: TurnRecord, room: int) -> tuple[str, int, bool] | None:
 LAST_SAMPLED = 5
 WEIGHTS = (0.5, 0.3, 0.2)  # recency, similarity, anchor
 
-_WORD = re.compile(r"\w{3,}")
 _STOP = frozenset(
     "the and for are was were with that this what which who whom how did does you your "
     "about from have has had our ours they them their there then than into onto can could "
@@ -305,14 +304,8 @@ def sample_numbers(low: int, high: int, every: int, cap: int) -> list[int]:
 
 def _terms(text: str) -> set[str]:
     """Query terms: words of 3+ letters, not stop words, a plural `s` dropped."""
-    out = set()
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP:
-            continue
-        if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.add(word)
-    return out
+    words = [w for w in WORDS.findall(text.lower()) if w not in _STOP]
+    return {w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w for w in words}
 
 
 def _overlap(asked: set[str], words: frozenset[str]) -> float:

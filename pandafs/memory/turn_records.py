@@ -20,7 +20,7 @@ from events.layout import turn_name, turn_number, validate_user_id
 from ..vault import Vault
 from .retrieved import jsonable
 
-__all__ = ["RecordCache", "TurnReader", "TurnRecord", "parse_time", "parse_turn_context"]
+__all__ = ["WORDS", "RecordCache", "TurnReader", "TurnRecord", "parse_time", "parse_turn_context"]
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,11 @@ class TurnRecord:
     def words(self) -> frozenset[str]:
         """The lower-cased words of 3+ letters of `full_text` (the cold tier's overlap), found
         once: a `RecordCache` keeps a record over many turns."""
-        return frozenset(_WORDS.findall(self.full_text().lower()))
+        return frozenset(WORDS.findall(self.full_text().lower()))
 
 
-_WORDS = re.compile(r"\w{3,}")
+WORDS = re.compile(r"\w{3,}")
+"""Words of 3+ letters: what the cold tier compares a query and a turn by."""
 
 
 def parse_time(value: object) -> datetime | None:
