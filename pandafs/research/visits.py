@@ -192,11 +192,9 @@ def read_visit(root: Path, rel: str) -> VisitRecord | None:
         return None
 
 
-def load_visits(turn_dir: Path, *, root: Path | None = None) -> list[VisitRecord]:
-    """Every readable visit record of a turn, oldest first; nothing behind a link is read."""
-    root = root or turn_dir
-    prefix = turn_dir.relative_to(root).as_posix()
-    cache = CACHE_DIR if prefix == "." else f"{prefix}/{CACHE_DIR}"
+def load_visits(turn_dir: Path, *, root: Path) -> list[VisitRecord]:
+    """Every readable visit record of a turn of the vault `root`, oldest first (no link followed)."""
+    cache = f"{turn_dir.relative_to(root).as_posix()}/{CACHE_DIR}"
     if not is_real_dir(root / cache):
         return []
     with os.scandir(root / cache) as entries:

@@ -370,7 +370,7 @@ def test_tool_run_writes_research_documents_and_visit_records(web: WebFixtures, 
     }
     assert len(data["outcomes"]) == 3 and len(data["findings"]) == 3
 
-    visits = load_visits(turn_dir)
+    visits = load_visits(turn_dir, root=layout.root)
     assert {v.visit_id for v in visits} == {v.visit_id for v in result.visits}
     first = result.visits[0]
     assert first.rel_path.startswith("users/alice/turns/turn_000001/webpage_cache/")
@@ -542,4 +542,4 @@ def test_find_visits_never_follows_a_link(web: WebFixtures, layout: Layout, tmp_
     assert find_visits(layout, "alice", web.url("/product/microdata")) == []
     (turns / ".counter").unlink()  # the listing path too
     assert find_visits(layout, "alice", "Lenovo") == []
-    assert load_visits(own) == [] and load_visits(fourth) == []
+    assert load_visits(own, root=layout.root) == [] and load_visits(fourth, root=layout.root) == []
