@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -179,7 +178,7 @@ def check_caches(vault: Vault, repair: bool) -> list[Problem]:
 
     cache = learning_dir(vault)
     daily = vault.layout.observability / "daily"
-    found: list[tuple[Path, str]] = []
+    problems: list[Problem] = []
     for folder, pattern, what in (
         (cache, STATE_FILE, "the learning cache"),
         (cache, "journal-*.jsonl", "the learning cache's journal"),
@@ -194,9 +193,8 @@ def check_caches(vault: Vault, repair: bool) -> list[Problem]:
             lines = data.splitlines() if path.suffix == ".jsonl" else [data]
             torn = path.suffix == ".jsonl" and data and not data.endswith(b"\n")
             if torn or any(_json_object(line) is None for line in lines):
-                found.append((path, what))
-    why = "does not read as JSON objects (rebuilt from the events)"
-    problems = [Problem(vault.rel(path), "unreadable", f"{what} {why}") for path, what in found]
+                why = f"{what} does not read as JSON objects (rebuilt from the events)"
+                problems.append(Problem(vault.rel(path), "unreadable", why))
     return _rebuilt(vault, problems, "learning state") if repair else problems
 
 
