@@ -159,8 +159,7 @@ class PageParser(HTMLParser):
         self._in_li = False
         self._skip: list[str] = []
         self._jsonld_parts: list[str] | None = None
-        self._captures: list[_Capture] = []
-        self._scopes: list[_Scope] = []
+        self._open: list[_Scope] = []  # elements with an itemscope, and the captures, outermost first
 
     # -- text blocks ------------------------------------------------------------
     def _flush(self) -> None:
@@ -175,8 +174,8 @@ class PageParser(HTMLParser):
         self.lines.append(text)
 
     def _product(self) -> dict[str, Any] | None:
-        for scope in reversed(self._scopes):
-            if scope.product is not None:
+        for scope in reversed(self._open):
+            if scope.product is not None and not isinstance(scope, _Capture):
                 return scope.product
         return None
 
@@ -196,7 +195,7 @@ class PageParser(HTMLParser):
         if tag in SKIPPED_TAGS:
             self._skip.append(tag)
             return
-        for scope in [*self._captures, *self._scopes]:
+        for scope in self._open:
             if scope.tag == tag:
                 scope.depth += 1
         itemprop = a.get("itemprop", "").strip().lower()
@@ -205,13 +204,13 @@ class PageParser(HTMLParser):
             if tag == "meta" or tag == "link" or value:
                 self._prop(itemprop, value or "", self._product())
             elif tag not in VOID_TAGS:
-                self._captures.append(_Capture(tag, self._product(), name=itemprop))
+                self._open.append(_Capture(tag, self._product(), name=itemprop))
         if "itemscope" in a and tag not in VOID_TAGS:
             is_product = a.get("itemtype", "").rstrip("/").lower().endswith("/product")
             product: dict[str, Any] | None = {} if is_product else None
             if product is not None:
                 self.products.append(product)
-            self._scopes.append(_Scope(tag, product))
+            self._open.append(_Scope(tag, product))
         if tag in BLOCK_TAGS:
             self._flush()
         if tag in HEADINGS:
@@ -221,7 +220,7 @@ class PageParser(HTMLParser):
         if tag == "title":
             self._in_title = True
         if tag == "h1":  # its text is kept as the property "h1"
-            self._captures.append(_Capture(tag, None, name="h1"))
+            self._open.append(_Capture(tag, None, name="h1"))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "script" and self._jsonld_parts is not None:
@@ -231,17 +230,13 @@ class PageParser(HTMLParser):
             if tag == self._skip[-1]:
                 self._skip.pop()
             return
-        for capture in list(self._captures):
-            if capture.tag == tag:
-                capture.depth -= 1
-                if capture.depth == 0:
-                    self._captures.remove(capture)
-                    self._prop(capture.name, clean("".join(capture.parts)), capture.product)
-        for scope in list(self._scopes):
+        for scope in list(self._open):
             if scope.tag == tag:
                 scope.depth -= 1
                 if scope.depth == 0:
-                    self._scopes.remove(scope)
+                    self._open.remove(scope)
+                    if isinstance(scope, _Capture):
+                        self._prop(scope.name, clean("".join(scope.parts)), scope.product)
         if tag in BLOCK_TAGS:
             self._flush()
         if tag in HEADINGS:
@@ -261,8 +256,9 @@ class PageParser(HTMLParser):
         if self._skip:
             return
         self._buffer.append(data)
-        for capture in self._captures:
-            capture.parts.append(data)
+        for capture in self._open:
+            if isinstance(capture, _Capture):
+                capture.parts.append(data)
 
     def close(self) -> None:
         super().close()
