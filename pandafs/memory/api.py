@@ -75,7 +75,9 @@ class Memory:
         if request.topic_filter:
             check_topic(request.topic_filter)
         after, before = request.after, request.before
-        check_times(after=after, before=before, now=request.now)
+        for name, when in (("after", after), ("before", before), ("now", request.now)):  # `--now`'s rule
+            if when is not None and (problem := out_of_range(when)) is not None:
+                raise BadInput(f"{name}: {problem}")
         if after is not None and before is not None and aware(after) >= aware(before):
             raise BadInput("after must be earlier than before")
         request = request._replace(
@@ -351,10 +353,3 @@ def check_topic(topic: str) -> None:
     with any other would match nothing, silently."""
     if not TOPIC_RE.fullmatch(topic):
         raise BadInput(f"bad topic {topic!r}: use dot-separated lowercase words, e.g. pet.hamster")
-
-
-def check_times(**times: datetime | None) -> None:
-    """Each time given is inside `TIME_RANGE` (the `--now` rule, for every time a search takes)."""
-    for name, when in times.items():
-        if when is not None and (problem := out_of_range(when)) is not None:
-            raise BadInput(f"{name}: {problem}")
