@@ -108,39 +108,33 @@ def parse_since(text: str, now: datetime) -> date:
         raise BadInput(f"--since {text!r}: use 7d, 24h, 2w or a date like 2026-01-31") from None
 
 
-def trends(
-    vault: Vault,
-    *,
-    since: date | str,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """The daily rollups from `since` (a date or `7d`, `24h`, `2w`) to the day of `now`,
+def trends(vault: Vault, *, since: str, now: datetime | None = None) -> dict[str, Any]:
+    """The daily rollups from `since` (`7d`, `24h`, `2w` or a date) to the day of `now`,
     empty days included, and their totals: `{since, until, daily, totals}`."""
     now = now or utcnow()
-    if isinstance(since, str):
-        since = parse_since(since, now)
+    first = parse_since(since, now)
     until = now.astimezone(UTC).date()
-    if until < since:
-        raise BadInput(f"the window ends ({until}) before it starts ({since})")
-    if (until - since).days >= MAX_WINDOW_DAYS:
-        raise BadInput(f"the window {since} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
+    if until < first:
+        raise BadInput(f"the window ends ({until}) before it starts ({first})")
+    if (until - first).days >= MAX_WINDOW_DAYS:
+        raise BadInput(f"the window {first} … {until} is longer than {MAX_WINDOW_DAYS:,} days")
     with Learning(vault).open() as engine:
         engine.sync()
-        months = {d.strftime("%Y-%m") for d in days_between(since, until)}
-        rows = [r for r in engine.catalog.read_rows(months=months) if since <= r["date"] <= until]
+        months = {d.strftime("%Y-%m") for d in days_between(first, until)}
+        rows = [r for r in engine.catalog.read_rows(months=months) if first <= r["date"] <= until]
         scope: Counter[str] = Counter()
         for name, counts in engine.cache.state.scope_days.items():
-            if since.isoformat() <= name <= until.isoformat():
+            if first.isoformat() <= name <= until.isoformat():
                 scope.update(counts)
     days = []
-    for day in days_between(since, until):
+    for day in days_between(first, until):
         data = read_vault_bytes(vault.root, daily_path(engine.daily_dir, day))
         rollup_read = _json_object(data) if data is not None else rollup(day, [], {})  # a link: quiet
         if rollup_read is None:  # a damaged rollup costs itself: made again from the catalog
             changes = engine.cache.state.scope_days.get(day.isoformat(), {})
             rollup_read = rollup(day, [r for r in rows if r["date"] == day], changes)
         days.append(rollup_read)
-    window = {"since": since.isoformat(), "until": until.isoformat()}
+    window = {"since": first.isoformat(), "until": until.isoformat()}
     return {**window, "daily": days, "totals": summarize(rows, scope)}
 
 
