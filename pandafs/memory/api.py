@@ -236,12 +236,10 @@ class Memory:
         try:
             data, _ = read_vault_file(self.vault.root, rel)
             parsed = parse_document(data.decode("utf-8"), rel)
-        except NotInVault as exc:
+        except (NotInVault, FrontmatterError) as exc:
             raise BadInput(str(exc)) from None
         except UnicodeDecodeError:
             raise BadInput(f"{rel} is not UTF-8 text") from None
-        except FrontmatterError as exc:
-            raise BadInput(str(exc)) from None
         metadata = {k: jsonable(v) for k, v in parsed.frontmatter.items()}
         return Retrieved(ref.doc_id, rel, metadata, parsed.body, ref.kind == "archived_turn")
 

@@ -421,11 +421,9 @@ def _price_near_title(lines: list[str]) -> Price | None:
 
 
 def _availability_near_title(lines: list[str]) -> str | None:
-    for text in _near_title(lines):
-        match = AVAILABILITY_TEXT.search(text)
-        if match:
-            return availability_of(match.group(1).lower())
-    return None
+    found = (AVAILABILITY_TEXT.search(text) for text in _near_title(lines))
+    match = next((m for m in found if m is not None), None)
+    return availability_of(match.group(1)) if match else None
 
 
 def _currency(product: dict[str, Any]) -> str | None:
