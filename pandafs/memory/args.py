@@ -42,9 +42,8 @@ def _field(arg: Argument, *, batch: bool = False) -> tuple[Any, Any]:
     elif hint == tuple[str, ...]:
         hint = list[str]
     le = arg.le if batch else (arg.tool_le if arg.tool_le is not None else arg.le)
-    bounds: dict[str, Any] = {k: v for k, v in (("ge", arg.ge), ("le", le)) if v is not None}
     if arg.required:
-        return hint, Field(description=arg.description, **bounds)
+        return hint, Field(..., description=arg.description, ge=arg.ge, le=le)
     if isinstance(arg.default, tuple):
         alias = (
             AliasChoices(BATCH_SPELLING[arg.tool], arg.tool) if batch and arg.tool in BATCH_SPELLING else None
