@@ -58,11 +58,9 @@ _ARROW: dict[Any, pa.DataType] = {
 def _arrow_schema(model: type[BaseModel]) -> pa.Schema:
     fields = []
     for name, info in model.model_fields.items():
-        annotation, nullable = info.annotation, False
-        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation, nullable = args[0], True
-        fields.append(pa.field(name, _ARROW[annotation], nullable=nullable))
+        nullable = isinstance(info.annotation, types.UnionType)  # `X | None`
+        kind = typing.get_args(info.annotation)[0] if nullable else info.annotation
+        fields.append(pa.field(name, _ARROW[kind], nullable=nullable))
     return pa.schema(fields)
 
 
