@@ -17,9 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from events.clock import utcnow
-from events.documents import parse_document
-from events.errors import FrontmatterError, NotInVault
-from events.fsio import read_vault_file, rename_in_vault, vault_folder
+from events.fsio import rename_in_vault, vault_folder
 from events.layout import classify
 from events.schema import ScopeChanged
 from events.stamps import format_ts
@@ -93,13 +91,8 @@ class PruneReport:
 
 def _expiry(vault: Vault, rel: str) -> datetime | None:
     """`expires_at` of a `new` document, read from its file (None: not a candidate)."""
-    try:  # never through a symlink (events.read_vault_file)
-        front = parse_document(read_vault_file(vault.root, rel)[0].decode("utf-8"), rel).frontmatter
-    except (OSError, NotInVault, UnicodeDecodeError, FrontmatterError):
-        return None
-    if front.get("scope") != "new":
-        return None
-    return parse_time(front.get("expires_at"))
+    front = frontmatter_of(vault, rel) or {}
+    return parse_time(front.get("expires_at")) if front.get("scope") == "new" else None
 
 
 def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
