@@ -301,8 +301,7 @@ class Learning:
         if waiting and (rollups or len(waiting) >= CATALOG_BATCH):  # before the rollups read them
             written = [TurnRow.model_validate(r) for r in waiting.values()]
             report.catalog_months = self.catalog.append(written)
-            for key in list(waiting):
-                del waiting[key]
+            waiting.hold(())
         days |= set(self.cache.state.rollup_days)
         if rollups:
             report.rollup_days = self._write_rollups(days)
