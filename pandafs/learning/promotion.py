@@ -28,8 +28,7 @@ from ..memory.api import Memory
 from ..memory.turn_records import parse_time
 from ..vault import Vault
 from .engine import Learning, SyncReport
-from .materialise import DocInfo
-from .policy import DocState, decide_steps, scope_change
+from .policy import decide_steps, scope_change
 from .state import learned_memory
 from .trust import Counts, shares
 
@@ -95,15 +94,16 @@ def _expiry(vault: Vault, rel: str) -> datetime | None:
     return parse_time(front.get("expires_at")) if front.get("scope") == "new" else None
 
 
-def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[str]:
-    """Vault-relative paths of `new` documents whose expiry has passed: those the index
-    knows, and memories written by hand and not indexed yet."""
+def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[tuple[str, datetime]]:
+    """Vault-relative paths of `new` documents whose expiry has passed, and that expiry: those
+    the index knows, and memories written by hand and not indexed yet."""
     found = {
         hit["doc_path"] for hit in memory.search(scope="new", include_expired=True, limit=100_000, now=now)
     }
     for user in vault.layout.users():  # the same walk as the indexer's: symlinks are not documents
         found |= set(scan_documents(vault.root, f"users/{user}/memories"))
-    return [rel for rel in sorted(found) if (when := _expiry(vault, rel)) is not None and when <= now]
+    expiring = ((rel, _expiry(vault, rel)) for rel in sorted(found))
+    return [(rel, when) for rel, when in expiring if when is not None and when <= now]
 
 
 def prune_expired(
@@ -121,9 +121,8 @@ def prune_expired(
     with Learning(vault, memory).open() as engine:
         engine.sync(write=not dry_run)
         projection = engine.cache.projection()
-        # each document, when it expired, and its state if no event records that yet
-        moves: list[tuple[DocInfo, datetime, DocState | None]] = []
-        for rel in _candidates(vault, memory, now):
+        moved: list[str] = []
+        for rel, expired_at in _candidates(vault, memory, now):
             ref = classify(rel)
             info = engine.documents.doc_info(ref.doc_id, projection) if ref is not None else None
             if info is None or info.rel != rel or info.owner is None:
@@ -134,34 +133,27 @@ def prune_expired(
             if steps:
                 report.kept.append({"doc_id": info.doc_id, "doc_path": rel, "reason": steps[0].reason})
                 continue
-            record = projection.scope.get(info.doc_id)
-            unrecorded = record is None or record.new != "expired"
-            moves.append((info, _expiry(vault, rel) or now, state if unrecorded else None))
-        for info, expired_at, expiring in moves:
-            target = expired_path(vault, info.rel)
-            item = {
-                "doc_id": info.doc_id,
-                "doc_path": info.rel,
-                "archived_to": target.relative_to(vault.root).as_posix(),
-                "expired_at": format_ts(expired_at),
-            }
-            report.pruned.append(item)
+            target = expired_path(vault, rel)
+            archived_to = target.relative_to(vault.root).as_posix()
+            item = {"doc_id": info.doc_id, "doc_path": rel, "archived_to": archived_to}
+            report.pruned.append({**item, "expired_at": format_ts(expired_at)})
             if dry_run:
                 continue
-            if expiring is not None:
+            record = projection.scope.get(info.doc_id)
+            if record is None or record.new != "expired":  # no event records it yet
                 reason = (
                     f"expired: expires_at {format_ts(expired_at)} ≤ {format_ts(now)}, "
-                    f"used {expiring.usage} times; moved to {item['archived_to']}"
+                    f"used {state.usage} times; moved to {archived_to}"
                 )
-                expired = scope_change(expiring, "expired", reason)
-                engine.policy.record_decisions([expired], now)
+                engine.policy.record_decisions([scope_change(state, "expired", reason)], now)
             vault_folder(vault.root, target.parent)  # archive/expired/…: made, never through a link
             with vault.memory_lock(info.owner):  # both folders checked again as opened
-                rename_in_vault(vault.root, vault.root / info.rel, target)
-        if moves and not dry_run:
+                rename_in_vault(vault.root, vault.root / rel, target)
+            moved.append(rel)
+        if moved:
             with memory.index.batch() as batch:
-                for info, _, _ in moves:
-                    batch.delete(info.rel)
+                for rel in moved:
+                    batch.delete(rel)
             engine.sync()
     return report
 
