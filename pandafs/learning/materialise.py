@@ -127,11 +127,9 @@ class Materialiser:
             quality = 0.5
         scope = str(front.get("scope") or ("user" if owner else "global"))
         record = (projection.scope if projection else self.cache.state.scope).get(doc_id)
-        if record is not None and record.new in SCOPE_RANK:
-            scope = record.new
-        elif record is None and front.get("scope_origin") in SCOPE_RANK:
-            scope = str(front["scope_origin"])  # a change whose event was never written
-        return DocInfo(doc_id, rel, kind, owner, front, parsed.body, scope, created, quality)
+        info = DocInfo(doc_id, rel, kind, owner, front, parsed.body, scope, created, quality)
+        projected = self.scope_target(info, record)
+        return info if projected is None else info._replace(scope=projected[0])
 
     def _turn_quality(self, rel: str) -> float:
         """The quality a turn (its metadata.json) or a site note (its frontmatter) states;
@@ -169,6 +167,7 @@ class Materialiser:
         return front
 
     def scope_target(self, info: DocInfo, record: ScopeRecord | None) -> tuple[str, datetime | None] | None:
+        """(scope, when decided) from the latest change `record`, else an unrecorded `scope_origin`."""
         if record is not None and record.new in SCOPE_RANK:
             return (record.new, parse_time(record.at))
         if record is None and info.front.get("scope_origin") in SCOPE_RANK:

@@ -241,9 +241,7 @@ def pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, i
     """Fit every (full, short) pair into `budget`, in order: full, else short, else short cut.
     Each pair keeps a reserve of min(its short form, budget // n) tokens while it waits, so
     an early long item cannot crowd a later one out."""
-    if not forms:
-        return []
-    share = budget // len(forms)
+    share = budget // max(1, len(forms))
     shorts = [count_tokens(s) for _, s in forms]
     reserves = [min(s, share) for s in shorts]
     pending = sum(reserves)
