@@ -156,7 +156,7 @@ class ReliabilityTable:
         stats: dict[str, DomainStats] = {}
         for ref in iter_turns(self.vault):  # (a turn's `path` is made only for the few read here)
             if known is not None and known.has_read(ref.user, ref.turn):
-                found = known.extracted(ref.user, ref.turn)
+                found = known.found.get(ref.doc_id)
             else:
                 try:
                     view = load_view(ref)
@@ -195,10 +195,6 @@ class TurnsRead:
         bits[number >> 3] |= 1 << (number & 7)
         if extracted is not None:
             self.found[f"{user}/{turn}"] = extracted
-
-    def extracted(self, user: str, turn: str) -> Extracted | None:
-        """What the fold found in `user`'s turn `turn` (None: no extractions, or not read)."""
-        return self.found.get(f"{user}/{turn}")
 
     def has_read(self, user: str, turn: str) -> bool:
         bits = self._read.get(user)
