@@ -91,8 +91,12 @@ class TurnReader:
         opened = self._turns_fds.get(user)
         if opened is not None:
             live = _live_events(opened, f"users/{user}/turns/{name}", f"{folder}/{EVENTS_FILE}")
+        elif not is_real_dir(folder):  # a linked folder is not a turn of this user, nor read
+            live = None
+        elif not os.path.exists(f"{folder}/metadata.json"):
+            live = "pending"
         else:
-            live = _live_by_path(folder, self.vault)
+            live = read_events(Path(folder, EVENTS_FILE), root=self.vault.root)
         if isinstance(live, str):
             return live
         if live is not None:
@@ -122,19 +126,9 @@ Live = list[Event] | str | None
 """A live turn's events, "pending" (no metadata.json says it ended), or None (no live folder)."""
 
 
-def _live_by_path(folder: str, vault: Vault) -> Live:
-    """`Live` of the turn folder at the path `folder` (a linked folder is not a turn of
-    this user, nor read)."""
-    if not is_real_dir(folder):
-        return None
-    if not os.path.exists(f"{folder}/metadata.json"):
-        return "pending"
-    return read_events(Path(folder, EVENTS_FILE), root=vault.root)
-
-
 def _live_events(turns: int, rel: str, path: str) -> Live:
-    """`_live_by_path` of the turn folder `rel`, read by name in its `turns/` folder `turns`:
-    a log that is a link or not a regular file is an `EventLogError`; a missing one is empty."""
+    """`Live` of the turn folder `rel`, read by name in its `turns/` folder `turns`: a log
+    that is a link or not a regular file is an `EventLogError`; a missing one is empty."""
     fd = open_folder_at(turns, rel.rpartition("/")[2])
     if fd is None:
         return None  # not there, a file, or a link: no live turn folder
