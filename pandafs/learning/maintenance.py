@@ -29,9 +29,7 @@ def log_path(vault: Vault, user: str) -> Path:
 
 
 def append_changes(vault: Vault, user: str, changes: Sequence[ScopeChanged], now: datetime) -> list[Event]:
-    """Append scope changes to `user`'s maintenance log in one fsynced write."""
-    if not changes:
-        return []
+    """Append scope changes (at least one) to `user`'s maintenance log in one fsynced write."""
     with EventWriter(log_path(vault, user), user=user, turn=LOG_TURN, root=vault.root) as writer:
         return writer.append_many(changes, ts=now)
 
