@@ -155,9 +155,7 @@ class ResearchTool:
             fetched = fetcher.fetch(url)
             return fetched, extract_page(fetched.text) if fetched.ok else None
 
-        if not urls:
-            return []
-        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(urls))) as pool:
+        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(urls)) or 1) as pool:  # no url: no thread
             return list(pool.map(one, urls))
 
 
