@@ -92,7 +92,6 @@ class _Failed(Exception):
 
     def __init__(self, reason: str, status: int | None = None, content_type: str = "") -> None:
         super().__init__(reason)
-        self.reason = reason
         self.status = status
         self.content_type = content_type
 
@@ -161,7 +160,7 @@ class PoliteFetcher:
         try:
             page = self._follow(trail)
         except _Failed as failed:
-            page = FetchResult(url, url, failed.status, failed.content_type, 0.0, error=failed.reason)
+            page = FetchResult(url, url, failed.status, failed.content_type, 0.0, error=str(failed))
         return replace(page, url=url, final_url=trail[-1], elapsed_ms=_ms_since(started))
 
     def _follow(self, trail: list[str]) -> FetchResult:
