@@ -161,7 +161,8 @@ class PoliteFetcher:
             page = self._follow(trail)
         except _Failed as failed:
             page = FetchResult(url, url, failed.status, failed.content_type, 0.0, error=str(failed))
-        return replace(page, url=url, final_url=trail[-1], elapsed_ms=_ms_since(started))
+        elapsed_ms = round((time.monotonic() - started) * 1000, 1)
+        return replace(page, url=url, final_url=trail[-1], elapsed_ms=elapsed_ms)
 
     def _follow(self, trail: list[str]) -> FetchResult:
         """Request `trail[-1]`, appending each redirect target to `trail` (loops refused)."""
@@ -293,7 +294,3 @@ _REASONS = (
 
 def _reason(exc: httpx.HTTPError) -> str:
     return next((why for kind, why in _REASONS if isinstance(exc, kind)), type(exc).__name__)
-
-
-def _ms_since(started: float) -> float:
-    return round((time.monotonic() - started) * 1000, 1)
