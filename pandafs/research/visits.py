@@ -65,8 +65,7 @@ def url_slug(url: str) -> str:
     characters, and unique per URL thanks to the hash of the whole URL."""
     digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:HASH_CHARS]
     parts = urlsplit(url)
-    host = domain_of(url) or "page"
-    host = re.sub(r"[^a-z0-9.-]+", "-", host).strip(".-") or "page"
+    host = re.sub(r"[^a-z0-9.-]+", "-", domain_of(url)).strip(".-") or "page"
     path = _UNSAFE.sub("-", f"{parts.path} {parts.query}".lower()).strip("-")
     room = SLUG_CHARS - HASH_CHARS - 1
     head = f"{host}_{path}" if path else host
