@@ -372,14 +372,11 @@ def assemble_cold(
     for doc_id, record in records.items():
         days = (now - record.created_at).total_seconds() / 86400.0 if record.created_at else None
         recency = math.exp(-lam * max(0.0, days)) if days is not None else 0.0
-        overlap = _overlap(asked, record.words)
-        similarity = max(hit_scores.get(doc_id, 0.0) / top if top else 0.0, overlap)
+        search_score = hit_scores.get(doc_id, 0.0)
+        similarity = max(search_score / top if top else 0.0, _overlap(asked, record.words))
         anchored = 1.0 if record.identity or record.turn in anchor_turns else 0.0
         score = WEIGHTS[0] * recency + WEIGHTS[1] * similarity + WEIGHTS[2] * anchored
-        parts = {"recency": recency, "similarity": similarity, "anchor": anchored}
-        scored.append(
-            TierItem(record, "", 0, False, score, **parts, search_score=hit_scores.get(doc_id, 0.0))
-        )
+        scored.append(TierItem(record, "", 0, False, score, recency, similarity, anchored, search_score))
     scored.sort(key=lambda i: (-i.score, -i.record.number))
     tier.stats["ranked"] = len(scored)
     tier.fill(scored)
