@@ -102,8 +102,7 @@ def _candidates(vault: Vault, memory: Memory, now: datetime) -> list[tuple[str, 
     }
     for user in vault.layout.users():  # the same walk as the indexer's: symlinks are not documents
         found |= set(scan_documents(vault.root, f"users/{user}/memories"))
-    expiring = ((rel, _expiry(vault, rel)) for rel in sorted(found))
-    return [(rel, when) for rel, when in expiring if when is not None and when <= now]
+    return [(rel, when) for rel in sorted(found) if (when := _expiry(vault, rel)) is not None and when <= now]
 
 
 def prune_expired(
