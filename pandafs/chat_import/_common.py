@@ -7,7 +7,7 @@ import os
 import re
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -268,6 +268,12 @@ def without_markers(text: str) -> str:
     return _MARKER.sub("", text)
 
 
+def block_text(blocks: list[Any]) -> str:
+    """The words of a message's `text` content blocks, blank ones left out."""
+    texts = (b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    return "\n\n".join(t for t in texts if isinstance(t, str) and t.strip()).strip()
+
+
 def external_id(fmt: str, conversation: str, message: str) -> str:
     """An id no two (conversation, message) pairs share (parts percent-encoded: no `:` inside)."""
     return f"{fmt}:{quote(conversation, safe='')}:{quote(message, safe='')}"
@@ -291,6 +297,15 @@ class Pair:
     def messages(self) -> int:
         """Messages of the export this pair holds: the question, each answer, its context's."""
         return 1 + len(self.answers) + self.context_messages
+
+    def count_tools(self, blocks: Any) -> None:
+        """Count a message's tool calls (by name) and tool results among its content blocks."""
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                self.tools.append(str(block.get("name") or "tool"))
+                self.tool_messages += 1
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                self.tool_messages += 1
 
 
 def emit(
@@ -341,7 +356,33 @@ def emit(
         out.add(f"{label} message {position}", line, pair.messages)
 
 
-def conversation_label(index: int, title: Any, conv_id: Any) -> str:
+def read_tree(
+    out: Conversion,
+    fmt: str,
+    user: str,
+    index: int,
+    conv: dict[str, Any],
+    head: tuple[str | None, Any, str | None, str | None],
+    branches: Callable[[dict[str, Any]], tuple[list[dict[str, Any]], list[dict[str, Any]]]],
+    worded: Callable[[dict[str, Any]], bool],
+    pairs_of: Callable[[list[dict[str, Any]], Conversion], list[Pair]],
+) -> None:
+    """One conversation of an export whose messages form a tree (ChatGPT, claude.ai): the
+    branch shown read into pairs (`branches`: it, then every other branch's messages), each
+    message in words on another branch counted as left.  `head`: (id, title, created, updated)."""
+    conv_id, title, created, updated = head
     name = f" {title!r}" if isinstance(title, str) and title else ""
-    ident = f" ({conv_id})" if isinstance(conv_id, str) and conv_id else ""
-    return f"conversation {index}{name}{ident}"
+    label = f"conversation {index}{name}" + (f" ({conv_id})" if conv_id else "")
+    out.conversations += 1
+    try:
+        shown, others = branches(conv)
+        for message in others:
+            if worded(message):
+                out.messages += 1
+                out.skip(BRANCH_LEFT)
+        pairs = pairs_of(shown, out)
+    except SHAPE_ERRORS as exc:
+        out.fail(label, shape_error(exc))
+        return
+    info = {"title": nonblank(title), "created_at": created, "updated_at": updated}
+    emit(out, fmt, user, conv_id, info, pairs, label, created)

@@ -8,18 +8,14 @@ from typing import Any
 
 from ._common import (
     BEFORE_FIRST,
-    BRANCH_LEFT,
     NO_TEXT,
-    SHAPE_ERRORS,
     Conversion,
     EntryError,
     Pair,
-    conversation_label,
     conversations,
-    emit,
     iso_time,
     nonblank,
-    shape_error,
+    read_tree,
     without_markers,
 )
 
@@ -103,6 +99,10 @@ def _kind(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _worded(message: dict[str, Any]) -> bool:
+    return _kind(message) is None
+
+
 def _chatgpt_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair]:
     pairs: list[Pair] = []
     for message in messages:
@@ -140,22 +140,7 @@ def _chatgpt_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair
 def read_chatgpt(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
     for index, conv in conversations(path, limit, "ChatGPT", out, "mapping"):
         conv_id = nonblank(conv.get("conversation_id")) or nonblank(conv.get("id"))
-        label = conversation_label(index, conv.get("title"), conv_id)
-        out.conversations += 1
-        try:
-            path_messages, others = _chatgpt_path(conv)
-            for message in others:
-                if _kind(message) is None:
-                    out.messages += 1
-                    out.skip(BRANCH_LEFT)
-            pairs = _chatgpt_pairs(path_messages, out)
-        except SHAPE_ERRORS as exc:
-            out.fail(label, shape_error(exc))
-            continue
-        info = {
-            "title": nonblank(conv.get("title")),
-            "created_at": iso_time(conv.get("create_time")),
-            "updated_at": iso_time(conv.get("update_time")),
-        }
-        emit(out, "chatgpt", user, conv_id, info, pairs, label, info["created_at"])
+        times = iso_time(conv.get("create_time")), iso_time(conv.get("update_time"))
+        head = (conv_id, conv.get("title"), *times)
+        read_tree(out, "chatgpt", user, index, conv, head, _chatgpt_path, _worded, _chatgpt_pairs)
     return out

@@ -8,39 +8,27 @@ from typing import Any
 
 from ._common import (
     BEFORE_FIRST,
-    BRANCH_LEFT,
     NO_TEXT,
-    SHAPE_ERRORS,
     Conversion,
     EntryError,
     Pair,
-    conversation_label,
+    block_text,
     conversations,
-    emit,
     iso_time,
     nonblank,
-    shape_error,
+    read_tree,
 )
 
 
 def _claude_blocks(message: dict[str, Any], pair: Pair | None) -> str:
-    texts: list[str] = []
+    """The text of `message` (its tool blocks counted on `pair`)."""
     content = message.get("content")
-    if isinstance(content, list) and content:
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind == "tool_use" and pair is not None:
-                pair.tools.append(str(block.get("name") or "tool"))
-                pair.tool_messages += 1
-            elif kind == "tool_result" and pair is not None:
-                pair.tool_messages += 1
-    if not any(t.strip() for t in texts) and isinstance(message.get("text"), str):
-        texts = [message["text"]]
-    return "\n\n".join(t for t in texts if t.strip()).strip()
+    text = block_text(content) if isinstance(content, list) else ""
+    if pair is not None:
+        pair.count_tools(content)
+    if not text and isinstance(message.get("text"), str):
+        text = message["text"].strip()
+    return text
 
 
 def _files(message: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
@@ -116,23 +104,7 @@ def _claude_pairs(messages: list[dict[str, Any]], out: Conversion) -> list[Pair]
 
 def read_claude(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
     for index, conv in conversations(path, limit, "claude.ai", out, "chat_messages"):
-        conv_id = nonblank(conv.get("uuid"))
-        label = conversation_label(index, conv.get("name"), conv_id)
-        out.conversations += 1
-        try:
-            on_path, others = _claude_path(conv)
-            for message in others:
-                if _worded(message):
-                    out.messages += 1
-                    out.skip(BRANCH_LEFT)
-            pairs = _claude_pairs(on_path, out)
-        except SHAPE_ERRORS as exc:
-            out.fail(label, shape_error(exc))
-            continue
-        info = {
-            "title": nonblank(conv.get("name")),
-            "created_at": iso_time(conv.get("created_at")),
-            "updated_at": iso_time(conv.get("updated_at")),
-        }
-        emit(out, "claude", user, conv_id, info, pairs, label, info["created_at"])
+        times = iso_time(conv.get("created_at")), iso_time(conv.get("updated_at"))
+        head = (nonblank(conv.get("uuid")), conv.get("name"), *times)
+        read_tree(out, "claude", user, index, conv, head, _claude_path, _worded, _claude_pairs)
     return out

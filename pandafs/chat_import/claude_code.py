@@ -31,6 +31,7 @@ from ._common import (
     Conversion,
     EntryError,
     Pair,
+    block_text,
     emit,
     iso_time,
     nonblank,
@@ -74,13 +75,8 @@ def _content(record: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         return content.strip(), []
     if not isinstance(content, list):
         raise EntryError("`message.content` is neither text nor a list of blocks")
-    texts = [
-        b["text"]
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "text"]
-    return "\n\n".join(t for t in texts if t.strip()).strip(), others
+    return block_text(content), others
 
 
 def _role(record: dict[str, Any], text: str, others: list[dict[str, Any]]) -> str:
@@ -282,7 +278,7 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
         if role in ("answer", "thinking or tool call", "tool result"):
             above = tree.prompt_above(records[i], prompts)
             if above in pairs:
-                _count_tools(pairs[above], records[i])
+                pairs[above].count_tools((records[i].get("message") or {}).get("content"))
     for session, pair in provisional.values():  # commands nothing answered: bookkeeping…
         if pair.context:  # …unless something was kept with them
             sessions.setdefault(session, []).append(pair)
@@ -332,16 +328,6 @@ def _prompt_below(records: list[dict[str, Any]], index: int, tree: _Tree, prompt
             node = tree.parent(node)
             hops += 1
     return None
-
-
-def _count_tools(pair: Pair, record: dict[str, Any]) -> None:
-    content = (record.get("message") or {}).get("content")
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            pair.tools.append(str(block.get("name") or "tool"))
-            pair.tool_messages += 1
-        elif isinstance(block, dict) and block.get("type") == "tool_result":
-            pair.tool_messages += 1
 
 
 def read_claude_code(path: Path, user: str, limit: int, out: Conversion) -> Conversion:
