@@ -11,24 +11,17 @@ The names are imported when first used: every `pandafs` command imports this pac
 their imports (tantivy, pyarrow, the event schema) would cost each command's start-up.
 """
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
 
 __all__ = ["Memory", "Pipeline", "Vault", "__version__"]
 
+_MODULES = {"Vault": ".vault", "Memory": ".memory.api", "Pipeline": ".pipeline"}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "Vault":
-        from .vault import Vault
-
-        return Vault
-    if name == "Memory":
-        from .memory.api import Memory
-
-        return Memory
-    if name == "Pipeline":
-        from .pipeline import Pipeline
-
-        return Pipeline
+    if name in _MODULES:
+        return getattr(importlib.import_module(_MODULES[name], __name__), name)
     raise AttributeError(f"module 'pandafs' has no attribute {name!r}")

@@ -170,7 +170,9 @@ class Vault:
         held: list[int] = []
 
         def made(turns: int, name: str) -> bool:
-            if not _made(turns, name):
+            try:
+                os.mkdir(name, dir_fd=turns)
+            except FileExistsError:
                 return False
             fd = _lock_folder(name, turns)
             if fd is None:  # nobody locks a folder without the allocation lock we hold
@@ -252,15 +254,6 @@ class Vault:
         """The folder of `user`'s archive stubs if it exists (checked once per batch)."""
         stubs = self.layout.stubs_dir(user)
         return str(stubs) if stubs.is_dir() else None
-
-
-def _made(turns: int, name: str) -> bool:
-    """Make the turn folder `name` in `turns` (a descriptor); False if it exists."""
-    try:
-        os.mkdir(name, dir_fd=turns)
-    except FileExistsError:
-        return False
-    return True
 
 
 def _lock_folder(path: Path | str, dir_fd: int | None = None) -> int | None:

@@ -167,11 +167,6 @@ def write_journal(vault: Vault, name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def drop_journal(vault: Vault, path: Path) -> None:
-    """Remove a finished job's journal, in its folder as checked from the vault root."""
-    unlink_in_vault(vault.root, path)
-
-
 def pending_journals(vault: Vault) -> list[Path]:
     directory = journal_dir(vault)
     return sorted(directory.glob("*.json")) if directory.is_dir() else []

@@ -26,6 +26,7 @@ from events.fsio import (
     remove_tree_in_vault,
     rename_in_vault,
     sync_all,
+    unlink_in_vault,
     vault_folder,
 )
 from events.layout import TURN_DIR_RE
@@ -52,7 +53,6 @@ from ._common import (
     archive_lock,
     as_utc,
     document_paths,
-    drop_journal,
     finish_relink,
     live_matches,
     log_held,
@@ -216,7 +216,7 @@ def _archive_batch(
             with checked_folders(vault.root) as parts_dirs:
                 for part in written.values():
                     parts_dirs.unlink(part, missing_ok=True)
-            drop_journal(vault, journal)
+            unlink_in_vault(vault.root, journal)
             raise ArchiveError(
                 f"{vault.rel(path)}: the Parquet copy does not read back as written; nothing was removed"
             )
@@ -257,7 +257,7 @@ def _archive_batch(
     for month, keys in dropped.items():
         store.drop_turns(written[month], keys)
     reindex(memory, touched)
-    drop_journal(vault, journal)
+    unlink_in_vault(vault.root, journal)
     for path in written.values():
         if path.exists():
             report.parquet_bytes += path.stat().st_size
@@ -311,7 +311,7 @@ def restore_turns(
                 journal = write_journal(vault, f"restore-{job}", data)
                 touched = restore_entries(vault, items, job, report)
                 reindex(memory, touched)
-                drop_journal(vault, journal)
+                unlink_in_vault(vault.root, journal)
                 if progress is not None:
                     progress(len(chunk))
         finally:
@@ -453,7 +453,7 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
             notes += [f"{d}: finished restoring" for d in before.turns]
             notes += [f"{f['doc_id']}: {f['error']}" for f in before.failed]
         reindex(memory, touched)
-        drop_journal(vault, journal)
+        unlink_in_vault(vault.root, journal)
     store_of(vault).clean_temp()
     notes += _sweep_leftovers(vault)
     notes += [f"{rel}: links brought in step" for rel in finish_relink(vault, memory)]
