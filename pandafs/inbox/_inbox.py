@@ -275,7 +275,9 @@ class Inbox:
                 recovered=recovered,
             )
         turn, _ = self._find_turn(plan)
-        return _answered(plan, turn, self._indexed_again(plan.user, turn), recovered)
+        return InboxResult.of(
+            plan, "answered", recovered, turn=turn, outcome=self._indexed_again(plan.user, turn)
+        )
 
     def _indexed_again(self, user: str, turn: str | None) -> str | None:
         """The outcome of a turn answered before, indexed again (its commit may have died with the run)."""
@@ -302,15 +304,7 @@ class Inbox:
             plan = self.claims.publish_planned(claim, plan, error_tmp, "error_file")
             self.claims.drop(error_tmp)
         self.claims.cleanup(claim)
-        return InboxResult(
-            plan.source,
-            "rejected",
-            rejected=plan.rejected if plan.keep else None,
-            error_file=plan.error_file,
-            reason=plan.reason,
-            message=plan.message,
-            recovered=recovered,
-        )
+        return InboxResult.of(plan, "rejected", recovered, rejected=plan.rejected if plan.keep else None)
 
     def _answer(self, claim: Path, plan: ClaimPlan, query_path: Path, recovered: bool) -> InboxResult:
         assert plan.user is not None and plan.answer is not None
@@ -345,7 +339,7 @@ class Inbox:
         # the index commit before the claim goes: killed meanwhile, the claim's next run indexes again
         self._settle_index(user, turn)
         self.claims.cleanup(claim)
-        return _answered(plan, turn, outcome, recovered)
+        return InboxResult.of(plan, "answered", recovered, turn=turn, outcome=outcome)
 
     def _read_query(self, plan: ClaimPlan, query_path: Path) -> Query:
         verdict = validate_query(self.vault, plan.source, query_path)
@@ -441,19 +435,6 @@ class Inbox:
         """A named point between two steps (tests make a process die here)."""
 
 
-def _answered(plan: ClaimPlan, turn: str | None, outcome: str | None, recovered: bool) -> InboxResult:
-    return InboxResult(
-        plan.source,
-        "answered",
-        user=plan.user,
-        turn=turn,
-        outcome=outcome,
-        answer=plan.answer,
-        query_file=plan.query_file,
-        recovered=recovered,
-    )
-
-
 def _mtime(entry: os.DirEntry[str]) -> int:
     try:
         return entry.stat(follow_symlinks=False).st_mtime_ns
@@ -465,6 +446,10 @@ _SHOWN = {
     "answered": ("user", "turn_id", "doc_id", "outcome", "answer", "query_file"),
     "rejected": ("rejected", "error_file", "reason", "message"),
 }
+
+
+_PLANNED = ("user", "answer", "query_file", "rejected", "error_file", "reason", "message")
+"""The fields of a result that a claim's plan decides."""
 
 
 @dataclass(frozen=True)
@@ -484,6 +469,14 @@ class InboxResult:
     message: str | None = None
     recovered: bool = False
     seconds: float = 0.0
+
+    @classmethod
+    def of(
+        cls, plan: ClaimPlan, status: Literal["answered", "rejected"], recovered: bool, **more: Any
+    ) -> InboxResult:
+        """The result of a claim carried out as `plan` planned it."""
+        planned = {name: getattr(plan, name) for name in _PLANNED}
+        return cls(plan.source, status, recovered=recovered, **{**planned, **more})
 
     def as_json(self) -> dict[str, Any]:
         """The fields its status has (an answer's turn, a rejection's files, else why)."""
