@@ -105,8 +105,8 @@ def _forget_lock(vault: Vault, user: str) -> AbstractContextManager[None]:
     return file_lock(vault.layout.user_dir(user) / ".forget.lock", wait_s=120, what=f"forgetting of {user}")
 
 
-def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], Matcher, set[str], str]:
-    """The targets `query_or_id` names, their text's matcher, candidate words and the kind."""
+def _target(vault: Vault, user: str, query_or_id: str) -> tuple[Target, Matcher, set[str]]:
+    """What `query_or_id` names, its text's matcher and the candidate words."""
     from events.documents import parse_document
 
     from ..memory.editing import pick_entry
@@ -129,7 +129,7 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
             raise BadInput(f"{text} has no words to forget")
         matcher.add_all_of(stems)
         matcher.add_sentences([picked.value, picked.text])
-        return [Target("statement", text)], matcher, stems, "statement"
+        return Target("statement", text), matcher, stems
     parts = text.split("/")
     if (
         len(parts) >= 2
@@ -161,17 +161,15 @@ def _targets(vault: Vault, user: str, query_or_id: str) -> tuple[list[Target], M
         said = "\n".join(line for line in body.split("\n") if not line.startswith("Source: [["))
         said += "\n" + title
         matcher.add_sentences(sentences_of(said))
-        return [Target("memory", text, found)], matcher, content_stems(said), "memory"
+        return Target("memory", text, found), matcher, content_stems(said)
     stems = content_stems(text)
     if not stems:
         raise BadInput(f"{text!r} has no words to forget (give content words, or a document id)")
     matcher.add_all_of(stems)
-    return [Target("words", "words")], matcher, stems, "words"
+    return Target("words", "words"), matcher, stems
 
 
-def _turn_target(
-    vault: Vault, user: str, turn: str, matcher: Matcher
-) -> tuple[list[Target], Matcher, set[str], str]:
+def _turn_target(vault: Vault, user: str, turn: str, matcher: Matcher) -> tuple[Target, Matcher, set[str]]:
     folder = f"users/{user}/turns/{turn}"
     stub = f"archive/stubs/{user}/{turn}.md"
     said: list[str] = []
@@ -208,7 +206,7 @@ def _turn_target(
                     own.append(f"outbox/{user}/{name}")
     text = "\n".join(said)
     matcher.add_sentences(sentences_of(text))
-    return [Target("turn", f"{user}/{turn}", own)], matcher, content_stems(text), "turn"
+    return Target("turn", f"{user}/{turn}", own), matcher, content_stems(text)
 
 
 def _is_own(rel: str, own: list[str]) -> bool:
@@ -404,8 +402,8 @@ def forget(
         if finished and _asks_again(finished, query_or_id):
             report = ForgetReport(user, resumed[0], dry_run, resumed=resumed)
         else:
-            targets, matcher, candidates, kind = _targets(vault, user, query_or_id)
-            own = [o for t in targets for o in t.own]
+            target, matcher, candidates = _target(vault, user, query_or_id)
+            own = target.own
             _choose_words(vault, user, matcher, candidates, own)
             files, archived = _changes(vault, user, matcher, own)
             if not files and not archived:
@@ -413,18 +411,19 @@ def forget(
             files += [item for part, turn in archived for item in (part, f"archive/stubs/{user}/{turn}.md")]
             files = [*dict.fromkeys(files), *(f"{store} (rebuilt)" for store in REBUILT)]
             forget_id = secrets.token_hex(8)
-            labels = [t.label for t in targets]
-            report = ForgetReport(user, forget_id, dry_run, labels, files, len(matcher.words), resumed)
+            report = ForgetReport(
+                user, forget_id, dry_run, [target.label], files, len(matcher.words), resumed
+            )
             if dry_run:
                 return report
             intent = {  # the plan in hashes: no word of what goes
                 "user": user,
                 "by": by or user,
-                "kind": kind,
+                "kind": target.kind,
                 "forget_id": forget_id,
                 "matcher": matcher.as_json(),
                 "own": [matcher.hash(o) for o in own],
-                "targets": len(targets),
+                "targets": 1,
                 "asked": matcher.hash(query_or_id.strip()),
             }
             atomic_write(intent_path(vault, user), orjson.dumps(intent), root=vault.root)
