@@ -3,7 +3,7 @@
 `setting(…)` declares a key (default, description, bounds, old names); `_Section` subclasses
 check every value on construction (an int becomes a float where one is wanted, finite,
 `Literal` choices, `ge`/`le`/`gt`, no unknown keys), so `TiersConfig(hot_turns=9)` fails like
-a bad file; `model_validate` / `model_dump` keep the names their callers knew.
+a bad file; `model_validate` keeps the name its callers knew.
 """
 
 import math
@@ -97,16 +97,6 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
     raise ConfigError(where, f"Input should be a valid {name}")
 
 
-def _dump(value: Any) -> Any:
-    if isinstance(value, _Section):
-        return value.model_dump()
-    if isinstance(value, dict):
-        return {k: _dump(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_dump(v) for v in value]
-    return value
-
-
 class _Section:
     """A section of pandafs.toml: immutable, keyword-only, checked on construction (not a
     dataclass: generating its methods compiles code every command pays for at start-up)."""
@@ -166,6 +156,3 @@ class _Section:
             return cls(**values)
         except ConfigError as exc:
             raise ConfigError(f"{prefix}{exc.where}", exc.message) from None
-
-    def model_dump(self) -> dict[str, Any]:
-        return {name: _dump(value) for name, value in vars(self).items()}

@@ -66,7 +66,7 @@ class LLMConfig(_Section):
         model = "small"` stays at REFLEX's temperature, not a role's generic one."""
         roles = data.get("roles") if isinstance(data, dict) else None
         if isinstance(roles, dict):
-            defaults = {name: role.model_dump() for name, role in _roles().items()}
+            defaults = {name: vars(role) for name, role in _roles().items()}
             roles = {
                 name: {**defaults[name], **given} if name in defaults and isinstance(given, dict) else given
                 for name, given in roles.items()

@@ -56,7 +56,7 @@ class Memory:
             heap_mb=cfg.index.writer_heap_mb,
             learned=learned or Learned(),
         )
-        self.ranking = Ranking(**cfg.search.model_dump())
+        self.ranking = Ranking(**vars(cfg.search))
 
     # --- search ---------------------------------------------------------------------
 
