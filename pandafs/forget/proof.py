@@ -20,7 +20,6 @@ __all__ = ["scan_user", "scan_vault"]
 
 @dataclass(frozen=True)
 class Survivor:
-    user: str
     where: str
     forget_id: str
 
@@ -57,7 +56,7 @@ def scan_user(vault: Vault, user: str) -> list[Survivor]:
     def check(where: str, rel: str, data: bytes) -> None:
         for forget_id, matcher in matchers:
             if file_tainted(matcher, rel, data):
-                found.append(Survivor(user, where, forget_id))
+                found.append(Survivor(where, forget_id))
 
     for rel in user_files(vault, user):
         with contextlib.suppress(OSError, NotInVault, EventsError):
@@ -136,10 +135,10 @@ def _index_survivors(vault: Vault, user: str, matchers: list[tuple[str, Matcher]
                 if matcher.hash(term) not in matcher.words:  # (an index term is a stem)
                     continue
                 if mine.get(term):
-                    found.append(Survivor(user, f"index term of a document of {user} ({name})", forget_id))
+                    found.append(Survivor(f"index term of a document of {user} ({name})", forget_id))
                 if count > live.get(term, 0):
                     found.append(
-                        Survivor(user, f"index term of a deleted document in a segment ({name})", forget_id)
+                        Survivor(f"index term of a deleted document in a segment ({name})", forget_id)
                     )
     hits = searcher.search(own, limit=max(1, searcher.num_docs)).hits
     for _score, address in hits:
@@ -152,5 +151,5 @@ def _index_survivors(vault: Vault, user: str, matchers: list[tuple[str, Matcher]
             data = bytes(value) if not isinstance(value, str) else value.encode("utf-8")
             for forget_id, matcher in matchers:
                 if file_tainted(matcher, f"{field_name}.json" if field_name == "payload" else "prose", data):
-                    found.append(Survivor(user, f"index stored {field_name} of {path}", forget_id))
+                    found.append(Survivor(f"index stored {field_name} of {path}", forget_id))
     return found
