@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from events.clock import utcnow
-from events.documents import parse_document, render_document
-from events.errors import FrontmatterError, LogBusyError
-from events.fsio import atomic_write, is_real_dir, read_vault_bytes
+from events.documents import render_document
+from events.errors import LogBusyError
+from events.fsio import atomic_write, is_real_dir
 from events.layout import turn_name
 from events.log import EventWriter, read_log, repair_torn_tail
 from events.schema import TornTailRepaired, TurnStarted
 
 from ..assembly import open_memory
+from ..checks import frontmatter_of
 from ..errors import Busy
 from ..memory.api import Memory
 from ..pipeline import Pipeline, TurnResult
@@ -297,7 +298,7 @@ class Inbox:
             plan = plan.model_copy(update={"error_file": f"{plan.rejected}.error.md"})
         assert plan.error_file is not None
         error_tmp = claim / ERROR
-        if _front(self.root, self.root / plan.error_file).get("claim") != plan.claim:  # not yet published
+        if (frontmatter_of(self.vault, plan.error_file) or {}).get("claim") != plan.claim:  # not published
             if not error_tmp.exists():
                 atomic_write(error_tmp, render_error(plan), root=self.root)
                 self._checkpoint("error_written")
@@ -314,7 +315,7 @@ class Inbox:
         published = (
             turn is not None
             and not answer_tmp.exists()
-            and _front(self.root, self.root / plan.answer).get("doc_id") == f"{user}/{turn}"
+            and (frontmatter_of(self.vault, plan.answer) or {}).get("doc_id") == f"{user}/{turn}"
         )
         if not published:
             if turn is None:
@@ -508,19 +509,6 @@ class InboxReport:
     def as_json(self) -> dict[str, Any]:
         shown = {s: [r.as_json() for r in self.of(s)] for s in ("answered", "rejected", "failed", "deferred")}
         return {**shown, "recovered": sum(1 for r in self.results if r.recovered)}
-
-
-_HEAD_CHARS = 4096  # frontmatter is looked for in the first characters only
-
-
-def _front(root: Path, path: Path) -> dict[str, Any]:
-    """The frontmatter in the head of `path` ({} if none, missing, or a link: never ours)."""
-    try:
-        data = read_vault_bytes(root, path, limit=4 * _HEAD_CHARS)
-        head = (data or b"").decode("utf-8", errors="replace")[:_HEAD_CHARS]
-        return parse_document(head if "\n---" in head[3:] else "", path).frontmatter
-    except (OSError, FrontmatterError):
-        return {}
 
 
 def _quote(text: str, limit: int = 2000) -> str:
