@@ -52,15 +52,12 @@ def shape_error(exc: Exception) -> str:
 
 @dataclass
 class Conversion:
-    """What a reader made of an export: import lines (each with a label, message count and
-    conversation number), failures, what was not imported, and anything not said in words
+    """What a reader made of an export: import lines (`lines`: each one's label, message count
+    and conversation number), failures, what was not imported, and anything not said in words
     (`not_messages`, by kind)."""
 
     sink: IO[bytes]  # where lines go as they are made
-    turns: int = 0
-    labels: list[str] = field(default_factory=list)
-    counts: list[int] = field(default_factory=list)
-    owners: list[int] = field(default_factory=list)
+    lines: list[tuple[str, int, int]] = field(default_factory=list)
     failed: list[dict[str, str]] = field(default_factory=list)
     conversations: int = 0
     messages: int = 0
@@ -69,10 +66,7 @@ class Conversion:
 
     def add(self, label: str, line: dict[str, Any], messages: int) -> None:
         self.sink.write(orjson.dumps(line) + b"\n")
-        self.turns += 1
-        self.labels.append(label)
-        self.counts.append(messages)
-        self.owners.append(self.conversations)
+        self.lines.append((label, messages, self.conversations))
 
     def fail(self, entry: str, error: str) -> None:
         # a name that is not UTF-8 is shown with U+FFFD: the account may be printed as JSON

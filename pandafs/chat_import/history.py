@@ -83,16 +83,16 @@ def import_history(
         staged = Path(tmp) / "turns.jsonl"
         with staged.open("wb") as sink:  # lines as the export is read: it is never held whole
             conversion = READERS[fmt](path, user, vault.config.index.import_max_bytes, Conversion(sink=sink))
-        report = HistoryReport(fmt, str(path), conversion.conversations, conversion.turns)
+        report = HistoryReport(fmt, str(path), conversion.conversations, len(conversion.lines))
         report.failed = list(conversion.failed)
         tally = _Tally(conversion)
         if on_total is not None:
-            on_total(conversion.turns)
-        if conversion.turns:
+            on_total(report.turns)
+        if report.turns:
             result = import_turns(vault, staged, progress=progress, after_batch=after_batch, on_line=tally)
             report.imported, report.skipped = result.imported, result.skipped
             report.completed = result.completed
-            report.failed += [_named(conversion.labels, f) for f in result.failed]
+            report.failed += [_named(conversion.lines, f) for f in result.failed]
     report.account = tally.account()
     report.seconds = time.perf_counter() - started
     return report
@@ -108,8 +108,8 @@ class _Tally:
         self.by_conversation: dict[int, set[str]] = {}
 
     def __call__(self, number: int, outcome: str, held: int = 0) -> None:
-        count = self.conversion.counts[number - 1]
-        self.by_conversation.setdefault(self.conversion.owners[number - 1], set()).add(outcome)
+        _, count, owner = self.conversion.lines[number - 1]
+        self.by_conversation.setdefault(owner, set()).add(outcome)
         if outcome == "new":
             self.messages["imported"] += count
         elif outcome == "present":
@@ -144,7 +144,7 @@ class _Tally:
         }
 
 
-def _named(labels: list[str], failure: dict[str, Any]) -> dict[str, str]:
+def _named(lines: list[tuple[str, int, int]], failure: dict[str, Any]) -> dict[str, str]:
     line = failure.get("line")
-    entry = labels[line - 1] if isinstance(line, int) and 0 < line <= len(labels) else f"line {line}"
+    entry = lines[line - 1][0] if isinstance(line, int) and 0 < line <= len(lines) else f"line {line}"
     return {"entry": entry, "error": str(failure.get("error"))}
