@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
@@ -267,13 +268,9 @@ def relink_users(vault: Vault, users: Iterable[str]) -> list[str]:
                 for path in _markdown(home):
                     if turns not in path.parents:
                         rewrite(path)
-        for path in _markdown(root / "outbox" / user):
+        notes = (p for p in _markdown(root / "observability" / "interventions") if f"-{user}-" in p.name)
+        for path in chain(_markdown(root / "outbox" / user), _markdown(vault.layout.stubs_dir(user)), notes):
             rewrite(path)
-        for path in _markdown(vault.layout.stubs_dir(user)):
-            rewrite(path)
-        for path in _markdown(root / "observability" / "interventions"):
-            if f"-{user}-" in path.name:
-                rewrite(path)
     if changed:
         sync_all()
     return changed
