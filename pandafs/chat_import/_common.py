@@ -332,11 +332,9 @@ def emit(
             "position": position,
             "messages": pair.messages,
             **pair.extra,
+            "tools": sorted(set(pair.tools)) or None,
+            "tool_messages": pair.tool_messages or None,
         }
-        if pair.tools:
-            meta["tools"] = sorted(set(pair.tools))
-        if pair.tool_messages:
-            meta["tool_messages"] = pair.tool_messages
         line: dict[str, Any] = {
             "user": user,
             "external_id": external_id(fmt, key, ident),
