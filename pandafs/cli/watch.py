@@ -67,7 +67,7 @@ def watch(app: App, once: bool, no_upkeep: bool, quiet: bool, as_json: bool) -> 
     runner = Watch(vault, log=log, upkeep=upkeep)
     try:
         if once:
-            report = runner.run_once(upkeep=not no_upkeep)
+            report = runner.run_once()
         else:
             with _stop_on_signals() as stop:
                 report = runner.run(stop)

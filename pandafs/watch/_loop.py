@@ -166,14 +166,13 @@ class Watch:
     def close(self) -> None:
         self.inbox.close()
 
-    def run_once(self, *, upkeep: bool = True) -> WatchReport:
+    def run_once(self) -> WatchReport:
         """Answer every pending inbox file, reconcile the index, run upkeep if due."""
         started = time.perf_counter()
         report = self.report
         report.inbox = self.inbox.process_pending(final=True, on_result=lambda r: self._log(r.describe()))
         self._reconcile()
-        if upkeep:
-            report.upkeep += self.upkeep.run_due()
+        report.upkeep += self.upkeep.run_due()
         report.seconds = time.perf_counter() - started
         return report
 

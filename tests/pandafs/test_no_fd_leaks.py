@@ -265,7 +265,7 @@ def test_the_watch_loop_and_its_upkeep_leave_no_descriptor_open(staged: tuple[Va
     """The watcher's own round (inbox, reconcile) and every upkeep job, forced each time,
     with a fresh abandoned turn folder for the `interrupted` job to clear."""
     vault, _ = staged
-    upkeep = Upkeep(vault, clock=lambda: NOW)
+    upkeep = Upkeep(vault, interval_s=0, clock=lambda: NOW)  # the watch's round runs none; forced, all
 
     source = vault.root.parent / "more.jsonl"
     source.write_bytes(
@@ -281,7 +281,7 @@ def test_the_watch_loop_and_its_upkeep_leave_no_descriptor_open(staged: tuple[Va
 
     watch = Watch(vault, upkeep=upkeep)
     try:
-        assert _steady(lambda: watch.run_once(upkeep=False), 20) <= SLACK
+        assert _steady(lambda: watch.run_once(), 20) <= SLACK
         assert _steady(upkeep_round, 20) <= SLACK
     finally:
         watch.close()
