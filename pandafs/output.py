@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import click
@@ -25,7 +26,7 @@ def echo_err(message: str) -> None:
     click.echo(message, err=True)
 
 
-class LazyProgress:
+class LazyProgress(AbstractContextManager["LazyProgress"]):
     """A bar on stderr whose length is known once the work has counted it (`start(total)`),
     drawn only on a terminal (piped, a bar is noise) and not when `quiet`."""
 
@@ -52,9 +53,6 @@ class LazyProgress:
             self._bar.update(0)  # the steps still waiting to be drawn: the bar ends where the work did
             self._bar.__exit__(None, None, None)
             self._bar = None
-
-    def __enter__(self) -> LazyProgress:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
