@@ -82,14 +82,11 @@ def parse_turn_id(text: str) -> TurnKey:
     return user, turn
 
 
-def trash_folder(vault: Vault, key: TurnKey, batch: str) -> Path:
-    """Where a turn folder waits while its batch is archived (its folder made, never a link)."""
-    return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / TRASH_DIR) / f"{key[1]}.{batch}"
-
-
-def staging_folder(vault: Vault, key: TurnKey, job: str) -> Path:
-    """Where a restored turn folder is built (its folder made, never a link)."""
-    return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / STAGING_DIR) / f"{key[1]}.{job}"
+def aside(vault: Vault, where: str, key: TurnKey, job: str) -> Path:
+    """The folder of `key` for `job` in `where` of its user's turns: `TRASH_DIR`, where it waits
+    while its batch is archived, or `STAGING_DIR`, where it is built to be restored (`where`
+    made, never through a link)."""
+    return vault_folder(vault.root, vault.layout.turns_dir(key[0]) / where) / f"{key[1]}.{job}"
 
 
 def live_matches(vault: Vault, key: TurnKey, rows: TurnFiles) -> bool:

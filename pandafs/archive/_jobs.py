@@ -52,6 +52,7 @@ from ._common import (
     TurnKey,
     archive_lock,
     as_utc,
+    aside,
     document_paths,
     finish_relink,
     live_matches,
@@ -62,10 +63,8 @@ from ._common import (
     pending_journals,
     pending_relink,
     reindex,
-    staging_folder,
     store_of,
     stub_relpath,
-    trash_folder,
     write_journal,
 )
 from ._policy import Candidate, expansion_counts, find_candidates, record_expansion
@@ -245,7 +244,7 @@ def _archive_batch(
                     why = refused or "changed while being archived"
                     report.skipped.append({"doc_id": files.doc_id, "reason": f"{why}; stays live"})
                     continue
-                target = trash_folder(vault, files.key, batch)
+                target = aside(vault, TRASH_DIR, files.key, batch)
                 moved.rename(folder, target)
             moved.fd(stub.parent)
             trash.append(target)
@@ -403,7 +402,7 @@ def restore_entries(vault: Vault, items: list[dict[str, str]], job: str, report:
             if live:
                 fail(key, "both live and archived, and they differ: resolve by hand")
                 continue
-            staging = staging_folder(vault, key, job)
+            staging = aside(vault, STAGING_DIR, key, job)
             if staging.exists():
                 remove_tree_in_vault(vault.root, staging, ignore_errors=False)
             write_turn_folder(rows, staging, root=vault.root)
@@ -478,7 +477,7 @@ def _recover_archive(vault: Vault, data: dict[str, Any], notes: list[str]) -> li
             month = entry["month"]
             doc_id = "/".join(key)
             folder, stub = vault.layout.turn_dir(*key), vault.layout.archive_stub(*key)
-            trash = trash_folder(vault, key, batch)
+            trash = aside(vault, TRASH_DIR, key, batch)
             rows = contents[month].intact(key) if month in contents else None
             info = stub_or_none(vault, key)
             stub_here = info is not None and info.archive_file == parts[month]

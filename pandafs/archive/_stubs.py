@@ -189,15 +189,9 @@ def stub_or_none(vault: Vault, key: TurnKey) -> StubInfo | None:
 
 
 def all_stubs(vault: Vault) -> list[TurnKey]:
-    base = vault.layout.archive / "stubs"
     found: list[TurnKey] = []
-    if not base.is_dir():
-        return found
-    for user_dir in sorted(base.iterdir()):
-        if not user_dir.is_dir():
-            continue
-        for path in sorted(user_dir.glob("turn_*.md")):
-            ref = classify(f"archive/stubs/{user_dir.name}/{path.name}")
-            if ref is not None and ref.kind == "archived_turn" and ref.user and ref.turn:
-                found.append((ref.user, ref.turn))
+    for path in sorted(vault.layout.archive.glob("stubs/*/turn_*.md")):
+        ref = classify(vault.rel(path))
+        if ref is not None and ref.kind == "archived_turn" and ref.user and ref.turn:
+            found.append((ref.user, ref.turn))
     return found

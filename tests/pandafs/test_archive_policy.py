@@ -541,11 +541,11 @@ def test_a_batch_never_moves_a_turn_folder_through_a_swapped_trash_folder(
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.md").write_bytes(b"not the vault's\n")
-    real_trash_folder, real_rmtree = archive_jobs.trash_folder, shutil.rmtree
+    real_aside, real_rmtree = archive_jobs.aside, shutil.rmtree
     removed: list[str] = []
 
     def checked_then_swapped(*args: object) -> Path:
-        got = real_trash_folder(*args)
+        got = real_aside(*args)
         swap_for_link(trash, outside)
         return got
 
@@ -553,7 +553,7 @@ def test_a_batch_never_moves_a_turn_folder_through_a_swapped_trash_folder(
         removed.append(os.path.realpath(path))
         real_rmtree(path, *args, **kw)
 
-    monkeypatch.setattr(archive_jobs, "trash_folder", checked_then_swapped)
+    monkeypatch.setattr(archive_jobs, "aside", checked_then_swapped)
     monkeypatch.setattr(shutil, "rmtree", rmtree)
     with pytest.raises(NotInVault, match="a folder on its path is a symbolic link or leaves the vault"):
         archive_turns(vault, now=NOW)
@@ -579,14 +579,14 @@ def test_a_restore_never_writes_a_turn_through_a_swapped_staging_folder(
     staging = vault.layout.turns_dir("alice") / STAGING_DIR
     outside = tmp_path / "outside"
     outside.mkdir()
-    real = archive_steps.staging_folder
+    real = archive_steps.aside
 
     def checked_then_swapped(*args: object) -> Path:
         got = real(*args)
         swap_for_link(staging, outside)
         return got
 
-    monkeypatch.setattr(archive_steps, "staging_folder", checked_then_swapped)
+    monkeypatch.setattr(archive_steps, "aside", checked_then_swapped)
     with pytest.raises(NotInVault, match="is a symbolic link"):
         restore_turns(vault)
     assert list(outside.rglob("*")) == []
