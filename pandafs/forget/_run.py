@@ -326,13 +326,14 @@ def _anchor(vault: Vault, rel: str, records: list[dict[str, Any]]) -> None:
         record_turn_hash(turns, parts[3], len(records), records[-1]["hash"], root=vault.root)
 
 
-def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
-    """Rewrite a log under its writers' lock (`Busy` if a writer has it: resumed later)."""
+def _replace_log(vault: Vault, rel: str, build: Any) -> dict[str, Any] | None:
+    """Rewrite a log under its writers' lock (`Busy` if a writer has it: resumed later); its last
+    record then (None: empty, or not a log of the area)."""
     path = vault.root / rel
     try:
         fd = open_no_link(path, os.O_RDWR)
     except NotInVault:  # a link or not a regular file: not a log of the area
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         raw = read_vault_file(vault.root, rel)[0]
@@ -347,7 +348,7 @@ def _replace_log(vault: Vault, rel: str, build: Any) -> bool:
             atomic_write(path, new, root=vault.root)
             log = parse_log(rel, new)
         _anchor(vault, rel, log.records)
-        return new is not None
+        return log.records[-1] if log.records else None
     except (BlockingIOError, LogBusyError):  # its writer holds it
         raise Busy(f"{rel} is being written; run `pandafs forget` again to finish") from None
     finally:
@@ -515,29 +516,17 @@ def _run(vault: Vault, intent: dict[str, Any], now: datetime) -> None:
     for rel in logs:
         folder = rel.rsplit("/", 1)[0]
         full = folder in own_turns
-        changed = _replace_log(vault, rel, partial(rewrite, full=full, anchor=True))
-        if changed or full or _anchored_by(vault, rel, forget_id):
-            _project(vault, folder)  # (a killed run may have rewritten the log, not its projections)
+        last = _replace_log(vault, rel, partial(rewrite, full=full, anchor=True)) or {}
+        # ended by this forget's anchor: rewritten now, or by a killed run that left its projections
+        if full or (
+            last.get("type") == "forgotten" and (last.get("data") or {}).get("forget_id") == forget_id
+        ):
+            _project(vault, folder)
     from ..rebuild import rebuild_all
 
     rebuild_all(vault, beside=False)  # a fresh index: no segment keeps a deleted document
     with contextlib.suppress(FileNotFoundError):
         os.unlink(intent_path(vault, user))
-
-
-def _anchored_by(vault: Vault, rel: str, forget_id: str) -> bool:
-    """Does the log end with this forget's anchor (rewritten by it, now or before a crash)?"""
-    try:
-        raw = read_vault_file(vault.root, rel)[0]
-    except (OSError, NotInVault, EventsError):
-        return False
-    last = raw.rstrip(b"\n").rpartition(b"\n")[2]
-    if b'"type":"forgotten"' not in last:
-        return False
-    try:
-        return orjson.loads(last).get("data", {}).get("forget_id") == forget_id
-    except orjson.JSONDecodeError:
-        return False
 
 
 def _tainted_archived(
