@@ -322,14 +322,12 @@ def _index_itself(vault: Vault, memory: Memory) -> str:
     return vault.rel(memory.index.folder.dir)
 
 
-_NEVER_READ = "never read, indexed or written"
-
-
 def _index_problems(vault: Vault, memory: Memory) -> list[Problem]:
     refused: list[Skipped] = []
     files = scan_documents(vault.root, refused=refused)
     problems = [  # documents or not: every file the one rule refuses, wherever it is
-        Problem(path, kind, f"{REASONS[kind]}: {_NEVER_READ}") for path, kind in refused_files(vault.root)
+        Problem(path, kind, f"{REASONS[kind]}: never read, indexed or written")
+        for path, kind in refused_files(vault.root)
     ]
     problems += [
         Problem(r.path, "skipped", f"not indexed: {r.reason}") for r in refused if r.reason == NOT_UTF8

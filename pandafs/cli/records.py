@@ -140,11 +140,10 @@ def verify(app: App, repair: bool, forgotten: bool, target: str | None, as_json:
 
 
 def _verify_forgotten(vault: Vault, user: str | None, as_json: bool) -> None:
-    from ..forget import scan_vault
+    from ..forget import scan_user
 
-    if user is not None:
-        vault.require_user(user)
-    survivors = scan_vault(vault, user)
+    users = [vault.require_user(user)] if user is not None else vault.layout.users()
+    survivors = [s for u in users for s in scan_user(vault, u)]
     kind = "forgotten_survives"
     found = [Problem(s.where, kind, f"holds words forgotten by {s.forget_id}") for s in survivors]
     data = {"ok": not survivors, "problems": [p.as_json() for p in found]}

@@ -1,7 +1,7 @@
 """Forgetting: take back a statement, memory or turn, everywhere, provably (docs/forgetting.md)."""
 
 from ._run import CHECKS, forget, intent_path, resume_pending
-from .proof import scan_user, scan_vault
+from .proof import scan_user
 
 __all__ = [
     "CHECKS",
@@ -9,5 +9,4 @@ __all__ = [
     "intent_path",
     "resume_pending",
     "scan_user",
-    "scan_vault",
 ]

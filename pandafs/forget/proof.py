@@ -15,7 +15,7 @@ from events.fsio import read_vault_file
 from ..vault import Vault
 from ._area import Matcher, archived_rows, file_tainted, user_files
 
-__all__ = ["scan_user", "scan_vault"]
+__all__ = ["scan_user"]
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,6 @@ def scan_user(vault: Vault, user: str) -> list[Survivor]:
         check(where, where, text.encode("utf-8"))
     found += _index_survivors(vault, user, matchers)
     return list(dict.fromkeys(found))
-
-
-def scan_vault(vault: Vault, user: str | None = None) -> list[Survivor]:
-    users = [user] if user is not None else vault.layout.users()
-    return [s for u in users for s in scan_user(vault, u)]
 
 
 def _derived_files(vault: Vault) -> Iterator[str]:
