@@ -310,12 +310,12 @@ def emit(
     conv: dict[str, Any],
     pairs: list[Pair],
     label: str,
-    fallback_time: str | None,
 ) -> None:
-    """Turn a conversation's pairs into import lines."""
+    """Turn a conversation's pairs into import lines (a pair without a time has its
+    conversation's `created_at`)."""
     key = conv_id or digest(conv.get("title"), conv.get("created_at"), [p.query for p in pairs[:3]])
     for position, pair in enumerate(pairs, 1):
-        when = pair.when or fallback_time
+        when = pair.when or conv.get("created_at")
         if when is None:
             out.fail(f"{label} message {position}", NO_TIME)
             out.skip(NO_TIME, pair.messages)
@@ -377,4 +377,4 @@ def read_tree(
         out.fail(label, shape_error(exc))
         return
     info = {"title": nonblank(title), "created_at": created, "updated_at": updated}
-    emit(out, fmt, user, conv_id, info, pairs, label, created)
+    emit(out, fmt, user, conv_id, info, pairs, label)

@@ -299,7 +299,7 @@ def _read_transcript(file: Path, user: str, limit: int, out: Conversion) -> None
             "created_at": min(times) if times else None,
             "updated_at": max(times) if times else None,
         }
-        emit(out, "claude-code", user, session, info, session_pairs, label, info["created_at"])
+        emit(out, "claude-code", user, session, info, session_pairs, label)
     for summary_list in waiting.values():
         out.skip(BEFORE_FIRST, len(summary_list))
 

@@ -285,7 +285,8 @@ class Inbox:
         if turn is None:
             return None
         recover(self.pipeline, user, turn, by="watch")
-        return outcome_of(self.vault, user, turn)
+        outcome = (read_metadata(self.root, self.vault.layout.turn_dir(user, turn)) or {}).get("outcome")
+        return outcome if isinstance(outcome, str) else None
 
     def _reject(self, claim: Path, plan: ClaimPlan, query_path: Path | None, recovered: bool) -> InboxResult:
         """Move the query to `inbox/rejected/NAME`, then explain it in `NAME.error.md`."""
@@ -559,8 +560,3 @@ def render_error(plan: ClaimPlan) -> str:
         else "Nothing of it was read or kept: the inbox only removed its own name for it.\n"
     )
     return render_document(front, body)
-
-
-def outcome_of(vault: Vault, user: str, turn: str) -> str | None:
-    value = (read_metadata(vault.root, vault.layout.turn_dir(user, turn)) or {}).get("outcome")
-    return value if isinstance(value, str) else None
