@@ -20,11 +20,12 @@ from events.errors import NotInVault
 from events.fsio import checked_folders, vault_folder
 from events.layout import turn_number
 from indexers.documents import IndexDoc, Skipped, load_index_doc
+from indexers.sync import chunked
 
 from ..vault import STAGING_DIR, Vault, file_lock
 from .ledger import PENDING, Ledger
 from .lines import ImportLine, chunks, open_source, parse_line
-from .place import Batch, Placer
+from .place import Batch, Placed, Placer
 from .render import OVERHEAD, Completer, conversation_of, line_digest, size_bound, write_notes
 
 __all__ = ["import_turns"]
@@ -80,14 +81,9 @@ class BackgroundIndexer:
             root = self.vault.root
             max_bytes = self.vault.config.index.max_file_bytes
             size = self.vault.config.index.batch_size
-            for start in range(0, len(names), size):
-                docs = []
-                for name in names[start : start + size]:
-                    loaded = load_index_doc(
-                        root, f"users/{ledger.user}/turns/{name}/context.md", max_bytes=max_bytes
-                    )
-                    if loaded is not None:
-                        docs.append(loaded)
+            for chunk in chunked(names, size):
+                paths = (f"users/{ledger.user}/turns/{name}/context.md" for name in chunk)
+                docs = [d for p in paths if (d := load_index_doc(root, p, max_bytes=max_bytes)) is not None]
                 self.submit(docs, [])
         if names or not ledger.marked:
             self.submit([], [(ledger, ledger.scanned)])
@@ -244,16 +240,14 @@ class _Importer:
         # the batch before it was indexed meanwhile: if that failed, this one stays staged
         self.indexer.drain()
         placed = self.placer.place(batch)
-        by_user_placed: dict[str, list[str]] = {}
+        by_user: dict[str, list[Placed]] = {}
         for item in placed:
-            by_user_placed.setdefault(item.user, []).append(item.turn)
+            by_user.setdefault(item.user, []).append(item)
         marks: list[tuple[Ledger, int]] = []
-        for user, names in by_user_placed.items():
+        for user, items in by_user.items():
             ledger = self.ledgers[user]
-            ledger.scanned = max(ledger.scanned, max(turn_number(name) for name in names))
-            entries = [
-                _entry(item.line, item.turn) for item in placed if item.user == user and item.line.external_id
-            ]
+            ledger.scanned = max(ledger.scanned, *(turn_number(item.turn) for item in items))
+            entries = [_entry(item.line, item.turn) for item in items if item.line.external_id]
             ledger.record([*entries, {"scanned": ledger.scanned}])
             marks.append((ledger, ledger.scanned))
         self.report.imported += len(placed)
