@@ -194,9 +194,7 @@ class Inbox:
             claim = self.claims.claim(rel)
             self._seen.pop(rel, None)
             if claim is not None:
-                result = self._finish(claim, recovered=False)
-                if result is not None:
-                    results.append(result)
+                results += self._finish(claim, recovered=False)
         return results
 
     def recover(self) -> list[InboxResult]:
@@ -210,14 +208,12 @@ class Inbox:
         results: list[InboxResult] = []
         for claim in self.claims.claim_dirs():
             retry = self._retry_at.get(claim.name)
-            if retry is not None and time.monotonic() < retry[1]:
-                continue
-            result = self._finish(claim, recovered=True)
-            if result is not None:
-                results.append(result)
+            if retry is None or time.monotonic() >= retry[1]:
+                results += self._finish(claim, recovered=True)
         return results
 
-    def _finish(self, claim: Path, *, recovered: bool) -> InboxResult | None:
+    def _finish(self, claim: Path, *, recovered: bool) -> list[InboxResult]:
+        """What became of the file of `claim` (nothing, if the claim held none)."""
         started = time.perf_counter()
         try:
             result = self._advance(claim, recovered)
@@ -227,9 +223,7 @@ class Inbox:
             result = self._failed(claim, f"{type(exc).__name__}: {exc}", recovered)
         else:
             self._retry_at.pop(claim.name, None)
-        if result is None:
-            return None
-        return replace(result, seconds=time.perf_counter() - started)
+        return [] if result is None else [replace(result, seconds=time.perf_counter() - started)]
 
     def _failed(self, claim: Path, message: str, recovered: bool) -> InboxResult:
         count = self._retry_at.get(claim.name, (0, 0.0))[0] + 1
