@@ -261,11 +261,9 @@ def _archive_batch(
         if path.exists():
             report.parquet_bytes += path.stat().st_size
             report.files.append(vault.rel(path))
+    report.archived += len(done)
     for candidate, files in done:
-        item = candidate.as_json()
-        item.update(bytes=files.size, archive_file=parts[files.month])
-        report.turns.append(item)
-        report.archived += 1
+        report.turns.append({**candidate.as_json(), "bytes": files.size, "archive_file": parts[files.month]})
         report.bytes_before += files.size
         report.stub_bytes += stubs[files.key]
 
@@ -440,10 +438,9 @@ def recover(vault: Vault, memory: Memory | None = None) -> list[str]:
     for journal in pending_journals(vault):
         try:  # a link is not our journal: never followed, so never acted on
             data = orjson.loads(read_vault_file(vault.root, vault.rel(journal))[0])
-        except orjson.JSONDecodeError as exc:
-            raise ArchiveError(f"{vault.rel(journal)}: unreadable journal ({exc})") from None
-        except NotInVault as exc:
-            raise ArchiveError(f"{vault.rel(journal)}: unreadable journal ({exc.reason})") from None
+        except (orjson.JSONDecodeError, NotInVault) as exc:
+            why = exc.reason if isinstance(exc, NotInVault) else exc
+            raise ArchiveError(f"{vault.rel(journal)}: unreadable journal ({why})") from None
         if data.get("op") == "archive":
             touched = _recover_archive(vault, data, notes)
         else:
