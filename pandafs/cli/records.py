@@ -83,7 +83,6 @@ def import_turns_cmd(app: App, source: Path, batch_size: int | None, as_json: bo
 def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
     with LazyProgress("checking turns" if check else "replaying turns", quiet=as_json) as bar:
         report = replay_turns(app.vault(), target, check=check, progress=bar.advance, on_total=bar.start)
-    data = asdict(report)
 
     def human() -> None:
         for d in report.drift:
@@ -94,7 +93,7 @@ def replay(app: App, target: str | None, check: bool, as_json: bool) -> None:
         count = len(report.drift) if check else len(report.rewritten)
         click.echo(f"checked {report.checked} turns; {verb} {count} files")
 
-    emit(data, as_json, human)
+    emit(asdict(report), as_json, human)
     if report.errors:
         raise ProblemFound(f"{len(report.errors)} turn(s) could not be replayed")
     if check and report.drift:

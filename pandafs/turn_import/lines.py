@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from events.clock import aware, out_of_range
 from events.errors import NotInVault, json_problem
@@ -42,7 +42,7 @@ class ImportContext(BaseModel):
 
 class ImportLine(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
-    user: str
+    user: Annotated[str, AfterValidator(validate_user_id)]  # an InvalidUserId is a ValueError
     external_id: str | None = None
     timestamp: datetime
     query: str
@@ -54,11 +54,6 @@ class ImportLine(BaseModel):
     @property
     def number(self) -> int:
         return self._number
-
-    @field_validator("user")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_user_id(value)  # an InvalidUserId is a ValueError: pydantic names it
 
     @field_validator("timestamp")
     @classmethod
