@@ -196,9 +196,8 @@ def save(
         ttl_hours=ttl_hours,
         key=key,
     )
-    data = saved.as_json()
     verb = "saved" if saved.created else "renewed (it had expired)" if saved.renewed else "already saved"
-    emit(data, as_json, lambda: click.echo(f"{verb} {saved.doc_id} ({saved.doc_path})"))
+    emit(saved.as_json(), as_json, lambda: click.echo(f"{verb} {saved.doc_id} ({saved.doc_path})"))
 
 
 @command("rebuild")

@@ -135,9 +135,7 @@ def validate_query(vault: Vault, source: str, path: Path) -> Query | Rejection:
         return Rejection(
             "user_conflict", f"the file is in inbox/{folder_user}/ but its frontmatter says user: {fm_user!r}"
         )
-    user = folder_user if folder_user is not None else fm_user
-    if user is None:
-        user = cfg.default_user
+    user = folder_user if folder_user is not None else fm_user if fm_user is not None else cfg.default_user
     try:
         validate_user_id(user)
     except InvalidUserId as exc:
