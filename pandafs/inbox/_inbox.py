@@ -85,30 +85,17 @@ class Inbox:
     def pending(self) -> list[str]:
         """Vault-relative paths of files waiting in the inbox, oldest first."""
         found: list[tuple[int, str]] = []
-        try:
-            top = list(os.scandir(self.dir))
-        except FileNotFoundError:
-            return []
-        for entry in top:  # every entry, whatever it is: what cannot be read is rejected
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name in RESERVED_FOLDERS:
-                    continue
-                try:
-                    inner = list(os.scandir(entry.path))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                for sub in inner:
-                    rel = f"inbox/{entry.name}/{sub.name}"
-                    if sub.is_dir(follow_symlinks=False) and not sub.name.lower().endswith(QUERY_SUFFIXES):
-                        continue  # a folder of the user's own; one named as a query is rejected
-                    if is_query_candidate(rel):
-                        found.append((_mtime(sub), rel))
-            else:
-                rel = f"inbox/{entry.name}"
+        for entry in _listed(self.dir):  # every entry, whatever it is: what cannot be read is rejected
+            rel = f"inbox/{entry.name}"
+            if not entry.is_dir(follow_symlinks=False):
                 if is_query_candidate(rel):
                     found.append((_mtime(entry), rel))
+            elif not entry.name.startswith(".") and entry.name not in RESERVED_FOLDERS:
+                for sub in _listed(entry.path):
+                    if sub.is_dir(follow_symlinks=False) and not sub.name.lower().endswith(QUERY_SUFFIXES):
+                        continue  # a folder of the user's own; one named as a query is rejected
+                    if is_query_candidate(f"{rel}/{sub.name}"):
+                        found.append((_mtime(sub), f"{rel}/{sub.name}"))
         return [rel for _, rel in sorted(found)]
 
     def readiness(self, rel: str, *, final: bool = False) -> float | None:
@@ -429,6 +416,14 @@ class Inbox:
 
     def _checkpoint(self, step: str) -> None:
         """A named point between two steps (tests make a process die here)."""
+
+
+def _listed(folder: str | Path) -> list[os.DirEntry[str]]:
+    """The entries of `folder`; none if it is gone (or no folder)."""
+    try:
+        return list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _mtime(entry: os.DirEntry[str]) -> int:
