@@ -17,12 +17,10 @@ __all__ = ["vault_stats"]
 
 
 def vault_stats(vault: Vault) -> dict[str, Any]:
-    users: dict[str, dict[str, int]] = {}
+    users = {user: {"turns": len(vault.layout.turn_dirs(user))} for user in vault.layout.users()}
     types: Counter[str] = Counter()
     scopes: Counter[str] = Counter()
     broken = 0
-    for user in vault.layout.users():
-        users[user] = {"turns": len(vault.layout.turn_dirs(user))}
     for rel, _ in walk_documents(vault.root):
         ref = classify(rel)
         if ref is None:

@@ -491,6 +491,6 @@ def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Pro
     after = list(checker(vault, True))
     still = [p for p in after if not p.repaired]
     fixed = [p for p in after if p.repaired]
-    named = {(p.path, p.kind) for p in still} | {(p.path, p.kind) for p in fixed}
+    named = {(p.path, p.kind) for p in after}
     fixed += [replace(p, repaired=True) for p in before if (p.path, p.kind) not in named]
     return still, fixed

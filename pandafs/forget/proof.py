@@ -31,19 +31,11 @@ def matchers_of(vault: Vault, user: str) -> list[tuple[str, Matcher]]:
     """(forget id, matcher) of every forgetting recorded for `user`."""
     from ..learning.maintenance import read_changes
 
-    events, _problem = read_changes(vault, user)
-    found = []
-    for event in events:
-        if event.type == "forgotten" and event.data.salt:
-            data = event.data
-            matcher = Matcher(
-                salt=data.salt,
-                words=set(data.word_hashes),
-                all_of=set(data.all_of_hashes),
-                sentences=set(data.sentence_hashes),
-            )
-            found.append((data.forget_id, matcher))
-    return found
+    forgotten = [e.data for e in read_changes(vault, user)[0] if e.type == "forgotten" and e.data.salt]
+    return [
+        (d.forget_id, Matcher(d.salt, set(d.word_hashes), set(d.all_of_hashes), set(d.sentence_hashes)))
+        for d in forgotten
+    ]
 
 
 def scan_user(vault: Vault, user: str) -> list[Survivor]:
