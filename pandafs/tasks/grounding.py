@@ -224,14 +224,15 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     ]
 ]
 # Questions about the user's identity (config.IDENTITY_KEYS) and taste: only a statement
-# of that slot answers them.
+# of that slot answers them.  "What do I do?" asks the job on its own or with an adjunct
+# of earning ("for a living"); with another ("for fun", "on weekends") it asks what is done.
 _ASKED = {
     slot: re.compile(pattern, re.I)
     for slot, pattern in {
         "home": r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?live\b|\b(?:i|we)\s+live\b|"
         r"\bmy\s+(?:home|hometown|home\s*town|address|city)\b|\bwhere(?:'s|\s+is)\s+home\b",
         "job": r"\bmy\s+(?:job|occupation|profession|work|career|employer|line\s+of\s+work)\b|"
-        r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+do\b(?!\s+(?:about|with|if|when|now|next|to))|"
+        r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+do(?:\s+for\s+(?:a\s+)?(?:living|work|money)\b|(?=\s*(?:[?.!]|$)))|"
         r"\bwhere\s+(?:do|did)\s+(?:i|we)\s+work\b",
         "name": r"\bmy\s+(?:own\s+)?name\b|\bwhat\s+am\s+i\s+called\b|\bwho\s+am\s+i\b",
         "prefers": r"\b(?:do|did)\s+(?:i|we)\s+(?:\w+\s+)?prefer\b|\bmy\s+(?:favou?rite|preferred)\b",
@@ -239,6 +240,7 @@ _ASKED = {
     }.items()
 }
 STRONG_SLOTS = frozenset(_ASKED)  # asked like this, answered only by such a statement
+_IDENTITY = frozenset(_KEY_SLOTS.values())  # job, home, name: one value, however asked
 
 
 class Slot(NamedTuple):
@@ -528,7 +530,10 @@ _RECALLING = frozenset(
 def asked_predicate(query: str) -> tuple[str, ...]:
     """The stems of what a do-question (a progressive one, a relative clause) asks of its
     subject ('what does my hamster Biscuit like to eat?' → like, eat; 'what book am I
-    reading?' → read); () when the question has no such verb phrase."""
+    reading?' → read); () when the question has no such verb phrase, or when its verb
+    phrase is only the words that ask for the job, home or name ('what do I do for a
+    living?', 'where do I live?'): they are how the slot is asked, not something asked of
+    it, and a statement of the slot answers them."""
     part = asked_part(query)
     match = _DO_SUPPORT.search(part)
     progressive = match is None and (match := _PROGRESSIVE.search(part)) is not None
@@ -555,6 +560,10 @@ def asked_predicate(query: str) -> tuple[str, ...]:
     stems = [
         stem(w.lower()) for w in tokens[start:] if w.lower() not in STOP_WORDS or stem(w.lower()) in _TASTE
     ]
+    if not _POLAR.search(part):  # a yes or no is asked of the whole: "do I live in Oslo?"
+        asking = (m.group(0) for slot in _IDENTITY for m in _ASKED[slot].finditer(part))
+        idiom = {stem(w.lower()) for words in asking for w in re.findall(r"[A-Za-z]+", words)}
+        stems = [] if idiom.issuperset(stems) else stems
     if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
         stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
     return tuple(dict.fromkeys(s for s in stems if len(s) > 1))

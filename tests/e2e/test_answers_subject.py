@@ -43,6 +43,24 @@ def test_a_career_change_answers_what_my_job_is_now(chat: Chat) -> None:
     assert "work as a nurse" not in result.answer.split("(")[0]
 
 
+def test_an_idiom_asking_for_the_job_is_answered_by_the_job(chat: Chat) -> None:
+    # eval_answers' stated-fact dialogue: "for a living" is how the job is asked, not a
+    # statement about living somewhere, so the home the user also gave does not answer it
+    chat.ask("Remember that I work as a nurse")
+    chat.ask("I live in Oslo")
+    result = chat.ask("What do I do for a living?")
+    assert "nurse" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+def test_what_i_do_for_fun_is_not_my_job(chat: Chat) -> None:
+    chat.ask("I work as a nurse")
+    result = chat.ask("What do I do for fun?")
+    _not_a_wrong_approval(result, "nurse")
+    chat.ask("I play chess on weekends")
+    result = chat.ask("What do I do on weekends?")
+    assert "chess" in result.answer and result.outcome == "APPROVE", result.answer
+
+
 def test_sold_and_bought_answers_the_car_i_have(chat: Chat) -> None:
     chat.ask("My car is a blue Volvo")
     chat.ask("I sold the Volvo and bought a white Tesla")

@@ -58,6 +58,10 @@ def _checks(answer: str, query: str) -> dict[str, bool]:
         ("What do Syrian hamsters like, sunflower seeds?", ("like", "sunflow", "seed")),
         ("What is my favourite tea?", ()),
         ("Which cafe did you recommend to me?", ()),  # what the assistant said answers it
+        ("What do I do for a living?", ()),  # the job is asked: a statement of it answers
+        ("Where did I live before moving to Oslo?", ("live", "move", "oslo")),
+        ("Do I live in Oslo?", ("live", "oslo")),  # a yes or no: the whole of it
+        ("What do I do on weekends?", ("weekend",)),  # not the job
     ],
 )
 def test_the_predicate_is_what_is_asked_of_the_subject(query: str, predicate: tuple[str, ...]) -> None:
