@@ -232,20 +232,8 @@ class OpenAIChat:
     def model_for(self, role: str) -> str:
         return self._role(role).model or self._config.model
 
-    def chat(
-        self,
-        role: str,
-        messages: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> tuple[str, Usage]:
-        """One completion for `role`; returns the reply text and what it cost."""
-        extra = {"response_format": response_format} if response_format else {}
-        text, _, usage = self.complete(role, messages, extra)
-        return text, usage
-
     def complete(
-        self, role: str, messages: list[dict[str, Any]], extra: dict[str, Any]
+        self, role: str, messages: list[dict[str, Any]], extra: dict[str, Any] | None = None
     ) -> tuple[str, list[ToolCall], Usage]:
         """One completion for `role` with `extra` request fields (`tools`, `response_format`):
         the reply text, its tool calls and what it cost."""
@@ -256,7 +244,7 @@ class OpenAIChat:
             "temperature": settings.temperature,
             "max_tokens": self._config.max_tokens,
             "stream": False,
-            **extra,
+            **(extra or {}),
         }
         data = self._post(payload)
         text, calls, reported = self._read_completion(data)
@@ -269,15 +257,15 @@ class OpenAIChat:
         )
         return text, calls, usage
 
-    def response_format(self, output: type[BaseModel]) -> dict[str, Any] | None:
-        """What `[llm] structured_output` asks the server for."""
+    def response_format(self, output: type[BaseModel]) -> dict[str, Any]:
+        """The request fields `[llm] structured_output` asks the server for."""
         mode = self.structured_output
         if mode == "json_schema":
             schema = {"name": output.__name__, "schema": inline_schema(output)}
-            return {"type": "json_schema", "json_schema": schema}
+            return {"response_format": {"type": "json_schema", "json_schema": schema}}
         if mode == "json_object":
-            return {"type": "json_object"}
-        return None
+            return {"response_format": {"type": "json_object"}}
+        return {}
 
     def structured(self, role: str, system: str, user: str, output: type[T]) -> tuple[T, Usage]:
         """Ask for JSON matching `output`, validate it, and correct it once if needed."""
@@ -317,12 +305,13 @@ class OpenAIChat:
     def _chat_structured(
         self, role: str, messages: list[dict[str, Any]], output: type[BaseModel]
     ) -> tuple[str, Usage]:
-        """`chat` with the structured-output mode in force, falling back to the next lower
-        mode when the server refuses this one."""
+        """A completion with the structured-output mode in force, falling back to the next
+        lower mode when the server refuses this one."""
         while True:
             mode = self.structured_output
             try:
-                return self.chat(role, messages, response_format=self.response_format(output))
+                text, _, usage = self.complete(role, messages, self.response_format(output))
+                return text, usage
             except LLMRejected as exc:
                 lower = _LOWER.get(mode)
                 if lower is None or not refuses_format(exc.status, exc.detail):

@@ -58,7 +58,7 @@ def closed_port_url() -> str:
 
 def test_chat_returns_content_and_reported_usage(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script("Hamsters sleep by day.")
-    text, usage = llm.chat("voice", [{"role": "user", "content": "tell me about hamsters"}])
+    text, _, usage = llm.complete("voice", [{"role": "user", "content": "tell me about hamsters"}])
     assert text == "Hamsters sleep by day."
     assert usage == Usage(tokens_in=5, tokens_out=5, calls=1)  # the stub's own counts
     assert len(stub.requests) == 1
@@ -73,7 +73,7 @@ def test_usage_is_estimated_when_the_server_reports_none(stub: OpenAIStub, llm: 
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "a" * 40}}],
     }
     stub.script(StubReply(body=json.dumps(completion).encode()))
-    text, usage = llm.chat("mind", [{"role": "user", "content": "b" * 80}])
+    text, _, usage = llm.complete("mind", [{"role": "user", "content": "b" * 80}])
     assert text == "a" * 40
     assert usage == Usage(tokens_in=20, tokens_out=10, calls=1)
 
@@ -91,9 +91,9 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
     config = make_config(stub.base_url, model="small-model", roles=roles)
     with closing(OpenAIChat(config, api_key="secret")) as llm:
         for role in ("reflex", "mind", "voice"):
-            llm.chat(role, [{"role": "user", "content": "hi"}])
+            llm.complete(role, [{"role": "user", "content": "hi"}])
         with pytest.raises(LLMError, match=r"add \[llm\.roles\.critic\] to pandafs\.toml"):
-            llm.chat("critic", [{"role": "user", "content": "hi"}])
+            llm.complete("critic", [{"role": "user", "content": "hi"}])
     sent = [(r["model"], r["temperature"]) for r in stub.requests]
     assert sent == [("small-model", 0.3), ("big-model", 0.5), ("small-model", 0.7)]
     assert stub.request_headers[0]["authorization"] == "Bearer secret"
@@ -103,7 +103,7 @@ def test_api_key_comes_from_the_configured_env_var(stub: OpenAIStub, monkeypatch
     monkeypatch.setenv("PANDAFS_TEST_KEY", "from-env")
     config = make_config(stub.base_url, api_key_env="PANDAFS_TEST_KEY")
     with closing(OpenAIChat(config)) as llm:
-        llm.chat("mind", [{"role": "user", "content": "hi"}])
+        llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert stub.request_headers[0]["authorization"] == "Bearer from-env"
 
 
@@ -221,7 +221,7 @@ def test_invalid_json_twice_is_an_output_error(stub: OpenAIStub, llm: OpenAIChat
 
 def test_server_error_is_retried(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(StubReply(status=500, content="CUDA out of memory"), "recovered")
-    text, usage = llm.chat("mind", [{"role": "user", "content": "hi"}])
+    text, _, usage = llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert text == "recovered"
     assert usage.calls == 1
     assert len(stub.requests) == 2
@@ -230,7 +230,7 @@ def test_server_error_is_retried(stub: OpenAIStub, llm: OpenAIChat) -> None:
 def test_server_errors_until_retries_run_out(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(*[StubReply(status=503, content="model is loading")] * 3)
     with pytest.raises(LLMUnavailable) as caught:
-        llm.chat("mind", [{"role": "user", "content": "hi"}])
+        llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert len(stub.requests) == 3  # max_retries=2
     assert caught.value.status == 503
     assert str(caught.value) == (
@@ -243,7 +243,7 @@ def test_server_errors_until_retries_run_out(stub: OpenAIStub, llm: OpenAIChat) 
 def test_rate_limit_honours_retry_after(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(StubReply(status=429, content="slow down", headers={"Retry-After": "1"}), "ok")
     started = time.monotonic()
-    text, _ = llm.chat("mind", [{"role": "user", "content": "hi"}])
+    text, _, _ = llm.complete("mind", [{"role": "user", "content": "hi"}])
     elapsed = time.monotonic() - started
     assert text == "ok"
     assert len(stub.requests) == 2
@@ -255,7 +255,7 @@ def test_slow_server_times_out_after_retries(stub: OpenAIStub) -> None:
     config = make_config(stub.base_url, timeout_s=0.2, max_retries=1)
     started = time.monotonic()
     with closing(OpenAIChat(config)) as llm, pytest.raises(LLMTimeout) as caught:
-        llm.chat("voice", [{"role": "user", "content": "hi"}])
+        llm.complete("voice", [{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < 2.0
     assert len(stub.requests) == 2
     assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
@@ -269,7 +269,7 @@ def test_connection_refused_is_unavailable() -> None:
     base_url = closed_port_url()
     with closing(OpenAIChat(make_config(base_url, max_retries=1))) as llm:
         with pytest.raises(LLMUnavailable) as caught:
-            llm.chat("mind", [{"role": "user", "content": "hi"}])
+            llm.complete("mind", [{"role": "user", "content": "hi"}])
     message = str(caught.value)
     assert message.startswith(f"cannot reach the LLM server at {base_url} (")
     assert message.endswith("; 2 attempts): is it running? check [llm] base_url in pandafs.toml")
@@ -280,7 +280,7 @@ def test_connection_refused_is_unavailable() -> None:
 def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(StubReply(status=400, content="'messages' must not be empty"))
     with pytest.raises(LLMError) as caught:
-        llm.chat("mind", [{"role": "user", "content": "hi"}])
+        llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert type(caught.value) is LLMRejected and caught.value.status == 400
     assert len(stub.requests) == 1
     assert str(caught.value) == (
@@ -293,14 +293,14 @@ def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIChat) -> 
 def test_unauthorised_names_the_api_key_setting(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(StubReply(status=401, content="invalid api key"))
     with pytest.raises(LLMError, match=r"HTTP 401: invalid api key\): .*\[llm\] api_key_env"):
-        llm.chat("mind", [{"role": "user", "content": "hi"}])
+        llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert len(stub.requests) == 1
 
 
 def test_a_body_that_is_not_a_completion_is_an_error(stub: OpenAIStub, llm: OpenAIChat) -> None:
     stub.script(StubReply(body=b"<html>welcome to nginx</html>"))
     with pytest.raises(LLMError, match="not a chat completion .*OpenAI-compatible /v1 endpoint"):
-        llm.chat("mind", [{"role": "user", "content": "hi"}])
+        llm.complete("mind", [{"role": "user", "content": "hi"}])
 
 
 def test_a_base_url_without_scheme_fails_at_once() -> None:
