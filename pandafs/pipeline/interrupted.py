@@ -4,11 +4,12 @@ that closes them (`recovery` handles one turn)."""
 from __future__ import annotations
 
 from events.errors import EventsError
+from events.fsio import lock_is_held
 
 from ..checks import Problem
 from ..turns import INDEXING
 from ..vault import Vault
-from .recovery import OPEN, UNINDEXED, UNPROJECTED, find_interrupted, recover, turn_state
+from .recovery import OPEN, UNINDEXED, UNPROJECTED, recover, turn_state
 from .turn import Pipeline
 
 __all__ = ["CHECKS", "close_all_interrupted"]
@@ -35,13 +36,13 @@ def check_interrupted(vault: Vault, repair: bool) -> list[Problem]:
     try:
         for user in vault.layout.users():
             for folder in vault.layout.turn_dirs(user):
-                if not repair:
-                    if (found := find_interrupted(vault.root, folder)) is not None:
-                        kind, name = REPAIRED[found]
-                        problems.append(Problem(vault.rel(folder / name), kind, UNREPAIRED[found]))
-                    continue
                 state = turn_state(vault.root, folder)
                 if state is None:
+                    continue
+                if not repair:  # reported only: what a dead process left open or unindexed
+                    if state in UNREPAIRED and not lock_is_held(folder / "events.jsonl"):
+                        kind, name = REPAIRED[state]
+                        problems.append(Problem(vault.rel(folder / name), kind, UNREPAIRED[state]))
                     continue
                 pipeline = pipeline or Pipeline(vault)
                 try:

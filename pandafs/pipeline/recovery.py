@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from events.errors import EventsError, LogBusyError
-from events.fsio import lock_is_held, read_vault_bytes
+from events.fsio import read_vault_bytes
 from events.log import EventWriter, events_of, parse_log
 from events.schema import Event, PhaseFailed, TurnCompleted, TurnStarted
 from indexers.errors import IndexingError
@@ -30,7 +30,6 @@ __all__ = [
     "REPROJECTED",
     "UNINDEXED",
     "UNPROJECTED",
-    "find_interrupted",
     "recover",
     "recover_recent",
     "turn_state",
@@ -79,15 +78,6 @@ def turn_state(root: Path, folder: Path) -> str | None:
     if any(isinstance(e.data, TurnCompleted) for e in events):
         return UNINDEXED if _said_ended(root, rel) else UNPROJECTED  # (then it is marked)
     return OPEN if _left_open(events) else None
-
-
-def find_interrupted(root: Path, folder: Path) -> str | None:
-    """`OPEN` or `UNINDEXED` for a turn in `folder` a dead process left so (for a report:
-    nothing is written); None for others, inbox turns left open, and turns a live process holds."""
-    state = turn_state(root, folder)
-    if state in (OPEN, UNINDEXED) and not lock_is_held(folder / "events.jsonl"):
-        return state
-    return None
 
 
 def recover(pipeline, user: str, turn: str, *, by: str, state: str | None = None) -> str | None:
