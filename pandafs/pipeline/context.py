@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from events.schema import TierFailed
 
 from ..config import Config
-from ..errors import Unreadable
+from ..errors import BadInput, Unreadable
 from ..llm.base import Backend
 from ..llm.errors import LLMOutputError
 from ..llm.usage import Usage
@@ -72,21 +72,21 @@ class TurnContext:
         self.usage = self.usage + usage
         return result
 
-    def read(self, id_or_path: str) -> Retrieved:
-        """`memory.retrieve`, read once per turn (phases look at the same documents)."""
-        cache: dict[str, Retrieved | Unreadable] = self.extras.setdefault("_read_cache", {})
+    def read(self, id_or_path: str) -> Retrieved | None:
+        """`memory.retrieve`, read once per turn (phases look at the same documents); None
+        for one this user cannot read, or that is not there."""
+        cache: dict[str, Retrieved | None] = self.extras.setdefault("_read_cache", {})
         if id_or_path not in cache:
+            cache[id_or_path] = None
             try:
                 cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
+            except BadInput:  # not there, or not this user's
+                pass
             except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's
-                cache[id_or_path] = exc
                 self.extras.setdefault(TIER_FAILED, []).append(
                     TierFailed(tier="cold", error_type="Unreadable", message=str(exc)[:500])
                 )
-        found = cache[id_or_path]
-        if isinstance(found, Unreadable):
-            raise found
-        return found
+        return cache[id_or_path]
 
     def take_tier_failures(self) -> list[TierFailed]:
         """The `tier_failed` events of documents `read` could not read since last asked

@@ -30,7 +30,6 @@ from events.schema import (
 from events.stamps import format_ts
 from indexers.words import query_terms, stem, words_of
 
-from ..errors import BadInput, Unreadable
 from ..memory.tiers import TIER_NAMES
 from ..tasks.schemas import DocRow, LoadedDoc, MemoryRow, SynthesizeContextIn, SynthesizeContextOut
 from ..tokens import count_tokens, truncate_tokens
@@ -82,9 +81,8 @@ def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) ->
             relevance=candidate.relevance,
             archived=record.archived,
         )
-    try:
-        doc = ctx.read(candidate.doc_path)
-    except (BadInput, Unreadable):
+    doc = ctx.read(candidate.doc_path)
+    if doc is None:
         return None
     created = str(doc.metadata.get("created_at", ""))
     quality = doc.metadata.get("quality", 0.5)

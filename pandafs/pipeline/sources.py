@@ -14,7 +14,6 @@ from events.documents import split_sections
 from events.layout import TURN_DIR_RE, TURN_KINDS, turn_number
 from events.stamps import format_ts
 
-from ..errors import BadInput, Unreadable
 from ..memory.turn_records import TurnReader, TurnRecord, parse_time
 from ..research.visits import read_visit
 from ..tokens import count_tokens
@@ -89,11 +88,10 @@ def source_text(ctx: TurnContext, doc_path: str, kind: str) -> str:
     a visit record: the fields extracted from the page)."""
     if kind == "visit":
         return visit_text(ctx.vault.root, doc_path)
-    try:
-        content = ctx.read(doc_path).content
-    except (BadInput, Unreadable):
+    doc = ctx.read(doc_path)
+    if doc is None:
         return ""
-    return turn_text(content) if kind == "turn" else content
+    return turn_text(doc.content) if kind == "turn" else doc.content
 
 
 def visit_text(root: Path, page: str) -> str:

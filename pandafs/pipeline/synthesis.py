@@ -21,7 +21,6 @@ from events.projection import TurnView
 from events.schema import GateResult, Payload, ResponseSynthesized, ValidationDecided
 from indexers.errors import IndexingError
 
-from ..errors import BadInput, Unreadable
 from ..memory.store import parse_entries
 from ..memory.turn_records import parse_time
 from ..tasks.grounding import (
@@ -130,9 +129,8 @@ def _turn_facts(n: int, doc_id: str, sections: dict[int, str], meta: dict[str, A
 def _source_facts(ctx: TurnContext, n: int, doc_id: str, doc_path: str, kind: str) -> list[Fact]:
     if kind == "visit":
         return _facts(visit_text(ctx.vault.root, doc_path), "document", n, doc_id)
-    try:
-        doc = ctx.read(doc_path)
-    except (BadInput, Unreadable):
+    doc = ctx.read(doc_path)
+    if doc is None:
         return []
     meta = doc.metadata
     sections = split_sections(doc.content) if kind in _TURN_KINDS else {}
@@ -196,9 +194,8 @@ def _newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
     for hit in hits[:NEWEST_TURNS]:
         if hit["doc_id"] in held:
             continue
-        try:
-            doc = ctx.read(hit["doc_path"])
-        except (BadInput, Unreadable):
+        doc = ctx.read(hit["doc_path"])
+        if doc is None:
             continue
         said = _turn_facts(0, hit["doc_id"], split_sections(doc.content), doc.metadata)
         facts += [f for f in said if f.origin == "stated" and about_focus(focus, f.text, "", resolved)]
