@@ -58,9 +58,6 @@ class TurnContext:
     def turn_dir(self) -> Path:
         return self.vault.layout.turn_dir(self.user, self.turn)
 
-    def now(self) -> datetime:
-        return self.clock()
-
     def think(self, task_name: str, data: BaseModel) -> Any:
         """Ask the backend for a task's output; usage is added to this phase's tally."""
         task = TASKS[task_name]
@@ -79,7 +76,7 @@ class TurnContext:
         if id_or_path not in cache:
             cache[id_or_path] = None
             try:
-                cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.now())
+                cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.clock())
             except BadInput:  # not there, or not this user's
                 pass
             except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's

@@ -340,7 +340,7 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     for doc_id in dict.fromkeys(i for b in capped for i in b.row_ids):
         used.append(SourceRef(doc_id=doc_id, doc_path=all_paths[doc_id], title=titles.get(doc_id) or doc_id))
     unlinked = sum(1 for b in blocks for r in b.rows if "[[" not in " ".join(r))
-    stale = [d.doc_id for d in loaded if d.kind == "research" and age_days(d.created_at, ctx.now()) > 1.0]
+    stale = [d.doc_id for d in loaded if d.kind == "research" and age_days(d.created_at, ctx.clock()) > 1.0]
     gates = [
         GateResult(gate="schema", passed=True, detail="GatheredContext validated"),
         GateResult(

@@ -163,7 +163,7 @@ def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[s
 def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     analysis = view.analysis
     assert analysis is not None
-    now = ctx.now()
+    now = ctx.clock()
     candidates: dict[str, Candidate] = {}
 
     def add(candidate: Candidate) -> None:

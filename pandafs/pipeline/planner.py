@@ -35,7 +35,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     out: PlanOut = ctx.think(
         "plan",
         PlanIn(
-            today=ctx.now().date().isoformat(),
+            today=ctx.clock().date().isoformat(),
             query=view.query,
             resolved_query=analysis.resolved_query,
             query_type=analysis.query_type,

@@ -107,7 +107,7 @@ def write_intervention(ctx: TurnContext, view: TurnView, why: str, now: datetime
 def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
     max_attempts = ctx.config.pipeline.max_revisions + 1
     outcome, why = outcome_of(view, max_attempts)
-    now = ctx.now()
+    now = ctx.clock()
     events: list[Payload] = []
     settled = {c.candidate_id for c in view.committed} | {d.candidate_id for d in view.discarded}
     for candidate in view.staged:

@@ -180,7 +180,7 @@ def _newest_statements(ctx: TurnContext, view: TurnView) -> list[Fact]:
         hits = ctx.memory.search(
             " ".join(focus),
             user=ctx.user,
-            now=ctx.now(),
+            now=ctx.clock(),
             exclude_ids=[ctx.doc_id],
             kinds=_TURN_KINDS,
             limit=NEWEST_HITS,

@@ -131,9 +131,6 @@ class ToolSession:
     """Runs one turn for the user, asked at a time or now, and returns its JSON (handed in
     by a door outside a turn)."""
 
-    def now(self) -> datetime:
-        return self.clock()
-
 
 @dataclass
 class ToolOutcome:
@@ -206,7 +203,7 @@ def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
     exclude = [session.turn.doc_id] if session.turn is not None else []
     try:
         hits = session.memory.search(
-            args.query, user=session.user, now=session.now(), exclude_ids=exclude, **args.search_kwargs()
+            args.query, user=session.user, now=session.clock(), exclude_ids=exclude, **args.search_kwargs()
         )
     except IndexingError as exc:  # an index that cannot be read costs the hits, not the turn
         return ToolOutcome(False, "not searched", error=first_line(exc))
@@ -217,7 +214,7 @@ def _search(session: ToolSession, args: SearchArgsModel) -> ToolOutcome:
 
 def _retrieve(session: ToolSession, args: RetrieveArgs) -> ToolOutcome:
     try:  # ownership by path, checked before anything is read or counted
-        doc = session.memory.retrieve(args.identifier, user=session.user, now=session.now())
+        doc = session.memory.retrieve(args.identifier, user=session.user, now=session.clock())
     except (BadInput, Unreadable) as exc:
         return ToolOutcome(False, "not retrieved", error=str(exc))
     content = doc.content
@@ -285,7 +282,7 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
         user=ctx.user,
         topic=topic,
         keywords=keywords,
-        now=ctx.now(),
+        now=ctx.clock(),
         root=ctx.vault.root,
     )
     rows = [dict(f) for f in result.findings]
@@ -304,7 +301,7 @@ def _edit(session: ToolSession, args: EditArgs) -> ToolOutcome:
 
     try:
         changes = args.model_dump(exclude={"identifier"})  # text, entry, title, topic, keywords
-        changed = edit_document(session.vault, args.identifier, session.user, now=session.now(), **changes)
+        changed = edit_document(session.vault, args.identifier, session.user, now=session.clock(), **changes)
     except BadInput as exc:
         return ToolOutcome(False, "not edited", error=str(exc))
     return ToolOutcome(True, f"edited {changed.doc_id}", changed.as_json())
@@ -315,7 +312,7 @@ def _delete(session: ToolSession, args: DeleteArgs) -> ToolOutcome:
 
     try:
         changed = delete_document(
-            session.vault, args.identifier, session.user, entry=args.entry, now=session.now()
+            session.vault, args.identifier, session.user, entry=args.entry, now=session.clock()
         )
     except BadInput as exc:
         return ToolOutcome(False, "not deleted", error=str(exc))
@@ -334,7 +331,7 @@ def _forget(session: ToolSession, args: ForgetArgs) -> ToolOutcome:
             args.query_or_id,
             session.user,
             dry_run=inside or not args.confirm,
-            now=session.now(),
+            now=session.clock(),
         )
     except (BadInput, Busy) as exc:
         return ToolOutcome(False, "nothing forgotten", error=str(exc))
