@@ -377,6 +377,7 @@ def _key_facts(keywords: list[str], text: str) -> list[str]:
 def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
     keywords = data.keywords
     out = t.SynthesizeContextOut(memory=list(data.memory))
+    by_kind = {"turn": out.prior_turns, "archived_turn": out.prior_turns, "research": out.research}
     covered: set[str] = set()
     for doc in data.documents:
         facts = _key_facts(keywords, doc.text)
@@ -389,12 +390,7 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
             summary=doc.title or facts[0][:120],
             key_facts=facts,
         )
-        if doc.kind in ("turn", "archived_turn"):
-            out.prior_turns.append(row)
-        elif doc.kind == "research":
-            out.research.append(row)
-        else:
-            out.knowledge.append(row)
+        by_kind.get(doc.kind, out.knowledge).append(row)  # any other document is knowledge
     out.gaps = [
         w for w in keywords if w not in covered and not any(stems_overlap([w], m.value) for m in out.memory)
     ]
