@@ -133,10 +133,8 @@ def recover_recent(pipeline, user: str, before: str, count: int = 3) -> list[str
             continue
         try:
             what = recover(pipeline, user, folder.name, by="the next ask")
-        except EventsError:
-            continue  # a damaged turn is verify's to report; it must not stop this ask
-        except IndexingError:
-            continue  # an index that cannot be written: the turn keeps its mark for `verify --repair`
+        except (EventsError, IndexingError):  # neither stops this ask: a damaged turn is verify's
+            continue  # to report, a turn whose index cannot be written keeps its mark for --repair
         if what is not None:
             done.append(f"{user}/{folder.name}")
     return done
