@@ -1,17 +1,18 @@
-"""Phase 0 — Query Analyzer (REFLEX): resolve references, classify, pick topic and keywords."""
+"""Phases 0-1 (REFLEX): the Query Analyzer resolves references, classifies, picks topic and
+keywords; Reflection decides PROCEED or CLARIFY, the user's purpose and data needs."""
 
 from __future__ import annotations
 
 from events.layout import turn_number
 from events.projection import TurnView
-from events.schema import ContentReference, FeedbackRecorded, Payload, QueryAnalyzed
+from events.schema import ContentReference, FeedbackRecorded, Payload, QueryAnalyzed, ReflectionDecided
 
 from ..memory.turn_records import TurnReader
-from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn
+from ..tasks.schemas import AnalyzeIn, AnalyzeOut, PriorTurn, ReflectIn, ReflectOut
 from ..turns import read_metadata
 from .context import RECORD_CACHE, TurnContext
 
-__all__ = ["run"]
+__all__ = ["analyze", "reflect"]
 
 
 def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
@@ -38,7 +39,7 @@ def recent_turns(ctx: TurnContext, count: int) -> list[PriorTurn]:
     return list(reversed(out))
 
 
-def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
+def analyze(ctx: TurnContext, view: TurnView) -> list[Payload]:
     recent = recent_turns(ctx, ctx.config.tiers.hot_turns)
     out: AnalyzeOut = ctx.think(
         "analyze_query", AnalyzeIn(query=view.query, recent_turns=recent, topics=ctx.config.topics)
@@ -59,3 +60,16 @@ def run(ctx: TurnContext, view: TurnView) -> list[Payload]:
             FeedbackRecorded(target_turn=recent[-1].turn, status=out.feedback, signal=view.query[:200])
         )
     return events
+
+
+def reflect(ctx: TurnContext, view: TurnView) -> list[Payload]:
+    assert view.analysis is not None
+    analysis = AnalyzeOut.model_validate(view.analysis.model_dump())
+    out: ReflectOut = ctx.think("reflect", ReflectIn(query=view.query, analysis=analysis))
+    question = out.clarification_question
+    if out.decision == "CLARIFY" and not question:
+        question = "Could you say a little more about what you need?"
+    decided = out.model_dump(exclude={"clarification_question"})
+    return [
+        ReflectionDecided(**decided, clarification_question=question if out.decision == "CLARIFY" else None)
+    ]

@@ -29,7 +29,7 @@ from ..memory.turn_records import RecordCache
 from ..research.reliability import ReliabilityTable
 from ..turns import TurnRef
 from ..vault import Vault
-from . import analyzer, context_synthesis, executor, gatherer, planner, reflection, save, synthesis
+from . import analyzer, context_synthesis, executor, gatherer, planner, save, synthesis
 from .context import RECORD_CACHE, TurnContext
 from .finish import Finisher
 from .recovery import recover_recent
@@ -116,8 +116,8 @@ def next_step(view: TurnView, max_attempts: int) -> Step | None:
 
 Phase = Callable[[TurnContext, TurnView, int], list[Payload]]
 STEPS: dict[str, tuple[str, Phase]] = {
-    "analyze": ("query_analyzer", lambda ctx, view, _: analyzer.run(ctx, view)),
-    "reflect": ("reflection", lambda ctx, view, _: reflection.run(ctx, view)),
+    "analyze": ("query_analyzer", lambda ctx, view, _: analyzer.analyze(ctx, view)),
+    "reflect": ("reflection", lambda ctx, view, _: analyzer.reflect(ctx, view)),
     "retrieve": ("context_gatherer", lambda ctx, view, _: gatherer.retrieve(ctx, view)),
     "synthesize_context": ("context_gatherer", lambda ctx, view, _: context_synthesis.synthesize(ctx, view)),
     "plan": ("planner", planner.run),
