@@ -1,6 +1,7 @@
 """The OpenAI-compatible backend: chat completions over httpx (vLLM, Ollama, llama.cpp
 server differ only in `[llm] base_url`).  `OpenAIBackend` sends a task's prompt and input
-as JSON and validates the JSON reply; `OpenAIChat` is the client.
+as JSON and validates the JSON reply; a tool-calling task sends `tools` and reads the
+reply's `tool_calls`.
 
 Transient failures (connection, timeout, 429, 5xx) are retried with backoff.  Structured
 output is asked for as `response_format` json_schema; a server that refuses a mode gets the
@@ -34,7 +35,7 @@ from pandafs.config import LLMConfig, RoleConfig
 from .errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
 from .usage import Usage
 
-__all__ = ["OpenAIBackend", "OpenAIChat", "inline_schema"]
+__all__ = ["OpenAIBackend", "inline_schema"]
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("pandafs.llm")
@@ -212,8 +213,11 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
     return resolve(schema)
 
 
-class OpenAIChat:
-    """Chat-completions client for any OpenAI-compatible server (vLLM, Ollama, llama.cpp server)."""
+class OpenAIBackend:
+    """The backend, and the chat-completions client of any OpenAI-compatible server."""
+
+    name = "openai"
+    sends_tools = True
 
     def __init__(self, config: LLMConfig, *, api_key: str | None = None) -> None:
         self._config = config
@@ -231,6 +235,24 @@ class OpenAIChat:
 
     def model_for(self, role: str) -> str:
         return self._role(role).model or self._config.model
+
+    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        if task.tool_calls:
+            return self._call_tools(task, data)
+        return self.structured(task.role, task.prompt(), data.model_dump_json(), task.output)
+
+    def _call_tools(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
+        messages = [
+            {"role": "system", "content": task.prompt()},
+            {"role": "user", "content": data.model_dump_json()},
+        ]
+        tools = getattr(data, "tools", [])  # OpenAI function-calling schemas
+        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
+        text, calls, usage = self.complete(task.role, messages, extra)
+        requests = [{"tool": c.name, "args": c.args, "reason": "called by the model"} for c in calls]
+        return task.output.model_validate(
+            {"tool_requests": requests, "reasoning": text[:500] or f"{len(calls)} tool call(s)"}
+        ), usage
 
     def complete(
         self, role: str, messages: list[dict[str, Any]], extra: dict[str, Any] | None = None
@@ -409,35 +431,3 @@ def _int_or(value: object, default: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return default
-
-
-class OpenAIBackend:
-    """Sends the task's prompt and input as JSON and validates the JSON reply; a tool-calling
-    task sends `tools` and reads the reply's `tool_calls`."""
-
-    name = "openai"
-    sends_tools = True
-
-    def __init__(self, config: LLMConfig, *, chat: OpenAIChat | None = None) -> None:
-        self.chat = chat or OpenAIChat(config)
-
-    def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
-        if task.tool_calls:
-            return self._call_tools(task, data)
-        return self.chat.structured(task.role, task.prompt(), data.model_dump_json(), task.output)
-
-    def _call_tools(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
-        messages = [
-            {"role": "system", "content": task.prompt()},
-            {"role": "user", "content": data.model_dump_json()},
-        ]
-        tools = getattr(data, "tools", [])  # OpenAI function-calling schemas
-        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
-        text, calls, usage = self.chat.complete(task.role, messages, extra)
-        requests = [{"tool": c.name, "args": c.args, "reason": "called by the model"} for c in calls]
-        return task.output.model_validate(
-            {"tool_requests": requests, "reasoning": text[:500] or f"{len(calls)} tool call(s)"}
-        ), usage
-
-    def close(self) -> None:
-        self.chat.close()

@@ -14,7 +14,7 @@ from events.documents import parse_document
 from events.log import read_events
 from pandafs.config import LLMConfig
 from pandafs.llm.offline import OfflineBackend
-from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend
 from pandafs.memory.api import Memory
 from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
@@ -244,7 +244,7 @@ def test_a_turn_over_http_calls_every_exported_tool_and_synthesis_reads_the_resu
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1, backoff_s=0.01
         )
-        backend = OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
+        backend = OpenAIBackend(config, api_key="")
         with Pipeline(vault, backend=backend, clock=lambda: T0 + timedelta(hours=1)) as pipeline:
             result = pipeline.ask("What does my hamster Biscuit eat?", user="alice")
     assert stub.errors == []

@@ -185,12 +185,12 @@ def test_a_newer_tally_replaces_the_older_one(chat: Chat) -> None:
 def test_a_model_that_answers_junk_ends_the_turn_as_a_recorded_fail(vault: Vault) -> None:
     from events.log import read_events
     from pandafs.config import LLMConfig
-    from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
+    from pandafs.llm.openai_compat import OpenAIBackend
     from tests.support.openai_stub import OpenAIStub
 
     with OpenAIStub(lambda request: "Sure!!! {{{ not json") as stub:
         config = LLMConfig(backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=0)
-        backend = OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
+        backend = OpenAIBackend(config, api_key="")
         with Pipeline(vault, backend=backend, clock=lambda: T0) as pipeline:
             result = pipeline.ask("What is my job?", user="alice")
     assert result.outcome == "FAIL"

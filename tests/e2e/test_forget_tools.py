@@ -9,7 +9,7 @@ from typing import Any
 
 from events.log import read_events
 from pandafs.config import LLMConfig
-from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend
 from pandafs.memory.api import Memory
 from pandafs.pipeline import Pipeline
 from pandafs.vault import Vault
@@ -35,7 +35,7 @@ def _turn(vault: Vault, question: str, calls: list[tuple[str, dict[str, Any]]]) 
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1, backoff_s=0.01
         )
-        backend = OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))
+        backend = OpenAIBackend(config, api_key="")
         with Pipeline(vault, backend=backend, clock=lambda: T0 + timedelta(hours=1)) as pipeline:
             result = pipeline.ask(question, user="alice")
     events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")

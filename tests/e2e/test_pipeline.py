@@ -11,7 +11,7 @@ from events.documents import parse_document, split_sections
 from events.log import EventWriter, read_events
 from pandafs.config import LLMConfig
 from pandafs.llm.offline import OfflineBackend
-from pandafs.llm.openai_compat import OpenAIBackend, OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend
 from pandafs.memory.api import Memory
 from pandafs.memory.store import parse_entries
 from pandafs.pipeline import Pipeline
@@ -67,7 +67,7 @@ def pipeline(request: pytest.FixtureRequest, vault: Vault) -> Iterator[Pipeline]
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1, backoff_s=0.01
         )
-        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as p:
+        with Pipeline(vault, backend=OpenAIBackend(config, api_key="")) as p:
             p.extras["test_stub"] = stub
             yield p
         assert stub.errors == []
@@ -218,7 +218,7 @@ def test_llm_errors_end_as_specified(vault: Vault) -> None:
         config = LLMConfig(
             backend="openai", base_url=stub.base_url, timeout_s=0.5, max_retries=1, backoff_s=0.01
         )
-        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as pipeline:
+        with Pipeline(vault, backend=OpenAIBackend(config, api_key="")) as pipeline:
             script += [StubReply(status=500, content="boom")]
             recovered = pipeline.ask("What do you know about my hamster Biscuit?", user="alice")
             assert recovered.outcome == "APPROVE"
@@ -300,7 +300,7 @@ def test_a_models_key_on_a_memory_candidate_does_not_stop_its_save(vault: Vault)
 
     with OpenAIStub(responder) as stub:
         config = LLMConfig(backend="openai", base_url=stub.base_url, timeout_s=5, max_retries=1)
-        with Pipeline(vault, backend=OpenAIBackend(config, chat=OpenAIChat(config, api_key=""))) as pipeline:
+        with Pipeline(vault, backend=OpenAIBackend(config, api_key="")) as pipeline:
             result = pipeline.ask("What do you know about my hamster Biscuit?", user="alice")
     assert result.outcome == "APPROVE"
     events = read_events(vault.layout.turn_dir("alice", result.turn) / "events.jsonl")

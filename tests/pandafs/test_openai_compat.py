@@ -1,4 +1,4 @@
-"""OpenAIChat against a real OpenAI-compatible HTTP server on 127.0.0.1."""
+"""The OpenAI-compatible backend against a real OpenAI-compatible HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pandafs.config import LLMConfig, RoleConfig
 from pandafs.errors import PandaError
 from pandafs.llm.errors import LLMError, LLMOutputError, LLMRejected, LLMTimeout, LLMUnavailable
-from pandafs.llm.openai_compat import OpenAIChat
+from pandafs.llm.openai_compat import OpenAIBackend
 from pandafs.llm.usage import Usage
 from tests.support.openai_stub import OpenAIStub, StubReply
 
@@ -44,8 +44,8 @@ def make_config(base_url: str, **overrides: object) -> LLMConfig:
 
 
 @pytest.fixture
-def llm(stub: OpenAIStub) -> Iterator[OpenAIChat]:
-    with closing(OpenAIChat(make_config(stub.base_url), api_key="")) as client:
+def llm(stub: OpenAIStub) -> Iterator[OpenAIBackend]:
+    with closing(OpenAIBackend(make_config(stub.base_url), api_key="")) as client:
         yield client
 
 
@@ -56,7 +56,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def test_chat_returns_content_and_reported_usage(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_chat_returns_content_and_reported_usage(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script("Hamsters sleep by day.")
     text, _, usage = llm.complete("voice", [{"role": "user", "content": "tell me about hamsters"}])
     assert text == "Hamsters sleep by day."
@@ -66,7 +66,7 @@ def test_chat_returns_content_and_reported_usage(stub: OpenAIStub, llm: OpenAICh
     assert stub.requests[0]["messages"] == [{"role": "user", "content": "tell me about hamsters"}]
 
 
-def test_usage_is_estimated_when_the_server_reports_none(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_usage_is_estimated_when_the_server_reports_none(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     completion = {
         "id": "x",
         "object": "chat.completion",
@@ -89,7 +89,7 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
         "voice": RoleConfig(temperature=0.7),
     }
     config = make_config(stub.base_url, model="small-model", roles=roles)
-    with closing(OpenAIChat(config, api_key="secret")) as llm:
+    with closing(OpenAIBackend(config, api_key="secret")) as llm:
         for role in ("reflex", "mind", "voice"):
             llm.complete(role, [{"role": "user", "content": "hi"}])
         with pytest.raises(LLMError, match=r"add \[llm\.roles\.critic\] to pandafs\.toml"):
@@ -102,12 +102,12 @@ def test_role_picks_model_and_temperature(stub: OpenAIStub) -> None:
 def test_api_key_comes_from_the_configured_env_var(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PANDAFS_TEST_KEY", "from-env")
     config = make_config(stub.base_url, api_key_env="PANDAFS_TEST_KEY")
-    with closing(OpenAIChat(config)) as llm:
+    with closing(OpenAIBackend(config)) as llm:
         llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert stub.request_headers[0]["authorization"] == "Bearer from-env"
 
 
-def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script('{"name": "ThinkPad X1", "price": 1500}')
     laptop, usage = llm.structured("mind", "You pick laptops.", "a light one", Laptop)
     assert laptop == Laptop(name="ThinkPad X1", price=1500)
@@ -123,7 +123,7 @@ def test_structured_output_is_validated(stub: OpenAIStub, llm: OpenAIChat) -> No
 
 
 def test_a_server_refusing_json_schema_is_asked_with_json_object_once_and_says_so(
-    stub: OpenAIStub, llm: OpenAIChat, caplog: pytest.LogCaptureFixture
+    stub: OpenAIStub, llm: OpenAIBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     refusal = StubReply(status=400, content="response_format json_schema is not supported")
     stub.script(refusal, '{"name": "X1", "price": 1500}', '{"name": "X2", "price": 900}')
@@ -137,7 +137,7 @@ def test_a_server_refusing_json_schema_is_asked_with_json_object_once_and_says_s
 
 
 def test_a_500_naming_response_format_is_a_refusal_not_a_transient_failure(
-    stub: OpenAIStub, llm: OpenAIChat
+    stub: OpenAIStub, llm: OpenAIBackend
 ) -> None:
     # llama-cpp-python's server validates the request body and answers json_schema with a 500
     detail = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
@@ -147,7 +147,9 @@ def test_a_500_naming_response_format_is_a_refusal_not_a_transient_failure(
     assert llm.structured_output == "json_object"
 
 
-def test_a_server_refusing_json_object_too_gets_the_prompt_alone(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_a_server_refusing_json_object_too_gets_the_prompt_alone(
+    stub: OpenAIStub, llm: OpenAIBackend
+) -> None:
     stub.script(
         StubReply(status=400, content="unsupported response_format"),
         StubReply(status=422, content="json_object: unknown response_format type"),
@@ -164,7 +166,7 @@ def test_a_server_refusing_json_object_too_gets_the_prompt_alone(stub: OpenAIStu
 
 
 def test_a_refusal_that_is_not_about_the_format_names_the_setting_to_fix(stub: OpenAIStub) -> None:
-    with closing(OpenAIChat(make_config(stub.base_url, structured_output="none"), api_key="")) as client:
+    with closing(OpenAIBackend(make_config(stub.base_url, structured_output="none"), api_key="")) as client:
         stub.script(StubReply(status=400, content="model 'x' not found"))
         with pytest.raises(LLMRejected) as caught:
             client.structured("mind", "You pick laptops.", "a light one", Laptop)
@@ -181,14 +183,16 @@ def test_a_refusal_that_is_not_about_the_format_names_the_setting_to_fix(stub: O
     ],
     ids=["json-fence", "bare-fence-with-prose", "inline-prose", "think-block"],
 )
-def test_structured_output_tolerates_fences_and_prose(stub: OpenAIStub, llm: OpenAIChat, reply: str) -> None:
+def test_structured_output_tolerates_fences_and_prose(
+    stub: OpenAIStub, llm: OpenAIBackend, reply: str
+) -> None:
     stub.script(reply)
     laptop, _ = llm.structured("mind", "You pick laptops.", "one", Laptop)
     assert laptop == Laptop(name="X1", price=1500)
     assert len(stub.requests) == 1
 
 
-def test_invalid_json_gets_one_corrective_retry(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_invalid_json_gets_one_corrective_retry(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script('{"name": "X1"}', '{"name": "X1", "price": 1500}')
     laptop, usage = llm.structured("reflex", "You pick laptops.", "one", Laptop)
     assert laptop == Laptop(name="X1", price=1500)
@@ -202,7 +206,7 @@ def test_invalid_json_gets_one_corrective_retry(stub: OpenAIStub, llm: OpenAICha
     assert "corrected JSON" in retry[3]["content"]
 
 
-def test_invalid_json_twice_is_an_output_error(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_invalid_json_twice_is_an_output_error(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script("I think you want the X1.", '{"name": "X1", "price": "cheap"}')
     with pytest.raises(LLMOutputError) as caught:
         llm.structured("mind", "You pick laptops.", "one", Laptop)
@@ -219,7 +223,7 @@ def test_invalid_json_twice_is_an_output_error(stub: OpenAIStub, llm: OpenAIChat
     assert len(stub.requests) == 2
 
 
-def test_server_error_is_retried(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_server_error_is_retried(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(StubReply(status=500, content="CUDA out of memory"), "recovered")
     text, _, usage = llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert text == "recovered"
@@ -227,7 +231,7 @@ def test_server_error_is_retried(stub: OpenAIStub, llm: OpenAIChat) -> None:
     assert len(stub.requests) == 2
 
 
-def test_server_errors_until_retries_run_out(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_server_errors_until_retries_run_out(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(*[StubReply(status=503, content="model is loading")] * 3)
     with pytest.raises(LLMUnavailable) as caught:
         llm.complete("mind", [{"role": "user", "content": "hi"}])
@@ -240,7 +244,7 @@ def test_server_errors_until_retries_run_out(stub: OpenAIStub, llm: OpenAIChat) 
     )
 
 
-def test_rate_limit_honours_retry_after(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_rate_limit_honours_retry_after(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(StubReply(status=429, content="slow down", headers={"Retry-After": "1"}), "ok")
     started = time.monotonic()
     text, _, _ = llm.complete("mind", [{"role": "user", "content": "hi"}])
@@ -254,7 +258,7 @@ def test_slow_server_times_out_after_retries(stub: OpenAIStub) -> None:
     stub.script(*[StubReply(content="too late", delay_s=3.0)] * 2)
     config = make_config(stub.base_url, timeout_s=0.2, max_retries=1)
     started = time.monotonic()
-    with closing(OpenAIChat(config)) as llm, pytest.raises(LLMTimeout) as caught:
+    with closing(OpenAIBackend(config)) as llm, pytest.raises(LLMTimeout) as caught:
         llm.complete("voice", [{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < 2.0
     assert len(stub.requests) == 2
@@ -267,7 +271,7 @@ def test_slow_server_times_out_after_retries(stub: OpenAIStub) -> None:
 
 def test_connection_refused_is_unavailable() -> None:
     base_url = closed_port_url()
-    with closing(OpenAIChat(make_config(base_url, max_retries=1))) as llm:
+    with closing(OpenAIBackend(make_config(base_url, max_retries=1))) as llm:
         with pytest.raises(LLMUnavailable) as caught:
             llm.complete("mind", [{"role": "user", "content": "hi"}])
     message = str(caught.value)
@@ -277,7 +281,7 @@ def test_connection_refused_is_unavailable() -> None:
     assert caught.value.status is None
 
 
-def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(StubReply(status=400, content="'messages' must not be empty"))
     with pytest.raises(LLMError) as caught:
         llm.complete("mind", [{"role": "user", "content": "hi"}])
@@ -290,14 +294,14 @@ def test_client_error_fails_without_retry(stub: OpenAIStub, llm: OpenAIChat) -> 
     )
 
 
-def test_unauthorised_names_the_api_key_setting(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_unauthorised_names_the_api_key_setting(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(StubReply(status=401, content="invalid api key"))
     with pytest.raises(LLMError, match=r"HTTP 401: invalid api key\): .*\[llm\] api_key_env"):
         llm.complete("mind", [{"role": "user", "content": "hi"}])
     assert len(stub.requests) == 1
 
 
-def test_a_body_that_is_not_a_completion_is_an_error(stub: OpenAIStub, llm: OpenAIChat) -> None:
+def test_a_body_that_is_not_a_completion_is_an_error(stub: OpenAIStub, llm: OpenAIBackend) -> None:
     stub.script(StubReply(body=b"<html>welcome to nginx</html>"))
     with pytest.raises(LLMError, match="not a chat completion .*OpenAI-compatible /v1 endpoint"):
         llm.complete("mind", [{"role": "user", "content": "hi"}])
@@ -305,7 +309,7 @@ def test_a_body_that_is_not_a_completion_is_an_error(stub: OpenAIStub, llm: Open
 
 def test_a_base_url_without_scheme_fails_at_once() -> None:
     with pytest.raises(LLMError, match=r"\[llm\] base_url 'localhost:8000/v1' is not an http"):
-        OpenAIChat(make_config("localhost:8000/v1"))
+        OpenAIBackend(make_config("localhost:8000/v1"))
 
 
 def test_stub_lists_models_and_echoes_by_default(stub: OpenAIStub) -> None:
