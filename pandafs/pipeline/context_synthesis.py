@@ -197,13 +197,12 @@ def _stems(text: str) -> set[str]:
     return {stem(w) for w in set(words_of(text))} - {""}
 
 
-def _turn_block(turns: list[_Turn], query: str, room: int) -> _Block | None:
+def _turn_block(turns: list[_Turn], asked: set[str], room: int) -> _Block | None:
     """The prior turns, most relevant first, in `room` tokens.  Each is first given its
     `first_share` (the best ones whole), then what is left grows them in the same order
     up to `PER_DOC_TOKENS`; a turn given less than its text is abridged: the user's own
-    words are kept first, then the sentences that share a word with the query, best
-    first, then their neighbours.  A turn with no room for `MIN_TEXT_TOKENS` is left out."""
-    asked = _stems(" ".join(query_terms(query)))
+    words are kept first, then the sentences holding a word of the question (`asked`: its
+    stems), best first, then their neighbours.  A turn with no room for `MIN_TEXT_TOKENS` is left out."""
     room -= count_tokens(render_block(_turn_context([], "high", {}))) + 8
     plan: list[list[Any]] = []  # [turn, its tokens, the tokens it is given]
     budget = room
@@ -297,10 +296,10 @@ def _cap(blocks: list[_Block], budget: int) -> list[_Block]:
 def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     analysis, retrieval = view.analysis, view.retrieval
     assert analysis is not None and retrieval is not None
-    selected = [c for c in retrieval.candidates if c.selected]
-    selected.sort(key=lambda c: (KIND_PRIORITY.get(c.kind, 4), c.tier != "reference"))
+    picked = [c for c in retrieval.candidates if c.selected]  # in the order retrieval ranked them
+    selected = sorted(picked, key=lambda c: (KIND_PRIORITY.get(c.kind, 4), c.tier != "reference"))
     asked = _stems(" ".join(query_terms(f"{analysis.resolved_query} {' '.join(analysis.keywords)}")))
-    rank = {c.doc_id: i for i, c in enumerate(c for c in retrieval.candidates if c.selected)}
+    rank = {c.doc_id: i for i, c in enumerate(picked)}
     loaded = [doc for doc in (_load(ctx, c, rank[c.doc_id], asked) for c in selected) if doc is not None]
     paths = {c.doc_id: c.doc_path for c in selected}
     memory_rows = [
@@ -325,10 +324,9 @@ def synthesize(ctx: TurnContext, view: TurnView) -> list[Payload]:
     )
     room = budget - count_tokens(render_block(assessment)) - 150
     built = _blocks(out, paths, retrieval.memory)
-    picked = [c for c in retrieval.candidates if c.selected]  # in the order retrieval ranked them
     turns = _turn_block(
         _turns(ctx, picked, {r.doc_id: r for r in out.prior_turns}),
-        f"{analysis.resolved_query} {' '.join(analysis.keywords)}",
+        asked,
         room - sum(count_tokens(render_block(b.block)) for b in built),
     )
     capped = _cap([*built, *([turns] if turns else [])], room)
