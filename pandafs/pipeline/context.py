@@ -30,7 +30,6 @@ __all__ = ["RECORD_CACHE", "TurnContext"]
 
 RECORD_CACHE = "turn_records"
 """`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
-TIER_FAILED = "_tier_failed"
 
 
 @dataclass
@@ -44,6 +43,8 @@ class TurnContext:
     turn: str
     clock: Callable[[], datetime]
     usage: Usage = field(default_factory=Usage)
+    tier_failed: list[TierFailed] = field(default_factory=list)
+    """What `read` could not read since last taken (each document is met once a turn)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -80,20 +81,16 @@ class TurnContext:
             except BadInput:  # not there, or not this user's
                 pass
             except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's
-                self.extras.setdefault(TIER_FAILED, []).append(
+                self.tier_failed.append(
                     TierFailed(tier="cold", error_type="Unreadable", message=str(exc)[:500])
                 )
         return cache[id_or_path]
 
-    def take_tier_failures(self) -> list[TierFailed]:
-        """The `tier_failed` events of documents `read` could not read since last asked
-        (the turn appends them after the phase that met them; each is met once a turn)."""
-        failed: list[TierFailed] = self.extras.pop(TIER_FAILED, [])
-        return failed
-
-    def take_usage(self) -> Usage:
-        usage, self.usage = self.usage, Usage()
-        return usage
+    def take(self) -> tuple[Usage, list[TierFailed]]:
+        """What the phase just run spent and could not read; the next starts from nothing."""
+        taken = self.usage, self.tier_failed
+        self.usage, self.tier_failed = Usage(), []
+        return taken
 
 
 def context_text(blocks: Iterable[Any]) -> str:

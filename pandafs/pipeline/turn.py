@@ -287,8 +287,8 @@ class Pipeline:
                     payloads = [
                         PhaseFailed(phase=phase, error_type=kind, message=first_line(exc), attempt=attempt)
                     ]
-                payloads = [*ctx.take_tier_failures(), *payloads]  # what a read cost, said before
-                usage = ctx.take_usage()
+                usage, unread = ctx.take()
+                payloads = [*unread, *payloads]  # what a read cost, said before
                 metrics = PhaseMetrics(
                     duration_ms=round((time.perf_counter() - begun) * 1000.0, 3),
                     llm_calls=usage.calls,
