@@ -18,7 +18,7 @@ the phases (their `phase_metrics`), then the orchestrator's own steps
 re-folding the view, projecting the files, handing the index batch over), and
 `unaccounted`, the rest of the wall time of `ask`.  A turn's index commit is written
 behind its answer (`pipeline.finish`): after each `ask` the bench waits for it
-(`Pipeline.settle`) before it measures the floors, so they run on a quiet disk and the
+(`Finisher.settle`) before it measures the floors, so they run on a quiet disk and the
 next turn starts with nothing in flight, as a person's next question does; the commit's
 own time (`behind commit`) and the answer's time plus that wait (`until indexed`: what a
 turn cost before the commit was written behind) are printed beside the turn's.  CPU
@@ -173,7 +173,7 @@ def measure(vault: Vault, turns: int, scratch: Path) -> dict[str, float]:
             total = (time.perf_counter() - started) * 1000
             times.append(total)
             cpus.append((time.process_time() - cpu) * 1000)
-            pipeline.settle()  # the commit written behind the answer
+            pipeline.finisher.settle()  # the commit written behind the answer
             indexed.append((time.perf_counter() - started) * 1000)
             parts = {f"phase {k}": v for k, v in result.phase_ms.items()}
             parts |= {f"step {k}": v for k, v in result.steps_ms.items()}

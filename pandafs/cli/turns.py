@@ -26,7 +26,7 @@ def ask(app: App, query: str, user: str, now: datetime | None, as_json: bool) ->
     with Pipeline(vault) as pipeline:
         result = pipeline.ask(query, user=user, now=now)
         try:
-            pipeline.settle()
+            pipeline.finisher.settle()
         except IndexingError as exc:  # the answer stands; its turn keeps its `.indexing` mark
             unindexed = exc
     if unindexed is not None:

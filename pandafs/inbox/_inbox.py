@@ -410,7 +410,7 @@ class Inbox:
     def _settle_index(self, user: str, turn: str | None) -> None:
         """Wait for the index commit behind the answer; a failure is logged (upkeep indexes it again)."""
         try:
-            self.pipeline.settle()
+            self.pipeline.finisher.settle()
         except Exception as exc:  # any failure of the commit is logged the same way
             self._log(f"{user}/{turn} answered, its index commit failed ({exc}); upkeep indexes it again")
 

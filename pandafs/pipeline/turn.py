@@ -159,14 +159,9 @@ class Pipeline:
         }
         self.finisher = Finisher(vault, self.memory, self.reliability)
 
-    def settle(self) -> None:
-        """Wait until the last turn's index batch, written behind its answer, has ended;
-        raise what one ended with since the last call (`finish.Finisher.settle`)."""
-        self.finisher.settle()
-
     def close(self) -> None:
         try:
-            self.settle()
+            self.finisher.settle()
         finally:
             self.backend.close()
 

@@ -5,7 +5,7 @@ lands meanwhile, and every read of the index in this process waits for it.  A re
 process killed after its answer, while its commit waits for the index lock another
 process holds, leaves the turn marked `.indexing`: `verify` names it, and the next `ask`
 indexes it.  A commit that fails (the lock held past the wait) is said by
-`Pipeline.settle` and mended the same way.
+`Finisher.settle` and mended the same way.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pandafs.vault import Vault
 pipeline = Pipeline(Vault.open(Path(sys.argv[1])))
 result = pipeline.ask("Where did we put the quokka photos?", user="alice")
 print(result.turn, flush=True)
-pipeline.settle()  # waits for the index lock the test holds
+pipeline.finisher.settle()  # waits for the index lock the test holds
 print("settled", flush=True)
 """
 
@@ -100,7 +100,7 @@ def test_a_commit_that_fails_is_said_by_settle_and_mended_by_verify_repair(vault
             result = pipeline.ask("Where did we put the quokka photos?", user="alice")
             assert result.answer and result.outcome
             try:
-                pipeline.settle()
+                pipeline.finisher.settle()
                 raise AssertionError("the failed commit was not said")
             except Exception as exc:  # the index's own error
                 assert "busy" in str(exc)

@@ -117,7 +117,7 @@ def test_a_turn_seen_unprojected_while_it_was_finishing_is_not_projected_again(v
     recovery must not project and index it a second time nor report it as repaired."""
     with Pipeline(vault) as pipeline:
         turn = pipeline.ask("what is a quokka?", user="alice").turn
-        pipeline.settle()  # its index commit, written behind the answer, has landed
+        pipeline.finisher.settle()  # its index commit, written behind the answer, has landed
         folder = vault.layout.turn_dir("alice", turn)
         written = (folder / "metadata.json").read_bytes()
         (folder / "metadata.json").unlink()  # as it is before the live turn's last write

@@ -24,7 +24,7 @@ def test_a_turns_snippet_is_cut_from_its_question_and_answer(vault: Vault) -> No
     )
     with Pipeline(vault, backend=OfflineBackend(), clock=lambda: T0 + timedelta(hours=1)) as pipeline:
         result = pipeline.ask("Which Lenovo laptop with an RTX GPU did we look at?", user="alice")
-        pipeline.settle()
+        pipeline.finisher.settle()
     assert "$697" in result.answer
     [hit] = [
         h
