@@ -13,6 +13,7 @@ from typing import Any
 from events.documents import split_sections
 from events.layout import TURN_DIR_RE, TURN_KINDS, turn_number
 from events.stamps import format_ts
+from indexers.time_words import NUMBER_WORDS, WEEKDAYS
 
 from ..memory.turn_records import TurnReader, TurnRecord, parse_time
 from ..research.visits import read_visit
@@ -123,9 +124,6 @@ _DEICTIC = re.compile(
     r"last (?:week|weekend|month|year)|last (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.I,
 )
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-_COUNTS.update({"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3})
 
 
 @lru_cache(maxsize=256)  # a turn's text is scored, then abridged, by the same pieces
@@ -157,7 +155,7 @@ def _deictic(phrase: str, when: datetime) -> str:
         return _shift(when, 1, "week")
     if unit in ("month", "year"):
         return _shift(when, 1, unit)
-    back = (when.weekday() - _WEEKDAYS.index(unit)) % 7 or 7
+    back = (when.weekday() - WEEKDAYS[unit]) % 7 or 7
     return _shift(when, back, "day")
 
 
@@ -169,7 +167,7 @@ def date_phrases(text: str, when: datetime | None) -> str:
 
     def ago(match: re.Match[str]) -> str:
         raw = match.group(1).lower()
-        number = int(raw) if raw.isdigit() else _COUNTS.get(raw, 1)
+        number = int(raw) if raw.isdigit() else NUMBER_WORDS.get(raw.split()[0], 1)  # "couple of"
         return f"{match.group(0)} ({_shift(when, number, match.group(2).lower())})"
 
     text = _AGO.sub(ago, text)
