@@ -304,7 +304,7 @@ class OpenAIBackend:
         ]
         usage = Usage()
         for _ in range(2):
-            text, more = self._chat_structured(role, messages, output)
+            text, _, more = self._chat_structured(role, messages, output)
             usage += more
             try:
                 return parse_reply(text, output), usage
@@ -326,14 +326,13 @@ class OpenAIBackend:
 
     def _chat_structured(
         self, role: str, messages: list[dict[str, Any]], output: type[BaseModel]
-    ) -> tuple[str, Usage]:
-        """A completion with the structured-output mode in force, falling back to the next
+    ) -> tuple[str, list[ToolCall], Usage]:
+        """`complete` with the structured-output mode in force, falling back to the next
         lower mode when the server refuses this one."""
         while True:
             mode = self.structured_output
             try:
-                text, _, usage = self.complete(role, messages, self.response_format(output))
-                return text, usage
+                return self.complete(role, messages, self.response_format(output))
             except LLMRejected as exc:
                 lower = _LOWER.get(mode)
                 if lower is None or not refuses_format(exc.status, exc.detail):

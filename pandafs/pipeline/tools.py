@@ -5,9 +5,8 @@ by the Planner, `pandafs tools --json` and the MCP server.  Adding a tool is one
 A tool runs in a `ToolSession`: whose memory, as which user, inside a turn or not.  Inside
 a turn `save_memory` only *stages* a candidate that Save commits on APPROVE; outside one
 (MCP) it saves at once.  `doors` says who serves a tool: `internet_research` needs a turn's
-folder, `ask` runs a turn.  Stored plans and events may still say `memory_search`,
-`memory_retrieve(id)`, `memory_save(doc_type)` or `memory.search`: `canonical_request` maps
-them to today's names and arguments, so a replayed or recovered turn reaches its tool."""
+folder, `ask` runs a turn.  `canonical_request` maps the names stored plans may still
+carry to today's, so a replayed or recovered turn reaches its tool."""
 
 import copy
 import re
