@@ -61,8 +61,6 @@ def _memory_entries(ctx: TurnContext) -> list[MemoryEntry]:
 
 def _visit_candidates(ctx: TurnContext, terms: list[str]) -> list[Candidate]:
     """Earlier page visits matching the query, so follow-ups reuse them."""
-    if not terms:
-        return []
     out = []
     for visit in find_visits(ctx.vault.layout, ctx.user, terms, limit=4):
         rel = visit.rel_path
