@@ -19,11 +19,10 @@ import os
 import re
 import time
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import UTC
 from importlib.metadata import version
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -49,8 +48,7 @@ THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One `tool_calls` entry of a reply: the function name and its parsed arguments."""
 
     name: str

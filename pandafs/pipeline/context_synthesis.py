@@ -12,7 +12,6 @@ its doc id, and the quality gates are recorded."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from events.documents import wikilink
@@ -99,8 +98,7 @@ def _load(ctx: TurnContext, candidate: Candidate, rank: int, asked: set[str]) ->
     )
 
 
-@dataclass
-class _Block:
+class _Block(NamedTuple):
     """A §2 block being built, with the doc id behind each row (to list sources)."""
 
     priority: int
