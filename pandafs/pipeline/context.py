@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from events.projection import TurnView
 from events.schema import TierFailed
 
 from ..config import Config
@@ -26,7 +27,7 @@ from ..memory.retrieved import Retrieved
 from ..tasks.prompts import TASKS
 from ..vault import Vault
 
-__all__ = ["RECORD_CACHE", "TurnContext"]
+__all__ = ["RECORD_CACHE", "TurnContext", "context_text", "feedback"]
 
 RECORD_CACHE = "turn_records"
 """`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
@@ -91,6 +92,12 @@ class TurnContext:
         taken = self.usage, self.tier_failed
         self.usage, self.tier_failed = Usage(), []
         return taken
+
+
+def feedback(view: TurnView, attempt: int) -> list[str]:
+    """Why validation did not approve the attempt before `attempt` (nothing for the first)."""
+    previous = next((a for a in view.attempts if a.number == attempt - 1), None)
+    return list(previous.validation.reasons) if previous and previous.validation else []
 
 
 def context_text(blocks: Iterable[Any]) -> str:

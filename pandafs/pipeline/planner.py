@@ -8,7 +8,7 @@ from events.projection import TurnView
 from events.schema import MemoryCandidate, MemoryStaged, Payload, PlanCreated, Todo
 
 from ..tasks.schemas import PlanIn, PlanOut
-from .context import TurnContext, context_text
+from .context import TurnContext, context_text, feedback
 from .tools import available_tools
 
 __all__ = ["is_transient", "run"]
@@ -27,10 +27,6 @@ def is_transient(text: str) -> bool:
 def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     analysis, reflection, context = view.analysis, view.reflection, view.context
     assert analysis is not None and reflection is not None
-    feedback: list[str] = []
-    if attempt > 0:
-        previous = view.attempts[-1].validation if view.attempts else None
-        feedback = list(previous.reasons) if previous else []
     blocks = context.blocks if context else []
     out: PlanOut = ctx.think(
         "plan",
@@ -47,7 +43,7 @@ def run(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             context_text=context_text(blocks)[:4000],
             tools=available_tools(ctx),
             attempt=attempt,
-            feedback=feedback,
+            feedback=feedback(view, attempt),
         ),
     )
     todos = [Todo(id=i, text=text, status="pending") for i, text in enumerate(out.todos, 1)]

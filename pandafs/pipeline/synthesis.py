@@ -37,7 +37,7 @@ from ..tasks.grounding import (
 )
 from ..tasks.schemas import AnswerIn, AnswerOut, FactView, SourceView, ToolResultView, ValidateIn, ValidateOut
 from ..tokens import count_tokens, truncate_tokens
-from .context import TurnContext, context_text
+from .context import TurnContext, context_text, feedback
 from .sources import source_text, visit_text
 from .tools import canonical_tool, finding_line
 
@@ -272,10 +272,6 @@ def _views(facts: list[Fact]) -> list[FactView]:
 def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
     analysis = view.analysis
     assert analysis is not None
-    feedback: list[str] = []
-    previous = next((a for a in view.attempts if a.number == attempt - 1), None)
-    if previous is not None and previous.validation is not None:
-        feedback = list(previous.validation.reasons)
     tools = _tool_results(ctx, view)
     out: AnswerOut = ctx.think(
         "answer",
@@ -288,7 +284,7 @@ def answer(ctx: TurnContext, view: TurnView, attempt: int) -> list[Payload]:
             sources=sources_of(ctx, view),
             tool_results=tools,
             staged_memory=[c.content for c in view.staged],
-            feedback=feedback,
+            feedback=feedback(view, attempt),
         ),
     )
     return [ResponseSynthesized(attempt=attempt, answer=out.answer, citations=out.citations)]
