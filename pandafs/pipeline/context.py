@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -55,10 +54,6 @@ class TurnContext:
     @property
     def doc_id(self) -> str:
         return f"{self.user}/{self.turn}"
-
-    @property
-    def turn_dir(self) -> Path:
-        return self.vault.layout.turn_dir(self.user, self.turn)
 
     def think(self, task_name: str, data: BaseModel) -> Any:
         """Ask the backend for a task's output; usage is added to this phase's tally."""

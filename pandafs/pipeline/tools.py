@@ -277,7 +277,7 @@ def _research(session: ToolSession, args: ResearchArgs) -> ToolOutcome:
     keywords = list(getattr(analysis, "keywords", []))
     result = tool.run(
         args.query,
-        ctx.turn_dir,
+        ctx.vault.layout.turn_dir(ctx.user, ctx.turn),
         user=ctx.user,
         topic=topic,
         keywords=keywords,
