@@ -231,9 +231,6 @@ class OpenAIBackend:
     def close(self) -> None:
         self._client.close()
 
-    def model_for(self, role: str) -> str:
-        return self._role(role).model or self._config.model
-
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
         if task.tool_calls:
             return self._call_tools(task, data)
@@ -315,7 +312,7 @@ class OpenAIBackend:
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": correction}]
         raise LLMOutputError(
             role=role,
-            model=self.model_for(role),
+            model=self._role(role).model or self._config.model,
             schema=output.__name__,
             raw=text,
             validation=problem,
