@@ -71,15 +71,16 @@ class TurnContext:
         for one this user cannot read, or that is not there."""
         cache: dict[str, Retrieved | None] = self.extras.setdefault("_read_cache", {})
         if id_or_path not in cache:
-            cache[id_or_path] = None
+            found: Retrieved | None = None
             try:
-                cache[id_or_path] = self.memory.retrieve(id_or_path, user=self.user, now=self.clock())
+                found = self.memory.retrieve(id_or_path, user=self.user, now=self.clock())
             except BadInput:  # not there, or not this user's
                 pass
             except Unreadable as exc:  # costs this document, not the turn: said once, as the tier's
                 self.tier_failed.append(
                     TierFailed(tier="cold", error_type="Unreadable", message=str(exc)[:500])
                 )
+            cache[id_or_path] = found
         return cache[id_or_path]
 
     def take(self) -> tuple[Usage, list[TierFailed]]:
