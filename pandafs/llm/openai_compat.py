@@ -74,16 +74,15 @@ def tool_call(raw: object) -> ToolCall | None:
 
 def parse_reply(text: str, output: type[T]) -> T:
     """Validate the first JSON value found in a reply; ValueError says what was wrong."""
-    value = _extract_json(text)
     try:
-        return output.model_validate(value)
+        return output.model_validate(_extract_json(text))
     except ValidationError as exc:
         raise ValueError(_describe(exc)) from exc
 
 
 def _extract_json(text: str) -> object:
-    """The reply as JSON, tolerating ``` fences, a <think> block and prose around one object."""
-    text = THINK.sub("", text, count=1)
+    """The reply as JSON, tolerating ``` fences and prose around one object (`complete` has
+    taken off a leading <think> block)."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
