@@ -552,7 +552,7 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             continue
         score = stems_overlap(keywords, fact.text) or g.related_overlap(data.resolved_query, fact.text)
         if (fact.slot and fact.slot in slots) or (focus and fact.key and g.is_about(focus, "", fact.key)):
-            score += 3
+            score += 3 + (fact.key in slots)  # the slot itself before a part of it ("job:where")
         if title and title.lower() in fact.text.lower():
             score += 2
         if score and data.requested and g.has_requested(data.requested, _answer_form(fact, data), data.query):

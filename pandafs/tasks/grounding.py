@@ -212,7 +212,9 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
     for pattern, slot, arity in [
         (r"^(?P<s>[a-z][a-z _-]{1,30}):\s*(?P<v>.+)$", "", "one"),
         (r"^lives\s+(?:in|at|near)\s+(?P<v>.+)$", "home", "one"),
-        (r"^works\s+(?:as|at|for|in)\s+(?P<v>.+)$", "job", "one"),
+        # the role ("as a nurse") and where ("at St Mary's"): two things said, neither replaces the other
+        (r"^works\s+as\s+(?P<v>.+)$", "job", "one"),
+        (r"^works\s+(?:at|for|in)\s+(?P<v>.+)$", "job:where", "one"),
         (
             r"^their\s+(?:favou?rite|preferred)\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,2}?)\s+(?:is|are|was)\s+(?P<v>.+)$",
             "prefers",
@@ -533,7 +535,8 @@ def asked_predicate(query: str) -> tuple[str, ...]:
     reading?' → read); () when the question has no such verb phrase, or when its verb
     phrase is only the words that ask for the job, home or name ('what do I do for a
     living?', 'where do I live?'): they are how the slot is asked, not something asked of
-    it, and a statement of the slot answers them."""
+    it, and a statement of the slot answers them.  Of a taste, what is liked is asked: 'what
+    do I like to eat?' → eat (every statement of a taste says "like")."""
     part = asked_part(query)
     match = _DO_SUPPORT.search(part)
     progressive = match is None and (match := _PROGRESSIVE.search(part)) is not None
@@ -564,6 +567,8 @@ def asked_predicate(query: str) -> tuple[str, ...]:
         asking = (m.group(0) for slot in _IDENTITY for m in _ASKED[slot].finditer(part))
         idiom = {stem(w.lower()) for words in asking for w in re.findall(r"[A-Za-z]+", words)}
         stems = [] if idiom.issuperset(stems) else stems
+        if asked_slots(part) & _TASTES:
+            stems = [s for s in stems if s not in _TASTE]
     if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
         stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
     return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
@@ -825,8 +830,10 @@ def requested_kind(query: str) -> str:
     query = asked_part(query)
     for kind, pattern in _REQUESTED:
         if re.search(pattern, query):
-            if kind in ("polar", "which", "place") and asked_slots(query) & STRONG_SLOTS:
-                continue  # "do I like tea?", "where do I prefer to sit?": the statement answers
+            slots = asked_slots(query) & STRONG_SLOTS
+            if kind in ("polar", "which") and slots or kind == "place" and slots & _TASTES:
+                continue  # "do I like tea?", "where do I prefer to sit?": the statement answers;
+                # "where do I work?" asks a place, which "works as a nurse" does not give
             return kind
     return ""
 
@@ -933,12 +940,11 @@ _LOCATIVE = (
 
 
 def _located(answer: str, query: str) -> bool:
-    predicate = asked_predicate(query)
-    if not predicate:
-        return False
+    # the asked verb, or with none of its own ("where do I live?" asks a slot) the question's words
+    verb = asked_predicate(query)[:1] or tuple(stems_of(asked_part(query), content=True))
     asked = stems_of(query)
     words = [(m.start(), m.group(0)) for m in re.finditer(r"[A-Za-z]+", CITE.sub("", answer))]
-    verbs = [n for n, (_, w) in enumerate(words) if states(predicate[:1], w)]
+    verbs = [n for n, (_, w) in enumerate(words) if states(verb, w)]
     for match in re.finditer(_LOCATIVE, CITE.sub("", answer)):
         at = sum(1 for start, _ in words if start < match.start())
         if stem(match.group(1)) not in asked and any(0 < at - v <= 4 for v in verbs):

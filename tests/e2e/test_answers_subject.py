@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from events.documents import parse_document
 from pandafs.memory.api import Memory
 from pandafs.memory.store import parse_entries
@@ -199,3 +201,46 @@ def test_a_model_that_answers_junk_ends_the_turn_as_a_recorded_fail(vault: Vault
     failed = next(e.data for e in events if e.type == "phase_failed")
     assert failed.metrics is not None and failed.metrics.llm_calls == 2  # the try and its correction
     assert events[-1].type == "turn_completed"  # the summary's junk did not stop the turn ending
+
+
+@pytest.mark.parametrize("verb", ["eat", "read", "wear", "drink"])
+def test_what_i_like_to_do_is_answered_by_a_taste_for_doing_it(chat: Chat, verb: str) -> None:
+    # eval_answers' stated-fact shape: a taste said earlier, then a question asking the
+    # taste of one act ("like to eat"): "I like jazz" says nothing of eating
+    chat.ask("I like jazz")
+    result = chat.ask(f"What do I like to {verb}?")
+    _not_a_wrong_approval(result, "jazz")
+    chat.ask(f"I like to {verb} something new every week")
+    result = chat.ask(f"What do I like to {verb}?")
+    assert f"to {verb} something new" in result.answer and result.outcome == "APPROVE", result.answer
+
+
+@pytest.mark.parametrize("first", ["I work as an architect", "I work at the Oslo office"])
+def test_where_i_work_is_the_place_and_my_job_the_role(chat: Chat, first: str) -> None:
+    # the same shape: "where" asks a place, which "I work as an architect" does not give;
+    # the role and the place are two things said, neither replaces the other
+    chat.ask(first)
+    chat.ask("I work at the Oslo office" if "architect" in first else "I work as an architect")
+    result = chat.ask("Where do I work?")
+    assert result.answer.startswith("You work at the Oslo office"), result.answer
+    assert "replaces" not in result.answer and result.outcome == "APPROVE", result.answer
+    result = chat.ask("What's my job?")
+    assert result.answer.startswith("You work as an architect") and result.outcome == "APPROVE", result.answer
+
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [("I live near the river", "Where do I live?"), ("I work in a hospital", "Where do I work?")],
+)
+def test_a_place_said_in_common_nouns_answers_where(chat: Chat, said: str, question: str) -> None:
+    chat.ask(said)
+    result = chat.ask(question)
+    assert said.split(None, 2)[2] in result.answer and result.outcome == "APPROVE", result.answer
+
+
+@pytest.mark.parametrize("question", ["Where do I work?", "Where do I study?", "Where do I shop?"])
+def test_a_job_without_a_place_does_not_say_where(chat: Chat, question: str) -> None:
+    chat.ask("I work as an architect")
+    result = chat.ask(question)
+    _not_a_wrong_approval(result, "architect")
+    assert result.outcome != "APPROVE", result.answer

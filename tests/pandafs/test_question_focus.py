@@ -62,6 +62,9 @@ def _checks(answer: str, query: str) -> dict[str, bool]:
         ("Where did I live before moving to Oslo?", ("live", "move", "oslo")),
         ("Do I live in Oslo?", ("live", "oslo")),  # a yes or no: the whole of it
         ("What do I do on weekends?", ("weekend",)),  # not the job
+        ("What do I like to eat?", ("eat",)),  # the taste asked, and of it: what is eaten
+        ("What do I enjoy reading?", ("read",)),
+        ("Do I like to eat sushi?", ("like", "eat", "sushi")),
     ],
 )
 def test_the_predicate_is_what_is_asked_of_the_subject(query: str, predicate: tuple[str, ...]) -> None:
@@ -188,3 +191,11 @@ def test_a_relative_clause_asks_its_verb_not_its_time() -> None:
     facts = [Fact(painting, "stated", 1, "alice/turn_000001"), Fact(band, "stated", 2, "alice/turn_000002")]
     assert not _about(painting.rstrip(".") + " [1].", query, facts)
     assert _about(band.rstrip(".") + " [2].", query, facts)
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [("Where do I work?", "place"), ("Where do I live?", "place"), ("Where do I prefer to sit?", "")],
+)
+def test_where_asks_a_place_but_of_a_taste_its_object(query: str, kind: str) -> None:
+    assert requested_kind(query) == kind
