@@ -909,7 +909,7 @@ def has_requested(kind: str, answer: str, query: str) -> bool:
         return bool(re.search(_DURATION, answer))
     if kind == "polar":
         return bool(re.match(r"\s*(?:yes|no)\b", CITE.sub("", answer), re.I))
-    if kind == "place":  # a place is named after a preposition of place ("at Target")
+    if kind == "place":  # named after a preposition of place ("at Target"), a workplace by its employer
         asked = _names(query) | {w.lower() for w in re.findall(r"\w+", query)}
         named = any(_names(m.group(1)) - asked for m in re.finditer(_AT_PLACE, answer))
         return named or _located(answer, query)
@@ -929,7 +929,8 @@ _DURATION = (
     r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?)\b"
 )
 _AT_PLACE = (
-    r"\b(?:at|in|on|near|from|to|inside|outside|by)\s+(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
+    r"\b(?:at|in|on|near|from|to|inside|outside|by|work(?:s|ed|ing)?\s+for)\s+"
+    r"(?:the\s+)?([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)"
 )
 # A place said as a common noun phrase after the asked verb ("hides them in his cheeks"
 # for "where does he hide his seeds?"): the locative complement of that verb.

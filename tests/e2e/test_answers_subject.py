@@ -230,9 +230,13 @@ def test_where_i_work_is_the_place_and_my_job_the_role(chat: Chat, first: str) -
 
 @pytest.mark.parametrize(
     ("said", "question"),
-    [("I live near the river", "Where do I live?"), ("I work in a hospital", "Where do I work?")],
+    [
+        ("I live near the river", "Where do I live?"),
+        ("I work in a hospital", "Where do I work?"),
+        ("I work for NovaTech", "Where do I work?"),  # "where do you work?" is answered by the employer
+    ],
 )
-def test_a_place_said_in_common_nouns_answers_where(chat: Chat, said: str, question: str) -> None:
+def test_a_place_or_an_employer_answers_where(chat: Chat, said: str, question: str) -> None:
     chat.ask(said)
     result = chat.ask(question)
     assert said.split(None, 2)[2] in result.answer and result.outcome == "APPROVE", result.answer
