@@ -51,7 +51,6 @@ __all__ = [
     "lock_is_held",
     "make_folder",
     "make_folder_at",
-    "make_folders_for",
     "open_created",
     "open_folder",
     "open_folder_at",
@@ -537,7 +536,7 @@ def atomic_write(
     the replace."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    make_folders_for(path, root)
+    make_folder(path.parent, root)
     with _replacing(path, durable, root, unchanged) as fd:
         view = memoryview(data)
         while view:
@@ -580,22 +579,17 @@ def rewrite_file(
 def atomic_file(path: Path, *, durable: bool = True, root: Path | str | None = None) -> Iterator[BinaryIO]:
     """`atomic_write` for a writer that wants a file object (pyarrow's Parquet writers,
     which would otherwise open a path themselves, following links)."""
-    make_folders_for(path, root)
+    make_folder(path.parent, root)
     with _replacing(path, durable, root) as fd, os.fdopen(os.dup(fd), "wb") as handle:
         yield handle  # (closed before the fsync; the writer may close its copy itself)
 
 
-def make_folders_for(path: Path, root: Path | str | None) -> None:
-    """The folders `path` goes in, made if missing (one there is left to the after-open check)."""
-    if root is None or not os.path.lexists(path.parent):
-        make_folder(path.parent, root)
-
-
 def make_folder(folder: Path, root: Path | str | None) -> None:
-    """`folder`, made if missing: from `root` down, never through a link (`vault_folder`)."""
+    """`folder`, made if missing: from `root` down, never through a link (`vault_folder`);
+    one there is left to the after-open check of what is made or opened in it."""
     if root is None:
         folder.mkdir(parents=True, exist_ok=True)
-    else:
+    elif not os.path.lexists(folder):
         vault_folder(root, folder)
 
 
@@ -768,7 +762,7 @@ def held_lock(
     """Exclusive `flock` on `path` (created if missing, never through a link), the holder's pid
     in it; after `wait_s` (None: forever) `on_busy(holder_pid)` is raised.  With `root` the
     lock file gets the writers' after-open check."""
-    make_folders_for(path, root)
+    make_folder(path.parent, root)
     fd, created = open_created(path, os.O_RDWR)
     if root is not None:
         check_opened(fd, path, root, created=created)

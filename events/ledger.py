@@ -26,7 +26,6 @@ __all__ = [
     "LedgerRead",
     "ledger_path",
     "read_ledger",
-    "record_turn_hash",
     "record_turns",
 ]
 
@@ -63,16 +62,11 @@ def _line_hash(prev: str, anchor: Anchor) -> str:
     return hashlib.sha256(f"{prev}\n{anchor.turn}\n{anchor.events}\n{anchor.last_hash}".encode()).hexdigest()
 
 
-def record_turn_hash(turns_dir: Path, turn: str, events: int, last_hash: str, *, root: Path | str) -> None:
-    """Record in the user's ledger that `turn` now ends with `last_hash` after `events`
-    events.  Call it after any deliberate rewrite of a completed turn's log (forget, repair),
-    once the new log is in place, or `verify` names the turn as changed.  One fsynced,
-    chained line, under the ledger's lock."""
-    record_turns(turns_dir, [Anchor(turn, events, last_hash)], root=root)
-
-
 def record_turns(turns_dir: Path, anchors: Iterable[Anchor], *, root: Path | str) -> None:
-    """`record_turn_hash` of several turns of one user, in one append."""
+    """Record in the user's ledger where each of these turns of one user now ends.  Call it
+    after any deliberate rewrite of a completed turn's log (forget, repair), once the new log
+    is in place, or `verify` names the turn as changed.  One fsynced append of chained lines,
+    under the ledger's lock."""
     anchors = list(anchors)
     if not anchors:
         return

@@ -27,13 +27,13 @@ from .fsio import (
     append_all,
     append_file,
     check_opened,
-    make_folders_for,
+    make_folder,
     open_created,
     open_no_link,
     open_to_read,
     read_and_close,
 )
-from .ledger import GENESIS, record_turn_hash
+from .ledger import GENESIS, Anchor, record_turns
 from .schema import SCHEMA_VERSION, Event, Payload, parse_event
 from .stamps import format_ts
 
@@ -196,6 +196,14 @@ def torn_path(path: Path) -> Path:
     return path.with_name(path.name + ".torn")
 
 
+def _lock(fd: int, path: Path) -> None:
+    """The log's writer lock on `fd`; `LogBusyError` at once if another process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise LogBusyError(path, "another process is writing this turn; try again") from None
+
+
 def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     """Move a torn tail to `events.jsonl.torn` (appending) and cut it off; bytes moved.  Read
     under the log's lock (`LogBusyError` if a writer holds it: its line in progress looks torn
@@ -207,10 +215,7 @@ def repair_torn_tail(path: Path, *, root: Path | None = None) -> int:
     if root is not None:
         check_opened(fd, path, root, created=False)  # (closes fd when it refuses)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LogBusyError(path, "another process is writing this turn; try again") from None
+        _lock(fd, path)
         log = read_log(path, root=root)
         if log.torn_tail is None:
             return 0
@@ -249,7 +254,6 @@ class EventWriter:
         self._prev = GENESIS
         self._records: list[dict[str, Any]] = []
         self._completed = False  # the log holds `turn_completed`: its end is recorded in the ledger
-        self.written: list[Event] = []
 
     def __enter__(self) -> EventWriter:
         self.open()
@@ -260,7 +264,7 @@ class EventWriter:
 
     def open(self) -> None:
         if not self.new:
-            make_folders_for(self.path, self.root)
+            make_folder(self.path.parent, self.root)
         flags = os.O_RDWR | os.O_APPEND  # (the history is read from it)
         try:  # never appended to through a link (another turn's log), nor as a FIFO
             if self.new:
@@ -272,14 +276,11 @@ class EventWriter:
         if self.root is not None:
             check_opened(fd, self.path, self.root, created=created)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LogBusyError(self.path, "another process is writing this turn; try again") from None
-        if self.new:
-            self._fd, self._seq, self._prev = fd, 0, GENESIS
-            return
-        try:  # the file just opened (and checked), not the path again
+            _lock(fd, self.path)
+            if self.new:
+                self._fd = fd
+                return
+            # the file just opened (and checked), not the path again
             log = parse_log(self.path, read_and_close(os.dup(fd), os.fstat(fd)))
             problem = check_chain(log)
             if problem is not None:
@@ -321,10 +322,9 @@ class EventWriter:
             if self._completed and self.root is not None and self.durable:
                 # the completed log's new end, recorded at once (a kill while the turn
                 # is projected would leave it unrecorded), still under the log's lock
-                record_turn_hash(self.path.parent.parent, self.turn, self._seq, self._prev, root=self.root)
-        events = [parse_event(r) for r in records]
-        self.written.extend(events)
-        return events
+                ends = [Anchor(self.turn, self._seq, self._prev)]
+                record_turns(self.path.parent.parent, ends, root=self.root)
+        return [parse_event(r) for r in records]
 
     def keep_lock(self) -> int:
         """A descriptor (a duplicate) that keeps the log's lock until the caller closes it."""

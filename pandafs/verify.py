@@ -16,7 +16,7 @@ from typing import Any
 from events.errors import EventLogError, EventsError, LogBusyError, NotInVault
 from events.fsio import REASONS, is_real_file, read_vault_file
 from events.layout import candidate_paths, classify, effective_scope, is_user_id
-from events.ledger import Anchor, LedgerRead, ledger_path, read_ledger, record_turn_hash
+from events.ledger import Anchor, LedgerRead, ledger_path, read_ledger, record_turns
 from events.log import EventWriter, check_chain, read_log, repair_torn_tail, torn_path, typed_events
 from events.projection import TurnView, project_turn
 from events.render import render_turn
@@ -208,8 +208,8 @@ def _check_anchor(
         if not any(r.get("type") == "turn_completed" for r in records):
             return  # a turn still running (or interrupted) is recorded when it completes
         if repair:
-            record_turn_hash(ref.turns, ref.turn, events, last, root=vault.root)
             ledger.anchors[ref.turn] = Anchor(ref.turn, events, last)
+            record_turns(ref.turns, [ledger.anchors[ref.turn]], root=vault.root)
             report.repaired.append(Problem(rel, "unanchored", "recorded in the ledger as it is now"))
         else:
             why = "a completed turn the ledger does not name (`--repair` records it)"

@@ -32,7 +32,7 @@ from events.clock import utcnow
 from events.errors import EventLogError, EventsError, FrontmatterError, LogBusyError, NotInVault
 from events.fsio import atomic_write, open_no_link, read_vault_file, unlink_in_vault
 from events.layout import TURN_DIR_RE, classify, is_user_id
-from events.ledger import record_turn_hash
+from events.ledger import Anchor, record_turns
 from events.log import GENESIS, encode_events, event_hash, parse_log, repair_torn_tail
 from events.schema import Forgotten, parse_event
 from indexers.words import stems_of
@@ -323,7 +323,7 @@ def _anchor(vault: Vault, rel: str, records: list[dict[str, Any]]) -> None:
         return
     if records and records[-1].get("type") == "forgotten":
         turns = vault.layout.turns_dir(parts[1])
-        record_turn_hash(turns, parts[3], len(records), records[-1]["hash"], root=vault.root)
+        record_turns(turns, [Anchor(parts[3], len(records), records[-1]["hash"])], root=vault.root)
 
 
 def _replace_log(vault: Vault, rel: str, build: Any) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from events.ledger import LEDGER_NAME, read_ledger, record_turn_hash
+from events.ledger import LEDGER_NAME, Anchor, read_ledger, record_turns
 from events.log import GENESIS, event_hash, read_log
 from pandafs.vault import Vault
 
@@ -97,14 +97,14 @@ def test_a_vault_without_a_ledger_warns_and_repair_anchors(cli, vault: Vault) ->
     assert cli("--root", vault.root, "verify", "--json").json["warnings"] == []
 
 
-def test_record_turn_hash_re_anchors_a_deliberately_rewritten_turn(cli, vault: Vault) -> None:
+def test_record_turns_re_anchors_a_deliberately_rewritten_turn(cli, vault: Vault) -> None:
     """What a forget does after it re-chains a log: record the new end, and verify holds."""
     assert cli("--root", vault.root, "ask", "my locker code is 4711", "--user", "alice").code == 0
     turn = vault.layout.turn_dir("alice", "turn_000001")
     last = _forge(turn, "4711", "[forgotten]")
     assert cli("--root", vault.root, "verify").code == 1
     events = len(read_log(turn / "events.jsonl").records)
-    record_turn_hash(vault.layout.turns_dir("alice"), "turn_000001", events, last, root=vault.root)
+    record_turns(vault.layout.turns_dir("alice"), [Anchor("turn_000001", events, last)], root=vault.root)
     assert cli("--root", vault.root, "replay", "alice").code in (0, 1)
     got = cli("--root", vault.root, "verify", "--json")
     assert not [p for p in got.json["problems"] if p["kind"] in ("ledger", "chain", "drift")]
