@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -239,17 +241,12 @@ def _by_month(turns: Iterable[TurnFiles]) -> dict[str, list[TurnFiles]]:
 
 def _row_groups(table: pa.Table) -> list[tuple[int, int]]:
     """(start, stop) row ranges for the row groups of a table sorted by (user, turn)."""
-    users = table.column("user").to_pylist()
-    turns = table.column("turn").to_pylist()
-    sizes = table.column("size").to_pylist()
+    rows = zip(*(table.column(name).to_pylist() for name in ("user", "turn", "size")), strict=True)
     groups: list[tuple[int, int]] = []
     start, size, row = 0, 0, 0
-    while row < len(users):
-        end = row
-        turn_size = 0
-        while end < len(users) and (users[end], turns[end]) == (users[row], turns[row]):
-            turn_size += sizes[end]
-            end += 1
+    for _, files in groupby(rows, key=itemgetter(0, 1)):  # each turn's rows
+        sizes = [file[2] for file in files]
+        end, turn_size = row + len(sizes), sum(sizes)
         too_big = end - start > ROW_GROUP_ROWS or size + turn_size > ROW_GROUP_BYTES
         if row > start and too_big:
             groups.append((start, row))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import tantivy
 
@@ -90,11 +90,13 @@ class FullTextIndex:
 
     # --- the state log: which files are indexed, at which checksum -----------------------
 
-    def open_state_log(self, path: Path) -> BinaryIO:
-        """A state log (this index's, or a rebuild's beside it), opened as every vault file
-        is: a link to it, or to a folder on its way, raises `NotInVault`."""
+    def read_state_log(self, path: Path, offset: int = 0) -> bytes:
+        """A state log (this index's, or a rebuild's beside it) from `offset` on, read as every
+        vault file is: a link to it, or to a folder on its way, raises `NotInVault`."""
         root = self.folder.root
-        return open_vault_file(root, path.relative_to(root).as_posix())
+        with open_vault_file(root, path.relative_to(root).as_posix()) as handle:
+            handle.seek(offset)
+            return handle.read()
 
     def _append_state(self, path: Path, changes: dict[str, StateEntry | None]) -> None:
         """Append a line per change to the state log at `path` (this one, or a rebuild's)."""
@@ -115,9 +117,7 @@ class FullTextIndex:
             cache = (st.st_ino, 0, {})
         ino, offset, state = cache
         if st.st_size > offset:
-            with self.open_state_log(self.folder.state_path) as handle:
-                handle.seek(offset)
-                chunk = handle.read(st.st_size - offset)
+            chunk = self.read_state_log(self.folder.state_path, offset)
             end = chunk.rfind(b"\n") + 1  # a torn last line is left for the next call
             fold_state(state, chunk[:end])
             offset += end
@@ -127,11 +127,8 @@ class FullTextIndex:
     def _read_state(self, path: Path) -> dict[str, StateEntry]:
         """The fold of the log at `path` (a rebuild's), read whole and not cached."""
         state: dict[str, StateEntry] = {}
-        try:
-            with self.open_state_log(path) as handle:
-                fold_state(state, handle.read())
-        except FileNotFoundError:
-            pass
+        with suppress(FileNotFoundError):
+            fold_state(state, self.read_state_log(path))
         return state
 
     def compact_state(self, *, force: bool = False) -> bool:

@@ -19,13 +19,7 @@ from events.fsio import read_vault_file
 __all__ = ["read_parquet"]
 
 
-def read_parquet(
-    root: Path,
-    path: Path,
-    *,
-    columns: list[str] | None = None,
-    filters: list[tuple[str, str, Any]] | None = None,
-) -> pa.Table:
+def read_parquet(root: Path, path: Path, *, filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
     """The table in `path` under `root` (`NotInVault`, `FileNotFoundError`, or pyarrow's
     errors if it is not Parquet).  Without `filters` it is read whole, not through the
     slower dataset API."""
@@ -35,5 +29,5 @@ def read_parquet(
         raise NotInVault(str(path), "is not inside the vault") from None
     data = pa.BufferReader(read_vault_file(root, rel)[0])
     if filters is None:
-        return pq.ParquetFile(data).read(columns=columns, use_threads=False)
-    return pq.read_table(data, columns=columns, filters=filters, partitioning=None, use_threads=False)
+        return pq.ParquetFile(data).read(use_threads=False)
+    return pq.read_table(data, filters=filters, partitioning=None, use_threads=False)

@@ -27,6 +27,8 @@ __all__ = ["SyncReport", "index_paths", "rebuild", "reconcile", "scan_documents"
 
 Progress = Callable[[int], None]
 T = TypeVar("T")
+Item = str | tuple[str, DocRef, Loaded]
+"""A path to read, or a path and what a walk read of it."""
 
 
 def count_mismatch(held: int, recorded: int) -> str | None:
@@ -104,7 +106,7 @@ def record_loaded(
 def _apply(
     batch: IndexBatch,
     root: Path,
-    paths: Iterable[str | tuple[str, DocRef, Loaded]],
+    paths: Iterable[Item],
     state: dict[str, StateEntry],
     report: SyncReport,
     max_bytes: int,
@@ -235,13 +237,15 @@ def reconcile(
     return report
 
 
-def _unless(held: Callable[[str], bool], paths: Iterable[str], later: list[str]) -> Iterator[str]:
-    """The paths `held` says no to; the others go to `later`."""
-    for path in paths:
+def _unless(held: Callable[[str], bool], items: Iterable[Item], later: list[str]) -> Iterator[Item]:
+    """The items whose path `held` says no to; the other paths go to `later`, read again
+    after the barrier (their files may be rewritten meanwhile)."""
+    for item in items:
+        path = item if isinstance(item, str) else item[0]
         if held(path):
             later.append(path)
         else:
-            yield path
+            yield item
 
 
 def rebuild(
@@ -278,24 +282,13 @@ def rebuild(
         # walked (`read_turn_folders`), the others by path; the progress counts each turn
         # folder as one step and each other document as one
         turns: list[str] = []
-        paths = sorted(rel for rel, _ in walk_documents(root, refused=report.skipped, turn_folders=turns))
+        skipped = report.skipped
+        paths = sorted(rel for rel, _ in walk_documents(root, refused=skipped, turn_folders=turns))
         report.stages["walk"] = time.perf_counter() - started
         if on_total is not None:
             on_total(len(paths) + len(turns))
 
         hold = held if barrier is not None else None
-
-        def turn_documents(later: list[str]) -> Iterator[tuple[str, DocRef, Loaded]]:
-            """The turn folders' documents, those `held` says yes to left for `later`."""
-            found = read_turn_folders(
-                root, turns, refused=report.skipped, max_bytes=max_bytes, progress=progress
-            )
-            for rel, ref, loaded in found:
-                if hold is not None and hold(rel):
-                    later.append(rel)  # read again after the barrier: it may be rewritten
-                else:
-                    yield rel, ref, loaded
-
         live_log = index.folder.state_path
         mark = live_log.stat().st_size if live_log.exists() else 0
 
@@ -304,9 +297,7 @@ def rebuild(
             its state log gained since the rebuild began (an edit no writer saw: reconcile's)."""
             if not live_log.exists() or live_log.stat().st_size <= mark:
                 return
-            with index.open_state_log(live_log) as handle:  # never through a link
-                handle.seek(mark)
-                added = handle.read()
+            added = index.read_state_log(live_log, mark)  # never through a link
             paths = {entry["p"] for entry in json_lines(added) if "p" in entry}
             if paths:
                 with open_batch() as batch:
@@ -315,7 +306,9 @@ def rebuild(
         with index.rebuild(catch_up) as batch:
             later_in_turns: list[str] = []  # (their folders were counted: no progress step)
             later: list[str] = []
-            _apply(batch, root, turn_documents(later_in_turns), {}, report, max_bytes, None, fresh=True)
+            found = read_turn_folders(root, turns, refused=skipped, max_bytes=max_bytes, progress=progress)
+            in_turns = found if hold is None else _unless(hold, found, later_in_turns)
+            _apply(batch, root, in_turns, {}, report, max_bytes, None, fresh=True)
             first = paths if hold is None else _unless(hold, paths, later)
             _apply(batch, root, first, {}, report, max_bytes, progress, fresh=True)
             if barrier is not None and hold is not None:

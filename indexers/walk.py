@@ -47,14 +47,14 @@ def scan_documents(
     """Every document path (vault-relative) with its (mtime_ns, size).  Links, linked folders
     and hard-linked files go to `refused` with their reason; only documents cost a stat."""
     found: dict[str, tuple[int, int]] = {}
+    refused = [] if refused is None else refused
     for rel, entry in walk_documents(root, under, refused=refused):
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
         if refusal(st) == "hard_link":  # read by no one (`events.fsio`): named, as a link is
-            if refused is not None:
-                refused.append(Skipped(rel, HARD_LINK, refused=True))
+            refused.append(Skipped(rel, HARD_LINK, refused=True))
             continue
         found[rel] = (st.st_mtime_ns, st.st_size)
     return found
@@ -71,6 +71,7 @@ def walk_documents(
     entry, by `scan_documents`' rules.  With `turn_folders`, turn folders are listed, not
     entered, for `read_turn_folders`.  Walked by descriptor from `under` checked from the
     root; an entry is good for `stat` only while the walk is on."""
+    refused = [] if refused is None else refused
     if under:
         parts = under.split("/")
         if any(p in ("", ".", "..") for p in parts):
@@ -78,8 +79,7 @@ def walk_documents(
         for depth in range(1, len(parts) + 1):  # a linked folder on the way: not ours to walk
             step = root.joinpath(*parts[:depth])
             if step.is_symlink():
-                if refused is not None:
-                    refused.append(Skipped("/".join(parts[:depth]), _LINK_REASON, refused=True))
+                refused.append(Skipped("/".join(parts[:depth]), _LINK_REASON, refused=True))
                 return
         try:
             top = open_vault_folder(root, under)
@@ -154,16 +154,16 @@ def _read_turn_folder(
         os.close(sub)
 
 
-def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped] | None) -> int | None:
+def _open_sub(fd: int, name: str, rel_dir: str, refused: list[Skipped]) -> int | None:
     """`open_folder_at(fd, name)`; a link in its place since it was listed is refused."""
     sub = open_folder_at(fd, name)
-    if sub is None and refused is not None and refusal_at(name, dir_fd=fd) == "symlink":
+    if sub is None and refusal_at(name, dir_fd=fd) == "symlink":
         refused.append(Skipped(rel_dir.rstrip("/"), _LINK_REASON, refused=True))
     return sub
 
 
 def _walk_folder(
-    fd: int, rel_dir: str, refused: list[Skipped] | None, turn_folders: list[str] | None = None
+    fd: int, rel_dir: str, refused: list[Skipped], turn_folders: list[str] | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """`walk_documents` below the folder open as `fd` (at `rel_dir`)."""
     with os.scandir(fd) as listing:
@@ -175,12 +175,11 @@ def _walk_folder(
         if name[0] == "." or (top and name in NOT_DOCUMENTS):
             continue
         if not is_utf8_name(name):  # no document's path may hold it (its id, the index, JSON)
-            if refused is not None and (name.endswith(".md") or entry.is_dir(follow_symlinks=False)):
+            if name.endswith(".md") or entry.is_dir(follow_symlinks=False):
                 refused.append(not_utf8(rel_dir + name))
             continue
         if entry.is_symlink():  # d_type only: no system call
-            if refused is not None:
-                refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
+            refused.append(Skipped(rel_dir + name, _LINK_REASON, refused=True))
             continue
         if entry.is_dir(follow_symlinks=False):
             folders.append(name)
@@ -191,7 +190,7 @@ def _walk_folder(
         if classify(rel) is None:
             continue
         if not entry.is_file(follow_symlinks=False):  # d_type again: a fifo, a socket…
-            if refused is not None and refusal_at(name, dir_fd=fd) is not None:  # (not just removed)
+            if refusal_at(name, dir_fd=fd) is not None:  # (not just removed)
                 refused.append(Skipped(rel, "is not a regular file", refused=True))
             continue
         yield rel, entry
