@@ -110,6 +110,12 @@ class IndexReader:
         clauses: list[tuple[Occur, Query]] = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
         for doc_id in req.exclude_ids:
             clauses.append((Occur.MustNot, Query.term_query(self._schema, "doc_id", doc_id)))
+
+        def matching(limit: int, *musts: Query) -> list[tuple[float, Any]]:
+            """The best `limit` documents matching each of `musts` and the request's filters."""
+            query = Query.boolean_query([*((Occur.Must, must) for must in musts), *clauses])
+            return searcher.search(query, limit, count=False).hits
+
         pool = max(ranking.candidate_pool, req.limit * 3)
         loaded: dict[tuple[int, int], Any] = {}  # stored documents read, for RM3 and the page
         text, hint = resolve_time(req.query, now) if ranking.time_words else (req.query, TimeHint())
@@ -139,8 +145,7 @@ class IndexReader:
                 for group in plan.groups
             }
             text_query = Query.boolean_query([(Occur.Should, q) for q in groups.values()])
-            query = Query.boolean_query([(Occur.Must, text_query), *clauses])
-            hits = searcher.search(query, pool, count=False).hits
+            hits = matching(pool, text_query)
             if ranking.feedback_docs > 0 and hits and (plan.counts or ranking.feedback_always):
                 # RM3, a second round with the best turns' words: for a count or a sum, whose
                 # evidence is spread over conversations that need not say the question's words
@@ -157,16 +162,13 @@ class IndexReader:
                     # the question's words must match (the added words re-weigh, never widen
                     # the hits); their postings are read once, as in the first round
                     text_query = Query.boolean_query([(Occur.Must, text_query), (Occur.Should, words)])
-                    query = Query.boolean_query([(Occur.Must, text_query), *clauses])
-                    hits = searcher.search(query, pool, count=False).hits
+                    hits = matching(pool, text_query)
             if window is not None:  # the window's own best, which a wide history may bury
                 lo, hi = window
                 in_window = Query.range_query(
                     self._schema, "created", FieldType.Integer, max(lo, 0), min(hi, NEVER) - 1
                 )
-                filtered = [(Occur.Must, text_query), *clauses]
-                filtered.append((Occur.Must, Query.const_score_query(in_window, 0.0)))
-                hits += searcher.search(Query.boolean_query(filtered), pool // 2, count=False).hits
+                hits += matching(pool // 2, text_query, Query.const_score_query(in_window, 0.0))
         elif text.strip():  # words, none of them searchable: not a request to list everything
             return []
         else:
@@ -180,7 +182,7 @@ class IndexReader:
         scorer = _Scorer(searcher, req, ranking, now, window)
         scorer.add_hits(hits)
         if groups:
-            self._expand_episodes(searcher, scorer, groups, clauses, ranking)
+            self._expand_episodes(matching, scorer, groups, ranking)
         order = hint.order or ("latest" if plan.wants_latest else None)
         ranked = scorer.final(order, per_episode=req.unit == "episode")
         wanted = req.limit if req.snippets is True else int(req.snippets)
@@ -290,10 +292,9 @@ class IndexReader:
 
     def _expand_episodes(
         self,
-        searcher: tantivy.Searcher,
+        matching: Callable[..., list[tuple[float, Any]]],
         scorer: _Scorer,
         groups: dict[str, Query],
-        clauses: list[tuple[Occur, Query]],
         ranking: Ranking,
     ) -> None:
         """Second stage: every turn of the best episodes, with its score per term group."""
@@ -304,9 +305,7 @@ class IndexReader:
         sessions = sorted({ep[2] for ep in episodes if ep[0] == SESSION_EP})
         gaps = [(ep[1], ep[2] - span, ep[2] + span) for ep in episodes if ep[0] == GAP_EP]
         within = episodes_query(self._schema, scorer.owner_name, gaps, sessions=sessions)
-        members = searcher.search(
-            Query.boolean_query([(Occur.Must, within), *clauses]), EXPAND_LIMIT, count=False
-        ).hits
+        members = matching(EXPAND_LIMIT, within)
         scorer.add_members([a for _, a in members], episodes, int(ranking.episode_gap_minutes * 60))
         if scorer.narrowed:  # the runs found and the sessions cut (`episode_reach`): fewer turns per group
             whole = sorted(
@@ -321,12 +320,7 @@ class IndexReader:
                 kept_turns=scorer.kept_turns,
             )
         for stem, query in groups.items():
-            found = searcher.search(
-                Query.boolean_query([(Occur.Must, query), (Occur.Must, within), *clauses]),
-                EXPAND_LIMIT,
-                count=False,
-            ).hits
-            scorer.set_term_scores(stem, found)
+            scorer.set_term_scores(stem, matching(EXPAND_LIMIT, query, within))
 
     def _page(
         self,
