@@ -82,6 +82,11 @@ def turn_metadata(view: TurnView) -> DocumentMetadata:
     )
 
 
+def _said(*fields: tuple[str, str | None]) -> list[str]:
+    """`**Label:** value` for each of `fields` that has a value."""
+    return [f"**{label}:** {value}" for label, value in fields if value]
+
+
 def _section(number: int, text: str) -> str:
     return f"## {number}. {SECTION_TITLES[number]}\n\n{text.strip()}\n"
 
@@ -104,14 +109,12 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
     sections.append(_section(0, "\n\n".join(s0)))
     if reflection is not None:
         s1 = [f"**Decision:** {reflection.decision} (confidence {reflection.confidence:.2f})"]
-        if reflection.user_purpose:
-            s1.append(f"**User purpose:** {reflection.user_purpose}")
-        if reflection.data_requirements:
-            s1.append("**Data requirements:** " + ", ".join(reflection.data_requirements))
-        if reflection.reasoning:
-            s1.append(f"**Reasoning:** {reflection.reasoning}")
-        if reflection.clarification_question:
-            s1.append(f"**Question for the user:** {reflection.clarification_question}")
+        s1 += _said(
+            ("User purpose", reflection.user_purpose),
+            ("Data requirements", ", ".join(reflection.data_requirements)),
+            ("Reasoning", reflection.reasoning),
+            ("Question for the user", reflection.clarification_question),
+        )
         sections.append(_section(1, "\n\n".join(s1)))
     if view.context is not None:
         s2 = [render_block(b) for b in view.context.blocks]
@@ -168,16 +171,11 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
             s6.append(_gates(last.checks))
         for f in view.failures:
             s6.append(f"**Failure in {f.phase}:** {f.error_type}: {f.message}")
-        if view.committed:
-            s6.append(
-                "**Memory committed:** " + ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)
-            )
-        if view.discarded:
-            s6.append(
-                "**Memory discarded:** " + ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)
-            )
-        if view.completed is not None:
-            s6.append(f"**Outcome:** {view.completed.outcome}")
+        s6 += _said(
+            ("Memory committed", ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)),
+            ("Memory discarded", ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)),
+            ("Outcome", view.completed.outcome if view.completed is not None else None),
+        )
         sections.append(_section(6, "\n\n".join(s6)))
     title = f"# Turn {view.turn.removeprefix('turn_')} — {shorten(view.query)}\n\n"
     return turn_metadata(view).to_frontmatter(), title + "\n".join(sections)
