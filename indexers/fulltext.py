@@ -162,10 +162,6 @@ class FullTextIndex:
 
         self.folder.behind.start(job, then)
 
-    def settle_behind(self) -> None:
-        """Wait until the batch written behind, if one is in flight, has ended."""
-        self.folder.behind.settle()
-
     def _tantivy_writer(self, index: tantivy.Index) -> Any:
         """A writer of `index` whose first operation is a no-op delete.
 

@@ -47,7 +47,7 @@ class Finisher:
     def settle(self) -> None:
         """Wait until the last batch written behind has ended, and raise what one ended with
         since the last call (its turn keeps its `.indexing` mark for recovery)."""
-        self.memory.index.settle_behind()
+        self.memory.index.folder.behind.settle()
         errors, self._errors = self._errors, []
         if errors:
             raise errors[0]
