@@ -112,26 +112,6 @@ class IndexDoc(NamedTuple):
                 return str(value)
         return None
 
-    def payload(self) -> dict[str, Any]:
-        """The stored part returned with every hit."""
-        return {
-            "doc_id": self.doc_id,
-            "doc_path": self.path,
-            "kind": self.kind,
-            "user": self.user,
-            "title": self.title,
-            "primary_topic": self.primary_topic,
-            "content_types": list(self.content_types),
-            "scope": self.scope,
-            "quality": self.quality,
-            "trust": self.trust,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "archived": self.archived,
-            "meta": self.meta,
-            "external_id": self.external_id,
-        }
-
 
 def _title(title: str | None, body: str, path: str) -> str:
     if title:

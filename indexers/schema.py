@@ -82,9 +82,23 @@ def _to_document(doc: IndexDoc, schema: tantivy.Schema) -> tantivy.Document:
     created = _epoch(doc.created_at)
     session = doc.session if doc.is_turn else None
     episode = _h64(f"{doc.user}\x00{session}") if session else 0
-    payload = doc.payload()
-    payload["created_at"] = format_ts(doc.created_at)
-    payload["expires_at"] = format_ts(doc.expires_at) if doc.expires_at else None
+    payload = {  # what every hit returns
+        "doc_id": doc.doc_id,
+        "doc_path": doc.path,
+        "kind": doc.kind,
+        "user": doc.user,
+        "title": doc.title,
+        "primary_topic": doc.primary_topic,
+        "content_types": list(doc.content_types),
+        "scope": doc.scope,
+        "quality": doc.quality,
+        "trust": doc.trust,
+        "created_at": format_ts(doc.created_at),
+        "expires_at": format_ts(doc.expires_at) if doc.expires_at else None,
+        "archived": doc.archived,
+        "meta": doc.meta,
+        "external_id": doc.external_id,
+    }
     fields = {
         "path": doc.path,
         "doc_id": doc.doc_id,
