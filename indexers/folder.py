@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 import tantivy
@@ -54,18 +55,19 @@ FOOTER_MAGIC = 1337
 CHUNK = 1 << 20
 
 
-def _json_damage(root: Path, path: Path, shape: type = dict) -> str | None:
-    """Why the JSON file at `path` does not read as a `shape` (an object, a list), or None."""
+def _read_json(root: Path, path: Path, shape: type) -> tuple[Any, str | None]:
+    """The JSON value at `path`, and why it does not read as a `shape` (an object, a list) or None."""
     try:
         data, _ = read_vault_file(root, path.relative_to(root).as_posix())
     except FileNotFoundError:
-        return "missing"
+        return None, "missing"
     except OSError as exc:
-        return f"unreadable ({exc.strerror or exc})"
+        return None, f"unreadable ({exc.strerror or exc})"
     try:
-        return None if isinstance(orjson.loads(data), shape) else f"not a JSON {shape.__name__}"
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return "not JSON"
+        return None, "not JSON"
+    return value, None if isinstance(value, shape) else f"not a JSON {shape.__name__}"
 
 
 def _footer_damage(path: Path) -> str | None:
@@ -256,11 +258,10 @@ class IndexFolder:
             (self.tantivy_dir / ".managed.json", list),
             (meta, dict),
         ):
-            why = _json_damage(self.root, path, shape)
+            data, why = _read_json(self.root, path, shape)
             if why is not None:
                 return self.rel(path), why
-        data = orjson.loads(read_vault_file(self.root, self.rel(meta))[0])
-        segments = data.get("segments") if isinstance(data, dict) else None
+        segments = data.get("segments")  # (`data`: meta.json's object)
         if not isinstance(segments, list):
             return self.rel(meta), "names no segments"
         for segment in segments:

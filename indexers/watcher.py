@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
@@ -147,31 +148,26 @@ class VaultWatcher:
         self._release()
         if not os.path.isdir(self._watched):
             raise WatcherError(f"cannot watch {self._watched}: not a folder")
-        events, events_w = Pipe(duplex=False)
-        try:
-            control_r, control = Pipe(duplex=False)
-        except BaseException:  # out of descriptors (EMFILE): the first pipe goes too
-            events.close()
-            events_w.close()
-            raise
         boot = (
             "import sys; sys.path[:] = sys.argv[4:]; "
             f"from {child_main.__module__} import child_main; "
             "child_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
         )
-        fds = (events_w.fileno(), control_r.fileno())
-        with events_w, control_r:  # the child's ends, closed here once it has them
-            try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", boot, self._watched, *map(str, fds), *map(str, sys.path)],
-                    stdin=subprocess.DEVNULL,
-                    pass_fds=fds,
-                    start_new_session=True,  # the terminal's Ctrl-C is the parent's to handle
-                )
-            except BaseException:
-                events.close()
-                control.close()
-                raise
+        with ExitStack() as ours:  # our ends of the pipes, closed if the child does not start
+            events, events_w = Pipe(duplex=False)
+            ours.callback(events.close)
+            with events_w:  # the child's ends, closed here once it has them (or failed)
+                control_r, control = Pipe(duplex=False)
+                ours.callback(control.close)
+                with control_r:
+                    fds = (events_w.fileno(), control_r.fileno())
+                    proc = subprocess.Popen(
+                        [sys.executable, "-c", boot, self._watched, *map(str, fds), *map(str, sys.path)],
+                        stdin=subprocess.DEVNULL,
+                        pass_fds=fds,
+                        start_new_session=True,  # the terminal's Ctrl-C is the parent's to handle
+                    )
+            ours.pop_all()
         self._proc, self._events, self._control = proc, events, control
         with self._cond:
             self._error = None  # unread batches of an earlier run are kept
