@@ -127,15 +127,12 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         if view.context.gates:
             s2.append("### Quality Gates\n\n" + _gates(view.context.gates))
         sections.append(_section(2, "\n\n".join(s2) or "_(no relevant context found)_"))
-    plans = [a for a in view.attempts if a.plan is not None]
+    plans = [(a.number, a.plan) for a in view.attempts if a.plan is not None]
     if plans:
         s3 = []
-        for a in plans:
-            plan = a.plan
-            assert plan is not None
-            lines = [f"### Attempt {a.number + 1} · route: {plan.route}"] if len(plans) > 1 else []
-            if len(plans) == 1:
-                lines.append(f"**Route:** {plan.route}")
+        for number, plan in plans:
+            one = len(plans) == 1
+            lines = [f"**Route:** {plan.route}" if one else f"### Attempt {number + 1} · route: {plan.route}"]
             lines += [f"{t.id}. [{t.status}] {t.text}" for t in plan.todos]
             if plan.reasoning:
                 lines.append(f"\n**Reasoning:** {plan.reasoning}")
@@ -146,16 +143,13 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         sections.append(_section(3, "\n\n".join(s3)))
     tools = [(a.number, t) for a in view.attempts for t in a.tools]
     if plans or tools:
-        if tools:
-            s4 = []
-            for number, t in tools:
-                status = "ok" if t.ok else f"error: {t.error}"
-                args = ", ".join(f"{k}={v!r}" for k, v in sorted(t.args.items()))
-                when = f" · attempt {number + 1}" if len(plans) > 1 else ""
-                s4.append(f"### {t.tool} ({status}){when}\n\n**Args:** {args}\n\n{t.summary}".rstrip())
-        else:
-            s4 = ["_(no tools needed)_"]
-        sections.append(_section(4, "\n\n".join(s4)))
+        s4 = []
+        for number, t in tools:
+            status = "ok" if t.ok else f"error: {t.error}"
+            args = ", ".join(f"{k}={v!r}" for k, v in sorted(t.args.items()))
+            when = f" · attempt {number + 1}" if len(plans) > 1 else ""
+            s4.append(f"### {t.tool} ({status}){when}\n\n**Args:** {args}\n\n{t.summary}".rstrip())
+        sections.append(_section(4, "\n\n".join(s4) or "_(no tools needed)_"))
     clarify = view.reflection is not None and view.reflection.decision == "CLARIFY"
     final = view.answer
     if final is not None and not clarify:
@@ -166,9 +160,8 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
         for v in validations:
             reasons = "".join(f"\n- {r}" for r in v.reasons)
             s6.append(f"**Attempt {v.attempt + 1}:** {v.decision}{reasons}")
-        last = validations[-1] if validations else None
-        if last is not None and last.checks:
-            s6.append(_gates(last.checks))
+        if validations and validations[-1].checks:
+            s6.append(_gates(validations[-1].checks))
         for f in view.failures:
             s6.append(f"**Failure in {f.phase}:** {f.error_type}: {f.message}")
         s6 += _said(
