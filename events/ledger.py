@@ -103,8 +103,7 @@ def _last_hash(fd: int) -> str:
             raise OSError(errno.EIO, f"the ledger's last line is longer than {_TAIL} bytes")
         os.ftruncate(fd, start + cut + 1)
         tail = tail[: cut + 1]
-    lines = tail.split(b"\n")
-    last = lines[-2] if len(lines) >= 2 else b""
+    last = tail[:-1].rpartition(b"\n")[2]
     if not last:
         return GENESIS
     try:

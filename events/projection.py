@@ -102,10 +102,7 @@ class TurnView(BaseModel):
 
     @property
     def last_validation(self) -> ValidationDecided | None:
-        for attempt in reversed(self.attempts):
-            if attempt.validation is not None:
-                return attempt.validation
-        return None
+        return next((a.validation for a in reversed(self.attempts) if a.validation is not None), None)
 
     @property
     def is_complete(self) -> bool:

@@ -69,10 +69,7 @@ class TurnFiles:
         return {f.path: (len(f.data), f.mtime_ns) for f in self.files}
 
     def file(self, name: str) -> bytes | None:
-        for entry in self.files:
-            if entry.path == name:
-                return entry.data
-        return None
+        return next((entry.data for entry in self.files if entry.path == name), None)
 
 
 def folder_signature(folder: Path, root: Path | None = None) -> dict[str, tuple[int, int]]:
