@@ -92,7 +92,6 @@ class TimeHint(NamedTuple):
     after: datetime | None = None
     before: datetime | None = None
     order: str | None = None  # "earliest" | "latest"
-    phrases: tuple[str, ...] = ()
 
 
 def _count(word: str) -> int:
@@ -115,7 +114,6 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
     after: datetime | None = None
     before: datetime | None = None
     order: str | None = None
-    phrases: list[str] = []
 
     def window(lo: datetime, hi: datetime) -> None:
         nonlocal after, before
@@ -136,7 +134,6 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
                 continue  # "may" is mostly the verb
             if kind == "month" and m.group(1) in _DAY_ONLY:
                 continue  # abbreviations only with a day ("Mar 5")
-            phrases.append(m.group(0).strip())
             if kind == "ago":
                 span = _count(m.group(1)) * UNIT_DAYS[m.group(2)]
                 centre = now - timedelta(days=span)
@@ -201,4 +198,4 @@ def resolve_time(text: str, now: datetime) -> tuple[str, TimeHint]:
             lowered = lowered[: m.start()] + " " * (m.end() - m.start()) + lowered[m.end() :]
     if after is not None and before is not None and after >= before:
         after = before = None  # contradictory expressions: no window
-    return lowered, TimeHint(after, before, order, tuple(phrases))
+    return lowered, TimeHint(after, before, order)
