@@ -81,18 +81,14 @@ class SyncReport:
         }
 
 
-def record_loaded(
-    batch: IndexBatch, root: Path, loaded: IndexDoc | Skipped, report: SyncReport | None = None
-) -> None:
+def record_loaded(batch: IndexBatch, root: Path, loaded: IndexDoc | Skipped, report: SyncReport) -> None:
     """Put one loaded document in the index, or record why it is not there: a skipped file
     is removed from the index and remembered with its mtime and size."""
     if isinstance(loaded, IndexDoc):
         batch.upsert(loaded)
-        if report is not None:
-            report.indexed += 1
+        report.indexed += 1
         return
-    if report is not None:
-        report.skipped.append(loaded)
+    report.skipped.append(loaded)
     batch.delete(loaded.path)
     if loaded.refused:
         return
@@ -161,13 +157,13 @@ def upsert_rendered(
     """Index rendered documents and `paths` read from disk, inside the caller's batch.  A
     rendered document whose file changed since is read again under the index lock, so an
     older copy never replaces a newer one."""
-    again = list(paths)
+    report, again = SyncReport(), list(paths)  # (what it did is not reported)
     for doc in docs:
         if isinstance(doc, IndexDoc) and not _unchanged(root, doc):
             again.append(doc.path)
         else:
-            record_loaded(batch, root, doc)
-    _apply(batch, root, again, {}, SyncReport(), max_bytes, None)  # read (or deleted, if gone)
+            record_loaded(batch, root, doc, report)
+    _apply(batch, root, again, {}, report, max_bytes, None)  # read (or deleted, if gone)
 
 
 def _unchanged(root: Path, doc: IndexDoc) -> bool:
