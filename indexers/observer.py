@@ -53,11 +53,9 @@ class _Sender(logging.Handler):
         super().__init__(logging.WARNING)
         self._conn = conn
         self._queue: queue.SimpleQueue[tuple[str, ...] | None] = queue.SimpleQueue()  # None: stop
+        self.put = self._queue.put
         self._thread = threading.Thread(target=self._run, name="pandafs-watcher-send", daemon=True)
         self._thread.start()
-
-    def put(self, message: tuple[str, ...]) -> None:
-        self._queue.put(message)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

@@ -76,9 +76,6 @@ class ChangeBatch:
     last_seen: float = 0.0
     """`time.monotonic()` when the latest change in this batch reached the watcher."""
 
-    def count(self) -> int:
-        return len(self.paths) + len(self.rescan_dirs)
-
     def merge(self, later: ChangeBatch) -> ChangeBatch:
         """This batch with the changes of `later` added."""
         self.paths |= later.paths
@@ -228,7 +225,8 @@ class VaultWatcher:
     def pending(self) -> int:
         """Changed paths and folders seen but not yet returned by `next_batch`."""
         with self._cond:
-            return sum(batch.count() for batch in (self._ready, self._open) if batch is not None)
+            batches = [batch for batch in (self._ready, self._open) if batch is not None]
+            return sum(len(batch.paths) + len(batch.rescan_dirs) for batch in batches)
 
     @property
     def alive(self) -> bool:
