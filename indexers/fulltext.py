@@ -185,22 +185,20 @@ class FullTextIndex:
         index: tantivy.Index,
         state_path: Path,
         *,
-        redoable: bool = True,
+        fresh: bool = False,
         committed: list[Any] | None = None,
     ) -> Iterator[IndexBatch]:
         """One batch on `index`, committed when the block ends; its merges are waited for here,
-        or by the caller the committed writer is handed to (`committed`)."""
+        or by the caller the committed writer is handed to (`committed`).  `fresh`: a new
+        index, which no one reads before the swap."""
         writer = self._tantivy_writer(index)
-        fresh = not redoable  # a new index, no one reads it before the swap
 
         def spill(changes: dict[str, StateEntry | None]) -> None:
             self._append_state(state_path, changes)
             release_freed_memory()
 
         spilled = spill if fresh else None
-        batch = IndexBatch(
-            writer, self.folder.schema, self.learned, redoable=redoable, fresh=fresh, spill=spilled
-        )
+        batch = IndexBatch(writer, self.folder.schema, self.learned, fresh=fresh, spill=spilled)
         try:
             yield batch  # (an add can fail too: tantivy writes a segment when its heap fills)
         except BaseException as exc:
@@ -275,7 +273,7 @@ class FullTextIndex:
         state_path = new / "state.jsonl"
         try:
             index = folder.create(new)
-            with self._batch_on(index, state_path, redoable=False) as batch:
+            with self._batch_on(index, state_path, fresh=True) as batch:
                 yield batch
             with folder.lock():
                 if catch_up is not None:

@@ -51,7 +51,6 @@ class IndexBatch:
         schema: tantivy.Schema,
         learned: Learned = Learned(),  # noqa: B008 - frozen, never changed
         *,
-        redoable: bool = True,
         fresh: bool = False,
         spill: Callable[[dict[str, StateEntry | None]], None] | None = None,
     ) -> None:
@@ -59,15 +58,14 @@ class IndexBatch:
         self._schema = schema
         self._learned = learned
         # an empty index (a rebuild's first batch) holds no older version of any path,
-        # so an upsert is a plain add: no delete-by-term per document
+        # so an upsert is a plain add: no delete-by-term per document; and it has nothing
+        # to fail on, so its operations are not kept to redo (every document of the vault)
         self._fresh = fresh
         self.changes: dict[str, StateEntry | None] = {}
         # where `changes` go before the commit, SPILL_EVERY at a time: only for an index
         # no one reads yet (a rebuild's), whose state may name what is not committed
         self._spill = spill
-        # kept so a failed commit can be redone; a fresh index (rebuild) has nothing to
-        # fail on and must not hold every document of the vault in memory
-        self._ops: list[tuple[str, Any]] | None = [] if redoable else None
+        self._ops: list[tuple[str, Any]] | None = None if fresh else []  # to redo a failed commit
 
     def _apply(self, op: str, arg: Any) -> None:
         if op == "upsert":
