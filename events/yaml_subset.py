@@ -20,7 +20,6 @@ __all__ = ["fast_dump", "fast_frontmatter", "single_quoted"]
 # spells deeper mappings and empty lists (`key: []`), which the reader leaves to PyYAML.
 # tests/events/test_documents.py checks it against PyYAML on generated documents.
 
-_FM_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
 _FM_STR = re.compile(r"(?:[^\W\d_]|[^\x00-\x7f\s]|\()[^:#\t]*(?::(?=\S)[^:#\t]*)*")
 """A string that starts with a letter, "(" or any other character beyond ASCII ("¿", "“"):
 never a number, date or bool; a colon only before a non-space ("7:15", "text:…": ": "
@@ -96,8 +95,7 @@ def _fm_line(line: str) -> tuple[str, str | None, Any]:
         return "item", None, _fm_scalar(line[2:])
     child = line.startswith("  ") and not line.startswith("   ")
     key, colon, rest = (line[2:] if child else line).partition(":")
-    # `key:` or `key: value`, the key an ASCII identifier (what `_FM_KEY` matches)
-    if not colon or not (key.isascii() and key.isidentifier()) or key in _FM_WORDS:
+    if not colon or not _plain_key(key):  # `key:` or `key: value`
         raise _NotFast
     if not rest:
         if child:
@@ -201,7 +199,8 @@ def single_quoted(value: str) -> str | None:
 
 
 def _plain_key(key: Any) -> bool:
-    return type(key) is str and _FM_KEY.fullmatch(key + ":") is not None and key not in _FM_WORDS
+    """A key written and read plain: an ASCII identifier that is no YAML word (`yes`, `null`…)."""
+    return type(key) is str and key.isascii() and key.isidentifier() and key not in _FM_WORDS
 
 
 def _dump_mapping(data: dict[str, Any], indent: str, quote: Callable[[str], str | None]) -> list[str]:

@@ -282,6 +282,14 @@ def test_a_context_blocks_meta_is_written_without_pyyaml() -> None:
     assert fast == _slow_dump(data, sort_keys=False, default_flow_style=False)
 
 
+def test_a_key_holding_colon_space_is_written_so_it_reads_back() -> None:
+    """A key is written plain only if it is an identifier: a key an import's `meta` may hold
+    ("note: one") is PyYAML's to write, quoted, or the frontmatter would not read back."""
+    front = {"id": "x", "meta": {"note: one": "kept"}, "a: b": "c"}
+    parsed = parse_document(render_document(front, "body\n")).frontmatter
+    assert parsed == front
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_single_quoted_is_what_pyyaml_writes(seed: int) -> None:
     import random
