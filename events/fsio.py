@@ -91,21 +91,15 @@ REASONS = {
 """Why each kind `refusal` names is never read (`NotInVault.reason`)."""
 
 
+_KINDS = {stat.S_IFLNK: "symlink", stat.S_IFDIR: "folder", stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket"}
+
+
 def refusal(st: os.stat_result) -> str | None:
     """The kind of file (a key of `REASONS`) a stat taken without following a link shows
     PandaFS never reads; None for a regular file with one name."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
+    if stat.S_ISREG(st.st_mode):
         return "hard_link" if st.st_nlink > 1 else None
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
+    return _KINDS.get(stat.S_IFMT(st.st_mode), "device")
 
 
 def refusal_at(path: Path | str, *, dir_fd: int | None = None) -> str | None:
