@@ -243,14 +243,10 @@ class _Scorer:
     def owner_name(self, owner_h: int) -> str:
         """The owner (user) whose hash is `owner_h`, from a stage-1 hit's payload."""
         if owner_h not in self._owners:
-            name = GLOBAL_OWNER
-            for key in self.base:
-                ep = self.episode_of[key]
-                if ep is not None and ep[1] == owner_h:
-                    payload = stored_payload(self.searcher.doc(self.address[key]))
-                    name = payload.get("user") or GLOBAL_OWNER
-                    break
-            self._owners[owner_h] = name
+            eps = self.episode_of
+            hit = next((k for k in self.base if (ep := eps[k]) is not None and ep[1] == owner_h), None)
+            user = None if hit is None else stored_payload(self.searcher.doc(self.address[hit])).get("user")
+            self._owners[owner_h] = user or GLOBAL_OWNER
         return self._owners[owner_h]
 
     def top_episodes(self, count: int) -> list[_Ep]:
