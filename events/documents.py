@@ -149,10 +149,7 @@ def parse_document(text: str, path: Path | str = "<text>") -> ParsedDocument:
     if end is None:
         raise FrontmatterError(path, 1, "opening '---' has no closing '---'")
     raw, body = text[fence.end() : end.start() + 1], text[end.end() :]
-    if body.startswith("\r\n"):
-        body = body[2:]
-    elif body.startswith("\n"):
-        body = body[1:]
+    body = body[2:] if body.startswith("\r\n") else body.removeprefix("\n")
     loaded = fast_frontmatter(raw)
     if loaded is None and raw.strip():
         yaml, loader, _ = _pyyaml()

@@ -324,10 +324,8 @@ def open_folder_at(fd: int, name: str) -> int | None:
     None when it is not there, is a file, or is a link."""
     try:
         return os.open(name, FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             return None
         raise
 

@@ -113,10 +113,8 @@ class IndexDoc(NamedTuple):
 def _title(title: str | None, body: str, path: str) -> str:
     if title:
         return str(title)
-    for line in body.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return Path(path).stem.replace("_", " ").replace("-", " ")
+    heading = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
+    return Path(path).stem.replace("_", " ").replace("-", " ") if heading is None else heading
 
 
 def _too_large(rel_path: str, size: int, max_bytes: int) -> Skipped | None:
