@@ -48,6 +48,9 @@ def _no_items() -> list[str]:
     return []
 
 
+_LEFT_OUT_UNSET = frozenset({"archived", "usage_count", "validation_count", "validation_success"})  # while 0
+
+
 class DocumentMetadata(BaseModel):
     """Shared metadata of every document (frontmatter keys)."""
 
@@ -101,9 +104,7 @@ class DocumentMetadata(BaseModel):
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = data.get(name)
-            if value is None or value == [] or (name == "archived" and value is False):
-                continue
-            if name in ("usage_count", "validation_count", "validation_success") and not value:
+            if value is None or value == [] or (name in _LEFT_OUT_UNSET and not value):
                 continue
             out[name] = value
         out.update(self.model_extra or {})

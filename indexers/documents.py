@@ -222,10 +222,7 @@ def _index_doc_of(
         body = body.replace("\x00", "")
     front = dict(frontmatter)
     front["id"] = ref.doc_id
-    if ref.user is not None:
-        front["user"] = ref.user
-    else:
-        front.setdefault("user", None)
+    front["user"] = front.get("user") if ref.user is None else ref.user
     front.setdefault("content_types", DEFAULT_TYPES.get(ref.kind, ["note"]))
     front["scope"] = effective_scope(ref, front.get("scope"))
     if front.get("created_at") is None:
