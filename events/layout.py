@@ -275,10 +275,9 @@ def classify(rel_path: str) -> DocRef | None:
             return None
         if rest[0] == "turns":
             return None
-        if rest == ("preferences.md",):
-            return DocRef(f"{user}/preferences", "preferences", user)
-        if rest == ("facts.md",):
-            return DocRef(f"{user}/facts", "facts", user)
+        if rest in (("preferences.md",), ("facts.md",)):  # a user's two lists
+            kind = rest[0].removesuffix(".md")
+            return DocRef(f"{user}/{kind}", kind, user)
         if rest[0] == "memories":
             return DocRef(f"{user}/{'/'.join(rest)[:-3]}", "memory", user)
         if TURN_DIR_RE.fullmatch(rest[0].removesuffix(".md")):

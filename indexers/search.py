@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime
-from itertools import groupby
+from itertools import groupby, takewhile
 from typing import TYPE_CHECKING, Any
 
 import tantivy
@@ -201,9 +201,7 @@ class IndexReader:
         ranked = sorted(hits, key=lambda h: -h[0])
         last = ranked[min(ranking.feedback_docs, len(ranked)) - 1][0]
         tied = []  # ties at the cut go by path, not by tantivy's internal order (a rebuild changes it)
-        for score, address in ranked:
-            if score < last:
-                break
+        for score, address in takewhile(lambda hit: hit[0] >= last, ranked):
             doc = _stored(searcher, address, loaded)  # the stored path is the payload's doc_path
             tied.append((score, doc.get_first("path"), (doc.get_first("prose") or b"").decode()))
         tied.sort(key=lambda d: (-d[0], d[1]))
