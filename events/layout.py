@@ -258,8 +258,6 @@ def classify(rel_path: str) -> DocRef | None:
     if rel_path.startswith("./") or "//" in rel_path or "/./" in rel_path:
         rel_path = PurePosixPath(rel_path).as_posix()  # odd spellings: normalise first
     parts = tuple(rel_path.split("/"))
-    if not parts:
-        return None
     if rel_path.startswith(".") or "/." in rel_path or parts[0] in NOT_DOCUMENTS:  # a hidden part
         return None
     stem = rel_path[: -len(".md")]
@@ -313,7 +311,7 @@ def effective_scope(ref: DocRef, claimed: Any) -> Any:
 def candidate_paths(doc_id: str) -> list[str]:
     """Vault-relative paths a document id may live at, most likely first (inverse of classify)."""
     parts = doc_id.split("/")
-    if not parts or any(p in ("", ".", "..") for p in parts):
+    if any(p in ("", ".", "..") for p in parts):
         return []
     head = parts[0]
     if head == "knowledge" and len(parts) >= 2:

@@ -105,10 +105,6 @@ class TurnView(BaseModel):
         return next((a.validation for a in reversed(self.attempts) if a.validation is not None), None)
 
     @property
-    def is_complete(self) -> bool:
-        return self.completed is not None
-
-    @property
     def outcome(self) -> str | None:
         return self.completed.outcome if self.completed else None
 

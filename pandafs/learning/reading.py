@@ -113,7 +113,7 @@ class TurnReader:
             self.extractions.add(
                 user, name, (view.extractions, view.occurred_at) if view.extractions else None
             )
-        return (view, events) if view.is_complete else "pending"
+        return (view, events) if view.completed is not None else "pending"
 
     def facts(self, user: str, turn: str) -> TurnFacts | None:
         """The facts of a completed turn, read again (None: not a completed turn): a turn that
