@@ -122,6 +122,8 @@ class IndexFolder:
         self._shadow: str | None = None  # a read-only vault's index, opened through links
         self.root = indexes_dir.parent  # the vault
         self.dir = indexes_dir / "fulltext"
+        self.tantivy_dir = self.dir / "tantivy"
+        self.state_path = self.dir / "state.jsonl"
         self.lock_path = indexes_dir / "fulltext.lock"
         self.wait_s = wait_s
         self.schema = build_schema()
@@ -129,14 +131,6 @@ class IndexFolder:
         self.ino: int | None = None  # the inode of the folder `index` was opened from
         self.merges = WrittenBehind("pandafs-index-merges")  # the last commit's, ended on their own thread
         self.behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
-
-    @property
-    def tantivy_dir(self) -> Path:
-        return self.dir / "tantivy"
-
-    @property
-    def state_path(self) -> Path:
-        return self.dir / "state.jsonl"
 
     def where(self) -> str:
         """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
