@@ -124,6 +124,7 @@ class IndexFolder:
         self.dir = indexes_dir / "fulltext"
         self.tantivy_dir = self.dir / "tantivy"
         self.state_path = self.dir / "state.jsonl"
+        self.where = self.rel(self.dir)  # as the vault names it (`indexes/fulltext`), for messages
         self.lock_path = indexes_dir / "fulltext.lock"
         self.wait_s = wait_s
         self.schema = build_schema()
@@ -132,13 +133,9 @@ class IndexFolder:
         self.merges = WrittenBehind("pandafs-index-merges")  # the last commit's, ended on their own thread
         self.behind = WrittenBehind.of(self.dir)  # a batch committed after its caller moved on
 
-    def where(self) -> str:
-        """The index's folder as the vault names it (`indexes/fulltext`), for messages."""
-        return self.rel(self.dir)
-
     def tantivy_error(self, exc: ValueError, *, writing: bool) -> IndexingError:
         """`tantivy_error` for this index."""
-        return tantivy_error(exc, self.where(), writing=writing, root=str(self.root))
+        return tantivy_error(exc, self.where, writing=writing, root=str(self.root))
 
     # --- opening ------------------------------------------------------------------
 
@@ -208,11 +205,11 @@ class IndexFolder:
                 info = None
             if not isinstance(info, dict):
                 raise IndexDamaged(
-                    f"the index {self.where()} cannot be read ({schema} is not a JSON object); {REBUILD}"
+                    f"the index {self.where} cannot be read ({schema} is not a JSON object); {REBUILD}"
                 )
             if info.get("schema_version") not in READABLE_VERSIONS:
                 raise IndexIncompatible(
-                    f"the index {self.where()} was built by another PandaFS version; {REBUILD}"
+                    f"the index {self.where} was built by another PandaFS version; {REBUILD}"
                 )
             try:
                 if self.read_only:
