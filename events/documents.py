@@ -7,14 +7,13 @@ writes Obsidian-valid properties (block lists, ISO timestamps, plain scalars).""
 
 import re
 from collections.abc import Container, Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .clock import aware
 from .errors import FrontmatterError
 from .stamps import format_ts
 from .yaml_subset import fast_dump, fast_frontmatter
@@ -79,7 +78,9 @@ class DocumentMetadata(BaseModel):
     @field_validator("created_at", "expires_at", mode="after")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else aware(value)
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
 
     @field_validator("keywords", "content_types", "tags", "aliases", "data_requirements", mode="before")
     @classmethod

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from .clock import aware
-
 __all__ = ["format_ts"]
 
 
 def format_ts(ts: datetime) -> str:
     """ISO-8601 UTC with microseconds and a `Z`, the one timestamp form in our files."""
-    return aware(ts).astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")

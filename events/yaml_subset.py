@@ -95,7 +95,8 @@ def _fm_line(line: str) -> tuple[str, str | None, Any]:
         return "item", None, _fm_scalar(line[2:])
     child = line.startswith("  ") and not line.startswith("   ")
     key, colon, rest = (line[2:] if child else line).partition(":")
-    if not colon or not _plain_key(key):  # `key:` or `key: value`
+    # `key:` or `key: value`, the key plain (`_plain_key`'s rule, inline: most lines are read once)
+    if not colon or not (key.isascii() and key.isidentifier()) or key in _FM_WORDS:
         raise _NotFast
     if not rest:
         if child:

@@ -106,8 +106,11 @@ class IndexDoc(NamedTuple):
     @property
     def session(self) -> str | None:
         """The conversation an imported turn came from (`meta.session`, or a common alias)."""
-        values = ((self.meta or {}).get(key) for key in SESSION_KEYS)
-        return next((str(v) for v in values if isinstance(v, str | int) and str(v)), None)
+        for key in SESSION_KEYS:
+            value = (self.meta or {}).get(key)
+            if isinstance(value, str | int) and str(value):
+                return str(value)
+        return None
 
 
 def _title(title: str | None, body: str, path: str) -> str:

@@ -4,7 +4,7 @@ facet, fast fields for ranking, and the stored payload and snippet prose."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,6 @@ import orjson
 import tantivy
 from tantivy import Facet
 
-from events.clock import aware
 from events.layout import turn_number
 from events.stamps import format_ts
 
@@ -50,7 +49,9 @@ def _parent(topic: str) -> str:
 
 
 def _epoch(ts: datetime) -> int:
-    return int(aware(ts).timestamp())
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return int(ts.timestamp())
 
 
 def build_schema() -> tantivy.Schema:
