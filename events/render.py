@@ -64,13 +64,12 @@ def turn_metadata(view: TurnView) -> DocumentMetadata:
         extra["external_id"] = view.started.external_id
     if view.started.meta:
         extra["meta"] = view.started.meta
-    keywords = list(analysis.keywords) if analysis else []
     return DocumentMetadata(
         id=view.doc_id,
         user=view.user,
         title=shorten(view.query),
         primary_topic=analysis.primary_topic if analysis else "conversation",
-        keywords=keywords,
+        keywords=list(analysis.keywords) if analysis else [],
         content_types=["context"],
         scope="user",
         quality=completed.quality if completed else 0.5,
@@ -104,8 +103,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
             ref = analysis.content_reference
             link = wikilink(f"users/{view.user}/turns/{ref.source_turn}/context.md", ref.source_turn)
             s0.append(f"**Refers to:** {ref.title} (from {link})")
-    for feedback in view.feedback:
-        s0.append(f"**Feedback on {feedback.target_turn}:** {feedback.status} ({feedback.signal})")
+    s0 += [f"**Feedback on {f.target_turn}:** {f.status} ({f.signal})" for f in view.feedback]
     sections.append(_section(0, "\n\n".join(s0)))
     if reflection is not None:
         s1 = [f"**Decision:** {reflection.decision} (confidence {reflection.confidence:.2f})"]
@@ -162,8 +160,7 @@ def context_parts(view: TurnView) -> tuple[dict[str, Any], str]:
             s6.append(f"**Attempt {v.attempt + 1}:** {v.decision}{reasons}")
         if validations and validations[-1].checks:
             s6.append(_gates(validations[-1].checks))
-        for f in view.failures:
-            s6.append(f"**Failure in {f.phase}:** {f.error_type}: {f.message}")
+        s6 += [f"**Failure in {f.phase}:** {f.error_type}: {f.message}" for f in view.failures]
         s6 += _said(
             ("Memory committed", ", ".join(wikilink(c.doc_path, c.doc_id) for c in view.committed)),
             ("Memory discarded", ", ".join(f"{d.candidate_id} ({d.reason})" for d in view.discarded)),
@@ -235,8 +232,7 @@ def _ticket_md(view: TurnView) -> str:
             continue
         lines.append(f"## Attempt {a.number + 1} — route: {a.plan.route}")
         lines += [f"- [{'x' if t.status == 'completed' else ' '}] {t.text}" for t in a.plan.todos]
-        for r in a.plan.tool_requests:
-            lines.append(f"- tool request: `{r.tool}` {orjson.dumps(r.args).decode()}")
+        lines += [f"- tool request: `{r.tool}` {orjson.dumps(r.args).decode()}" for r in a.plan.tool_requests]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
