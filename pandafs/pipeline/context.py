@@ -45,6 +45,7 @@ class TurnContext:
     usage: Usage = field(default_factory=Usage)
     tier_failed: list[TierFailed] = field(default_factory=list)
     """What `read` could not read since last taken (each document is met once a turn)."""
+    read_cache: dict[str, Retrieved | None] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -69,7 +70,7 @@ class TurnContext:
     def read(self, id_or_path: str) -> Retrieved | None:
         """`memory.retrieve`, read once per turn (phases look at the same documents); None
         for one this user cannot read, or that is not there."""
-        cache: dict[str, Retrieved | None] = self.extras.setdefault("_read_cache", {})
+        cache = self.read_cache
         if id_or_path not in cache:
             found: Retrieved | None = None
             try:
