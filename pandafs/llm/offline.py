@@ -161,18 +161,20 @@ _REJECTED = re.compile(
     re.IGNORECASE,
 )
 _ACCEPTED = re.compile(r"\b(?:thanks|thank\s+you|perfect|that\s+helped|exactly\s+what)\b", re.IGNORECASE)
-# A greeting word and at most a few words more ("hi again, friend").
+# A greeting word and at most a few words more ("hi again, friend").  Here and below, letters are
+# spelled (?-i:[A-Za-z]), not [a-z] under re.I, which also folds in ı and ſ and makes `re` build
+# the class as a 64k-entry table.
 _GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|evening|afternoon|day))\b"
-    r"[\s,!.]*(?:[a-z']+[\s,!.]*){0,3}$",
+    r"[\s,!.]*(?:(?-i:[A-Za-z']+)[\s,!.]*){0,3}$",
     re.IGNORECASE,
 )
 _REFERENCE = re.compile(
-    r"\b(?:that\s+one|this\s+one|the\s+same\s+one|that\s+(?!is\b|was\b|i\b|you\b|we\b|it\b|they\b)[a-z]+|"
+    r"\b(?:that\s+one|this\s+one|the\s+same\s+one|that\s+(?!is\b|was\b|i\b|you\b|we\b|it\b|they\b)(?-i:[A-Za-z]+)|"
     r"\bit\b|them|those)\b",
     re.IGNORECASE,
 )
-_NAMED = re.compile(r"(?:that|this)\s+([a-z]+)$", re.IGNORECASE)
+_NAMED = re.compile(r"(?:that|this)\s+(?-i:([A-Za-z]+))$", re.IGNORECASE)
 _VAGUE = frozenset(
     """one thing stuff it them those this that same hmm hm um uh er ok okay so well yes yeah
     maybe huh something anything""".split()

@@ -82,7 +82,7 @@ def parse_entries(body: str) -> list[Entry]:
     return entries
 
 
-_STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$€£.])+")
+_STATEMENT_WORD = re.compile(r"(?:[^\W_]|[$£.]|€)+")  # € apart: a class with it is a 64k-entry table
 
 
 def norm_statement(text: str) -> str:

@@ -14,7 +14,8 @@ from .tools import available_tools
 __all__ = ["is_transient", "run"]
 
 _URL = re.compile(r"https?://|www\.", re.IGNORECASE)
-_PRICE = re.compile(r"[$€£]\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE)
+# € apart: a class holding it, $ and £ is built as a 64k-entry table
+_PRICE = re.compile(r"[$£]\s?\d|€\s?\d|\d\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE)
 _OWN = re.compile(r"^Their\b|\b(?:my|our)\b", re.IGNORECASE)
 
 

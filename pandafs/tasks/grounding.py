@@ -191,7 +191,7 @@ CITE = re.compile(r"\s*(?:\[\d+\]|\((?:(?:memory|internet)[_.]\w+|[a-z]+_memory|
 SAID_NOTE = re.compile(r"\s*\((?:said|this replaces)[^)]*\)")
 
 
-_KEY_WORD = re.compile(r"(?:[^\W_]|[$€£])+")
+_KEY_WORD = re.compile(r"(?:[^\W_]|[$£]|€)+")  # € apart: a class of all three is a 64k-entry table
 
 
 @lru_cache(maxsize=65536)
@@ -216,11 +216,12 @@ _SLOT_LEADS: list[tuple[re.Pattern[str], str, str]] = [  # (pattern, slot, arity
         (r"^works\s+as\s+(?P<v>.+)$", "job", "one"),
         (r"^works\s+(?:at|for|in)\s+(?P<v>.+)$", "job:where", "one"),
         (
-            r"^their\s+(?:favou?rite|preferred)\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,2}?)\s+(?:is|are|was)\s+(?P<v>.+)$",
+            r"^their\s+(?:favou?rite|preferred)\s+(?P<s>(?-i:[A-Za-z]+(?:\s+[A-Za-z]+){0,2}?))\s+"
+            r"(?:is|are|was)\s+(?P<v>.+)$",
             "prefers",
             "one",
         ),
-        (r"^their\s+(?P<s>[a-z]+(?:\s+[a-z]+){0,4}?)\s+(?:is|are|was)\s+(?P<v>.+)$", "", "one"),
+        (r"^their\s+(?P<s>(?-i:[A-Za-z]+(?:\s+[A-Za-z]+){0,4}?))\s+(?:is|are|was)\s+(?P<v>.+)$", "", "one"),
         (r"^prefers\s+(?P<v>.+)$", "prefers", "head"),
         (r"^(?P<s>likes|dislikes|does not like)\s+(?P<v>.+)$", "likes", "one"),
     ]
@@ -346,20 +347,23 @@ def disagree(a: Slot, b: Slot) -> bool:
 
 # A wh-question's focus is the noun phrase it asks about ("my dog", "what car do I have",
 # "that desk"): a cited fact answers only if it is about that thing.  The phrase ends where
-# a verb, a preposition or a clause begins.
+# a verb, a preposition or a clause begins.  Its letters are spelled A-Z in either case, not
+# [a-z] under re.I (which also folds in ı and ſ), and ’ stands outside the class: either makes
+# `re` build the class as a 64k-entry table.
+_NP = r"(?P<np>(?-i:[A-Za-z][A-Za-z' -]*(?:’[A-Za-z' -]*)*))"
 _FOCUS_LEADS = (
     # "how many Korean restaurants have I tried in my city?": what is counted, not the city
-    re.compile(r"^\s*how\s+(?:many|much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
-    re.compile(r"\bmy\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
-    re.compile(r"\bname\s+of\s+(?:my|the|our)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
-    re.compile(r"^\s*(?:what|which|how\s+many|how\s+much)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
-    re.compile(r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(rf"^\s*how\s+(?:many|much)\s+{_NP}", re.I),
+    re.compile(rf"\bmy\s+{_NP}", re.I),
+    re.compile(rf"\bname\s+of\s+(?:my|the|our)\s+{_NP}", re.I),
+    re.compile(rf"^\s*(?:what|which|how\s+many|how\s+much)\s+{_NP}", re.I),
+    re.compile(rf"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+the\s+{_NP}", re.I),
     re.compile(  # "can you remind me what the recommended ratio is?"
         r"\b(?:remind\s+me|tell\s+me|know)\s+(?:of\s+)?(?:what|which)\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?"
-        r"(?P<np>[a-z][a-z'’ -]*)",
+        + _NP,
         re.I,
     ),
-    re.compile(r"\b(?:that|this|those|these)\s+(?P<np>[a-z][a-z'’ -]*)", re.I),
+    re.compile(rf"\b(?:that|this|those|these)\s+{_NP}", re.I),
 )
 _MODIFIERS = frozenset("favourite favorite preferred current new old usual own main".split())
 # "my line of work", "what kind of music": the thing is what follows "of".
@@ -503,7 +507,7 @@ _DO_SUPPORT = re.compile(
 _PROGRESSIVE = re.compile(
     r"^\s*(?:(?P<wh>what|which|where|when|why|how|who|whom)\b(?P<np>[^?]{0,40}?)\s+)?(?:am|is|are|was|were)\s+"
     r"(?:i|we|he|she|they)\s+(?:(?:currently|still|now|already|really|actually|also|just|usually)\s+)?"
-    r"(?P<rest>[a-z]+ing\b[^?]*)",
+    r"(?P<rest>(?-i:[A-Za-z]+)ing\b[^?]*)",
     re.I,
 )
 # A relative clause asks the same of its verb ("what is the artist that I started to listen
@@ -543,7 +547,7 @@ def asked_predicate(query: str) -> tuple[str, ...]:
     match = match or _RELATIVE.search(part)
     if match is None:
         return ()
-    tokens = re.findall(r"[A-Za-z][\w'’-]*", match.group("rest"))
+    tokens = re.findall(r"[A-Za-z][\w'-]*(?:’[\w'-]*)*", match.group("rest"))
     start, after_det, noun = (0 if progressive else len(tokens)), False, False
     for i, token in enumerate([] if progressive else tokens):
         low = token.lower()
@@ -647,8 +651,8 @@ def takes_slot(statement: str, earlier: list[Slot]) -> Slot | None:
 # one value per thing counted and per verb, so the newest wins.
 _TALLY = (
     r"(?i)\b(?:i|we)(?:'ve|\s+have)?\s+(?:(?:now|already|just|actually|finally|only|also)\s+)*"
-    r"(?P<verb>[a-z]+)\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
-    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<np>[a-z][a-z'’ -]*)"
+    r"(?P<verb>(?-i:[A-Za-z]+))\s+(?:about\s+|around\s+|over\s+|only\s+|exactly\s+)?"
+    r"(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+" + _NP
 )
 
 
@@ -753,8 +757,9 @@ def settle(facts: list[Fact], query: str) -> list[Fact]:
 
 # --- requested data -------------------------------------------------------------------------
 
-PRICE = re.compile(
-    r"(?:[$€£]\s?\d[\d,]*(?:\.\d{1,2})?|\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|NOK|dollars|euros|kr)\b)",
+PRICE = re.compile(  # € apart, as in _KEY_WORD
+    r"(?:[$£]\s?\d[\d,]*(?:\.\d{1,2})?|€\s?\d[\d,]*(?:\.\d{1,2})?|"
+    r"\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|NOK|dollars|euros|kr)\b)",
     re.IGNORECASE,
 )
 _MONTHS = "january february march april may june july august september october november december"
@@ -795,7 +800,7 @@ _REQUESTED = [
         r"(?i)^\s*(?:[^,?]{1,80},\s*)?(?:did|do|does|is|are|was|were|have|has|had|am|can|could|will|"
         r"would|should)\s+(?:i|we|my|our)\b",
     ),
-    ("price", r"(?i)\bhow\s+much\b|\bprice[sd]?\b|\bcosts?\b|\bpaid\b|\bpay\b"),
+    ("price", r"(?i)\bhow\s+much\b|\bprices?\b|\bpriced\b|\bcosts?\b|\bpaid\b|\bpay\b"),
     (  # "what was the date on which I …" asks for a date as "what date" does
         "date",
         r"(?i)^\s*when\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b|"
@@ -811,10 +816,10 @@ _REQUESTED = [
     (  # "what play did I see?", "which laptop with an RTX GPU …": the answer names the one
         "which",
         r"(?i)^\s*(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|have|has|had|am|can|could|should|"
-        r"would|will|kind|kinds|type|types|sort)\b)[a-z]+(?:\s+[a-z]+)?"
-        r"(?:\s+(?:with|from|for)\s+(?:(?:a|an|the)\s+)?[a-z0-9]+(?:\s+[a-z0-9]+)?)?"
+        r"would|will|kind|kinds|type|types|sort)\b)(?-i:[A-Za-z]+(?:\s+[A-Za-z]+)?)"
+        r"(?:\s+(?:with|from|for)\s+(?:(?:a|an|the)\s+)?(?-i:[A-Za-z0-9]+(?:\s+[A-Za-z0-9]+)?))?"
         r"\s+(?:is|are|was|were|do|does|did|"
-        r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+[a-z]+\s+(?:that|which|who)\b",
+        r"have|has|had|am|i|we)\b|^\s*what\s+(?:is|was)\s+the\s+(?-i:[A-Za-z]+)\s+(?:that|which|who)\b",
     ),
 ]
 
@@ -859,7 +864,7 @@ _CARDINAL = (
     r"dozens|hundreds|twenty|thirty|forty|fifty)"
 )
 _HOW_MANY = (
-    r"(?i)\bhow\s+many\s+((?:[a-z-]+\s+){0,2}?[a-z-]+?)(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
+    r"(?i)\bhow\s+many\s+((?-i:(?:[A-Za-z-]+\s+){0,2}?[A-Za-z-]+?))(?=\s+(?:do|does|did|have|has|had|am|is|are|was|"
     r"were|will|would|can|should|of|in|on|at|i|we)\b|[?.!,]|$)"
 )
 
@@ -882,7 +887,7 @@ def _counts(answer: str, query: str) -> bool:
         if head in {stem(w) for w in re.findall(r"[a-z]+", match.group(1).lower())}:
             return True
     words = re.findall(r"[\w,.]+", answer.lower())
-    for match in re.finditer(rf"\b{_COUNTED}\s+(?:[a-z-]+\s+)?ones\b", answer, re.I):
+    for match in re.finditer(rf"\b{_COUNTED}\s+(?:(?-i:[A-Za-z-]+)\s+)?ones\b", answer, re.I):
         if head in {stem(w.strip(",.")) for w in words[: len(answer[: match.start()].split())]}:
             return True  # "Korean restaurants … I've tried four different ones": the ones are N
     for n, word in enumerate(words[:-1]):
@@ -936,7 +941,7 @@ _AT_PLACE = (
 # for "where does he hide his seeds?"): the locative complement of that verb.
 _LOCATIVE = (
     r"(?i)\b(?:in|at|on|inside|under|behind|near|beside|into|onto)\s+"
-    r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?([a-z]+)"
+    r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?(?-i:([A-Za-z]+))"
 )
 
 
