@@ -199,3 +199,18 @@ def test_a_relative_clause_asks_its_verb_not_its_time() -> None:
 )
 def test_where_asks_a_place_but_of_a_taste_its_object(query: str, kind: str) -> None:
     assert requested_kind(query) == kind
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what is my sister’s name?",
+        "what does my dog’s vet recommend?",
+        "how many of my kids’ toys did I sell?",
+        "what is my mother-in-law’s favourite dish?",
+    ],
+)
+def test_a_curly_apostrophe_reads_as_a_straight_one(query: str) -> None:
+    straight = query.replace("’", "'")
+    assert focus_of(query) == focus_of(straight) != ()
+    assert asked_predicate(query) == asked_predicate(straight)
