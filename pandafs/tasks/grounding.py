@@ -547,7 +547,7 @@ def asked_predicate(query: str) -> tuple[str, ...]:
     match = match or _RELATIVE.search(part)
     if match is None:
         return ()
-    tokens = re.findall(r"[A-Za-z][\w'-]*(?:’[\w'-]*)*", match.group("rest"))
+    tokens = re.findall(r"[A-Za-z][\w'-]*(?:’[\w'-]*)*", match.group("rest"))  # ’ apart, as in _NP
     start, after_det, noun = (0 if progressive else len(tokens)), False, False
     for i, token in enumerate([] if progressive else tokens):
         low = token.lower()
