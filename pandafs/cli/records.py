@@ -27,8 +27,10 @@ from .learning import print_trends
 
 
 @command("init")
-def init(app: App, as_json: bool) -> None:
-    vault, created = Vault.init(app.root)
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+def init(app: App, folder: Path | None, as_json: bool) -> None:
+    """FOLDER: where to make the vault, in place of --root (`pandafs init ~/assistant`)."""
+    vault, created = Vault.init(folder if folder is not None else app.root)
     emit(
         {"root": str(vault.root), "created": created},
         as_json,

@@ -20,6 +20,11 @@ def test_init_then_verify(cli, tmp_path: Path) -> None:
     json.loads((root / ".obsidian" / "app.json").read_text())
 
 
+def test_init_takes_the_folder_as_git_init_does(cli, tmp_path: Path) -> None:
+    assert cli("init", tmp_path / "mine").code == 0
+    assert cli("--root", tmp_path / "mine", "verify").code == 0
+
+
 def test_root_from_environment(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PANDAFS_ROOT", str(tmp_path / "envvault"))
     assert cli("init").code == 0
