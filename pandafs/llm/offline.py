@@ -404,9 +404,7 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
 # --- phases 3-4: plan, call_tools ---------------------------------------------------------
 
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|we|us|our)\b", re.I)  # "i'm", "we're" too
-_CLAUSES = re.compile(
-    g.NOT_ABBREVIATED + r"(?<=[.!;?])\s+|\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)", re.IGNORECASE
-)
+_CLAUSES = re.compile(g.NOT_ABBREVIATED + r"(?<=[.!;?])\s+|" + g.NEW_CLAUSE.pattern, re.IGNORECASE)
 
 
 def _statement_candidates(query: str, topic: str, keywords: list[str], today: str) -> list[t.CandidateDraft]:

@@ -24,6 +24,7 @@ from indexers.errors import IndexingError
 from ..memory.store import parse_entries
 from ..memory.turn_records import parse_time
 from ..tasks.grounding import (
+    NEW_CLAUSE,
     Fact,
     about_focus,
     answer_checks,
@@ -100,15 +101,13 @@ def tool_results_of(view: TurnView, budget: int) -> list[ToolResultView]:
 
 
 def _facts(text: str, origin: str, n: int, doc_id: str, when: datetime | None = None) -> list[Fact]:
-    """The sentences of `text` as facts of `origin`: what the user stated in its stored form,
-    and not its questions (a question states nothing)."""
+    """The clauses of `text` (`NEW_CLAUSE`) as facts of `origin`: what the user stated in its
+    stored form, and not its questions (a question states nothing)."""
     from ..llm.offline import sentences
 
-    if origin == "stated":
-        return [
-            Fact(statement_form(s), origin, n, doc_id, when) for s in sentences(text) if not is_question(s)
-        ]
-    return [Fact(s, origin, n, doc_id, when) for s in sentences(text)]
+    stated = origin == "stated"
+    said = [c for s in sentences(text) if not (stated and is_question(s)) for c in NEW_CLAUSE.split(s)]
+    return [Fact(statement_form(c) if stated else c, origin, n, doc_id, when) for c in said if c.strip()]
 
 
 _REPLIES = {"APPROVE": "answer", "IMPORTED": "assistant"}

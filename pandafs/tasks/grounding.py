@@ -261,6 +261,10 @@ class Slot(NamedTuple):
         return self.key.split(":", 1)[0]
 
 
+# A clause with a subject of its own starts a statement of its own: "I live in Oslo and I
+# work for NovaTech" says where one lives and, apart, where one works; so does one after a
+# semicolon ("Lives in Oslo; Works for NovaTech").
+NEW_CLAUSE = re.compile(r"\s*;\s*|,?\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)", re.I)
 # Coordinated clauses share their subject: "I changed careers and now work as a pilot".
 _LAST_CLAUSE = re.compile(
     r",?\s+(?:and|but)\s+(?:now\s+|then\s+|so\s+|these\s+days\s+)?(?!.*\s(?:and|but)\s)", re.I
@@ -270,12 +274,16 @@ _SUBJECT = re.compile(r"^(?:i|i'm|i've|we|we're|my|our)\b", re.I)
 
 @lru_cache(maxsize=65536)
 def slot_of(statement: str) -> Slot | None:
-    text = statement_form(statement)
-    found = _lead_slot(text)
-    if found is None and (clause := _LAST_CLAUSE.search(text)):
-        rest = text[clause.end() :]
-        found = _lead_slot(statement_form(rest if _SUBJECT.match(rest) else f"I {rest}"))
-    return found
+    """The slot of the first of a statement's clauses (`NEW_CLAUSE`) that states one."""
+    for sentence in NEW_CLAUSE.split(statement):
+        text = statement_form(sentence)
+        found = _lead_slot(text)
+        if found is None and (clause := _LAST_CLAUSE.search(text)):
+            rest = text[clause.end() :]
+            found = _lead_slot(statement_form(rest if _SUBJECT.match(rest) else f"I {rest}"))
+        if found is not None:
+            return found
+    return None
 
 
 def _lead_slot(text: str) -> Slot | None:
@@ -573,8 +581,14 @@ def asked_predicate(query: str) -> tuple[str, ...]:
         stems = [] if idiom.issuperset(stems) else stems
         if asked_slots(part) & _TASTES:
             stems = [s for s in stems if s not in _TASTE]
-    if match.group("wh") and match.group("wh").lower() in ("what", "which") and match.group("np").strip():
-        stems = [s for s in stems if s not in _RECALLING]  # "which laptop did we look at?"
+    # "which laptop did we look at?", "what did I say about Oslo?": how it came up, not what is asked
+    about = "about" in (t.lower() for t in tokens)
+    if (
+        match.group("wh")
+        and match.group("wh").lower() in ("what", "which")
+        and (match.group("np").strip() or about)
+    ):
+        stems = [s for s in stems if s not in _RECALLING]
     return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
 
 

@@ -1,4 +1,4 @@
-"""Issue 12, example by example: answers that use what memory found.
+"""Answers that use what memory found, example by example.
 
 Each test drives real turns (offline backend, or the OpenAI-compatible backend over
 HTTP to a loopback server) in a tmp vault with a fixed clock.
@@ -66,6 +66,20 @@ def test_a_newer_statement_supersedes_and_the_answer_says_so(chat: Chat) -> None
     chat.ask("I moved to Bergen")
     result = chat.ask("Where do I live now?")
     assert "You live in Bergen" in result.answer and "replaces" in result.answer
+
+
+def test_two_clauses_with_their_own_subject_are_two_statements(chat: Chat) -> None:
+    chat.ask("I live in Oslo and I work for NovaTech as a designer")
+    home, job = chat.ask("Where do I live?"), chat.ask("Where do I work?")
+    assert home.answer == "You live in Oslo [1]." and home.outcome == "APPROVE"  # nothing "replaced"
+    assert "NovaTech" in job.answer and "Oslo" not in job.answer and job.outcome == "APPROVE"
+
+
+def test_what_did_i_say_about_a_thing_asks_for_what_was_said_of_it(chat: Chat) -> None:
+    chat.ask("I live in Oslo and I work for NovaTech as a designer")
+    result = chat.ask("What did I say about Oslo?")
+    assert "You live in Oslo" in result.answer and "NovaTech" not in result.answer
+    assert result.outcome == "APPROVE"
 
 
 def test_who_is_my_dentist_keeps_the_whole_name(chat: Chat) -> None:

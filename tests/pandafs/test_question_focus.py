@@ -65,6 +65,8 @@ def _checks(answer: str, query: str) -> dict[str, bool]:
         ("What do I like to eat?", ("eat",)),  # the taste asked, and of it: what is eaten
         ("What do I enjoy reading?", ("read",)),
         ("Do I like to eat sushi?", ("like", "eat", "sushi")),
+        ("What did I say about Oslo?", ("oslo",)),  # saying is how it came up, not what is asked
+        ("What did I watch last night?", ("watch", "last", "night")),
     ],
 )
 def test_the_predicate_is_what_is_asked_of_the_subject(query: str, predicate: tuple[str, ...]) -> None:
