@@ -36,8 +36,8 @@ NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 URL = re.compile(r"https?://|www\.", re.IGNORECASE)
 _ENTITY = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\w-]*))*")
 _NOT_ENTITY = frozenset(
-    """I I'm I've I'd The A An And But Or So If When Where What Which Who Why How Is Are Was
-    Were Do Does Did Can Could Would Should Will It It's That This These Those My Your Our
+    """I I'm I've I'd The A An And But Or So If When Where What Which Who Why How Am Is Are Was
+    Were Do Does Did Have Had Can Could Would Should Will It It's That This These Those My Your Our
     Their His Her We You They He She Yes No Ok Okay Hi Hello Hey Thanks Thank Please Noted
     From Here There Also Just Sure Great Good Sorry Let Tell Find Show Give Remember Turn
     Answer Query Source Sources Summary Prior Relevant Key Facts Monday Tuesday Wednesday
@@ -535,7 +535,7 @@ def _answer_form(fact: t.FactView, data: t.AnswerIn) -> str:
     return said
 
 
-_WHAT = {"which": "which", "count": "number of", "duration": "how long for", "polar": "answer about"}
+_WHAT = {"which": "which", "count": "the number of", "duration": "how long for", "polar": "the answer about"}
 
 
 def _pick(data: t.AnswerIn) -> list[t.FactView]:

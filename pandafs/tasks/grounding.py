@@ -526,7 +526,12 @@ _RELATIVE = re.compile(
     r"(?P<rest>(?:i|we|he|she|they)\b[^?]+)",
     re.I,
 )
+# A yes-or-no question of "to be" asks its complement of the subject ("is my sister a doctor?"
+# → doctor, "am I allergic to anything?" → allergic).
+_COPULA = re.compile(r"^\s*(?:am|is|are|was|were)\s+(?P<rest>[^?]+)", re.I)
 _PRONOUNS = frozenset("i we you he she it they".split())
+# they stand for what is asked, which a fact names in its own words
+_INDEFINITE = frozenset("anything something anyone someone anybody somebody".split())
 _DETERMINERS = frozenset("my our your his her their its the a an this that these those".split())
 # The verbs `statement_form` reads as "Likes", and "adore" (indexers.words.RINGS): "does he
 # like seeds?" asks what "he loves seeds" states.
@@ -553,6 +558,7 @@ def asked_predicate(query: str) -> tuple[str, ...]:
     match = _DO_SUPPORT.search(part)
     progressive = match is None and (match := _PROGRESSIVE.search(part)) is not None
     match = match or _RELATIVE.search(part)
+    copula = match is None and (match := _COPULA.search(part)) is not None
     if match is None:
         return ()
     tokens = re.findall(r"[A-Za-z][\w'-]*(?:’[\w'-]*)*", match.group("rest"))  # ’ apart, as in _NP
@@ -565,6 +571,9 @@ def asked_predicate(query: str) -> tuple[str, ...]:
             start = 1
             break
         if low in _DETERMINERS or low.endswith(("'s", "’s")):
+            if copula and noun:  # "is my sister | a doctor?"
+                start = i
+                break
             after_det = True
             continue
         plural = low.endswith("s") and not low.endswith("ss")
@@ -573,7 +582,9 @@ def asked_predicate(query: str) -> tuple[str, ...]:
             break
         after_det, noun = False, True
     stems = [
-        stem(w.lower()) for w in tokens[start:] if w.lower() not in STOP_WORDS or stem(w.lower()) in _TASTE
+        stem(w.lower())
+        for w in tokens[start:]
+        if (w.lower() not in STOP_WORDS or stem(w.lower()) in _TASTE) and w.lower() not in _INDEFINITE
     ]
     if not _POLAR.search(part):  # a yes or no is asked of the whole: "do I live in Oslo?"
         asking = (m.group(0) for slot in _IDENTITY for m in _ASKED[slot].finditer(part))
@@ -583,11 +594,8 @@ def asked_predicate(query: str) -> tuple[str, ...]:
             stems = [s for s in stems if s not in _TASTE]
     # "which laptop did we look at?", "what did I say about Oslo?": how it came up, not what is asked
     about = "about" in (t.lower() for t in tokens)
-    if (
-        match.group("wh")
-        and match.group("wh").lower() in ("what", "which")
-        and (match.group("np").strip() or about)
-    ):
+    wh = "" if copula else (match.group("wh") or "").lower()
+    if wh in ("what", "which") and (match.group("np").strip() or about):
         stems = [s for s in stems if s not in _RECALLING]
     return tuple(dict.fromkeys(s for s in stems if len(s) > 1))
 

@@ -82,6 +82,13 @@ def test_what_did_i_say_about_a_thing_asks_for_what_was_said_of_it(chat: Chat) -
     assert result.outcome == "APPROVE"
 
 
+def test_am_i_asks_yes_or_no_of_what_was_stated(chat: Chat) -> None:
+    chat.ask("I'm allergic to peanuts")
+    anything, cats = chat.ask("Am I allergic to anything?"), chat.ask("Am I allergic to cats?")
+    assert anything.answer.startswith("Yes — You are allergic to peanuts") and anything.outcome == "APPROVE"
+    assert "Yes" not in cats.answer.split("(")[0] and cats.outcome != "APPROVE"
+
+
 def test_who_is_my_dentist_keeps_the_whole_name(chat: Chat) -> None:
     chat.ask("My dentist is Dr. Berg")
     result = chat.ask("Who is my dentist?")

@@ -67,6 +67,8 @@ def _checks(answer: str, query: str) -> dict[str, bool]:
         ("Do I like to eat sushi?", ("like", "eat", "sushi")),
         ("What did I say about Oslo?", ("oslo",)),  # saying is how it came up, not what is asked
         ("What did I watch last night?", ("watch", "last", "night")),
+        ("Is my sister a doctor?", ("doctor",)),  # "to be" asks its complement of the subject
+        ("Am I allergic to anything?", ("allerg",)),  # "anything" is what is asked, not a word to find
     ],
 )
 def test_the_predicate_is_what_is_asked_of_the_subject(query: str, predicate: tuple[str, ...]) -> None:
