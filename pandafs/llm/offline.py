@@ -29,7 +29,22 @@ __all__ = ["RULES", "OfflineBackend", "sentences", "stems_overlap"]
 
 # --- reading memory text ------------------------------------------------------------------
 
-_SENTENCE = re.compile(g.NOT_ABBREVIATED + r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+# Chat replies and list items often start their sentences in lower case ("no, it is not
+# recommended … it's essential to dilute …"): a lower-case word after an end mark begins a
+# sentence too, unless the mark ends a shortened word that runs on in lower case ("9 a.m.
+# sharp", "approx. two cups", "fruit, nuts, etc. are fine") or an ellipsis ("so... maybe").
+_RUNS_ON = "".join(
+    rf"(?<!\b(?i:{word})\.)"
+    for word in """etc approx vs cf incl esp est min max no nos vol fig ca dept jr sr inc ltd co
+    st mt ft oz lb lbs tbsp tsp hr hrs sec pp al misc avg""".split()
+)
+_SENTENCE = re.compile(
+    g.NOT_ABBREVIATED
+    + r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|"
+    + g.NOT_ABBREVIATED
+    + _RUNS_ON
+    + r"(?<!\b[A-Za-z]\.)(?<!\.\.)(?<=[.!?])\s+(?=[a-z])|\n+",
+)
 _LINK = re.compile(r"\[\[[^\]|]*?(?:\\?\|([^\]]*))?\]\]")
 _MARKDOWN = re.compile(r"[*_`#>|]+")
 NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
@@ -563,8 +578,13 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
             scored.append((-score, g.ORIGIN_RANK.get(fact.origin, 5), -i, fact))
     scored.sort(key=lambda x: x[:3])
     picked = [x[3] for x in scored]
-    if focus:  # only what is about the thing asked for (a cat does not answer for a dog)
-        picked = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
+    if focus:  # only what is about the thing asked for (a cat does not answer for a dog),
+        # best what names it whole, else what names its head in a text that names the rest
+        whole = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
+        documents = g.documents_of((f.doc_id, f.text) for f in data.facts)
+        picked = whole or [
+            f for f in picked if g.about_focus(focus, f.text, f.key, data.query, documents.get(f.doc_id, ""))
+        ]
     # it says what was asked of the thing, as much of it as any fact giving the datum says
     giving = [f for f in picked if g.has_requested(data.requested, _answer_form(f, data), data.query)]
     most = max((g.states(predicate, f.text, focus) for f in giving or picked), default=0) if predicate else 0

@@ -21,6 +21,7 @@ reply: it answers what the assistant said).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from functools import lru_cache
@@ -39,6 +40,7 @@ __all__ = [
     "asks_now",
     "asked_of",
     "asked_predicate",
+    "documents_of",
     "end_of_day",
     "focus_of",
     "has_requested",
@@ -1014,11 +1016,23 @@ def _identifies(answer: str, query: str) -> bool:
     return within(named, 8) or within(numbers, 3)  # "my internet plan to 500 Mbps"
 
 
-def about_focus(focus: tuple[str, ...], text: str, key: str, query: str) -> bool:
+def about_focus(focus: tuple[str, ...], text: str, key: str, query: str, document: str = "") -> bool:
     """Is a statement about the question's focus (`slots.is_about`)?  For "which Lenovo
     laptop …" the head noun is the answer's type (Li & Roth 2002), and a statement that
-    names one ("The Lenovo LOQ 15 has …") is about it without saying "laptop"."""
+    names one ("The Lenovo LOQ 15 has …") is about it without saying "laptop".  A text says
+    a thing's modifiers once and then refers back to it by its head noun alone ("it is not
+    recommended to apply it directly … dilute it in a 1:10 ratio" gives the recommended
+    ratio): a statement naming the head is about the focus when its `document` (the text
+    it was read from) states the modifiers.  A number is no head ("the other four options")."""
     if is_about(focus, text, key):
+        return True
+    *modifiers, head = focus
+    if (
+        modifiers
+        and head not in _NUMBER_WORDS
+        and is_about((head,), text)
+        and all(related_overlap(w, document) for w in modifiers)
+    ):
         return True
     return (
         len(focus) > 1
@@ -1026,6 +1040,16 @@ def about_focus(focus: tuple[str, ...], text: str, key: str, query: str) -> bool
         and is_about(focus[:-1], text)
         and _identifies(text, query)
     )
+
+
+def documents_of(statements: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The text of each document (`about_focus`) from its statements, as (doc_id, text)
+    pairs; a tool's result (its id has no "/") is many documents, so none."""
+    texts: dict[str, list[str]] = {}
+    for doc_id, text in statements:
+        if "/" in doc_id:
+            texts.setdefault(doc_id, []).append(text)
+    return {doc_id: " ".join(lines) for doc_id, lines in texts.items()}
 
 
 # --- answer checks --------------------------------------------------------------------------
@@ -1159,7 +1183,12 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
         return GateResult(
             gate=_ABOUT, passed=passed, detail="" if passed else f"no fact it uses says {asked}"
         )
-    about = [f for f in used if about_focus(focus, f.text, f.slot.key if f.slot else "", query)]
+    documents = documents_of((f.doc_id, f.text) for f in facts)
+    about = [
+        f
+        for f in used
+        if about_focus(focus, f.text, f.slot.key if f.slot else "", query, documents.get(f.doc_id, ""))
+    ]
     thing = " ".join(focus)
     if not about:
         return GateResult(gate=_ABOUT, passed=False, detail=f"no fact it uses is about {thing}")

@@ -8,6 +8,7 @@ from pandafs.pipeline.synthesis import _tool_facts
 from pandafs.pipeline.tools import finding_line
 from pandafs.tasks.grounding import (
     Fact,
+    about_focus,
     answer_checks,
     asked_predicate,
     focus_of,
@@ -218,3 +219,52 @@ def test_a_curly_apostrophe_reads_as_a_straight_one(query: str) -> None:
     straight = query.replace("’", "'")
     assert focus_of(query) == focus_of(straight) != ()
     assert asked_predicate(query) == asked_predicate(straight)
+
+
+# A reply says the modifier once and the head noun later (LongMemEval dev 65240037's shape).
+NOT_NEAT = "no, it is not recommended to put the oil on your skin neat."
+DILUTE = "it's best to dilute the oil with a carrier oil in a 1:5 ratio."
+ASK_RATIO = "I remember you told me to dilute the oil. Can you remind me what the recommended ratio is?"
+
+
+def test_a_statement_naming_the_head_is_about_the_focus_when_its_text_names_the_modifier() -> None:
+    focus = focus_of(ASK_RATIO)
+    assert focus == ("recommended", "ratio")
+    said = f"{NOT_NEAT} {DILUTE}"
+    assert about_focus(focus, DILUTE, "", ASK_RATIO, said)
+    assert not about_focus(focus, DILUTE, "", ASK_RATIO)  # without its text
+    assert not about_focus(focus, DILUTE, "", ASK_RATIO, "Mix it well. " + DILUTE)  # nothing recommended
+    assert not about_focus(focus, NOT_NEAT, "", ASK_RATIO, said)  # the modifier without the head
+    # a number is no head: "the other four options" is not any four things
+    other_four = "Can you remind me what the other four options were?"
+    assert focus_of(other_four) == ("other", "four")
+    assert not about_focus(
+        ("other", "four"), "Players retrieve four treasures.", "", other_four, "Some other games."
+    )
+    # the check of the answer reads each fact's own document
+    one_reply = [
+        Fact(NOT_NEAT, "assistant", 1, "ann/turn_000001"),
+        Fact(DILUTE, "assistant", 1, "ann/turn_000001"),
+    ]
+    assert _about(DILUTE.rstrip(".") + " [1].", "What was the recommended ratio you gave me?", one_reply)
+    apart = [
+        Fact(NOT_NEAT, "assistant", 1, "ann/turn_000001"),
+        Fact(DILUTE, "assistant", 2, "ann/turn_000002"),
+    ]
+    assert not _about(DILUTE.rstrip(".") + " [2].", "What was the recommended ratio you gave me?", apart)
+
+
+def test_a_statement_naming_the_whole_focus_is_preferred_to_one_naming_its_head() -> None:
+    from pandafs.llm.offline import answer
+    from pandafs.tasks.schemas import AnswerIn, FactView
+
+    whole = "The recommended ratio for the face is 1:20."
+    facts = [
+        FactView(n=1, doc_id="ann/turn_000001", text=NOT_NEAT, origin="assistant"),
+        FactView(n=1, doc_id="ann/turn_000001", text=DILUTE, origin="assistant"),
+        FactView(n=2, doc_id="ann/turn_000002", text=whole, origin="assistant"),
+    ]
+    asked = AnswerIn(query=ASK_RATIO, resolved_query=ASK_RATIO, query_type="question", facts=facts)
+    assert answer(asked).answer == "The recommended ratio for the face is 1:20 [2]."
+    alone = AnswerIn(query=ASK_RATIO, resolved_query=ASK_RATIO, query_type="question", facts=facts[:2])
+    assert answer(alone).answer == "it's best to dilute the oil with a carrier oil in a 1:5 ratio [1]."

@@ -95,6 +95,26 @@ def test_a_table_row_cut_into_a_search_snippet_is_never_flattened_into_a_sentenc
     assert sentences(row) == ("Lenovo LOQ 15, $749.99, Out of stock",)
 
 
+def test_a_sentence_that_starts_in_lower_case_is_a_sentence_of_its_own() -> None:
+    from pandafs.llm.offline import sentences
+
+    # a chat reply written in lower case (the shape of LongMemEval dev 65240037's evidence)
+    reply = "no, it is not recommended to use it neat. it's best to dilute it in a 1:5 ratio."
+    assert sentences(reply) == (
+        "no, it is not recommended to use it neat.",
+        "it's best to dilute it in a 1:5 ratio.",
+    )
+    # a shortened word and an ellipsis run on in lower case
+    for run_on in (
+        "Come at 9 a.m. sharp.",
+        "Use approx. two cups.",
+        "Bring fruit, nuts, etc. and water.",
+        "She has a Ph.D. in physics.",
+        "So... maybe later.",
+    ):
+        assert sentences(run_on) == (run_on,)
+
+
 @pytest.mark.parametrize(
     ("text", "non_answer"),
     [
