@@ -1023,13 +1023,17 @@ def about_focus(focus: tuple[str, ...], text: str, key: str, query: str, documen
     a thing's modifiers once and then refers back to it by its head noun alone ("it is not
     recommended to apply it directly … dilute it in a 1:10 ratio" gives the recommended
     ratio): a statement naming the head is about the focus when its `document` (the text
-    it was read from) states the modifiers.  A number is no head ("the other four options")."""
+    it was read from) states the modifiers.  Not when the phrase is no noun with its
+    modifiers: its last word a number ("the other four options") or a verb's past form
+    ("how many days passed"), or a unit before it ("how many days ago": a measure)."""
     if is_about(focus, text, key):
         return True
     *modifiers, head = focus
     if (
         modifiers
+        and not _UNITS.intersection(modifiers)
         and head not in _NUMBER_WORDS
+        and not (len(head) > 5 and head.endswith("ed"))
         and is_about((head,), text)
         and all(related_overlap(w, document) for w in modifiers)
     ):

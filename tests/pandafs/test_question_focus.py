@@ -241,6 +241,10 @@ def test_a_statement_naming_the_head_is_about_the_focus_when_its_text_names_the_
     assert not about_focus(
         ("other", "four"), "Players retrieve four treasures.", "", other_four, "Some other games."
     )
+    # nor a unit before the head: "days ago" measures, it names nothing
+    days_ago = "How many days ago did I launch my website?"
+    assert focus_of(days_ago) == ("days", "ago")
+    assert not about_focus(("days", "ago"), "I was baptised there 25 years ago.", "", days_ago, "Two days.")
     # the check of the answer reads each fact's own document
     one_reply = [
         Fact(NOT_NEAT, "assistant", 1, "ann/turn_000001"),
