@@ -72,6 +72,18 @@ move relocate relocation movers
 city town
 hometown birthplace
 neighbour neighbor
+colour color
+flavour flavor
+humour humor
+behaviour behavior
+theatre theater
+centre center
+grey gray
+jewellery jewelry
+pyjamas pajamas
+yoghurt yogurt
+organise organize
+realise realize
 job work employer employed employs employment company firm career workplace
 colleague coworker
 profession occupation trade career

@@ -89,6 +89,12 @@ def test_am_i_asks_yes_or_no_of_what_was_stated(chat: Chat) -> None:
     assert "Yes" not in cats.answer.split("(")[0] and cats.outcome != "APPROVE"
 
 
+def test_a_british_spelling_finds_the_american_one(chat: Chat) -> None:
+    chat.ask("My favourite color is green")
+    result = chat.ask("What is my favourite colour?")
+    assert "green" in result.answer and result.outcome == "APPROVE"
+
+
 def test_who_is_my_dentist_keeps_the_whole_name(chat: Chat) -> None:
     chat.ask("My dentist is Dr. Berg")
     result = chat.ask("Who is my dentist?")
