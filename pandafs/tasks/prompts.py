@@ -6,10 +6,7 @@ answers each with deterministic rules; the OpenAI-compatible backend sends `Task
 and the input JSON and validates the reply against the output model.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -18,8 +15,7 @@ from . import schemas as t
 __all__ = ["TASKS"]
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     """One thinking step: who does it (role), what it is told, what it must return."""
 
     name: str
