@@ -6,15 +6,14 @@ recomputed.  `users/{u}/turns/.ledger.jsonl` holds one chained line per complete
 holds each live turn to its last line: a rewrite is detected unless the ledger is
 rewritten too.  Appends take the ledger's own `flock`."""
 
-from __future__ import annotations
-
 import errno
 import fcntl
 import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -34,8 +33,7 @@ GENESIS = "0" * 64
 _TAIL = 4096  # a line is ~200 bytes: the last full one is within this much of the end
 
 
-@dataclass(frozen=True)
-class Anchor:
+class Anchor(NamedTuple):
     """What a completed turn's log ends with: its number of events and last hash."""
 
     turn: str
@@ -79,7 +77,7 @@ def record_turns(turns_dir: Path, anchors: Iterable[Anchor], *, root: Path | str
         lines = []
         for anchor in anchors:
             line_hash = _line_hash(prev, anchor)
-            lines.append(orjson.dumps({**asdict(anchor), "prev": prev, "hash": line_hash}) + b"\n")
+            lines.append(orjson.dumps({**anchor._asdict(), "prev": prev, "hash": line_hash}) + b"\n")
             prev = line_hash
         append_all(fd, b"".join(lines), durable=True)
     finally:
