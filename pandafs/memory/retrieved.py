@@ -2,15 +2,13 @@
 archive source returns it (`Expansion`); `pandafs.assembly` wires the source in."""
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
 __all__ = ["ArchiveSource", "Expansion", "Retrieved", "jsonable"]
 
 
-@dataclass(frozen=True)
-class Retrieved:
+class Retrieved(NamedTuple):
     """A document read by id or path: its metadata and content, and whether it is archived."""
 
     doc_id: str
@@ -20,7 +18,7 @@ class Retrieved:
     archived: bool
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
 
 class Expansion(NamedTuple):
