@@ -6,15 +6,12 @@ follow-up ("is it still in stock?") reuses the page instead of fetching it again
         page_content.md      the readable text, with the source in its frontmatter
         extracted_data.json  title, price, availability, quality"""
 
-from __future__ import annotations
-
 import hashlib
 import os
 import re
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import orjson
@@ -73,8 +70,7 @@ def url_slug(url: str) -> str:
     return f"{head}_{digest}"
 
 
-@dataclass(frozen=True)
-class VisitRecord:
+class VisitRecord(NamedTuple):
     """One visit of the research tool to a page: where it went, what it extracted, how well."""
 
     visit_id: str
@@ -102,7 +98,7 @@ class VisitRecord:
         return self.path.as_posix()
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "visited_at": format_ts(self.visited_at), "path": self.rel_path}
+        return {**self._asdict(), "visited_at": format_ts(self.visited_at), "path": self.rel_path}
 
 
 def _visit_id(url: str, visited_at: datetime) -> str:
@@ -116,8 +112,8 @@ def _json(data: Any) -> bytes:
 
 def write_visit(
     turn_dir: Path,
-    fetch_result: FetchResult,
-    extraction: Extraction,
+    fetch_result: "FetchResult",
+    extraction: "Extraction",
     visited_at: datetime,
     *,
     root: Path | None = None,
