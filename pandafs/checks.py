@@ -1,10 +1,7 @@
 """What a vault check reports (`Problem`) and the shape of a checker (each area's `CHECKS`)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -12,8 +9,7 @@ if TYPE_CHECKING:
 __all__ = ["Checker", "Problem", "frontmatter_of"]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """What a check found at `path`: its kind and a one-line message."""
 
     path: str
@@ -31,7 +27,7 @@ class Problem:
 Checker = Callable[["Vault", bool], Iterable[Problem]]
 
 
-def frontmatter_of(vault: Vault, rel: str) -> dict[str, Any] | None:
+def frontmatter_of(vault: "Vault", rel: str) -> dict[str, Any] | None:
     """The frontmatter of the document at `rel`, None if unreadable (the index check names why)."""
     from events.documents import parse_document
     from events.errors import EventsError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from events.errors import EventLogError, EventsError, LogBusyError, NotInVault
@@ -389,7 +389,7 @@ def repair_damaged_index(vault: Vault, repair: bool) -> list[Problem]:
         except IndexDamaged as exc:  # damage the files' checksums do not show
             damage = Problem(_index_itself(vault, memory), "index_damaged", str(exc))
     memory.rebuild()  # beside the live index, then swapped in
-    return [replace(damage, message=f"{without_advice(damage.message)}: rebuilt", repaired=True)]
+    return [damage._replace(message=f"{without_advice(damage.message)}: rebuilt", repaired=True)]
 
 
 NOT_A_USER = "its name is reserved or no user id: nothing in it is searched or served"
@@ -492,5 +492,5 @@ def _run_checker(checker: Checker, vault: Vault, repair: bool) -> tuple[list[Pro
     still = [p for p in after if not p.repaired]
     fixed = [p for p in after if p.repaired]
     named = {(p.path, p.kind) for p in after}
-    fixed += [replace(p, repaired=True) for p in before if (p.path, p.kind) not in named]
+    fixed += [p._replace(repaired=True) for p in before if (p.path, p.kind) not in named]
     return still, fixed

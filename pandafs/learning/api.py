@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -196,7 +195,7 @@ def _rebuilt(vault: Vault, problems: list[Problem], what: str) -> list[Problem]:
     """`problems` repaired by a rebuild of the learning state (none: nothing is rebuilt)."""
     if problems:
         rebuild(vault)
-    return [replace(p, message=f"{p.message}: {what} rebuilt", repaired=True) for p in problems]
+    return [p._replace(message=f"{p.message}: {what} rebuilt", repaired=True) for p in problems]
 
 
 CHECKS = (check_learning, check_catalog, check_caches, check_shared)
