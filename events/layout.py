@@ -1,8 +1,6 @@
 """The vault layout: where every kind of file lives and what its document id is.  The
 one place that knows paths; user ids are validated here, before any path is built."""
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Callable

@@ -1,8 +1,6 @@
 """The index's state log, `state.jsonl`: one line per change (`{"d": 1}` a deletion),
 appended and fsynced after each commit; folding it gives path → (checksum, mtime, size)."""
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 import orjson

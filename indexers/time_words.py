@@ -2,8 +2,6 @@
 TimeML's TIMEX3 classes them, resolved against the search's `now` into a generous window
 of creation times: it boosts, it does not filter."""
 
-from __future__ import annotations
-
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cache

@@ -8,8 +8,6 @@ see (`filters.visible_to`).  n is tantivy's `doc_freq`, N its total with deleted
 field, term) while n and the deleted count are unchanged.  `Sight.within` names what the
 user may see, so a stem's word forms are counted over that alone."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, NamedTuple
 

@@ -2,8 +2,6 @@
 together by `FullTextIndex`), each document with what the learning loop knows of it
 (`Learned`)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -32,7 +30,7 @@ class Learned(NamedTuple):
     trust: Callable[[str], float | None] | None = None
     shared: Callable[[str], bool] | None = None
 
-    def apply(self, doc: IndexDoc) -> IndexDoc:
+    def apply(self, doc: "IndexDoc") -> "IndexDoc":
         if doc.trust is None and self.trust is not None:
             trust = self.trust(doc.doc_id)
             if trust is not None:
@@ -93,7 +91,7 @@ class IndexBatch:
             self._spill(self.changes)
             self.changes = {}
 
-    def upsert(self, doc: IndexDoc) -> None:
+    def upsert(self, doc: "IndexDoc") -> None:
         doc = self._learned.apply(doc)
         self._do("upsert", doc)
         self._changed(doc.path, StateEntry(doc.checksum, doc.mtime_ns, doc.size))

@@ -12,8 +12,6 @@ recomputes everything.  A process keeps the state it last saved (`LearningCache.
 reads only the lines appended since; the indexer's readers (`learned_of`) do the same
 without the lock, up to the last whole line."""
 
-from __future__ import annotations
-
 import os
 import threading
 import time
@@ -162,7 +160,7 @@ def cache_is_there(vault: Vault) -> bool:
     return (learning_dir(vault) / STATE_FILE).is_file()
 
 
-_KEPT: dict[tuple[str, float], LearningCache] = {}
+_KEPT: "dict[tuple[str, float], LearningCache]" = {}
 
 
 class LearningCache:
@@ -183,7 +181,7 @@ class LearningCache:
         documents it used, and that trust."""
 
     @classmethod
-    def of(cls, vault: Vault) -> LearningCache:
+    def of(cls, vault: Vault) -> "LearningCache":
         """This process's cache of `vault`, kept between uses (used under the learning lock)."""
         key = (os.fspath(learning_dir(vault)), vault.config.memory.trust_prior_weight)
         kept = _KEPT.get(key)

@@ -14,8 +14,6 @@ decimals.  The counters do not depend on the events' order (a late feedback appl
 delta against the verdict it replaces), so the incremental fold and a full recompute
 agree exactly.  Scope changes fold into the latest per document by decision time."""
 
-from __future__ import annotations
-
 from collections import ChainMap
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +56,7 @@ class Counts(NamedTuple):
     validations: int = 0
     successes: int = 0
 
-    def plus(self, usage: int = 0, validations: int = 0, successes: int = 0) -> Counts:
+    def plus(self, usage: int = 0, validations: int = 0, successes: int = 0) -> "Counts":
         return Counts(self.usage + usage, self.validations + validations, self.successes + successes)
 
 
@@ -76,7 +74,7 @@ def change_kind(old: str, new: str) -> str:
     return "promoted" if SCOPE_RANK[new] > SCOPE_RANK.get(old, -1) else "demoted"
 
 
-def shares(record: ScopeRecord) -> bool:
+def shares(record: "ScopeRecord") -> bool:
     """Whether a recorded scope change made its document global: sharing a user's document
     is this record and nothing else."""
     return record.new == "global"
@@ -101,7 +99,7 @@ class ScopeRecord(NamedTuple):
         return (self.at, self.log, self.seq)
 
     @classmethod
-    def from_event(cls, event: Event, at: datetime) -> ScopeRecord:
+    def from_event(cls, event: "Event", at: datetime) -> "ScopeRecord":
         from events.schema import ScopeChanged
 
         data = event.data
@@ -141,7 +139,7 @@ class TurnFacts(NamedTuple):
         return turn_number(self.turn)
 
 
-def turn_facts(view: TurnView, events: Sequence[Event] = (), pending: Sequence[Any] = ()) -> TurnFacts:
+def turn_facts(view: "TurnView", events: "Sequence[Event]" = (), pending: Sequence[Any] = ()) -> TurnFacts:
     """The facts of a turn from its view (and its events, for the scope changes' seq), or of
     one whose Save events (`pending`) are about to be written."""
     from events.schema import DocumentsUsed, ScopeChanged, TurnCompleted  # loaded when turns are folded

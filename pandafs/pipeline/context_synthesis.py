@@ -9,8 +9,6 @@ fits, else abridged by its least relevant sentences, never one sharing a word wi
 question.  Irrelevant preferences and facts are omitted; every source used is listed with
 its doc id, and the quality gates are recorded."""
 
-from __future__ import annotations
-
 import re
 from typing import Any, NamedTuple
 
