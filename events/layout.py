@@ -81,7 +81,7 @@ def turn_number(name: str) -> int:
     return int(match.group(1))
 
 
-@dataclass
+@dataclass(eq=False)
 class Layout:
     """Paths of one vault.  Construct with the vault root; every method validates users."""
 

@@ -41,7 +41,7 @@ class Anchor(NamedTuple):
     last_hash: str
 
 
-@dataclass
+@dataclass(eq=False)
 class LedgerRead:
     """A user's ledger as read: the last anchor of each turn, and what is wrong with the
     ledger itself (None when its chain holds)."""

@@ -88,7 +88,7 @@ def encode_events(
     return b"".join(chunks), records
 
 
-@dataclass
+@dataclass(eq=False)
 class LogRead:
     """What is on disk: complete records (with their exact line bytes) and any torn tail.
     `path` names it in errors (a string where the reader has no `Path` to hand)."""

@@ -39,7 +39,7 @@ def count_mismatch(held: int, recorded: int) -> str | None:
     return f"the index holds {held} documents but {recorded} are recorded as indexed"
 
 
-@dataclass
+@dataclass(eq=False)
 class SyncReport:
     """What an index sync did to each document it looked at, and how long it took."""
 

@@ -159,7 +159,7 @@ class Drift:
     message: str
 
 
-@dataclass
+@dataclass(eq=False)
 class ReplayReport:
     """What a replay check compared, rewrote and found drifted."""
 

@@ -86,7 +86,7 @@ def file_lock(
     return held_lock(path, wait_s=wait_s, on_busy=busy, root=root)
 
 
-@dataclass
+@dataclass(eq=False)
 class Vault:
     """An opened vault.  Construct with `Vault.open(root)` or `Vault.init(root)`."""
 

@@ -68,7 +68,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass
+@dataclass(eq=False)
 class SyncReport:
     """What a learning sync folded and wrote."""
 

@@ -35,7 +35,7 @@ from .trust import Counts, shares
 __all__ = ["check_shared", "promote", "prune_expired"]
 
 
-@dataclass
+@dataclass(eq=False)
 class PromotionReport:
     """The scope changes a promotion run made (or would make, dry run)."""
 
@@ -75,7 +75,7 @@ def promote(
     return report
 
 
-@dataclass
+@dataclass(eq=False)
 class PruneReport:
     """The expired documents a prune moved to the archive (or would move, dry run), and those kept."""
 

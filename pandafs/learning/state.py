@@ -95,7 +95,7 @@ _LOAD: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class LearningState:
     """The fold's state.  `counts`: usage, validations, successes per document; `trust`: what
     was last materialised (the indexer's trust for a document whose file carries none);

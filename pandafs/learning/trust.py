@@ -165,7 +165,7 @@ TargetLookup = Callable[[str, str], "TurnFacts | None"]
 FoldedCheck = Callable[[str, int], bool]
 
 
-@dataclass
+@dataclass(eq=False)
 class Projection:
     """The fold's state: counters per document, feedback per turn, latest scope change.
 

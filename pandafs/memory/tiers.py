@@ -153,7 +153,7 @@ class TierItem(NamedTuple):
         return out
 
 
-@dataclass
+@dataclass(eq=False)
 class Tier:
     """One tier of the gathered context: its items within its token budget, and how it went."""
 
@@ -201,7 +201,7 @@ class Tier:
         return out
 
 
-@dataclass
+@dataclass(eq=False)
 class Tiers:
     """The hot, warm and cold tiers of one gathered context."""
 

@@ -32,7 +32,7 @@ RECORD_CACHE = "turn_records"
 """`ctx.extras` key of the `memory.turn_records.RecordCache` a Pipeline keeps across its turns."""
 
 
-@dataclass
+@dataclass(eq=False)
 class TurnContext:
     """What every phase of one turn works with: the vault, memory, backend, user and clock."""
 

@@ -116,7 +116,7 @@ class AskArgs(_Args):
     )
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolSession:
     """What a tool acts through: one user's view of one vault's memory, a clock, the turn
     it runs in (None outside a turn), and how to run a turn (for `ask`)."""
@@ -131,7 +131,7 @@ class ToolSession:
     by a door outside a turn)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolOutcome:
     """What one tool call did: its result for the model (the only part of it Synthesis reads),
     the events it adds."""

@@ -31,7 +31,7 @@ __all__ = ["ReliabilityTable"]
 TABLE = "source_reliability.parquet"
 
 
-@dataclass
+@dataclass(eq=False)
 class DomainStats:
     """How the research tool fared on one domain: attempts, successes, the last outcomes."""
 
