@@ -52,7 +52,7 @@ INDEXING = ".indexing"
 """Marks a turn whose index batch is not yet committed (`pipeline.recovery` indexes it again)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TurnRef:
     """One live turn: its user, its folder's name, and the user's `turns/` folder it is in."""
 
@@ -150,7 +150,7 @@ def project(
     return view
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Drift:
     """A projected file that no longer says what its turn's events say."""
 

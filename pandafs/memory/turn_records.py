@@ -23,7 +23,7 @@ from .retrieved import jsonable
 __all__ = ["WORDS", "RecordCache", "TurnReader", "TurnRecord", "parse_time", "parse_turn_context"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TurnRecord:
     """What the tiers know of one past turn: a live turn's context.md or an archive stub."""
 
