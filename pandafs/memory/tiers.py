@@ -268,13 +268,11 @@ def pack_all(forms: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, i
 
 def fit_turn(record: TurnRecord, room: int) -> tuple[str, int, bool] | None:
     """Greedy step: the whole turn if it fits in `room`, else its query only, else None."""
-    short = record.query_text()
-    short_tokens = count_tokens(short)
-    if short_tokens > room:
+    if record.query_tokens > room:
         return None
-    full = record.full_text()
-    tokens = count_tokens(full) if full != short else short_tokens
-    return (full, tokens, False) if tokens <= room else (short, short_tokens, True)
+    if record.tokens <= room:
+        return (record.full_text(), record.tokens, False)
+    return (record.query_text(), record.query_tokens, True)
 
 
 LAST_SAMPLED = 5

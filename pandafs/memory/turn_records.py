@@ -17,6 +17,7 @@ from events.errors import FrontmatterError, NotInVault
 from events.fsio import read_vault_file
 from events.layout import turn_name, turn_number, validate_user_id
 
+from ..tokens import count_tokens
 from ..vault import Vault
 from .retrieved import jsonable
 
@@ -62,6 +63,17 @@ class TurnRecord:
 
     def query_text(self) -> str:
         return f"User: {self.query}"
+
+    @cached_property
+    def query_tokens(self) -> int:
+        """`count_tokens(query_text())`, counted once: the tiers and §2's budget weigh the same
+        records on every turn of a process that keeps them (`RecordCache`)."""
+        return count_tokens(self.query_text())
+
+    @cached_property
+    def tokens(self) -> int:
+        """`count_tokens(full_text())`, counted once."""
+        return count_tokens(self.full_text()) if self.body else self.query_tokens
 
     @cached_property
     def words(self) -> frozenset[str]:

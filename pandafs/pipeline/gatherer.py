@@ -83,16 +83,28 @@ def _entry_text(entry: MemoryEntry) -> str:
     return f"{entry.key}: {entry.value}" if entry.key else entry.value
 
 
-def _turn_offer(
-    record: TurnRecord, score: float, tier: str, snippet: str, now: datetime
-) -> tuple[Candidate, CandidateView]:
-    """A past turn as a candidate, and as the backend is shown it."""
-    both: dict[str, Any] = {"doc_id": record.doc_id, "kind": record.kind, "title": record.query[:80]}
-    return (
-        Candidate(**both, doc_path=record.doc_path, score=score, tier=tier),
-        CandidateView(
-            **both, score=score, snippet=snippet[:600], age_days=age_days(record.created_at, now), tier=tier
-        ),
+def _turn_candidate(record: TurnRecord, score: float, tier: str) -> Candidate:
+    """A past turn as a candidate."""
+    return Candidate(
+        doc_id=record.doc_id,
+        kind=record.kind,
+        title=record.query[:80],
+        doc_path=record.doc_path,
+        score=score,
+        tier=tier,
+    )
+
+
+def _turn_view(record: TurnRecord, score: float, tier: str, snippet: str, now: datetime) -> CandidateView:
+    """A past turn as the backend is shown it."""
+    return CandidateView(
+        doc_id=record.doc_id,
+        kind=record.kind,
+        title=record.query[:80],
+        score=score,
+        snippet=snippet[:600],
+        age_days=age_days(record.created_at, now),
+        tier=tier,
     )
 
 
@@ -124,7 +136,12 @@ def _neighbours(
             if abs((record.created_at - origin.created_at).total_seconds()) > gap:
                 continue
             score = float(hit["score"]) * NEIGHBOUR_WEIGHT
-            out.append(_turn_offer(record, score, "neighbour", record.full_text(), now))
+            out.append(
+                (
+                    _turn_candidate(record, score, "neighbour"),
+                    _turn_view(record, score, "neighbour", record.full_text(), now),
+                )
+            )
     return out
 
 
@@ -152,9 +169,11 @@ def _by_budget(ctx: TurnContext, candidates: dict[str, Candidate], picks: dict[s
             break
         candidate = candidates[doc_id]
         record = prior_turn(ctx, doc_id, candidate.kind)
-        text = record.full_text() if record else source_text(ctx, candidate.doc_path, candidate.kind)
+        tokens = (
+            record.tokens if record else count_tokens(source_text(ctx, candidate.doc_path, candidate.kind))
+        )
         chosen.append(doc_id)
-        given.append(first_share(count_tokens(text), given, cfg.context_tokens))
+        given.append(first_share(tokens, given, cfg.context_tokens))
     return chosen
 
 
@@ -210,7 +229,7 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
     tiers: dict[str, Any] = assembled.summary()
     in_tier = {item.doc_id: name for name, item in assembled.items()}
     for item in assembled.hot.items:
-        add(_turn_offer(item.record, item.search_score, "hot", item.text, now)[0])
+        add(_turn_candidate(item.record, item.search_score, "hot"))
     visit_terms = query_terms(reference.title) if reference is not None else analysis.keywords
     for candidate in _visit_candidates(ctx, visit_terms):
         add(candidate)
@@ -229,10 +248,11 @@ def retrieve(ctx: TurnContext, view: TurnView) -> list[Payload]:
         add(candidate)
         views.setdefault(candidate.doc_id, neighbour)
     for name, item in assembled.items():  # after the search: its hits lead the ties
-        candidate, shown = _turn_offer(item.record, item.search_score, name, item.text, now)
-        add(candidate)
-        if item.doc_id in candidates and candidates[item.doc_id].tier == name:
-            views.setdefault(item.doc_id, shown)
+        doc_id = item.doc_id
+        if doc_id not in candidates:
+            add(_turn_candidate(item.record, item.search_score, name))
+        if doc_id in candidates and candidates[doc_id].tier == name and doc_id not in views:
+            views[doc_id] = _turn_view(item.record, item.search_score, name, item.text, now)
     for c in candidates.values():
         if c.doc_id not in views:
             snippet = source_text(ctx, c.doc_path, c.kind)[:600]

@@ -494,3 +494,22 @@ def test_a_live_turn_record_names_its_session_as_the_frontmatter_does() -> None:
     assert record("title: a session about cats\n") is None
     assert record("meta:\n  source: x\n") is None
     assert record("meta: [session]\n") is None
+
+
+def test_a_turn_records_token_counts_are_its_texts_counts() -> None:
+    """The tiers and §2's budget weigh a cached record by counts it keeps: they must be
+    `count_tokens` of its query and of its whole text, with an answer or without one."""
+    answered = (
+        "---\ncreated_at: '2024-03-01T10:00:00Z'\n---\n\n## 0. User Query\n\nhow's it — going?\n\n"
+        "## 5. Synthesis\n\nFine, thanks: 3 cats.\n"
+    )
+    bodies = []
+    for text in (answered, answered.split("\n## 5.")[0] + "\n"):
+        record = parse_turn_context("alice", "turn_00001", text)
+        assert record is not None
+        assert (record.query_tokens, record.tokens) == (
+            count_tokens(record.query_text()),
+            count_tokens(record.full_text()),
+        )
+        bodies.append(record.body)
+    assert bodies[0] and not bodies[1]
