@@ -265,8 +265,9 @@ class Slot(NamedTuple):
 
 # A clause with a subject of its own starts a statement of its own: "I live in Oslo and I
 # work for NovaTech" says where one lives and, apart, where one works; so does one after a
-# semicolon ("Lives in Oslo; Works for NovaTech").
-NEW_CLAUSE = re.compile(r"\s*;\s*|,?\s+(?:and|but)\s+(?=i\b|i'm\b|my\b|we\b)", re.I)
+# semicolon ("Lives in Oslo; Works for NovaTech") or after a comma and "now", "so" or "then"
+# ("I switched jobs, now I work at Spotify").
+NEW_CLAUSE = re.compile(r"\s*;\s*|(?:,?\s+(?:and|but)|,\s+(?:now|so|then))\s+(?=i\b|i'm\b|my\b|we\b)", re.I)
 # Coordinated clauses share their subject: "I changed careers and now work as a pilot".
 _LAST_CLAUSE = re.compile(
     r",?\s+(?:and|but)\s+(?:now\s+|then\s+|so\s+|these\s+days\s+)?(?!.*\s(?:and|but)\s)", re.I

@@ -75,6 +75,12 @@ def test_two_clauses_with_their_own_subject_are_two_statements(chat: Chat) -> No
     assert "NovaTech" in job.answer and "Oslo" not in job.answer and job.outcome == "APPROVE"
 
 
+def test_a_comma_and_now_start_a_statement_of_its_own(chat: Chat) -> None:
+    chat.ask("I switched jobs, now I work at Spotify")
+    result = chat.ask("Where do I work?")
+    assert "Spotify" in result.answer and result.outcome == "APPROVE"
+
+
 def test_what_did_i_say_about_a_thing_asks_for_what_was_said_of_it(chat: Chat) -> None:
     chat.ask("I live in Oslo and I work for NovaTech as a designer")
     result = chat.ask("What did I say about Oslo?")
