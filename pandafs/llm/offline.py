@@ -581,10 +581,15 @@ def _pick(data: t.AnswerIn) -> list[t.FactView]:
     if focus:  # only what is about the thing asked for (a cat does not answer for a dog),
         # best what names it whole, else what names its head in a text that names the rest
         whole = [f for f in picked if g.about_focus(focus, f.text, f.key, data.query)]
-        documents = g.documents_of((f.doc_id, f.text) for f in data.facts)
-        picked = whole or [
-            f for f in picked if g.about_focus(focus, f.text, f.key, data.query, documents.get(f.doc_id, ""))
-        ]
+        if whole:
+            picked = whole
+        else:  # the documents are joined only when no fact names the whole focus
+            documents = g.documents_of((f.doc_id, f.text) for f in data.facts)
+            picked = [
+                f
+                for f in picked
+                if g.about_focus(focus, f.text, f.key, data.query, documents.get(f.doc_id, ""))
+            ]
     # it says what was asked of the thing, as much of it as any fact giving the datum says
     giving = [f for f in picked if g.has_requested(data.requested, _answer_form(f, data), data.query)]
     most = max((g.states(predicate, f.text, focus) for f in giving or picked), default=0) if predicate else 0
