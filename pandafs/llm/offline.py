@@ -730,14 +730,14 @@ def _prompt_tokens(prompt: str) -> int:
 
 
 class OfflineBackend:
-    """Deterministic rules; `run` validates the result against the task's output model.  Its
-    usage counts the tokens a model would have been sent and returned, so runs compare."""
+    """Deterministic rules, each building its task's output model.  Its usage counts the
+    tokens a model would have been sent and returned, so runs compare."""
 
     name = "offline"
     sends_tools = False  # `call_tools` follows the plan
 
     def run(self, task: Any, data: BaseModel) -> tuple[Any, Usage]:
-        result = task.output.model_validate(RULES[task.name](data).model_dump())
+        result = RULES[task.name](data)
         sent = _prompt_tokens(task.prompt()) + count_tokens(data.model_dump_json())
         return result, Usage(tokens_in=sent, tokens_out=count_tokens(result.model_dump_json()), calls=1)
 
