@@ -248,10 +248,10 @@ class Learning:
         started = time.perf_counter()
         report = SyncReport()
         projection = self.cache.projection()
-        rows: list[TurnRow] = []
+        rows: list[dict[str, Any]] = []
         changed = self._fold_users(projection, report, rows.append, full=False, users=users)
         more, days = self._fold_logs(projection, report, full=False, users=users)
-        days |= {r.date.isoformat() for r in rows}
+        days |= {r["date"] for r in rows}
         if write:
             docs = changed | more | set(self.cache.state.dirty)
             self._commit(report, docs, rows, days, projection, rollups=rollups)
@@ -288,7 +288,7 @@ class Learning:
         self,
         report: SyncReport,
         docs: set[str],
-        rows: list[TurnRow],
+        rows: list[dict[str, Any]],
         days: set[str],
         projection: Projection,
         rollups: bool = True,
@@ -297,7 +297,7 @@ class Learning:
         plans, overlay = self.documents.plan(sorted(docs), projection)
         waiting = self.cache.state.catalog_rows
         for row in rows:
-            waiting[f"{row.user}/{row.turn}"] = row.model_dump(mode="json")
+            waiting[f"{row['user']}/{row['turn']}"] = row
         if waiting and (rollups or len(waiting) >= CATALOG_BATCH):  # before the rollups read them
             written = [TurnRow.model_validate(r) for r in waiting.values()]
             report.catalog_months = self.catalog.append(written)

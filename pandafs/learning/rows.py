@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from events.layout import turn_number
 from events.projection import TurnView, metrics_of
@@ -18,7 +19,7 @@ __all__ = ["PHASES", "RowValues", "TurnRow", "row_values", "turn_row", "turn_row
 class TurnRow(BaseModel):
     """One row of the catalog: what a turn was about, how it went, what it cost."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when rows are written
 
     user: str
     turn: str
@@ -114,9 +115,10 @@ def _row_fields(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
     }
 
 
-def turn_row(view: TurnView, events: Sequence[Event]) -> TurnRow:
-    """The catalog row of a completed turn (a pure function of its events)."""
-    return TurnRow(**_row_fields(view, events))
+def turn_row(view: TurnView, events: Sequence[Event]) -> dict[str, Any]:
+    """The catalog row of a completed turn (a pure function of its events) in its JSON form,
+    as it waits for the catalog; `TurnRow` validates it when the catalog is written."""
+    return to_jsonable_python(_row_fields(view, events))  # type: ignore[no-any-return]
 
 
 def turn_row_values(view: TurnView, events: Sequence[Event]) -> "RowValues":

@@ -319,7 +319,10 @@ def test_saves_rows_wait_in_the_cache_until_a_batch_or_the_next_sync_writes_them
                 pipeline.ask("Which Lenovo laptop has an RTX GPU?", user="alice")
 
     ask(4)  # each Save folds the turns before its own: three rows, under the batch
-    assert catalog.months() == [] and len(cache_json(vault)["catalog_rows"]) == 3
+    waiting = cache_json(vault)["catalog_rows"]
+    assert catalog.months() == [] and len(waiting) == 3
+    for row in waiting.values():  # each in the JSON form of its `TurnRow`, keys in its order
+        assert list(TurnRow.model_validate(row).model_dump(mode="json").items()) == list(row.items())
     sync(vault)
     assert [r["turn_number"] for r in catalog.read_rows()] == [1, 2, 3, 4]
     ask(5)  # Saves of turns 6-9 fold turns 5-8: the fourth row makes a batch
