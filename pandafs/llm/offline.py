@@ -393,8 +393,8 @@ def _key_facts(keywords: list[str], text: str) -> list[str]:
 
 def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
     keywords = data.keywords
-    out = t.SynthesizeContextOut(memory=list(data.memory))
-    by_kind = {"turn": out.prior_turns, "archived_turn": out.prior_turns, "research": out.research}
+    rows: dict[str, list[t.DocRow]] = {"prior_turns": [], "research": [], "knowledge": []}
+    section = {"turn": "prior_turns", "archived_turn": "prior_turns", "research": "research"}
     covered: set[str] = set()
     for doc in data.documents:
         facts = _key_facts(keywords, doc.text)
@@ -407,13 +407,13 @@ def synthesize_context(data: t.SynthesizeContextIn) -> t.SynthesizeContextOut:
             summary=doc.title or facts[0][:120],
             key_facts=facts,
         )
-        by_kind.get(doc.kind, out.knowledge).append(row)  # any other document is knowledge
-    out.gaps = [
-        w for w in keywords if w not in covered and not any(stems_overlap([w], m.value) for m in out.memory)
+        rows[section.get(doc.kind, "knowledge")].append(row)  # any other document is knowledge
+    gaps = [
+        w for w in keywords if w not in covered and not any(stems_overlap([w], m.value) for m in data.memory)
     ]
-    found = len(out.prior_turns) + len(out.research) + len(out.knowledge) + len(out.memory)
-    out.context_quality = round(min(1.0, 0.3 + 0.15 * found) if found else 0.0, 2)
-    return out
+    found = sum(map(len, rows.values())) + len(data.memory)
+    quality = round(min(1.0, 0.3 + 0.15 * found) if found else 0.0, 2)
+    return t.SynthesizeContextOut(memory=data.memory, **rows, gaps=gaps, context_quality=quality)
 
 
 # --- phases 3-4: plan, call_tools ---------------------------------------------------------
