@@ -1,7 +1,7 @@
-"""Score the answers of whole turns: on real conversations (LongMemEval) and on scripted dialogues.
+"""Score the answers of whole turns: on real conversations (LongMemEval, LoCoMo) and on scripted dialogues.
 
-    python benchmarks/eval_answers.py [--set all|longmemeval|ours] [--lme DIR] [--limit N]
-        [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose]
+    python benchmarks/eval_answers.py [--set all|longmemeval|locomo|ours] [--lme DIR] [--locomo FILE]
+        [--limit N] [--dialogues 150] [--seed 1] [--heldout 2] [--json] [--verbose]
         [--without-evidence | --other-user]
 
 **longmemeval**: the shared LongMemEval-S development split (`--lme`, default
@@ -23,6 +23,29 @@ memory then does not hold the answer, so an APPROVE is a wrong approval (unless 
 session repeats the answer), whatever words the answer uses.  With `--other-user` each
 question is asked of the next question's user, on that user's question date: their
 history is another person's, so again each APPROVE is wrong.
+
+**locomo**: LoCoMo (`--locomo`, default `benchmarks/data/locomo/locomo10.jsonl.gz`;
+Maharana et al., ACL 2024, CC BY-NC 4.0: non-commercial evaluation only, see the README
+there).  Ten long conversations between two named people, each its own user, its
+utterances imported as `eval_retrieval.py` imports them (`load_locomo`: one turn per
+utterance, `Speaker: text`, stamped from its session's date); every question asked, as
+there, a day after its conversation's last session (the data gives no question date).
+`--limit N` is here N questions per conversation (default `LOCOMO_SAMPLE`, 100: 978 of
+the 1,982), each conversation's questions sorted by category and N taken evenly spaced.
+The same judge, classes and baselines as LongMemEval, per category: 1 multi-hop,
+2 temporal, 3 open-domain, 4 single-hop are right when the answer contains the gold;
+5 adversarial (the question puts one speaker's event on the other: the conversation
+does not hold the answer) is an abstention question, right only when the answer says
+memory does not hold it, and any APPROVE there is a wrong approval.  The judge's limits
+here: LoCoMo's golds are short phrases written by annotators, not words of the
+conversation: a date computed from "last week" ("7 May 2023" against "May 7"), a
+paraphrase ("his turtles" against "Turtles really bring me joy"), a list of several
+items, or a judgement ("Likely no", most open-domain golds) is missed by containment
+even when the answer is right when read, so "right" is a lower bound and part of
+"wrong + APPROVE" is right when read.  `--without-evidence` leaves out the evidence
+utterances of every asked question of a conversation (the questions share one user;
+leaving out whole sessions would empty it); `--other-user` asks each question of the
+next asked question's user who is another conversation.
 
 **ours** — each dialogue is generated from a seed: one user, a few turns a person might say
 (facts, preferences, updates, plans, filler), then a question, all run through
@@ -56,7 +79,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -444,12 +467,65 @@ def run_longmemeval(
     other_user: bool = False,
 ) -> dict[str, Any]:
     dataset = ev.load_longmemeval(folder, limit)
-    lines = dataset.lines
     if without_evidence:  # each user's history less the sessions that answer its question
         evidence = {q.user: q.sessions for q in dataset.questions}
-        lines = [line for line in lines if line["meta"]["session"] not in evidence[line["user"]]]
+        lines = [line for line in dataset.lines if line["meta"]["session"] not in evidence[line["user"]]]
+        dataset = ev.Dataset(dataset.name, lines, dataset.questions)
     with gzip.open(folder / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
         gold = {r["question_id"]: str(r["answer"]) for r in map(json.loads, handle)}
+    return run_real(dataset, gold, backend, verbose, without_evidence, other_user)
+
+
+LOCOMO_SAMPLE = 100
+"""LoCoMo questions asked per conversation by default (10 conversations)."""
+
+
+def locomo_gold(path: Path) -> dict[str, str]:
+    """Question id (as `eval_retrieval.load_locomo` names it) → the gold answer."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        samples = [json.loads(raw) for raw in handle if raw.strip()]
+    return {f"{s['sample_id']}-q{i:03d}": str(q["answer"]) for s in samples for i, q in enumerate(s["qa"])}
+
+
+def run_locomo(
+    path: Path,
+    per_conversation: int,
+    backend: Backend | None = None,
+    verbose: bool = False,
+    without_evidence: bool = False,
+    other_user: bool = False,
+) -> dict[str, Any]:
+    """`per_conversation` questions of each conversation, sorted by category then spread
+    evenly (every category while it is at least 5); adversarial ones are abstentions."""
+    full = ev.load_locomo(path)
+    by_user: dict[str, list[Any]] = defaultdict(list)
+    for q in full.questions:
+        by_user[q.user].append(replace(q, abstention=q.kind == "adversarial"))
+    questions = [
+        q
+        for asked in by_user.values()
+        for q in ev._spread(sorted(asked, key=lambda q: q.kind), per_conversation)
+    ]
+    users = {q.user for q in questions}
+    lines = [line for line in full.lines if line["user"] in users]
+    if without_evidence:  # each conversation less the utterances that answer its asked questions
+        evidence = {turn for q in questions for turn in q.turns}
+        lines = [line for line in lines if line["external_id"] not in evidence]
+    dataset = ev.Dataset(full.name, lines, questions)
+    return run_real(dataset, locomo_gold(path), backend, verbose, without_evidence, other_user)
+
+
+def run_real(
+    dataset: Any,
+    gold: dict[str, str],
+    backend: Backend | None = None,
+    verbose: bool = False,
+    without_evidence: bool = False,
+    other_user: bool = False,
+) -> dict[str, Any]:
+    """Import `dataset`'s lines, ask each question through `Pipeline.ask` as of its date and
+    judge the answer beside the two baselines (see the module docstring)."""
+    lines = dataset.lines
     started = time.perf_counter()
     rows: dict[str, dict[str, Counter[str]]] = {"pandafs": {}, "bm25_sentence": {}, "always_unknown": {}}
     phases: dict[str, Counter[str]] = defaultdict(Counter)
@@ -473,8 +549,9 @@ def run_longmemeval(
         ) as p:
             questions = dataset.questions
             for i, q in enumerate(questions):
-                # --other-user: asked of the next question's user, whose history lacks its answer
-                asker = questions[(i + 1) % len(questions)] if other_user else q
+                # --other-user: asked of the next question of another user, whose history lacks its answer
+                later = [*questions[i + 1 :], *questions[:i]]
+                asker = next((o for o in later if o.user != q.user), q) if other_user else q
                 clock["t"] = datetime.fromisoformat(asker.now.replace("Z", "+00:00"))
                 result = p.ask(q.text, user=asker.user)
                 kinds = {
@@ -507,6 +584,7 @@ def run_longmemeval(
     n = len(dataset.questions)
     totals = {s: sum((t for t in r.values()), Counter()) for s, r in rows.items()}
     return {
+        "set": dataset.name,
         "questions": n,
         "turns": len(lines),
         "without_evidence": without_evidence,
@@ -526,9 +604,12 @@ def run_longmemeval(
     }
 
 
-def render_longmemeval(res: dict[str, Any]) -> str:
+_TITLES = {"longmemeval": "LongMemEval dev", "locomo": "LoCoMo"}
+
+
+def render_real(res: dict[str, Any]) -> str:
     out = [
-        f"LongMemEval dev: {res['questions']} questions over {res['turns']} imported turns "
+        f"{_TITLES[res['set']]}: {res['questions']} questions over {res['turns']} imported turns "
         f"(import {res['import_seconds']} s, asking {res['ask_seconds']} s)",
         f"{'type':<28} {'system':<15} {'n':>3} {'right':>6} {'(APPR)':>6} {'honest':>7} "
         f"{'wrong':>6} {'wrong+APPROVE':>14}",
@@ -572,9 +653,15 @@ def _backend(url: str | None, model: str) -> Backend | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("all", "longmemeval", "ours"), default="all")
+    parser.add_argument("--set", choices=("all", "longmemeval", "locomo", "ours"), default="all")
     parser.add_argument("--lme", type=Path, default=ev.DEFAULT_LME, help="the LongMemEval dev folder")
-    parser.add_argument("--limit", type=int, default=None, help="LongMemEval questions, spread over types")
+    parser.add_argument("--locomo", type=Path, default=ev.DEFAULT_LOCOMO, help="the LoCoMo slice (.jsonl.gz)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help=f"LongMemEval: questions spread over types; LoCoMo: per conversation ({LOCOMO_SAMPLE})",
+    )
     parser.add_argument("--dialogues", type=int, default=150)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--heldout", type=int, default=2)
@@ -585,45 +672,57 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--without-evidence",
         action="store_true",
-        help="LongMemEval: leave each question's evidence sessions out (an APPROVE is then wrong)",
+        help="leave the evidence out: LongMemEval's sessions, LoCoMo's utterances (an APPROVE is then wrong)",
     )
     parser.add_argument(
         "--other-user",
         action="store_true",
-        help="LongMemEval: ask each question of the next question's user (an APPROVE is then wrong)",
+        help="ask each question of the next question's other user (an APPROVE is then wrong)",
     )
     args = parser.parse_args(argv)
     if args.dialogues < 1:
         parser.error("--dialogues must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
     summary: dict[str, Any] = {"benchmark": "answers", "backend": "openai" if args.llm_url else "offline"}
+    probes = (args.verbose, args.without_evidence, args.other_user)
+    real: list[tuple[str, dict[str, Any]]] = []
     if args.set in ("all", "longmemeval"):
         if not (args.lme / "questions.jsonl.gz").is_file():
             parser.error(f"no LongMemEval questions in {args.lme}")
-        lme = run_longmemeval(
-            args.lme,
-            args.limit,
-            _backend(args.llm_url, args.llm_model),
-            args.verbose,
-            args.without_evidence,
-            args.other_user,
+        real.append(
+            ("lme", run_longmemeval(args.lme, args.limit, _backend(args.llm_url, args.llm_model), *probes))
         )
+    if args.set in ("all", "locomo"):
+        if not args.locomo.is_file():
+            parser.error(f"{args.locomo} is not a file")
+        per_conversation = LOCOMO_SAMPLE if args.limit is None else args.limit
+        real.append(
+            (
+                "locomo",
+                run_locomo(args.locomo, per_conversation, _backend(args.llm_url, args.llm_model), *probes),
+            )
+        )
+    for prefix, res in real:
         if not args.json:
-            print(render_longmemeval(lme))
-        totals = lme["totals"]
+            print(render_real(res))
+        totals = res["totals"]
         summary.update(
-            lme_questions=lme["questions"],
-            lme_right=totals["pandafs"].get("right", 0),
-            lme_right_approved=totals["pandafs"].get("right_approved", 0),
-            lme_approved=totals["pandafs"].get("approved", 0),
-            lme_without_evidence=args.without_evidence,
-            lme_other_user=args.other_user,
-            lme_wrong_approved=totals["pandafs"].get("wrong_approved", 0),
-            lme_wrong_approved_rate=lme["wrong_approved_rate"],
-            lme_bm25_right=totals["bm25_sentence"].get("right", 0),
-            lme_unknown_right=totals["always_unknown"].get("right", 0),
-            lme_phases=lme["phases"],
-            lme_context_tokens=lme["context_tokens"],
-            lme_kinds=lme["kinds"]["pandafs"],
+            {
+                f"{prefix}_questions": res["questions"],
+                f"{prefix}_right": totals["pandafs"].get("right", 0),
+                f"{prefix}_right_approved": totals["pandafs"].get("right_approved", 0),
+                f"{prefix}_approved": totals["pandafs"].get("approved", 0),
+                f"{prefix}_without_evidence": args.without_evidence,
+                f"{prefix}_other_user": args.other_user,
+                f"{prefix}_wrong_approved": totals["pandafs"].get("wrong_approved", 0),
+                f"{prefix}_wrong_approved_rate": res["wrong_approved_rate"],
+                f"{prefix}_bm25_right": totals["bm25_sentence"].get("right", 0),
+                f"{prefix}_unknown_right": totals["always_unknown"].get("right", 0),
+                f"{prefix}_phases": res["phases"],
+                f"{prefix}_context_tokens": res["context_tokens"],
+                f"{prefix}_kinds": res["kinds"]["pandafs"],
+            }
         )
     if args.set in ("all", "ours"):
         results = {"dev": run(args.seed, args.dialogues), "heldout": run(args.heldout, args.dialogues)}
