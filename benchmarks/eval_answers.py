@@ -30,7 +30,7 @@ there).  Ten long conversations between two named people, each its own user, its
 utterances imported as `eval_retrieval.py` imports them (`load_locomo`: one turn per
 utterance, `Speaker: text`, stamped from its session's date); every question asked, as
 there, a day after its conversation's last session (the data gives no question date).
-`--limit N` is here N questions per conversation (default `LOCOMO_SAMPLE`, 100: 978 of
+`--limit N` is here N questions per conversation (default `LOCOMO_SAMPLE`, 100: 1,000 of
 the 1,982), each conversation's questions sorted by category and N taken evenly spaced.
 The same judge, classes and baselines as LongMemEval, per category: 1 multi-hop,
 2 temporal, 3 open-domain, 4 single-hop are right when the answer contains the gold;
@@ -627,7 +627,8 @@ def render_real(res: dict[str, Any]) -> str:
     out.append(f"wrong and APPROVEd: {res['wrong_approved_rate']:.1%} of answers")
     approved = res["totals"]["pandafs"].get("approved", 0)
     if res["without_evidence"] or res["other_user"]:
-        where = "without their evidence sessions" if res["without_evidence"] else "of another user"
+        evidence = "utterances" if res["set"] == "locomo" else "sessions"
+        where = f"without their evidence {evidence}" if res["without_evidence"] else "of another user"
         out.append(f"APPROVEd {where}: {approved} of {res['questions']}")
     out.append(f"{'phase':<24} {'calls':>7} {'prompt tok':>11} {'completion':>11}   (per turn)")
     n = max(1, res["questions"])
