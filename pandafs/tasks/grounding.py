@@ -1170,6 +1170,8 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
+    # whom it asks of is those names, said above; the focus is what it asks (Calvin's necklace)
+    focus = tuple(w for w in focus if w not in {re.sub(r"['’]s$", "", n) for n in named})
     predicate = asked_predicate(resolved)
     asked = " ".join(predicate)
     polar = _POLAR.search(asked_part(query)) is not None
@@ -1243,9 +1245,9 @@ def _addresses(
     predicate = asked_of(predicate, thing)
     if not predicate:
         return True
-    if not polar:  # any word of what was done, not a deictic one ("last Friday" is no listening)
+    if not polar:  # most words of what was done, not a deictic one ("last Friday" is no listening)
         done = tuple(w for w in predicate if w not in _DEICTIC_WORDS) or predicate
-        return any(states(done, f.text, thing) for f in facts)
+        return any(2 * states(done, f.text, thing) >= len(done) for f in facts)
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
         rest = tuple(w for w in predicate if w not in choice)
@@ -1258,7 +1260,9 @@ def _addresses(
 # Words that place a time relative to when they are said: the question's "last Friday" and
 # a statement's "last October" name unrelated times, so they match nothing.
 _DEICTIC_WORDS = frozenset(
-    stem(w) for w in "last next this ago yesterday today tonight tomorrow recent recently".split()
+    stem(w)
+    for w in """last next this ago yesterday today tonight tomorrow recent recently monday tuesday
+    wednesday thursday friday saturday sunday""".split()
 )
 
 

@@ -272,3 +272,26 @@ def test_a_statement_naming_the_whole_focus_is_preferred_to_one_naming_its_head(
     assert answer(asked).answer == "The recommended ratio for the face is 1:20 [2]."
     alone = AnswerIn(query=ASK_RATIO, resolved_query=ASK_RATIO, query_type="question", facts=facts[:2])
     assert answer(alone).answer == "it's best to dilute the oil with a carrier oil in a 1:5 ratio [1]."
+
+
+# LoCoMo: a two-person log imported one utterance a turn, each "Name: text".
+def _locomo(*lines: str) -> list[Fact]:
+    return [Fact(line, "stated", n, f"locomo-conv-26/turn_{n:06d}") for n, line in enumerate(lines, 1)]
+
+
+def test_the_person_asked_of_is_not_what_is_asked() -> None:
+    """A speaker's line names the speaker: that says whose it is, not what was asked of them."""
+    query = "What motivated Melanie to pursue counseling?"
+    said = "Melanie: My own journey motivated me to pursue counseling"
+    assert not _about("Melanie: Yeah, Caroline [1].", query, _locomo("Melanie: Yeah, Caroline"))
+    assert _about(said + " [1].", query, _locomo(said))
+
+
+def test_a_word_of_what_was_asked_is_not_saying_it() -> None:
+    """ "Thanks for your support" says nothing of whom one supports in cricket matches."""
+    query = "Who does James support in cricket matches?"
+    facts = _locomo(
+        "John: Thanks for your support, James", "James: I support the Mumbai Indians in cricket matches"
+    )
+    assert not _about("John: Thanks for your support, James [1].", query, facts)
+    assert _about("James: I support the Mumbai Indians in cricket matches [2].", query, facts)
