@@ -875,7 +875,8 @@ NOT_NAMES = frozenset(
     Also Earlier Last Noted Sorry Asked Answered Lives Works Name Prefers Likes Dislikes Their
     Is Has Will Planning Going I'll Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
     February March April May June July August September October November December Today
-    Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually""".split()
+    Yesterday Tomorrow Speaking Thanks Yes No Oh Well So Actually Yeah Yep Wow Hey Hi Hello Bye
+    Cool Awesome Great Sure Aww Congrats Okay Ok""".split()
 )
 
 
@@ -1170,8 +1171,9 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
-    # whom it asks of is those names, said above; the focus is what it asks (Calvin's necklace)
-    focus = tuple(w for w in focus if w not in {re.sub(r"['’]s$", "", n) for n in named})
+    # whom it asks of is those names, said above; what it asks is the rest (Calvin's necklace)
+    whom = {stem(re.sub(r"['’]s$", "", n)) for n in named}
+    focus = tuple(w for w in focus if stem(w) not in whom and w not in _BETWEEN)
     predicate = asked_predicate(resolved)
     asked = " ".join(predicate)
     polar = _POLAR.search(asked_part(query)) is not None
@@ -1245,9 +1247,13 @@ def _addresses(
     predicate = asked_of(predicate, thing)
     if not predicate:
         return True
-    if not polar:  # most words of what was done, not a deictic one ("last Friday" is no listening)
+    if not polar:  # its verb and most words of what was done, not a deictic one ("last Friday"
+        # is no listening): "the charity race" is not what Caroline realised after it
         done = tuple(w for w in predicate if w not in _DEICTIC_WORDS) or predicate
-        return any(2 * states(done, f.text, thing) >= len(done) for f in facts)
+        verb = next(((w,) for w in done if w not in _RECALLING), done[:1])  # not "say" of what was said
+        return any(
+            states(verb, f.text, thing) and 2 * states(done, f.text, thing) >= len(done) for f in facts
+        )
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
         rest = tuple(w for w in predicate if w not in choice)

@@ -285,6 +285,9 @@ def test_the_person_asked_of_is_not_what_is_asked() -> None:
     said = "Melanie: My own journey motivated me to pursue counseling"
     assert not _about("Melanie: Yeah, Caroline [1].", query, _locomo("Melanie: Yeah, Caroline"))
     assert _about(said + " [1].", query, _locomo(said))
+    # nor is an adverb of the question ("really") a thing asked about
+    query = "What is something that Andrew really misses while working in the city?"
+    assert not _about("Andrew: Yeah, it really does [1].", query, _locomo("Andrew: Yeah, it really does"))
 
 
 def test_a_word_of_what_was_asked_is_not_saying_it() -> None:
@@ -295,3 +298,25 @@ def test_a_word_of_what_was_asked_is_not_saying_it() -> None:
     )
     assert not _about("John: Thanks for your support, James [1].", query, facts)
     assert _about("James: I support the Mumbai Indians in cricket matches [2].", query, facts)
+
+
+def test_what_was_done_is_said_by_its_verb_not_only_its_nouns() -> None:
+    """ "That charity race sounds great" names the race; it does not say what was realised."""
+    query = "What did Caroline realize after her charity race?"
+    facts = _locomo(
+        "Caroline: That charity race sounds great, Mel",
+        "Caroline: After the charity race I realized that self-care is important",
+    )
+    assert not _about("Caroline: That charity race sounds great, Mel [1].", query, facts)
+    assert _about(
+        "Caroline: After the charity race I realized that self-care is important [2].", query, facts
+    )
+
+
+def test_an_interjection_is_no_name() -> None:
+    """ "Yeah" starting a line names no book (a "which" question is answered by a name)."""
+    query = "What book is Jon currently reading?"
+    facts = _locomo("Jon: Yeah, the book got me thinking about building a focused business")
+    assert not _gates(
+        "Jon: Yeah, the book got me thinking about building a focused business [1].", query, facts
+    )["requested_data"]
