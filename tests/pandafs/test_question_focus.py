@@ -320,3 +320,11 @@ def test_an_interjection_is_no_name() -> None:
     assert not _gates(
         "Jon: Yeah, the book got me thinking about building a focused business [1].", query, facts
     )["requested_data"]
+
+
+def test_the_speaker_of_a_line_is_no_name_it_gives() -> None:
+    """ "John: Thanks, Maria" gives no name for Maria's child: John is who says it."""
+    query = "What is the name of Maria's one-year-old child?"
+    facts = _locomo("John: Thanks, Maria", "Maria: His name is Kyle")
+    assert not _gates("John: Thanks, Maria [1].", query, facts)["requested_data"]
+    assert _gates("Maria: His name is Kyle [2].", query, facts)["requested_data"]
