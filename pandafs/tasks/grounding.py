@@ -455,6 +455,7 @@ _OBJECTS = frozenset("a an the my your our his her their its it them me us him".
 _BETWEEN = frozenset(
     "also just usually often always never really still already then now sometimes only".split()
 )
+_ADVERBS = frozenset(stem(w) for w in _BETWEEN | {"currently", "actually"})
 
 
 @lru_cache(maxsize=8192)
@@ -1255,7 +1256,8 @@ def _addresses(
     if not polar:  # its verb and most words of what was done, not a deictic one ("last Friday"
         # is no listening): "the charity race" is not what Caroline realised after it
         done = tuple(w for w in predicate if w not in _DEICTIC_WORDS) or predicate
-        verb = next(((w,) for w in done if w not in _RECALLING), done[:1])  # not "say" of what was said
+        # up to its verb: past "say" of what was said and an adverb ("do I currently use")
+        verb = done[: next((i for i, w in enumerate(done) if w not in _RECALLING | _ADVERBS), 0) + 1]
         return any(
             states(verb, f.text, thing) and 2 * states(done, f.text, thing) >= len(done) for f in facts
         )

@@ -328,3 +328,10 @@ def test_the_speaker_of_a_line_is_no_name_it_gives() -> None:
     facts = _locomo("John: Thanks, Maria", "Maria: His name is Kyle")
     assert not _gates("John: Thanks, Maria [1].", query, facts)["requested_data"]
     assert _gates("Maria: His name is Kyle [2].", query, facts)["requested_data"]
+
+
+def test_the_verb_asked_is_not_an_adverb() -> None:
+    # LongMemEval dev: "currently" comes before the verb it asks of ("use")
+    query = "What brand of shampoo do I currently use?"
+    said = "I've been using a lavender scented shampoo that I picked up on a whim at Trader Joe's"
+    assert _about(said + " [1].", query, [Fact(said, "stated", 1, "alice/turn_000001")])
