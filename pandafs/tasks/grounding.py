@@ -545,7 +545,7 @@ _TASTE = frozenset(stem(w) for w in "like likes love loves enjoy enjoys adore pr
 _RECALLING = frozenset(
     stem(w)
     for w in """see saw seen look looked watch watched notice noticed hear heard talk talked speak
-    spoke discuss discussed mention mentioned say said tell told chat chatted""".split()
+    spoke discuss discussed mention mentioned say said tell told chat chatted ask asked""".split()
 )
 
 
@@ -1177,9 +1177,15 @@ def _about(answer: str, query: str, resolved: str, facts: list[Fact], *, checkab
     missing = sorted(w for w in named - acronyms if w not in said and w.isalpha())
     if missing:  # "my new role as Software Engineer Manager" is not "Senior Software Engineer"
         return GateResult(gate=_ABOUT, passed=False, detail=f"the answer does not say {missing[0]!r}")
-    # whom it asks of is those names, said above; what it asks is the rest (Calvin's necklace)
-    whom = {stem(re.sub(r"['’]s$", "", n)) for n in named}
-    focus = tuple(w for w in focus if stem(w) not in whom and w not in _BETWEEN)
+    # whom it asks of is those names, said above; what it asks is the rest (Calvin's necklace),
+    # with a name that qualifies the next word of the thing ("which Lenovo laptop")
+    focus = tuple(w for w in focus if w not in _BETWEEN)
+    whom = {
+        stem(re.sub(r"['’]s$", "", n))
+        for n in named
+        if not any(re.search(rf"\b{re.escape(n)}\s+{re.escape(w)}\b", query, re.I) for w in focus)
+    }
+    focus = tuple(w for w in focus if stem(w) not in whom)
     predicate = asked_predicate(resolved)
     asked = " ".join(predicate)
     polar = _POLAR.search(asked_part(query)) is not None
@@ -1258,9 +1264,10 @@ def _addresses(
         done = tuple(w for w in predicate if w not in _DEICTIC_WORDS) or predicate
         # up to its verb: past "say" of what was said and an adverb ("do I currently use")
         verb = done[: next((i for i, w in enumerate(done) if w not in _RECALLING | _ADVERBS), 0) + 1]
-        return any(
-            states(verb, f.text, thing) and 2 * states(done, f.text, thing) >= len(done) for f in facts
-        )
+        # most of what was asked, by any fact ("…, and what …?"), the asking itself aside
+        content = tuple(w for w in done if w not in _RECALLING) or done
+        said = sum(1 for w in content if any(states((w,), f.text, thing) for f in facts))
+        return 2 * said >= len(content) and any(states(verb, f.text, thing) for f in facts)
     choice = _alternatives(predicate, query)
     if choice:  # "do I prefer aisle or window seats?": the rest of it, and one of the two
         rest = tuple(w for w in predicate if w not in choice)
