@@ -15,6 +15,7 @@ import pytest
 
 from events.layout import TURN_DIR_RE, turn_name, turn_number
 from events.log import read_events
+from events.stamps import format_ts
 from pandafs.config import TiersConfig
 from pandafs.llm.offline import OfflineBackend
 from pandafs.memory.api import Memory
@@ -24,6 +25,7 @@ from pandafs.pipeline import Pipeline
 from pandafs.tokens import count_tokens, truncate_tokens
 from pandafs.turn_import import import_turns
 from pandafs.vault import Vault
+from tests.support.learning import T0
 
 NOW = datetime(2027, 1, 1, tzinfo=UTC)
 VOCAB = (
@@ -483,7 +485,7 @@ def test_a_live_turn_record_names_its_session_as_the_frontmatter_does() -> None:
     first set `SESSION_KEYS` value of `meta`, read as YAML reads it."""
 
     def record(front: str) -> str | None:
-        text = f"---\ncreated_at: '2024-03-01T10:00:00Z'\n{front}---\n\n## 0. Query\n\nhi\n"
+        text = f"---\ncreated_at: '{format_ts(T0)}'\n{front}---\n\n## 0. Query\n\nhi\n"
         parsed = parse_turn_context("alice", "turn_00001", text)
         assert parsed is not None
         return parsed.session
@@ -500,7 +502,7 @@ def test_a_turn_records_token_counts_are_its_texts_counts() -> None:
     """The tiers and §2's budget weigh a cached record by counts it keeps: they must be
     `count_tokens` of its query and of its whole text, with an answer or without one."""
     answered = (
-        "---\ncreated_at: '2024-03-01T10:00:00Z'\n---\n\n## 0. User Query\n\nhow's it — going?\n\n"
+        f"---\ncreated_at: '{format_ts(T0)}'\n---\n\n## 0. User Query\n\nhow's it — going?\n\n"
         "## 5. Synthesis\n\nFine, thanks: 3 cats.\n"
     )
     bodies = []
